@@ -1,0 +1,152 @@
+# prism-sweep — one build for the orchestrator, the worker, the kernels and the tests.
+#
+#   make            build prism-sweep, prism-worker, prism-data (CUDA objects too when nvcc is found)
+#   make check      install missing packages (deps), build, run every test; ends with "N passed, N failed"
+#   make demo       a whole tiny sweep on this machine (see README)
+#   make bench      benchmarks (figures go to docs/PERF.md by hand)
+#   make fuzz       libFuzzer targets (clang)
+#   make deps       report ✓/✗ per dependency and install what is missing (root) or print the apt-get line
+#
+# Layout: common/ (shared C), orchestrator/ (prism-sweep), worker/ (prism-worker, prism-data),
+# kernels/ (CPU reference *.c, CUDA *.cu in kernels/cuda/). Every .c outside a program's main file goes into
+# that directory's static library, so adding a module needs no Makefile edit.
+# BUILD=dir puts every output under dir (several builds can share one tree).
+
+BUILD    ?= build
+CC       ?= cc
+NVCC     ?= $(shell command -v nvcc 2>/dev/null || ls /usr/local/cuda/bin/nvcc 2>/dev/null)
+PRECISION ?= bf16
+OPT      ?= -O3 -march=x86-64-v2
+SHELL    := /bin/bash
+
+PKGS      := sqlite3 libuv jansson libcurl openblas
+PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
+
+CFLAGS   ?= $(OPT) -g
+CFLAGS   += -std=gnu11 -Wall -Wextra -Wno-unused-parameter -Wno-sign-compare -fopenmp -MMD -MP \
+            -Icommon -Iorchestrator -Iworker -Ikernels -I$(BUILD)/gen $(PKG_CFLAGS)
+LDLIBS   := $(PKG_LIBS) -lhttp_parser -fopenmp -lm -lpthread
+
+# ---- CUDA (only when nvcc is found) ---------------------------------------------------------------
+CUDA_HOME ?= $(patsubst %/bin/nvcc,%,$(NVCC))
+CU_SRC   := $(wildcard kernels/cuda/*.cu)
+ifneq ($(NVCC),)
+ifneq ($(CU_SRC),)
+HAVE_CUDA := 1
+NVFLAGS  ?= -O3 -std=c++17 -gencode arch=compute_90,code=sm_90 -gencode arch=compute_90,code=compute_90 \
+            --use_fast_math -Xcompiler -fPIC -Ikernels -Icommon
+ifeq ($(PRECISION),fp32)
+NVFLAGS  += -DENABLE_FP32
+endif
+CFLAGS   += -DPRISM_HAVE_CUDA
+CUDA_LIBS := -L$(CUDA_HOME)/lib64 -L$(CUDA_HOME)/targets/x86_64-linux/lib -lcublasLt -lcublas -lcudart -lstdc++ \
+             -Wl,-rpath,$(CUDA_HOME)/lib64
+endif
+endif
+
+# ---- sources --------------------------------------------------------------------------------------
+COMMON_SRC  := $(wildcard common/*.c)
+KERNEL_SRC  := $(wildcard kernels/*.c)
+ORCH_MAIN   := orchestrator/main.c
+ORCH_SRC    := $(filter-out $(ORCH_MAIN),$(wildcard orchestrator/*.c))
+WORKER_MAINS := worker/main.c worker/data_main.c
+WORKER_SRC  := $(filter-out $(WORKER_MAINS),$(wildcard worker/*.c))
+SQL_SRC     := $(wildcard sql/*.sql)
+GEN_SQL     := $(BUILD)/gen/sql_embed.c
+
+obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
+LIB_COMMON  := $(BUILD)/lib/libprism_common.a
+LIB_KERNELS := $(BUILD)/lib/libprism_kernels.a
+LIB_ORCH    := $(BUILD)/lib/libprism_orch.a
+LIB_WORKER  := $(BUILD)/lib/libprism_worker.a
+LIB_CUDA    := $(if $(HAVE_CUDA),$(BUILD)/lib/libprism_cuda.a)
+ALL_LIBS    := $(LIB_ORCH) $(LIB_WORKER) $(LIB_KERNELS) $(LIB_CUDA) $(LIB_COMMON)
+
+PROGS := $(BUILD)/prism-sweep $(BUILD)/prism-worker $(BUILD)/prism-data
+TEST_SRC  := $(wildcard tests/unit/test_*.c)
+TEST_BINS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(TEST_SRC))
+BENCH_SRC := $(wildcard bench/bench_*.c)
+BENCH_BINS := $(patsubst bench/%.c,$(BUILD)/bench/%,$(BENCH_SRC))
+
+.PHONY: all deps check demo bench fuzz clean
+all: $(PROGS)
+	@printf '  built: %s%s\n' "$(PROGS)" "$(if $(HAVE_CUDA), (with CUDA),)"
+
+# ---- dependencies: report ✓/✗, install what is missing ---------------------------------------------
+deps:
+	@bash tools/deps.sh
+
+$(BUILD)/.deps-ok: tools/deps.sh
+	@bash tools/deps.sh && mkdir -p $(BUILD) && touch $@
+
+# ---- rules ----------------------------------------------------------------------------------------
+$(BUILD)/obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -c $< -o $@
+
+$(BUILD)/obj/%.cu.o: %.cu
+	@mkdir -p $(dir $@)
+	$(NVCC) $(NVFLAGS) -c $< -o $@
+
+$(GEN_SQL): $(SQL_SRC) tools/embed_sql.sh
+	@mkdir -p $(dir $@)
+	bash tools/embed_sql.sh $(SQL_SRC) > $@.tmp && mv $@.tmp $@
+
+$(BUILD)/obj/gen/sql_embed.o: $(GEN_SQL)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -c $< -o $@
+
+$(LIB_COMMON): $(call obj,$(COMMON_SRC)) $(BUILD)/empty.o
+$(LIB_KERNELS): $(call obj,$(KERNEL_SRC)) $(BUILD)/empty.o
+$(LIB_ORCH): $(call obj,$(ORCH_SRC)) $(BUILD)/obj/gen/sql_embed.o
+$(LIB_WORKER): $(call obj,$(WORKER_SRC)) $(BUILD)/empty.o
+$(LIB_CUDA): $(patsubst %.cu,$(BUILD)/obj/%.cu.o,$(CU_SRC))
+$(BUILD)/lib/%.a:
+	@mkdir -p $(dir $@)
+	@rm -f $@
+	@ar rcs $@ $^
+
+$(BUILD)/empty.o:
+	@mkdir -p $(dir $@)
+	echo 'static int prism_empty_unit;' | $(CC) -x c -c - -o $@
+
+$(BUILD)/prism-sweep: $(call obj,$(ORCH_MAIN)) $(LIB_ORCH) $(LIB_COMMON)
+	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
+$(BUILD)/prism-worker: $(call obj,worker/main.c) $(LIB_WORKER) $(LIB_KERNELS) $(LIB_CUDA) $(LIB_COMMON)
+	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS) $(CUDA_LIBS)
+$(BUILD)/prism-data: $(call obj,worker/data_main.c) $(LIB_WORKER) $(LIB_KERNELS) $(LIB_CUDA) $(LIB_COMMON)
+	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS) $(CUDA_LIBS)
+
+# A unit test links against every library: tests/unit/test_X.c -> $(BUILD)/tests/test_X
+$(BUILD)/tests/%: tests/unit/%.c tests/harness.h $(ALL_LIBS)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -Itests -o $@ $< -Wl,--start-group $(ALL_LIBS) -Wl,--end-group $(LDLIBS) $(CUDA_LIBS)
+
+$(BUILD)/bench/%: bench/%.c $(ALL_LIBS)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -Itests -o $@ $< -Wl,--start-group $(ALL_LIBS) -Wl,--end-group $(LDLIBS) $(CUDA_LIBS)
+
+# ---- the README's commands ------------------------------------------------------------------------
+check: $(BUILD)/.deps-ok
+	@$(MAKE) --no-print-directory all tests
+	@BUILD=$(BUILD) bash tests/run.sh
+
+.PHONY: tests
+tests: $(PROGS) $(TEST_BINS)
+
+demo: $(BUILD)/.deps-ok
+	@$(MAKE) --no-print-directory all
+	@BUILD=$(BUILD) bash tools/demo.sh
+
+bench: $(BUILD)/.deps-ok
+	@$(MAKE) --no-print-directory all $(BENCH_BINS)
+	@BUILD=$(BUILD) bash bench/run.sh
+
+fuzz:
+	@BUILD=$(BUILD) bash fuzz/run.sh
+
+clean:
+	rm -rf $(BUILD)
+
+-include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)

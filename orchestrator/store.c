@@ -1,0 +1,121 @@
+/* store.c — opening the SQLite store and keeping its schema current.
+ *
+ * Design: the schema lives in sql/schema.sql and is compiled into the binary (tools/embed_sql.sh), so a
+ * binary always carries the migrations it expects. PRAGMA user_version counts applied migrations; each
+ * migration runs in its own transaction together with the version bump, so a crash mid-migration leaves
+ * the previous version intact. journal_mode=WAL lets readers (the CLI, `sqlite3`) look while the
+ * orchestrator writes; synchronous=FULL makes every COMMIT durable before we answer anyone.
+ */
+#include "store.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/time.h>
+
+extern const char prism_sql_schema[];
+
+/* Migration i (1-based) brings user_version from i-1 to i. */
+static const char *const migrations[] = {
+    prism_sql_schema,
+};
+#define N_MIGRATIONS ((int)(sizeof migrations / sizeof migrations[0]))
+
+double store_now(void) {
+    struct timeval tv;
+    gettimeofday(&tv, NULL);
+    return (double)tv.tv_sec + tv.tv_usec / 1e6;
+}
+
+int store_fail(store *st, const char *what) {
+    snprintf(st->err, sizeof st->err, "%s: %s", what, sqlite3_errmsg(st->db));
+    return STORE_EIO;
+}
+
+int store_exec(store *st, const char *sql) {
+    char *msg = NULL;
+    if (sqlite3_exec(st->db, sql, NULL, NULL, &msg) != SQLITE_OK) {
+        snprintf(st->err, sizeof st->err, "%s", msg ? msg : sqlite3_errmsg(st->db));
+        sqlite3_free(msg);
+        return STORE_EIO;
+    }
+    return STORE_OK;
+}
+
+int store_begin(store *st) { return store_exec(st, "BEGIN IMMEDIATE"); }
+int store_commit(store *st) { return store_exec(st, "COMMIT"); }
+void store_rollback(store *st) {
+    if (!sqlite3_get_autocommit(st->db)) sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
+}
+
+static int user_version(store *st, int *v) {
+    sqlite3_stmt *s = NULL;
+    if (sqlite3_prepare_v2(st->db, "PRAGMA user_version", -1, &s, NULL) != SQLITE_OK) return store_fail(st, "user_version");
+    int rc = sqlite3_step(s);
+    *v = rc == SQLITE_ROW ? sqlite3_column_int(s, 0) : 0;
+    sqlite3_finalize(s);
+    return rc == SQLITE_ROW ? STORE_OK : store_fail(st, "user_version");
+}
+
+static int migrate(store *st) {
+    int v, rc;
+    if ((rc = user_version(st, &v)) < 0) return rc;
+    if (v > N_MIGRATIONS) {
+        snprintf(st->err, sizeof st->err, "%s has schema version %d but this binary knows only up to %d: "
+                 "use a newer prism-sweep", st->path, v, N_MIGRATIONS);
+        return STORE_ENEWER;
+    }
+    for (int i = v; i < N_MIGRATIONS; i++) {
+        char bump[64];
+        snprintf(bump, sizeof bump, "PRAGMA user_version = %d", i + 1);
+        if ((rc = store_begin(st)) < 0) return rc;
+        if ((rc = store_exec(st, migrations[i])) < 0 || (rc = store_exec(st, bump)) < 0) {
+            char why[512];
+            snprintf(why, sizeof why, "%s", st->err);
+            store_rollback(st);
+            snprintf(st->err, sizeof st->err, "migration %d failed: %s", i + 1, why);
+            return rc;
+        }
+        if ((rc = store_commit(st)) < 0) return rc;
+    }
+    return STORE_OK;
+}
+
+int store_open(const char *path, store **out, char *errbuf, size_t errlen) {
+    int rc = STORE_EIO;
+    *out = NULL;
+    store *st = calloc(1, sizeof *st);
+    if (!st) { snprintf(errbuf, errlen, "out of memory"); return STORE_EIO; }
+    snprintf(st->path, sizeof st->path, "%s", path);
+    if (sqlite3_open_v2(path, &st->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX, NULL)
+        != SQLITE_OK) {
+        snprintf(st->err, sizeof st->err, "cannot open %s: %s", path, st->db ? sqlite3_errmsg(st->db) : "no memory");
+        goto out;
+    }
+    sqlite3_busy_timeout(st->db, 5000);
+    sqlite3_extended_result_codes(st->db, 1);
+    if ((rc = store_exec(st, "PRAGMA journal_mode=WAL")) < 0 ||
+        (rc = store_exec(st, "PRAGMA synchronous=FULL")) < 0 ||
+        (rc = store_exec(st, "PRAGMA foreign_keys=ON")) < 0) {
+        char why[512];
+        snprintf(why, sizeof why, "%s", st->err);
+        snprintf(st->err, sizeof st->err, "cannot use %s as a prism-sweep database: %s", path, why);
+        goto out;
+    }
+    if ((rc = migrate(st)) < 0) goto out;
+    *out = st;
+    st = NULL;
+    rc = STORE_OK;
+out:
+    if (st) {
+        snprintf(errbuf, errlen, "%s", st->err);
+        store_close(st);
+    }
+    return rc;
+}
+
+void store_close(store *st) {
+    if (!st) return;
+    if (st->db) sqlite3_close_v2(st->db);
+    free(st);
+}

@@ -1,0 +1,62 @@
+/* test_store.c — the SQLite store opens, migrates once, and refuses what it cannot use. */
+#include "harness.h"
+#include "store.h"
+
+static int query_int(store *st, const char *sql) {
+    sqlite3_stmt *s = NULL;
+    if (sqlite3_prepare_v2(st->db, sql, -1, &s, NULL) != SQLITE_OK) HFAIL("prepare %s: %s", sql, sqlite3_errmsg(st->db));
+    int v = sqlite3_step(s) == SQLITE_ROW ? sqlite3_column_int(s, 0) : -1;
+    sqlite3_finalize(s);
+    return v;
+}
+
+TEST(open_creates_and_migrates) {
+    char path[4200], err[512];
+    snprintf(path, sizeof path, "%s/p.db", harness_tmpdir());
+    store *st = NULL;
+    ASSERT_EQ_INT(0, store_open(path, &st, err, sizeof err));
+    ASSERT_EQ_INT(STORE_SCHEMA_VERSION, query_int(st, "PRAGMA user_version"));
+    ASSERT_EQ_INT(1, query_int(st, "PRAGMA foreign_keys"));
+    ASSERT_EQ_INT(1, query_int(st, "SELECT count(*) FROM sqlite_master WHERE name='jobs'"));
+    store_close(st);
+    /* reopening applies nothing twice */
+    ASSERT_EQ_INT(0, store_open(path, &st, err, sizeof err));
+    ASSERT_EQ_INT(STORE_SCHEMA_VERSION, query_int(st, "PRAGMA user_version"));
+    store_close(st);
+}
+
+TEST(wal_mode_is_on) {
+    char path[4200], err[512];
+    snprintf(path, sizeof path, "%s/p.db", harness_tmpdir());
+    store *st = NULL;
+    ASSERT_EQ_INT(0, store_open(path, &st, err, sizeof err));
+    sqlite3_stmt *s = NULL;
+    ASSERT_EQ_INT(SQLITE_OK, sqlite3_prepare_v2(st->db, "PRAGMA journal_mode", -1, &s, NULL));
+    ASSERT_EQ_INT(SQLITE_ROW, sqlite3_step(s));
+    ASSERT_STREQ("wal", (const char *)sqlite3_column_text(s, 0));
+    sqlite3_finalize(s);
+    store_close(st);
+}
+
+TEST(newer_schema_is_refused) {
+    char path[4200], err[512];
+    snprintf(path, sizeof path, "%s/p.db", harness_tmpdir());
+    store *st = NULL;
+    ASSERT_EQ_INT(0, store_open(path, &st, err, sizeof err));
+    ASSERT_EQ_INT(0, store_exec(st, "PRAGMA user_version = 99"));
+    store_close(st);
+    ASSERT_EQ_INT(STORE_ENEWER, store_open(path, &st, err, sizeof err));
+    ASSERT_TRUE(st == NULL);
+    ASSERT_CONTAINS(err, "schema version 99");
+}
+
+TEST(not_a_database_is_refused) {
+    char path[4200], err[512];
+    snprintf(path, sizeof path, "%s/junk.db", harness_tmpdir());
+    FILE *f = fopen(path, "w");
+    fputs("this is not sqlite, just text that is long enough to look like a header..........................", f);
+    fclose(f);
+    store *st = NULL;
+    ASSERT_TRUE(store_open(path, &st, err, sizeof err) < 0);
+    ASSERT_CONTAINS(err, "junk.db");
+}

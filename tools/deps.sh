@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Reports ✓/✗ for every dependency; installs the missing Debian packages when run as root,
+# otherwise prints the one apt-get line to run. Exit 0 when everything needed is present.
+set -u
+missing=()
+check() { # check LABEL PACKAGE TEST-COMMAND...
+  local label=$1 pkg=$2; shift 2
+  if "$@" >/dev/null 2>&1; then printf '  \342\234\223 %s\n' "$label"
+  else printf '  \342\234\227 %s (package %s)\n' "$label" "$pkg"; missing+=("$pkg"); fi
+}
+hdr() { [ -f "/usr/include/$1" ] || [ -f "/usr/include/x86_64-linux-gnu/$1" ] || [ -f "/usr/include/aarch64-linux-gnu/$1" ]; }
+echo "dependencies:"
+check "C compiler (cc)"         gcc                  command -v cc
+check "pkg-config"              pkg-config           command -v pkg-config
+check "SQLite (libsqlite3-dev)" libsqlite3-dev       hdr sqlite3.h
+check "libuv (libuv1-dev)"      libuv1-dev           hdr uv.h
+check "http-parser"             libhttp-parser-dev   hdr http_parser.h
+check "jansson"                 libjansson-dev       hdr jansson.h
+check "libcurl"                 libcurl4-openssl-dev hdr curl/curl.h
+check "OpenBLAS"                libopenblas-dev      pkg-config --exists openblas
+check "sqlite3 shell"           sqlite3              command -v sqlite3
+check "Chart.js (libjs-chart.js)" libjs-chart.js     test -f /usr/share/javascript/chart.js/chart.umd.js -o -f /usr/share/javascript/chart.js/chart.min.js -o -f /usr/share/javascript/chart.js/Chart.min.js
+check "python3 (Debian)"        python3              test -x /usr/bin/python3
+check "selenium (python3-selenium)" python3-selenium /usr/bin/python3 -c 'import selenium'
+check "chromium"                chromium             command -v chromium
+check "chromedriver"            chromium-driver      command -v chromedriver
+check "curl (CLI, tests)"       curl                 command -v curl
+nv=$(command -v nvcc 2>/dev/null || ls /usr/local/cuda/bin/nvcc 2>/dev/null)
+if [ -n "$nv" ]; then printf '  \342\234\223 nvcc (%s): CUDA objects will be built\n' "$nv"
+else printf '  \342\234\227 nvcc: not found, CUDA objects are skipped (CPU build only)\n'; fi
+if [ ${#missing[@]} -eq 0 ]; then exit 0; fi
+line="apt-get install -y --no-install-recommends ${missing[*]}"
+if [ "$(id -u)" = 0 ]; then
+  echo "installing: ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  { apt-get update -q && apt-get install -y -q --no-install-recommends "${missing[@]}"; } >/tmp/prism-deps.log 2>&1 \
+    || { echo "apt-get failed; see /tmp/prism-deps.log"; tail -20 /tmp/prism-deps.log; exit 1; }
+  echo "installed."
+else
+  echo "missing packages; run as root:"
+  echo "  sudo $line"
+  exit 1
+fi
