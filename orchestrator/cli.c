@@ -1,0 +1,158 @@
+/* cli.c — table-driven flag parsing and --help for the prism-sweep subcommands.
+ *
+ * Design: a command describes its flags once (name, type, destination, default text, help, range); the parser
+ * and the usage printer both read that table, so --help always lists every flag with its real default and a
+ * bad value is refused with the flag's name and its valid range. Destinations keep their initial values when a
+ * flag is absent, so the caller initialises them to the defaults the table shows.
+ */
+#include "cli.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+int cli_error(const char *cmd, const char *fmt, ...) {
+    va_list ap;
+    fprintf(stderr, "prism-sweep %s: ", cmd);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+    return CLI_ERR;
+}
+
+cli_flag *cli_find(cli_cmd *cmd, const char *name) {
+    for (cli_flag *f = cmd->flags; f && f->name; f++)
+        if (strcmp(f->name, name) == 0) return f;
+    return NULL;
+}
+
+static const char *type_hint(const cli_flag *f) {
+    switch (f->type) {
+    case CLI_INT: case CLI_INT64: return "N";
+    case CLI_DOUBLE: return "X";
+    case CLI_STR: return "S";
+    case CLI_CHOICE: return f->choices;
+    default: return "";
+    }
+}
+
+void cli_usage(const cli_cmd *cmd, FILE *o) {
+    fprintf(o, "usage: prism-sweep %s %s\n\n%s\n", cmd->name, cmd->synopsis, cmd->summary);
+    if (!cmd->flags || !cmd->flags[0].name) return;
+    fprintf(o, "\nflags (default in brackets):\n");
+    for (const cli_flag *f = cmd->flags; f->name; f++) {
+        char left[96];
+        const char *h = type_hint(f);
+        snprintf(left, sizeof left, "%s%s%s", f->name, *h ? " " : "", h);
+        fprintf(o, "  %-26s %s [%s]", left, f->help, f->def ? f->def : "");
+        if ((f->type == CLI_INT || f->type == CLI_INT64) && f->min < f->max)
+            fprintf(o, " (range %lld..%lld)", (long long)f->min, (long long)f->max);
+        else if (f->type == CLI_DOUBLE && f->min < f->max)
+            fprintf(o, " (range %g..%g)", f->min, f->max);
+        fputc('\n', o);
+    }
+    fprintf(o, "  %-26s %s\n", "--help", "print this help and exit");
+}
+
+static int range_err(const cli_cmd *cmd, const cli_flag *f, const char *kind, const char *v) {
+    if (f->min < f->max)
+        return cli_error(cmd->name, "%s must be %s in %.17g..%.17g (got \"%s\")", f->name, kind, f->min, f->max, v);
+    return cli_error(cmd->name, "%s must be %s (got \"%s\")", f->name, kind, v);
+}
+
+static int set_value(const cli_cmd *cmd, cli_flag *f, const char *v) {
+    char *end = NULL;
+    errno = 0;
+    switch (f->type) {
+    case CLI_INT: case CLI_INT64: {
+        long long x = strtoll(v, &end, 10);
+        if (!*v || *end || errno || (f->min < f->max && (x < f->min || x > f->max)) ||
+            (f->type == CLI_INT && (x < -2147483647LL || x > 2147483647LL)))
+            return range_err(cmd, f, "an integer", v);
+        if (f->type == CLI_INT) *(int *)f->dst = (int)x;
+        else *(long long *)f->dst = x;
+        return CLI_OK;
+    }
+    case CLI_DOUBLE: {
+        double x = strtod(v, &end);
+        if (!*v || *end || errno || !isfinite(x) || (f->min < f->max && (x < f->min || x > f->max)))
+            return range_err(cmd, f, "a number", v);
+        *(double *)f->dst = x;
+        return CLI_OK;
+    }
+    case CLI_STR:
+        *(const char **)f->dst = v;
+        return CLI_OK;
+    case CLI_CHOICE: {
+        size_t n = strlen(v);
+        for (const char *c = f->choices; c && *c;) {
+            const char *bar = strchr(c, '|');
+            size_t len = bar ? (size_t)(bar - c) : strlen(c);
+            if (len == n && strncmp(c, v, n) == 0 && n) {
+                *(const char **)f->dst = v;
+                return CLI_OK;
+            }
+            c = bar ? bar + 1 : c + len;
+        }
+        return cli_error(cmd->name, "%s must be one of %s (got \"%s\")", f->name, f->choices, v);
+    }
+    default:
+        return CLI_ERR;
+    }
+}
+
+int cli_parse(cli_cmd *cmd, int argc, char **argv, char **pos, int maxpos, int *npos) {
+    int np = 0, flags_done = 0;
+    *npos = 0;
+    for (int i = 1; i < argc; i++) {
+        char *a = argv[i];
+        if (!flags_done && strcmp(a, "--") == 0) { flags_done = 1; continue; }
+        if (!flags_done && (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0)) {
+            cli_usage(cmd, stdout);
+            return CLI_HELP;
+        }
+        if (!flags_done && a[0] == '-' && a[1] == '-') {
+            char name[96];
+            const char *eq = strchr(a, '=');
+            size_t len = eq ? (size_t)(eq - a) : strlen(a);
+            if (len >= sizeof name) len = sizeof name - 1;
+            memcpy(name, a, len);
+            name[len] = 0;
+            cli_flag *f = cli_find(cmd, name);
+            if (!f)
+                return cli_error(cmd->name, "unknown flag %s (see prism-sweep %s --help)", name, cmd->name);
+            f->seen = 1;
+            if (f->type == CLI_BOOL) {
+                if (eq) {
+                    if (strcmp(eq + 1, "1") == 0 || strcmp(eq + 1, "true") == 0) *(int *)f->dst = 1;
+                    else if (strcmp(eq + 1, "0") == 0 || strcmp(eq + 1, "false") == 0) *(int *)f->dst = 0;
+                    else return cli_error(cmd->name, "%s takes no value, or =true|false (got \"%s\")", name, eq + 1);
+                } else {
+                    *(int *)f->dst = 1;
+                }
+                continue;
+            }
+            const char *v = eq ? eq + 1 : NULL;
+            if (!v) {
+                if (i + 1 >= argc)
+                    return cli_error(cmd->name, "%s needs a value (%s)", name, type_hint(f));
+                v = argv[++i];
+            }
+            int rc = set_value(cmd, f, v);
+            if (rc != CLI_OK) return rc;
+            continue;
+        }
+        if (np >= maxpos) {
+            if (maxpos == 0) return cli_error(cmd->name, "unexpected argument \"%s\" (this command takes only flags; "
+                                              "see --help)", a);
+            return cli_error(cmd->name, "unexpected extra argument \"%s\" (usage: prism-sweep %s %s)", a, cmd->name,
+                             cmd->synopsis);
+        }
+        pos[np++] = a;
+    }
+    *npos = np;
+    return CLI_OK;
+}

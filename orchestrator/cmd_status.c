@@ -1,0 +1,99 @@
+/* cmd_status.c — `prism-sweep status --db FILE [SWEEP]`: jobs per state (queued, leased, done, failed,
+ * cancelled) of one sweep (by id or name) or of every sweep with a total.
+ *
+ * Design: a read of the store through sweeps.h (the same counts the server's GET /api/v1/sweeps[/{id}] return);
+ * the database must already exist, so a mistyped --db is an error rather than a new empty file.
+ */
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "cli.h"
+#include "commands.h"
+#include "store.h"
+#include "sweeps.h"
+
+static void print_counts(const sweeps_counts *c) {
+    printf("  queued     %8lld\n  leased     %8lld\n  done       %8lld\n  failed     %8lld\n"
+           "  cancelled  %8lld\n  total      %8lld\n", (long long)c->queued, (long long)c->leased, (long long)c->done,
+           (long long)c->failed, (long long)c->cancelled, (long long)c->total);
+}
+
+int cmd_status(int argc, char **argv) {
+    const char *db = "prism.db", *format = "text";
+    cli_flag flags[] = {
+        { "--db", CLI_STR, &db, "prism.db", "the SQLite store (must exist)", 0, 0, 0, 0 },
+        { "--format", CLI_CHOICE, &format, "text", "output: text, or JSON (one sweep: {id, name, state, priority, "
+          "created_at, schedules, jobs: {queued, leased, done, failed, cancelled, total}}; all: {sweeps: [..], "
+          "jobs: {..}})", 0, 0, "text|json", 0 },
+        { 0 },
+    };
+    cli_cmd cmd = { "status", "[--db FILE] [SWEEP]",
+                    "Print the number of jobs per state (queued, leased, done, failed, cancelled) of SWEEP (an id or\n"
+                    "a name), or of every sweep and in total when SWEEP is omitted.", flags };
+    char *pos[1];
+    int npos = 0, prc = cli_parse(&cmd, argc, argv, pos, 1, &npos);
+    if (prc != CLI_OK) return prc == CLI_HELP ? 0 : 2;
+    struct stat sb;
+    if (stat(db, &sb) != 0)
+        return cli_error("status", "--db %s: no such file (create a sweep first: prism-sweep create SPEC.json "
+                         "--db %s)", db, db);
+    store *st = NULL;
+    char err[1024];
+    if (store_open(db, &st, err, sizeof err) < 0) {
+        fprintf(stderr, "prism-sweep status: --db %s: %s\n", db, err);
+        return 1;
+    }
+    int status = 0, json = strcmp(format, "json") == 0;
+    if (npos == 1) {
+        int64_t id;
+        sweeps_info info;
+        int rc = sweeps_find(st, pos[0], &id);
+        if (rc == 0) rc = sweeps_get(st, id, &info);
+        if (rc < 0) {
+            fprintf(stderr, "prism-sweep status: %s%s\n", st->err,
+                    rc == STORE_ENOTFOUND ? " (prism-sweep status --db FILE lists the sweeps)" : "");
+            status = rc == STORE_ENOTFOUND ? 2 : 1;
+        } else if (json) {
+            json_t *o = sweeps_info_json(&info);
+            json_dumpf(o, stdout, JSON_PRESERVE_ORDER);
+            fputc('\n', stdout);
+            json_decref(o);
+        } else {
+            printf("sweep %lld \"%s\" (%s, priority %d): %lld schedules, %lld jobs\n", (long long)info.id, info.name,
+                   info.state, info.priority, (long long)info.n_schedules, (long long)info.counts.total);
+            print_counts(&info.counts);
+        }
+    } else {
+        sweeps_info *v = NULL;
+        int n = 0;
+        sweeps_counts all;
+        if (sweeps_list(st, &v, &n) < 0 || sweeps_count_states(st, 0, &all) < 0) {
+            fprintf(stderr, "prism-sweep status: %s\n", st->err);
+            status = 1;
+        } else if (json) {
+            json_t *arr = json_array();
+            for (int i = 0; i < n; i++) json_array_append_new(arr, sweeps_info_json(&v[i]));
+            json_t *o = json_pack("{s:o, s:o}", "sweeps", arr, "jobs", sweeps_counts_json(&all));
+            json_dumpf(o, stdout, JSON_PRESERVE_ORDER);
+            fputc('\n', stdout);
+            json_decref(o);
+        } else {
+            printf("%4s  %-24s %-7s %9s %7s %7s %7s %7s %7s %9s\n", "id", "name", "state", "schedules", "jobs",
+                   "queued", "leased", "done", "failed", "cancelled");
+            for (int i = 0; i < n; i++)
+                printf("%4lld  %-24s %-7s %9lld %7lld %7lld %7lld %7lld %7lld %9lld\n", (long long)v[i].id, v[i].name,
+                       v[i].state, (long long)v[i].n_schedules, (long long)v[i].counts.total,
+                       (long long)v[i].counts.queued, (long long)v[i].counts.leased, (long long)v[i].counts.done,
+                       (long long)v[i].counts.failed, (long long)v[i].counts.cancelled);
+            printf("%4s  %-24s %-7s %9s %7lld %7lld %7lld %7lld %7lld %9lld\n", "", "total", "", "",
+                   (long long)all.total, (long long)all.queued, (long long)all.leased, (long long)all.done,
+                   (long long)all.failed, (long long)all.cancelled);
+        }
+        free(v);
+    }
+    store_close(st);
+    return status;
+}

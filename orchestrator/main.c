@@ -1,0 +1,51 @@
+/* main.c — `prism-sweep`: the orchestrator's command line. One dispatch table maps a subcommand to its
+ * cmd_X(argc, argv) (commands.h); each command parses its own flags (cli.h) and returns the exit status.
+ * `prism-sweep --help` lists the commands, `prism-sweep CMD --help` a command's flags with their defaults.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "commands.h"
+
+typedef struct command {
+    const char *name;
+    int (*fn)(int argc, char **argv);
+    const char *summary;
+} command;
+
+static const command commands[] = {
+    { "enumerate", cmd_enumerate, "list, count (--count) or sample (--sample N) the valid head schedules" },
+    { "validate", cmd_validate, "check one schedule against the rules; name each broken rule and where" },
+    { "create", cmd_create, "validate a sweep spec and create its sweep, schedules and jobs (idempotent)" },
+    { "status", cmd_status, "jobs per state (queued, leased, done, failed, cancelled) of one or all sweeps" },
+    /* ---- orchestrator daemon (issue 4) ------------------------------------------------------------- */
+    { "serve", cmd_serve, "run the HTTP/JSON orchestrator (leases, metrics, results, the page)" },
+    { "leaderboard", cmd_leaderboard, "rank a sweep's schedules against the uniform baseline" },
+};
+#define N_COMMANDS ((int)(sizeof commands / sizeof commands[0]))
+
+static void usage(FILE *f) {
+    fprintf(f, "usage: prism-sweep COMMAND [flags] [args]\n\n"
+               "Find the best per-layer attention-head schedule of a Prism transformer: enumerate the valid\n"
+               "schedules, turn a sweep spec into durable jobs, serve them to workers, rank the results.\n\n"
+               "commands:\n");
+    for (int i = 0; i < N_COMMANDS; i++) fprintf(f, "  %-12s %s\n", commands[i].name, commands[i].summary);
+    fprintf(f, "\n`prism-sweep COMMAND --help` lists a command's flags with their defaults.\n");
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2) {
+        usage(stderr);
+        return 2;
+    }
+    if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "help") == 0) {
+        usage(stdout);
+        return 0;
+    }
+    for (int i = 0; i < N_COMMANDS; i++)
+        if (strcmp(argv[1], commands[i].name) == 0) return commands[i].fn(argc - 1, argv + 1);
+    fprintf(stderr, "prism-sweep: unknown command \"%s\"; the commands are:", argv[1]);
+    for (int i = 0; i < N_COMMANDS; i++) fprintf(stderr, " %s", commands[i].name);
+    fprintf(stderr, " (see prism-sweep --help)\n");
+    return 2;
+}

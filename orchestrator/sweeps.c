@@ -1,0 +1,314 @@
+/* sweeps.c — the store's sweeps: one transaction creates a sweep, its schedules and its jobs; counts and lists.
+ *
+ * Design: every insert is "INSERT ... ON CONFLICT DO NOTHING" against a UNIQUE constraint (sweeps.name,
+ * schedules(sweep_id, heads), jobs(schedule_id, seed)), and sqlite3_changes() tells what was really created,
+ * so creating a spec twice is a no-op by construction, and a spec that adds seeds or schedules to a sweep adds
+ * only those. Jobs are inserted seed-major (every schedule's first seed, baseline first, then every second
+ * seed ...), so within a priority job ids follow the lease order. All of it runs in one transaction (or a savepoint inside the caller's), so a crash or an error
+ * leaves either the whole sweep or nothing. Prepared statements only; each is finalized before returning.
+ */
+#include "sweeps.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int prep(store *st, sqlite3_stmt **s, const char *sql) {
+    if (sqlite3_prepare_v2(st->db, sql, -1, s, NULL) != SQLITE_OK) return store_fail(st, "prepare");
+    return STORE_OK;
+}
+
+/* Same model/train/eval/data as the stored spec? */
+static int same_job_sections(const char *stored, const sweep_spec *sp, char *which, size_t len) {
+    static const char *const keys[] = { "model", "train", "eval", "data" };
+    json_t *old = json_loads(stored, 0, NULL);
+    int same = 1;
+    which[0] = 0;
+    for (int i = 0; i < 4; i++) {
+        json_t *a = old ? json_object_get(old, keys[i]) : NULL, *b = json_object_get(sp->root, keys[i]);
+        if (!(a == NULL && b == NULL) && !(a && b && json_equal(a, b))) {
+            if (!same) strncat(which, ", ", len - strlen(which) - 1);
+            strncat(which, keys[i], len - strlen(which) - 1);
+            same = 0;
+        }
+    }
+    json_decref(old);
+    return same;
+}
+
+static int64_t count_rows(store *st, const char *sql, int64_t id, int *rc) {
+    sqlite3_stmt *s = NULL;
+    int64_t n = -1;
+    if ((*rc = prep(st, &s, sql)) < 0) return -1;
+    sqlite3_bind_int64(s, 1, id);
+    if (sqlite3_step(s) == SQLITE_ROW) n = sqlite3_column_int64(s, 0);
+    else *rc = store_fail(st, "count");
+    sqlite3_finalize(s);
+    return n;
+}
+
+static int create_rows(store *st, const sweep_spec *sp, const char *spec_text, sweeps_created *out) {
+    sqlite3_stmt *ins_sweep = NULL, *get_sweep = NULL, *ins_sched = NULL, *get_sched = NULL, *ins_job = NULL;
+    sqlite3_stmt *max_ord = NULL;
+    char *dumped = NULL, *canon = NULL;
+    int64_t *sched_ids = NULL;
+    int rc;
+    double now = store_now();
+    int L = sp->n_layer;
+    if (!spec_text) {
+        dumped = json_dumps(sp->root, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+        if (!dumped) { snprintf(st->err, sizeof st->err, "out of memory"); return STORE_EIO; }
+        spec_text = dumped;
+    }
+    if ((rc = prep(st, &ins_sweep, "INSERT INTO sweeps (name, spec, priority, created_at) VALUES (?1, ?2, ?3, ?4) "
+                                   "ON CONFLICT (name) DO NOTHING")) < 0 ||
+        (rc = prep(st, &get_sweep, "SELECT id, spec FROM sweeps WHERE name = ?1")) < 0 ||
+        (rc = prep(st, &ins_sched, "INSERT INTO schedules (sweep_id, heads, is_baseline, ord) VALUES (?1, ?2, ?3, ?4) "
+                                   "ON CONFLICT (sweep_id, heads) DO NOTHING")) < 0 ||
+        (rc = prep(st, &get_sched, "SELECT id FROM schedules WHERE sweep_id = ?1 AND heads = ?2")) < 0 ||
+        (rc = prep(st, &max_ord, "SELECT coalesce(max(ord), -1) FROM schedules WHERE sweep_id = ?1")) < 0 ||
+        (rc = prep(st, &ins_job, "INSERT INTO jobs (sweep_id, schedule_id, seed, seed_index, priority, job, steps, "
+                                 "created_at, updated_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?8) "
+                                 "ON CONFLICT (schedule_id, seed) DO NOTHING")) < 0)
+        goto out;
+
+    sqlite3_bind_text(ins_sweep, 1, sp->name, -1, SQLITE_STATIC);
+    sqlite3_bind_text(ins_sweep, 2, spec_text, -1, SQLITE_STATIC);
+    sqlite3_bind_int(ins_sweep, 3, sp->priority);
+    sqlite3_bind_double(ins_sweep, 4, now);
+    if (sqlite3_step(ins_sweep) != SQLITE_DONE) { rc = store_fail(st, "insert sweep"); goto out; }
+    out->sweep_is_new = sqlite3_changes(st->db) > 0;
+    sqlite3_bind_text(get_sweep, 1, sp->name, -1, SQLITE_STATIC);
+    if (sqlite3_step(get_sweep) != SQLITE_ROW) { rc = store_fail(st, "find sweep"); goto out; }
+    out->sweep_id = sqlite3_column_int64(get_sweep, 0);
+    if (!out->sweep_is_new) {
+        char which[64];
+        if (!same_job_sections((const char *)sqlite3_column_text(get_sweep, 1), sp, which, sizeof which)) {
+            snprintf(st->err, sizeof st->err, "sweep \"%s\" (id %lld) already exists with a different %s: its jobs "
+                     "would not be comparable; give this spec another \"name\"", sp->name,
+                     (long long)out->sweep_id, which);
+            rc = STORE_ECONFLICT;
+            goto out;
+        }
+    }
+    int ord_base = 0;
+    if (!out->sweep_is_new) {
+        sqlite3_bind_int64(max_ord, 1, out->sweep_id);
+        if (sqlite3_step(max_ord) != SQLITE_ROW) { rc = store_fail(st, "max ord"); goto out; }
+        ord_base = sqlite3_column_int(max_ord, 0) + 1;
+    }
+    size_t cap = (size_t)L * 12 + 16;
+    canon = malloc(cap);
+    if (!canon) { snprintf(st->err, sizeof st->err, "out of memory"); rc = STORE_EIO; goto out; }
+    sched_ids = malloc(sizeof(int64_t) * (sp->n_schedules ? sp->n_schedules : 1));
+    if (!sched_ids) { snprintf(st->err, sizeof st->err, "out of memory"); rc = STORE_EIO; goto out; }
+    int next_ord = ord_base;
+    for (int i = 0; i < sp->n_schedules; i++) {
+        schedule_format(sp->heads + (size_t)i * L, L, canon, cap);
+        sqlite3_reset(ins_sched);
+        sqlite3_bind_int64(ins_sched, 1, out->sweep_id);
+        sqlite3_bind_text(ins_sched, 2, canon, -1, SQLITE_STATIC);
+        sqlite3_bind_int(ins_sched, 3, spec_is_baseline(sp, i));
+        sqlite3_bind_int(ins_sched, 4, out->sweep_is_new ? i : next_ord);
+        if (sqlite3_step(ins_sched) != SQLITE_DONE) { rc = store_fail(st, "insert schedule"); goto out; }
+        if (sqlite3_changes(st->db) > 0) { out->schedules_created++; next_ord++; }
+        sqlite3_reset(get_sched);
+        sqlite3_bind_int64(get_sched, 1, out->sweep_id);
+        sqlite3_bind_text(get_sched, 2, canon, -1, SQLITE_STATIC);
+        if (sqlite3_step(get_sched) != SQLITE_ROW) { rc = store_fail(st, "find schedule"); goto out; }
+        sched_ids[i] = sqlite3_column_int64(get_sched, 0);
+    }
+    /* jobs seed-major (every schedule's first seed, then the second ...): job ids follow the lease order */
+    for (int j = 0; j < sp->n_seeds; j++)
+        for (int i = 0; i < sp->n_schedules; i++) {
+            json_t *job = spec_job_json(sp, i, j);
+            char *text = job ? json_dumps(job, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(15)) : NULL;
+            json_decref(job);
+            if (!text) { snprintf(st->err, sizeof st->err, "out of memory"); rc = STORE_EIO; goto out; }
+            sqlite3_reset(ins_job);
+            sqlite3_bind_int64(ins_job, 1, out->sweep_id);
+            sqlite3_bind_int64(ins_job, 2, sched_ids[i]);
+            sqlite3_bind_int64(ins_job, 3, sp->seeds[j]);
+            sqlite3_bind_int(ins_job, 4, j);
+            sqlite3_bind_int(ins_job, 5, sp->priority);
+            sqlite3_bind_text(ins_job, 6, text, -1, free);
+            sqlite3_bind_int64(ins_job, 7, sp->steps);
+            sqlite3_bind_double(ins_job, 8, now);
+            if (sqlite3_step(ins_job) != SQLITE_DONE) { rc = store_fail(st, "insert job"); goto out; }
+            out->jobs_created += sqlite3_changes(st->db);
+        }
+    out->schedules_total = count_rows(st, "SELECT count(*) FROM schedules WHERE sweep_id = ?1", out->sweep_id, &rc);
+    if (rc < 0) goto out;
+    out->jobs_total = count_rows(st, "SELECT count(*) FROM jobs WHERE sweep_id = ?1", out->sweep_id, &rc);
+    if (rc < 0) goto out;
+    rc = STORE_OK;
+out:
+    sqlite3_finalize(ins_sweep);
+    sqlite3_finalize(get_sweep);
+    sqlite3_finalize(ins_sched);
+    sqlite3_finalize(get_sched);
+    sqlite3_finalize(max_ord);
+    sqlite3_finalize(ins_job);
+    free(dumped);
+    free(canon);
+    free(sched_ids);
+    return rc;
+}
+
+int sweeps_create(store *st, const sweep_spec *sp, const char *spec_text, sweeps_created *out) {
+    memset(out, 0, sizeof *out);
+    snprintf(out->name, sizeof out->name, "%s", sp->name);
+    out->n_seeds = sp->n_seeds;
+    int own = sqlite3_get_autocommit(st->db), rc;
+    if (own) rc = store_begin(st);
+    else rc = store_exec(st, "SAVEPOINT sweeps_create");
+    if (rc < 0) return rc;
+    rc = create_rows(st, sp, spec_text, out);
+    if (rc < 0) {
+        char why[sizeof st->err];
+        snprintf(why, sizeof why, "%s", st->err);
+        if (own) store_rollback(st);
+        else {
+            sqlite3_exec(st->db, "ROLLBACK TO sweeps_create", NULL, NULL, NULL);
+            sqlite3_exec(st->db, "RELEASE sweeps_create", NULL, NULL, NULL);
+        }
+        snprintf(st->err, sizeof st->err, "%s", why);
+        int64_t keep = rc == STORE_ECONFLICT ? out->sweep_id : 0;
+        memset(out, 0, sizeof *out);
+        out->sweep_id = keep;
+        return rc;
+    }
+    rc = own ? store_commit(st) : store_exec(st, "RELEASE sweeps_create");
+    if (rc < 0) {
+        if (own) store_rollback(st);
+        memset(out, 0, sizeof *out);
+    }
+    return rc;
+}
+
+int sweeps_create_json(store *st, const char *text, size_t len, sweeps_created *out, char *err, size_t errlen) {
+    sweep_spec sp;
+    memset(out, 0, sizeof *out);
+    int rc = spec_parse(text, len, &sp, err, errlen);
+    if (rc < 0) return rc == SPEC_ENOMEM ? STORE_EIO : STORE_EINVAL;
+    char *copy = malloc(len + 1);
+    if (!copy) { spec_release(&sp); snprintf(err, errlen, "out of memory"); return STORE_EIO; }
+    memcpy(copy, text, len);
+    copy[len] = 0;
+    rc = sweeps_create(st, &sp, copy, out);
+    if (rc < 0) snprintf(err, errlen, "%s", st->err);
+    free(copy);
+    spec_release(&sp);
+    return rc;
+}
+
+int sweeps_find(store *st, const char *id_or_name, int64_t *id) {
+    sqlite3_stmt *s = NULL;
+    int rc;
+    char *end = NULL;
+    long long n = strtoll(id_or_name, &end, 10);
+    int numeric = *id_or_name && !*end && n > 0;
+    if ((rc = prep(st, &s, "SELECT id FROM sweeps WHERE id = ?1 OR name = ?2 ORDER BY (id = ?1) DESC LIMIT 1")) < 0)
+        return rc;
+    sqlite3_bind_int64(s, 1, numeric ? n : -1);
+    sqlite3_bind_text(s, 2, id_or_name, -1, SQLITE_STATIC);
+    int step = sqlite3_step(s);
+    if (step == SQLITE_ROW) { *id = sqlite3_column_int64(s, 0); rc = STORE_OK; }
+    else if (step == SQLITE_DONE) {
+        snprintf(st->err, sizeof st->err, "no sweep with id or name \"%s\"", id_or_name);
+        rc = STORE_ENOTFOUND;
+    } else rc = store_fail(st, "find sweep");
+    sqlite3_finalize(s);
+    return rc;
+}
+
+int sweeps_count_states(store *st, int64_t sweep_id, sweeps_counts *c) {
+    sqlite3_stmt *s = NULL;
+    int rc, step;
+    memset(c, 0, sizeof *c);
+    if ((rc = prep(st, &s, "SELECT state, count(*) FROM jobs WHERE ?1 = 0 OR sweep_id = ?1 GROUP BY state")) < 0)
+        return rc;
+    sqlite3_bind_int64(s, 1, sweep_id);
+    while ((step = sqlite3_step(s)) == SQLITE_ROW) {
+        const char *state = (const char *)sqlite3_column_text(s, 0);
+        int64_t n = sqlite3_column_int64(s, 1);
+        if (!strcmp(state, "queued")) c->queued = n;
+        else if (!strcmp(state, "leased")) c->leased = n;
+        else if (!strcmp(state, "done")) c->done = n;
+        else if (!strcmp(state, "failed")) c->failed = n;
+        else if (!strcmp(state, "cancelled")) c->cancelled = n;
+        c->total += n;
+    }
+    rc = step == SQLITE_DONE ? STORE_OK : store_fail(st, "count jobs");
+    sqlite3_finalize(s);
+    return rc;
+}
+
+static int fill_info(store *st, sqlite3_stmt *s, sweeps_info *info) {
+    memset(info, 0, sizeof *info);
+    info->id = sqlite3_column_int64(s, 0);
+    snprintf(info->name, sizeof info->name, "%s", (const char *)sqlite3_column_text(s, 1));
+    snprintf(info->state, sizeof info->state, "%s", (const char *)sqlite3_column_text(s, 2));
+    info->priority = sqlite3_column_int(s, 3);
+    info->created_at = sqlite3_column_double(s, 4);
+    info->n_schedules = sqlite3_column_int64(s, 5);
+    return sweeps_count_states(st, info->id, &info->counts);
+}
+
+#define INFO_SQL "SELECT id, name, state, priority, created_at, " \
+                 "(SELECT count(*) FROM schedules WHERE sweep_id = sweeps.id) FROM sweeps "
+
+int sweeps_get(store *st, int64_t sweep_id, sweeps_info *info) {
+    sqlite3_stmt *s = NULL;
+    int rc;
+    if ((rc = prep(st, &s, INFO_SQL "WHERE id = ?1")) < 0) return rc;
+    sqlite3_bind_int64(s, 1, sweep_id);
+    int step = sqlite3_step(s);
+    if (step == SQLITE_ROW) rc = fill_info(st, s, info);
+    else if (step == SQLITE_DONE) {
+        snprintf(st->err, sizeof st->err, "no sweep with id %lld", (long long)sweep_id);
+        rc = STORE_ENOTFOUND;
+    } else rc = store_fail(st, "get sweep");
+    sqlite3_finalize(s);
+    return rc;
+}
+
+int sweeps_list(store *st, sweeps_info **out, int *n) {
+    sqlite3_stmt *s = NULL;
+    sweeps_info *v = NULL;
+    int rc, cap = 0, k = 0, step;
+    *out = NULL;
+    *n = 0;
+    if ((rc = prep(st, &s, INFO_SQL "ORDER BY id")) < 0) return rc;
+    while ((step = sqlite3_step(s)) == SQLITE_ROW) {
+        if (k == cap) {
+            cap = cap ? cap * 2 : 16;
+            sweeps_info *nv = realloc(v, sizeof *v * cap);
+            if (!nv) { snprintf(st->err, sizeof st->err, "out of memory"); rc = STORE_EIO; goto out; }
+            v = nv;
+        }
+        if ((rc = fill_info(st, s, &v[k])) < 0) goto out;
+        k++;
+    }
+    if (step != SQLITE_DONE) { rc = store_fail(st, "list sweeps"); goto out; }
+    *out = v;
+    *n = k;
+    v = NULL;
+    rc = STORE_OK;
+out:
+    free(v);
+    sqlite3_finalize(s);
+    return rc;
+}
+
+json_t *sweeps_counts_json(const sweeps_counts *c) {
+    return json_pack("{s:I, s:I, s:I, s:I, s:I, s:I}", "queued", (json_int_t)c->queued, "leased",
+                     (json_int_t)c->leased, "done", (json_int_t)c->done, "failed", (json_int_t)c->failed, "cancelled",
+                     (json_int_t)c->cancelled, "total", (json_int_t)c->total);
+}
+
+json_t *sweeps_info_json(const sweeps_info *i) {
+    return json_pack("{s:I, s:s, s:s, s:i, s:f, s:I, s:o}", "id", (json_int_t)i->id, "name", i->name, "state",
+                     i->state, "priority", i->priority, "created_at", i->created_at, "schedules",
+                     (json_int_t)i->n_schedules, "jobs", sweeps_counts_json(&i->counts));
+}

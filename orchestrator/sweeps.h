@@ -1,0 +1,67 @@
+/* sweeps.h — the store's sweeps: create a sweep with its schedules and jobs in one transaction, count jobs per
+ * state, list sweeps. Used by `prism-sweep create|status` and by the server's POST /api/v1/sweeps and
+ * GET /api/v1/sweeps[/{id}].
+ *
+ * Idempotence comes from UNIQUE constraints, not from checks: sweeps.name, schedules(sweep_id, heads),
+ * jobs(schedule_id, seed). Creating the same spec twice creates nothing the second time (counts say 0);
+ * a spec with the same name that adds schedules or seeds adds just those. A spec with the same name but a
+ * different model/train/eval/data is refused (STORE_ECONFLICT): its jobs would not be comparable.
+ *
+ * Transactions: sweeps_create runs in BEGIN IMMEDIATE..COMMIT when no transaction is open, or inside a
+ * SAVEPOINT of the caller's open transaction (the server's group commit); on failure nothing of it remains.
+ * Errors: 0 or a negative STORE_E* code with the message in st->err (or err for sweeps_create_json).
+ */
+#ifndef PRISM_SWEEPS_H
+#define PRISM_SWEEPS_H
+#include <jansson.h>
+#include <stdint.h>
+#include "spec.h"
+#include "store.h"
+
+typedef struct sweeps_counts {
+    int64_t queued, leased, done, failed, cancelled, total;
+} sweeps_counts;
+
+typedef struct sweeps_created {
+    int64_t sweep_id;
+    int sweep_is_new;              /* 1 when this call inserted the sweep row */
+    int64_t schedules_created, jobs_created;   /* rows this call inserted */
+    int64_t schedules_total, jobs_total;       /* rows of the sweep afterwards */
+    int n_seeds;
+    char name[128];
+} sweeps_created;
+
+typedef struct sweeps_info {
+    int64_t id;
+    char name[128];
+    char state[16];                /* active | paused */
+    int priority;
+    double created_at;
+    int64_t n_schedules;
+    sweeps_counts counts;
+} sweeps_info;
+
+/* Creates sp's sweep (spec_text is stored as the sweep's spec; it may be NULL: then sp->root is dumped). */
+int sweeps_create(store *st, const sweep_spec *sp, const char *spec_text, sweeps_created *out);
+
+/* Parse + validate + create, the one function behind `prism-sweep create` and POST /api/v1/sweeps.
+ * Returns 0; STORE_EINVAL when the spec is bad (err names the JSON path: HTTP 400, CLI exit 2);
+ * STORE_ECONFLICT for a same-name sweep with other model/train/eval/data (HTTP 409); STORE_EIO. */
+int sweeps_create_json(store *st, const char *text, size_t len, sweeps_created *out, char *err, size_t errlen);
+
+/* Finds a sweep by decimal id or by name. STORE_ENOTFOUND when there is none. */
+int sweeps_find(store *st, const char *id_or_name, int64_t *id);
+
+/* Jobs per state of one sweep (sweep_id > 0) or of all sweeps (sweep_id = 0). */
+int sweeps_count_states(store *st, int64_t sweep_id, sweeps_counts *c);
+
+/* Every sweep with its counts, ordered by id. *out is malloc'd (caller frees), *n its length. */
+int sweeps_list(store *st, sweeps_info **out, int *n);
+/* One sweep's info. STORE_ENOTFOUND when there is none. */
+int sweeps_get(store *st, int64_t sweep_id, sweeps_info *info);
+
+/* {"queued":..,"leased":..,"done":..,"failed":..,"cancelled":..,"total":..} and the info object
+ * {"id","name","state","priority","created_at","schedules","jobs":{counts}}; new references. */
+json_t *sweeps_counts_json(const sweeps_counts *c);
+json_t *sweeps_info_json(const sweeps_info *info);
+#endif
