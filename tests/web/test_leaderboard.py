@@ -1,0 +1,621 @@
+#!/usr/bin/python3
+# test_leaderboard.py — the leaderboard page (web/) in Debian's headless Chromium through WebDriver, against a
+# real `prism-sweep serve` on loopback. timeout: 90
+#
+# Each case starts its own orchestrator on a free port with a fresh database and token file, creates a sweep
+# through the admin API and feeds it like a worker would (register, lease every job, post train/val metrics,
+# complete with a result.json that carries attn_distance, or fail), then drives the page. Expected numbers
+# (means, sample stds, paired deltas and their Student-t 95% CIs) are computed here from the values posted,
+# independently of the server. Screenshots go to $PRISM_BUILD/artifacts/web/ (every run; kept); with
+# PRISM_UPDATE_SCREENSHOTS=1 also to docs/img/ (the README's: leaderboard.png, leaderboard-detail.png).
+# Protocol: `--list` prints the cases; `CASE` runs one (exit 0 pass, 77 skip, 1 fail).
+import json
+import math
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+
+ROOT = os.environ.get("PRISM_ROOT") or os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+BUILD = os.environ.get("PRISM_BUILD") or os.path.join(ROOT, "build")
+TMP = os.environ.get("PRISM_TEST_TMP") or tempfile.gettempdir()
+ART = os.environ.get("PRISM_ARTIFACTS") or os.path.join(BUILD, "artifacts", "web")   # kept after the run
+
+WORKER_TOKEN = "w" * 32
+ADMIN_TOKEN = "a" * 32
+STEPS = 40
+VAL_EVERY = 10
+B, T, A = 16, 1024, 16                 # the paper's Small setting: 2^18 tokens per step
+TOK_PER_STEP = B * T * A
+
+# The paper's Small shape (L=12, d=768): uniform 12 heads, the Prism schedule and one more from its grid.
+# Nothing trains here: the test plays the worker and posts the numbers below.
+UNIFORM = [12] * 12
+PRISM = [3, 3, 6, 6, 8, 8] + [12] * 6
+WIDE = [6, 6, 6, 6] + [12] * 8
+U_S, P_S, W_S = (",".join(map(str, h)) for h in (UNIFORM, PRISM, WIDE))
+SEEDS = [0, 1, 2]
+# Final val loss per (schedule, seed), near the paper's figures. PRISM beats uniform on every seed (its CI
+# excludes zero); WIDE's CI over its 2 finished seeds includes zero. Values avoid 4-decimal rounding ties.
+VAL = {
+    (tuple(UNIFORM), 0): 3.3720, (tuple(UNIFORM), 1): 3.3776, (tuple(UNIFORM), 2): 3.3749,
+    (tuple(PRISM), 0): 3.3595, (tuple(PRISM), 1): 3.3614, (tuple(PRISM), 2): 3.3603,
+    (tuple(WIDE), 0): 3.3690, (tuple(WIDE), 1): 3.3622, (tuple(WIDE), 2): 3.3660,
+}
+TOKS = {tuple(UNIFORM): 2870000.0, tuple(PRISM): 2868000.0, tuple(WIDE): 2861000.0}
+T975 = {1: 12.706204736, 2: 4.302652730, 3: 3.182446305}   # Student t, two-sided 95%
+# D_l as the paper describes it: the prism schedule more local in its early wide-head layers (ΔD < 0), a
+# positive bump where it reaches the baseline, ~0 late.
+_DU = [30.0, 45.0, 60.0, 75.0, 85.0, 95.0, 100.0, 105.0, 108.0, 110.0, 111.0, 112.0]
+ATTN = {tuple(UNIFORM): _DU,
+        tuple(PRISM): [u + d for u, d in zip(_DU, [-12, -10, -8, -6, -3, 2, 6, 5, 2, 1, 0, 0])],
+        tuple(WIDE): [u + d for u, d in zip(_DU, [-8, -7, -6, -5, 1, 3, 2, 1, 0, 0, 0, 0])]}
+
+
+def fail(msg):
+    print("FAIL: " + msg, file=sys.stderr)
+    sys.exit(1)
+
+
+def skip(msg):
+    print("skipped: " + msg)
+    sys.exit(77)
+
+
+def check(cond, msg):
+    if not cond:
+        fail(msg)
+
+
+def check_eq(exp, act, msg):
+    if exp != act:
+        fail("%s: expected [%r], got [%r]" % (msg, exp, act))
+
+
+# ----------------------------------------------------------------------------------------- statistics
+
+def mean(xs):
+    return sum(xs) / len(xs)
+
+
+def sstd(xs):
+    m = mean(xs)
+    return math.sqrt(sum((x - m) ** 2 for x in xs) / (len(xs) - 1))
+
+
+def paired(sched, seeds):
+    d = [VAL[(tuple(sched), s)] - VAL[(tuple(UNIFORM), s)] for s in seeds]
+    m = mean(d)
+    if len(d) < 2:
+        return m, None, None
+    h = T975[len(d) - 1] * sstd(d) / math.sqrt(len(d))
+    return m, m - h, m + h
+
+
+def f4(x):
+    return ("%.4f" % x).replace("-", "\u2212")
+
+
+def s4(x):
+    return ("+" if x > 0 else "") + f4(x)
+
+
+# ------------------------------------------------------------------------------------------- server
+
+class Server:
+    """A real `prism-sweep serve` on 127.0.0.1:<free port> with its own database and token file."""
+
+    def __init__(self):
+        exe = os.path.join(BUILD, "prism-sweep")
+        if not os.access(exe, os.X_OK):
+            fail("%s not built: run `make BUILD=%s all` first" % (exe, BUILD))
+        self.dir = tempfile.mkdtemp(prefix="web-", dir=TMP)
+        self.db = os.path.join(self.dir, "prism.db")
+        self.tokfile = os.path.join(self.dir, "tokens")
+        with open(self.tokfile, "w") as f:
+            f.write("worker_token=%s\nadmin_token=%s\n" % (WORKER_TOKEN, ADMIN_TOKEN))
+        os.chmod(self.tokfile, 0o600)
+        s = socket.socket()
+        s.bind(("127.0.0.1", 0))
+        self.port = s.getsockname()[1]
+        s.close()
+        self.base = "http://127.0.0.1:%d" % self.port
+        self.log = open(os.path.join(self.dir, "serve.log"), "w")
+        self.proc = subprocess.Popen(
+            [exe, "serve", "--db", self.db, "--listen", "127.0.0.1:%d" % self.port, "--token-file", self.tokfile,
+             "--web", os.path.join(ROOT, "web"), "--lease-ttl", "60"],
+            stdout=self.log, stderr=subprocess.STDOUT)
+        deadline = time.time() + 15
+        while True:
+            try:
+                if self.call("GET", "/healthz")[0] == 200:
+                    break
+            except OSError:
+                pass
+            if self.proc.poll() is not None or time.time() > deadline:
+                self.log.flush()
+                fail("orchestrator did not come up on %s:\n%s" % (self.base, open(self.log.name).read()[-2000:]))
+            time.sleep(0.05)
+
+    def call(self, method, path, body=None, token=None):
+        data = json.dumps(body).encode() if body is not None else None
+        req = urllib.request.Request(self.base + path, data=data, method=method)
+        if data is not None:
+            req.add_header("Content-Type", "application/json")
+        if token:
+            req.add_header("Authorization", "Bearer " + token)
+        try:
+            with urllib.request.urlopen(req, timeout=10) as r:
+                raw = r.read()
+                return r.status, (json.loads(raw) if raw and r.headers.get_content_type() == "application/json" else raw)
+        except urllib.error.HTTPError as e:
+            raw = e.read()
+            try:
+                return e.code, json.loads(raw)
+            except ValueError:
+                return e.code, raw
+
+    def ok(self, method, path, body=None, token=ADMIN_TOKEN):
+        code, out = self.call(method, path, body, token)
+        if code // 100 != 2:
+            fail("%s %s -> %d %r" % (method, path, code, out))
+        return out
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(5)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+
+def spec(name, schedules, seeds=SEEDS, data="data/none_*.bin"):
+    return {
+        "name": name,
+        "model": {"n_layer": 12, "d_model": 768, "vocab_size": 50257, "padded_vocab_size": 50304, "seq_len": T},
+        "schedules": [",".join(map(str, s)) for s in schedules],
+        "seeds": seeds,
+        "train": {"batch_size": B, "seq_len": T, "grad_accum": A, "steps": STEPS, "lr": 6e-4,
+                  "lr_schedule": "cosine", "warmup_steps": 2, "min_lr_frac": 0.1, "beta1": 0.9, "beta2": 0.95,
+                  "eps": 1e-8, "weight_decay": 0.1, "grad_clip": 1.0, "shuffle": False},
+        "eval": {"every": VAL_EVERY, "batches": 2, "attn_distance": True},
+        "data": {"train": data, "val": data},
+    }
+
+
+def curve(final, step, seed):
+    """A plausible loss curve that ends at `final`: decays from ~5.5 toward it."""
+    return final + (5.5 - final) * math.exp(-step / 8.0) + 0.004 * ((step * 7 + seed * 3) % 5) / 5.0
+
+
+class Feeder:
+    """Plays the worker: leases every job of the server's queue and reports for it."""
+
+    def __init__(self, srv):
+        self.srv = srv
+        self.wid = srv.ok("POST", "/api/v1/workers/register",
+                          {"name": "web-test", "host": "localhost", "devices": ["cpu"]}, WORKER_TOKEN)["worker_id"]
+        self.leases = {}  # (heads tuple, seed) -> lease answer
+
+    def lease_all(self):
+        while True:
+            code, out = self.srv.call("POST", "/api/v1/lease", {"worker_id": self.wid}, WORKER_TOKEN)
+            if code == 204:
+                return
+            check_eq(200, code, "lease answer %r" % (out,))
+            self.leases[(tuple(out["heads"]), out["seed"])] = out
+
+    def metrics(self, key, upto, start=0):
+        ls = self.leases[key]
+        final = VAL[key]
+        pts = []
+        for s in range(start, upto + 1):
+            if s < STEPS:
+                pts.append({"step": s, "train_loss": curve(final, s, key[1]) + 0.05, "lr": 6e-4,
+                            "tokens": (s + 1) * TOK_PER_STEP, "tok_per_s": TOKS[key[0]]})
+            if s % VAL_EVERY == 0 or s == STEPS:
+                pts.append({"step": s, "val_loss": curve(final, s, key[1]) if s < STEPS else final})
+        self.srv.ok("POST", "/api/v1/jobs/%d/metrics" % ls["job_id"], {"lease_token": ls["lease_token"], "points": pts},
+                    WORKER_TOKEN)
+
+    def complete(self, key):
+        ls = self.leases[key]
+        self.metrics(key, STEPS)
+        result = {"val_loss": VAL[key], "tok_per_s": TOKS[key[0]], "wall_s": 12.5, "params": 3200000,
+                  "flops_per_token": 1.9e7, "attn_distance": ATTN[key[0]]}
+        self.srv.ok("POST", "/api/v1/jobs/%d/complete" % ls["job_id"], {"lease_token": ls["lease_token"], "result": result},
+                    WORKER_TOKEN)
+
+    def fail_job(self, key, error):
+        ls = self.leases[key]
+        self.srv.ok("POST", "/api/v1/jobs/%d/fail" % ls["job_id"],
+                    {"lease_token": ls["lease_token"], "error": error, "retryable": False}, WORKER_TOKEN)
+
+
+def main_sweep(srv, leave_running=((tuple(WIDE), 2),)):
+    """The main sweep: 3 schedules x 3 seeds, every job done except `leave_running` (leased, half-way)."""
+    out = srv.ok("POST", "/api/v1/sweeps", spec("web-main", [UNIFORM, PRISM, WIDE]))
+    f = Feeder(srv)
+    f.lease_all()
+    check_eq(9, len(f.leases), "jobs leased")
+    for key in sorted(f.leases):
+        if key in leave_running:
+            f.metrics(key, STEPS // 2)
+        else:
+            f.complete(key)
+    return out["sweep_id"], f
+
+
+# ------------------------------------------------------------------------------------------- browser
+
+def browser():
+    try:
+        from selenium import webdriver
+        from selenium.webdriver.chrome.options import Options
+        from selenium.webdriver.chrome.service import Service
+    except ImportError:
+        fail("python3-selenium missing: run `make deps`")
+    for p in ("/usr/bin/chromium", "/usr/bin/chromedriver"):
+        if not os.access(p, os.X_OK):
+            fail("%s missing: run `make deps` (Debian chromium, chromium-driver)" % p)
+    o = Options()
+    for a in ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+              "--disable-background-networking", "--disable-component-update", "--disable-sync",
+              "--window-size=1440,1000", "--force-color-profile=srgb"):
+        o.add_argument(a)
+    o.add_argument("--user-data-dir=" + tempfile.mkdtemp(prefix="chromium-", dir=TMP))
+    o.binary_location = "/usr/bin/chromium"
+    o.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    return webdriver.Chrome(options=o, service=Service("/usr/bin/chromedriver"))
+
+
+def wait_for(drv, js, what, timeout=10.0):
+    """Polls a JS expression until it is truthy; returns its value."""
+    deadline = time.time() + timeout
+    last = None
+    while time.time() < deadline:
+        last = drv.execute_script("return (function(){ try { return " + js + "; } catch (e) { return null; } })();")
+        if last:
+            return last
+        time.sleep(0.1)
+    fail("timed out after %.0fs waiting for %s (last value %r)" % (timeout, what, last))
+
+
+def console_errors(drv):
+    return [e for e in drv.get_log("browser") if e.get("level") == "SEVERE"]
+
+
+def assert_no_console_errors(drv):
+    errs = console_errors(drv)
+    check(not errs, "browser console errors: %r" % errs)
+
+
+def screenshot(drv, name, readme=False):
+    os.makedirs(ART, exist_ok=True)
+    p = os.path.join(ART, name)
+    drv.save_screenshot(p)
+    print("screenshot: " + p)
+    if readme and os.environ.get("PRISM_UPDATE_SCREENSHOTS"):   # refresh the README's images on request only
+        os.makedirs(os.path.join(ROOT, "docs", "img"), exist_ok=True)
+        shutil.copyfile(p, os.path.join(ROOT, "docs", "img", name))
+
+
+ROWS_JS = """Array.from(document.querySelectorAll('#leaderboard tbody tr')).map(function (tr) {
+  return { heads: tr.dataset.heads, rank: tr.querySelector('.rank').textContent.trim(),
+           rle: tr.querySelector('.rle').textContent.trim(), val: tr.querySelector('.val').textContent.trim(),
+           seeds: tr.querySelector('.seeds').textContent.trim(), delta: tr.querySelector('.delta').textContent.trim(),
+           excl: tr.querySelector('.delta').dataset.excludesZero || '', tps: tr.querySelector('.tps').textContent.trim(),
+           state: tr.querySelector('.state').textContent.trim(), baseline: tr.classList.contains('baseline'),
+           svg: !!tr.querySelector('svg.stair path') };
+})"""
+
+
+def rows(drv):
+    return drv.execute_script("return " + ROWS_JS + ";")
+
+
+def open_page(drv, srv, sweep_id, extra=""):
+    drv.get("%s/#sweep=%s%s" % (srv.base, sweep_id, extra))
+    wait_for(drv, "document.getElementById('conn').dataset.state === 'live'", "the page to reach the server")
+
+
+# ---------------------------------------------------------------------------------------------- cases
+
+def t_leaderboard_rows():
+    """The table shows the right rows in the right order with the right numbers."""
+    srv = Server()
+    drv = None
+    try:
+        sid, _ = main_sweep(srv)
+        drv = browser()
+        open_page(drv, srv, sid)
+        wait_for(drv, "document.querySelectorAll('#leaderboard tbody tr').length === 3", "3 leaderboard rows")
+        r = rows(drv)
+        # Order by mean val loss over finished seeds: PRISM < UNIFORM < WIDE (WIDE has seeds 0 and 1 done).
+        exp_wide_seeds = [0, 1]
+        m = {tuple(UNIFORM): mean([VAL[(tuple(UNIFORM), s)] for s in SEEDS]),
+             tuple(PRISM): mean([VAL[(tuple(PRISM), s)] for s in SEEDS]),
+             tuple(WIDE): mean([VAL[(tuple(WIDE), s)] for s in exp_wide_seeds])}
+        order = sorted(m, key=lambda k: m[k])
+        check_eq([",".join(map(str, k)) for k in order], [x["heads"] for x in r], "row order (by mean val loss)")
+        check_eq(["1", "2", "3"], [x["rank"] for x in r], "ranks")
+        by = {x["heads"]: x for x in r}
+        p, u, w = by[P_S], by[U_S], by[W_S]
+        check_eq("3×2 6×2 8×2 12×6", p["rle"], "run-length text of the prism schedule")
+        check_eq("12×12", u["rle"], "run-length text of the uniform schedule")
+        check_eq("6×4 12×8", w["rle"], "run-length text of 6,6,6,6,12x8")
+        check(all(x["svg"] for x in r), "every row draws its staircase SVG")
+        for k, x, seeds in ((PRISM, p, SEEDS), (UNIFORM, u, SEEDS), (WIDE, w, exp_wide_seeds)):
+            vals = [VAL[(tuple(k), s)] for s in seeds]
+            check_eq("%s ± %s" % (f4(mean(vals)), f4(sstd(vals))), x["val"], "mean ± std of %s" % x["heads"])
+        check_eq("3/3", p["seeds"], "seeds of the prism schedule")
+        check_eq("2/3", w["seeds"], "seeds of 6,6,6,6,12x8 (one still running)")
+        check(u["baseline"] and not p["baseline"], "the uniform row is marked as the baseline: %r" % r)
+        check_eq("baseline", u["delta"], "the baseline's delta cell")
+        dm, lo, hi = paired(PRISM, SEEDS)
+        check(lo < hi < 0, "test data: the prism CI should exclude zero")
+        check_eq("%s[%s,%s]▼" % (s4(dm), s4(lo), s4(hi)), p["delta"].replace(" ", ""),
+                 "paired delta of the prism schedule with its 95% CI and the 'excludes zero' mark")
+        check_eq("1", p["excl"], "prism CI excludes zero")
+        dm, lo, hi = paired(WIDE, exp_wide_seeds)
+        check(lo < 0 < hi, "test data: the wide CI should include zero")
+        check_eq("%s[%s,%s]" % (s4(dm), s4(lo), s4(hi)), w["delta"].replace(" ", ""),
+                 "paired delta of 6,6,6,6,12x8 (no mark: the CI includes zero)")
+        check_eq("0", w["excl"], "6,6,6,6,12x8 CI includes zero")
+        check_eq("2.87M", u["tps"], "tokens/s of the baseline")
+        check_eq("2.86M", w["tps"], "tokens/s of 6,6,6,6,12x8")
+        check_eq("done", p["state"], "state of the prism schedule")
+        check_eq("running", w["state"], "state of 6,6,6,6,12x8")
+        # Sorting: tokens/s descending puts the uniform first; the baseline row stays in the table.
+        drv.find_element("css selector", "#leaderboard th[data-key=tps]").click()
+        r2 = rows(drv)
+        check_eq([U_S, P_S, W_S], [x["heads"] for x in r2], "rows sorted by tokens/s")
+        drv.find_element("css selector", "#leaderboard th[data-key=rank]").click()
+        check_eq([x["heads"] for x in r], [x["heads"] for x in rows(drv)], "back to rank order")
+        # Sweeps list: progress counts; jobs view: 9 jobs with the running one's step.
+        sw = drv.find_element("css selector", "#sweeps tr[data-sweep='%s']" % sid).text
+        check("8 done" in sw and "1 leased" in sw, "sweep progress shows 8 done, 1 leased: %r" % sw)
+        jobs = drv.execute_script("return Array.from(document.querySelectorAll('#jobs tbody tr')).map(t => t.dataset.state + '|' + t.children[6].textContent.trim());")
+        check_eq(9, len(jobs), "jobs in the jobs view")
+        check("leased|%d / %d" % (STEPS // 2, STEPS) in jobs, "the running job shows step/steps: %r" % jobs)
+        from selenium.webdriver.support.ui import Select
+        Select(drv.find_element("id", "jobs-filter")).select_by_visible_text("leased")
+        shown = drv.execute_script("return Array.from(document.querySelectorAll('#jobs tbody tr')).map(t => t.dataset.state);")
+        check_eq(["leased"], shown, "jobs filtered by state")
+        Select(drv.find_element("id", "jobs-filter")).select_by_visible_text("all")
+        # Export links answer with CSV and JSON.
+        csv_href = drv.find_element("css selector", "#export-csv").get_attribute("href")
+        code, body = srv.call("GET", csv_href[len(srv.base):])
+        check_eq(200, code, "CSV export link status")
+        check(b"rank,heads" in body and P_S.encode() in body, "CSV export content: %r" % body[:200])
+        screenshot(drv, "leaderboard.png", readme=True)
+        assert_no_console_errors(drv)
+    finally:
+        if drv:
+            drv.quit()
+        srv.stop()
+
+
+def canvas_colour_pixels(drv, cid):
+    """Pixels of a canvas that are clearly coloured (not grey axes/grid/text): curves and bars."""
+    return drv.execute_script("""
+      var c = document.getElementById(arguments[0]); if (!c || !c.width) return -1;
+      var d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data, n = 0;
+      for (var i = 0; i < d.length; i += 4) {
+        var mx = Math.max(d[i], d[i+1], d[i+2]), mn = Math.min(d[i], d[i+1], d[i+2]);
+        if (d[i+3] > 100 && mx - mn > 60) n++;
+      }
+      return n;""", cid)
+
+
+def t_detail_curves():
+    """Clicking a row draws its loss curves over the baseline and its attention-distance profile."""
+    srv = Server()
+    drv = None
+    try:
+        sid, _ = main_sweep(srv)
+        drv = browser()
+        open_page(drv, srv, sid)
+        wait_for(drv, "document.querySelector(\"#leaderboard tr[data-heads='%s']\")" % P_S, "the prism row")
+        check(drv.find_element("id", "detail-section").get_attribute("hidden") is not None, "detail hidden before a click")
+        drv.find_element("css selector", "#leaderboard tr[data-heads='%s']" % P_S).click()
+        wait_for(drv, "Chart.getChart('chart-val') && Chart.getChart('chart-val').data.datasets.length === 8",
+                 "val chart with 3+3 seeds and 2 means")
+        ds = drv.execute_script("""return Chart.getChart('chart-val').data.datasets.map(
+            d => ({label: d.label, n: d.data.length, faint: !!d.faint, last: d.data.length ? d.data[d.data.length-1] : null}));""")
+        means = [d for d in ds if not d["faint"]]
+        check_eq(2, len(means), "two mean curves (schedule, uniform): %r" % ds)
+        n_val = len([s for s in range(STEPS + 1) if s % VAL_EVERY == 0 or s == STEPS])
+        check(all(d["n"] == n_val for d in ds), "every val curve has %d points: %r" % (n_val, ds))
+        mine = [d for d in means if "this schedule" in d["label"]][0]
+        check_eq(STEPS * TOK_PER_STEP, mine["last"]["x"], "x axis is tokens (last val point)")
+        check(abs(mine["last"]["y"] - mean([VAL[(tuple(PRISM), s)] for s in SEEDS])) < 1e-9,
+              "mean curve ends at the mean final val loss: %r" % mine)
+        tr = drv.execute_script("return Chart.getChart('chart-train').data.datasets.map(d => d.data.length);")
+        check_eq([STEPS] * 8, tr, "train curves: %d points for each of 8 datasets" % STEPS)
+        dd = drv.execute_script("return Chart.getChart('chart-ddist').data.datasets[0].data;")
+        exp = [a - b for a, b in zip(ATTN[tuple(PRISM)], ATTN[tuple(UNIFORM)])]
+        check(len(dd) == 12 and all(abs(a - b) < 1e-9 for a, b in zip(dd, exp)), "ΔD_l: expected %r, got %r" % (exp, dd))
+        dist = drv.execute_script("return Chart.getChart('chart-dist').data.datasets.map(d => d.data.map(p => p.y));")
+        check_eq(sorted([ATTN[tuple(UNIFORM)], ATTN[tuple(PRISM)]]), sorted(dist), "D_l of the schedule and the baseline")
+        notes = drv.execute_script("return Array.from(document.querySelectorAll('.chart-note')).filter(n => !n.hidden).map(n => n.textContent);")
+        check_eq([], notes, "no 'nothing to draw' note over a chart that has data")
+        time.sleep(0.3)  # let the canvases paint
+        for cid in ("chart-val", "chart-train", "chart-dist", "chart-ddist"):
+            n = canvas_colour_pixels(drv, cid)
+            check(n > 150, "canvas %s draws coloured curves/bars (coloured pixels: %d)" % (cid, n))
+        # "zoom tail" on the val chart: x from half the tokens, y fitted to that window.
+        drv.find_element("css selector", "button.zoom[data-kind=val]").click()
+        wait_for(drv, "Chart.getChart('chart-val').scales.x.min === %d" % (STEPS * TOK_PER_STEP // 2), "the val chart zoomed to the tail")
+        ymax = drv.execute_script("return Chart.getChart('chart-val').scales.y.max")
+        check(ymax < 3.6, "zoomed y range fits the tail (y max %r)" % ymax)
+        drv.execute_script("document.getElementById('detail-section').scrollIntoView()")
+        time.sleep(0.3)
+        screenshot(drv, "leaderboard-detail.png", readme=True)
+        # Dark theme: the toggle flips the page and redraws the charts with the dark palette.
+        bg0 = drv.execute_script("return getComputedStyle(document.body).backgroundColor")
+        drv.find_element("id", "theme-toggle").click()
+        wait_for(drv, "getComputedStyle(document.body).backgroundColor !== '%s'" % bg0, "the theme toggle to change the background")
+        wait_for(drv, "Chart.getChart('chart-val') && Chart.getChart('chart-val').data.datasets.length === 8", "charts redrawn after the toggle")
+        time.sleep(0.3)
+        check(canvas_colour_pixels(drv, "chart-val") > 150, "val chart redrawn in the other theme")
+        screenshot(drv, "leaderboard-detail-%s.png" % drv.execute_script("return document.documentElement.dataset.theme"))
+        assert_no_console_errors(drv)
+    finally:
+        if drv:
+            drv.quit()
+        srv.stop()
+
+
+def t_live_update():
+    """A result posted through the API appears without a reload; open curves grow through since= requests."""
+    srv = Server()
+    drv = None
+    try:
+        sid, feeder = main_sweep(srv)
+        key = (tuple(WIDE), 2)
+        drv = browser()
+        open_page(drv, srv, sid)
+        wait_for(drv, "document.querySelector(\"#leaderboard tr[data-heads='%s'] .seeds\")" % W_S, "the 6,6,6,6,12x8 row")
+        drv.execute_script("window.__noReload = 'still here';")
+        check_eq("2/3", drv.find_element("css selector", "#leaderboard tr[data-heads='%s'] .seeds" % W_S).text, "seeds before")
+        drv.find_element("css selector", "#leaderboard tr[data-heads='%s']" % W_S).click()
+        wait_for(drv, "Chart.getChart('chart-train') && Chart.getChart('chart-train').data.datasets.length === 8", "train chart")
+        def running_points():
+            return drv.execute_script("""return Chart.getChart('chart-train').data.datasets
+               .filter(d => d.faint && d.label.indexOf('this schedule seed 2') === 0).map(d => d.data.length)[0] || 0;""")
+        check_eq(STEPS // 2 + 1, running_points(), "train points of the running seed before")
+        feeder.complete(key)
+        vals = [VAL[(tuple(WIDE), s)] for s in SEEDS]
+        want = "%s ± %s" % (f4(mean(vals)), f4(sstd(vals)))
+        wait_for(drv, "document.querySelector(\"#leaderboard tr[data-heads='%s'] .val\").textContent.trim() === '%s'" % (W_S, want),
+                 "the new mean %s without reload" % want)
+        check_eq("3/3", drv.find_element("css selector", "#leaderboard tr[data-heads='%s'] .seeds" % W_S).text, "seeds after")
+        wait_for(drv, "Chart.getChart('chart-train').data.datasets.filter(d => d.faint && d.label.indexOf('this schedule seed 2') === 0)"
+                 ".map(d => d.data.length)[0] === %d" % STEPS, "the running seed's curve to grow to %d points" % STEPS)
+        check_eq("still here", drv.execute_script("return window.__noReload"), "the page was not reloaded")
+        # Curves were extended, not refetched: later metrics requests carry since=<last step held>.
+        urls = drv.execute_script("return performance.getEntriesByType('resource').map(e => e.name).filter(u => u.indexOf('/metrics?') >= 0);")
+        job = feeder.leases[key]["job_id"]
+        mine = [u for u in urls if "/jobs/%d/metrics?kind=train" % job in u]
+        check(len(mine) >= 2, "several polls of the running job's train metrics: %r" % mine)
+        check("since=-1" in mine[0], "first request fetches everything: %r" % mine[0])
+        check(any("since=%d" % (STEPS // 2) in u for u in mine[1:]),
+              "later requests ask only for steps after %d: %r" % (STEPS // 2, mine))
+        assert_no_console_errors(drv)
+    finally:
+        if drv:
+            drv.quit()
+        srv.stop()
+
+
+def t_empty_and_failed_sweeps():
+    """No sweep, an empty-result sweep and an only-failures sweep each show a clear state."""
+    srv = Server()
+    drv = None
+    try:
+        drv = browser()
+        drv.get(srv.base + "/")
+        wait_for(drv, "document.getElementById('no-sweeps')", "the 'no sweeps yet' state")
+        # A sweep whose jobs were all leased and failed.
+        out = srv.ok("POST", "/api/v1/sweeps", spec("web-failing", [UNIFORM, PRISM], seeds=[0]))
+        f = Feeder(srv)
+        f.lease_all()
+        for key in f.leases:
+            f.fail_job(key, "data.train: no file matches data/none_*.bin (job %s seed %d)" % (",".join(map(str, key[0])), key[1]))
+        # A sweep nothing has run yet.
+        out2 = srv.ok("POST", "/api/v1/sweeps", spec("web-waiting", [UNIFORM, WIDE], seeds=[0]))
+        drv.get("%s/#sweep=%s" % (srv.base, out["sweep_id"]))
+        wait_for(drv, "document.getElementById('all-failed')", "the 'every job failed' state")
+        errs = drv.execute_script("return Array.from(document.querySelectorAll('#jobs tbody tr[data-state=failed] td.err')).map(t => t.textContent);")
+        check_eq(2, len(errs), "two failed jobs listed")
+        check(all("no file matches data/none_*.bin" in e for e in errs), "failure text shown: %r" % errs)
+        # Its schedules' detail says why the charts are empty instead of showing blank axes.
+        drv.find_element("css selector", "#leaderboard tr[data-heads='%s']" % P_S).click()
+        wait_for(drv, "!document.getElementById('chart-val-note').hidden", "the 'no points' note on the val chart")
+        note = drv.find_element("id", "chart-val-note").text
+        check("the jobs ended before reporting" in note, "val chart note: %r" % note)
+        check("No D" in drv.find_element("id", "chart-dist-note").text, "D_l chart note")
+        screenshot(drv, "leaderboard-failed.png")
+        drv.execute_script("window.scrollTo(0, 0)")
+        drv.find_element("css selector", "#sweeps tr[data-sweep='%s']" % out2["sweep_id"]).click()
+        wait_for(drv, "document.getElementById('no-results')", "the 'no results yet' state")
+        check_eq(2, len(rows(drv)), "queued schedules are listed without numbers")
+        check(all(x["state"] == "queued" and x["val"] == "—" for x in rows(drv)), "queued rows: %r" % rows(drv))
+        assert_no_console_errors(drv)
+    finally:
+        if drv:
+            drv.quit()
+        srv.stop()
+
+
+def t_server_down():
+    """When the orchestrator stops answering, the page says so and keeps the last data."""
+    srv = Server()
+    drv = None
+    try:
+        sid, _ = main_sweep(srv)
+        drv = browser()
+        open_page(drv, srv, sid)
+        wait_for(drv, "document.querySelectorAll('#leaderboard tbody tr').length === 3", "rows")
+        assert_no_console_errors(drv)
+        srv.stop()
+        wait_for(drv, "!document.getElementById('banner').hidden && document.getElementById('conn').dataset.state === 'down'",
+                 "the server-down banner")
+        text = drv.find_element("id", "banner").text
+        check("not answering" in text and "prism-sweep serve" in text, "banner text: %r" % text)
+        check_eq(3, len(rows(drv)), "the last leaderboard stays on screen")
+        screenshot(drv, "leaderboard-server-down.png")
+        # Only connection failures may reach the console now (the page logs nothing itself).
+        other = [e for e in console_errors(drv) if "ERR_CONNECTION_REFUSED" not in e["message"]]
+        check(not other, "unexpected console errors: %r" % other)
+    finally:
+        if drv:
+            drv.quit()
+        srv.stop()
+
+
+def t_theme_follows_system():
+    """Dark when the system prefers it; the toggle overrides it and the choice survives a reload."""
+    srv = Server()
+    drv = None
+    try:
+        drv = browser()
+        drv.execute_cdp_cmd("Emulation.setEmulatedMedia", {"features": [{"name": "prefers-color-scheme", "value": "dark"}]})
+        drv.get(srv.base + "/")
+        wait_for(drv, "document.getElementById('no-sweeps')", "the page")
+        bg = lambda: drv.execute_script("return getComputedStyle(document.body).backgroundColor")
+        check_eq("rgb(15, 18, 23)", bg(), "dark background when the system prefers dark")
+        check_eq(None, drv.execute_script("return document.documentElement.dataset.theme || null"), "no theme pinned yet")
+        drv.find_element("id", "theme-toggle").click()
+        check_eq("rgb(246, 247, 249)", bg(), "light background after the toggle")
+        drv.refresh()
+        wait_for(drv, "document.getElementById('no-sweeps')", "the page after a reload")
+        check_eq("light", drv.execute_script("return document.documentElement.dataset.theme"), "the choice survives a reload")
+        check_eq("rgb(246, 247, 249)", bg(), "still light after the reload")
+        assert_no_console_errors(drv)
+    finally:
+        if drv:
+            drv.quit()
+        srv.stop()
+
+
+CASES = {name[2:]: fn for name, fn in sorted(globals().items()) if name.startswith("t_") and callable(fn)}
+
+if __name__ == "__main__":
+    if len(sys.argv) == 2 and sys.argv[1] == "--list":
+        print("\n".join(CASES))
+        sys.exit(0)
+    if len(sys.argv) != 2 or sys.argv[1] not in CASES:
+        print("usage: %s --list | CASE (one of: %s)" % (sys.argv[0], ", ".join(CASES)), file=sys.stderr)
+        sys.exit(2)
+    CASES[sys.argv[1]]()
+    print("ok")

@@ -1,0 +1,742 @@
+/* app.js — the prism-sweep leaderboard page.
+ *
+ * Design: one `S` state object and one poll loop. Every POLL_MS the loop fetches only small summaries from
+ * the orchestrator's read API (sweeps, the selected sweep's leaderboard and jobs) and re-renders a table only
+ * when its content changed. Loss curves are the only large data: for each job on screen the page keeps the points it
+ * already holds (per kind, keyed by step) and asks only for what came after (`metrics?kind=K&since=STEP`), so a
+ * live sweep costs a few hundred bytes a poll, not whole curves. Everything the server sends is normalised once
+ * (the `norm*` functions) so the rest of the page does not care about optional keys.
+ *
+ * Rendering is plain DOM built from escaped strings; the schedule staircase is a tiny SVG; every plot is a
+ * Chart.js chart (Debian's libjs-chart.js, served by the orchestrator). Failures are states, never blanks:
+ * no sweeps, an empty sweep, a sweep with only failures and a server that stopped answering each get a message.
+ */
+'use strict';
+
+const POLL_MS = 2000;
+const FETCH_TIMEOUT_MS = 5000;
+const API = '/api/v1';
+const STATES = ['queued', 'leased', 'done', 'failed', 'cancelled'];
+
+const S = {
+  sweeps: [],            // normalised sweeps (normSweep)
+  workersAlive: null,    // workers seen within 2 lease TTLs (server's count)
+  sweepId: null,         // selected sweep
+  scheduleId: null,      // schedule open in the detail view
+  board: null,           // normalised leaderboard of the selected sweep
+  jobs: [],              // normalised jobs of the selected sweep
+  sort: { key: 'rank', dir: 1 },
+  jobsFilter: '',
+  curves: new Map(),     // job id -> { attempt, complete, val: Map(step -> {v, tokens}), train: Map, since: {val, train} }
+  charts: {},            // Chart.js instances of the detail view
+  zoom: { val: false, train: false }, // loss charts showing only the second half of training
+  online: null,          // null until the first answer, then true/false
+  lastOk: 0,             // Date.now() of the last successful poll
+  timer: null,
+  polling: false,
+  again: false,          // poll again right after the one in flight
+};
+
+/* ---------------------------------------------------------------- helpers */
+
+const $ = (sel) => document.querySelector(sel);
+const esc = (s) => String(s == null ? '' : s).replace(/[&<>"']/g,
+  (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' }[c]));
+/* Replaces an element's content only when it changed, so rows under the pointer survive an idle poll. */
+function setHTML(el, html) {
+  if (el.__html === html) return;
+  el.__html = html;
+  el.innerHTML = html;
+}
+const isNum = (x) => typeof x === 'number' && isFinite(x);
+const num = (x) => (x == null || x === '' ? null : (isFinite(+x) ? +x : null));
+const minus = (s) => s.replace(/^-/, '−');
+const fmt = (x, d) => (isNum(x) ? minus(x.toFixed(d)) : '—');
+const fmtSigned = (x, d) => (isNum(x) ? (x > 0 ? '+' : '') + minus(x.toFixed(d)) : '—');
+
+function fmtInt(x) {
+  if (!isNum(x)) return '—';
+  return Math.round(x).toLocaleString('en-US');
+}
+function fmtTokS(x) {
+  if (!isNum(x)) return '—';
+  if (x >= 1e6) return (x / 1e6).toFixed(2) + 'M';
+  if (x >= 1e4) return (x / 1e3).toFixed(1) + 'K';
+  return Math.round(x).toLocaleString('en-US');
+}
+function fmtDuration(s) {
+  if (!isNum(s) || s < 0) return '—';
+  if (s < 60) return Math.round(s) + ' s';
+  if (s < 3600) return Math.round(s / 60) + ' min';
+  if (s < 86400) return (s / 3600).toFixed(1) + ' h';
+  return (s / 86400).toFixed(1) + ' d';
+}
+function parseHeads(h) {
+  if (Array.isArray(h)) return h.map(Number);
+  if (typeof h === 'string' && h.trim()) return h.split(/[,\s]+/).filter(Boolean).map(Number);
+  return [];
+}
+/* Run-length text of a schedule: [3,3,6,6,8,8,12,12,12,12,12,12] -> "3×2 6×2 8×2 12×6". */
+function rle(heads) {
+  const out = [];
+  for (let i = 0; i < heads.length;) {
+    let j = i;
+    while (j < heads.length && heads[j] === heads[i]) j++;
+    out.push(heads[i] + '×' + (j - i));
+    i = j;
+  }
+  return out.join(' ');
+}
+/* The schedule as a staircase: one column per layer, its height the layer's head count. */
+function staircase(heads, opts) {
+  const o = Object.assign({ w: 6, h: 22, base: false }, opts || {});
+  if (!heads.length) return '';
+  const max = Math.max.apply(null, heads) || 1;
+  const W = Math.round(heads.length * o.w), H = o.h;
+  let d = 'M0,' + H;
+  heads.forEach((v, i) => {
+    const y = (H - (v / max) * (H - 2)).toFixed(1);
+    d += ' L' + +(i * o.w).toFixed(1) + ',' + y + ' L' + +((i + 1) * o.w).toFixed(1) + ',' + y;
+  });
+  d += ' L' + W + ',' + H + ' Z';
+  const colour = o.base ? 'var(--stair-base)' : 'var(--stair)';
+  return '<svg class="stair" width="' + W + '" height="' + H + '" viewBox="0 0 ' + W + ' ' + H +
+    '" role="img" aria-label="heads per layer ' + esc(heads.join(',')) + '"><title>heads per layer: ' +
+    esc(heads.join(',')) + '</title><path d="' + d + '" fill="' + colour + '" fill-opacity="0.35" stroke="' +
+    colour + '" stroke-width="1.2"/></svg>';
+}
+function css(name) {
+  return getComputedStyle(document.documentElement).getPropertyValue(name).trim() || '#888';
+}
+function withAlpha(colour, a) {
+  const m = /^#([0-9a-f]{6})$/i.exec(colour);
+  if (!m) return colour;
+  const n = parseInt(m[1], 16);
+  return 'rgba(' + (n >> 16) + ',' + ((n >> 8) & 255) + ',' + (n & 255) + ',' + a + ')';
+}
+
+/* GET a JSON document; rejects with an Error whose .status is the HTTP status (0 = no answer). */
+async function api(path) {
+  const ctl = new AbortController();
+  const timer = setTimeout(() => ctl.abort(), FETCH_TIMEOUT_MS);
+  let res;
+  try {
+    res = await fetch(path, { signal: ctl.signal, headers: { Accept: 'application/json' }, cache: 'no-store' });
+  } catch (e) {
+    const err = new Error(e.name === 'AbortError' ? 'no answer within ' + (FETCH_TIMEOUT_MS / 1000) + ' s' : 'connection failed');
+    err.status = 0;
+    throw err;
+  } finally {
+    clearTimeout(timer);
+  }
+  let body = null;
+  try { body = await res.json(); } catch (e) { body = null; }
+  if (!res.ok) {
+    const err = new Error((body && body.error) || ('HTTP ' + res.status + ' for ' + path));
+    err.status = res.status;
+    throw err;
+  }
+  return body;
+}
+
+/* ------------------------------------------------------- normalisation */
+/* Shapes are docs/API.md's; these functions only fill defaults so rendering never meets undefined. */
+
+function normCounts(c) {
+  const out = { queued: 0, leased: 0, done: 0, failed: 0, cancelled: 0 };
+  if (c) STATES.forEach((k) => { out[k] = num(c[k]) || 0; });
+  out.total = STATES.reduce((a, k) => a + out[k], 0);
+  return out;
+}
+function normSweep(s) {
+  return {
+    id: s.id, name: s.name || ('sweep ' + s.id), state: s.state || 'active',
+    counts: normCounts(s.counts), eta_s: num(s.eta_s), workers_alive: num(s.workers_alive),
+    steps_done: num(s.steps_done), steps_total: num(s.steps_total),
+    steps_per_s: s.throughput ? num(s.throughput.steps_per_s) : null,
+  };
+}
+function normJob(j) {
+  return {
+    id: j.id, schedule_id: j.schedule_id, heads: parseHeads(j.heads), seed: j.seed, is_baseline: !!j.is_baseline,
+    state: j.state || 'queued', worker: j.worker || (j.worker_id != null ? 'worker ' + j.worker_id : ''),
+    worker_id: j.worker_id, attempt: num(j.attempt) || 0, step: num(j.step) || 0, steps: num(j.steps) || 0,
+    last_loss: num(j.last_loss), error: j.last_error || '', val_loss: num(j.val_loss),
+  };
+}
+function normDelta(d) {
+  d = d || {};
+  const lo = num(d.ci_low), hi = num(d.ci_high);
+  return { mean: num(d.mean), lo, hi, n: num(d.n), excludes_zero: !!d.excludes_zero };
+}
+function normRow(r) {
+  return {
+    schedule_id: r.schedule_id, heads: parseHeads(r.heads), is_baseline: !!r.is_baseline,
+    seeds_done: num(r.seeds_done) || 0, seeds_total: num(r.seeds_total),
+    mean: num(r.val_loss_mean), std: num(r.val_loss_std), tok_per_s: num(r.tok_per_s_mean),
+    delta: normDelta(r.delta),
+    attn: Array.isArray(r.attn_distance) ? r.attn_distance.map(num) : null,
+    dattn: Array.isArray(r.delta_attn_distance) ? r.delta_attn_distance.map(num) : null,
+    rank: num(r.rank),
+  };
+}
+function normBoard(b) {
+  return { rows: ((b && b.rows) || []).map(normRow), baseline_schedule_id: b ? b.baseline_schedule_id : null };
+}
+
+/* ------------------------------------------------------------ the model */
+
+/* One row per schedule of the sweep, in the server's leaderboard order and with its rank (by mean val loss;
+ * schedules with no finished seed last), plus any schedule that has jobs but no leaderboard row yet; each row
+ * gets a state derived from its jobs. */
+function scheduleRows() {
+  const bySched = new Map();
+  (S.board ? S.board.rows : []).forEach((r) => bySched.set(String(r.schedule_id), Object.assign({ jobs: [] }, r)));
+  S.jobs.forEach((j) => {
+    const k = String(j.schedule_id);
+    if (!bySched.has(k)) {
+      bySched.set(k, { schedule_id: j.schedule_id, heads: j.heads, is_baseline: j.is_baseline, seeds_done: 0,
+        seeds_total: null, mean: null, std: null, tok_per_s: null, delta: normDelta({}), attn: null, dattn: null,
+        jobs: [] });
+    }
+    const row = bySched.get(k);
+    row.jobs.push(j);
+    if (j.is_baseline) row.is_baseline = true;
+    if (!row.heads.length) row.heads = j.heads;
+  });
+  const rows = Array.from(bySched.values());
+  rows.forEach((r) => {
+    if (r.jobs.length && r.seeds_total == null) r.seeds_total = r.jobs.length;
+    const c = normCounts({});
+    r.jobs.forEach((j) => { c[j.state] = (c[j.state] || 0) + 1; });
+    r.counts = c;
+    if (c.leased) r.state = 'running';
+    else if (r.jobs.length && c.done === r.jobs.length) r.state = 'done';
+    else if (c.queued) r.state = (c.done || c.failed) ? 'running' : 'queued';
+    else if (c.failed) r.state = 'failed';
+    else if (c.cancelled) r.state = 'cancelled';
+    else r.state = r.seeds_done ? 'done' : 'queued';
+  });
+  rows.forEach((r) => { if (!isNum(r.mean)) r.rank = null; });
+  return rows;
+}
+function baselineRow(rows) { return rows.find((r) => r.is_baseline) || null; }
+
+/* ---------------------------------------------------------------- polling */
+
+/* One poll. A call while one is in flight (a click) makes the running poll start another as soon as it ends;
+ * an answer for a sweep the user has left meanwhile is dropped. */
+async function poll() {
+  if (S.polling) { S.again = true; return; }
+  S.polling = true;
+  S.again = false;
+  try {
+    const sw = await api(API + '/sweeps');
+    S.sweeps = ((sw && sw.sweeps) || []).map(normSweep);
+    S.workersAlive = sw ? num(sw.workers_alive) : null;
+    if (S.sweepId == null && S.sweeps.length) S.sweepId = S.sweeps[S.sweeps.length - 1].id;
+    if (S.sweepId != null && !S.sweeps.some((s) => String(s.id) === String(S.sweepId))) S.sweepId = S.sweeps.length ? S.sweeps[0].id : null;
+    if (S.sweepId != null) {
+      const asked = S.sweepId;
+      const [board, jobs] = await Promise.all([
+        api(API + '/sweeps/' + asked + '/leaderboard'),
+        api(API + '/sweeps/' + asked + '/jobs'),
+      ]);
+      if (String(asked) !== String(S.sweepId)) { S.again = true; return; }
+      S.board = normBoard(board);
+      S.jobs = ((jobs && jobs.jobs) || []).map(normJob);
+    } else {
+      S.board = null; S.jobs = [];
+    }
+    setOnline(true, null);
+    render();
+    if (S.scheduleId != null) await refreshDetail();
+  } catch (e) {
+    setOnline(false, e);
+  } finally {
+    S.polling = false;
+    clearTimeout(S.timer);
+    S.timer = setTimeout(poll, S.again ? 0 : POLL_MS);
+  }
+}
+
+function setOnline(ok, err) {
+  const conn = $('#conn'), banner = $('#banner');
+  if (ok) {
+    S.online = true; S.lastOk = Date.now();
+    conn.dataset.state = 'live'; conn.textContent = 'live';
+    banner.hidden = true; banner.textContent = '';
+    document.body.classList.remove('offline');
+    return;
+  }
+  const noAnswer = !err || err.status === 0 || err.status >= 500;
+  conn.dataset.state = 'down';
+  conn.textContent = noAnswer ? 'server down' : 'error';
+  const last = S.lastOk ? ' Showing data from ' + new Date(S.lastOk).toTimeString().slice(0, 8) + '.' : '';
+  banner.innerHTML = noAnswer
+    ? '<strong>The orchestrator is not answering</strong> (' + esc(err ? err.message : 'no answer') + '). Is <code>prism-sweep serve</code> running? Retrying every ' + (POLL_MS / 1000) + ' s.' + esc(last)
+    : '<strong>The orchestrator refused a request:</strong> ' + esc(err.message) + '.' + esc(last);
+  banner.hidden = false;
+  document.body.classList.add('offline');
+  if (S.online === null || !S.lastOk) {
+    setHTML($('#sweeps'), '<p class="state-msg bad" id="no-server"><strong>Cannot reach the orchestrator.</strong><br>' +
+      'Start it with <code>prism-sweep serve --db prism.db</code>; this page retries by itself.</p>');
+  }
+  S.online = false;
+}
+
+/* --------------------------------------------------------------- rendering */
+
+function render() {
+  renderWorkers();
+  renderSweeps();
+  renderSweep();
+  renderJobs();
+}
+
+function renderWorkers() {
+  const n = S.workersAlive;
+  $('#workers-alive').textContent = n == null ? '' : n + ' worker' + (n === 1 ? '' : 's') + ' alive';
+}
+
+function countsBar(c) {
+  const t = c.total || 1;
+  return '<div class="bar" title="' + esc(STATES.map((k) => c[k] + ' ' + k).join(', ')) + '">' +
+    STATES.filter((k) => c[k]).map((k) => '<span class="' + k + '" style="width:' + (100 * c[k] / t).toFixed(2) + '%"></span>').join('') + '</div>';
+}
+function countsText(c) {
+  return STATES.map((k) => '<span class="c-' + k + '">' + c[k] + ' ' + k + '</span>').join(' · ');
+}
+function renderSweeps() {
+  const box = $('#sweeps');
+  if (!S.sweeps.length) {
+    setHTML(box, '<p class="state-msg" id="no-sweeps"><strong>No sweeps yet.</strong><br>Create one with ' +
+      '<code>prism-sweep create sweeps/tiny-cpu.json --db prism.db</code> (or POST a spec to <code>/api/v1/sweeps</code>); it appears here by itself.</p>');
+    return;
+  }
+  let html = '<table class="sweeps"><thead><tr><th>sweep</th><th>state</th><th>progress</th><th>jobs</th>' +
+    '<th class="num">workers</th><th class="num">ETA</th></tr></thead><tbody>';
+  S.sweeps.forEach((sw) => {
+    const sel = String(sw.id) === String(S.sweepId);
+    const eta = sw.eta_s;
+    const w = sw.workers_alive;
+    html += '<tr data-sweep="' + esc(sw.id) + '" class="' + (sel ? 'selected' : '') + '">' +
+      '<td><a href="#sweep=' + esc(sw.id) + '">' + esc(sw.name) + '</a></td>' +
+      '<td>' + esc(sw.state) + '</td>' +
+      '<td>' + countsBar(sw.counts) + '</td>' +
+      '<td class="counts">' + countsText(sw.counts) +
+      (isNum(sw.steps_total) && sw.steps_total > 0 ? ' · <span class="steps-pct">' + Math.floor(100 * sw.steps_done / sw.steps_total) + '% of steps</span>' : '') + '</td>' +
+      '<td class="num">' + (w == null ? '—' : w) + '</td>' +
+      '<td class="num eta"' + (eta == null ? ' title="no training progress seen in the last 10 minutes"' : '') + '>' +
+      (sw.counts.total && !sw.counts.queued && !sw.counts.leased ? 'finished' : fmtDuration(eta)) + '</td></tr>';
+  });
+  setHTML(box, html + '</tbody></table>');
+}
+
+const SORTERS = {
+  rank: (r) => (isNum(r.rank) ? r.rank : Infinity),
+  heads: (r) => r.heads.map((h) => String(h).padStart(5, '0')).join(','),
+  val: (r) => (isNum(r.mean) ? r.mean : Infinity),
+  seeds: (r) => r.seeds_done,
+  delta: (r) => (isNum(r.delta.mean) ? r.delta.mean : Infinity),
+  tps: (r) => (isNum(r.tok_per_s) ? r.tok_per_s : -Infinity),
+  state: (r) => r.state,
+};
+
+function deltaCell(r) {
+  if (r.is_baseline) return '<td class="num delta">baseline</td>';
+  const d = r.delta;
+  if (!isNum(d.mean)) return '<td class="num delta muted" title="no seed finished by both this schedule and the baseline">—</td>';
+  const cls = d.excludes_zero ? (d.mean < 0 ? 'neg' : 'pos') : '';
+  const ci = isNum(d.lo) && isNum(d.hi) ? ' <span class="ci">[' + fmtSigned(d.lo, 4) + ', ' + fmtSigned(d.hi, 4) + ']</span>'
+    : ' <span class="ci">(n=' + (d.n || 1) + ', no CI)</span>';
+  const mark = d.excludes_zero
+    ? ' <span class="sig ' + cls + '" title="95% CI excludes zero: ' + (d.mean < 0 ? 'better' : 'worse') + ' than uniform">' + (d.mean < 0 ? '▼' : '▲') + '</span>'
+    : '';
+  return '<td class="num delta ' + cls + '" data-excludes-zero="' + (d.excludes_zero ? 1 : 0) + '"><span class="dm">' +
+    fmtSigned(d.mean, 4) + '</span>' + ci + mark + '</td>';
+}
+
+function renderSweep() {
+  const sec = $('#sweep-section');
+  const sw = S.sweeps.find((s) => String(s.id) === String(S.sweepId));
+  if (!sw) { sec.hidden = true; return; }
+  sec.hidden = false;
+  $('#sweep-title').textContent = 'Leaderboard — ' + sw.name;
+  setHTML($('#exports'), 'export: <a id="export-csv" href="' + API + '/sweeps/' + esc(sw.id) + '/leaderboard?format=csv" download>CSV</a>' +
+    '<a id="export-json" href="' + API + '/sweeps/' + esc(sw.id) + '/leaderboard" target="_blank">JSON</a>' +
+    '<a href="' + API + '/sweeps/' + esc(sw.id) + '/jobs" target="_blank">jobs JSON</a>');
+  const rows = scheduleRows();
+  const c = sw.counts;
+  setHTML($('#sweep-summary'), rows.length + ' schedules · ' + c.total + ' jobs (' + countsText(c) + ')');
+  const stateBox = $('#leaderboard-state');
+  const wrap = $('#leaderboard-wrap');
+  const anyResult = rows.some((r) => isNum(r.mean));
+  if (!c.total && !rows.length) {
+    setHTML(stateBox, '<p class="state-msg" id="empty-sweep"><strong>This sweep has no jobs.</strong><br>Its spec produced no schedules, or they were all excluded.</p>');
+    wrap.hidden = true;
+    return;
+  }
+  wrap.hidden = false;
+  if (!anyResult && c.failed && c.failed + c.cancelled === c.total) {
+    setHTML(stateBox, '<p class="state-msg bad" id="all-failed"><strong>Every job of this sweep failed</strong> — no results to rank. ' +
+      'The errors are in the jobs table below.</p>');
+  } else if (!anyResult) {
+    setHTML(stateBox, '<p class="state-msg" id="no-results"><strong>No results yet.</strong> ' +
+      (c.leased ? c.leased + ' job(s) running' : 'Waiting for a worker to lease a job') + '; rows fill in as seeds finish.</p>');
+  } else {
+    setHTML(stateBox, '');
+  }
+  const key = S.sort.key, dir = S.sort.dir, f = SORTERS[key] || SORTERS.rank;
+  const sorted = rows.slice().sort((a, b) => {
+    const x = f(a), y = f(b);
+    const cmp = x < y ? -1 : x > y ? 1 : 0;
+    return cmp * dir || ((a.rank || 1e9) - (b.rank || 1e9));
+  });
+  document.querySelectorAll('#leaderboard th').forEach((th) => {
+    th.setAttribute('aria-sort', th.dataset.key === key ? (dir > 0 ? 'ascending' : 'descending') : 'none');
+  });
+  let html = '';
+  sorted.forEach((r) => {
+    const sel = String(r.schedule_id) === String(S.scheduleId);
+    const cls = (r.is_baseline ? 'baseline ' : '') + (sel ? 'selected' : '');
+    html += '<tr tabindex="0" data-schedule="' + esc(r.schedule_id) + '" data-heads="' + esc(r.heads.join(',')) + '" class="' + cls + '">' +
+      '<td class="num rank">' + (r.rank || '—') + '</td>' +
+      '<td><div class="sched">' + staircase(r.heads, { base: r.is_baseline, w: Math.max(2, 72 / (r.heads.length || 1)) }) +
+      '<span class="rle">' + esc(rle(r.heads)) + '</span>' + (r.is_baseline ? '<span class="tag">uniform</span>' : '') + '</div></td>' +
+      '<td class="num val">' + (isNum(r.mean) ? fmt(r.mean, 4) + (isNum(r.std) ? ' <span class="pm">± ' + fmt(r.std, 4) + '</span>' : '') : '—') + '</td>' +
+      '<td class="num seeds">' + r.seeds_done + (r.seeds_total ? '/' + r.seeds_total : '') + '</td>' +
+      deltaCell(r) +
+      '<td class="num tps">' + fmtTokS(r.tok_per_s) + '</td>' +
+      '<td class="state"><span class="badge ' + esc(r.state) + '">' + esc(r.state) + '</span>' +
+      (r.counts && r.counts.failed ? ' <span class="muted">' + r.counts.failed + ' failed</span>' : '') + '</td></tr>';
+  });
+  setHTML($('#leaderboard tbody'), html);
+}
+
+function renderJobs() {
+  const sec = $('#jobs-section');
+  if (S.sweepId == null) { sec.hidden = true; return; }
+  sec.hidden = false;
+  const jobs = S.jobs.filter((j) => !S.jobsFilter || j.state === S.jobsFilter);
+  if (!jobs.length) {
+    setHTML($('#jobs tbody'), '<tr><td colspan="10" class="muted">' + (S.jobs.length ? 'No ' + esc(S.jobsFilter) + ' jobs.' : 'This sweep has no jobs.') + '</td></tr>');
+    return;
+  }
+  setHTML($('#jobs tbody'), jobs.map((j) => {
+    const pct = j.steps ? Math.min(100, 100 * j.step / j.steps) : 0;
+    return '<tr data-job="' + esc(j.id) + '" data-state="' + esc(j.state) + '">' +
+      '<td class="num">' + esc(j.id) + '</td>' +
+      '<td class="rle">' + esc(rle(j.heads)) + '</td>' +
+      '<td class="num">' + esc(j.seed) + '</td>' +
+      '<td><span class="badge ' + esc(j.state) + '">' + esc(j.state) + '</span></td>' +
+      '<td>' + esc(j.worker || '—') + '</td>' +
+      '<td class="num">' + esc(j.attempt) + '</td>' +
+      '<td class="num">' + fmtInt(j.step) + ' / ' + fmtInt(j.steps) + '<span class="mini"><span style="width:' + pct.toFixed(1) + '%"></span></span></td>' +
+      '<td class="num">' + fmt(j.last_loss, 4) + '</td>' +
+      '<td class="err">' + esc(j.error) + '</td>' +
+      '<td><a href="' + API + '/jobs/' + esc(j.id) + '/metrics?kind=train" target="_blank">train</a> ' +
+      '<a href="' + API + '/jobs/' + esc(j.id) + '/metrics?kind=val" target="_blank">val</a> ' +
+      '<a href="' + API + '/jobs/' + esc(j.id) + '/metrics?kind=train&amp;format=csv" download>csv</a></td></tr>';
+  }).join(''));
+}
+
+/* -------------------------------------------------------------- detail view */
+
+function chartsAvailable() { return typeof window.Chart === 'function'; }
+
+function fmtTokens(v) {
+  const a = Math.abs(v);
+  if (a >= 1e9) return +(v / 1e9).toFixed(2) + 'B';
+  if (a >= 1e6) return +(v / 1e6).toFixed(2) + 'M';
+  if (a >= 1e3) return +(v / 1e3).toFixed(1) + 'K';
+  return String(v);
+}
+function lineOptions(xTitle, yTitle) {
+  const fg = css('--muted'), grid = css('--grid');
+  return {
+    animation: false, responsive: true, maintainAspectRatio: false, parsing: false, normalized: true,
+    interaction: { mode: 'nearest', intersect: false },
+    scales: {
+      x: { type: 'linear', title: { display: true, text: xTitle, color: fg }, grid: { color: grid },
+        ticks: Object.assign({ color: fg, maxRotation: 0 }, xTitle === 'tokens' ? { callback: fmtTokens } : {}) },
+      y: { type: 'linear', title: { display: true, text: yTitle, color: fg }, ticks: { color: fg }, grid: { color: grid } },
+    },
+    plugins: {
+      legend: { labels: { color: fg, usePointStyle: true, pointStyle: 'line', filter: (item, data) => !data.datasets[item.datasetIndex].faint } },
+      decimation: { enabled: true, algorithm: 'lttb', samples: 400 },
+      tooltip: { filter: (item) => !item.dataset.faint },
+    },
+    elements: { point: { radius: 0 } },
+  };
+}
+
+function ensureCharts() {
+  if (!chartsAvailable()) return false;
+  if (S.charts.val) return true;
+  S.charts.val = new Chart($('#chart-val'), { type: 'line', data: { datasets: [] }, options: lineOptions('tokens', 'val loss') });
+  S.charts.train = new Chart($('#chart-train'), { type: 'line', data: { datasets: [] }, options: lineOptions('tokens', 'train loss') });
+  const distOpts = lineOptions('layer', 'mean distance (tokens)');
+  distOpts.scales.x.ticks.stepSize = 1;
+  distOpts.elements.point.radius = 3;
+  delete distOpts.plugins.decimation;
+  S.charts.dist = new Chart($('#chart-dist'), { type: 'line', data: { datasets: [] }, options: distOpts });
+  const dOpts = lineOptions('layer', 'ΔD (tokens)');
+  dOpts.parsing = true;
+  dOpts.scales.x = { type: 'category', title: { display: true, text: 'layer', color: css('--muted') }, ticks: { color: css('--muted') }, grid: { color: css('--grid') } };
+  delete dOpts.plugins.decimation;
+  S.charts.ddist = new Chart($('#chart-ddist'), { type: 'bar', data: { labels: [], datasets: [] }, options: dOpts });
+  return true;
+}
+function destroyCharts() {
+  Object.keys(S.charts).forEach((k) => { try { S.charts[k].destroy(); } catch (e) { /* already gone */ } });
+  S.charts = {};
+}
+
+/* Fetch, for one job, only the metric points after those already held (`since` = the last step held). When
+ * the job's attempt changed (re-leased after an expiry, possibly resumed) the held points are dropped and the
+ * curve is fetched afresh: the server then answers the latest attempt's point for every step. A job that was
+ * already finished when its points were fetched is not asked again (a requeue changes its attempt). */
+async function fetchCurve(job) {
+  let c = S.curves.get(job.id);
+  if (c && c.attempt !== job.attempt) c = null;
+  if (c && c.complete) return c;   // fetched after the job was done: nothing more will come
+  if (!c) {
+    c = { attempt: job.attempt, complete: false, val: new Map(), train: new Map(), since: { val: -1, train: -1 } };
+    S.curves.set(job.id, c);
+  }
+  const doneBefore = job.state === 'done' || job.state === 'failed' || job.state === 'cancelled';
+  for (const kind of ['val', 'train']) {
+    const body = await api(API + '/jobs/' + job.id + '/metrics?kind=' + kind + '&since=' + c.since[kind]);
+    ((body && body.points) || []).forEach((p) => {
+      const step = num(p.step), v = num(p.value);
+      if (step == null || v == null) return;
+      c[kind].set(step, { v, tokens: num(p.tokens) });
+      if (step > c.since[kind]) c.since[kind] = step;
+    });
+  }
+  c.complete = doneBefore;
+  return c;
+}
+function seriesOf(job, kind) {
+  const c = S.curves.get(job.id);
+  if (!c) return [];
+  return Array.from(c[kind].entries()).sort((a, b) => a[0] - b[0])
+    .map(([step, p]) => ({ x: isNum(p.tokens) ? p.tokens : step, y: p.v }));
+}
+/* Mean over seeds at every x any seed reached (each seed's curve is on the same step grid). */
+function meanSeries(list) {
+  const acc = new Map();
+  list.forEach((pts) => pts.forEach((p) => {
+    const a = acc.get(p.x) || [0, 0];
+    a[0] += p.y; a[1] += 1;
+    acc.set(p.x, a);
+  }));
+  return Array.from(acc.entries()).sort((a, b) => a[0] - b[0]).map(([x, a]) => ({ x, y: a[0] / a[1] }));
+}
+
+function curveDatasets(kind, mine, base, isBase) {
+  const cMine = css('--accent'), cBase = css('--base');
+  const ds = [];
+  const add = (jobs, colour, label, dashed) => {
+    const withData = jobs.map((j) => ({ j, s: seriesOf(j, kind) })).filter((x) => x.s.length);
+    const per = withData.map((x) => x.s);
+    withData.forEach((x) => ds.push({ label: label + ' seed ' + x.j.seed, data: x.s, faint: true, borderColor: withAlpha(colour, 0.28),
+      backgroundColor: withAlpha(colour, 0.28), borderWidth: 1, pointRadius: 0 }));
+    if (per.length) {
+      ds.push({ label: label + ' (mean of ' + per.length + ' seed' + (per.length > 1 ? 's' : '') + ')', data: meanSeries(per),
+        borderColor: colour, backgroundColor: colour, borderWidth: 2.2, pointRadius: kind === 'val' ? 2 : 0,
+        borderDash: dashed ? [6, 4] : [] });
+    }
+  };
+  if (!isBase) add(base, cBase, 'uniform', true);
+  add(mine, cMine, isBase ? 'uniform' : 'this schedule', false);
+  return ds;
+}
+
+async function refreshDetail() {
+  const sec = $('#detail-section');
+  const rows = scheduleRows();
+  const row = rows.find((r) => String(r.schedule_id) === String(S.scheduleId));
+  if (!row) { sec.hidden = true; return; }
+  sec.hidden = false;
+  const base = baselineRow(rows);
+  $('#detail-title').textContent = 'Schedule ' + rle(row.heads) + (row.is_baseline ? ' (uniform baseline)' : '');
+  const d = row.delta;
+  setHTML($('#detail-summary'), staircase(row.heads, { w: 14, h: 44, base: row.is_baseline }) +
+    '<div><div class="big-rle rle">' + esc(row.heads.join(',')) + '</div><div class="muted">' +
+    'val loss ' + (isNum(row.mean) ? fmt(row.mean, 4) + (isNum(row.std) ? ' ± ' + fmt(row.std, 4) : '') : '—') +
+    ' · seeds ' + row.seeds_done + (row.seeds_total ? '/' + row.seeds_total : '') +
+    (row.is_baseline ? '' : ' · Δ vs uniform ' + fmtSigned(d.mean, 4) + (isNum(d.lo) ? ' [' + fmtSigned(d.lo, 4) + ', ' + fmtSigned(d.hi, 4) + ']' : '') +
+      (d.excludes_zero ? ' (CI excludes 0)' : '')) +
+    ' · ' + fmtTokS(row.tok_per_s) + ' tok/s</div></div>');
+  const mine = S.jobs.filter((j) => String(j.schedule_id) === String(row.schedule_id));
+  const baseJobs = base && !row.is_baseline ? S.jobs.filter((j) => String(j.schedule_id) === String(base.schedule_id)) : [];
+  const links = 'metrics: ' + mine.concat(baseJobs).map((j) =>
+    '<a href="' + API + '/jobs/' + esc(j.id) + '/metrics?kind=val" target="_blank">job ' + esc(j.id) + ' (' + (j.is_baseline ? 'uniform, ' : '') + 'seed ' + esc(j.seed) + ')</a>').join('');
+  if (!ensureCharts()) {
+    setHTML($('#detail-jobs'), links + '<p class="state-msg bad" id="no-charts"><strong>Charts unavailable:</strong> Chart.js did not load ' +
+      '(the orchestrator serves it from Debian\'s libjs-chart.js at /vendor/chart.js/; is the package installed?).</p>');
+    return;
+  }
+  setHTML($('#detail-jobs'), links);
+  const started = mine.concat(baseJobs).filter((j) => j.state !== 'queued' || j.attempt > 0);
+  await Promise.all(started.map(fetchCurve));
+  S.charts.val.data.datasets = curveDatasets('val', mine, baseJobs, row.is_baseline);
+  S.charts.train.data.datasets = curveDatasets('train', mine, baseJobs, row.is_baseline);
+  const noCurve = !started.length ? 'No job of this schedule has started yet.'
+    : started.every((j) => j.state === 'failed' || j.state === 'cancelled')
+      ? 'No points: the jobs ended before reporting any (the errors are in the jobs table).' : 'No points reported yet.';
+  chartNote('chart-val', S.charts.val.data.datasets.length ? null : noCurve);
+  chartNote('chart-train', S.charts.train.data.datasets.length ? null : noCurve);
+  applyZoom(S.charts.val, S.zoom.val);
+  applyZoom(S.charts.train, S.zoom.train);
+  S.charts.val.update('none');
+  S.charts.train.update('none');
+  // Attention distance: the schedule's D_l and the baseline's, and ΔD_l.
+  const cMine = css('--accent'), cBase = css('--base');
+  const distDs = [];
+  if (base && base.attn && !row.is_baseline) {
+    distDs.push({ label: 'uniform', data: base.attn.map((y, i) => ({ x: i + 1, y })), borderColor: cBase, backgroundColor: cBase, borderDash: [6, 4], borderWidth: 2 });
+  }
+  if (row.attn) distDs.push({ label: row.is_baseline ? 'uniform' : 'this schedule', data: row.attn.map((y, i) => ({ x: i + 1, y })), borderColor: cMine, backgroundColor: cMine, borderWidth: 2 });
+  S.charts.dist.data.datasets = distDs;
+  chartNote('chart-dist', distDs.length ? null : 'No Dₗ yet: it arrives with the first finished seed (eval.attn_distance).');
+  S.charts.dist.update('none');
+  let dd = row.dattn;
+  if (!dd && row.attn && base && base.attn) dd = row.attn.map((v, i) => (isNum(v) && isNum(base.attn[i]) ? v - base.attn[i] : null));
+  if (row.is_baseline) dd = null;
+  const more = css('--accent-2'), less = css('--accent');
+  S.charts.ddist.data.labels = dd ? dd.map((_, i) => String(i + 1)) : [];
+  S.charts.ddist.data.datasets = dd ? [{ label: 'ΔD_l', data: dd, backgroundColor: dd.map((v) => withAlpha(v < 0 ? less : more, 0.8)) }] : [];
+  S.charts.ddist.options.plugins.legend.display = false;
+  chartNote('chart-ddist', dd ? null : row.is_baseline ? 'ΔDₗ compares a schedule with this baseline: open another schedule.'
+    : 'Needs Dₗ of this schedule and of the baseline (a finished seed of each).');
+  S.charts.ddist.update('none');
+}
+
+/* An explanation over a chart that has nothing to draw (null: the chart has data). */
+function chartNote(id, text) {
+  const el = $('#' + id + '-note');
+  if (!el) return;
+  el.hidden = !text;
+  el.textContent = text || '';
+}
+
+/* Zoomed: x from half the furthest token count, y fitted to the points in that window (5% margin). */
+function applyZoom(chart, on) {
+  const sc = chart.options.scales;
+  delete sc.x.min; delete sc.y.min; delete sc.y.max;
+  if (!on) return;
+  let xmax = -Infinity;
+  chart.data.datasets.forEach((d) => d.data.forEach((p) => { if (p.x > xmax) xmax = p.x; }));
+  if (!isFinite(xmax)) return;
+  const x0 = xmax / 2;
+  let lo = Infinity, hi = -Infinity;
+  chart.data.datasets.forEach((d) => d.data.forEach((p) => {
+    if (p.x >= x0) { if (p.y < lo) lo = p.y; if (p.y > hi) hi = p.y; }
+  }));
+  if (!isFinite(lo)) return;
+  const pad = Math.max((hi - lo) * 0.05, 1e-4);
+  sc.x.min = x0; sc.y.min = lo - pad; sc.y.max = hi + pad;
+}
+
+function openSchedule(id) {
+  S.scheduleId = id;
+  updateHash();
+  renderSweep();
+  refreshDetail().then(() => {
+    $('#detail-section').scrollIntoView({ behavior: 'auto', block: 'start' });
+  }).catch((e) => setOnline(false, e));
+}
+function closeSchedule() {
+  S.scheduleId = null;
+  updateHash();
+  $('#detail-section').hidden = true;
+  renderSweep();
+}
+
+/* ------------------------------------------------------------ routing & UI */
+
+function updateHash() {
+  const p = new URLSearchParams();
+  if (S.sweepId != null) p.set('sweep', S.sweepId);
+  if (S.scheduleId != null) p.set('schedule', S.scheduleId);
+  const h = '#' + p.toString();
+  if (location.hash !== h) history.replaceState(null, '', h);
+}
+function readHash() {
+  const p = new URLSearchParams(location.hash.replace(/^#/, ''));
+  const id = (v) => (v != null && /^[0-9]{1,18}$/.test(v) ? v : null);   // ids only: they go into API paths
+  const sw = id(p.get('sweep')), sc = id(p.get('schedule'));
+  const changedSweep = sw != null && String(sw) !== String(S.sweepId);
+  if (sw != null) S.sweepId = sw;
+  if (changedSweep) S.curves.clear();
+  S.scheduleId = sc;
+  if (sc == null) $('#detail-section').hidden = true;
+}
+
+function applyTheme(t) {
+  if (t) document.documentElement.dataset.theme = t; else delete document.documentElement.dataset.theme;
+  try { if (t) localStorage.setItem('prism-theme', t); else localStorage.removeItem('prism-theme'); } catch (e) { /* private mode */ }
+  destroyCharts();
+  if (S.scheduleId != null) refreshDetail().catch((e) => setOnline(false, e));
+}
+function currentTheme() {
+  const t = document.documentElement.dataset.theme;
+  if (t) return t;
+  return window.matchMedia && window.matchMedia('(prefers-color-scheme: dark)').matches ? 'dark' : 'light';
+}
+
+function init() {
+  $('#poll-s').textContent = String(POLL_MS / 1000);
+  $('#theme-toggle').addEventListener('click', () => applyTheme(currentTheme() === 'dark' ? 'light' : 'dark'));
+  if (window.matchMedia) {
+    window.matchMedia('(prefers-color-scheme: dark)').addEventListener('change', () => {
+      if (!document.documentElement.dataset.theme) applyTheme(null);
+    });
+  }
+  $('#sweeps').addEventListener('click', (ev) => {
+    const tr = ev.target.closest('tr[data-sweep]');
+    if (!tr) return;
+    ev.preventDefault();
+    if (String(tr.dataset.sweep) !== String(S.sweepId)) {
+      S.sweepId = tr.dataset.sweep; S.scheduleId = null; S.curves.clear(); S.board = null; S.jobs = [];
+      $('#detail-section').hidden = true;
+      updateHash();
+      poll();
+    }
+  });
+  const lb = $('#leaderboard');
+  lb.querySelector('thead').addEventListener('click', (ev) => {
+    const th = ev.target.closest('th[data-key]');
+    if (!th) return;
+    const k = th.dataset.key;
+    S.sort = { key: k, dir: S.sort.key === k ? -S.sort.dir : (k === 'tps' || k === 'seeds' ? -1 : 1) };
+    renderSweep();
+  });
+  const pick = (ev) => {
+    const tr = ev.target.closest('tr[data-schedule]');
+    if (!tr) return;
+    if (ev.type === 'keydown' && ev.key !== 'Enter' && ev.key !== ' ') return;
+    ev.preventDefault();
+    openSchedule(tr.dataset.schedule);
+  };
+  lb.querySelector('tbody').addEventListener('click', pick);
+  lb.querySelector('tbody').addEventListener('keydown', pick);
+  $('#detail-close').addEventListener('click', closeSchedule);
+  document.querySelectorAll('button.zoom').forEach((b) => b.addEventListener('click', () => {
+    const k = b.dataset.kind;
+    S.zoom[k] = !S.zoom[k];
+    b.setAttribute('aria-pressed', String(S.zoom[k]));
+    const ch = S.charts[k];
+    if (ch) { applyZoom(ch, S.zoom[k]); ch.update('none'); }
+  }));
+  $('#home').addEventListener('click', (ev) => { ev.preventDefault(); closeSchedule(); });
+  $('#jobs-filter').addEventListener('change', (ev) => { S.jobsFilter = ev.target.value; renderJobs(); });
+  window.addEventListener('hashchange', () => { readHash(); poll(); });
+  readHash();
+  poll();
+}
+
+document.addEventListener('DOMContentLoaded', init);
