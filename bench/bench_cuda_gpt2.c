@@ -1,0 +1,217 @@
+/* bench/bench_cuda_gpt2.c — GPT-2 124M training throughput on one CUDA device: uniform 12 heads vs the
+ * Prism schedule 3,3,6,6,8,8,12x6 (issue 6). Prints tokens/s, ms/step, MFU and peak device memory per
+ * schedule, and Prism's throughput as a fraction of uniform.
+ *
+ * Both models live on the device at once and are timed in alternating rounds (uniform, prism, uniform, ...)
+ * so clock or thermal drift hits both alike; each schedule's figure is the median round. A step is
+ * zero_grad + forward_backward (B x T tokens) + update (AdamW, clip 1.0), exactly what the trainer runs;
+ * the loss comes back to the host each step, so wall-clock time per step is honest.
+ * MFU = model_flops_per_token(T) x tokens/s / peak, with peak = 989 TFLOP/s (H100/H200 SXM dense bf16)
+ * unless --peak-tflops says otherwise. Then a table of one layer's attention cost (forward + backward) at
+ * 3, 6, 8 and 12 heads (head sizes 256, 128, 96, 64), next to the layer's QKV matmul, from CUDA events.
+ * Without a CUDA build or device it says so and exits 0.
+ *
+ *   bench_cuda_gpt2 [--B 16] [--T 1024] [--steps 10] [--rounds 3] [--warmup 3] [--peak-tflops 989]
+ *                   [--heads LIST]...   (LIST like 3,3,6,6,8,8,12x6; default: uniform 12 and Prism)
+ */
+#include "model.h"
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#ifdef PRISM_HAVE_CUDA
+#include "cuda/cuda_kernels.h"
+#endif
+
+#define MAX_SCHED 8
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* "3,3,6,6,8,8,12x6" -> heads; returns the layer count or -1 */
+static int parse_heads(const char *s, int *heads, int max) {
+    int n = 0;
+    while (*s) {
+        char *end;
+        long h = strtol(s, &end, 10), rep = 1;
+        if (end == s || h < 1) return -1;
+        if (*end == 'x') { const char *r = end + 1; rep = strtol(r, &end, 10); if (end == r || rep < 1) return -1; }
+        for (long i = 0; i < rep; i++) { if (n >= max) return -1; heads[n++] = (int)h; }
+        if (*end == ',') end++;
+        else if (*end) return -1;
+        s = end;
+    }
+    return n;
+}
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+#ifdef PRISM_HAVE_CUDA
+/* Per-layer attention cost by head count at the 124M width (C=768): forward + backward of one layer, the
+ * part of a step a schedule changes. Also the layer's QKV matmul forward + backward for scale. */
+static int attention_table(int B, int T) {
+    const int C = 768, heads[] = { 3, 6, 8, 12 }, reps = 5;
+    size_t n3 = (size_t)B * T * 3 * C, n = (size_t)B * T * C, xs = prism_cuda_x_size();
+    void *qkv = prism_cuda_malloc(n3 * xs), *dqkv = prism_cuda_malloc(n3 * xs), *out = prism_cuda_malloc(n * xs);
+    void *dout = prism_cuda_malloc(n * xs), *att = prism_cuda_malloc((size_t)B * 12 * T * T * xs);
+    void *scratch = prism_cuda_malloc(prism_cuda_attention_scratch_bytes(B, T, C, 12));
+    void *w = prism_cuda_malloc((size_t)3 * C * C * xs), *ln = prism_cuda_malloc(n * xs);
+    float *dw = prism_cuda_malloc((size_t)3 * C * C * sizeof(float)), *db = prism_cuda_malloc(3 * C * sizeof(float));
+    int rc = -1;
+    if (!qkv || !dqkv || !out || !dout || !att || !scratch || !w || !ln || !dw || !db) goto done;
+    if (prism_cuda_fill_x(qkv, 0.5f, n3) || prism_cuda_fill_x(dout, 0.01f, n) || prism_cuda_fill_x(w, 0.01f, (size_t)3 * C * C) ||
+        prism_cuda_fill_x(ln, 0.3f, n) || prism_cuda_memset0(dw, (size_t)3 * C * C * sizeof(float)) ||
+        prism_cuda_memset0(db, 3 * C * sizeof(float))) goto done;
+    printf("\nper-layer cost at C=768, B=%d, T=%d (forward + backward, median of %d):\n", B, T, reps);
+    printf("| heads | head size | attention ms | qkv matmul ms |\n|---|---|---|---|\n");
+    for (int i = 0; i < 4; i++) {
+        int NH = heads[i];
+        float ms[5], mm[5];
+        for (int r = 0; r < reps; r++) {
+            if (prism_cuda_timer_start() || prism_cuda_attention_forward(out, att, qkv, scratch, B, T, C, NH) ||
+                prism_cuda_attention_backward(dqkv, dout, qkv, att, scratch, B, T, C, NH) || prism_cuda_timer_stop_ms(&ms[r]))
+                goto done;
+            if (prism_cuda_timer_start() || prism_cuda_matmul_forward(qkv, NULL, ln, w, NULL, B * T, C, 3 * C) ||
+                prism_cuda_matmul_backward(ln, dw, db, qkv, ln, w, B * T, C, 3 * C, 0) || prism_cuda_timer_stop_ms(&mm[r]))
+                goto done;
+            if (prism_cuda_fill_x(qkv, 0.5f, n3)) goto done;   /* the matmul overwrote it */
+        }
+        for (int a = 0; a < reps; a++)
+            for (int b = a + 1; b < reps; b++) {
+                if (ms[b] < ms[a]) { float t = ms[a]; ms[a] = ms[b]; ms[b] = t; }
+                if (mm[b] < mm[a]) { float t = mm[a]; mm[a] = mm[b]; mm[b] = t; }
+            }
+        printf("| %d | %d | %.3f | %.3f |\n", NH, C / NH, ms[reps / 2], mm[reps / 2]);
+    }
+    rc = 0;
+done:
+    if (rc) fprintf(stderr, "attention table: %s\n", prism_cuda_last_error());
+    prism_cuda_free(qkv); prism_cuda_free(dqkv); prism_cuda_free(out); prism_cuda_free(dout); prism_cuda_free(att);
+    prism_cuda_free(scratch); prism_cuda_free(w); prism_cuda_free(ln); prism_cuda_free(dw); prism_cuda_free(db);
+    return rc;
+}
+#endif
+
+int main(int argc, char **argv) {
+    int B = 16, T = 1024, steps = 10, rounds = 3, warmup = 3;
+    double peak = 989.0;
+    const char *sched[MAX_SCHED];
+    int ns = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(a, "--help")) {
+            printf("usage: %s [--B N] [--T N] [--steps N] [--rounds N] [--warmup N] [--peak-tflops X] [--heads LIST]...\n", argv[0]);
+            return 0;
+        }
+        if (!v) { fprintf(stderr, "%s needs a value (see --help)\n", a); return 2; }
+        if (!strcmp(a, "--B")) B = atoi(v);
+        else if (!strcmp(a, "--T")) T = atoi(v);
+        else if (!strcmp(a, "--steps")) steps = atoi(v);
+        else if (!strcmp(a, "--rounds")) rounds = atoi(v);
+        else if (!strcmp(a, "--warmup")) warmup = atoi(v);
+        else if (!strcmp(a, "--peak-tflops")) peak = atof(v);
+        else if (!strcmp(a, "--heads")) { if (ns < MAX_SCHED) sched[ns++] = v; }
+        else { fprintf(stderr, "unknown option %s (see --help)\n", a); return 2; }
+        i++;
+    }
+    if (B < 1 || T < 1 || T > 1024 || steps < 1 || rounds < 1 || warmup < 0) {
+        fprintf(stderr, "bad sizes: need B >= 1, 1 <= T <= 1024, steps >= 1, rounds >= 1\n");
+        return 2;
+    }
+    if (ns == 0) { sched[ns++] = "12x12"; sched[ns++] = "3,3,6,6,8,8,12x6"; }
+    struct model_config cfg[MAX_SCHED];
+    double *tps[MAX_SCHED];
+    for (int s = 0; s < ns; s++) {
+        memset(&cfg[s], 0, sizeof cfg[s]);
+        cfg[s].C = 768; cfg[s].V = 50257; cfg[s].Vp = 50304; cfg[s].maxT = 1024; cfg[s].B = B; cfg[s].T = T;
+        cfg[s].L = parse_heads(sched[s], cfg[s].heads, MODEL_MAX_LAYERS);
+        if (cfg[s].L != 12) {
+            fprintf(stderr, "--heads %s: need 12 head counts (GPT-2 124M has 12 layers), e.g. 3,3,6,6,8,8,12x6\n", sched[s]);
+            return 2;
+        }
+        for (int l = 0; l < 12; l++)
+            if (768 % cfg[s].heads[l]) { fprintf(stderr, "--heads %s: %d does not divide 768\n", sched[s], cfg[s].heads[l]); return 2; }
+        tps[s] = calloc(rounds, sizeof(double));
+    }
+#ifndef PRISM_HAVE_CUDA
+    printf("bench_cuda_gpt2: skipped: this build has no CUDA (nvcc not found)\n");
+    return 0;
+#else
+    if (prism_cuda_device_count() <= 0) { printf("bench_cuda_gpt2: skipped: no CUDA device\n"); return 0; }
+    model *m[MAX_SCHED] = { 0 };
+    size_t peak_mem[MAX_SCHED] = { 0 };
+    char err[512];
+    int rc = 1;
+    size_t np = model_num_params(&cfg[0]);
+    float *params = malloc(np * sizeof(float));
+    int *in = malloc((size_t)B * T * sizeof(int)), *tg = malloc((size_t)B * T * sizeof(int));
+    if (!params || !in || !tg) { fprintf(stderr, "out of host memory\n"); return 1; }
+    model_init_params(&cfg[0], 42, params);
+    uint64_t r = 0x9E3779B97F4A7C15ULL;
+    for (int i = 0; i < B * T; i++) {
+        r ^= r << 13; r ^= r >> 7; r ^= r << 17;
+        in[i] = (int)(r % 50257);
+        tg[i] = (int)((r >> 20) % 50257);
+    }
+    struct adamw_params hp = { .lr = 6e-4f, .beta1 = 0.9f, .beta2 = 0.95f, .eps = 1e-8f, .weight_decay = 0.1f, .grad_clip = 1.0f };
+    float loss = 0, norm = 0;
+    int t = 1;
+#define STEP(s) do { \
+        if (model_cuda_ops.zero_grad(m[s]) || model_cuda_ops.forward_backward(m[s], in, tg, B, T, 1.0f, &loss) || \
+            model_cuda_ops.update(m[s], &hp, t++, &norm)) { fprintf(stderr, "%s: %s\n", sched[s], model_cuda_ops.error(m[s])); goto out; } \
+    } while (0)
+    /* phase 1: each schedule alone — peak device memory (parameters, optimizer, activations, scratch) */
+    for (int s = 0; s < ns; s++) {
+        if (prism_cuda_init(0, err, sizeof err)) { fprintf(stderr, "%s\n", err); goto out; }
+        prism_cuda_mem_reset_peak();
+        if (model_cuda_ops.create(&cfg[s], 0, &m[s], err, sizeof err)) { fprintf(stderr, "create %s: %s\n", sched[s], err); goto out; }
+        if (model_cuda_ops.set_params(m[s], params)) { fprintf(stderr, "set_params: %s\n", model_cuda_ops.error(m[s])); goto out; }
+        for (int w = 0; w < (warmup > 0 ? warmup : 1); w++) STEP(s);
+        prism_cuda_mem_sample();
+        peak_mem[s] = prism_cuda_mem_peak();
+        model_cuda_ops.free(m[s]);
+        m[s] = NULL;
+    }
+    printf("device %s, precision %s, GPT-2 124M (%zu params), B=%d T=%d, %d rounds x %d steps, peak %.0f TFLOP/s\n",
+           prism_cuda_device_name(), prism_cuda_precision(), np, B, T, rounds, steps, peak);
+    /* phase 2: all schedules resident, timed in alternating rounds */
+    for (int s = 0; s < ns; s++) {
+        if (model_cuda_ops.create(&cfg[s], 0, &m[s], err, sizeof err)) { fprintf(stderr, "create %s: %s\n", sched[s], err); goto out; }
+        if (model_cuda_ops.set_params(m[s], params)) { fprintf(stderr, "set_params: %s\n", model_cuda_ops.error(m[s])); goto out; }
+        for (int w = 0; w < warmup; w++) STEP(s);
+    }
+    for (int k = 0; k < rounds; k++)
+        for (int s = 0; s < ns; s++) {
+            double t0 = now_s();
+            for (int i = 0; i < steps; i++) STEP(s);
+            double dt = now_s() - t0;
+            tps[s][k] = (double)B * T * steps / dt;
+            printf("  round %d %-22s %10.0f tok/s  loss %.4f  grad norm %.3f\n", k + 1, sched[s], tps[s][k], loss, norm);
+            fflush(stdout);
+        }
+    printf("\n| schedule | tokens/s | ms/step | MFU | peak GiB | tokens/s vs first |\n|---|---|---|---|---|---|\n");
+    double base = 0;
+    for (int s = 0; s < ns; s++) {
+        qsort(tps[s], rounds, sizeof(double), cmp_double);
+        double med = tps[s][rounds / 2];
+        if (s == 0) base = med;
+        double mfu = model_flops_per_token(&cfg[s], T) * med / (peak * 1e12);
+        printf("| %s | %.0f | %.1f | %.1f%% | %.2f | %.3f |\n", sched[s], med, 1e3 * B * T / med, 100 * mfu,
+               peak_mem[s] / (1024.0 * 1024 * 1024), med / base);
+    }
+    for (int s = 0; s < ns; s++) { model_cuda_ops.free(m[s]); m[s] = NULL; }
+    if (attention_table(B, T) != 0) goto out;
+    rc = 0;
+out:
+    for (int s = 0; s < ns; s++) model_cuda_ops.free(m[s]);
+    return rc;
+#endif
+}

@@ -1,0 +1,47 @@
+/* kernels/cuda/classifier.cu — fused softmax + cross-entropy + dlogits (twin: the classifier/crossentropy
+ * kernels in kernels/cpu_kernels.h).
+ *
+ * One block per row of logits[N,Vp]. Pass 1: each thread keeps an online (max, sum of exp) over its
+ * strided share of the real vocabulary V, then the block combines them; the loss is
+ * log(sum) + max - logit[target]. Pass 2 (training): each thread overwrites the elements it owns with
+ * dloss * (exp(logit - max)/sum - [v == target]), and zero for the padded columns V..Vp-1, so the
+ * probabilities never exist in memory and the logits buffer becomes dlogits in place.
+ */
+#include "cuda_common.cuh"
+
+__global__ void k_classifier(floatX *logits, float *losses, const int *targets, int V, int Vp, float dloss, int write) {
+    __shared__ float sh[32];
+    size_t row = blockIdx.x;
+    floatX *x = logits + row * (size_t)Vp;
+    float m = -INFINITY, s = 0.0f;
+    for (int v = threadIdx.x; v < V; v += blockDim.x) {
+        float z = xf(x[v]);
+        if (z > m) { s = s * __expf(m - z) + 1.0f; m = z; }
+        else s += __expf(z - m);
+    }
+    float M = block_max(m, sh);
+    s = (m == -INFINITY) ? 0.0f : s * __expf(m - M);
+    float S = block_sum(s, sh);
+    int tgt = targets[row];
+    if (threadIdx.x == 0) {
+        float zt = xf(x[tgt]);
+        losses[row] = logf(S) + M - zt;
+    }
+    if (!write) return;
+    __syncthreads();   /* thread 0 read x[tgt] above; it may be overwritten below by another thread */
+    float inv = 1.0f / S;
+    for (int v = threadIdx.x; v < Vp; v += blockDim.x) {
+        float g = 0.0f;
+        if (v < V) g = (__expf(xf(x[v]) - M) * inv - (v == tgt ? 1.0f : 0.0f)) * dloss;
+        x[v] = fx(g);
+    }
+}
+
+extern "C" int prism_cuda_fused_classifier(void *logits, float *losses, const int *targets, int N, int V, int Vp,
+                                           float dloss, int write_dlogits) {
+    if (N <= 0) return 0;
+    if (V <= 0 || V > Vp) return pcu_fail_msg("fused_classifier", "need 0 < V <= Vp");
+    k_classifier<<<(unsigned)N, 1024>>>((floatX *)logits, losses, targets, V, Vp, dloss, write_dlogits);
+    PCU_CHECK_LAUNCH("fused_classifier");
+    return 0;
+}

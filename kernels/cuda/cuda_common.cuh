@@ -1,0 +1,97 @@
+/* kernels/cuda/cuda_common.cuh — what every CUDA kernel file shares (internal, C++ only).
+ *
+ * floatX is the element type of activations and weights: __nv_bfloat16 by default, float with
+ * -DENABLE_FP32 (make PRECISION=fp32). Arithmetic is always float32: load with xf(), store with fx().
+ * The runtime state (device, cuBLAS/cuBLASLt handles, workspace, reduction scratch) is one thread-local
+ * struct, g_pcu, set up by prism_cuda_init in cuda_common.cu. Errors are recorded with pcu_fail* and returned as -1;
+ * PCU_CHECK_LAUNCH turns a failed kernel launch into that. Nothing here exits the process.
+ */
+#ifndef PRISM_CUDA_COMMON_CUH
+#define PRISM_CUDA_COMMON_CUH
+#include <cuda_runtime.h>
+#include <cuda_bf16.h>
+#include <cublas_v2.h>
+#include <cublasLt.h>
+#include <stddef.h>
+#include <stdint.h>
+#include "cuda_kernels.h"
+
+#ifdef ENABLE_FP32
+typedef float floatX;
+#define PCU_R_X CUDA_R_32F
+#else
+typedef __nv_bfloat16 floatX;
+#define PCU_R_X CUDA_R_16BF
+#endif
+
+__device__ __forceinline__ float xf(float v) { return v; }
+__device__ __forceinline__ float xf(__nv_bfloat16 v) { return __bfloat162float(v); }
+__device__ __forceinline__ floatX fx(float v) {
+#ifdef ENABLE_FP32
+    return v;
+#else
+    return __float2bfloat16_rn(v);
+#endif
+}
+
+struct pcu_state {
+    int ready;                 /* prism_cuda_init succeeded */
+    int device;
+    int sms;                   /* multiprocessor count */
+    char name[256];
+    cublasHandle_t blas;
+    cublasLtHandle_t lt;
+    void *lt_ws;               /* cuBLASLt workspace */
+    size_t lt_ws_bytes;
+    float *red;                /* [PCU_RED_BLOCKS + 1] partial sums for deterministic reductions */
+    cudaEvent_t ev0, ev1;
+    size_t peak;               /* peak used bytes sampled */
+    size_t base_used;          /* bytes in use on the device before init (other processes, context) */
+};
+#define PCU_RED_BLOCKS 1024
+extern thread_local pcu_state g_pcu;   /* per host thread: see cuda_common.cu */
+
+/* Record "where: what" as the last error; return -1. */
+int pcu_fail(const char *where, cudaError_t e);
+int pcu_fail_blas(const char *where, cublasStatus_t s);
+int pcu_fail_msg(const char *where, const char *what);
+
+#define PCU_CHECK_LAUNCH(where) do { cudaError_t e_ = cudaGetLastError(); \
+    if (e_ != cudaSuccess) return pcu_fail(where, e_); } while (0)
+#define PCU_CHECK(call) do { cudaError_t e_ = (call); if (e_ != cudaSuccess) return pcu_fail(#call, e_); } while (0)
+#define PCU_NEED_INIT(where) do { if (!g_pcu.ready) return pcu_fail_msg(where, "prism_cuda_init was not called"); } while (0)
+
+static inline unsigned pcu_blocks(size_t n, int threads) {
+    size_t b = (n + (size_t)threads - 1) / (size_t)threads;
+    return (unsigned)(b ? b : 1);
+}
+
+__device__ __forceinline__ float warp_sum(float v) {
+    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+    return v;
+}
+__device__ __forceinline__ float warp_max(float v) {
+    for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+    return v;
+}
+/* Sum over the block (blockDim.x a multiple of 32, <= 1024); every thread gets the result.
+ * `sh` is 32 floats of shared memory; the function syncs, so call it from all threads. */
+__device__ __forceinline__ float block_sum(float v, float *sh) {
+    int lane = threadIdx.x & 31, w = threadIdx.x >> 5, nw = blockDim.x >> 5;
+    v = warp_sum(v);
+    __syncthreads();
+    if (lane == 0) sh[w] = v;
+    __syncthreads();
+    float r = lane < nw ? sh[lane] : 0.0f;
+    return warp_sum(r);
+}
+__device__ __forceinline__ float block_max(float v, float *sh) {
+    int lane = threadIdx.x & 31, w = threadIdx.x >> 5, nw = blockDim.x >> 5;
+    v = warp_max(v);
+    __syncthreads();
+    if (lane == 0) sh[w] = v;
+    __syncthreads();
+    float r = lane < nw ? sh[lane] : -INFINITY;
+    return warp_max(r);
+}
+#endif

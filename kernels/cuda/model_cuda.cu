@@ -1,0 +1,417 @@
+/* kernels/cuda/model_cuda.cu — the CUDA backend behind kernels/model.h (model_cuda_ops): GPT-2 with h_l
+ * heads in layer l, bf16 (or fp32) activations and weights, float32 master weights, gradients and AdamW.
+ *
+ * Memory, one device allocation per group, each tensor at a 256-byte aligned offset (cuBLASLt wants
+ * aligned matrices):
+ *   params group: master (float32), grads (float32), m, v (float32), params_x (floatX working copy), all
+ *                 in llm.c tensor order; the host sees float32 arrays without the alignment gaps.
+ *   acts group:   per-layer activations kept for backward (strided by the allocated B*T, like gpt2.c),
+ *                 att at per-layer offsets att_off[l] (B*h_l*T*T each: the schedule decides the sizes),
+ *                 and the float32 LayerNorm statistics and losses.
+ *   grad scratch: the residual-stream gradient dres (B,T,C), dln (B,T,C), d4 (B,T,4C), dqkv (B,T,3C) —
+ *                 reused layer after layer, so activation gradients cost O(one layer).
+ *   attention scratch sized for the largest head count (prism_cuda_attention_scratch_bytes).
+ * The forward fuses each residual add with the LayerNorm that follows (residual_layernorm_forward); with
+ * PRISM_CUDA_GELU_FUSION=1 in the environment the fc matmul also applies GELU in its cuBLASLt epilogue
+ * (off by default until tests/gpu/run.sh has confirmed it on a GPU). The
+ * classifier overwrites logits with dlogits (never probabilities). Mean losses are summed on the host in
+ * a fixed order, like the CPU engine; the gradient norm is a deterministic device reduction.
+ * Every call returns 0 or MODEL_E*; the message is in the model (error()) and, from create, in err.
+ */
+#include "cuda_common.cuh"
+extern "C" {
+#include "model.h"
+}
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static size_t al256b(size_t bytes) { return (bytes + 255) & ~(size_t)255; }
+
+enum { A_ENCODED, A_LN1, A_LN1M, A_LN1R, A_QKV, A_ATTY, A_ATT, A_ATTPROJ, A_RES2, A_LN2, A_LN2M, A_LN2R, A_FCH,
+       A_FCHG, A_FCPROJ, A_RES3, A_LNF, A_LNFM, A_LNFR, A_LOGITS, A_LOSSES, A_DIST, A_NUM };
+enum { D_RES, D_LN, D_4, D_QKV, D_NUM };
+
+struct cuda_model {
+    struct model_config cfg;
+    int device;
+    char err[512];
+    size_t sizes[MODEL_NUM_TENSORS];   /* elements, llm.c order */
+    size_t offs[MODEL_NUM_TENSORS];    /* element offsets in the padded device layout */
+    size_t nparams, npad;
+    void *pmem;                        /* params group */
+    float *master, *grads, *m, *v;     /* (npad) each */
+    floatX *px;                        /* (npad) */
+    void *amem;                        /* acts group */
+    void *a[A_NUM];
+    size_t att_off[MODEL_MAX_LAYERS];  /* elements into A_ATT */
+    void *dmem;
+    void *d[D_NUM];
+    void *scratch;                     /* attention */
+    int *tok;                          /* (2, B*T): inputs then targets */
+    float *h_losses;                   /* host (B*T) */
+    float *h_rows;                     /* host attention-distance rows */
+    int maxh;
+    int gelu_fusion;                   /* PRISM_CUDA_GELU_FUSION=1: GELU in the fc matmul's epilogue */
+};
+
+#define P(cm, i) ((cm)->px + (cm)->offs[i])          /* floatX param tensor i */
+#define G(cm, i) ((cm)->grads + (cm)->offs[i])       /* float32 grad tensor i */
+#define AX(cm, i) ((floatX *)(cm)->a[i])
+#define AF(cm, i) ((float *)(cm)->a[i])
+
+static int cm_fail(cuda_model *cm, const char *what) {
+    snprintf(cm->err, sizeof cm->err, "CUDA %s: %s", what, prism_cuda_last_error());
+    return MODEL_EDEVICE;
+}
+#define TRY(cm, call, what) do { if ((call) != 0) return cm_fail(cm, what); } while (0)
+
+/* The CUDA runtime state is per thread: a model used from a thread other than its creator's binds that
+ * thread to the model's device first (a no-op in the usual case: same thread, already bound). */
+static int cm_bind(cuda_model *cm) {
+    char e[300];
+    if (prism_cuda_init(cm->device, e, sizeof e) != 0) {
+        snprintf(cm->err, sizeof cm->err, "%s", e);
+        return MODEL_EDEVICE;
+    }
+    return 0;
+}
+#define BIND(cm) do { int b_ = cm_bind(cm); if (b_) return b_; } while (0)
+
+static void cuda_free(model *mp) {
+    cuda_model *cm = (cuda_model *)mp;
+    if (!cm) return;
+    prism_cuda_free(cm->pmem);
+    prism_cuda_free(cm->amem);
+    prism_cuda_free(cm->dmem);
+    prism_cuda_free(cm->scratch);
+    prism_cuda_free(cm->tok);
+    free(cm->h_losses);
+    free(cm->h_rows);
+    free(cm);
+}
+
+static int cuda_create(const struct model_config *cfg, int device, model **out, char *err, size_t errlen) {
+    *out = NULL;
+    if (cfg->L < 1 || cfg->L > MODEL_MAX_LAYERS || cfg->C < 1 || cfg->V < 1 || cfg->Vp < cfg->V || cfg->maxT < 1 ||
+        cfg->B < 1 || cfg->T < 1 || cfg->T > cfg->maxT) {
+        if (err) snprintf(err, errlen, "invalid model configuration (L=%d C=%d V=%d Vp=%d maxT=%d B=%d T=%d)",
+                          cfg->L, cfg->C, cfg->V, cfg->Vp, cfg->maxT, cfg->B, cfg->T);
+        return MODEL_EINVAL;
+    }
+    int maxh = 0;
+    for (int l = 0; l < cfg->L; l++) {
+        if (cfg->heads[l] < 1 || cfg->C % cfg->heads[l]) {
+            if (err) snprintf(err, errlen, "layer %d: %d heads do not divide C=%d", l + 1, cfg->heads[l], cfg->C);
+            return MODEL_EINVAL;
+        }
+        if (cfg->heads[l] > maxh) maxh = cfg->heads[l];
+    }
+    if (2 * (size_t)cfg->C * sizeof(float) > 48 * 1024) {
+        if (err) snprintf(err, errlen, "C=%d is larger than the CUDA LayerNorm backward supports (6144)", cfg->C);
+        return MODEL_EINVAL;
+    }
+    char ierr[400];
+    if (prism_cuda_init(device, ierr, sizeof ierr) != 0) {
+        if (err) snprintf(err, errlen, "%s", ierr);
+        return MODEL_EDEVICE;
+    }
+    cuda_model *cm = (cuda_model *)calloc(1, sizeof *cm);
+    if (!cm) { if (err) snprintf(err, errlen, "out of host memory"); return MODEL_ENOMEM; }
+    cm->cfg = *cfg;
+    cm->device = device;
+    cm->maxh = maxh;
+    {
+        const char *g = getenv("PRISM_CUDA_GELU_FUSION");
+        cm->gelu_fusion = g && *g == '1';
+    }
+    model_param_sizes(cfg, cm->sizes);
+    size_t off = 0;
+    for (int i = 0; i < MODEL_NUM_TENSORS; i++) {
+        cm->offs[i] = off;
+        off += (cm->sizes[i] + 127) & ~(size_t)127;   /* 128 elements: 256 B in bf16, 512 B in float32 */
+        cm->nparams += cm->sizes[i];
+    }
+    cm->npad = off;
+
+    const size_t L = cfg->L, BT = (size_t)cfg->B * cfg->T, C = cfg->C, X = sizeof(floatX), F = sizeof(float);
+    size_t att = 0;
+    for (int l = 0; l < cfg->L; l++) { cm->att_off[l] = att; att += (size_t)cfg->B * cfg->heads[l] * cfg->T * cfg->T; }
+    size_t dist_rows = prism_cuda_attention_distance_rows(cfg->B, cfg->T, maxh);
+    size_t abytes[A_NUM] = {
+        BT * C * X, L * BT * C * X, L * BT * F, L * BT * F, L * BT * 3 * C * X, L * BT * C * X, att * X,
+        BT * C * X, L * BT * C * X, L * BT * C * X, L * BT * F, L * BT * F, L * BT * 4 * C * X, L * BT * 4 * C * X,
+        BT * C * X, L * BT * C * X, BT * C * X, BT * F, BT * F, BT * (size_t)cfg->Vp * X, BT * F, dist_rows * F,
+    };
+    size_t dbytes[D_NUM] = { BT * C * X, BT * C * X, BT * 4 * C * X, BT * 3 * C * X };
+    size_t atot = 0, dtot = 0;
+    for (int i = 0; i < A_NUM; i++) atot += al256b(abytes[i]);
+    for (int i = 0; i < D_NUM; i++) dtot += al256b(dbytes[i]);
+    size_t pbytes = 4 * al256b(cm->npad * F) + al256b(cm->npad * X);
+    int rc = MODEL_ENOMEM;
+    cm->pmem = prism_cuda_malloc(pbytes);
+    cm->amem = prism_cuda_malloc(atot);
+    cm->dmem = prism_cuda_malloc(dtot);
+    cm->scratch = prism_cuda_malloc(prism_cuda_attention_scratch_bytes(cfg->B, cfg->T, cfg->C, maxh));
+    cm->tok = (int *)prism_cuda_malloc(2 * BT * sizeof(int));
+    cm->h_losses = (float *)malloc(BT * F);
+    cm->h_rows = (float *)malloc((dist_rows ? dist_rows : 1) * F);
+    if (!cm->pmem || !cm->amem || !cm->dmem || !cm->scratch || !cm->tok || !cm->h_losses || !cm->h_rows) {
+        if (err) snprintf(err, errlen, "out of GPU memory for L=%d C=%d Vp=%d B=%d T=%d (params %zu MiB, activations "
+                          "%zu MiB, attention scratch %zu MiB): %s", cfg->L, cfg->C, cfg->Vp, cfg->B, cfg->T,
+                          pbytes >> 20, atot >> 20,
+                          prism_cuda_attention_scratch_bytes(cfg->B, cfg->T, cfg->C, maxh) >> 20,
+                          prism_cuda_last_error());
+        goto fail;
+    }
+    {
+        char *p = (char *)cm->pmem;
+        cm->master = (float *)p; p += al256b(cm->npad * F);
+        cm->grads = (float *)p; p += al256b(cm->npad * F);
+        cm->m = (float *)p; p += al256b(cm->npad * F);
+        cm->v = (float *)p; p += al256b(cm->npad * F);
+        cm->px = (floatX *)p;
+        p = (char *)cm->amem;
+        for (int i = 0; i < A_NUM; i++) { cm->a[i] = p; p += al256b(abytes[i]); }
+        p = (char *)cm->dmem;
+        for (int i = 0; i < D_NUM; i++) { cm->d[i] = p; p += al256b(dbytes[i]); }
+    }
+    rc = MODEL_EDEVICE;
+    if (prism_cuda_memset0(cm->pmem, pbytes) || prism_cuda_memset0(cm->amem, atot) || prism_cuda_sync()) {
+        if (err) snprintf(err, errlen, "CUDA memset: %s", prism_cuda_last_error());
+        goto fail;
+    }
+    prism_cuda_mem_sample();
+    *out = (model *)cm;
+    return MODEL_OK;
+fail:
+    cuda_free((model *)cm);
+    return rc;
+}
+
+static const char *cuda_error(model *mp) { return ((cuda_model *)mp)->err; }
+
+/* host (llm.c order, packed) <-> device (aligned) for one float32 group */
+static int get_group(cuda_model *cm, const float *dev, float *dst) {
+    BIND(cm);
+    size_t o = 0;
+    for (int i = 0; i < MODEL_NUM_TENSORS; i++) {
+        TRY(cm, prism_cuda_download(dst + o, dev + cm->offs[i], cm->sizes[i] * sizeof(float)), "download");
+        o += cm->sizes[i];
+    }
+    return 0;
+}
+static int set_group(cuda_model *cm, float *dev, const float *src) {
+    BIND(cm);
+    size_t o = 0;
+    for (int i = 0; i < MODEL_NUM_TENSORS; i++) {
+        TRY(cm, prism_cuda_upload(dev + cm->offs[i], src + o, cm->sizes[i] * sizeof(float)), "upload");
+        o += cm->sizes[i];
+    }
+    return 0;
+}
+
+static int cuda_get_params(model *mp, float *dst) { cuda_model *cm = (cuda_model *)mp; return get_group(cm, cm->master, dst); }
+static int cuda_set_params(model *mp, const float *src) {
+    cuda_model *cm = (cuda_model *)mp;
+    int rc = set_group(cm, cm->master, src);
+    if (rc) return rc;
+    TRY(cm, prism_cuda_f32_to_x(cm->px, cm->master, cm->npad), "params to working precision");
+    TRY(cm, prism_cuda_sync(), "set_params");
+    return 0;
+}
+static int cuda_get_opt(model *mp, float *mo, float *vo) {
+    cuda_model *cm = (cuda_model *)mp;
+    int rc = get_group(cm, cm->m, mo);
+    return rc ? rc : get_group(cm, cm->v, vo);
+}
+static int cuda_set_opt(model *mp, const float *mi, const float *vi) {
+    cuda_model *cm = (cuda_model *)mp;
+    int rc = set_group(cm, cm->m, mi);
+    return rc ? rc : set_group(cm, cm->v, vi);
+}
+static int cuda_get_grads(model *mp, float *dst) { cuda_model *cm = (cuda_model *)mp; return get_group(cm, cm->grads, dst); }
+static int cuda_zero_grad(model *mp) {
+    cuda_model *cm = (cuda_model *)mp;
+    BIND(cm);
+    TRY(cm, prism_cuda_memset0(cm->grads, cm->npad * sizeof(float)), "zero_grad");
+    return 0;
+}
+
+static int check_batch(cuda_model *cm, const int *in, const int *tg, int B, int T) {
+    if (B < 1 || T < 1 || B > cm->cfg.B || T > cm->cfg.T) {
+        snprintf(cm->err, sizeof cm->err, "micro-batch %dx%d exceeds the allocated %dx%d", B, T, cm->cfg.B, cm->cfg.T);
+        return MODEL_EINVAL;
+    }
+    size_t n = (size_t)B * T;
+    for (size_t i = 0; i < n; i++) {   /* a bad token id would read out of bounds on the device */
+        if (in[i] < 0 || in[i] >= cm->cfg.V || tg[i] < 0 || tg[i] >= cm->cfg.V) {
+            snprintf(cm->err, sizeof cm->err, "token id %d at position %zu is outside the vocabulary [0, %d)",
+                     in[i] < 0 || in[i] >= cm->cfg.V ? in[i] : tg[i], i, cm->cfg.V);
+            return MODEL_EINVAL;
+        }
+    }
+    return 0;
+}
+
+/* Forward on B x T; train leaves dlogits (scaled by dloss) in A_LOGITS. *loss = mean loss (host, fixed order). */
+static int forward(cuda_model *cm, const int *in, const int *tg, int B, int T, int train, float dloss, float *loss,
+                   double *attn_dist) {
+    int rc = check_batch(cm, in, tg, B, T);
+    if (rc) return rc;
+    BIND(cm);
+    const struct model_config *cf = &cm->cfg;
+    const int L = cf->L, C = cf->C, N = B * T;
+    const size_t BTa = (size_t)cf->B * cf->T;
+    int *d_in = cm->tok, *d_tg = cm->tok + BTa;
+    TRY(cm, prism_cuda_upload(d_in, in, (size_t)N * sizeof(int)), "upload inputs");
+    TRY(cm, prism_cuda_upload(d_tg, tg, (size_t)N * sizeof(int)), "upload targets");
+    TRY(cm, prism_cuda_encoder_forward(AX(cm, A_ENCODED), d_in, P(cm, 0), P(cm, 1), B, T, C), "encoder_forward");
+    /* layer 0's ln1 (later layers get theirs fused with the previous residual add) */
+    TRY(cm, prism_cuda_layernorm_forward(AX(cm, A_LN1), AF(cm, A_LN1M), AF(cm, A_LN1R), AX(cm, A_ENCODED), P(cm, 2),
+                                         P(cm, 3), N, C), "layernorm_forward");
+    for (int l = 0; l < L; l++) {
+        const int NH = cf->heads[l];
+        const size_t o1 = l * BTa * C, o3 = 3 * o1, o4 = 4 * o1, om = l * BTa;
+        floatX *residual = l == 0 ? AX(cm, A_ENCODED) : AX(cm, A_RES3) + (l - 1) * BTa * C;
+        floatX *ln1 = AX(cm, A_LN1) + o1, *qkv = AX(cm, A_QKV) + o3, *atty = AX(cm, A_ATTY) + o1;
+        floatX *att = AX(cm, A_ATT) + cm->att_off[l], *attproj = AX(cm, A_ATTPROJ);
+        floatX *res2 = AX(cm, A_RES2) + o1, *ln2 = AX(cm, A_LN2) + o1, *fch = AX(cm, A_FCH) + o4;
+        floatX *fchg = AX(cm, A_FCHG) + o4, *fcproj = AX(cm, A_FCPROJ), *res3 = AX(cm, A_RES3) + o1;
+        TRY(cm, prism_cuda_matmul_forward(qkv, NULL, ln1, P(cm, 4) + (size_t)l * 3 * C * C, P(cm, 5) + (size_t)l * 3 * C,
+                                          N, C, 3 * C), "matmul_forward(qkv)");
+        TRY(cm, prism_cuda_attention_forward(atty, att, qkv, cm->scratch, B, T, C, NH), "attention_forward");
+        if (attn_dist) {
+            double d = 0;
+            TRY(cm, prism_cuda_attention_distance(att, B, T, NH, AF(cm, A_DIST), cm->h_rows, &d), "attention_distance");
+            attn_dist[l] += d;
+        }
+        TRY(cm, prism_cuda_matmul_forward(attproj, NULL, atty, P(cm, 6) + (size_t)l * C * C, P(cm, 7) + (size_t)l * C,
+                                          N, C, C), "matmul_forward(attproj)");
+        TRY(cm, prism_cuda_residual_layernorm_forward(res2, ln2, AF(cm, A_LN2M) + om, AF(cm, A_LN2R) + om, residual,
+                                                      attproj, P(cm, 8) + (size_t)l * C, P(cm, 9) + (size_t)l * C, N, C),
+            "residual_layernorm_forward(ln2)");
+        if (cm->gelu_fusion) {   /* cuBLASLt GELU_AUX_BIAS: fchg = GELU(pre), fch = pre, one pass */
+            TRY(cm, prism_cuda_matmul_forward(fchg, fch, ln2, P(cm, 10) + (size_t)l * 4 * C * C,
+                                              P(cm, 11) + (size_t)l * 4 * C, N, C, 4 * C), "matmul_forward(fc+gelu)");
+        } else {
+            TRY(cm, prism_cuda_matmul_forward(fch, NULL, ln2, P(cm, 10) + (size_t)l * 4 * C * C,
+                                              P(cm, 11) + (size_t)l * 4 * C, N, C, 4 * C), "matmul_forward(fc)");
+            TRY(cm, prism_cuda_gelu_forward(fchg, fch, (size_t)N * 4 * C), "gelu_forward");
+        }
+        TRY(cm, prism_cuda_matmul_forward(fcproj, NULL, fchg, P(cm, 12) + (size_t)l * 4 * C * C, P(cm, 13) + (size_t)l * C,
+                                          N, 4 * C, C), "matmul_forward(fcproj)");
+        if (l + 1 < L) {
+            const size_t on = (l + 1) * BTa;
+            TRY(cm, prism_cuda_residual_layernorm_forward(res3, AX(cm, A_LN1) + on * C, AF(cm, A_LN1M) + on,
+                                                          AF(cm, A_LN1R) + on, res2, fcproj, P(cm, 2) + (size_t)(l + 1) * C,
+                                                          P(cm, 3) + (size_t)(l + 1) * C, N, C),
+                "residual_layernorm_forward(ln1)");
+        } else {
+            TRY(cm, prism_cuda_residual_layernorm_forward(res3, AX(cm, A_LNF), AF(cm, A_LNFM), AF(cm, A_LNFR), res2,
+                                                          fcproj, P(cm, 14), P(cm, 15), N, C),
+                "residual_layernorm_forward(lnf)");
+        }
+    }
+    TRY(cm, prism_cuda_matmul_forward(AX(cm, A_LOGITS), NULL, AX(cm, A_LNF), P(cm, 0), NULL, N, C, cf->Vp),
+        "matmul_forward(logits)");
+    TRY(cm, prism_cuda_fused_classifier(AX(cm, A_LOGITS), AF(cm, A_LOSSES), d_tg, N, cf->V, cf->Vp, dloss, train),
+        "fused_classifier");
+    TRY(cm, prism_cuda_download(cm->h_losses, AF(cm, A_LOSSES), (size_t)N * sizeof(float)), "download losses");
+    double total = 0;
+    for (int i = 0; i < N; i++) total += cm->h_losses[i];
+    *loss = (float)(total / N);
+    prism_cuda_mem_sample();
+    return 0;
+}
+
+static int backward(cuda_model *cm, int B, int T) {
+    const struct model_config *cf = &cm->cfg;
+    const int L = cf->L, C = cf->C, N = B * T;
+    const size_t BTa = (size_t)cf->B * cf->T;
+    floatX *dres = (floatX *)cm->d[D_RES], *dln = (floatX *)cm->d[D_LN], *d4 = (floatX *)cm->d[D_4];
+    floatX *dqkv = (floatX *)cm->d[D_QKV];
+    /* classifier (tied to wte): logits hold dlogits */
+    TRY(cm, prism_cuda_matmul_backward(dln, G(cm, 0), NULL, AX(cm, A_LOGITS), AX(cm, A_LNF), P(cm, 0), N, C, cf->Vp, 0),
+        "matmul_backward(logits)");
+    TRY(cm, prism_cuda_memset0(dres, (size_t)N * C * sizeof(floatX)), "memset");
+    TRY(cm, prism_cuda_layernorm_backward(dres, G(cm, 14), G(cm, 15), dln, AX(cm, A_RES3) + (L - 1) * BTa * C, P(cm, 14),
+                                          AF(cm, A_LNFM), AF(cm, A_LNFR), N, C), "layernorm_backward(lnf)");
+    for (int l = L - 1; l >= 0; l--) {
+        const int NH = cf->heads[l];
+        const size_t o1 = l * BTa * C, o3 = 3 * o1, o4 = 4 * o1, om = l * BTa;
+        floatX *residual = l == 0 ? AX(cm, A_ENCODED) : AX(cm, A_RES3) + (l - 1) * BTa * C;
+        /* dres = dL/d res3[l] = dL/d fcproj (and flows on unchanged to res2) */
+        TRY(cm, prism_cuda_matmul_backward(d4, G(cm, 12) + (size_t)l * 4 * C * C, G(cm, 13) + (size_t)l * C, dres,
+                                           AX(cm, A_FCHG) + o4, P(cm, 12) + (size_t)l * 4 * C * C, N, 4 * C, C, 0),
+            "matmul_backward(fcproj)");
+        TRY(cm, prism_cuda_gelu_backward(d4, AX(cm, A_FCH) + o4, d4, (size_t)N * 4 * C), "gelu_backward");
+        TRY(cm, prism_cuda_matmul_backward(dln, G(cm, 10) + (size_t)l * 4 * C * C, G(cm, 11) + (size_t)l * 4 * C, d4,
+                                           AX(cm, A_LN2) + o1, P(cm, 10) + (size_t)l * 4 * C * C, N, C, 4 * C, 0),
+            "matmul_backward(fc)");
+        TRY(cm, prism_cuda_layernorm_backward(dres, G(cm, 8) + (size_t)l * C, G(cm, 9) + (size_t)l * C, dln,
+                                              AX(cm, A_RES2) + o1, P(cm, 8) + (size_t)l * C, AF(cm, A_LN2M) + om,
+                                              AF(cm, A_LN2R) + om, N, C), "layernorm_backward(ln2)");
+        /* dres = dL/d res2 = dL/d attproj (and flows on to the layer's input residual) */
+        TRY(cm, prism_cuda_matmul_backward(dln, G(cm, 6) + (size_t)l * C * C, G(cm, 7) + (size_t)l * C, dres,
+                                           AX(cm, A_ATTY) + o1, P(cm, 6) + (size_t)l * C * C, N, C, C, 0),
+            "matmul_backward(attproj)");
+        TRY(cm, prism_cuda_attention_backward(dqkv, dln, AX(cm, A_QKV) + o3, AX(cm, A_ATT) + cm->att_off[l], cm->scratch,
+                                              B, T, C, NH), "attention_backward");
+        TRY(cm, prism_cuda_matmul_backward(dln, G(cm, 4) + (size_t)l * 3 * C * C, G(cm, 5) + (size_t)l * 3 * C, dqkv,
+                                           AX(cm, A_LN1) + o1, P(cm, 4) + (size_t)l * 3 * C * C, N, C, 3 * C, 0),
+            "matmul_backward(qkv)");
+        TRY(cm, prism_cuda_layernorm_backward(dres, G(cm, 2) + (size_t)l * C, G(cm, 3) + (size_t)l * C, dln, residual,
+                                              P(cm, 2) + (size_t)l * C, AF(cm, A_LN1M) + om, AF(cm, A_LN1R) + om, N, C),
+            "layernorm_backward(ln1)");
+    }
+    TRY(cm, prism_cuda_encoder_backward(G(cm, 0), G(cm, 1), dres, cm->tok, B, T, C), "encoder_backward");
+    prism_cuda_mem_sample();
+    return 0;
+}
+
+static int cuda_forward_backward(model *mp, const int *in, const int *tg, int B, int T, float loss_scale, float *loss) {
+    cuda_model *cm = (cuda_model *)mp;
+    int rc = forward(cm, in, tg, B, T, 1, loss_scale / ((float)B * T), loss, NULL);
+    return rc ? rc : backward(cm, B, T);
+}
+
+static int cuda_forward_loss(model *mp, const int *in, const int *tg, int B, int T, float *loss, double *attn_dist) {
+    return forward((cuda_model *)mp, in, tg, B, T, 0, 0.0f, loss, attn_dist);
+}
+
+static int cuda_update(model *mp, const struct adamw_params *hp, int t, float *grad_norm) {
+    cuda_model *cm = (cuda_model *)mp;
+    float norm = 0;
+    BIND(cm);
+    TRY(cm, prism_cuda_grad_norm(cm->grads, cm->npad, &norm), "grad_norm");
+    /* like the CPU backend, a non-finite norm is not an error here: the trainer sees the loss go NaN */
+    float scale = 1.0f;
+    if (hp->grad_clip > 0 && norm > hp->grad_clip) scale = hp->grad_clip / norm;
+    for (int i = 0; i < MODEL_NUM_TENSORS; i++) {
+        size_t o = cm->offs[i];
+        TRY(cm, prism_cuda_adamw(cm->master + o, cm->px + o, cm->grads + o, cm->m + o, cm->v + o, cm->sizes[i], hp->lr,
+                                 hp->beta1, hp->beta2, hp->eps, model_tensor_decays(i) ? hp->weight_decay : 0.0f, t,
+                                 scale), "adamw");
+    }
+    TRY(cm, prism_cuda_sync(), "update");
+    if (grad_norm) *grad_norm = norm;
+    return 0;
+}
+
+extern "C" const model_ops model_cuda_ops = {
+    "cuda",
+    cuda_create,
+    cuda_free,
+    cuda_error,
+    cuda_get_params,
+    cuda_set_params,
+    cuda_get_opt,
+    cuda_set_opt,
+    cuda_get_grads,
+    cuda_zero_grad,
+    cuda_forward_backward,
+    cuda_forward_loss,
+    cuda_update,
+};

@@ -1,0 +1,523 @@
+/* tests/unit/test_cuda_kernels.c — every CUDA kernel against its CPU twin (kernels/cpu_kernels.h), then the
+ * whole CUDA model against the CPU engine.   timeout: 300
+ *
+ * Inputs are random (never zeros); inputs are first rounded to the build's element type (bf16 by default,
+ * fp32 with PRECISION=fp32) so both sides see identical values; every output buffer is poisoned with NaN
+ * before the GPU call (an unwritten element fails the test) and += outputs are prefilled with the same
+ * random values on both sides. Error metric, printed for every output:
+ *   rel = max_i |gpu_i - cpu_i| / max_i |cpu_i|     (the reference must not be all zeros)
+ * Tolerances (stated, per build): fp32: 1e-5 for pointwise/matmul/LayerNorm/optimizer, 5e-5 where an
+ * exp or a long reduction is involved (attention, classifier); bf16: 1e-2, 2e-2 for attention (the
+ * probabilities and dpre are stored in bf16). Whole model: loss relative 1e-5 (fp32) / 1e-2 (bf16); each of
+ * the 16 gradient tensors relative L2 error ||g-c||/||c|| <= 1e-4 (fp32) / 5e-2 (bf16); 20 AdamW steps (lr 1e-3):
+ * every step's loss within 2e-3 (fp32) / 5e-2 (bf16) relative of the CPU's, and the loss falls by >= 10%
+ * (on the CPU it goes 6.27 -> 1.39).
+ * Without a CUDA device every case prints "skipped: no CUDA device" and exits 77, except the case that
+ * checks the CUDA backend fails cleanly, which is meaningful exactly then.
+ */
+#include "harness.h"
+#include "model.h"
+#include "cpu_kernels.h"
+#include <stdint.h>
+#include <pthread.h>
+#ifdef PRISM_HAVE_CUDA
+#include "cuda/cuda_kernels.h"
+#endif
+
+#ifdef PRISM_HAVE_CUDA
+/* ---- helpers ------------------------------------------------------------------------------------ */
+static uint64_t rs = 0x243F6A8885A308D3ULL;
+static float frand(void) {   /* uniform in [-1, 1) */
+    rs ^= rs << 13; rs ^= rs >> 7; rs ^= rs << 17;
+    return (float)((rs >> 40) * (1.0 / 8388608.0)) - 1.0f;
+}
+static int fp32(void) { return strcmp(prism_cuda_precision(), "fp32") == 0; }
+static double tol(double t32, double t16) { return fp32() ? t32 : t16; }
+
+static void need_device(void) {
+    if (prism_cuda_device_count() <= 0) SKIP("no CUDA device");
+    char err[512];
+    if (prism_cuda_init(0, err, sizeof err) != 0) HFAIL("prism_cuda_init: %s", err);
+    printf("device: %s, precision %s\n", prism_cuda_device_name(), prism_cuda_precision());
+}
+#define CK(call) do { if ((call) != 0) HFAIL("%s failed: %s", #call, prism_cuda_last_error()); } while (0)
+
+/* host random array, rounded to the device element type */
+static float *hrand(size_t n, float scale) {
+    float *a = malloc(n * sizeof(float));
+    if (!a) HFAIL("out of memory");
+    for (size_t i = 0; i < n; i++) a[i] = frand() * scale;
+    prism_cuda_round_host(a, n);
+    return a;
+}
+static float *hzero(size_t n) { float *a = calloc(n ? n : 1, sizeof(float)); if (!a) HFAIL("oom"); return a; }
+static float *hcopy(const float *s, size_t n) { float *a = malloc(n * sizeof(float)); memcpy(a, s, n * sizeof(float)); return a; }
+static void *dx(const float *h, size_t n) {   /* device floatX copy of h */
+    void *d = prism_cuda_malloc(n * prism_cuda_x_size());
+    if (!d) HFAIL("%s", prism_cuda_last_error());
+    CK(prism_cuda_upload_x(d, h, n));
+    return d;
+}
+static float *df(const float *h, size_t n) {  /* device float32 copy of h */
+    float *d = prism_cuda_malloc(n * sizeof(float));
+    if (!d) HFAIL("%s", prism_cuda_last_error());
+    CK(prism_cuda_upload(d, h, n * sizeof(float)));
+    return d;
+}
+static void *dpoison_x(size_t n) {
+    void *d = prism_cuda_malloc(n * prism_cuda_x_size());
+    if (!d) HFAIL("%s", prism_cuda_last_error());
+    CK(prism_cuda_fill_x(d, NAN, n));
+    return d;
+}
+static float *dpoison_f(size_t n) {
+    float *d = prism_cuda_malloc(n * sizeof(float));
+    if (!d) HFAIL("%s", prism_cuda_last_error());
+    CK(prism_cuda_fill_f32(d, NAN, n));
+    return d;
+}
+static float *get_x(const void *d, size_t n) { float *h = hzero(n); CK(prism_cuda_sync()); CK(prism_cuda_download_x(h, d, n)); return h; }
+static float *get_f(const float *d, size_t n) { float *h = hzero(n); CK(prism_cuda_sync()); CK(prism_cuda_download(h, d, n * sizeof(float))); return h; }
+static int *irand(size_t n, int hi) { int *a = malloc(n * sizeof(int)); for (size_t i = 0; i < n; i++) a[i] = (int)((frand() + 1.0f) * 0.5f * hi) % hi; return a; }
+static int *di(const int *h, size_t n) {
+    int *d = prism_cuda_malloc(n * sizeof(int));
+    if (!d) HFAIL("%s", prism_cuda_last_error());
+    CK(prism_cuda_upload(d, h, n * sizeof(int)));
+    return d;
+}
+
+static void close_to(const char *what, const float *gpu, const float *cpu, size_t n, double tl) {
+    double maxref = 0, maxerr = 0;
+    size_t worst = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (!isfinite(gpu[i])) HFAIL("%s: element %zu is %g (poisoned output not written, or overflow); cpu %g", what, i,
+                                     gpu[i], cpu[i]);
+        double r = fabs(cpu[i]), e = fabs((double)gpu[i] - cpu[i]);
+        if (r > maxref) maxref = r;
+        if (e > maxerr) { maxerr = e; worst = i; }
+    }
+    double rel = maxref > 0 ? maxerr / maxref : maxerr;
+    printf("  %-26s n=%-9zu max|cpu|=%.3e max|err|=%.3e rel=%.2e tol=%.0e (worst [%zu]: gpu %.7g cpu %.7g)\n", what, n,
+           maxref, maxerr, rel, tl, worst, gpu[worst], cpu[worst]);
+    if (!(maxref > 0)) HFAIL("%s: the CPU reference is all zeros: the check would prove nothing", what);
+    if (!(rel <= tl)) HFAIL("%s: relative error %.3e > tolerance %.1e", what, rel, tl);
+}
+
+/* ---- kernels ------------------------------------------------------------------------------------ */
+TEST(encoder_forward_backward) {
+    need_device();
+    int B = 3, T = 70, C = 96, V = 41;
+    size_t BTC = (size_t)B * T * C;
+    int *inp = irand((size_t)B * T, V);
+    float *wte = hrand((size_t)V * C, 1), *wpe = hrand((size_t)T * C, 1), *dout = hrand(BTC, 1);
+    float *out_c = hzero(BTC);
+    cpu_encoder_forward(out_c, inp, wte, wpe, B, T, C);
+    void *out = dpoison_x(BTC);
+    int *d_inp = di(inp, (size_t)B * T);
+    CK(prism_cuda_encoder_forward(out, d_inp, dx(wte, (size_t)V * C), dx(wpe, (size_t)T * C), B, T, C));
+    close_to("encoder out", get_x(out, BTC), out_c, BTC, tol(1e-5, 1e-2));
+    float *dwte_c = hrand((size_t)V * C, 1), *dwpe_c = hrand((size_t)T * C, 1);   /* += onto random */
+    float *dwte = df(dwte_c, (size_t)V * C), *dwpe = df(dwpe_c, (size_t)T * C);
+    cpu_encoder_backward(dwte_c, dwpe_c, dout, inp, B, T, C);
+    CK(prism_cuda_encoder_backward(dwte, dwpe, dx(dout, BTC), d_inp, B, T, C));
+    close_to("encoder dwte (+=)", get_f(dwte, (size_t)V * C), dwte_c, (size_t)V * C, tol(1e-5, 1e-5));
+    close_to("encoder dwpe (+=)", get_f(dwpe, (size_t)T * C), dwpe_c, (size_t)T * C, tol(1e-5, 1e-5));
+}
+
+static void layernorm_case(int B, int T, int C) {
+    size_t N = (size_t)B * T, n = N * C;
+    printf("layernorm B=%d T=%d C=%d\n", B, T, C);
+    float *inp = hrand(n, 2), *w = hrand(C, 1), *b = hrand(C, 1), *dout = hrand(n, 1);
+    for (size_t i = 0; i < n; i++) inp[i] += 0.5f * (float)(i % 7);   /* non-zero means */
+    prism_cuda_round_host(inp, n);
+    float *out_c = hzero(n), *mean_c = hzero(N), *rstd_c = hzero(N);
+    cpu_layernorm_forward(out_c, mean_c, rstd_c, inp, w, b, B, T, C);
+    void *out = dpoison_x(n), *d_inp = dx(inp, n), *d_w = dx(w, C), *d_b = dx(b, C);
+    float *mean = dpoison_f(N), *rstd = dpoison_f(N);
+    CK(prism_cuda_layernorm_forward(out, mean, rstd, d_inp, d_w, d_b, (int)N, C));
+    close_to("layernorm out", get_x(out, n), out_c, n, tol(1e-5, 1e-2));
+    close_to("layernorm mean", get_f(mean, N), mean_c, N, 1e-5);
+    close_to("layernorm rstd", get_f(rstd, N), rstd_c, N, 1e-5);
+    /* backward: dinp, dw, db all += onto random prefill */
+    float *dinp_c = hrand(n, 1), *dw_c = hrand(C, 1), *db_c = hrand(C, 1);
+    void *dinp = dx(dinp_c, n);
+    float *dw = df(dw_c, C), *db = df(db_c, C);
+    cpu_layernorm_backward(dinp_c, dw_c, db_c, dout, inp, w, mean_c, rstd_c, B, T, C);
+    CK(prism_cuda_layernorm_backward(dinp, dw, db, dx(dout, n), d_inp, d_w, mean, rstd, (int)N, C));
+    close_to("layernorm dinp (+=)", get_x(dinp, n), dinp_c, n, tol(1e-5, 1e-2));
+    close_to("layernorm dweight (+=)", get_f(dw, C), dw_c, C, tol(1e-5, 1e-2));
+    close_to("layernorm dbias (+=)", get_f(db, C), db_c, C, tol(1e-5, 1e-2));
+}
+TEST(layernorm_forward_backward) {
+    need_device();
+    layernorm_case(2, 33, 96);
+    layernorm_case(4, 64, 768);
+    layernorm_case(1, 7, 1536);
+}
+
+TEST(residual_and_fused_residual_layernorm) {
+    need_device();
+    int B = 2, T = 50, C = 768;
+    size_t N = (size_t)B * T, n = N * C;
+    float *a = hrand(n, 1), *bb = hrand(n, 1), *w = hrand(C, 1), *bias = hrand(C, 1);
+    float *res_c = hzero(n), *ln_c = hzero(n), *mean_c = hzero(N), *rstd_c = hzero(N);
+    cpu_residual_forward(res_c, a, bb, n);
+    prism_cuda_round_host(res_c, n);    /* the GPU stores the sum in floatX, then normalises that */
+    cpu_layernorm_forward(ln_c, mean_c, rstd_c, res_c, w, bias, B, T, C);
+    void *da = dx(a, n), *db = dx(bb, n), *res = dpoison_x(n), *ln = dpoison_x(n), *res1 = dpoison_x(n);
+    float *mean = dpoison_f(N), *rstd = dpoison_f(N);
+    CK(prism_cuda_residual_forward(res1, da, db, n));
+    close_to("residual out", get_x(res1, n), res_c, n, tol(1e-5, 1e-2));
+    CK(prism_cuda_residual_layernorm_forward(res, ln, mean, rstd, da, db, dx(w, C), dx(bias, C), (int)N, C));
+    close_to("fused residual", get_x(res, n), res_c, n, tol(1e-5, 1e-2));
+    close_to("fused layernorm", get_x(ln, n), ln_c, n, tol(1e-5, 1e-2));
+    close_to("fused rstd", get_f(rstd, N), rstd_c, N, 1e-5);
+}
+
+static void matmul_case(int B, int T, int C, int OC, int with_bias) {
+    size_t N = (size_t)B * T;
+    printf("matmul N=%zu C=%d OC=%d bias=%d\n", N, C, OC, with_bias);
+    float *inp = hrand(N * C, 1), *w = hrand((size_t)OC * C, 0.1f), *bias = with_bias ? hrand(OC, 1) : NULL;
+    float *dout = hrand(N * OC, 1);
+    float *out_c = hzero(N * OC);
+    cpu_matmul_forward(out_c, inp, w, bias, B, T, C, OC);
+    void *out = dpoison_x(N * OC), *d_inp = dx(inp, N * C), *d_w = dx(w, (size_t)OC * C);
+    void *d_bias = with_bias ? dx(bias, OC) : NULL;
+    CK(prism_cuda_matmul_forward(out, NULL, d_inp, d_w, d_bias, (int)N, C, OC));
+    close_to("matmul out", get_x(out, N * OC), out_c, N * OC, tol(1e-5, 1e-2));
+    /* backward: dinp += (accumulate_dinp = 1), dw += , dbias += */
+    float *dinp_c = hrand(N * C, 1), *dw_c = hrand((size_t)OC * C, 1), *db_c = hrand(OC, 1);
+    void *dinp = dx(dinp_c, N * C);
+    float *dw = df(dw_c, (size_t)OC * C), *db = df(db_c, OC);
+    cpu_matmul_backward(dinp_c, dw_c, db_c, dout, inp, w, B, T, C, OC);
+    CK(prism_cuda_matmul_backward(dinp, dw, db, dx(dout, N * OC), d_inp, d_w, (int)N, C, OC, 1));
+    close_to("matmul dinp (+=)", get_x(dinp, N * C), dinp_c, N * C, tol(1e-5, 1e-2));
+    close_to("matmul dweight (+=)", get_f(dw, (size_t)OC * C), dw_c, (size_t)OC * C, tol(1e-5, 1e-5));
+    close_to("matmul dbias (+=)", get_f(db, OC), db_c, OC, tol(1e-5, 1e-5));
+    /* overwrite mode (accumulate_dinp = 0) must ignore what was there */
+    float *dinp0_c = hzero(N * C), *dw0 = hzero((size_t)OC * C);
+    cpu_matmul_backward(dinp0_c, dw0, NULL, dout, inp, w, B, T, C, OC);
+    void *dinp0 = dpoison_x(N * C);
+    CK(prism_cuda_matmul_backward(dinp0, NULL, NULL, dx(dout, N * OC), d_inp, d_w, (int)N, C, OC, 0));
+    close_to("matmul dinp (=)", get_x(dinp0, N * C), dinp0_c, N * C, tol(1e-5, 1e-2));
+}
+TEST(matmul_forward_backward) {
+    need_device();
+    matmul_case(2, 64, 96, 288, 1);
+    matmul_case(4, 32, 768, 3072, 1);
+    matmul_case(2, 64, 3072, 768, 1);
+    matmul_case(1, 37, 50, 70, 1);      /* odd sizes: unaligned rows, cuBLASLt may fall back */
+    matmul_case(2, 16, 64, 1000, 0);    /* classifier shape: no bias */
+    printf("cuBLASLt fallbacks so far: %d\n", prism_cuda_matmul_fallbacks());
+}
+
+TEST(matmul_gelu_epilogue) {
+    need_device();
+    int B = 2, T = 64, C = 128, OC = 512;
+    size_t N = (size_t)B * T;
+    float *inp = hrand(N * C, 1), *w = hrand((size_t)OC * C, 0.2f), *bias = hrand(OC, 1);
+    float *pre_c = hzero(N * OC), *out_c = hzero(N * OC);
+    cpu_matmul_forward(pre_c, inp, w, bias, B, T, C, OC);
+    prism_cuda_round_host(pre_c, N * OC);
+    cpu_gelu_forward(out_c, pre_c, N * OC);
+    void *out = dpoison_x(N * OC), *pre = dpoison_x(N * OC);
+    CK(prism_cuda_matmul_forward(out, pre, dx(inp, N * C), dx(w, (size_t)OC * C), dx(bias, OC), (int)N, C, OC));
+    close_to("matmul+gelu pre-gelu", get_x(pre, N * OC), pre_c, N * OC, tol(1e-5, 1e-2));
+    /* cuBLASLt's GELU epilogue is the tanh form; its own arithmetic may differ a little from ours */
+    close_to("matmul+gelu out", get_x(out, N * OC), out_c, N * OC, tol(1e-4, 1e-2));
+}
+
+TEST(gelu_forward_backward) {
+    need_device();
+    size_t n = 3 * 100003;
+    float *inp = hrand(n, 4), *dout = hrand(n, 1), *out_c = hzero(n), *dinp_c = hzero(n);
+    cpu_gelu_forward(out_c, inp, n);
+    cpu_gelu_backward(dinp_c, inp, dout, n);   /* CPU accumulates into zeros; CUDA overwrites */
+    void *d_inp = dx(inp, n), *out = dpoison_x(n), *dinp = dpoison_x(n);
+    CK(prism_cuda_gelu_forward(out, d_inp, n));
+    CK(prism_cuda_gelu_backward(dinp, d_inp, dx(dout, n), n));
+    close_to("gelu out", get_x(out, n), out_c, n, tol(1e-5, 1e-2));
+    close_to("gelu dinp", get_x(dinp, n), dinp_c, n, tol(1e-5, 1e-2));
+}
+
+static void attention_case(int B, int T, int C, int NH) {
+    size_t n3 = (size_t)B * T * 3 * C, n = (size_t)B * T * C, na = (size_t)B * NH * T * T;
+    printf("attention B=%d T=%d C=%d NH=%d (head size %d)\n", B, T, C, NH, C / NH);
+    float *qkv = hrand(n3, 1.5f), *dout = hrand(n, 1);
+    float *out_c = hzero(n), *att_c = hzero(na), *dqkv_c = hzero(n3), *datt_c = hzero(na);
+    cpu_attention_forward(out_c, att_c, qkv, B, T, C, NH);
+    void *d_qkv = dx(qkv, n3), *out = dpoison_x(n), *att = dpoison_x(na), *dqkv = dpoison_x(n3);
+    void *scratch = prism_cuda_malloc(prism_cuda_attention_scratch_bytes(B, T, C, NH));
+    if (!scratch) HFAIL("%s", prism_cuda_last_error());
+    CK(prism_cuda_attention_forward(out, att, d_qkv, scratch, B, T, C, NH));
+    close_to("attention att", get_x(att, na), att_c, na, tol(5e-5, 2e-2));
+    close_to("attention out", get_x(out, n), out_c, n, tol(5e-5, 2e-2));
+    /* backward from the CPU's own att (rounded) so the check isolates the backward kernels */
+    prism_cuda_round_host(att_c, na);
+    cpu_attention_backward(dqkv_c, datt_c, dout, qkv, att_c, B, T, C, NH);
+    CK(prism_cuda_attention_backward(dqkv, dx(dout, n), d_qkv, dx(att_c, na), scratch, B, T, C, NH));
+    close_to("attention dqkv", get_x(dqkv, n3), dqkv_c, n3, tol(5e-5, 2e-2));
+    /* attention distance of this layer vs the CPU definition */
+    size_t nr = prism_cuda_attention_distance_rows(B, T, NH);
+    float *rows = prism_cuda_malloc(nr * sizeof(float)), *hrows = hzero(nr);
+    double dg = 0, dc = cpu_attention_distance(att_c, B, T, NH);
+    CK(prism_cuda_attention_distance(dx(att_c, na), B, T, NH, rows, hrows, &dg));
+    printf("  attention distance         gpu %.6f cpu %.6f\n", dg, dc);
+    ASSERT_NEAR(dc, dg, fabs(dc) * tol(1e-5, 1e-3) + 1e-6);
+}
+TEST(attention_head_dim_32) { need_device(); attention_case(2, 64, 768, 24); attention_case(1, 80, 64, 2); }
+TEST(attention_head_dim_64) { need_device(); attention_case(2, 64, 768, 12); attention_case(2, 100, 128, 2); }
+TEST(attention_head_dim_96) { need_device(); attention_case(2, 64, 768, 8); }
+TEST(attention_head_dim_128) { need_device(); attention_case(2, 64, 768, 6); attention_case(1, 33, 256, 2); }
+TEST(attention_head_dim_256) { need_device(); attention_case(2, 64, 768, 3); attention_case(1, 128, 1024, 4); }
+
+TEST(fused_classifier) {
+    need_device();
+    int B = 4, T = 16, V = 1000, Vp = 1024;
+    size_t N = (size_t)B * T, n = N * Vp;
+    float *logits = hrand(n, 4);
+    int *tg = irand(N, V);
+    float dloss = 1.0f / (float)N;
+    /* forward only: losses, logits untouched */
+    float *l_c = hcopy(logits, n), *loss_c = hzero(N);
+    double mean_c = cpu_crossentropy_softmax(l_c, loss_c, tg, B, T, V, Vp, 0);
+    void *d_l = dx(logits, n);
+    float *losses = dpoison_f(N);
+    int *d_tg = di(tg, N);
+    CK(prism_cuda_fused_classifier(d_l, losses, d_tg, (int)N, V, Vp, dloss, 0));
+    float *loss_g = get_f(losses, N);
+    close_to("classifier losses", loss_g, loss_c, N, tol(5e-5, 1e-4));
+    close_to("classifier logits kept", get_x(d_l, n), logits, n, 0);
+    double mean_g = 0;
+    for (size_t i = 0; i < N; i++) mean_g += loss_g[i];
+    ASSERT_NEAR(mean_c, mean_g / N, 1e-4 * mean_c);
+    /* training: logits -> dlogits in place, padded columns zero */
+    float *dl_c = hcopy(logits, n), *loss2_c = hzero(N);
+    cpu_crossentropy_softmax(dl_c, loss2_c, tg, B, T, V, Vp, dloss);
+    CK(prism_cuda_fill_f32(losses, NAN, N));
+    CK(prism_cuda_fused_classifier(d_l, losses, d_tg, (int)N, V, Vp, dloss, 1));
+    float *dl_g = get_x(d_l, n);
+    close_to("classifier dlogits", dl_g, dl_c, n, tol(5e-5, 1e-2));
+    close_to("classifier losses (train)", get_f(losses, N), loss2_c, N, tol(5e-5, 1e-4));
+    for (size_t r = 0; r < N; r++)
+        for (int v = V; v < Vp; v++) ASSERT_TRUE(dl_g[r * Vp + v] == 0.0f);
+}
+
+TEST(adamw_and_grad_norm) {
+    need_device();
+    size_t n = 1000003;
+    float *p = hrand(n, 1), *g = hrand(n, 0.05f), *m = hrand(n, 0.01f), *v = hrand(n, 1e-3f);
+    for (size_t i = 0; i < n; i++) v[i] = fabsf(v[i]);
+    /* the CPU keeps float32 params: start both from the same float32 master */
+    float *d_p = df(p, n), *d_g = df(g, n), *d_m = df(m, n), *d_v = df(v, n);
+    void *px = dpoison_x(n);
+    double ss = cpu_sumsq(g, n);
+    float norm = 0;
+    CK(prism_cuda_grad_norm(d_g, n, &norm));
+    printf("  grad norm gpu %.9g cpu %.9g\n", norm, sqrt(ss));
+    ASSERT_NEAR(sqrt(ss), norm, 1e-5 * sqrt(ss));
+    float norm2 = 0;
+    CK(prism_cuda_grad_norm(d_g, n, &norm2));
+    ASSERT_TRUE(memcmp(&norm, &norm2, sizeof norm) == 0);   /* deterministic */
+    float lr = 1e-3f, b1 = 0.9f, b2 = 0.95f, eps = 1e-8f, wd = 0.1f, gs = 0.7f;
+    int t = 3;
+    cpu_adamw(p, g, m, v, n, lr, b1, b2, eps, wd, gs, t);
+    CK(prism_cuda_adamw(d_p, px, d_g, d_m, d_v, n, lr, b1, b2, eps, wd, t, gs));
+    close_to("adamw master", get_f(d_p, n), p, n, 1e-5);
+    close_to("adamw m", get_f(d_m, n), m, n, 1e-5);
+    close_to("adamw v", get_f(d_v, n), v, n, 1e-5);
+    float *pr = hcopy(p, n);
+    prism_cuda_round_host(pr, n);
+    close_to("adamw working copy", get_x(px, n), pr, n, tol(1e-5, 1e-2));
+}
+
+/* ---- whole model vs the CPU engine --------------------------------------------------------------- */
+static const char *tensor_names[MODEL_NUM_TENSORS] = { "wte", "wpe", "ln1w", "ln1b", "qkvw", "qkvb", "attprojw",
+    "attprojb", "ln2w", "ln2b", "fcw", "fcb", "fcprojw", "fcprojb", "lnfw", "lnfb" };
+
+static void small_config(struct model_config *c) {
+    memset(c, 0, sizeof *c);
+    c->L = 4; c->C = 256; c->V = 500; c->Vp = 512; c->maxT = 64; c->B = 2; c->T = 64;
+    int h[4] = { 1, 2, 4, 8 };     /* head sizes 256, 128, 64, 32: non-uniform */
+    memcpy(c->heads, h, sizeof h);
+}
+static void make_pair(const struct model_config *c, model **cpu, model **gpu, float **params) {
+    char err[512];
+    if (model_cpu_ops.create(c, -1, cpu, err, sizeof err)) HFAIL("cpu create: %s", err);
+    if (model_cuda_ops.create(c, 0, gpu, err, sizeof err)) HFAIL("cuda create: %s", err);
+    size_t np = model_num_params(c);
+    *params = malloc(np * sizeof(float));
+    model_init_params(c, 1234, *params);
+    prism_cuda_round_host(*params, np);    /* both start from weights exactly representable on the GPU */
+    if (model_cpu_ops.set_params(*cpu, *params)) HFAIL("cpu set_params");
+    if (model_cuda_ops.set_params(*gpu, *params)) HFAIL("cuda set_params: %s", model_cuda_ops.error(*gpu));
+}
+/* a learnable token stream over 37 of the V tokens: mostly x' = (7x+3) mod 37, 10% random among the 37 */
+static void batch(int *in, int *tg, int n, int V, int step) {
+    int x = (step * 13 + 7) % 37;
+    (void)V;
+    for (int i = 0; i <= n; i++) {
+        int nx = (frand() > 0.8f) ? (int)((frand() + 1.0f) * 0.5f * 36.999f) : (7 * x + 3) % 37;
+        if (i < n) in[i] = x;
+        if (i > 0) tg[i - 1] = x;
+        x = nx;
+    }
+}
+
+TEST(model_loss_and_every_gradient_match_cpu) {
+    need_device();
+    struct model_config c;
+    small_config(&c);
+    model *cpu, *gpu;
+    float *params;
+    make_pair(&c, &cpu, &gpu, &params);
+    int n = c.B * c.T, *in = malloc(n * sizeof(int)), *tg = malloc(n * sizeof(int));
+    batch(in, tg, n, c.V, 0);
+    float lc = 0, lg = 0;
+    if (model_cpu_ops.zero_grad(cpu) || model_cpu_ops.forward_backward(cpu, in, tg, c.B, c.T, 1.0f, &lc)) HFAIL("cpu fb");
+    if (model_cuda_ops.zero_grad(gpu) || model_cuda_ops.forward_backward(gpu, in, tg, c.B, c.T, 1.0f, &lg))
+        HFAIL("cuda forward_backward: %s", model_cuda_ops.error(gpu));
+    printf("heads 1,2,4,8 (head sizes 256,128,64,32) C=256 L=4: loss cpu %.7f gpu %.7f\n", lc, lg);
+    ASSERT_NEAR(lc, lg, lc * tol(1e-5, 1e-2));
+    size_t np = model_num_params(&c), sz[MODEL_NUM_TENSORS];
+    model_param_sizes(&c, sz);
+    float *gc = malloc(np * sizeof(float)), *gg = malloc(np * sizeof(float));
+    if (model_cpu_ops.get_grads(cpu, gc) || model_cuda_ops.get_grads(gpu, gg)) HFAIL("get_grads");
+    size_t off = 0;
+    double worst = 0;
+    for (int i = 0; i < MODEL_NUM_TENSORS; i++) {
+        double e2 = 0, r2 = 0;
+        for (size_t k = 0; k < sz[i]; k++) {
+            double a = gg[off + k], b = gc[off + k];
+            if (!isfinite(a)) HFAIL("%s grad[%zu] is %g", tensor_names[i], k, a);
+            e2 += (a - b) * (a - b);
+            r2 += b * b;
+        }
+        double rel = r2 > 0 ? sqrt(e2 / r2) : sqrt(e2);
+        printf("  grad %-9s n=%-8zu |cpu|=%.4e rel L2 err=%.3e\n", tensor_names[i], sz[i], sqrt(r2), rel);
+        if (!(r2 > 0)) HFAIL("%s: CPU gradient is all zeros", tensor_names[i]);
+        if (rel > worst) worst = rel;
+        if (!(rel <= tol(1e-4, 5e-2))) HFAIL("gradient of %s: relative L2 error %.3e > %.0e", tensor_names[i], rel, tol(1e-4, 5e-2));
+        off += sz[i];
+    }
+    printf("worst gradient relative L2 error %.3e\n", worst);
+    /* forward_loss agrees with the training forward's loss, attention distance with the CPU's */
+    float le = 0, lce = 0;
+    double dg[4] = { 0 }, dc[4] = { 0 };
+    if (model_cuda_ops.forward_loss(gpu, in, tg, c.B, c.T, &le, dg)) HFAIL("cuda forward_loss: %s", model_cuda_ops.error(gpu));
+    if (model_cpu_ops.forward_loss(cpu, in, tg, c.B, c.T, &lce, dc)) HFAIL("cpu forward_loss");
+    ASSERT_NEAR(lg, le, 1e-6 * lg);
+    for (int l = 0; l < 4; l++) {
+        printf("  attention distance layer %d: cpu %.4f gpu %.4f\n", l + 1, dc[l], dg[l]);
+        ASSERT_NEAR(dc[l], dg[l], dc[l] * tol(1e-4, 2e-2) + 1e-4);
+    }
+    model_cpu_ops.free(cpu);
+    model_cuda_ops.free(gpu);
+}
+
+TEST(model_trains_20_steps_like_cpu) {
+    need_device();
+    struct model_config c;
+    small_config(&c);
+    model *cpu, *gpu;
+    float *params;
+    make_pair(&c, &cpu, &gpu, &params);
+    int n = c.B * c.T, *in = malloc(n * sizeof(int)), *tg = malloc(n * sizeof(int));
+    struct adamw_params hp = { .lr = 1e-3f, .beta1 = 0.9f, .beta2 = 0.95f, .eps = 1e-8f, .weight_decay = 0.1f, .grad_clip = 1.0f };
+    float first_c = 0, first_g = 0, lc = 0, lg = 0, worst = 0;
+    printf("step  loss_cpu   loss_gpu   |diff|     norm_cpu  norm_gpu\n");
+    for (int s = 0; s < 20; s++) {
+        batch(in, tg, n, c.V, s);
+        float nc = 0, ng = 0;
+        if (model_cpu_ops.zero_grad(cpu) || model_cpu_ops.forward_backward(cpu, in, tg, c.B, c.T, 1.0f, &lc) ||
+            model_cpu_ops.update(cpu, &hp, s + 1, &nc)) HFAIL("cpu step %d", s);
+        if (model_cuda_ops.zero_grad(gpu) || model_cuda_ops.forward_backward(gpu, in, tg, c.B, c.T, 1.0f, &lg) ||
+            model_cuda_ops.update(gpu, &hp, s + 1, &ng)) HFAIL("cuda step %d: %s", s, model_cuda_ops.error(gpu));
+        if (s == 0) { first_c = lc; first_g = lg; }
+        float d = fabsf(lc - lg);
+        if (d / lc > worst) worst = d / lc;
+        printf("%4d  %.6f  %.6f  %.2e  %.4f    %.4f\n", s, lc, lg, d, nc, ng);
+        if (!(d <= lc * tol(2e-3, 5e-2))) HFAIL("step %d: loss cpu %.6f gpu %.6f differ by more than %.0e relative", s, lc, lg,
+                                               tol(2e-3, 5e-2));
+    }
+    printf("worst relative loss difference %.3e; loss %.4f -> %.4f (cpu) %.4f -> %.4f (gpu)\n", worst, first_c, lc, first_g, lg);
+    ASSERT_LT(lg, 0.9f * first_g);   /* it learns */
+    model_cpu_ops.free(cpu);
+    model_cuda_ops.free(gpu);
+}
+/* The worker agent trains one job per device, each in its own thread: per-thread runtime state must let two
+ * threads train two models at once and get exactly what one thread gets alone. */
+struct thread_job { float *params; float loss[3]; int rc; char err[512]; };
+static void *thread_train(void *arg) {
+    struct thread_job *j = arg;
+    struct model_config c;
+    small_config(&c);
+    model *m = NULL;
+    int n = c.B * c.T, in[128], tg[128];
+    struct adamw_params hp = { .lr = 1e-3f, .beta1 = 0.9f, .beta2 = 0.95f, .eps = 1e-8f, .weight_decay = 0.1f, .grad_clip = 1.0f };
+    j->rc = model_cuda_ops.create(&c, 0, &m, j->err, sizeof j->err);
+    if (j->rc == 0) j->rc = model_cuda_ops.set_params(m, j->params);
+    for (int s = 0; s < 3 && j->rc == 0; s++) {
+        for (int i = 0; i < n; i++) { in[i] = (5 * i + s) % 37; tg[i] = (5 * i + s + 1) % 37; }
+        float g;
+        j->rc = model_cuda_ops.zero_grad(m) || model_cuda_ops.forward_backward(m, in, tg, c.B, c.T, 1.0f, &j->loss[s]) ||
+                model_cuda_ops.update(m, &hp, s + 1, &g);
+    }
+    if (j->rc && m) snprintf(j->err, sizeof j->err, "%s", model_cuda_ops.error(m));
+    model_cuda_ops.free(m);
+    return NULL;
+}
+TEST(models_in_two_threads_match_one_thread) {
+    need_device();
+    struct model_config c;
+    small_config(&c);
+    float *params = malloc(model_num_params(&c) * sizeof(float));
+    model_init_params(&c, 99, params);
+    struct thread_job solo = { .params = params }, a = { .params = params }, b = { .params = params };
+    pthread_t ta, tb;
+    thread_train(&solo);
+    if (solo.rc) HFAIL("single thread: %s", solo.err);
+    if (pthread_create(&ta, NULL, thread_train, &a) || pthread_create(&tb, NULL, thread_train, &b)) HFAIL("pthread_create");
+    pthread_join(ta, NULL);
+    pthread_join(tb, NULL);
+    if (a.rc || b.rc) HFAIL("threads: %s / %s", a.err, b.err);
+    for (int s = 0; s < 3; s++) {
+        printf("step %d: alone %.6f, thread A %.6f, thread B %.6f\n", s, solo.loss[s], a.loss[s], b.loss[s]);
+        /* atomics in some backward kernels make the last bits differ run to run: compare loosely */
+        ASSERT_NEAR(solo.loss[s], a.loss[s], 1e-3 * solo.loss[s]);
+        ASSERT_NEAR(solo.loss[s], b.loss[s], 1e-3 * solo.loss[s]);
+    }
+}
+#endif /* PRISM_HAVE_CUDA */
+
+/* Runs everywhere: asking for CUDA where it cannot work is a clear error, never a crash. */
+TEST(cuda_backend_fails_cleanly_without_device) {
+    char err[512] = "";
+    int idx = -2;
+    const model_ops *ops = model_ops_for_device("0", &idx, err, sizeof err);
+#ifndef PRISM_HAVE_CUDA
+    ASSERT_TRUE(ops == NULL);
+    ASSERT_CONTAINS(err, "no CUDA backend");
+#else
+    ASSERT_TRUE(ops == &model_cuda_ops);
+    ASSERT_EQ_INT(0, idx);
+    ASSERT_TRUE(model_ops_for_device("cpu", &idx, err, sizeof err) == &model_cpu_ops);
+    struct model_config c;
+    memset(&c, 0, sizeof c);
+    c.L = 1; c.C = 64; c.V = 10; c.Vp = 16; c.maxT = 8; c.B = 1; c.T = 8; c.heads[0] = 2;
+    model *m = (model *)0x1;
+    int ndev = prism_cuda_device_count();
+    int dev = ndev > 0 ? ndev + 7 : 0;        /* no device at all, or an index past the last one */
+    err[0] = 0;
+    int rc = model_cuda_ops.create(&c, dev, &m, err, sizeof err);
+    printf("devices: %d; create(device %d) -> %d: %s\n", ndev, dev, rc, err);
+    ASSERT_EQ_INT(MODEL_EDEVICE, rc);
+    ASSERT_TRUE(m == NULL);
+    ASSERT_CONTAINS(err, ndev > 0 ? "does not exist" : "no CUDA device");
+    /* a bad schedule is rejected before any device work */
+    c.heads[0] = 3;
+    rc = model_cuda_ops.create(&c, 0, &m, err, sizeof err);
+    ASSERT_EQ_INT(MODEL_EINVAL, rc);
+    ASSERT_CONTAINS(err, "do not divide");
+#endif
+}
