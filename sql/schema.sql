@@ -40,7 +40,8 @@ CREATE TABLE jobs (
                    CHECK (state IN ('queued', 'leased', 'done', 'failed', 'cancelled')),
   job              TEXT NOT NULL,            -- the job JSON a worker trains (model, train, eval, data)
   attempt          INTEGER NOT NULL DEFAULT 0, -- bumped on every lease
-  lease_token      TEXT,                     -- current lease's secret; NULL when not leased
+  attempt_base     INTEGER NOT NULL DEFAULT 0, -- attempt at the last admin requeue: --max-attempts counts from here
+  lease_token      TEXT,                     -- latest lease's secret (kept after it ends: repeated complete/fail is idempotent)
   lease_expires_at REAL,
   worker_id        INTEGER REFERENCES workers(id),
   device           TEXT,

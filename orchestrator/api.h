@@ -1,0 +1,60 @@
+/* api.h — the orchestrator's HTTP/JSON API (docs/API.md): routing, auth, JSON handlers, group commit.
+ *
+ * api_handle() is an http_handler_fn: it routes one request, checks its token, parses its JSON (size and
+ * depth capped), calls the queue/sweeps/leaderboard modules and fills the response. Every write runs in a
+ * SAVEPOINT inside one open transaction shared by all requests handled since the last api_flush(); the
+ * server calls api_flush() (COMMIT) before it writes any answer, so a 2xx is only ever sent for committed
+ * work. A failed request rolls back to its savepoint and leaves the others' work intact.
+ *
+ * Ownership: the api borrows the store (the caller closes it after api_release) and owns its queue.
+ */
+#ifndef PRISM_API_H
+#define PRISM_API_H
+#include "auth.h"
+#include "http.h"
+#include "queue.h"
+#include "store.h"
+
+#define API_MAX_JSON_DEPTH 32
+#define API_LAT_BUCKETS 12
+#define API_RATE_SAMPLES 128
+
+typedef struct api_config {
+    double lease_ttl;          /* seconds (--lease-ttl) */
+    int max_attempts;          /* --max-attempts */
+    int public_read;           /* 1: GET /api/v1/... needs no token (loopback or --public-read) */
+    const char *web_dir;       /* static files root (--web), may be NULL */
+    const char *vendor_dir;    /* Chart.js folder, default /usr/share/javascript/chart.js */
+} api_config;
+
+typedef struct api_rate {      /* per-sweep progress samples for the ETA */
+    long long sweep;
+    int n, head;
+    struct { double t; long long steps; } s[API_RATE_SAMPLES];
+} api_rate;
+
+typedef struct api {
+    store *st;                 /* borrowed */
+    queue q;                   /* owned */
+    auth_tokens tokens;
+    api_config cfg;
+    char web_real[4096];       /* realpath of web_dir, "" when none */
+    int txn_open;              /* BEGIN IMMEDIATE issued, COMMIT pending */
+    int stopping;
+    unsigned long long req_by_class[6];          /* 1xx..5xx */
+    unsigned long long req_by_code[600];
+    unsigned long long lat_bucket[API_LAT_BUCKETS + 1];
+    double lat_sum;
+    unsigned long long commits, commit_failures;
+    api_rate rates[16];
+} api;
+
+/* Returns 0, or -1 with a message in err. */
+int api_init(api *a, store *st, const auth_tokens *tokens, const api_config *cfg, char *err, size_t errlen);
+void api_release(api *a);        /* commits nothing: call api_flush first */
+
+void api_handle(void *ud, http_request *req, http_response *res);   /* ud = api* */
+int api_flush(void *ud);         /* COMMIT the open transaction; 0 or < 0 (rolled back) */
+/* Expires stale leases inside the shared transaction. Returns how many expired, or < 0. */
+int api_expire(api *a);
+#endif

@@ -1,0 +1,536 @@
+/* http.c — HTTP/1.1 over libuv with http-parser, answers written after the group commit.
+ *
+ * Design: a connection (struct http_conn) embeds its uv_tcp_t, a uv_timer_t and an http_session; the struct
+ * is freed when the second of its two handles has finished closing. Reading fills a fixed 64 KiB buffer
+ * inside the connection, so no read allocates. The session parses with http-parser callbacks that copy the
+ * URL, the Authorization header and the body into capped buffers; any cap breached stops the parser and the
+ * answer is a 413. A complete request is handled synchronously (the API touches SQLite in this thread) and
+ * its serialised answer appended to the session's out buffer. A uv_check handle runs after each poll phase:
+ * it calls opts.flush (the API's COMMIT) and then writes every connection's out buffer in one uv_write, so
+ * nothing is acknowledged before it is durable and concurrent requests share one fsync.
+ *
+ * Timers: one per connection. While a request is partly received it is the slow-request deadline (armed at
+ * the request's first byte, not re-armed by later bytes, so a trickle cannot hold a connection); between
+ * requests it is the idle timeout, re-armed by each request.
+ */
+#include "http.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/time.h>
+
+static double now_s(void) {
+    struct timeval tv;
+    gettimeofday(&tv, NULL);
+    return (double)tv.tv_sec + tv.tv_usec / 1e6;
+}
+
+/* ---- buffers ------------------------------------------------------------------------------------- */
+
+int http_buf_append(http_buf *b, const void *p, size_t n, size_t max) {
+    if (b->len + n > max) return -1;
+    if (b->len + n + 1 > b->cap) {
+        size_t cap = b->cap ? b->cap : 256;
+        while (cap < b->len + n + 1) cap *= 2;
+        char *d = realloc(b->data, cap);
+        if (!d) return -1;
+        b->data = d;
+        b->cap = cap;
+    }
+    if (n) memcpy(b->data + b->len, p, n);
+    b->len += n;
+    b->data[b->len] = 0;
+    return 0;
+}
+
+void http_buf_free(http_buf *b) {
+    free(b->data);
+    b->data = NULL;
+    b->len = b->cap = 0;
+}
+
+/* ---- responses ----------------------------------------------------------------------------------- */
+
+const char *http_status_text(int status) {
+    switch (status) {
+    case 200: return "OK";
+    case 201: return "Created";
+    case 204: return "No Content";
+    case 400: return "Bad Request";
+    case 401: return "Unauthorized";
+    case 403: return "Forbidden";
+    case 404: return "Not Found";
+    case 405: return "Method Not Allowed";
+    case 408: return "Request Timeout";
+    case 409: return "Conflict";
+    case 413: return "Payload Too Large";
+    case 415: return "Unsupported Media Type";
+    case 500: return "Internal Server Error";
+    case 503: return "Service Unavailable";
+    default: return "Status";
+    }
+}
+
+int http_response_set(http_response *res, int status, const char *content_type, const char *body, size_t len) {
+    res->body.len = 0;
+    res->status = status;
+    res->content_type = content_type;
+    if (http_buf_append(&res->body, body, len, (size_t)-1 / 2) < 0) {
+        res->status = 500;
+        res->content_type = "application/json";
+        res->body.len = 0;
+        return -1;
+    }
+    return 0;
+}
+
+/* JSON-escapes msg into out (which has room for n bytes). */
+static void json_escape(char *out, size_t n, const char *msg) {
+    size_t o = 0;
+    for (const unsigned char *p = (const unsigned char *)msg; *p && o + 7 < n; p++) {
+        if (*p == '"' || *p == '\\') { out[o++] = '\\'; out[o++] = (char)*p; }
+        else if (*p < 0x20) o += (size_t)snprintf(out + o, n - o, "\\u%04x", *p);
+        else out[o++] = (char)*p;
+    }
+    out[o] = 0;
+}
+
+void http_response_error(http_response *res, int status, const char *fmt, ...) {
+    char msg[1024], esc[2200], body[2300];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    json_escape(esc, sizeof esc, msg);
+    int n = snprintf(body, sizeof body, "{\"error\": \"%s\"}", esc);
+    http_response_set(res, status, "application/json", body, (size_t)n);
+}
+
+/* ---- session ------------------------------------------------------------------------------------- */
+
+static http_session *S(http_parser *p) { return p->data; }
+
+static int on_message_begin(http_parser *p) {
+    http_session *s = S(p);
+    http_request *r = &s->req;
+    r->url_len = 0;
+    r->url[0] = 0;
+    r->auth[0] = 0;
+    r->auth_too_long = 0;
+    r->expect_continue = 0;
+    r->body.len = 0;
+    r->t_start = now_s();
+    s->header_bytes = 0;
+    s->hname_len = 0;
+    s->hname_long = 0;
+    s->last_was_value = 0;
+    s->in_message = 1;
+    return 0;
+}
+
+static int on_url(http_parser *p, const char *at, size_t n) {
+    http_request *r = &S(p)->req;
+    if (r->url_len + n > HTTP_MAX_URL) { S(p)->pending_status = 413; return 1; }
+    memcpy(r->url + r->url_len, at, n);
+    r->url_len += n;
+    r->url[r->url_len] = 0;
+    return 0;
+}
+
+static int count_header(http_session *s, size_t n) {
+    s->header_bytes += n;
+    if (s->header_bytes > HTTP_MAX_HEADERS) { s->pending_status = 413; return 1; }
+    return 0;
+}
+
+static int on_header_field(http_parser *p, const char *at, size_t n) {
+    http_session *s = S(p);
+    if (count_header(s, n)) return 1;
+    if (s->last_was_value) { s->hname_len = 0; s->hname_long = 0; s->last_was_value = 0; }
+    if (s->hname_len + n >= sizeof s->hname) { s->hname_long = 1; return 0; }
+    for (size_t i = 0; i < n; i++) s->hname[s->hname_len++] = (char)((at[i] >= 'A' && at[i] <= 'Z') ? at[i] + 32 : at[i]);
+    s->hname[s->hname_len] = 0;
+    return 0;
+}
+
+static int on_header_value(http_parser *p, const char *at, size_t n) {
+    http_session *s = S(p);
+    if (count_header(s, n)) return 1;
+    s->last_was_value = 1;
+    http_request *r = &s->req;
+    if (!s->hname_long && strcmp(s->hname, "expect") == 0 && n >= 12 && strncasecmp(at, "100-continue", 12) == 0)
+        r->expect_continue = 1;
+    if (s->hname_long || strcmp(s->hname, "authorization") != 0) return 0;
+    size_t have = strlen(r->auth);
+    if (have + n > HTTP_MAX_AUTH) { r->auth_too_long = 1; return 0; }
+    memcpy(r->auth + have, at, n);
+    r->auth[have + n] = 0;
+    return 0;
+}
+
+static int on_headers_complete(http_parser *p) {
+    if (p->content_length != (uint64_t)-1 && p->content_length > HTTP_MAX_BODY) {
+        S(p)->pending_status = 413;
+        return -1;   /* http-parser: non-zero other than 1/2 is an error */
+    }
+    if (S(p)->req.expect_continue) {   /* the client waits for this before sending the body */
+        static const char cont[] = "HTTP/1.1 100 Continue\r\n\r\n";
+        http_buf_append(&S(p)->out, cont, sizeof cont - 1, (size_t)-1 / 2);
+    }
+    return 0;
+}
+
+static int on_body(http_parser *p, const char *at, size_t n) {
+    http_request *r = &S(p)->req;
+    if (http_buf_append(&r->body, at, n, HTTP_MAX_BODY) < 0) { S(p)->pending_status = 413; return 1; }
+    return 0;
+}
+
+/* Serialises res onto s->out. */
+static void session_emit(http_session *s, http_response *res, int keep_alive, int head_only) {
+    char head[1024];
+    int st = res->status ? res->status : 500;
+    if (!res->content_type) res->content_type = "application/json";
+    int n;
+    if (st == 204)
+        n = snprintf(head, sizeof head, "HTTP/1.1 204 No Content\r\n%sConnection: %s\r\n\r\n",
+                     res->extra_headers ? res->extra_headers : "", keep_alive ? "keep-alive" : "close");
+    else
+        n = snprintf(head, sizeof head, "HTTP/1.1 %d %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n%sConnection: %s\r\n\r\n",
+                     st, http_status_text(st), res->content_type, res->body.len,
+                     res->extra_headers ? res->extra_headers : "", keep_alive ? "keep-alive" : "close");
+    if (http_buf_append(&s->out, head, (size_t)n, (size_t)-1 / 2) < 0 ||
+        (st != 204 && !head_only && res->body.len && http_buf_append(&s->out, res->body.data, res->body.len, (size_t)-1 / 2) < 0))
+        s->closing = 1;   /* out of memory: the connection dies */
+}
+
+static int on_message_complete(http_parser *p) {
+    http_session *s = S(p);
+    http_request *r = &s->req;
+    s->in_message = 0;
+    char *q = memchr(r->url, '?', r->url_len);
+    if (q) { *q = 0; r->query = q + 1; } else r->query = "";
+    r->path = r->url;
+    r->method = p->method;
+    http_response res = {0};
+    int keep_alive = http_should_keep_alive(p);
+    if (s->handler) s->handler(s->ud, r, &res);
+    else http_response_error(&res, 404, "no handler");
+    if (res.close) keep_alive = 0;
+    session_emit(s, &res, keep_alive, r->method == HTTP_HEAD);
+    http_buf_free(&res.body);
+    s->requests++;
+    if (!keep_alive) { s->closing = 1; return 1; }   /* stop parsing what follows */
+    return 0;
+}
+
+static const http_parser_settings settings = {
+    .on_message_begin = on_message_begin,
+    .on_url = on_url,
+    .on_header_field = on_header_field,
+    .on_header_value = on_header_value,
+    .on_headers_complete = on_headers_complete,
+    .on_body = on_body,
+    .on_message_complete = on_message_complete,
+};
+
+void http_session_init(http_session *s, http_handler_fn handler, void *ud) {
+    memset(s, 0, sizeof *s);
+    http_parser_init(&s->parser, HTTP_REQUEST);
+    s->parser.data = s;
+    s->handler = handler;
+    s->ud = ud;
+}
+
+void http_session_release(http_session *s) {
+    http_buf_free(&s->req.body);
+    http_buf_free(&s->out);
+}
+
+void http_session_fail(http_session *s, int status, const char *msg) {
+    http_response res = {0};
+    http_response_error(&res, status, "%s", msg);
+    session_emit(s, &res, 0, 0);
+    http_buf_free(&res.body);
+    s->closing = 1;
+    s->in_message = 0;
+}
+
+int http_session_feed(http_session *s, const char *data, size_t len) {
+    if (s->closing) return -1;
+    size_t n = http_parser_execute(&s->parser, &settings, data, len);
+    if (s->closing) return -1;
+    enum http_errno e = HTTP_PARSER_ERRNO(&s->parser);
+    if (s->pending_status == 413) {
+        http_session_fail(s, 413, "request too large: URL must be under 4 KiB, headers under 16 KiB and the body "
+                                  "under 8 MiB (send metrics in smaller batches)");
+        return -1;
+    }
+    if (e == HPE_HEADER_OVERFLOW) {
+        http_session_fail(s, 413, "request headers too large (limit 16 KiB)");
+        return -1;
+    }
+    if (e != HPE_OK) {
+        char msg[256];
+        snprintf(msg, sizeof msg, "malformed HTTP request: %s", http_errno_description(e));
+        http_session_fail(s, 400, msg);
+        return -1;
+    }
+    if (n != len) {
+        http_session_fail(s, 400, "malformed HTTP request");
+        return -1;
+    }
+    return 0;
+}
+
+/* ---- libuv server -------------------------------------------------------------------------------- */
+
+typedef struct http_conn {
+    uv_tcp_t tcp;             /* handle 1 */
+    uv_timer_t timer;         /* handle 2 */
+    http_server *srv;
+    http_session sess;
+    struct http_conn *prev, *next;
+    int open_handles;         /* freed when this reaches 0 */
+    int closing;
+    int writes;               /* uv_write requests in flight */
+    int timer_is_request;     /* 1: slow-request deadline armed */
+    char rbuf[64 * 1024];
+} http_conn;
+
+typedef struct write_req {
+    uv_write_t req;
+    http_conn *conn;
+    char *data;               /* owned */
+} write_req;
+
+static void conn_maybe_stopped(http_server *srv);
+static void server_check(uv_check_t *h);
+
+static void conn_handle_closed(uv_handle_t *h) {
+    http_conn *c = h->data;
+    if (--c->open_handles > 0) return;
+    http_server *srv = c->srv;
+    http_session_release(&c->sess);
+    free(c);
+    conn_maybe_stopped(srv);
+}
+
+static void conn_close(http_conn *c) {
+    if (c->closing) return;
+    c->closing = 1;
+    http_server *srv = c->srv;
+    if (c->prev) c->prev->next = c->next; else srv->conns = c->next;
+    if (c->next) c->next->prev = c->prev;
+    c->prev = c->next = NULL;
+    srv->nconns--;
+    uv_read_stop((uv_stream_t *)&c->tcp);
+    uv_timer_stop(&c->timer);
+    uv_close((uv_handle_t *)&c->timer, conn_handle_closed);
+    uv_close((uv_handle_t *)&c->tcp, conn_handle_closed);
+}
+
+static void conn_timeout(uv_timer_t *t) {
+    http_conn *c = t->data;
+    if (c->sess.in_message) {
+        http_session_fail(&c->sess, 408, "request not completed in time (slow-request timeout)");
+        uv_read_stop((uv_stream_t *)&c->tcp);   /* answered at the next flush, then closed */
+        uv_timer_start(&c->timer, conn_timeout, 5000, 0);   /* hard close if even that write stalls */
+        c->timer_is_request = 0;
+        return;
+    }
+    conn_close(c);
+}
+
+static void arm_timer(http_conn *c) {
+    http_server *srv = c->srv;
+    if (c->sess.in_message) {
+        if (!c->timer_is_request) {
+            c->timer_is_request = 1;
+            uv_timer_start(&c->timer, conn_timeout, (uint64_t)(srv->opts.request_timeout_s * 1000), 0);
+        }
+    } else {
+        c->timer_is_request = 0;
+        uv_timer_start(&c->timer, conn_timeout, (uint64_t)(srv->opts.idle_timeout_s * 1000), 0);
+    }
+}
+
+static void conn_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf) {
+    http_conn *c = h->data;
+    buf->base = c->rbuf;
+    buf->len = sizeof c->rbuf;
+}
+
+static void conn_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf) {
+    http_conn *c = st->data;
+    if (nread < 0) {                       /* EOF or error: drop the connection (pending answers too) */
+        if (c->sess.out.len == 0 && c->writes == 0) conn_close(c);
+        else { uv_read_stop(st); c->sess.closing = 1; }
+        return;
+    }
+    if (nread == 0) return;
+    if (c->srv->stopping && !c->sess.in_message && c->sess.out.len == 0) { conn_close(c); return; }
+    size_t before = c->sess.out.len;
+    http_server *srv = c->srv;
+    if (http_session_feed(&c->sess, buf->base, (size_t)nread) < 0) uv_read_stop(st);
+    else arm_timer(c);
+    if (c->sess.out.len > before) {
+        double t = now_s();
+        if (srv->pending_since == 0) srv->pending_since = t;
+        else if (t - srv->pending_since > srv->opts.max_batch_delay_s) server_check(&srv->check);   /* commit now */
+    }
+}
+
+static void write_done(uv_write_t *w, int status) {
+    write_req *wr = (write_req *)w;
+    http_conn *c = wr->conn;
+    free(wr->data);
+    free(wr);
+    c->writes--;
+    if (c->closing) return;
+    if (status < 0) { conn_close(c); return; }
+    if (c->writes == 0 && c->sess.out.len == 0 && (c->sess.closing || (c->srv->stopping && !c->sess.in_message)))
+        conn_close(c);
+}
+
+static void conn_flush(http_conn *c) {
+    if (c->closing || c->sess.out.len == 0) return;
+    write_req *wr = malloc(sizeof *wr);
+    if (!wr) { conn_close(c); return; }
+    wr->conn = c;
+    wr->data = c->sess.out.data;      /* ownership moves to the write request */
+    uv_buf_t b = uv_buf_init(wr->data, (unsigned)c->sess.out.len);
+    c->sess.out.data = NULL;
+    c->sess.out.len = c->sess.out.cap = 0;
+    if (uv_write(&wr->req, (uv_stream_t *)&c->tcp, &b, 1, write_done) < 0) {
+        free(wr->data);
+        free(wr);
+        conn_close(c);
+        return;
+    }
+    c->writes++;
+}
+
+static void server_check(uv_check_t *h) {
+    http_server *srv = h->data;
+    srv->pending_since = 0;
+    int any = 0;
+    for (http_conn *c = srv->conns; c; c = c->next)
+        if (c->sess.out.len) { any = 1; break; }
+    int rc = srv->opts.flush ? srv->opts.flush(srv->ud) : 0;
+    if (!any) return;
+    http_conn *next;
+    for (http_conn *c = srv->conns; c; c = next) {
+        next = c->next;
+        if (!c->sess.out.len) continue;
+        if (rc < 0) conn_close(c);      /* not durable: acknowledge nothing */
+        else conn_flush(c);
+    }
+}
+
+static void on_connection(uv_stream_t *l, int status) {
+    http_server *srv = l->data;
+    if (status < 0) return;
+    http_conn *c = calloc(1, sizeof *c);
+    if (!c) return;
+    c->srv = srv;
+    uv_tcp_init(srv->loop, &c->tcp);
+    uv_timer_init(srv->loop, &c->timer);
+    c->tcp.data = c->timer.data = c;
+    c->open_handles = 2;
+    http_session_init(&c->sess, srv->handler, srv->ud);
+    c->next = srv->conns;
+    if (srv->conns) srv->conns->prev = c;
+    srv->conns = c;
+    srv->nconns++;
+    if (uv_accept(l, (uv_stream_t *)&c->tcp) < 0) { conn_close(c); return; }
+    uv_tcp_nodelay(&c->tcp, 1);
+    srv->accepted++;
+    if (srv->stopping || srv->nconns > srv->opts.max_conns) {
+        srv->rejected++;
+        http_session_fail(&c->sess, 503, srv->stopping ? "server is shutting down" :
+                          "too many connections: retry later");
+        arm_timer(c);
+        return;   /* written at the next check, then closed */
+    }
+    uv_read_start((uv_stream_t *)&c->tcp, conn_alloc, conn_read);
+    arm_timer(c);
+}
+
+static void listener_closed(uv_handle_t *h) {
+    http_server *srv = h->data;
+    srv->listener_open = 0;
+    conn_maybe_stopped(srv);
+}
+
+static void check_closed(uv_handle_t *h) {
+    http_server *srv = h->data;
+    srv->check_open = 0;
+    if (srv->opts.stopped) srv->opts.stopped(srv->ud);
+}
+
+static void conn_maybe_stopped(http_server *srv) {
+    if (!srv->stopping || srv->nconns > 0 || srv->listener_open || !srv->check_open) return;
+    if (uv_is_closing((uv_handle_t *)&srv->check)) return;
+    server_check(&srv->check);             /* last commit */
+    uv_close((uv_handle_t *)&srv->check, check_closed);
+}
+
+int http_server_start(http_server *srv, uv_loop_t *loop, const char *host, int port,
+                      http_handler_fn handler, void *ud, const http_server_opts *opts, char *err, size_t errlen) {
+    memset(srv, 0, sizeof *srv);
+    srv->loop = loop;
+    srv->handler = handler;
+    srv->ud = ud;
+    if (opts) srv->opts = *opts;
+    if (srv->opts.max_conns <= 0) srv->opts.max_conns = 1024;
+    if (srv->opts.idle_timeout_s <= 0) srv->opts.idle_timeout_s = 60;
+    if (srv->opts.request_timeout_s <= 0) srv->opts.request_timeout_s = 30;
+    if (srv->opts.max_batch_delay_s <= 0) srv->opts.max_batch_delay_s = 0.005;
+    struct sockaddr_storage addr;
+    int rc;
+    if (strcmp(host, "localhost") == 0) host = "127.0.0.1";
+    if (strchr(host, ':')) rc = uv_ip6_addr(host, port, (struct sockaddr_in6 *)&addr);
+    else rc = uv_ip4_addr(host, port, (struct sockaddr_in *)&addr);
+    if (rc < 0) { snprintf(err, errlen, "bad listen address %s: %s", host, uv_strerror(rc)); return rc; }
+    uv_tcp_init(loop, &srv->listener);
+    srv->listener.data = srv;
+    srv->listener_open = 1;
+    if ((rc = uv_tcp_bind(&srv->listener, (struct sockaddr *)&addr, 0)) < 0 ||
+        (rc = uv_listen((uv_stream_t *)&srv->listener, 511, on_connection)) < 0) {
+        snprintf(err, errlen, "cannot listen on %s:%d: %s", host, port, uv_strerror(rc));
+        uv_close((uv_handle_t *)&srv->listener, NULL);
+        srv->listener_open = 0;
+        return rc;
+    }
+    uv_check_init(loop, &srv->check);
+    srv->check.data = srv;
+    srv->check_open = 1;
+    uv_check_start(&srv->check, server_check);
+    return 0;
+}
+
+int http_server_port(http_server *srv) {
+    struct sockaddr_storage a;
+    int len = sizeof a;
+    if (uv_tcp_getsockname(&srv->listener, (struct sockaddr *)&a, &len) < 0) return -1;
+    if (a.ss_family == AF_INET6) return ntohs(((struct sockaddr_in6 *)&a)->sin6_port);
+    return ntohs(((struct sockaddr_in *)&a)->sin_port);
+}
+
+void http_server_stop(http_server *srv) {
+    if (srv->stopping) return;
+    srv->stopping = 1;
+    if (srv->listener_open) uv_close((uv_handle_t *)&srv->listener, listener_closed);
+    server_check(&srv->check);             /* commit and write what is answered */
+    http_conn *next;
+    for (http_conn *c = srv->conns; c; c = next) {
+        next = c->next;
+        if (c->writes == 0 && c->sess.out.len == 0) conn_close(c);
+        else c->sess.closing = 1;          /* closes in write_done */
+    }
+    conn_maybe_stopped(srv);
+}

@@ -1,0 +1,137 @@
+/* http.h — the orchestrator's HTTP/1.1 server: http-parser sessions carried over libuv TCP connections.
+ *
+ * Two layers:
+ *  - http_session: transport-free. Bytes go in with http_session_feed(); every complete request is handed
+ *    to the handler, whose answer is serialised onto s->out. Used by the server and by the fuzzer.
+ *  - http_server: a libuv listener. Responses are not written as soon as the handler returns: once per loop
+ *    iteration (a uv_check handle, i.e. right after the poll phase read everything that had arrived) the
+ *    server calls opts.flush(ud) — the API commits its open transaction there — and only then writes every
+ *    pending response. So a 2xx is on the wire only after its COMMIT, and every request read in the same
+ *    iteration shares one commit (group commit). If flush fails, the pending answers are dropped and their
+ *    connections closed: the client sees a reset and retries, nothing unacknowledged is claimed.
+ *
+ * Limits (each breach answered with a JSON error, then the connection closes): URL > HTTP_MAX_URL (413),
+ * headers > HTTP_MAX_HEADERS bytes (413), body > HTTP_MAX_BODY (413), malformed HTTP (400), a request not
+ * complete within request_timeout_s of its first byte (408), more than max_conns connections (503).
+ * Idle keep-alive connections close after idle_timeout_s.
+ *
+ * Ownership: a session owns its request buffers and its out buffer; http_session_release frees them.
+ * A connection's handles live in its struct and the struct is freed only in the last close callback.
+ */
+#ifndef PRISM_HTTP_H
+#define PRISM_HTTP_H
+#include <http_parser.h>
+#include <stddef.h>
+#include <uv.h>
+
+#define HTTP_MAX_URL      4096
+#define HTTP_MAX_HEADERS  (16 * 1024)
+#define HTTP_MAX_BODY     (8 * 1024 * 1024)
+#define HTTP_MAX_AUTH     512
+
+typedef struct http_buf {
+    char *data;   /* malloc'd; NULL when empty */
+    size_t len, cap;
+} http_buf;
+
+/* Appends; returns 0 or -1 (out of memory, or len would pass max; nothing appended then). */
+int http_buf_append(http_buf *b, const void *p, size_t n, size_t max);
+void http_buf_free(http_buf *b);
+
+typedef struct http_request {
+    int method;                     /* enum http_method (HTTP_GET, HTTP_POST, ...) */
+    char url[HTTP_MAX_URL + 1];     /* raw request target */
+    size_t url_len;
+    const char *path;               /* points into url: before '?' (NUL-terminated in place) */
+    const char *query;              /* points into url: after '?', "" when none */
+    char auth[HTTP_MAX_AUTH + 1];   /* Authorization header value, "" when absent */
+    int auth_too_long;
+    int expect_continue;            /* "Expect: 100-continue" was sent */
+    http_buf body;                  /* NUL-terminated when len > 0 */
+    double t_start;                 /* when its first byte arrived (store_now clock) */
+} http_request;
+
+typedef struct http_response {
+    int status;                     /* 0 until set */
+    const char *content_type;       /* static string */
+    const char *extra_headers;      /* static string of "Name: value\r\n" lines, or NULL */
+    http_buf body;
+    int close;                      /* close the connection after this answer */
+} http_response;
+
+/* Sets res to a JSON body `{"error": msg}` with the status. */
+void http_response_error(http_response *res, int status, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* Sets res to a body (copied) with the status and type. Returns 0 or -1 (no memory: res becomes a 500). */
+int http_response_set(http_response *res, int status, const char *content_type, const char *body, size_t len);
+
+typedef void (*http_handler_fn)(void *ud, http_request *req, http_response *res);
+
+typedef struct http_session {
+    http_parser parser;
+    http_request req;
+    http_buf out;                   /* serialised answers waiting to be written */
+    http_handler_fn handler;
+    void *ud;
+    size_t header_bytes;
+    char hname[32];                 /* current header name (lower case, truncated) */
+    size_t hname_len;
+    int hname_long;                 /* name longer than hname: not one we look at */
+    int last_was_value;
+    int in_message;                 /* a request has started and is not complete */
+    int pending_status;             /* a limit breached inside a callback (413) */
+    int closing;                    /* no more requests: close once out is written */
+    unsigned long requests;         /* answered so far */
+} http_session;
+
+void http_session_init(http_session *s, http_handler_fn handler, void *ud);
+void http_session_release(http_session *s);
+/* Parses data; each complete request runs the handler and appends its answer to s->out. Returns 0 to go
+ * on reading, or -1 when the connection must close once s->out is written (error answered, Connection:
+ * close, HTTP/1.0). Bytes after a closing request are ignored. */
+int http_session_feed(http_session *s, const char *data, size_t len);
+/* Appends an error answer (used on timeouts) and marks the session closing. */
+void http_session_fail(http_session *s, int status, const char *msg);
+
+typedef struct http_server_opts {
+    int max_conns;                  /* default 1024 */
+    double idle_timeout_s;          /* default 60 */
+    double request_timeout_s;       /* default 30 */
+    /* A batch is committed and answered early once its first answer has waited this long while more
+     * requests are still being read (bounds latency under load); default 0.005 s. */
+    double max_batch_delay_s;
+    /* Called once per loop iteration before pending answers are written; returns 0, or < 0 when what the
+     * answers claim could not be made durable (they are then dropped and their connections closed). */
+    int (*flush)(void *ud);
+    /* Called once when a graceful stop has finished (every connection closed); may be NULL. */
+    void (*stopped)(void *ud);
+} http_server_opts;
+
+struct http_conn;
+typedef struct http_server {
+    uv_loop_t *loop;
+    uv_tcp_t listener;
+    uv_check_t check;
+    http_handler_fn handler;
+    void *ud;
+    http_server_opts opts;
+    struct http_conn *conns;        /* doubly linked list of open connections */
+    int nconns;
+    int stopping;
+    int listener_open, check_open;
+    unsigned long accepted, rejected;
+    double pending_since;           /* when the oldest unwritten answer was made; 0 when none */
+} http_server;
+
+/* Binds host:port (IPv4 or IPv6 literal, or "localhost") and starts accepting on loop. port 0 picks a free
+ * port; http_server_port() says which. Returns 0, or a negative libuv code with a message in err. */
+int http_server_start(http_server *srv, uv_loop_t *loop, const char *host, int port,
+                      http_handler_fn handler, void *ud, const http_server_opts *opts, char *err, size_t errlen);
+int http_server_port(http_server *srv);
+/* Graceful stop: stop accepting, answer what has been read, close every connection once its answers are
+ * written; then opts.stopped(ud). Safe to call twice. */
+void http_server_stop(http_server *srv);
+
+/* "Not Found" for 404, etc. */
+const char *http_status_text(int status);
+#endif

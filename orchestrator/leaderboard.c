@@ -1,0 +1,456 @@
+/* leaderboard.c — ranking a sweep's schedules against the uniform baseline, and `prism-sweep leaderboard`.
+ *
+ * Design: two reads (the sweep's schedules in order; every job with its result) fill plain arrays; all
+ * statistics are computed in C. Differences of a few thousandths of a nat with stds of ~0.002 are the
+ * normal case (PAPER.md), so the comparison that matters is the paired one: for each seed both the schedule
+ * and the baseline finished, the same seed means the same init and data order, and the per-seed difference
+ * removes most of the seed-to-seed variance. Its 95% CI uses Student's t with n−1 degrees of freedom
+ * (tabulated for df ≤ 30, interpolated in 1/df beyond).
+ */
+#include "leaderboard.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "commands.h"
+#include "http.h"
+
+double leaderboard_t975(int df) {
+    static const double t[31] = { 0, 12.7062, 4.3027, 3.1824, 2.7764, 2.5706, 2.4469, 2.3646, 2.3060, 2.2622, 2.2281,
+                                  2.2010, 2.1788, 2.1604, 2.1448, 2.1314, 2.1199, 2.1098, 2.1009, 2.0930, 2.0860,
+                                  2.0796, 2.0739, 2.0687, 2.0639, 2.0595, 2.0555, 2.0518, 2.0484, 2.0452, 2.0423 };
+    if (df < 1) return NAN;
+    if (df <= 30) return t[df];
+    static const double dfs[] = { 30, 40, 60, 120, INFINITY }, ts[] = { 2.0423, 2.0211, 2.0003, 1.9799, 1.9600 };
+    for (int i = 0; i < 4; i++)
+        if (df <= dfs[i + 1]) {
+            double x0 = 1 / dfs[i], x1 = i + 1 == 4 ? 0 : 1 / dfs[i + 1], x = 1.0 / df;
+            return ts[i] + (ts[i + 1] - ts[i]) * (x0 - x) / (x0 - x1);
+        }
+    return 1.96;
+}
+
+typedef struct lb_job {
+    long long schedule, seed;
+    char state[16];
+    int has_result;
+    double val_loss, tok_per_s;     /* tok_per_s NAN when unknown */
+    json_t *attn;                   /* array or NULL; owned */
+} lb_job;
+
+typedef struct lb_sched {
+    long long id;
+    char heads[1024];
+    int is_baseline;
+    int ord;
+    int counts[5];
+    int seeds_total, seeds_done;
+    double mean, std;               /* NAN when unknown */
+} lb_sched;
+
+static const char *const STATES[5] = { "queued", "leased", "done", "failed", "cancelled" };
+
+static json_t *heads_json(const char *h) {
+    json_t *a = json_array();
+    for (const char *p = h; *p;) {
+        char *end;
+        long v = strtol(p, &end, 10);
+        if (end == p) break;
+        json_array_append_new(a, json_integer(v));
+        p = *end == ',' ? end + 1 : end;
+    }
+    return a;
+}
+
+static json_t *num_or_null(double v) { return isfinite(v) ? json_real(v) : json_null(); }
+
+static int cmp_rows(const void *pa, const void *pb) {
+    const json_t *a = *(json_t *const *)pa, *b = *(json_t *const *)pb;
+    json_t *ma = json_object_get(a, "val_loss_mean"), *mb = json_object_get(b, "val_loss_mean");
+    int ha = json_is_number(ma), hb = json_is_number(mb);
+    if (ha != hb) return ha ? -1 : 1;
+    if (ha) {
+        double x = json_number_value(ma), y = json_number_value(mb);
+        if (x < y) return -1;
+        if (x > y) return 1;
+    }
+    long long oa = json_integer_value(json_object_get(a, "_ord")), ob = json_integer_value(json_object_get(b, "_ord"));
+    return oa < ob ? -1 : oa > ob;
+}
+
+int leaderboard_build(store *st, long long sweep_id, json_t **out, char *err, size_t errlen) {
+    *out = NULL;
+    sqlite3_stmt *s = NULL;
+    lb_sched *sc = NULL;
+    lb_job *jobs = NULL;
+    int nsc = 0, njob = 0, rc = STORE_EIO;
+    json_t *rows = NULL;
+    char name[256] = "";
+    if (sqlite3_prepare_v2(st->db, "SELECT name FROM sweeps WHERE id = ?1", -1, &s, NULL) != SQLITE_OK) goto dberr;
+    sqlite3_bind_int64(s, 1, sweep_id);
+    if (sqlite3_step(s) != SQLITE_ROW) {
+        snprintf(err, errlen, "no sweep %lld", sweep_id);
+        rc = STORE_ENOTFOUND;
+        goto out;
+    }
+    snprintf(name, sizeof name, "%s", (const char *)sqlite3_column_text(s, 0));
+    sqlite3_finalize(s);
+    s = NULL;
+
+    if (sqlite3_prepare_v2(st->db, "SELECT id, heads, is_baseline, ord FROM schedules WHERE sweep_id = ?1 ORDER BY ord, id",
+                           -1, &s, NULL) != SQLITE_OK) goto dberr;
+    sqlite3_bind_int64(s, 1, sweep_id);
+    int cap = 0;
+    while (sqlite3_step(s) == SQLITE_ROW) {
+        if (nsc == cap) {
+            cap = cap ? cap * 2 : 64;
+            lb_sched *n = realloc(sc, (size_t)cap * sizeof *sc);
+            if (!n) goto nomem;
+            sc = n;
+        }
+        lb_sched *x = &sc[nsc++];
+        memset(x, 0, sizeof *x);
+        x->id = sqlite3_column_int64(s, 0);
+        snprintf(x->heads, sizeof x->heads, "%s", (const char *)sqlite3_column_text(s, 1));
+        x->is_baseline = sqlite3_column_int(s, 2);
+        x->ord = sqlite3_column_int(s, 3);
+        x->mean = x->std = NAN;
+    }
+    sqlite3_finalize(s);
+    s = NULL;
+
+    if (sqlite3_prepare_v2(st->db, "SELECT j.schedule_id, j.seed, j.state, r.val_loss, r.tok_per_s, r.attn_distance "
+                                   "FROM jobs j LEFT JOIN results r ON r.job_id = j.id WHERE j.sweep_id = ?1 ORDER BY j.seed, j.id",
+                           -1, &s, NULL) != SQLITE_OK) goto dberr;
+    sqlite3_bind_int64(s, 1, sweep_id);
+    cap = 0;
+    while (sqlite3_step(s) == SQLITE_ROW) {
+        if (njob == cap) {
+            cap = cap ? cap * 2 : 256;
+            lb_job *n = realloc(jobs, (size_t)cap * sizeof *jobs);
+            if (!n) goto nomem;
+            jobs = n;
+        }
+        lb_job *j = &jobs[njob++];
+        memset(j, 0, sizeof *j);
+        j->schedule = sqlite3_column_int64(s, 0);
+        j->seed = sqlite3_column_int64(s, 1);
+        snprintf(j->state, sizeof j->state, "%s", (const char *)sqlite3_column_text(s, 2));
+        j->has_result = strcmp(j->state, "done") == 0 && sqlite3_column_type(s, 3) != SQLITE_NULL;
+        j->val_loss = sqlite3_column_double(s, 3);
+        j->tok_per_s = sqlite3_column_type(s, 4) == SQLITE_NULL ? NAN : sqlite3_column_double(s, 4);
+        if (sqlite3_column_type(s, 5) != SQLITE_NULL) {
+            j->attn = json_loads((const char *)sqlite3_column_text(s, 5), 0, NULL);
+            if (!json_is_array(j->attn)) { json_decref(j->attn); j->attn = NULL; }
+        }
+    }
+    sqlite3_finalize(s);
+    s = NULL;
+
+    /* per schedule: counts, mean ± std, tok/s, mean D_l */
+    int base = -1;
+    for (int i = 0; i < nsc; i++) if (sc[i].is_baseline) { base = i; break; }
+    json_t **attn_mean = calloc((size_t)(nsc ? nsc : 1), sizeof *attn_mean);
+    if (!attn_mean) goto nomem;
+    rows = json_array();
+    for (int i = 0; i < nsc; i++) {
+        lb_sched *x = &sc[i];
+        double sum = 0, sum2 = 0, tps = 0;
+        int ntps = 0, nattn = 0;
+        double acc[1024];
+        int L = -1;
+        json_t *vl = json_array();
+        for (int k = 0; k < njob; k++) {
+            lb_job *j = &jobs[k];
+            if (j->schedule != x->id) continue;
+            x->seeds_total++;
+            for (int q = 0; q < 5; q++) if (strcmp(j->state, STATES[q]) == 0) x->counts[q]++;
+            if (!j->has_result) continue;
+            x->seeds_done++;
+            sum += j->val_loss;
+            sum2 += j->val_loss * j->val_loss;
+            json_array_append_new(vl, json_pack("{s:I, s:f}", "seed", (json_int_t)j->seed, "val_loss", j->val_loss));
+            if (isfinite(j->tok_per_s)) { tps += j->tok_per_s; ntps++; }
+            if (j->attn) {
+                int n = (int)json_array_size(j->attn);
+                if (n > 1024) n = 1024;
+                if (L < 0) { L = n; memset(acc, 0, sizeof acc); }
+                if (n == L) {
+                    for (int l = 0; l < L; l++) acc[l] += json_number_value(json_array_get(j->attn, l));
+                    nattn++;
+                }
+            }
+        }
+        int n = x->seeds_done;
+        if (n > 0) x->mean = sum / n;
+        if (n > 1) {
+            /* two-pass for accuracy */
+            double ss = 0;
+            for (int k = 0; k < njob; k++)
+                if (jobs[k].schedule == x->id && jobs[k].has_result) ss += (jobs[k].val_loss - x->mean) * (jobs[k].val_loss - x->mean);
+            x->std = sqrt(ss / (n - 1));
+        }
+        (void)sum2;
+        if (nattn > 0) {
+            attn_mean[i] = json_array();
+            for (int l = 0; l < L; l++) json_array_append_new(attn_mean[i], json_real(acc[l] / nattn));
+        }
+        json_t *counts = json_object();
+        for (int q = 0; q < 5; q++) json_object_set_new(counts, STATES[q], json_integer(x->counts[q]));
+        json_t *row = json_pack("{s:o, s:I, s:o, s:b, s:i, s:i, s:o, s:o, s:o, s:o, s:o, s:I}",
+                                "rank", json_null(), "schedule_id", (json_int_t)x->id, "heads", heads_json(x->heads),
+                                "is_baseline", x->is_baseline, "seeds_done", x->seeds_done, "seeds_total", x->seeds_total,
+                                "counts", counts, "val_loss_mean", num_or_null(x->mean), "val_loss_std", num_or_null(x->std),
+                                "val_losses", vl, "tok_per_s_mean", num_or_null(ntps ? tps / ntps : NAN),
+                                "_ord", (json_int_t)x->ord);
+        json_object_set(row, "attn_distance", attn_mean[i] ? attn_mean[i] : json_null());
+        json_array_append_new(rows, row);
+    }
+    /* paired differences and ΔD_l against the baseline */
+    for (int i = 0; i < nsc; i++) {
+        json_t *row = json_array_get(rows, (size_t)i);
+        json_t *delta = json_null(), *dattn = json_null();
+        if (base >= 0 && i != base) {
+            double d[4096];
+            int n = 0;
+            for (int k = 0; k < njob && n < 4096; k++) {
+                if (jobs[k].schedule != sc[i].id || !jobs[k].has_result) continue;
+                for (int m = 0; m < njob; m++)
+                    if (jobs[m].schedule == sc[base].id && jobs[m].seed == jobs[k].seed && jobs[m].has_result) {
+                        d[n++] = jobs[k].val_loss - jobs[m].val_loss;
+                        break;
+                    }
+            }
+            if (n > 0) {
+                double mean = 0, ss = 0;
+                for (int k = 0; k < n; k++) mean += d[k];
+                mean /= n;
+                for (int k = 0; k < n; k++) ss += (d[k] - mean) * (d[k] - mean);
+                double sd = n > 1 ? sqrt(ss / (n - 1)) : NAN;
+                double half = n > 1 ? leaderboard_t975(n - 1) * sd / sqrt((double)n) : NAN;
+                double lo = mean - half, hi = mean + half;
+                int excl = n > 1 && (lo > 0 || hi < 0);
+                json_decref(delta);
+                delta = json_pack("{s:i, s:f, s:o, s:o, s:o, s:b}", "n", n, "mean", mean, "std", num_or_null(sd),
+                                  "ci_low", num_or_null(lo), "ci_high", num_or_null(hi), "excludes_zero", excl);
+            }
+            if (attn_mean[i] && attn_mean[base] && json_array_size(attn_mean[i]) == json_array_size(attn_mean[base])) {
+                json_decref(dattn);
+                dattn = json_array();
+                for (size_t l = 0; l < json_array_size(attn_mean[i]); l++)
+                    json_array_append_new(dattn, json_real(json_number_value(json_array_get(attn_mean[i], l)) -
+                                                           json_number_value(json_array_get(attn_mean[base], l))));
+            }
+        }
+        json_object_set_new(row, "delta", delta);
+        json_object_set_new(row, "delta_attn_distance", dattn);
+    }
+    for (int i = 0; i < nsc; i++) json_decref(attn_mean[i]);
+    free(attn_mean);
+    /* sort by mean val loss, unranked last in schedule order */
+    size_t nr = json_array_size(rows);
+    json_t **arr = malloc((nr ? nr : 1) * sizeof *arr);
+    if (!arr) goto nomem;
+    for (size_t i = 0; i < nr; i++) arr[i] = json_incref(json_array_get(rows, i));
+    qsort(arr, nr, sizeof *arr, cmp_rows);
+    json_array_clear(rows);
+    int rank = 0;
+    for (size_t i = 0; i < nr; i++) {
+        if (json_is_number(json_object_get(arr[i], "val_loss_mean"))) json_object_set_new(arr[i], "rank", json_integer(++rank));
+        json_object_del(arr[i], "_ord");
+        json_array_append_new(rows, arr[i]);
+    }
+    free(arr);
+    *out = json_pack("{s:I, s:s, s:o, s:o}", "sweep_id", (json_int_t)sweep_id, "name", name,
+                     "baseline_schedule_id", base >= 0 ? json_integer(sc[base].id) : json_null(), "rows", rows);
+    rows = NULL;
+    rc = *out ? STORE_OK : STORE_EIO;
+    if (rc < 0) snprintf(err, errlen, "out of memory");
+    goto out;
+nomem:
+    snprintf(err, errlen, "out of memory");
+    rc = STORE_EIO;
+    goto out;
+dberr:
+    snprintf(err, errlen, "leaderboard: %s", sqlite3_errmsg(st->db));
+    rc = STORE_EIO;
+out:
+    sqlite3_finalize(s);
+    json_decref(rows);
+    for (int k = 0; k < njob; k++) json_decref(jobs[k].attn);
+    free(jobs);
+    free(sc);
+    return rc;
+}
+
+/* ---- text renderings ----------------------------------------------------------------------------- */
+
+static void heads_csv(const json_t *h, char *out, size_t n) {
+    size_t o = 0;
+    out[0] = 0;
+    for (size_t i = 0; i < json_array_size(h) && o + 8 < n; i++)
+        o += (size_t)snprintf(out + o, n - o, "%s%lld", i ? "," : "", (long long)json_integer_value(json_array_get(h, i)));
+}
+
+/* "3×2 6×2 8×2 12×6" */
+static void heads_runs(const json_t *h, char *out, size_t n) {
+    size_t o = 0, len = json_array_size(h);
+    out[0] = 0;
+    for (size_t i = 0; i < len && o + 16 < n;) {
+        long long v = json_integer_value(json_array_get(h, i));
+        size_t j = i;
+        while (j < len && json_integer_value(json_array_get(h, j)) == v) j++;
+        o += (size_t)snprintf(out + o, n - o, "%s%lld\xc3\x97%zu", i ? " " : "", v, j - i);
+        i = j;
+    }
+}
+
+static void fmt_num(char *out, size_t n, const json_t *v, const char *f) {
+    if (json_is_number(v)) snprintf(out, n, f, json_number_value(v));
+    else out[0] = 0;
+}
+
+char *leaderboard_csv(const json_t *lb) {
+    http_buf b = {0};
+    const char *hdr = "rank,heads,is_baseline,seeds_done,seeds_total,val_loss_mean,val_loss_std,tok_per_s_mean,"
+                      "delta_n,delta_mean,delta_ci_low,delta_ci_high,excludes_zero\n";
+    if (http_buf_append(&b, hdr, strlen(hdr), SIZE_MAX / 2) < 0) return NULL;
+    json_t *rows = json_object_get(lb, "rows");
+    for (size_t i = 0; i < json_array_size(rows); i++) {
+        json_t *r = json_array_get(rows, i), *d = json_object_get(r, "delta");
+        char heads[4096], rank[32] = "", m[32], s[32], t[32], dn[16] = "", dm[32] = "", lo[32] = "", hi[32] = "", ex[8] = "";
+        heads_csv(json_object_get(r, "heads"), heads, sizeof heads);
+        if (json_is_integer(json_object_get(r, "rank"))) snprintf(rank, sizeof rank, "%lld", (long long)json_integer_value(json_object_get(r, "rank")));
+        fmt_num(m, sizeof m, json_object_get(r, "val_loss_mean"), "%.6f");
+        fmt_num(s, sizeof s, json_object_get(r, "val_loss_std"), "%.6f");
+        fmt_num(t, sizeof t, json_object_get(r, "tok_per_s_mean"), "%.1f");
+        if (json_is_object(d)) {
+            snprintf(dn, sizeof dn, "%lld", (long long)json_integer_value(json_object_get(d, "n")));
+            fmt_num(dm, sizeof dm, json_object_get(d, "mean"), "%.6f");
+            fmt_num(lo, sizeof lo, json_object_get(d, "ci_low"), "%.6f");
+            fmt_num(hi, sizeof hi, json_object_get(d, "ci_high"), "%.6f");
+            snprintf(ex, sizeof ex, "%s", json_is_true(json_object_get(d, "excludes_zero")) ? "true" : "false");
+        }
+        char line[8192];
+        int n = snprintf(line, sizeof line, "%s,\"%s\",%s,%lld,%lld,%s,%s,%s,%s,%s,%s,%s,%s\n", rank, heads,
+                         json_is_true(json_object_get(r, "is_baseline")) ? "true" : "false",
+                         (long long)json_integer_value(json_object_get(r, "seeds_done")),
+                         (long long)json_integer_value(json_object_get(r, "seeds_total")), m, s, t, dn, dm, lo, hi, ex);
+        if (n < 0 || http_buf_append(&b, line, (size_t)(n < (int)sizeof line ? n : (int)sizeof line - 1), SIZE_MAX / 2) < 0) {
+            http_buf_free(&b);
+            return NULL;
+        }
+    }
+    return b.data;
+}
+
+char *leaderboard_table(const json_t *lb) {
+    http_buf b = {0};
+    char line[8192];
+    int n = snprintf(line, sizeof line, "leaderboard of sweep %lld (%s): sorted by mean final val loss; "
+                                        "delta = schedule - uniform over the seeds both finished, 95%% CI (Student t)\n"
+                                        "%-4s  %-28s %-7s %-22s %-36s %s\n",
+                     (long long)json_integer_value(json_object_get(lb, "sweep_id")),
+                     json_string_value(json_object_get(lb, "name")), "rank", "schedule", "seeds", "val loss (mean ± std)",
+                     "delta vs uniform [95% CI]", "tok/s");
+    http_buf_append(&b, line, (size_t)n, SIZE_MAX / 2);
+    json_t *rows = json_object_get(lb, "rows");
+    for (size_t i = 0; i < json_array_size(rows); i++) {
+        json_t *r = json_array_get(rows, i), *d = json_object_get(r, "delta");
+        char runs[2048], rank[16] = "-", loss[64] = "-", delta[128] = "", tps[32] = "-", seeds[32];
+        heads_runs(json_object_get(r, "heads"), runs, sizeof runs);
+        if (json_is_integer(json_object_get(r, "rank"))) snprintf(rank, sizeof rank, "%lld", (long long)json_integer_value(json_object_get(r, "rank")));
+        json_t *m = json_object_get(r, "val_loss_mean"), *s = json_object_get(r, "val_loss_std");
+        if (json_is_number(m)) {
+            if (json_is_number(s)) snprintf(loss, sizeof loss, "%.4f ± %.4f", json_number_value(m), json_number_value(s));
+            else snprintf(loss, sizeof loss, "%.4f", json_number_value(m));
+        }
+        if (json_is_true(json_object_get(r, "is_baseline"))) snprintf(delta, sizeof delta, "(uniform baseline)");
+        else if (json_is_object(d)) {
+            json_t *lo = json_object_get(d, "ci_low"), *hi = json_object_get(d, "ci_high");
+            if (json_is_number(lo))
+                snprintf(delta, sizeof delta, "%+.4f [%+.4f, %+.4f] n=%lld%s", json_number_value(json_object_get(d, "mean")),
+                         json_number_value(lo), json_number_value(hi), (long long)json_integer_value(json_object_get(d, "n")),
+                         json_is_true(json_object_get(d, "excludes_zero")) ? " *" : "");
+            else
+                snprintf(delta, sizeof delta, "%+.4f n=1 (no CI)", json_number_value(json_object_get(d, "mean")));
+        }
+        json_t *t = json_object_get(r, "tok_per_s_mean");
+        if (json_is_number(t)) snprintf(tps, sizeof tps, "%.0f", json_number_value(t));
+        snprintf(seeds, sizeof seeds, "%lld/%lld", (long long)json_integer_value(json_object_get(r, "seeds_done")),
+                 (long long)json_integer_value(json_object_get(r, "seeds_total")));
+        /* pad the run-length column by display width (× is 2 bytes, 1 column) */
+        int extra = 0;
+        for (const char *p = runs; *p; p++) if ((unsigned char)*p == 0xc3) extra++;
+        n = snprintf(line, sizeof line, "%-4s  %-*s %-7s %-22s %-36s %s\n", rank, 28 + extra, runs, seeds, loss, delta, tps);
+        http_buf_append(&b, line, (size_t)(n < (int)sizeof line ? n : (int)sizeof line - 1), SIZE_MAX / 2);
+    }
+    const char *foot = "* the 95% CI excludes zero\n";
+    http_buf_append(&b, foot, strlen(foot), SIZE_MAX / 2);
+    return b.data;
+}
+
+/* ---- prism-sweep leaderboard ---------------------------------------------------------------------- */
+
+static int find_sweep(store *st, const char *arg, long long *id) {
+    sqlite3_stmt *s = NULL;
+    const char *sql = arg ? "SELECT id FROM sweeps WHERE name = ?1 OR CAST(id AS TEXT) = ?1 ORDER BY name = ?1 DESC LIMIT 1"
+                          : "SELECT id FROM sweeps ORDER BY id DESC LIMIT 1";
+    if (sqlite3_prepare_v2(st->db, sql, -1, &s, NULL) != SQLITE_OK) return STORE_EIO;
+    if (arg) sqlite3_bind_text(s, 1, arg, -1, SQLITE_TRANSIENT);
+    int rc = sqlite3_step(s);
+    if (rc == SQLITE_ROW) *id = sqlite3_column_int64(s, 0);
+    sqlite3_finalize(s);
+    return rc == SQLITE_ROW ? STORE_OK : rc == SQLITE_DONE ? STORE_ENOTFOUND : STORE_EIO;
+}
+
+int cmd_leaderboard(int argc, char **argv) {
+    const char *db = "prism.db", *fmt = "table";
+    cli_flag flags[] = {
+        { "--db", CLI_STR, &db, "prism.db", "the SQLite database", 0, 0, NULL, 0 },
+        { "--format", CLI_CHOICE, &fmt, "table", "output format", 0, 0, "table|csv|json", 0 },
+        { 0 },
+    };
+    cli_cmd cmd = { "leaderboard", "--db FILE [SWEEP] [--format table|csv|json]",
+                    "Rank a sweep's schedules (SWEEP = id or name; default the newest sweep) by mean final val loss, with "
+                    "the paired difference against the uniform baseline and its 95% confidence interval.", flags };
+    char *pos[1];
+    int npos = 0;
+    int rc = cli_parse(&cmd, argc, argv, pos, 1, &npos);
+    if (rc != CLI_OK) return rc == CLI_HELP ? 0 : 2;
+    if (access(db, F_OK) != 0) return cli_error("leaderboard", "--db %s: no such file (create a sweep first)", db);
+    char err[1024];
+    store *st = NULL;
+    if (store_open(db, &st, err, sizeof err) < 0) {
+        fprintf(stderr, "prism-sweep leaderboard: %s\n", err);
+        return 2;
+    }
+    long long id = 0;
+    int status = 1;
+    json_t *lb = NULL;
+    rc = find_sweep(st, npos ? pos[0] : NULL, &id);
+    if (rc == STORE_ENOTFOUND) {
+        status = cli_error("leaderboard", npos ? "no sweep \"%s\" in %s (see prism-sweep status)" : "%s%s has no sweeps yet "
+                           "(prism-sweep create SPEC.json)", npos ? pos[0] : "", db);
+        goto out;
+    }
+    if (rc < 0 || (rc = leaderboard_build(st, id, &lb, err, sizeof err)) < 0) {
+        fprintf(stderr, "prism-sweep leaderboard: %s\n", rc == STORE_EIO && !lb ? (err[0] ? err : sqlite3_errmsg(st->db)) : err);
+        goto out;
+    }
+    char *text = strcmp(fmt, "json") == 0 ? json_dumps(lb, JSON_INDENT(2) | JSON_REAL_PRECISION(15))
+               : strcmp(fmt, "csv") == 0 ? leaderboard_csv(lb) : leaderboard_table(lb);
+    if (!text) { fprintf(stderr, "prism-sweep leaderboard: out of memory\n"); goto out; }
+    fputs(text, stdout);
+    if (strcmp(fmt, "json") == 0) fputc('\n', stdout);
+    free(text);
+    status = 0;
+out:
+    json_decref(lb);
+    store_close(st);
+    return status;
+}

@@ -1,0 +1,652 @@
+/* queue.c — leases and job state transitions as prepared SQL on the store.
+ *
+ * Design: every transition is one guarded UPDATE (WHERE state = ... AND lease_token = ...) preceded by a
+ * read of the row, so the answer (ok / 409 / 404) comes from the same transaction that changes it. The
+ * server is single-threaded and serialises requests, and the caller's transaction makes each call atomic.
+ * Statements are prepared once (SQLITE_PREPARE_PERSISTENT) into q->stmt[] by index and reset on each use.
+ *
+ * Lease order: ORDER BY priority DESC, seed_index, is_baseline DESC, schedule ord, id over queued jobs of
+ * active sweeps: every schedule's first seed before any second seed, the uniform baseline first at each seed.
+ * The jobs_queue index serves the (state, priority, seed_index) prefix; only one seed level is sorted.
+ */
+#include "queue.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "auth.h"
+
+enum {
+    S_WORKER_FIND, S_WORKER_UPD, S_WORKER_INS, S_WORKER_EXISTS, S_WORKER_SEEN,
+    S_LEASE_PICK, S_LEASE_TAKE, S_LEASE_ROW, S_JOB_LEASE, S_RENEW, S_PROGRESS,
+    S_METRIC_INS, S_CKPT, S_RESULT_INS, S_DONE, S_FAIL, S_REQUEUE_FAIL,
+    S_EXPIRED, S_EXPIRE_Q, S_EXPIRE_F, S_JOB_STATE, S_CANCEL, S_REQUEUE, S_PRIO, S_SWEEP_STATE,
+    S_SWEEP_PRIO, S_SWEEP_JOBS_PRIO, S_SWEEP_EXISTS, S_JOB_JSON, S_SET_STEPS, S_GRACE,
+    S_COUNT
+};
+
+static const char *const SQL[S_COUNT] = {
+    [S_WORKER_FIND] = "SELECT id FROM workers WHERE name = ?1 AND host = ?2 ORDER BY id LIMIT 1",
+    [S_WORKER_UPD] = "UPDATE workers SET devices = ?2, last_seen_at = ?3 WHERE id = ?1",
+    [S_WORKER_INS] = "INSERT INTO workers (name, host, devices, registered_at, last_seen_at) VALUES (?1, ?2, ?3, ?4, ?4)",
+    [S_WORKER_EXISTS] = "UPDATE workers SET last_seen_at = ?2 WHERE id = ?1",
+    [S_WORKER_SEEN] = "UPDATE workers SET last_seen_at = ?2 WHERE id = (SELECT worker_id FROM jobs WHERE id = ?1)",
+    [S_LEASE_PICK] =
+        "SELECT j.id FROM jobs j INDEXED BY jobs_queue JOIN sweeps s ON s.id = j.sweep_id JOIN schedules sc ON sc.id = j.schedule_id "
+        "WHERE j.state = 'queued' AND s.state = 'active' "
+        "ORDER BY j.priority DESC, j.seed_index, sc.is_baseline DESC, sc.ord, j.id LIMIT 1",
+    [S_LEASE_TAKE] =
+        "UPDATE jobs SET state = 'leased', attempt = attempt + 1, lease_token = ?2, lease_expires_at = ?3, "
+        "worker_id = ?4, device = ?5, updated_at = ?6, finished_at = NULL WHERE id = ?1 AND state = 'queued'",
+    [S_LEASE_ROW] =
+        "SELECT j.attempt, j.sweep_id, j.schedule_id, j.seed, sc.heads, j.job, j.checkpoint_path, j.checkpoint_step "
+        "FROM jobs j JOIN schedules sc ON sc.id = j.schedule_id WHERE j.id = ?1",
+    [S_JOB_LEASE] = "SELECT state, lease_token, attempt, attempt_base, worker_id FROM jobs WHERE id = ?1",
+    [S_RENEW] = "UPDATE jobs SET lease_expires_at = ?2, updated_at = ?3 WHERE id = ?1",
+    [S_PROGRESS] = "UPDATE jobs SET step = max(step, ?2), last_loss = CASE WHEN ?2 >= step THEN coalesce(?3, last_loss) "
+                   "ELSE last_loss END WHERE id = ?1",
+    [S_METRIC_INS] = "INSERT OR IGNORE INTO metrics (job_id, attempt, step, kind, value, lr, tokens, tok_per_s) "
+                     "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+    [S_CKPT] = "UPDATE jobs SET checkpoint_path = ?2, checkpoint_step = ?3, lease_expires_at = ?4, updated_at = ?5 WHERE id = ?1",
+    [S_RESULT_INS] = "INSERT OR REPLACE INTO results (job_id, attempt, val_loss, tok_per_s, wall_s, params, flops_per_token, "
+                     "attn_distance, result, completed_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+    [S_DONE] = "UPDATE jobs SET state = 'done', step = max(step, steps), finished_at = ?2, updated_at = ?2, "
+               "lease_expires_at = NULL WHERE id = ?1",
+    [S_FAIL] = "UPDATE jobs SET state = 'failed', last_error = ?2, retryable = ?3, finished_at = ?4, updated_at = ?4, "
+               "lease_expires_at = NULL WHERE id = ?1",
+    [S_REQUEUE_FAIL] = "UPDATE jobs SET state = 'queued', last_error = ?2, retryable = ?3, updated_at = ?4, "
+                       "lease_expires_at = NULL WHERE id = ?1",
+    [S_EXPIRED] = "SELECT id, attempt, attempt_base, last_error FROM jobs WHERE state = 'leased' AND lease_expires_at < ?1",
+    [S_EXPIRE_Q] = "UPDATE jobs SET state = 'queued', last_error = ?2, lease_expires_at = NULL, updated_at = ?3 "
+                   "WHERE id = ?1 AND state = 'leased'",
+    [S_EXPIRE_F] = "UPDATE jobs SET state = 'failed', last_error = ?2, lease_expires_at = NULL, updated_at = ?3, "
+                   "finished_at = ?3 WHERE id = ?1 AND state = 'leased'",
+    [S_JOB_STATE] = "SELECT state FROM jobs WHERE id = ?1",
+    [S_CANCEL] = "UPDATE jobs SET state = 'cancelled', lease_expires_at = NULL, updated_at = ?2, finished_at = ?2 WHERE id = ?1",
+    [S_REQUEUE] = "UPDATE jobs SET state = 'queued', attempt_base = attempt, finished_at = NULL, lease_expires_at = NULL, "
+                  "updated_at = ?2 WHERE id = ?1",
+    [S_PRIO] = "UPDATE jobs SET priority = ?2, updated_at = ?3 WHERE id = ?1",
+    [S_SWEEP_STATE] = "UPDATE sweeps SET state = ?2 WHERE id = ?1",
+    [S_SWEEP_PRIO] = "UPDATE sweeps SET priority = ?2 WHERE id = ?1",
+    [S_SWEEP_JOBS_PRIO] = "UPDATE jobs SET priority = ?2 WHERE sweep_id = ?1 AND state = 'queued'",
+    [S_SWEEP_EXISTS] = "SELECT 1 FROM sweeps WHERE id = ?1",
+    [S_JOB_JSON] = "SELECT job FROM jobs WHERE id = ?1",
+    [S_SET_STEPS] = "UPDATE jobs SET steps = ?2 WHERE id = ?1 AND steps != ?2",
+    [S_GRACE] = "UPDATE jobs SET lease_expires_at = ?1 WHERE state = 'leased' AND lease_expires_at < ?1",
+};
+
+_Static_assert(S_COUNT <= QUEUE_NSTMT, "QUEUE_NSTMT too small");
+
+void queue_init(queue *q, store *st, double lease_ttl, int max_attempts) {
+    memset(q, 0, sizeof *q);
+    q->st = st;
+    q->lease_ttl = lease_ttl;
+    q->max_attempts = max_attempts;
+}
+
+void queue_release(queue *q) {
+    for (int i = 0; i < QUEUE_NSTMT; i++) {
+        sqlite3_finalize(q->stmt[i]);
+        q->stmt[i] = NULL;
+    }
+}
+
+/* The cached statement i, reset and unbound; NULL on a prepare error (q->err set). */
+static sqlite3_stmt *S(queue *q, int i) {
+    sqlite3_stmt *s = q->stmt[i];
+    if (s) {
+        sqlite3_reset(s);
+        sqlite3_clear_bindings(s);
+        return s;
+    }
+    if (sqlite3_prepare_v3(q->st->db, SQL[i], -1, SQLITE_PREPARE_PERSISTENT, &s, NULL) != SQLITE_OK) {
+        snprintf(q->err, sizeof q->err, "prepare: %s", sqlite3_errmsg(q->st->db));
+        return NULL;
+    }
+    q->stmt[i] = s;
+    return s;
+}
+
+static int fail_db(queue *q, const char *what) {
+    snprintf(q->err, sizeof q->err, "%s: %s", what, sqlite3_errmsg(q->st->db));
+    return STORE_EIO;
+}
+
+/* Steps a statement that returns no rows. */
+static int run(queue *q, sqlite3_stmt *s, const char *what) {
+    if (!s) return STORE_EIO;
+    int rc = sqlite3_step(s);
+    sqlite3_reset(s);
+    if (rc != SQLITE_DONE) return fail_db(q, what);
+    return STORE_OK;
+}
+
+static void bind_text_or_null(sqlite3_stmt *s, int i, const char *v) {
+    if (v) sqlite3_bind_text(s, i, v, -1, SQLITE_TRANSIENT);
+    else sqlite3_bind_null(s, i);
+}
+
+/* ---- workers ------------------------------------------------------------------------------------- */
+
+int queue_register(queue *q, const char *name, const char *host, const char *devices, long long *worker_id) {
+    double now = store_now();
+    sqlite3_stmt *s = S(q, S_WORKER_FIND);
+    if (!s) return STORE_EIO;
+    sqlite3_bind_text(s, 1, name, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(s, 2, host, -1, SQLITE_TRANSIENT);
+    int rc = sqlite3_step(s);
+    if (rc == SQLITE_ROW) {
+        *worker_id = sqlite3_column_int64(s, 0);
+        sqlite3_reset(s);
+        sqlite3_stmt *u = S(q, S_WORKER_UPD);
+        if (!u) return STORE_EIO;
+        sqlite3_bind_int64(u, 1, *worker_id);
+        sqlite3_bind_text(u, 2, devices, -1, SQLITE_TRANSIENT);
+        sqlite3_bind_double(u, 3, now);
+        return run(q, u, "update worker");
+    }
+    sqlite3_reset(s);
+    if (rc != SQLITE_DONE) return fail_db(q, "find worker");
+    sqlite3_stmt *in = S(q, S_WORKER_INS);
+    if (!in) return STORE_EIO;
+    sqlite3_bind_text(in, 1, name, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(in, 2, host, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(in, 3, devices, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_double(in, 4, now);
+    if ((rc = run(q, in, "insert worker")) < 0) return rc;
+    *worker_id = sqlite3_last_insert_rowid(q->st->db);
+    return STORE_OK;
+}
+
+/* ---- leases -------------------------------------------------------------------------------------- */
+
+/* Reads a job's tokens per step (B·T·A from its JSON), cached; 0 when the job lacks those fields. */
+static long long job_tps(queue *q, long long job) {
+    int slot = (int)(job % QUEUE_TPS_CACHE);
+    if (q->tps_cache[slot].job == job) return q->tps_cache[slot].tps;
+    long long tps = 0;
+    sqlite3_stmt *s = S(q, S_JOB_JSON);
+    if (!s) return 0;
+    sqlite3_bind_int64(s, 1, job);
+    if (sqlite3_step(s) == SQLITE_ROW) {
+        json_t *j = json_loads((const char *)sqlite3_column_text(s, 0), 0, NULL);
+        json_t *tr = json_object_get(j, "train");
+        json_t *b = json_object_get(tr, "batch_size"), *t = json_object_get(tr, "seq_len"), *a = json_object_get(tr, "grad_accum");
+        if (!t) t = json_object_get(json_object_get(j, "model"), "seq_len");
+        if (json_is_integer(b) && json_is_integer(t))
+            tps = json_integer_value(b) * json_integer_value(t) * (json_is_integer(a) ? json_integer_value(a) : 1);
+        json_decref(j);
+    }
+    sqlite3_reset(s);
+    q->tps_cache[slot].job = job;
+    q->tps_cache[slot].tps = tps;
+    return tps;
+}
+
+static json_t *heads_array(const char *heads) {
+    json_t *a = json_array();
+    for (const char *p = heads; p && *p;) {
+        char *end;
+        long v = strtol(p, &end, 10);
+        if (end == p) break;
+        json_array_append_new(a, json_integer(v));
+        p = *end == ',' ? end + 1 : end;
+    }
+    return a;
+}
+
+int queue_lease(queue *q, long long worker_id, const char *device, json_t **out) {
+    *out = NULL;
+    double now = store_now();
+    sqlite3_stmt *s = S(q, S_WORKER_EXISTS);
+    if (!s) return STORE_EIO;
+    sqlite3_bind_int64(s, 1, worker_id);
+    sqlite3_bind_double(s, 2, now);
+    int rc = run(q, s, "worker seen");
+    if (rc < 0) return rc;
+    if (sqlite3_changes(q->st->db) == 0) {
+        snprintf(q->err, sizeof q->err, "no worker %lld: register first (POST /api/v1/workers/register)", worker_id);
+        return STORE_ENOTFOUND;
+    }
+    if (!(s = S(q, S_LEASE_PICK))) return STORE_EIO;
+    rc = sqlite3_step(s);
+    if (rc == SQLITE_DONE) { sqlite3_reset(s); return QUEUE_EMPTY; }
+    if (rc != SQLITE_ROW) { sqlite3_reset(s); return fail_db(q, "lease pick"); }
+    long long job = sqlite3_column_int64(s, 0);
+    sqlite3_reset(s);
+
+    char token[65];
+    if (auth_random_hex(token, 24) < 0) { snprintf(q->err, sizeof q->err, "getrandom failed"); return STORE_EIO; }
+    double expires = now + q->lease_ttl;
+    if (!(s = S(q, S_LEASE_TAKE))) return STORE_EIO;
+    sqlite3_bind_int64(s, 1, job);
+    sqlite3_bind_text(s, 2, token, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_double(s, 3, expires);
+    sqlite3_bind_int64(s, 4, worker_id);
+    bind_text_or_null(s, 5, device);
+    sqlite3_bind_double(s, 6, now);
+    if ((rc = run(q, s, "lease")) < 0) return rc;
+
+    if (!(s = S(q, S_LEASE_ROW))) return STORE_EIO;
+    sqlite3_bind_int64(s, 1, job);
+    if (sqlite3_step(s) != SQLITE_ROW) { sqlite3_reset(s); return fail_db(q, "lease row"); }
+    json_error_t jerr;
+    json_t *jobj = json_loads((const char *)sqlite3_column_text(s, 5), 0, &jerr);
+    if (!jobj) {
+        snprintf(q->err, sizeof q->err, "job %lld has invalid job JSON in the database: %s", job, jerr.text);
+        sqlite3_reset(s);
+        return STORE_EIO;
+    }
+    json_t *o = json_pack("{s:I, s:I, s:s, s:f, s:f, s:I, s:I, s:I, s:o, s:o}",
+                          "job_id", (json_int_t)job, "attempt", (json_int_t)sqlite3_column_int64(s, 0),
+                          "lease_token", token, "lease_expires_at", expires, "lease_ttl_s", q->lease_ttl,
+                          "sweep_id", (json_int_t)sqlite3_column_int64(s, 1),
+                          "schedule_id", (json_int_t)sqlite3_column_int64(s, 2),
+                          "seed", (json_int_t)sqlite3_column_int64(s, 3),
+                          "heads", heads_array((const char *)sqlite3_column_text(s, 4)),
+                          "job", jobj);
+    if (o && sqlite3_column_type(s, 6) != SQLITE_NULL)
+        json_object_set_new(o, "resume", json_pack("{s:s, s:I}", "checkpoint", (const char *)sqlite3_column_text(s, 6),
+                                                   "step", (json_int_t)sqlite3_column_int64(s, 7)));
+    sqlite3_reset(s);
+    if (!o) { snprintf(q->err, sizeof q->err, "out of memory"); return STORE_EIO; }
+    /* progress total from the job's train.steps */
+    json_t *steps = json_object_get(json_object_get(jobj, "train"), "steps");
+    if (json_is_integer(steps) && (s = S(q, S_SET_STEPS))) {
+        sqlite3_bind_int64(s, 1, job);
+        sqlite3_bind_int64(s, 2, json_integer_value(steps));
+        if ((rc = run(q, s, "steps")) < 0) { json_decref(o); return rc; }
+    }
+    if ((s = S(q, S_WORKER_SEEN))) {
+        sqlite3_bind_int64(s, 1, job);
+        sqlite3_bind_double(s, 2, now);
+        if ((rc = run(q, s, "worker seen")) < 0) { json_decref(o); return rc; }
+    }
+    q->leases_granted++;
+    *out = o;
+    return QUEUE_OK;
+}
+
+typedef struct lease_row {
+    char state[16];
+    int token_ok;
+    long long attempt, attempt_base;
+} lease_row;
+
+/* Reads the job's lease state and whether token is its latest lease's. */
+static int lease_read(queue *q, long long job, const char *token, lease_row *r) {
+    sqlite3_stmt *s = S(q, S_JOB_LEASE);
+    if (!s) return STORE_EIO;
+    sqlite3_bind_int64(s, 1, job);
+    int rc = sqlite3_step(s);
+    if (rc == SQLITE_DONE) {
+        sqlite3_reset(s);
+        snprintf(q->err, sizeof q->err, "no job %lld", job);
+        return STORE_ENOTFOUND;
+    }
+    if (rc != SQLITE_ROW) { sqlite3_reset(s); return fail_db(q, "read job"); }
+    snprintf(r->state, sizeof r->state, "%s", (const char *)sqlite3_column_text(s, 0));
+    const char *t = (const char *)sqlite3_column_text(s, 1);
+    r->token_ok = t && token && auth_equal(t, token);
+    r->attempt = sqlite3_column_int64(s, 2);
+    r->attempt_base = sqlite3_column_int64(s, 3);
+    sqlite3_reset(s);
+    return STORE_OK;
+}
+
+static int conflict(queue *q, long long job, const lease_row *r) {
+    snprintf(q->state, sizeof q->state, "%s", r->state);
+    if (!r->token_ok)
+        snprintf(q->err, sizeof q->err, "job %lld: this lease token is not the job's current lease (state %s): "
+                 "the lease expired or the job was re-leased; stop working on it", job, r->state);
+    else
+        snprintf(q->err, sizeof q->err, "job %lld is %s: the lease is over; stop working on it", job, r->state);
+    return STORE_ECONFLICT;
+}
+
+/* Requires a live lease for token; renews it. */
+static int renew(queue *q, long long job, const char *token, double *expires) {
+    lease_row r;
+    int rc = lease_read(q, job, token, &r);
+    if (rc < 0) return rc;
+    if (!r.token_ok || strcmp(r.state, "leased") != 0) return conflict(q, job, &r);
+    double now = store_now();
+    *expires = now + q->lease_ttl;
+    sqlite3_stmt *s = S(q, S_RENEW);
+    if (!s) return STORE_EIO;
+    sqlite3_bind_int64(s, 1, job);
+    sqlite3_bind_double(s, 2, *expires);
+    sqlite3_bind_double(s, 3, now);
+    if ((rc = run(q, s, "renew")) < 0) return rc;
+    if (!(s = S(q, S_WORKER_SEEN))) return STORE_EIO;
+    sqlite3_bind_int64(s, 1, job);
+    sqlite3_bind_double(s, 2, now);
+    return run(q, s, "worker seen");
+}
+
+static int progress(queue *q, long long job, long long step, double loss) {
+    sqlite3_stmt *s = S(q, S_PROGRESS);
+    if (!s) return STORE_EIO;
+    sqlite3_bind_int64(s, 1, job);
+    sqlite3_bind_int64(s, 2, step);
+    if (isfinite(loss)) sqlite3_bind_double(s, 3, loss); else sqlite3_bind_null(s, 3);
+    return run(q, s, "progress");
+}
+
+int queue_heartbeat(queue *q, long long job, const char *token, long long step, double loss, double *expires) {
+    int rc = renew(q, job, token, expires);
+    if (rc < 0 || step < 0) return rc;
+    return progress(q, job, step, loss);
+}
+
+/* Validates one metrics row; returns 0 or STORE_EINVAL with q->err naming points[i]. */
+static int check_point(queue *q, size_t i, json_t *p) {
+    const char *bad = NULL;
+    if (!json_is_object(p)) bad = "must be an object";
+    else {
+        json_t *st = json_object_get(p, "step"), *tl = json_object_get(p, "train_loss"), *vl = json_object_get(p, "val_loss");
+        if (!json_is_integer(st) || json_integer_value(st) < 0) { bad = "must be an integer >= 0"; goto step; }
+        if (!tl && !vl) { bad = "needs train_loss or val_loss"; }
+        else if ((tl && !json_is_number(tl)) || (vl && !json_is_number(vl))) bad = "train_loss/val_loss must be numbers";
+        else {
+            static const char *const opt[] = { "lr", "tok_per_s" };
+            for (int k = 0; k < 2 && !bad; k++) {
+                json_t *v = json_object_get(p, opt[k]);
+                if (v && !json_is_number(v) && !json_is_null(v)) bad = opt[k][0] == 'l' ? "lr must be a number" : "tok_per_s must be a number";
+            }
+            json_t *tk = json_object_get(p, "tokens");
+            if (!bad && tk && !json_is_integer(tk) && !json_is_null(tk)) bad = "tokens must be an integer";
+        }
+        if (bad) { snprintf(q->err, sizeof q->err, "points[%zu]: %s", i, bad); return STORE_EINVAL; }
+        return STORE_OK;
+    step:
+        snprintf(q->err, sizeof q->err, "points[%zu].step: %s", i, bad);
+        return STORE_EINVAL;
+    }
+    snprintf(q->err, sizeof q->err, "points[%zu]: %s", i, bad);
+    return STORE_EINVAL;
+}
+
+static void bind_num_or_null(sqlite3_stmt *s, int i, json_t *v) {
+    if (json_is_number(v)) sqlite3_bind_double(s, i, json_number_value(v));
+    else sqlite3_bind_null(s, i);
+}
+
+int queue_metrics(queue *q, long long job, const char *token, json_t *points, int *accepted, int *duplicates,
+                  double *expires) {
+    *accepted = *duplicates = 0;
+    if (!json_is_array(points)) { snprintf(q->err, sizeof q->err, "points: must be an array"); return STORE_EINVAL; }
+    size_t n = json_array_size(points);
+    if (n > 10000) { snprintf(q->err, sizeof q->err, "points: at most 10000 per request (got %zu): send smaller batches", n); return STORE_EINVAL; }
+    for (size_t i = 0; i < n; i++) {
+        int rc = check_point(q, i, json_array_get(points, i));
+        if (rc < 0) return rc;
+    }
+    int rc = renew(q, job, token, expires);
+    if (rc < 0) return rc;
+    lease_row r;
+    if ((rc = lease_read(q, job, token, &r)) < 0) return rc;
+    long long tps = job_tps(q, job);
+    long long max_step = -1;
+    double max_loss = NAN;
+    for (size_t i = 0; i < n; i++) {
+        json_t *p = json_array_get(points, i);
+        long long step = json_integer_value(json_object_get(p, "step"));
+        for (int k = 0; k < 2; k++) {
+            json_t *v = json_object_get(p, k ? "val_loss" : "train_loss");
+            if (!v) continue;
+            sqlite3_stmt *s = S(q, S_METRIC_INS);
+            if (!s) return STORE_EIO;
+            sqlite3_bind_int64(s, 1, job);
+            sqlite3_bind_int64(s, 2, r.attempt);
+            sqlite3_bind_int64(s, 3, step);
+            sqlite3_bind_text(s, 4, k ? "val" : "train", -1, SQLITE_STATIC);
+            sqlite3_bind_double(s, 5, json_number_value(v));
+            bind_num_or_null(s, 6, json_object_get(p, "lr"));
+            json_t *tk = json_object_get(p, "tokens");
+            if (tps > 0) sqlite3_bind_int64(s, 7, (step + (k ? 0 : 1)) * tps);
+            else if (json_is_integer(tk)) sqlite3_bind_int64(s, 7, json_integer_value(tk));
+            else sqlite3_bind_null(s, 7);
+            bind_num_or_null(s, 8, json_object_get(p, "tok_per_s"));
+            if ((rc = run(q, s, "insert metric")) < 0) return rc;
+            if (sqlite3_changes(q->st->db) > 0) (*accepted)++; else (*duplicates)++;
+            if (!k && step >= max_step) { max_step = step; max_loss = json_number_value(v); }
+        }
+    }
+    q->points_stored += (unsigned long long)*accepted;
+    if (max_step >= 0) return progress(q, job, max_step, max_loss);
+    return STORE_OK;
+}
+
+int queue_checkpoint(queue *q, long long job, const char *token, const char *path, long long step, double *expires) {
+    if (!path || !*path) { snprintf(q->err, sizeof q->err, "path: must be a non-empty string"); return STORE_EINVAL; }
+    if (step < 0) { snprintf(q->err, sizeof q->err, "step: must be an integer >= 0"); return STORE_EINVAL; }
+    int rc = renew(q, job, token, expires);
+    if (rc < 0) return rc;
+    sqlite3_stmt *s = S(q, S_CKPT);
+    if (!s) return STORE_EIO;
+    sqlite3_bind_int64(s, 1, job);
+    sqlite3_bind_text(s, 2, path, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_int64(s, 3, step);
+    sqlite3_bind_double(s, 4, *expires);
+    sqlite3_bind_double(s, 5, store_now());
+    return run(q, s, "checkpoint");
+}
+
+static json_t *first_of(json_t *o, const char *a, const char *b) {
+    json_t *v = json_object_get(o, a);
+    return v ? v : json_object_get(o, b);
+}
+
+int queue_complete(queue *q, long long job, const char *token, json_t *result) {
+    if (!json_is_object(result)) { snprintf(q->err, sizeof q->err, "result: must be an object (result.json)"); return STORE_EINVAL; }
+    json_t *vl = first_of(result, "val_loss", "final_val_loss");
+    if (!json_is_number(vl)) { snprintf(q->err, sizeof q->err, "result.val_loss: must be a number"); return STORE_EINVAL; }
+    json_t *ad = first_of(result, "attn_distance", "attention_distance");
+    if (ad && !json_is_null(ad)) {
+        if (!json_is_array(ad)) { snprintf(q->err, sizeof q->err, "result.attn_distance: must be an array of numbers"); return STORE_EINVAL; }
+        for (size_t i = 0; i < json_array_size(ad); i++)
+            if (!json_is_number(json_array_get(ad, i))) {
+                snprintf(q->err, sizeof q->err, "result.attn_distance[%zu]: must be a number", i);
+                return STORE_EINVAL;
+            }
+    }
+    lease_row r;
+    int rc = lease_read(q, job, token, &r);
+    if (rc < 0) return rc;
+    if (r.token_ok && strcmp(r.state, "done") == 0) return STORE_OK;   /* same token again: idempotent */
+    if (!r.token_ok || strcmp(r.state, "leased") != 0) return conflict(q, job, &r);
+    double now = store_now();
+    char *text = json_dumps(result, JSON_COMPACT);
+    char *adtext = ad && json_is_array(ad) ? json_dumps(ad, JSON_COMPACT) : NULL;
+    sqlite3_stmt *s = S(q, S_RESULT_INS);
+    if (!s || !text) { free(text); free(adtext); return STORE_EIO; }
+    sqlite3_bind_int64(s, 1, job);
+    sqlite3_bind_int64(s, 2, r.attempt);
+    sqlite3_bind_double(s, 3, json_number_value(vl));
+    bind_num_or_null(s, 4, first_of(result, "tok_per_s", "tokens_per_s"));
+    bind_num_or_null(s, 5, first_of(result, "wall_s", "wall_time_s"));
+    json_t *pa = first_of(result, "params", "num_params");
+    if (json_is_integer(pa)) sqlite3_bind_int64(s, 6, json_integer_value(pa)); else sqlite3_bind_null(s, 6);
+    bind_num_or_null(s, 7, json_object_get(result, "flops_per_token"));
+    bind_text_or_null(s, 8, adtext);
+    sqlite3_bind_text(s, 9, text, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_double(s, 10, now);
+    rc = run(q, s, "insert result");
+    free(text);
+    free(adtext);
+    if (rc < 0) return rc;
+    if (!(s = S(q, S_DONE))) return STORE_EIO;
+    sqlite3_bind_int64(s, 1, job);
+    sqlite3_bind_double(s, 2, now);
+    if ((rc = run(q, s, "complete")) < 0) return rc;
+    q->jobs_completed++;
+    return STORE_OK;
+}
+
+int queue_fail(queue *q, long long job, const char *token, const char *error, int retryable, const char **new_state) {
+    lease_row r;
+    int rc = lease_read(q, job, token, &r);
+    if (rc < 0) return rc;
+    if (r.token_ok && (strcmp(r.state, "failed") == 0 || strcmp(r.state, "queued") == 0)) {
+        *new_state = strcmp(r.state, "failed") == 0 ? "failed" : "queued";   /* repeated: idempotent */
+        return STORE_OK;
+    }
+    if (!r.token_ok || strcmp(r.state, "leased") != 0) return conflict(q, job, &r);
+    int again = retryable && (r.attempt - r.attempt_base) < q->max_attempts;
+    sqlite3_stmt *s = S(q, again ? S_REQUEUE_FAIL : S_FAIL);
+    if (!s) return STORE_EIO;
+    double now = store_now();
+    sqlite3_bind_int64(s, 1, job);
+    sqlite3_bind_text(s, 2, error ? error : "", -1, SQLITE_TRANSIENT);
+    sqlite3_bind_int(s, 3, retryable ? 1 : 0);
+    sqlite3_bind_double(s, 4, now);
+    if ((rc = run(q, s, "fail")) < 0) return rc;
+    *new_state = again ? "queued" : "failed";
+    if (!again) q->jobs_failed++;
+    return STORE_OK;
+}
+
+int queue_expire(queue *q, double now, int *n) {
+    *n = 0;
+    sqlite3_stmt *s = S(q, S_EXPIRED);
+    if (!s) return STORE_EIO;
+    sqlite3_bind_double(s, 1, now);
+    /* collect first: the updates below must not run under an open cursor on the same rows */
+    struct { long long id, attempt, base; char err[400]; } ex[256];
+    int k = 0, rc;
+    while (k < 256 && (rc = sqlite3_step(s)) == SQLITE_ROW) {
+        ex[k].id = sqlite3_column_int64(s, 0);
+        ex[k].attempt = sqlite3_column_int64(s, 1);
+        ex[k].base = sqlite3_column_int64(s, 2);
+        const char *e = (const char *)sqlite3_column_text(s, 3);
+        snprintf(ex[k].err, sizeof ex[k].err, "%s", e ? e : "");
+        k++;
+    }
+    sqlite3_reset(s);
+    for (int i = 0; i < k; i++) {
+        int give_up = ex[i].attempt - ex[i].base >= q->max_attempts;
+        char msg[600];
+        if (give_up)
+            snprintf(msg, sizeof msg, "lease of attempt %lld expired (no heartbeat within %.0f s) and --max-attempts %d is "
+                     "used up%s%s", ex[i].attempt, q->lease_ttl, q->max_attempts, ex[i].err[0] ? "; last error: " : "", ex[i].err);
+        else
+            snprintf(msg, sizeof msg, "lease of attempt %lld expired (no heartbeat within %.0f s)%s%s", ex[i].attempt,
+                     q->lease_ttl, ex[i].err[0] ? "; last error: " : "", ex[i].err);
+        if (!(s = S(q, give_up ? S_EXPIRE_F : S_EXPIRE_Q))) return STORE_EIO;
+        sqlite3_bind_int64(s, 1, ex[i].id);
+        sqlite3_bind_text(s, 2, msg, -1, SQLITE_TRANSIENT);
+        sqlite3_bind_double(s, 3, now);
+        if ((rc = run(q, s, "expire")) < 0) return rc;
+        if (give_up) q->jobs_failed++;
+    }
+    q->leases_expired += (unsigned long long)k;
+    *n = k;
+    return STORE_OK;
+}
+
+int queue_grace(queue *q, double now, int *n) {
+    *n = 0;
+    sqlite3_stmt *s = S(q, S_GRACE);
+    if (!s) return STORE_EIO;
+    sqlite3_bind_double(s, 1, now + q->lease_ttl);
+    int rc = run(q, s, "grace");
+    if (rc == STORE_OK) *n = sqlite3_changes(q->st->db);
+    return rc;
+}
+
+/* ---- admin --------------------------------------------------------------------------------------- */
+
+static int job_state(queue *q, long long job, char state[16]) {
+    sqlite3_stmt *s = S(q, S_JOB_STATE);
+    if (!s) return STORE_EIO;
+    sqlite3_bind_int64(s, 1, job);
+    int rc = sqlite3_step(s);
+    if (rc == SQLITE_ROW) snprintf(state, 16, "%s", (const char *)sqlite3_column_text(s, 0));
+    sqlite3_reset(s);
+    if (rc == SQLITE_DONE) { snprintf(q->err, sizeof q->err, "no job %lld", job); return STORE_ENOTFOUND; }
+    if (rc != SQLITE_ROW) return fail_db(q, "job state");
+    return STORE_OK;
+}
+
+int queue_cancel(queue *q, long long job) {
+    char st[16];
+    int rc = job_state(q, job, st);
+    if (rc < 0) return rc;
+    if (strcmp(st, "cancelled") == 0) return STORE_OK;
+    if (strcmp(st, "queued") != 0 && strcmp(st, "leased") != 0) {
+        snprintf(q->state, sizeof q->state, "%s", st);
+        snprintf(q->err, sizeof q->err, "job %lld is %s: only queued or leased jobs can be cancelled", job, st);
+        return STORE_ECONFLICT;
+    }
+    sqlite3_stmt *s = S(q, S_CANCEL);
+    if (!s) return STORE_EIO;
+    sqlite3_bind_int64(s, 1, job);
+    sqlite3_bind_double(s, 2, store_now());
+    return run(q, s, "cancel");
+}
+
+int queue_requeue(queue *q, long long job) {
+    char st[16];
+    int rc = job_state(q, job, st);
+    if (rc < 0) return rc;
+    if (strcmp(st, "queued") == 0) return STORE_OK;
+    if (strcmp(st, "failed") != 0 && strcmp(st, "cancelled") != 0) {
+        snprintf(q->state, sizeof q->state, "%s", st);
+        snprintf(q->err, sizeof q->err, "job %lld is %s: only failed or cancelled jobs can be requeued", job, st);
+        return STORE_ECONFLICT;
+    }
+    sqlite3_stmt *s = S(q, S_REQUEUE);
+    if (!s) return STORE_EIO;
+    sqlite3_bind_int64(s, 1, job);
+    sqlite3_bind_double(s, 2, store_now());
+    return run(q, s, "requeue");
+}
+
+int queue_set_priority(queue *q, long long job, long long priority) {
+    char st[16];
+    int rc = job_state(q, job, st);
+    if (rc < 0) return rc;
+    sqlite3_stmt *s = S(q, S_PRIO);
+    if (!s) return STORE_EIO;
+    sqlite3_bind_int64(s, 1, job);
+    sqlite3_bind_int64(s, 2, priority);
+    sqlite3_bind_double(s, 3, store_now());
+    return run(q, s, "priority");
+}
+
+static int sweep_exists(queue *q, long long sweep) {
+    sqlite3_stmt *s = S(q, S_SWEEP_EXISTS);
+    if (!s) return STORE_EIO;
+    sqlite3_bind_int64(s, 1, sweep);
+    int rc = sqlite3_step(s);
+    sqlite3_reset(s);
+    if (rc == SQLITE_DONE) { snprintf(q->err, sizeof q->err, "no sweep %lld", sweep); return STORE_ENOTFOUND; }
+    return rc == SQLITE_ROW ? STORE_OK : fail_db(q, "sweep");
+}
+
+int queue_sweep_set_state(queue *q, long long sweep, const char *state) {
+    int rc = sweep_exists(q, sweep);
+    if (rc < 0) return rc;
+    sqlite3_stmt *s = S(q, S_SWEEP_STATE);
+    if (!s) return STORE_EIO;
+    sqlite3_bind_int64(s, 1, sweep);
+    sqlite3_bind_text(s, 2, state, -1, SQLITE_TRANSIENT);
+    return run(q, s, "sweep state");
+}
+
+int queue_sweep_set_priority(queue *q, long long sweep, long long priority) {
+    int rc = sweep_exists(q, sweep);
+    if (rc < 0) return rc;
+    sqlite3_stmt *s = S(q, S_SWEEP_PRIO);
+    if (!s) return STORE_EIO;
+    sqlite3_bind_int64(s, 1, sweep);
+    sqlite3_bind_int64(s, 2, priority);
+    if ((rc = run(q, s, "sweep priority")) < 0) return rc;
+    if (!(s = S(q, S_SWEEP_JOBS_PRIO))) return STORE_EIO;
+    sqlite3_bind_int64(s, 1, sweep);
+    sqlite3_bind_int64(s, 2, priority);
+    return run(q, s, "sweep jobs priority");
+}

@@ -1,0 +1,79 @@
+/* queue.h — the job queue on the SQLite store: leases, heartbeats, metrics, checkpoints, results, expiry,
+ * and the admin operations (cancel, requeue, priority, pause/resume).
+ *
+ * Transactions: no function here opens one. The caller wraps each call in a transaction or a savepoint
+ * (the API does SAVEPOINT per request inside its group-commit transaction) and rolls back to it when the
+ * call returns < 0, so a failed call leaves nothing behind. Every statement is prepared once and cached.
+ *
+ * Lease tokens: jobs.lease_token keeps the token of the job's latest lease even after it ended, so that a
+ * repeated complete/fail with that token is recognised (idempotent). A lease is live only while
+ * state = 'leased' and the token matches.
+ *
+ * Returns: QUEUE_OK (0), QUEUE_EMPTY (1, lease only) or a negative STORE_E* code with q->err set:
+ * STORE_ENOTFOUND (no such job/worker/sweep), STORE_ECONFLICT (stale token, wrong state; q->state holds the
+ * job's state), STORE_EINVAL (bad argument; q->err names it), STORE_EIO (SQLite).
+ */
+#ifndef PRISM_QUEUE_H
+#define PRISM_QUEUE_H
+#include <jansson.h>
+#include <sqlite3.h>
+
+#include "store.h"
+
+enum { QUEUE_OK = 0, QUEUE_EMPTY = 1 };
+
+#define QUEUE_NSTMT 40
+#define QUEUE_TPS_CACHE 256
+
+typedef struct queue {
+    store *st;                          /* not owned */
+    sqlite3_stmt *stmt[QUEUE_NSTMT];    /* owned, finalized by queue_release */
+    double lease_ttl;                   /* seconds */
+    int max_attempts;
+    char err[512];
+    char state[16];                     /* job state on STORE_ECONFLICT */
+    /* counters for /metrics (since start) */
+    unsigned long long leases_granted, leases_expired, points_stored, jobs_completed, jobs_failed;
+    struct { long long job; long long tps; } tps_cache[QUEUE_TPS_CACHE];   /* job -> tokens per step */
+} queue;
+
+void queue_init(queue *q, store *st, double lease_ttl, int max_attempts);
+void queue_release(queue *q);
+
+/* Registers a worker (same name+host → same id, devices and last_seen updated). devices: JSON text. */
+int queue_register(queue *q, const char *name, const char *host, const char *devices, long long *worker_id);
+
+/* Leases the next job to worker_id. On QUEUE_OK *out is a new object {job_id, attempt, lease_token,
+ * lease_expires_at, lease_ttl_s, sweep_id, schedule_id, seed, heads, job, resume?} the caller decrefs. */
+int queue_lease(queue *q, long long worker_id, const char *device, json_t **out);
+
+/* Renews the lease; *expires = new expiry. step/loss < 0 / NAN are ignored. */
+int queue_heartbeat(queue *q, long long job, const char *token, long long step, double loss, double *expires);
+
+/* Stores points (array of metrics.jsonl rows), renewing the lease. The whole batch is validated first: on
+ * STORE_EINVAL nothing is stored and q->err names the row (points[3].step: ...). */
+int queue_metrics(queue *q, long long job, const char *token, json_t *points, int *accepted, int *duplicates,
+                  double *expires);
+
+int queue_checkpoint(queue *q, long long job, const char *token, const char *path, long long step, double *expires);
+
+/* result: result.json (needs a numeric val_loss or final_val_loss). Idempotent for the same token. */
+int queue_complete(queue *q, long long job, const char *token, json_t *result);
+
+/* *new_state: "queued" (retryable, attempts left) or "failed" (static string). Idempotent for the token. */
+int queue_fail(queue *q, long long job, const char *token, const char *error, int retryable, const char **new_state);
+
+/* Returns every expired lease to queued (or failed after max_attempts). *n = how many expired. */
+int queue_expire(queue *q, double now, int *n);
+
+/* At server start: every live lease gets at least one more TTL from now, so workers that could not reach
+ * a stopped server are not punished for its downtime. *n = leases extended. */
+int queue_grace(queue *q, double now, int *n);
+
+/* Admin. */
+int queue_cancel(queue *q, long long job);
+int queue_requeue(queue *q, long long job);
+int queue_set_priority(queue *q, long long job, long long priority);
+int queue_sweep_set_state(queue *q, long long sweep, const char *state);   /* "active" | "paused" */
+int queue_sweep_set_priority(queue *q, long long sweep, long long priority);
+#endif

@@ -1,0 +1,220 @@
+/* serve.c — `prism-sweep serve`: the orchestrator daemon's program edge.
+ *
+ * Design: open the store, load or create the tokens, then run one libuv loop that holds the HTTP server
+ * (http.c), a repeating timer that expires stale leases (so expiry never waits for a request), and the
+ * SIGINT/SIGTERM handles. A signal starts a graceful stop: the listener closes, answers already read are
+ * committed and written, connections close, the timer and signal handles close, the loop runs dry and
+ * the database is closed cleanly (WAL checkpointed by SQLite on close).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <uv.h>
+
+#include "api.h"
+#include "cli.h"
+#include "commands.h"
+#include "http.h"
+#include "store.h"
+
+typedef struct serve_state {
+    uv_loop_t loop;
+    http_server srv;
+    uv_timer_t expiry;
+    uv_signal_t sigint, sigterm;
+    api a;
+    int stopping;
+} serve_state;
+
+static void expiry_tick(uv_timer_t *t) {
+    serve_state *s = t->data;
+    api_expire(&s->a);      /* committed by the server's check phase later in this loop iteration */
+}
+
+static void on_stopped(void *ud) {   /* ud is the api handed to the server: find its serve_state */
+    serve_state *s = (serve_state *)((char *)ud - offsetof(serve_state, a));
+    uv_close((uv_handle_t *)&s->expiry, NULL);
+    uv_close((uv_handle_t *)&s->sigint, NULL);
+    uv_close((uv_handle_t *)&s->sigterm, NULL);
+}
+
+static void on_signal(uv_signal_t *h, int signum) {
+    serve_state *s = h->data;
+    if (s->stopping) return;
+    s->stopping = 1;
+    s->a.stopping = 1;
+    fprintf(stderr, "prism-sweep serve: %s: finishing in-flight requests and closing the database\n",
+            signum == SIGINT ? "SIGINT" : "SIGTERM");
+    uv_timer_stop(&s->expiry);
+    http_server_stop(&s->srv);
+}
+
+/* Splits "HOST:PORT", "[V6]:PORT" or ":PORT" (host 127.0.0.1). Returns 0 or -1. */
+static int parse_listen(const char *spec, char *host, size_t hn, int *port) {
+    const char *colon;
+    if (spec[0] == '[') {
+        const char *close = strchr(spec, ']');
+        if (!close || close[1] != ':') return -1;
+        size_t n = (size_t)(close - spec - 1);
+        if (n == 0 || n >= hn) return -1;
+        memcpy(host, spec + 1, n);
+        host[n] = 0;
+        colon = close + 1;
+    } else {
+        colon = strrchr(spec, ':');
+        if (!colon) return -1;
+        size_t n = (size_t)(colon - spec);
+        if (n >= hn) return -1;
+        if (n == 0) snprintf(host, hn, "127.0.0.1");
+        else { memcpy(host, spec, n); host[n] = 0; }
+    }
+    char *end;
+    long p = strtol(colon + 1, &end, 10);
+    if (*end || end == colon + 1 || p < 0 || p > 65535) return -1;
+    *port = (int)p;
+    return 0;
+}
+
+static int is_loopback(const char *host) {
+    return strncmp(host, "127.", 4) == 0 || strcmp(host, "::1") == 0 || strcmp(host, "localhost") == 0;
+}
+
+int cmd_serve(int argc, char **argv) {
+    const char *db = "prism.db", *listen = "127.0.0.1:8080", *token_file = NULL, *web = "web/";
+    double ttl = 120, idle = 60, req_to = 30;
+    int max_attempts = 3, public_read = 0, max_conns = 1024;
+    cli_flag flags[] = {
+        { "--db", CLI_STR, &db, "prism.db", "the SQLite database (created if missing)", 0, 0, NULL, 0 },
+        { "--listen", CLI_STR, &listen, "127.0.0.1:8080", "HOST:PORT to listen on ([::1]:PORT for IPv6; port 0 = any free)", 0, 0, NULL, 0 },
+        { "--token-file", CLI_STR, &token_file, "(DB.tokens, generated)", "file with worker_token=... and admin_token=... lines", 0, 0, NULL, 0 },
+        { "--lease-ttl", CLI_DOUBLE, &ttl, "120", "seconds a lease lives without a heartbeat", 0.2, 86400, NULL, 0 },
+        { "--max-attempts", CLI_INT, &max_attempts, "3", "leases per job before it fails", 1, 1000, NULL, 0 },
+        { "--web", CLI_STR, &web, "web/", "folder of the leaderboard page (static files)", 0, 0, NULL, 0 },
+        { "--public-read", CLI_BOOL, &public_read, "off", "read routes need no token even off loopback", 0, 0, NULL, 0 },
+        { "--idle-timeout", CLI_DOUBLE, &idle, "60", "seconds an idle keep-alive connection stays open", 0.1, 86400, NULL, 0 },
+        { "--request-timeout", CLI_DOUBLE, &req_to, "30", "seconds a client has to send a whole request", 0.1, 3600, NULL, 0 },
+        { "--max-conns", CLI_INT, &max_conns, "1024", "open connections at most (more get 503)", 1, 100000, NULL, 0 },
+        { 0 },
+    };
+    cli_cmd cmd = { "serve", "[--db FILE] [--listen HOST:PORT] [flags]",
+                    "Run the orchestrator: the HTTP/JSON API for workers (leases, metrics, results), the admin and read "
+                    "routes, and the leaderboard page. It is the only process that writes the database. API: docs/API.md.",
+                    flags };
+    char *pos[1];
+    int npos = 0;
+    int rc = cli_parse(&cmd, argc, argv, pos, 0, &npos);
+    if (rc != CLI_OK) return rc == CLI_HELP ? 0 : 2;
+    char host[256];
+    int port = 0;
+    if (parse_listen(listen, host, sizeof host, &port) < 0)
+        return cli_error("serve", "--listen must be HOST:PORT, [IPV6]:PORT or :PORT with a port in 0..65535 (got \"%s\")", listen);
+    cli_flag *wf = cli_find(&cmd, "--web");
+    struct stat sb;
+    if (stat(web, &sb) != 0 || !S_ISDIR(sb.st_mode)) {
+        if (wf && wf->seen) return cli_error("serve", "--web %s: not a folder (give the folder holding index.html)", web);
+        web = NULL;   /* default folder absent: serve the API only */
+    }
+    signal(SIGPIPE, SIG_IGN);
+
+    /* one server per database: an flock on DB.lock, released by the kernel even after kill -9 */
+    char lockp[1100];
+    snprintf(lockp, sizeof lockp, "%s.lock", db);
+    int lockfd = open(lockp, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    if (lockfd < 0) return cli_error("serve", "cannot create %s: %s", lockp, strerror(errno));
+    if (flock(lockfd, LOCK_EX | LOCK_NB) != 0) {
+        char pidtxt[32] = "?";
+        ssize_t n = pread(lockfd, pidtxt, sizeof pidtxt - 1, 0);
+        if (n > 0) { pidtxt[n] = 0; pidtxt[strcspn(pidtxt, "\n")] = 0; }
+        close(lockfd);
+        return cli_error("serve", "%s is already served by another prism-sweep serve (pid %s): one server per database",
+                         db, pidtxt);
+    }
+    char pidtxt[32];
+    int pn = snprintf(pidtxt, sizeof pidtxt, "%d\n", (int)getpid());
+    if (ftruncate(lockfd, 0) != 0 || pwrite(lockfd, pidtxt, (size_t)pn, 0) != pn) { /* advisory text only */ }
+
+    char err[1024];
+    store *st = NULL;
+    if (store_open(db, &st, err, sizeof err) < 0) {
+        fprintf(stderr, "prism-sweep serve: %s\n", err);
+        close(lockfd);
+        return 2;
+    }
+    serve_state *s = calloc(1, sizeof *s);
+    auth_tokens tok;
+    int status = 1;
+    if (!s) { fprintf(stderr, "prism-sweep serve: out of memory\n"); goto out; }
+    if (auth_load(&tok, token_file, db, err, sizeof err) < 0) {
+        fprintf(stderr, "prism-sweep serve: %s\n", err);
+        status = 2;
+        goto out;
+    }
+    if (tok.generated)
+        fprintf(stderr, "prism-sweep serve: generated tokens, kept in %s (mode 0600)\n"
+                        "  worker token: %s   (also in %s.worker-token: give it to prism-worker --token-file)\n"
+                        "  admin token:  %s\n", tok.path, tok.worker, db, tok.admin);
+    else
+        fprintf(stderr, "prism-sweep serve: tokens from %s\n", tok.path);
+    api_config cfg = { .lease_ttl = ttl, .max_attempts = max_attempts,
+                       .public_read = public_read || is_loopback(host), .web_dir = web };
+    if (api_init(&s->a, st, &tok, &cfg, err, sizeof err) < 0) {
+        fprintf(stderr, "prism-sweep serve: %s\n", err);
+        status = 2;
+        goto out;
+    }
+    uv_loop_init(&s->loop);
+    http_server_opts o = { .max_conns = max_conns, .idle_timeout_s = idle, .request_timeout_s = req_to,
+                           .flush = api_flush, .stopped = on_stopped };
+    if (http_server_start(&s->srv, &s->loop, host, port, api_handle, &s->a, &o, err, sizeof err) < 0) {
+        fprintf(stderr, "prism-sweep serve: %s (is another server running? pick another --listen)\n", err);
+        api_release(&s->a);
+        uv_run(&s->loop, UV_RUN_DEFAULT);
+        uv_loop_close(&s->loop);
+        status = 2;
+        goto out;
+    }
+    uv_timer_init(&s->loop, &s->expiry);
+    s->expiry.data = s;
+    uint64_t every = (uint64_t)(ttl * 1000 / 4);
+    if (every > 500) every = 500;
+    if (every < 50) every = 50;
+    uv_timer_start(&s->expiry, expiry_tick, every, every);
+    uv_signal_init(&s->loop, &s->sigint);
+    uv_signal_init(&s->loop, &s->sigterm);
+    s->sigint.data = s->sigterm.data = s;
+    uv_signal_start(&s->sigint, on_signal, SIGINT);
+    uv_signal_start(&s->sigterm, on_signal, SIGTERM);
+    {   /* leases that ran out while the server was down get one more TTL: their workers could not reach us */
+        int n = 0;
+        if (store_begin(st) == 0) {
+            if (queue_grace(&s->a.q, store_now(), &n) == 0 && store_commit(st) == 0) {
+                if (n) fprintf(stderr, "prism-sweep serve: %d live lease(s) extended by one TTL after the restart\n", n);
+            } else {
+                store_rollback(st);
+            }
+        }
+    }
+    fprintf(stderr, "prism-sweep serve: listening on http://%s%s%s:%d (db %s, lease TTL %g s, max attempts %d, "
+                    "read routes %s, web %s)\n", strchr(host, ':') ? "[" : "", host, strchr(host, ':') ? "]" : "",
+            http_server_port(&s->srv), db, ttl, max_attempts, cfg.public_read ? "public" : "need a token",
+            web ? web : "(none)");
+    fflush(stderr);
+    uv_run(&s->loop, UV_RUN_DEFAULT);
+    api_flush(&s->a);
+    api_release(&s->a);
+    uv_loop_close(&s->loop);
+    fprintf(stderr, "prism-sweep serve: stopped cleanly\n");
+    status = 0;
+out:
+    free(s);
+    store_close(st);
+    close(lockfd);   /* releases the flock */
+    return status;
+}

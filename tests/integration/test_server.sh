@@ -1,0 +1,473 @@
+#!/usr/bin/env bash
+# test_server.sh — the orchestrator daemon against real clients (curl) on loopback: leases, expiry, tokens,
+# idempotency, cancel, auth, caps, malformed input, static files, durability across kill -9.
+# timeout: 60
+. "$(dirname "$0")/../lib.sh"
+. "$(dirname "$0")/server_lib.sh"
+
+# Baseline first at each seed, every schedule's first seed before any second seed; priority wins; paused
+# sweeps lease nothing; 204 when the queue is empty.
+t_lease_order_priority_pause() {
+  s_setup
+  s_spec "$D/s.json" order '["1,1,4,4", "2,2,4,4"]' '[7, 8]'
+  local sid; sid=$(s_create "$D/s.json")
+  s_server
+  local w; w=$(s_register w1)
+  local got=()
+  for i in 1 2 3; do s_lease "$w"; got+=("$(s_json '.heads|map(tostring)|join(",")')@$(s_json .seed)"); done
+  assert_eq "4,4,4,4@7 1,1,4,4@7 2,2,4,4@7" "${got[*]}" "first seed of every schedule, baseline first"
+  # raise the priority of the last queued job (2,2,4,4 seed 8): it comes next
+  s_expect 200 GET "/api/v1/sweeps/$sid/jobs?state=queued"
+  local last; last=$(s_json '.jobs[-1].id')
+  assert_eq "2,2,4,4@8" "$(s_json '.jobs[-1]|(.heads|map(tostring)|join(","))+"@"+(.seed|tostring)')" "queued order"
+  s_expect 200 POST "/api/v1/jobs/$last/priority" '{"priority": 5}' "$AT"
+  s_lease "$w"; assert_eq "$last" "$JOB" "priority job leased first"
+  s_expect 200 GET "/api/v1/sweeps/$sid/jobs?limit=1"
+  assert_eq "1 $JOB" "$(s_json '"\(.jobs|length) \(.jobs[0].id)"')" "limit: the priority job lists first"
+  s_expect 200 GET "/api/v1/sweeps/$sid/jobs?limit=2&offset=1"
+  assert_eq "2 4,4,4,4@7" "$(s_json '"\(.jobs|length) \(.jobs[0]|(.heads|map(tostring)|join(","))+"@"+(.seed|tostring))"')" "offset"
+  s_expect 200 POST "/api/v1/sweeps/$sid/pause" '{}' "$AT"
+  s_lease "$w"; assert_eq "" "$JOB" "paused sweep leases nothing (204)"
+  s_expect 200 POST "/api/v1/sweeps/$sid/resume" '{}' "$AT"
+  s_lease "$w"; assert_eq "4,4,4,4@8" "$(s_json '.heads|map(tostring)|join(",")')@$(s_json .seed)" "baseline first at seed 2"
+  s_lease "$w"; [ -n "$JOB" ] || fail "one job left"
+  s_lease "$w"; assert_eq 204 "$CODE" "empty queue"
+  s_expect 404 POST /api/v1/lease '{"worker_id": 999}'
+  assert_contains "$BODY" "register first"
+}
+
+# 8 concurrent leasers drain 28 jobs: every job leased exactly once.
+t_lease_exclusive_concurrent() {
+  s_setup
+  s_spec "$D/s.json" many '["1,1,4,4", "2,2,4,4", "1,2,4,4", "1,4,4,4", "2,4,4,4", "1,1,1,4"]' '[1, 2, 3, 4]'
+  s_create "$D/s.json" >/dev/null
+  s_server
+  local pids=() k
+  for k in $(seq 1 8); do
+    local w; w=$(s_register "w$k")
+    ( for i in $(seq 1 30); do
+        c=$(curl -s -o "$D/l.$k.$i" -w '%{http_code}' -X POST -H "Authorization: Bearer $WT" \
+            --data-binary "{\"worker_id\": $w}" "$URL/api/v1/lease")
+        [ "$c" = 204 ] && break
+        [ "$c" = 200 ] || { echo "HTTP $c" >"$D/err.$k"; break; }
+      done ) &
+    pids+=($!)
+  done
+  for k in "${pids[@]}"; do wait "$k"; done
+  ls "$D"/err.* >/dev/null 2>&1 && fail "a lease failed: $(cat "$D"/err.*)"
+  local ids; ids=$(cat "$D"/l.* | jq -r '.job_id // empty' | sort -n)
+  assert_eq 28 "$(echo "$ids" | wc -l)" "leases granted (7 schedules with the baseline × 4 seeds)"
+  assert_eq 28 "$(echo "$ids" | sort -u | wc -l)" "distinct jobs: $ids"
+  s_expect 200 GET /api/v1/sweeps
+  assert_eq 28 "$(s_json ".sweeps[0].counts.leased")" "jobs leased"
+}
+
+# An unrenewed lease expires by the timer: the job is re-leased with attempt+1 and its checkpoint as resume;
+# the old token gets 409; after --max-attempts it fails with the reason.
+t_expiry_requeue_and_max_attempts() {
+  s_setup
+  s_spec "$D/s.json" exp '["4,4,4,4"]' '[1]'
+  local sid; sid=$(s_create "$D/s.json")
+  s_server --lease-ttl 1 --max-attempts 2
+  local w; w=$(s_register w1)
+  s_lease "$w"; local job=$JOB old=$TOKEN
+  assert_eq 1 "$ATTEMPT" "first attempt"
+  s_expect 200 POST "/api/v1/jobs/$job/checkpoint" "{\"lease_token\": \"$old\", \"path\": \"/ck/job$job.bin\", \"step\": 5}"
+  # nobody asks: the timer alone must expire it
+  local i st=leased
+  for i in $(seq 1 40); do
+    s_expect 200 GET "/api/v1/jobs/$job"; st=$(s_json .state)
+    [ "$st" = queued ] && break; sleep 0.1
+  done
+  assert_eq queued "$st" "state after the TTL"
+  assert_contains "$(s_json .last_error)" "expired"
+  s_lease "$w"
+  assert_eq "$job" "$JOB" "same job re-leased"
+  assert_eq 2 "$ATTEMPT" "attempt+1"
+  assert_eq "/ck/job$job.bin" "$(s_json .resume.checkpoint)" "resume checkpoint"
+  assert_eq 5 "$(s_json .resume.step)" "resume step"
+  s_expect 409 POST "/api/v1/jobs/$job/heartbeat" "{\"lease_token\": \"$old\"}"
+  assert_eq leased "$(s_json .state)" "409 says the job's state"
+  s_expect 409 POST "/api/v1/jobs/$job/complete" "{\"lease_token\": \"$old\", \"result\": {\"val_loss\": 1}}"
+  # let attempt 2 expire too: --max-attempts 2 is used up
+  for i in $(seq 1 40); do
+    s_expect 200 GET "/api/v1/jobs/$job"; st=$(s_json .state)
+    [ "$st" = failed ] && break; sleep 0.1
+  done
+  assert_eq failed "$st" "state after max attempts"
+  assert_contains "$(s_json .last_error)" "max-attempts"
+  s_expect 200 GET /metrics
+  assert_contains "$BODY" "prism_leases_expired_total 2"
+  # an admin requeue counts attempts afresh
+  s_expect 200 POST "/api/v1/jobs/$job/requeue" '{}' "$AT"
+  s_lease "$w"; assert_eq 3 "$ATTEMPT" "attempt after requeue"
+}
+
+# Heartbeats renew; a wrong token is 409 on every worker route.
+t_stale_token_409() {
+  s_setup
+  s_spec "$D/s.json" stale '["4,4,4,4"]' '[1]'
+  s_create "$D/s.json" >/dev/null
+  s_server --lease-ttl 30
+  local w; w=$(s_register w1)
+  s_lease "$w"; local exp0; exp0=$(s_json .lease_expires_at)
+  sleep 0.05
+  s_expect 200 POST "/api/v1/jobs/$JOB/heartbeat" "{\"lease_token\": \"$TOKEN\", \"step\": 3, \"loss\": 4.5}"
+  awk -v a="$(s_json .lease_expires_at)" -v b="$exp0" 'BEGIN{exit !(a > b)}' || fail "heartbeat did not extend the lease"
+  local r
+  for r in heartbeat metrics checkpoint complete fail; do
+    s_expect 409 POST "/api/v1/jobs/$JOB/$r" '{"lease_token": "0000000000000000", "points": [], "path": "x", "step": 1, "result": {"val_loss": 1}, "error": "e"}'
+    assert_contains "$BODY" "not the job's current lease"
+  done
+  s_expect 404 POST "/api/v1/jobs/9999/heartbeat" "{\"lease_token\": \"$TOKEN\"}"
+  s_expect 400 POST "/api/v1/jobs/$JOB/heartbeat" '{}'
+  assert_contains "$BODY" "lease_token"
+  s_expect 200 GET "/api/v1/jobs/$JOB"
+  assert_eq 3 "$(s_json .step)" "progress from heartbeat"
+}
+
+# A resent metrics batch changes nothing; complete and fail are idempotent for the same token.
+t_idempotent_metrics_and_complete() {
+  s_setup
+  s_spec "$D/s.json" idem '["4,4,4,4", "2,2,4,4"]' '[1]'
+  s_create "$D/s.json" >/dev/null
+  s_server
+  local w; w=$(s_register w1)
+  s_lease "$w"
+  local pts='[{"step": 0, "val_loss": 5.5}, {"step": 0, "train_loss": 5.6, "lr": 0.001, "tokens": 64, "tok_per_s": 100},
+              {"step": 1, "train_loss": 5.2, "lr": 0.001, "tokens": 128, "tok_per_s": 110}, {"step": 5, "val_loss": 4.9}]'
+  s_expect 200 POST "/api/v1/jobs/$JOB/metrics" "{\"lease_token\": \"$TOKEN\", \"points\": $pts}"
+  assert_eq "4 0" "$(s_json '"\(.accepted) \(.duplicates)"')" "first batch"
+  s_expect 200 POST "/api/v1/jobs/$JOB/metrics" "{\"lease_token\": \"$TOKEN\", \"points\": $pts}"
+  assert_eq "0 4" "$(s_json '"\(.accepted) \(.duplicates)"')" "resent batch"
+  s_expect 400 POST "/api/v1/jobs/$JOB/metrics" "{\"lease_token\": \"$TOKEN\", \"points\": [{\"step\": 2, \"train_loss\": 1}, {\"step\": -1, \"val_loss\": 2}]}"
+  assert_contains "$BODY" "points[1].step"
+  s_expect 200 GET "/api/v1/jobs/$JOB/metrics?kind=val"
+  assert_eq "0:5.5:0 5:4.9:320" "$(s_json '[.points[]|"\(.step):\(.value):\(.tokens)"]|join(" ")')" "val curve with tokens"
+  s_expect 200 GET "/api/v1/jobs/$JOB/metrics?kind=train&since=0"
+  assert_eq "1" "$(s_json '[.points[].step]|join(" ")')" "incremental since=0"
+  s_expect 200 GET "/api/v1/jobs/$JOB/metrics?kind=train&format=csv"
+  assert_contains "$BODY" "step,value,tokens,lr,tok_per_s,attempt"
+  assert_eq 3 "$(echo "$BODY" | wc -l)" "csv lines"
+  s_expect 200 GET "/api/v1/jobs/$JOB"
+  assert_eq "1 5.2" "$(s_json '"\(.step) \(.last_loss)"')" "progress from metrics"
+  s_complete "$JOB" "$TOKEN" 4.25 '[1.5, 2.5, 3.5, 4.5]'
+  s_complete "$JOB" "$TOKEN" 4.25 '[1.5, 2.5, 3.5, 4.5]'
+  assert_eq done "$(s_json .state)" "second complete is a 200"
+  s_expect 409 POST "/api/v1/jobs/$JOB/fail" "{\"lease_token\": \"$TOKEN\", \"error\": \"late\", \"retryable\": true}"
+  s_expect 409 POST "/api/v1/jobs/$JOB/metrics" "{\"lease_token\": \"$TOKEN\", \"points\": $pts}"
+  assert_eq 1 "$(sqlite3 "$DB" "SELECT count(*) FROM results WHERE job_id = $JOB")" "one result row"
+  assert_eq 4 "$(sqlite3 "$DB" "SELECT count(*) FROM metrics WHERE job_id = $JOB")" "metric rows"
+  # fail: retryable goes back to queued, repeated fail is idempotent, not retryable fails
+  s_lease "$w"; local j2=$JOB t2=$TOKEN
+  s_expect 200 POST "/api/v1/jobs/$j2/fail" "{\"lease_token\": \"$t2\", \"error\": \"CUDA OOM\", \"retryable\": true}"
+  assert_eq queued "$(s_json .state)" "retryable fail"
+  s_expect 200 POST "/api/v1/jobs/$j2/fail" "{\"lease_token\": \"$t2\", \"error\": \"CUDA OOM\", \"retryable\": true}"
+  assert_eq queued "$(s_json .state)" "repeated fail"
+  s_lease "$w"; assert_eq "$j2 2" "$JOB $ATTEMPT" "re-leased with attempt 2"
+  s_expect 200 POST "/api/v1/jobs/$j2/fail" "{\"lease_token\": \"$TOKEN\", \"error\": \"loss is NaN at step 3\", \"retryable\": false}"
+  assert_eq failed "$(s_json .state)" "not retryable"
+  s_expect 200 GET "/api/v1/jobs/$j2"
+  assert_eq "loss is NaN at step 3" "$(s_json .last_error)" "error kept"
+}
+
+# Cancel a leased job: the worker's next heartbeat gets 409 "cancelled"; done jobs cannot be cancelled;
+# a cancelled job can be requeued. Admin routes refuse the worker token.
+t_cancel_and_requeue() {
+  s_setup
+  s_spec "$D/s.json" cancel '["4,4,4,4"]' '[1, 2]'
+  s_create "$D/s.json" >/dev/null
+  s_server
+  local w; w=$(s_register w1)
+  s_lease "$w"; local j=$JOB t=$TOKEN
+  s_expect 401 POST "/api/v1/jobs/$j/cancel" '{}' "$WT"
+  s_expect 200 POST "/api/v1/jobs/$j/cancel" '{}' "$AT"
+  assert_eq cancelled "$(s_json .state)" "cancel"
+  s_expect 200 POST "/api/v1/jobs/$j/cancel" '{}' "$AT"
+  s_expect 409 POST "/api/v1/jobs/$j/heartbeat" "{\"lease_token\": \"$t\"}"
+  assert_eq cancelled "$(s_json .state)" "heartbeat after cancel"
+  s_expect 409 POST "/api/v1/jobs/$j/complete" "{\"lease_token\": \"$t\", \"result\": {\"val_loss\": 1}}"
+  s_lease "$w"; local j2=$JOB
+  s_complete "$j2" "$TOKEN" 3.0
+  s_expect 409 POST "/api/v1/jobs/$j2/cancel" '{}' "$AT"
+  assert_contains "$BODY" "done"
+  s_expect 200 POST "/api/v1/jobs/$j/requeue" '{}' "$AT"
+  s_lease "$w"; assert_eq "$j 2" "$JOB $ATTEMPT" "requeued job leased again"
+  s_expect 409 POST "/api/v1/jobs/$j2/requeue" '{}' "$AT"
+  s_expect 404 POST "/api/v1/jobs/424242/cancel" '{}' "$AT"
+}
+
+# Tokens: missing or wrong → 401 on worker and admin routes; read routes public on loopback only.
+t_auth_401() {
+  s_setup
+  s_server
+  s_expect 401 POST /api/v1/workers/register '{"name": "x"}' -
+  assert_contains "$BODY" "Bearer"
+  s_expect 401 POST /api/v1/workers/register '{"name": "x"}' "wrongwrongwrongwrong"
+  s_expect 401 POST /api/v1/lease '{"worker_id": 1}' "$WT$WT"
+  s_expect 401 POST /api/v1/sweeps '{}' "$WT"
+  s_expect 200 POST /api/v1/workers/register '{"name": "x"}' "$AT"
+  s_expect 200 GET /api/v1/sweeps "" -
+  [ "$(stat -c %a "$DB.tokens")" = 600 ] || fail "token file mode $(stat -c %a "$DB.tokens")"
+  [ "$(stat -c %a "$DB.worker-token")" = 600 ] || fail "worker token file mode"
+  assert_eq "$WT" "$(cat "$DB.worker-token")" "bare worker token file"
+  kill "$SPID"; wait "$SPID" 2>/dev/null
+  # not on loopback: read routes need a token; a --token-file is used as given
+  printf 'worker_token=%s\nadmin_token=%s\n' 0123456789abcdef0123 fedcba9876543210fedc >"$D/tok"
+  PORT=$(free_port); URL="http://127.0.0.1:$PORT"
+  "$(bin prism-sweep)" serve --db "$DB" --listen "0.0.0.0:$PORT" --token-file "$D/tok" 2>>"$D/server.log" &
+  SPID=$!; S_PIDS+=("$SPID"); s_wait_up
+  s_expect 401 GET /api/v1/sweeps "" -
+  s_expect 200 GET /api/v1/sweeps "" 0123456789abcdef0123
+  s_expect 401 POST /api/v1/sweeps '{}' 0123456789abcdef0123
+  s_expect 200 GET /healthz "" -
+}
+
+# Caps: body, headers, URL, JSON depth → 413; malformed JSON, bad HTTP, unknown routes → 4xx; the server
+# keeps serving throughout.
+t_caps_malformed_unknown() {
+  s_setup
+  s_server
+  head -c $((9 * 1024 * 1024)) /dev/zero | tr '\0' ' ' >"$D/big"
+  CODE=$(curl -s -o "$D/resp" -w '%{http_code}' -X POST -H "Authorization: Bearer $WT" --data-binary @"$D/big" "$URL/api/v1/lease")
+  assert_eq 413 "$CODE" "9 MiB body"
+  assert_contains "$(cat "$D/resp")" '"error"'
+  CODE=$(curl -s -o /dev/null -w '%{http_code}' -H "X-Big: $(head -c 20000 /dev/zero | tr '\0' a)" "$URL/healthz")
+  assert_eq 413 "$CODE" "20 KB header"
+  CODE=$(curl -s -o /dev/null -w '%{http_code}' "$URL/api/v1/sweeps?x=$(head -c 5000 /dev/zero | tr '\0' a)")
+  assert_eq 413 "$CODE" "5 KB URL"
+  s_expect 413 POST /api/v1/lease "{\"a\": $(printf '[%.0s' $(seq 40))1$(printf ']%.0s' $(seq 40))}"
+  s_expect 400 POST /api/v1/workers/register '{"name": "x",'
+  assert_contains "$BODY" "malformed JSON"
+  s_expect 400 POST /api/v1/workers/register '[1, 2]'
+  s_expect 400 POST /api/v1/workers/register '{"name": 5}'
+  assert_contains "$BODY" "name: must be a string"
+  s_expect 400 POST /api/v1/lease '{"worker_id": "one"}'
+  s_expect 404 GET /api/v1/nope
+  s_expect 404 GET /api/v2/sweeps
+  s_expect 405 GET /api/v1/lease
+  s_expect 405 DELETE /api/v1/sweeps
+  s_expect 404 GET /api/v1/jobs/77
+  s_expect 404 GET /api/v1/sweeps/77/leaderboard
+  s_expect 400 GET "/api/v1/jobs/1/metrics?since=abc"
+  # garbage on the socket: 400 and the connection closes; the server is fine
+  local raw; raw=$(printf 'GARBAGE \x01\x02 HTTP/9\r\n\r\n' | timeout 5 /usr/bin/python3 -c '
+import socket,sys; s=socket.create_connection(("127.0.0.1", int(sys.argv[1]))); s.sendall(sys.stdin.buffer.read())
+print(s.recv(4096).decode(errors="replace").split("\r\n")[0])' "$PORT")
+  assert_contains "$raw" "400"
+  s_expect 200 GET /healthz
+  s_expect 200 GET /metrics
+  assert_contains "$BODY" 'prism_http_requests_total{code="413"}'
+  assert_contains "$BODY" 'prism_jobs{state="queued"} 0'
+}
+
+# A request trickling in is cut at --request-timeout with 408; keep-alive serves several requests on one
+# connection; "Expect: 100-continue" is answered before the body.
+t_slow_request_timeout_and_keepalive() {
+  s_setup
+  s_server --request-timeout 0.5
+  local out; out=$(timeout 10 /usr/bin/python3 -c '
+import socket,sys,time
+s=socket.create_connection(("127.0.0.1", int(sys.argv[1])))
+s.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n")
+time.sleep(1.0)
+print(s.recv(4096).decode().split("\r\n")[0])
+k=socket.create_connection(("127.0.0.1", int(sys.argv[1])))
+n=0
+for i in range(3):
+    k.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+    d=b""
+    while b"}" not in d: d+=k.recv(4096)
+    n+=d.startswith(b"HTTP/1.1 200")
+print("keepalive", n)
+e=socket.create_connection(("127.0.0.1", int(sys.argv[1])))
+e.sendall(b"POST /api/v1/lease HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: 2\r\n\r\n")
+print("expect:", e.recv(4096).decode().split("\r\n")[0])' "$PORT")
+  assert_contains "$out" "408"
+  assert_contains "$out" "keepalive 3"
+  assert_contains "$out" "expect: HTTP/1.1 100 Continue"
+}
+
+# Static files only from web/, right types; traversal refused; Chart.js from Debian at a fixed URL.
+t_static_files_and_traversal() {
+  s_setup
+  mkdir -p "$D/web/js" "$D/secret"
+  echo '<!doctype html><title>t</title>' >"$D/web/index.html"
+  echo 'console.log(1)' >"$D/web/js/app.js"
+  echo 'TOPSECRET' >"$D/secret/s.txt"
+  ln -s "$D/secret/s.txt" "$D/web/link.txt"
+  s_server --web "$D/web"
+  CODE=$(curl -s -o "$D/r" -w '%{http_code} %{content_type}' "$URL/")
+  assert_eq "200 text/html; charset=utf-8" "$CODE" "index"
+  CODE=$(curl -s -o "$D/r" -w '%{http_code} %{content_type}' "$URL/js/app.js")
+  assert_eq "200 text/javascript; charset=utf-8" "$CODE" "js"
+  local p
+  for p in "/../secret/s.txt" "/%2e%2e/secret/s.txt" "/js/%2e%2e/%2e%2e/secret/s.txt" "/link.txt" "/..%2fsecret%2fs.txt" \
+           "/vendor/chart.js/..%2f..%2f..%2fetc%2fpasswd" "/%2fetc%2fpasswd"; do
+    CODE=$(curl -s --path-as-is -o "$D/r" -w '%{http_code}' "$URL$p")
+    case "$CODE" in 4*) ;; *) fail "$p: HTTP $CODE";; esac
+    grep -q TOPSECRET "$D/r" && fail "$p leaked the file"
+    grep -q 'root:' "$D/r" && fail "$p leaked /etc/passwd"
+  done
+  s_expect 404 GET /nope.html
+  if [ -f /usr/share/javascript/chart.js/chart.min.js ]; then
+    CODE=$(curl -s -o "$D/r" -w '%{http_code} %{content_type}' "$URL/vendor/chart.js/chart.umd.js")
+    assert_eq "200 text/javascript; charset=utf-8" "$CODE" "chart.js"
+    grep -q 'Chart.js v' "$D/r" || fail "not Chart.js"
+  fi
+  s_expect 200 GET /healthz
+}
+
+# kill -9 right after acknowledged writes, restart: every acknowledged write is there.
+t_kill9_after_ack_then_restart() {
+  s_setup
+  s_spec "$D/s.json" dur '["4,4,4,4", "2,2,4,4", "1,1,4,4"]' '[1, 2]'
+  s_create "$D/s.json" >/dev/null
+  s_server --lease-ttl 60
+  local w; w=$(s_register w1)
+  s_lease "$w"; local j1=$JOB t1=$TOKEN
+  local pts; pts=$(seq 0 199 | awk 'BEGIN{printf "["} {printf "%s{\"step\": %d, \"train_loss\": %.3f}", (NR>1?",":""), $1, 6-$1/100} END{printf "]"}')
+  s_expect 200 POST "/api/v1/jobs/$j1/metrics" "{\"lease_token\": \"$t1\", \"points\": $pts}"
+  s_expect 200 POST "/api/v1/jobs/$j1/checkpoint" "{\"lease_token\": \"$t1\", \"path\": \"/ck/a\", \"step\": 150}"
+  s_complete "$j1" "$t1" 3.75
+  s_lease "$w"; local j2=$JOB t2=$TOKEN
+  s_expect 200 POST "/api/v1/jobs/$j2/cancel" '{}' "$AT"
+  kill -9 "$SPID"; wait "$SPID" 2>/dev/null
+  s_server --lease-ttl 60
+  s_expect 200 GET "/api/v1/jobs/$j1"
+  assert_eq "done 3.75 150 199" "$(s_json '"\(.state) \(.val_loss) \(.checkpoint_step) \(.step)"')" "job 1 after restart"
+  s_expect 200 GET "/api/v1/jobs/$j1/metrics?kind=train"
+  assert_eq 200 "$(s_json '.points|length')" "metric points after restart"
+  s_expect 200 GET "/api/v1/jobs/$j2"
+  assert_eq cancelled "$(s_json .state)" "cancel after restart"
+  s_expect 200 GET /api/v1/workers
+  assert_eq w1 "$(s_json '.workers[0].name')" "worker after restart"
+  s_complete "$j1" "$t1" 3.75   # idempotent across the restart too
+  assert_eq ok "$(sqlite3 "$DB" 'PRAGMA integrity_check')" "integrity"
+}
+
+# One server per database; SIGTERM: the server stops cleanly (exit 0) and the database is consistent.
+t_sigterm_graceful() {
+  s_setup
+  s_spec "$D/s.json" term '["4,4,4,4"]' '[1]'
+  s_create "$D/s.json" >/dev/null
+  s_server
+  local w; w=$(s_register w1)
+  s_lease "$w"
+  local rc2=0 out2; out2=$("$(bin prism-sweep)" serve --db "$DB" --listen "127.0.0.1:$(free_port)" 2>&1) || rc2=$?
+  assert_eq 2 "$rc2" "a second server on the same database"
+  assert_contains "$out2" "already served by another prism-sweep serve (pid $SPID)"
+  kill -TERM "$SPID"
+  local rc=0; wait "$SPID" || rc=$?
+  assert_eq 0 "$rc" "exit status after SIGTERM: $(tail -n 3 "$D/server.log")"
+  assert_contains "$(cat "$D/server.log")" "stopped cleanly"
+  assert_eq leased "$(sqlite3 "$DB" "SELECT state FROM jobs WHERE id = $JOB")" "lease kept"
+}
+
+# POST /api/v1/sweeps creates a sweep from a spec (admin), idempotently; bad specs are 400 naming the path.
+t_post_sweep() {
+  s_setup
+  s_server
+  s_spec "$D/s.json" posted '["4,4,4,4", "2,2,4,4"]' '[1, 2, 3]'
+  s_expect 201 POST /api/v1/sweeps "$(cat "$D/s.json")" "$AT"
+  assert_eq "6 true" "$(s_json '"\(.jobs) \(.created)"')" "created"
+  local sid; sid=$(s_json .sweep_id)
+  s_expect 200 POST /api/v1/sweeps "$(cat "$D/s.json")" "$AT"
+  assert_eq "6 false" "$(s_json '"\(.jobs) \(.created)"')" "same spec again"
+  s_expect 400 POST /api/v1/sweeps "$(sed 's/"lr": 0.001/"lr": -1/' "$D/s.json")" "$AT"
+  assert_contains "$BODY" "train.lr"
+  s_expect 200 GET "/api/v1/sweeps/$sid"
+  assert_eq "6 6 posted" "$(s_json '"\(.counts.queued) \(.total) \(.spec.name)"')" "sweep view"
+}
+# More connections than --max-conns: the extra one gets 503 and closes; the others keep working.
+t_connection_cap() {
+  s_setup
+  s_server --max-conns 2
+  local out; out=$(timeout 10 /usr/bin/python3 -c '
+import socket,sys,time
+port=int(sys.argv[1])
+a=socket.create_connection(("127.0.0.1", port)); b=socket.create_connection(("127.0.0.1", port))
+time.sleep(0.2)
+c=socket.create_connection(("127.0.0.1", port))
+print("third:", c.recv(4096).decode().split("\r\n")[0])
+a.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+print("first:", a.recv(4096).decode().split("\r\n")[0])' "$PORT")
+  assert_contains "$out" "third: HTTP/1.1 503"
+  assert_contains "$out" "first: HTTP/1.1 200"
+}
+# kill -9 in the middle of a stream of writes from 4 clients: every point whose batch got a 2xx is in the
+# database after the restart.
+t_kill9_mid_stream_loses_nothing_acknowledged() {
+  s_setup
+  s_spec "$D/s.json" stream '["4,4,4,4", "2,2,4,4", "1,1,4,4", "1,2,4,4"]' '[1]'
+  s_create "$D/s.json" >/dev/null
+  s_server --lease-ttl 60
+  local w k; w=$(s_register w1)
+  for k in 1 2 3 4; do s_lease "$w"; echo "$JOB $TOKEN" >>"$D/leases"; done
+  /usr/bin/python3 - "$PORT" "$WT" "$D/leases" "$D/acked" <<'EOF2' &
+import http.client, json, sys, threading
+port, tok, leases, acked = int(sys.argv[1]), sys.argv[2], open(sys.argv[3]).read().split("\n"), sys.argv[4]
+lock = threading.Lock(); out = open(acked, "a")
+def run(job, token):
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=5); step = 0
+    while True:
+        pts = [{"step": step + i, "train_loss": 1.0} for i in range(10)]
+        try:
+            c.request("POST", f"/api/v1/jobs/{job}/metrics", json.dumps({"lease_token": token, "points": pts}),
+                      {"Authorization": "Bearer " + tok, "Content-Type": "application/json"})
+            r = c.getresponse(); r.read()
+        except Exception:
+            return
+        if r.status == 200:
+            with lock: out.write(f"{job} {step + 9}\n"); out.flush()
+        step += 10
+ts = [threading.Thread(target=run, args=l.split()) for l in leases if l.strip()]
+[t.start() for t in ts]; [t.join() for t in ts]
+EOF2
+  local cpid=$!
+  sleep 0.8
+  kill -9 "$SPID"; wait "$SPID" 2>/dev/null
+  wait "$cpid" 2>/dev/null
+  local n; n=$(wc -l <"$D/acked")
+  [ "$n" -gt 4 ] || fail "too few acknowledged batches before the kill: $n"
+  local missing; missing=$(/usr/bin/python3 -c '
+import sqlite3, sys
+db = sqlite3.connect(sys.argv[1]); miss = 0
+for line in open(sys.argv[2]):
+    job, last = map(int, line.split())
+    miss += db.execute("SELECT count(*) FROM metrics WHERE job_id = ? AND step BETWEEN ? AND ? AND kind = ?",
+                       (job, last - 9, last, "train")).fetchone()[0] != 10
+print(miss)' "$DB" "$D/acked")
+  assert_eq 0 "$missing" "acknowledged batches missing after kill -9 (of $n)"
+}
+# A restart after a downtime longer than the TTL does not expire running leases: they get one more TTL.
+t_restart_grace_for_live_leases() {
+  s_setup
+  s_spec "$D/s.json" grace '["4,4,4,4"]' '[1]'
+  s_create "$D/s.json" >/dev/null
+  s_server --lease-ttl 1
+  local w; w=$(s_register w1)
+  s_lease "$w"
+  kill -9 "$SPID"; wait "$SPID" 2>/dev/null
+  sleep 1.5
+  s_server --lease-ttl 1
+  sleep 0.4   # the expiry timer (every 0.25 s here) has run
+  s_expect 200 POST "/api/v1/jobs/$JOB/heartbeat" "{\"lease_token\": \"$TOKEN\"}"
+  assert_contains "$(cat "$D/server.log")" "extended by one TTL"
+}
+# Across sweeps: the sweep given a higher priority (admin) leases first; its queued jobs carry it.
+t_sweep_priority_across_sweeps() {
+  s_setup
+  s_spec "$D/a.json" first '["1,1,4,4"]' '[1]'
+  s_spec "$D/b.json" second '["2,2,4,4"]' '[1]'
+  local a b; a=$(s_create "$D/a.json"); b=$(s_create "$D/b.json")
+  s_server
+  local w; w=$(s_register w1)
+  s_expect 200 POST "/api/v1/sweeps/$b/priority" '{"priority": 3}' "$AT"
+  s_lease "$w"; assert_eq "$b" "$(s_json .sweep_id)" "higher-priority sweep first"
+  s_lease "$w"; assert_eq "$b" "$(s_json .sweep_id)" "and all its jobs"
+  s_lease "$w"; assert_eq "$a" "$(s_json .sweep_id)" "then the other sweep"
+  s_expect 404 POST /api/v1/sweeps/99/pause '{}' "$AT"
+  s_expect 400 POST "/api/v1/sweeps/$a/priority" '{"priority": "high"}' "$AT"
+}
+harness_main "$@"

@@ -1,0 +1,143 @@
+/* test_http.c — the HTTP session (parser, caps, pipelining, split reads), tokens on disk, and the
+ * leaderboard's t quantiles, without sockets: bytes are fed to an http_session wired to the real API on a
+ * real temporary SQLite database. */
+#include <sys/stat.h>
+
+#include "api.h"
+#include "auth.h"
+#include "harness.h"
+#include "http.h"
+#include "leaderboard.h"
+#include "store.h"
+
+static api A;
+static store *ST;
+
+static void setup(void) {
+    char path[4200], err[512];
+    snprintf(path, sizeof path, "%s/t.db", harness_tmpdir());
+    if (store_open(path, &ST, err, sizeof err) < 0) HFAIL("store_open: %s", err);
+    auth_tokens t;
+    memset(&t, 0, sizeof t);
+    snprintf(t.worker, sizeof t.worker, "worker-token-0123456789");
+    snprintf(t.admin, sizeof t.admin, "admin-token-0123456789");
+    api_config cfg = { .lease_ttl = 60, .max_attempts = 3, .public_read = 1 };
+    if (api_init(&A, ST, &t, &cfg, err, sizeof err) < 0) HFAIL("api_init: %s", err);
+}
+
+/* Feeds `in` in pieces of `chunk` bytes (0 = all at once); returns the session's output (malloc'd). */
+static char *run(const char *in, size_t chunk) {
+    http_session s;
+    http_session_init(&s, api_handle, &A);
+    size_t n = strlen(in);
+    for (size_t off = 0; off < n;) {
+        size_t k = chunk && chunk < n - off ? chunk : n - off;
+        if (http_session_feed(&s, in + off, k) < 0) break;
+        off += k;
+    }
+    ASSERT_EQ_INT(0, api_flush(&A));
+    char *out = strdup(s.out.data ? s.out.data : "");
+    http_session_release(&s);
+    return out;
+}
+
+static int count(const char *hay, const char *needle) {
+    int n = 0;
+    for (const char *p = hay; (p = strstr(p, needle)); p++) n++;
+    return n;
+}
+
+#define REG "POST /api/v1/workers/register HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer worker-token-0123456789\r\n" \
+            "Content-Length: 14\r\n\r\n{\"name\": \"w1\"}"
+
+TEST(split_reads_give_the_same_answer) {
+    setup();
+    char *whole = run(REG, 0);
+    ASSERT_CONTAINS(whole, "HTTP/1.1 200 OK");
+    ASSERT_CONTAINS(whole, "\"worker_id\":1");
+    for (size_t chunk = 1; chunk < 12; chunk++) {
+        char *part = run(REG, chunk);
+        ASSERT_STREQ(whole, part);   /* same name+host: same worker id every time */
+        free(part);
+    }
+    free(whole);
+}
+
+TEST(pipelined_requests_answered_in_order) {
+    setup();
+    char *out = run("GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n" REG "GET /api/v1/nope HTTP/1.1\r\nHost: x\r\n\r\n", 7);
+    ASSERT_EQ_INT(3, count(out, "HTTP/1.1 "));
+    const char *a = strstr(out, "\"ok\":true"), *b = strstr(out, "\"worker_id\""), *c = strstr(out, "404 Not Found");
+    ASSERT_TRUE(a && b && c && a < b && b < c);
+    free(out);
+}
+
+TEST(caps_and_malformed_input) {
+    setup();
+    char *big = malloc(HTTP_MAX_URL + 100);
+    snprintf(big, 32, "GET /");
+    memset(big + 5, 'a', HTTP_MAX_URL + 10);
+    snprintf(big + HTTP_MAX_URL + 15, 64, " HTTP/1.1\r\n\r\n");
+    char *out = run(big, 0);
+    ASSERT_CONTAINS(out, "413");
+    free(out);
+    out = run("POST /api/v1/lease HTTP/1.1\r\nContent-Length: 99999999999\r\n\r\n", 0);
+    ASSERT_CONTAINS(out, "HTTP/1.1 413");
+    ASSERT_CONTAINS(out, "\"error\"");
+    free(out);
+    out = run("\x01\x02garbage\r\n\r\n", 0);
+    ASSERT_CONTAINS(out, "HTTP/1.1 400");
+    ASSERT_CONTAINS(out, "Connection: close");
+    free(out);
+    /* the request after Connection: close is not answered */
+    out = run("GET /healthz HTTP/1.1\r\nConnection: close\r\n\r\nGET /healthz HTTP/1.1\r\n\r\n", 0);
+    ASSERT_EQ_INT(1, count(out, "HTTP/1.1 "));
+    free(out);
+    free(big);
+}
+
+TEST(tokens_generated_private_and_reloaded) {
+    const char *dir = harness_tmpdir();
+    char db[4200], err[512], path[4300];
+    snprintf(db, sizeof db, "%s/p.db", dir);
+    auth_tokens a, b;
+    ASSERT_EQ_INT(0, auth_load(&a, NULL, db, err, sizeof err));
+    ASSERT_EQ_INT(1, a.generated);
+    ASSERT_EQ_INT(64, strlen(a.worker));
+    ASSERT_NE_INT(0, strcmp(a.worker, a.admin));
+    struct stat st;
+    snprintf(path, sizeof path, "%s.tokens", db);
+    ASSERT_EQ_INT(0, stat(path, &st));
+    ASSERT_EQ_INT(0600, st.st_mode & 0777);
+    ASSERT_EQ_INT(0, auth_load(&b, NULL, db, err, sizeof err));
+    ASSERT_EQ_INT(0, b.generated);
+    ASSERT_STREQ(a.worker, b.worker);
+    ASSERT_STREQ(a.admin, b.admin);
+    char hdr[200];
+    snprintf(hdr, sizeof hdr, "Bearer %s", a.admin);
+    ASSERT_EQ_INT(AUTH_ADMIN, auth_check(&a, hdr));
+    snprintf(hdr, sizeof hdr, "Bearer %s", a.worker);
+    ASSERT_EQ_INT(AUTH_WORKER, auth_check(&a, hdr));
+    hdr[strlen(hdr) - 1] ^= 1;
+    ASSERT_EQ_INT(AUTH_NONE, auth_check(&a, hdr));
+    ASSERT_EQ_INT(AUTH_NONE, auth_check(&a, a.worker));   /* no "Bearer " */
+    /* a bad token file names the file and the problem */
+    snprintf(path, sizeof path, "%s/bad", dir);
+    FILE *f = fopen(path, "w");
+    fputs("worker_token=short\n", f);
+    fclose(f);
+    ASSERT_EQ_INT(-1, auth_load(&b, path, db, err, sizeof err));
+    ASSERT_CONTAINS(err, path);
+    ASSERT_CONTAINS(err, "worker_token must be 16 to");
+}
+
+TEST(student_t_quantiles) {
+    /* t_{0.975, df} from standard tables */
+    ASSERT_NEAR(12.7062, leaderboard_t975(1), 1e-3);
+    ASSERT_NEAR(4.3027, leaderboard_t975(2), 1e-3);
+    ASSERT_NEAR(2.2281, leaderboard_t975(10), 1e-3);
+    ASSERT_NEAR(2.0423, leaderboard_t975(30), 1e-3);
+    ASSERT_NEAR(2.0086, leaderboard_t975(50), 2e-3);
+    ASSERT_NEAR(1.9623, leaderboard_t975(1000), 2e-3);
+    ASSERT_TRUE(isnan(leaderboard_t975(0)));
+}
