@@ -154,6 +154,17 @@ static int parse_ll(const char *s, long long *v) {
     return 0;
 }
 
+/* Drops a UTF-8 sequence left incomplete at the end of s by a truncating snprintf (jansson refuses
+ * invalid UTF-8, so the text would vanish from every JSON view). */
+static void utf8_cut_tail(char *s) {
+    size_t n = strlen(s), i = n;
+    while (i > 0 && ((unsigned char)s[i - 1] & 0xC0) == 0x80) i--;
+    if (i == 0) return;
+    unsigned char lead = (unsigned char)s[i - 1];
+    size_t need = lead >= 0xF0 ? 4 : lead >= 0xE0 ? 3 : lead >= 0xC0 ? 2 : 1;
+    if (n - (i - 1) < need) s[i - 1] = 0;
+}
+
 /* ---- transactions -------------------------------------------------------------------------------- */
 
 static int write_begin(api *a) {
@@ -290,6 +301,7 @@ static void worker_job_op(route_ctx *c, int op) {
         const char *st = NULL;
         char msg[2048];
         snprintf(msg, sizeof msg, "%s", err);
+        utf8_cut_tail(msg);
         if ((rc = write_begin(c->a)) >= 0) rc = queue_fail(q, c->id, tok, msg, rt ? json_is_true(rt) : 0, &st);
         if (rc >= 0) reply = json_pack("{s:I, s:s}", "job_id", (json_int_t)c->id, "state", st);
         break;
@@ -732,7 +744,7 @@ static void h_metrics_prom(route_ctx *c) {
     buf_printf(&b, "# HELP prism_jobs Jobs per state.\n# TYPE prism_jobs gauge\n");
     static const char *const states[] = { "queued", "leased", "done", "failed", "cancelled" };
     sqlite3_stmt *s = prep(c, "SELECT count(*) FROM jobs WHERE state = ?1");
-    if (!s) return;
+    if (!s) { http_buf_free(&b); return; }
     for (int i = 0; i < 5; i++) {
         sqlite3_reset(s);
         sqlite3_bind_text(s, 1, states[i], -1, SQLITE_STATIC);
@@ -945,14 +957,26 @@ static void dispatch(api *a, http_request *req, http_response *res) {
     route_ctx c = { .a = a, .req = req, .res = res };
     const char *path = req->path;
     a->q.err[0] = a->q.state[0] = 0;   /* no stale message from an earlier request */
-    if (req->auth_too_long) { http_response_error(res, 401, "Authorization header too long"); return; }
+    if (req->auth_too_long) {
+        http_response_error(res, 401, "Authorization header too long");
+        res->extra_headers = "WWW-Authenticate: Bearer\r\n";
+        return;
+    }
     if (strcmp(path, "/healthz") == 0 || strcmp(path, "/metrics") == 0) {
-        if (req->method != HTTP_GET && req->method != HTTP_HEAD) { http_response_error(res, 405, "use GET"); return; }
+        if (req->method != HTTP_GET && req->method != HTTP_HEAD) {
+            http_response_error(res, 405, "use GET");
+            res->extra_headers = "Allow: GET, HEAD\r\n";
+            return;
+        }
         if (path[1] == 'h') h_healthz(&c); else h_metrics_prom(&c);
         return;
     }
     if (strncmp(path, "/api/", 5) != 0 && strcmp(path, "/api") != 0) {
-        if (req->method != HTTP_GET && req->method != HTTP_HEAD) { http_response_error(res, 405, "static files take GET only"); return; }
+        if (req->method != HTTP_GET && req->method != HTTP_HEAD) {
+            http_response_error(res, 405, "static files take GET only");
+            res->extra_headers = "Allow: GET, HEAD\r\n";
+            return;
+        }
         h_static(&c);
         return;
     }
@@ -968,11 +992,11 @@ static void dispatch(api *a, http_request *req, http_response *res) {
         c.seg[c.nseg++] = tok;
     }
     const route *hit = NULL;
-    int path_known = 0;
+    int path_known = 0;   /* bit 1: a GET route has this path, bit 2: a POST route (the 405's Allow header) */
     for (size_t i = 0; i < sizeof routes / sizeof routes[0]; i++) {
         long long id = 0;
         if (!match(routes[i].pattern, c.seg, c.nseg, &id)) continue;
-        path_known = 1;
+        path_known |= routes[i].method == HTTP_GET ? 1 : 2;
         if (routes[i].method == req->method || (routes[i].method == HTTP_GET && req->method == HTTP_HEAD)) {
             hit = &routes[i];
             c.id = id;
@@ -980,8 +1004,11 @@ static void dispatch(api *a, http_request *req, http_response *res) {
         }
     }
     if (!hit) {
-        if (path_known) http_response_error(res, 405, "method %s not allowed on %s", http_method_str(req->method), path);
-        else http_response_error(res, 404, "unknown API route %s (see docs/API.md)", path);
+        if (path_known) {
+            http_response_error(res, 405, "method %s not allowed on %s", http_method_str(req->method), path);
+            res->extra_headers = path_known == 1 ? "Allow: GET, HEAD\r\n" : path_known == 2 ? "Allow: POST\r\n"
+                                                                                   : "Allow: GET, HEAD, POST\r\n";
+        } else http_response_error(res, 404, "unknown API route %s (see docs/API.md)", path);
         return;
     }
     int need = hit->auth;
@@ -991,6 +1018,7 @@ static void dispatch(api *a, http_request *req, http_response *res) {
         if (have == AUTH_NONE || (need == R_ADMIN && have != AUTH_ADMIN)) {
             http_response_error(res, 401, need == R_ADMIN ? "admin token required: send 'Authorization: Bearer <admin_token>'"
                                                           : "token required: send 'Authorization: Bearer <token>'");
+            res->extra_headers = "WWW-Authenticate: Bearer\r\n";
             return;
         }
     }

@@ -124,7 +124,10 @@ int auth_load(auth_tokens *t, const char *token_file, const char *db_path, char 
     if (token_file) {
         snprintf(t->path, sizeof t->path, "%s", token_file);
         if (read_tokens(t, token_file, err, errlen) < 0) return -1;
-        if (!t->admin[0] && auth_random_hex(t->admin, 32) < 0) { snprintf(err, errlen, "getrandom failed"); return -1; }
+        if (!t->admin[0]) {
+            if (auth_random_hex(t->admin, 32) < 0) { snprintf(err, errlen, "getrandom failed"); return -1; }
+            t->admin_generated = 1;
+        }
         return 0;
     }
     snprintf(t->path, sizeof t->path, "%s.tokens", db_path);

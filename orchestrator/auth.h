@@ -16,6 +16,7 @@ typedef struct auth_tokens {
     char worker[AUTH_TOKEN_MAX + 1];
     char admin[AUTH_TOKEN_MAX + 1];
     int generated;              /* 1 when this call created the token files */
+    int admin_generated;        /* 1 when --token-file had no admin_token line: random for this run only */
     char path[1100];            /* where they were read from / written to */
 } auth_tokens;
 

@@ -7,7 +7,9 @@
  * answer is a 413. A complete request is handled synchronously (the API touches SQLite in this thread) and
  * its serialised answer appended to the session's out buffer. A uv_check handle runs after each poll phase:
  * it calls opts.flush (the API's COMMIT) and then writes every connection's out buffer in one uv_write, so
- * nothing is acknowledged before it is durable and concurrent requests share one fsync.
+ * nothing is acknowledged before it is durable and concurrent requests share one fsync. A client that
+ * pipelines requests without reading the answers is throttled: past HTTP_MAX_OUT of pending answers the
+ * parser pauses at a request boundary (the rest of the read is held) and reading stops until they drain.
  *
  * Timers: one per connection. While a request is partly received it is the slow-request deadline (armed at
  * the request's first byte, not re-armed by later bytes, so a trickle cannot hold a connection); between
@@ -224,6 +226,7 @@ static int on_message_complete(http_parser *p) {
     http_buf_free(&res.body);
     s->requests++;
     if (!keep_alive) { s->closing = 1; return 1; }   /* stop parsing what follows */
+    if (s->out.len >= HTTP_MAX_OUT) http_parser_pause(p, 1);   /* pipelined flood: parse the rest later */
     return 0;
 }
 
@@ -248,6 +251,7 @@ void http_session_init(http_session *s, http_handler_fn handler, void *ud) {
 void http_session_release(http_session *s) {
     http_buf_free(&s->req.body);
     http_buf_free(&s->out);
+    http_buf_free(&s->held);
 }
 
 void http_session_fail(http_session *s, int status, const char *msg) {
@@ -264,6 +268,16 @@ int http_session_feed(http_session *s, const char *data, size_t len) {
     size_t n = http_parser_execute(&s->parser, &settings, data, len);
     if (s->closing) return -1;
     enum http_errno e = HTTP_PARSER_ERRNO(&s->parser);
+    if (e == HPE_PAUSED) {   /* on_message_complete: out is full; keep the rest for http_session_resume */
+        http_parser_pause(&s->parser, 0);
+        s->held.len = 0;
+        if (n < len && http_buf_append(&s->held, data + n, len - n, (size_t)-1 / 2) < 0) {
+            s->closing = 1;   /* out of memory: answer what we have, then close */
+            return -1;
+        }
+        s->paused = 1;
+        return 1;
+    }
     if (s->pending_status == 413) {
         http_session_fail(s, 413, "request too large: URL must be under 4 KiB, headers under 16 KiB and the body "
                                   "under 8 MiB (send metrics in smaller batches)");
@@ -286,6 +300,16 @@ int http_session_feed(http_session *s, const char *data, size_t len) {
     return 0;
 }
 
+int http_session_resume(http_session *s) {
+    if (!s->paused) return 0;
+    s->paused = 0;
+    http_buf in = s->held;   /* feed may hold bytes again: give it a fresh buffer */
+    memset(&s->held, 0, sizeof s->held);
+    int rc = in.len ? http_session_feed(s, in.data, in.len) : 0;
+    http_buf_free(&in);
+    return rc;
+}
+
 /* ---- libuv server -------------------------------------------------------------------------------- */
 
 typedef struct http_conn {
@@ -298,6 +322,7 @@ typedef struct http_conn {
     int closing;
     int writes;               /* uv_write requests in flight */
     int timer_is_request;     /* 1: slow-request deadline armed */
+    int read_paused;          /* reading stopped: answers over HTTP_MAX_OUT wait for the client */
     char rbuf[64 * 1024];
 } http_conn;
 
@@ -375,13 +400,31 @@ static void conn_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf) {
     if (c->srv->stopping && !c->sess.in_message && c->sess.out.len == 0) { conn_close(c); return; }
     size_t before = c->sess.out.len;
     http_server *srv = c->srv;
-    if (http_session_feed(&c->sess, buf->base, (size_t)nread) < 0) uv_read_stop(st);
-    else arm_timer(c);
+    int frc = http_session_feed(&c->sess, buf->base, (size_t)nread);
+    if (frc < 0) uv_read_stop(st);
+    else {
+        if (frc > 0) { uv_read_stop(st); c->read_paused = 1; }   /* resumed in write_done */
+        arm_timer(c);
+    }
     if (c->sess.out.len > before) {
         double t = now_s();
         if (srv->pending_since == 0) srv->pending_since = t;
         else if (t - srv->pending_since > srv->opts.max_batch_delay_s) server_check(&srv->check);   /* commit now */
     }
+}
+
+/* Reading was paused for a client that does not read its answers; they have drained: parse what is held
+ * and read again (or stay paused). New answers are committed and written at once (server_check), since the
+ * loop may otherwise sleep in poll with them pending. */
+static void conn_resume(http_conn *c) {
+    http_server *srv = c->srv;
+    c->read_paused = 0;
+    size_t before = c->sess.out.len;
+    int rc = http_session_resume(&c->sess);
+    if (rc > 0) c->read_paused = 1;
+    else if (rc == 0) uv_read_start((uv_stream_t *)&c->tcp, conn_alloc, conn_read);
+    if (rc >= 0) arm_timer(c);
+    if (c->sess.out.len > before) server_check(&srv->check);
 }
 
 static void write_done(uv_write_t *w, int status) {
@@ -394,6 +437,10 @@ static void write_done(uv_write_t *w, int status) {
     if (status < 0) { conn_close(c); return; }
     if (c->writes == 0 && c->sess.out.len == 0 && (c->sess.closing || (c->srv->stopping && !c->sess.in_message)))
         conn_close(c);
+    else if (c->read_paused && !c->sess.closing && c->tcp.write_queue_size + c->sess.out.len <= HTTP_MAX_OUT / 2)
+        conn_resume(c);
+    else if (c->read_paused && !c->sess.in_message)
+        arm_timer(c);   /* the client is reading: not idle */
 }
 
 static void conn_flush(http_conn *c) {
@@ -412,6 +459,10 @@ static void conn_flush(http_conn *c) {
         return;
     }
     c->writes++;
+    if (!c->read_paused && !c->sess.closing && c->tcp.write_queue_size > HTTP_MAX_OUT) {
+        uv_read_stop((uv_stream_t *)&c->tcp);   /* the client is not reading: neither do we */
+        c->read_paused = 1;
+    }
 }
 
 static void server_check(uv_check_t *h) {

@@ -28,6 +28,9 @@
 #define HTTP_MAX_HEADERS  (16 * 1024)
 #define HTTP_MAX_BODY     (8 * 1024 * 1024)
 #define HTTP_MAX_AUTH     512
+/* Answers a connection may have buffered (serialised, or queued for a client that is not reading) before the
+ * server stops reading from it: pipelined requests cannot make the server hold unbounded output. */
+#define HTTP_MAX_OUT      (4 * 1024 * 1024)
 
 typedef struct http_buf {
     char *data;   /* malloc'd; NULL when empty */
@@ -71,6 +74,8 @@ typedef struct http_session {
     http_parser parser;
     http_request req;
     http_buf out;                   /* serialised answers waiting to be written */
+    http_buf held;                  /* bytes read but not parsed while paused (at most one read) */
+    int paused;                     /* out reached HTTP_MAX_OUT: parsing stopped at a request boundary */
     http_handler_fn handler;
     void *ud;
     size_t header_bytes;
@@ -87,9 +92,13 @@ typedef struct http_session {
 void http_session_init(http_session *s, http_handler_fn handler, void *ud);
 void http_session_release(http_session *s);
 /* Parses data; each complete request runs the handler and appends its answer to s->out. Returns 0 to go
- * on reading, or -1 when the connection must close once s->out is written (error answered, Connection:
- * close, HTTP/1.0). Bytes after a closing request are ignored. */
+ * on reading, -1 when the connection must close once s->out is written (error answered, Connection:
+ * close, HTTP/1.0), or 1 when s->out reached HTTP_MAX_OUT: parsing paused after a complete request, the
+ * unparsed bytes are kept in s->held; stop reading and call http_session_resume() once out is written.
+ * Bytes after a closing request are ignored. */
 int http_session_feed(http_session *s, const char *data, size_t len);
+/* Parses the held bytes of a paused session; same returns as http_session_feed (0 when not paused). */
+int http_session_resume(http_session *s);
 /* Appends an error answer (used on timeouts) and marks the session closing. */
 void http_session_fail(http_session *s, int status, const char *msg);
 

@@ -44,7 +44,7 @@ typedef struct lb_job {
 
 typedef struct lb_sched {
     long long id;
-    char heads[1024];
+    char *heads;                    /* canonical text, malloc'd (L layers: no fixed bound) */
     int is_baseline;
     int ord;
     int counts[5];
@@ -67,6 +67,20 @@ static json_t *heads_json(const char *h) {
 }
 
 static json_t *num_or_null(double v) { return isfinite(v) ? json_real(v) : json_null(); }
+
+/* jobs[] is sorted by schedule id: the first of schedule id's jobs, and in *end one past its last. Keeps the
+ * leaderboard O(jobs log jobs): a scan of every job per schedule stalls the server on sweeps of 10^4+ schedules. */
+static int jobs_range(const lb_job *jobs, int njob, long long id, int *end) {
+    int lo = 0, hi = njob;
+    while (lo < hi) {
+        int mid = lo + (hi - lo) / 2;
+        if (jobs[mid].schedule < id) lo = mid + 1; else hi = mid;
+    }
+    int e = lo;
+    while (e < njob && jobs[e].schedule == id) e++;
+    *end = e;
+    return lo;
+}
 
 static int cmp_rows(const void *pa, const void *pb) {
     const json_t *a = *(json_t *const *)pa, *b = *(json_t *const *)pb;
@@ -115,7 +129,7 @@ int leaderboard_build(store *st, long long sweep_id, json_t **out, char *err, si
         lb_sched *x = &sc[nsc++];
         memset(x, 0, sizeof *x);
         x->id = sqlite3_column_int64(s, 0);
-        snprintf(x->heads, sizeof x->heads, "%s", (const char *)sqlite3_column_text(s, 1));
+        if (!(x->heads = strdup((const char *)sqlite3_column_text(s, 1)))) goto nomem;
         x->is_baseline = sqlite3_column_int(s, 2);
         x->ord = sqlite3_column_int(s, 3);
         x->mean = x->std = NAN;
@@ -124,7 +138,8 @@ int leaderboard_build(store *st, long long sweep_id, json_t **out, char *err, si
     s = NULL;
 
     if (sqlite3_prepare_v2(st->db, "SELECT j.schedule_id, j.seed, j.state, r.val_loss, r.tok_per_s, r.attn_distance "
-                                   "FROM jobs j LEFT JOIN results r ON r.job_id = j.id WHERE j.sweep_id = ?1 ORDER BY j.seed, j.id",
+                                   "FROM jobs j LEFT JOIN results r ON r.job_id = j.id WHERE j.sweep_id = ?1 "
+                                   "ORDER BY j.schedule_id, j.seed, j.id",
                            -1, &s, NULL) != SQLITE_OK) goto dberr;
     sqlite3_bind_int64(s, 1, sweep_id);
     cap = 0;
@@ -164,7 +179,8 @@ int leaderboard_build(store *st, long long sweep_id, json_t **out, char *err, si
         double acc[1024];
         int L = -1;
         json_t *vl = json_array();
-        for (int k = 0; k < njob; k++) {
+        int kend, k0 = jobs_range(jobs, njob, x->id, &kend);
+        for (int k = k0; k < kend; k++) {
             lb_job *j = &jobs[k];
             if (j->schedule != x->id) continue;
             x->seeds_total++;
@@ -190,7 +206,7 @@ int leaderboard_build(store *st, long long sweep_id, json_t **out, char *err, si
         if (n > 1) {
             /* two-pass for accuracy */
             double ss = 0;
-            for (int k = 0; k < njob; k++)
+            for (int k = k0; k < kend; k++)
                 if (jobs[k].schedule == x->id && jobs[k].has_result) ss += (jobs[k].val_loss - x->mean) * (jobs[k].val_loss - x->mean);
             x->std = sqrt(ss / (n - 1));
         }
@@ -216,10 +232,10 @@ int leaderboard_build(store *st, long long sweep_id, json_t **out, char *err, si
         json_t *delta = json_null(), *dattn = json_null();
         if (base >= 0 && i != base) {
             double d[4096];
-            int n = 0;
-            for (int k = 0; k < njob && n < 4096; k++) {
+            int n = 0, kend, bend, k0 = jobs_range(jobs, njob, sc[i].id, &kend), b0 = jobs_range(jobs, njob, sc[base].id, &bend);
+            for (int k = k0; k < kend && n < 4096; k++) {
                 if (jobs[k].schedule != sc[i].id || !jobs[k].has_result) continue;
-                for (int m = 0; m < njob; m++)
+                for (int m = b0; m < bend; m++)
                     if (jobs[m].schedule == sc[base].id && jobs[m].seed == jobs[k].seed && jobs[m].has_result) {
                         d[n++] = jobs[k].val_loss - jobs[m].val_loss;
                         break;
@@ -283,6 +299,7 @@ out:
     json_decref(rows);
     for (int k = 0; k < njob; k++) json_decref(jobs[k].attn);
     free(jobs);
+    for (int i = 0; i < nsc; i++) free(sc[i].heads);
     free(sc);
     return rc;
 }
@@ -423,7 +440,7 @@ int cmd_leaderboard(int argc, char **argv) {
     int rc = cli_parse(&cmd, argc, argv, pos, 1, &npos);
     if (rc != CLI_OK) return rc == CLI_HELP ? 0 : 2;
     if (access(db, F_OK) != 0) return cli_error("leaderboard", "--db %s: no such file (create a sweep first)", db);
-    char err[1024];
+    char err[1024] = "";
     store *st = NULL;
     if (store_open(db, &st, err, sizeof err) < 0) {
         fprintf(stderr, "prism-sweep leaderboard: %s\n", err);

@@ -348,6 +348,7 @@ static int check_point(queue *q, size_t i, json_t *p) {
     else {
         json_t *st = json_object_get(p, "step"), *tl = json_object_get(p, "train_loss"), *vl = json_object_get(p, "val_loss");
         if (!json_is_integer(st) || json_integer_value(st) < 0) { bad = "must be an integer >= 0"; goto step; }
+        if (json_integer_value(st) > (1LL << 40)) { bad = "must be at most 2^40"; goto step; }   /* tokens = (step+1)*B*T*A */
         if (!tl && !vl) { bad = "needs train_loss or val_loss"; }
         else if ((tl && !json_is_number(tl)) || (vl && !json_is_number(vl))) bad = "train_loss/val_loss must be numbers";
         else {
@@ -509,6 +510,17 @@ int queue_fail(queue *q, long long job, const char *token, const char *error, in
     return STORE_OK;
 }
 
+/* Drops a UTF-8 sequence left incomplete at the end of s by a truncating snprintf (jansson refuses
+ * invalid UTF-8, so the text would vanish from every JSON view). */
+static void utf8_cut_tail(char *s) {
+    size_t n = strlen(s), i = n;
+    while (i > 0 && ((unsigned char)s[i - 1] & 0xC0) == 0x80) i--;
+    if (i == 0) return;
+    unsigned char lead = (unsigned char)s[i - 1];
+    size_t need = lead >= 0xF0 ? 4 : lead >= 0xE0 ? 3 : lead >= 0xC0 ? 2 : 1;
+    if (n - (i - 1) < need) s[i - 1] = 0;
+}
+
 int queue_expire(queue *q, double now, int *n) {
     *n = 0;
     sqlite3_stmt *s = S(q, S_EXPIRED);
@@ -523,6 +535,7 @@ int queue_expire(queue *q, double now, int *n) {
         ex[k].base = sqlite3_column_int64(s, 2);
         const char *e = (const char *)sqlite3_column_text(s, 3);
         snprintf(ex[k].err, sizeof ex[k].err, "%s", e ? e : "");
+        utf8_cut_tail(ex[k].err);
         k++;
     }
     sqlite3_reset(s);
@@ -535,6 +548,7 @@ int queue_expire(queue *q, double now, int *n) {
         else
             snprintf(msg, sizeof msg, "lease of attempt %lld expired (no heartbeat within %.0f s)%s%s", ex[i].attempt,
                      q->lease_ttl, ex[i].err[0] ? "; last error: " : "", ex[i].err);
+        utf8_cut_tail(msg);
         if (!(s = S(q, give_up ? S_EXPIRE_F : S_EXPIRE_Q))) return STORE_EIO;
         sqlite3_bind_int64(s, 1, ex[i].id);
         sqlite3_bind_text(s, 2, msg, -1, SQLITE_TRANSIENT);

@@ -35,7 +35,11 @@ typedef struct serve_state {
 
 static void expiry_tick(uv_timer_t *t) {
     serve_state *s = t->data;
-    api_expire(&s->a);      /* committed by the server's check phase later in this loop iteration */
+    int batch_open = s->a.txn_open;   /* answered requests' work: only the server's check may commit it */
+    api_expire(&s->a);
+    /* Commit now: left to the check phase, BEGIN IMMEDIATE would hold the write lock through the poll that
+     * follows (up to the next tick), i.e. almost always, and `prism-sweep create` would get "database is locked". */
+    if (!batch_open) api_flush(&s->a);
 }
 
 static void on_stopped(void *ud) {   /* ud is the api handed to the server: find its serve_state */
@@ -162,6 +166,9 @@ int cmd_serve(int argc, char **argv) {
                         "  admin token:  %s\n", tok.path, tok.worker, db, tok.admin);
     else
         fprintf(stderr, "prism-sweep serve: tokens from %s\n", tok.path);
+    if (tok.admin_generated)   /* otherwise nobody could ever use the admin routes */
+        fprintf(stderr, "prism-sweep serve: %s has no admin_token= line; admin token for this run only: %s\n"
+                        "  (add admin_token=... to %s to keep one)\n", tok.path, tok.admin, tok.path);
     api_config cfg = { .lease_ttl = ttl, .max_attempts = max_attempts,
                        .public_read = public_read || is_loopback(host), .web_dir = web };
     if (api_init(&s->a, st, &tok, &cfg, err, sizeof err) < 0) {

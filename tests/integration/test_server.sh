@@ -142,6 +142,8 @@ t_idempotent_metrics_and_complete() {
   assert_eq "0 4" "$(s_json '"\(.accepted) \(.duplicates)"')" "resent batch"
   s_expect 400 POST "/api/v1/jobs/$JOB/metrics" "{\"lease_token\": \"$TOKEN\", \"points\": [{\"step\": 2, \"train_loss\": 1}, {\"step\": -1, \"val_loss\": 2}]}"
   assert_contains "$BODY" "points[1].step"
+  s_expect 400 POST "/api/v1/jobs/$JOB/metrics" "{\"lease_token\": \"$TOKEN\", \"points\": [{\"step\": 4611686018427387904, \"train_loss\": 1}]}"
+  assert_contains "$BODY" "points[0].step: must be at most 2^40"
   s_expect 200 GET "/api/v1/jobs/$JOB/metrics?kind=val"
   assert_eq "0:5.5:0 5:4.9:320" "$(s_json '[.points[]|"\(.step):\(.value):\(.tokens)"]|join(" ")')" "val curve with tokens"
   s_expect 200 GET "/api/v1/jobs/$JOB/metrics?kind=train&since=0"
@@ -203,6 +205,7 @@ t_auth_401() {
   s_server
   s_expect 401 POST /api/v1/workers/register '{"name": "x"}' -
   assert_contains "$BODY" "Bearer"
+  assert_contains "$(curl -s -o /dev/null -D - -X POST "$URL/api/v1/lease")" "WWW-Authenticate: Bearer"
   s_expect 401 POST /api/v1/workers/register '{"name": "x"}' "wrongwrongwrongwrong"
   s_expect 401 POST /api/v1/lease '{"worker_id": 1}' "$WT$WT"
   s_expect 401 POST /api/v1/sweeps '{}' "$WT"
@@ -247,6 +250,8 @@ t_caps_malformed_unknown() {
   s_expect 404 GET /api/v2/sweeps
   s_expect 405 GET /api/v1/lease
   s_expect 405 DELETE /api/v1/sweeps
+  assert_contains "$(curl -s -o /dev/null -D - -X DELETE "$URL/api/v1/sweeps")" "Allow: GET, HEAD, POST"
+  assert_contains "$(curl -s -o /dev/null -D - "$URL/api/v1/lease")" "Allow: POST"
   s_expect 404 GET /api/v1/jobs/77
   s_expect 404 GET /api/v1/sweeps/77/leaderboard
   s_expect 400 GET "/api/v1/jobs/1/metrics?since=abc"
@@ -469,5 +474,69 @@ t_sweep_priority_across_sweeps() {
   s_lease "$w"; assert_eq "$a" "$(s_json .sweep_id)" "then the other sweep"
   s_expect 404 POST /api/v1/sweeps/99/pause '{}' "$AT"
   s_expect 400 POST "/api/v1/sweeps/$a/priority" '{"priority": "high"}' "$AT"
+}
+# A client that pipelines requests and never reads cannot make the server buffer unbounded answers: reading
+# pauses at HTTP_MAX_OUT and resumes as the client drains; every request is still answered, in order.
+t_unread_pipelined_answers_are_capped() {
+  s_setup
+  mkdir -p "$D/web"
+  head -c 1000000 /dev/urandom | base64 -w 100 >"$D/web/big.txt"
+  s_server --web "$D/web"
+  local out; out=$(timeout 60 /usr/bin/python3 -c '
+import socket, sys, time
+port, pid, n = int(sys.argv[1]), sys.argv[2], 200
+s = socket.create_connection(("127.0.0.1", port))
+s.sendall(b"GET /big.txt HTTP/1.1\r\nHost: x\r\n\r\n" * n)
+time.sleep(1.5)
+hwm = [int(l.split()[1]) for l in open("/proc/%s/status" % pid) if l.startswith("VmHWM")][0]
+tag = b"HTTP/1.1 200 OK\r\n"; cnt = 0; tail = b""
+while cnt < n:
+    d = s.recv(1 << 20)
+    if not d: break
+    buf = tail + d; cnt += buf.count(tag); tail = buf[-(len(tag) - 1):]
+print("hwm_mb", hwm // 1024, "answers", cnt)' "$PORT" "$SPID")
+  assert_contains "$out" "answers 200"
+  local mb; mb=$(echo "$out" | sed -n 's/.*hwm_mb \([0-9]*\).*/\1/p')
+  [ -n "$mb" ] && [ "$mb" -lt 100 ] || fail "server peak RSS ${mb} MB while 270 MB of answers were unread: $out"
+  s_expect 200 GET /healthz
+}
+# A --token-file holding only a bare worker token: the admin token made for the run is printed, and works.
+t_bare_token_file_admin_token_shown() {
+  s_setup
+  echo 0123456789abcdef0123 >"$D/tok"
+  PORT=$(free_port); URL="http://127.0.0.1:$PORT"
+  "$(bin prism-sweep)" serve --db "$DB" --listen "127.0.0.1:$PORT" --token-file "$D/tok" 2>>"$D/server.log" &
+  SPID=$!; S_PIDS+=("$SPID"); s_wait_up
+  local at; at=$(sed -n 's/.*admin token for this run only: \([0-9a-f]*\).*/\1/p' "$D/server.log")
+  [ ${#at} = 64 ] || fail "admin token not shown: $(cat "$D/server.log")"
+  s_expect 401 POST /api/v1/sweeps/1/pause '{}' 0123456789abcdef0123
+  s_expect 404 POST /api/v1/sweeps/1/pause '{}' "$at"
+  s_expect 200 POST /api/v1/workers/register '{"name": "w"}' 0123456789abcdef0123
+}
+# A running, idle server does not hold SQLite's write lock: `prism-sweep create` on its database succeeds
+# (no "database is locked") and the server leases the new jobs.
+t_create_while_serving() {
+  s_setup
+  s_server --lease-ttl 2
+  sleep 1.2   # several expiry ticks
+  s_spec "$D/s.json" live '["1,1,4,4"]' '[1]'
+  local out rc=0; out=$("$(bin prism-sweep)" create "$D/s.json" --db "$DB" 2>&1) || rc=$?
+  assert_eq 0 "$rc" "create while serving: $out"
+  local w; w=$(s_register w1)
+  s_lease "$w"; assert_eq 1 "$ATTEMPT" "job created by the CLI leased"
+}
+# A long non-ASCII error is cut at a character boundary: the job view still shows it.
+t_long_utf8_error_kept() {
+  s_setup
+  s_spec "$D/s.json" utf '["4,4,4,4"]' '[1]'
+  s_create "$D/s.json" >/dev/null
+  s_server
+  local w; w=$(s_register w1)
+  s_lease "$w"
+  local e; e=$(printf 'é%.0s' $(seq 1 1500))
+  s_expect 200 POST "/api/v1/jobs/$JOB/fail" "{\"lease_token\": \"$TOKEN\", \"error\": \"$e\", \"retryable\": false}"
+  s_expect 200 GET "/api/v1/jobs/$JOB"
+  local n; n=$(s_json '.last_error | length')
+  [ "$n" -gt 900 ] && [ "$n" -lt 1500 ] || fail "last_error after a long UTF-8 error: $(s_json .last_error | head -c 80) (length $n)"
 }
 harness_main "$@"
