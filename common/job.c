@@ -1,0 +1,352 @@
+/* job.c — parse, default, validate and print the job JSON (see job.h for the format).
+ *
+ * Design: one table per section maps each key to a typed slot in struct job_config (offsetof), with the
+ * bounds that make a value valid. Parsing walks the object's keys (so an unknown key is found, not
+ * skipped), converts through the table, then job_validate() checks what spans keys (heads vs n_layer,
+ * train.seq_len vs model.seq_len). Every message starts with the dotted key it is about.
+ */
+#include "job.h"
+#include <errno.h>
+#include <math.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum kind { K_INT, K_NUM, K_BOOL, K_STR, K_U64, K_HEADS, K_SCHED };
+
+struct key {
+    const char *name;
+    enum kind kind;
+    size_t off;
+    double min, max;     /* inclusive bounds for K_INT / K_NUM */
+    int required;
+};
+
+#define OFF(f) offsetof(struct job_config, f)
+static const struct key model_keys[] = {
+    {"n_layer", K_INT, OFF(model.n_layer), 1, JOB_MAX_LAYERS, 1},
+    {"d_model", K_INT, OFF(model.d_model), 1, 65536, 1},
+    {"vocab_size", K_INT, OFF(model.vocab_size), 1, 65536, 1},
+    {"padded_vocab_size", K_INT, OFF(model.padded_vocab_size), 1, 1 << 20, 0},
+    {"seq_len", K_INT, OFF(model.seq_len), 1, 1 << 20, 1},
+    {"heads", K_HEADS, OFF(model.heads), 1, 65536, 1},
+    {"init", K_STR, OFF(model.init), 0, 0, 0},
+    {NULL, 0, 0, 0, 0, 0}};
+static const struct key train_keys[] = {
+    {"batch_size", K_INT, OFF(train.batch_size), 1, 1 << 16, 0},
+    {"seq_len", K_INT, OFF(train.seq_len), 1, 1 << 20, 0},
+    {"grad_accum", K_INT, OFF(train.grad_accum), 1, 1 << 16, 0},
+    {"steps", K_INT, OFF(train.steps), 1, 1e9, 0},
+    {"lr", K_NUM, OFF(train.lr), 0, 10, 0},
+    {"lr_schedule", K_SCHED, OFF(train.lr_schedule), 0, 0, 0},
+    {"warmup_steps", K_INT, OFF(train.warmup_steps), 0, 1e9, 0},
+    {"min_lr_frac", K_NUM, OFF(train.min_lr_frac), 0, 1, 0},
+    {"beta1", K_NUM, OFF(train.beta1), 0, 0.999999, 0},
+    {"beta2", K_NUM, OFF(train.beta2), 0, 0.999999999, 0},
+    {"eps", K_NUM, OFF(train.eps), 1e-30, 1, 0},
+    {"weight_decay", K_NUM, OFF(train.weight_decay), 0, 10, 0},
+    {"grad_clip", K_NUM, OFF(train.grad_clip), 0, 1e9, 0},
+    {"seed", K_U64, OFF(train.seed), 0, 0, 0},
+    {"shuffle", K_BOOL, OFF(train.shuffle), 0, 0, 0},
+    {"checkpoint_every", K_INT, OFF(train.checkpoint_every), 0, 1e9, 0},
+    {NULL, 0, 0, 0, 0, 0}};
+static const struct key eval_keys[] = {
+    {"every", K_INT, OFF(eval.every), 0, 1e9, 0},
+    {"batches", K_INT, OFF(eval.batches), 1, 1e6, 0},
+    {"attn_distance", K_BOOL, OFF(eval.attn_distance), 0, 0, 0},
+    {NULL, 0, 0, 0, 0, 0}};
+static const struct key data_keys[] = {
+    {"train", K_STR, OFF(data.train), 0, 0, 1},
+    {"val", K_STR, OFF(data.val), 0, 0, 1},
+    {NULL, 0, 0, 0, 0, 0}};
+static const struct { const char *name; const struct key *keys; } sections[] = {
+    {"model", model_keys}, {"train", train_keys}, {"eval", eval_keys}, {"data", data_keys}};
+#define NSECTIONS 4
+
+#define FAIL(...) do { if (err) snprintf(err, errlen, __VA_ARGS__); return JOB_EINVAL; } while (0)
+
+void job_init(struct job_config *j) {
+    memset(j, 0, sizeof *j);
+    j->train.batch_size = 8;
+    j->train.grad_accum = 1;
+    j->train.steps = 100;
+    j->train.lr = 6e-4;
+    strcpy(j->train.lr_schedule, "cosine");
+    j->train.min_lr_frac = 0.1;
+    j->train.beta1 = 0.9;
+    j->train.beta2 = 0.95;
+    j->train.eps = 1e-8;
+    j->train.weight_decay = 0.1;
+    j->train.grad_clip = 1.0;
+    j->train.seed = 1337;
+    j->train.shuffle = 1;
+    j->eval.batches = 4;
+}
+
+void job_release(struct job_config *j) {
+    if (!j) return;
+    free(j->model.init);
+    free(j->data.train);
+    free(j->data.val);
+    job_init(j);
+}
+
+static const char *type_name(const json_t *v) {
+    switch (json_typeof(v)) {
+    case JSON_OBJECT: return "an object";
+    case JSON_ARRAY: return "an array";
+    case JSON_STRING: return "a string";
+    case JSON_INTEGER: return "an integer";
+    case JSON_REAL: return "a number";
+    case JSON_TRUE: case JSON_FALSE: return "a boolean";
+    default: return "null";
+    }
+}
+
+static int set_key(struct job_config *j, const char *sec, const struct key *k, const json_t *v, char *err, size_t errlen) {
+    char *base = (char *)j + k->off;
+    switch (k->kind) {
+    case K_INT: {
+        if (!json_is_integer(v)) FAIL("%s.%s: expected an integer, got %s", sec, k->name, type_name(v));
+        json_int_t x = json_integer_value(v);
+        if (x < k->min || x > k->max) FAIL("%s.%s: must be between %.0f and %.0f, got %lld", sec, k->name, k->min, k->max, (long long)x);
+        *(int *)base = (int)x;
+        return 0;
+    }
+    case K_NUM: {
+        if (!json_is_number(v)) FAIL("%s.%s: expected a number, got %s", sec, k->name, type_name(v));
+        double x = json_number_value(v);
+        if (!isfinite(x) || x < k->min || x > k->max) FAIL("%s.%s: must be between %g and %g, got %g", sec, k->name, k->min, k->max, x);
+        if (strcmp(k->name, "lr") == 0 && x <= 0) FAIL("train.lr: must be > 0, got %g", x);
+        *(double *)base = x;
+        return 0;
+    }
+    case K_BOOL:
+        if (!json_is_boolean(v)) FAIL("%s.%s: expected true or false, got %s", sec, k->name, type_name(v));
+        *(int *)base = json_is_true(v);
+        return 0;
+    case K_U64: {
+        if (!json_is_integer(v) || json_integer_value(v) < 0)
+            FAIL("%s.%s: expected a non-negative integer, got %s", sec, k->name, json_is_integer(v) ? "a negative integer" : type_name(v));
+        *(uint64_t *)base = (uint64_t)json_integer_value(v);
+        return 0;
+    }
+    case K_STR: {
+        if (!json_is_string(v)) FAIL("%s.%s: expected a string, got %s", sec, k->name, type_name(v));
+        const char *s = json_string_value(v);
+        if (!*s) FAIL("%s.%s: must not be empty", sec, k->name);
+        if (strlen(s) > 4000) FAIL("%s.%s: longer than 4000 characters", sec, k->name);
+        char **slot = (char **)base;
+        free(*slot);
+        *slot = strdup(s);
+        if (!*slot) FAIL("%s.%s: out of memory", sec, k->name);
+        return 0;
+    }
+    case K_SCHED: {
+        const char *s = json_is_string(v) ? json_string_value(v) : NULL;
+        if (!s || (strcmp(s, "cosine") && strcmp(s, "constant")))
+            FAIL("%s.%s: expected \"cosine\" or \"constant\", got %s%s%s", sec, k->name, s ? "\"" : type_name(v), s ? s : "", s ? "\"" : "");
+        snprintf(j->train.lr_schedule, sizeof j->train.lr_schedule, "%s", s);
+        return 0;
+    }
+    case K_HEADS: {
+        if (!json_is_array(v)) FAIL("model.heads: expected an array of head counts, got %s", type_name(v));
+        size_t n = json_array_size(v);
+        if (n < 1 || n > JOB_MAX_LAYERS) FAIL("model.heads: expected 1 to %d entries, got %zu", JOB_MAX_LAYERS, n);
+        for (size_t i = 0; i < n; i++) {
+            const json_t *h = json_array_get(v, i);
+            if (!json_is_integer(h) || json_integer_value(h) < 1 || json_integer_value(h) > 65536)
+                FAIL("model.heads[%zu]: expected a positive integer head count", i);
+            j->model.heads[i] = (int)json_integer_value(h);
+        }
+        for (size_t i = n; i < JOB_MAX_LAYERS; i++) j->model.heads[i] = 0;
+        return 0;
+    }
+    }
+    return 0;
+}
+
+static int heads_count(const struct job_config *j) {
+    int n = 0;
+    while (n < JOB_MAX_LAYERS && j->model.heads[n] > 0) n++;
+    return n;
+}
+
+int job_validate(const struct job_config *j, char *err, size_t errlen) {
+    const struct job_model *m = &j->model;
+    if (m->n_layer < 1 || m->n_layer > JOB_MAX_LAYERS) FAIL("model.n_layer: must be between 1 and %d, got %d", JOB_MAX_LAYERS, m->n_layer);
+    if (m->d_model < 1) FAIL("model.d_model: required (a positive integer)");
+    if (m->vocab_size < 1 || m->vocab_size > 65536) FAIL("model.vocab_size: must be between 1 and 65536 (uint16 tokens), got %d", m->vocab_size);
+    if (m->padded_vocab_size < m->vocab_size)
+        FAIL("model.padded_vocab_size: must be >= model.vocab_size (%d), got %d", m->vocab_size, m->padded_vocab_size);
+    if (m->seq_len < 1) FAIL("model.seq_len: required (a positive integer)");
+    int nh = heads_count(j);
+    if (nh != m->n_layer) FAIL("model.heads: has %d entries but model.n_layer is %d (one head count per layer)", nh, m->n_layer);
+    for (int l = 0; l < nh; l++)
+        if (m->d_model % m->heads[l])
+            FAIL("model.heads[%d]: %d does not divide model.d_model %d (head size must be whole)", l, m->heads[l], m->d_model);
+    const struct job_train *t = &j->train;
+    if (t->seq_len < 1 || t->seq_len > m->seq_len)
+        FAIL("train.seq_len: must be between 1 and model.seq_len (%d), got %d", m->seq_len, t->seq_len);
+    if (t->batch_size < 1) FAIL("train.batch_size: must be >= 1, got %d", t->batch_size);
+    if (t->grad_accum < 1) FAIL("train.grad_accum: must be >= 1, got %d", t->grad_accum);
+    if (t->steps < 1) FAIL("train.steps: must be >= 1, got %d", t->steps);
+    if (!(t->lr > 0)) FAIL("train.lr: must be > 0, got %g", t->lr);
+    if (t->warmup_steps < 0) FAIL("train.warmup_steps: must be >= 0, got %d", t->warmup_steps);
+    if (strcmp(t->lr_schedule, "cosine") && strcmp(t->lr_schedule, "constant"))
+        FAIL("train.lr_schedule: expected \"cosine\" or \"constant\", got \"%s\"", t->lr_schedule);
+    if (t->checkpoint_every < 0) FAIL("train.checkpoint_every: must be >= 0, got %d", t->checkpoint_every);
+    if (j->eval.every < 0) FAIL("eval.every: must be >= 0, got %d", j->eval.every);
+    if (j->eval.batches < 1) FAIL("eval.batches: must be >= 1, got %d", j->eval.batches);
+    if (!j->data.train || !*j->data.train) FAIL("data.train: required (a glob of token shards)");
+    if (!j->data.val || !*j->data.val) FAIL("data.val: required (a glob of token shards)");
+    return 0;
+}
+
+int job_from_json(const json_t *obj, struct job_config *out, char *err, size_t errlen) {
+    job_init(out);
+    int rc = JOB_EINVAL;
+    if (!json_is_object(obj)) { if (err) snprintf(err, errlen, "job: expected a JSON object, got %s", type_name(obj)); goto out; }
+    const char *key;
+    const json_t *sec;
+    json_object_foreach((json_t *)obj, key, sec) {
+        int si = -1;
+        for (int i = 0; i < NSECTIONS; i++) if (strcmp(key, sections[i].name) == 0) si = i;
+        if (si < 0) { if (err) snprintf(err, errlen, "%s: unknown key (a job has model, train, eval, data)", key); goto out; }
+        if (!json_is_object(sec)) { if (err) snprintf(err, errlen, "%s: expected an object, got %s", key, type_name(sec)); goto out; }
+        const char *k2;
+        const json_t *v;
+        json_object_foreach((json_t *)sec, k2, v) {
+            const struct key *k = sections[si].keys;
+            while (k->name && strcmp(k->name, k2)) k++;
+            if (!k->name) {
+                if (err) {
+                    int n = snprintf(err, errlen, "%s.%s: unknown key (known:", key, k2);
+                    for (const struct key *q = sections[si].keys; q->name && n > 0 && (size_t)n < errlen; q++)
+                        n += snprintf(err + n, errlen - n, " %s", q->name);
+                    if (n > 0 && (size_t)n < errlen) snprintf(err + n, errlen - n, ")");
+                }
+                goto out;
+            }
+            if (set_key(out, key, k, v, err, errlen)) goto out;
+        }
+    }
+    /* required keys, then defaults that depend on other keys */
+    for (int i = 0; i < NSECTIONS; i++) {
+        const json_t *sec2 = json_object_get(obj, sections[i].name);
+        for (const struct key *k = sections[i].keys; k->name; k++)
+            if (k->required && (!sec2 || !json_object_get(sec2, k->name))) {
+                if (err) snprintf(err, errlen, "%s.%s: required", sections[i].name, k->name);
+                goto out;
+            }
+    }
+    if (out->model.padded_vocab_size == 0) out->model.padded_vocab_size = (out->model.vocab_size + 127) / 128 * 128;
+    if (out->train.seq_len == 0) out->train.seq_len = out->model.seq_len;
+    rc = job_validate(out, err, errlen);
+out:
+    if (rc) job_release(out);
+    return rc;
+}
+
+int job_parse_json(const char *text, struct job_config *out, char *err, size_t errlen) {
+    json_error_t je;
+    json_t *obj = json_loads(text ? text : "", JSON_REJECT_DUPLICATES, &je);
+    if (!obj) {
+        job_init(out);
+        if (err) snprintf(err, errlen, "job: not valid JSON at line %d column %d: %s", je.line, je.column, je.text);
+        return JOB_EINVAL;
+    }
+    int rc = job_from_json(obj, out, err, errlen);
+    json_decref(obj);
+    return rc;
+}
+
+int job_load_file(const char *path, struct job_config *out, char *err, size_t errlen) {
+    json_error_t je;
+    json_t *obj = json_load_file(path, JSON_REJECT_DUPLICATES, &je);
+    if (!obj) {
+        job_init(out);
+        if (err) snprintf(err, errlen, "%s: %s (line %d column %d)", path, je.text, je.line, je.column);
+        return JOB_EINVAL;
+    }
+    char inner[768];
+    int rc = job_from_json(obj, out, inner, sizeof inner);
+    json_decref(obj);
+    if (rc && err) snprintf(err, errlen, "%s: %s", path, inner);
+    return rc;
+}
+
+json_t *job_to_json(const struct job_config *j) {
+    json_t *heads = json_array();
+    for (int l = 0; l < j->model.n_layer && heads; l++) json_array_append_new(heads, json_integer(j->model.heads[l]));
+    json_t *model = json_pack("{s:i, s:i, s:i, s:i, s:i, s:o}", "n_layer", j->model.n_layer, "d_model", j->model.d_model,
+                              "vocab_size", j->model.vocab_size, "padded_vocab_size", j->model.padded_vocab_size,
+                              "seq_len", j->model.seq_len, "heads", heads);
+    if (model && j->model.init) json_object_set_new(model, "init", json_string(j->model.init));
+    const struct job_train *t = &j->train;
+    json_t *train = json_pack("{s:i, s:i, s:i, s:i, s:f, s:s, s:i, s:f, s:f, s:f, s:f, s:f, s:f, s:I, s:b, s:i}",
+                              "batch_size", t->batch_size, "seq_len", t->seq_len, "grad_accum", t->grad_accum,
+                              "steps", t->steps, "lr", t->lr, "lr_schedule", t->lr_schedule,
+                              "warmup_steps", t->warmup_steps, "min_lr_frac", t->min_lr_frac, "beta1", t->beta1,
+                              "beta2", t->beta2, "eps", t->eps, "weight_decay", t->weight_decay,
+                              "grad_clip", t->grad_clip, "seed", (json_int_t)t->seed, "shuffle", t->shuffle,
+                              "checkpoint_every", t->checkpoint_every);
+    json_t *eval = json_pack("{s:i, s:i, s:b}", "every", j->eval.every, "batches", j->eval.batches,
+                             "attn_distance", j->eval.attn_distance);
+    json_t *data = json_pack("{s:s?, s:s?}", "train", j->data.train, "val", j->data.val);
+    if (!model || !train || !eval || !data) {
+        json_decref(model); json_decref(train); json_decref(eval); json_decref(data);
+        return NULL;
+    }
+    return json_pack("{s:o, s:o, s:o, s:o}", "model", model, "train", train, "eval", eval, "data", data);
+}
+
+int job_copy(struct job_config *dst, const struct job_config *src) {
+    *dst = *src;
+    dst->model.init = src->model.init ? strdup(src->model.init) : NULL;
+    dst->data.train = src->data.train ? strdup(src->data.train) : NULL;
+    dst->data.val = src->data.val ? strdup(src->data.val) : NULL;
+    if ((src->model.init && !dst->model.init) || (src->data.train && !dst->data.train) ||
+        (src->data.val && !dst->data.val)) {
+        job_release(dst);
+        return JOB_ENOMEM;
+    }
+    return 0;
+}
+
+int job_parse_heads(const char *s, int *heads, int max, char *err, size_t errlen) {
+    int n = 0;
+    const char *p = s;
+    while (p && *p) {
+        char *end;
+        errno = 0;
+        long h = strtol(p, &end, 10);
+        if (end == p || h < 1 || h > 65536 || errno) FAIL("heads \"%s\": expected comma-separated positive integers like 3,3,6,6 or 3x2,6x2", s);
+        long rep = 1;
+        if (*end == 'x' || *end == '*') {
+            const char *q = end + 1;
+            rep = strtol(q, &end, 10);
+            if (end == q || rep < 1 || rep > max) FAIL("heads \"%s\": bad repeat count after 'x'", s);
+        }
+        for (long r = 0; r < rep; r++) {
+            if (n >= max) FAIL("heads \"%s\": more than %d layers", s, max);
+            heads[n++] = (int)h;
+        }
+        if (*end == ',') end++;
+        else if (*end) FAIL("heads \"%s\": unexpected '%c'", s, *end);
+        p = end;
+    }
+    if (n == 0) FAIL("heads: empty list");
+    return n;
+}
+
+void job_format_heads(const struct job_config *j, char *buf, size_t len) {
+    size_t n = 0;
+    if (len) buf[0] = 0;
+    for (int l = 0; l < j->model.n_layer && n < len; l++) {
+        int w = snprintf(buf + n, len - n, l ? ",%d" : "%d", j->model.heads[l]);
+        if (w < 0) break;
+        n += (size_t)w;
+    }
+}

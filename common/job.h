@@ -1,0 +1,101 @@
+/* job.h — the job format: the one JSON object the orchestrator hands a worker ("train this model with
+ * these per-layer head counts"). Both programs link this module, so parsing, defaults and validation live
+ * in exactly one place.
+ *
+ *   { "model": { "n_layer", "d_model", "vocab_size", "padded_vocab_size"?, "seq_len", "heads": [h_1..h_L],
+ *                "init"?: "path/to/llmc_checkpoint.bin" },
+ *     "train": { "batch_size", "seq_len", "grad_accum", "steps", "lr", "lr_schedule": "cosine"|"constant",
+ *                "warmup_steps", "min_lr_frac", "beta1", "beta2", "eps", "weight_decay", "grad_clip",
+ *                "seed", "shuffle", "checkpoint_every" },
+ *     "eval":  { "every", "batches", "attn_distance" },
+ *     "data":  { "train": "glob", "val": "glob" } }
+ *
+ * Required: model.{n_layer, d_model, vocab_size, seq_len, heads}, data.{train, val}. Everything else has
+ * the default job_init() sets (listed next to each field below). Unknown keys, wrong types and bad values
+ * are errors whose message names the key ("train.lr: must be > 0, got -1").
+ * Schedule rules checked here: len(heads) == n_layer, every h_l >= 1 divides d_model. Monotonicity
+ * (h_1 <= ... <= h_L) is the sweep's rule, not the engine's: the engine trains any schedule.
+ */
+#ifndef PRISM_JOB_H
+#define PRISM_JOB_H
+#include <jansson.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define JOB_MAX_LAYERS 240   /* llm.c header slots 8..247 hold per-layer heads (see kernels/checkpoint.h) */
+
+enum { JOB_OK = 0, JOB_EINVAL = -1, JOB_ENOMEM = -2 };
+
+struct job_model {
+    int n_layer;                  /* L, required, 1..JOB_MAX_LAYERS */
+    int d_model;                  /* C, required */
+    int vocab_size;               /* V, required, <= 65536 (uint16 token shards) */
+    int padded_vocab_size;        /* Vp, default: V rounded up to a multiple of 128 */
+    int seq_len;                  /* maxT, the position table, required */
+    int heads[JOB_MAX_LAYERS];    /* h_l for l < n_layer, required, each divides d_model */
+    char *init;                   /* llm.c checkpoint to start from, NULL = random GPT-2 init (owned) */
+};
+
+struct job_train {
+    int batch_size;               /* B, default 8 */
+    int seq_len;                  /* T, default model.seq_len; must be <= model.seq_len */
+    int grad_accum;               /* micro-batches per update, default 1 */
+    int steps;                    /* updates, default 100 */
+    double lr;                    /* peak learning rate, default 6e-4 */
+    char lr_schedule[16];         /* "cosine" (default) | "constant" (both after linear warmup) */
+    int warmup_steps;             /* default 0 */
+    double min_lr_frac;           /* cosine floor as a fraction of lr, default 0.1 */
+    double beta1, beta2, eps;     /* AdamW, defaults 0.9, 0.95, 1e-8 */
+    double weight_decay;          /* default 0.1, matrices only (wte wpe qkvw attprojw fcw fcprojw) */
+    double grad_clip;             /* global-norm clip, 0 = off, default 1.0 */
+    uint64_t seed;                /* init weights + data order, default 1337 */
+    int shuffle;                  /* bool, default 1; 0 = sequential from the first train shard, wrapping */
+    int checkpoint_every;         /* steps between training-state checkpoints, 0 = off (default) */
+};
+
+struct job_eval {
+    int every;                    /* val loss every N updates (plus step 0 and the end), 0 = only those; default 0 */
+    int batches;                  /* val batches of B x T from the start of the val shards, default 4 */
+    int attn_distance;            /* bool: compute D_l per layer at the final evaluation, default 0 */
+};
+
+struct job_data {
+    char *train;                  /* glob of llm.c token shards, required (owned) */
+    char *val;                    /* glob, required (owned) */
+};
+
+struct job_config {
+    struct job_model model;
+    struct job_train train;
+    struct job_eval eval;
+    struct job_data data;
+};
+
+/* Fills *job with the defaults (required fields zero / NULL). job_release() is safe afterwards. */
+void job_init(struct job_config *job);
+
+/* Parses and validates. On success returns 0 and *out owns its strings (free with job_release).
+ * On failure returns JOB_EINVAL (err names the key and the problem) and *out holds nothing to free.
+ * job_parse_json takes text; job_from_json a parsed object (not stolen). */
+int job_parse_json(const char *text, struct job_config *out, char *err, size_t errlen);
+int job_from_json(const json_t *obj, struct job_config *out, char *err, size_t errlen);
+int job_load_file(const char *path, struct job_config *out, char *err, size_t errlen);
+
+/* Re-checks a filled config (e.g. after CLI overrides). 0 or JOB_EINVAL with err naming the key. */
+int job_validate(const struct job_config *job, char *err, size_t errlen);
+
+/* Every field (defaults written out). New reference the caller json_decref()s; NULL on OOM. */
+json_t *job_to_json(const struct job_config *job);
+
+/* Deep copy; 0 or JOB_ENOMEM (dst then holds nothing to free). */
+int job_copy(struct job_config *dst, const struct job_config *src);
+
+/* Frees the owned strings and resets to job_init() state. NULL is fine. */
+void job_release(struct job_config *job);
+
+/* Parses "3,3,6,6" or "3x2,6x2" into heads; returns the count or -1 (err says why). */
+int job_parse_heads(const char *s, int *heads, int max, char *err, size_t errlen);
+
+/* "3,3,6,6" into buf (truncated safely). */
+void job_format_heads(const struct job_config *job, char *buf, size_t len);
+#endif

@@ -1,0 +1,213 @@
+/* checkpoint.c — llm.c model files and full training-state files (formats in checkpoint.h).
+ *
+ * Writes go to PATH.tmp, are fsync'd, then renamed over PATH (and the directory fsync'd), so a reader
+ * sees the old file or the new one, never half of one. Reads check the header, then the exact file size
+ * implied by it, then that the shapes match the job, before reading any floats; every message names the
+ * file and the expectation it failed.
+ */
+#include "checkpoint.h"
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define FAIL(code, ...) do { if (err) snprintf(err, errlen, __VA_ARGS__); rc = (code); goto out; } while (0)
+
+static int write_all(int fd, const void *buf, size_t len) {
+    const char *p = buf;
+    while (len) {
+        ssize_t w = write(fd, p, len > (1u << 30) ? (1u << 30) : len);
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) return -1;
+        p += w;
+        len -= (size_t)w;
+    }
+    return 0;
+}
+
+static int read_all(int fd, void *buf, size_t len) {
+    char *p = buf;
+    while (len) {
+        ssize_t r = read(fd, p, len > (1u << 30) ? (1u << 30) : len);
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) return -1;
+        p += r;
+        len -= (size_t)r;
+    }
+    return 0;
+}
+
+/* Writes header + arrays atomically. */
+static int write_atomic(const char *path, const int32_t *hdr, const float *const *arrays, int narr, size_t n,
+                        char *err, size_t errlen) {
+    int rc = CKPT_OK, fd = -1;
+    char tmp[4200];
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (fd < 0) FAIL(CKPT_EIO, "%s: cannot create: %s", tmp, strerror(errno));
+    if (write_all(fd, hdr, 256 * sizeof(int32_t))) FAIL(CKPT_EIO, "%s: write failed: %s", tmp, strerror(errno));
+    for (int i = 0; i < narr; i++)
+        if (write_all(fd, arrays[i], n * sizeof(float))) FAIL(CKPT_EIO, "%s: write failed: %s", tmp, strerror(errno));
+    if (fsync(fd)) FAIL(CKPT_EIO, "%s: fsync failed: %s", tmp, strerror(errno));
+    int cr = close(fd);
+    fd = -1;
+    if (cr) FAIL(CKPT_EIO, "%s: close failed: %s", tmp, strerror(errno));
+    if (rename(tmp, path)) FAIL(CKPT_EIO, "%s: rename from %s failed: %s", path, tmp, strerror(errno));
+    char dir[4200];
+    snprintf(dir, sizeof dir, "%s", path);
+    int dfd = open(dirname(dir), O_RDONLY | O_DIRECTORY);
+    if (dfd >= 0) { fsync(dfd); close(dfd); }
+out:
+    if (fd >= 0) close(fd);
+    if (rc) unlink(tmp);
+    return rc;
+}
+
+int ckpt_write_model(const char *path, const struct model_config *cfg, const float *params, char *err, size_t errlen) {
+    int32_t hdr[256] = {0};
+    hdr[0] = CKPT_MODEL_MAGIC; hdr[1] = CKPT_MODEL_VERSION; hdr[2] = cfg->maxT; hdr[3] = cfg->V;
+    hdr[4] = cfg->L; hdr[5] = cfg->heads[cfg->L - 1]; hdr[6] = cfg->C; hdr[7] = cfg->Vp;
+    for (int l = 0; l < cfg->L; l++) hdr[CKPT_HEADS_SLOT + l] = cfg->heads[l];
+    const float *arr[1] = {params};
+    return write_atomic(path, hdr, arr, 1, model_num_params(cfg), err, errlen);
+}
+
+/* Opens path, reads its 256-int header, returns the fd (or -1 with err set) and the file size. */
+static int open_header(const char *path, int32_t *hdr, off_t *size, char *err, size_t errlen) {
+    int fd = open(path, O_RDONLY);
+    struct stat st;
+    if (fd < 0) { if (err) snprintf(err, errlen, "%s: cannot open checkpoint: %s", path, strerror(errno)); return -1; }
+    if (fstat(fd, &st) || st.st_size < 1024 || read_all(fd, hdr, 1024)) {
+        if (err) snprintf(err, errlen, "%s: %lld bytes, shorter than the 1024-byte checkpoint header (truncated or not a checkpoint)",
+                          path, (long long)st.st_size);
+        close(fd);
+        return -1;
+    }
+    *size = st.st_size;
+    return fd;
+}
+
+static int hdr_model_config(const char *path, const int32_t *h, struct model_config *cfg, int *has_heads,
+                            char *err, size_t errlen) {
+    int rc = CKPT_OK;
+    if (h[0] != CKPT_MODEL_MAGIC) FAIL(CKPT_EFORMAT, "%s: bad magic %d, expected %d (an llm.c model checkpoint)", path, h[0], CKPT_MODEL_MAGIC);
+    if (h[1] != CKPT_MODEL_VERSION)
+        FAIL(CKPT_EFORMAT, "%s: version %d, expected %d (float32; bf16 version 5 files are not supported)", path, h[1], CKPT_MODEL_VERSION);
+    int maxT = h[2], V = h[3], L = h[4], NH = h[5], C = h[6], Vp = h[7];
+    if (L < 1 || L > MODEL_MAX_LAYERS || C < 1 || V < 1 || Vp < V || maxT < 1 || NH < 1 || C % NH)
+        FAIL(CKPT_EFORMAT, "%s: implausible header (maxT=%d V=%d L=%d NH=%d C=%d Vp=%d)", path, maxT, V, L, NH, C, Vp);
+    memset(cfg, 0, sizeof *cfg);
+    cfg->maxT = maxT; cfg->V = V; cfg->L = L; cfg->C = C; cfg->Vp = Vp;
+    int any = 0;
+    for (int l = 0; l < L && CKPT_HEADS_SLOT + l < 256; l++) any |= h[CKPT_HEADS_SLOT + l] != 0;
+    for (int l = 0; l < L; l++) {
+        int hl = any ? h[CKPT_HEADS_SLOT + l] : NH;
+        if (hl < 1 || C % hl) FAIL(CKPT_EFORMAT, "%s: header slot %d (heads of layer %d) is %d, which does not divide C=%d",
+                                  path, CKPT_HEADS_SLOT + l, l, hl, C);
+        cfg->heads[l] = hl;
+    }
+    if (has_heads) *has_heads = any;
+out:
+    return rc;
+}
+
+int ckpt_read_model_header(const char *path, struct model_config *cfg, int *has_heads, char *err, size_t errlen) {
+    int32_t h[256];
+    off_t size;
+    int fd = open_header(path, h, &size, err, errlen);
+    if (fd < 0) return CKPT_EIO;
+    close(fd);
+    return hdr_model_config(path, h, cfg, has_heads, err, errlen);
+}
+
+int ckpt_read_model(const char *path, const struct model_config *cfg, float *params, char *err, size_t errlen) {
+    int32_t h[256];
+    off_t size;
+    int rc = CKPT_OK;
+    struct model_config fc;
+    int fd = open_header(path, h, &size, err, errlen);
+    if (fd < 0) return CKPT_EIO;
+    rc = hdr_model_config(path, h, &fc, NULL, err, errlen);
+    if (rc) goto out;
+    size_t n = model_num_params(&fc), want = 1024 + n * sizeof(float);
+    if ((size_t)size != want)
+        FAIL(CKPT_EFORMAT, "%s: file is %lld bytes but its header (L=%d C=%d Vp=%d maxT=%d) implies %zu parameters, so expected %zu bytes",
+             path, (long long)size, fc.L, fc.C, fc.Vp, fc.maxT, n, want);
+    if (fc.L != cfg->L || fc.C != cfg->C || fc.V != cfg->V || fc.Vp != cfg->Vp || fc.maxT != cfg->maxT)
+        FAIL(CKPT_EMISMATCH, "%s: model is L=%d C=%d V=%d Vp=%d maxT=%d but the job wants L=%d C=%d V=%d Vp=%d maxT=%d",
+             path, fc.L, fc.C, fc.V, fc.Vp, fc.maxT, cfg->L, cfg->C, cfg->V, cfg->Vp, cfg->maxT);
+    if (read_all(fd, params, n * sizeof(float))) FAIL(CKPT_EIO, "%s: read failed: %s", path, strerror(errno));
+out:
+    close(fd);
+    return rc;
+}
+
+static void put64(int32_t *h, int slot, uint64_t v) { h[slot] = (int32_t)(uint32_t)v; h[slot + 1] = (int32_t)(uint32_t)(v >> 32); }
+static uint64_t get64(const int32_t *h, int slot) { return (uint64_t)(uint32_t)h[slot] | ((uint64_t)(uint32_t)h[slot + 1] << 32); }
+
+int ckpt_write_state(const char *path, const struct model_config *cfg, const struct ckpt_state *st,
+                     const float *params, const float *m, const float *v, char *err, size_t errlen) {
+    int32_t hdr[256] = {0};
+    size_t n = model_num_params(cfg);
+    hdr[0] = CKPT_STATE_MAGIC; hdr[1] = CKPT_STATE_VERSION; hdr[2] = cfg->maxT; hdr[3] = cfg->V;
+    hdr[4] = cfg->L; hdr[5] = cfg->C; hdr[6] = cfg->Vp; hdr[7] = st->step;
+    put64(hdr, 8, st->data_pos); put64(hdr, 10, st->rng); put64(hdr, 12, st->seed);
+    hdr[14] = st->B; hdr[15] = st->T; hdr[16] = st->grad_accum; put64(hdr, 17, n);
+    for (int l = 0; l < cfg->L && CKPT_STATE_HEADS_SLOT + l < 256; l++) hdr[CKPT_STATE_HEADS_SLOT + l] = cfg->heads[l];
+    const float *arr[3] = {params, m, v};
+    return write_atomic(path, hdr, arr, 3, n, err, errlen);
+}
+
+static void fmt_heads(char *buf, size_t len, const int *heads, int L) {
+    size_t k = 0;
+    buf[0] = 0;
+    for (int l = 0; l < L && k + 12 < len; l++) k += snprintf(buf + k, len - k, l ? ",%d" : "%d", heads[l]);
+}
+
+int ckpt_read_state(const char *path, const struct model_config *cfg, const struct ckpt_state *expect,
+                    struct ckpt_state *st, float *params, float *m, float *v, char *err, size_t errlen) {
+    int32_t h[256];
+    off_t size;
+    int rc = CKPT_OK;
+    int fd = open_header(path, h, &size, err, errlen);
+    if (fd < 0) return CKPT_EIO;
+    if (h[0] != CKPT_STATE_MAGIC)
+        FAIL(CKPT_EFORMAT, "%s: bad magic %d, expected %d (a prism-sweep training-state checkpoint)%s", path, h[0],
+             CKPT_STATE_MAGIC, h[0] == CKPT_MODEL_MAGIC ? "; this is a model file: use it as model.init instead" : "");
+    if (h[1] != CKPT_STATE_VERSION) FAIL(CKPT_EFORMAT, "%s: version %d, expected %d", path, h[1], CKPT_STATE_VERSION);
+    size_t n = model_num_params(cfg), fn = (size_t)get64(h, 17);
+    if (h[2] != cfg->maxT || h[3] != cfg->V || h[4] != cfg->L || h[5] != cfg->C || h[6] != cfg->Vp)
+        FAIL(CKPT_EMISMATCH, "%s: model is maxT=%d V=%d L=%d C=%d Vp=%d but the job has maxT=%d V=%d L=%d C=%d Vp=%d",
+             path, h[2], h[3], h[4], h[5], h[6], cfg->maxT, cfg->V, cfg->L, cfg->C, cfg->Vp);
+    size_t want = 1024 + 3 * n * sizeof(float);
+    if (fn != n || (size_t)size != want)
+        FAIL(CKPT_EFORMAT, "%s: file is %lld bytes but expected %zu (header + params, m, v of %zu floats each): truncated?",
+             path, (long long)size, want, n);
+    for (int l = 0; l < cfg->L; l++)
+        if (h[CKPT_STATE_HEADS_SLOT + l] != cfg->heads[l]) {
+            char a[1024], b[1024];
+            fmt_heads(a, sizeof a, h + CKPT_STATE_HEADS_SLOT, cfg->L);
+            fmt_heads(b, sizeof b, cfg->heads, cfg->L);
+            FAIL(CKPT_EMISMATCH, "%s: heads are %s but the job has %s", path, a, b);
+        }
+    if (expect) {
+        if (get64(h, 12) != expect->seed)
+            FAIL(CKPT_EMISMATCH, "%s: seed is %llu but the job has %llu", path, (unsigned long long)get64(h, 12),
+                 (unsigned long long)expect->seed);
+        if (h[14] != expect->B || h[15] != expect->T || h[16] != expect->grad_accum)
+            FAIL(CKPT_EMISMATCH, "%s: batch is B=%d T=%d grad_accum=%d but the job has B=%d T=%d grad_accum=%d",
+                 path, h[14], h[15], h[16], expect->B, expect->T, expect->grad_accum);
+    }
+    if (h[7] < 0) FAIL(CKPT_EFORMAT, "%s: negative step %d", path, h[7]);
+    st->step = h[7]; st->data_pos = get64(h, 8); st->rng = get64(h, 10); st->seed = get64(h, 12);
+    st->B = h[14]; st->T = h[15]; st->grad_accum = h[16];
+    if (read_all(fd, params, n * sizeof(float)) || read_all(fd, m, n * sizeof(float)) || read_all(fd, v, n * sizeof(float)))
+        FAIL(CKPT_EIO, "%s: read failed: %s", path, strerror(errno));
+out:
+    close(fd);
+    return rc;
+}

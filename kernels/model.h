@@ -1,0 +1,88 @@
+/* model.h — the backend interface the trainer drives (CPU here, CUDA in kernels/cuda/).
+ *
+ * A backend owns the parameters, gradients, AdamW state and activations of one GPT-2 with a per-layer
+ * head schedule. The trainer only ever sees host float32 arrays in llm.c's tensor order:
+ *   wte (Vp,C), wpe (maxT,C), ln1w (L,C), ln1b (L,C), qkvw (L,3C,C), qkvb (L,3C), attprojw (L,C,C),
+ *   attprojb (L,C), ln2w (L,C), ln2b (L,C), fcw (L,4C,C), fcb (L,4C), fcprojw (L,C,4C), fcprojb (L,C),
+ *   lnfw (C), lnfb (C)
+ * concatenated (model_param_sizes() gives the 16 sizes; the sum is model_num_params()).
+ * Parameter shapes never depend on the schedule; only attention's reshape does.
+ *
+ * Calling sequence per update:  zero_grad; grad_accum × forward_backward; update.
+ * All functions return 0 or a negative MODEL_E* code with a message in the err buffer given to create
+ * (model_err()). After a failure the model is still valid to free.
+ */
+#ifndef PRISM_MODEL_H
+#define PRISM_MODEL_H
+#include <stddef.h>
+#include <stdint.h>
+
+#define MODEL_NUM_TENSORS 16
+#define MODEL_MAX_LAYERS 240
+
+enum { MODEL_OK = 0, MODEL_EINVAL = -1, MODEL_ENOMEM = -2, MODEL_EDEVICE = -3 };
+
+struct model_config {
+    int L, C, V, Vp, maxT;          /* layers, width, real vocab, padded vocab, position table */
+    int heads[MODEL_MAX_LAYERS];    /* h_l, each divides C */
+    int B, T;                       /* the largest micro-batch forward_* will be given (activation sizes) */
+};
+
+struct adamw_params {
+    float lr, beta1, beta2, eps, weight_decay;  /* weight decay applies to wte wpe qkvw attprojw fcw fcprojw */
+    float grad_clip;                            /* global-norm clip, 0 = off */
+};
+
+typedef struct model model;         /* a backend's own object; starts with nothing the trainer reads */
+
+typedef struct model_ops {
+    const char *name;               /* "cpu", "cuda" */
+    /* device: -1 for CPU, else a CUDA ordinal. Params are zero until set_params. On failure *out is NULL. */
+    int (*create)(const struct model_config *cfg, int device, model **out, char *err, size_t errlen);
+    void (*free)(model *m);         /* NULL is fine */
+    const char *(*error)(model *m); /* last error message */
+    /* host float32, llm.c order, model_num_params() floats */
+    int (*get_params)(model *m, float *dst);
+    int (*set_params)(model *m, const float *src);
+    /* AdamW first and second moments, same layout as params */
+    int (*get_opt_state)(model *m, float *m_out, float *v_out);
+    int (*set_opt_state)(model *m, const float *m_in, const float *v_in);
+    int (*get_grads)(model *m, float *dst);      /* for tests: the accumulated gradient */
+    int (*zero_grad)(model *m);
+    /* Forward + backward on one micro-batch (inputs, targets: B*T token ids, B,T <= config's);
+     * gradients of loss_scale × mean loss are ADDED to the accumulated gradients (loss_scale = 1/grad_accum).
+     * *loss = mean loss of this micro-batch. */
+    int (*forward_backward)(model *m, const int *inputs, const int *targets, int B, int T, float loss_scale,
+                            float *loss);
+    /* Forward only: *loss = mean loss. attn_dist: NULL, or L doubles to which each layer's
+     * Σ over the B sequences of its per-sequence attention distance is ADDED (divide by sequences seen). */
+    int (*forward_loss)(model *m, const int *inputs, const int *targets, int B, int T, float *loss,
+                        double *attn_dist);
+    /* Clips (global norm over all grads, if hp->grad_clip > 0) and applies AdamW with bias correction t
+     * (t = step + 1). *grad_norm = the norm before clipping. */
+    int (*update)(model *m, const struct adamw_params *hp, int t, float *grad_norm);
+} model_ops;
+
+extern const model_ops model_cpu_ops;
+#ifdef PRISM_HAVE_CUDA
+extern const model_ops model_cuda_ops;   /* kernels/cuda/ */
+#endif
+
+/* The 16 tensor sizes in llm.c order, and their sum. */
+void model_param_sizes(const struct model_config *cfg, size_t sizes[MODEL_NUM_TENSORS]);
+size_t model_num_params(const struct model_config *cfg);
+/* 1 when tensor i (llm.c order) gets weight decay (the matrices). */
+int model_tensor_decays(int i);
+/* Training FLOPs per token (forward + backward): 6·(matmul params incl. classifier V·C) + 6·L·T·C
+ * attention (causal: half of the PaLM 12·L·T·C). */
+double model_flops_per_token(const struct model_config *cfg, int T);
+
+/* GPT-2 init from seed into params (host float32, llm.c order): N(0, 0.02), residual projections
+ * (attprojw, fcprojw) N(0, 0.02/sqrt(2L)), biases 0, LayerNorm weights 1; padded wte rows 0.
+ * Independent of the schedule; identical for the same seed on every machine (own PRNG, sequential). */
+void model_init_params(const struct model_config *cfg, uint64_t seed, float *params);
+
+/* The backend for a device string: "cpu" → model_cpu_ops (device -1); "0", "cuda:0" → CUDA when built
+ * with it. NULL if unavailable (err says why). */
+const model_ops *model_ops_for_device(const char *device, int *device_index, char *err, size_t errlen);
+#endif

@@ -1,0 +1,490 @@
+/* train.c — one training job: data loader, the AdamW loop over a model backend, evaluation, metrics,
+ * training-state checkpoints and the result files.
+ *
+ * Design. Data: the train shards are cut into windows of T+1 tokens at offsets k·T inside each shard
+ * (llm.c's layout: B consecutive windows are exactly llm.c's contiguous B·T+1 read). Micro-batch p takes
+ * windows p·B .. p·B+B−1 of the epoch order, wrapping around: the identity order when shuffle is off, else
+ * a Fisher–Yates permutation drawn from (seed, epoch). The loader's whole state is therefore the
+ * micro-batch counter, which is what a checkpoint stores — a resumed run reads exactly the batches the
+ * uninterrupted one would have. Validation always reads the first eval.batches sequential batches.
+ * The loop: [stop?] → [eval if due] → zero_grad → grad_accum × forward_backward → finite? → update →
+ * metrics row → [checkpoint]. All model memory is allocated by the backend before step 0; the loop
+ * itself allocates nothing. Metrics rows are flushed to metrics.jsonl and handed to the callback as they
+ * are produced. On resume, rows at or after the resumed step are dropped from metrics.jsonl first, so the
+ * file ends up exactly as an uninterrupted run's.
+ */
+#include "train.h"
+#include "checkpoint.h"
+#include "model.h"
+#include "shard.h"
+#include <errno.h>
+#include <math.h>
+#include <omp.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+/* ---- data loader -------------------------------------------------------------------------------- */
+struct loader {
+    struct shard_set set;
+    int B, T;
+    size_t nwin;          /* windows of T+1 tokens */
+    size_t *cum;          /* (set.n + 1) prefix sums of windows per shard */
+    int shuffle;
+    uint64_t seed;
+    uint32_t *perm;       /* (nwin) order of the current epoch when shuffling */
+    uint64_t perm_epoch;  /* epoch perm was drawn for, UINT64_MAX = none */
+    int *inputs, *targets;/* (B*T) each */
+};
+
+static uint64_t mix64(uint64_t z) {
+    z += 0x9E3779B97F4A7C15ULL;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+    return z ^ (z >> 31);
+}
+
+static void loader_release(struct loader *ld) {
+    shard_set_close(&ld->set);
+    free(ld->cum); free(ld->perm); free(ld->inputs); free(ld->targets);
+    memset(ld, 0, sizeof *ld);
+}
+
+static int loader_init(struct loader *ld, const char *what, const char *glob, const char *root, int B, int T,
+                       int shuffle, uint64_t seed, char *err, size_t errlen) {
+    memset(ld, 0, sizeof *ld);
+    char e2[1024];
+    int rc = shard_set_open(glob, root, 0, &ld->set, e2, sizeof e2);
+    if (rc == SHARD_ENOMEM) { snprintf(err, errlen, "%s: %.900s", what, e2); return TRAIN_ENOMEM; }
+    if (rc) { snprintf(err, errlen, "%s: %.900s", what, e2); return TRAIN_EDATA; }
+    ld->B = B; ld->T = T; ld->shuffle = shuffle; ld->seed = seed; ld->perm_epoch = UINT64_MAX;
+    ld->cum = calloc(ld->set.n + 1, sizeof *ld->cum);
+    ld->inputs = malloc((size_t)B * T * sizeof(int));
+    ld->targets = malloc((size_t)B * T * sizeof(int));
+    if (!ld->cum || !ld->inputs || !ld->targets) goto oom;
+    for (int i = 0; i < ld->set.n; i++) {
+        size_t n = ld->set.shards[i].ntok;
+        ld->cum[i + 1] = ld->cum[i] + (n > (size_t)T ? (n - 1) / T : 0);
+    }
+    ld->nwin = ld->cum[ld->set.n];
+    if (ld->nwin == 0) {
+        snprintf(err, errlen, "%s: %s holds %zu tokens in %d shard(s); each shard needs at least T+1 = %d tokens",
+                 what, glob, ld->set.total, ld->set.n, T + 1);
+        loader_release(ld);
+        return TRAIN_EDATA;
+    }
+    if (ld->nwin > UINT32_MAX) { snprintf(err, errlen, "%s: more than 2^32 windows", what); loader_release(ld); return TRAIN_EDATA; }
+    if (shuffle && !(ld->perm = malloc(ld->nwin * sizeof *ld->perm))) goto oom;
+    return 0;
+oom:
+    snprintf(err, errlen, "%s: out of memory for the data loader", what);
+    loader_release(ld);
+    return TRAIN_ENOMEM;
+}
+
+static void loader_draw_perm(struct loader *ld, uint64_t epoch) {
+    uint64_t s = mix64(ld->seed ^ mix64(epoch + 0x44415441ULL));   /* "DATA" */
+    for (size_t i = 0; i < ld->nwin; i++) ld->perm[i] = (uint32_t)i;
+    for (size_t i = ld->nwin - 1; i > 0; i--) {
+        s = mix64(s);
+        size_t j = (size_t)(s % (i + 1));
+        uint32_t t = ld->perm[i]; ld->perm[i] = ld->perm[j]; ld->perm[j] = t;
+    }
+    ld->perm_epoch = epoch;
+}
+
+/* Fills inputs/targets with micro-batch number pos. Tokens are checked against the vocabulary here, as
+ * they are used (a full scan at open would read every shard at every job start): returns 0, or
+ * TRAIN_EDATA with the file, position and value in err. */
+static int loader_batch(struct loader *ld, uint64_t pos, int V, char *err, size_t errlen) {
+    int B = ld->B, T = ld->T;
+    for (int b = 0; b < B; b++) {
+        uint64_t g = pos * (uint64_t)B + (uint64_t)b;
+        size_t w = (size_t)(g % ld->nwin);
+        if (ld->shuffle) {
+            uint64_t e = g / ld->nwin;
+            if (e != ld->perm_epoch) loader_draw_perm(ld, e);
+            w = ld->perm[w];
+        }
+        int lo = 0, hi = ld->set.n - 1;    /* shard holding window w: cum[s] <= w < cum[s+1] */
+        while (lo < hi) { int mid = (lo + hi + 1) / 2; if (ld->cum[mid] <= w) lo = mid; else hi = mid - 1; }
+        const uint16_t *tok = ld->set.shards[lo].tokens + (w - ld->cum[lo]) * (size_t)T;
+        int bad = 0;
+        for (int t = 0; t <= T; t++) bad |= tok[t] >= V;
+        if (bad)
+            for (int t = 0; t <= T; t++)
+                if (tok[t] >= V) {
+                    snprintf(err, errlen, "%s: token %u at position %zu is outside the vocabulary (model.vocab_size %d)",
+                             ld->set.shards[lo].path, tok[t], (size_t)(tok - ld->set.shards[lo].tokens) + t, V);
+                    return TRAIN_EDATA;
+                }
+        for (int t = 0; t < T; t++) { ld->inputs[b * T + t] = tok[t]; ld->targets[b * T + t] = tok[t + 1]; }
+    }
+    return 0;
+}
+
+/* ---- helpers ------------------------------------------------------------------------------------ */
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static int mkdir_p(const char *path) {
+    char buf[4096];
+    snprintf(buf, sizeof buf, "%s", path);
+    for (char *p = buf + 1; *p; p++)
+        if (*p == '/') { *p = 0; if (mkdir(buf, 0755) && errno != EEXIST) return -1; *p = '/'; }
+    if (mkdir(buf, 0755) && errno != EEXIST) return -1;
+    return 0;
+}
+
+const char *train_strerror(int code) {
+    switch (code) {
+    case TRAIN_OK: return "ok";
+    case TRAIN_EINVAL: return "invalid job";
+    case TRAIN_EDATA: return "bad data";
+    case TRAIN_ENAN: return "loss is not finite";
+    case TRAIN_ENOMEM: return "out of memory";
+    case TRAIN_ECANCELLED: return "cancelled";
+    case TRAIN_EPREEMPTED: return "stopped after checkpoint";
+    case TRAIN_EIO: return "i/o error";
+    case TRAIN_ECHECKPOINT: return "bad checkpoint";
+    case TRAIN_EDEVICE: return "device error";
+    default: return "unknown error";
+    }
+}
+
+static double lr_at(const struct job_train *t, int step) {
+    if (step < t->warmup_steps) return t->lr * (step + 1) / t->warmup_steps;
+    if (strcmp(t->lr_schedule, "constant") == 0) return t->lr;
+    double min_lr = t->lr * t->min_lr_frac;
+    int span = t->steps - t->warmup_steps;
+    double ratio = span > 0 ? (double)(step - t->warmup_steps) / span : 1.0;
+    return min_lr + 0.5 * (1.0 + cos(M_PI * ratio)) * (t->lr - min_lr);
+}
+
+/* ---- the run ------------------------------------------------------------------------------------ */
+struct run {
+    const struct job_config *job;
+    const struct train_opts *o;
+    const model_ops *ops;
+    model *m;
+    struct model_config cfg;
+    struct loader train, val;
+    FILE *metrics;
+    float *host_p, *host_m, *host_v;   /* (nparams) host copies for init, checkpoints, model.bin */
+    size_t nparams;
+    char path[4096];
+    char ckpt_dir[4096];
+    char last_ckpt[4096];
+    char *err;
+    size_t errlen;
+    char ebuf[1024];
+};
+
+/* The backend's last message (a backend may leave .error unset). */
+static const char *model_err(struct run *r) {
+    const char *e = r->ops && r->ops->error && r->m ? r->ops->error(r->m) : NULL;
+    return e && *e ? e : "(no detail from the backend)";
+}
+
+static int fail(struct run *r, int code, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    if (r->err && r->errlen) vsnprintf(r->err, r->errlen, fmt, ap);
+    va_end(ap);
+    return code;
+}
+
+static int emit(struct run *r, json_t *row) {
+    if (!row) return fail(r, TRAIN_ENOMEM, "out of memory building a metrics row");
+    char *line = json_dumps(row, JSON_COMPACT);
+    int rc = 0;
+    if (!line || fprintf(r->metrics, "%s\n", line) < 0 || fflush(r->metrics))
+        rc = fail(r, TRAIN_EIO, "%s/metrics.jsonl: write failed: %s", r->o->out_dir, strerror(errno));
+    free(line);
+    if (!rc && r->o->on_metrics) r->o->on_metrics(r->o->ctx, row);
+    json_decref(row);
+    return rc;
+}
+
+/* Keeps only rows with step < keep_below (resume); creates the file when missing. */
+static int metrics_open(struct run *r, int keep_below) {
+    char path[4200], tmp[4300];
+    snprintf(path, sizeof path, "%s/metrics.jsonl", r->o->out_dir);
+    if (keep_below <= 0) {
+        r->metrics = fopen(path, "w");
+        if (!r->metrics) return fail(r, TRAIN_EIO, "%s: cannot create: %s", path, strerror(errno));
+        return 0;
+    }
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    FILE *in = fopen(path, "r"), *out = fopen(tmp, "w");
+    if (!out) { if (in) fclose(in); return fail(r, TRAIN_EIO, "%s: cannot create: %s", tmp, strerror(errno)); }
+    if (in) {
+        char *line = NULL;
+        size_t cap = 0;
+        while (getline(&line, &cap, in) > 0) {
+            json_t *row = json_loads(line, 0, NULL);
+            json_t *st = row ? json_object_get(row, "step") : NULL;
+            if (st && json_is_integer(st) && json_integer_value(st) < keep_below) fputs(line, out);
+            json_decref(row);
+        }
+        free(line);
+        fclose(in);
+    }
+    if (fflush(out) || fsync(fileno(out)) || fclose(out) || rename(tmp, path))
+        return fail(r, TRAIN_EIO, "%s: rewrite failed: %s", path, strerror(errno));
+    r->metrics = fopen(path, "a");
+    if (!r->metrics) return fail(r, TRAIN_EIO, "%s: cannot open: %s", path, strerror(errno));
+    return 0;
+}
+
+/* Mean val loss over eval.batches sequential batches; attn (L doubles) gets D_l when non-NULL. */
+static int evaluate(struct run *r, double *val_loss, double *attn) {
+    int B = r->job->train.batch_size, T = r->job->train.seq_len, nb = r->job->eval.batches;
+    double total = 0;
+    if (attn) memset(attn, 0, r->cfg.L * sizeof(double));
+    for (int i = 0; i < nb; i++) {
+        if (loader_batch(&r->val, (uint64_t)i, r->cfg.V, r->ebuf, sizeof r->ebuf))
+            return fail(r, TRAIN_EDATA, "data.val: %s", r->ebuf);
+        float loss;
+        int rc = r->ops->forward_loss(r->m, r->val.inputs, r->val.targets, B, T, &loss, attn);
+        if (rc) return fail(r, TRAIN_EDEVICE, "validation forward failed: %s", model_err(r));
+        total += loss;
+    }
+    if (attn) for (int l = 0; l < r->cfg.L; l++) attn[l] /= (double)nb * B;
+    *val_loss = total / nb;
+    return 0;
+}
+
+static int checkpoint(struct run *r, int step, uint64_t data_pos) {
+    if (!r->host_m) {
+        r->host_m = malloc(r->nparams * sizeof(float));
+        r->host_v = malloc(r->nparams * sizeof(float));
+        if (!r->host_m || !r->host_v) return fail(r, TRAIN_ENOMEM, "out of memory for checkpoint buffers");
+    }
+    if (r->ops->get_params(r->m, r->host_p) || r->ops->get_opt_state(r->m, r->host_m, r->host_v))
+        return fail(r, TRAIN_EDEVICE, "reading the model state failed: %s", model_err(r));
+    const struct job_train *t = &r->job->train;
+    struct ckpt_state st = {.step = step, .data_pos = data_pos, .rng = mix64(t->seed), .seed = t->seed,
+                            .B = t->batch_size, .T = t->seq_len, .grad_accum = t->grad_accum};
+    char path[4200];
+    snprintf(path, sizeof path, "%s/ckpt_%d.bin", r->ckpt_dir, step);
+    if (ckpt_write_state(path, &r->cfg, &st, r->host_p, r->host_m, r->host_v, r->ebuf, sizeof r->ebuf))
+        return fail(r, TRAIN_EIO, "checkpoint: %s", r->ebuf);
+    if (r->last_ckpt[0] && strcmp(r->last_ckpt, path)) unlink(r->last_ckpt);
+    snprintf(r->last_ckpt, sizeof r->last_ckpt, "%.4000s", path);
+    if (r->o->result) snprintf(r->o->result->checkpoint, sizeof r->o->result->checkpoint, "%.4000s", path);
+    if (r->o->on_checkpoint) r->o->on_checkpoint(r->o->ctx, step, path);
+    return 0;
+}
+
+static void fmt_dur(char *b, size_t n, double s) {
+    if (!(s >= 0) || s > 1e8) { snprintf(b, n, "?"); return; }
+    long x = (long)(s + 0.5);
+    if (x >= 3600) snprintf(b, n, "%ldh%02ldm", x / 3600, x / 60 % 60);
+    else if (x >= 60) snprintf(b, n, "%ldm%02lds", x / 60, x % 60);
+    else snprintf(b, n, "%lds", x);
+}
+
+static void progress(struct run *r, const struct train_progress *p) {
+    const struct train_opts *o = r->o;
+    if (o->on_progress) { o->on_progress(o->ctx, p); return; }
+    if (o->quiet) return;
+    char eta[32];
+    fmt_dur(eta, sizeof eta, p->eta_s);
+    if (isatty(2)) {
+        fprintf(stderr, "\rstep %d/%d | loss %.4f | %.0f tok/s | ETA %s   ", p->step + 1, p->steps, p->loss,
+                p->tok_per_s, eta);
+        if (p->step + 1 == p->steps) fputc('\n', stderr);
+    } else {
+        int every = o->progress_every > 0 ? o->progress_every : 10;
+        if ((p->step + 1) % every == 0 || p->step + 1 == p->steps || p->step == 0)
+            fprintf(stderr, "{\"event\":\"progress\",\"step\":%d,\"steps\":%d,\"loss\":%.6f,\"tok_per_s\":%.1f,\"eta_s\":%.1f}\n",
+                    p->step + 1, p->steps, p->loss, p->tok_per_s, p->eta_s);
+    }
+}
+
+static int write_result(struct run *r, double val_loss, double train_loss, double tps, double wall, long long tokens,
+                        const double *attn) {
+    json_t *heads = json_array();
+    for (int l = 0; l < r->cfg.L; l++) json_array_append_new(heads, json_integer(r->cfg.heads[l]));
+    json_t *res = json_pack("{s:f, s:o, s:f, s:f, s:I, s:f, s:i, s:I, s:o, s:s}", "val_loss", val_loss,
+                            "train_loss", isfinite(train_loss) ? json_real(train_loss) : json_null(),   /* none after resuming at the end */ "tok_per_s", tps, "wall_s", wall, "params", (json_int_t)r->nparams,
+                            "flops_per_token", model_flops_per_token(&r->cfg, r->job->train.seq_len),
+                            "steps", r->job->train.steps, "tokens", (json_int_t)tokens, "heads", heads,
+                            "device", r->ops->name);
+    if (!res) return fail(r, TRAIN_ENOMEM, "out of memory building result.json");
+    if (attn) {
+        json_t *a = json_array();
+        for (int l = 0; l < r->cfg.L; l++) json_array_append_new(a, json_real(attn[l]));
+        json_object_set_new(res, "attn_distance", a);
+    }
+    char path[4200], tmp[4300];
+    snprintf(path, sizeof path, "%s/result.json", r->o->out_dir);
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    int rc = json_dump_file(res, tmp, JSON_INDENT(2) | JSON_SORT_KEYS);
+    json_decref(res);
+    if (rc || rename(tmp, path)) return fail(r, TRAIN_EIO, "%s: write failed: %s", path, strerror(errno));
+    return 0;
+}
+
+static int run_loop(struct run *r) {
+    const struct job_config *job = r->job;
+    const struct train_opts *o = r->o;
+    const struct job_train *tr = &job->train;
+    int B = tr->batch_size, T = tr->seq_len, accum = tr->grad_accum, steps = tr->steps, rc;
+    char root_path[4200];
+    const char *root = o->data_root;
+
+    /* backend */
+    int dev = -1;
+    r->ops = model_ops_for_device(o->device ? o->device : "cpu", &dev, r->ebuf, sizeof r->ebuf);
+    if (!r->ops) return fail(r, TRAIN_EDEVICE, "%s", r->ebuf);
+    struct model_config *cfg = &r->cfg;
+    cfg->L = job->model.n_layer; cfg->C = job->model.d_model; cfg->V = job->model.vocab_size;
+    cfg->Vp = job->model.padded_vocab_size; cfg->maxT = job->model.seq_len; cfg->B = B; cfg->T = T;
+    memcpy(cfg->heads, job->model.heads, cfg->L * sizeof(int));
+    r->nparams = model_num_params(cfg);
+
+    /* data first: a wrong path should fail before any big allocation */
+    if ((rc = loader_init(&r->train, "data.train", job->data.train, root, B, T, tr->shuffle, tr->seed,
+                          r->ebuf, sizeof r->ebuf)))
+        return fail(r, rc, "%s", r->ebuf);
+    if ((rc = loader_init(&r->val, "data.val", job->data.val, root, B, T, 0, 0, r->ebuf, sizeof r->ebuf)))
+        return fail(r, rc, "%s", r->ebuf);
+
+    if (mkdir_p(o->out_dir)) return fail(r, TRAIN_EIO, "%s: cannot create output directory: %s", o->out_dir, strerror(errno));
+    snprintf(r->ckpt_dir, sizeof r->ckpt_dir, "%s", o->checkpoint_dir ? o->checkpoint_dir : o->out_dir);
+    if (mkdir_p(r->ckpt_dir)) return fail(r, TRAIN_EIO, "%s: cannot create checkpoint directory: %s", r->ckpt_dir, strerror(errno));
+
+    r->host_p = malloc(r->nparams * sizeof(float));
+    if (!r->host_p) return fail(r, TRAIN_ENOMEM, "out of memory: %zu parameters", r->nparams);
+    rc = r->ops->create(cfg, dev, &r->m, r->ebuf, sizeof r->ebuf);
+    if (rc == MODEL_ENOMEM) return fail(r, TRAIN_ENOMEM, "%s", r->ebuf);
+    if (rc == MODEL_EINVAL) return fail(r, TRAIN_EINVAL, "%s", r->ebuf);
+    if (rc) return fail(r, TRAIN_EDEVICE, "%s", r->ebuf);
+
+    /* initial state: resume > init file > GPT-2 init from the seed */
+    int start = 0;
+    uint64_t data_pos = 0;
+    if (o->resume) {
+        r->host_m = malloc(r->nparams * sizeof(float));
+        r->host_v = malloc(r->nparams * sizeof(float));
+        if (!r->host_m || !r->host_v) return fail(r, TRAIN_ENOMEM, "out of memory loading %s", o->resume);
+        struct ckpt_state want = {.seed = tr->seed, .B = B, .T = T, .grad_accum = accum}, got;
+        if (ckpt_read_state(o->resume, cfg, &want, &got, r->host_p, r->host_m, r->host_v, r->ebuf, sizeof r->ebuf))
+            return fail(r, TRAIN_ECHECKPOINT, "resume: %s", r->ebuf);
+        if (got.step > steps) return fail(r, TRAIN_ECHECKPOINT, "resume: %s is at step %d, past train.steps %d", o->resume, got.step, steps);
+        if (r->ops->set_params(r->m, r->host_p) || r->ops->set_opt_state(r->m, r->host_m, r->host_v))
+            return fail(r, TRAIN_EDEVICE, "loading the checkpoint into the model failed: %s", model_err(r));
+        start = got.step;
+        data_pos = got.data_pos;
+    } else if (job->model.init) {
+        const char *ip = job->model.init;
+        if (ip[0] != '/' && root && *root) { snprintf(root_path, sizeof root_path, "%s/%s", root, ip); ip = root_path; }
+        if (ckpt_read_model(ip, cfg, r->host_p, r->ebuf, sizeof r->ebuf))
+            return fail(r, TRAIN_ECHECKPOINT, "model.init: %s", r->ebuf);
+        if (r->ops->set_params(r->m, r->host_p)) return fail(r, TRAIN_EDEVICE, "%s", model_err(r));
+    } else {
+        model_init_params(cfg, tr->seed, r->host_p);
+        if (r->ops->set_params(r->m, r->host_p)) return fail(r, TRAIN_EDEVICE, "%s", model_err(r));
+    }
+    if (o->result) o->result->resumed_from = start;
+    if ((rc = metrics_open(r, start))) return rc;
+
+    struct adamw_params hp = {.beta1 = (float)tr->beta1, .beta2 = (float)tr->beta2, .eps = (float)tr->eps,
+                              .weight_decay = (float)tr->weight_decay, .grad_clip = (float)tr->grad_clip};
+    double t_begin = now_s(), train_time = 0, val_loss = NAN;
+    long long tokens_run = 0, tokens_per_step = (long long)B * T * accum;
+    float train_loss = NAN;
+    for (int step = start; step < steps; step++) {
+        int stop = o->stop ? *o->stop : 0;
+        if (stop == 1) return fail(r, TRAIN_ECANCELLED, "cancelled at step %d", step);
+        if (stop == 2) {
+            if ((rc = checkpoint(r, step, data_pos))) return rc;
+            return fail(r, TRAIN_EPREEMPTED, "stopped at step %d after writing %s", step, r->last_ckpt);
+        }
+        if (step == 0 || (job->eval.every > 0 && step % job->eval.every == 0)) {
+            if ((rc = evaluate(r, &val_loss, NULL))) return rc;
+            /* (JSON has no NaN/inf: check before building the row) */
+            if (!isfinite(val_loss)) return fail(r, TRAIN_ENAN, "step %d: validation loss is %g (not finite)", step, val_loss);
+            if ((rc = emit(r, json_pack("{s:i, s:f}", "step", step, "val_loss", val_loss)))) return rc;
+        }
+        double t0 = now_s();
+        if (r->ops->zero_grad(r->m)) return fail(r, TRAIN_EDEVICE, "%s", model_err(r));
+        double loss_sum = 0;
+        for (int k = 0; k < accum; k++) {
+            if (loader_batch(&r->train, data_pos++, cfg->V, r->ebuf, sizeof r->ebuf))
+                return fail(r, TRAIN_EDATA, "data.train: %s", r->ebuf);
+            float l;
+            if (r->ops->forward_backward(r->m, r->train.inputs, r->train.targets, B, T, 1.0f / accum, &l))
+                return fail(r, TRAIN_EDEVICE, "step %d: forward/backward failed: %s", step, model_err(r));
+            loss_sum += l;
+        }
+        train_loss = (float)(loss_sum / accum);
+        if (!isfinite(train_loss)) return fail(r, TRAIN_ENAN, "step %d: train loss is %g (not finite); lower train.lr or enable train.grad_clip", step, train_loss);
+        double lr = lr_at(tr, step);
+        hp.lr = (float)lr;
+        float gnorm = 0;
+        if (r->ops->update(r->m, &hp, step + 1, &gnorm))
+            return fail(r, TRAIN_EDEVICE, "step %d: update failed: %s", step, model_err(r));
+        double dt = now_s() - t0;
+        train_time += dt;
+        tokens_run += tokens_per_step;
+        double tps = tokens_run / (train_time > 0 ? train_time : 1e-9);
+        json_t *row = json_pack("{s:i, s:f, s:f, s:f, s:I, s:f}", "step", step, "train_loss", (double)train_loss,
+                                "lr", lr, "grad_norm", (double)gnorm, "tokens", (json_int_t)((long long)(step + 1) * tokens_per_step),
+                                "tok_per_s", tokens_per_step / (dt > 0 ? dt : 1e-9));
+        if ((rc = emit(r, row))) return rc;
+        struct train_progress p = {.step = step, .steps = steps, .loss = train_loss, .tok_per_s = tps,
+                                   .eta_s = (steps - step - 1) * (train_time / (step + 1 - start))};
+        progress(r, &p);
+        if (o->result) o->result->steps_done = step + 1;
+        if (tr->checkpoint_every > 0 && (step + 1) % tr->checkpoint_every == 0 && step + 1 < steps)
+            if ((rc = checkpoint(r, step + 1, data_pos))) return rc;
+    }
+    /* final evaluation (with attention distance when asked) */
+    double *attn = NULL, attn_buf[MODEL_MAX_LAYERS];
+    if (job->eval.attn_distance) attn = attn_buf;
+    if ((rc = evaluate(r, &val_loss, attn))) return rc;
+    if (!isfinite(val_loss)) return fail(r, TRAIN_ENAN, "step %d: validation loss is %g (not finite)", steps, val_loss);
+    if ((rc = emit(r, json_pack("{s:i, s:f}", "step", steps, "val_loss", val_loss)))) return rc;
+
+    if (r->ops->get_params(r->m, r->host_p)) return fail(r, TRAIN_EDEVICE, "%s", model_err(r));
+    snprintf(r->path, sizeof r->path, "%s/model.bin", o->out_dir);
+    if (ckpt_write_model(r->path, cfg, r->host_p, r->ebuf, sizeof r->ebuf)) return fail(r, TRAIN_EIO, "%s", r->ebuf);
+    double wall = now_s() - t_begin, tps = tokens_run / (train_time > 0 ? train_time : 1e-9);
+    if ((rc = write_result(r, val_loss, train_loss, tps, wall, (long long)steps * tokens_per_step, attn))) return rc;
+    if (o->result) {
+        struct train_result *res = o->result;
+        res->val_loss = val_loss; res->train_loss = train_loss; res->tok_per_s = tps; res->wall_s = wall;
+        res->flops_per_token = model_flops_per_token(cfg, T); res->params = (long long)r->nparams;
+        res->tokens = (long long)steps * tokens_per_step; res->steps_done = steps;
+    }
+    return 0;
+}
+
+int train_run(const struct job_config *job, const struct train_opts *opts) {
+    struct run r;
+    memset(&r, 0, sizeof r);
+    r.job = job; r.o = opts; r.err = opts->err; r.errlen = opts->errlen;
+    if (opts->err && opts->errlen) opts->err[0] = 0;
+    if (opts->result) memset(opts->result, 0, sizeof *opts->result);
+    int rc;
+    if (!opts->out_dir || !*opts->out_dir) return fail(&r, TRAIN_EINVAL, "no output directory given");
+    if (job_validate(job, r.ebuf, sizeof r.ebuf)) return fail(&r, TRAIN_EINVAL, "%s", r.ebuf);
+    if (opts->threads > 0) omp_set_num_threads(opts->threads);
+    rc = run_loop(&r);
+    if (r.metrics) fclose(r.metrics);
+    if (r.m) r.ops->free(r.m);
+    loader_release(&r.train);
+    loader_release(&r.val);
+    free(r.host_p); free(r.host_m); free(r.host_v);
+    return rc;
+}

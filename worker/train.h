@@ -1,0 +1,81 @@
+/* train.h — one training job as a library call: data, model backend, AdamW loop, evaluation,
+ * metrics, checkpoints, result. `prism-worker train` and the agent both call train_run().
+ *
+ * Outputs in opts->out_dir (created if missing):
+ *   metrics.jsonl  {"step":s,"train_loss":x,"lr":..,"grad_norm":..,"tokens":..,"tok_per_s":..}  per update s
+ *                  (loss before that update); {"step":s,"val_loss":y} before update s at s = 0, every
+ *                  eval.every, and s = steps (after the last update). One JSON object a line, flushed.
+ *                  On resume the file is appended to (rows from the resumed step on).
+ *   result.json    {"val_loss","train_loss","tok_per_s","wall_s","params","flops_per_token","steps",
+ *                   "tokens","heads":[..],"attn_distance":[D_1..D_L] (only with eval.attn_distance)}
+ *   model.bin      final weights, llm.c checkpoint format (kernels/checkpoint.h)
+ * Training-state checkpoints (model + AdamW m,v + step + data position + RNG) go to
+ * opts->checkpoint_dir/ckpt_STEP.bin (temp file, fsync, rename) every train.checkpoint_every steps and
+ * on a stop request 2; the previous one is removed after the new one is durable. Resuming from one
+ * reproduces the uninterrupted run's metrics exactly (same losses, bit for bit).
+ *
+ * Errors: train_run returns 0 or a TRAIN_E* code with a message in opts->err.
+ */
+#ifndef PRISM_TRAIN_H
+#define PRISM_TRAIN_H
+#include "job.h"
+#include <jansson.h>
+#include <stddef.h>
+
+enum {
+    TRAIN_OK = 0,
+    TRAIN_EINVAL = -1,      /* bad job or options */
+    TRAIN_EDATA = -2,       /* bad/missing data: message names the path and what was expected */
+    TRAIN_ENAN = -3,        /* NaN/inf loss: message has the step and the value (not retryable) */
+    TRAIN_ENOMEM = -4,      /* out of memory (host or device) */
+    TRAIN_ECANCELLED = -5,  /* *stop == 1 seen: stopped at once, nothing more written */
+    TRAIN_EPREEMPTED = -6,  /* *stop == 2 seen: checkpoint written (result->checkpoint), then returned */
+    TRAIN_EIO = -7,         /* could not write outputs/checkpoints (message has the path) */
+    TRAIN_ECHECKPOINT = -8, /* resume/init file unreadable or does not match the job (message says why) */
+    TRAIN_EDEVICE = -9,     /* backend unavailable or failed */
+};
+
+struct train_progress {
+    int step, steps;        /* step just finished (0-based), total */
+    float loss;             /* its train loss */
+    double tok_per_s;       /* over the run so far */
+    double eta_s;           /* seconds left at that rate */
+};
+
+struct train_result {
+    double val_loss, train_loss, tok_per_s, wall_s, flops_per_token;
+    long long params, tokens;
+    int steps_done;         /* updates completed (== steps on success) */
+    int resumed_from;       /* step the run resumed from, 0 when fresh */
+    char checkpoint[4096];  /* last checkpoint written ("" if none) */
+};
+
+struct train_opts {
+    const char *out_dir;          /* required */
+    const char *device;           /* "cpu" (default when NULL) or a CUDA index "0" */
+    const char *data_root;        /* relative data globs and model.init resolve against it; NULL = cwd */
+    const char *checkpoint_dir;   /* NULL = out_dir */
+    const char *resume;           /* training-state checkpoint to continue from, NULL = fresh */
+    volatile int *stop;           /* NULL, or checked each step: 1 = cancel now, 2 = checkpoint then return */
+    /* Called with each metrics row as it is written (row borrowed: json_incref to keep). */
+    void (*on_metrics)(void *ctx, json_t *row);
+    /* Called after each checkpoint is durable. */
+    void (*on_checkpoint)(void *ctx, int step, const char *path);
+    /* Called after each update; NULL = built-in: a live line on a TTY stderr, else one structured
+     * line every progress_every steps (and never when quiet). */
+    void (*on_progress)(void *ctx, const struct train_progress *p);
+    void *ctx;
+    int quiet;                    /* no built-in progress output */
+    int progress_every;           /* non-TTY structured lines every N steps, default 10 */
+    int threads;                  /* CPU: OpenMP threads for this run (this calling thread), 0 = OpenMP's default */
+    struct train_result *result;  /* optional out */
+    char *err;                    /* message buffer for failures (may be NULL) */
+    size_t errlen;
+};
+
+/* Runs the job to completion (or stop). See the header comment for outputs and errors. */
+int train_run(const struct job_config *job, const struct train_opts *opts);
+
+/* Names of the codes above ("bad data", "nan loss", ...). */
+const char *train_strerror(int code);
+#endif
