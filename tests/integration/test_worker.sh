@@ -1,0 +1,158 @@
+#!/usr/bin/env bash
+# test_worker.sh — the prism-worker agent's edges: SIGTERM (checkpoint, report, exit), a resume checkpoint
+# this box cannot read, NaN loss, a refused token, bad flags, and the live TTY display.
+# timeout: 90
+. "$(dirname "$0")/../lib.sh"
+. "$(dirname "$0")/worker_lib.sh"
+
+# SIGTERM mid-job: the step finishes, a checkpoint is written and reported, the job is handed back
+# (fail, retryable) and the agent exits 0; the next worker resumes from that checkpoint.
+t_sigterm_checkpoints_reports_and_exits() {
+  w_setup
+  w_server --lease-ttl 30
+  w_spec "$D/spec.json" term '["4,4,4,4"]' '[3]' 1200 0
+  local sid; sid=$(w_create "$D/spec.json")
+  w_worker wa; local pa=$LAST_PID
+  w_wait 30 "job 1 trains" w_job_step_at_least 1 50
+  kill -TERM "$pa"
+  local rc=0; wait "$pa" || rc=$?
+  assert_eq 0 "$rc" "agent exit status after SIGTERM"
+  grep -q 'event=preempted device=cpu job=1 attempt=1 retryable=1 preempted: worker wa got a stop signal at step' "$D/wa.log" \
+    || { w_dump; fail "no preempted event"; }
+  local j; j=$(w_get /api/v1/jobs/1)
+  assert_eq queued "$(echo "$j" | w_json 'd["state"]')" "job handed back at once (lease TTL is 30 s)"
+  local k; k=$(echo "$j" | w_json 'd["checkpoint_step"]')
+  [ "$k" -ge 50 ] || fail "checkpoint step $k < 50"
+  [ -r "$(echo "$j" | w_json 'd["checkpoint_path"]')" ] || fail "reported checkpoint is not a readable file"
+  w_worker wb
+  w_wait 60 "job done" w_all_done "$sid" 1
+  grep -q "job=1 attempt=2 resuming from step $k " "$D/wb.log" || { w_dump; fail "wb did not resume from $k"; }
+  assert_eq "0-1199/1200/1200" "$(w_get "/api/v1/jobs/1/metrics?kind=train" | w_steps)" "train steps"
+  [ -z "$(ls "$D/ckpt" 2>/dev/null)" ] || fail "checkpoints left after completion: $(ls -R "$D/ckpt")"
+}
+
+w_job_step_at_least() { # JOB STEP (leased)
+  local j; j=$(w_get "/api/v1/jobs/$1")
+  [ "$(echo "$j" | w_json 'd["state"] == "leased" and d["step"] >= '"$2"'')" = true ]
+}
+
+# The lease offers a checkpoint this box cannot read: the job restarts from step 0 and says so.
+t_unreadable_resume_restarts_from_zero() {
+  w_setup
+  w_server --lease-ttl 3
+  w_spec "$D/spec.json" unr '["4,4,4,4"]' '[3]' 600 50
+  local sid; sid=$(w_create "$D/spec.json")
+  w_worker wa --checkpoint-dir "$D/private-a"; local pa=$LAST_PID
+  w_wait 30 "a checkpoint reported" w_ckpt_at_least 1 50
+  kill -KILL "$pa"
+  rm -rf "$D/private-a"      # the first box's disk is gone
+  w_worker wb
+  w_wait 60 "job done" w_all_done "$sid" 1
+  grep -q 'event=resume-unreadable device=cpu job=1 attempt=2 checkpoint .* is not readable here .*restarting from step 0' "$D/wb.log" \
+    || { w_dump; fail "wb did not say it restarts from 0"; }
+  assert_eq 0 "$(w_get "/api/v1/jobs/1/metrics?kind=train" | w_json 'min(p["step"] for p in d["points"] if p["attempt"] == 2)')" "attempt 2 starts at 0"
+}
+
+w_ckpt_at_least() { # JOB STEP
+  local s; s=$(w_get "/api/v1/jobs/$1" | w_json 'd["checkpoint_step"] or 0')
+  [ "$s" -ge "$2" ]
+}
+
+# A loss that becomes NaN/inf fails the job as not retryable, with the step and the value. The job starts
+# from an llm.c checkpoint (model.init, relative to --data-root) whose weights hold a NaN.
+t_nan_loss_fails_not_retryable() {
+  w_setup
+  w_server --lease-ttl 5
+  w_spec "$D/spec.json" nan '["4,4,4,4"]' '[3]' 50 0
+  /usr/bin/python3 - "$D" <<'EOF'
+import json, struct, sys
+d = sys.argv[1]
+L, C, V, Vp, T = 4, 32, 64, 64, 16
+n = Vp*C + T*C + L*(C + C + 3*C*C + 3*C + C*C + C + C + C + 4*C*C + 4*C + 4*C*C + C) + C + C
+hdr = [20240326, 3, T, V, L, 4, C, Vp] + [0] * 248
+w = [0.02] * n
+w[Vp*C + 5] = float("nan")          # one position-embedding weight
+open(d + "/nan-init.bin", "wb").write(struct.pack("<256i", *hdr) + struct.pack("<%df" % n, *w))
+s = json.load(open(d + "/spec.json")); s["model"]["init"] = "nan-init.bin"
+json.dump(s, open(d + "/spec.json", "w"))
+EOF
+  local sid; sid=$(w_create "$D/spec.json")
+  w_worker wa
+  w_wait 30 "job failed" w_failed "$sid"
+  local j; j=$(w_get /api/v1/jobs/1)
+  assert_eq 1 "$(echo "$j" | w_json 'd["attempt"]')" "not retried"
+  local e; e=$(echo "$j" | w_json 'd["last_error"]')
+  echo "error: $e"
+  assert_contains "$e" "step 0"
+  echo "$e" | grep -qiE 'nan|inf' || fail "error does not name the value: $e"
+  grep -q 'event=failed device=cpu job=1 attempt=1 retryable=0 ' "$D/wa.log" || { w_dump; fail "no failure event"; }
+}
+
+w_failed() { [ "$(w_count "$1" failed)" = 1 ]; }
+
+# A device that cannot train (here: CUDA index 0 on a machine without a GPU) hands its job back as
+# retryable, leases nothing more, and the agent exits 1 when no device is left.
+t_unusable_device_is_taken_out_of_service() {
+  command -v nvidia-smi >/dev/null && nvidia-smi -L >/dev/null 2>&1 && skip "a CUDA device is present"
+  w_setup
+  w_server --lease-ttl 5
+  w_spec "$D/spec.json" dev '["4,4,4,4"]' '[3]' 20 0
+  local sid; sid=$(w_create "$D/spec.json")
+  w_worker wa --devices 0; local pa=$LAST_PID
+  local rc=0; wait "$pa" || rc=$?
+  assert_eq 1 "$rc" "exit status with no usable device"
+  grep -q 'event=failed device=0 job=1 attempt=1 retryable=1 device error' "$D/wa.log" || { w_dump; fail "no device failure"; }
+  grep -q 'event=device-disabled device=0 ' "$D/wa.log" || { w_dump; fail "device not taken out of service"; }
+  assert_eq queued "$(w_get /api/v1/jobs/1 | w_json 'd["state"]')" "job handed back"
+}
+
+# A wrong token: registration is refused, the agent exits 1 and says what to fix.
+t_wrong_token_exits_1() {
+  w_setup
+  w_server --lease-ttl 5
+  echo "not-the-token" > "$D/bad-token"
+  local out rc=0
+  out=$("$(bin prism-worker)" --server "$URL" --token-file "$D/bad-token" --work-dir "$D/w" 2>&1) || rc=$?
+  assert_eq 1 "$rc" "exit status"
+  assert_contains "$out" "HTTP 401"
+  assert_contains "$out" "--token-file"
+}
+
+# Bad flags: exit 2 with a message naming the flag.
+t_bad_flags_exit_2() {
+  local out rc
+  rc=0; out=$("$(bin prism-worker)" --server http://127.0.0.1:1 --token-file /nonexistent 2>&1) || rc=$?
+  assert_eq 2 "$rc" "missing token file"; assert_contains "$out" "--token-file /nonexistent"
+  rc=0; out=$("$(bin prism-worker)" --server 127.0.0.1:8080 --token-file /dev/null 2>&1) || rc=$?
+  assert_eq 2 "$rc" "server without scheme"; assert_contains "$out" "http://"
+  local d; d=$(tmpdir); echo tok > "$d/t"
+  rc=0; out=$("$(bin prism-worker)" --server http://127.0.0.1:1 --token-file "$d/t" --devices gpu0 2>&1) || rc=$?
+  assert_eq 2 "$rc" "bad device"; assert_contains "$out" "'gpu0'"
+  rc=0; out=$("$(bin prism-worker)" --server http://127.0.0.1:1 --token-file "$d/t" --heartbeat -1 2>&1) || rc=$?
+  assert_eq 2 "$rc" "bad heartbeat"; assert_contains "$out" "--heartbeat"
+  out=$("$(bin prism-worker)" --server x --help 2>&1)
+  assert_contains "$out" "--checkpoint-dir"
+  assert_contains "$out" "--data-root"
+}
+
+# On a TTY the agent draws one live line per device (redrawn in place) with job, schedule, step/steps,
+# loss, tok/s and ETA.
+t_tty_shows_live_line_per_device() {
+  command -v script >/dev/null || skip "no script(1) to fake a TTY"
+  w_setup
+  w_server --lease-ttl 5
+  w_spec "$D/spec.json" tty '["2,2,4,4"]' '[3]' 400 0
+  local sid; sid=$(w_create "$D/spec.json")
+  OMP_NUM_THREADS=1 script -qfec "$(bin prism-worker) --server $URL --token-file $D/worker-token --devices cpu,cpu \
+    --work-dir $D/w --data-root $D --poll 0.2 --idle-exit 1" "$D/tty.out" > /dev/null 2>&1 &
+  W_PIDS+=($!)
+  w_wait 60 "sweep done" w_all_done "$sid" 2
+  w_wait 10 "agent exits" grep -q 'event=exit' "$D/tty.out"
+  grep -q $'\033\\[2A' "$D/tty.out" || fail "no in-place redraw of the 2-line block"
+  grep -aqE '\[cpu#1\] job [0-9]+/a1 ' "$D/tty.out" || fail "the second slot (cpu#1) never showed a job"
+  grep -aqE '\[cpu \] job [0-9]+/a1 ' "$D/tty.out" || fail "the first slot (cpu) never showed a job"
+  grep -aqE '\[cpu(#1)? *\] job [0-9]+/a1  2,2,4,4 +step [0-9]+/400 \( *[0-9]+%\)  loss [0-9.]+  val [0-9.a-z]+  [0-9]+ tok/s  ETA [0-9]+m[0-9]+s' "$D/tty.out" \
+    || { tail -c 2000 "$D/tty.out" | cat -v; fail "no live progress line"; }
+}
+
+harness_main "$@"

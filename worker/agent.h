@@ -1,0 +1,43 @@
+/* agent.h — `prism-worker --server URL`: the agent that turns a box's devices into sweep workers.
+ *
+ * agent_run() registers with the orchestrator, then runs one thread per device. Each device thread loops
+ * lease → train_run → complete/fail until the agent is stopped; while a job trains, a reporter thread of
+ * that device sends heartbeats on their own timer (independent of step length), streams the metrics
+ * outbox and reports checkpoints. A 409 on any of those stops the job (cancelled or lease lost) through
+ * train_run's stop flag and frees the device. SIGTERM/SIGINT: every device finishes its current step,
+ * checkpoints, reports (metrics, checkpoint, then fail retryable "preempted"), and the agent exits 0;
+ * a second signal exits at once.
+ */
+#ifndef PRISM_AGENT_H
+#define PRISM_AGENT_H
+
+typedef struct agent_opts {
+    const char *server;          /* "http://HOST:PORT", required */
+    const char *token_file;      /* worker token: a bare line, or a `worker_token=` line; required */
+    const char *devices;         /* "cpu" (default) or "0,1,..." (CUDA indices); "cpu,cpu" = two CPU slots */
+    const char *work_dir;        /* per-job outputs go to WORK/job-ID-aATTEMPT/, default "prism-work" */
+    const char *checkpoint_dir;  /* training-state checkpoints, default WORK/checkpoints */
+    const char *name;            /* worker name, default HOSTNAME-PID */
+    const char *data_root;       /* relative data globs resolve here, default the working directory */
+    double poll_s;               /* wait after a 204 (nothing queued), default 5 */
+    double heartbeat_s;          /* 0 = the server's heartbeat_every_s (or lease TTL / 3) */
+    double flush_s;              /* metrics are sent at least this often, default 1 */
+    double idle_exit_s;          /* exit after this long with nothing to lease on any device; 0 = never */
+    int max_jobs;                /* per device; 0 = no limit */
+    int progress;                /* -1 auto (live lines when stderr is a TTY), 0 log lines, 1 live lines */
+} agent_opts;
+
+/* Fills the defaults above (required fields NULL). */
+void agent_opts_default(agent_opts *o);
+
+/* Runs until stopped (signal, --idle-exit, --max-jobs). Returns the process exit status: 0 after a clean
+ * stop, 1 when registration failed for good (e.g. 401) or every device failed (TRAIN_EDEVICE), 2 for bad
+ * options (message on stderr). */
+int agent_run(const agent_opts *o);
+
+/* The CLI entry: parses argv (argv[0] is the program) into agent_opts and calls agent_run().
+ * `prism-worker --server URL --token-file F [--devices cpu|0,1,...] [--work-dir DIR] [--checkpoint-dir DIR]
+ *  [--name N] [--data-root DIR] [--poll S] [--heartbeat S] [--flush S] [--idle-exit S] [--max-jobs N]
+ *  [--progress auto|tty|log]`. Bad flags: message on stderr, returns 2. */
+int cmd_agent(int argc, char **argv);
+#endif

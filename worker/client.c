@@ -1,0 +1,281 @@
+/* client.c — libcurl requests with retries, and the metrics outbox.
+ *
+ * Design: one CURL easy handle per client, reused across requests so keep-alive connections to the
+ * orchestrator survive between heartbeats. A request is tried, and a transport failure, 5xx, 408 or 429
+ * is retried after min(cap, initial·2^n) seconds scaled by a random factor in [0.5, 1) ("equal jitter"),
+ * so many workers that lost the server at the same moment do not come back in lockstep. Sleeps are cut
+ * in 50 ms slices so a raised abort flag (SIGTERM, 409 on another thread) is honoured promptly.
+ * The answer is written into a growable buffer that refuses to grow beyond max_response (the write
+ * callback then returns 0 and libcurl aborts the transfer).
+ */
+#include "client.h"
+
+#include <curl/curl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+typedef struct rbuf {
+    char *data;
+    size_t len, cap, max;
+    int overflow;
+} rbuf;
+
+static size_t client_write_cb(char *ptr, size_t size, size_t nmemb, void *ud) {
+    rbuf *b = ud;
+    size_t n = size * nmemb;
+    if (b->len + n + 1 > b->max) { b->overflow = 1; return 0; }
+    if (b->len + n + 1 > b->cap) {
+        size_t cap = b->cap ? b->cap : 4096;
+        while (cap < b->len + n + 1) cap *= 2;
+        if (cap > b->max) cap = b->max;
+        char *d = realloc(b->data, cap);
+        if (!d) return 0;
+        b->data = d;
+        b->cap = cap;
+    }
+    memcpy(b->data + b->len, ptr, n);
+    b->len += n;
+    b->data[b->len] = 0;
+    return n;
+}
+
+static double client_now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* Sleeps up to s seconds; returns 1 if the abort flag was raised meanwhile. */
+static int client_sleep(client *c, double s) {
+    double end = client_now() + s;
+    for (;;) {
+        if (c->abort && *c->abort) return 1;
+        double left = end - client_now();
+        if (left <= 0) return 0;
+        if (left > 0.05) left = 0.05;
+        struct timespec ts = { 0, (long)(left * 1e9) };
+        nanosleep(&ts, NULL);
+    }
+}
+
+void client_opts_default(client_opts *o) {
+    o->connect_timeout_ms = 3000;
+    o->timeout_ms = 30000;
+    o->backoff_initial_s = 0.2;
+    o->backoff_max_s = 10.0;
+    o->max_response = 4u << 20;
+}
+
+int client_init(client *c, const char *base_url, const char *token, const client_opts *opts) {
+    memset(c, 0, sizeof *c);
+    if (opts) c->opts = *opts; else client_opts_default(&c->opts);
+    snprintf(c->base, sizeof c->base, "%s", base_url);
+    size_t n = strlen(c->base);
+    while (n > 0 && c->base[n - 1] == '/') c->base[--n] = 0;
+    c->rng = (unsigned)getpid() ^ (unsigned)(client_now() * 1e6) ^ (unsigned)(size_t)c;
+    c->who = "";
+    CURL *h = curl_easy_init();
+    if (!h) return CLIENT_ENOMEM;
+    struct curl_slist *hd = curl_slist_append(NULL, "Content-Type: application/json");
+    if (hd) hd = curl_slist_append(hd, "Accept: application/json");
+    if (hd && token && *token) {
+        char line[1200];
+        snprintf(line, sizeof line, "Authorization: Bearer %s", token);
+        hd = curl_slist_append(hd, line);
+    }
+    if (!hd) { curl_easy_cleanup(h); return CLIENT_ENOMEM; }
+    c->curl = h;
+    c->headers = hd;
+    return CLIENT_OK;
+}
+
+void client_release(client *c) {
+    if (c->curl) curl_easy_cleanup(c->curl);
+    if (c->headers) curl_slist_free_all(c->headers);
+    c->curl = NULL;
+    c->headers = NULL;
+}
+
+static double client_jitter(client *c) {
+    c->rng = c->rng * 1103515245u + 12345u;
+    return 0.5 + 0.5 * ((c->rng >> 8) & 0xffff) / 65536.0;
+}
+
+/* One attempt. Returns 1 when the answer is final (2xx or 4xx other than 408/429), 0 when it should be
+ * retried, and CLIENT_EPROTO/ENOMEM for a failure that retrying will not fix. */
+static int client_attempt(client *c, const char *method, const char *url, const char *payload, rbuf *b) {
+    CURL *h = c->curl;
+    curl_easy_reset(h);
+    curl_easy_setopt(h, CURLOPT_URL, url);
+    curl_easy_setopt(h, CURLOPT_HTTPHEADER, (struct curl_slist *)c->headers);
+    curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, c->opts.connect_timeout_ms);
+    curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, c->opts.timeout_ms);
+    curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, client_write_cb);
+    curl_easy_setopt(h, CURLOPT_WRITEDATA, b);
+    curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
+    if (strcmp(method, "POST") == 0) {
+        curl_easy_setopt(h, CURLOPT_POST, 1L);
+        curl_easy_setopt(h, CURLOPT_POSTFIELDS, payload ? payload : "{}");
+        curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE, (long)strlen(payload ? payload : "{}"));
+    } else {
+        curl_easy_setopt(h, CURLOPT_HTTPGET, 1L);
+    }
+    b->len = 0;
+    b->overflow = 0;
+    if (b->data) b->data[0] = 0;
+    CURLcode rc = curl_easy_perform(h);
+    c->status = 0;
+    if (rc != CURLE_OK) {
+        if (b->overflow) {
+            snprintf(c->err, sizeof c->err, "%s %.400s: answer larger than %zu bytes", method, url, c->opts.max_response);
+            return CLIENT_EPROTO;
+        }
+        snprintf(c->err, sizeof c->err, "%s %.400s: %s", method, url, curl_easy_strerror(rc));
+        return 0;
+    }
+    long st = 0;
+    curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &st);
+    c->status = st;
+    if (st >= 500 || st == 408 || st == 429) {
+        snprintf(c->err, sizeof c->err, "%s %.400s: HTTP %ld", method, url, st);
+        return 0;
+    }
+    return 1;
+}
+
+/* The "error" member of a JSON error answer, or the raw text. */
+static void client_error_text(client *c, const char *method, const char *path, rbuf *b) {
+    const char *msg = b->data && b->len ? b->data : "";
+    json_t *j = b->len ? json_loadb(b->data, b->len, 0, NULL) : NULL;
+    const char *e = j ? json_string_value(json_object_get(j, "error")) : NULL;
+    snprintf(c->err, sizeof c->err, "%s %s: HTTP %ld: %.400s", method, path, c->status, e ? e : msg);
+    json_decref(j);
+}
+
+int client_request(client *c, const char *method, const char *path, json_t *body, double retry_for_s,
+                   json_t **resp) {
+    if (resp) *resp = NULL;
+    char url[2048];
+    snprintf(url, sizeof url, "%s%s", c->base, path);
+    char *payload = NULL;
+    if (body) {
+        payload = json_dumps(body, JSON_COMPACT);
+        if (!payload) return CLIENT_ENOMEM;
+    }
+    rbuf b = { .max = c->opts.max_response };
+    double start = client_now();
+    int ret, n = 0;
+    for (;;) {
+        if (c->abort && *c->abort) { ret = CLIENT_ESTOPPED; snprintf(c->err, sizeof c->err, "%s %s: stopped", method, path); goto out; }
+        int r = client_attempt(c, method, url, payload, &b);
+        if (r < 0) { ret = r; goto out; }
+        if (r == 1) break;
+        if (!c->failing) {
+            fprintf(stderr, "prism-worker%s%s: %s; retrying with backoff\n", *c->who ? " " : "", c->who, c->err);
+            c->failing = 1;
+        }
+        double delay = c->opts.backoff_initial_s * (double)(1u << (n < 20 ? n : 20));
+        if (delay > c->opts.backoff_max_s) delay = c->opts.backoff_max_s;
+        delay *= client_jitter(c);
+        n++;
+        if (retry_for_s >= 0 && client_now() + delay - start > retry_for_s) { ret = CLIENT_ENET; goto out; }
+        if (client_sleep(c, delay)) { ret = CLIENT_ESTOPPED; goto out; }
+    }
+    if (c->failing) {
+        fprintf(stderr, "prism-worker%s%s: server reachable again (%s %s: HTTP %ld)\n", *c->who ? " " : "", c->who,
+                method, path, c->status);
+        c->failing = 0;
+    }
+    if (c->status == 409) { client_error_text(c, method, path, &b); ret = CLIENT_ECONFLICT; goto out; }
+    if (c->status < 200 || c->status >= 300) { client_error_text(c, method, path, &b); ret = CLIENT_EREJECTED; goto out; }
+    ret = CLIENT_OK;
+    if (resp && b.len > 0) {
+        json_error_t je;
+        *resp = json_loadb(b.data, b.len, 0, &je);
+        if (!*resp) {
+            snprintf(c->err, sizeof c->err, "%s %s: answer is not JSON: %s", method, path, je.text);
+            ret = CLIENT_EPROTO;
+        }
+    }
+out:
+    free(payload);
+    free(b.data);
+    return ret;
+}
+
+/* ---- outbox ---------------------------------------------------------------------------------------- */
+
+int outbox_init(outbox *o) {
+    memset(o, 0, sizeof *o);
+    o->points = json_array();
+    if (!o->points) return CLIENT_ENOMEM;
+    pthread_mutex_init(&o->mu, NULL);
+    pthread_mutex_init(&o->flush_mu, NULL);
+    return CLIENT_OK;
+}
+
+void outbox_release(outbox *o) {
+    if (!o->points) return;
+    json_decref(o->points);
+    o->points = NULL;
+    pthread_mutex_destroy(&o->mu);
+    pthread_mutex_destroy(&o->flush_mu);
+}
+
+int outbox_push(outbox *o, json_t *point) {
+    pthread_mutex_lock(&o->mu);
+    int rc = json_array_append_new(o->points, point) == 0 ? CLIENT_OK : CLIENT_ENOMEM;
+    pthread_mutex_unlock(&o->mu);
+    return rc;
+}
+
+size_t outbox_pending(outbox *o) {
+    pthread_mutex_lock(&o->mu);
+    size_t n = json_array_size(o->points);
+    pthread_mutex_unlock(&o->mu);
+    return n;
+}
+
+int outbox_flush(outbox *o, client *c, const char *path, const char *lease_token, size_t max_batch,
+                 double retry_for_s) {
+    int rc = CLIENT_OK;
+    pthread_mutex_lock(&o->flush_mu);
+    for (;;) {
+        /* Copy the oldest points; only this (serialised) flush removes from the head, pushes append. */
+        json_t *batch = json_array();
+        if (!batch) { rc = CLIENT_ENOMEM; break; }
+        pthread_mutex_lock(&o->mu);
+        size_t n = json_array_size(o->points);
+        if (n > max_batch) n = max_batch;
+        for (size_t i = 0; i < n; i++) json_array_append(batch, json_array_get(o->points, i));
+        pthread_mutex_unlock(&o->mu);
+        if (n == 0) { json_decref(batch); break; }
+        json_t *body = json_pack("{s:s, s:o}", "lease_token", lease_token, "points", batch);
+        if (!body) { rc = CLIENT_ENOMEM; break; }
+        int tries = 0;
+        for (;;) {
+            rc = client_request(c, "POST", path, body, retry_for_s, NULL);
+            tries++;
+            if (rc != CLIENT_EPROTO) break;   /* a garbled answer: the batch may or may not be in; resend */
+            if (tries >= 3) break;
+        }
+        json_decref(body);
+        if (rc != CLIENT_OK && rc != CLIENT_EREJECTED) break;
+        /* acknowledged, or refused as malformed (4xx other than 409: resending cannot help) */
+        pthread_mutex_lock(&o->mu);
+        for (size_t i = 0; i < n; i++) json_array_remove(o->points, 0);
+        if (rc == CLIENT_OK) o->sent += (long long)n; else o->rejected += (long long)n;
+        pthread_mutex_unlock(&o->mu);
+        if (rc == CLIENT_EREJECTED) {
+            fprintf(stderr, "prism-worker%s%s: %zu metric points refused and dropped: %s\n", *c->who ? " " : "",
+                    c->who, n, c->err);
+            rc = CLIENT_OK;
+        }
+    }
+    pthread_mutex_unlock(&o->flush_mu);
+    return rc;
+}

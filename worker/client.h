@@ -1,0 +1,87 @@
+/* client.h — the worker's HTTP/JSON client for the orchestrator API (libcurl + jansson).
+ *
+ * One client per thread (a libcurl easy handle is not shareable): the device loop has one, the
+ * device's reporter thread (heartbeats + metrics) has another. Every request has a connect timeout and a
+ * total timeout. Network errors (connect refused, timeouts, resets), 5xx, 408 and 429 are retried with
+ * capped exponential backoff and jitter until `retry_for_s` seconds have passed (< 0: forever) or the
+ * client's abort flag is raised. Responses are read into a buffer capped at opts.max_response bytes.
+ *
+ * The outbox buffers metric points in order and sends them in batches; a point leaves the outbox only
+ * once the server acknowledged the batch holding it (2xx), so nothing is dropped while the server is
+ * down. Re-sending is safe: the server keys points by (job, attempt, step, kind).
+ */
+#ifndef PRISM_CLIENT_H
+#define PRISM_CLIENT_H
+#include <jansson.h>
+#include <pthread.h>
+#include <stddef.h>
+
+enum {
+    CLIENT_OK = 0,          /* a 2xx answer (204 included) */
+    CLIENT_ENET = -1,       /* no 2xx/4xx answer before the retry budget ran out (network or 5xx) */
+    CLIENT_ECONFLICT = -2,  /* 409: lease lost or job cancelled */
+    CLIENT_EREJECTED = -3,  /* any other 4xx: the request itself is wrong; not retried */
+    CLIENT_ESTOPPED = -4,   /* the abort flag was raised while retrying */
+    CLIENT_EPROTO = -5,     /* the answer was not JSON, or larger than max_response */
+    CLIENT_ENOMEM = -6,
+};
+
+typedef struct client_opts {
+    long connect_timeout_ms;   /* default 3000 */
+    long timeout_ms;           /* whole request, default 30000 */
+    double backoff_initial_s;  /* first retry delay, default 0.2 */
+    double backoff_max_s;      /* cap on the delay, default 10 */
+    size_t max_response;       /* bytes, default 4 MiB */
+} client_opts;
+
+typedef struct client {
+    void *curl;                 /* CURL*, owned */
+    void *headers;              /* struct curl_slist*, owned */
+    char base[1024];            /* "http://host:port" without a trailing slash */
+    client_opts opts;
+    unsigned rng;               /* jitter state */
+    volatile int *abort;        /* optional: non-zero stops retrying (CLIENT_ESTOPPED); not owned */
+    int failing;                /* 1 while the server is unreachable (to log once, then on recovery) */
+    const char *who;            /* log prefix, not owned (e.g. "cpu") */
+    long status;                /* HTTP status of the last answer (0: none) */
+    char err[512];              /* message of the last failure; for 4xx the server's "error" text */
+} client;
+
+/* Fills opts with the defaults above. */
+void client_opts_default(client_opts *o);
+
+/* base_url: "http://HOST:PORT" (a trailing '/' is dropped); token: sent as "Authorization: Bearer TOKEN"
+ * (may be NULL). opts may be NULL for the defaults. Returns 0, or CLIENT_ENOMEM with nothing left to free.
+ * curl_global_init() must have run (prism-worker's main does it). */
+int client_init(client *c, const char *base_url, const char *token, const client_opts *opts);
+void client_release(client *c);   /* safe on a zeroed or released client */
+
+/* Sends `body` (borrowed; NULL for GET) to base+path with method "GET" or "POST". Retries as described
+ * above for up to retry_for_s seconds (< 0: forever). On CLIENT_OK *resp (if resp != NULL) is the parsed
+ * JSON answer (a new reference the caller decrefs), or NULL for an empty body (204). On every return
+ * c->status holds the last HTTP status (0 when none) and, on failure, c->err says why. */
+int client_request(client *c, const char *method, const char *path, json_t *body, double retry_for_s,
+                   json_t **resp);
+
+/* Metric points waiting to be acknowledged. Thread-safe: the trainer pushes, the reporter flushes. */
+typedef struct outbox {
+    pthread_mutex_t mu;
+    pthread_mutex_t flush_mu;   /* one flush at a time */
+    json_t *points;             /* array, oldest first; owned */
+    long long sent;             /* points acknowledged so far */
+    long long rejected;         /* points the server refused as malformed (4xx): logged and dropped */
+} outbox;
+
+int outbox_init(outbox *o);              /* 0 or CLIENT_ENOMEM */
+void outbox_release(outbox *o);          /* drops whatever is left */
+/* Appends a point (the reference is stolen, also on failure). */
+int outbox_push(outbox *o, json_t *point);
+size_t outbox_pending(outbox *o);
+/* Sends the pending points to POST path as {"lease_token": T, "points": [...]} in batches of at most
+ * max_batch, oldest first, until the outbox is empty. A batch leaves the outbox only on a 2xx, or on a
+ * 4xx other than 409 (the server says the points themselves are malformed: they are counted in
+ * `rejected`, logged on stderr and dropped, since no resend can succeed). Returns CLIENT_OK when empty,
+ * else the failing batch's code (409, network, stopped: the points stay, in order, for the next flush). */
+int outbox_flush(outbox *o, client *c, const char *path, const char *lease_token, size_t max_batch,
+                 double retry_for_s);
+#endif
