@@ -389,24 +389,12 @@ static sqlite3_stmt *prep(route_ctx *c, const char *sql) {
     return s;
 }
 
-static json_t *heads_json(const char *h) {
-    json_t *a = json_array();
-    for (const char *p = h; p && *p;) {
-        char *end;
-        long v = strtol(p, &end, 10);
-        if (end == p) break;
-        json_array_append_new(a, json_integer(v));
-        p = *end == ',' ? end + 1 : end;
-    }
-    return a;
-}
-
 /* Converts column i to JSON by its SQLite type; names starting with '!' parse JSON text, '@' are heads,
  * '?' are booleans. */
 static json_t *col_json(sqlite3_stmt *s, int i, const char *name) {
     int t = sqlite3_column_type(s, i);
     if (t == SQLITE_NULL) return json_null();
-    if (name[0] == '@') return heads_json((const char *)sqlite3_column_text(s, i));
+    if (name[0] == '@') return sweeps_heads_json((const char *)sqlite3_column_text(s, i));
     if (name[0] == '?') return json_boolean(sqlite3_column_int(s, i));
     if (name[0] == '!') {
         json_t *v = json_loads((const char *)sqlite3_column_text(s, i), 0, NULL);

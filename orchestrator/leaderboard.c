@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "sweeps.h"
 #include "commands.h"
 #include "http.h"
 
@@ -53,18 +54,6 @@ typedef struct lb_sched {
 } lb_sched;
 
 static const char *const STATES[5] = { "queued", "leased", "done", "failed", "cancelled" };
-
-static json_t *heads_json(const char *h) {
-    json_t *a = json_array();
-    for (const char *p = h; *p;) {
-        char *end;
-        long v = strtol(p, &end, 10);
-        if (end == p) break;
-        json_array_append_new(a, json_integer(v));
-        p = *end == ',' ? end + 1 : end;
-    }
-    return a;
-}
 
 static json_t *num_or_null(double v) { return isfinite(v) ? json_real(v) : json_null(); }
 
@@ -218,7 +207,7 @@ int leaderboard_build(store *st, long long sweep_id, json_t **out, char *err, si
         json_t *counts = json_object();
         for (int q = 0; q < 5; q++) json_object_set_new(counts, STATES[q], json_integer(x->counts[q]));
         json_t *row = json_pack("{s:o, s:I, s:o, s:b, s:i, s:i, s:o, s:o, s:o, s:o, s:o, s:I}",
-                                "rank", json_null(), "schedule_id", (json_int_t)x->id, "heads", heads_json(x->heads),
+                                "rank", json_null(), "schedule_id", (json_int_t)x->id, "heads", sweeps_heads_json(x->heads),
                                 "is_baseline", x->is_baseline, "seeds_done", x->seeds_done, "seeds_total", x->seeds_total,
                                 "counts", counts, "val_loss_mean", num_or_null(x->mean), "val_loss_std", num_or_null(x->std),
                                 "val_losses", vl, "tok_per_s_mean", num_or_null(ntps ? tps / ntps : NAN),

@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "auth.h"
+#include "sweeps.h"
 
 enum {
     S_WORKER_FIND, S_WORKER_UPD, S_WORKER_INS, S_WORKER_EXISTS, S_WORKER_SEEN,
@@ -185,18 +186,6 @@ static long long job_tps(queue *q, long long job) {
     return tps;
 }
 
-static json_t *heads_array(const char *heads) {
-    json_t *a = json_array();
-    for (const char *p = heads; p && *p;) {
-        char *end;
-        long v = strtol(p, &end, 10);
-        if (end == p) break;
-        json_array_append_new(a, json_integer(v));
-        p = *end == ',' ? end + 1 : end;
-    }
-    return a;
-}
-
 int queue_lease(queue *q, long long worker_id, const char *device, json_t **out) {
     *out = NULL;
     double now = store_now();
@@ -245,7 +234,7 @@ int queue_lease(queue *q, long long worker_id, const char *device, json_t **out)
                           "sweep_id", (json_int_t)sqlite3_column_int64(s, 1),
                           "schedule_id", (json_int_t)sqlite3_column_int64(s, 2),
                           "seed", (json_int_t)sqlite3_column_int64(s, 3),
-                          "heads", heads_array((const char *)sqlite3_column_text(s, 4)),
+                          "heads", sweeps_heads_json((const char *)sqlite3_column_text(s, 4)),
                           "job", jobj);
     if (o && sqlite3_column_type(s, 6) != SQLITE_NULL)
         json_object_set_new(o, "resume", json_pack("{s:s, s:I}", "checkpoint", (const char *)sqlite3_column_text(s, 6),

@@ -61,7 +61,7 @@ static int migrate(store *st) {
     int v, rc;
     if ((rc = user_version(st, &v)) < 0) return rc;
     if (v > N_MIGRATIONS) {
-        snprintf(st->err, sizeof st->err, "%s has schema version %d but this binary knows only up to %d: "
+        snprintf(st->err, sizeof st->err, "%.400s has schema version %d but this binary knows only up to %d: "
                  "use a newer prism-sweep", st->path, v, N_MIGRATIONS);
         return STORE_ENEWER;
     }
@@ -70,10 +70,10 @@ static int migrate(store *st) {
         snprintf(bump, sizeof bump, "PRAGMA user_version = %d", i + 1);
         if ((rc = store_begin(st)) < 0) return rc;
         if ((rc = store_exec(st, migrations[i])) < 0 || (rc = store_exec(st, bump)) < 0) {
-            char why[512];
-            snprintf(why, sizeof why, "%s", st->err);
+            char why[400];
+            snprintf(why, sizeof why, "%.399s", st->err);
             store_rollback(st);
-            snprintf(st->err, sizeof st->err, "migration %d failed: %s", i + 1, why);
+            snprintf(st->err, sizeof st->err, "migration %d failed: %.400s", i + 1, why);
             return rc;
         }
         if ((rc = store_commit(st)) < 0) return rc;
@@ -97,9 +97,9 @@ int store_open(const char *path, store **out, char *errbuf, size_t errlen) {
     if ((rc = store_exec(st, "PRAGMA journal_mode=WAL")) < 0 ||
         (rc = store_exec(st, "PRAGMA synchronous=FULL")) < 0 ||
         (rc = store_exec(st, "PRAGMA foreign_keys=ON")) < 0) {
-        char why[512];
-        snprintf(why, sizeof why, "%s", st->err);
-        snprintf(st->err, sizeof st->err, "cannot use %s as a prism-sweep database: %s", path, why);
+        char why[256];
+        snprintf(why, sizeof why, "%.255s", st->err);
+        snprintf(st->err, sizeof st->err, "cannot use %.200s as a prism-sweep database: %.250s", path, why);
         goto out;
     }
     if ((rc = migrate(st)) < 0) goto out;

@@ -312,3 +312,15 @@ json_t *sweeps_info_json(const sweeps_info *i) {
                      i->state, "priority", i->priority, "created_at", i->created_at, "schedules",
                      (json_int_t)i->n_schedules, "jobs", sweeps_counts_json(&i->counts));
 }
+
+json_t *sweeps_heads_json(const char *heads) {
+    json_t *a = json_array();
+    for (const char *p = heads; p && *p;) {
+        char *end;
+        long v = strtol(p, &end, 10);
+        if (end == p) break;
+        json_array_append_new(a, json_integer(v));
+        p = *end == ',' ? end + 1 : end;
+    }
+    return a;
+}

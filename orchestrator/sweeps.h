@@ -64,4 +64,8 @@ int sweeps_get(store *st, int64_t sweep_id, sweeps_info *info);
  * {"id","name","state","priority","created_at","schedules","jobs":{counts}}; new references. */
 json_t *sweeps_counts_json(const sweeps_counts *c);
 json_t *sweeps_info_json(const sweeps_info *info);
+
+/* The stored schedule text "3,3,6,6,12" as a JSON array of integers [3,3,6,6,12]; NULL or "" gives [].
+ * New reference. */
+json_t *sweeps_heads_json(const char *heads);
 #endif
