@@ -1,30 +1,71 @@
 #!/usr/bin/env bash
-# fuzz/run.sh — `make fuzz`: builds the libFuzzer targets with clang (-fsanitize=fuzzer,address,undefined)
-# and runs each for a bounded time (FUZZ_SECONDS, default 60). New corpus entries go to
-# $BUILD/fuzz/corpus-NAME (the committed seeds in fuzz/corpus/NAME are only read). Crashes are written to
-# $BUILD/fuzz/ and make the script fail.
-#   BUILD=build FUZZ_SECONDS=60 bash fuzz/run.sh
-set -euo pipefail
+# fuzz/run.sh — `make fuzz`: builds every libFuzzer target with clang (-fsanitize=fuzzer,address,undefined)
+# and runs each for a bounded time (FUZZ_SECONDS per target, default 20: six targets ≈ 2.5 min with the builds). New corpus
+# entries go to $BUILD/fuzz/corpus-NAME (the committed seeds in fuzz/corpus/NAME are only read). Crashes are
+# written to $BUILD/fuzz/NAME-crash-* and make the script fail (copy a reproducer to fuzz/corpus/NAME/ once
+# fixed: tests/unit/test_fuzz_corpus.c replays every file there in `make check`).
+#   BUILD=build FUZZ_SECONDS=60 FUZZ_TARGETS="job spec" bash fuzz/run.sh
+# Targets (fuzz/fuzz_NAME.c): request (HTTP request path), job (job JSON), spec (sweep spec), schedule
+# (schedule text + validation), shard (llm.c token shards), checkpoint (llm.c model / training-state files).
+# Each target file defines fuzz_NAME_one(); -DPRISM_LIBFUZZER adds LLVMFuzzerTestOneInput around it.
+set -uo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}
-SECS=${FUZZ_SECONDS:-60}
+SECS=${FUZZ_SECONDS:-20}
 CC_FUZZ=${CC_FUZZ:-clang}
+TARGETS=${FUZZ_TARGETS:-request job spec schedule shard checkpoint}
 command -v "$CC_FUZZ" >/dev/null || { echo "fuzz: $CC_FUZZ not found (apt-get install clang)" >&2; exit 2; }
 OUT=$BUILD/fuzz
 mkdir -p "$OUT/gen"
 bash tools/embed_sql.sh sql/*.sql >"$OUT/gen/sql_embed.c"
-PKG_CFLAGS=$(pkg-config --cflags sqlite3 libuv jansson)
-PKG_LIBS=$(pkg-config --libs sqlite3 libuv jansson)
-SRC=$(ls orchestrator/*.c common/*.c | grep -v -e '^orchestrator/main.c$')
-echo "fuzz: building $OUT/fuzz_request"
-# shellcheck disable=SC2086
-$CC_FUZZ -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -std=gnu11 \
-  -Icommon -Iorchestrator -I"$OUT/gen" $PKG_CFLAGS -o "$OUT/fuzz_request" fuzz/fuzz_request.c $SRC "$OUT/gen/sql_embed.c" \
-  $PKG_LIBS -lhttp_parser -lm -lpthread
-mkdir -p "$OUT/corpus-request"
-echo "fuzz: running fuzz_request for ${SECS}s"
-"$OUT/fuzz_request" -max_total_time="$SECS" -timeout=10 -rss_limit_mb=2048 -dict=fuzz/request.dict \
-  -artifact_prefix="$OUT/" -print_final_stats=1 "$OUT/corpus-request" fuzz/corpus/request 2>&1 | tail -n 25
-rc=${PIPESTATUS[0]}
-[ "$rc" -eq 0 ] && echo "fuzz: fuzz_request ran ${SECS}s without a crash" || echo "fuzz: fuzz_request FAILED (exit $rc), artifacts in $OUT/" >&2
-exit "$rc"
+FLAGS=(-g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -std=gnu11 -DPRISM_LIBFUZZER
+       -Icommon -Iorchestrator -Ikernels -I"$OUT/gen")
+
+# sources and libraries per target (only what the parser needs, so each build stays small)
+srcs() {
+  case $1 in
+    request)    ls orchestrator/*.c common/*.c | grep -v -e '^orchestrator/main.c$'; echo "$OUT/gen/sql_embed.c" ;;
+    job)        echo common/job.c ;;
+    spec)       echo orchestrator/spec.c common/job.c common/schedule.c ;;
+    schedule)   echo common/schedule.c ;;
+    shard)      echo common/shard.c ;;
+    checkpoint) ls kernels/*.c ;;
+  esac
+}
+libs() {
+  case $1 in
+    request)    echo "$(pkg-config --cflags --libs sqlite3 libuv jansson) -lhttp_parser -lm -lpthread" ;;
+    job|spec)   echo "$(pkg-config --cflags --libs jansson) -lm" ;;
+    checkpoint) echo "-fopenmp $(pkg-config --cflags --libs openblas) -lm -lpthread" ;;
+    *)          echo "-lm" ;;
+  esac
+}
+# per-target libFuzzer options: inputs that fit the format (headers are 1 KiB)
+opts() {
+  case $1 in
+    shard|checkpoint) echo "-max_len=8192" ;;
+    spec)             echo "-max_len=4096" ;;
+    *)                echo "" ;;
+  esac
+}
+
+failed=()
+for t in $TARGETS; do
+  [ -f "fuzz/fuzz_$t.c" ] || { echo "fuzz: no target fuzz/fuzz_$t.c" >&2; failed+=("$t"); continue; }
+  echo "fuzz: building $OUT/fuzz_$t"
+  # shellcheck disable=SC2046
+  if ! $CC_FUZZ "${FLAGS[@]}" -o "$OUT/fuzz_$t" "fuzz/fuzz_$t.c" $(srcs "$t") $(libs "$t"); then
+    echo "fuzz: fuzz_$t FAILED to build" >&2; failed+=("$t"); continue
+  fi
+  mkdir -p "$OUT/corpus-$t"
+  dict=(); [ -f "fuzz/$t.dict" ] && dict=(-dict="fuzz/$t.dict")
+  echo "fuzz: running fuzz_$t for ${SECS}s"
+  # shellcheck disable=SC2046
+  "$OUT/fuzz_$t" -max_total_time="$SECS" -timeout=10 -rss_limit_mb=2048 "${dict[@]}" $(opts "$t") \
+    -artifact_prefix="$OUT/$t-" -print_final_stats=1 "$OUT/corpus-$t" "fuzz/corpus/$t" 2>&1 | tail -n 25
+  rc=${PIPESTATUS[0]}
+  if [ "$rc" -eq 0 ]; then echo "fuzz: fuzz_$t ran ${SECS}s without a crash"
+  else echo "fuzz: fuzz_$t FAILED (exit $rc), artifacts in $OUT/$t-*" >&2; failed+=("$t"); fi
+done
+if [ ${#failed[@]} -gt 0 ]; then echo "fuzz: FAILED: ${failed[*]}" >&2; exit 1; fi
+echo "fuzz: all targets ran ${SECS}s each without a crash: $TARGETS"

@@ -187,10 +187,12 @@ int ckpt_read_state(const char *path, const struct model_config *cfg, const stru
     if (fn != n || (size_t)size != want)
         FAIL(CKPT_EFORMAT, "%s: file is %lld bytes but expected %zu (header + params, m, v of %zu floats each): truncated?",
              path, (long long)size, want, n);
-    for (int l = 0; l < cfg->L; l++)
+    /* slots 32..255 hold the first 224 layers' heads (what ckpt_write_state stores); never read past h[255] */
+    int nslots = cfg->L < 256 - CKPT_STATE_HEADS_SLOT ? cfg->L : 256 - CKPT_STATE_HEADS_SLOT;
+    for (int l = 0; l < nslots; l++)
         if (h[CKPT_STATE_HEADS_SLOT + l] != cfg->heads[l]) {
             char a[1024], b[1024];
-            fmt_heads(a, sizeof a, h + CKPT_STATE_HEADS_SLOT, cfg->L);
+            fmt_heads(a, sizeof a, h + CKPT_STATE_HEADS_SLOT, nslots);
             fmt_heads(b, sizeof b, cfg->heads, cfg->L);
             FAIL(CKPT_EMISMATCH, "%s: heads are %s but the job has %s", path, a, b);
         }

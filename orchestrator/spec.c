@@ -287,7 +287,9 @@ int spec_from_json(json_t *root, sweep_spec *sp, char *err, size_t errlen) {
         rc = err_at(err, errlen, "model.heads: the heads come from \"rules\" or \"schedules\"; remove this key");
         goto out;
     }
-    if ((rc = get_int(model, "model", "n_layer", 1, 1, SCHEDULE_MAX_L, &x, err, errlen)) < 0) goto out;
+    /* a job holds at most JOB_MAX_LAYERS layers: refuse deeper models before enumerating (which could take
+     * gigabytes for a spec the job check below would refuse anyway) */
+    if ((rc = get_int(model, "model", "n_layer", 1, 1, JOB_MAX_LAYERS, &x, err, errlen)) < 0) goto out;
     sp->n_layer = (int)x;
     if ((rc = get_int(model, "model", "d_model", 1, 1, SCHEDULE_MAX_DMODEL, &x, err, errlen)) < 0) goto out;
     sp->d_model = (int)x;

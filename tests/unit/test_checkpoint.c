@@ -135,6 +135,29 @@ TEST(state_round_trip_and_mismatch) {
     free(p); free(m); free(v); free(p2); free(m2); free(v2);
 }
 
+/* Found by fuzz/fuzz_checkpoint.c: with L > 224 the reader compared heads past the 256-int header (stack
+ * overflow; garbage made a valid file "mismatch"). The state header holds the first 224 layers' heads. */
+TEST(state_with_more_layers_than_head_slots_round_trips) {
+    char path[4200], err[512];
+    snprintf(path, sizeof path, "%s/deep.bin", harness_tmpdir());
+    struct model_config c = {.L = 240, .C = 2, .V = 3, .Vp = 4, .maxT = 2, .B = 1, .T = 2};
+    for (int l = 0; l < c.L; l++) c.heads[l] = l < 120 ? 1 : 2;
+    size_t n = model_num_params(&c);
+    float *p = calloc(n, 4), *m = calloc(n, 4), *v = calloc(n, 4);
+    for (size_t i = 0; i < n; i++) { p[i] = (float)i; m[i] = 0.5f; v[i] = 0.25f; }
+    struct ckpt_state st = {.step = 3, .data_pos = 9, .rng = 11, .seed = 5, .B = 1, .T = 2, .grad_accum = 1}, got;
+    ASSERT_EQ_INT(0, ckpt_write_state(path, &c, &st, p, m, v, err, sizeof err));
+    memset(p, 0, n * 4);
+    ASSERT_EQ_INT(0, ckpt_read_state(path, &c, &st, &got, p, m, v, err, sizeof err));
+    ASSERT_EQ_INT(3, got.step);
+    ASSERT_NEAR(7.0, p[7], 0);
+    /* a change in a stored layer is still caught */
+    c.heads[0] = 2;
+    ASSERT_EQ_INT(CKPT_EMISMATCH, ckpt_read_state(path, &c, &st, &got, p, m, v, err, sizeof err));
+    ASSERT_CONTAINS(err, "heads are 1,1,1");
+    free(p); free(m); free(v);
+}
+
 /* ---- resume through train_run --------------------------------------------------------------------- */
 static void make_data(const char *dir) {
     char path[4200], err[512];

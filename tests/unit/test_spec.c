@@ -192,6 +192,24 @@ TEST(too_many_schedules_asks_for_sample) {
     expect_error(s, "add \"sample\"");
 }
 
+/* Found by fuzzing specs: n_layer 4096 (no job can have it) was only refused after enumerating ~90,000
+ * schedules of 4096 layers (7 s, 2.2 GB). It is now refused first, with the job's bound in the message. */
+TEST(deeper_than_a_job_is_refused_before_enumerating) {
+    char s[8192];
+    snprintf(s, sizeof s, "{\"name\": \"deep\", \"model\": {\"n_layer\": 4096, \"d_model\": 64, \"vocab_size\": 256,"
+             " \"seq_len\": 32}, \"rules\": {\"h_base\": 4, \"max_head_dim\": 0, \"heads\": [1, 2], \"min_block\": 1,"
+             " \"max_block\": 300, \"min_baseline\": 0.5}, \"seeds\": [1], " TINY_TRAIN ", " TINY_DATA "}");
+    expect_error(s, "model.n_layer: must be in 1..240 (got 4096)");
+    snprintf(s, sizeof s, "{\"name\": \"x\", \"model\": {\"n_layer\": 240, \"d_model\": 64, \"vocab_size\": 256, "
+             "\"padded_vocab_size\": 256, \"seq_len\": 32}, \"rules\": {\"h_base\": 4}, \"schedules\": [\"1,4x239\"],"
+             " \"seeds\": [1], " TINY_TRAIN ", " TINY_DATA "}");
+    sweep_spec sp;
+    char err[600] = "";
+    ASSERT_EQ_INT(0, spec_parse(s, strlen(s), &sp, err, sizeof err));
+    ASSERT_EQ_INT(2, sp.n_schedules);
+    spec_release(&sp);
+}
+
 /* ---- the store ------------------------------------------------------------------------------------ */
 static store *fresh_store(void) {
     static char path[4200];
