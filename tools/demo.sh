@@ -43,7 +43,7 @@ fi
 URL="http://127.0.0.1:$PORT"
 
 say "1/5 synthetic dataset (prism-data synth)"
-"$DATABIN" synth --out "$DEMO/data" --tokens 400000 --vocab 256 --seed 1
+"$DATABIN" synth --out "$DEMO/data" --tokens 2M --vocab 256 --seed 1
 
 say "2/5 sweep $SPEC"
 "$SWEEPBIN" create "$SPEC" --db "$DEMO/prism.db"
@@ -85,4 +85,15 @@ else
   "$SWEEPBIN" status --db "$DEMO/prism.db" "$SWEEP" || true
   echo
   "$SWEEPBIN" leaderboard --db "$DEMO/prism.db" "$SWEEP"
+  # what the losses mean (the data's entropy floors) and where each layer looks (attention distance D_l)
+  "$SWEEPBIN" leaderboard --db "$DEMO/prism.db" "$SWEEP" --format json | /usr/bin/python3 -c '
+import json, sys
+m, lb = json.load(open(sys.argv[1])), json.load(sys.stdin)
+print("\ndata: unigram entropy %.3f nats, bigram entropy %.3f (no model using only the previous token gets below it)"
+      % (m["unigram_entropy"], m.get("bigram_entropy", float("nan"))))
+print("attention distance D_l per layer (mean over seeds; uniform attention would give %.1f):" % (3 * float(sys.argv[2]) / 8 - 0.25))
+for r in lb["rows"]:
+    d = r.get("attn_distance")
+    if d: print("  %-12s %s" % (",".join(map(str, r["heads"])), "  ".join("%5.1f" % x for x in d)))
+' "$DEMO/data/meta.json" "$(/usr/bin/python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["train"]["seq_len"])' "$SPEC")" || true
 fi

@@ -4,19 +4,24 @@
  *   prism-data bytes FILE... --out DIR [--val-frac F]
  *
  * Both write DIR/<kind>_train_NNNNNN.bin and DIR/<kind>_val_NNNNNN.bin (at most 100M tokens a shard) and
- * DIR/meta.json {"vocab_size","train_tokens","val_tokens","unigram_entropy" (nats, of the train split),...}.
+ * DIR/meta.json {"vocab_size","train_tokens","val_tokens","unigram_entropy","bigram_entropy",...}: the
+ * entropies are in nats, of the train split, the bigram one H(x_t | x_t-1) as counted on that split (the
+ * floor of any bigram model there). A loss below the bigram entropy needs more context than one token.
  *
  * The synthetic language (deterministic from the seed) is a stream of documents (256..1024 tokens, ended
  * by EOT) over the vocabulary  0 EOT | 1 DEF | 2 REF | keys [3, 3+K) | text [3+K, V), K = V/8:
- *  - local structure: each text token is drawn from 4 successors of the previous token, ranked by
- *    the token before it (probabilities .5/.25/.15/.10 in that ranking), 8% of the time uniformly
- *    instead — a bigram model gets part of it, the two-token composition the rest;
- *  - references (long range): a document opens with 4–8 definitions "DEF key value"; later "REF key" is
- *    followed by that value — often hundreds of tokens after the definition;
- *  - copies (long range): from position 64 on, with probability 1% a span of 8–32 tokens repeats the
- *    text 24–400 tokens back (no marker: the model must notice the repeat, an induction pattern).
- * A model that uses attention at several distances gets far below the unigram entropy (≈ ln of the text
- * vocabulary): the local structure alone is worth ~3 nats at V=256, copies and references more on top.
+ *  - local structure (the last three tokens compose): a text token is, 5% of the time, uniform; else 40%
+ *    an echo of the token two back, 30% of the token three back ("a b a", "a b c a"), 30% one of four
+ *    successors of the previous token, the one the class (2 bits) of the token two back picks. Bigram
+ *    statistics get part of it; attention to t-2 and t-3 the rest (≈ 2 nats at V=256);
+ *  - references (long range): a document opens with 2–4 definitions "DEF key value" and adds new ones on
+ *    the way (1% a position); "REF key" (3%) is followed by that key's value, defined tens to hundreds of
+ *    tokens before;
+ *  - copies (long range): with probability 3% a position starts a span of 8–24 tokens that repeats the text
+ *    12–400 tokens back (log-uniform: as many spans from 12–24 back as from 200–400; no marker: the model
+ *    must notice the repeat, an induction pattern) — about 30% of all tokens.
+ * At V=256 (2M tokens) the unigram entropy is ≈ 5.36 nats and the bigram entropy ≈ 3.3; the L=4, C=64
+ * tiny-cpu sweep reaches ≈ 2.6 in 1M tokens, with its first layer attending 2–4 tokens back.
  */
 #include "shard.h"
 #include <errno.h>
@@ -29,6 +34,8 @@
 #include <sys/stat.h>
 
 #define SHARD_MAX_TOKENS 100000000ULL
+#define SYNTH_DOC_MAX 1024
+#define SYNTH_KEYS 32
 
 static uint64_t mix64(uint64_t z) {
     z += 0x9E3779B97F4A7C15ULL;
@@ -44,51 +51,63 @@ static int rng_int(struct rng *r, int lo, int hi) { return lo + (int)(rng_next(r
 
 struct synth {
     int V, K, text0, ntext;
-    uint64_t grammar;       /* seed of the trigram table */
+    uint64_t grammar;       /* seed of the successor table and the token classes */
     struct rng r;
-    uint16_t *doc;          /* (1024 + 64) current document */
+    uint16_t *doc;          /* (SYNTH_DOC_MAX + 64) current document */
     int doc_len, doc_pos;
 };
 
-static uint16_t synth_text_token(struct synth *s, int p2, int p1) {
-    double u = rng_unif(&s->r);
-    if (u < 0.08) return (uint16_t)(s->text0 + rng_int(&s->r, 0, s->ntext - 1));
-    double v = rng_unif(&s->r);
-    int i = v < 0.5 ? 0 : v < 0.75 ? 1 : v < 0.9 ? 2 : 3;
-    i = (i + (int)(mix64(s->grammar ^ (uint64_t)p2) & 3)) & 3;      /* the token before picks the ranking */
-    uint64_t h = mix64(s->grammar ^ ((uint64_t)p1 << 20) ^ (uint64_t)i);
+/* The class (0..3) of a token: which of its four successors the token after the next one takes. */
+static int synth_class(const struct synth *s, int tok) { return (int)(mix64(s->grammar ^ 0x434c53ULL ^ (uint64_t)tok) >> 7) & 3; }
+
+/* One text token after p3 p2 p1 (the last three tokens): uniform 5% of the time, else an echo of p2 (40%) or
+ * p3 (30%) when that is a text token, else (30%) one of p1's four successors, the one p2's class picks. */
+static uint16_t synth_text_token(struct synth *s, int p3, int p2, int p1) {
+    struct rng *r = &s->r;
+    if (rng_unif(r) < 0.05) return (uint16_t)(s->text0 + rng_int(r, 0, s->ntext - 1));
+    double u = rng_unif(r);
+    if (u < 0.4 && p2 >= s->text0) return (uint16_t)p2;
+    if (u >= 0.4 && u < 0.7 && p3 >= s->text0) return (uint16_t)p3;
+    uint64_t h = mix64(s->grammar ^ ((uint64_t)p1 << 20) ^ (uint64_t)synth_class(s, p2));
     return (uint16_t)(s->text0 + h % (uint64_t)s->ntext);
+}
+
+/* A copy distance in [lo, hi], log-uniform: as many from lo..2lo back as from hi/2..hi back. */
+static int synth_log_uniform(struct rng *r, int lo, int hi) {
+    int d = (int)floor(lo * exp(rng_unif(r) * log((double)(hi + 1) / lo)));
+    return d < lo ? lo : d > hi ? hi : d;
 }
 
 /* Generates one document into s->doc. */
 static void synth_document(struct synth *s) {
     struct rng *r = &s->r;
-    int target = rng_int(r, 256, 1024), n = 0;
-    int keys[8], vals[8], ndef = rng_int(r, 4, 8);
+    int target = rng_int(r, 256, SYNTH_DOC_MAX), n = 0;
+    int keys[SYNTH_KEYS], vals[SYNTH_KEYS], ndef = 0, nfirst = rng_int(r, 2, 4);
     uint16_t *d = s->doc;
-    for (int i = 0; i < ndef; i++) {
-        int k;
-        for (;;) {                                   /* distinct keys */
-            k = 3 + rng_int(r, 0, s->K - 1);
-            int dup = 0;
-            for (int j = 0; j < i; j++) dup |= keys[j] == k;
-            if (!dup) break;
-        }
-        keys[i] = k;
-        vals[i] = s->text0 + rng_int(r, 0, s->ntext - 1);
-        d[n++] = 1; d[n++] = (uint16_t)k; d[n++] = (uint16_t)vals[i];
-    }
+    const double pdef = 0.01, pref = 0.03, pcopy = 0.03;
+    const int cmin = 8, cmax = 24, dmin = 12, dmax = 400;
     while (n < target) {
         double u = rng_unif(r);
-        if (u < 0.03) {
+        if (ndef < nfirst || (u < pdef && ndef < s->K && ndef < SYNTH_KEYS)) {   /* DEF key value: a new key */
+            int k;
+            for (;;) {
+                k = 3 + rng_int(r, 0, s->K - 1);
+                int dup = 0;
+                for (int j = 0; j < ndef; j++) dup |= keys[j] == k;
+                if (!dup) break;
+            }
+            keys[ndef] = k;
+            vals[ndef] = s->text0 + rng_int(r, 0, s->ntext - 1);
+            d[n++] = 1; d[n++] = (uint16_t)k; d[n++] = (uint16_t)vals[ndef++];
+        } else if (u < pdef + pref) {                 /* REF key value */
             int i = rng_int(r, 0, ndef - 1);
             d[n++] = 2; d[n++] = (uint16_t)keys[i]; d[n++] = (uint16_t)vals[i];
-        } else if (u < 0.04 && n >= 64) {
-            int maxd = n < 400 ? n : 400, dist = rng_int(r, 24, maxd), len = rng_int(r, 8, 32);
+        } else if (u < pdef + pref + pcopy && n >= 2 * dmin) {
+            int maxd = n < dmax ? n : dmax, dist = synth_log_uniform(r, dmin, maxd), len = rng_int(r, cmin, cmax);
             for (int k = 0; k < len && n < target + 32; k++, n++) d[n] = d[n - dist];
         } else {
-            int p2 = n >= 2 ? d[n - 2] : 0, p1 = n >= 1 ? d[n - 1] : 0;
-            d[n++] = synth_text_token(s, p2, p1);
+            int p3 = n >= 3 ? d[n - 3] : 0, p2 = n >= 2 ? d[n - 2] : 0, p1 = n >= 1 ? d[n - 1] : 0;
+            d[n++] = synth_text_token(s, p3, p2, p1);
         }
     }
     d[n++] = 0;                                      /* EOT */
@@ -127,21 +146,62 @@ static double unigram_entropy(const uint16_t *t, size_t n, int V) {
     return h;
 }
 
-static int write_meta(const char *dir, const char *kind, int V, size_t ntrain, size_t nval, double H, long long seed) {
+static int cmp_u32(const void *a, const void *b) {
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* H(X_t | X_t-1) in nats over the n-1 adjacent pairs of t (plug-in estimate: the best any bigram model can do
+ * on this very split). Dense counts while V*V <= 2^24, else a sorted copy of the pair codes. -1 when out of
+ * memory, 0 for fewer than 2 tokens. */
+static double bigram_entropy(const uint16_t *t, size_t n, int V) {
+    if (n < 2) return 0;
+    size_t N = n - 1;
+    uint64_t *first = calloc(V, sizeof *first);
+    double sum = 0;                                  /* sum over pairs of c_ab * log c_ab */
+    if (!first) return -1;
+    for (size_t i = 0; i < N; i++) first[t[i]]++;
+    if ((size_t)V * V <= (1u << 24)) {
+        uint32_t *c = calloc((size_t)V * V, sizeof *c);
+        if (!c) { free(first); return -1; }
+        for (size_t i = 0; i < N; i++) c[(size_t)t[i] * V + t[i + 1]]++;
+        for (size_t k = 0; k < (size_t)V * V; k++) if (c[k]) sum += c[k] * log((double)c[k]);
+        free(c);
+    } else {
+        uint32_t *code = malloc(N * sizeof *code);
+        if (!code) { free(first); return -1; }
+        for (size_t i = 0; i < N; i++) code[i] = (uint32_t)t[i] << 16 | t[i + 1];
+        qsort(code, N, sizeof *code, cmp_u32);
+        for (size_t i = 0, j; i < N; i = j) {
+            for (j = i + 1; j < N && code[j] == code[i]; j++) {}
+            sum += (double)(j - i) * log((double)(j - i));
+        }
+        free(code);
+    }
+    double h = 0;                                    /* H = -(1/N) sum c_ab (log c_ab - log c_a) */
+    for (int v = 0; v < V; v++) if (first[v]) h += first[v] * log((double)first[v]);
+    free(first);
+    return (h - sum) / N;
+}
+
+static int write_meta(const char *dir, const char *kind, int V, const uint16_t *train, size_t ntrain, size_t nval, long long seed) {
+    double H = unigram_entropy(train, ntrain, V), H2 = bigram_entropy(train, ntrain, V);
+    if (H2 < 0) { fprintf(stderr, "prism-data: out of memory counting the bigrams of %zu tokens\n", ntrain); return -1; }
     char path[4200];
     snprintf(path, sizeof path, "%s/meta.json", dir);
     char tg[256], vg[256];
     snprintf(tg, sizeof tg, "%s_train_*.bin", kind);
     snprintf(vg, sizeof vg, "%s_val_*.bin", kind);
-    json_t *m = json_pack("{s:s, s:i, s:I, s:I, s:f, s:s, s:s}", "kind", kind, "vocab_size", V,
+    json_t *m = json_pack("{s:s, s:i, s:I, s:I, s:f, s:f, s:s, s:s}", "kind", kind, "vocab_size", V,
                           "train_tokens", (json_int_t)ntrain, "val_tokens", (json_int_t)nval, "unigram_entropy", H,
+                          "bigram_entropy", H2,
                           "train_glob", tg, "val_glob", vg);
     if (!m) return -1;
     if (seed >= 0) json_object_set_new(m, "seed", json_integer(seed));
     int rc = json_dump_file(m, path, JSON_INDENT(2) | JSON_SORT_KEYS);
     json_decref(m);
     if (rc) { fprintf(stderr, "prism-data: %s: cannot write\n", path); return -1; }
-    printf("unigram entropy of the train split: %.4f nats; wrote %s\n", H, path);
+    printf("train split: unigram entropy %.4f nats, bigram conditional entropy %.4f nats; wrote %s\n", H, H2, path);
     return 0;
 }
 
@@ -203,7 +263,7 @@ static int cmd_synth(int argc, char **argv) {
     s.ntext = (int)V - s.text0;
     s.grammar = mix64((uint64_t)seed ^ 0x4752414dULL);
     s.r.s = mix64((uint64_t)seed);
-    s.doc = malloc((1024 + 64) * sizeof(uint16_t));
+    s.doc = malloc((SYNTH_DOC_MAX + 64) * sizeof(uint16_t));
     size_t nval = (size_t)(ntok * vf), ntrain = (size_t)ntok - nval;
     uint16_t *buf = malloc((size_t)ntok * sizeof(uint16_t));
     if (!s.doc || !buf) { fprintf(stderr, "prism-data: out of memory for %lld tokens\n", ntok); free(s.doc); free(buf); return 1; }
@@ -211,7 +271,7 @@ static int cmd_synth(int argc, char **argv) {
     s.doc_pos = s.doc_len;                           /* val starts on a fresh document */
     synth_fill(&s, buf + ntrain, nval);
     int rc = write_split(out, "synth", "train", buf, ntrain) || write_split(out, "synth", "val", buf + ntrain, nval) ||
-             write_meta(out, "synth", (int)V, ntrain, nval, unigram_entropy(buf, ntrain, (int)V), seed);
+             write_meta(out, "synth", (int)V, buf, ntrain, nval, seed);
     free(buf);
     free(s.doc);
     return rc ? 1 : 0;
@@ -254,7 +314,7 @@ static int cmd_bytes(int argc, char **argv) {
     if (mkdir_p(out)) { fprintf(stderr, "prism-data: %s: cannot create: %s\n", out, strerror(errno)); free(tok); return 1; }
     size_t nval = (size_t)(n * vf), ntrain = n - nval;
     int rc = write_split(out, "bytes", "train", tok, ntrain) || write_split(out, "bytes", "val", tok + ntrain, nval) ||
-             write_meta(out, "bytes", 256, ntrain, nval, unigram_entropy(tok, ntrain, 256), -1);
+             write_meta(out, "bytes", 256, tok, ntrain, nval, -1);
     free(tok);
     return rc ? 1 : 0;
 }

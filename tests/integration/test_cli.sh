@@ -212,7 +212,7 @@ t_create_and_status_error_paths() {
   local d; d=$(tmpdir)
   expect_usage_error "$d/missing.json: No such file" "$PS" create "$d/missing.json" --db "$d/p.db"
   [ ! -e "$d/p.db" ] || fail "a refused spec created the database"
-  sed 's/"lr": 0.003/"lr": -1/' "$ROOT/sweeps/tiny-cpu.json" > "$d/bad.json"
+  sed 's/"lr": [0-9.e-]*/"lr": -1/' "$ROOT/sweeps/tiny-cpu.json" > "$d/bad.json"
   expect_usage_error "bad.json: train.lr: must be" "$PS" create "$d/bad.json" --db "$d/p.db"
   sed 's/"seeds": \[1, 2\]/"seeds": [1, 1]/' "$ROOT/sweeps/tiny-cpu.json" > "$d/bad2.json"
   expect_usage_error "seeds[1]: 1 repeats seeds[0]" "$PS" create "$d/bad2.json" --db "$d/p.db"
@@ -220,7 +220,7 @@ t_create_and_status_error_paths() {
   expect_usage_error "not valid JSON at line 1" "$PS" create "$d/bad3.json"
   expect_usage_error "give one sweep spec" "$PS" create --db "$d/p.db"
   "$PS" create "$ROOT/sweeps/tiny-cpu.json" --db "$d/p.db" >/dev/null || fail "create"
-  sed 's/"steps": 300/"steps": 301/' "$ROOT/sweeps/tiny-cpu.json" > "$d/other.json"
+  sed 's/"steps": [0-9]*/"steps": 12345/' "$ROOT/sweeps/tiny-cpu.json" > "$d/other.json"
   expect_usage_error "already exists with a different train" "$PS" create "$d/other.json" --db "$d/p.db"
   expect_usage_error "--db $d/nope.db: no such file" "$PS" status --db "$d/nope.db"
   expect_usage_error "no sweep with id or name \"zzz\"" "$PS" status --db "$d/p.db" zzz

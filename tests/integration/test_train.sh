@@ -28,7 +28,38 @@ t_synth_is_deterministic_llmc_shards() {
   local hdr; hdr=$(od -An -t d4 -N 12 "$d/a/synth_train_000000.bin" | tr -s ' ')
   assert_eq " 20240520 1 45000" "$hdr" "shard header"
   assert_eq $((1024 + 2 * 45000)) "$(stat -c %s "$d/a/synth_train_000000.bin")" "shard size"
-  assert_contains "$(cat "$d/a/meta.json")" '"unigram_entropy"'
+  # meta.json's entropies match an independent count of the train shard
+  /usr/bin/python3 - "$d/a" <<'PY' || fail "meta.json entropies differ from a recount of the train shard"
+import json, math, struct, sys
+from collections import Counter
+m = json.load(open(sys.argv[1] + "/meta.json"))
+b = open(sys.argv[1] + "/synth_train_000000.bin", "rb").read()[1024:]
+t = struct.unpack("<%dH" % (len(b) // 2), b)
+def H(c):
+    n = sum(c.values()); return -sum(x / n * math.log(x / n) for x in c.values())
+h1, h2 = H(Counter(t)), H(Counter(zip(t, t[1:]))) - H(Counter(t[:-1]))
+print("unigram %.4f (meta %.4f), bigram %.4f (meta %.4f)" % (h1, m["unigram_entropy"], h2, m["bigram_entropy"]))
+assert abs(h1 - m["unigram_entropy"]) < 1e-4 and abs(h2 - m["bigram_entropy"]) < 1e-4
+PY
+}
+
+# The synthetic language's structure: the token before explains much (bigram entropy well below unigram), and
+# a short training run gets well below what any bigram model can: the model must use attention (t-2, t-3,
+# copies, references). A bigram-only language fails the second check.
+t_synth_loss_falls_below_bigram_entropy() {
+  local d; d=$(tmpdir)
+  TOKENS=1M make_data "$d"
+  STEPS=300 BATCH=16 LR=0.01 WARMUP=20 write_job "$d"
+  local H H2
+  H=$(/usr/bin/python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["unigram_entropy"])' "$d/data/meta.json")
+  H2=$(/usr/bin/python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["bigram_entropy"])' "$d/data/meta.json")
+  /usr/bin/python3 -c "import sys; h,h2=map(float,sys.argv[1:]); sys.exit(0 if 0 < h2 < h - 1.0 else 1)" "$H" "$H2" \
+    || fail "bigram entropy $H2 is not well below the unigram entropy $H"
+  (cd "$d" && "$(bin prism-worker)" train job.json --out out --quiet) || fail "train failed"
+  local last; last=$(/usr/bin/python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["val_loss"])' "$d/out/result.json")
+  echo "unigram entropy $H, bigram entropy $H2, val loss $last"
+  /usr/bin/python3 -c "import sys; h2,l=map(float,sys.argv[1:]); sys.exit(0 if l < h2 - 0.3 else 1)" "$H2" "$last" \
+    || fail "val loss $last is not well below the bigram entropy $H2 of the train split"
 }
 
 t_bytes_makes_byte_shards() {
@@ -45,7 +76,7 @@ t_bytes_makes_byte_shards() {
 t_loss_falls_well_below_unigram_entropy() {
   local d; d=$(tmpdir)
   TOKENS=600k make_data "$d"
-  STEPS=150 BATCH=16 write_job "$d"
+  STEPS=150 BATCH=16 LR=0.01 write_job "$d"
   (cd "$d" && "$(bin prism-worker)" train job.json --out out --quiet) || fail "train failed"
   local H last first
   H=$(/usr/bin/python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["unigram_entropy"])' "$d/data/meta.json")
