@@ -29,11 +29,11 @@ nv=$(command -v nvcc 2>/dev/null || ls /usr/local/cuda/bin/nvcc 2>/dev/null)
 if [ -n "$nv" ]; then printf '  \342\234\223 nvcc (%s): CUDA objects will be built\n' "$nv"
 else printf '  \342\234\227 nvcc: not found, CUDA objects are skipped (CPU build only)\n'; fi
 if [ ${#missing[@]} -eq 0 ]; then exit 0; fi
-line="apt-get install -y --no-install-recommends ${missing[*]}"
+line="apt-get install -y ${missing[*]}"
 if [ "$(id -u)" = 0 ]; then
   echo "installing: ${missing[*]}"
   export DEBIAN_FRONTEND=noninteractive
-  { apt-get update -q && apt-get install -y -q --no-install-recommends "${missing[@]}"; } >/tmp/prism-deps.log 2>&1 \
+  { apt-get update -q && apt-get install -y -q "${missing[@]}"; } >/tmp/prism-deps.log 2>&1 \
     || { echo "apt-get failed; see /tmp/prism-deps.log"; tail -20 /tmp/prism-deps.log; exit 1; }
   echo "installed."
 else
