@@ -193,6 +193,12 @@ int job_validate(const struct job_config *j, char *err, size_t errlen) {
     if (t->grad_accum < 1) FAIL("train.grad_accum: must be >= 1, got %d", t->grad_accum);
     if (t->steps < 1) FAIL("train.steps: must be >= 1, got %d", t->steps);
     if (!(t->lr > 0)) FAIL("train.lr: must be > 0, got %g", t->lr);
+    /* the per-key bounds of the tables above, again: CLI overrides (--lr, --weight-decay, ...) skip set_key */
+    for (const struct key *k = train_keys; k->name; k++)
+        if (k->kind == K_NUM) {
+            double x = *(const double *)((const char *)j + k->off);
+            if (!isfinite(x) || x < k->min || x > k->max) FAIL("train.%s: must be between %g and %g, got %g", k->name, k->min, k->max, x);
+        }
     if (t->warmup_steps < 0) FAIL("train.warmup_steps: must be >= 0, got %d", t->warmup_steps);
     if (strcmp(t->lr_schedule, "cosine") && strcmp(t->lr_schedule, "constant"))
         FAIL("train.lr_schedule: expected \"cosine\" or \"constant\", got \"%s\"", t->lr_schedule);

@@ -70,6 +70,7 @@ typedef struct slot {
     char path_metrics[96], path_heartbeat[96], path_checkpoint[96];
     outbox ob;
     int ckpt_pending;
+    int ckpt_sending;               /* the reporter is posting ckpt_path: it is not ours to unlink */
     int ckpt_step;
     char ckpt_path[PATH_MAX];
     char acked_ckpt[PATH_MAX];      /* the checkpoint the server last acknowledged (what it offers as resume) */
@@ -241,7 +242,8 @@ static void slot_on_checkpoint(void *ctx, int step, const char *path) {
     unlink(link_path);
     const char *use = link(abs, link_path) == 0 ? link_path : abs;
     pthread_mutex_lock(&s->mu);
-    if (s->ckpt_pending && strcmp(s->ckpt_path, s->acked_ckpt) != 0 && strstr(s->ckpt_path, "/resume-"))
+    if (s->ckpt_pending && !s->ckpt_sending && strcmp(s->ckpt_path, s->acked_ckpt) != 0 && strcmp(s->ckpt_path, use) != 0 &&
+        strstr(s->ckpt_path, "/resume-"))
         unlink(s->ckpt_path);   /* superseded before it was ever reported */
     snprintf(s->ckpt_path, sizeof s->ckpt_path, "%s", use);
     s->ckpt_step = step;
@@ -282,18 +284,22 @@ static int slot_send_checkpoint(slot *s, client *c, double retry_for_s) {
     json_t *body = json_pack("{s:s, s:s, s:i}", "lease_token", s->lease_token, "path", s->ckpt_path,
                              "step", s->ckpt_step);
     int step = s->ckpt_step;
+    char sent[PATH_MAX];            /* a newer checkpoint may replace ckpt_path while this one is in flight */
+    snprintf(sent, sizeof sent, "%s", s->ckpt_path);
+    s->ckpt_sending = 1;
     pthread_mutex_unlock(&s->mu);
     int rc = client_request(c, "POST", s->path_checkpoint, body, retry_for_s, NULL);
     json_decref(body);
+    pthread_mutex_lock(&s->mu);
+    s->ckpt_sending = 0;
     if (rc == CLIENT_OK) {
-        pthread_mutex_lock(&s->mu);
-        if (s->ckpt_step == step) s->ckpt_pending = 0;
-        /* the server now offers the new one: the older link is no longer needed */
-        if (s->acked_ckpt[0] && strcmp(s->acked_ckpt, s->ckpt_path) != 0 && strstr(s->acked_ckpt, "/resume-"))
+        if (s->ckpt_step == step && strcmp(s->ckpt_path, sent) == 0) s->ckpt_pending = 0;
+        /* the server now offers `sent`: the older link is no longer needed */
+        if (s->acked_ckpt[0] && strcmp(s->acked_ckpt, sent) != 0 && strstr(s->acked_ckpt, "/resume-"))
             unlink(s->acked_ckpt);
-        snprintf(s->acked_ckpt, sizeof s->acked_ckpt, "%s", s->ckpt_path);
-        pthread_mutex_unlock(&s->mu);
+        snprintf(s->acked_ckpt, sizeof s->acked_ckpt, "%s", sent);
     }
+    pthread_mutex_unlock(&s->mu);
     return rc;
 }
 
@@ -316,7 +322,8 @@ static void *slot_reporter(void *arg) {
     pthread_mutex_lock(&s->mu);
     while (!s->reporter_quit && !s->lost) {
         double wake = next_hb < next_flush ? next_hb : next_flush;
-        if (!s->ckpt_pending && agent_now() < wake) {
+        int pending = s->ckpt_pending;
+        if (!pending && agent_now() < wake) {
             struct timespec ts;
             ts.tv_sec = (time_t)wake;
             ts.tv_nsec = (long)((wake - (double)ts.tv_sec) * 1e9);
@@ -326,7 +333,7 @@ static void *slot_reporter(void *arg) {
         pthread_mutex_unlock(&s->mu);
         double now = agent_now();
         int rc = CLIENT_OK;
-        if (now >= next_flush || s->ckpt_pending) {
+        if (now >= next_flush || pending) {
             /* metrics first: the checkpoint's step is then already covered by stored points */
             rc = outbox_flush(&s->ob, &s->rcl, s->path_metrics, s->lease_token, AGENT_BATCH, -1);
             if (rc == CLIENT_OK) rc = slot_send_checkpoint(s, &s->rcl, -1);
@@ -495,6 +502,16 @@ static void slot_run_job(slot *s, json_t *lease) {
     if (g_quit) s->stop = 2;
     int started = pthread_create(&s->reporter, NULL, slot_reporter, s) == 0;
     int trc = train_run(&job, &to);
+    pthread_mutex_lock(&s->mu);
+    int lost = s->lost;
+    pthread_mutex_unlock(&s->mu);
+    if (trc == TRAIN_ECHECKPOINT && resume && strncmp(err, "resume: ", 8) == 0 && !lost && s->stop == 0) {
+        /* readable but not loadable (truncated, corrupt): like an unreadable one, start again from 0 */
+        progress_event(s->index, "resume-unreadable", "job=%lld attempt=%d checkpoint %s (step %lld) does not load "
+                       "(%s): restarting from step 0", s->job_id, s->attempt, rpath, rstep, err);
+        to.resume = NULL;
+        trc = train_run(&job, &to);
+    }
     s->training = 0;
     pthread_mutex_lock(&s->mu);
     s->reporter_quit = 1;

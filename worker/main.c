@@ -20,8 +20,8 @@
 
 static volatile int g_stop;
 
-static void on_signal(int sig) {
-    if (g_stop) signal(sig, SIG_DFL);          /* a second signal: default action */
+static void on_signal(int sig) {                /* async-signal-safe: a flag, signal(), raise() */
+    if (g_stop) { signal(sig, SIG_DFL); raise(sig); return; }   /* a second signal: default action now */
     g_stop = sig == SIGTERM ? 2 : 1;
 }
 

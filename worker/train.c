@@ -395,7 +395,7 @@ static int run_loop(struct run *r) {
         model_init_params(cfg, tr->seed, r->host_p);
         if (r->ops->set_params(r->m, r->host_p)) return fail(r, TRAIN_EDEVICE, "%s", model_err(r));
     }
-    if (o->result) o->result->resumed_from = start;
+    if (o->result) { o->result->resumed_from = start; o->result->steps_done = start; }
     if ((rc = metrics_open(r, start))) return rc;
 
     struct adamw_params hp = {.beta1 = (float)tr->beta1, .beta2 = (float)tr->beta2, .eps = (float)tr->eps,
@@ -434,6 +434,8 @@ static int run_loop(struct run *r) {
         float gnorm = 0;
         if (r->ops->update(r->m, &hp, step + 1, &gnorm))
             return fail(r, TRAIN_EDEVICE, "step %d: update failed: %s", step, model_err(r));
+        if (!isfinite(gnorm))   /* (JSON has no inf: the row below could not be written either) */
+            return fail(r, TRAIN_ENAN, "step %d: gradient norm is %g (not finite); lower train.lr or enable train.grad_clip", step, (double)gnorm);
         double dt = now_s() - t0;
         train_time += dt;
         tokens_run += tokens_per_step;

@@ -89,7 +89,8 @@ w_ckpt_at_least() { # JOB STEP
 t_orchestrator_kill9_nothing_acknowledged_lost() {
   w_setup
   w_server --lease-ttl 8
-  w_spec "$D/spec.json" ok9 '["4,4,4,4"]' '[1, 2]' 2500 500
+  # long enough that training outlasts the outage and the workers' backoff even on an idle machine
+  w_spec "$D/spec.json" ok9 '["4,4,4,4"]' '[1, 2]' 8000 500
   local sid; sid=$(w_create "$D/spec.json")
   w_worker wa; w_worker wb
   w_wait 60 "both jobs past step 400" w_both_past 400
@@ -104,7 +105,7 @@ t_orchestrator_kill9_nothing_acknowledged_lost() {
   local j
   for j in 1 2; do
     w_get "/api/v1/jobs/$j/metrics?kind=train" > "$D/after$j.json"
-    assert_eq "0-2499/2500/2500" "$(w_steps < "$D/after$j.json")" "job $j train steps after the restart"
+    assert_eq "0-7999/8000/8000" "$(w_steps < "$D/after$j.json")" "job $j train steps after the restart"
     # every point acknowledged before the kill is still there, unchanged
     /usr/bin/python3 - "$D/before$j.json" "$D/after$j.json" <<'EOF2' || fail "acknowledged points of job $j lost or changed"
 import json, sys

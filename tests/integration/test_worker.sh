@@ -31,6 +31,28 @@ t_sigterm_checkpoints_reports_and_exits() {
   [ -z "$(ls "$D/ckpt" 2>/dev/null)" ] || fail "checkpoints left after completion: $(ls -R "$D/ckpt")"
 }
 
+# The same with a checkpoint after every step: the stop checkpoint repeats the step of the periodic one
+# just written, often while the reporter is still posting an older one; the path the server ends up
+# offering must still be a readable file, and the next worker resumes from it.
+t_sigterm_with_checkpoint_every_step_reports_a_readable_file() {
+  w_setup
+  w_server --lease-ttl 30
+  w_spec "$D/spec.json" term1 '["4,4,4,4"]' '[3]' 1200 1
+  local sid; sid=$(w_create "$D/spec.json")
+  w_worker wa; local pa=$LAST_PID
+  w_wait 30 "job 1 trains" w_job_step_at_least 1 50
+  kill -TERM "$pa"
+  local rc=0; wait "$pa" || rc=$?
+  assert_eq 0 "$rc" "agent exit status after SIGTERM"
+  local j; j=$(w_get /api/v1/jobs/1)
+  assert_eq queued "$(echo "$j" | w_json 'd["state"]')" "job handed back"
+  local k; k=$(echo "$j" | w_json 'd["checkpoint_step"]')
+  [ -r "$(echo "$j" | w_json 'd["checkpoint_path"]')" ] || { w_dump; fail "reported checkpoint (step $k) is not a readable file"; }
+  w_worker wb
+  w_wait 60 "job done" w_all_done "$sid" 1
+  grep -q "job=1 attempt=2 resuming from step $k " "$D/wb.log" || { w_dump; fail "wb did not resume from $k"; }
+}
+
 w_job_step_at_least() { # JOB STEP (leased)
   local j; j=$(w_get "/api/v1/jobs/$1")
   [ "$(echo "$j" | w_json 'd["state"] == "leased" and d["step"] >= '"$2"'')" = true ]
@@ -49,6 +71,26 @@ t_unreadable_resume_restarts_from_zero() {
   w_worker wb
   w_wait 60 "job done" w_all_done "$sid" 1
   grep -q 'event=resume-unreadable device=cpu job=1 attempt=2 checkpoint .* is not readable here .*restarting from step 0' "$D/wb.log" \
+    || { w_dump; fail "wb did not say it restarts from 0"; }
+  assert_eq 0 "$(w_get "/api/v1/jobs/1/metrics?kind=train" | w_json 'min(p["step"] for p in d["points"] if p["attempt"] == 2)')" "attempt 2 starts at 0"
+}
+
+# The lease offers a checkpoint that is readable but does not load (truncated): the job restarts from step 0
+# and says so, rather than failing for good.
+t_corrupt_resume_restarts_from_zero() {
+  w_setup
+  w_server --lease-ttl 3
+  w_spec "$D/spec.json" cor '["4,4,4,4"]' '[3]' 600 50
+  local sid; sid=$(w_create "$D/spec.json")
+  w_worker wa; local pa=$LAST_PID
+  w_wait 30 "a checkpoint reported" w_ckpt_at_least 1 50
+  kill -KILL "$pa"
+  local ck; ck=$(w_get /api/v1/jobs/1 | w_json 'd["checkpoint_path"]')
+  [ -r "$ck" ] || fail "reported checkpoint $ck is not readable"
+  truncate -s 2000 "$ck"
+  w_worker wb
+  w_wait 60 "job done" w_all_done "$sid" 1
+  grep -q 'event=resume-unreadable device=cpu job=1 attempt=2 checkpoint .* does not load .*restarting from step 0' "$D/wb.log" \
     || { w_dump; fail "wb did not say it restarts from 0"; }
   assert_eq 0 "$(w_get "/api/v1/jobs/1/metrics?kind=train" | w_json 'min(p["step"] for p in d["points"] if p["attempt"] == 2)')" "attempt 2 starts at 0"
 }

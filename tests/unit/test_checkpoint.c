@@ -254,6 +254,34 @@ TEST(stop_checkpoint_resume_matches_uninterrupted_run) {
     job_release(&j);
 }
 
+/* A stop request that arrives while a resumed run is still starting: the checkpoint written then is at the
+ * resumed step, and the result says so (the agent reports res.steps_done as the checkpoint's step). */
+TEST(stop_right_after_resume_reports_the_resumed_step) {
+    char base[4096], a[4200], b[4200], err[1024];
+    snprintf(base, sizeof base, "%s", harness_tmpdir());
+    make_data(base);
+    snprintf(a, sizeof a, "%s/first", base);
+    snprintf(b, sizeof b, "%s/second", base);
+    struct job_config j;
+    tiny_job(&j, base);
+    struct stopper s = {.flag = 0, .at = 5};
+    struct train_result res;
+    struct train_opts o = {.out_dir = a, .stop = &s.flag, .on_progress = stop_at, .ctx = &s, .err = err,
+                           .errlen = sizeof err, .result = &res};
+    ASSERT_EQ_INT(TRAIN_EPREEMPTED, train_run(&j, &o));
+    ASSERT_EQ_INT(5, res.steps_done);
+    char ck[4096];
+    snprintf(ck, sizeof ck, "%s", res.checkpoint);
+    volatile int stop_now = 2;
+    struct train_opts o2 = {.out_dir = b, .resume = ck, .stop = &stop_now, .quiet = 1, .err = err,
+                            .errlen = sizeof err, .result = &res};
+    ASSERT_EQ_INT(TRAIN_EPREEMPTED, train_run(&j, &o2));
+    ASSERT_EQ_INT(5, res.resumed_from);
+    ASSERT_EQ_INT(5, res.steps_done);
+    ASSERT_CONTAINS(res.checkpoint, "ckpt_5.bin");
+    job_release(&j);
+}
+
 TEST(resume_refuses_a_checkpoint_of_another_schedule) {
     char base[4096], a[4200], err[1024];
     snprintf(base, sizeof base, "%s", harness_tmpdir());

@@ -88,6 +88,26 @@ TEST(bad_values_name_the_key) {
     expect_error(MIN_JOB(",\"padded_vocab_size\":50", ""), "model.padded_vocab_size: must be >= model.vocab_size");
 }
 
+/* Values set after parsing (prism-worker train --weight-decay, --grad-clip, --lr) are checked by job_validate too. */
+TEST(validate_checks_numbers_set_after_parsing) {
+    struct job_config j;
+    char err[512];
+    if (job_parse_json(MIN_JOB("", ""), &j, err, sizeof err)) HFAIL("%s", err);
+    ASSERT_EQ_INT(0, job_validate(&j, err, sizeof err));
+    j.train.weight_decay = -1;
+    ASSERT_EQ_INT(JOB_EINVAL, job_validate(&j, err, sizeof err));
+    ASSERT_CONTAINS(err, "train.weight_decay: must be between 0 and 10, got -1");
+    j.train.weight_decay = 0.1;
+    j.train.grad_clip = -2;
+    ASSERT_EQ_INT(JOB_EINVAL, job_validate(&j, err, sizeof err));
+    ASSERT_CONTAINS(err, "train.grad_clip");
+    j.train.grad_clip = 1;
+    j.train.lr = 1e6;
+    ASSERT_EQ_INT(JOB_EINVAL, job_validate(&j, err, sizeof err));
+    ASSERT_CONTAINS(err, "train.lr");
+    job_release(&j);
+}
+
 TEST(schedule_must_fit_the_model) {
     expect_error("{\"model\":{\"n_layer\":3,\"d_model\":32,\"vocab_size\":100,\"seq_len\":64,\"heads\":[1,2,4,4]},"
                  "\"data\":{\"train\":\"a\",\"val\":\"b\"}}", "model.heads: has 4 entries but model.n_layer is 3");
