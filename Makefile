@@ -146,6 +146,7 @@ bench: $(BUILD)/.deps-ok
 	@BUILD=$(BUILD) bash bench/run.sh
 
 fuzz:
+	@bash tools/deps.sh --fuzz
 	@BUILD=$(BUILD) bash fuzz/run.sh
 
 clean:

@@ -8,6 +8,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <signal.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -100,7 +101,7 @@ int cmd_serve(int argc, char **argv) {
         { "--token-file", CLI_STR, &token_file, "(DB.tokens, generated)", "file with worker_token=... and admin_token=... lines", 0, 0, NULL, 0 },
         { "--lease-ttl", CLI_DOUBLE, &ttl, "120", "seconds a lease lives without a heartbeat", 0.2, 86400, NULL, 0 },
         { "--max-attempts", CLI_INT, &max_attempts, "3", "leases per job before it fails", 1, 1000, NULL, 0 },
-        { "--web", CLI_STR, &web, "web/", "folder of the leaderboard page (static files)", 0, 0, NULL, 0 },
+        { "--web", CLI_STR, &web, "web/", "folder of the leaderboard page (static files); when web/ is not here, the one beside the binary's build folder", 0, 0, NULL, 0 },
         { "--public-read", CLI_BOOL, &public_read, "off", "read routes need no token even off loopback", 0, 0, NULL, 0 },
         { "--idle-timeout", CLI_DOUBLE, &idle, "60", "seconds an idle keep-alive connection stays open", 0.1, 86400, NULL, 0 },
         { "--request-timeout", CLI_DOUBLE, &req_to, "30", "seconds a client has to send a whole request", 0.1, 3600, NULL, 0 },
@@ -121,9 +122,14 @@ int cmd_serve(int argc, char **argv) {
         return cli_error("serve", "--listen must be HOST:PORT, [IPV6]:PORT or :PORT with a port in 0..65535 (got \"%s\")", listen);
     cli_flag *wf = cli_find(&cmd, "--web");
     struct stat sb;
+    static char beside_exe[PATH_MAX];
     if (stat(web, &sb) != 0 || !S_ISDIR(sb.st_mode)) {
         if (wf && wf->seen) return cli_error("serve", "--web %s: not a folder (give the folder holding index.html)", web);
-        web = NULL;   /* default folder absent: serve the API only */
+        /* default folder absent here: try the checkout the binary was built in (BUILD/prism-sweep → web/) */
+        ssize_t n = readlink("/proc/self/exe", beside_exe, sizeof beside_exe - 16);
+        char *slash = n > 0 ? (beside_exe[n] = 0, strrchr(beside_exe, '/')) : NULL;
+        if (slash) strcpy(slash, "/../web");
+        web = slash && stat(beside_exe, &sb) == 0 && S_ISDIR(sb.st_mode) ? beside_exe : NULL;   /* else API only */
     }
     signal(SIGPIPE, SIG_IGN);
 

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Reports ✓/✗ for every dependency; installs the missing Debian packages when run as root,
 # otherwise prints the one apt-get line to run. Exit 0 when everything needed is present.
+# --fuzz also checks what `make fuzz` needs (clang, libFuzzer).
 set -u
 missing=()
 check() { # check LABEL PACKAGE TEST-COMMAND...
@@ -25,6 +26,11 @@ check "selenium (python3-selenium)" python3-selenium /usr/bin/python3 -c 'import
 check "chromium"                chromium             command -v chromium
 check "chromedriver"            chromium-driver      command -v chromedriver
 check "curl (CLI, tests)"       curl                 command -v curl
+check "jq (tests)"              jq                   command -v jq
+if [ "${1:-}" = "--fuzz" ]; then   # make fuzz: clang with libFuzzer's runtime
+  check "clang"                 clang                command -v clang
+  check "libFuzzer runtime"     libclang-rt-14-dev   compgen -G '/usr/lib/llvm-*/lib/clang/*/lib/linux/libclang_rt.fuzzer-x86_64.a'
+fi
 nv=$(command -v nvcc 2>/dev/null || ls /usr/local/cuda/bin/nvcc 2>/dev/null)
 if [ -n "$nv" ]; then printf '  \342\234\223 nvcc (%s): CUDA objects will be built\n' "$nv"
 else printf '  \342\234\227 nvcc: not found, CUDA objects are skipped (CPU build only)\n'; fi

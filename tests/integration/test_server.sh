@@ -539,4 +539,22 @@ t_long_utf8_error_kept() {
   local n; n=$(s_json '.last_error | length')
   [ "$n" -gt 900 ] && [ "$n" -lt 1500 ] || fail "last_error after a long UTF-8 error: $(s_json .last_error | head -c 80) (length $n)"
 }
+# Without --web, the page comes from ./web, else from the checkout the binary was built in; a binary with
+# neither serves the API alone (404 for /).
+t_default_web_folder_beside_the_binary() {
+  s_setup
+  cd "$D" && s_server && cd "$PRISM_ROOT"
+  grep -q "web /.*/\.\./web)" "$D/server.log" || fail "web folder not found beside the binary: $(cat "$D/server.log")"
+  s_expect 200 GET / "" -
+  assert_contains "$BODY" "prism-sweep leaderboard page"
+  mkdir -p "$D/other/bin" && cp "$(bin prism-sweep)" "$D/other/bin/"
+  PORT=$(free_port)
+  (cd "$D" && exec "$D/other/bin/prism-sweep" serve --db "$D/q.db" --listen "127.0.0.1:$PORT" 2>>"$D/server2.log") &
+  SPID=$!; S_PIDS+=("$SPID")
+  URL="http://127.0.0.1:$PORT"
+  s_wait_up
+  grep -q "web (none)" "$D/server2.log" || fail "expected API only: $(cat "$D/server2.log")"
+  s_expect 404 GET / "" -
+}
+
 harness_main "$@"
