@@ -32,7 +32,7 @@ static uint32_t ptr_align(const void *p) {
 struct lt_key {
     int ta, tb, m, n, k, tA, tB, tD, lda, ldb, ldd, epi, bias, aux, beta0;
     int64_t ldaux;
-    uint32_t al[4];
+    uint32_t al[5];   /* A, B, D, bias, aux: the heuristic assumes what the pointers' alignment allows */
 };
 #define LT_CACHE 128
 static thread_local struct { lt_key key; cublasLtMatmulHeuristicResult_t heur; } lt_cache[LT_CACHE];
@@ -92,6 +92,7 @@ static int lt_matmul(bool ta, bool tb, int m, int n, int k, const void *A, cudaD
         key.lda = lda; key.ldb = ldb; key.ldd = ldd; key.epi = (int)epi; key.bias = bias != NULL;
         key.aux = aux != NULL; key.ldaux = ldaux; key.beta0 = beta == 0.0f;
         key.al[0] = ptr_align(A); key.al[1] = ptr_align(Bm); key.al[2] = ptr_align(D); key.al[3] = ptr_align(bias);
+        key.al[4] = ptr_align(aux);
         if (!lt_cache_get(&key, &heur)) {
             cublasStatus_t s = cublasLtMatmulAlgoGetHeuristic(g_pcu.lt, desc, la, lb, ld, ld, pref, 1, &heur, &found);
             if (s != CUBLAS_STATUS_SUCCESS || found == 0) { rc = 1; goto out; }

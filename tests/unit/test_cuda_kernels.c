@@ -223,8 +223,9 @@ TEST(matmul_gelu_epilogue) {
     void *out = dpoison_x(N * OC), *pre = dpoison_x(N * OC);
     CK(prism_cuda_matmul_forward(out, pre, dx(inp, N * C), dx(w, (size_t)OC * C), dx(bias, OC), (int)N, C, OC));
     close_to("matmul+gelu pre-gelu", get_x(pre, N * OC), pre_c, N * OC, tol(1e-5, 1e-2));
-    /* cuBLASLt's GELU epilogue is the tanh form; its own arithmetic may differ a little from ours */
-    close_to("matmul+gelu out", get_x(out, N * OC), out_c, N * OC, tol(1e-4, 1e-2));
+    /* cuBLASLt's GELU epilogue need not use our tanh arithmetic (a fast tanh, or erf: they differ by up to
+     * 4.7e-4 absolute, ~1.2e-4 relative here), so fp32 allows 1e-3; a wrong formula is off by far more */
+    close_to("matmul+gelu out", get_x(out, N * OC), out_c, N * OC, tol(1e-3, 1e-2));
 }
 
 TEST(gelu_forward_backward) {
