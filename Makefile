@@ -5,6 +5,7 @@
 #   make demo       a whole tiny sweep on this machine (see README)
 #   make bench      benchmarks (figures go to docs/PERF.md by hand)
 #   make fuzz       libFuzzer targets (clang)
+#   make sanitize   the test suite built with ASan + UBSan
 #   make deps       report ✓/✗ per dependency and install what is missing (root) or print the apt-get line
 #
 # Layout: common/ (shared C), orchestrator/ (prism-sweep), worker/ (prism-worker, prism-data),
@@ -69,7 +70,7 @@ TEST_BINS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(TEST_SRC))
 BENCH_SRC := $(wildcard bench/bench_*.c)
 BENCH_BINS := $(patsubst bench/%.c,$(BUILD)/bench/%,$(BENCH_SRC))
 
-.PHONY: all deps check demo bench fuzz clean
+.PHONY: all deps check demo bench fuzz sanitize clean
 all: $(PROGS)
 	@printf '  built: %s%s\n' "$(PROGS)" "$(if $(HAVE_CUDA), (with CUDA),)"
 
@@ -144,6 +145,12 @@ demo: $(BUILD)/.deps-ok
 bench: $(BUILD)/.deps-ok
 	@$(MAKE) --no-print-directory all $(BENCH_BINS)
 	@BUILD=$(BUILD) bash bench/run.sh
+
+# The whole suite again, built with AddressSanitizer + UndefinedBehaviorSanitizer (leak checks on).
+sanitize: $(BUILD)/.deps-ok
+	@$(MAKE) --no-print-directory BUILD=$(BUILD)-asan OPT="-O1 -fsanitize=address,undefined -fno-omit-frame-pointer" all tests
+	@ASAN_OPTIONS=detect_leaks=1:halt_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+	  BUILD=$(BUILD)-asan bash tests/run.sh
 
 fuzz:
 	@bash tools/deps.sh --fuzz

@@ -15,6 +15,7 @@
 #include "cpu_kernels.h"
 #include <cblas.h>
 #include <math.h>
+#include <stdint.h>
 #include <string.h>
 
 #define LN_EPS 1e-5
@@ -271,7 +272,7 @@ static inline float exp_vec(float x) {
     float r = x - n * 0.693145751953125f - n * 1.42860676533018708e-06f;
     float p = 1.0f + r * (1.0f + r * (0.5f + r * (1.66666666666666667e-1f + r * (4.16666666666666667e-2f +
               r * (8.33333333333333333e-3f + r * (1.38888888888888889e-3f + r * 1.98412698412698413e-4f))))));
-    int bits = ((int)n + 127) << 23;             /* 2^n */
+    uint32_t bits = ((uint32_t)(int)n + 127u) << 23;   /* 2^n (unsigned: a NaN x gives NaN via p, no UB) */
     float sc;
     memcpy(&sc, &bits, sizeof sc);
     return p * sc;

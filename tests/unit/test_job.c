@@ -65,9 +65,10 @@ TEST(every_field_is_read) {
     char *s = json_dumps(o, 0);
     struct job_config k;
     ASSERT_EQ_INT(0, job_parse_json(s, &k, err, sizeof err));
-    char *s2 = json_dumps(job_to_json(&k), 0);
+    json_t *o2 = job_to_json(&k);
+    char *s2 = json_dumps(o2, 0);
     ASSERT_STREQ(s, s2);
-    free(s); free(s2); json_decref(o);
+    free(s); free(s2); json_decref(o); json_decref(o2);
     job_release(&j); job_release(&k);
 }
 
