@@ -124,7 +124,7 @@ $(BUILD)/tests/%: tests/unit/%.c tests/harness.h $(ALL_LIBS)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -Itests -o $@ $< -Wl,--start-group $(ALL_LIBS) -Wl,--end-group $(LDLIBS) $(CUDA_LIBS)
 # the corpus replay test #includes the libFuzzer targets (fuzz/fuzz_*.c)
-$(BUILD)/tests/test_fuzz_corpus: $(wildcard fuzz/fuzz_*.c)
+$(BUILD)/tests/test_fuzz_corpus: $(wildcard fuzz/fuzz_*.c fuzz/*.h)
 
 $(BUILD)/bench/%: bench/%.c $(ALL_LIBS)
 	@mkdir -p $(dir $@)

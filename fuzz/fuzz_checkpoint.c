@@ -25,27 +25,14 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "fuzz_tempfile.h"
+
 #include "checkpoint.h"
 
 #undef FUZZ_CHECK
 #define FUZZ_CHECK(c) do { if (!(c)) { fprintf(stderr, "fuzz_checkpoint: contract violated: %s (line %d)\n", #c, __LINE__); abort(); } } while (0)
 #undef COMPLETE_MAX
 #define COMPLETE_MAX (1u << 20)
-
-static int fck_write_temp(char *path, size_t len, const uint8_t *data, size_t size) {
-    const char *dir = getenv("TMPDIR");
-    snprintf(path, len, "%s/prism-fuzz-ckpt-XXXXXX", dir && *dir ? dir : "/tmp");
-    int fd = mkstemp(path);
-    if (fd < 0) return -1;
-    size_t done = 0;
-    while (done < size) {
-        ssize_t w = write(fd, data + done, size - done);
-        if (w <= 0) { close(fd); unlink(path); return -1; }
-        done += (size_t)w;
-    }
-    close(fd);
-    return 0;
-}
 
 /* model_num_params without wrap-around: what the file must really hold. */
 static unsigned __int128 fck_exact_params(const struct model_config *c) {
@@ -138,7 +125,7 @@ static int fck_check_state(const char *path, const uint8_t *data, size_t size) {
 
 static int fck_check_bytes(const uint8_t *data, size_t size) {
     char path[4096];
-    if (fck_write_temp(path, sizeof path, data, size) < 0) return 0;
+    if (fuzz_write_temp(path, sizeof path, "ckpt", data, size) < 0) return 0;
     int ok = fck_check_model(path, data, size);
     ok |= fck_check_state(path, data, size);
     unlink(path);

@@ -18,6 +18,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "fuzz_tempfile.h"
+
 #include "shard.h"
 
 #undef FUZZ_CHECK
@@ -29,25 +31,9 @@ static int fsh_all_zero(const void *p, size_t n) {
     return 1;
 }
 
-/* Writes data to a new temporary file; path gets its name. 0 or -1. */
-static int fsh_write_temp(char *path, size_t len, const uint8_t *data, size_t size) {
-    const char *dir = getenv("TMPDIR");
-    snprintf(path, len, "%s/prism-fuzz-shard-XXXXXX", dir && *dir ? dir : "/tmp");
-    int fd = mkstemp(path);
-    if (fd < 0) return -1;
-    size_t done = 0;
-    while (done < size) {
-        ssize_t w = write(fd, data + done, size - done);
-        if (w <= 0) { close(fd); unlink(path); return -1; }
-        done += (size_t)w;
-    }
-    close(fd);
-    return 0;
-}
-
 int fuzz_shard_one(const uint8_t *data, size_t size) {
     char path[4096];
-    if (fsh_write_temp(path, sizeof path, data, size) < 0) return 0;
+    if (fuzz_write_temp(path, sizeof path, "shard", data, size) < 0) return 0;
     struct shard s;
     char err[600];
     err[0] = 0;
