@@ -154,17 +154,6 @@ static int parse_ll(const char *s, long long *v) {
     return 0;
 }
 
-/* Drops a UTF-8 sequence left incomplete at the end of s by a truncating snprintf (jansson refuses
- * invalid UTF-8, so the text would vanish from every JSON view). */
-static void utf8_cut_tail(char *s) {
-    size_t n = strlen(s), i = n;
-    while (i > 0 && ((unsigned char)s[i - 1] & 0xC0) == 0x80) i--;
-    if (i == 0) return;
-    unsigned char lead = (unsigned char)s[i - 1];
-    size_t need = lead >= 0xF0 ? 4 : lead >= 0xE0 ? 3 : lead >= 0xC0 ? 2 : 1;
-    if (n - (i - 1) < need) s[i - 1] = 0;
-}
-
 /* ---- transactions -------------------------------------------------------------------------------- */
 
 static int write_begin(api *a) {
@@ -299,10 +288,7 @@ static void worker_job_op(route_ctx *c, int op) {
         if (get_str(c, "error", 1, &err) < 0) return;
         if (rt && !json_is_boolean(rt)) { http_response_error(c->res, 400, "retryable: must be true or false"); return; }
         const char *st = NULL;
-        char msg[2048];
-        snprintf(msg, sizeof msg, "%s", err);
-        utf8_cut_tail(msg);
-        if ((rc = write_begin(c->a)) >= 0) rc = queue_fail(q, c->id, tok, msg, rt ? json_is_true(rt) : 0, &st);
+        if ((rc = write_begin(c->a)) >= 0) rc = queue_fail(q, c->id, tok, err, rt ? json_is_true(rt) : 0, &st);
         if (rc >= 0) reply = json_pack("{s:I, s:s}", "job_id", (json_int_t)c->id, "state", st);
         break;
     }

@@ -476,6 +476,17 @@ int queue_complete(queue *q, long long job, const char *token, json_t *result) {
     return STORE_OK;
 }
 
+/* Drops a UTF-8 sequence left incomplete at the end of s by a truncating snprintf (jansson refuses
+ * invalid UTF-8, so the text would vanish from every JSON view). */
+static void utf8_cut_tail(char *s) {
+    size_t n = strlen(s), i = n;
+    while (i > 0 && ((unsigned char)s[i - 1] & 0xC0) == 0x80) i--;
+    if (i == 0) return;
+    unsigned char lead = (unsigned char)s[i - 1];
+    size_t need = lead >= 0xF0 ? 4 : lead >= 0xE0 ? 3 : lead >= 0xC0 ? 2 : 1;
+    if (n - (i - 1) < need) s[i - 1] = 0;
+}
+
 int queue_fail(queue *q, long long job, const char *token, const char *error, int retryable, const char **new_state) {
     lease_row r;
     int rc = lease_read(q, job, token, &r);
@@ -489,25 +500,17 @@ int queue_fail(queue *q, long long job, const char *token, const char *error, in
     sqlite3_stmt *s = S(q, again ? S_REQUEUE_FAIL : S_FAIL);
     if (!s) return STORE_EIO;
     double now = store_now();
+    char msg[2048];                     /* the stored error is capped, cut on a character boundary */
+    snprintf(msg, sizeof msg, "%s", error ? error : "");
+    utf8_cut_tail(msg);
     sqlite3_bind_int64(s, 1, job);
-    sqlite3_bind_text(s, 2, error ? error : "", -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(s, 2, msg, -1, SQLITE_TRANSIENT);
     sqlite3_bind_int(s, 3, retryable ? 1 : 0);
     sqlite3_bind_double(s, 4, now);
     if ((rc = run(q, s, "fail")) < 0) return rc;
     *new_state = again ? "queued" : "failed";
     if (!again) q->jobs_failed++;
     return STORE_OK;
-}
-
-/* Drops a UTF-8 sequence left incomplete at the end of s by a truncating snprintf (jansson refuses
- * invalid UTF-8, so the text would vanish from every JSON view). */
-static void utf8_cut_tail(char *s) {
-    size_t n = strlen(s), i = n;
-    while (i > 0 && ((unsigned char)s[i - 1] & 0xC0) == 0x80) i--;
-    if (i == 0) return;
-    unsigned char lead = (unsigned char)s[i - 1];
-    size_t need = lead >= 0xF0 ? 4 : lead >= 0xE0 ? 3 : lead >= 0xC0 ? 2 : 1;
-    if (n - (i - 1) < need) s[i - 1] = 0;
 }
 
 int queue_expire(queue *q, double now, int *n) {

@@ -60,7 +60,8 @@ int queue_checkpoint(queue *q, long long job, const char *token, const char *pat
 /* result: result.json (needs a numeric val_loss or final_val_loss). Idempotent for the same token. */
 int queue_complete(queue *q, long long job, const char *token, json_t *result);
 
-/* *new_state: "queued" (retryable, attempts left) or "failed" (static string). Idempotent for the token. */
+/* *new_state: "queued" (retryable, attempts left) or "failed" (static string). Idempotent for the token.
+ * error is stored cut to under 2 KiB on a UTF-8 character boundary. */
 int queue_fail(queue *q, long long job, const char *token, const char *error, int retryable, const char **new_state);
 
 /* Returns every expired lease to queued (or failed after max_attempts). *n = how many expired. */

@@ -5,28 +5,35 @@
 . "$(dirname "$0")/../lib.sh"
 . "$(dirname "$0")/worker_lib.sh"
 
-# SIGTERM mid-job: the step finishes, a checkpoint is written and reported, the job is handed back
-# (fail, retryable) and the agent exits 0; the next worker resumes from that checkpoint.
-t_sigterm_checkpoints_reports_and_exits() {
+# sigterm_then_resume NAME CHECKPOINT_EVERY: a worker trains job 1 past step 50 and gets SIGTERM; it must exit 0
+# and hand the job back at once (lease TTL 30 s) with a readable reported checkpoint at step $K; a second
+# worker then finishes the job, resuming from $K. Leaves $K, $SID and $PREEMPTED_LOG for the caller.
+sigterm_then_resume() {
   w_setup
   w_server --lease-ttl 30
-  w_spec "$D/spec.json" term '["4,4,4,4"]' '[3]' 1200 0
-  local sid; sid=$(w_create "$D/spec.json")
+  w_spec "$D/spec.json" "$1" '["4,4,4,4"]' '[3]' 1200 "$2"
+  SID=$(w_create "$D/spec.json")
   w_worker wa; local pa=$LAST_PID
   w_wait 30 "job 1 trains" w_job_step_at_least 1 50
   kill -TERM "$pa"
   local rc=0; wait "$pa" || rc=$?
   assert_eq 0 "$rc" "agent exit status after SIGTERM"
-  grep -q 'event=preempted device=cpu job=1 attempt=1 retryable=1 preempted: worker wa got a stop signal at step' "$D/wa.log" \
-    || { w_dump; fail "no preempted event"; }
   local j; j=$(w_get /api/v1/jobs/1)
   assert_eq queued "$(echo "$j" | w_json 'd["state"]')" "job handed back at once (lease TTL is 30 s)"
-  local k; k=$(echo "$j" | w_json 'd["checkpoint_step"]')
-  [ "$k" -ge 50 ] || fail "checkpoint step $k < 50"
-  [ -r "$(echo "$j" | w_json 'd["checkpoint_path"]')" ] || fail "reported checkpoint is not a readable file"
+  K=$(echo "$j" | w_json 'd["checkpoint_step"]')
+  [ -r "$(echo "$j" | w_json 'd["checkpoint_path"]')" ] || { w_dump; fail "reported checkpoint (step $K) is not a readable file"; }
   w_worker wb
-  w_wait 60 "job done" w_all_done "$sid" 1
-  grep -q "job=1 attempt=2 resuming from step $k " "$D/wb.log" || { w_dump; fail "wb did not resume from $k"; }
+  w_wait 60 "job done" w_all_done "$SID" 1
+  grep -q "job=1 attempt=2 resuming from step $K " "$D/wb.log" || { w_dump; fail "wb did not resume from $K"; }
+}
+
+# SIGTERM mid-job: the step finishes, a checkpoint is written and reported, the job is handed back
+# (fail, retryable) and the agent exits 0; the next worker resumes from that checkpoint.
+t_sigterm_checkpoints_reports_and_exits() {
+  sigterm_then_resume term 0
+  grep -q 'event=preempted device=cpu job=1 attempt=1 retryable=1 preempted: worker wa got a stop signal at step' "$D/wa.log" \
+    || { w_dump; fail "no preempted event"; }
+  [ "$K" -ge 50 ] || fail "checkpoint step $K < 50"
   assert_eq "0-1199/1200/1200" "$(w_get "/api/v1/jobs/1/metrics?kind=train" | w_steps)" "train steps"
   [ -z "$(ls "$D/ckpt" 2>/dev/null)" ] || fail "checkpoints left after completion: $(ls -R "$D/ckpt")"
 }
@@ -35,22 +42,7 @@ t_sigterm_checkpoints_reports_and_exits() {
 # just written, often while the reporter is still posting an older one; the path the server ends up
 # offering must still be a readable file, and the next worker resumes from it.
 t_sigterm_with_checkpoint_every_step_reports_a_readable_file() {
-  w_setup
-  w_server --lease-ttl 30
-  w_spec "$D/spec.json" term1 '["4,4,4,4"]' '[3]' 1200 1
-  local sid; sid=$(w_create "$D/spec.json")
-  w_worker wa; local pa=$LAST_PID
-  w_wait 30 "job 1 trains" w_job_step_at_least 1 50
-  kill -TERM "$pa"
-  local rc=0; wait "$pa" || rc=$?
-  assert_eq 0 "$rc" "agent exit status after SIGTERM"
-  local j; j=$(w_get /api/v1/jobs/1)
-  assert_eq queued "$(echo "$j" | w_json 'd["state"]')" "job handed back"
-  local k; k=$(echo "$j" | w_json 'd["checkpoint_step"]')
-  [ -r "$(echo "$j" | w_json 'd["checkpoint_path"]')" ] || { w_dump; fail "reported checkpoint (step $k) is not a readable file"; }
-  w_worker wb
-  w_wait 60 "job done" w_all_done "$sid" 1
-  grep -q "job=1 attempt=2 resuming from step $k " "$D/wb.log" || { w_dump; fail "wb did not resume from $k"; }
+  sigterm_then_resume term1 1
 }
 
 w_job_step_at_least() { # JOB STEP (leased)
