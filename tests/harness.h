@@ -82,11 +82,16 @@ static __attribute__((unused)) int harness_run(const char *cmd, char **out) {
     FILE *p = popen(full, "r");
     if (!p) return -1;
     size_t cap = 4096, len = 0;
-    char *buf = malloc(cap);
+    char *buf = (char *)malloc(cap);   /* casts: the CUDA-emulator test includes this as C++ */
     size_t n;
     while (buf && (n = fread(buf + len, 1, cap - len - 1, p)) > 0) {
         len += n;
-        if (cap - len < 1024) { cap *= 2; buf = realloc(buf, cap); }
+        if (cap - len < 1024) {
+            char *nb = (char *)realloc(buf, cap * 2);
+            if (!nb) { free(buf); buf = NULL; break; }
+            buf = nb;
+            cap *= 2;
+        }
     }
     if (buf) buf[len] = 0;
     int st = pclose(p);

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # tests/run.sh — runs every test case in its own process (own session) with a timeout and prints
 # "N passed, N failed[, N skipped]" last. Exit 1 when anything failed.
-#   unit:        $BUILD/tests/test_*          (from tests/unit/test_*.c)
+#   unit:        $BUILD/tests/test_*          (from tests/unit/test_*.c; test_*.emu-* and test_cudaemu run the
+#                                              CUDA kernels in the CPU emulator, tests/cudaemu)
 #   integration: tests/integration/test_*.sh  (real processes on loopback)
 #   web:         tests/web/test_*.py          (headless Chromium through WebDriver)
 # A test source may say "timeout: SECONDS" in its first 15 lines (default 120).
@@ -40,7 +41,9 @@ run_case() { # run_case LABEL TIMEOUT CMD...
 
 for b in "$BUILD"/tests/test_*; do
   [ -x "$b" ] || continue
-  name=$(basename "$b"); to=$(file_timeout "tests/unit/$name.c")
+  name=$(basename "$b"); src=tests/unit/${name%%.*}.c   # test_x.emu-fp32 is test_x.c built for the CUDA emulator
+  [ -f "$src" ] || src=tests/cudaemu/$name.cu
+  to=$(file_timeout "$src")
   for c in $("$b" --list); do run_case "unit/$name:$c" "$to" "$b" "$c"; done
 done
 for f in tests/integration/test_*.sh; do

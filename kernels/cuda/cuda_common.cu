@@ -17,6 +17,15 @@
 thread_local pcu_state g_pcu;
 static thread_local char pcu_err[512];
 
+/* A host thread's handles and workspaces die with the thread: prism_cuda_init touches this thread_local,
+ * whose destructor (run at thread exit, and for the main thread at exit() before atexit handlers, so
+ * before the CUDA runtime tears down) calls prism_cuda_shutdown. Without it every worker thread that
+ * trained on a GPU and ended left its cuBLAS handles and 32 MiB workspace behind. */
+namespace {
+struct pcu_reaper { ~pcu_reaper() { prism_cuda_shutdown(); } };
+thread_local pcu_reaper pcu_reaper_instance;
+}
+
 int pcu_fail_msg(const char *where, const char *what) {
     snprintf(pcu_err, sizeof pcu_err, "%s: %s", where, what);
     return -1;
@@ -78,6 +87,7 @@ extern "C" int prism_cuda_init(int device, char *err, size_t errlen) {
         return pcu_init_err(err, errlen, -1);
     }
     if (g_pcu.ready) prism_cuda_shutdown();   /* this thread moves to another device */
+    (void)&pcu_reaper_instance;               /* arms the thread-exit shutdown */
     pcu_state s;
     memset(&s, 0, sizeof s);
     cudaError_t e;

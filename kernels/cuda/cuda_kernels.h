@@ -31,7 +31,8 @@ int prism_cuda_device_count(void);
 /* Select `device`, create the cuBLAS/cuBLASLt handles and workspaces. Idempotent for the same device;
  * 0 or -1 with a message in err (a clear one when there is no device) and in prism_cuda_last_error(). */
 int prism_cuda_init(int device, char *err, size_t errlen);
-/* Frees the handles and workspaces made by prism_cuda_init (safe to call when not initialised). */
+/* Frees the handles and workspaces made by prism_cuda_init (safe to call when not initialised); runs by itself
+ * when the thread exits. */
 void prism_cuda_shutdown(void);
 const char *prism_cuda_last_error(void);
 const char *prism_cuda_precision(void);          /* "bf16" or "fp32" */

@@ -95,7 +95,9 @@ static int lt_matmul(bool ta, bool tb, int m, int n, int k, const void *A, cudaD
         key.al[4] = ptr_align(aux);
         if (!lt_cache_get(&key, &heur)) {
             cublasStatus_t s = cublasLtMatmulAlgoGetHeuristic(g_pcu.lt, desc, la, lb, ld, ld, pref, 1, &heur, &found);
-            if (s != CUBLAS_STATUS_SUCCESS || found == 0) { rc = 1; goto out; }
+            /* no algorithm for this problem: fall back; anything else is a bad call and must not be masked */
+            if (s == CUBLAS_STATUS_NOT_SUPPORTED || (s == CUBLAS_STATUS_SUCCESS && found == 0)) { rc = 1; goto out; }
+            if (s != CUBLAS_STATUS_SUCCESS) { rc = pcu_fail_blas("cublasLtMatmulAlgoGetHeuristic", s); goto out; }
             lt_cache_put(&key, &heur);
         }
     }

@@ -34,53 +34,85 @@ static float frand(void) {   /* uniform in [-1, 1) */
 static int fp32(void) { return strcmp(prism_cuda_precision(), "fp32") == 0; }
 static double tol(double t32, double t16) { return fp32() ? t32 : t16; }
 
+/* Linked against the CUDA emulator (tests/cudaemu, binaries test_cuda_kernels.emu-*), these exist: every fault
+ * it saw (a shuffle with an exited lane, an out-of-bounds write, a bad cuBLAS extent...) fails the case at exit,
+ * even one whose numbers came out right. Against the real CUDA libraries they are NULL. */
+extern int cudaemu_faults(void) __attribute__((weak));
+extern const char *cudaemu_last_fault(void) __attribute__((weak));
+static void emu_faults_fail(void) {
+    if (cudaemu_faults && cudaemu_faults() > 0) {
+        fprintf(stderr, "CUDA emulator: %d fault(s), the last: %s\n", cudaemu_faults(), cudaemu_last_fault());
+        fflush(NULL);
+        _exit(1);
+    }
+}
+
 static void need_device(void) {
     if (prism_cuda_device_count() <= 0) SKIP("no CUDA device");
     char err[512];
     if (prism_cuda_init(0, err, sizeof err) != 0) HFAIL("prism_cuda_init: %s", err);
     printf("device: %s, precision %s\n", prism_cuda_device_name(), prism_cuda_precision());
+    if (cudaemu_faults) atexit(emu_faults_fail);
 }
 #define CK(call) do { if ((call) != 0) HFAIL("%s failed: %s", #call, prism_cuda_last_error()); } while (0)
 
+/* Every buffer a case allocates is freed at exit (atexit, before LeakSanitizer looks in `make sanitize`), so a
+ * leak report there is the product's, not the test's. */
+static struct { void *p; int dev; } kept[8192];
+static int nkept;
+static void free_kept(void) {
+    for (int i = nkept - 1; i >= 0; i--) { if (kept[i].dev) prism_cuda_free(kept[i].p); else free(kept[i].p); }
+    nkept = 0;
+}
+static void *keep(void *p, int dev) {
+    if (!p) HFAIL("out of memory%s%s", dev ? ": " : "", dev ? prism_cuda_last_error() : "");
+    if (nkept == 0) atexit(free_kept);
+    if (nkept < (int)(sizeof kept / sizeof kept[0])) { kept[nkept].p = p; kept[nkept].dev = dev; nkept++; }
+    return p;
+}
+#define tmalloc(n) keep(malloc(n), 0)
+#define tcalloc(n, s) keep(calloc((n), (s)), 0)
+#define tdmalloc(n) keep(prism_cuda_malloc(n), 1)
+
 /* host random array, rounded to the device element type */
 static float *hrand(size_t n, float scale) {
-    float *a = malloc(n * sizeof(float));
+    float *a = tmalloc(n * sizeof(float));
     if (!a) HFAIL("out of memory");
     for (size_t i = 0; i < n; i++) a[i] = frand() * scale;
     prism_cuda_round_host(a, n);
     return a;
 }
-static float *hzero(size_t n) { float *a = calloc(n ? n : 1, sizeof(float)); if (!a) HFAIL("oom"); return a; }
-static float *hcopy(const float *s, size_t n) { float *a = malloc(n * sizeof(float)); memcpy(a, s, n * sizeof(float)); return a; }
+static float *hzero(size_t n) { float *a = tcalloc(n ? n : 1, sizeof(float)); if (!a) HFAIL("oom"); return a; }
+static float *hcopy(const float *s, size_t n) { float *a = tmalloc(n * sizeof(float)); memcpy(a, s, n * sizeof(float)); return a; }
 static void *dx(const float *h, size_t n) {   /* device floatX copy of h */
-    void *d = prism_cuda_malloc(n * prism_cuda_x_size());
+    void *d = tdmalloc(n * prism_cuda_x_size());
     if (!d) HFAIL("%s", prism_cuda_last_error());
     CK(prism_cuda_upload_x(d, h, n));
     return d;
 }
 static float *df(const float *h, size_t n) {  /* device float32 copy of h */
-    float *d = prism_cuda_malloc(n * sizeof(float));
+    float *d = tdmalloc(n * sizeof(float));
     if (!d) HFAIL("%s", prism_cuda_last_error());
     CK(prism_cuda_upload(d, h, n * sizeof(float)));
     return d;
 }
 static void *dpoison_x(size_t n) {
-    void *d = prism_cuda_malloc(n * prism_cuda_x_size());
+    void *d = tdmalloc(n * prism_cuda_x_size());
     if (!d) HFAIL("%s", prism_cuda_last_error());
     CK(prism_cuda_fill_x(d, NAN, n));
     return d;
 }
 static float *dpoison_f(size_t n) {
-    float *d = prism_cuda_malloc(n * sizeof(float));
+    float *d = tdmalloc(n * sizeof(float));
     if (!d) HFAIL("%s", prism_cuda_last_error());
     CK(prism_cuda_fill_f32(d, NAN, n));
     return d;
 }
 static float *get_x(const void *d, size_t n) { float *h = hzero(n); CK(prism_cuda_sync()); CK(prism_cuda_download_x(h, d, n)); return h; }
 static float *get_f(const float *d, size_t n) { float *h = hzero(n); CK(prism_cuda_sync()); CK(prism_cuda_download(h, d, n * sizeof(float))); return h; }
-static int *irand(size_t n, int hi) { int *a = malloc(n * sizeof(int)); for (size_t i = 0; i < n; i++) a[i] = (int)((frand() + 1.0f) * 0.5f * hi) % hi; return a; }
+static int *irand(size_t n, int hi) { int *a = tmalloc(n * sizeof(int)); for (size_t i = 0; i < n; i++) a[i] = (int)((frand() + 1.0f) * 0.5f * hi) % hi; return a; }
 static int *di(const int *h, size_t n) {
-    int *d = prism_cuda_malloc(n * sizeof(int));
+    int *d = tdmalloc(n * sizeof(int));
     if (!d) HFAIL("%s", prism_cuda_last_error());
     CK(prism_cuda_upload(d, h, n * sizeof(int)));
     return d;
@@ -209,6 +241,8 @@ TEST(matmul_forward_backward) {
     matmul_case(1, 37, 50, 70, 1);      /* odd sizes: unaligned rows, cuBLASLt may fall back */
     matmul_case(2, 16, 64, 1000, 0);    /* classifier shape: no bias */
     printf("cuBLASLt fallbacks so far: %d\n", prism_cuda_matmul_fallbacks());
+    /* the emulator's cuBLASLt takes every shape: a fallback there means our call was refused */
+    if (cudaemu_faults) ASSERT_EQ_INT(0, prism_cuda_matmul_fallbacks());
 }
 
 TEST(matmul_gelu_epilogue) {
@@ -248,7 +282,7 @@ static void attention_case(int B, int T, int C, int NH) {
     float *out_c = hzero(n), *att_c = hzero(na), *dqkv_c = hzero(n3), *datt_c = hzero(na);
     cpu_attention_forward(out_c, att_c, qkv, B, T, C, NH);
     void *d_qkv = dx(qkv, n3), *out = dpoison_x(n), *att = dpoison_x(na), *dqkv = dpoison_x(n3);
-    void *scratch = prism_cuda_malloc(prism_cuda_attention_scratch_bytes(B, T, C, NH));
+    void *scratch = tdmalloc(prism_cuda_attention_scratch_bytes(B, T, C, NH));
     if (!scratch) HFAIL("%s", prism_cuda_last_error());
     CK(prism_cuda_attention_forward(out, att, d_qkv, scratch, B, T, C, NH));
     close_to("attention att", get_x(att, na), att_c, na, tol(5e-5, 2e-2));
@@ -260,7 +294,7 @@ static void attention_case(int B, int T, int C, int NH) {
     close_to("attention dqkv", get_x(dqkv, n3), dqkv_c, n3, tol(5e-5, 2e-2));
     /* attention distance of this layer vs the CPU definition */
     size_t nr = prism_cuda_attention_distance_rows(B, T, NH);
-    float *rows = prism_cuda_malloc(nr * sizeof(float)), *hrows = hzero(nr);
+    float *rows = tdmalloc(nr * sizeof(float)), *hrows = hzero(nr);
     double dg = 0, dc = cpu_attention_distance(att_c, B, T, NH);
     CK(prism_cuda_attention_distance(dx(att_c, na), B, T, NH, rows, hrows, &dg));
     printf("  attention distance         gpu %.6f cpu %.6f\n", dg, dc);
@@ -347,7 +381,7 @@ static void make_pair(const struct model_config *c, model **cpu, model **gpu, fl
     if (model_cpu_ops.create(c, -1, cpu, err, sizeof err)) HFAIL("cpu create: %s", err);
     if (model_cuda_ops.create(c, 0, gpu, err, sizeof err)) HFAIL("cuda create: %s", err);
     size_t np = model_num_params(c);
-    *params = malloc(np * sizeof(float));
+    *params = tmalloc(np * sizeof(float));
     model_init_params(c, 1234, *params);
     prism_cuda_round_host(*params, np);    /* both start from weights exactly representable on the GPU */
     if (model_cpu_ops.set_params(*cpu, *params)) HFAIL("cpu set_params");
@@ -372,7 +406,7 @@ TEST(model_loss_and_every_gradient_match_cpu) {
     model *cpu, *gpu;
     float *params;
     make_pair(&c, &cpu, &gpu, &params);
-    int n = c.B * c.T, *in = malloc(n * sizeof(int)), *tg = malloc(n * sizeof(int));
+    int n = c.B * c.T, *in = tmalloc(n * sizeof(int)), *tg = tmalloc(n * sizeof(int));
     batch(in, tg, n, c.V, 0);
     float lc = 0, lg = 0;
     if (model_cpu_ops.zero_grad(cpu) || model_cpu_ops.forward_backward(cpu, in, tg, c.B, c.T, 1.0f, &lc)) HFAIL("cpu fb");
@@ -382,7 +416,7 @@ TEST(model_loss_and_every_gradient_match_cpu) {
     ASSERT_NEAR(lc, lg, lc * tol(1e-5, 1e-2));
     size_t np = model_num_params(&c), sz[MODEL_NUM_TENSORS];
     model_param_sizes(&c, sz);
-    float *gc = malloc(np * sizeof(float)), *gg = malloc(np * sizeof(float));
+    float *gc = tmalloc(np * sizeof(float)), *gg = tmalloc(np * sizeof(float));
     if (model_cpu_ops.get_grads(cpu, gc) || model_cuda_ops.get_grads(gpu, gg)) HFAIL("get_grads");
     size_t off = 0;
     double worst = 0;
@@ -423,7 +457,7 @@ TEST(model_trains_20_steps_like_cpu) {
     model *cpu, *gpu;
     float *params;
     make_pair(&c, &cpu, &gpu, &params);
-    int n = c.B * c.T, *in = malloc(n * sizeof(int)), *tg = malloc(n * sizeof(int));
+    int n = c.B * c.T, *in = tmalloc(n * sizeof(int)), *tg = tmalloc(n * sizeof(int));
     struct adamw_params hp = { .lr = 1e-3f, .beta1 = 0.9f, .beta2 = 0.95f, .eps = 1e-8f, .weight_decay = 0.1f, .grad_clip = 1.0f };
     float first_c = 0, first_g = 0, lc = 0, lg = 0, worst = 0;
     printf("step  loss_cpu   loss_gpu   |diff|     norm_cpu  norm_gpu\n");
@@ -472,7 +506,7 @@ TEST(models_in_two_threads_match_one_thread) {
     need_device();
     struct model_config c;
     small_config(&c);
-    float *params = malloc(model_num_params(&c) * sizeof(float));
+    float *params = tmalloc(model_num_params(&c) * sizeof(float));
     model_init_params(&c, 99, params);
     struct thread_job solo = { .params = params }, a = { .params = params }, b = { .params = params };
     pthread_t ta, tb;

@@ -1,0 +1,489 @@
+/* tests/cudaemu/cudaemu.cpp — the CUDA emulator's runtime: device memory, errors, events, and the block
+ * scheduler that runs every CUDA thread of a block as a fiber (design notes in cudaemu.h).
+ *
+ * Scheduler. A launch walks its blocks in order. For a block of n threads it prepares n fibers on n stacks
+ * (mapped once per host thread, 1024 stacks), then repeats: resume every runnable fiber (in CUDAEMU_ORDER)
+ * until it finishes or parks at a barrier; then release a warp whose live lanes are all parked at a warp
+ * barrier, or else the whole block when every live thread is parked at __syncthreads. Anything else is a
+ * deadlock (a divergent barrier): the block is abandoned and the launch fails. Only here, at barriers, does
+ * control move between threads, which is what makes shared-memory read-modify-writes atomic.
+ * State is thread_local: the model tests train in two host threads at once.
+ * Under AddressSanitizer every switch is announced (__sanitizer_start/finish_switch_fiber) and a stack is
+ * unpoisoned before reuse, so ASan checks kernels' loads and stores against the heap "device" buffers.
+ */
+#include "cudaemu.h"
+#include <errno.h>
+#include <map>
+#include <mutex>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+#include <time.h>
+
+#if defined(__SANITIZE_ADDRESS__)
+#define EMU_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define EMU_ASAN 1
+#endif
+#endif
+#ifdef EMU_ASAN
+#include <sanitizer/asan_interface.h>
+#include <sanitizer/common_interface_defs.h>
+#endif
+
+extern "C" void cudaemu_switch(void **save_sp, void *to_sp);
+
+thread_local uint3 threadIdx, blockIdx;
+thread_local dim3 blockDim, gridDim;
+
+/* ---- errors ---------------------------------------------------------------------------------------------- */
+static thread_local cudaError_t last_error = cudaSuccess;
+static thread_local char fault_msg[512];
+static thread_local int fault_count;
+
+static void set_error(cudaError_t e) { if (last_error == cudaSuccess) last_error = e; }
+
+/* An emulator-detected bug in a kernel or a call: counted, printed once per launch site, and the launch fails. */
+static void fault(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(fault_msg, sizeof fault_msg, fmt, ap);
+    va_end(ap);
+    fault_count++;
+    fprintf(stderr, "cudaemu: %s\n", fault_msg);
+    set_error(cudaErrorLaunchFailure);
+}
+extern "C" const char *cudaemu_last_fault(void) { return fault_msg; }
+extern "C" int cudaemu_faults(void) { return fault_count; }
+
+cudaError_t cudaGetLastError(void) { cudaError_t e = last_error; last_error = cudaSuccess; return e; }
+
+const char *cudaGetErrorName(cudaError_t e) {
+    switch (e) {
+    case cudaSuccess: return "cudaSuccess";
+    case cudaErrorInvalidValue: return "cudaErrorInvalidValue";
+    case cudaErrorMemoryAllocation: return "cudaErrorMemoryAllocation";
+    case cudaErrorInvalidConfiguration: return "cudaErrorInvalidConfiguration";
+    case cudaErrorInvalidDevicePointer: return "cudaErrorInvalidDevicePointer";
+    case cudaErrorInvalidMemcpyDirection: return "cudaErrorInvalidMemcpyDirection";
+    case cudaErrorNoDevice: return "cudaErrorNoDevice";
+    case cudaErrorInvalidDevice: return "cudaErrorInvalidDevice";
+    case cudaErrorLaunchFailure: return "cudaErrorLaunchFailure";
+    }
+    return "cudaErrorUnknown";
+}
+const char *cudaGetErrorString(cudaError_t e) {
+    switch (e) {
+    case cudaSuccess: return "no error";
+    case cudaErrorInvalidValue: return "invalid argument";
+    case cudaErrorMemoryAllocation: return "out of memory";
+    case cudaErrorInvalidConfiguration: return "invalid configuration argument";
+    case cudaErrorInvalidDevicePointer: return "invalid device pointer";
+    case cudaErrorInvalidMemcpyDirection: return "invalid copy direction for memcpy";
+    case cudaErrorNoDevice: return "no CUDA-capable device is detected";
+    case cudaErrorInvalidDevice: return "invalid device ordinal";
+    case cudaErrorLaunchFailure: return fault_msg[0] ? fault_msg : "unspecified launch failure";
+    }
+    return "unknown error";
+}
+
+/* ---- device and memory ----------------------------------------------------------------------------------- */
+static const size_t EMU_TOTAL_MEM = (size_t)80 << 30;
+static std::mutex mem_lock;
+static std::map<uintptr_t, size_t> allocs;   /* base -> bytes, every live cudaMalloc */
+static size_t allocated;
+
+static int device_count(void) {
+    const char *e = getenv("CUDAEMU_DEVICES");
+    return e && *e ? atoi(e) : 1;
+}
+cudaError_t cudaGetDeviceCount(int *n) {
+    *n = device_count();
+    if (*n <= 0) { *n = 0; set_error(cudaErrorNoDevice); return cudaErrorNoDevice; }
+    return cudaSuccess;
+}
+cudaError_t cudaSetDevice(int d) {
+    if (d < 0 || d >= device_count()) { set_error(cudaErrorInvalidDevice); return cudaErrorInvalidDevice; }
+    return cudaSuccess;
+}
+cudaError_t cudaGetDeviceProperties(cudaDeviceProp *p, int d) {
+    if (d < 0 || d >= device_count()) return cudaErrorInvalidDevice;
+    memset(p, 0, sizeof *p);
+    snprintf(p->name, sizeof p->name, "cudaemu CPU emulator");
+    p->major = 9;
+    p->minor = 0;
+    p->multiProcessorCount = 4;
+    p->maxThreadsPerBlock = 1024;
+    p->warpSize = 32;
+    p->totalGlobalMem = EMU_TOTAL_MEM;
+    p->sharedMemPerBlock = 48 * 1024;
+    return cudaSuccess;
+}
+
+/* Each allocation sits between two GUARD-byte zones of GUARD_BYTE, checked after every launch. */
+static const size_t GUARD = 512;
+static const unsigned char GUARD_BYTE = 0xA5;
+static size_t padded(size_t bytes) { return ((bytes ? bytes : 1) + 255) & ~(size_t)255; }
+
+cudaError_t cudaMalloc(void **p, size_t bytes) {
+    *p = NULL;
+    size_t n = padded(bytes);
+    std::lock_guard<std::mutex> g(mem_lock);
+    if (allocated + n > EMU_TOTAL_MEM) return cudaErrorMemoryAllocation;
+    unsigned char *q = (unsigned char *)aligned_alloc(256, n + 2 * GUARD);
+    if (!q) return cudaErrorMemoryAllocation;
+    memset(q, GUARD_BYTE, GUARD);
+    memset(q + GUARD, 0xFF, n);   /* fresh device memory is garbage: NaN in float32 and in bf16 */
+    memset(q + GUARD + n, GUARD_BYTE, GUARD);
+    allocs[(uintptr_t)(q + GUARD)] = bytes ? bytes : 1;
+    allocated += n;
+    *p = q + GUARD;
+    return cudaSuccess;
+}
+cudaError_t cudaFree(void *p) {
+    if (!p) return cudaSuccess;
+    std::lock_guard<std::mutex> g(mem_lock);
+    auto it = allocs.find((uintptr_t)p);
+    if (it == allocs.end()) { set_error(cudaErrorInvalidDevicePointer); return cudaErrorInvalidDevicePointer; }
+    allocated -= padded(it->second);
+    allocs.erase(it);
+    free((unsigned char *)p - GUARD);
+    return cudaSuccess;
+}
+
+/* After a launch: every guard zone intact? A damaged one is a fault naming the kernel, and is repaired. */
+static void check_guards(const char *kernel) {
+    std::lock_guard<std::mutex> g(mem_lock);
+    for (auto &a : allocs) {
+        unsigned char *base = (unsigned char *)a.first, *lo = base - GUARD, *hi = base + padded(a.second);
+        for (int side = 0; side < 2; side++) {
+            unsigned char *z = side ? hi : lo;
+            size_t bad = 0, first = GUARD;
+            for (size_t i = 0; i < GUARD; i++)
+                if (z[i] != GUARD_BYTE) { bad++; if (first == GUARD) first = i; }
+            if (bad) {
+                fault("%s wrote %s the device allocation at %p (%zu bytes): %zu guard bytes changed, the first %zu bytes %s",
+                      kernel, side ? "past the end of" : "before the start of", (void *)base, a.second, bad,
+                      side ? first + padded(a.second) - a.second : GUARD - first, side ? "past its end" : "before it");
+                memset(z, GUARD_BYTE, GUARD);
+            }
+        }
+    }
+}
+
+/* 0 when [p, p+bytes) lies inside one live allocation. Used by cuBLAS (cublasemu.cpp) too. */
+int cudaemu_check_range(const void *p, size_t bytes, const char *what) {
+    if (bytes == 0) return 0;
+    std::lock_guard<std::mutex> g(mem_lock);
+    uintptr_t a = (uintptr_t)p;
+    auto it = allocs.upper_bound(a);
+    if (it == allocs.begin()) goto bad;
+    --it;
+    if (a >= it->first && a + bytes <= it->first + it->second) return 0;
+bad:
+    fault("%s: %zu bytes at %p are not inside one device allocation%s", what, bytes, p,
+          it != allocs.end() && a >= it->first && a < it->first + it->second ? " (they run past its end)" : "");
+    return -1;
+}
+static int is_device(const void *p) {
+    std::lock_guard<std::mutex> g(mem_lock);
+    auto it = allocs.upper_bound((uintptr_t)p);
+    if (it == allocs.begin()) return 0;
+    --it;
+    return (uintptr_t)p < it->first + it->second;
+}
+
+cudaError_t cudaMemset(void *p, int v, size_t bytes) {
+    if (cudaemu_check_range(p, bytes, "cudaMemset")) return cudaErrorInvalidValue;
+    memset(p, v, bytes);
+    return cudaSuccess;
+}
+cudaError_t cudaMemcpy(void *dst, const void *src, size_t bytes, cudaMemcpyKind kind) {
+    if (!bytes) return cudaSuccess;
+    int dd = kind == cudaMemcpyHostToDevice || kind == cudaMemcpyDeviceToDevice;
+    int sd = kind == cudaMemcpyDeviceToHost || kind == cudaMemcpyDeviceToDevice;
+    if (kind == cudaMemcpyDefault) { dd = is_device(dst); sd = is_device(src); }
+    if (kind == cudaMemcpyHostToHost) dd = sd = 0;
+    if ((dd && cudaemu_check_range(dst, bytes, "cudaMemcpy destination")) ||
+        (sd && cudaemu_check_range(src, bytes, "cudaMemcpy source")))
+        return cudaErrorInvalidValue;
+    if ((!dd && is_device(dst)) || (!sd && is_device(src))) {
+        fault("cudaMemcpy: kind %d says host memory but the pointer is device memory", (int)kind);
+        return cudaErrorInvalidMemcpyDirection;
+    }
+    memmove(dst, src, bytes);
+    return cudaSuccess;
+}
+cudaError_t cudaMemGetInfo(size_t *fr, size_t *tot) {
+    std::lock_guard<std::mutex> g(mem_lock);
+    *tot = EMU_TOTAL_MEM;
+    *fr = EMU_TOTAL_MEM - allocated;
+    return cudaSuccess;
+}
+cudaError_t cudaDeviceSynchronize(void) { return cudaSuccess; }
+
+struct cudaemu_event { double t; };
+static double now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+cudaError_t cudaEventCreate(cudaEvent_t *ev) { *ev = new cudaemu_event{ 0 }; return cudaSuccess; }
+cudaError_t cudaEventDestroy(cudaEvent_t ev) { delete ev; return cudaSuccess; }
+cudaError_t cudaEventRecord(cudaEvent_t ev, cudaStream_t) { ev->t = now_ms(); return cudaSuccess; }
+cudaError_t cudaEventSynchronize(cudaEvent_t) { return cudaSuccess; }
+cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t a, cudaEvent_t b) { *ms = (float)(b->t - a->t); return cudaSuccess; }
+
+/* ---- the block scheduler --------------------------------------------------------------------------------- */
+enum { F_RUN, F_BAR_BLOCK, F_BAR_WARP, F_DONE };
+struct fiber {
+    void *sp;
+    int state;
+    uint3 idx;
+    void *asan_fake;
+};
+#ifdef EMU_ASAN
+static const size_t STACK = 256 * 1024;
+#else
+static const size_t STACK = 64 * 1024;
+#endif
+static const int MAX_THREADS = 1024;
+
+namespace {
+struct sched {
+    char *stacks = nullptr;          /* MAX_THREADS * STACK, mapped on first launch */
+    fiber f[MAX_THREADS];
+    int n = 0, cur = -1;
+    void *sp = nullptr;              /* the scheduler's own stack pointer while a fiber runs */
+    void (*fn)(void *) = nullptr;
+    void *ctx = nullptr;
+    float xchg[MAX_THREADS];         /* shuffle exchange, one slot per thread */
+    unsigned char *dyn = nullptr;    /* dynamic shared memory */
+    unsigned char stat[48 * 1024];   /* static shared memory of the running launch */
+    int stat_key[16];                /* declaration line -> offset into stat, per launch */
+    size_t stat_off[16], stat_used = 0;
+    int stat_n = 0;
+    size_t dyn_size = 0, dyn_cap = 0;
+    const void *sched_bottom = nullptr;
+    size_t sched_size = 0;
+    void *sched_fake = nullptr;
+    int faulted = 0;
+    uint64_t rng = 0x9E3779B97F4A7C15ULL;
+    ~sched() {
+        if (stacks) munmap(stacks, (size_t)MAX_THREADS * STACK);
+        free(dyn);
+    }
+};
+thread_local sched S;
+}
+
+static inline void asan_start(void **fake, const void *bottom, size_t size) {
+#ifdef EMU_ASAN
+    __sanitizer_start_switch_fiber(fake, bottom, size);
+#else
+    (void)fake; (void)bottom; (void)size;
+#endif
+}
+static inline void asan_finish(void *fake, const void **bottom, size_t *size) {
+#ifdef EMU_ASAN
+    __sanitizer_finish_switch_fiber(fake, bottom, size);
+#else
+    (void)fake; (void)bottom; (void)size;
+#endif
+}
+
+extern "C" void cudaemu_fiber_entry(void) {
+    asan_finish(nullptr, &S.sched_bottom, &S.sched_size);
+    S.fn(S.ctx);
+    fiber &f = S.f[S.cur];
+    f.state = F_DONE;
+    asan_start(nullptr, S.sched_bottom, S.sched_size);   /* this fiber's stack dies here */
+    cudaemu_switch(&f.sp, S.sp);
+    abort();   /* a finished fiber is never resumed */
+}
+
+static void prepare(int i) {
+    char *base = S.stacks + (size_t)i * STACK;
+#ifdef EMU_ASAN
+    __asan_unpoison_memory_region(base, STACK);
+#endif
+    void **sp = (void **)(base + STACK);   /* 16-byte aligned top */
+    *--sp = nullptr;                        /* "return address" of the entry: keeps the call alignment */
+    *--sp = (void *)cudaemu_fiber_entry;    /* popped by the switch's ret */
+    for (int r = 0; r < 6; r++) *--sp = nullptr;   /* rbp rbx r12 r13 r14 r15 */
+    S.f[i].sp = sp;
+    S.f[i].state = F_RUN;
+    S.f[i].asan_fake = nullptr;
+    unsigned bx = blockDim.x, by = blockDim.y;
+    S.f[i].idx.x = i % bx;
+    S.f[i].idx.y = (i / bx) % by;
+    S.f[i].idx.z = i / (bx * by);
+}
+
+static void resume(int i) {
+    S.cur = i;
+    threadIdx = S.f[i].idx;
+    asan_start(&S.sched_fake, S.stacks + (size_t)i * STACK, STACK);
+    cudaemu_switch(&S.sp, S.f[i].sp);
+    asan_finish(S.sched_fake, nullptr, nullptr);
+    S.cur = -1;
+}
+
+static void park(int state) {
+    fiber &f = S.f[S.cur];
+    f.state = state;
+    asan_start(&f.asan_fake, S.sched_bottom, S.sched_size);
+    cudaemu_switch(&f.sp, S.sp);
+    asan_finish(f.asan_fake, nullptr, nullptr);
+}
+
+static const char *kernel_name;
+
+void cudaemu_syncthreads(void) {
+    if (S.cur < 0) { fault("__syncthreads called outside a kernel"); return; }
+    park(F_BAR_BLOCK);
+}
+
+float cudaemu_shfl_xor(unsigned mask, float v, int lane_mask, int width) {
+    if (S.cur < 0) { fault("__shfl_xor_sync called outside a kernel"); return v; }
+    int t = S.cur, lane = t & 31, base = t & ~31;
+    if (mask != 0xffffffffu || width != 32) {
+        fault("%s: __shfl_xor_sync with mask %#x width %d: the emulator supports full warps only", kernel_name, mask, width);
+        return v;
+    }
+    if (base + 32 > S.n) {
+        fault("%s: full-mask shuffle in a partial warp (block of %d threads is not a multiple of 32)", kernel_name, S.n);
+        return v;
+    }
+    S.xchg[t] = v;
+    park(F_BAR_WARP);                      /* every live lane has posted its value */
+    int src = base + ((lane ^ lane_mask) & 31);
+    float r = S.xchg[src];
+    if (S.f[src].state == F_DONE)
+        fault("%s: lane %d of warp %d shuffles with lane %d, which has already exited (block %u,%u,%u)", kernel_name,
+              lane, t >> 5, src & 31, blockIdx.x, blockIdx.y, blockIdx.z);
+    park(F_BAR_WARP);                      /* every lane has read before anyone posts again */
+    return r;
+}
+
+void *cudaemu_dyn_shared(void) {
+    if (!S.dyn_size) fault("%s: uses extern __shared__ memory but was launched with 0 bytes of it", kernel_name);
+    return S.dyn;
+}
+
+void *cudaemu_static_shared(size_t bytes, int key) {
+    for (int i = 0; i < S.stat_n; i++)
+        if (S.stat_key[i] == key) return S.stat + S.stat_off[i];
+    size_t off = (S.stat_used + 15) & ~(size_t)15;
+    if (S.stat_n == 16 || off + bytes > sizeof S.stat) {
+        fault("%s: more than 48 KiB or 16 arrays of static shared memory", kernel_name);
+        abort();
+    }
+    memset(S.stat + off, 0xFF, bytes);   /* NaN: read-before-write shows */
+    S.stat_key[S.stat_n] = key;
+    S.stat_off[S.stat_n++] = off;
+    S.stat_used = off + bytes;
+    return S.stat + off;
+}
+
+#ifndef CUDAEMU_DEFAULT_ORDER
+#define CUDAEMU_DEFAULT_ORDER 0   /* the fp32 test build compiles this file with 1 (reverse) */
+#endif
+static int order_mode(void) {
+    const char *e = getenv("CUDAEMU_ORDER");
+    if (!e || !*e) return CUDAEMU_DEFAULT_ORDER;
+    if (!strcmp(e, "forward")) return 0;
+    if (!strcmp(e, "reverse")) return 1;
+    return 2;   /* random */
+}
+
+/* Runs one block to completion; 0, or -1 after a deadlock (fault recorded). */
+static int run_block(int n, int mode) {
+    int perm[MAX_THREADS];
+    for (int i = 0; i < n; i++) { prepare(i); perm[i] = mode == 1 ? n - 1 - i : i; }
+    S.n = n;
+    if (S.dyn_size) memset(S.dyn, 0xFF, S.dyn_size);   /* uninitialised shared memory reads as NaN */
+    if (S.stat_used) memset(S.stat, 0xFF, S.stat_used);
+    for (;;) {
+        if (mode == 2)
+            for (int i = n - 1; i > 0; i--) {
+                S.rng ^= S.rng << 13; S.rng ^= S.rng >> 7; S.rng ^= S.rng << 17;
+                int j = (int)(S.rng % (uint64_t)(i + 1)), tmp = perm[i];
+                perm[i] = perm[j]; perm[j] = tmp;
+            }
+        for (int k = 0; k < n; k++)
+            if (S.f[perm[k]].state == F_RUN) resume(perm[k]);
+        int done = 0, at_block = 0, released = 0;
+        for (int i = 0; i < n; i++) {
+            done += S.f[i].state == F_DONE;
+            at_block += S.f[i].state == F_BAR_BLOCK;
+        }
+        if (done == n) return 0;
+        for (int w = 0; w * 32 < n; w++) {
+            int lo = w * 32, hi = lo + 32 < n ? lo + 32 : n, live = 0, wb = 0, bb = 0;
+            for (int i = lo; i < hi; i++) {
+                live += S.f[i].state != F_DONE;
+                wb += S.f[i].state == F_BAR_WARP;
+                bb += S.f[i].state == F_BAR_BLOCK;
+            }
+            if (wb && wb == live) {
+                for (int i = lo; i < hi; i++) if (S.f[i].state == F_BAR_WARP) S.f[i].state = F_RUN;
+                released++;
+            } else if (wb && bb) {
+                fault("%s: warp %d is split: %d lanes wait in a shuffle, %d in __syncthreads (block %u,%u,%u)",
+                      kernel_name, w, wb, bb, blockIdx.x, blockIdx.y, blockIdx.z);
+                return -1;
+            }
+        }
+        if (released) continue;
+        if (at_block == n - done) {
+            for (int i = 0; i < n; i++) if (S.f[i].state == F_BAR_BLOCK) S.f[i].state = F_RUN;
+            continue;
+        }
+        fault("%s: deadlock in block %u,%u,%u", kernel_name, blockIdx.x, blockIdx.y, blockIdx.z);
+        return -1;
+    }
+}
+
+void cudaemu_launch(dim3 g, dim3 b, size_t dyn, const char *name, void (*fn)(void *), void *ctx) {
+    kernel_name = name;
+    size_t nt = (size_t)b.x * b.y * b.z;
+    if (!g.x || !g.y || !g.z || !nt || nt > MAX_THREADS || b.z > 64 || g.y > 65535 || g.z > 65535 ||
+        g.x > 0x7fffffffu || dyn > 48 * 1024) {
+        fprintf(stderr, "cudaemu: %s: invalid launch grid (%u,%u,%u) block (%u,%u,%u) shared %zu\n", name, g.x, g.y,
+                g.z, b.x, b.y, b.z, dyn);
+        set_error(cudaErrorInvalidConfiguration);
+        return;
+    }
+    if (S.cur >= 0) { fault("%s: launched from inside a kernel", name); return; }
+    if (!S.stacks) {
+        void *m = mmap(NULL, (size_t)MAX_THREADS * STACK, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+                       -1, 0);
+        if (m == MAP_FAILED) { set_error(cudaErrorMemoryAllocation); return; }
+        S.stacks = (char *)m;
+    }
+    if (dyn > S.dyn_cap) {
+        free(S.dyn);
+        S.dyn = (unsigned char *)malloc(dyn);
+        S.dyn_cap = S.dyn ? dyn : 0;
+        if (!S.dyn) { set_error(cudaErrorMemoryAllocation); return; }
+    }
+    S.dyn_size = dyn;
+    S.fn = fn;
+    S.ctx = ctx;
+    gridDim = g;
+    blockDim = b;
+    S.stat_n = 0;
+    S.stat_used = 0;
+    int mode = order_mode();
+    for (unsigned z = 0; z < g.z; z++)
+        for (unsigned y = 0; y < g.y; y++)
+            for (unsigned x = 0; x < g.x; x++) {
+                blockIdx.x = x; blockIdx.y = y; blockIdx.z = z;
+                if (run_block((int)nt, mode)) goto out;
+            }
+out:
+    check_guards(name);
+}

@@ -1,0 +1,229 @@
+/* tests/cudaemu/test_cudaemu.cu — the CUDA emulator's own tests: it computes what CUDA computes, and it catches
+ * the kernel bugs it claims to catch (cudaemu.h). Written as CUDA, built through cu2cpp.sh like the kernels.
+ *   timeout: 60
+ */
+#include "harness.h"
+#include "cuda_common.cuh"
+#include <math.h>
+#include <stdlib.h>
+
+#define CK(call) do { cudaError_t e_ = (call); if (e_ != cudaSuccess) HFAIL("%s: %s", #call, cudaGetErrorString(e_)); } while (0)
+
+static float *kept[64];
+static int nkept;
+static void free_kept(void) { while (nkept > 0) cudaFree(kept[--nkept]); }
+static float *dev_floats(size_t n) {   /* freed at exit, before LeakSanitizer looks */
+    float *p = NULL;
+    CK(cudaMalloc(&p, n * sizeof(float)));
+    if (nkept == 0) atexit(free_kept);
+    if (nkept < 64) kept[nkept++] = p;
+    return p;
+}
+static void expect_fault(const char *what, const char *needle) {
+    cudaError_t e = cudaGetLastError();
+    printf("%s: cudaGetLastError -> %s; fault: \"%s\"\n", what, cudaGetErrorName(e), cudaemu_last_fault());
+    ASSERT_EQ_INT(cudaErrorLaunchFailure, e);
+    ASSERT_CONTAINS(cudaemu_last_fault(), needle);
+}
+
+/* ---- reductions agree with a serial sum whatever order the threads run in ---------------------------- */
+__global__ void k_block_sums(float *out, const float *in, int n) {
+    __shared__ float sh[32];
+    float s = 0.0f;
+    for (int i = threadIdx.x; i < n; i += blockDim.x) s += in[blockIdx.x * n + i];
+    float t = block_sum(s, sh);
+    float m = block_max(s, sh);
+    if (threadIdx.x == 0) { out[2 * blockIdx.x] = t; out[2 * blockIdx.x + 1] = m; }
+}
+TEST(block_reductions_match_serial_in_every_order) {
+    const int blocks = 3, n = 1000, threads = 256;
+    static float h[blocks * n];
+    float r[2 * blocks];
+    uint64_t x = 88172645463325252ULL;
+    for (int i = 0; i < blocks * n; i++) { x ^= x << 13; x ^= x >> 7; x ^= x << 17; h[i] = (float)((x >> 40) % 2000) / 1000.0f - 1.0f; }
+    float *in = dev_floats(blocks * n), *out = dev_floats(2 * blocks);
+    CK(cudaMemcpy(in, h, blocks * n * sizeof(float), cudaMemcpyHostToDevice));
+    const char *orders[] = { "forward", "reverse", "random" };
+    for (int o = 0; o < 3; o++) {
+        setenv("CUDAEMU_ORDER", orders[o], 1);
+        k_block_sums<<<blocks, threads>>>(out, in, n);
+        CK(cudaGetLastError());
+        CK(cudaMemcpy(r, out, sizeof r, cudaMemcpyDeviceToHost));
+        for (int b = 0; b < blocks; b++) {
+            double s = 0, mx = -1e30;
+            for (int t = 0; t < threads; t++) {   /* per-thread partials, as the kernel forms them */
+                double p = 0;
+                for (int i = t; i < n; i += threads) p += h[b * n + i];
+                s += p;
+                if (p > mx) mx = p;
+            }
+            printf("order %-7s block %d: sum gpu %.6f serial %.6f, max of partials gpu %.6f serial %.6f\n", orders[o], b,
+                   r[2 * b], s, r[2 * b + 1], mx);
+            ASSERT_NEAR(s, r[2 * b], 1e-4);
+            ASSERT_NEAR(mx, r[2 * b + 1], 1e-5);
+        }
+    }
+    ASSERT_EQ_INT(0, cudaemu_faults());
+}
+
+/* ---- a missing __syncthreads shows: shared memory is NaN until written --------------------------------- */
+template <bool SYNC> __global__ void k_rotate(float *out) {
+    __shared__ float sh[64];
+    sh[threadIdx.x] = (float)threadIdx.x;
+    if (SYNC) __syncthreads();
+    out[threadIdx.x] = sh[(threadIdx.x + 1) % blockDim.x];
+}
+TEST(missing_barrier_reads_poisoned_shared_memory) {
+    float *out = dev_floats(64), h[64];
+    const char *orders[] = { "forward", "reverse" };
+    for (int o = 0; o < 2; o++) {
+        setenv("CUDAEMU_ORDER", orders[o], 1);
+        k_rotate<true><<<1, 64>>>(out);
+        CK(cudaMemcpy(h, out, sizeof h, cudaMemcpyDeviceToHost));
+        for (int i = 0; i < 64; i++) ASSERT_NEAR((float)((i + 1) % 64), h[i], 0.0);
+        k_rotate<false><<<1, 64>>>(out);
+        CK(cudaMemcpy(h, out, sizeof h, cudaMemcpyDeviceToHost));
+        int nans = 0;
+        for (int i = 0; i < 64; i++) nans += isnan(h[i]);
+        printf("order %s: without the barrier %d of 64 threads read unwritten (NaN) shared memory\n", orders[o], nans);
+        ASSERT_TRUE(nans > 0);
+    }
+}
+
+/* ---- shuffles: exited partner lanes and split warps are faults --------------------------------------- */
+__global__ void k_shfl_after_exit(float *out) {
+    if (threadIdx.x == 5) return;
+    float v = __shfl_xor_sync(0xffffffffu, (float)threadIdx.x, 1);
+    out[threadIdx.x] = v;
+}
+__global__ void k_split_warp(float *out) {
+    float v = (float)threadIdx.x;
+    if (threadIdx.x < 16) __syncthreads();
+    else v = __shfl_xor_sync(0xffffffffu, v, 1);
+    out[threadIdx.x] = v;
+}
+__global__ void k_shfl_ok(float *out) { out[threadIdx.x] = warp_sum((float)threadIdx.x); }
+TEST(shuffle_faults_and_results) {
+    float *out = dev_floats(64), h[64];
+    k_shfl_ok<<<1, 64>>>(out);
+    CK(cudaGetLastError());
+    CK(cudaMemcpy(h, out, sizeof h, cudaMemcpyDeviceToHost));
+    printf("warp_sum of lane ids: warp 0 %.0f (expect 496), warp 1 %.0f (expect 1520)\n", h[0], h[32]);
+    for (int i = 0; i < 64; i++) ASSERT_NEAR(i < 32 ? 496.0 : 1520.0, h[i], 0.0);
+    k_shfl_after_exit<<<1, 32>>>(out);
+    expect_fault("shuffle with an exited lane", "already exited");
+    k_split_warp<<<1, 32>>>(out);
+    expect_fault("warp split between a shuffle and __syncthreads", "is split");
+}
+
+/* ---- writes outside an allocation fail the launch ------------------------------------------------------ */
+__global__ void k_write(float *p, int i) { if (threadIdx.x == 0) p[i] = 1.0f; }
+TEST(out_of_bounds_writes_fail_the_launch) {
+    float *p = dev_floats(100);
+    k_write<<<1, 32>>>(p, 99);
+    CK(cudaGetLastError());
+    k_write<<<1, 32>>>(p, 100 + 64);   /* past the requested 100 floats and the 256-byte rounding */
+    expect_fault("write past the end", "past the end");
+    k_write<<<1, 32>>>(p, -3);
+    expect_fault("write before the start", "before the start");
+}
+
+TEST(invalid_launch_configuration) {
+    float *p = dev_floats(4);
+    k_write<<<1, 2048>>>(p, 0);
+    cudaError_t e = cudaGetLastError();
+    printf("block of 2048 threads: %s\n", cudaGetErrorName(e));
+    ASSERT_EQ_INT(cudaErrorInvalidConfiguration, e);
+}
+
+/* ---- bf16 conversion: round to nearest, ties to even; NaN and overflow as on the GPU ------------------- */
+TEST(bf16_round_to_nearest_even) {
+    struct { float in, out; } cases[] = {
+        { 1.0f, 1.0f }, { 1.00390625f, 1.0f },            /* halfway between 1 and 1+2^-7: to even (1) */
+        { 1.01171875f, 1.015625f },                          /* halfway between 1+2^-7 (odd) and 1+2^-6: to even */
+        { nextafterf(1.00390625f, 2.0f), 1.0078125f },       /* just above halfway: up */
+        { -2.5f, -2.5f }, { 3.4028235e38f, INFINITY }, { 3.3895314e38f, 3.3895314e38f },   /* bf16 max stays */
+    };
+    for (auto &c : cases) {
+        float r = __bfloat162float(__float2bfloat16_rn(c.in));
+        printf("bf16(%.9g) = %.9g, expect %.9g\n", c.in, r, c.out);
+        ASSERT_TRUE(r == c.out);
+    }
+    ASSERT_TRUE(isnan(__bfloat162float(__float2bfloat16_rn(NAN))));
+}
+
+/* ---- cuBLAS/cuBLASLt: documented column-major results, and the checks on layouts and extents ------------ */
+TEST(gemm_semantics_and_checks) {
+    cublasHandle_t h;
+    cublasLtHandle_t lt;
+    ASSERT_EQ_INT(CUBLAS_STATUS_SUCCESS, cublasCreate(&h));
+    ASSERT_EQ_INT(CUBLAS_STATUS_SUCCESS, cublasLtCreate(&lt));
+    /* A stored 3x2 column-major = [[1,4],[2,5],[3,6]]; op(A)=A^T is 2x3. B 3x2 = [[1,0],[0,1],[1,1]]. */
+    float ha[6] = { 1, 2, 3, 4, 5, 6 }, hb[6] = { 1, 0, 1, 0, 1, 1 }, hc[4], bias[2] = { -4.5f, -10.25f };
+    float *A = dev_floats(6), *B = dev_floats(6), *C = dev_floats(4), *bi = dev_floats(2), *aux = dev_floats(16);
+    CK(cudaMemcpy(A, ha, sizeof ha, cudaMemcpyHostToDevice));
+    CK(cudaMemcpy(B, hb, sizeof hb, cudaMemcpyHostToDevice));
+    CK(cudaMemcpy(bi, bias, sizeof bias, cudaMemcpyHostToDevice));
+    float one = 1.0f, zero = 0.0f;
+    /* C (2x2) = A^T B = [[1+3, 2+3],[4+6, 5+6]] = [[4,5],[10,11]]; column-major: 4,10,5,11. C holds NaN: beta 0 ignores it */
+    ASSERT_EQ_INT(CUBLAS_STATUS_SUCCESS, cublasGemmEx(h, CUBLAS_OP_T, CUBLAS_OP_N, 2, 2, 3, &one, A, CUDA_R_32F, 3, B,
+                                                      CUDA_R_32F, 3, &zero, C, CUDA_R_32F, 2, CUBLAS_COMPUTE_32F,
+                                                      CUBLAS_GEMM_DEFAULT));
+    CK(cudaMemcpy(hc, C, sizeof hc, cudaMemcpyDeviceToHost));
+    printf("A^T B = [%g %g; %g %g] (expect [4 5; 10 11])\n", hc[0], hc[2], hc[1], hc[3]);
+    ASSERT_TRUE(hc[0] == 4 && hc[1] == 10 && hc[2] == 5 && hc[3] == 11);
+    /* lda smaller than the stored rows */
+    ASSERT_EQ_INT(CUBLAS_STATUS_INVALID_VALUE, cublasGemmEx(h, CUBLAS_OP_T, CUBLAS_OP_N, 2, 2, 3, &one, A, CUDA_R_32F, 2,
+                                                            B, CUDA_R_32F, 3, &zero, C, CUDA_R_32F, 2,
+                                                            CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+    /* a batch stride that walks out of A's allocation */
+    ASSERT_EQ_INT(CUBLAS_STATUS_INVALID_VALUE,
+                  cublasGemmStridedBatchedEx(h, CUBLAS_OP_T, CUBLAS_OP_N, 2, 2, 3, &one, A, CUDA_R_32F, 3, 6, B,
+                                             CUDA_R_32F, 3, 0, &zero, C, CUDA_R_32F, 2, 0, 2, CUBLAS_COMPUTE_32F,
+                                             CUBLAS_GEMM_DEFAULT));
+    ASSERT_CONTAINS(cudaemu_last_fault(), "not inside one device allocation");
+    cudaGetLastError();
+    /* cuBLASLt with the BIAS + GELU_AUX epilogue: aux = A^T B + bias (per row), D = gelu(aux) */
+    cublasLtMatmulDesc_t d;
+    cublasLtMatrixLayout_t la, lb, lc, lbad;
+    cublasLtMatmulPreference_t pref;
+    cublasOperation_t opT = CUBLAS_OP_T;
+    cublasLtEpilogue_t epi = CUBLASLT_EPILOGUE_GELU_AUX_BIAS;
+    int64_t ldaux = 8;
+    const void *bp = bi;
+    void *ap = aux;
+    ASSERT_EQ_INT(CUBLAS_STATUS_SUCCESS, cublasLtMatmulDescCreate(&d, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+    cublasLtMatmulDescSetAttribute(d, CUBLASLT_MATMUL_DESC_TRANSA, &opT, sizeof opT);
+    cublasLtMatmulDescSetAttribute(d, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof epi);
+    cublasLtMatmulDescSetAttribute(d, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bp, sizeof bp);
+    cublasLtMatmulDescSetAttribute(d, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, &ap, sizeof ap);
+    cublasLtMatmulDescSetAttribute(d, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, &ldaux, sizeof ldaux);
+    cublasLtMatrixLayoutCreate(&la, CUDA_R_32F, 3, 2, 3);
+    cublasLtMatrixLayoutCreate(&lb, CUDA_R_32F, 3, 2, 3);
+    cublasLtMatrixLayoutCreate(&lc, CUDA_R_32F, 2, 2, 2);
+    cublasLtMatrixLayoutCreate(&lbad, CUDA_R_32F, 2, 3, 2);   /* B described as 2x3: k does not match */
+    cublasLtMatmulPreferenceCreate(&pref);
+    cublasLtMatmulHeuristicResult_t res;
+    int found = 0;
+    ASSERT_EQ_INT(CUBLAS_STATUS_INVALID_VALUE, cublasLtMatmulAlgoGetHeuristic(lt, d, la, lbad, lc, lc, pref, 1, &res, &found));
+    ASSERT_EQ_INT(0, found);
+    ASSERT_EQ_INT(CUBLAS_STATUS_SUCCESS, cublasLtMatmulAlgoGetHeuristic(lt, d, la, lb, lc, lc, pref, 1, &res, &found));
+    ASSERT_EQ_INT(1, found);
+    ASSERT_EQ_INT(CUBLAS_STATUS_SUCCESS, cublasLtMatmul(lt, d, &one, A, la, B, lb, &zero, C, lc, C, lc, &res.algo, NULL, 0, 0));
+    float hx[16];
+    CK(cudaMemcpy(hc, C, sizeof hc, cudaMemcpyDeviceToHost));
+    CK(cudaMemcpy(hx, aux, sizeof hx, cudaMemcpyDeviceToHost));
+    float pre[4] = { -0.5f, -0.25f, 0.5f, 0.75f };   /* column-major A^T B + bias[row]: near 0, where GELU bends */
+    for (int i = 0; i < 4; i++) {
+        float x = pre[i], g = 0.5f * x * (1.0f + tanhf(0.7978845608f * (x + 0.044715f * x * x * x)));
+        float got_aux = hx[(i / 2) * 8 + (i % 2)];
+        printf("element %d: aux %g (expect %g), D %.7g (expect gelu %.7g)\n", i, got_aux, x, hc[i], g);
+        ASSERT_TRUE(got_aux == x);
+        ASSERT_NEAR(g, hc[i], 1e-5);
+    }
+    cublasLtMatrixLayoutDestroy(la); cublasLtMatrixLayoutDestroy(lb); cublasLtMatrixLayoutDestroy(lc);
+    cublasLtMatrixLayoutDestroy(lbad); cublasLtMatmulPreferenceDestroy(pref); cublasLtMatmulDescDestroy(d);
+    cublasLtDestroy(lt);
+    cublasDestroy(h);
+}
+
