@@ -13,6 +13,15 @@
  * goes back to leasing. Each thread has its own libcurl handle (client.c), which retries network errors
  * and 5xx with backoff, so an orchestrator restart is invisible except for a pause: the outbox keeps
  * everything until it is acknowledged.
+ * A 404 on a job-scoped call (the job or its sweep is no longer on the server, e.g. a new database) is
+ * the same as a 409: the job is not ours any more, so stop = 1, `lost`, its unsent points are dropped and
+ * the slot leases again. A 401/403 on any call after registration (the worker token was changed or
+ * revoked while we ran) says nothing about the job or its points, and every later call would be refused
+ * too: the slot stops its job the way SIGTERM does (stop = 2: finish the step, write a checkpoint, return)
+ * but reports nothing (no metrics dropped, no checkpoint, no complete/fail), `refused` stops every slot
+ * from leasing, and the agent exits 2 naming the request and --token-file. The job's lease then expires
+ * and a worker with a valid token resumes it from its last reported checkpoint; only 400/413/422 on
+ * metrics (malformed points) make the outbox drop anything (client.c).
  * Signals: the first SIGTERM/SIGINT sets stop = 2 on every training slot and stops leasing; train_run
  * finishes the step, writes a checkpoint and returns TRAIN_EPREEMPTED; the slot sends its metrics, the
  * checkpoint, and `fail` retryable (so the job is re-queued at once with `resume`), then the agent exits 0.
@@ -62,7 +71,8 @@ typedef struct slot {
     volatile int training;          /* 1 while train_run runs (the signal handler only touches stop then) */
     volatile int stop;              /* train_run's flag */
     volatile int reporter_quit;     /* tells the reporter to return (its client's abort flag) */
-    int lost;                       /* a 409 arrived: the job is no longer ours */
+    int lost;                       /* a 409 or 404 arrived: the job is no longer ours */
+    int refused;                    /* a 401/403 arrived: stop like SIGTERM, report nothing */
     char lost_reason[512];
     long long job_id;
     int attempt;
@@ -92,6 +102,11 @@ struct agent {
     int nslots;
     slot slots[AGENT_MAX_DEVICES];
     pthread_mutex_t reg_mu;         /* re-registration after a 404 on lease */
+    pthread_mutex_t refuse_mu;      /* guards the refused_* details */
+    volatile int refused;           /* a 401/403 after registration: lease nothing more, exit 2 */
+    long refused_status;            /* the first refusal: status, "METHOD PATH", client error */
+    char refused_req[160];
+    char refused_err[512];
 };
 
 static volatile int g_quit;         /* set by the first SIGTERM/SIGINT: stop leasing, preempt training */
@@ -242,9 +257,11 @@ static void slot_on_checkpoint(void *ctx, int step, const char *path) {
     unlink(link_path);
     const char *use = link(abs, link_path) == 0 ? link_path : abs;
     pthread_mutex_lock(&s->mu);
-    if (s->ckpt_pending && !s->ckpt_sending && strcmp(s->ckpt_path, s->acked_ckpt) != 0 && strcmp(s->ckpt_path, use) != 0 &&
-        strstr(s->ckpt_path, "/resume-"))
-        unlink(s->ckpt_path);   /* superseded before it was ever reported */
+    /* superseded before it was ever reported; but once the token is refused nothing more is reported, and
+     * the refused report of this one may have been a retry of one the server had already stored */
+    if (s->ckpt_pending && !s->ckpt_sending && !s->refused && strcmp(s->ckpt_path, s->acked_ckpt) != 0 &&
+        strcmp(s->ckpt_path, use) != 0 && strstr(s->ckpt_path, "/resume-"))
+        unlink(s->ckpt_path);
     snprintf(s->ckpt_path, sizeof s->ckpt_path, "%s", use);
     s->ckpt_step = step;
     s->ckpt_pending = 1;
@@ -274,6 +291,34 @@ static void slot_mark_lost(slot *s, const char *why) {
         snprintf(s->lost_reason, sizeof s->lost_reason, "%s", why);
     }
     s->stop = 1;
+    pthread_mutex_unlock(&s->mu);
+}
+
+/* 404 on a job-scoped call: the job (or its sweep) is not on the server any more; like a 409. */
+static void slot_mark_gone(slot *s, const client *c) {
+    char why[512];
+    snprintf(why, sizeof why, "the job is gone from the server: %.440s", c->err);
+    slot_mark_lost(s, why);
+}
+
+/* 401/403 on any call after registration: the server no longer takes this worker's token, so nothing
+ * this worker sends can succeed. The slot's job stops the way SIGTERM stops it (stop = 2: finish the
+ * step, checkpoint, return) and is not reported; the agent leases nothing more and exits 2 (agent_run
+ * prints the first refusal). */
+static void agent_token_refused(slot *s, const client *c) {
+    agent *ag = s->ag;
+    pthread_mutex_lock(&ag->refuse_mu);
+    if (!ag->refused) {
+        ag->refused_status = c->status;
+        snprintf(ag->refused_req, sizeof ag->refused_req, "%s", c->req);
+        snprintf(ag->refused_err, sizeof ag->refused_err, "%s", c->err);
+        ag->refused = 1;
+    }
+    pthread_mutex_unlock(&ag->refuse_mu);
+    pthread_mutex_lock(&s->mu);
+    s->refused = 1;
+    if (s->stop == 0) s->stop = 2;
+    pthread_cond_signal(&s->cv);
     pthread_mutex_unlock(&s->mu);
 }
 
@@ -320,7 +365,7 @@ static void *slot_reporter(void *arg) {
     double hb = ag->heartbeat_s, fl = ag->o->flush_s;
     double next_hb = agent_now() + hb, next_flush = agent_now() + fl;
     pthread_mutex_lock(&s->mu);
-    while (!s->reporter_quit && !s->lost) {
+    while (!s->reporter_quit && !s->lost && !s->refused) {
         double wake = next_hb < next_flush ? next_hb : next_flush;
         int pending = s->ckpt_pending;
         if (!pending && agent_now() < wake) {
@@ -350,7 +395,10 @@ static void *slot_reporter(void *arg) {
             json_decref(body);
             next_hb = agent_now() + hb;
         }
+        int why = client_refusal(&s->rcl, rc);
         if (rc == CLIENT_ECONFLICT) slot_mark_lost(s, s->rcl.err);
+        else if (why == CLIENT_EGONE) slot_mark_gone(s, &s->rcl);
+        else if (why == CLIENT_EAUTH) agent_token_refused(s, &s->rcl);
         else if (rc != CLIENT_OK && rc != CLIENT_ESTOPPED) {
             progress_event(s->index, "report-error", "job=%lld %s", s->job_id, s->rcl.err);
             agent_sleep(1.0, &s->reporter_quit);
@@ -375,6 +423,32 @@ static int slot_finish(slot *s, const char *route, json_t *body) {
         snprintf(path, sizeof path, "/api/v1/jobs/%lld/%s", s->job_id, route);
         json_object_set_new(body, "lease_token", json_string(s->lease_token));
         rc = client_request(&s->cl, "POST", path, body, budget, NULL);
+    }
+    return rc;
+}
+
+/* Logs the end of a job whose token was refused: stopped (as by SIGTERM), nothing reported. res may be NULL. */
+static void slot_log_refused(slot *s, const struct train_result *res) {
+    progress_event(s->index, "token-refused", "job=%lld attempt=%d stopped at step %ld and not reported: %s; "
+                   "checkpoint %s (step %d)%s; %zu metric points unsent (past the last reported checkpoint, %s: the "
+                   "lease expires and the attempt that resumes from it trains and sends them again)", s->job_id, s->attempt,
+                   s->row.step, s->ag->refused_err, res && res->checkpoint[0] ? res->checkpoint : "(none)",
+                   res ? res->steps_done : -1, res && res->checkpoint[0] ? " written" : "", outbox_pending(&s->ob),
+                   s->acked_ckpt[0] ? s->acked_ckpt : "(none)");
+}
+
+/* slot_finish, then what a refusal means: 401/403 (the token) stops the agent, 404 (the job is gone) is
+ * a lost job; both are logged here. Returns slot_finish's code, refined by client_refusal(). */
+static int slot_report(slot *s, const char *route, json_t *body, const struct train_result *res) {
+    int rc = client_refusal(&s->cl, slot_finish(s, route, body));
+    if (rc == CLIENT_EAUTH) {
+        agent_token_refused(s, &s->cl);
+        slot_log_refused(s, res);
+    } else if (rc == CLIENT_EGONE) {
+        size_t unsent = outbox_pending(&s->ob);
+        slot_mark_gone(s, &s->cl);
+        progress_event(s->index, "stopped", "job=%lld attempt=%d stopped at step %ld: %s (%zu unsent metric points "
+                       "dropped)", s->job_id, s->attempt, s->row.step, s->lost_reason, unsent);
     }
     return rc;
 }
@@ -427,6 +501,7 @@ static void slot_run_job(slot *s, json_t *lease) {
     snprintf(s->path_heartbeat, sizeof s->path_heartbeat, "/api/v1/jobs/%lld/heartbeat", s->job_id);
     snprintf(s->path_checkpoint, sizeof s->path_checkpoint, "/api/v1/jobs/%lld/checkpoint", s->job_id);
     s->lost = 0;
+    s->refused = 0;
     s->lost_reason[0] = 0;
     s->ckpt_pending = 0;
     s->ckpt_path[0] = 0;
@@ -450,7 +525,7 @@ static void slot_run_job(slot *s, json_t *lease) {
         char msg[2200];
         snprintf(msg, sizeof msg, "bad job JSON: %s", err);
         json_t *body = json_pack("{s:s, s:b}", "error", msg, "retryable", 0);
-        slot_finish(s, "fail", body);
+        slot_report(s, "fail", body, NULL);
         json_decref(body);
         goto out;
     }
@@ -465,7 +540,7 @@ static void slot_run_job(slot *s, json_t *lease) {
                  ckpt_dir, strerror(errno));
         progress_event(s->index, "failed", "job=%lld %s", s->job_id, err);
         json_t *body = json_pack("{s:s, s:b}", "error", err, "retryable", 1);
-        slot_finish(s, "fail", body);
+        slot_report(s, "fail", body, NULL);
         json_decref(body);
         goto out;
     }
@@ -520,8 +595,12 @@ static void slot_run_job(slot *s, json_t *lease) {
     if (started) pthread_join(s->reporter, NULL);
 
     if (s->lost) {
-        progress_event(s->index, "stopped", "job=%lld attempt=%d stopped at step %ld: %s", s->job_id, s->attempt,
-                       s->row.step, s->lost_reason);
+        progress_event(s->index, "stopped", "job=%lld attempt=%d stopped at step %ld: %s (%zu unsent metric points "
+                       "dropped)", s->job_id, s->attempt, s->row.step, s->lost_reason, outbox_pending(&s->ob));
+        goto out;
+    }
+    if (s->refused) {   /* the token was refused: checkpointed (stop = 2) and reported nothing */
+        slot_log_refused(s, &res);
         goto out;
     }
     int rc;
@@ -529,14 +608,15 @@ static void slot_run_job(slot *s, json_t *lease) {
         json_t *result = slot_read_result(out_dir, err, sizeof err);
         if (!result) {
             json_t *body = json_pack("{s:s, s:b}", "error", err, "retryable", 1);
-            rc = slot_finish(s, "fail", body);
+            rc = slot_report(s, "fail", body, &res);
             json_decref(body);
-            progress_event(s->index, "failed", "job=%lld %s", s->job_id, err);
+            if (rc != CLIENT_EAUTH && rc != CLIENT_EGONE) progress_event(s->index, "failed", "job=%lld %s", s->job_id, err);
             goto out;
         }
         json_t *body = json_pack("{s:o}", "result", result);
-        rc = slot_finish(s, "complete", body);
+        rc = slot_report(s, "complete", body, &res);
         json_decref(body);
+        if (rc == CLIENT_EAUTH || rc == CLIENT_EGONE) goto out;
         if (rc == CLIENT_OK) slot_remove_checkpoints(ag->ckpt_dir, s->job_id);
         if (rc == CLIENT_OK)
             progress_event(s->index, "done", "job=%lld attempt=%d schedule=%s val_loss=%.4f tok_s=%.0f wall_s=%.1f",
@@ -572,8 +652,9 @@ static void slot_run_job(slot *s, json_t *lease) {
         break;
     }
     json_t *body = json_pack("{s:s, s:b}", "error", msg, "retryable", retryable);
-    rc = slot_finish(s, "fail", body);
+    rc = slot_report(s, "fail", body, &res);
     json_decref(body);
+    if (rc == CLIENT_EAUTH || rc == CLIENT_EGONE) goto out;
     progress_event(s->index, trc == TRAIN_EPREEMPTED ? "preempted" : "failed", "job=%lld attempt=%d retryable=%d %s%s",
                    s->job_id, s->attempt, retryable, msg, rc == CLIENT_OK ? "" : " (not acknowledged)");
     if (trc == TRAIN_EDEVICE) {
@@ -595,7 +676,7 @@ static void *slot_main(void *arg) {
     agent *ag = s->ag;
     const agent_opts *o = ag->o;
     double idle_since = agent_now();
-    while (!g_quit) {
+    while (!g_quit && !ag->refused) {
         if (o->max_jobs > 0 && s->jobs_done >= o->max_jobs) break;
         if (s->disabled) break;
         json_t *body = json_pack("{s:I, s:s}", "worker_id", (json_int_t)ag->worker_id, "device", s->device);
@@ -604,11 +685,13 @@ static void *slot_main(void *arg) {
         int rc = client_request(&s->cl, "POST", "/api/v1/lease", body, -1, &resp);
         json_decref(body);
         if (rc == CLIENT_ESTOPPED) break;
+        if (client_refusal(&s->cl, rc) == CLIENT_EAUTH) { agent_token_refused(s, &s->cl); break; }
         if (rc == CLIENT_EREJECTED && s->cl.status == 404) {
             /* the server forgot us (a new database): register again */
             pthread_mutex_lock(&ag->reg_mu);
-            agent_register(ag, &s->cl);
+            int rrc = agent_register(ag, &s->cl);
             pthread_mutex_unlock(&ag->reg_mu);
+            if (client_refusal(&s->cl, rrc) == CLIENT_EAUTH) { agent_token_refused(s, &s->cl); break; }
             agent_sleep(o->poll_s, &g_quit);
             continue;
         }
@@ -678,6 +761,7 @@ int agent_run(const agent_opts *o) {
     int ret = 1;
     ag->o = o;
     pthread_mutex_init(&ag->reg_mu, NULL);
+    pthread_mutex_init(&ag->refuse_mu, NULL);
     if (agent_read_token(o->token_file, ag->token, sizeof ag->token) != 0) { ret = 2; goto out; }
     if (agent_parse_devices(ag, o->devices) != 0) { ret = 2; goto out; }
     gethostname(ag->host, sizeof ag->host - 1);
@@ -744,8 +828,18 @@ int agent_run(const agent_opts *o) {
     for (int i = 0; i < ag->nslots; i++) disabled += ag->slots[i].disabled;
     progress_finish();
     progress_event(-1, "exit", "worker %s stopped%s", ag->name,
-                   disabled == ag->nslots ? " (no usable device)" : g_quit ? " (signal)" : "");
+                   ag->refused ? " (token refused)" : disabled == ag->nslots ? " (no usable device)" : g_quit ? " (signal)" : "");
     ret = disabled == ag->nslots ? 1 : 0;
+    if (ag->refused) {
+        const char *said = strstr(ag->refused_err, ": HTTP ");
+        if (said) said = strstr(said + 7, ": ");
+        fprintf(stderr, "prism-worker: the server refused this worker's token (HTTP %ld on %s%s%s): check --token-file %s: "
+                "it must hold the server's current worker token (<db>.worker-token beside its database); jobs in hand "
+                "were checkpointed and not reported, and resume from their last reported checkpoint once their "
+                "leases expire\n", ag->refused_status, ag->refused_req, said ? ": " : "", said ? said + 2 : "",
+                o->token_file);
+        ret = 2;
+    }
 out_slots:
     g_agent = NULL;
     for (int i = 0; i < ag->nslots; i++) {
@@ -756,6 +850,7 @@ out_slots:
     }
 out:
     pthread_mutex_destroy(&ag->reg_mu);
+    pthread_mutex_destroy(&ag->refuse_mu);
     free(ag);
     return ret;
 }
@@ -778,7 +873,9 @@ static const char agent_usage[] =
     "  --idle-exit S         exit once nothing was leasable for S seconds [0 = never]\n"
     "  --max-jobs N          exit after N jobs per device [0 = no limit]\n"
     "  --progress MODE       auto|tty|log: live lines per device, or one key=value line per report [auto]\n"
-    "SIGTERM/SIGINT: finish the step, checkpoint, report, exit (a second one exits at once).\n";
+    "SIGTERM/SIGINT: finish the step, checkpoint, report, exit (a second one exits at once).\n"
+    "Exit status: 0 stopped, 1 registration refused or no usable device, 2 bad flags or the token\n"
+    "refused after registration (401/403: jobs in hand are checkpointed, not reported).\n";
 
 static int agent_num(const char *flag, const char *v, double lo, double *out) {
     char *end;

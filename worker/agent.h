@@ -3,8 +3,10 @@
  * agent_run() registers with the orchestrator, then runs one thread per device. Each device thread loops
  * lease → train_run → complete/fail until the agent is stopped; while a job trains, a reporter thread of
  * that device sends heartbeats on their own timer (independent of step length), streams the metrics
- * outbox and reports checkpoints. A 409 on any of those stops the job (cancelled or lease lost) through
- * train_run's stop flag and frees the device. SIGTERM/SIGINT: every device finishes its current step,
+ * outbox and reports checkpoints. A 409 or 404 on any of those stops the job (cancelled, lease lost, job
+ * gone from the server) through train_run's stop flag and frees the device. A 401/403 on any call after
+ * registration (the token was changed or revoked) stops the job like SIGTERM (step, checkpoint) without
+ * reporting it, stops leasing, and the agent exits 2. SIGTERM/SIGINT: every device finishes its current step,
  * checkpoints, reports (metrics, checkpoint, then fail retryable "preempted"), and the agent exits 0;
  * a second signal exits at once.
  */
@@ -30,9 +32,10 @@ typedef struct agent_opts {
 /* Fills the defaults above (required fields NULL). */
 void agent_opts_default(agent_opts *o);
 
-/* Runs until stopped (signal, --idle-exit, --max-jobs). Returns the process exit status: 0 after a clean
- * stop, 1 when registration failed for good (e.g. 401) or every device failed (TRAIN_EDEVICE), 2 for bad
- * options (message on stderr). */
+/* Runs until stopped (signal, --idle-exit, --max-jobs, a refused token). Returns the process exit status:
+ * 0 after a clean stop, 1 when registration failed for good (e.g. 401) or every device failed
+ * (TRAIN_EDEVICE), 2 for bad options or when the server refused the worker token after registration
+ * (401/403; message on stderr naming the request and --token-file). */
 int agent_run(const agent_opts *o);
 
 /* The CLI entry: parses argv (argv[0] is the program) into agent_opts and calls agent_run().

@@ -7,6 +7,9 @@
  * in 50 ms slices so a raised abort flag (SIGTERM, 409 on another thread) is honoured promptly.
  * The answer is written into a growable buffer that refuses to grow beyond max_response (the write
  * callback then returns 0 and libcurl aborts the transfer).
+ * The outbox drops a batch only when the server says the points are malformed (400, 413, 422): a refused
+ * token (401/403) says nothing about the points and a gone job (404) is the caller's to handle (like a
+ * 409), so those batches stay and the code goes back to the caller.
  */
 #include "client.h"
 
@@ -159,6 +162,7 @@ static void client_error_text(client *c, const char *method, const char *path, r
 int client_request(client *c, const char *method, const char *path, json_t *body, double retry_for_s,
                    json_t **resp) {
     if (resp) *resp = NULL;
+    snprintf(c->req, sizeof c->req, "%s %.150s", method, path);
     char url[2048];
     snprintf(url, sizeof url, "%s%s", c->base, path);
     char *payload = NULL;
@@ -264,8 +268,9 @@ int outbox_flush(outbox *o, client *c, const char *path, const char *lease_token
             if (tries >= 3) break;
         }
         json_decref(body);
+        rc = client_refusal(c, rc);   /* 401/403 (token) and 404 (job gone) are not the points' fault */
         if (rc != CLIENT_OK && rc != CLIENT_EREJECTED) break;
-        /* acknowledged, or refused as malformed (4xx other than 409: resending cannot help) */
+        /* acknowledged, or refused as malformed (400, 413, 422...: resending cannot help) */
         pthread_mutex_lock(&o->mu);
         for (size_t i = 0; i < n; i++) json_array_remove(o->points, 0);
         if (rc == CLIENT_OK) o->sent += (long long)n; else o->rejected += (long long)n;

@@ -8,7 +8,9 @@
  *
  * The outbox buffers metric points in order and sends them in batches; a point leaves the outbox only
  * once the server acknowledged the batch holding it (2xx), so nothing is dropped while the server is
- * down. Re-sending is safe: the server keys points by (job, attempt, step, kind).
+ * down. Re-sending is safe: the server keys points by (job, attempt, step, kind). Only a batch the server
+ * calls malformed (400, 413, 422, ...) is dropped; a refused token (401/403) or a gone job (404) is not
+ * the points' fault, so they stay and the caller decides (client_refusal()).
  */
 #ifndef PRISM_CLIENT_H
 #define PRISM_CLIENT_H
@@ -24,6 +26,10 @@ enum {
     CLIENT_ESTOPPED = -4,   /* the abort flag was raised while retrying */
     CLIENT_EPROTO = -5,     /* the answer was not JSON, or larger than max_response */
     CLIENT_ENOMEM = -6,
+    /* Refinements of CLIENT_EREJECTED (client_request itself returns CLIENT_EREJECTED; client_refusal()
+     * and outbox_flush() return these): */
+    CLIENT_EAUTH = -7,      /* 401/403: the token is missing, wrong or revoked; nothing this worker sends will do */
+    CLIENT_EGONE = -8,      /* 404: the job (or its sweep) is not on the server any more */
 };
 
 typedef struct client_opts {
@@ -44,6 +50,7 @@ typedef struct client {
     int failing;                /* 1 while the server is unreachable (to log once, then on recovery) */
     const char *who;            /* log prefix, not owned (e.g. "cpu") */
     long status;                /* HTTP status of the last answer (0: none) */
+    char req[160];              /* "METHOD PATH" of the last request (for messages) */
     char err[512];              /* message of the last failure; for 4xx the server's "error" text */
 } client;
 
@@ -63,13 +70,22 @@ void client_release(client *c);   /* safe on a zeroed or released client */
 int client_request(client *c, const char *method, const char *path, json_t *body, double retry_for_s,
                    json_t **resp);
 
+/* What a CLIENT_EREJECTED from client_request means, by c->status: CLIENT_EAUTH for 401/403, CLIENT_EGONE
+ * for 404, else CLIENT_EREJECTED (the request itself is wrong). Any other rc is returned unchanged. */
+static inline int client_refusal(const client *c, int rc) {
+    if (rc != CLIENT_EREJECTED) return rc;
+    if (c->status == 401 || c->status == 403) return CLIENT_EAUTH;
+    if (c->status == 404) return CLIENT_EGONE;
+    return CLIENT_EREJECTED;
+}
+
 /* Metric points waiting to be acknowledged. Thread-safe: the trainer pushes, the reporter flushes. */
 typedef struct outbox {
     pthread_mutex_t mu;
     pthread_mutex_t flush_mu;   /* one flush at a time */
     json_t *points;             /* array, oldest first; owned */
     long long sent;             /* points acknowledged so far */
-    long long rejected;         /* points the server refused as malformed (4xx): logged and dropped */
+    long long rejected;         /* points the server refused as malformed (400/413/422...): logged and dropped */
 } outbox;
 
 int outbox_init(outbox *o);              /* 0 or CLIENT_ENOMEM */
@@ -79,9 +95,11 @@ int outbox_push(outbox *o, json_t *point);
 size_t outbox_pending(outbox *o);
 /* Sends the pending points to POST path as {"lease_token": T, "points": [...]} in batches of at most
  * max_batch, oldest first, until the outbox is empty. A batch leaves the outbox only on a 2xx, or on a
- * 4xx other than 409 (the server says the points themselves are malformed: they are counted in
- * `rejected`, logged on stderr and dropped, since no resend can succeed). Returns CLIENT_OK when empty,
- * else the failing batch's code (409, network, stopped: the points stay, in order, for the next flush). */
+ * 4xx that says the points themselves are malformed (400, 413, 422: any 4xx but 401, 403, 404 and 409;
+ * they are counted in `rejected`, logged on stderr and dropped, since no resend can succeed). Returns
+ * CLIENT_OK when empty, else the failing batch's code, the points staying, in order, for the next flush:
+ * CLIENT_ECONFLICT (409), CLIENT_EAUTH (401/403: the worker's token is refused), CLIENT_EGONE (404: the job
+ * is gone), CLIENT_ENET, CLIENT_ESTOPPED. */
 int outbox_flush(outbox *o, client *c, const char *path, const char *lease_token, size_t max_batch,
                  double retry_for_s);
 #endif

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # test_worker.sh — the prism-worker agent's edges: SIGTERM (checkpoint, report, exit), a resume checkpoint
-# this box cannot read, NaN loss, a refused token, bad flags, and the live TTY display.
+# this box cannot read, NaN loss, a refused token (at registration and mid-job), a job the server no longer
+# has, bad flags, and the live TTY display.
 # timeout: 90
 . "$(dirname "$0")/../lib.sh"
 . "$(dirname "$0")/worker_lib.sh"
@@ -150,6 +151,78 @@ t_wrong_token_exits_1() {
   assert_eq 1 "$rc" "exit status"
   assert_contains "$out" "HTTP 401"
   assert_contains "$out" "--token-file"
+}
+
+# The worker token changes on the server while a job trains (the orchestrator restarts with a new token
+# file: how a token is revoked), so every call of the worker gets 401. The agent must neither drop the
+# job's metric points nor complete the job: it stops it as SIGTERM would (the step, then a checkpoint),
+# reports nothing, leases nothing more and exits 2 naming the refused request and --token-file. The lease
+# then expires and a worker with the new token resumes the job from its last reported checkpoint; the
+# finished job's train curve has every step.
+t_token_refused_mid_job_checkpoints_and_exits_2() {
+  w_setup
+  w_server --lease-ttl 3
+  w_spec "$D/spec.json" tok '["4,4,4,4"]' '[3]' 6000 200
+  local sid; sid=$(w_create "$D/spec.json")
+  w_worker wa; local pa=$LAST_PID
+  w_wait 30 "a checkpoint reported" w_ckpt_at_least 1 200
+  kill -KILL "$SERVER_PID"; wait "$SERVER_PID" 2>/dev/null
+  WTOK=$(od -An -tx1 -N16 /dev/urandom | tr -d ' \n')        # the new worker token; the admin token stays
+  printf 'worker_token=%s\nadmin_token=%s\n' "$WTOK" "$ATOK" > "$D/tokens"
+  w_server --lease-ttl 3
+  w_exit "$pa" 20
+  [ "$W_RC" != 137 ] || { w_dump; fail "the agent still runs 20 s after its token was refused"; }
+  assert_eq 2 "$W_RC" "agent exit status after its token was refused"
+  grep -q "prism-worker: the server refused this worker's token (HTTP 401 on POST /api/v1/jobs/1/[a-z]*: .*check --token-file $D/worker-token" "$D/wa.log" \
+    || { w_dump; fail "no message naming the refused request and --token-file"; }
+  ! grep -q 'dropped' "$D/wa.log" || { w_dump; fail "metric points were dropped: $(grep dropped "$D/wa.log")"; }
+  grep -q 'event=exit device=- worker wa stopped (token refused)' "$D/wa.log" || { w_dump; fail "no exit event"; }
+  local j; j=$(w_get /api/v1/jobs/1)
+  assert_eq "1 None None" "$(echo "$j" | w_json '"%s %s %s" % (d["attempt"], d["result"], d["finished_at"])')" "job 1 not completed (GET /api/v1/jobs/1: $j)"
+  [ "$(echo "$j" | w_json 'd["state"]')" != done ] || fail "job 1 completed"
+  local k; k=$(echo "$j" | w_json 'd["checkpoint_step"]')
+  [ "$k" -ge 200 ] && [ -r "$(echo "$j" | w_json 'd["checkpoint_path"]')" ] || fail "no readable reported checkpoint (step $k)"
+  # the stop checkpoint (as SIGTERM writes it) is on disk, at or past the reported one
+  local line; line=$(grep 'event=token-refused device=cpu job=1 attempt=1 stopped at step' "$D/wa.log") || { w_dump; fail "no token-refused event"; }
+  echo "$line"
+  local ck cs
+  ck=$(echo "$line" | sed -n 's/.*; checkpoint \(.*\) (step \([0-9]*\)) written;.*/\1/p')
+  cs=$(echo "$line" | sed -n 's/.*; checkpoint \(.*\) (step \([0-9]*\)) written;.*/\2/p')
+  [ -n "$ck" ] && [ -s "$ck" ] || fail "stop checkpoint [$ck] not written"
+  [ "$cs" -ge "$k" ] || fail "stop checkpoint step $cs < reported $k"
+  assert_contains "$line" "metric points unsent (past the last reported checkpoint"
+  # a worker with the new token resumes the job from its last reported checkpoint once the lease expires
+  printf '%s\n' "$WTOK" > "$D/worker-token"
+  w_worker wb
+  w_wait 60 "job done" w_all_done "$sid" 1
+  grep -q "job=1 attempt=2 resuming from step $k " "$D/wb.log" || { w_dump; fail "wb did not resume from $k"; }
+  assert_eq "0-5999/6000/6000" "$(w_get "/api/v1/jobs/1/metrics?kind=train" | w_steps)" "train steps"
+}
+
+# The job a worker trains disappears from the server (here: the orchestrator comes back on a new database
+# that never had it), so its job-scoped calls get 404. As with a 409 the job is no longer ours: the agent
+# stops it at once, drops its unsent points without calling them malformed, and goes back to leasing —
+# it registers again and trains the new database's job — instead of training the lost job to the end.
+t_gone_job_is_stopped_and_the_agent_leases_again() {
+  w_setup
+  w_server --lease-ttl 30
+  w_spec "$D/old.json" old '["4,4,4,4"]' '[1,2,3]' 500000 0
+  w_create "$D/old.json" >/dev/null
+  w_post /api/v1/jobs/1/cancel '{}' >/dev/null
+  w_post /api/v1/jobs/2/cancel '{}' >/dev/null   # job 3 is leased: the new database has no job 3
+  w_worker wa; local pa=$LAST_PID
+  w_wait 30 "job 3 trains" w_job_step_at_least 3 20
+  kill -KILL "$SERVER_PID"; wait "$SERVER_PID" 2>/dev/null
+  rm -f "$D"/prism.db*
+  w_server --lease-ttl 30
+  w_spec "$D/new.json" new '["4,4,4,4"]' '[3]' 300 0
+  local sid; sid=$(w_create "$D/new.json")
+  w_wait 30 "wa trains the new database's job" w_all_done "$sid" 1
+  grep -qE 'event=stopped device=cpu job=3 attempt=1 stopped at step [0-9]+: the job is gone from the server: POST /api/v1/jobs/3/(metrics|heartbeat|checkpoint): HTTP 404: no job 3 \([0-9]+ unsent metric points dropped\)' "$D/wa.log" \
+    || { w_dump; fail "no stopped event for the gone job 3"; }
+  ! grep -q 'refused and dropped' "$D/wa.log" || { w_dump; fail "points of the gone job reported as malformed"; }
+  assert_eq wa "$(w_get /api/v1/jobs/1 | w_json 'd["worker"]')" "the new job's worker"
+  kill -0 "$pa" 2>/dev/null && ! grep -q 'event=exit' "$D/wa.log" || { w_dump; fail "the agent exited"; }
 }
 
 # Bad flags: exit 2 with a message naming the flag.

@@ -97,6 +97,20 @@ w_wait() {
   done
 }
 
+# w_exit PID SECONDS: waits for a process started here to exit, killing it after SECONDS; sets W_RC to its
+# exit status (137 when it had to be killed). `kill -0` cannot tell (an exited child stays a zombie until
+# waited), so this reads the state in /proc/PID/stat; no watchdog subshell (it would inherit the EXIT trap).
+w_exit() {
+  local pid=$1 end=$(( $(date +%s) + $2 )) st
+  while [ "$(date +%s)" -lt "$end" ]; do
+    st=$(sed 's/.*) //' "/proc/$pid/stat" 2>/dev/null | cut -d' ' -f1)
+    [ -z "$st" ] || [ "$st" = Z ] && break
+    sleep 0.1
+  done
+  [ -z "$st" ] || [ "$st" = Z ] || kill -KILL "$pid" 2>/dev/null
+  W_RC=0; wait "$pid" || W_RC=$?
+}
+
 # A metrics answer summarised as FIRST-LAST/COUNT/DISTINCT steps.
 w_steps() { w_json '"%d-%d/%d/%d" % (min(p["step"] for p in d["points"]), max(p["step"] for p in d["points"]), len(d["points"]), len({p["step"] for p in d["points"]})) if d["points"] else "none"'; }
 

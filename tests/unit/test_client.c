@@ -3,8 +3,10 @@
  *
  * The server is a small Python http.server (Debian's /usr/bin/python3) started per case; it answers by
  * path: /echo returns the request body, /flaky/N fails with 503 N times then answers 200, /big returns
- * 2 MiB, /conflict 409, /bad 400, /points stores the points it gets (optionally failing the first N
- * requests), /log returns what it saw. Real libcurl, real sockets.
+ * 2 MiB, /conflict 409, /bad 400, /toolarge 413, /unprocessable 422, /forbidden 403, /gone 404 (a job
+ * the server no longer has), /points stores the points it gets (optionally failing the first N
+ * requests), /log returns what it saw; every POST without "Bearer sekret" gets 401. Real libcurl, real
+ * sockets.
  */
 #include "harness.h"
 #include "client.h"
@@ -49,6 +51,10 @@ static const char *mock_py =
     "            return self.send(200, {'ok': hits})\n"
     "        if self.path == '/conflict': return self.send(409, {'error': 'lease lost: job 7 was re-leased'})\n"
     "        if self.path == '/bad': return self.send(400, {'error': 'points[0].step: must be an integer'})\n"
+    "        if self.path == '/toolarge': return self.send(413, {'error': 'body larger than 8 MiB'})\n"
+    "        if self.path == '/unprocessable': return self.send(422, {'error': 'points[0]: unknown kind'})\n"
+    "        if self.path == '/forbidden': return self.send(403, {'error': 'worker token revoked'})\n"
+    "        if self.path == '/gone': return self.send(404, {'error': 'no job 17'})\n"
     "        if self.path == '/points':\n"
     "            if hits <= state['fail_points']: return self.send(503, {'error': 'down'})\n"
     "            j = json.loads(body)\n"
@@ -324,5 +330,108 @@ TEST(outbox_drops_only_batches_refused_as_malformed) {
     ASSERT_EQ_INT(0, ob.sent);
     ASSERT_EQ_INT(2, mock_hits("/bad"));
     outbox_release(&ob);
+    client_release(&c);
+}
+
+/* 413 and 422 say the batch itself is malformed, as 400 does: dropped and counted, not resent. */
+TEST(outbox_drops_batches_refused_as_too_large_or_unprocessable) {
+    mock_start(0);
+    client c;
+    fast_client(&c, mock_url, "sekret");
+    outbox ob;
+    ASSERT_EQ_INT(0, outbox_init(&ob));
+    for (int i = 0; i < 2; i++) outbox_push(&ob, json_pack("{s:i}", "step", i));
+    ASSERT_EQ_INT(CLIENT_OK, outbox_flush(&ob, &c, "/toolarge", "tok", 10, 5));
+    ASSERT_EQ_INT(0, outbox_pending(&ob));
+    for (int i = 2; i < 5; i++) outbox_push(&ob, json_pack("{s:i}", "step", i));
+    ASSERT_EQ_INT(CLIENT_OK, outbox_flush(&ob, &c, "/unprocessable", "tok", 10, 5));
+    ASSERT_EQ_INT(0, outbox_pending(&ob));
+    ASSERT_EQ_INT(5, ob.rejected);
+    ASSERT_EQ_INT(1, mock_hits("/toolarge"));
+    ASSERT_EQ_INT(1, mock_hits("/unprocessable"));
+    outbox_release(&ob);
+    client_release(&c);
+}
+
+/* 401 (wrong or missing token) and 403 (revoked) are not the points' fault: the batch is neither dropped
+ * nor counted as rejected, nor resent in a loop; the flush says CLIENT_EAUTH and the points, in order,
+ * are delivered once the token is right. */
+TEST(outbox_keeps_points_when_the_token_is_refused) {
+    mock_start(0);
+    client bad, c;
+    fast_client(&bad, mock_url, "revoked");
+    fast_client(&c, mock_url, "sekret");
+    outbox ob;
+    ASSERT_EQ_INT(0, outbox_init(&ob));
+    for (int i = 0; i < 5; i++) outbox_push(&ob, json_pack("{s:i, s:f}", "step", i, "train_loss", 3.0));
+    int rc = outbox_flush(&ob, &bad, "/points", "tok", 2, 5);
+    ASSERT_EQ_INT(CLIENT_EAUTH, rc);
+    ASSERT_EQ_INT(401, bad.status);
+    ASSERT_STREQ("POST /points", bad.req);
+    ASSERT_EQ_INT(5, outbox_pending(&ob));
+    ASSERT_EQ_INT(0, ob.rejected);
+    ASSERT_EQ_INT(1, mock_hits("/points"));      /* the first batch only: the rest would be refused too */
+    ASSERT_EQ_INT(CLIENT_EAUTH, outbox_flush(&ob, &c, "/forbidden", "tok", 2, 5));
+    ASSERT_EQ_INT(403, c.status);
+    ASSERT_CONTAINS(c.err, "worker token revoked");
+    ASSERT_EQ_INT(5, outbox_pending(&ob));
+    ASSERT_EQ_INT(0, ob.rejected);
+    ASSERT_EQ_INT(CLIENT_OK, outbox_flush(&ob, &c, "/points", "tok", 2, 5));
+    ASSERT_EQ_INT(0, outbox_pending(&ob));
+    ASSERT_EQ_INT(5, ob.sent);
+    json_t *l = mock_log();
+    json_t *pts = json_object_get(l, "points");
+    ASSERT_EQ_INT(5, json_array_size(pts));
+    for (int i = 0; i < 5; i++) ASSERT_EQ_INT(i, json_integer_value(json_array_get(pts, i)));
+    json_decref(l);
+    outbox_release(&ob);
+    client_release(&bad);
+    client_release(&c);
+}
+
+/* 404 on a job's metrics: the job is gone (like a 409, the caller stops it); the flush says CLIENT_EGONE
+ * and leaves the points to the caller instead of logging them as malformed. */
+TEST(outbox_leaves_points_of_a_gone_job_to_the_caller) {
+    mock_start(0);
+    client c;
+    fast_client(&c, mock_url, "sekret");
+    outbox ob;
+    ASSERT_EQ_INT(0, outbox_init(&ob));
+    for (int i = 0; i < 3; i++) outbox_push(&ob, json_pack("{s:i}", "step", i));
+    ASSERT_EQ_INT(CLIENT_EGONE, outbox_flush(&ob, &c, "/gone", "tok", 10, 5));
+    ASSERT_EQ_INT(404, c.status);
+    ASSERT_CONTAINS(c.err, "no job 17");
+    ASSERT_EQ_INT(3, outbox_pending(&ob));
+    ASSERT_EQ_INT(0, ob.rejected);
+    ASSERT_EQ_INT(1, mock_hits("/gone"));
+    outbox_release(&ob);
+    client_release(&c);
+}
+
+/* client_request keeps answering CLIENT_EREJECTED for every final 4xx but 409; client_refusal() says which. */
+TEST(client_refusal_names_token_and_gone_job) {
+    mock_start(0);
+    client bad, c;
+    fast_client(&bad, mock_url, "wrong");
+    fast_client(&c, mock_url, "sekret");
+    json_t *body = json_object();
+    int rc = client_request(&bad, "POST", "/echo", body, 5, NULL);
+    ASSERT_EQ_INT(CLIENT_EREJECTED, rc);
+    ASSERT_EQ_INT(CLIENT_EAUTH, client_refusal(&bad, rc));
+    ASSERT_STREQ("POST /echo", bad.req);
+    rc = client_request(&c, "POST", "/forbidden", body, 5, NULL);
+    ASSERT_EQ_INT(CLIENT_EAUTH, client_refusal(&c, rc));
+    rc = client_request(&c, "POST", "/gone", body, 5, NULL);
+    ASSERT_EQ_INT(CLIENT_EREJECTED, rc);
+    ASSERT_EQ_INT(CLIENT_EGONE, client_refusal(&c, rc));
+    ASSERT_STREQ("POST /gone", c.req);
+    rc = client_request(&c, "POST", "/bad", body, 5, NULL);
+    ASSERT_EQ_INT(CLIENT_EREJECTED, client_refusal(&c, rc));
+    rc = client_request(&c, "POST", "/conflict", body, 5, NULL);
+    ASSERT_EQ_INT(CLIENT_ECONFLICT, client_refusal(&c, rc));
+    rc = client_request(&c, "POST", "/echo", body, 5, NULL);
+    ASSERT_EQ_INT(CLIENT_OK, client_refusal(&c, rc));
+    json_decref(body);
+    client_release(&bad);
     client_release(&c);
 }
