@@ -3,9 +3,10 @@
  *
  * State is per host thread (thread_local): the worker agent trains one job per device, each in its own thread
  * (prism-worker agent --devices 0,1), so each thread selects its device and owns its handles; a model must
- * be used by the thread that created it. prism_cuda_init creates a cuBLAS handle (for strided-batched attention
- * GEMMs and the fallback matmul), a cuBLASLt handle with a 32 MiB workspace (Hopper wants >= 32 MiB for
- * its best kernels), two events for timing and a small scratch for deterministic reductions. Without
+ * be used by the thread that created it, and the thread's state is released when the thread exits.
+ * prism_cuda_init creates a cuBLAS handle (for strided-batched attention GEMMs and the fallback matmul), a
+ * cuBLASLt handle with a 32 MiB workspace (Hopper wants >= 32 MiB for its best kernels), two events for
+ * timing and a small scratch for deterministic reductions. Without
  * a device (or a driver) prism_cuda_device_count() is 0 and prism_cuda_init fails with a message that
  * says so; nothing aborts.
  */

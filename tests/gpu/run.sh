@@ -16,9 +16,13 @@
 #              (989 TFLOP/s dense bf16 peak), peak device memory; Prism/uniform ratio (aim >= 0.98); then the
 #              same with PRISM_CUDA_GELU_FUSION=1 (informational row).
 # Everything printed is also written to $OUT/gpu_check.log when OUT is set (else /tmp/prism-gpu-check.log),
-# and the closing summary to $OUT/gpu_summary.md. Exit status: 0 when every check passed.
-# Knobs: GPU_B (default 16) and GPU_STEPS (10) for the speed part; SKIP_SPEED=1; SKIP_FP32=1; SKIP_MAKE=1;
-# GPU_BUILD=dir (default /tmp/prism-gpu-build).
+# and the closing summary to $OUT/gpu_summary.md. Exit status: 0 when every check passed, 1 when one failed,
+# 3 when none failed but some were skipped (no device visible: they verified nothing).
+# Knobs: GPU_B (default 16), GPU_T (1024) and GPU_STEPS (10) for the speed part; SKIP_SPEED=1; SKIP_FP32=1;
+# SKIP_MAKE=1; GPU_BUILD=dir (default /tmp/prism-gpu-build); GPU_CASES=regex (only those test cases).
+# CUDAEMU=1 is a dry run of this script on any x86-64 machine: the same steps with the kernels compiled for the
+# CUDA emulator (tests/cudaemu) by the C++ compiler instead of nvcc — it proves the script, not the GPU
+# (tests/integration/test_gpu_script.sh runs it that way in make check; its speed figures mean nothing).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 ROOT=$(pwd)
@@ -35,10 +39,15 @@ failures=0
 
 section "machine"
 nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.max.sm --format=csv 2>&1 || echo "nvidia-smi: not available"
-NVCC=${NVCC:-$(command -v nvcc || ls /usr/local/cuda/bin/nvcc 2>/dev/null || true)}
-if [ -z "$NVCC" ]; then echo "FAIL: nvcc not found (set NVCC=/path/to/nvcc)"; exit 1; fi
-CUDA_HOME=${CUDA_HOME:-$(dirname "$(dirname "$NVCC")")}
-"$NVCC" --version | tail -n 2
+if [ -n "${CUDAEMU:-}" ]; then
+  echo "CUDAEMU=1: dry run with the CUDA emulator (tests/cudaemu), no GPU involved"
+  CXX=${CXX:-g++}
+else
+  NVCC=${NVCC:-$(command -v nvcc || ls /usr/local/cuda/bin/nvcc 2>/dev/null || true)}
+  if [ -z "$NVCC" ]; then echo "FAIL: nvcc not found (set NVCC=/path/to/nvcc)"; exit 1; fi
+  CUDA_HOME=${CUDA_HOME:-$(dirname "$(dirname "$NVCC")")}
+  "$NVCC" --version | tail -n 2
+fi
 CC=${CC:-cc}
 JOBS=$(nproc 2>/dev/null || echo 4)
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-$JOBS}
@@ -55,14 +64,28 @@ else
 fi
 NVFLAGS="-O3 -std=c++17 -gencode arch=compute_90,code=sm_90 -gencode arch=compute_90,code=compute_90 --use_fast_math -Xcompiler -fPIC -Ikernels -Icommon"
 CFLAGS="-O2 -g -std=gnu11 -fopenmp -DPRISM_HAVE_CUDA -Ikernels -Icommon -Itests $BLAS_CFLAGS"
-CUDA_LIBS="-L$CUDA_HOME/lib64 -L$CUDA_HOME/targets/x86_64-linux/lib -lcublasLt -lcublas -lcudart -lstdc++ -Wl,-rpath,$CUDA_HOME/lib64"
+CUDA_LIBS="-L${CUDA_HOME:-}/lib64 -L${CUDA_HOME:-}/targets/x86_64-linux/lib -lcublasLt -lcublas -lcudart -lstdc++ -Wl,-rpath,${CUDA_HOME:-}/lib64"
+EMUFLAGS="-O2 -g -std=c++17 -Itests/cudaemu -Ikernels/cuda -Ikernels -Icommon -Itests $BLAS_CFLAGS"
+[ -n "${CUDAEMU:-}" ] && CUDA_LIBS="-lstdc++"
+
+compile_cu() { # compile_cu FILE.cu OUT.o EXTRA — nvcc, or the emulator's C++ build under CUDAEMU=1
+  if [ -n "${CUDAEMU:-}" ]; then
+    bash tests/cudaemu/cu2cpp.sh "$1" > "${2%.o}.cpp" && $CXX $EMUFLAGS $3 -c "${2%.o}.cpp" -o "$2"
+  else
+    "$NVCC" $NVFLAGS $3 -c "$1" -o "$2"
+  fi
+}
 
 build() { # build DIR EXTRA_NVFLAGS -> DIR/test_cuda_kernels DIR/bench_cuda_gpt2
   local dir=$1 extra=$2 pids=() f rc=0
   mkdir -p "$dir/obj"
   for f in kernels/cuda/*.cu; do
-    "$NVCC" $NVFLAGS $extra -c "$f" -o "$dir/obj/$(basename "$f").o" & pids+=($!)
+    compile_cu "$f" "$dir/obj/$(basename "$f").o" "$extra" & pids+=($!)
   done
+  if [ -n "${CUDAEMU:-}" ]; then   # the emulator's runtime stands in for libcudart/libcublas
+    for f in cudaemu cublasemu; do $CXX $EMUFLAGS -c "tests/cudaemu/$f.cpp" -o "$dir/obj/rt_$f.o" & pids+=($!); done
+    $CC -c tests/cudaemu/cudaemu_switch.S -o "$dir/obj/rt_switch.o" & pids+=($!)
+  fi
   for p in "${pids[@]}"; do wait "$p" || rc=1; done
   [ $rc -eq 0 ] || return 1
   # the CPU engine (kernels/*.c) as an archive, so only what the tests use is linked; a file that does not
@@ -82,7 +105,7 @@ build() { # build DIR EXTRA_NVFLAGS -> DIR/test_cuda_kernels DIR/bench_cuda_gpt2
 section "build (bf16 and fp32)"
 BDIR=${GPU_BUILD:-/tmp/prism-gpu-build}
 rm -rf "$BDIR"; mkdir -p "$BDIR"
-if build "$BDIR/bf16" "" ; then record build-bf16 PASS "nvcc sm_90 + PTX"; else record build-bf16 FAIL "compile error above"; failures=$((failures+1)); fi
+if build "$BDIR/bf16" "" ; then record build-bf16 PASS "${CUDAEMU:+CUDA emulator, not }nvcc sm_90 + PTX"; else record build-bf16 FAIL "compile error above"; failures=$((failures+1)); fi
 if [ -z "${SKIP_FP32:-}" ]; then
   if build "$BDIR/fp32" "-DENABLE_FP32"; then record build-fp32 PASS "PRECISION=fp32"; else record build-fp32 FAIL "compile error above"; failures=$((failures+1)); fi
 fi
@@ -99,7 +122,7 @@ fi
 run_cases() { # run_cases LABEL BINARY [CASE_REGEX]
   local label=$1 bin=$2 only=${3:-.} c rc out
   [ -x "$bin" ] || { record "$label" FAIL "not built"; failures=$((failures+1)); return; }
-  for c in $("$bin" --list | grep -E "$only"); do
+  for c in $("$bin" --list | grep -E "$only" | grep -E "${GPU_CASES:-.}"); do
     out=$(timeout 300 "$bin" "$c" 2>&1); rc=$?
     echo "--- $label $c (exit $rc)"; echo "$out"
     case $rc in
@@ -117,16 +140,17 @@ PRISM_CUDA_GELU_FUSION=1 run_cases bf16-gelu-fusion "$BDIR/bf16/test_cuda_kernel
 
 # ---- 4. speed ---------------------------------------------------------------------------------------
 if [ -z "${SKIP_SPEED:-}" ]; then
-  section "speed: GPT-2 124M, T=1024, uniform 12 heads vs Prism 3,3,6,6,8,8,12x6 (bf16)"
-  if [ -x "$BDIR/bf16/bench_cuda_gpt2" ] && timeout 300 "$BDIR/bf16/bench_cuda_gpt2" --B "${GPU_B:-16}" --T 1024 \
+  section "speed: GPT-2 124M, T=${GPU_T:-1024}, uniform 12 heads vs Prism 3,3,6,6,8,8,12x6 (bf16)"
+  if [ -x "$BDIR/bf16/bench_cuda_gpt2" ] && timeout 300 "$BDIR/bf16/bench_cuda_gpt2" --B "${GPU_B:-16}" --T "${GPU_T:-1024}" \
        --steps "${GPU_STEPS:-10}" --rounds 3 --warmup 2 | tee "$BDIR/speed.txt"; then
     if grep -q skipped "$BDIR/speed.txt"; then record speed SKIP "$(grep -m1 skipped "$BDIR/speed.txt")"
+    elif [ -n "${CUDAEMU:-}" ]; then record speed INFO "ran on the emulator (figures meaningless)"
     else record speed PASS "$(grep -E '^\| 3,3' "$BDIR/speed.txt" | sed 's/|/\//g')"; fi
   else
     record speed FAIL "bench_cuda_gpt2 failed"; failures=$((failures+1))
   fi
   section "speed with PRISM_CUDA_GELU_FUSION=1 (informational)"
-  if PRISM_CUDA_GELU_FUSION=1 timeout 200 "$BDIR/bf16/bench_cuda_gpt2" --B "${GPU_B:-16}" --T 1024 \
+  if PRISM_CUDA_GELU_FUSION=1 timeout 200 "$BDIR/bf16/bench_cuda_gpt2" --B "${GPU_B:-16}" --T "${GPU_T:-1024}" \
        --steps "${GPU_STEPS:-10}" --rounds 2 --warmup 1 | tee "$BDIR/speed_gelu.txt"; then
     if grep -q skipped "$BDIR/speed_gelu.txt"; then record "speed, GELU epilogue" SKIP "no CUDA device"
     else record "speed, GELU epilogue" INFO "$(grep -E '^\| 3,3' "$BDIR/speed_gelu.txt" | sed 's/|/\//g')"; fi
@@ -137,8 +161,9 @@ fi
 
 # ---- summary ----------------------------------------------------------------------------------------
 section "summary"
+nskip=$(printf '%s\n' "${results[@]}" | grep -c '| SKIP |')
 {
-  echo "# GPU check $(date -u +%Y-%m-%dT%H:%M:%SZ) — $(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -n1)"
+  echo "# GPU check $(date -u +%Y-%m-%dT%H:%M:%SZ) — ${CUDAEMU:+DRY RUN ON THE CUDA EMULATOR (no GPU) }$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -n1)"
   echo
   echo "| check | result | detail |"
   echo "|---|---|---|"
@@ -146,8 +171,8 @@ section "summary"
   if [ -f "$BDIR/speed.txt" ]; then echo; grep -E '^\|' "$BDIR/speed.txt"; fi
   if [ -f "$BDIR/speed_gelu.txt" ]; then echo; echo "with PRISM_CUDA_GELU_FUSION=1:"; grep -E '^\|' "$BDIR/speed_gelu.txt"; fi
   echo
-  nskip=$(printf '%s\n' "${results[@]}" | grep -c '| SKIP |')
   [ "$nskip" -gt 0 ] && echo "skipped: $nskip (a skipped check verified nothing: no CUDA device was visible)"
   echo "failures: $failures; wall time $(( $(date +%s) - T0 ))s"
 } | tee "$SUMMARY"
-[ $failures -eq 0 ]
+[ $failures -eq 0 ] || exit 1
+[ "$nskip" -eq 0 ] || exit 3   # nothing failed, but not everything was checked
