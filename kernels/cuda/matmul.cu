@@ -11,10 +11,22 @@
  */
 #include "cuda_common.cuh"
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static thread_local int pcu_fallbacks;
 extern "C" int prism_cuda_matmul_fallbacks(void) { return pcu_fallbacks; }
+
+/* PRISM_CUDA_NO_LT=1: every matmul takes the fallback (cublasGemmEx + k_bias_gelu), so that path is tested
+ * (tests/unit/test_cuda_kernels.c) and can stand in if cuBLASLt misbehaves on some card. Read once per thread. */
+static thread_local int lt_off = -1;
+static bool lt_disabled(void) {
+    if (lt_off < 0) {
+        const char *e = getenv("PRISM_CUDA_NO_LT");
+        lt_off = e && *e && strcmp(e, "0") != 0;
+    }
+    return lt_off == 1;
+}
 
 #define LT_TRY(call, where) do { cublasStatus_t s_ = (call); if (s_ != CUBLAS_STATUS_SUCCESS) { \
     rc = pcu_fail_blas(where, s_); goto out; } } while (0)
@@ -163,7 +175,7 @@ extern "C" int prism_cuda_matmul_forward(void *out, void *pre_gelu, const void *
     cublasLtEpilogue_t epi = pre_gelu ? (bias ? CUBLASLT_EPILOGUE_GELU_AUX_BIAS : CUBLASLT_EPILOGUE_GELU_AUX)
                                       : (bias ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_DEFAULT);
     int rc = 1;
-    if (!pre_gelu || OC % 8 == 0)
+    if ((!pre_gelu || OC % 8 == 0) && !lt_disabled())
         rc = lt_matmul(true, false, OC, N, C, w, PCU_R_X, C, inp, PCU_R_X, C, out, PCU_R_X, OC, 0.0f,
                        epi, bias, pre_gelu, OC);
     if (rc <= 0) return rc;
@@ -186,14 +198,14 @@ extern "C" int prism_cuda_matmul_backward(void *dinp, float *dw, float *dbias, c
     int rc;
     if (dinp) {
         float beta = accumulate_dinp ? 1.0f : 0.0f;
-        rc = lt_matmul(false, false, C, N, OC, w, PCU_R_X, C, dout, PCU_R_X, OC, dinp, PCU_R_X, C, beta,
-                       CUBLASLT_EPILOGUE_DEFAULT, NULL, NULL, 0);
+        rc = lt_disabled() ? 1 : lt_matmul(false, false, C, N, OC, w, PCU_R_X, C, dout, PCU_R_X, OC, dinp, PCU_R_X, C,
+                                           beta, CUBLASLT_EPILOGUE_DEFAULT, NULL, NULL, 0);
         if (rc == 1) { pcu_fallbacks++; rc = gemm_ex(false, false, C, N, OC, w, PCU_R_X, C, dout, PCU_R_X, OC, dinp, PCU_R_X, C, beta); }
         if (rc) return -1;
     }
     if (dw) {
-        rc = lt_matmul(false, true, C, OC, N, inp, PCU_R_X, C, dout, PCU_R_X, OC, dw, CUDA_R_32F, C, 1.0f,
-                       CUBLASLT_EPILOGUE_DEFAULT, NULL, NULL, 0);
+        rc = lt_disabled() ? 1 : lt_matmul(false, true, C, OC, N, inp, PCU_R_X, C, dout, PCU_R_X, OC, dw, CUDA_R_32F, C,
+                                           1.0f, CUBLASLT_EPILOGUE_DEFAULT, NULL, NULL, 0);
         if (rc == 1) { pcu_fallbacks++; rc = gemm_ex(false, true, C, OC, N, inp, PCU_R_X, C, dout, PCU_R_X, OC, dw, CUDA_R_32F, C, 1.0f); }
         if (rc) return -1;
     }

@@ -245,8 +245,7 @@ TEST(matmul_forward_backward) {
     if (cudaemu_faults) ASSERT_EQ_INT(0, prism_cuda_matmul_fallbacks());
 }
 
-TEST(matmul_gelu_epilogue) {
-    need_device();
+static void gelu_epilogue_case(void) {
     int B = 2, T = 64, C = 128, OC = 512;
     size_t N = (size_t)B * T;
     float *inp = hrand(N * C, 1), *w = hrand((size_t)OC * C, 0.2f), *bias = hrand(OC, 1);
@@ -260,6 +259,20 @@ TEST(matmul_gelu_epilogue) {
     /* cuBLASLt's GELU epilogue need not use our tanh arithmetic (a fast tanh, or erf: they differ by up to
      * 4.7e-4 absolute, ~1.2e-4 relative here), so fp32 allows 1e-3; a wrong formula is off by far more */
     close_to("matmul+gelu out", get_x(out, N * OC), out_c, N * OC, tol(1e-3, 1e-2));
+}
+TEST(matmul_gelu_epilogue) { need_device(); gelu_epilogue_case(); }
+
+/* The path taken when cuBLASLt offers no algorithm (cublasGemmEx, then bias/GELU in k_bias_gelu), forced
+ * with PRISM_CUDA_NO_LT=1: same cases, same tolerances, and every call must have taken it. */
+TEST(matmul_fallback_without_cublaslt) {
+    setenv("PRISM_CUDA_NO_LT", "1", 1);
+    need_device();
+    matmul_case(2, 64, 96, 288, 1);
+    matmul_case(1, 37, 50, 70, 1);
+    gelu_epilogue_case();
+    int fb = prism_cuda_matmul_fallbacks();
+    printf("fallback matmuls: %d (expect 2 cases x 4 calls + 1)\n", fb);
+    ASSERT_EQ_INT(9, fb);
 }
 
 TEST(gelu_forward_backward) {
