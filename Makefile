@@ -58,7 +58,7 @@ EMU_CXXFLAGS = $(OPT) -g -std=c++17 -Wall -Wextra -Wno-unused-parameter -Wno-for
                -Itests/cudaemu -Ikernels/cuda -Ikernels -Icommon -Itests $(PKG_CFLAGS)
 EMU_CU     := $(notdir $(basename $(CU_SRC)))
 EMU_KOBJ   := $(patsubst kernels/%.c,$(BUILD)/obj/cudaemu/kernels/%.o,$(wildcard kernels/*.c))
-EMU_TESTS  := $(foreach p,$(EMU_PRECS),$(BUILD)/tests/test_cuda_kernels.emu-$(p)) \
+EMU_TESTS  := $(foreach p,$(EMU_PRECS),$(BUILD)/tests/test_cuda_kernels.emu-$(p) $(BUILD)/prism-worker.emu-$(p)) \
               $(if $(EMU_PRECS),$(BUILD)/tests/test_cudaemu)
 
 # ---- sources --------------------------------------------------------------------------------------
@@ -178,6 +178,12 @@ $(BUILD)/tests/test_cuda_kernels.emu-%: tests/unit/test_cuda_kernels.c tests/har
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -DPRISM_HAVE_CUDA -Itests -o $@ $< $(EMU_KOBJ) $(BUILD)/lib/libprism_cudaemu_$*.a $(LIB_COMMON) \
 	  $(LDLIBS) -lstdc++
+# prism-worker with its CUDA backend on the emulator: the trainer, checkpoints and resume on `--device 0`
+# (tests/integration/test_train_cuda.sh)
+$(BUILD)/prism-worker.emu-%: $(call obj,worker/main.c) $(LIB_WORKER) $(EMU_KOBJ) $(BUILD)/lib/libprism_cudaemu_%.a \
+		$(LIB_COMMON)
+	$(CC) $(CFLAGS) -o $@ $(call obj,worker/main.c) $(LIB_WORKER) $(EMU_KOBJ) $(BUILD)/lib/libprism_cudaemu_$*.a \
+	  $(LIB_COMMON) $(LDLIBS) -lstdc++
 $(BUILD)/tests/test_cudaemu: $(BUILD)/obj/cudaemu/bf16/test_cudaemu.o $(BUILD)/lib/libprism_cudaemu_bf16.a
 	@mkdir -p $(dir $@)
 	$(CXX) $(EMU_CXXFLAGS) -o $@ $^ $(LDLIBS)
