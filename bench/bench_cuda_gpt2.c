@@ -8,7 +8,8 @@
  * the loss comes back to the host each step, so wall-clock time per step is honest.
  * MFU = model_flops_per_token(T) x tokens/s / peak, with peak = 989 TFLOP/s (H100/H200 SXM dense bf16)
  * unless --peak-tflops says otherwise. Then a table of one layer's attention cost (forward + backward) at
- * 3, 6, 8 and 12 heads (head sizes 256, 128, 96, 64), next to the layer's QKV matmul, from CUDA events.
+ * 3, 6, 8 and 12 heads (head sizes 256, 128, 96, 64), next to the layer's QKV matmul, from CUDA events; and
+ * before it each schedule's step split into forward, forward+backward and update (CUDA events).
  * Without a CUDA build or device it says so and exits 0.
  *
  *   bench_cuda_gpt2 [--B 16] [--T 1024] [--steps 10] [--rounds 3] [--warmup 3] [--peak-tflops 989]
@@ -47,6 +48,11 @@ static int parse_heads(const char *s, int *heads, int max) {
         s = end;
     }
     return n;
+}
+
+static __attribute__((unused)) int cmp_float(const void *a, const void *b) {
+    float x = *(const float *)a, y = *(const float *)b;
+    return x < y ? -1 : x > y;
 }
 
 static int cmp_double(const void *a, const void *b) {
@@ -206,6 +212,29 @@ int main(int argc, char **argv) {
         double mfu = model_flops_per_token(&cfg[s], T) * med / (peak * 1e12);
         printf("| %s | %.0f | %.1f | %.1f%% | %.2f | %.3f |\n", sched[s], med, 1e3 * B * T / med, 100 * mfu,
                peak_mem[s] / (1024.0 * 1024 * 1024), med / base);
+    }
+    /* where a step's time goes, per schedule: forward alone (the eval path: forward_loss, which also
+     * computes attention distance when asked, here not), forward+backward, update; medians of `steps` */
+    printf("\nstep phases (ms, median of %d, CUDA events):\n| schedule | forward | forward+backward | update (AdamW) |\n"
+           "|---|---|---|---|\n", steps);
+    for (int s = 0; s < ns; s++) {
+        float fwd[64], fb[64], up[64];
+        int reps = steps < 64 ? steps : 64;
+        for (int i = 0; i < reps; i++) {
+            float l = 0;
+            if (prism_cuda_timer_start() || model_cuda_ops.forward_loss(m[s], in, tg, B, T, &l, NULL) ||
+                prism_cuda_timer_stop_ms(&fwd[i])) { fprintf(stderr, "%s: %s\n", sched[s], model_cuda_ops.error(m[s])); goto out; }
+            if (model_cuda_ops.zero_grad(m[s]) || prism_cuda_timer_start() ||
+                model_cuda_ops.forward_backward(m[s], in, tg, B, T, 1.0f, &l) || prism_cuda_timer_stop_ms(&fb[i]) ||
+                prism_cuda_timer_start() || model_cuda_ops.update(m[s], &hp, t++, &norm) || prism_cuda_timer_stop_ms(&up[i])) {
+                fprintf(stderr, "%s: %s\n", sched[s], model_cuda_ops.error(m[s]));
+                goto out;
+            }
+        }
+        qsort(fwd, reps, sizeof(float), cmp_float);
+        qsort(fb, reps, sizeof(float), cmp_float);
+        qsort(up, reps, sizeof(float), cmp_float);
+        printf("| %s | %.2f | %.2f | %.2f |\n", sched[s], fwd[reps / 2], fb[reps / 2], up[reps / 2]);
     }
     for (int s = 0; s < ns; s++) { model_cuda_ops.free(m[s]); m[s] = NULL; }
     if (attention_table(B, T) != 0) goto out;
