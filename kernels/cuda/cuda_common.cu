@@ -60,6 +60,7 @@ extern "C" int prism_cuda_device_count(void) {
 
 extern "C" void prism_cuda_shutdown(void) {
     if (!g_pcu.ready) return;
+    pcu_matmul_forget();
     if (g_pcu.blas) cublasDestroy(g_pcu.blas);
     if (g_pcu.lt) cublasLtDestroy(g_pcu.lt);
     cudaFree(g_pcu.lt_ws);

@@ -55,6 +55,8 @@ extern thread_local pcu_state g_pcu;   /* per host thread: see cuda_common.cu */
 int pcu_fail(const char *where, cudaError_t e);
 int pcu_fail_blas(const char *where, cublasStatus_t s);
 int pcu_fail_msg(const char *where, const char *what);
+/* Drops this thread's cached cuBLASLt algorithms (matmul.cu); prism_cuda_shutdown calls it. */
+void pcu_matmul_forget(void);
 
 #define PCU_CHECK_LAUNCH(where) do { cudaError_t e_ = cudaGetLastError(); \
     if (e_ != cudaSuccess) return pcu_fail(where, e_); } while (0)

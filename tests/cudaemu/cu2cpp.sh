@@ -13,4 +13,4 @@ if [ -n "$bad" ]; then echo "cu2cpp.sh: $f: launch not on one line: $bad" >&2; e
 printf '#line 1 "%s"\n' "$f"
 sed -e 's/\([A-Za-z_][A-Za-z_0-9]*\(<[^<>]*>\)\{0,1\}\)<<<\(.*\)>>>(/cudaemu_cfg(\3).run(\1, "\1")(/' \
     -e 's/extern __shared__ \([A-Za-z_][A-Za-z_0-9]*\) \([A-Za-z_][A-Za-z_0-9]*\)\[\];/\1 *\2 = (\1 *)cudaemu_dyn_shared();/' \
-    -e 's/__shared__ \([A-Za-z_][A-Za-z_0-9]*\) \([A-Za-z_][A-Za-z_0-9]*\)\(\(\[[^]]*\]\)\{1,\}\);/\1 (\&\2)\3 = *(\1 (*)\3)cudaemu_static_shared(sizeof(\1\3), __LINE__);/' "$f"
+    -e 's/__shared__ \([A-Za-z_][A-Za-z_0-9]*\) \([A-Za-z_][A-Za-z_0-9]*\)\(\(\[[^]]*\]\)\{1,\}\);/\1 (\&\2)\3 = *(\1 (*)\3)cudaemu_static_shared(sizeof(\1\3), __FILE__, __LINE__);/' "$f"

@@ -12,8 +12,10 @@
  * unpoisoned before reuse, so ASan checks kernels' loads and stores against the heap "device" buffers.
  */
 #include "cudaemu.h"
+#include <atomic>
 #include <errno.h>
 #include <map>
+#include <thread>
 #include <mutex>
 #include <stdarg.h>
 #include <stdio.h>
@@ -41,7 +43,7 @@ thread_local dim3 blockDim, gridDim;
 /* ---- errors ---------------------------------------------------------------------------------------------- */
 static thread_local cudaError_t last_error = cudaSuccess;
 static thread_local char fault_msg[512];
-static thread_local int fault_count;
+static std::atomic<int> fault_count;   /* all threads: a test checks them at exit */
 
 static void set_error(cudaError_t e) { if (last_error == cudaSuccess) last_error = e; }
 
@@ -91,8 +93,9 @@ const char *cudaGetErrorString(cudaError_t e) {
 
 /* ---- device and memory ----------------------------------------------------------------------------------- */
 static const size_t EMU_TOTAL_MEM = (size_t)80 << 30;
+struct alloc_info { size_t bytes; std::thread::id owner; };
 static std::mutex mem_lock;
-static std::map<uintptr_t, size_t> allocs;   /* base -> bytes, every live cudaMalloc */
+static std::map<uintptr_t, alloc_info> allocs;   /* base -> size and allocating thread, every live cudaMalloc */
 static size_t allocated;
 
 static int device_count(void) {
@@ -122,24 +125,34 @@ cudaError_t cudaGetDeviceProperties(cudaDeviceProp *p, int d) {
     return cudaSuccess;
 }
 
-/* Each allocation sits between two GUARD-byte zones of GUARD_BYTE, checked after every launch. */
+/* Each allocation [base, base+bytes) sits between two guard zones of GUARD_BYTE: GUARD bytes before it, and
+ * after it the rest of its 256-byte rounding plus GUARD bytes. They are checked after every launch of the thread
+ * that allocated it (another thread's kernel may be writing its own buffers right then); under ASan they are
+ * poisoned instead, so a stray read or write is reported at the instruction. */
 static const size_t GUARD = 512;
 static const unsigned char GUARD_BYTE = 0xA5;
 static size_t padded(size_t bytes) { return ((bytes ? bytes : 1) + 255) & ~(size_t)255; }
+static size_t tail(size_t bytes) { return padded(bytes) - bytes + GUARD; }
 
 cudaError_t cudaMalloc(void **p, size_t bytes) {
     *p = NULL;
     size_t n = padded(bytes);
+    if (!bytes) bytes = 1;
     std::lock_guard<std::mutex> g(mem_lock);
     if (allocated + n > EMU_TOTAL_MEM) return cudaErrorMemoryAllocation;
     unsigned char *q = (unsigned char *)aligned_alloc(256, n + 2 * GUARD);
     if (!q) return cudaErrorMemoryAllocation;
+    unsigned char *base = q + GUARD;
     memset(q, GUARD_BYTE, GUARD);
-    memset(q + GUARD, 0xFF, n);   /* fresh device memory is garbage: NaN in float32 and in bf16 */
-    memset(q + GUARD + n, GUARD_BYTE, GUARD);
-    allocs[(uintptr_t)(q + GUARD)] = bytes ? bytes : 1;
+    memset(base, 0xFF, bytes);   /* fresh device memory is garbage: NaN in float32 and in bf16 */
+    memset(base + bytes, GUARD_BYTE, tail(bytes));
+#ifdef EMU_ASAN
+    __asan_poison_memory_region(q, GUARD);
+    __asan_poison_memory_region(base + bytes, tail(bytes));
+#endif
+    allocs[(uintptr_t)base] = alloc_info{ bytes, std::this_thread::get_id() };
     allocated += n;
-    *p = q + GUARD;
+    *p = base;
     return cudaSuccess;
 }
 cudaError_t cudaFree(void *p) {
@@ -147,30 +160,42 @@ cudaError_t cudaFree(void *p) {
     std::lock_guard<std::mutex> g(mem_lock);
     auto it = allocs.find((uintptr_t)p);
     if (it == allocs.end()) { set_error(cudaErrorInvalidDevicePointer); return cudaErrorInvalidDevicePointer; }
-    allocated -= padded(it->second);
+    size_t bytes = it->second.bytes;
+    allocated -= padded(bytes);
     allocs.erase(it);
+#ifdef EMU_ASAN
+    __asan_unpoison_memory_region((unsigned char *)p - GUARD, padded(bytes) + 2 * GUARD);
+#endif
     free((unsigned char *)p - GUARD);
     return cudaSuccess;
 }
 
-/* After a launch: every guard zone intact? A damaged one is a fault naming the kernel, and is repaired. */
+/* After a launch: the calling thread's guard zones intact? A damaged one is a fault naming the kernel, and is
+ * repaired. (Under ASan the zones are poisoned and ASan has already reported any access.) */
 static void check_guards(const char *kernel) {
+#ifndef EMU_ASAN
     std::lock_guard<std::mutex> g(mem_lock);
+    std::thread::id me = std::this_thread::get_id();
     for (auto &a : allocs) {
-        unsigned char *base = (unsigned char *)a.first, *lo = base - GUARD, *hi = base + padded(a.second);
+        if (a.second.owner != me) continue;
+        unsigned char *base = (unsigned char *)a.first;
+        size_t bytes = a.second.bytes;
         for (int side = 0; side < 2; side++) {
-            unsigned char *z = side ? hi : lo;
-            size_t bad = 0, first = GUARD;
-            for (size_t i = 0; i < GUARD; i++)
-                if (z[i] != GUARD_BYTE) { bad++; if (first == GUARD) first = i; }
+            unsigned char *z = side ? base + bytes : base - GUARD;
+            size_t len = side ? tail(bytes) : GUARD, bad = 0, first = len;
+            for (size_t i = 0; i < len; i++)
+                if (z[i] != GUARD_BYTE) { bad++; if (first == len) first = i; }
             if (bad) {
                 fault("%s wrote %s the device allocation at %p (%zu bytes): %zu guard bytes changed, the first %zu bytes %s",
-                      kernel, side ? "past the end of" : "before the start of", (void *)base, a.second, bad,
-                      side ? first + padded(a.second) - a.second : GUARD - first, side ? "past its end" : "before it");
-                memset(z, GUARD_BYTE, GUARD);
+                      kernel, side ? "past the end of" : "before the start of", (void *)base, bytes, bad,
+                      side ? first : GUARD - first, side ? "past its end" : "before it");
+                memset(z, GUARD_BYTE, len);
             }
         }
     }
+#else
+    (void)kernel;
+#endif
 }
 
 /* 0 when [p, p+bytes) lies inside one live allocation. Used by cuBLAS (cublasemu.cpp) too. */
@@ -181,10 +206,10 @@ int cudaemu_check_range(const void *p, size_t bytes, const char *what) {
     auto it = allocs.upper_bound(a);
     if (it == allocs.begin()) goto bad;
     --it;
-    if (a >= it->first && a + bytes <= it->first + it->second) return 0;
+    if (a >= it->first && a + bytes <= it->first + it->second.bytes) return 0;
 bad:
     fault("%s: %zu bytes at %p are not inside one device allocation%s", what, bytes, p,
-          it != allocs.end() && a >= it->first && a < it->first + it->second ? " (they run past its end)" : "");
+          it != allocs.end() && a >= it->first && a < it->first + it->second.bytes ? " (they run past its end)" : "");
     return -1;
 }
 static int is_device(const void *p) {
@@ -192,7 +217,7 @@ static int is_device(const void *p) {
     auto it = allocs.upper_bound((uintptr_t)p);
     if (it == allocs.begin()) return 0;
     --it;
-    return (uintptr_t)p < it->first + it->second;
+    return (uintptr_t)p < it->first + it->second.bytes;
 }
 
 cudaError_t cudaMemset(void *p, int v, size_t bytes) {
@@ -260,10 +285,13 @@ struct sched {
     void (*fn)(void *) = nullptr;
     void *ctx = nullptr;
     float xchg[MAX_THREADS];         /* shuffle exchange, one slot per thread */
+    void *site[MAX_THREADS];         /* where each lane's current shuffle was called from, and its lane mask: */
+    int lmask[MAX_THREADS];          /* a warp whose lanes are in different shuffles is divergent */
     unsigned char *dyn = nullptr;    /* dynamic shared memory */
     unsigned char stat[48 * 1024];   /* static shared memory of the running launch */
-    int stat_key[16];                /* declaration line -> offset into stat, per launch */
-    size_t stat_off[16], stat_used = 0;
+    const char *stat_file[16];       /* declaration (file, line) -> offset and size in stat, per launch */
+    int stat_line[16];
+    size_t stat_off[16], stat_size[16], stat_used = 0;
     int stat_n = 0;
     size_t dyn_size = 0, dyn_cap = 0;
     const void *sched_bottom = nullptr;
@@ -339,7 +367,7 @@ static void park(int state) {
     asan_finish(f.asan_fake, nullptr, nullptr);
 }
 
-static const char *kernel_name;
+static thread_local const char *kernel_name;
 
 void cudaemu_syncthreads(void) {
     if (S.cur < 0) { fault("__syncthreads called outside a kernel"); return; }
@@ -358,7 +386,19 @@ float cudaemu_shfl_xor(unsigned mask, float v, int lane_mask, int width) {
         return v;
     }
     S.xchg[t] = v;
+    S.site[t] = __builtin_return_address(0);
+    S.lmask[t] = lane_mask;
     park(F_BAR_WARP);                      /* every live lane has posted its value */
+    int first = base;
+    while (S.f[first].state == F_DONE) first++;
+    if (t == first)                        /* one lane checks that the warp is in one and the same shuffle */
+        for (int i = base; i < base + 32; i++)
+            if (S.f[i].state != F_DONE && (S.site[i] != S.site[t] || S.lmask[i] != S.lmask[t])) {
+                fault("%s: warp %d is divergent: lane %d is in a shuffle (lane mask %d) other than lane %d's "
+                      "(lane mask %d) (block %u,%u,%u)", kernel_name, t >> 5, i & 31, S.lmask[i], lane, S.lmask[t],
+                      blockIdx.x, blockIdx.y, blockIdx.z);
+                break;
+            }
     int src = base + ((lane ^ lane_mask) & 31);
     float r = S.xchg[src];
     if (S.f[src].state == F_DONE)
@@ -373,16 +413,24 @@ void *cudaemu_dyn_shared(void) {
     return S.dyn;
 }
 
-void *cudaemu_static_shared(size_t bytes, int key) {
+void *cudaemu_static_shared(size_t bytes, const char *file, int line) {
     for (int i = 0; i < S.stat_n; i++)
-        if (S.stat_key[i] == key) return S.stat + S.stat_off[i];
+        if (S.stat_line[i] == line && strcmp(S.stat_file[i], file) == 0) {
+            if (S.stat_size[i] != bytes)
+                fault("%s: __shared__ array at %s:%d asked for %zu bytes, then %zu", kernel_name, file, line,
+                      S.stat_size[i], bytes);
+            return S.stat + S.stat_off[i];
+        }
     size_t off = (S.stat_used + 15) & ~(size_t)15;
-    if (S.stat_n == 16 || off + bytes > sizeof S.stat) {
-        fault("%s: more than 48 KiB or 16 arrays of static shared memory", kernel_name);
+    if (S.stat_n == 16 || off + bytes + S.dyn_size > 48 * 1024) {
+        fault("%s: more than 48 KiB of shared memory (static %zu + dynamic %zu) or more than 16 arrays", kernel_name,
+              off + bytes, S.dyn_size);
         abort();
     }
     memset(S.stat + off, 0xFF, bytes);   /* NaN: read-before-write shows */
-    S.stat_key[S.stat_n] = key;
+    S.stat_file[S.stat_n] = file;
+    S.stat_line[S.stat_n] = line;
+    S.stat_size[S.stat_n] = bytes;
     S.stat_off[S.stat_n++] = off;
     S.stat_used = off + bytes;
     return S.stat + off;
@@ -439,6 +487,9 @@ static int run_block(int n, int mode) {
         }
         if (released) continue;
         if (at_block == n - done) {
+            if (done)   /* undefined in the CUDA guide, even if recent GPUs let it pass */
+                fault("%s: __syncthreads reached by %d threads after %d threads of the block returned (block %u,%u,%u)",
+                      kernel_name, at_block, done, blockIdx.x, blockIdx.y, blockIdx.z);
             for (int i = 0; i < n; i++) if (S.f[i].state == F_BAR_BLOCK) S.f[i].state = F_RUN;
             continue;
         }
@@ -463,6 +514,8 @@ void cudaemu_launch(dim3 g, dim3 b, size_t dyn, const char *name, void (*fn)(voi
                        -1, 0);
         if (m == MAP_FAILED) { set_error(cudaErrorMemoryAllocation); return; }
         S.stacks = (char *)m;
+        for (int i = 0; i < MAX_THREADS; i++)   /* a fiber that overflows its stack faults, not its neighbour */
+            mprotect(S.stacks + (size_t)i * STACK, 4096, PROT_NONE);
     }
     if (dyn > S.dyn_cap) {
         free(S.dyn);

@@ -96,9 +96,9 @@ cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t a, cudaEvent_t b);
 void cudaemu_syncthreads(void);
 float cudaemu_shfl_xor(unsigned mask, float v, int lane_mask, int width);
 void *cudaemu_dyn_shared(void);   /* the launch's dynamic shared memory (poisoned with NaN per block) */
-/* The block's `__shared__ T name[...]` declared on line `key` of the kernel: the same address for every thread
+/* The block's `__shared__ T name[...]` declared at file:line: the same address for every thread
  * of the block, 0xFF bytes (NaN) at the start of each block, so a read before a write is visible. */
-void *cudaemu_static_shared(size_t bytes, int key);
+void *cudaemu_static_shared(size_t bytes, const char *file, int line);
 
 static inline void __syncthreads(void) { cudaemu_syncthreads(); }
 static inline float __shfl_xor_sync(unsigned mask, float v, int lane_mask, int width = 32) {

@@ -103,6 +103,17 @@ __global__ void k_split_warp(float *out) {
     out[threadIdx.x] = v;
 }
 __global__ void k_shfl_ok(float *out) { out[threadIdx.x] = warp_sum((float)threadIdx.x); }
+__global__ void k_shfl_divergent(float *out) {
+    float v = (float)threadIdx.x;
+    if ((threadIdx.x & 31) < 16) v = __shfl_xor_sync(0xffffffffu, v, 1);
+    else v = __shfl_xor_sync(0xffffffffu, v, 2);
+    out[threadIdx.x] = v;
+}
+__global__ void k_sync_after_return(float *out) {
+    if (threadIdx.x >= 16) return;
+    __syncthreads();
+    out[threadIdx.x] = 1.0f;
+}
 TEST(shuffle_faults_and_results) {
     float *out = dev_floats(64), h[64];
     k_shfl_ok<<<1, 64>>>(out);
@@ -114,15 +125,24 @@ TEST(shuffle_faults_and_results) {
     expect_fault("shuffle with an exited lane", "already exited");
     k_split_warp<<<1, 32>>>(out);
     expect_fault("warp split between a shuffle and __syncthreads", "is split");
+    k_shfl_divergent<<<1, 32>>>(out);
+    expect_fault("lanes of one warp in two different shuffles", "is divergent");
+    k_sync_after_return<<<1, 64>>>(out);
+    expect_fault("__syncthreads after some threads returned", "returned");
 }
 
 /* ---- writes outside an allocation fail the launch ------------------------------------------------------ */
 __global__ void k_write(float *p, int i) { if (threadIdx.x == 0) p[i] = 1.0f; }
 TEST(out_of_bounds_writes_fail_the_launch) {
+#if defined(__SANITIZE_ADDRESS__)
+    SKIP("under ASan the guard zones are poisoned: ASan itself reports the access (and stops the process)");
+#endif
     float *p = dev_floats(100);
     k_write<<<1, 32>>>(p, 99);
     CK(cudaGetLastError());
-    k_write<<<1, 32>>>(p, 100 + 64);   /* past the requested 100 floats and the 256-byte rounding */
+    k_write<<<1, 32>>>(p, 100);        /* one past the end, inside the 256-byte rounding */
+    expect_fault("write one past the end", "the first 0 bytes past its end");
+    k_write<<<1, 32>>>(p, 100 + 64);   /* past the rounding too */
     expect_fault("write past the end", "past the end");
     k_write<<<1, 32>>>(p, -3);
     expect_fault("write before the start", "before the start");

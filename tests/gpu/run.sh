@@ -122,7 +122,12 @@ fi
 run_cases() { # run_cases LABEL BINARY [CASE_REGEX]
   local label=$1 bin=$2 only=${3:-.} c rc out
   [ -x "$bin" ] || { record "$label" FAIL "not built"; failures=$((failures+1)); return; }
-  for c in $("$bin" --list | grep -E "$only" | grep -E "${GPU_CASES:-.}"); do
+  local list n=0
+  if ! list=$("$bin" --list 2>&1); then   # e.g. libcublasLt not found at run time
+    record "$label" FAIL "$bin --list: $(echo "$list" | head -n1 | sed 's/|/\//g' | cut -c1-140)"; failures=$((failures+1)); return
+  fi
+  for c in $(echo "$list" | grep -E "$only" | grep -E "${GPU_CASES:-.}"); do
+    n=$((n+1))
     out=$(timeout 300 "$bin" "$c" 2>&1); rc=$?
     echo "--- $label $c (exit $rc)"; echo "$out"
     case $rc in
@@ -131,6 +136,7 @@ run_cases() { # run_cases LABEL BINARY [CASE_REGEX]
       *) record "$label $c" FAIL "$(echo "$out" | grep -m1 -E 'error|:[0-9]+:' | sed 's/|/\//g' | cut -c1-140)"; failures=$((failures+1));;
     esac
   done
+  [ $n -gt 0 ] || { record "$label" FAIL "no test case matched (GPU_CASES=${GPU_CASES:-})"; failures=$((failures+1)); }
 }
 if [ -z "${SKIP_FP32:-}" ]; then section "kernels + model vs CPU, fp32 build"; run_cases fp32 "$BDIR/fp32/test_cuda_kernels"; fi
 section "kernels + model vs CPU, bf16 build"

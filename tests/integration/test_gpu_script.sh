@@ -9,10 +9,11 @@ source "$(dirname "$0")/../lib.sh"
 ROOT=$(pwd)
 CASES='^(encoder_forward_backward|attention_head_dim_64|model_loss_and_every_gradient_match_cpu)$'
 need_x86() { [ "$(uname -m)" = x86_64 ] || skip "the CUDA emulator is x86-64 only"; }
-# dry TREE DIR [ENV...]: runs TREE/tests/gpu/run.sh with the summary in DIR/out; prints the exit status
+# dry TREE DIR [VAR=VALUE...]: runs TREE/tests/gpu/run.sh (the VARs override the defaults here) with the
+# summary in DIR/out; prints the exit status
 dry() {
   local tree=$1 d=$2; shift 2
-  env "$@" CUDAEMU=1 SKIP_MAKE=1 SKIP_SPEED=1 GPU_CASES="$CASES" OUT="$d/out" GPU_BUILD="$d/build" \
+  env CUDAEMU=1 SKIP_MAKE=1 SKIP_SPEED=1 GPU_CASES="$CASES" OUT="$d/out" GPU_BUILD="$d/build" "$@" \
     bash "$tree/tests/gpu/run.sh" >"$d/log" 2>&1
   echo $?
 }
@@ -66,7 +67,17 @@ t_broken_kernel_fails_the_check() {
   assert_contains "$(row "fp32 attention_head_dim_64" "$d")" "| FAIL |"
   assert_contains "$(row "bf16 attention_head_dim_64" "$d")" "| FAIL |"
   assert_contains "$(row "fp32 encoder_forward_backward" "$d")" "| PASS |"
-  assert_contains "$(cat "$d/out/gpu_summary.md")" "failures: "
+  grep -qE '^failures: [1-9]' "$d/out/gpu_summary.md" || fail "the summary does not count the failures"
+}
+
+# A section in which no case ran (a GPU_CASES that matches nothing; likewise a binary that cannot even list
+# its cases) is a failure, not a silently empty section.
+t_no_case_run_is_a_failure() {
+  need_x86
+  local d; d=$(tmpdir)
+  local rc; rc=$(dry "$ROOT" "$d" SKIP_FP32=1 GPU_CASES='^no_such_case$')
+  assert_eq 1 "$rc" "exit status when no case matched"
+  assert_contains "$(row bf16 "$d")" "| FAIL | no test case matched"
 }
 
 harness_main "$@"
