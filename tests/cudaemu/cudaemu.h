@@ -11,15 +11,17 @@
  * consecutive linear thread ids) has posted a value, reads the partner's, and syncs the warp again. So warp
  * reductions, block reductions, shared memory and atomics behave as on the GPU as far as the CUDA memory model
  * promises, and the emulator reports (as a launch failure, with a message on stderr) what it can see going
- * wrong: a shuffle that reads a lane that has already exited, a warp split between a shuffle and a
- * __syncthreads (divergent barrier), an illegal launch configuration, and — in cuBLAS — a matrix whose extent
- * runs past the device allocation it lives in, or layouts that do not agree with the transposes.
+ * wrong: a shuffle that reads a lane that has already exited, lanes of one warp in different shuffles, a warp
+ * split between a shuffle and a __syncthreads (divergent barrier), a __syncthreads after some threads of the
+ * block returned, an illegal launch configuration, and — in cuBLAS — a matrix whose extent runs past the device
+ * allocation it lives in, or layouts that do not agree with the transposes.
  * CUDAEMU_ORDER=forward|reverse|random picks the order in which fibers run between barriers; a kernel whose
  * result depends on it has a race.
  * Device memory is host memory from aligned_alloc, registered so that cudaMemcpy/cuBLAS can check ranges and
  * filled with 0xFF bytes (NaN in float32 and bf16) when allocated, like the garbage in fresh device memory;
- * 512-byte guard zones before and after each allocation are checked after every launch, so a kernel that
- * writes out of bounds fails its launch (reads out of bounds need `make sanitize`, which runs these under ASan).
+ * guard zones before each allocation and after its last byte are checked after every launch, so a kernel that
+ * writes out of bounds fails its launch (under `make sanitize` they are ASan-poisoned, so reads are caught too).
+ * Each fiber stack has a guard page below it.
  * Shared memory, static and dynamic, is NaN at the start of every block.
  * cuBLAS/cuBLASLt GEMMs are done by converting to float32 and calling OpenBLAS's cblas_sgemm (float32
  * accumulation, like CUBLAS_COMPUTE_32F), then applying the epilogue and rounding to the output type.
