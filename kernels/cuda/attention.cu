@@ -49,18 +49,22 @@ extern "C" size_t prism_cuda_attention_scratch_bytes(int B, int T, int C, int NH
     return 7 * btc + al256((size_t)B * NHmax * T * T * sizeof(float)) + al256((size_t)B * NHmax * T * T * sizeof(floatX));
 }
 
-/* qkv[b,t,w,h,d] -> q/k/v[b,h,t,d] (w = 0,1,2) */
-__global__ void k_permute(floatX *q, floatX *k, floatX *v, const floatX *qkv, int B, int T, int NH, int hs) {
-    size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
-    size_t n = (size_t)B * NH * T * hs;
-    if (i >= n) return;
+/* Element i of a [B,NH,T,hs] tensor -> its offset in a row-major [B,T,W*NH*hs] one whose head h is columns
+ * h*hs..(h+1)*hs (W = 3: qkv, Q first; W = 1: the attention output). */
+__device__ __forceinline__ size_t bhtd_to_bt(size_t i, int T, int NH, int hs, int W) {
     int d = (int)(i % hs);
     size_t r = i / hs;
     int t = (int)(r % T); r /= T;
     int h = (int)(r % NH);
-    int b = (int)(r / NH);
-    size_t C = (size_t)NH * hs;
-    size_t src = ((size_t)b * T + t) * 3 * C + (size_t)h * hs + d;
+    size_t b = r / NH;
+    return (b * T + t) * (size_t)W * NH * hs + (size_t)h * hs + d;
+}
+
+/* qkv[b,t,w,h,d] -> q/k/v[b,h,t,d] (w = 0,1,2) */
+__global__ void k_permute(floatX *q, floatX *k, floatX *v, const floatX *qkv, int B, int T, int NH, int hs) {
+    size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= (size_t)B * NH * T * hs) return;
+    size_t src = bhtd_to_bt(i, T, NH, hs, 3), C = (size_t)NH * hs;
     q[i] = qkv[src];
     k[i] = qkv[src + C];
     v[i] = qkv[src + 2 * C];
@@ -70,15 +74,8 @@ __global__ void k_permute(floatX *q, floatX *k, floatX *v, const floatX *qkv, in
 __global__ void k_unpermute_qkv(floatX *dqkv, const floatX *dq, const floatX *dk, const floatX *dv, int B, int T,
                                 int NH, int hs) {
     size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
-    size_t n = (size_t)B * NH * T * hs;
-    if (i >= n) return;
-    int d = (int)(i % hs);
-    size_t r = i / hs;
-    int t = (int)(r % T); r /= T;
-    int h = (int)(r % NH);
-    int b = (int)(r / NH);
-    size_t C = (size_t)NH * hs;
-    size_t dst = ((size_t)b * T + t) * 3 * C + (size_t)h * hs + d;
+    if (i >= (size_t)B * NH * T * hs) return;
+    size_t dst = bhtd_to_bt(i, T, NH, hs, 3), C = (size_t)NH * hs;
     dqkv[dst] = dq[i];
     dqkv[dst + C] = dk[i];
     dqkv[dst + 2 * C] = dv[i];
@@ -87,14 +84,8 @@ __global__ void k_unpermute_qkv(floatX *dqkv, const floatX *dq, const floatX *dk
 /* y[b,h,t,d] <-> out[b,t,h*hs+d]; dir 0: y -> out, dir 1: out -> y */
 __global__ void k_heads(floatX *y, floatX *out, int B, int T, int NH, int hs, int dir) {
     size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
-    size_t n = (size_t)B * NH * T * hs;
-    if (i >= n) return;
-    int d = (int)(i % hs);
-    size_t r = i / hs;
-    int t = (int)(r % T); r /= T;
-    int h = (int)(r % NH);
-    int b = (int)(r / NH);
-    size_t o = ((size_t)b * T + t) * NH * hs + (size_t)h * hs + d;
+    if (i >= (size_t)B * NH * T * hs) return;
+    size_t o = bhtd_to_bt(i, T, NH, hs, 1);
     if (dir == 0) out[o] = y[i]; else y[i] = out[o];
 }
 
