@@ -86,6 +86,9 @@ BENCH_SRC := $(wildcard bench/bench_*.c)
 BENCH_BINS := $(patsubst bench/%.c,$(BUILD)/bench/%,$(BENCH_SRC))
 
 .PHONY: all deps check demo bench fuzz sanitize clean
+# Keep every intermediate file (the emulator's generated .cpp and objects come from chained pattern rules,
+# which make would otherwise delete after each build, rebuilding them every time).
+.SECONDARY:
 all: $(PROGS)
 	@printf '  built: %s%s\n' "$(PROGS)" "$(if $(HAVE_CUDA), (with CUDA),)"
 
