@@ -990,8 +990,20 @@ static void dispatch(api *a, http_request *req, http_response *res) {
     if (need != R_PUBLIC) {
         int have = auth_check(&a->tokens, req->auth);
         if (have == AUTH_NONE || (need == R_ADMIN && have != AUTH_ADMIN)) {
-            http_response_error(res, 401, need == R_ADMIN ? "admin token required: send 'Authorization: Bearer <admin_token>'"
-                                                          : "token required: send 'Authorization: Bearer <token>'");
+            /* say which of the three it is: no token, a token this server does not have, or the worker token
+             * on an admin route */
+            const char *why;
+            if (!req->auth[0])
+                why = need == R_ADMIN ? "admin token required: send 'Authorization: Bearer <admin_token>'"
+                                      : "token required: send 'Authorization: Bearer <token>'";
+            else if (have == AUTH_NONE)
+                why = need == R_ADMIN ? "admin token refused: the Bearer token is not this server's admin token "
+                                        "(admin_token= in <db>.tokens, or in --token-file)"
+                                      : "token refused: the Bearer token is not this server's (the worker token is "
+                                        "<db>.worker-token beside the database, or worker_token= in --token-file)";
+            else
+                why = "admin token required: the worker token is not enough for this route (admin_token= in <db>.tokens)";
+            http_response_error(res, 401, "%s", why);
             res->extra_headers = "WWW-Authenticate: Bearer\r\n";
             return;
         }

@@ -206,9 +206,15 @@ t_auth_401() {
   s_expect 401 POST /api/v1/workers/register '{"name": "x"}' -
   assert_contains "$BODY" "Bearer"
   assert_contains "$(curl -s -o /dev/null -D - -X POST "$URL/api/v1/lease")" "WWW-Authenticate: Bearer"
+  assert_contains "$BODY" "token required"
   s_expect 401 POST /api/v1/workers/register '{"name": "x"}' "wrongwrongwrongwrong"
+  assert_contains "$BODY" "token refused"          # a wrong token is not reported as a missing one
+  assert_contains "$BODY" "worker-token"
   s_expect 401 POST /api/v1/lease '{"worker_id": 1}' "$WT$WT"
   s_expect 401 POST /api/v1/sweeps '{}' "$WT"
+  assert_contains "$BODY" "the worker token is not enough"
+  s_expect 401 POST /api/v1/sweeps '{}' "wrongwrongwrongwrong"
+  assert_contains "$BODY" "admin token refused"
   s_expect 200 POST /api/v1/workers/register '{"name": "x"}' "$AT"
   s_expect 200 GET /api/v1/sweeps "" -
   [ "$(stat -c %a "$DB.tokens")" = 600 ] || fail "token file mode $(stat -c %a "$DB.tokens")"
