@@ -1,7 +1,7 @@
 # tests/lib.sh — sourced by tests/integration/test_*.sh. A file defines functions named t_CASE and ends
 # with `harness_main "$@"`: `--list` prints the cases, `CASE` runs one (exit 0 pass, 77 skip, else fail).
 # Helpers: bin NAME (path of a built program), tmpdir, fail MSG, assert_eq EXP ACT MSG,
-# assert_contains HAYSTACK NEEDLE, free_port.
+# assert_contains HAYSTACK NEEDLE, free_port, strip_timing FILE.
 set -u
 PRISM_BUILD=${PRISM_BUILD:-build}
 bin() { echo "$PRISM_BUILD/$1"; }
@@ -12,6 +12,8 @@ assert_eq() { [ "$1" = "$2" ] || fail "${3:-values differ}: expected [$1], got [
 assert_contains() { case "$1" in *"$2"*) ;; *) fail "expected [$2] in: $1";; esac; }
 # A TCP port nobody listens on right now (the kernel picks it).
 free_port() { /usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+# A metrics.jsonl without its timing field, which legitimately differs between runs.
+strip_timing() { sed 's/,"tok_per_s":[^,}]*//' "$1"; }
 harness_main() {
   if [ "${1:-}" = "--list" ]; then declare -F | awk '{print $3}' | grep '^t_' | sed 's/^t_//'; exit 0; fi
   [ $# -eq 1 ] || { echo "usage: $0 --list | CASE" >&2; exit 2; }

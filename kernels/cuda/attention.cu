@@ -138,21 +138,26 @@ static int sb_gemm(bool ta, bool tb, int m, int n, int k, float alpha, const voi
     return 0;
 }
 
-static int check_shape(const char *where, int C, int NH) {
+/* What forward and backward both start with: checks, the scratch carved for NH heads, qkv permuted into
+ * q, k, v. Returns 0, -1 on error, 1 when there is nothing to do (B or T is 0). */
+static int att_begin(const char *where, const void *qkv, void *scratch, int B, int T, int C, int NH, att_scratch *s) {
+    if (!g_pcu.ready) return pcu_fail_msg(where, "prism_cuda_init was not called");
     if (NH <= 0 || C % NH != 0) return pcu_fail_msg(where, "head count must divide C");
-    return 0;
+    if (B <= 0 || T <= 0) return 1;
+    *s = carve(scratch, B, T, C, NH);
+    size_t n = (size_t)B * T * C;
+    k_permute<<<pcu_blocks(n, 256), 256>>>(s->q, s->k, s->v, (const floatX *)qkv, B, T, NH, C / NH);
+    cudaError_t e = cudaGetLastError();
+    return e == cudaSuccess ? 0 : pcu_fail(where, e);
 }
 
 extern "C" int prism_cuda_attention_forward(void *out, void *att, const void *qkv, void *scratch, int B, int T, int C,
                                             int NH) {
-    PCU_NEED_INIT("attention_forward");
-    if (check_shape("attention_forward", C, NH)) return -1;
-    if (B <= 0 || T <= 0) return 0;
+    att_scratch s;
+    int rc = att_begin("attention_forward", qkv, scratch, B, T, C, NH, &s);
+    if (rc) return rc < 0 ? -1 : 0;
     int hs = C / NH, batch = B * NH;
-    att_scratch s = carve(scratch, B, T, C, NH);
     size_t n = (size_t)B * T * C;
-    k_permute<<<pcu_blocks(n, 256), 256>>>(s.q, s.k, s.v, (const floatX *)qkv, B, T, NH, hs);
-    PCU_CHECK_LAUNCH("attention_forward(permute)");
     float scale = 1.0f / sqrtf((float)hs);
     long long sq = (long long)T * hs, stt = (long long)T * T;
     /* preatt^T (T x T) = op_T(k: hs x T) * (q: hs x T), i.e. preatt[t1,t2] = q[t1].k[t2] * scale */
@@ -171,14 +176,11 @@ extern "C" int prism_cuda_attention_forward(void *out, void *att, const void *qk
 
 extern "C" int prism_cuda_attention_backward(void *dqkv, const void *dout, const void *qkv, const void *att,
                                              void *scratch, int B, int T, int C, int NH) {
-    PCU_NEED_INIT("attention_backward");
-    if (check_shape("attention_backward", C, NH)) return -1;
-    if (B <= 0 || T <= 0) return 0;
+    att_scratch s;
+    int rc = att_begin("attention_backward", qkv, scratch, B, T, C, NH, &s);
+    if (rc) return rc < 0 ? -1 : 0;
     int hs = C / NH, batch = B * NH;
-    att_scratch s = carve(scratch, B, T, C, NH);
     size_t n = (size_t)B * T * C;
-    k_permute<<<pcu_blocks(n, 256), 256>>>(s.q, s.k, s.v, (const floatX *)qkv, B, T, NH, hs);
-    PCU_CHECK_LAUNCH("attention_backward(permute)");
     floatX *dy = s.y;
     k_heads<<<pcu_blocks(n, 256), 256>>>(dy, (floatX *)dout, B, T, NH, hs, 1);
     PCU_CHECK_LAUNCH("attention_backward(permute dout)");

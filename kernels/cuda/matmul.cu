@@ -66,10 +66,11 @@ static void lt_cache_put(const lt_key *k, const cublasLtMatmulHeuristicResult_t 
 }
 
 /* D(m x n, column-major, ld ldd) = alpha * op(A) op(B) + beta * D, with epilogue. Returns 0, -1 on error,
- * 1 when cuBLASLt found no algorithm (caller falls back). */
+ * 1 when cuBLASLt found no algorithm or is switched off by PRISM_CUDA_NO_LT (caller falls back). */
 static int lt_matmul(bool ta, bool tb, int m, int n, int k, const void *A, cudaDataType_t tA, int lda,
                      const void *Bm, cudaDataType_t tB, int ldb, void *D, cudaDataType_t tD, int ldd, float beta,
                      cublasLtEpilogue_t epi, const void *bias, void *aux, int64_t ldaux) {
+    if (lt_disabled()) return 1;
     int rc = 0;
     cublasLtMatmulDesc_t desc = NULL;
     cublasLtMatrixLayout_t la = NULL, lb = NULL, ld = NULL;
@@ -189,7 +190,7 @@ extern "C" int prism_cuda_matmul_forward(void *out, void *pre_gelu, const void *
     cublasLtEpilogue_t epi = pre_gelu ? (bias ? CUBLASLT_EPILOGUE_GELU_AUX_BIAS : CUBLASLT_EPILOGUE_GELU_AUX)
                                       : (bias ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_DEFAULT);
     int rc = 1;
-    if ((!pre_gelu || OC % 8 == 0) && !lt_disabled())
+    if (!pre_gelu || OC % 8 == 0)
         rc = lt_matmul(true, false, OC, N, C, w, PCU_R_X, C, inp, PCU_R_X, C, out, PCU_R_X, OC, 0.0f,
                        epi, bias, pre_gelu, OC);
     if (rc <= 0) return rc;
@@ -212,14 +213,14 @@ extern "C" int prism_cuda_matmul_backward(void *dinp, float *dw, float *dbias, c
     int rc;
     if (dinp) {
         float beta = accumulate_dinp ? 1.0f : 0.0f;
-        rc = lt_disabled() ? 1 : lt_matmul(false, false, C, N, OC, w, PCU_R_X, C, dout, PCU_R_X, OC, dinp, PCU_R_X, C,
-                                           beta, CUBLASLT_EPILOGUE_DEFAULT, NULL, NULL, 0);
+        rc = lt_matmul(false, false, C, N, OC, w, PCU_R_X, C, dout, PCU_R_X, OC, dinp, PCU_R_X, C, beta,
+                       CUBLASLT_EPILOGUE_DEFAULT, NULL, NULL, 0);
         if (rc == 1) { pcu_fallbacks++; rc = gemm_ex(false, false, C, N, OC, w, PCU_R_X, C, dout, PCU_R_X, OC, dinp, PCU_R_X, C, beta); }
         if (rc) return -1;
     }
     if (dw) {
-        rc = lt_disabled() ? 1 : lt_matmul(false, true, C, OC, N, inp, PCU_R_X, C, dout, PCU_R_X, OC, dw, CUDA_R_32F, C,
-                                           1.0f, CUBLASLT_EPILOGUE_DEFAULT, NULL, NULL, 0);
+        rc = lt_matmul(false, true, C, OC, N, inp, PCU_R_X, C, dout, PCU_R_X, OC, dw, CUDA_R_32F, C, 1.0f,
+                       CUBLASLT_EPILOGUE_DEFAULT, NULL, NULL, 0);
         if (rc == 1) { pcu_fallbacks++; rc = gemm_ex(false, true, C, OC, N, inp, PCU_R_X, C, dout, PCU_R_X, OC, dw, CUDA_R_32F, C, 1.0f); }
         if (rc) return -1;
     }

@@ -198,26 +198,28 @@ static void check_guards(const char *kernel) {
 #endif
 }
 
+/* The live allocation holding address a, or allocs.end(). Call with mem_lock held. */
+static std::map<uintptr_t, alloc_info>::iterator alloc_at(uintptr_t a) {
+    auto it = allocs.upper_bound(a);
+    if (it == allocs.begin()) return allocs.end();
+    --it;
+    return a < it->first + it->second.bytes ? it : allocs.end();
+}
+
 /* 0 when [p, p+bytes) lies inside one live allocation. Used by cuBLAS (cublasemu.cpp) too. */
 int cudaemu_check_range(const void *p, size_t bytes, const char *what) {
     if (bytes == 0) return 0;
     std::lock_guard<std::mutex> g(mem_lock);
     uintptr_t a = (uintptr_t)p;
-    auto it = allocs.upper_bound(a);
-    if (it == allocs.begin()) goto bad;
-    --it;
-    if (a >= it->first && a + bytes <= it->first + it->second.bytes) return 0;
-bad:
+    auto it = alloc_at(a);
+    if (it != allocs.end() && a + bytes <= it->first + it->second.bytes) return 0;
     fault("%s: %zu bytes at %p are not inside one device allocation%s", what, bytes, p,
-          it != allocs.end() && a >= it->first && a < it->first + it->second.bytes ? " (they run past its end)" : "");
+          it != allocs.end() ? " (they run past its end)" : "");
     return -1;
 }
 static int is_device(const void *p) {
     std::lock_guard<std::mutex> g(mem_lock);
-    auto it = allocs.upper_bound((uintptr_t)p);
-    if (it == allocs.begin()) return 0;
-    --it;
-    return (uintptr_t)p < it->first + it->second.bytes;
+    return alloc_at((uintptr_t)p) != allocs.end();
 }
 
 cudaError_t cudaMemset(void *p, int v, size_t bytes) {

@@ -14,8 +14,6 @@ write_job() {
 JSON
 }
 make_data() { "$(bin prism-data)" synth --out "$1/data" --tokens ${TOKENS:-200k} --vocab 128 --seed 3 >/dev/null || fail "prism-data synth failed"; }
-# metrics without the timing field, which legitimately differs between runs
-strip_timing() { sed 's/,"tok_per_s":[^,}]*//' "$1"; }
 
 t_synth_is_deterministic_llmc_shards() {
   local d; d=$(tmpdir)

@@ -16,7 +16,6 @@ setup() { # setup DIR [extra train JSON]: data + a small job (B=4, T=32, heads 2
  "data": {"train": "data/synth_train_*.bin", "val": "data/synth_val_*.bin"}}
 JSON
 }
-strip_timing() { sed 's/,"tok_per_s":[^,}]*//' "$1"; }
 # worst relative difference of FIELD between two metrics files, rows matched by step
 worst_rel() {
   /usr/bin/python3 - "$1" "$2" "$3" <<'PY'
