@@ -121,6 +121,15 @@ $(LIB_KERNELS): $(call obj,$(KERNEL_SRC)) $(BUILD)/empty.o
 $(LIB_ORCH): $(call obj,$(ORCH_SRC)) $(BUILD)/obj/gen/sql_embed.o
 $(LIB_WORKER): $(call obj,$(WORKER_SRC)) $(BUILD)/empty.o
 $(LIB_CUDA): $(patsubst %.cu,$(BUILD)/obj/%.cu.o,$(CU_SRC))
+# deploy/slurm/prism-worker.sbatch travels inside prism-sweep (`prism-sweep launch slurm` prints it)
+GEN_DEPLOY  := $(BUILD)/gen/deploy_embed.c
+$(GEN_DEPLOY): deploy/slurm/prism-worker.sbatch tools/embed_text.sh
+	@mkdir -p $(dir $@)
+	bash tools/embed_text.sh deploy/slurm/prism-worker.sbatch > $@.tmp && mv $@.tmp $@
+$(BUILD)/obj/gen/deploy_embed.o: $(GEN_DEPLOY)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -c $< -o $@
+$(LIB_ORCH): $(BUILD)/obj/gen/deploy_embed.o
 $(BUILD)/lib/%.a:
 	@mkdir -p $(dir $@)
 	@rm -f $@

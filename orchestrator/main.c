@@ -21,6 +21,7 @@ static const command commands[] = {
     /* ---- orchestrator daemon (issue 4) ------------------------------------------------------------- */
     { "serve", cmd_serve, "run the HTTP/JSON orchestrator (leases, metrics, results, the page)" },
     { "leaderboard", cmd_leaderboard, "rank a sweep's schedules against the uniform baseline" },
+    { "launch", cmd_launch, "start a fleet of workers on a cluster: launch slurm prints (or submits) an array job" },
 };
 #define N_COMMANDS ((int)(sizeof commands / sizeof commands[0]))
 

@@ -1,0 +1,332 @@
+/* cmd_launch.c — `prism-sweep launch slurm --server URL --token-file F --nodes N --gpus-per-node G [--partition P
+ * --time T --account A] [--submit]`: a fleet of workers as one SLURM array job.
+ *
+ * Design: the batch script is deploy/slurm/prism-worker.sbatch, compiled into the binary (tools/embed_text.sh),
+ * so what is printed is what the tests run. launch_render_slurm() writes it with its #SBATCH lines replaced by
+ * the ones the flags ask for (array 0..N-1, one task per node, --gres=gpu:G, partition, time, account, log
+ * files) and a `set --` line that hands the script its settings as flags (server, absolute token file, worker
+ * binary, work directory), which the script parses exactly as it parses flags given after `sbatch SCRIPT`.
+ * Without --submit the script goes to stdout; with --submit it goes to a temporary file that `sbatch --parsable`
+ * reads, and stdout gets only the job id (so `JOB=$(prism-sweep launch slurm ... --submit)` works).
+ * Every value that lands in the script is checked first: a bad one is exit 2 with the flag and the fix.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "commands.h"
+
+extern const char prism_text_prism_worker_sbatch[];   /* build/gen/deploy_embed.c */
+
+typedef struct launch_slurm_opts {
+    const char *server, *token_file, *partition, *time, *account, *worker, *work_dir, *log_dir, *job_name;
+    int nodes, gpus_per_node, idle_exit, signal_lead;
+} launch_slurm_opts;
+
+/* Appends printf output to a growing string; returns 0 or -1 (out of memory). */
+typedef struct sbuf { char *p; size_t n, cap; } sbuf;
+static int sbuf_printf(sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int sbuf_printf(sbuf *b, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    int k = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    if (k < 0) return -1;
+    if (b->n + (size_t)k + 1 > b->cap) {
+        size_t cap = (b->cap ? b->cap * 2 : 4096) + (size_t)k;
+        char *p = realloc(b->p, cap);
+        if (!p) return -1;
+        b->p = p;
+        b->cap = cap;
+    }
+    va_start(ap, fmt);
+    vsnprintf(b->p + b->n, b->cap - b->n, fmt, ap);
+    va_end(ap);
+    b->n += (size_t)k;
+    return 0;
+}
+
+/* A value in single quotes for bash: ' becomes '\''. */
+static int sbuf_quoted(sbuf *b, const char *s) {
+    if (sbuf_printf(b, "'") < 0) return -1;
+    for (const char *q = s; *q; q++)
+        if (*q == '\'' ? sbuf_printf(b, "'\\''") < 0 : sbuf_printf(b, "%c", *q) < 0) return -1;
+    return sbuf_printf(b, "'");
+}
+
+/* 0 when s is a SLURM time limit: MM, MM:SS, HH:MM:SS, D-HH, D-HH:MM, D-HH:MM:SS, or UNLIMITED/infinite. */
+static int launch_check_time(const char *s) {
+    if (strcmp(s, "UNLIMITED") == 0 || strcmp(s, "unlimited") == 0 || strcmp(s, "infinite") == 0) return 0;
+    const char *p = s;
+    int fields = 0, dash = 0;
+    if (!*p) return -1;
+    for (;;) {
+        if (*p < '0' || *p > '9') return -1;
+        while (*p >= '0' && *p <= '9') p++;
+        fields++;
+        if (*p == '\0') break;
+        if (*p == '-' && !dash && fields == 1) { dash = 1; fields = 0; p++; continue; }
+        if (*p != ':') return -1;
+        p++;
+    }
+    return fields <= 3 ? 0 : -1;
+}
+
+/* 0 when s can sit in an #SBATCH line as one word: no whitespace, quotes, backslashes or control characters. */
+static int launch_check_word(const char *s) {
+    if (!*s) return -1;
+    for (const unsigned char *q = (const unsigned char *)s; *q; q++)
+        if (*q <= ' ' || *q == '"' || *q == '\'' || *q == '\\' || *q == '`' || *q == '$' || *q == 127) return -1;
+    return 0;
+}
+
+/* The script for these options, in *out (malloc'd; the caller frees). Returns 0 or -1 (out of memory). */
+static int launch_render_slurm(const launch_slurm_opts *o, char **out) {
+    sbuf b = { 0 };
+    const char *t = prism_text_prism_worker_sbatch;
+    int ok = 1, sbatch_done = 0;
+    /* the template's first line (the shebang) and its comment block up to the #SBATCH lines */
+    const char *line = t;
+    while (*line) {
+        const char *nl = strchr(line, '\n');
+        size_t len = nl ? (size_t)(nl - line + 1) : strlen(line);
+        if (strncmp(line, "#SBATCH", 7) == 0) {
+            if (!sbatch_done) {
+                sbatch_done = 1;
+                ok &= sbuf_printf(&b, "#SBATCH --job-name=%s\n", o->job_name) == 0;
+                ok &= sbuf_printf(&b, "#SBATCH --array=0-%d\n", o->nodes - 1) == 0;
+                ok &= sbuf_printf(&b, "#SBATCH --nodes=1\n#SBATCH --ntasks=1\n") == 0;
+                if (o->gpus_per_node > 0) ok &= sbuf_printf(&b, "#SBATCH --gres=gpu:%d\n", o->gpus_per_node) == 0;
+                if (o->partition) ok &= sbuf_printf(&b, "#SBATCH --partition=%s\n", o->partition) == 0;
+                if (o->time) ok &= sbuf_printf(&b, "#SBATCH --time=%s\n", o->time) == 0;
+                if (o->account) ok &= sbuf_printf(&b, "#SBATCH --account=%s\n", o->account) == 0;
+                ok &= sbuf_printf(&b, "#SBATCH --signal=B:TERM@%d\n#SBATCH --requeue\n#SBATCH --open-mode=append\n",
+                                  o->signal_lead) == 0;
+                ok &= sbuf_printf(&b, "#SBATCH --output=%s/%s-%%A_%%a.log\n", o->log_dir, o->job_name) == 0;
+                /* the settings, as the flags the script parses */
+                ok &= sbuf_printf(&b, "\n# written by prism-sweep launch slurm: the script's settings\nset -- --server ") == 0;
+                ok &= sbuf_quoted(&b, o->server) == 0;
+                ok &= sbuf_printf(&b, " --token-file ") == 0 && sbuf_quoted(&b, o->token_file) == 0;
+                ok &= sbuf_printf(&b, " --worker ") == 0 && sbuf_quoted(&b, o->worker) == 0;
+                if (o->work_dir) ok &= sbuf_printf(&b, " --work-dir ") == 0 && sbuf_quoted(&b, o->work_dir) == 0;
+                ok &= sbuf_printf(&b, " --idle-exit %d", o->idle_exit) == 0;
+                if (o->gpus_per_node == 0) ok &= sbuf_printf(&b, " --devices cpu") == 0;
+                ok &= sbuf_printf(&b, " \"$@\"\n") == 0;
+            }
+        } else {
+            ok &= sbuf_printf(&b, "%.*s", (int)len, line) == 0;
+        }
+        line += len;
+    }
+    if (!ok || !sbatch_done) { free(b.p); return -1; }
+    *out = b.p;
+    return 0;
+}
+
+/* path made absolute against the working directory (the file need not exist), in out. */
+static int launch_absolute(const char *path, char *out, size_t n) {
+    if (path[0] == '/') return snprintf(out, n, "%s", path) < (int)n ? 0 : -1;
+    char cwd[PATH_MAX];
+    if (!getcwd(cwd, sizeof cwd)) return -1;
+    const char *p = path;
+    while (p[0] == '.' && p[1] == '/') p += 2;
+    if (strcmp(p, ".") == 0 || !*p) return snprintf(out, n, "%s", cwd) < (int)n ? 0 : -1;
+    return snprintf(out, n, "%s/%s", cwd, p) < (int)n ? 0 : -1;
+}
+
+/* Runs `sbatch --parsable FILE`; the job id goes to jobid. Returns 0, or -1 with the reason in err. */
+static int launch_sbatch(const char *file, char *jobid, size_t n, char *err, size_t errlen) {
+    int fd[2];
+    if (pipe(fd) < 0) { snprintf(err, errlen, "pipe: %s", strerror(errno)); return -1; }
+    pid_t pid = fork();
+    if (pid < 0) { snprintf(err, errlen, "fork: %s", strerror(errno)); close(fd[0]); close(fd[1]); return -1; }
+    if (pid == 0) {
+        dup2(fd[1], 1);
+        close(fd[0]);
+        close(fd[1]);
+        execlp("sbatch", "sbatch", "--parsable", file, (char *)NULL);
+        fprintf(stderr, "prism-sweep launch slurm: cannot run sbatch: %s (is SLURM's client installed and on PATH?)\n",
+                strerror(errno));
+        _exit(127);
+    }
+    close(fd[1]);
+    char buf[256];
+    size_t got = 0;
+    ssize_t k;
+    while ((k = read(fd[0], buf + got, sizeof buf - 1 - got)) > 0 || (k < 0 && errno == EINTR))
+        if (k > 0) got += (size_t)k;
+    buf[got] = 0;
+    close(fd[0]);
+    int st = 0;
+    while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {}
+    if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+        snprintf(err, errlen, "sbatch failed (exit %d; its message is above)", WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+        return -1;
+    }
+    buf[strcspn(buf, ";\r\n")] = 0;          /* --parsable: "ID" or "ID;CLUSTER" */
+    if (!buf[0] || strspn(buf, "0123456789") != strlen(buf)) {
+        snprintf(err, errlen, "sbatch printed no job id (got \"%.60s\")", buf);
+        return -1;
+    }
+    snprintf(jobid, n, "%s", buf);
+    return 0;
+}
+
+static int launch_slurm(int argc, char **argv) {
+    static char worker_default[PATH_MAX], log_default[PATH_MAX];
+    launch_slurm_opts o = { .nodes = 1, .gpus_per_node = 1, .idle_exit = 300, .signal_lead = 120,
+                            .job_name = "prism-worker" };
+    int submit = 0;
+    ssize_t k = readlink("/proc/self/exe", worker_default, sizeof worker_default - 32);
+    if (k > 0) {
+        worker_default[k] = 0;
+        char *slash = strrchr(worker_default, '/');
+        strcpy(slash ? slash + 1 : worker_default, "prism-worker");
+        o.worker = worker_default;
+    } else {
+        o.worker = "prism-worker";
+    }
+    if (!getcwd(log_default, sizeof log_default)) strcpy(log_default, ".");
+    o.log_dir = log_default;
+    cli_flag flags[] = {
+        { "--server", CLI_STR, &o.server, "(required)", "the orchestrator's URL as the nodes reach it, "
+          "e.g. http://head:8080", 0, 0, 0, 0 },
+        { "--token-file", CLI_STR, &o.token_file, "(required)", "the worker token (<db>.worker-token) on a "
+          "filesystem every node sees", 0, 0, 0, 0 },
+        { "--nodes", CLI_INT, &o.nodes, "1", "array tasks, one per node", 1, 100000, 0, 0 },
+        { "--gpus-per-node", CLI_INT, &o.gpus_per_node, "1", "GPUs per task (--gres=gpu:G), one training job "
+          "each; 0 = CPU workers (--devices cpu)", 0, 1024, 0, 0 },
+        { "--partition", CLI_STR, &o.partition, "(cluster default)", "SLURM partition", 0, 0, 0, 0 },
+        { "--time", CLI_STR, &o.time, "(partition default)", "time limit per task: MM, HH:MM:SS or D-HH:MM:SS",
+          0, 0, 0, 0 },
+        { "--account", CLI_STR, &o.account, "(user default)", "SLURM account", 0, 0, 0, 0 },
+        { "--submit", CLI_BOOL, &submit, "off", "submit with sbatch and print the job id instead of the script",
+          0, 0, 0, 0 },
+        { "--worker", CLI_STR, &o.worker, "(prism-worker beside this binary)", "the prism-worker binary as the "
+          "nodes see it", 0, 0, 0, 0 },
+        { "--work-dir", CLI_STR, &o.work_dir, "($SLURM_SUBMIT_DIR/prism-work)", "job outputs and checkpoints; "
+          "shared, so that any node resumes a job", 0, 0, 0, 0 },
+        { "--log-dir", CLI_STR, &o.log_dir, "(the current directory)", "one log per task: "
+          "DIR/JOBNAME-ARRAYID_TASK.log", 0, 0, 0, 0 },
+        { "--job-name", CLI_STR, &o.job_name, "prism-worker", "SLURM job name", 0, 0, 0, 0 },
+        { "--idle-exit", CLI_INT, &o.idle_exit, "300", "a task ends after this many seconds with nothing to lease "
+          "(0 = never)", 0, 10000000, 0, 0 },
+        { "--signal-lead", CLI_INT, &o.signal_lead, "120", "seconds before the time limit that SIGTERM arrives "
+          "(--signal=B:TERM@S): time to finish a step and checkpoint", 1, 65535, 0, 0 },
+        { 0 },
+    };
+    cli_cmd cmd = { "launch slurm", "--server URL --token-file F --nodes N --gpus-per-node G [--partition P "
+                    "--time T --account A] [--submit]",
+                    "Print a SLURM batch script that runs prism-worker on N nodes as an array job (one task per\n"
+                    "node, one training job per GPU, SIGTERM 120 s before the time limit so a checkpoint is written\n"
+                    "first, --requeue), or submit it with sbatch (--submit) and print the job id.",
+                    flags };
+    char *pos[1];
+    int npos = 0, prc = cli_parse(&cmd, argc, argv, pos, 0, &npos);
+    if (prc != CLI_OK) return prc == CLI_HELP ? 0 : 2;
+    const char *c = "launch slurm";
+    if (!o.server) return cli_error(c, "--server URL is required (the orchestrator as the nodes reach it, e.g. "
+                                    "--server http://head-node:8080)");
+    if (strncmp(o.server, "http://", 7) != 0 && strncmp(o.server, "https://", 8) != 0)
+        return cli_error(c, "--server %s: must start with http:// or https://", o.server);
+    if (launch_check_word(o.server) < 0)
+        return cli_error(c, "--server \"%s\": a URL has no spaces, quotes or $", o.server);
+    if (!o.token_file) return cli_error(c, "--token-file F is required (the server writes <db>.worker-token; "
+                                        "put it where every node can read it)");
+    static char token_abs[PATH_MAX], work_abs[PATH_MAX], log_abs[PATH_MAX], worker_abs[PATH_MAX];
+    if (access(o.token_file, R_OK) != 0)
+        return cli_error(c, "--token-file %s: %s (the server writes <db>.worker-token beside its database)",
+                         o.token_file, strerror(errno));
+    if (launch_absolute(o.token_file, token_abs, sizeof token_abs) < 0)
+        return cli_error(c, "--token-file %s: path too long", o.token_file);
+    o.token_file = token_abs;
+    if (strchr(o.worker, '/')) {
+        if (access(o.worker, X_OK) != 0)
+            return cli_error(c, "--worker %s: %s (give the prism-worker binary's path as the nodes see it)", o.worker,
+                             strerror(errno));
+        if (launch_absolute(o.worker, worker_abs, sizeof worker_abs) < 0)
+            return cli_error(c, "--worker %s: path too long", o.worker);
+        o.worker = worker_abs;
+    }
+    if (o.work_dir) {
+        if (launch_absolute(o.work_dir, work_abs, sizeof work_abs) < 0)
+            return cli_error(c, "--work-dir %s: path too long", o.work_dir);
+        o.work_dir = work_abs;
+    }
+    if (launch_absolute(o.log_dir, log_abs, sizeof log_abs) < 0) return cli_error(c, "--log-dir: path too long");
+    o.log_dir = log_abs;
+    struct stat sb;
+    if (stat(o.log_dir, &sb) != 0 || !S_ISDIR(sb.st_mode))
+        return cli_error(c, "--log-dir %s: not a directory (create it first; SLURM does not)", o.log_dir);
+    if (launch_check_word(o.log_dir) < 0)
+        return cli_error(c, "--log-dir \"%s\": no spaces, quotes or $ (it goes into an #SBATCH line)", o.log_dir);
+    if (launch_check_word(o.job_name) < 0 || strchr(o.job_name, '/'))
+        return cli_error(c, "--job-name \"%s\": one word without / spaces, quotes or $", o.job_name);
+    if (o.partition && launch_check_word(o.partition) < 0)
+        return cli_error(c, "--partition \"%s\": one word without spaces, quotes or $ (e.g. --partition gpu)",
+                         o.partition);
+    if (o.account && launch_check_word(o.account) < 0)
+        return cli_error(c, "--account \"%s\": one word without spaces, quotes or $", o.account);
+    if (o.time && launch_check_time(o.time) < 0)
+        return cli_error(c, "--time \"%s\": not a SLURM time limit (MM, MM:SS, HH:MM:SS, D-HH, D-HH:MM:SS or "
+                         "UNLIMITED; e.g. --time 12:00:00)", o.time);
+    if (strstr(o.server, "://127.") || strstr(o.server, "://localhost") || strstr(o.server, "://[::1]"))
+        fprintf(stderr, "prism-sweep launch slurm: warning: --server %s is a loopback address: only tasks on this "
+                "node reach it (serve with --listen ADDRESS:PORT on an address the nodes reach)\n", o.server);
+
+    char *script = NULL;
+    if (launch_render_slurm(&o, &script) < 0) { fprintf(stderr, "prism-sweep launch slurm: out of memory\n"); return 1; }
+    int rc = 0;
+    if (!submit) {
+        fputs(script, stdout);
+        rc = fflush(stdout) == 0 ? 0 : 1;
+        goto out;
+    }
+    const char *tmp = getenv("TMPDIR");
+    char path[PATH_MAX], jobid[256], err[256];
+    snprintf(path, sizeof path, "%s/prism-launch-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    int fd = mkstemp(path);
+    if (fd < 0) { fprintf(stderr, "prism-sweep launch slurm: %s: %s (set TMPDIR)\n", path, strerror(errno)); rc = 1; goto out; }
+    size_t len = strlen(script), done = 0;
+    while (done < len) {
+        ssize_t w = write(fd, script + done, len - done);
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) break;
+        done += (size_t)w;
+    }
+    if (close(fd) != 0 || done != len) {
+        fprintf(stderr, "prism-sweep launch slurm: writing %s: %s\n", path, strerror(errno));
+        unlink(path);
+        rc = 1;
+        goto out;
+    }
+    rc = launch_sbatch(path, jobid, sizeof jobid, err, sizeof err);
+    unlink(path);
+    if (rc < 0) { fprintf(stderr, "prism-sweep launch slurm: %s\n", err); rc = 1; goto out; }
+    printf("%s\n", jobid);
+    fprintf(stderr, "submitted SLURM array job %s: %d task%s (%s); logs %s/%s-%s_*.log\n", jobid, o.nodes,
+            o.nodes == 1 ? "" : "s", o.gpus_per_node ? "one job per GPU" : "CPU workers", o.log_dir, o.job_name, jobid);
+out:
+    free(script);
+    return rc;
+}
+
+int cmd_launch(int argc, char **argv) {
+    if (argc >= 2 && strcmp(argv[1], "slurm") == 0) return launch_slurm(argc - 1, argv + 1);
+    if (argc >= 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
+        printf("usage: prism-sweep launch TARGET [flags]\n\nStart a fleet of workers on a cluster scheduler.\n"
+               "targets:\n  slurm   an array job, one task per node (prism-sweep launch slurm --help)\n"
+               "systemd units and Kubernetes manifests: deploy/ and docs/DEPLOY.md\n");
+        return 0;
+    }
+    return cli_error("launch", "%s%s%s: the target is slurm, e.g. prism-sweep launch slurm --server URL --token-file F "
+                     "--nodes 4 --gpus-per-node 8", argc >= 2 ? "unknown target \"" : "give a target",
+                     argc >= 2 ? argv[1] : "", argc >= 2 ? "\"" : "");
+}
