@@ -1,0 +1,298 @@
+#!/usr/bin/env bash
+# test_slurm.sh — workers under a real SLURM: `prism-sweep launch slurm` and deploy/slurm/prism-worker.sbatch.
+# The SLURM cases start a single-node cluster on this machine (Debian's slurm-wlm and munge, installed by
+# tools/deps.sh): a munged with its own key and socket, slurmctld and slurmd on free loopback ports with a
+# generated slurm.conf (no GPUs: the tasks run `--devices cpu`), all under one /tmp/prism-slurm-* folder.
+# Everything they start (daemons, slurmstepd, workers, the orchestrator) is killed by pid on exit, pass or fail.
+# Figures (seconds) are printed as "figure: ..." lines (V=1 shows them).
+# timeout: 200
+. "$(dirname "$0")/../lib.sh"
+. "$(dirname "$0")/worker_lib.sh"
+
+SBATCH_SCRIPT=$PRISM_ROOT/deploy/slurm/prism-worker.sbatch
+SL=
+
+# ---- the cluster ----------------------------------------------------------------------------------------
+# sl_start: munged, slurmctld, slurmd; waits until the node is idle. Sets $SL (the folder) and SLURM_CONF.
+sl_start() {
+  [ "$(id -u)" = 0 ] || skip "a SLURM cluster needs root here (slurmd runs jobs as their user); run as root"
+  local b
+  for b in /usr/sbin/munged /usr/sbin/slurmctld /usr/sbin/slurmd sbatch scancel squeue scontrol sinfo; do
+    command -v "$b" >/dev/null || fail "$b not found: run tools/deps.sh as root (it installs slurm-wlm and munge)"
+  done
+  SL=$(mktemp -d /tmp/prism-slurm-XXXXXX)
+  chmod 711 "$SL"                                  # munged wants every folder above its socket searchable
+  mkdir -m 700 "$SL/key" && mkdir -m 711 "$SL/munge" && mkdir -p "$SL/state" "$SL/spool" "$SL/log"
+  head -c 128 /dev/urandom > "$SL/key/munge.key" && chmod 600 "$SL/key/munge.key"
+  /usr/sbin/munged -F --key-file="$SL/key/munge.key" --socket="$SL/munge/socket" --pid-file="$SL/munge/pid" \
+    --seed-file="$SL/key/seed" --log-file="$SL/log/munged.log" > "$SL/log/munged.out" 2>&1 &
+  MUNGE_PID=$!
+  local i
+  for i in $(seq 1 50); do [ -S "$SL/munge/socket" ] && break; sleep 0.1; done
+  [ -S "$SL/munge/socket" ] || fail "munged did not start: $(cat "$SL/log/munged.out")"
+  local host; host=$(hostname -s)
+  cat > "$SL/slurm.conf" <<EOF
+ClusterName=prismtest
+SlurmctldHost=$host(127.0.0.1)
+SlurmctldPort=$(free_port)
+SlurmdPort=$(free_port)
+AuthType=auth/munge
+CredType=cred/munge
+AuthInfo=socket=$SL/munge/socket
+SlurmUser=root
+SlurmdUser=root
+StateSaveLocation=$SL/state
+SlurmdSpoolDir=$SL/spool
+SlurmctldPidFile=$SL/slurmctld.pid
+SlurmdPidFile=$SL/slurmd.pid
+SlurmctldLogFile=$SL/log/slurmctld.log
+SlurmdLogFile=$SL/log/slurmd.log
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none
+JobAcctGatherType=jobacct_gather/none
+AccountingStorageType=accounting_storage/none
+JobCompType=jobcomp/none
+MpiDefault=none
+SwitchType=switch/none
+SchedulerType=sched/builtin
+SelectType=select/cons_tres
+SelectTypeParameters=CR_CPU
+SlurmdParameters=config_overrides
+ReturnToService=2
+KillWait=5
+MinJobAge=600
+InactiveLimit=0
+NodeName=prismnode NodeHostname=$host NodeAddr=127.0.0.1 CPUs=4 RealMemory=1000 State=UNKNOWN
+PartitionName=debug Nodes=prismnode Default=YES MaxTime=INFINITE State=UP
+EOF
+  export SLURM_CONF=$SL/slurm.conf
+  /usr/sbin/slurmctld -D -i > "$SL/log/slurmctld.out" 2>&1 &
+  CTLD_PID=$!
+  /usr/sbin/slurmd -D -N prismnode > "$SL/log/slurmd.out" 2>&1 &
+  SLURMD_PID=$!
+  for i in $(seq 1 100); do
+    [ "$(sinfo -h -n prismnode -o %t 2>/dev/null)" = idle ] && return 0
+    kill -0 "$CTLD_PID" 2>/dev/null || { sl_dump; fail "slurmctld exited"; }
+    kill -0 "$SLURMD_PID" 2>/dev/null || { sl_dump; fail "slurmd exited"; }
+    sleep 0.2
+  done
+  sl_dump; fail "the SLURM node is not idle after 20 s: $(sinfo 2>&1)"
+}
+
+# The pids of processes this cluster runs for jobs (slurmstepd and what it started): they carry our SLURM_CONF.
+sl_job_pids() {
+  local f p
+  for f in $(env -u SLURM_CONF grep -lzx "SLURM_CONF=$SL/slurm.conf" /proc/[0-9]*/environ 2>/dev/null); do
+    p=${f#/proc/}; p=${p%/environ}
+    [ "$p" != $$ ] && [ "$p" != "$BASHPID" ] && echo "$p"
+  done
+}
+
+# sl_stop: kills the daemons, every job process of this cluster, munged; removes the folder.
+sl_stop() {
+  [ -n "$SL" ] || return 0
+  local p
+  for p in ${SLURMD_PID:-} ${CTLD_PID:-}; do kill -KILL "$p" 2>/dev/null; done
+  for p in $(sl_job_pids); do kill -KILL "$p" 2>/dev/null; done
+  [ -n "${MUNGE_PID:-}" ] && kill -KILL "$MUNGE_PID" 2>/dev/null
+  for p in ${SLURMD_PID:-} ${CTLD_PID:-} ${MUNGE_PID:-}; do wait "$p" 2>/dev/null; done
+  rm -rf "$SL"
+  SL=
+}
+trap 'sl_stop; w_cleanup' EXIT
+trap 'exit 143' TERM INT
+
+sl_dump() {
+  local f
+  [ -n "$SL" ] && for f in "$SL"/log/*; do echo "---- $f"; tail -n 15 "$f"; done >&2
+  w_dump
+  for f in "$D"/logs/*.log; do [ -f "$f" ] && { echo "---- $f"; tail -n 20 "$f"; }; done >&2
+}
+
+# sl_state JOBID_TASK: SLURM's state of one array task (RUNNING, COMPLETED, FAILED, CANCELLED, ...).
+sl_state() { scontrol -o show job "$1" 2>/dev/null | grep -o 'JobState=[A-Z_]*' | head -n1 | cut -d= -f2; }
+sl_gone() { [ -z "$(squeue -h -j "$1" -t PD,R,CG,CF,S 2>/dev/null)" ]; }
+
+# sl_launch ARGS...: `prism-sweep launch slurm --submit` for CPU workers against $URL; sets $ARRAY (the job id).
+sl_launch() {
+  mkdir -p "$D/logs"
+  ARRAY=$(OMP_NUM_THREADS=1 PRISM_WORKER_ARGS="--data-root $D --poll 0.2 --heartbeat 0.5 --flush 0.3" \
+          "$(bin prism-sweep)" launch slurm --server "$URL" --token-file "$D/worker-token" --gpus-per-node 0 \
+          --work-dir "$D/work" --log-dir "$D/logs" --submit "$@" 2> "$D/launch.err") \
+    || { cat "$D/launch.err"; sl_dump; fail "launch slurm --submit failed"; }
+  [[ $ARRAY =~ ^[0-9]+$ ]] || fail "launch slurm --submit printed \"$ARRAY\", not a job id"
+}
+
+job_field() { w_get "/api/v1/jobs/$1" | w_json "d[\"$2\"]"; }
+ckpt_at_least() { [ "$(w_get "/api/v1/jobs/$1" | w_json 'd["checkpoint_step"] or 0')" -ge "$2" ]; }
+leased_by_task() { # JOB TASK: leased by the worker of array task TASK
+  local w; w=$(w_get "/api/v1/jobs/$1" | w_json 'd["worker"] if d["state"] == "leased" else ""')
+  [[ $w == slurm-${ARRAY}_$2@* ]]
+}
+now() { date +%s.%N; }
+elapsed() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.1f", b - a }'; }
+
+# sl_check_stopped: after sl_stop, nothing of the cluster is left.
+sl_check_stopped() {
+  local conf=$SLURM_CONF left p
+  sl_stop
+  for p in $CTLD_PID $SLURMD_PID $MUNGE_PID; do kill -0 "$p" 2>/dev/null && fail "daemon $p still runs after cleanup"; done
+  left=$(env -u SLURM_CONF grep -lzx "SLURM_CONF=$conf" /proc/[0-9]*/environ 2>/dev/null | grep -v "^/proc/$$/")
+  [ -z "$left" ] || fail "job processes left after cleanup: $left"
+}
+
+# ---- cases ------------------------------------------------------------------------------------------------
+
+# The printed script: the #SBATCH lines the flags ask for, the settings as flags, the template's body; bash
+# parses it. Bad input: exit 2 and a message naming the flag.
+t_launch_prints_the_array_script() {
+  D=$(tmpdir)
+  echo tok > "$D/wt"
+  local s rc
+  s=$(cd "$D" && "$(bin prism-sweep)" launch slurm --server http://head:8080 --token-file wt --nodes 3 \
+        --gpus-per-node 4 --partition gpu --time 2:00:00 --account proj 2>/dev/null) || fail "launch slurm failed"
+  local l
+  for l in '#SBATCH --array=0-2' '#SBATCH --nodes=1' '#SBATCH --ntasks=1' '#SBATCH --gres=gpu:4' \
+           '#SBATCH --partition=gpu' '#SBATCH --time=2:00:00' '#SBATCH --account=proj' '#SBATCH --signal=B:TERM@120' \
+           '#SBATCH --requeue' "#SBATCH --output=$D/prism-worker-%A_%a.log" \
+           "set -- --server 'http://head:8080' --token-file '$D/wt' --worker '$PRISM_BUILD/prism-worker' --idle-exit 300 \"\$@\"" \
+           'exec "${cmd[@]}"'; do
+    echo "$s" | grep -qxF -- "$l" || fail "line [$l] not in the script:"$'\n'"$s"
+  done
+  assert_eq 1 "$(echo "$s" | grep -c '^#SBATCH --signal')" "one --signal line"
+  echo "$s" | bash -n || fail "the script does not parse"
+  # every #SBATCH line comes before the first command (sbatch reads no directive after it)
+  local first_cmd last_sb
+  first_cmd=$(echo "$s" | grep -nv '^#\|^$' | head -n1 | cut -d: -f1)
+  last_sb=$(echo "$s" | grep -n '^#SBATCH' | tail -n1 | cut -d: -f1)
+  [ "$last_sb" -lt "$first_cmd" ] || fail "#SBATCH line $last_sb after the first command (line $first_cmd)"
+  # CPU workers: no --gres, --devices cpu
+  s=$("$(bin prism-sweep)" launch slurm --server http://h:1 --token-file "$D/wt" --nodes 1 --gpus-per-node 0 2>/dev/null)
+  echo "$s" | grep -q -- '^#SBATCH --gres' && fail "--gpus-per-node 0 still asks for GPUs"
+  assert_contains "$s" "--idle-exit 300 --devices cpu \"\$@\""
+  # bad input
+  expect_exit2() { local want=$1; shift; local out rc=0; out=$("$(bin prism-sweep)" "$@" 2>&1 >/dev/null) || rc=$?
+    assert_eq 2 "$rc" "exit status of: $*"; assert_contains "$out" "$want"; }
+  expect_exit2 "--server URL is required" launch slurm --token-file "$D/wt"
+  expect_exit2 "--server ftp://x: must start with http://" launch slurm --server ftp://x --token-file "$D/wt"
+  expect_exit2 "--token-file F is required" launch slurm --server http://h:1
+  expect_exit2 "--token-file $D/nope: No such file" launch slurm --server http://h:1 --token-file "$D/nope"
+  expect_exit2 "--time \"2h\": not a SLURM time limit" launch slurm --server http://h:1 --token-file "$D/wt" --time 2h
+  expect_exit2 "--nodes must be an integer in 1..100000" launch slurm --server http://h:1 --token-file "$D/wt" --nodes 0
+  expect_exit2 "--partition \"a b\"" launch slurm --server http://h:1 --token-file "$D/wt" --partition "a b"
+  expect_exit2 "--log-dir $D/none: not a directory" launch slurm --server http://h:1 --token-file "$D/wt" --log-dir "$D/none"
+  expect_exit2 'unknown target "pbs"' launch pbs
+  out=$("$(bin prism-sweep)" launch slurm --server http://127.0.0.1:1 --token-file "$D/wt" 2>&1 >/dev/null)
+  assert_contains "$out" "warning: --server http://127.0.0.1:1 is a loopback address"
+}
+
+# The script's GPU mapping and its own flags, run outside SLURM (PRISM_SBATCH_DRY_RUN=1 prints the command).
+t_sbatch_script_maps_gpus_to_devices() {
+  D=$(tmpdir)
+  dry() { env -u CUDA_VISIBLE_DEVICES -u SLURM_JOB_GPUS -u SLURM_GPUS_ON_NODE -u PRISM_DEVICES \
+            PRISM_SBATCH_DRY_RUN=1 SLURM_ARRAY_JOB_ID=7 SLURM_ARRAY_TASK_ID=3 "$@" \
+            bash "$SBATCH_SCRIPT" --server http://h:1 --token-file /t 2>/dev/null; }
+  devices_of() { dry "$@" | grep -o -- '--devices [^ ]*' | cut -d' ' -f2; }
+  assert_eq 0,1 "$(devices_of CUDA_VISIBLE_DEVICES=2,3 SLURM_JOB_GPUS=2,3)" "CUDA_VISIBLE_DEVICES=2,3 (seen as 0,1)"
+  assert_eq 0,1,2 "$(devices_of CUDA_VISIBLE_DEVICES=GPU-a,GPU-b,GPU-c)" "three GPUs by UUID"
+  assert_eq 1,3 "$(devices_of SLURM_JOB_GPUS=1,3)" "SLURM_JOB_GPUS without CUDA_VISIBLE_DEVICES"
+  assert_eq 0,1,2,3 "$(devices_of SLURM_GPUS_ON_NODE=4)" "SLURM_GPUS_ON_NODE=4"
+  assert_eq cpu "$(devices_of)" "no GPU"
+  assert_eq cpu "$(devices_of CUDA_VISIBLE_DEVICES=NoDevFiles)" "NoDevFiles"
+  assert_eq cpu,cpu "$(devices_of PRISM_DEVICES=cpu,cpu CUDA_VISIBLE_DEVICES=0)" "PRISM_DEVICES wins"
+  local c; c=$(dry SLURM_SUBMIT_DIR=/sub PRISM_WORKER=/opt/prism-worker PRISM_WORKER_ARGS="--poll 2 --data-root /d")
+  assert_contains "$c" "/opt/prism-worker --server http://h:1 --token-file /t --devices cpu --name slurm-7_3@"
+  assert_contains "$c" "--work-dir /sub/prism-work --idle-exit 300 --progress log --poll 2 --data-root /d"
+  # flags after the script win over the environment
+  c=$(PRISM_SERVER=http://env:1 PRISM_SBATCH_DRY_RUN=1 bash "$SBATCH_SCRIPT" --token-file /t --server http://flag:2 \
+        --devices 5 --idle-exit 9 -- --max-jobs 1 2>/dev/null)
+  assert_contains "$c" "--server http://flag:2 --token-file /t --devices 5"
+  assert_contains "$c" "--idle-exit 9 --progress log --max-jobs 1"
+  local out rc=0
+  out=$(env -u PRISM_SERVER bash "$SBATCH_SCRIPT" --token-file /t 2>&1) || rc=$?
+  assert_eq 2 "$rc" "exit status without a server"; assert_contains "$out" "no server: give --server URL or set PRISM_SERVER"
+  rc=0; out=$(bash "$SBATCH_SCRIPT" --server http://h:1 --token-file /t --bogus 2>&1) || rc=$?
+  assert_eq 2 "$rc" "exit status for an unknown flag"; assert_contains "$out" 'unknown argument "--bogus"'
+}
+
+# A 3-task array (CPU workers) trains a 2-job sweep. Once job 1 has a checkpoint, the task training it is killed
+# (scancel --signal=KILL --full: a lost node, nothing can be reported); its lease expires after the TTL (4 s)
+# and a surviving task resumes job 1 from that checkpoint. The sweep finishes and the array ends by itself.
+t_array_sweep_survives_scancel_of_a_task() {
+  local t0; t0=$(now)
+  w_setup
+  w_server --lease-ttl 4
+  w_spec "$D/spec.json" slurm '["4,4,4,4", "2,2,4,4"]' '[1]' 4000 200
+  local sid; sid=$(w_create "$D/spec.json")
+  sl_start
+  local t_up; t_up=$(now)
+  sl_launch --nodes 3 --idle-exit 15
+  w_wait 60 "job 1 leased by a SLURM task, with a checkpoint" ckpt_at_least 1 200
+  local task= t
+  for t in 0 1 2; do leased_by_task 1 "$t" && task=$t; done
+  [ -n "$task" ] || { sl_dump; fail "job 1 is not leased by a task of array $ARRAY: $(w_get /api/v1/jobs/1)"; }
+  local k; k=$(job_field 1 checkpoint_step)
+  local t_kill; t_kill=$(now)
+  scancel --signal=KILL --full "${ARRAY}_$task" || fail "scancel failed"
+  w_wait 30 "job 1 requeued after its lease expired" eval '[ "$(job_field 1 state)" != leased ] || [ "$(job_field 1 attempt)" -ge 2 ]'
+  local t_requeued; t_requeued=$(now)
+  w_wait 30 "job 1 resumed by another task" eval 'grep -q "job=1 attempt=2 resuming from step" "$D"/logs/*.log'
+  local t_resumed; t_resumed=$(now)
+  local line; line=$(grep -h "job=1 attempt=2 resuming from step" "$D"/logs/*.log | head -n1)
+  local ks; ks=$(echo "$line" | sed 's/.*resuming from step \([0-9]*\).*/\1/')
+  [ "$ks" -gt 0 ] || fail "resumed from step $ks, not from the checkpoint: $line"
+  [ "$ks" -ge "$k" ] || fail "resumed from step $ks, older than the checkpoint $k reported before the kill"
+  grep -q "job=1 attempt=2 resuming from step" "$D/logs/prism-worker-${ARRAY}_$task.log" \
+    && fail "the killed task $task resumed the job?"
+  w_wait 90 "the sweep done" w_all_done "$sid" 2
+  local t_done; t_done=$(now)
+  local ts
+  for t in 0 1 2; do w_wait 40 "array task $t ended" sl_gone "${ARRAY}_$t"; done
+  for t in 0 1 2; do
+    ts=$(sl_state "${ARRAY}_$t")
+    if [ "$t" = "$task" ]; then [ "$ts" != COMPLETED ] || fail "killed task $t ended $ts"
+    else assert_eq COMPLETED "$ts" "SLURM state of task $t (its worker exits 0 after --idle-exit)"; fi
+  done
+  assert_eq 2 "$(job_field 1 attempt)" "job 1 attempts"
+  sl_check_stopped
+  echo "figure: killed task $task at checkpoint step $k; lease expired $(elapsed "$t_kill" "$t_requeued") s after scancel" \
+       "(--lease-ttl 4), job resumed from step $ks $(elapsed "$t_kill" "$t_resumed") s after scancel"
+  echo "figure: cluster up in $(elapsed "$t0" "$t_up") s (with data and server), sweep done $(elapsed "$t_up" "$t_done") s" \
+       "after it, case $(elapsed "$t0" "$(now)") s"
+}
+
+# A task with a 1-minute time limit gets SIGTERM 45 s before it (--signal=B:TERM@45): the worker finishes its
+# step, writes and reports a checkpoint, hands the job back and exits 0 before the limit; another task resumes
+# the job from that checkpoint and finishes it.
+t_time_limit_signal_checkpoints_first() {
+  w_setup
+  w_server --lease-ttl 30
+  w_spec "$D/spec.json" tl '["4,4,4,4"]' '[1]' 12000 0
+  local sid; sid=$(w_create "$D/spec.json")
+  sl_start
+  sl_launch --nodes 1 --time 1 --signal-lead 45 --idle-exit 5
+  local first=$ARRAY
+  w_wait 30 "job 1 leased" eval '[ "$(job_field 1 state)" = leased ]'
+  local t_start; t_start=$(now)
+  w_wait 50 "job 1 handed back after the time-limit signal" eval '[ "$(job_field 1 state)" = queued ]'
+  local t_back; t_back=$(now)
+  local log="$D/logs/prism-worker-${first}_0.log" k
+  grep -q 'event=preempted device=cpu job=1 attempt=1 retryable=1 preempted: worker slurm-'"${first}"'_0@.* got a stop signal at step' "$log" \
+    || { sl_dump; fail "no preempted event in $log"; }
+  k=$(job_field 1 checkpoint_step)
+  [ "$k" -gt 0 ] || fail "no checkpoint reported before the task stopped (checkpoint_step $k)"
+  [ -r "$(job_field 1 checkpoint_path)" ] || fail "the reported checkpoint is not a readable file"
+  w_wait 20 "the task ended" sl_gone "${first}_0"
+  assert_eq COMPLETED "$(sl_state "${first}_0")" "the task ended on its own (worker exit 0) before the time limit"
+  scontrol -o show job "${first}_0" | grep -q 'ExitCode=0:0' || fail "exit code: $(scontrol -o show job "${first}_0")"
+  # any worker resumes it: a second task without a time limit
+  sl_launch --nodes 1 --idle-exit 2
+  w_wait 90 "the sweep done" w_all_done "$sid" 1
+  grep -q "job=1 attempt=2 resuming from step $k " "$D/logs/prism-worker-${ARRAY}_0.log" \
+    || { sl_dump; fail "the second task did not resume from step $k"; }
+  sl_check_stopped
+  echo "figure: SIGTERM arrived $(elapsed "$t_start" "$t_back") s after the lease (limit 60 s, signal 45 s before);" \
+       "checkpoint at step $k"
+}
+
+harness_main "$@"
