@@ -93,7 +93,13 @@ sl_stop() {
   [ -n "$SL" ] || return 0
   local p
   for p in ${SLURMD_PID:-} ${CTLD_PID:-}; do kill -KILL "$p" 2>/dev/null; done
-  for p in $(sl_job_pids); do kill -KILL "$p" 2>/dev/null; done
+  local round
+  for round in 1 2 3 4 5; do               # a process forked while the previous round ran is caught by the next
+    p=$(sl_job_pids)
+    [ -z "$p" ] && break
+    kill -KILL $p 2>/dev/null
+    sleep 0.1
+  done
   [ -n "${MUNGE_PID:-}" ] && kill -KILL "$MUNGE_PID" 2>/dev/null
   for p in ${SLURMD_PID:-} ${CTLD_PID:-} ${MUNGE_PID:-}; do wait "$p" 2>/dev/null; done
   rm -rf "$SL"
@@ -137,8 +143,10 @@ sl_check_stopped() {
   local conf=$SLURM_CONF left p
   sl_stop
   for p in $CTLD_PID $SLURMD_PID $MUNGE_PID; do kill -0 "$p" 2>/dev/null && fail "daemon $p still runs after cleanup"; done
-  left=$(env -u SLURM_CONF grep -lzx "SLURM_CONF=$conf" /proc/[0-9]*/environ 2>/dev/null | grep -v "^/proc/$$/")
-  [ -z "$left" ] || fail "job processes left after cleanup: $left"
+  left=$(env -u SLURM_CONF grep -lzx "SLURM_CONF=$conf" /proc/[0-9]*/environ 2>/dev/null)   # (no pipe: its
+  left=${left//\/proc\/$$\/environ/}                                  # other end would carry SLURM_CONF too)
+  left=$(echo $left)
+  [ -z "$left" ] || fail "job processes left after cleanup: $(for p in $left; do p=${p#/proc/}; p=${p%/environ}; ps -o pid=,ppid=,stat=,args= -p "$p"; done)"
 }
 
 # ---- cases ------------------------------------------------------------------------------------------------
@@ -215,48 +223,83 @@ t_sbatch_script_maps_gpus_to_devices() {
   assert_eq 2 "$rc" "exit status for an unknown flag"; assert_contains "$out" 'unknown argument "--bogus"'
 }
 
-# A 3-task array (CPU workers) trains a 2-job sweep. Once job 1 has a checkpoint, the task training it is killed
-# (scancel --signal=KILL --full: a lost node, nothing can be reported); its lease expires after the TTL (4 s)
-# and a surviving task resumes job 1 from that checkpoint. The sweep finishes and the array ends by itself.
-t_array_sweep_survives_scancel_of_a_task() {
+# sl_worker_pid TASK: the pid of the prism-worker that array task TASK runs (the batch shell execs it).
+sl_worker_pid() {
+  local f p
+  for f in $(env -u SLURM_CONF grep -lzx "SLURM_ARRAY_TASK_ID=$1" /proc/[0-9]*/environ 2>/dev/null); do
+    p=${f#/proc/}; p=${p%/environ}
+    [[ $(readlink "/proc/$p/exe" 2>/dev/null) == */prism-worker ]] || continue
+    tr '\0' '\n' < "/proc/$p/environ" 2>/dev/null | grep -qx "SLURM_ARRAY_JOB_ID=$ARRAY" && echo "$p"
+  done
+}
+leased_task() { # JOB: the array task whose worker holds JOB's lease (empty if none)
+  local t
+  for t in $(seq 0 $((NTASKS - 1))); do leased_by_task "$1" "$t" && { echo "$t"; return 0; }; done
+  return 1
+}
+resumed_from() { # JOB ATTEMPT: the step attempt ATTEMPT of JOB resumed from (per the task logs), or nothing
+  grep -h "job=$1 attempt=$2 resuming from step" "$D"/logs/*.log 2>/dev/null | head -n1 | sed 's/.*resuming from step \([0-9]*\).*/\1/'
+}
+
+# A 4-task array (CPU workers) trains a 2-job sweep; two tasks are spares. The job is stopped twice:
+#  1. `scancel` of the task training it: SLURM sends SIGTERM, the worker finishes its step, reports a checkpoint
+#     and hands the job back at once; a spare resumes it from that step;
+#  2. SIGKILL of the worker now training it (a lost node: nothing is reported): its lease expires after the
+#     TTL (4 s) and another task resumes it from its last periodic checkpoint (checkpoint_every 200).
+# The sweep finishes, the tasks exit on their own (--idle-exit), and nothing is left running.
+t_array_sweep_survives_scancel_and_a_killed_task() {
   local t0; t0=$(now)
   w_setup
-  w_server --lease-ttl 4
+  w_server --lease-ttl 4 --max-attempts 5
   w_spec "$D/spec.json" slurm '["4,4,4,4", "2,2,4,4"]' '[1]' 4000 200
   local sid; sid=$(w_create "$D/spec.json")
   sl_start
   local t_up; t_up=$(now)
-  sl_launch --nodes 3 --idle-exit 15
+  NTASKS=4
+  sl_launch --nodes $NTASKS --idle-exit 20
+  # 1. scancel
   w_wait 60 "job 1 leased by a SLURM task, with a checkpoint" ckpt_at_least 1 200
-  local task= t
-  for t in 0 1 2; do leased_by_task 1 "$t" && task=$t; done
-  [ -n "$task" ] || { sl_dump; fail "job 1 is not leased by a task of array $ARRAY: $(w_get /api/v1/jobs/1)"; }
-  local k; k=$(job_field 1 checkpoint_step)
+  local ta; ta=$(leased_task 1) || { sl_dump; fail "job 1 is not leased by a task of array $ARRAY: $(w_get /api/v1/jobs/1)"; }
+  local k1; k1=$(job_field 1 checkpoint_step)
+  local t_cancel; t_cancel=$(now)
+  scancel "${ARRAY}_$ta" || fail "scancel failed"
+  w_wait 30 "job 1 resumed after scancel" eval '[ -n "$(resumed_from 1 2)" ]'
+  local t_resume2; t_resume2=$(now)
+  local k2; k2=$(resumed_from 1 2)
+  grep -q "event=preempted device=cpu job=1 attempt=1 retryable=1 .*got a stop signal at step" \
+    "$D/logs/prism-worker-${ARRAY}_$ta.log" || { sl_dump; fail "task $ta did not checkpoint and hand job 1 back"; }
+  [ "$k2" -gt 0 ] && [ "$k2" -ge "$k1" ] || fail "attempt 2 resumed from step $k2 (checkpoint before scancel: $k1)"
+  # 2. SIGKILL
+  w_wait 60 "job 1, attempt 2, checkpointed after resuming" eval '[ "$(job_field 1 attempt)" = 2 ] && ckpt_at_least 1 $((k2 + 1))'
+  local tb; tb=$(leased_task 1) || { sl_dump; fail "job 1 (attempt 2) is not leased by a task: $(w_get /api/v1/jobs/1)"; }
+  [ "$tb" != "$ta" ] || fail "job 1 went back to the cancelled task $ta"
+  local pid; pid=$(sl_worker_pid "$tb")
+  [ -n "$pid" ] || { sl_dump; fail "no prism-worker process for task $tb"; }
+  local k3c; k3c=$(job_field 1 checkpoint_step)
   local t_kill; t_kill=$(now)
-  scancel --signal=KILL --full "${ARRAY}_$task" || fail "scancel failed"
-  w_wait 30 "job 1 requeued after its lease expired" eval '[ "$(job_field 1 state)" != leased ] || [ "$(job_field 1 attempt)" -ge 2 ]'
-  local t_requeued; t_requeued=$(now)
-  w_wait 30 "job 1 resumed by another task" eval 'grep -q "job=1 attempt=2 resuming from step" "$D"/logs/*.log'
-  local t_resumed; t_resumed=$(now)
-  local line; line=$(grep -h "job=1 attempt=2 resuming from step" "$D"/logs/*.log | head -n1)
-  local ks; ks=$(echo "$line" | sed 's/.*resuming from step \([0-9]*\).*/\1/')
-  [ "$ks" -gt 0 ] || fail "resumed from step $ks, not from the checkpoint: $line"
-  [ "$ks" -ge "$k" ] || fail "resumed from step $ks, older than the checkpoint $k reported before the kill"
-  grep -q "job=1 attempt=2 resuming from step" "$D/logs/prism-worker-${ARRAY}_$task.log" \
-    && fail "the killed task $task resumed the job?"
+  kill -KILL $pid
+  w_wait 30 "job 1's lease expired" eval '[ "$(job_field 1 state)" != leased ] || [ "$(job_field 1 attempt)" -ge 3 ]'
+  local t_expired; t_expired=$(now)
+  w_wait 30 "job 1 resumed after the lease expired" eval '[ -n "$(resumed_from 1 3)" ]'
+  local t_resume3; t_resume3=$(now)
+  local k3; k3=$(resumed_from 1 3)
+  [ "$k3" -gt 0 ] && [ "$k3" -ge "$k3c" ] || fail "attempt 3 resumed from step $k3 (checkpoint before the kill: $k3c)"
+  grep -q "job=1 attempt=2 .*preempted" "$D/logs/prism-worker-${ARRAY}_$tb.log" && fail "the killed worker reported?"
   w_wait 90 "the sweep done" w_all_done "$sid" 2
   local t_done; t_done=$(now)
-  local ts
-  for t in 0 1 2; do w_wait 40 "array task $t ended" sl_gone "${ARRAY}_$t"; done
-  for t in 0 1 2; do
+  local t ts
+  for t in $(seq 0 $((NTASKS - 1))); do w_wait 40 "array task $t ended" sl_gone "${ARRAY}_$t"; done
+  for t in $(seq 0 $((NTASKS - 1))); do
     ts=$(sl_state "${ARRAY}_$t")
-    if [ "$t" = "$task" ]; then [ "$ts" != COMPLETED ] || fail "killed task $t ended $ts"
+    if [ "$t" = "$ta" ]; then assert_eq CANCELLED "$ts" "SLURM state of the cancelled task $t"
+    elif [ "$t" = "$tb" ]; then [ "$ts" != COMPLETED ] || fail "task $t, whose worker was killed, ended COMPLETED"
     else assert_eq COMPLETED "$ts" "SLURM state of task $t (its worker exits 0 after --idle-exit)"; fi
   done
-  assert_eq 2 "$(job_field 1 attempt)" "job 1 attempts"
+  assert_eq 3 "$(job_field 1 attempt)" "job 1 attempts"
   sl_check_stopped
-  echo "figure: killed task $task at checkpoint step $k; lease expired $(elapsed "$t_kill" "$t_requeued") s after scancel" \
-       "(--lease-ttl 4), job resumed from step $ks $(elapsed "$t_kill" "$t_resumed") s after scancel"
+  echo "figure: scancel -> job resumed from step $k2 (stop checkpoint) in $(elapsed "$t_cancel" "$t_resume2") s"
+  echo "figure: SIGKILL -> lease expired in $(elapsed "$t_kill" "$t_expired") s (--lease-ttl 4) -> job resumed from step" \
+       "$k3 (periodic checkpoint) $(elapsed "$t_kill" "$t_resume3") s after the kill"
   echo "figure: cluster up in $(elapsed "$t0" "$t_up") s (with data and server), sweep done $(elapsed "$t_up" "$t_done") s" \
        "after it, case $(elapsed "$t0" "$(now)") s"
 }
