@@ -27,6 +27,10 @@ check "chromium"                chromium             command -v chromium
 check "chromedriver"            chromium-driver      command -v chromedriver
 check "curl (CLI, tests)"       curl                 command -v curl
 check "jq (tests)"              jq                   command -v jq
+check "SLURM (slurm-wlm, tests)" slurm-wlm           test -x /usr/sbin/slurmctld -a -x /usr/sbin/slurmd -a -x /usr/bin/sbatch
+check "munge (tests)"           munge                test -x /usr/sbin/munged
+check "systemd-analyze (tests)" systemd              test -x /usr/bin/systemd-analyze
+check "PyYAML (python3-yaml, tests)" python3-yaml    /usr/bin/python3 -c 'import yaml'
 if [ "${1:-}" = "--fuzz" ]; then   # make fuzz: clang with libFuzzer's runtime
   check "clang"                 clang                command -v clang
   check "libFuzzer runtime"     libclang-rt-14-dev   compgen -G '/usr/lib/llvm-*/lib/clang/*/lib/linux/libclang_rt.fuzzer-x86_64.a'
