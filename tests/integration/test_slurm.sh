@@ -105,7 +105,7 @@ sl_stop() {
   rm -rf "$SL"
   SL=
 }
-trap 'sl_stop; w_cleanup' EXIT
+trap 'sl_stop 2>/dev/null; w_cleanup' EXIT
 trap 'exit 143' TERM INT
 
 sl_dump() {
@@ -141,7 +141,7 @@ elapsed() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.1f", b - a }'; }
 # sl_check_stopped: after sl_stop, nothing of the cluster is left.
 sl_check_stopped() {
   local conf=$SLURM_CONF left p
-  sl_stop
+  sl_stop 2>/dev/null
   for p in $CTLD_PID $SLURMD_PID $MUNGE_PID; do kill -0 "$p" 2>/dev/null && fail "daemon $p still runs after cleanup"; done
   left=$(env -u SLURM_CONF grep -lzx "SLURM_CONF=$conf" /proc/[0-9]*/environ 2>/dev/null)   # (no pipe: its
   left=${left//\/proc\/$$\/environ/}                                  # other end would carry SLURM_CONF too)
