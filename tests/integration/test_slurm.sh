@@ -186,6 +186,12 @@ t_launch_prints_the_array_script() {
   expect_exit2 "--token-file F is required" launch slurm --server http://h:1
   expect_exit2 "--token-file $D/nope: No such file" launch slurm --server http://h:1 --token-file "$D/nope"
   expect_exit2 "--time \"2h\": not a SLURM time limit" launch slurm --server http://h:1 --token-file "$D/wt" --time 2h
+  expect_exit2 "--time \"1:2:3:4\": not a SLURM time limit" launch slurm --server http://h:1 --token-file "$D/wt" --time 1:2:3:4
+  local tl
+  for tl in 90 90:30 12:00:00 2-12 2-12:30 2-12:30:00 UNLIMITED; do
+    "$(bin prism-sweep)" launch slurm --server http://h:1 --token-file "$D/wt" --time "$tl" 2>&1 | grep -qx "#SBATCH --time=$tl" \
+      || fail "--time $tl refused or not written"
+  done
   expect_exit2 "--nodes must be an integer in 1..100000" launch slurm --server http://h:1 --token-file "$D/wt" --nodes 0
   expect_exit2 "--partition \"a b\"" launch slurm --server http://h:1 --token-file "$D/wt" --partition "a b"
   expect_exit2 "--log-dir $D/none: not a directory" launch slurm --server http://h:1 --token-file "$D/wt" --log-dir "$D/none"
