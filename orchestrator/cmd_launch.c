@@ -247,6 +247,11 @@ static int launch_slurm(int argc, char **argv) {
     if (launch_absolute(o.token_file, token_abs, sizeof token_abs) < 0)
         return cli_error(c, "--token-file %s: path too long", o.token_file);
     o.token_file = token_abs;
+    if (!cli_find(&cmd, "--worker")->seen && access(o.worker, X_OK) != 0) {
+        fprintf(stderr, "prism-sweep launch slurm: note: no prism-worker beside this binary; the tasks run "
+                "prism-worker from their PATH (--worker PATH names it)\n");
+        o.worker = "prism-worker";
+    }
     if (strchr(o.worker, '/')) {
         if (access(o.worker, X_OK) != 0)
             return cli_error(c, "--worker %s: %s (give the prism-worker binary's path as the nodes see it)", o.worker,

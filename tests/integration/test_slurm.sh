@@ -196,6 +196,12 @@ t_launch_prints_the_array_script() {
   expect_exit2 "--partition \"a b\"" launch slurm --server http://h:1 --token-file "$D/wt" --partition "a b"
   expect_exit2 "--log-dir $D/none: not a directory" launch slurm --server http://h:1 --token-file "$D/wt" --log-dir "$D/none"
   expect_exit2 'unknown target "pbs"' launch pbs
+  expect_exit2 "--worker $D/none: No such file" launch slurm --server http://h:1 --token-file "$D/wt" --worker "$D/none"
+  # a prism-sweep with no prism-worker beside it: the tasks take prism-worker from their PATH
+  cp "$(bin prism-sweep)" "$D/prism-sweep"
+  s=$("$D/prism-sweep" launch slurm --server http://h:1 --token-file "$D/wt" 2>"$D/err") || fail "launch without a worker beside it"
+  assert_contains "$s" "--worker 'prism-worker' --idle-exit"
+  assert_contains "$(cat "$D/err")" "the tasks run prism-worker from their PATH"
   out=$("$(bin prism-sweep)" launch slurm --server http://127.0.0.1:1 --token-file "$D/wt" 2>&1 >/dev/null)
   assert_contains "$out" "warning: --server http://127.0.0.1:1 is a loopback address"
 }
