@@ -53,6 +53,7 @@
 struct uint3 { unsigned x, y, z; };
 /* 16 bytes, 16-aligned, as in CUDA; may_alias: kernels copy bf16/float rows through it (16-byte loads). */
 struct __attribute__((aligned(16), may_alias)) uint4 { unsigned x, y, z, w; };
+static inline uint4 make_uint4(unsigned x, unsigned y, unsigned z, unsigned w) { uint4 r = { x, y, z, w }; return r; }
 struct dim3 {
     unsigned x, y, z;
     dim3(unsigned a = 1, unsigned b = 1, unsigned c = 1) : x(a), y(b), z(c) {}
