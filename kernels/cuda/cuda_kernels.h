@@ -131,6 +131,8 @@ int prism_cuda_flash_attention_forward(void *out, float *lse, const void *qkv, i
  * delta is scratch of B*NH*T float32 (rowsum(dout*out)). */
 int prism_cuda_flash_attention_backward(void *dqkv, float *delta, const void *dout, const void *qkv, const void *out,
                                         const float *lse, int B, int T, int C, int NH);
+/* How many fused forward/backward calls this thread has made (diagnostic: the model tests check they ran). */
+int prism_cuda_flash_attention_calls(void);
 
 /* ---- classifier.cu: fused softmax + cross-entropy (+ dlogits) --------------------------------- */
 /* Row n of logits[N,Vp]: losses[n] = logsumexp(logits[n,:V]) - logits[n, targets[n]]. When write_dlogits,

@@ -443,6 +443,8 @@ static int fa_check(const char *where, int B, int T, int C, int NH) {
     return B <= 0 || T <= 0 ? 1 : 0;
 }
 
+static thread_local int fa_calls;   /* fused forward + backward calls that launched, this thread */
+extern "C" int prism_cuda_flash_attention_calls(void) { return fa_calls; }
 extern "C" int prism_cuda_flash_attention_supports(int hs) { return hs >= 1 && hs <= FA_MAX_D; }
 
 extern "C" int prism_cuda_flash_attention_forward(void *out, float *lse, const void *qkv, int B, int T, int C, int NH) {
@@ -451,7 +453,9 @@ extern "C" int prism_cuda_flash_attention_forward(void *out, float *lse, const v
     int d = C / NH;
     fa_args a = { (floatX *)out, NULL, lse, NULL, (const floatX *)qkv, NULL, B, T, NH, d, 1.0f / sqrtf((float)d),
                   fa_vec(qkv, C, d) };
-    return fa_dispatch(a, true);
+    rc = fa_dispatch(a, true);
+    fa_calls += rc == 0;
+    return rc;
 }
 
 extern "C" int prism_cuda_flash_attention_backward(void *dqkv, float *delta, const void *dout, const void *qkv,
@@ -464,5 +468,7 @@ extern "C" int prism_cuda_flash_attention_backward(void *dqkv, float *delta, con
     PCU_CHECK_LAUNCH("flash_attention_backward(delta)");
     fa_args a = { NULL, (floatX *)dqkv, (float *)lse, delta, (const floatX *)qkv, (const floatX *)dout, B, T, NH, d,
                   1.0f / sqrtf((float)d), fa_vec(qkv, C, d) && fa_vec(dqkv, C, d) && fa_vec(dout, C, d) };
-    return fa_dispatch(a, false);
+    rc = fa_dispatch(a, false);
+    fa_calls += rc == 0;
+    return rc;
 }

@@ -477,10 +477,10 @@ static void batch(int *in, int *tg, int n, int V, int step) {
     }
 }
 
-TEST(model_loss_and_every_gradient_match_cpu) {
-    need_device();
-    struct model_config c;
-    small_config(&c);
+/* Loss, all 16 gradient tensors and attention distance against the CPU engine; `fused` layers must have run the
+ * fused attention (forward and backward), the others the materialised one. */
+static void model_grad_case(const struct model_config *cfg, const char *label, int fused) {
+    struct model_config c = *cfg;
     model *cpu, *gpu;
     float *params;
     make_pair(&c, &cpu, &gpu, &params);
@@ -488,9 +488,12 @@ TEST(model_loss_and_every_gradient_match_cpu) {
     batch(in, tg, n, c.V, 0);
     float lc = 0, lg = 0;
     if (model_cpu_ops.zero_grad(cpu) || model_cpu_ops.forward_backward(cpu, in, tg, c.B, c.T, 1.0f, &lc)) HFAIL("cpu fb");
+    int fused0 = prism_cuda_flash_attention_calls();
     if (model_cuda_ops.zero_grad(gpu) || model_cuda_ops.forward_backward(gpu, in, tg, c.B, c.T, 1.0f, &lg))
         HFAIL("cuda forward_backward: %s", model_cuda_ops.error(gpu));
-    printf("heads 1,2,4,8 (head sizes 256,128,64,32) C=256 L=4: loss cpu %.7f gpu %.7f\n", lc, lg);
+    printf("%s: loss cpu %.7f gpu %.7f; fused attention calls %d\n", label, lc, lg,
+           prism_cuda_flash_attention_calls() - fused0);
+    ASSERT_EQ_INT(2 * fused, prism_cuda_flash_attention_calls() - fused0);   /* forward and backward */
     ASSERT_NEAR(lc, lg, lc * tol(1e-5, 1e-2));
     size_t np = model_num_params(&c), sz[MODEL_NUM_TENSORS];
     model_param_sizes(&c, sz);
@@ -516,16 +519,31 @@ TEST(model_loss_and_every_gradient_match_cpu) {
     printf("worst gradient relative L2 error %.3e\n", worst);
     /* forward_loss agrees with the training forward's loss, attention distance with the CPU's */
     float le = 0, lce = 0;
-    double dg[4] = { 0 }, dc[4] = { 0 };
+    double dg[MODEL_MAX_LAYERS] = { 0 }, dc[MODEL_MAX_LAYERS] = { 0 };
     if (model_cuda_ops.forward_loss(gpu, in, tg, c.B, c.T, &le, dg)) HFAIL("cuda forward_loss: %s", model_cuda_ops.error(gpu));
     if (model_cpu_ops.forward_loss(cpu, in, tg, c.B, c.T, &lce, dc)) HFAIL("cpu forward_loss");
     ASSERT_NEAR(lg, le, 1e-6 * lg);
-    for (int l = 0; l < 4; l++) {
+    for (int l = 0; l < c.L; l++) {
         printf("  attention distance layer %d: cpu %.4f gpu %.4f\n", l + 1, dc[l], dg[l]);
         ASSERT_NEAR(dc[l], dg[l], dc[l] * tol(1e-4, 2e-2) + 1e-4);
     }
     model_cpu_ops.free(cpu);
     model_cuda_ops.free(gpu);
+}
+TEST(model_loss_and_every_gradient_match_cpu) {
+    need_device();
+    struct model_config c;
+    small_config(&c);
+    model_grad_case(&c, "heads 1,2,4,8 (head sizes 256,128,64,32) C=256 L=4, every layer fused", 4);
+}
+/* A head above 256 (no schedule of the paper's rules has one) trains through attention.cu, next to fused layers. */
+TEST(model_with_a_head_above_256_matches_cpu) {
+    need_device();
+    struct model_config c;
+    small_config(&c);
+    c.L = 2; c.C = 512;
+    c.heads[0] = 1; c.heads[1] = 8;
+    model_grad_case(&c, "heads 1,8 (head sizes 512, 64) C=512 L=2, layer 1 materialised", 1);
 }
 
 TEST(model_trains_20_steps_like_cpu) {
