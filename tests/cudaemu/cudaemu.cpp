@@ -619,6 +619,7 @@ static int order_mode(void) {
     if (!e || !*e) return CUDAEMU_DEFAULT_ORDER;
     if (!strcmp(e, "forward")) return 0;
     if (!strcmp(e, "reverse")) return 1;
+    if (!strcmp(e, "warps")) return 3;
     return 2;   /* random */
 }
 
@@ -636,10 +637,22 @@ static int run_block(int n, int mode) {
                 int j = (int)(S.rng % (uint64_t)(i + 1)), tmp = perm[i];
                 perm[i] = perm[j]; perm[j] = tmp;
             }
-        for (int k = 0; k < n; k++)
-            if (S.f[perm[k]].state == F_RUN) resume(perm[k]);
-        int done = 0, at_block = 0, released = 0;
+        if (mode == 3) {   /* one warp at a time, as far as it can go: the others have not started yet */
+            int w = 0;
+            while (w * 32 < n) {
+                int any = 0;
+                for (int i = w * 32; i < n && i < w * 32 + 32; i++) any |= S.f[i].state == F_RUN;
+                if (any) break;
+                w++;
+            }
+            for (int i = w * 32; i < n && i < w * 32 + 32; i++)
+                if (S.f[i].state == F_RUN) resume(i);
+        } else
+            for (int k = 0; k < n; k++)
+                if (S.f[perm[k]].state == F_RUN) resume(perm[k]);
+        int done = 0, at_block = 0, released = 0, runnable = 0;
         for (int i = 0; i < n; i++) {
+            runnable += S.f[i].state == F_RUN;   /* only in mode 3: warps that have not run yet */
             done += S.f[i].state == F_DONE;
             at_block += S.f[i].state == F_BAR_BLOCK;
         }
@@ -661,7 +674,7 @@ static int run_block(int n, int mode) {
                 return -1;
             }
         }
-        if (released) continue;
+        if (released || runnable) continue;
         if (at_block == n - done) {
             if (done)   /* undefined in the CUDA guide, even if recent GPUs let it pass */
                 fault("%s: __syncthreads reached by %d threads after %d threads of the block returned (block %u,%u,%u)",

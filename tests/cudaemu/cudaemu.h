@@ -16,7 +16,9 @@
  * block returned, an illegal launch configuration, and — in cuBLAS — a matrix whose extent runs past the device
  * allocation it lives in, or layouts that do not agree with the transposes.
  * CUDAEMU_ORDER=forward|reverse|random picks the order in which fibers run between barriers; a kernel whose
- * result depends on it has a race.
+ * result depends on it has a race. CUDAEMU_ORDER=warps runs one warp at a time, through all its warp-level
+ * barriers (shuffles, __syncwarp, wmma) up to a __syncthreads, before the next warp starts: a legal GPU schedule
+ * that shows a missing __syncthreads between one warp's shared-memory writes and another warp's reads.
  * Device memory is host memory from aligned_alloc, registered so that cudaMemcpy/cuBLAS can check ranges and
  * filled with 0xFF bytes (NaN in float32 and bf16) when allocated, like the garbage in fresh device memory;
  * guard zones before each allocation and after its last byte are checked after every launch, so a kernel that

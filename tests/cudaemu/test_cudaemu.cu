@@ -43,8 +43,8 @@ TEST(block_reductions_match_serial_in_every_order) {
     for (int i = 0; i < blocks * n; i++) { x ^= x << 13; x ^= x >> 7; x ^= x << 17; h[i] = (float)((x >> 40) % 2000) / 1000.0f - 1.0f; }
     float *in = dev_floats(blocks * n), *out = dev_floats(2 * blocks);
     CK(cudaMemcpy(in, h, blocks * n * sizeof(float), cudaMemcpyHostToDevice));
-    const char *orders[] = { "forward", "reverse", "random" };
-    for (int o = 0; o < 3; o++) {
+    const char *orders[] = { "forward", "reverse", "random", "warps" };
+    for (int o = 0; o < 4; o++) {
         setenv("CUDAEMU_ORDER", orders[o], 1);
         k_block_sums<<<blocks, threads>>>(out, in, n);
         CK(cudaGetLastError());
@@ -75,8 +75,8 @@ template <bool SYNC> __global__ void k_rotate(float *out) {
 }
 TEST(missing_barrier_reads_poisoned_shared_memory) {
     float *out = dev_floats(64), h[64];
-    const char *orders[] = { "forward", "reverse" };
-    for (int o = 0; o < 2; o++) {
+    const char *orders[] = { "forward", "reverse", "warps" };
+    for (int o = 0; o < 3; o++) {
         setenv("CUDAEMU_ORDER", orders[o], 1);
         k_rotate<true><<<1, 64>>>(out);
         CK(cudaMemcpy(h, out, sizeof h, cudaMemcpyDeviceToHost));
