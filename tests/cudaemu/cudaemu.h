@@ -24,7 +24,11 @@
  * guard zones before each allocation and after its last byte are checked after every launch, so a kernel that
  * writes out of bounds fails its launch (under `make sanitize` they are ASan-poisoned, so reads are caught too).
  * Each fiber stack has a guard page below it.
- * Shared memory, static and dynamic, is NaN at the start of every block.
+ * Shared memory, static and dynamic, is NaN at the start of every block; dynamic shared memory above 48 KiB needs
+ * cudaFuncSetAttribute(MaxDynamicSharedMemorySize) first, up to 227 KiB static + dynamic, as on sm_90.
+ * mma.h models the nvcuda::wmma fragment API (m16n16k16, bf16 in, float accumulate) as warp-collective calls with
+ * the same checks as shuffles (divergent warps, lanes disagreeing on pointer/ldm/layout; see mma.h); __syncwarp
+ * is a warp barrier.
  * cuBLAS/cuBLASLt GEMMs are done by converting to float32 and calling OpenBLAS's cblas_sgemm (float32
  * accumulation, like CUBLAS_COMPUTE_32F), then applying the epilogue and rounding to the output type.
  *
