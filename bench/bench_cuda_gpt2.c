@@ -9,7 +9,8 @@
  * MFU = model_flops_per_token(T) x tokens/s / peak, with peak = 989 TFLOP/s (H100/H200 SXM dense bf16)
  * unless --peak-tflops says otherwise. Then a table of one layer's attention cost (forward + backward) at
  * 3, 6, 8 and 12 heads (head sizes 256, 128, 96, 64), next to the layer's QKV matmul, from CUDA events; and
- * before it each schedule's step split into forward, forward+backward and update (CUDA events).
+ * before it each schedule's step split into forward, forward+backward and update (CUDA events); then the fused
+ * attention alone at the same head counts (forward, forward + backward, TFLOP/s).
  * Without a CUDA build or device it says so and exits 0.
  *
  *   bench_cuda_gpt2 [--B 16] [--T 1024] [--steps 10] [--rounds 3] [--warmup 3] [--peak-tflops 989]
@@ -102,6 +103,51 @@ done:
     if (rc) fprintf(stderr, "attention table: %s\n", prism_cuda_last_error());
     prism_cuda_free(qkv); prism_cuda_free(dqkv); prism_cuda_free(out); prism_cuda_free(dout); prism_cuda_free(att);
     prism_cuda_free(scratch); prism_cuda_free(w); prism_cuda_free(ln); prism_cuda_free(dw); prism_cuda_free(db);
+    return rc;
+}
+
+/* The fused attention (flash_attention.cu) at the same shapes: forward alone and forward + backward, on random
+ * inputs, with its rate counted the usual FlashAttention way (causal: forward 2*B*T*T*C FLOPs, backward 2.5x). */
+static int flash_table(int B, int T) {
+    const int C = 768, heads[] = { 3, 6, 8, 12 }, reps = 5;
+    size_t n3 = (size_t)B * T * 3 * C, n = (size_t)B * T * C, xs = prism_cuda_x_size();
+    void *qkv = prism_cuda_malloc(n3 * xs), *dqkv = prism_cuda_malloc(n3 * xs), *out = prism_cuda_malloc(n * xs);
+    void *dout = prism_cuda_malloc(n * xs);
+    float *lse = prism_cuda_malloc((size_t)B * 12 * T * sizeof(float)), *delta = prism_cuda_malloc((size_t)B * 12 * T * sizeof(float));
+    float *h = malloc(n3 * sizeof(float));
+    int rc = -1;
+    if (!qkv || !dqkv || !out || !dout || !lse || !delta || !h) goto done;
+    uint64_t x = 0x9E3779B97F4A7C15ULL;
+    for (size_t i = 0; i < n3; i++) { x ^= x << 13; x ^= x >> 7; x ^= x << 17; h[i] = (float)((x >> 40) % 2001) / 1000.0f - 1.0f; }
+    if (prism_cuda_upload_x(qkv, h, n3) || prism_cuda_upload_x(dout, h, n)) goto done;
+    printf("\nfused attention at C=%d, B=%d, T=%d (median of %d):\n", C, B, T, reps);
+    printf("| heads | head size | forward ms | forward TFLOP/s | forward + backward ms | fwd+bwd TFLOP/s |\n|---|---|---|---|---|---|\n");
+    for (int i = 0; i < 4; i++) {
+        int NH = heads[i];
+        float f[5], fb[5];
+        for (int r = 0; r < reps; r++) {
+            if (prism_cuda_timer_start() || prism_cuda_flash_attention_forward(out, lse, qkv, B, T, C, NH) ||
+                prism_cuda_timer_stop_ms(&f[r]))
+                goto done;
+            if (prism_cuda_timer_start() || prism_cuda_flash_attention_forward(out, lse, qkv, B, T, C, NH) ||
+                prism_cuda_flash_attention_backward(dqkv, delta, dout, qkv, out, lse, B, T, C, NH) ||
+                prism_cuda_timer_stop_ms(&fb[r]))
+                goto done;
+        }
+        for (int a = 0; a < reps; a++)
+            for (int b = a + 1; b < reps; b++) {
+                if (f[b] < f[a]) { float t = f[a]; f[a] = f[b]; f[b] = t; }
+                if (fb[b] < fb[a]) { float t = fb[a]; fb[a] = fb[b]; fb[b] = t; }
+            }
+        double flops = 2.0 * B * (double)T * T * C;
+        printf("| %d | %d | %.3f | %.1f | %.3f | %.1f |\n", NH, C / NH, f[reps / 2], flops / (f[reps / 2] * 1e9),
+               fb[reps / 2], 3.5 * flops / (fb[reps / 2] * 1e9));
+    }
+    rc = 0;
+done:
+    if (rc) fprintf(stderr, "flash table: %s\n", prism_cuda_last_error());
+    prism_cuda_free(qkv); prism_cuda_free(dqkv); prism_cuda_free(out); prism_cuda_free(dout); prism_cuda_free(lse);
+    prism_cuda_free(delta); free(h);
     return rc;
 }
 #endif
@@ -238,6 +284,7 @@ int main(int argc, char **argv) {
     }
     for (int s = 0; s < ns; s++) { model_cuda_ops.free(m[s]); m[s] = NULL; }
     if (attention_table(B, T) != 0) goto out;
+    if (flash_table(B, T) != 0) goto out;
     rc = 0;
 out:
     for (int s = 0; s < ns; s++) model_cuda_ops.free(m[s]);

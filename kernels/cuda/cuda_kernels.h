@@ -120,6 +120,20 @@ size_t prism_cuda_attention_distance_rows(int B, int T, int NH);
 int prism_cuda_attention_distance(const void *att, int B, int T, int NH, float *rows_dev, float *rows_host,
                                   double *out);
 
+/* ---- flash_attention.cu: fused causal attention (FlashAttention-2 style), no T*T tensor ------------ */
+/* 1 when a head of size hs runs fused (1 <= hs <= 256; 16/32/64/96/128/192/256 are the fast sizes, others are
+ * zero-padded to the next of them). Above 256 the fused functions fail: use the materialised ones above. */
+int prism_cuda_flash_attention_supports(int hs);
+/* qkv[B,T,3C] (as prism_cuda_attention_forward) -> out[B,T,C] and lse[B,NH,T] (float32): the log-sum-exp of each
+ * query row's scaled scores q.k/sqrt(hs) over keys s <= t; all that backward needs besides qkv and out. */
+int prism_cuda_flash_attention_forward(void *out, float *lse, const void *qkv, int B, int T, int C, int NH);
+/* dqkv[B,T,3C] = gradient (overwrite) from dout[B,T,C], the forward's qkv, out and lse; P is recomputed.
+ * delta is scratch of B*NH*T float32 (rowsum(dout*out)). */
+int prism_cuda_flash_attention_backward(void *dqkv, float *delta, const void *dout, const void *qkv, const void *out,
+                                        const float *lse, int B, int T, int C, int NH);
+/* How many fused forward/backward calls this thread has made (diagnostic: the model tests check they ran). */
+int prism_cuda_flash_attention_calls(void);
+
 /* ---- classifier.cu: fused softmax + cross-entropy (+ dlogits) --------------------------------- */
 /* Row n of logits[N,Vp]: losses[n] = logsumexp(logits[n,:V]) - logits[n, targets[n]]. When write_dlogits,
  * logits is overwritten with dloss * (softmax - onehot) for v < V and 0 for V <= v < Vp; probabilities

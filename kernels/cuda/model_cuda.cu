@@ -6,11 +6,16 @@
  *   params group: master (float32), grads (float32), m, v (float32), params_x (floatX working copy), all
  *                 in llm.c tensor order; the host sees float32 arrays without the alignment gaps.
  *   acts group:   per-layer activations kept for backward (strided by the allocated B*T, like gpt2.c),
- *                 att at per-layer offsets att_off[l] (B*h_l*T*T each: the schedule decides the sizes),
- *                 and the float32 LayerNorm statistics and losses.
+ *                 the per-row log-sum-exp of each layer's attention (lse, B*h_l*T floats: all the fused
+ *                 attention's backward keeps besides qkv and its output), and the float32 LayerNorm
+ *                 statistics and losses. Attention is fused (flash_attention.cu) in every layer whose head
+ *                 size it takes (1..256, every schedule the rules allow): no B*h*T*T tensor is kept. Only a
+ *                 layer with a larger head keeps att (B*h_l*T*T, at att_off[l]) and runs attention.cu; eval
+ *                 computes attention distance D_l with attention.cu one sequence at a time (eatt: h*T*T).
  *   grad scratch: the residual-stream gradient dres (B,T,C), dln (B,T,C), d4 (B,T,4C), dqkv (B,T,3C) —
  *                 reused layer after layer, so activation gradients cost O(one layer).
- *   attention scratch sized for the largest head count (prism_cuda_attention_scratch_bytes).
+ *   attention scratch for attention.cu, sized for the largest head count and one sequence (eval's D_l), or
+ *                 the whole batch when a layer trains through it (prism_cuda_attention_scratch_bytes).
  * The forward fuses each residual add with the LayerNorm that follows (residual_layernorm_forward); with
  * PRISM_CUDA_GELU_FUSION=1 in the environment the fc matmul also applies GELU in its cuBLASLt epilogue
  * (off by default until tests/gpu/run.sh has confirmed it on a GPU). The
@@ -30,7 +35,7 @@ extern "C" {
 static size_t al256b(size_t bytes) { return (bytes + 255) & ~(size_t)255; }
 
 enum { A_ENCODED, A_LN1, A_LN1M, A_LN1R, A_QKV, A_ATTY, A_ATT, A_ATTPROJ, A_RES2, A_LN2, A_LN2M, A_LN2R, A_FCH,
-       A_FCHG, A_FCPROJ, A_RES3, A_LNF, A_LNFM, A_LNFR, A_LOGITS, A_LOSSES, A_DIST, A_NUM };
+       A_FCHG, A_FCPROJ, A_RES3, A_LNF, A_LNFM, A_LNFR, A_LOGITS, A_LOSSES, A_DIST, A_LSE, A_DELTA, A_EATT, A_NUM };
 enum { D_RES, D_LN, D_4, D_QKV, D_NUM };
 
 struct cuda_model {
@@ -45,7 +50,9 @@ struct cuda_model {
     floatX *px;                        /* (npad) */
     void *amem;                        /* acts group */
     void *a[A_NUM];
-    size_t att_off[MODEL_MAX_LAYERS];  /* elements into A_ATT */
+    size_t att_off[MODEL_MAX_LAYERS];  /* elements into A_ATT (layers that do not run fused) */
+    int fused[MODEL_MAX_LAYERS];       /* layer l runs flash_attention.cu */
+    size_t lse_layer;                  /* floats of A_LSE per layer: B * maxh * T (allocated B) */
     void *dmem;
     void *d[D_NUM];
     void *scratch;                     /* attention */
@@ -137,12 +144,21 @@ static int cuda_create(const struct model_config *cfg, int device, model **out, 
 
     const size_t L = cfg->L, BT = (size_t)cfg->B * cfg->T, C = cfg->C, X = sizeof(floatX), F = sizeof(float);
     size_t att = 0;
-    for (int l = 0; l < cfg->L; l++) { cm->att_off[l] = att; att += (size_t)cfg->B * cfg->heads[l] * cfg->T * cfg->T; }
+    int any_mat = 0;
+    for (int l = 0; l < cfg->L; l++) {
+        cm->fused[l] = prism_cuda_flash_attention_supports(cfg->C / cfg->heads[l]);
+        cm->att_off[l] = att;
+        if (!cm->fused[l]) { att += (size_t)cfg->B * cfg->heads[l] * cfg->T * cfg->T; any_mat = 1; }
+    }
+    const size_t lse_layer = (size_t)cfg->B * maxh * cfg->T, TT = (size_t)cfg->T * cfg->T;
+    cm->lse_layer = lse_layer;
+    const size_t sbytes = prism_cuda_attention_scratch_bytes(any_mat ? cfg->B : 1, cfg->T, cfg->C, maxh);
     size_t dist_rows = prism_cuda_attention_distance_rows(cfg->B, cfg->T, maxh);
     size_t abytes[A_NUM] = {
         BT * C * X, L * BT * C * X, L * BT * F, L * BT * F, L * BT * 3 * C * X, L * BT * C * X, att * X,
         BT * C * X, L * BT * C * X, L * BT * C * X, L * BT * F, L * BT * F, L * BT * 4 * C * X, L * BT * 4 * C * X,
         BT * C * X, L * BT * C * X, BT * C * X, BT * F, BT * F, BT * (size_t)cfg->Vp * X, BT * F, dist_rows * F,
+        L * lse_layer * F, lse_layer * F, maxh * TT * X,
     };
     size_t dbytes[D_NUM] = { BT * C * X, BT * C * X, BT * 4 * C * X, BT * 3 * C * X };
     size_t atot = 0, dtot = 0;
@@ -153,15 +169,14 @@ static int cuda_create(const struct model_config *cfg, int device, model **out, 
     cm->pmem = prism_cuda_malloc(pbytes);
     cm->amem = prism_cuda_malloc(atot);
     cm->dmem = prism_cuda_malloc(dtot);
-    cm->scratch = prism_cuda_malloc(prism_cuda_attention_scratch_bytes(cfg->B, cfg->T, cfg->C, maxh));
+    cm->scratch = prism_cuda_malloc(sbytes);
     cm->tok = (int *)prism_cuda_malloc(2 * BT * sizeof(int));
     cm->h_losses = (float *)malloc(BT * F);
     cm->h_rows = (float *)malloc((dist_rows ? dist_rows : 1) * F);
     if (!cm->pmem || !cm->amem || !cm->dmem || !cm->scratch || !cm->tok || !cm->h_losses || !cm->h_rows) {
         if (err) snprintf(err, errlen, "out of GPU memory for L=%d C=%d Vp=%d B=%d T=%d (params %zu MiB, activations "
                           "%zu MiB, attention scratch %zu MiB): %s", cfg->L, cfg->C, cfg->Vp, cfg->B, cfg->T,
-                          pbytes >> 20, atot >> 20,
-                          prism_cuda_attention_scratch_bytes(cfg->B, cfg->T, cfg->C, maxh) >> 20,
+                          pbytes >> 20, atot >> 20, sbytes >> 20,
                           prism_cuda_last_error());
         goto fail;
     }
@@ -281,11 +296,26 @@ static int forward(cuda_model *cm, const int *in, const int *tg, int B, int T, i
         floatX *fchg = AX(cm, A_FCHG) + o4, *fcproj = AX(cm, A_FCPROJ), *res3 = AX(cm, A_RES3) + o1;
         TRY(cm, prism_cuda_matmul_forward(qkv, NULL, ln1, P(cm, 4) + (size_t)l * 3 * C * C, P(cm, 5) + (size_t)l * 3 * C,
                                           N, C, 3 * C), "matmul_forward(qkv)");
-        TRY(cm, prism_cuda_attention_forward(atty, att, qkv, cm->scratch, B, T, C, NH), "attention_forward");
-        if (attn_dist) {
-            double d = 0;
-            TRY(cm, prism_cuda_attention_distance(att, B, T, NH, AF(cm, A_DIST), cm->h_rows, &d), "attention_distance");
-            attn_dist[l] += d;
+        if (cm->fused[l]) {
+            TRY(cm, prism_cuda_flash_attention_forward(atty, AF(cm, A_LSE) + l * cm->lse_layer, qkv, B, T, C, NH),
+                "flash_attention_forward");
+            /* D_l needs the probabilities: attention.cu, one sequence at a time, its output thrown away (into
+             * the gradient scratch dln, unused during the forward) */
+            for (int b = 0; attn_dist && b < B; b++) {
+                double d = 0;
+                TRY(cm, prism_cuda_attention_forward(cm->d[D_LN], AX(cm, A_EATT), qkv + (size_t)b * T * 3 * C, cm->scratch,
+                                                     1, T, C, NH), "attention_forward(distance)");
+                TRY(cm, prism_cuda_attention_distance(AX(cm, A_EATT), 1, T, NH, AF(cm, A_DIST), cm->h_rows, &d),
+                    "attention_distance");
+                attn_dist[l] += d;
+            }
+        } else {
+            TRY(cm, prism_cuda_attention_forward(atty, att, qkv, cm->scratch, B, T, C, NH), "attention_forward");
+            if (attn_dist) {
+                double d = 0;
+                TRY(cm, prism_cuda_attention_distance(att, B, T, NH, AF(cm, A_DIST), cm->h_rows, &d), "attention_distance");
+                attn_dist[l] += d;
+            }
         }
         TRY(cm, prism_cuda_matmul_forward(attproj, NULL, atty, P(cm, 6) + (size_t)l * C * C, P(cm, 7) + (size_t)l * C,
                                           N, C, C), "matmul_forward(attproj)");
@@ -357,8 +387,13 @@ static int backward(cuda_model *cm, int B, int T) {
         TRY(cm, prism_cuda_matmul_backward(dln, G(cm, 6) + (size_t)l * C * C, G(cm, 7) + (size_t)l * C, dres,
                                            AX(cm, A_ATTY) + o1, P(cm, 6) + (size_t)l * C * C, N, C, C, 0),
             "matmul_backward(attproj)");
-        TRY(cm, prism_cuda_attention_backward(dqkv, dln, AX(cm, A_QKV) + o3, AX(cm, A_ATT) + cm->att_off[l], cm->scratch,
-                                              B, T, C, NH), "attention_backward");
+        if (cm->fused[l])
+            TRY(cm, prism_cuda_flash_attention_backward(dqkv, AF(cm, A_DELTA), dln, AX(cm, A_QKV) + o3, AX(cm, A_ATTY) + o1,
+                                                        AF(cm, A_LSE) + l * cm->lse_layer,
+                                                        B, T, C, NH), "flash_attention_backward");
+        else
+            TRY(cm, prism_cuda_attention_backward(dqkv, dln, AX(cm, A_QKV) + o3, AX(cm, A_ATT) + cm->att_off[l],
+                                                  cm->scratch, B, T, C, NH), "attention_backward");
         TRY(cm, prism_cuda_matmul_backward(dln, G(cm, 4) + (size_t)l * 3 * C * C, G(cm, 5) + (size_t)l * 3 * C, dqkv,
                                            AX(cm, A_LN1) + o1, P(cm, 4) + (size_t)l * 3 * C * C, N, C, 3 * C, 0),
             "matmul_backward(qkv)");

@@ -12,6 +12,7 @@
  * unpoisoned before reuse, so ASan checks kernels' loads and stores against the heap "device" buffers.
  */
 #include "cudaemu.h"
+#include "mma.h"
 #include <atomic>
 #include <errno.h>
 #include <map>
@@ -121,8 +122,29 @@ cudaError_t cudaGetDeviceProperties(cudaDeviceProp *p, int d) {
     p->maxThreadsPerBlock = 1024;
     p->warpSize = 32;
     p->totalGlobalMem = EMU_TOTAL_MEM;
-    p->sharedMemPerBlock = 48 * 1024;
+    p->sharedMemPerBlock = CUDAEMU_SMEM_DEFAULT;
+    p->sharedMemPerBlockOptin = CUDAEMU_SMEM_OPTIN;
     return cudaSuccess;
+}
+
+/* cudaFuncAttributeMaxDynamicSharedMemorySize per kernel (all threads: the attribute belongs to the function). */
+static std::mutex attr_lock;
+static std::map<const void *, int> max_dyn_smem;
+cudaError_t cudaemu_func_set_attribute(const void *fn, cudaFuncAttribute attr, int value) {
+    if (attr != cudaFuncAttributeMaxDynamicSharedMemorySize || value < 0 || value > CUDAEMU_SMEM_OPTIN) {
+        fprintf(stderr, "cudaemu: cudaFuncSetAttribute(%d, %d): the attribute or value is invalid (dynamic shared "
+                "memory may be raised to %d bytes at most)\n", (int)attr, value, CUDAEMU_SMEM_OPTIN);
+        set_error(cudaErrorInvalidValue);
+        return cudaErrorInvalidValue;
+    }
+    std::lock_guard<std::mutex> g(attr_lock);
+    max_dyn_smem[fn] = value;
+    return cudaSuccess;
+}
+static size_t dyn_smem_limit(const void *fn) {
+    std::lock_guard<std::mutex> g(attr_lock);
+    auto it = max_dyn_smem.find(fn);
+    return it == max_dyn_smem.end() ? CUDAEMU_SMEM_DEFAULT : (size_t)it->second;
 }
 
 /* Each allocation [base, base+bytes) sits between two guard zones of GUARD_BYTE: GUARD bytes before it, and
@@ -278,6 +300,8 @@ static const size_t STACK = 64 * 1024;
 #endif
 static const int MAX_THREADS = 1024;
 
+/* the warp-collective calls, for the checks that a warp is in one and the same */
+enum { W_SHFL = 0, W_SYNCWARP, W_LOAD, W_STORE, W_MMA };
 namespace {
 struct sched {
     char *stacks = nullptr;          /* MAX_THREADS * STACK, mapped on first launch */
@@ -287,10 +311,20 @@ struct sched {
     void (*fn)(void *) = nullptr;
     void *ctx = nullptr;
     float xchg[MAX_THREADS];         /* shuffle exchange, one slot per thread */
+    struct wpost {                   /* what each lane posted at its current warp-collective call */
+        int kind;                    /* W_SHFL, W_SYNCWARP, W_LOAD, W_STORE, W_MMA */
+        const char *file;
+        int line, layout;
+        const void *ptr;
+        unsigned ldm;
+        float *d;
+        const void *a, *b, *c;
+    } wp[MAX_THREADS];
+    unsigned wgen[MAX_THREADS / 32];   /* per warp: bumped by the first lane to run after a release */
     void *site[MAX_THREADS];         /* where each lane's current shuffle was called from, and its lane mask: */
     int lmask[MAX_THREADS];          /* a warp whose lanes are in different shuffles is divergent */
     unsigned char *dyn = nullptr;    /* dynamic shared memory */
-    unsigned char stat[48 * 1024];   /* static shared memory of the running launch */
+    alignas(128) unsigned char stat[CUDAEMU_SMEM_DEFAULT];   /* static shared memory of the running launch */
     const char *stat_file[16];       /* declaration (file, line) -> offset and size in stat, per launch */
     int stat_line[16];
     size_t stat_off[16], stat_size[16], stat_used = 0;
@@ -388,6 +422,9 @@ float cudaemu_shfl_xor(unsigned mask, float v, int lane_mask, int width) {
         return v;
     }
     S.xchg[t] = v;
+    S.wp[t].kind = W_SHFL;
+    S.wp[t].file = nullptr;
+    S.wp[t].line = 0;
     S.site[t] = __builtin_return_address(0);
     S.lmask[t] = lane_mask;
     park(F_BAR_WARP);                      /* every live lane has posted its value */
@@ -410,6 +447,142 @@ float cudaemu_shfl_xor(unsigned mask, float v, int lane_mask, int width) {
     return r;
 }
 
+/* ---- warp-collective calls other than shuffles: __syncwarp and the wmma API (mma.h) ------------------------ */
+static const char *wname(int kind) {
+    switch (kind) {
+    case W_SHFL: return "__shfl_xor_sync";
+    case W_SYNCWARP: return "__syncwarp";
+    case W_LOAD: return "wmma::load_matrix_sync";
+    case W_STORE: return "wmma::store_matrix_sync";
+    case W_MMA: return "wmma::mma_sync";
+    }
+    return "?";
+}
+
+/* Posts the calling lane's call, parks until the warp's live lanes have all arrived at a warp barrier, and
+ * returns 1 in the first lane to run after the release (it checks the warp and does any warp-wide work while
+ * the others wait to be resumed), 0 in the other lanes, -1 on a fault (the work is then skipped). */
+static int warp_enter(int kind, const char *file, int line, const void *ptr, unsigned ldm, int layout) {
+    if (S.cur < 0) { fault("%s called outside a kernel", wname(kind)); return -1; }
+    int t = S.cur, base = t & ~31, w = t >> 5;
+    if (base + 32 > S.n) {
+        fault("%s: %s at %s:%d in a partial warp (block of %d threads is not a multiple of 32)", kernel_name,
+              wname(kind), file, line, S.n);
+        return -1;
+    }
+    S.wp[t].kind = kind;
+    S.wp[t].file = file;
+    S.wp[t].line = line;
+    S.wp[t].ptr = ptr;
+    S.wp[t].ldm = ldm;
+    S.wp[t].layout = layout;
+    S.site[t] = (void *)file;   /* a lane in a shuffle meanwhile sees a different site: divergent */
+    S.lmask[t] = -line;
+    unsigned gen = S.wgen[w];
+    park(F_BAR_WARP);
+    if (S.wgen[w] != gen) return S.wgen[w] == gen + 2 ? -1 : 0;   /* +2: the first lane found a fault */
+    int bad = 0;
+    for (int i = base; i < base + 32 && !bad; i++) {
+        const auto &o = S.wp[i], &m = S.wp[t];
+        if (S.f[i].state == F_DONE) {
+            fault("%s: warp %d is divergent: lane %d has exited while lane %d is in %s at %s:%d (block %u,%u,%u)",
+                  kernel_name, w, i & 31, t & 31, wname(kind), file, line, blockIdx.x, blockIdx.y, blockIdx.z);
+            bad = 1;
+        } else if (o.kind != m.kind || (kind != W_SYNCWARP && (o.file != m.file || o.line != m.line))) {
+            fault("%s: warp %d is divergent: lane %d is in %s at %s:%d, lane %d in %s at %s:%d (block %u,%u,%u)",
+                  kernel_name, w, i & 31, wname(o.kind), o.file ? o.file : "?", o.line, t & 31, wname(kind), file, line,
+                  blockIdx.x, blockIdx.y, blockIdx.z);
+            bad = 1;
+        } else if (o.ptr != m.ptr || o.ldm != m.ldm || o.layout != m.layout) {
+            fault("%s: %s at %s:%d: the lanes of warp %d disagree: lane %d passes pointer %p, ldm %u, layout %d; lane "
+                  "%d passes %p, ldm %u, layout %d (block %u,%u,%u)", kernel_name, wname(kind), file, line, w, i & 31,
+                  o.ptr, o.ldm, o.layout, t & 31, m.ptr, m.ldm, m.layout, blockIdx.x, blockIdx.y, blockIdx.z);
+            bad = 1;
+        }
+    }
+    S.wgen[w] = gen + (bad ? 2 : 1);
+    return bad ? -1 : 1;
+}
+
+void cudaemu_syncwarp(unsigned mask) {
+    if (mask != 0xffffffffu) { fault("%s: __syncwarp with mask %#x: the emulator supports full warps only", kernel_name, mask); return; }
+    warp_enter(W_SYNCWARP, "__syncwarp", 0, nullptr, 0, 0);
+}
+
+/* Tile element of lane l's element e (the emulator's fragment order: deliberately not the hardware's). */
+static inline int frag_index(int lane, int e) { return ((lane * 8 + e) * 97) & 255; }
+
+/* Alignment and ldm rules of load/store_matrix_sync; the layout must be 0 (row-major) or 1 (col-major). */
+static int wmma_args_ok(int kind, const char *file, int line, const void *p, unsigned ldm, int esize, int layout) {
+    if (S.cur < 0) return 0;
+    int report = (S.cur & 31) == 0;   /* lane 0 speaks for the warp; lanes that differ from it are caught apart */
+    if (!report) return (layout == 0 || layout == 1) && (uintptr_t)p % 32 == 0 && ldm && !(ldm % (esize == 2 ? 8u : 4u));
+    if (layout != 0 && layout != 1) {
+        fault("%s: %s at %s:%d: layout %d is neither mem_row_major nor mem_col_major", kernel_name, wname(kind), file,
+              line, layout);
+        return 0;
+    }
+    if ((uintptr_t)p % 32) {
+        fault("%s: %s at %s:%d: pointer %p is not 32-byte aligned", kernel_name, wname(kind), file, line, p);
+        return 0;
+    }
+    if (ldm % (esize == 2 ? 8u : 4u) || ldm == 0) {
+        fault("%s: %s at %s:%d: ldm %u is not a positive multiple of %d elements", kernel_name, wname(kind), file, line,
+              ldm, esize == 2 ? 8 : 4);
+        return 0;
+    }
+    return 1;
+}
+
+void cudaemu_wmma_load(const char *file, int line, void *x, int role, const void *p, unsigned ldm, int col) {
+    int esize = role == 2 ? 4 : 2;
+    int ok = wmma_args_ok(W_LOAD, file, line, p, ldm, esize, col);
+    if (ok) {   /* the lane reads its own elements now: nothing orders this against the other lanes' stores */
+        int lane = S.cur & 31;
+        for (int e = 0; e < 8; e++) {
+            int i = frag_index(lane, e), r = i >> 4, c = i & 15;
+            size_t off = col ? (size_t)c * ldm + r : (size_t)r * ldm + c;
+            if (esize == 2) ((__nv_bfloat16 *)x)[e] = ((const __nv_bfloat16 *)p)[off];
+            else ((float *)x)[e] = ((const float *)p)[off];
+        }
+    }
+    warp_enter(W_LOAD, file, line, p, ldm, col);
+}
+
+void cudaemu_wmma_store(const char *file, int line, void *p, const float *x, unsigned ldm, int layout) {
+    int ok = wmma_args_ok(W_STORE, file, line, p, ldm, 4, layout);
+    if (warp_enter(W_STORE, file, line, p, ldm, layout) < 0 || !ok) return;
+    int lane = S.cur & 31;   /* the lane writes its own elements as it leaves the call */
+    for (int e = 0; e < 8; e++) {
+        int i = frag_index(lane, e), r = i >> 4, c = i & 15;
+        ((float *)p)[layout ? (size_t)c * ldm + r : (size_t)r * ldm + c] = x[e];
+    }
+}
+
+void cudaemu_wmma_mma(const char *file, int line, float *d, const __nv_bfloat16 *a, const __nv_bfloat16 *b,
+                      const float *c) {
+    int t = S.cur;
+    if (t >= 0) { S.wp[t].d = d; S.wp[t].a = a; S.wp[t].b = b; S.wp[t].c = c; }
+    if (warp_enter(W_MMA, file, line, nullptr, 0, 0) != 1) return;
+    /* first lane after the release: gather the warp's A, B, C tiles, write every lane's D */
+    int base = t & ~31;
+    float A[256], Bm[256], Cm[256];
+    for (int l = 0; l < 32; l++)
+        for (int e = 0; e < 8; e++) {
+            int i = frag_index(l, e);
+            A[i] = __bfloat162float(((const __nv_bfloat16 *)S.wp[base + l].a)[e]);
+            Bm[i] = __bfloat162float(((const __nv_bfloat16 *)S.wp[base + l].b)[e]);
+            Cm[i] = ((const float *)S.wp[base + l].c)[e];
+        }
+    for (int l = 0; l < 32; l++)
+        for (int e = 0; e < 8; e++) {
+            int i = frag_index(l, e), r = i >> 4, cc = i & 15;
+            float acc = Cm[i];
+            for (int k = 0; k < 16; k++) acc += A[r * 16 + k] * Bm[k * 16 + cc];
+            S.wp[base + l].d[e] = acc;
+        }
+}
+
 void *cudaemu_dyn_shared(void) {
     if (!S.dyn_size) fault("%s: uses extern __shared__ memory but was launched with 0 bytes of it", kernel_name);
     return S.dyn;
@@ -423,10 +596,10 @@ void *cudaemu_static_shared(size_t bytes, const char *file, int line) {
                       S.stat_size[i], bytes);
             return S.stat + S.stat_off[i];
         }
-    size_t off = (S.stat_used + 15) & ~(size_t)15;
-    if (S.stat_n == 16 || off + bytes + S.dyn_size > 48 * 1024) {
-        fault("%s: more than 48 KiB of shared memory (static %zu + dynamic %zu) or more than 16 arrays", kernel_name,
-              off + bytes, S.dyn_size);
+    size_t off = (S.stat_used + 127) & ~(size_t)127;   /* 128-aligned: wmma wants 32 */
+    if (S.stat_n == 16 || off + bytes > CUDAEMU_SMEM_DEFAULT || off + bytes + S.dyn_size > CUDAEMU_SMEM_OPTIN) {
+        fault("%s: more than 48 KiB of static shared memory, more than %d KiB static + dynamic (static %zu + dynamic "
+              "%zu), or more than 16 arrays", kernel_name, CUDAEMU_SMEM_OPTIN / 1024, off + bytes, S.dyn_size);
         abort();
     }
     memset(S.stat + off, 0xFF, bytes);   /* NaN: read-before-write shows */
@@ -446,6 +619,7 @@ static int order_mode(void) {
     if (!e || !*e) return CUDAEMU_DEFAULT_ORDER;
     if (!strcmp(e, "forward")) return 0;
     if (!strcmp(e, "reverse")) return 1;
+    if (!strcmp(e, "warps")) return 3;
     return 2;   /* random */
 }
 
@@ -463,10 +637,22 @@ static int run_block(int n, int mode) {
                 int j = (int)(S.rng % (uint64_t)(i + 1)), tmp = perm[i];
                 perm[i] = perm[j]; perm[j] = tmp;
             }
-        for (int k = 0; k < n; k++)
-            if (S.f[perm[k]].state == F_RUN) resume(perm[k]);
-        int done = 0, at_block = 0, released = 0;
+        if (mode == 3) {   /* one warp at a time, as far as it can go: the others have not started yet */
+            int w = 0;
+            while (w * 32 < n) {
+                int any = 0;
+                for (int i = w * 32; i < n && i < w * 32 + 32; i++) any |= S.f[i].state == F_RUN;
+                if (any) break;
+                w++;
+            }
+            for (int i = w * 32; i < n && i < w * 32 + 32; i++)
+                if (S.f[i].state == F_RUN) resume(i);
+        } else
+            for (int k = 0; k < n; k++)
+                if (S.f[perm[k]].state == F_RUN) resume(perm[k]);
+        int done = 0, at_block = 0, released = 0, runnable = 0;
         for (int i = 0; i < n; i++) {
+            runnable += S.f[i].state == F_RUN;   /* only in mode 3: warps that have not run yet */
             done += S.f[i].state == F_DONE;
             at_block += S.f[i].state == F_BAR_BLOCK;
         }
@@ -482,12 +668,13 @@ static int run_block(int n, int mode) {
                 for (int i = lo; i < hi; i++) if (S.f[i].state == F_BAR_WARP) S.f[i].state = F_RUN;
                 released++;
             } else if (wb && bb) {
-                fault("%s: warp %d is split: %d lanes wait in a shuffle, %d in __syncthreads (block %u,%u,%u)",
+                fault("%s: warp %d is split: %d lanes wait in a shuffle, __syncwarp or wmma call, %d in __syncthreads "
+                      "(block %u,%u,%u)",
                       kernel_name, w, wb, bb, blockIdx.x, blockIdx.y, blockIdx.z);
                 return -1;
             }
         }
-        if (released) continue;
+        if (released || runnable) continue;
         if (at_block == n - done) {
             if (done)   /* undefined in the CUDA guide, even if recent GPUs let it pass */
                 fault("%s: __syncthreads reached by %d threads after %d threads of the block returned (block %u,%u,%u)",
@@ -500,11 +687,18 @@ static int run_block(int n, int mode) {
     }
 }
 
-void cudaemu_launch(dim3 g, dim3 b, size_t dyn, const char *name, void (*fn)(void *), void *ctx) {
+void cudaemu_launch(dim3 g, dim3 b, size_t dyn, const char *name, const void *kernel, void (*fn)(void *), void *ctx) {
     kernel_name = name;
     size_t nt = (size_t)b.x * b.y * b.z;
+    if (dyn > dyn_smem_limit(kernel)) {   /* on the GPU: the launch is refused ("invalid argument") */
+        fprintf(stderr, "cudaemu: %s: %zu bytes of dynamic shared memory, more than the kernel's limit of %zu "
+                "(raise it with cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes), "
+                "up to %d)\n", name, dyn, dyn_smem_limit(kernel), CUDAEMU_SMEM_OPTIN);
+        set_error(cudaErrorInvalidValue);
+        return;
+    }
     if (!g.x || !g.y || !g.z || !nt || nt > MAX_THREADS || b.z > 64 || g.y > 65535 || g.z > 65535 ||
-        g.x > 0x7fffffffu || dyn > 48 * 1024) {
+        g.x > 0x7fffffffu) {
         fprintf(stderr, "cudaemu: %s: invalid launch grid (%u,%u,%u) block (%u,%u,%u) shared %zu\n", name, g.x, g.y,
                 g.z, b.x, b.y, b.z, dyn);
         set_error(cudaErrorInvalidConfiguration);
@@ -521,7 +715,7 @@ void cudaemu_launch(dim3 g, dim3 b, size_t dyn, const char *name, void (*fn)(voi
     }
     if (dyn > S.dyn_cap) {
         free(S.dyn);
-        S.dyn = (unsigned char *)malloc(dyn);
+        S.dyn = (unsigned char *)aligned_alloc(128, (dyn + 127) & ~(size_t)127);
         S.dyn_cap = S.dyn ? dyn : 0;
         if (!S.dyn) { set_error(cudaErrorMemoryAllocation); return; }
     }

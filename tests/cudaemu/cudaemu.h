@@ -16,13 +16,19 @@
  * block returned, an illegal launch configuration, and — in cuBLAS — a matrix whose extent runs past the device
  * allocation it lives in, or layouts that do not agree with the transposes.
  * CUDAEMU_ORDER=forward|reverse|random picks the order in which fibers run between barriers; a kernel whose
- * result depends on it has a race.
+ * result depends on it has a race. CUDAEMU_ORDER=warps runs one warp at a time, through all its warp-level
+ * barriers (shuffles, __syncwarp, wmma) up to a __syncthreads, before the next warp starts: a legal GPU schedule
+ * that shows a missing __syncthreads between one warp's shared-memory writes and another warp's reads.
  * Device memory is host memory from aligned_alloc, registered so that cudaMemcpy/cuBLAS can check ranges and
  * filled with 0xFF bytes (NaN in float32 and bf16) when allocated, like the garbage in fresh device memory;
  * guard zones before each allocation and after its last byte are checked after every launch, so a kernel that
  * writes out of bounds fails its launch (under `make sanitize` they are ASan-poisoned, so reads are caught too).
  * Each fiber stack has a guard page below it.
- * Shared memory, static and dynamic, is NaN at the start of every block.
+ * Shared memory, static and dynamic, is NaN at the start of every block; dynamic shared memory above 48 KiB needs
+ * cudaFuncSetAttribute(MaxDynamicSharedMemorySize) first, up to 227 KiB static + dynamic, as on sm_90.
+ * mma.h models the nvcuda::wmma fragment API (m16n16k16, bf16 in, float accumulate) as warp-collective calls with
+ * the same checks as shuffles (divergent warps, lanes disagreeing on pointer/ldm/layout; see mma.h); __syncwarp
+ * is a warp barrier.
  * cuBLAS/cuBLASLt GEMMs are done by converting to float32 and calling OpenBLAS's cblas_sgemm (float32
  * accumulation, like CUBLAS_COMPUTE_32F), then applying the epilogue and rounding to the output type.
  *
@@ -45,11 +51,15 @@
 #define __device__
 #define __host__
 #define __forceinline__ inline
+#define __launch_bounds__(...)
 /* cu2cpp.sh turns every __shared__ declaration into a cudaemu_*_shared() call; one it missed fails to compile. */
 #define __shared__ __shared___not_converted_by_cu2cpp
 
 /* ---- runtime types ------------------------------------------------------------------------------------- */
 struct uint3 { unsigned x, y, z; };
+/* 16 bytes, 16-aligned, as in CUDA; may_alias: kernels copy bf16/float rows through it (16-byte loads). */
+struct __attribute__((aligned(16), may_alias)) uint4 { unsigned x, y, z, w; };
+static inline uint4 make_uint4(unsigned x, unsigned y, unsigned z, unsigned w) { uint4 r = { x, y, z, w }; return r; }
 struct dim3 {
     unsigned x, y, z;
     dim3(unsigned a = 1, unsigned b = 1, unsigned c = 1) : x(a), y(b), z(c) {}
@@ -70,8 +80,17 @@ typedef struct cudaemu_stream *cudaStream_t;
 struct cudaDeviceProp {
     char name[256];
     int major, minor, multiProcessorCount, maxThreadsPerBlock, warpSize;
-    size_t totalGlobalMem, sharedMemPerBlock;
+    size_t totalGlobalMem, sharedMemPerBlock, sharedMemPerBlockOptin;
 };
+/* Shared memory per block: 48 KiB unless the kernel's cudaFuncAttributeMaxDynamicSharedMemorySize is raised
+ * (cudaFuncSetAttribute), up to 227 KiB static + dynamic, as on sm_90. */
+#define CUDAEMU_SMEM_DEFAULT (48 * 1024)
+#define CUDAEMU_SMEM_OPTIN (227 * 1024)
+enum cudaFuncAttribute { cudaFuncAttributeMaxDynamicSharedMemorySize = 8 };
+cudaError_t cudaemu_func_set_attribute(const void *fn, cudaFuncAttribute attr, int value);
+template <class... P> static inline cudaError_t cudaFuncSetAttribute(void (*fn)(P...), cudaFuncAttribute a, int v) {
+    return cudaemu_func_set_attribute((const void *)fn, a, v);
+}
 enum cudaDataType_t { CUDA_R_32F = 0, CUDA_R_16F = 2, CUDA_R_16BF = 14 };
 typedef enum cudaDataType_t cudaDataType;
 
@@ -96,6 +115,7 @@ cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t a, cudaEvent_t b);
 
 /* ---- device functions ---------------------------------------------------------------------------------- */
 void cudaemu_syncthreads(void);
+void cudaemu_syncwarp(unsigned mask);
 float cudaemu_shfl_xor(unsigned mask, float v, int lane_mask, int width);
 void *cudaemu_dyn_shared(void);   /* the launch's dynamic shared memory (poisoned with NaN per block) */
 /* The block's `__shared__ T name[...]` declared at file:line: the same address for every thread
@@ -103,6 +123,9 @@ void *cudaemu_dyn_shared(void);   /* the launch's dynamic shared memory (poisone
 void *cudaemu_static_shared(size_t bytes, const char *file, int line);
 
 static inline void __syncthreads(void) { cudaemu_syncthreads(); }
+/* A warp barrier (full mask only): every lane of the warp must reach one; a lane that exited is a fault. It also
+ * orders the warp's shared-memory accesses, which the wmma calls (mma.h) do not do by themselves. */
+static inline void __syncwarp(unsigned mask = 0xffffffffu) { cudaemu_syncwarp(mask); }
 static inline float __shfl_xor_sync(unsigned mask, float v, int lane_mask, int width = 32) {
     return cudaemu_shfl_xor(mask, v, lane_mask, width);
 }
@@ -131,7 +154,8 @@ static inline float __bfloat162float(__nv_bfloat16 b) {
 
 /* ---- launches: `k<<<g, b, s>>>(args)` becomes `cudaemu_cfg(g, b, s).run(k, "k")(args)` ---------------------- */
 /* Runs fn(ctx) as every thread of every block; the launch's errors go to cudaGetLastError(). */
-void cudaemu_launch(dim3 grid, dim3 block, size_t dyn_shared, const char *name, void (*fn)(void *), void *ctx);
+void cudaemu_launch(dim3 grid, dim3 block, size_t dyn_shared, const char *name, const void *kernel, void (*fn)(void *),
+                    void *ctx);
 struct cudaemu_cfg {
     dim3 g, b;
     size_t shm;
@@ -144,7 +168,7 @@ struct cudaemu_cfg {
         /* Arguments convert to the kernel's parameter types here, as in a real launch (NULL -> T *). */
         void operator()(P... a) const {
             auto call = [&]() { k(a...); };
-            cudaemu_launch(g, b, shm, name, [](void *c) { (*(decltype(call) *)c)(); }, &call);
+            cudaemu_launch(g, b, shm, name, (const void *)k, [](void *c) { (*(decltype(call) *)c)(); }, &call);
         }
     };
     template <class... P> bound<P...> run(void (*k)(P...), const char *name) const {

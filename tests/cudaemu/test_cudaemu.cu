@@ -43,8 +43,8 @@ TEST(block_reductions_match_serial_in_every_order) {
     for (int i = 0; i < blocks * n; i++) { x ^= x << 13; x ^= x >> 7; x ^= x << 17; h[i] = (float)((x >> 40) % 2000) / 1000.0f - 1.0f; }
     float *in = dev_floats(blocks * n), *out = dev_floats(2 * blocks);
     CK(cudaMemcpy(in, h, blocks * n * sizeof(float), cudaMemcpyHostToDevice));
-    const char *orders[] = { "forward", "reverse", "random" };
-    for (int o = 0; o < 3; o++) {
+    const char *orders[] = { "forward", "reverse", "random", "warps" };
+    for (int o = 0; o < 4; o++) {
         setenv("CUDAEMU_ORDER", orders[o], 1);
         k_block_sums<<<blocks, threads>>>(out, in, n);
         CK(cudaGetLastError());
@@ -75,8 +75,8 @@ template <bool SYNC> __global__ void k_rotate(float *out) {
 }
 TEST(missing_barrier_reads_poisoned_shared_memory) {
     float *out = dev_floats(64), h[64];
-    const char *orders[] = { "forward", "reverse" };
-    for (int o = 0; o < 2; o++) {
+    const char *orders[] = { "forward", "reverse", "warps" };
+    for (int o = 0; o < 3; o++) {
         setenv("CUDAEMU_ORDER", orders[o], 1);
         k_rotate<true><<<1, 64>>>(out);
         CK(cudaMemcpy(h, out, sizeof h, cudaMemcpyDeviceToHost));
@@ -247,3 +247,188 @@ TEST(gemm_semantics_and_checks) {
     cublasDestroy(h);
 }
 
+
+/* ---- wmma (mma.h): exact products in every layout, and the faults of a warp-collective call ------------- */
+#include <mma.h>
+using namespace nvcuda;
+
+/* D = A B + C for one 16x16x16 tile: A, B bf16 with leading dimension 24 (padded rows), C and D float with
+ * leading dimension 20; A_COL/B_COL pick the memory layouts of A and B, D_COL the layout D is stored in. */
+template <class LA, class LB>
+__global__ void k_wmma_tile(float *d, const __nv_bfloat16 *a, const __nv_bfloat16 *b, const float *c, int d_col) {
+    wmma::fragment<wmma::matrix_a, 16, 16, 16, __nv_bfloat16, LA> fa;
+    wmma::fragment<wmma::matrix_b, 16, 16, 16, __nv_bfloat16, LB> fb;
+    wmma::fragment<wmma::accumulator, 16, 16, 16, float> fc;
+    wmma::load_matrix_sync(fa, a, 24);
+    wmma::load_matrix_sync(fb, b, 24);
+    wmma::load_matrix_sync(fc, c, 20, wmma::mem_row_major);
+    wmma::mma_sync(fc, fa, fb, fc);
+    wmma::store_matrix_sync(d, fc, 20, d_col ? wmma::mem_col_major : wmma::mem_row_major);
+}
+/* All ones times B[k][c] = k, plus nothing: every element of D is 0+1+...+15 = 120. */
+__global__ void k_wmma_ones(float *d, const __nv_bfloat16 *b) {
+    wmma::fragment<wmma::matrix_a, 16, 16, 16, __nv_bfloat16, wmma::row_major> fa;
+    wmma::fragment<wmma::matrix_b, 16, 16, 16, __nv_bfloat16, wmma::row_major> fb;
+    wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc;
+    wmma::fill_fragment(fa, __float2bfloat16_rn(1.0f));
+    wmma::fill_fragment(acc, 0.0f);
+    wmma::load_matrix_sync(fb, b, 16);
+    wmma::mma_sync(acc, fa, fb, acc);
+    wmma::store_matrix_sync(d, acc, 16, wmma::mem_row_major);
+}
+static __nv_bfloat16 *dev_bf16(const float *h, size_t n) {
+    __nv_bfloat16 *p = (__nv_bfloat16 *)dev_floats((n + 1) / 2), tmp[1024];
+    for (size_t i = 0; i < n; i++) tmp[i] = __float2bfloat16_rn(h[i]);
+    CK(cudaMemcpy(p, tmp, n * sizeof(__nv_bfloat16), cudaMemcpyHostToDevice));
+    return p;
+}
+TEST(wmma_products_match_hand_computed_in_every_layout) {
+    float hb[256], hd[320];
+    for (int k = 0; k < 16; k++) for (int c = 0; c < 16; c++) hb[k * 16 + c] = (float)k;
+    float *d = dev_floats(320);
+    k_wmma_ones<<<1, 32>>>(d, dev_bf16(hb, 256));
+    CK(cudaGetLastError());
+    CK(cudaMemcpy(hd, d, 256 * sizeof(float), cudaMemcpyDeviceToHost));
+    printf("ones(16x16) x [k]: D[0][0] %g, D[15][15] %g (expect 120)\n", hd[0], hd[255]);
+    for (int i = 0; i < 256; i++) ASSERT_TRUE(hd[i] == 120.0f);
+    /* integers small enough that bf16 holds them and every float sum is exact */
+    float ha[16 * 24], hbb[16 * 24], hc[16 * 20];
+    for (int i = 0; i < 16 * 24; i++) { ha[i] = (float)((i * 7) % 11 - 5); hbb[i] = (float)((i * 5) % 9 - 4); }
+    for (int i = 0; i < 16 * 20; i++) hc[i] = (float)(i % 13 - 6) * 0.5f;
+    __nv_bfloat16 *a = dev_bf16(ha, 16 * 24), *b = dev_bf16(hbb, 16 * 24);
+    float *c = dev_floats(320);
+    CK(cudaMemcpy(c, hc, sizeof hc, cudaMemcpyHostToDevice));
+    for (int combo = 0; combo < 8; combo++) {
+        int acol = combo & 1, bcol = (combo >> 1) & 1, dcol = combo >> 2;
+        CK(cudaMemset(d, 0x7F, 320 * sizeof(float)));   /* padding between rows must stay untouched */
+        if (!acol && !bcol) k_wmma_tile<wmma::row_major, wmma::row_major><<<1, 32>>>(d, a, b, c, dcol);
+        if (acol && !bcol) k_wmma_tile<wmma::col_major, wmma::row_major><<<1, 32>>>(d, a, b, c, dcol);
+        if (!acol && bcol) k_wmma_tile<wmma::row_major, wmma::col_major><<<1, 32>>>(d, a, b, c, dcol);
+        if (acol && bcol) k_wmma_tile<wmma::col_major, wmma::col_major><<<1, 32>>>(d, a, b, c, dcol);
+        CK(cudaGetLastError());
+        CK(cudaMemcpy(hd, d, sizeof hd, cudaMemcpyDeviceToHost));
+        int wrong = 0, pad_touched = 0;
+        for (int r = 0; r < 16; r++)
+            for (int cc = 0; cc < 16; cc++) {
+                double s = hc[r * 20 + cc];
+                for (int k = 0; k < 16; k++)
+                    s += (double)(acol ? ha[k * 24 + r] : ha[r * 24 + k]) * (bcol ? hbb[cc * 24 + k] : hbb[k * 24 + cc]);
+                float got = hd[dcol ? cc * 20 + r : r * 20 + cc];
+                if (got != (float)s) { if (!wrong) printf("  D[%d][%d] = %g, expect %g\n", r, cc, got, s); wrong++; }
+            }
+        for (int i = 0; i < 16; i++)
+            for (int j = 16; j < 20; j++) pad_touched += hd[i * 20 + j] != hd[319];
+        printf("A %s, B %s, D stored %s: %d of 256 elements wrong, %d padding elements written\n",
+               acol ? "col-major" : "row-major", bcol ? "col-major" : "row-major", dcol ? "col-major" : "row-major", wrong,
+               pad_touched);
+        ASSERT_EQ_INT(0, wrong);
+        ASSERT_EQ_INT(0, pad_touched);
+    }
+    ASSERT_EQ_INT(0, cudaemu_faults());
+}
+
+__global__ void k_wmma_divergent(float *d, const float *c, int mode) {
+    wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc;
+    wmma::fill_fragment(acc, 1.0f);
+    int lane = threadIdx.x & 31;
+    if (mode == 0) {                        /* half the warp skips the store and exits */
+        if (lane < 16) wmma::store_matrix_sync(d, acc, 16, wmma::mem_row_major);
+    } else if (mode == 1) {                 /* two different wmma calls in one warp */
+        if (lane < 16) wmma::store_matrix_sync(d, acc, 16, wmma::mem_row_major);
+        else wmma::load_matrix_sync(acc, c, 16, wmma::mem_row_major);
+    } else if (mode == 2) {                 /* same call, lanes pass different pointers */
+        wmma::load_matrix_sync(acc, c + (lane < 8 ? 0 : 256), 16, wmma::mem_row_major);
+    } else if (mode == 3) {                 /* a wmma call against a shuffle */
+        if (lane < 16) wmma::load_matrix_sync(acc, c, 16, wmma::mem_row_major);
+        else acc.x[0] = __shfl_xor_sync(0xffffffffu, acc.x[0], 1);
+    }
+}
+__global__ void k_wmma_bad_layout(float *d, const float *c, int mode) {
+    wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc;
+    int lane = threadIdx.x & 31;
+    if (mode == 0)        /* lanes disagree on the layout of one store */
+        wmma::store_matrix_sync(d, acc, 16, lane == 3 ? wmma::mem_col_major : wmma::mem_row_major);
+    else if (mode == 1)   /* not a layout at all */
+        wmma::load_matrix_sync(acc, c, 16, (wmma::layout_t)2);
+    else if (mode == 2)   /* misaligned: 4 floats in */
+        wmma::load_matrix_sync(acc, c + 4, 16, wmma::mem_row_major);
+    else if (mode == 3)   /* ldm not a multiple of 4 floats */
+        wmma::store_matrix_sync(d, acc, 18, wmma::mem_row_major);
+}
+TEST(wmma_faults_divergent_warps_and_mismatched_layouts) {
+    float *d = dev_floats(1024), *c = dev_floats(1024);
+    k_wmma_divergent<<<1, 32>>>(d, c, 0);
+    expect_fault("half a warp skips a wmma store", "has exited");
+    k_wmma_divergent<<<1, 64>>>(d, c, 1);
+    expect_fault("one warp in two different wmma calls", "is divergent");
+    k_wmma_divergent<<<1, 32>>>(d, c, 2);
+    expect_fault("lanes pass different pointers", "disagree");
+    k_wmma_divergent<<<1, 32>>>(d, c, 3);
+    expect_fault("wmma call against a shuffle", "divergent");
+    k_wmma_divergent<<<1, 16>>>(d, c, 2);
+    expect_fault("wmma in a partial warp", "partial warp");
+    k_wmma_bad_layout<<<1, 32>>>(d, c, 0);
+    expect_fault("lanes disagree on the layout", "disagree");
+    k_wmma_bad_layout<<<1, 32>>>(d, c, 1);
+    expect_fault("an invalid layout", "neither mem_row_major nor mem_col_major");
+    k_wmma_bad_layout<<<1, 32>>>(d, c, 2);
+    expect_fault("a misaligned tile pointer", "not 32-byte aligned");
+    k_wmma_bad_layout<<<1, 32>>>(d, c, 3);
+    expect_fault("a bad ldm", "ldm 18");
+}
+
+/* Lanes write a tile to shared memory; the warp loads it with wmma: without __syncwarp between the two, the
+ * early lanes' wmma reads run before the late lanes' writes (NaN), with it the copy is exact. */
+template <bool SYNC> __global__ void k_wmma_needs_syncwarp(float *out) {
+    __shared__ float tile[256];
+    for (int i = threadIdx.x; i < 256; i += 32) tile[i] = (float)i;
+    if (SYNC) __syncwarp();
+    wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc;
+    wmma::load_matrix_sync(acc, tile, 16, wmma::mem_row_major);
+    wmma::store_matrix_sync(out, acc, 16, wmma::mem_row_major);
+}
+TEST(wmma_load_after_lane_stores_needs_syncwarp) {
+    float *d = dev_floats(256), h[256];
+    const char *orders[] = { "forward", "reverse" };
+    for (int o = 0; o < 2; o++) {
+        setenv("CUDAEMU_ORDER", orders[o], 1);
+        k_wmma_needs_syncwarp<true><<<1, 32>>>(d);
+        CK(cudaGetLastError());
+        CK(cudaMemcpy(h, d, sizeof h, cudaMemcpyDeviceToHost));
+        for (int i = 0; i < 256; i++) ASSERT_TRUE(h[i] == (float)i);
+        k_wmma_needs_syncwarp<false><<<1, 32>>>(d);
+        CK(cudaGetLastError());
+        CK(cudaMemcpy(h, d, sizeof h, cudaMemcpyDeviceToHost));
+        int nans = 0;
+        for (int i = 0; i < 256; i++) nans += isnan(h[i]);
+        printf("order %s: without __syncwarp %d of 256 elements were read before they were written\n", orders[o], nans);
+        ASSERT_TRUE(nans > 0);
+    }
+}
+
+/* ---- dynamic shared memory above 48 KiB needs cudaFuncSetAttribute, as on the GPU ------------------------ */
+__global__ void k_big_smem(float *out, int n) {
+    extern __shared__ float big[];
+    for (int i = threadIdx.x; i < n; i += blockDim.x) big[i] = (float)i;
+    __syncthreads();
+    if (threadIdx.x == 0) out[0] = big[n - 1];
+}
+TEST(dynamic_shared_memory_above_48k_needs_the_attribute) {
+    float *d = dev_floats(1), h = 0;
+    int n = 200 * 1024 / 4;
+    k_big_smem<<<1, 128, (size_t)n * 4>>>(d, n);
+    cudaError_t e = cudaGetLastError();
+    printf("200 KiB without the attribute: %s\n", cudaGetErrorName(e));
+    ASSERT_EQ_INT(cudaErrorInvalidValue, e);
+    ASSERT_EQ_INT(cudaErrorInvalidValue, cudaFuncSetAttribute(k_big_smem, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                                              228 * 1024));
+    cudaGetLastError();
+    CK(cudaFuncSetAttribute(k_big_smem, cudaFuncAttributeMaxDynamicSharedMemorySize, n * 4));
+    k_big_smem<<<1, 128, (size_t)n * 4>>>(d, n);
+    CK(cudaGetLastError());
+    CK(cudaMemcpy(&h, d, 4, cudaMemcpyDeviceToHost));
+    printf("200 KiB with the attribute: last element %g (expect %d)\n", h, n - 1);
+    ASSERT_TRUE(h == (float)(n - 1));
+    k_big_smem<<<1, 128, (size_t)n * 4 + 4>>>(d, n);
+    ASSERT_EQ_INT(cudaErrorInvalidValue, cudaGetLastError());
+}
