@@ -151,7 +151,11 @@ int main(int argc, char **argv) {
     printf("bench_cuda_gpt2: skipped: this build has no CUDA (nvcc not found)\n");
     return 0;
 #else
-    if (prism_cuda_device_count() <= 0) { printf("bench_cuda_gpt2: skipped: no CUDA device\n"); return 0; }
+    {
+        int nd = prism_cuda_device_probe();
+        if (nd < 0) { fprintf(stderr, "bench_cuda_gpt2: CUDA runtime error: %s\n", prism_cuda_last_error()); return 1; }
+        if (nd == 0) { printf("bench_cuda_gpt2: skipped: no CUDA device\n"); return 0; }
+    }
     model *m[MAX_SCHED] = { 0 };
     size_t peak_mem[MAX_SCHED] = { 0 };
     char err[512];

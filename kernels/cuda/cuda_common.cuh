@@ -47,6 +47,8 @@ struct pcu_state {
     cudaEvent_t ev0, ev1;
     size_t peak;               /* peak used bytes sampled */
     size_t base_used;          /* bytes in use on the device before init (other processes, context) */
+    float *scratch;            /* pcu_scratch: grows on demand, freed at shutdown */
+    size_t scratch_bytes;
 };
 #define PCU_RED_BLOCKS 1024
 extern thread_local pcu_state g_pcu;   /* per host thread: see cuda_common.cu */
@@ -55,6 +57,9 @@ extern thread_local pcu_state g_pcu;   /* per host thread: see cuda_common.cu */
 int pcu_fail(const char *where, cudaError_t e);
 int pcu_fail_blas(const char *where, cublasStatus_t s);
 int pcu_fail_msg(const char *where, const char *what);
+/* A device buffer of at least `bytes` for one launch's partial results (LayerNorm backward's per-block dweight
+ * and dbias sums); NULL on failure (message set). Grows by reallocation, so a pointer is valid until the next call. */
+float *pcu_scratch(size_t bytes);
 /* Drops this thread's cached cuBLASLt algorithms (matmul.cu); prism_cuda_shutdown calls it. */
 void pcu_matmul_forget(void);
 
@@ -62,6 +67,24 @@ void pcu_matmul_forget(void);
     if (e_ != cudaSuccess) return pcu_fail(where, e_); } while (0)
 #define PCU_CHECK(call) do { cudaError_t e_ = (call); if (e_ != cudaSuccess) return pcu_fail(#call, e_); } while (0)
 #define PCU_NEED_INIT(where) do { if (!g_pcu.ready) return pcu_fail_msg(where, "prism_cuda_init was not called"); } while (0)
+
+/* 16-byte vectors of floatX (8 bf16 or 4 float32) for memory-bound kernels: one 128-bit load or store per
+ * thread. The address must be 16-byte aligned (a misaligned vector access is a launch error on the GPU and a
+ * fault on the emulator); host code checks pcu_aligned16() on every pointer and row pitch before choosing a
+ * vector kernel, and takes the scalar one otherwise. */
+#define XPACK ((int)(16 / sizeof(floatX)))
+struct alignas(16) xpack { floatX v[16 / sizeof(floatX)]; };
+struct alignas(16) f32x4 { float v[4]; };
+#ifdef PRISM_CUDAEMU
+#define PCU_VEC_CHECK(p) cudaemu_check_vector(p, 16)
+#else
+#define PCU_VEC_CHECK(p) ((void)0)
+#endif
+__device__ __forceinline__ xpack ld_xpack(const floatX *p) { PCU_VEC_CHECK(p); return *reinterpret_cast<const xpack *>(p); }
+__device__ __forceinline__ void st_xpack(floatX *p, const xpack &v) { PCU_VEC_CHECK(p); *reinterpret_cast<xpack *>(p) = v; }
+__device__ __forceinline__ f32x4 ld_f4(const float *p) { PCU_VEC_CHECK(p); return *reinterpret_cast<const f32x4 *>(p); }
+__device__ __forceinline__ void st_f4(float *p, const f32x4 &v) { PCU_VEC_CHECK(p); *reinterpret_cast<f32x4 *>(p) = v; }
+static inline bool pcu_aligned16(const void *p) { return ((uintptr_t)p & 15) == 0; }
 
 static inline unsigned pcu_blocks(size_t n, int threads) {
     size_t b = (n + (size_t)threads - 1) / (size_t)threads;

@@ -4,6 +4,7 @@
 #   name<<<grid, block[, shmem[, stream]]>>>(args)   ->  cudaemu_cfg(grid, block...).run(name)(args)
 #   extern __shared__ T name[];                       ->  T *name = (T *)cudaemu_dyn_shared();
 #   __shared__ T name[A][B];                          ->  T (&name)[A][B] = *(T (*)[A][B])cudaemu_static_shared(...);
+#   #pragma unroll [N]                                ->  a comment (nvcc's pragma; the C++ compiler warns)
 # A launch that does not fit the first pattern (one launch per line, `>>>(` on the same line) is an error,
 # so a new launch style cannot slip through unconverted.
 set -euo pipefail
@@ -12,5 +13,6 @@ bad=$(grep -n '<<<' "$f" | grep -v '<<<.*>>>(' || true)
 if [ -n "$bad" ]; then echo "cu2cpp.sh: $f: launch not on one line: $bad" >&2; exit 2; fi
 printf '#line 1 "%s"\n' "$f"
 sed -e 's/\([A-Za-z_][A-Za-z_0-9]*\(<[^<>]*>\)\{0,1\}\)<<<\(.*\)>>>(/cudaemu_cfg(\3).run(\1, "\1")(/' \
+    -e 's|^\([[:space:]]*\)#pragma unroll.*$|\1/* #pragma unroll */|' \
     -e 's/extern __shared__ \([A-Za-z_][A-Za-z_0-9]*\) \([A-Za-z_][A-Za-z_0-9]*\)\[\];/\1 *\2 = (\1 *)cudaemu_dyn_shared();/' \
     -e 's/__shared__ \([A-Za-z_][A-Za-z_0-9]*\) \([A-Za-z_][A-Za-z_0-9]*\)\(\(\[[^]]*\]\)\{1,\}\);/\1 (\&\2)\3 = *(\1 (*)\3)cudaemu_static_shared(sizeof(\1\3), __FILE__, __LINE__);/' "$f"

@@ -70,8 +70,11 @@ const char *cudaGetErrorName(cudaError_t e) {
     case cudaErrorInvalidConfiguration: return "cudaErrorInvalidConfiguration";
     case cudaErrorInvalidDevicePointer: return "cudaErrorInvalidDevicePointer";
     case cudaErrorInvalidMemcpyDirection: return "cudaErrorInvalidMemcpyDirection";
+    case cudaErrorInsufficientDriver: return "cudaErrorInsufficientDriver";
     case cudaErrorNoDevice: return "cudaErrorNoDevice";
     case cudaErrorInvalidDevice: return "cudaErrorInvalidDevice";
+    case cudaErrorMisalignedAddress: return "cudaErrorMisalignedAddress";
+    case cudaErrorSystemDriverMismatch: return "cudaErrorSystemDriverMismatch";
     case cudaErrorLaunchFailure: return "cudaErrorLaunchFailure";
     }
     return "cudaErrorUnknown";
@@ -84,8 +87,11 @@ const char *cudaGetErrorString(cudaError_t e) {
     case cudaErrorInvalidConfiguration: return "invalid configuration argument";
     case cudaErrorInvalidDevicePointer: return "invalid device pointer";
     case cudaErrorInvalidMemcpyDirection: return "invalid copy direction for memcpy";
+    case cudaErrorInsufficientDriver: return "CUDA driver version is insufficient for CUDA runtime version";
     case cudaErrorNoDevice: return "no CUDA-capable device is detected";
     case cudaErrorInvalidDevice: return "invalid device ordinal";
+    case cudaErrorMisalignedAddress: return "misaligned address";
+    case cudaErrorSystemDriverMismatch: return "system has unsupported display driver / cuda driver combination";
     case cudaErrorLaunchFailure: return fault_msg[0] ? fault_msg : "unspecified launch failure";
     }
     return "unknown error";
@@ -102,7 +108,15 @@ static int device_count(void) {
     const char *e = getenv("CUDAEMU_DEVICES");
     return e && *e ? atoi(e) : 1;
 }
+/* CUDAEMU_DEVICE_ERROR=803 makes the runtime fail as a broken driver install does (cudaErrorSystemDriverMismatch;
+ * any code the emulator names): tests check that such an error is reported as an error, not as "no device". */
+static cudaError_t device_error(void) {
+    const char *e = getenv("CUDAEMU_DEVICE_ERROR");
+    return e && *e ? (cudaError_t)atoi(e) : cudaSuccess;
+}
 cudaError_t cudaGetDeviceCount(int *n) {
+    cudaError_t de = device_error();
+    if (de != cudaSuccess) { *n = 0; set_error(de); return de; }
     *n = device_count();
     if (*n <= 0) { *n = 0; set_error(cudaErrorNoDevice); return cudaErrorNoDevice; }
     return cudaSuccess;
@@ -408,6 +422,12 @@ float cudaemu_shfl_xor(unsigned mask, float v, int lane_mask, int width) {
               lane, t >> 5, src & 31, blockIdx.x, blockIdx.y, blockIdx.z);
     park(F_BAR_WARP);                      /* every lane has read before anyone posts again */
     return r;
+}
+
+void cudaemu_check_vector(const void *p, size_t width) {
+    if ((uintptr_t)p % width)
+        fault("%s: misaligned address: a %zu-byte vector access at %p (block %u,%u,%u thread %u,%u,%u)", kernel_name,
+              width, p, blockIdx.x, blockIdx.y, blockIdx.z, threadIdx.x, threadIdx.y, threadIdx.z);
 }
 
 void *cudaemu_dyn_shared(void) {

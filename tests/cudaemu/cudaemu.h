@@ -59,8 +59,10 @@ extern thread_local dim3 blockDim, gridDim;
 
 enum cudaError {
     cudaSuccess = 0, cudaErrorInvalidValue = 1, cudaErrorMemoryAllocation = 2, cudaErrorInvalidConfiguration = 9,
-    cudaErrorInvalidDevicePointer = 17, cudaErrorInvalidMemcpyDirection = 21, cudaErrorNoDevice = 100,
-    cudaErrorInvalidDevice = 101, cudaErrorLaunchFailure = 719
+    cudaErrorInvalidDevicePointer = 17, cudaErrorInvalidMemcpyDirection = 21, cudaErrorInsufficientDriver = 35,
+    cudaErrorNoDevice = 100,
+    cudaErrorInvalidDevice = 101, cudaErrorMisalignedAddress = 716, cudaErrorLaunchFailure = 719,
+    cudaErrorSystemDriverMismatch = 803
 };
 typedef enum cudaError cudaError_t;
 enum cudaMemcpyKind { cudaMemcpyHostToHost = 0, cudaMemcpyHostToDevice = 1, cudaMemcpyDeviceToHost = 2,
@@ -111,6 +113,9 @@ static inline float atomicAdd(float *p, float v) { float o = *p; *p = o + v; ret
 static inline int atomicAdd(int *p, int v) { int o = *p; *p = o + v; return o; }
 #define __expf(x) expf(x)   /* glibc declares its own __expf: a macro avoids the clash */
 static inline float rsqrtf(float x) { return 1.0f / sqrtf(x); }
+/* A `width`-byte vector load or store at p: a fault unless p is a multiple of width (the GPU's "misaligned
+ * address"). kernels/cuda/cuda_common.cuh calls it from its 16-byte vector helpers. */
+void cudaemu_check_vector(const void *p, size_t width);
 
 /* ---- bf16: storage type and round-to-nearest-even conversion, as cuda_bf16.h -------------------------- */
 struct __nv_bfloat16 { uint16_t x; };
