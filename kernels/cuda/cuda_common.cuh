@@ -75,15 +75,17 @@ void pcu_matmul_forget(void);
 #define XPACK ((int)(16 / sizeof(floatX)))
 struct alignas(16) xpack { floatX v[16 / sizeof(floatX)]; };
 struct alignas(16) f32x4 { float v[4]; };
-#ifdef PRISM_CUDAEMU
-#define PCU_VEC_CHECK(p) cudaemu_check_vector(p, 16)
+#ifdef PRISM_CUDAEMU   /* the emulator faults a misaligned access, then does it bytewise (no crash on the host) */
+template <class V, class T> static inline V pcu_ld(const T *p) { cudaemu_check_vector(p, 16); V v; memcpy(&v, p, 16); return v; }
+template <class V, class T> static inline void pcu_st(T *p, const V &v) { cudaemu_check_vector(p, 16); memcpy(p, &v, 16); }
 #else
-#define PCU_VEC_CHECK(p) ((void)0)
+template <class V, class T> __device__ __forceinline__ V pcu_ld(const T *p) { return *reinterpret_cast<const V *>(p); }
+template <class V, class T> __device__ __forceinline__ void pcu_st(T *p, const V &v) { *reinterpret_cast<V *>(p) = v; }
 #endif
-__device__ __forceinline__ xpack ld_xpack(const floatX *p) { PCU_VEC_CHECK(p); return *reinterpret_cast<const xpack *>(p); }
-__device__ __forceinline__ void st_xpack(floatX *p, const xpack &v) { PCU_VEC_CHECK(p); *reinterpret_cast<xpack *>(p) = v; }
-__device__ __forceinline__ f32x4 ld_f4(const float *p) { PCU_VEC_CHECK(p); return *reinterpret_cast<const f32x4 *>(p); }
-__device__ __forceinline__ void st_f4(float *p, const f32x4 &v) { PCU_VEC_CHECK(p); *reinterpret_cast<f32x4 *>(p) = v; }
+__device__ __forceinline__ xpack ld_xpack(const floatX *p) { return pcu_ld<xpack>(p); }
+__device__ __forceinline__ void st_xpack(floatX *p, const xpack &v) { pcu_st(p, v); }
+__device__ __forceinline__ f32x4 ld_f4(const float *p) { return pcu_ld<f32x4>(p); }
+__device__ __forceinline__ void st_f4(float *p, const f32x4 &v) { pcu_st(p, v); }
 static inline bool pcu_aligned16(const void *p) { return ((uintptr_t)p & 15) == 0; }
 
 static inline unsigned pcu_blocks(size_t n, int threads) {

@@ -425,8 +425,11 @@ float cudaemu_shfl_xor(unsigned mask, float v, int lane_mask, int width) {
 }
 
 void cudaemu_check_vector(const void *p, size_t width) {
-    if ((uintptr_t)p % width)
-        fault("%s: misaligned address: a %zu-byte vector access at %p (block %u,%u,%u thread %u,%u,%u)", kernel_name,
+    static thread_local const char *reported;   /* one report per failing launch, not one per thread */
+    if ((uintptr_t)p % width == 0) return;
+    if (last_error == cudaErrorLaunchFailure && reported == kernel_name) return;
+    reported = kernel_name;
+    fault("%s: misaligned address: a %zu-byte vector access at %p (block %u,%u,%u thread %u,%u,%u)", kernel_name,
               width, p, blockIdx.x, blockIdx.y, blockIdx.z, threadIdx.x, threadIdx.y, threadIdx.z);
 }
 

@@ -13,7 +13,8 @@
  * promises, and the emulator reports (as a launch failure, with a message on stderr) what it can see going
  * wrong: a shuffle that reads a lane that has already exited, lanes of one warp in different shuffles, a warp
  * split between a shuffle and a __syncthreads (divergent barrier), a __syncthreads after some threads of the
- * block returned, an illegal launch configuration, and — in cuBLAS — a matrix whose extent runs past the device
+ * block returned, an illegal launch configuration, a 16-byte vector access (cuda_common.cuh) at an address not a
+ * multiple of 16, and — in cuBLAS — a matrix whose extent runs past the device
  * allocation it lives in, or layouts that do not agree with the transposes.
  * CUDAEMU_ORDER=forward|reverse|random picks the order in which fibers run between barriers; a kernel whose
  * result depends on it has a race.
