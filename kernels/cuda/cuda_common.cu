@@ -156,6 +156,7 @@ extern "C" void *prism_cuda_malloc(size_t bytes) {
     void *p = NULL;
     cudaError_t e = cudaMalloc(&p, bytes ? bytes : 1);
     if (e != cudaSuccess) {
+        cudaGetLastError();   /* an allocation that failed must not fail the next launch check (PCU_CHECK_LAUNCH) */
         char m[128];
         snprintf(m, sizeof m, "cudaMalloc(%zu bytes)", bytes);
         pcu_fail(m, e);

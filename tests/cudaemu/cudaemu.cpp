@@ -153,9 +153,10 @@ cudaError_t cudaMalloc(void **p, size_t bytes) {
     size_t n = padded(bytes);
     if (!bytes) bytes = 1;
     std::lock_guard<std::mutex> g(mem_lock);
-    if (allocated + n > EMU_TOTAL_MEM) return cudaErrorMemoryAllocation;
+    /* like the runtime, a failed allocation is also the thread's last error (cudaGetLastError) */
+    if (allocated + n > EMU_TOTAL_MEM) { set_error(cudaErrorMemoryAllocation); return cudaErrorMemoryAllocation; }
     unsigned char *q = (unsigned char *)aligned_alloc(256, n + 2 * GUARD);
-    if (!q) return cudaErrorMemoryAllocation;
+    if (!q) { set_error(cudaErrorMemoryAllocation); return cudaErrorMemoryAllocation; }
     unsigned char *base = q + GUARD;
     memset(q, GUARD_BYTE, GUARD);
     memset(base, 0xFF, bytes);   /* fresh device memory is garbage: NaN in float32 and in bf16 */

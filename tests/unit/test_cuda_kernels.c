@@ -580,6 +580,20 @@ TEST(adamw_tensors_one_launch) {
     adamw_tensors_case(ob, 4, 0x5, 1e6f);                     /* clip above the norm: scale 1 */
 }
 
+/* An allocation that does not fit (as bench_cuda_gpt2 --find-max-B makes on purpose) fails by itself: the runtime
+ * also records it as the thread's last error, which must not fail the next kernel's launch check. */
+TEST(failed_allocation_does_not_fail_the_next_launch) {
+    need_device();
+    void *huge = prism_cuda_malloc((size_t)1 << 50);   /* 1 PiB */
+    ASSERT_TRUE(huge == NULL);
+    printf("  1 PiB: %s\n", prism_cuda_last_error());
+    ASSERT_CONTAINS(prism_cuda_last_error(), "cudaMalloc");
+    void *x = dpoison_x(1000);
+    CK(prism_cuda_fill_x(x, 1.5f, 1000));
+    float *h = get_x(x, 1000);
+    ASSERT_TRUE(h[999] == 1.5f);
+}
+
 /* ---- whole model vs the CPU engine --------------------------------------------------------------- */
 static const char *tensor_names[MODEL_NUM_TENSORS] = { "wte", "wpe", "ln1w", "ln1b", "qkvw", "qkvb", "attprojw",
     "attprojb", "ln2w", "ln2b", "fcw", "fcb", "fcprojw", "fcprojb", "lnfw", "lnfb" };
