@@ -11,10 +11,22 @@
  * 3, 6, 8 and 12 heads (head sizes 256, 128, 96, 64), next to the layer's QKV matmul, from CUDA events; and
  * before it each schedule's step split into forward, forward+backward and update (CUDA events); then the fused
  * attention alone at the same head counts (forward, forward + backward, TFLOP/s).
- * Without a CUDA build or device it says so and exits 0.
+ * Without a CUDA build or device it says so and exits 0; a CUDA runtime error (a broken driver, say) is an error
+ * (exit 1), never "skipped".
  *
  *   bench_cuda_gpt2 [--B 16] [--T 1024] [--steps 10] [--rounds 3] [--warmup 3] [--peak-tflops 989]
- *                   [--heads LIST]...   (LIST like 3,3,6,6,8,8,12x6; default: uniform 12 and Prism)
+ *                   [--ceiling-tflops X] [--C 768] [--quick] [--heads LIST]...
+ *                   (LIST like 3,3,6,6,8,8,12x6; default: uniform 12 and Prism; every LIST has the same length L)
+ *   bench_cuda_gpt2 --find-max-B 192,128,96,64,48,32,16 [--T 1024] [--C 768] [--heads LIST]
+ *   bench_cuda_gpt2 --mem-fit [--B 16] [--C 768] [--heads LIST]
+ * For tests/gpu/run.sh every figure is also printed as one machine-readable line starting "RESULT ":
+ *   --C sets the width (the paper's Medium is --C 1024 with 24-layer schedules, Large --C 1536); --quick skips the
+ *   phase and per-layer tables; --ceiling-tflops adds MFU against a measured matmul rate (tests/gpu/matmul_peak);
+ *   --find-max-B creates the first schedule's model at each B in turn (largest first) and runs one step: the
+ *   first that fits is the largest B ("RESULT maxB B=N"); --mem-fit creates it at T = 256, 512 and 1024 and
+ *   fits peak device memory = a + b T + c T^2, so c T^2 at T = 1024 is the memory that grows with T^2 (kept or
+ *   scratch attention scores) next to one layer's B*h*T*T bf16 tensor ("RESULT memfit ...").
+ * At the end, "RESULT fallbacks n=N": matmuls that fell back from cuBLASLt to cublasGemmEx in this process.
  */
 #include "model.h"
 #include <math.h>
@@ -152,17 +164,102 @@ done:
 }
 #endif
 
+#ifdef PRISM_HAVE_CUDA
+/* One model of cfg (with its B and T) created and stepped once (zero_grad, forward_backward, update): 0 when it
+ * fits; *peak = peak device memory in use meanwhile. err gets the reason when it does not. */
+static int try_one(const struct model_config *cfg, size_t *peak, char *err, size_t errlen) {
+    model *m = NULL;
+    size_t np = model_num_params(cfg), n = (size_t)cfg->B * cfg->T;
+    float *params = malloc(np * sizeof(float));
+    int *in = malloc(n * sizeof(int)), *tg = malloc(n * sizeof(int)), rc = -1;
+    if (!params || !in || !tg) { snprintf(err, errlen, "out of host memory"); goto done; }
+    model_init_params(cfg, 42, params);
+    for (size_t i = 0; i < n; i++) { in[i] = (int)((i * 7919) % 50257); tg[i] = (int)((i * 104729 + 1) % 50257); }
+    prism_cuda_mem_reset_peak();
+    if (model_cuda_ops.create(cfg, 0, &m, err, errlen)) goto done;
+    struct adamw_params hp = { .lr = 6e-4f, .beta1 = 0.9f, .beta2 = 0.95f, .eps = 1e-8f, .weight_decay = 0.1f, .grad_clip = 1.0f };
+    float loss = 0, norm = 0;
+    if (model_cuda_ops.set_params(m, params) || model_cuda_ops.zero_grad(m) ||
+        model_cuda_ops.forward_backward(m, in, tg, cfg->B, cfg->T, 1.0f, &loss) || model_cuda_ops.update(m, &hp, 1, &norm)) {
+        snprintf(err, errlen, "%s", model_cuda_ops.error(m));
+        goto done;
+    }
+    prism_cuda_mem_sample();
+    *peak = prism_cuda_mem_peak();
+    rc = 0;
+done:
+    model_cuda_ops.free(m);
+    free(params); free(in); free(tg);
+    return rc;
+}
+
+/* --find-max-B: candidates in the order given (largest first); prints and returns at the first that fits. */
+static int find_max_b(const struct model_config *cfg0, const char *sched, const char *list) {
+    char err[512];
+    if (prism_cuda_init(0, err, sizeof err)) { fprintf(stderr, "%s\n", err); return 1; }
+    for (const char *p = list; *p;) {
+        char *end;
+        long b = strtol(p, &end, 10);
+        if (end == p || b < 1) { fprintf(stderr, "--find-max-B %s: need a list of batch sizes like 128,64,32\n", list); return 2; }
+        struct model_config c = *cfg0;
+        c.B = (int)b;
+        size_t peak = 0;
+        if (try_one(&c, &peak, err, sizeof err) == 0) {
+            printf("largest B that fits (of %s): %ld, peak %.2f GiB (%s)\n", list, b, peak / 1073741824.0, sched);
+            printf("RESULT maxB B=%ld peak_gib=%.3f\n", b, peak / 1073741824.0);
+            return 0;
+        }
+        printf("B=%ld does not fit: %s\n", b, err);
+        p = *end == ',' ? end + 1 : end;
+    }
+    printf("RESULT maxB B=0\n");
+    return 1;
+}
+
+/* --mem-fit: peak memory at T = 256, 512, 1024 (same B), quadratic through the three points. */
+static int mem_fit(const struct model_config *cfg0, const char *sched) {
+    char err[512];
+    if (prism_cuda_init(0, err, sizeof err)) { fprintf(stderr, "%s\n", err); return 1; }
+    const int Ts[3] = { 256, 512, 1024 };
+    double pk[3];
+    for (int i = 0; i < 3; i++) {
+        struct model_config c = *cfg0;
+        c.T = Ts[i];
+        size_t peak = 0;
+        if (try_one(&c, &peak, err, sizeof err)) { fprintf(stderr, "mem-fit at T=%d: %s\n", Ts[i], err); return 1; }
+        pk[i] = (double)peak;
+        printf("peak device memory, %s B=%d T=%d: %.3f GiB\n", sched, c.B, Ts[i], peak / 1073741824.0);
+    }
+    double s1 = (pk[1] - pk[0]) / (Ts[1] - Ts[0]), s2 = (pk[2] - pk[1]) / (Ts[2] - Ts[1]);
+    double c2 = (s2 - s1) / (Ts[2] - Ts[0]);
+    double t2 = c2 * 1024.0 * 1024.0, one_layer = 0;
+    for (int l = 0; l < cfg0->L; l++) {
+        double b = (double)cfg0->B * cfg0->heads[l] * 1024.0 * 1024.0 * 2.0;
+        if (b > one_layer) one_layer = b;
+    }
+    printf("memory growing with T^2 at T=1024: %.3f GiB; one layer's B*h*T*T bf16 tensor: %.3f GiB\n", t2 / 1073741824.0,
+           one_layer / 1073741824.0);
+    printf("RESULT memfit t2_gib=%.4f one_layer_gib=%.4f peak1024_gib=%.3f\n", t2 / 1073741824.0, one_layer / 1073741824.0,
+           pk[2] / 1073741824.0);
+    return 0;
+}
+#endif
+
 int main(int argc, char **argv) {
-    int B = 16, T = 1024, steps = 10, rounds = 3, warmup = 3;
-    double peak = 989.0;
+    int B = 16, T = 1024, steps = 10, rounds = 3, warmup = 3, C = 768, quick = 0, memfit = 0;
+    double peak = 989.0, ceiling = 0;
+    const char *find_b = NULL;
     const char *sched[MAX_SCHED];
     int ns = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--help")) {
-            printf("usage: %s [--B N] [--T N] [--steps N] [--rounds N] [--warmup N] [--peak-tflops X] [--heads LIST]...\n", argv[0]);
+            printf("usage: %s [--B N] [--T N] [--steps N] [--rounds N] [--warmup N] [--peak-tflops X] [--ceiling-tflops X]\n"
+                   "       [--C N] [--quick] [--find-max-B LIST] [--mem-fit] [--heads LIST]...\n", argv[0]);
             return 0;
         }
+        if (!strcmp(a, "--quick")) { quick = 1; continue; }
+        if (!strcmp(a, "--mem-fit")) { memfit = 1; continue; }
         if (!v) { fprintf(stderr, "%s needs a value (see --help)\n", a); return 2; }
         if (!strcmp(a, "--B")) B = atoi(v);
         else if (!strcmp(a, "--T")) T = atoi(v);
@@ -170,34 +267,46 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "--rounds")) rounds = atoi(v);
         else if (!strcmp(a, "--warmup")) warmup = atoi(v);
         else if (!strcmp(a, "--peak-tflops")) peak = atof(v);
+        else if (!strcmp(a, "--ceiling-tflops")) ceiling = atof(v);
+        else if (!strcmp(a, "--C")) C = atoi(v);
+        else if (!strcmp(a, "--find-max-B")) find_b = v;
         else if (!strcmp(a, "--heads")) { if (ns < MAX_SCHED) sched[ns++] = v; }
         else { fprintf(stderr, "unknown option %s (see --help)\n", a); return 2; }
         i++;
     }
-    if (B < 1 || T < 1 || T > 1024 || steps < 1 || rounds < 1 || warmup < 0) {
-        fprintf(stderr, "bad sizes: need B >= 1, 1 <= T <= 1024, steps >= 1, rounds >= 1\n");
+    if (B < 1 || T < 1 || T > 1024 || steps < 1 || rounds < 1 || warmup < 0 || C < 1) {
+        fprintf(stderr, "bad sizes: need B >= 1, 1 <= T <= 1024, steps >= 1, rounds >= 1, C >= 1\n");
         return 2;
     }
+    if (ns == 0 && C != 768) { fprintf(stderr, "--C %d: give the schedules with --heads\n", C); return 2; }
     if (ns == 0) { sched[ns++] = "12x12"; sched[ns++] = "3,3,6,6,8,8,12x6"; }
     struct model_config cfg[MAX_SCHED];
     double *tps[MAX_SCHED];
     for (int s = 0; s < ns; s++) {
         memset(&cfg[s], 0, sizeof cfg[s]);
-        cfg[s].C = 768; cfg[s].V = 50257; cfg[s].Vp = 50304; cfg[s].maxT = 1024; cfg[s].B = B; cfg[s].T = T;
+        cfg[s].C = C; cfg[s].V = 50257; cfg[s].Vp = 50304; cfg[s].maxT = 1024; cfg[s].B = B; cfg[s].T = T;
         cfg[s].L = parse_heads(sched[s], cfg[s].heads, MODEL_MAX_LAYERS);
-        if (cfg[s].L != 12) {
-            fprintf(stderr, "--heads %s: need 12 head counts (GPT-2 124M has 12 layers), e.g. 3,3,6,6,8,8,12x6\n", sched[s]);
+        if (cfg[s].L < 1 || cfg[s].L != cfg[0].L) {
+            fprintf(stderr, "--heads %s: need %d head counts like the first schedule, e.g. 3,3,6,6,8,8,12x6\n", sched[s],
+                    cfg[0].L > 0 ? cfg[0].L : 12);
             return 2;
         }
-        for (int l = 0; l < 12; l++)
-            if (768 % cfg[s].heads[l]) { fprintf(stderr, "--heads %s: %d does not divide 768\n", sched[s], cfg[s].heads[l]); return 2; }
+        for (int l = 0; l < cfg[s].L; l++)
+            if (C % cfg[s].heads[l]) { fprintf(stderr, "--heads %s: %d does not divide C=%d\n", sched[s], cfg[s].heads[l], C); return 2; }
         tps[s] = calloc(rounds, sizeof(double));
     }
 #ifndef PRISM_HAVE_CUDA
+    (void)find_b; (void)ceiling; (void)quick; (void)memfit; (void)tps; (void)peak;
     printf("bench_cuda_gpt2: skipped: this build has no CUDA (nvcc not found)\n");
     return 0;
 #else
-    if (prism_cuda_device_count() <= 0) { printf("bench_cuda_gpt2: skipped: no CUDA device\n"); return 0; }
+    {
+        int nd = prism_cuda_device_probe();
+        if (nd < 0) { fprintf(stderr, "bench_cuda_gpt2: CUDA runtime error: %s\n", prism_cuda_last_error()); return 1; }
+        if (nd == 0) { printf("bench_cuda_gpt2: skipped: no CUDA device\n"); return 0; }
+    }
+    if (find_b) return find_max_b(&cfg[0], sched[0], find_b);
+    if (memfit) return mem_fit(&cfg[0], sched[0]);
     model *m[MAX_SCHED] = { 0 };
     size_t peak_mem[MAX_SCHED] = { 0 };
     char err[512];
@@ -232,8 +341,8 @@ int main(int argc, char **argv) {
         model_cuda_ops.free(m[s]);
         m[s] = NULL;
     }
-    printf("device %s, precision %s, GPT-2 124M (%zu params), B=%d T=%d, %d rounds x %d steps, peak %.0f TFLOP/s\n",
-           prism_cuda_device_name(), prism_cuda_precision(), np, B, T, rounds, steps, peak);
+    printf("device %s, precision %s, GPT-2 L=%d C=%d (%zu params), B=%d T=%d, %d rounds x %d steps, peak %.0f TFLOP/s\n",
+           prism_cuda_device_name(), prism_cuda_precision(), cfg[0].L, C, np, B, T, rounds, steps, peak);
     /* phase 2: all schedules resident, timed in alternating rounds */
     for (int s = 0; s < ns; s++) {
         if (model_cuda_ops.create(&cfg[s], 0, &m[s], err, sizeof err)) { fprintf(stderr, "create %s: %s\n", sched[s], err); goto out; }
@@ -249,15 +358,33 @@ int main(int argc, char **argv) {
             printf("  round %d %-22s %10.0f tok/s  loss %.4f  grad norm %.3f\n", k + 1, sched[s], tps[s][k], loss, norm);
             fflush(stdout);
         }
-    printf("\n| schedule | tokens/s | ms/step | MFU | peak GiB | tokens/s vs first |\n|---|---|---|---|---|---|\n");
+    printf("\n| schedule | tokens/s | ms/step | MFU | MFU vs measured matmul | peak GiB | tokens/s vs first |\n"
+           "|---|---|---|---|---|---|---|\n");
     double base = 0;
     for (int s = 0; s < ns; s++) {
         qsort(tps[s], rounds, sizeof(double), cmp_double);
         double med = tps[s][rounds / 2];
         if (s == 0) base = med;
         double mfu = model_flops_per_token(&cfg[s], T) * med / (peak * 1e12);
-        printf("| %s | %.0f | %.1f | %.1f%% | %.2f | %.3f |\n", sched[s], med, 1e3 * B * T / med, 100 * mfu,
+        double mfc = ceiling > 0 ? model_flops_per_token(&cfg[s], T) * med / (ceiling * 1e12) : 0;
+        char mc[32] = "-";
+        if (ceiling > 0) snprintf(mc, sizeof mc, "%.1f%%", 100 * mfc);
+        printf("| %s | %.0f | %.1f | %.1f%% | %s | %.2f | %.3f |\n", sched[s], med, 1e3 * B * T / med, 100 * mfu, mc,
                peak_mem[s] / (1024.0 * 1024 * 1024), med / base);
+    }
+    for (int s = 0; s < ns; s++) {
+        double med = tps[s][rounds / 2];
+        printf("RESULT speed schedule=%s L=%d C=%d B=%d T=%d tok_s=%.0f ms_step=%.2f mfu_peak=%.4f mfu_ceiling=%.4f "
+               "peak_gib=%.3f vs_first=%.4f\n", sched[s], cfg[s].L, C, B, T, med, 1e3 * B * T / med,
+               model_flops_per_token(&cfg[s], T) * med / (peak * 1e12),
+               ceiling > 0 ? model_flops_per_token(&cfg[s], T) * med / (ceiling * 1e12) : 0.0,
+               peak_mem[s] / (1024.0 * 1024 * 1024), med / base);
+    }
+    fflush(stdout);
+    if (quick) {
+        for (int s = 0; s < ns; s++) { model_cuda_ops.free(m[s]); m[s] = NULL; }
+        rc = 0;
+        goto out;
     }
     /* where a step's time goes, per schedule: forward alone (the eval path: forward_loss, which also
      * computes attention distance when asked, here not), forward+backward, update; medians of `steps` */
@@ -283,11 +410,12 @@ int main(int argc, char **argv) {
         printf("| %s | %.2f | %.2f | %.2f |\n", sched[s], fwd[reps / 2], fb[reps / 2], up[reps / 2]);
     }
     for (int s = 0; s < ns; s++) { model_cuda_ops.free(m[s]); m[s] = NULL; }
-    if (attention_table(B, T) != 0) goto out;
-    if (flash_table(B, T) != 0) goto out;
+    if (C == 768 && attention_table(B, T) != 0) goto out;
+    if (C == 768 && flash_table(B, T) != 0) goto out;
     rc = 0;
 out:
     for (int s = 0; s < ns; s++) model_cuda_ops.free(m[s]);
+    printf("RESULT fallbacks n=%d\n", prism_cuda_matmul_fallbacks());
     return rc;
 #endif
 }

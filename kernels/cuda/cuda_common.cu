@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <math.h>
+#include <unistd.h>
 
 thread_local pcu_state g_pcu;
 static thread_local char pcu_err[512];
@@ -52,10 +53,22 @@ extern "C" size_t prism_cuda_x_size(void) { return sizeof(floatX); }
 extern "C" const char *prism_cuda_device_name(void) { return g_pcu.ready ? g_pcu.name : ""; }
 
 extern "C" int prism_cuda_device_count(void) {
+    int n = prism_cuda_device_probe();
+    return n > 0 ? n : 0;
+}
+
+/* "No device" is cudaErrorNoDevice, or cudaErrorInsufficientDriver on a machine with no NVIDIA kernel driver
+ * loaded at all (the runtime's answer where libcuda is missing). Every other failure, including an
+ * insufficient driver on a machine that has one, is an error of a machine that is meant to have a GPU. */
+extern "C" int prism_cuda_device_probe(void) {
     int n = 0;
     cudaError_t e = cudaGetDeviceCount(&n);
-    if (e != cudaSuccess) { cudaGetLastError(); return 0; }   /* no driver / no device: clear the sticky error */
-    return n;
+    if (e == cudaSuccess) return n;
+    cudaGetLastError();   /* clear the sticky error */
+    pcu_fail("cudaGetDeviceCount", e);
+    if (e == cudaErrorNoDevice) return 0;
+    if (e == cudaErrorInsufficientDriver && access("/proc/driver/nvidia/version", F_OK) != 0) return 0;
+    return -1;
 }
 
 extern "C" void prism_cuda_shutdown(void) {
@@ -65,6 +78,7 @@ extern "C" void prism_cuda_shutdown(void) {
     if (g_pcu.lt) cublasLtDestroy(g_pcu.lt);
     cudaFree(g_pcu.lt_ws);
     cudaFree(g_pcu.red);
+    cudaFree(g_pcu.scratch);
     cudaEventDestroy(g_pcu.ev0);
     cudaEventDestroy(g_pcu.ev1);
     memset(&g_pcu, 0, sizeof g_pcu);
@@ -77,8 +91,14 @@ static int pcu_init_err(char *err, size_t errlen, int rc) {
 
 extern "C" int prism_cuda_init(int device, char *err, size_t errlen) {
     if (g_pcu.ready && g_pcu.device == device) return 0;
-    int n = prism_cuda_device_count();
-    if (n <= 0) {
+    int n = prism_cuda_device_probe();
+    if (n < 0) {   /* keep the runtime's own error: a GPU machine whose CUDA is broken must say why */
+        char m[600];
+        snprintf(m, sizeof m, "the CUDA runtime failed (%s); is the driver installed and as new as the runtime?", pcu_err);
+        pcu_fail_msg("CUDA", m);
+        return pcu_init_err(err, errlen, -1);
+    }
+    if (n == 0) {
         pcu_fail_msg("CUDA", "no CUDA device is visible on this machine (use --device cpu / --devices cpu)");
         return pcu_init_err(err, errlen, -1);
     }
@@ -136,6 +156,7 @@ extern "C" void *prism_cuda_malloc(size_t bytes) {
     void *p = NULL;
     cudaError_t e = cudaMalloc(&p, bytes ? bytes : 1);
     if (e != cudaSuccess) {
+        cudaGetLastError();   /* an allocation that failed must not fail the next launch check (PCU_CHECK_LAUNCH) */
         char m[128];
         snprintf(m, sizeof m, "cudaMalloc(%zu bytes)", bytes);
         pcu_fail(m, e);
@@ -233,6 +254,19 @@ extern "C" void prism_cuda_round_host(float *a, size_t n) {
 #else
     (void)a; (void)n;
 #endif
+}
+
+float *pcu_scratch(size_t bytes) {
+    if (bytes <= g_pcu.scratch_bytes) return g_pcu.scratch;
+    cudaFree(g_pcu.scratch);   /* synchronises: earlier launches may still use the old buffer */
+    g_pcu.scratch = NULL;
+    g_pcu.scratch_bytes = 0;
+    float *p = (float *)prism_cuda_malloc(bytes);
+    if (!p) return NULL;
+    g_pcu.scratch = p;
+    g_pcu.scratch_bytes = bytes;
+    prism_cuda_mem_sample();
+    return p;
 }
 
 extern "C" void prism_cuda_mem_reset_peak(void) { g_pcu.peak = 0; prism_cuda_mem_sample(); }

@@ -47,6 +47,8 @@ struct pcu_state {
     cudaEvent_t ev0, ev1;
     size_t peak;               /* peak used bytes sampled */
     size_t base_used;          /* bytes in use on the device before init (other processes, context) */
+    float *scratch;            /* pcu_scratch: grows on demand, freed at shutdown */
+    size_t scratch_bytes;
 };
 #define PCU_RED_BLOCKS 1024
 extern thread_local pcu_state g_pcu;   /* per host thread: see cuda_common.cu */
@@ -55,6 +57,9 @@ extern thread_local pcu_state g_pcu;   /* per host thread: see cuda_common.cu */
 int pcu_fail(const char *where, cudaError_t e);
 int pcu_fail_blas(const char *where, cublasStatus_t s);
 int pcu_fail_msg(const char *where, const char *what);
+/* A device buffer of at least `bytes` for one launch's partial results (LayerNorm backward's per-block dweight
+ * and dbias sums); NULL on failure (message set). Grows by reallocation, so a pointer is valid until the next call. */
+float *pcu_scratch(size_t bytes);
 /* Drops this thread's cached cuBLASLt algorithms (matmul.cu); prism_cuda_shutdown calls it. */
 void pcu_matmul_forget(void);
 
@@ -62,6 +67,26 @@ void pcu_matmul_forget(void);
     if (e_ != cudaSuccess) return pcu_fail(where, e_); } while (0)
 #define PCU_CHECK(call) do { cudaError_t e_ = (call); if (e_ != cudaSuccess) return pcu_fail(#call, e_); } while (0)
 #define PCU_NEED_INIT(where) do { if (!g_pcu.ready) return pcu_fail_msg(where, "prism_cuda_init was not called"); } while (0)
+
+/* 16-byte vectors of floatX (8 bf16 or 4 float32) for memory-bound kernels: one 128-bit load or store per
+ * thread. The address must be 16-byte aligned (a misaligned vector access is a launch error on the GPU and a
+ * fault on the emulator); host code checks pcu_aligned16() on every pointer and row pitch before choosing a
+ * vector kernel, and takes the scalar one otherwise. */
+#define XPACK ((int)(16 / sizeof(floatX)))
+struct alignas(16) xpack { floatX v[16 / sizeof(floatX)]; };
+struct alignas(16) f32x4 { float v[4]; };
+#ifdef PRISM_CUDAEMU   /* the emulator faults a misaligned access, then does it bytewise (no crash on the host) */
+template <class V, class T> static inline V pcu_ld(const T *p) { cudaemu_check_vector(p, 16); V v; memcpy(&v, p, 16); return v; }
+template <class V, class T> static inline void pcu_st(T *p, const V &v) { cudaemu_check_vector(p, 16); memcpy(p, &v, 16); }
+#else
+template <class V, class T> __device__ __forceinline__ V pcu_ld(const T *p) { return *reinterpret_cast<const V *>(p); }
+template <class V, class T> __device__ __forceinline__ void pcu_st(T *p, const V &v) { *reinterpret_cast<V *>(p) = v; }
+#endif
+__device__ __forceinline__ xpack ld_xpack(const floatX *p) { return pcu_ld<xpack>(p); }
+__device__ __forceinline__ void st_xpack(floatX *p, const xpack &v) { pcu_st(p, v); }
+__device__ __forceinline__ f32x4 ld_f4(const float *p) { return pcu_ld<f32x4>(p); }
+__device__ __forceinline__ void st_f4(float *p, const f32x4 &v) { pcu_st(p, v); }
+static inline bool pcu_aligned16(const void *p) { return ((uintptr_t)p & 15) == 0; }
 
 static inline unsigned pcu_blocks(size_t n, int threads) {
     size_t b = (n + (size_t)threads - 1) / (size_t)threads;

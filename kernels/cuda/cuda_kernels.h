@@ -28,6 +28,11 @@ extern "C" {
 /* ---- runtime (cuda_common.cu) ---------------------------------------------------------------- */
 /* Number of usable CUDA devices; 0 when there is none or no driver (never fails, never aborts). */
 int prism_cuda_device_count(void);
+/* Like prism_cuda_device_count, but tells "no device here" from a broken CUDA: the device count; 0 when there is
+ * no device or no NVIDIA driver at all; -1 when the runtime failed otherwise (a driver/runtime mismatch, an
+ * initialisation error...), with the CUDA error in prism_cuda_last_error(). Tests and the GPU check call this,
+ * so that a broken GPU machine is a failure and never "skipped: no device". */
+int prism_cuda_device_probe(void);
 /* Select `device`, create the cuBLAS/cuBLASLt handles and workspaces. Idempotent for the same device;
  * 0 or -1 with a message in err (a clear one when there is no device) and in prism_cuda_last_error(). */
 int prism_cuda_init(int device, char *err, size_t errlen);
@@ -148,6 +153,17 @@ int prism_cuda_adamw(float *master, void *params_x, const float *grads, float *m
                      float beta1, float beta2, float eps, float wd, int t, float grad_scale);
 /* *norm_host = sqrt(sum grads[i]^2), summed in a fixed order (deterministic). Syncs. */
 int prism_cuda_grad_norm(const float *grads, size_t n, float *norm_host);
+/* The same norm left in device memory: norm_dev[0] = sqrt(sum grads[i]^2), same order and bits as above; no sync. */
+int prism_cuda_grad_norm_device(const float *grads, size_t n, float *norm_dev);
+/* One AdamW launch over a parameter group of ntensors (1..PRISM_CUDA_MAX_TENSORS) tensors laid end to end:
+ * tensor i is elements [bounds[i], bounds[i+1]) (bounds[0] = 0, non-decreasing), with weight decay wd when bit i
+ * of decay_mask is set and 0 otherwise. The gradient scale is read on the device: grad_clip / *norm_dev when
+ * grad_clip > 0 and *norm_dev > grad_clip, else 1 (a NaN norm clips nothing). Same arithmetic as
+ * prism_cuda_adamw per element. With zero_grads, grads[i] = 0 afterwards (the next step's zeroing done here). No sync. */
+#define PRISM_CUDA_MAX_TENSORS 16
+int prism_cuda_adamw_tensors(float *master, void *params_x, float *grads, float *m, float *v, const size_t *bounds,
+                             int ntensors, unsigned decay_mask, float lr, float beta1, float beta2, float eps, float wd,
+                             int t, const float *norm_dev, float grad_clip, int zero_grads);
 
 #ifdef __cplusplus
 }

@@ -21,6 +21,11 @@
  * (off by default until tests/gpu/run.sh has confirmed it on a GPU). The
  * classifier overwrites logits with dlogits (never probabilities). Mean losses are summed on the host in
  * a fixed order, like the CPU engine; the gradient norm is a deterministic device reduction.
+ * Host synchronisations per training step: one at the end of forward_backward (the losses come back once
+ * forward and backward are both queued, so the GPU never waits for the host in between) and one at the end of
+ * update (the norm comes back after AdamW is queued: the clipping factor is read on the device). The update
+ * is two passes over the gradients, the norm and one AdamW launch for all 16 tensors, which also zeroes each
+ * gradient after reading it; zero_grad is then free (it only clears when something else left gradients).
  * Every call returns 0 or MODEL_E*; the message is in the model (error()) and, from create, in err.
  */
 #include "cuda_common.cuh"
@@ -61,6 +66,8 @@ struct cuda_model {
     float *h_rows;                     /* host attention-distance rows */
     int maxh;
     int gelu_fusion;                   /* PRISM_CUDA_GELU_FUSION=1: GELU in the fc matmul's epilogue */
+    float *norm_dev;                   /* the gradient norm (device, in the params group) */
+    int grads_zero;                    /* grads are known to be all zero (after create, zero_grad or update) */
 };
 
 #define P(cm, i) ((cm)->px + (cm)->offs[i])          /* floatX param tensor i */
@@ -164,7 +171,7 @@ static int cuda_create(const struct model_config *cfg, int device, model **out, 
     size_t atot = 0, dtot = 0;
     for (int i = 0; i < A_NUM; i++) atot += al256b(abytes[i]);
     for (int i = 0; i < D_NUM; i++) dtot += al256b(dbytes[i]);
-    size_t pbytes = 4 * al256b(cm->npad * F) + al256b(cm->npad * X);
+    size_t pbytes = 4 * al256b(cm->npad * F) + al256b(cm->npad * X) + al256b(F);
     int rc = MODEL_ENOMEM;
     cm->pmem = prism_cuda_malloc(pbytes);
     cm->amem = prism_cuda_malloc(atot);
@@ -186,7 +193,8 @@ static int cuda_create(const struct model_config *cfg, int device, model **out, 
         cm->grads = (float *)p; p += al256b(cm->npad * F);
         cm->m = (float *)p; p += al256b(cm->npad * F);
         cm->v = (float *)p; p += al256b(cm->npad * F);
-        cm->px = (floatX *)p;
+        cm->px = (floatX *)p; p += al256b(cm->npad * X);
+        cm->norm_dev = (float *)p;
         p = (char *)cm->amem;
         for (int i = 0; i < A_NUM; i++) { cm->a[i] = p; p += al256b(abytes[i]); }
         p = (char *)cm->dmem;
@@ -197,6 +205,7 @@ static int cuda_create(const struct model_config *cfg, int device, model **out, 
         if (err) snprintf(err, errlen, "CUDA memset: %s", prism_cuda_last_error());
         goto fail;
     }
+    cm->grads_zero = 1;
     prism_cuda_mem_sample();
     *out = (model *)cm;
     return MODEL_OK;
@@ -250,7 +259,9 @@ static int cuda_get_grads(model *mp, float *dst) { cuda_model *cm = (cuda_model 
 static int cuda_zero_grad(model *mp) {
     cuda_model *cm = (cuda_model *)mp;
     BIND(cm);
+    if (cm->grads_zero) return 0;   /* update (or the last zero_grad) left them zero */
     TRY(cm, prism_cuda_memset0(cm->grads, cm->npad * sizeof(float)), "zero_grad");
+    cm->grads_zero = 1;
     return 0;
 }
 
@@ -270,7 +281,17 @@ static int check_batch(cuda_model *cm, const int *in, const int *tg, int B, int 
     return 0;
 }
 
-/* Forward on B x T; train leaves dlogits (scaled by dloss) in A_LOGITS. *loss = mean loss (host, fixed order). */
+/* The mean of the N per-token losses in A_LOSSES: downloaded (a sync) and summed on the host in a fixed order. */
+static int mean_loss(cuda_model *cm, int N, float *loss) {
+    TRY(cm, prism_cuda_download(cm->h_losses, AF(cm, A_LOSSES), (size_t)N * sizeof(float)), "download losses");
+    double total = 0;
+    for (int i = 0; i < N; i++) total += cm->h_losses[i];
+    *loss = (float)(total / N);
+    return 0;
+}
+
+/* Forward on B x T; train leaves dlogits (scaled by dloss) in A_LOGITS. *loss = mean loss (host, fixed order);
+ * loss NULL leaves the losses on the device for mean_loss later (no sync here). */
 static int forward(cuda_model *cm, const int *in, const int *tg, int B, int T, int train, float dloss, float *loss,
                    double *attn_dist) {
     int rc = check_batch(cm, in, tg, B, T);
@@ -348,10 +369,7 @@ static int forward(cuda_model *cm, const int *in, const int *tg, int B, int T, i
         "matmul_forward(logits)");
     TRY(cm, prism_cuda_fused_classifier(AX(cm, A_LOGITS), AF(cm, A_LOSSES), d_tg, N, cf->V, cf->Vp, dloss, train),
         "fused_classifier");
-    TRY(cm, prism_cuda_download(cm->h_losses, AF(cm, A_LOSSES), (size_t)N * sizeof(float)), "download losses");
-    double total = 0;
-    for (int i = 0; i < N; i++) total += cm->h_losses[i];
-    *loss = (float)(total / N);
+    if (loss && (rc = mean_loss(cm, N, loss)) != 0) return rc;
     prism_cuda_mem_sample();
     return 0;
 }
@@ -408,8 +426,10 @@ static int backward(cuda_model *cm, int B, int T) {
 
 static int cuda_forward_backward(model *mp, const int *in, const int *tg, int B, int T, float loss_scale, float *loss) {
     cuda_model *cm = (cuda_model *)mp;
-    int rc = forward(cm, in, tg, B, T, 1, loss_scale / ((float)B * T), loss, NULL);
-    return rc ? rc : backward(cm, B, T);
+    cm->grads_zero = 0;
+    int rc = forward(cm, in, tg, B, T, 1, loss_scale / ((float)B * T), NULL, NULL);
+    if (!rc) rc = backward(cm, B, T);
+    return rc ? rc : mean_loss(cm, B * T, loss);
 }
 
 static int cuda_forward_loss(model *mp, const int *in, const int *tg, int B, int T, float *loss, double *attn_dist) {
@@ -420,17 +440,21 @@ static int cuda_update(model *mp, const struct adamw_params *hp, int t, float *g
     cuda_model *cm = (cuda_model *)mp;
     float norm = 0;
     BIND(cm);
-    TRY(cm, prism_cuda_grad_norm(cm->grads, cm->npad, &norm), "grad_norm");
-    /* like the CPU backend, a non-finite norm is not an error here: the trainer sees the loss go NaN */
-    float scale = 1.0f;
-    if (hp->grad_clip > 0 && norm > hp->grad_clip) scale = hp->grad_clip / norm;
+    size_t bounds[MODEL_NUM_TENSORS + 1];
+    unsigned decay = 0;
     for (int i = 0; i < MODEL_NUM_TENSORS; i++) {
-        size_t o = cm->offs[i];
-        TRY(cm, prism_cuda_adamw(cm->master + o, cm->px + o, cm->grads + o, cm->m + o, cm->v + o, cm->sizes[i], hp->lr,
-                                 hp->beta1, hp->beta2, hp->eps, model_tensor_decays(i) ? hp->weight_decay : 0.0f, t,
-                                 scale), "adamw");
+        bounds[i] = cm->offs[i];
+        if (model_tensor_decays(i)) decay |= 1u << i;
     }
-    TRY(cm, prism_cuda_sync(), "update");
+    bounds[MODEL_NUM_TENSORS] = cm->npad;   /* each tensor with its alignment gap: zeros that stay zero */
+    /* like the CPU backend, a non-finite norm is not an error here: the trainer sees the loss go NaN */
+    TRY(cm, prism_cuda_grad_norm_device(cm->grads, cm->npad, cm->norm_dev), "grad_norm");
+    cm->grads_zero = 0;
+    TRY(cm, prism_cuda_adamw_tensors(cm->master, cm->px, cm->grads, cm->m, cm->v, bounds, MODEL_NUM_TENSORS, decay,
+                                     hp->lr, hp->beta1, hp->beta2, hp->eps, hp->weight_decay, t, cm->norm_dev,
+                                     hp->grad_clip, 1), "adamw");
+    TRY(cm, prism_cuda_download(&norm, cm->norm_dev, sizeof norm), "update");   /* the one sync of the update */
+    cm->grads_zero = 1;
     if (grad_norm) *grad_norm = norm;
     return 0;
 }

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # tests/cudaemu/cu2cpp.sh FILE.cu — prints FILE.cu as C++ for the CUDA emulator (tests/cudaemu/cudaemu.h).
-# Two rewrites (and nvcc's `#pragma unroll` lines blanked), each within one line so line numbers stay those of the .cu file:
+# Two rewrites, each within one line so line numbers stay those of the .cu file:
 #   name<<<grid, block[, shmem[, stream]]>>>(args)   ->  cudaemu_cfg(grid, block...).run(name)(args)
 #   extern __shared__ [__align__(N) ]T name[];        ->  T *name = (T *)cudaemu_dyn_shared();   (128-aligned)
 #   __shared__ T name[A][B];                          ->  T (&name)[A][B] = *(T (*)[A][B])cudaemu_static_shared(...);
+#   #pragma unroll [N]                                ->  a blank line (nvcc's pragma; the C++ compiler warns)
 # A launch that does not fit the first pattern (one launch per line, `>>>(` on the same line) is an error,
 # so a new launch style cannot slip through unconverted.
 set -euo pipefail

@@ -71,8 +71,11 @@ const char *cudaGetErrorName(cudaError_t e) {
     case cudaErrorInvalidConfiguration: return "cudaErrorInvalidConfiguration";
     case cudaErrorInvalidDevicePointer: return "cudaErrorInvalidDevicePointer";
     case cudaErrorInvalidMemcpyDirection: return "cudaErrorInvalidMemcpyDirection";
+    case cudaErrorInsufficientDriver: return "cudaErrorInsufficientDriver";
     case cudaErrorNoDevice: return "cudaErrorNoDevice";
     case cudaErrorInvalidDevice: return "cudaErrorInvalidDevice";
+    case cudaErrorMisalignedAddress: return "cudaErrorMisalignedAddress";
+    case cudaErrorSystemDriverMismatch: return "cudaErrorSystemDriverMismatch";
     case cudaErrorLaunchFailure: return "cudaErrorLaunchFailure";
     }
     return "cudaErrorUnknown";
@@ -85,8 +88,11 @@ const char *cudaGetErrorString(cudaError_t e) {
     case cudaErrorInvalidConfiguration: return "invalid configuration argument";
     case cudaErrorInvalidDevicePointer: return "invalid device pointer";
     case cudaErrorInvalidMemcpyDirection: return "invalid copy direction for memcpy";
+    case cudaErrorInsufficientDriver: return "CUDA driver version is insufficient for CUDA runtime version";
     case cudaErrorNoDevice: return "no CUDA-capable device is detected";
     case cudaErrorInvalidDevice: return "invalid device ordinal";
+    case cudaErrorMisalignedAddress: return "misaligned address";
+    case cudaErrorSystemDriverMismatch: return "system has unsupported display driver / cuda driver combination";
     case cudaErrorLaunchFailure: return fault_msg[0] ? fault_msg : "unspecified launch failure";
     }
     return "unknown error";
@@ -103,7 +109,15 @@ static int device_count(void) {
     const char *e = getenv("CUDAEMU_DEVICES");
     return e && *e ? atoi(e) : 1;
 }
+/* CUDAEMU_DEVICE_ERROR=803 makes the runtime fail as a broken driver install does (cudaErrorSystemDriverMismatch;
+ * any code the emulator names): tests check that such an error is reported as an error, not as "no device". */
+static cudaError_t device_error(void) {
+    const char *e = getenv("CUDAEMU_DEVICE_ERROR");
+    return e && *e ? (cudaError_t)atoi(e) : cudaSuccess;
+}
 cudaError_t cudaGetDeviceCount(int *n) {
+    cudaError_t de = device_error();
+    if (de != cudaSuccess) { *n = 0; set_error(de); return de; }
     *n = device_count();
     if (*n <= 0) { *n = 0; set_error(cudaErrorNoDevice); return cudaErrorNoDevice; }
     return cudaSuccess;
@@ -161,9 +175,10 @@ cudaError_t cudaMalloc(void **p, size_t bytes) {
     size_t n = padded(bytes);
     if (!bytes) bytes = 1;
     std::lock_guard<std::mutex> g(mem_lock);
-    if (allocated + n > EMU_TOTAL_MEM) return cudaErrorMemoryAllocation;
+    /* like the runtime, a failed allocation is also the thread's last error (cudaGetLastError) */
+    if (allocated + n > EMU_TOTAL_MEM) { set_error(cudaErrorMemoryAllocation); return cudaErrorMemoryAllocation; }
     unsigned char *q = (unsigned char *)aligned_alloc(256, n + 2 * GUARD);
-    if (!q) return cudaErrorMemoryAllocation;
+    if (!q) { set_error(cudaErrorMemoryAllocation); return cudaErrorMemoryAllocation; }
     unsigned char *base = q + GUARD;
     memset(q, GUARD_BYTE, GUARD);
     memset(base, 0xFF, bytes);   /* fresh device memory is garbage: NaN in float32 and in bf16 */
@@ -581,6 +596,15 @@ void cudaemu_wmma_mma(const char *file, int line, float *d, const __nv_bfloat16 
             for (int k = 0; k < 16; k++) acc += A[r * 16 + k] * Bm[k * 16 + cc];
             S.wp[base + l].d[e] = acc;
         }
+}
+
+void cudaemu_check_vector(const void *p, size_t width) {
+    static thread_local const char *reported;   /* one report per failing launch, not one per thread */
+    if ((uintptr_t)p % width == 0) return;
+    if (last_error == cudaErrorLaunchFailure && reported == kernel_name) return;
+    reported = kernel_name;
+    fault("%s: misaligned address: a %zu-byte vector access at %p (block %u,%u,%u thread %u,%u,%u)", kernel_name,
+              width, p, blockIdx.x, blockIdx.y, blockIdx.z, threadIdx.x, threadIdx.y, threadIdx.z);
 }
 
 void *cudaemu_dyn_shared(void) {

@@ -13,7 +13,8 @@
  * promises, and the emulator reports (as a launch failure, with a message on stderr) what it can see going
  * wrong: a shuffle that reads a lane that has already exited, lanes of one warp in different shuffles, a warp
  * split between a shuffle and a __syncthreads (divergent barrier), a __syncthreads after some threads of the
- * block returned, an illegal launch configuration, and — in cuBLAS — a matrix whose extent runs past the device
+ * block returned, an illegal launch configuration, a 16-byte vector access (cuda_common.cuh) at an address not a
+ * multiple of 16, and — in cuBLAS — a matrix whose extent runs past the device
  * allocation it lives in, or layouts that do not agree with the transposes.
  * CUDAEMU_ORDER=forward|reverse|random picks the order in which fibers run between barriers; a kernel whose
  * result depends on it has a race. CUDAEMU_ORDER=warps runs one warp at a time, through all its warp-level
@@ -69,8 +70,10 @@ extern thread_local dim3 blockDim, gridDim;
 
 enum cudaError {
     cudaSuccess = 0, cudaErrorInvalidValue = 1, cudaErrorMemoryAllocation = 2, cudaErrorInvalidConfiguration = 9,
-    cudaErrorInvalidDevicePointer = 17, cudaErrorInvalidMemcpyDirection = 21, cudaErrorNoDevice = 100,
-    cudaErrorInvalidDevice = 101, cudaErrorLaunchFailure = 719
+    cudaErrorInvalidDevicePointer = 17, cudaErrorInvalidMemcpyDirection = 21, cudaErrorInsufficientDriver = 35,
+    cudaErrorNoDevice = 100,
+    cudaErrorInvalidDevice = 101, cudaErrorMisalignedAddress = 716, cudaErrorLaunchFailure = 719,
+    cudaErrorSystemDriverMismatch = 803
 };
 typedef enum cudaError cudaError_t;
 enum cudaMemcpyKind { cudaMemcpyHostToHost = 0, cudaMemcpyHostToDevice = 1, cudaMemcpyDeviceToHost = 2,
@@ -134,6 +137,9 @@ static inline float atomicAdd(float *p, float v) { float o = *p; *p = o + v; ret
 static inline int atomicAdd(int *p, int v) { int o = *p; *p = o + v; return o; }
 #define __expf(x) expf(x)   /* glibc declares its own __expf: a macro avoids the clash */
 static inline float rsqrtf(float x) { return 1.0f / sqrtf(x); }
+/* A `width`-byte vector load or store at p: a fault unless p is a multiple of width (the GPU's "misaligned
+ * address"). kernels/cuda/cuda_common.cuh calls it from its 16-byte vector helpers. */
+void cudaemu_check_vector(const void *p, size_t width);
 
 /* ---- bf16: storage type and round-to-nearest-even conversion, as cuda_bf16.h -------------------------- */
 struct __nv_bfloat16 { uint16_t x; };

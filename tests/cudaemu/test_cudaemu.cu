@@ -156,6 +156,19 @@ TEST(invalid_launch_configuration) {
     ASSERT_EQ_INT(cudaErrorInvalidConfiguration, e);
 }
 
+/* ---- a 16-byte vector access (cuda_common.cuh's ld_xpack/st_xpack) off a 16-byte boundary faults, as the
+ * GPU's "misaligned address" does --------------------------------------------------------------------------- */
+__global__ void k_vec_copy(floatX *dst, const floatX *src) { st_xpack(dst + threadIdx.x * XPACK, ld_xpack(src + threadIdx.x * XPACK)); }
+TEST(misaligned_vector_access_faults) {
+    floatX *x = (floatX *)dev_floats(1024);
+    k_vec_copy<<<1, 32>>>(x + 32 * XPACK, x);
+    CK(cudaGetLastError());
+    k_vec_copy<<<1, 32>>>(x + 32 * XPACK + 1, x);
+    expect_fault("vector store one element off", "misaligned address");
+    k_vec_copy<<<1, 32>>>(x + 32 * XPACK, x + 1);
+    expect_fault("vector load one element off", "misaligned address");
+}
+
 /* ---- bf16 conversion: round to nearest, ties to even; NaN and overflow as on the GPU ------------------- */
 TEST(bf16_round_to_nearest_even) {
     struct { float in, out; } cases[] = {

@@ -2,7 +2,8 @@
 # test_gpu_script.sh — tests/gpu/run.sh, the one-call GPU check, run here as a dry run on the CUDA emulator
 # (CUDAEMU=1): the script builds, runs and classifies exactly as it will on a lent GPU, so a broken script is
 # found now and not in a session's few minutes of device time. Speed (SKIP_SPEED) and the full product
-# build (SKIP_MAKE) are left out; GPU_CASES picks a few test cases to keep it short.
+# build (SKIP_MAKE) are left out; GPU_CASES picks a few test cases to keep it short. The library search
+# (tests/gpu/find_cuda_libs.sh) is run against fake directory trees.
 # timeout: 240
 source "$(dirname "$0")/../lib.sh"
 
@@ -18,6 +19,8 @@ dry() {
   echo $?
 }
 row() { grep -F "| $1 |" "$2/out/gpu_summary.md" | head -n1; }
+# rows of the checks table (not the aims table) in DIR's summary
+check_rows() { sed -n '/^| check |/,/^$/p' "$1/out/gpu_summary.md" | grep -c '^| [^c]'; }
 
 t_dry_run_passes_each_selected_check() {
   need_x86
@@ -35,7 +38,11 @@ t_dry_run_passes_each_selected_check() {
   done
   assert_contains "$(row "bf16 model_loss_and_every_gradient_match_cpu" "$d")" "worst gradient relative L2 error"
   assert_contains "$(row "bf16-gelu-fusion model_loss_and_every_gradient_match_cpu" "$d")" "| PASS |"
-  assert_eq 9 "$(grep -c '^| ' "$d/out/gpu_summary.md" | awk '{print $1 - 1}')" "rows (2 builds, 3+3 cases, 1 fused; header excluded)"
+  assert_eq 10 "$(check_rows "$d")" "check rows (link, 2 builds, 3+3 cases, 1 fused)"
+  assert_contains "$(row link "$d")" "| INFO | dry run links the emulator"
+  assert_contains "$s" "linked against: "
+  assert_contains "$s" "## Aims (measured vs aim)"
+  assert_contains "$(row "Prism 3,3,6,6,8,8,12x6 / uniform, 124M" "$d")" "| not measured |"
   assert_contains "$s" "failures: 0"
   [ -s "$d/out/gpu_check.log" ] || fail "no gpu_check.log"
 }
@@ -78,6 +85,69 @@ t_no_case_run_is_a_failure() {
   local rc; rc=$(dry "$ROOT" "$d" SKIP_FP32=1 GPU_CASES='^no_such_case$')
   assert_eq 1 "$rc" "exit status when no case matched"
   assert_contains "$(row bf16 "$d")" "| FAIL | no test case matched"
+}
+
+# A CUDA runtime that fails (here a driver/runtime mismatch, as the emulator's CUDAEMU_DEVICE_ERROR makes it) is a
+# FAIL of every case, never "skipped: no CUDA device" (before, prism_cuda_device_count turned any error into 0).
+t_cuda_runtime_error_is_fail() {
+  need_x86
+  local d; d=$(tmpdir)
+  local rc; rc=$(dry "$ROOT" "$d" CUDAEMU_DEVICE_ERROR=803 SKIP_FP32=1 GPU_CASES='^(encoder_forward_backward|model_loss_and_every_gradient_match_cpu)$')
+  assert_eq 1 "$rc" "exit status with a broken CUDA runtime"
+  assert_contains "$(row "bf16 encoder_forward_backward" "$d")" "| FAIL | "
+  assert_contains "$(row "bf16 encoder_forward_backward" "$d")" "CUDA runtime error (not a missing device)"
+  assert_contains "$(row "bf16 encoder_forward_backward" "$d")" "cudaGetDeviceCount"
+  grep -q '| SKIP |' "$d/out/gpu_summary.md" && fail "a CUDA error was reported as a skip"
+  grep -qE '^failures: [1-9]' "$d/out/gpu_summary.md" || fail "the summary does not count the failures"
+}
+
+# The speed part without our GPT-2 timings (too slow on the emulator): the matmul ceiling runs and is printed next
+# to the datasheet's 989 TFLOP/s; PyTorch, hidden here behind a torch module that cannot be imported, gives an
+# ABSENT row and the aims table says so; the GELU epilogue verdict is reported.
+t_speed_rows_matmul_ceiling_and_absent_pytorch() {
+  need_x86
+  local d; d=$(tmpdir)
+  mkdir -p "$d/notorch/torch"
+  echo 'raise ImportError("torch hidden by test_gpu_script.sh")' > "$d/notorch/torch/__init__.py"
+  local rc; rc=$(dry "$ROOT" "$d" SKIP_SPEED= SKIP_BENCH=1 SKIP_FP32=1 GPU_MM_N=64 PYTHONPATH="$d/notorch" \
+    GPU_CASES='^(gelu_epilogue_exactness|model_loss_and_every_gradient_match_cpu)$')
+  [ "$rc" = 0 ] || { tail -n 30 "$d/log" >&2; fail "exit $rc, expected 0"; }
+  assert_contains "$(row "bf16 matmul rate" "$d")" "| INFO | "
+  assert_contains "$(row "bf16 matmul rate" "$d")" "vs datasheet 989 TFLOP/s"
+  assert_contains "$(row "PyTorch anchor" "$d")" "| ABSENT | PyTorch cannot be imported here"
+  assert_contains "$(row "ours / PyTorch" "$d")" "| PyTorch absent |"
+  assert_contains "$(row "GELU epilogue exact (bf16)" "$d")" "| INFO | yes"
+  assert_contains "$(cat "$d/out/gpu_summary.md")" "GELU epilogue exact (bf16): yes"
+}
+
+# Where cuBLAS comes from: a toolkit under $CUDA_HOME first, else the pip layout (nvidia/*/lib under site-packages,
+# versioned names only, linked through unversioned symlinks), else a clear "not found" — on fake trees.
+t_library_search_cuda_home_pip_layout_or_not_found() {
+  local d; d=$(tmpdir)
+  local sp=$d/site-packages
+  mkdir -p "$sp/nvidia/cublas/lib" "$sp/nvidia/cuda_runtime/lib" "$sp/nvidia/cublas/include" "$d/cuda/lib64" "$d/cuda/include"
+  touch "$sp/nvidia/cublas/lib/libcublasLt.so.13" "$sp/nvidia/cublas/lib/libcublasLt.so.12" "$sp/nvidia/cublas/lib/libcublas.so.13"         "$sp/nvidia/cuda_runtime/lib/libcudart.so.13" "$sp/nvidia/cublas/include/cublasLt.h"
+  local out
+  out=$(CUDA_HOME=$d/none PIP_SITE_DIRS=$sp bash "$ROOT/tests/gpu/find_cuda_libs.sh" "$d/link1") || fail "pip layout not found: $out"
+  eval "$out"
+  assert_contains "$CUDA_LIB_SOURCE" "libcublasLt from pip layout ($sp/nvidia/cublas/lib/libcublasLt.so.13)"
+  assert_contains "$CUDA_LIB_SOURCE" "libcudart from pip layout ($sp/nvidia/cuda_runtime/lib/libcudart.so.13)"
+  assert_eq "$sp/nvidia/cublas/lib/libcublasLt.so.13" "$(readlink "$d/link1/libcublasLt.so")" "symlink to the highest version"
+  assert_contains "$CUDA_LIBS" "-L$d/link1 -lcublasLt -lcublas -lcudart"
+  assert_contains "$CUDA_LIBS" "-Wl,-rpath,$sp/nvidia/cublas/lib:$sp/nvidia/cuda_runtime/lib"
+  assert_contains "$CUDA_INCS" "-I$sp/nvidia/cublas/include"
+  # a toolkit with all three wins over the pip layout
+  touch "$d/cuda/lib64/libcublasLt.so" "$d/cuda/lib64/libcublas.so" "$d/cuda/lib64/libcudart.so" "$d/cuda/include/cublasLt.h"
+  out=$(CUDA_HOME=$d/cuda PIP_SITE_DIRS=$sp bash "$ROOT/tests/gpu/find_cuda_libs.sh" "$d/link2") || fail "toolkit not found: $out"
+  eval "$out"
+  assert_contains "$CUDA_LIB_SOURCE" "libcublasLt from CUDA_HOME ($d/cuda/lib64/libcublasLt.so)"
+  assert_eq "" "$CUDA_INCS" "no extra -I with the toolkit's headers"
+  # neither: not found, naming what is missing
+  local rc=0
+  out=$(CUDA_HOME=$d/none PIP_SITE_DIRS=$d/empty bash "$ROOT/tests/gpu/find_cuda_libs.sh" "$d/link3") || rc=$?
+  assert_eq 1 "$rc" "exit status with no cuBLAS anywhere"
+  eval "$out"
+  assert_contains "$CUDA_LIB_SOURCE" "not found: libcublasLt libcublas libcudart"
 }
 
 harness_main "$@"
