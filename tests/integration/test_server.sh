@@ -506,15 +506,19 @@ print("hwm_mb", hwm // 1024, "answers", cnt)' "$PORT" "$SPID")
   [ -n "$mb" ] && [ "$mb" -lt 100 ] || fail "server peak RSS ${mb} MB while 270 MB of answers were unread: $out"
   s_expect 200 GET /healthz
 }
-# A --token-file holding only a bare worker token: the admin token made for the run is printed, and works.
+# A --token-file holding only a bare worker token: the admin token made for the run is written to a private
+# file (never printed), and works.
 t_bare_token_file_admin_token_shown() {
   s_setup
   echo 0123456789abcdef0123 >"$D/tok"
   PORT=$(free_port); URL="http://127.0.0.1:$PORT"
   "$(bin prism-sweep)" serve --db "$DB" --listen "127.0.0.1:$PORT" --token-file "$D/tok" 2>>"$D/server.log" &
   SPID=$!; S_PIDS+=("$SPID"); s_wait_up
-  local at; at=$(sed -n 's/.*admin token for this run only: \([0-9a-f]*\).*/\1/p' "$D/server.log")
-  [ ${#at} = 64 ] || fail "admin token not shown: $(cat "$D/server.log")"
+  assert_contains "$(cat "$D/server.log")" "the admin token for this run only is in $DB.admin-token (mode 0600)"
+  local at; at=$(cat "$DB.admin-token")
+  [ ${#at} = 64 ] || fail "admin token not in $DB.admin-token: $(cat "$D/server.log")"
+  assert_eq 600 "$(stat -c %a "$DB.admin-token")" "admin token file mode"
+  case "$(cat "$D/server.log")" in *"$at"*) fail "the admin token was printed: $(cat "$D/server.log")";; esac
   s_expect 401 POST /api/v1/sweeps/1/pause '{}' 0123456789abcdef0123
   s_expect 404 POST /api/v1/sweeps/1/pause '{}' "$at"
   s_expect 200 POST /api/v1/workers/register '{"name": "w"}' 0123456789abcdef0123
