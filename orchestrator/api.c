@@ -348,9 +348,12 @@ static void h_sweep_create(route_ctx *c) {
     sweeps_created cr;
     memset(&cr, 0, sizeof cr);
     char err[1024] = "";
+    int too_big = 0;
     int rc = write_begin(c->a);
-    if (rc >= 0) rc = sweeps_create_json(c->a->st, c->req->body.data ? c->req->body.data : "{}", c->req->body.len, &cr, err, sizeof err);
+    if (rc >= 0) rc = sweeps_create_json_max(c->a->st, c->req->body.data ? c->req->body.data : "{}", c->req->body.len,
+                                             API_MAX_CREATE_JOBS, &too_big, &cr, err, sizeof err);
     write_end(c->a, rc >= 0);
+    if (too_big) { http_response_error(c->res, 413, "%s", err); return; }
     if (rc < 0) { reply_store_error(c, rc, err[0] ? err : c->a->st->err, NULL); return; }
     int created = cr.sweep_is_new || cr.jobs_created > 0 || cr.schedules_created > 0;
     reply_json(c->res, created ? 201 : 200,
@@ -1076,6 +1079,11 @@ static void dispatch(api *a, http_request *req, http_response *res) {
     }
     if (a->stopping && hit->method == HTTP_POST) { http_response_error(res, 503, "server is shutting down: retry"); return; }
     if (hit->method == HTTP_POST && hit->fn != h_sweep_create && parse_body(&c) < 0) return;
+    if (hit->fn == h_sweep_create && c.req->body.len > API_MAX_SPEC_BODY) {
+        http_response_error(res, 413, "a spec of %zu bytes is more than the %d this route takes: run prism-sweep create "
+                            "SPEC.json --db DB on the server's machine", c.req->body.len, API_MAX_SPEC_BODY);
+        return;
+    }
     if (hit->fn == h_sweep_create && c.req->body.len &&
         !json_depth_ok(c.req->body.data, c.req->body.len, API_MAX_JSON_DEPTH)) {
         http_response_error(res, 413, "JSON nested deeper than %d levels", API_MAX_JSON_DEPTH);

@@ -18,6 +18,8 @@
 #define API_MAX_JSON_DEPTH 32
 #define API_LAT_BUCKETS 12
 #define API_RATE_SAMPLES 128
+#define API_MAX_SPEC_BODY (1 << 20)   /* POST /api/v1/sweeps: bytes of spec (larger: 413) */
+#define API_MAX_CREATE_JOBS 5000      /* POST /api/v1/sweeps: jobs one request may create (the loop waits for it) */
 #define API_WRITE_ERR_WINDOW_S 60.0   /* /healthz answers 503 for this long after a failed database write */
 
 typedef struct api_config {

@@ -83,6 +83,8 @@ typedef struct slot {
     outbox ob;
     int ckpt_pending;
     int ckpt_sending;               /* the reporter is posting ckpt_path: it is not ours to unlink */
+    int ckpt_tried;                 /* ckpt_path was posted at least once: the server may hold it even without
+                                     * an answer we could read, so it stays until a newer one is acknowledged */
     int ckpt_step;
     char ckpt_path[PATH_MAX];
     char acked_ckpt[PATH_MAX];      /* the checkpoint the server last acknowledged (what it offers as resume) */
@@ -290,13 +292,14 @@ static void slot_on_checkpoint(void *ctx, int step, const char *path) {
     pthread_mutex_lock(&s->mu);
     /* superseded before it was ever reported; but once the token is refused nothing more is reported, and
      * the refused report of this one may have been a retry of one the server had already stored */
-    if (s->ckpt_pending && !s->ckpt_sending && !s->refused && strcmp(s->ckpt_path, s->acked_ckpt) != 0 &&
+    if (s->ckpt_pending && !s->ckpt_sending && !s->ckpt_tried && !s->refused && strcmp(s->ckpt_path, s->acked_ckpt) != 0 &&
         strcmp(s->ckpt_path, use) != 0 && strstr(s->ckpt_path, "/resume-") &&
         agent_own_checkpoint(s->ag, s->job_id, s->ckpt_path))
         unlink(s->ckpt_path);
     snprintf(s->ckpt_path, sizeof s->ckpt_path, "%s", use);
     s->ckpt_step = step;
     s->ckpt_pending = 1;
+    s->ckpt_tried = 0;
     pthread_cond_signal(&s->cv);
     pthread_mutex_unlock(&s->mu);
 }
@@ -354,6 +357,27 @@ static void agent_token_refused(slot *s, const client *c) {
     pthread_mutex_unlock(&s->mu);
 }
 
+/* Once `sent` (step) is acknowledged, the links resume-N.bin of older steps in its folder are of no use:
+ * some were posted without a readable answer (kept until now in case the server had stored them). The
+ * newer ones (not yet reported) stay. Called with s->mu held. */
+static void slot_remove_older_links(slot *s, const char *sent, int step) {
+    const char *slash = strrchr(sent, '/');
+    if (!slash) return;
+    char dir[PATH_MAX];
+    snprintf(dir, sizeof dir, "%.*s", (int)(slash - sent), sent);
+    DIR *d = opendir(dir);
+    if (!d) return;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        int n = -1, used = 0;
+        if (sscanf(e->d_name, "resume-%d.bin%n", &n, &used) != 1 || e->d_name[used] != 0 || n >= step) continue;
+        char p[PATH_MAX + 300];
+        snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
+        if (strcmp(p, s->ckpt_path) != 0 && agent_own_checkpoint(s->ag, s->job_id, p)) unlink(p);
+    }
+    closedir(d);
+}
+
 /* Posts the pending checkpoint, if any. Returns a CLIENT_* code. */
 static int slot_send_checkpoint(slot *s, client *c, double retry_for_s) {
     pthread_mutex_lock(&s->mu);
@@ -364,6 +388,7 @@ static int slot_send_checkpoint(slot *s, client *c, double retry_for_s) {
     char sent[PATH_MAX];            /* a newer checkpoint may replace ckpt_path while this one is in flight */
     snprintf(sent, sizeof sent, "%s", s->ckpt_path);
     s->ckpt_sending = 1;
+    s->ckpt_tried = 1;
     pthread_mutex_unlock(&s->mu);
     int rc = client_request(c, "POST", s->path_checkpoint, body, retry_for_s, NULL);
     json_decref(body);
@@ -376,6 +401,7 @@ static int slot_send_checkpoint(slot *s, client *c, double retry_for_s) {
             agent_own_checkpoint(s->ag, s->job_id, s->acked_ckpt))
             unlink(s->acked_ckpt);
         snprintf(s->acked_ckpt, sizeof s->acked_ckpt, "%s", sent);
+        slot_remove_older_links(s, sent, step);
     }
     pthread_mutex_unlock(&s->mu);
     return rc;
@@ -538,6 +564,7 @@ static void slot_run_job(slot *s, json_t *lease) {
     s->refused = 0;
     s->lost_reason[0] = 0;
     s->ckpt_pending = 0;
+    s->ckpt_tried = 0;
     s->ckpt_path[0] = 0;
     s->acked_ckpt[0] = 0;
     s->stop = 0;
