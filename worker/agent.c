@@ -634,7 +634,7 @@ static void slot_run_job(slot *s, json_t *lease) {
     memset(&res, 0, sizeof res);
     struct train_opts to = {
         .out_dir = out_dir, .device = s->device, .data_root = ag->data_root, .checkpoint_dir = ckpt_dir,
-        .resume = resume, .data_anywhere = o->data_anywhere, .stop = &s->stop, .on_metrics = slot_on_metrics, .on_checkpoint = slot_on_checkpoint,
+        .resume = resume, .confine_data = !o->data_anywhere, .stop = &s->stop, .on_metrics = slot_on_metrics, .on_checkpoint = slot_on_checkpoint,
         .on_progress = slot_on_progress, .ctx = s, .quiet = 1, .result = &res, .err = err, .errlen = sizeof err,
     };
     s->rcl.abort = &s->reporter_quit;

@@ -91,7 +91,6 @@ static int cmd_train(int argc, char **argv) {
     struct job_config job;
     struct train_opts o;
     memset(&o, 0, sizeof o);
-    o.data_anywhere = 1;   /* the user's own job file: its paths are theirs */
     char err[2048];
     int status = 2, print = 0, x = 0;
     job_init(&job);

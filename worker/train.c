@@ -399,7 +399,7 @@ static int run_loop(struct run *r) {
     /* data first: a wrong path should fail before any big allocation; a job from the network reads only
      * below the data root */
     char root_real[PATH_MAX] = "";
-    if (!o->data_anywhere) {
+    if (o->confine_data) {
         char cwd[PATH_MAX];
         const char *rr = root && *root ? root : getcwd(cwd, sizeof cwd);
         if (!rr || !realpath(rr, root_real)) return fail(r, TRAIN_EDATA, "data root %s: %s", rr ? rr : ".", strerror(errno));
@@ -413,7 +413,7 @@ static int run_loop(struct run *r) {
         return fail(r, rc, "%s", r->ebuf);
     if ((rc = loader_init(&r->val, "data.val", job->data.val, root, B, T, 0, 0, r->ebuf, sizeof r->ebuf)))
         return fail(r, rc, "%s", r->ebuf);
-    if (!o->data_anywhere &&
+    if (o->confine_data &&
         ((rc = data_files_confined("data.train", &r->train, root_real, r->ebuf, sizeof r->ebuf)) ||
          (rc = data_files_confined("data.val", &r->val, root_real, r->ebuf, sizeof r->ebuf))))
         return fail(r, rc, "%s", r->ebuf);

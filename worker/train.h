@@ -70,8 +70,8 @@ struct train_opts {
     void (*on_progress)(void *ctx, const struct train_progress *p);
     void *ctx;
     int quiet;                    /* no built-in progress output */
-    int data_anywhere;            /* 0: data globs and model.init must stay inside data_root (no "..", no absolute
-                                   * path elsewhere, no symlink out); 1: any path (a job file of one's own) */
+    int confine_data;             /* 1: data globs and model.init must stay inside data_root (no "..", no absolute
+                                   * path elsewhere, no symlink out): jobs from the network; 0: any path */
     int progress_every;           /* non-TTY structured lines every N steps, default 10 */
     int threads;                  /* CPU: OpenMP threads for this run (this calling thread), 0 = OpenMP's default */
     struct train_result *result;  /* optional out */
