@@ -791,7 +791,14 @@ static void h_metrics_prom(route_ctx *c) {
     for (int i = 0; i < 5; i++) {
         sqlite3_reset(s);
         sqlite3_bind_text(s, 1, states[i], -1, SQLITE_STATIC);
-        long long n = sqlite3_step(s) == SQLITE_ROW ? sqlite3_column_int64(s, 0) : 0;
+        int rc = sqlite3_step(s);
+        if (rc != SQLITE_ROW) {   /* a read error, not zero jobs */
+            http_response_error(c->res, 500, "database read failed (jobs per state): %s", sqlite3_errmsg(a->st->db));
+            sqlite3_finalize(s);
+            http_buf_free(&b);
+            return;
+        }
+        long long n = sqlite3_column_int64(s, 0);
         buf_printf(&b, "prism_jobs{state=\"%s\"} %lld\n", states[i], n);
     }
     sqlite3_finalize(s);

@@ -72,7 +72,7 @@ t_expiry_requeue_and_max_attempts() {
   local w; w=$(s_register w1)
   s_lease "$w"; local job=$JOB old=$TOKEN
   assert_eq 1 "$ATTEMPT" "first attempt"
-  s_expect 200 POST "/api/v1/jobs/$job/checkpoint" "{\"lease_token\": \"$old\", \"path\": \"/ck/job$job.bin\", \"step\": 5}"
+  s_expect 200 POST "/api/v1/jobs/$job/checkpoint" "{\"lease_token\": \"$old\", \"path\": \"/ck/job-$job-a1/resume-5.bin\", \"step\": 5}"
   # nobody asks: the timer alone must expire it
   local i st=leased
   for i in $(seq 1 40); do
@@ -84,7 +84,7 @@ t_expiry_requeue_and_max_attempts() {
   s_lease "$w"
   assert_eq "$job" "$JOB" "same job re-leased"
   assert_eq 2 "$ATTEMPT" "attempt+1"
-  assert_eq "/ck/job$job.bin" "$(s_json .resume.checkpoint)" "resume checkpoint"
+  assert_eq "/ck/job-$job-a1/resume-5.bin" "$(s_json .resume.checkpoint)" "resume checkpoint"
   assert_eq 5 "$(s_json .resume.step)" "resume step"
   s_expect 409 POST "/api/v1/jobs/$job/heartbeat" "{\"lease_token\": \"$old\"}"
   assert_eq leased "$(s_json .state)" "409 says the job's state"
@@ -332,14 +332,14 @@ t_static_files_and_traversal() {
 # kill -9 right after acknowledged writes, restart: every acknowledged write is there.
 t_kill9_after_ack_then_restart() {
   s_setup
-  s_spec "$D/s.json" dur '["4,4,4,4", "2,2,4,4", "1,1,4,4"]' '[1, 2]'
+  s_spec "$D/s.json" dur '["4,4,4,4", "2,2,4,4", "1,1,4,4"]' '[1, 2]' 200
   s_create "$D/s.json" >/dev/null
   s_server --lease-ttl 60
   local w; w=$(s_register w1)
   s_lease "$w"; local j1=$JOB t1=$TOKEN
   local pts; pts=$(seq 0 199 | awk 'BEGIN{printf "["} {printf "%s{\"step\": %d, \"train_loss\": %.3f}", (NR>1?",":""), $1, 6-$1/100} END{printf "]"}')
   s_expect 200 POST "/api/v1/jobs/$j1/metrics" "{\"lease_token\": \"$t1\", \"points\": $pts}"
-  s_expect 200 POST "/api/v1/jobs/$j1/checkpoint" "{\"lease_token\": \"$t1\", \"path\": \"/ck/a\", \"step\": 150}"
+  s_expect 200 POST "/api/v1/jobs/$j1/checkpoint" "{\"lease_token\": \"$t1\", \"path\": \"/ck/job-$j1-a1/ckpt_150.bin\", \"step\": 150}"
   s_complete "$j1" "$t1" 3.75
   s_lease "$w"; local j2=$JOB t2=$TOKEN
   s_expect 200 POST "/api/v1/jobs/$j2/cancel" '{}' "$AT"
