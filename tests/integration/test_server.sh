@@ -346,7 +346,7 @@ t_kill9_after_ack_then_restart() {
   kill -9 "$SPID"; wait "$SPID" 2>/dev/null
   s_server --lease-ttl 60
   s_expect 200 GET "/api/v1/jobs/$j1"
-  assert_eq "done 3.75 150 199" "$(s_json '"\(.state) \(.val_loss) \(.checkpoint_step) \(.step)"')" "job 1 after restart"
+  assert_eq "done 3.75 150 200" "$(s_json '"\(.state) \(.val_loss) \(.checkpoint_step) \(.step)"')" "job 1 after restart"
   s_expect 200 GET "/api/v1/jobs/$j1/metrics?kind=train"
   assert_eq 200 "$(s_json '.points|length')" "metric points after restart"
   s_expect 200 GET "/api/v1/jobs/$j2"
@@ -410,7 +410,7 @@ print("first:", a.recv(4096).decode().split("\r\n")[0])' "$PORT")
 # database after the restart.
 t_kill9_mid_stream_loses_nothing_acknowledged() {
   s_setup
-  s_spec "$D/s.json" stream '["4,4,4,4", "2,2,4,4", "1,1,4,4", "1,2,4,4"]' '[1]'
+  s_spec "$D/s.json" stream '["4,4,4,4", "2,2,4,4", "1,1,4,4", "1,2,4,4"]' '[1]' 100000000
   s_create "$D/s.json" >/dev/null
   s_server --lease-ttl 60
   local w k; w=$(s_register w1)
