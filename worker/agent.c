@@ -611,20 +611,21 @@ static void slot_run_job(slot *s, json_t *lease) {
     json_t *rj = json_object_get(lease, "resume");
     const char *rpath = json_string_value(json_object_get(rj, "checkpoint"));
     long long rstep = json_integer_value(json_object_get(rj, "step"));
-    if (rpath && !agent_own_checkpoint(ag, s->job_id, rpath)) {
-        progress_event(s->index, "resume-refused", "job=%lld attempt=%d the offered checkpoint (step %lld) is not a "
-                       "checkpoint of this job under --checkpoint-dir %s: not read, restarting from step 0", s->job_id,
-                       s->attempt, rstep, ag->ckpt_dir);
-    } else if (rpath) {
-        if (access(rpath, R_OK) == 0) {
+    if (rpath) {
+        /* a missing file (another box's disk) is only unreadable; an existing one must be our own */
+        if (access(rpath, R_OK) != 0) {
+            progress_event(s->index, "resume-unreadable", "job=%lld attempt=%d checkpoint %s (step %lld) is not "
+                           "readable here (%s): restarting from step 0", s->job_id, s->attempt, rpath, rstep,
+                           strerror(errno));
+        } else if (!agent_own_checkpoint(ag, s->job_id, rpath)) {
+            progress_event(s->index, "resume-refused", "job=%lld attempt=%d the offered checkpoint (step %lld) is not a "
+                           "checkpoint of this job under --checkpoint-dir %s: not read, restarting from step 0",
+                           s->job_id, s->attempt, rstep, ag->ckpt_dir);
+        } else {
             resume = rpath;
             snprintf(s->acked_ckpt, sizeof s->acked_ckpt, "%s", rpath);
             progress_event(s->index, "resume", "job=%lld attempt=%d resuming from step %lld (%s)", s->job_id,
                            s->attempt, rstep, rpath);
-        } else {
-            progress_event(s->index, "resume-unreadable", "job=%lld attempt=%d checkpoint %s (step %lld) is not "
-                           "readable here (%s): restarting from step 0", s->job_id, s->attempt, rpath, rstep,
-                           strerror(errno));
         }
     }
     progress_event(s->index, "leased", "job=%lld attempt=%d schedule=%s seed=%llu steps=%d out=%s", s->job_id,
