@@ -846,7 +846,7 @@ int agent_run(const agent_opts *o) {
         ret = 2;
         goto out;
     }
-    snprintf(ag->ckpt_dir, sizeof ag->ckpt_dir, "%s", ag->ckpt_real);   /* reported paths are then normalised */
+    memcpy(ag->ckpt_dir, ag->ckpt_real, strlen(ag->ckpt_real) + 1);   /* reported paths are then normalised */
     agent_opts *mo = (agent_opts *)o;   /* resolve "auto" once */
     if (mo->progress < 0) mo->progress = isatty(2) ? 1 : 0;
     progress_setup(ag->nslots, o->progress == 1);
