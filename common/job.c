@@ -193,6 +193,15 @@ int job_validate(const struct job_config *j, char *err, size_t errlen) {
     if (t->grad_accum < 1) FAIL("train.grad_accum: must be >= 1, got %d", t->grad_accum);
     if (t->steps < 1) FAIL("train.steps: must be >= 1, got %d", t->steps);
     if (!(t->lr > 0)) FAIL("train.lr: must be > 0, got %g", t->lr);
+    {   /* tokens per step and in all: every count derived from them (metrics' tokens, sums) stays in range */
+        long long per_step = (long long)t->batch_size * t->seq_len * t->grad_accum;
+        if (per_step > JOB_MAX_STEP_TOKENS)
+            FAIL("train.batch_size x train.seq_len x train.grad_accum: %d x %d x %d = %lld tokens per step, at most %lld",
+                 t->batch_size, t->seq_len, t->grad_accum, per_step, (long long)JOB_MAX_STEP_TOKENS);
+        if (per_step * (long long)t->steps > JOB_MAX_TOKENS)
+            FAIL("train.steps: %d steps of %lld tokens is %lld tokens, at most %lld (2^48)", t->steps, per_step,
+                 per_step * (long long)t->steps, (long long)JOB_MAX_TOKENS);
+    }
     /* the per-key bounds of the tables above, again: CLI overrides (--lr, --weight-decay, ...) skip set_key */
     for (const struct key *k = train_keys; k->name; k++)
         if (k->kind == K_NUM) {

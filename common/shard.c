@@ -63,9 +63,9 @@ int shard_open(const char *path, struct shard *out, char *err, size_t errlen) {
     if (map == MAP_FAILED) FAIL(SHARD_EIO, "%s: mmap failed: %s", path, strerror(errno));
     const int32_t *hdr = map;
     if (hdr[0] != SHARD_MAGIC)
-        FAIL(SHARD_EFORMAT, "%s: bad magic %d, expected %d (an llm.c token shard)", path, hdr[0], SHARD_MAGIC);
+        FAIL(SHARD_EFORMAT, "%s: bad magic: the header does not start with %d (not an llm.c token shard)", path, SHARD_MAGIC);
     if (hdr[1] != SHARD_VERSION)
-        FAIL(SHARD_EFORMAT, "%s: version %d, expected %d (uint16 tokens)", path, hdr[1], SHARD_VERSION);
+        FAIL(SHARD_EFORMAT, "%s: unsupported version: expected %d (uint16 tokens)", path, SHARD_VERSION);
     if (hdr[2] < 0) FAIL(SHARD_EFORMAT, "%s: negative token count %d in header", path, hdr[2]);
     size_t want = SHARD_HEADER_BYTES + (size_t)hdr[2] * 2;
     if ((size_t)st.st_size != want)
@@ -119,8 +119,8 @@ int shard_set_open(const char *pattern, const char *root, int max_token, struct 
             const struct shard *s = &out->shards[i];
             for (size_t k = 0; k < s->ntok; k++)
                 if (s->tokens[k] >= max_token)
-                    FAIL(SHARD_EFORMAT, "%s: token %u at position %zu is outside the vocabulary (vocab_size %d)",
-                         s->path, s->tokens[k], k, max_token);
+                    FAIL(SHARD_EFORMAT, "%s: the token at position %zu is outside the vocabulary (vocab_size %d)",
+                         s->path, k, max_token);
         }
 out:
     if (globbed) globfree(&g);

@@ -52,6 +52,9 @@ static void fj_check_accepted(const struct job_config *job) {
     char err[1024];
     FUZZ_CHECK(job_validate(job, err, sizeof err) == 0);
     FUZZ_CHECK(job->data.train && job->data.val);
+    /* tokens per step and per job stay where sums and stored token counts cannot overflow */
+    long long per_step = (long long)job->train.batch_size * job->train.seq_len * job->train.grad_accum;
+    FUZZ_CHECK(per_step <= JOB_MAX_STEP_TOKENS && per_step * job->train.steps <= JOB_MAX_TOKENS);
     json_t *j1 = job_to_json(job);
     FUZZ_CHECK(j1);
     char *t1 = json_dumps(j1, JSON_SORT_KEYS | JSON_COMPACT);

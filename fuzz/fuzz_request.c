@@ -68,6 +68,21 @@ int fuzz_request_one(const uint8_t *data, size_t size) {
     api_flush(&g_api);
     /* every answer must be a well-formed status line */
     if (s.out.len && strncmp(s.out.data, "HTTP/1.1 ", 9) != 0) abort();
+    /* what the network may store stays bounded: no step past its job's steps, no checkpoint path but a
+     * worker's own file name, no request-made sweep over API_MAX_CREATE_JOBS jobs */
+    static const char *const bounds[] = {
+        "SELECT count(*) FROM jobs WHERE steps > 0 AND step > steps",
+        "SELECT count(*) FROM jobs WHERE checkpoint_path IS NOT NULL AND NOT (checkpoint_path GLOB '/*/job-[0-9]*-a[0-9]*/resume-[0-9]*.bin' "
+        "OR checkpoint_path GLOB '/*/job-[0-9]*-a[0-9]*/ckpt_[0-9]*.bin')",
+        "SELECT count(*) FROM (SELECT sweep_id FROM jobs GROUP BY sweep_id HAVING count(*) > 5000)",
+    };
+    for (size_t i = 0; i < sizeof bounds / sizeof bounds[0]; i++) {
+        sqlite3_stmt *q = NULL;
+        if (sqlite3_prepare_v2(g_st->db, bounds[i], -1, &q, NULL) != SQLITE_OK) abort();
+        if (sqlite3_step(q) != SQLITE_ROW) abort();
+        if (sqlite3_column_int(q, 0) != 0) { fprintf(stderr, "fuzz_request: bound violated: %s\n", bounds[i]); abort(); }
+        sqlite3_finalize(q);
+    }
     http_session_release(&s);
     return 0;
 }

@@ -87,8 +87,17 @@ int fuzz_spec_one(const uint8_t *data, size_t size) {
     char err[600];
     err[0] = 0;
     int rc = spec_parse(text, size, &sp, err, sizeof err);
-    FUZZ_CHECK(rc == 0 || rc == SPEC_EINVAL || rc == SPEC_ENOMEM);
-    if (rc == 0) fsp_check_accepted(&sp);
+    FUZZ_CHECK(rc == 0 || rc == SPEC_EINVAL || rc == SPEC_ENOMEM || rc == SPEC_ETOOBIG);
+    if (rc == 0) {
+        fsp_check_accepted(&sp);
+        FUZZ_CHECK((long long)sp.n_schedules * sp.n_seeds <= SPEC_MAX_JOBS);
+        spec_release(&sp);
+        /* the server's bound: a small max_jobs refuses before enumerating, and never accepts more */
+        int rc2 = spec_parse_max(text, size, 8, &sp, err, sizeof err);
+        FUZZ_CHECK(rc2 == 0 || rc2 == SPEC_ETOOBIG || rc2 == SPEC_ENOMEM);
+        if (rc2 == 0) FUZZ_CHECK((long long)sp.n_schedules * sp.n_seeds <= 8);
+        else FUZZ_CHECK(err[0] != 0 && fsp_all_zero(&sp, sizeof sp));
+    }
     else {
         if (!err[0]) fprintf(stderr, "fuzz_spec: rc %d with an empty message\n", rc);
         FUZZ_CHECK(err[0] != 0);

@@ -94,7 +94,7 @@ static int open_header(const char *path, int32_t *hdr, off_t *size, char *err, s
 static int hdr_model_config(const char *path, const int32_t *h, struct model_config *cfg, int *has_heads,
                             char *err, size_t errlen) {
     int rc = CKPT_OK;
-    if (h[0] != CKPT_MODEL_MAGIC) FAIL(CKPT_EFORMAT, "%s: bad magic %d, expected %d (an llm.c model checkpoint)", path, h[0], CKPT_MODEL_MAGIC);
+    if (h[0] != CKPT_MODEL_MAGIC) FAIL(CKPT_EFORMAT, "%s: bad magic: the header does not start with %d (not an llm.c model checkpoint)", path, CKPT_MODEL_MAGIC);
     if (h[1] != CKPT_MODEL_VERSION)
         FAIL(CKPT_EFORMAT, "%s: version %d, expected %d (float32; bf16 version 5 files are not supported)", path, h[1], CKPT_MODEL_VERSION);
     int maxT = h[2], V = h[3], L = h[4], NH = h[5], C = h[6], Vp = h[7];
@@ -176,9 +176,9 @@ int ckpt_read_state(const char *path, const struct model_config *cfg, const stru
     int fd = open_header(path, h, &size, err, errlen);
     if (fd < 0) return CKPT_EIO;
     if (h[0] != CKPT_STATE_MAGIC)
-        FAIL(CKPT_EFORMAT, "%s: bad magic %d, expected %d (a prism-sweep training-state checkpoint)%s", path, h[0],
-             CKPT_STATE_MAGIC, h[0] == CKPT_MODEL_MAGIC ? "; this is a model file: use it as model.init instead" : "");
-    if (h[1] != CKPT_STATE_VERSION) FAIL(CKPT_EFORMAT, "%s: version %d, expected %d", path, h[1], CKPT_STATE_VERSION);
+        FAIL(CKPT_EFORMAT, "%s: bad magic: the header does not start with %d (not a prism-sweep training-state "
+             "checkpoint)%s", path, CKPT_STATE_MAGIC, h[0] == CKPT_MODEL_MAGIC ? "; this is a model file: use it as model.init instead" : "");
+    if (h[1] != CKPT_STATE_VERSION) FAIL(CKPT_EFORMAT, "%s: unsupported version: expected %d", path, CKPT_STATE_VERSION);
     size_t n = model_num_params(cfg), fn = (size_t)get64(h, 17);
     if (h[2] != cfg->maxT || h[3] != cfg->V || h[4] != cfg->L || h[5] != cfg->C || h[6] != cfg->Vp)
         FAIL(CKPT_EMISMATCH, "%s: model is maxT=%d V=%d L=%d C=%d Vp=%d but the job has maxT=%d V=%d L=%d C=%d Vp=%d",

@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "leaderboard.h"
+#include "logesc.h"
 #include "sweeps.h"
 
 #define PRISM_VERSION "0.1.0"
@@ -48,7 +49,10 @@ static void reply_json(http_response *res, int status, json_t *o) {   /* steals 
 }
 
 /* Maps a queue/store error code to an HTTP answer. */
+static void note_write_error(api *a, const char *what, const char *msg);
+
 static void reply_store_error(route_ctx *c, int rc, const char *msg, const char *state) {
+    if (rc == STORE_EIO && c->req->method == HTTP_POST) note_write_error(c->a, c->req->path, msg);
     int status = rc == STORE_ENOTFOUND ? 404 : rc == STORE_ECONFLICT ? 409 : rc == STORE_EINVAL ? 400 : 500;
     if (status == 409 && state && *state) {
         reply_json(c->res, 409, json_pack("{s:s, s:s}", "error", msg, "state", state));
@@ -156,12 +160,37 @@ static int parse_ll(const char *s, long long *v) {
 
 /* ---- transactions -------------------------------------------------------------------------------- */
 
+/* Remembers a failed database write for /healthz (a full disk or an I/O error fails writes while reads
+ * still work). */
+static void note_write_error(api *a, const char *what, const char *msg) {
+    snprintf(a->write_err, sizeof a->write_err, "%.100s: %.400s", what, msg && *msg ? msg : "database error");
+    a->write_err_at = store_now();
+}
+
 static int write_begin(api *a) {
     if (!a->txn_open) {
-        if (store_begin(a->st) < 0) return -1;
+        if (store_begin(a->st) < 0) { note_write_error(a, "BEGIN", a->st->err); return -1; }
         a->txn_open = 1;
     }
-    return store_exec(a->st, "SAVEPOINT req");
+    if (store_exec(a->st, "SAVEPOINT req") < 0) { note_write_error(a, "SAVEPOINT", a->st->err); return -1; }
+    return 0;
+}
+
+int api_probe_write(store *st, char *err, size_t errlen) {
+    /* a real write that changes nothing: the header's user_version, rewritten with its own value */
+    sqlite3_stmt *s = NULL;
+    int v = -1;
+    if (sqlite3_prepare_v2(st->db, "PRAGMA user_version", -1, &s, NULL) == SQLITE_OK && sqlite3_step(s) == SQLITE_ROW)
+        v = sqlite3_column_int(s, 0);
+    sqlite3_finalize(s);
+    char sql[64];
+    snprintf(sql, sizeof sql, "PRAGMA user_version = %d", v);
+    if (v < 0 || store_begin(st) < 0 || store_exec(st, sql) < 0 || store_commit(st) < 0) {
+        snprintf(err, errlen, "%s", v < 0 ? sqlite3_errmsg(st->db) : st->err);
+        store_rollback(st);
+        return -1;
+    }
+    return 0;
 }
 
 static void write_end(api *a, int ok) {
@@ -174,7 +203,10 @@ int api_flush(void *ud) {
     if (!a->txn_open) return 0;
     a->txn_open = 0;
     if (store_commit(a->st) < 0) {
-        fprintf(stderr, "prism-sweep serve: COMMIT failed: %s (answers dropped, clients will retry)\n", a->st->err);
+        note_write_error(a, "COMMIT", a->st->err);
+        char e[1024];
+        fprintf(stderr, "prism-sweep serve: COMMIT failed: %s (answers dropped, clients will retry)\n",
+                log_escape(e, sizeof e, a->st->err));
         store_rollback(a->st);
         a->commit_failures++;
         return -1;
@@ -189,7 +221,9 @@ int api_expire(api *a) {
     int rc = queue_expire(&a->q, store_now(), &n);
     write_end(a, rc >= 0);
     if (rc < 0) {
-        fprintf(stderr, "prism-sweep serve: lease expiry failed: %s\n", a->q.err);
+        note_write_error(a, "lease expiry", a->q.err);
+        char e[1024];
+        fprintf(stderr, "prism-sweep serve: lease expiry failed: %s\n", log_escape(e, sizeof e, a->q.err));
         return rc;
     }
     if (n > 0) fprintf(stderr, "prism-sweep serve: %d lease(s) expired\n", n);
@@ -232,9 +266,10 @@ static void h_lease(route_ctx *c) {
     write_end(c->a, rc >= 0);
     if (rc < 0) { reply_store_error(c, rc, c->a->q.err, NULL); return; }
     if (rc == QUEUE_EMPTY) { c->res->status = 204; c->res->content_type = "application/json"; return; }
+    char dev_log[4 * 64 + 1];   /* the device is the client's text: escaped, it cannot start a forged line */
     fprintf(stderr, "prism-sweep serve: event=lease job=%lld attempt=%lld worker=%lld device=%s\n",
             (long long)json_integer_value(json_object_get(out, "job_id")),
-            (long long)json_integer_value(json_object_get(out, "attempt")), wid, device ? device : "-");
+            (long long)json_integer_value(json_object_get(out, "attempt")), wid, log_escape(dev_log, sizeof dev_log, device));
     reply_json(c->res, 200, out);
 }
 
@@ -313,9 +348,12 @@ static void h_sweep_create(route_ctx *c) {
     sweeps_created cr;
     memset(&cr, 0, sizeof cr);
     char err[1024] = "";
+    int too_big = 0;
     int rc = write_begin(c->a);
-    if (rc >= 0) rc = sweeps_create_json(c->a->st, c->req->body.data ? c->req->body.data : "{}", c->req->body.len, &cr, err, sizeof err);
+    if (rc >= 0) rc = sweeps_create_json_max(c->a->st, c->req->body.data ? c->req->body.data : "{}", c->req->body.len,
+                                             API_MAX_CREATE_JOBS, &too_big, &cr, err, sizeof err);
     write_end(c->a, rc >= 0);
+    if (too_big) { http_response_error(c->res, 413, "%s", err); return; }
     if (rc < 0) { reply_store_error(c, rc, err[0] ? err : c->a->st->err, NULL); return; }
     int created = cr.sweep_is_new || cr.jobs_created > 0 || cr.schedules_created > 0;
     reply_json(c->res, created ? 201 : 200,
@@ -373,6 +411,14 @@ static sqlite3_stmt *prep(route_ctx *c, const char *sql) {
         return NULL;
     }
     return s;
+}
+
+/* After a row loop: rc is the last sqlite3_step; anything but SQLITE_DONE is a read error (a corrupt page,
+ * an I/O error), never the end of the rows. Answers 500 naming it and returns -1. */
+static int read_done(route_ctx *c, int rc, const char *what) {
+    if (rc == SQLITE_DONE) return 0;
+    http_response_error(c->res, 500, "database read failed (%s): %s", what, sqlite3_errmsg(c->a->st->db));
+    return -1;
 }
 
 /* Converts column i to JSON by its SQLite type; names starting with '!' parse JSON text, '@' are heads,
@@ -455,11 +501,12 @@ static json_t *sweeps_query(route_ctx *c, long long only, int with_spec) {
         " (SELECT count(*) FROM schedules WHERE sweep_id = s.id), "
         " coalesce(sum(j.state = 'queued'), 0), coalesce(sum(j.state = 'leased'), 0), coalesce(sum(j.state = 'done'), 0), "
         " coalesce(sum(j.state = 'failed'), 0), coalesce(sum(j.state = 'cancelled'), 0), count(j.id), "
-        " coalesce(sum(CASE WHEN j.state = 'cancelled' THEN 0 "
+        /* total() sums in floating point (never an overflow error); a job counts at most its own steps */
+        " CAST(total(CASE WHEN j.state = 'cancelled' THEN 0 "
         "   WHEN j.state = 'done' THEN coalesce(nullif(j.steps, 0), json_extract(j.job, '$.train.steps'), 0) "
-        "   ELSE j.step END), 0), "
-        " coalesce(sum(CASE WHEN j.state = 'cancelled' THEN 0 "
-        "   ELSE coalesce(nullif(j.steps, 0), json_extract(j.job, '$.train.steps'), 0) END), 0), "
+        "   ELSE min(j.step, coalesce(nullif(j.steps, 0), json_extract(j.job, '$.train.steps'), j.step)) END) AS INTEGER), "
+        " CAST(total(CASE WHEN j.state = 'cancelled' THEN 0 "
+        "   ELSE coalesce(nullif(j.steps, 0), json_extract(j.job, '$.train.steps'), 0) END) AS INTEGER), "
         " coalesce(sum(j.state = 'done' AND j.finished_at > ?2), 0), s.spec "
         "FROM sweeps s LEFT JOIN jobs j ON j.sweep_id = s.id WHERE (?1 = 0 OR s.id = ?1) GROUP BY s.id ORDER BY s.id";
     sqlite3_stmt *s = prep(c, sql);
@@ -499,8 +546,7 @@ static json_t *sweeps_query(route_ctx *c, long long only, int with_spec) {
         }
         if (o) json_array_append_new(arr, o);
     }
-    if (rc != SQLITE_DONE) {
-        http_response_error(c->res, 500, "database error: %s", sqlite3_errmsg(c->a->st->db));
+    if (read_done(c, rc, "sweeps") < 0) {
         json_decref(arr);
         arr = NULL;
     }
@@ -533,8 +579,12 @@ static int sweep_exists(route_ctx *c) {
     if (!s) return -1;
     sqlite3_bind_int64(s, 1, c->id);
     int rc = sqlite3_step(s);
+    if (rc != SQLITE_ROW) {
+        if (read_done(c, rc, "sweep") == 0) http_response_error(c->res, 404, "no sweep %lld", c->id);
+        sqlite3_finalize(s);
+        return -1;
+    }
     sqlite3_finalize(s);
-    if (rc != SQLITE_ROW) { http_response_error(c->res, 404, "no sweep %lld", c->id); return -1; }
     return 0;
 }
 
@@ -562,8 +612,10 @@ static void h_sweep_jobs(route_ctx *c) {
     sqlite3_bind_int64(s, 3, limit);
     sqlite3_bind_int64(s, 4, offset);
     json_t *arr = json_array();
-    while (sqlite3_step(s) == SQLITE_ROW) json_array_append_new(arr, row_json(s, job_names, 23));
+    int rc;
+    while ((rc = sqlite3_step(s)) == SQLITE_ROW) json_array_append_new(arr, row_json(s, job_names, 23));
     sqlite3_finalize(s);
+    if (read_done(c, rc, "jobs") < 0) { json_decref(arr); return; }
     reply_json(c->res, 200, json_pack("{s:o}", "jobs", arr));
 }
 
@@ -571,9 +623,10 @@ static void h_job_get(route_ctx *c) {
     sqlite3_stmt *s = prep(c, "SELECT " JOB_COLS ", j.job, j.checkpoint_path, r.result" JOB_FROM "WHERE j.id = ?1");
     if (!s) return;
     sqlite3_bind_int64(s, 1, c->id);
-    if (sqlite3_step(s) != SQLITE_ROW) {
+    int rc = sqlite3_step(s);
+    if (rc != SQLITE_ROW) {
+        if (read_done(c, rc, "job") == 0) http_response_error(c->res, 404, "no job %lld", c->id);
         sqlite3_finalize(s);
-        http_response_error(c->res, 404, "no job %lld", c->id);
         return;
     }
     json_t *o = row_json(s, job_names, 26);
@@ -595,9 +648,10 @@ static void h_job_metrics(route_ctx *c) {
     sqlite3_stmt *s = prep(c, "SELECT attempt FROM jobs WHERE id = ?1");
     if (!s) return;
     sqlite3_bind_int64(s, 1, c->id);
-    if (sqlite3_step(s) != SQLITE_ROW) {
+    int rc = sqlite3_step(s);
+    if (rc != SQLITE_ROW) {
+        if (read_done(c, rc, "job") == 0) http_response_error(c->res, 404, "no job %lld", c->id);
         sqlite3_finalize(s);
-        http_response_error(c->res, 404, "no job %lld", c->id);
         return;
     }
     long long attempt = sqlite3_column_int64(s, 0);
@@ -615,7 +669,7 @@ static void h_job_metrics(route_ctx *c) {
         http_buf b = {0};
         const char *hdr = "step,value,tokens,lr,tok_per_s,attempt\n";
         http_buf_append(&b, hdr, strlen(hdr), SIZE_MAX / 2);
-        while (sqlite3_step(s) == SQLITE_ROW) {
+        while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
             char line[256];
             int n = 0;
             for (int i = 0; i < 6; i++) {
@@ -626,6 +680,7 @@ static void h_job_metrics(route_ctx *c) {
             http_buf_append(&b, line, (size_t)n, SIZE_MAX / 2);
         }
         sqlite3_finalize(s);
+        if (read_done(c, rc, "metrics") < 0) { http_buf_free(&b); return; }
         http_response_set(c->res, 200, "text/csv; charset=utf-8", b.data ? b.data : "", b.len);
         http_buf_free(&b);
         return;
@@ -633,12 +688,13 @@ static void h_job_metrics(route_ctx *c) {
     json_t *pts = json_array();
     long long last = -1;
     int any = 0;
-    while (sqlite3_step(s) == SQLITE_ROW) {
+    while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
         json_array_append_new(pts, row_json(s, names, 6));
         last = sqlite3_column_int64(s, 0);
         any = 1;
     }
     sqlite3_finalize(s);
+    if (read_done(c, rc, "metrics") < 0) { json_decref(pts); return; }
     reply_json(c->res, 200, json_pack("{s:I, s:s, s:I, s:o, s:o}", "job_id", (json_int_t)c->id, "kind", kind,
                                       "attempt", (json_int_t)attempt, "points", pts,
                                       "last_step", any ? json_integer(last) : json_null()));
@@ -653,18 +709,22 @@ static void h_workers(route_ctx *c) {
     static const char *const jnames[] = { "job_id", "device", "sweep_id", "step", "steps" };
     double cutoff = store_now() - 2 * c->a->cfg.lease_ttl;
     json_t *arr = json_array();
-    while (sqlite3_step(s) == SQLITE_ROW) {
+    int rc, jrc = SQLITE_DONE;
+    while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
         json_t *o = row_json(s, names, 6);
         json_object_set_new(o, "alive", json_boolean(sqlite3_column_double(s, 5) > cutoff));
         json_t *jobs = json_array();
         sqlite3_reset(j);
         sqlite3_bind_int64(j, 1, sqlite3_column_int64(s, 0));
-        while (sqlite3_step(j) == SQLITE_ROW) json_array_append_new(jobs, row_json(j, jnames, 5));
+        while ((jrc = sqlite3_step(j)) == SQLITE_ROW) json_array_append_new(jobs, row_json(j, jnames, 5));
         json_object_set_new(o, "jobs", jobs);
         json_array_append_new(arr, o);
+        if (jrc != SQLITE_DONE) break;
     }
+    if (rc == SQLITE_ROW) rc = jrc;
     sqlite3_finalize(s);
     sqlite3_finalize(j);
+    if (read_done(c, rc, "workers") < 0) { json_decref(arr); return; }
     reply_json(c->res, 200, json_pack("{s:o}", "workers", arr));
 }
 
@@ -700,6 +760,15 @@ static void h_healthz(route_ctx *c) {
         reply_json(c->res, 503, json_pack("{s:s, s:b}", "error", c->a->stopping ? "shutting down" : "database not readable", "ok", 0));
         return;
     }
+    double ago = store_now() - c->a->write_err_at;
+    if (c->a->write_err_at > 0 && ago < API_WRITE_ERR_WINDOW_S) {
+        char msg[700];
+        snprintf(msg, sizeof msg, "database write failed %.0f s ago: %s (free disk space or fix the file; writes are "
+                 "refused until then)", ago, c->a->write_err);
+        reply_json(c->res, 503, json_pack("{s:s, s:b, s:s, s:s}", "error", msg, "ok", 0, "db", "write failed",
+                                          "version", PRISM_VERSION));
+        return;
+    }
     reply_json(c->res, 200, json_pack("{s:b, s:s, s:s}", "ok", 1, "version", PRISM_VERSION, "db", "ok"));
 }
 
@@ -722,7 +791,14 @@ static void h_metrics_prom(route_ctx *c) {
     for (int i = 0; i < 5; i++) {
         sqlite3_reset(s);
         sqlite3_bind_text(s, 1, states[i], -1, SQLITE_STATIC);
-        long long n = sqlite3_step(s) == SQLITE_ROW ? sqlite3_column_int64(s, 0) : 0;
+        int rc = sqlite3_step(s);
+        if (rc != SQLITE_ROW) {   /* a read error, not zero jobs */
+            http_response_error(c->res, 500, "database read failed (jobs per state): %s", sqlite3_errmsg(a->st->db));
+            sqlite3_finalize(s);
+            http_buf_free(&b);
+            return;
+        }
+        long long n = sqlite3_column_int64(s, 0);
         buf_printf(&b, "prism_jobs{state=\"%s\"} %lld\n", states[i], n);
     }
     sqlite3_finalize(s);
@@ -1010,6 +1086,11 @@ static void dispatch(api *a, http_request *req, http_response *res) {
     }
     if (a->stopping && hit->method == HTTP_POST) { http_response_error(res, 503, "server is shutting down: retry"); return; }
     if (hit->method == HTTP_POST && hit->fn != h_sweep_create && parse_body(&c) < 0) return;
+    if (hit->fn == h_sweep_create && c.req->body.len > API_MAX_SPEC_BODY) {
+        http_response_error(res, 413, "a spec of %zu bytes is more than the %d this route takes: run prism-sweep create "
+                            "SPEC.json --db DB on the server's machine", c.req->body.len, API_MAX_SPEC_BODY);
+        return;
+    }
     if (hit->fn == h_sweep_create && c.req->body.len &&
         !json_depth_ok(c.req->body.data, c.req->body.len, API_MAX_JSON_DEPTH)) {
         http_response_error(res, 413, "JSON nested deeper than %d levels", API_MAX_JSON_DEPTH);

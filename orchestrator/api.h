@@ -18,6 +18,9 @@
 #define API_MAX_JSON_DEPTH 32
 #define API_LAT_BUCKETS 12
 #define API_RATE_SAMPLES 128
+#define API_MAX_SPEC_BODY (1 << 20)   /* POST /api/v1/sweeps: bytes of spec (larger: 413) */
+#define API_MAX_CREATE_JOBS 5000      /* POST /api/v1/sweeps: jobs one request may create (the loop waits for it) */
+#define API_WRITE_ERR_WINDOW_S 60.0   /* /healthz answers 503 for this long after a failed database write */
 
 typedef struct api_config {
     double lease_ttl;          /* seconds (--lease-ttl) */
@@ -47,6 +50,8 @@ typedef struct api {
     double lat_sum;
     unsigned long long commits, commit_failures;
     api_rate rates[16];
+    char write_err[512];       /* the last failed database write (BEGIN, a statement, COMMIT), "" when none */
+    double write_err_at;       /* when (store_now), 0 when none */
 } api;
 
 /* Returns 0, or -1 with a message in err. */
@@ -57,4 +62,7 @@ void api_handle(void *ud, http_request *req, http_response *res);   /* ud = api*
 int api_flush(void *ud);         /* COMMIT the open transaction; 0 or < 0 (rolled back) */
 /* Expires stale leases inside the shared transaction. Returns how many expired, or < 0. */
 int api_expire(api *a);
+/* Whether the database takes a write now: BEGIN IMMEDIATE, a write, COMMIT (a real fsync). Returns 0, or
+ * -1 with the database's error in err (read-only file, full disk, I/O error). */
+int api_probe_write(store *st, char *err, size_t errlen);
 #endif

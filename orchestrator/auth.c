@@ -71,7 +71,11 @@ static void trim(char *s) {
 }
 
 /* Parses a token file. Returns 0, or -1 with err set. */
+static int write_private(const char *path, const char *content, char *err, size_t errlen);
+
 static int read_tokens(auth_tokens *t, const char *path, char *err, size_t errlen) {
+    struct stat sb;
+    if (stat(path, &sb) == 0) t->open_mode = (unsigned)(sb.st_mode & 077);
     FILE *f = fopen(path, "r");
     if (!f) { snprintf(err, errlen, "cannot read token file %s: %s", path, strerror(errno)); return -1; }
     char line[512], bare[512] = "";
@@ -127,6 +131,11 @@ int auth_load(auth_tokens *t, const char *token_file, const char *db_path, char 
         if (!t->admin[0]) {
             if (auth_random_hex(t->admin, 32) < 0) { snprintf(err, errlen, "getrandom failed"); return -1; }
             t->admin_generated = 1;
+            /* kept in a private file, not printed: logs are read by more people than the token file */
+            char content[300];
+            snprintf(t->admin_path, sizeof t->admin_path, "%s.admin-token", db_path);
+            snprintf(content, sizeof content, "%s\n", t->admin);
+            if (write_private(t->admin_path, content, err, errlen) < 0) return -1;
         }
         return 0;
     }

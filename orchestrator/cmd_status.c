@@ -42,9 +42,10 @@ int cmd_status(int argc, char **argv) {
                          "--db %s)", db, db);
     store *st = NULL;
     char err[1024];
-    if (store_open(db, &st, err, sizeof err) < 0) {
+    int orc = store_open_readonly(db, &st, err, sizeof err);   /* a read command changes no file */
+    if (orc < 0) {
         fprintf(stderr, "prism-sweep status: --db %s: %s\n", db, err);
-        return 1;
+        return orc == STORE_EINVAL ? 2 : 1;
     }
     int status = 0, json = strcmp(format, "json") == 0;
     if (npos == 1) {

@@ -95,7 +95,9 @@ int leaderboard_build(store *st, long long sweep_id, json_t **out, char *err, si
     char name[256] = "";
     if (sqlite3_prepare_v2(st->db, "SELECT name FROM sweeps WHERE id = ?1", -1, &s, NULL) != SQLITE_OK) goto dberr;
     sqlite3_bind_int64(s, 1, sweep_id);
-    if (sqlite3_step(s) != SQLITE_ROW) {
+    int step = sqlite3_step(s);
+    if (step != SQLITE_ROW && step != SQLITE_DONE) goto dberr;
+    if (step != SQLITE_ROW) {
         snprintf(err, errlen, "no sweep %lld", sweep_id);
         rc = STORE_ENOTFOUND;
         goto out;
@@ -108,7 +110,7 @@ int leaderboard_build(store *st, long long sweep_id, json_t **out, char *err, si
                            -1, &s, NULL) != SQLITE_OK) goto dberr;
     sqlite3_bind_int64(s, 1, sweep_id);
     int cap = 0;
-    while (sqlite3_step(s) == SQLITE_ROW) {
+    while ((step = sqlite3_step(s)) == SQLITE_ROW) {
         if (nsc == cap) {
             cap = cap ? cap * 2 : 64;
             lb_sched *n = realloc(sc, (size_t)cap * sizeof *sc);
@@ -123,6 +125,7 @@ int leaderboard_build(store *st, long long sweep_id, json_t **out, char *err, si
         x->ord = sqlite3_column_int(s, 3);
         x->mean = x->std = NAN;
     }
+    if (step != SQLITE_DONE) goto dberr;   /* a read error is not the end of the rows */
     sqlite3_finalize(s);
     s = NULL;
 
@@ -132,7 +135,7 @@ int leaderboard_build(store *st, long long sweep_id, json_t **out, char *err, si
                            -1, &s, NULL) != SQLITE_OK) goto dberr;
     sqlite3_bind_int64(s, 1, sweep_id);
     cap = 0;
-    while (sqlite3_step(s) == SQLITE_ROW) {
+    while ((step = sqlite3_step(s)) == SQLITE_ROW) {
         if (njob == cap) {
             cap = cap ? cap * 2 : 256;
             lb_job *n = realloc(jobs, (size_t)cap * sizeof *jobs);
@@ -152,6 +155,7 @@ int leaderboard_build(store *st, long long sweep_id, json_t **out, char *err, si
             if (!json_is_array(j->attn)) { json_decref(j->attn); j->attn = NULL; }
         }
     }
+    if (step != SQLITE_DONE) goto dberr;
     sqlite3_finalize(s);
     s = NULL;
 
@@ -281,7 +285,7 @@ nomem:
     rc = STORE_EIO;
     goto out;
 dberr:
-    snprintf(err, errlen, "leaderboard: %s", sqlite3_errmsg(st->db));
+    snprintf(err, errlen, "leaderboard: database read failed: %s (%s)", sqlite3_errmsg(st->db), st->path);
     rc = STORE_EIO;
 out:
     sqlite3_finalize(s);
@@ -431,7 +435,7 @@ int cmd_leaderboard(int argc, char **argv) {
     if (access(db, F_OK) != 0) return cli_error("leaderboard", "--db %s: no such file (create a sweep first)", db);
     char err[1024] = "";
     store *st = NULL;
-    if (store_open(db, &st, err, sizeof err) < 0) {
+    if (store_open_readonly(db, &st, err, sizeof err) < 0) {   /* a read command changes no file */
         fprintf(stderr, "prism-sweep leaderboard: %s\n", err);
         return 2;
     }

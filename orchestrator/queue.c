@@ -24,7 +24,7 @@ enum {
     S_LEASE_PICK, S_LEASE_TAKE, S_LEASE_ROW, S_JOB_LEASE, S_RENEW, S_PROGRESS,
     S_METRIC_INS, S_CKPT, S_RESULT_INS, S_DONE, S_FAIL, S_REQUEUE_FAIL,
     S_EXPIRED, S_EXPIRE_Q, S_EXPIRE_F, S_JOB_STATE, S_CANCEL, S_REQUEUE, S_PRIO, S_SWEEP_STATE,
-    S_SWEEP_PRIO, S_SWEEP_JOBS_PRIO, S_SWEEP_EXISTS, S_JOB_JSON, S_SET_STEPS, S_GRACE,
+    S_SWEEP_PRIO, S_SWEEP_JOBS_PRIO, S_SWEEP_EXISTS, S_JOB_JSON, S_SET_STEPS, S_GRACE, S_JOB_STEPS,
     S_COUNT
 };
 
@@ -76,6 +76,7 @@ static const char *const SQL[S_COUNT] = {
     [S_JOB_JSON] = "SELECT job FROM jobs WHERE id = ?1",
     [S_SET_STEPS] = "UPDATE jobs SET steps = ?2 WHERE id = ?1 AND steps != ?2",
     [S_GRACE] = "UPDATE jobs SET lease_expires_at = ?1 WHERE state = 'leased' AND lease_expires_at < ?1",
+    [S_JOB_STEPS] = "SELECT coalesce(nullif(steps, 0), json_extract(job, '$.train.steps'), 0) FROM jobs WHERE id = ?1",
 };
 
 _Static_assert(S_COUNT <= QUEUE_NSTMT, "QUEUE_NSTMT too small");
@@ -324,7 +325,30 @@ static int progress(queue *q, long long job, long long step, double loss) {
     return run(q, s, "progress");
 }
 
+/* The job's train.steps (0 when unknown): every step a worker reports is bounded by it. */
+static int job_steps(queue *q, long long job, long long *steps) {
+    *steps = 0;
+    sqlite3_stmt *s = S(q, S_JOB_STEPS);
+    if (!s) return STORE_EIO;
+    sqlite3_bind_int64(s, 1, job);
+    int rc = sqlite3_step(s);
+    if (rc == SQLITE_ROW) *steps = sqlite3_column_int64(s, 0);
+    sqlite3_reset(s);
+    if (rc == SQLITE_DONE) { snprintf(q->err, sizeof q->err, "no job %lld", job); return STORE_ENOTFOUND; }
+    if (rc != SQLITE_ROW) return fail_db(q, "job steps");
+    return STORE_OK;
+}
+
 int queue_heartbeat(queue *q, long long job, const char *token, long long step, double loss, double *expires) {
+    if (step >= 0) {
+        long long steps = 0;
+        int src = job_steps(q, job, &steps);
+        if (src < 0) return src;
+        if (steps > 0 && step > steps) {
+            snprintf(q->err, sizeof q->err, "step: %lld is past the job's train.steps %lld", step, steps);
+            return STORE_EINVAL;
+        }
+    }
     int rc = renew(q, job, token, expires);
     if (rc < 0 || step < 0) return rc;
     return progress(q, job, step, loss);
@@ -374,7 +398,17 @@ int queue_metrics(queue *q, long long job, const char *token, json_t *points, in
         int rc = check_point(q, i, json_array_get(points, i));
         if (rc < 0) return rc;
     }
-    int rc = renew(q, job, token, expires);
+    long long steps = 0;
+    int rc = job_steps(q, job, &steps);
+    if (rc < 0) return rc;
+    for (size_t i = 0; steps > 0 && i < n; i++) {
+        long long st = json_integer_value(json_object_get(json_array_get(points, i), "step"));
+        if (st > steps) {
+            snprintf(q->err, sizeof q->err, "points[%zu].step: %lld is past the job's train.steps %lld", i, st, steps);
+            return STORE_EINVAL;
+        }
+    }
+    rc = renew(q, job, token, expires);
     if (rc < 0) return rc;
     lease_row r;
     if ((rc = lease_read(q, job, token, &r)) < 0) return rc;
@@ -410,10 +444,59 @@ int queue_metrics(queue *q, long long job, const char *token, json_t *points, in
     return STORE_OK;
 }
 
+/* A checkpoint path is only ever one a worker of this lease wrote: absolute and normalised (no ".", ".."
+ * or empty component, no control character), in the attempt's own folder job-ID-aATTEMPT/, named
+ * resume-STEP.bin or ckpt_STEP.bin for the reported step. Anything else would make the next worker read
+ * (and, once superseded, remove) a file the job never wrote. Returns 0, or -1 with why set. */
+static int checkpoint_path_ok(const char *path, long long job, long long attempt, long long step, char *why, size_t n) {
+    if (path[0] != '/') { snprintf(why, n, "must be an absolute path"); return -1; }
+    for (const char *p = path; *p; p++)
+        if ((unsigned char)*p < 0x20 || *p == 0x7f) { snprintf(why, n, "must not contain control characters"); return -1; }
+    for (const char *p = path; *p;) {   /* every component after a '/' */
+        const char *c = p + 1, *e = strchr(c, '/');
+        size_t len = e ? (size_t)(e - c) : strlen(c);
+        if (len == 0 || (len == 1 && c[0] == '.') || (len == 2 && c[0] == '.' && c[1] == '.')) {
+            snprintf(why, n, "must be normalised (no empty, \".\" or \"..\" component)");
+            return -1;
+        }
+        if (!e) break;
+        p = e;
+    }
+    const char *base = strrchr(path, '/') + 1;
+    const char *dir_end = base - 1, *dir = dir_end;
+    while (dir > path && dir[-1] != '/') dir--;
+    char want_dir[64], want1[48], want2[48];
+    snprintf(want_dir, sizeof want_dir, "job-%lld-a%lld", job, attempt);
+    snprintf(want1, sizeof want1, "resume-%lld.bin", step);
+    snprintf(want2, sizeof want2, "ckpt_%lld.bin", step);
+    if ((size_t)(dir_end - dir) != strlen(want_dir) || strncmp(dir, want_dir, strlen(want_dir)) != 0 ||
+        (strcmp(base, want1) != 0 && strcmp(base, want2) != 0)) {
+        snprintf(why, n, "must be the worker's own checkpoint of this lease at this step, .../%s/%s (or %s)",
+                 want_dir, want1, want2);
+        return -1;
+    }
+    return 0;
+}
+
 int queue_checkpoint(queue *q, long long job, const char *token, const char *path, long long step, double *expires) {
     if (!path || !*path) { snprintf(q->err, sizeof q->err, "path: must be a non-empty string"); return STORE_EINVAL; }
     if (step < 0) { snprintf(q->err, sizeof q->err, "step: must be an integer >= 0"); return STORE_EINVAL; }
-    int rc = renew(q, job, token, expires);
+    lease_row r;
+    int rc = lease_read(q, job, token, &r);
+    if (rc < 0) return rc;
+    if (!r.token_ok || strcmp(r.state, "leased") != 0) return conflict(q, job, &r);
+    long long steps = 0;
+    if ((rc = job_steps(q, job, &steps)) < 0) return rc;
+    if (steps > 0 && step > steps) {
+        snprintf(q->err, sizeof q->err, "step: %lld is past the job's train.steps %lld", step, steps);
+        return STORE_EINVAL;
+    }
+    char why[256];
+    if (checkpoint_path_ok(path, job, r.attempt, step, why, sizeof why) < 0) {
+        snprintf(q->err, sizeof q->err, "path: %s", why);
+        return STORE_EINVAL;
+    }
+    rc = renew(q, job, token, expires);
     if (rc < 0) return rc;
     sqlite3_stmt *s = S(q, S_CKPT);
     if (!s) return STORE_EIO;

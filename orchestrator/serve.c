@@ -132,6 +132,7 @@ int cmd_serve(int argc, char **argv) {
         web = slash && stat(beside_exe, &sb) == 0 && S_ISDIR(sb.st_mode) ? beside_exe : NULL;   /* else API only */
     }
     signal(SIGPIPE, SIG_IGN);
+    signal(SIGXFSZ, SIG_IGN);   /* a file-size limit fails the write (EFBIG, an error we report) instead of killing us */
 
     /* one server per database: an flock on DB.lock, released by the kernel even after kill -9 */
     char lockp[1100];
@@ -157,6 +158,13 @@ int cmd_serve(int argc, char **argv) {
         close(lockfd);
         return 2;
     }
+    if (api_probe_write(st, err, sizeof err) < 0) {   /* reads alone would pass: answering 500 to every write is worse */
+        fprintf(stderr, "prism-sweep serve: cannot write %s: %s (a read-only file or folder, a full disk or an I/O "
+                        "error: fix it and start again)\n", db, err);
+        store_close(st);
+        close(lockfd);
+        return 1;
+    }
     serve_state *s = calloc(1, sizeof *s);
     auth_tokens tok;
     int status = 1;
@@ -166,15 +174,19 @@ int cmd_serve(int argc, char **argv) {
         status = 2;
         goto out;
     }
+    /* the tokens themselves are never printed (stderr ends up in logs): where they are is enough */
     if (tok.generated)
-        fprintf(stderr, "prism-sweep serve: generated tokens, kept in %s (mode 0600)\n"
-                        "  worker token: %s   (also in %s.worker-token: give it to prism-worker --token-file)\n"
-                        "  admin token:  %s\n", tok.path, tok.worker, db, tok.admin);
+        fprintf(stderr, "prism-sweep serve: generated tokens, kept in %s (mode 0600): worker_token= and admin_token=\n"
+                        "  the worker token is also in %s.worker-token: give that file to prism-worker --token-file\n",
+                tok.path, db);
     else
         fprintf(stderr, "prism-sweep serve: tokens from %s\n", tok.path);
+    if (tok.open_mode)
+        fprintf(stderr, "prism-sweep serve: warning: token file %s is readable by other users (mode 0%03o): "
+                        "chmod 600 %s\n", tok.path, tok.open_mode, tok.path);
     if (tok.admin_generated)   /* otherwise nobody could ever use the admin routes */
-        fprintf(stderr, "prism-sweep serve: %s has no admin_token= line; admin token for this run only: %s\n"
-                        "  (add admin_token=... to %s to keep one)\n", tok.path, tok.admin, tok.path);
+        fprintf(stderr, "prism-sweep serve: %s has no admin_token= line; the admin token for this run only is in %s "
+                        "(mode 0600)\n  (add admin_token=... to %s to keep one)\n", tok.path, tok.admin_path, tok.path);
     api_config cfg = { .lease_ttl = ttl, .max_attempts = max_attempts,
                        .public_read = public_read || is_loopback(host), .web_dir = web };
     if (api_init(&s->a, st, &tok, &cfg, err, sizeof err) < 0) {
@@ -218,6 +230,11 @@ int cmd_serve(int argc, char **argv) {
                     "read routes %s, web %s)\n", strchr(host, ':') ? "[" : "", host, strchr(host, ':') ? "]" : "",
             http_server_port(&s->srv), db, ttl, max_attempts, cfg.public_read ? "public" : "need a token",
             web ? web : "(none)");
+    if (!is_loopback(host))
+        fprintf(stderr, "prism-sweep serve: warning: listening on %s, off this machine, over plain HTTP: tokens and "
+                        "results cross the network unencrypted. Put TLS in front (a reverse proxy such as nginx or "
+                        "caddy terminating https:// and forwarding to a loopback --listen), or an SSH tunnel / VPN\n",
+                host);
     fflush(stderr);
     uv_run(&s->loop, UV_RUN_DEFAULT);
     api_flush(&s->a);

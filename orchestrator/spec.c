@@ -254,7 +254,20 @@ static int valid_name(const char *s) {
     return 1;
 }
 
+static int spec_from_json_max(json_t *root, long long max_jobs, sweep_spec *sp, char *err, size_t errlen);
+
 int spec_from_json(json_t *root, sweep_spec *sp, char *err, size_t errlen) {
+    return spec_from_json_max(root, SPEC_MAX_JOBS, sp, err, errlen);
+}
+
+static int too_many_jobs(char *err, size_t errlen, long long schedules, long long seeds, long long max_jobs) {
+    err_at(err, errlen, "%lld schedules x %lld seeds = %lld jobs, more than %lld at once: use fewer seeds, \"sample\" "
+           "fewer schedules, or split the sweep (over HTTP: run prism-sweep create SPEC.json --db DB on the server's "
+           "machine, which does not stop the server)", schedules, seeds, schedules * seeds, max_jobs);
+    return SPEC_ETOOBIG;
+}
+
+static int spec_from_json_max(json_t *root, long long max_jobs, sweep_spec *sp, char *err, size_t errlen) {
     static const char *const top[] = { "name", "description", "priority", "model", "rules", "schedules", "include",
                                        "exclude", "sample", "seeds", "train", "eval", "data", NULL };
     builder b = { sp, NULL, 0, NULL, 0 };
@@ -301,6 +314,9 @@ int spec_from_json(json_t *root, sweep_spec *sp, char *err, size_t errlen) {
         rc = err_at(err, errlen, "sample: only applies to \"rules\" (it draws from the enumerated set)");
         goto out;
     }
+    /* the seeds' count bounds the schedules before any is drawn (checked in full below) */
+    json_t *seeds_arr = json_object_get(root, "seeds");
+    long long nseeds_asked = json_is_array(seeds_arr) && json_array_size(seeds_arr) > 0 ? (long long)json_array_size(seeds_arr) : 1;
     schedule_rules_default(&sp->rules);
     sp->rules.L = sp->n_layer;
     sp->rules.d_model = sp->d_model;
@@ -333,6 +349,7 @@ int spec_from_json(json_t *root, sweep_spec *sp, char *err, size_t errlen) {
         long long maxn = total > SPEC_MAX_SCHEDULES ? SPEC_MAX_SCHEDULES : (long long)total;
         if ((rc = get_int(sample, "sample", "n", 1, 1, maxn, &n, err, errlen)) < 0) goto out;
         if ((rc = get_int(sample, "sample", "seed", 0, 0, 9007199254740991LL, &seed, err, errlen)) < 0) goto out;
+        if (n * nseeds_asked > max_jobs) { rc = too_many_jobs(err, errlen, n, nseeds_asked, max_jobs); goto out; }
         rc = schedule_sample(&sp->rules, (uint64_t)n, (uint64_t)seed, add_cb, &b);
         if (rc < 0) { rc = err_at(err, errlen, "sample: cannot draw %lld schedules (error %d)", n, rc); goto out; }
     } else {
@@ -343,6 +360,10 @@ int spec_from_json(json_t *root, sweep_spec *sp, char *err, size_t errlen) {
             rc = err_at(err, errlen, "rules: %s schedules, more than %d in one sweep: tighten the rules or add "
                         "\"sample\": {\"n\": N, \"seed\": S}", crc < 0 ? "over 2^128" :
                         schedule_count_str(total, num, sizeof num), SPEC_MAX_SCHEDULES);
+            goto out;
+        }
+        if ((long long)total * nseeds_asked > max_jobs) {
+            rc = too_many_jobs(err, errlen, (long long)total, nseeds_asked, max_jobs);
             goto out;
         }
         if ((rc = schedule_enumerate(&sp->rules, add_cb, &b)) < 0) { err_at(err, errlen, "out of memory"); goto out; }
@@ -369,6 +390,10 @@ int spec_from_json(json_t *root, sweep_spec *sp, char *err, size_t errlen) {
         goto out;
     }
     sp->n_seeds = (int)json_array_size(seeds);
+    if ((long long)sp->n_schedules * sp->n_seeds > max_jobs) {
+        rc = too_many_jobs(err, errlen, sp->n_schedules, sp->n_seeds, max_jobs);
+        goto out;
+    }
     sp->seeds = malloc(sizeof(int64_t) * sp->n_seeds);
     if (!sp->seeds) { rc = err_at(err, errlen, "out of memory"); goto out; }
     for (int i = 0; i < sp->n_seeds; i++) {
@@ -421,6 +446,10 @@ out:
 }
 
 int spec_parse(const char *text, size_t len, sweep_spec *sp, char *err, size_t errlen) {
+    return spec_parse_max(text, len, SPEC_MAX_JOBS, sp, err, errlen);
+}
+
+int spec_parse_max(const char *text, size_t len, long long max_jobs, sweep_spec *sp, char *err, size_t errlen) {
     json_error_t je;
     memset(sp, 0, sizeof *sp);
     if (len > SPEC_MAX_TEXT) return err_at(err, errlen, "(top level): the spec is %zu bytes, at most %d", len,
@@ -428,7 +457,7 @@ int spec_parse(const char *text, size_t len, sweep_spec *sp, char *err, size_t e
     json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
     if (!root) return err_at(err, errlen, "(top level): not valid JSON at line %d column %d: %s", je.line, je.column,
                              je.text);
-    int rc = spec_from_json(root, sp, err, errlen);
+    int rc = spec_from_json_max(root, max_jobs, sp, err, errlen);
     json_decref(root);
     return rc;
 }

@@ -28,10 +28,11 @@
 #include <stdint.h>
 #include "schedule.h"
 
-enum { SPEC_OK = 0, SPEC_EINVAL = -1, SPEC_ENOMEM = -2, SPEC_EIO = -3 };
+enum { SPEC_OK = 0, SPEC_EINVAL = -1, SPEC_ENOMEM = -2, SPEC_EIO = -3, SPEC_ETOOBIG = -4 };
 
 #define SPEC_MAX_SCHEDULES 100000   /* per sweep; use "sample" beyond that */
 #define SPEC_MAX_SEEDS 1000
+#define SPEC_MAX_JOBS 1000000       /* schedules x seeds per sweep */
 #define SPEC_MAX_TEXT (4 << 20)     /* bytes of spec JSON accepted */
 
 typedef struct sweep_spec {
@@ -51,6 +52,9 @@ typedef struct sweep_spec {
 int spec_parse(const char *text, size_t len, sweep_spec *sp, char *err, size_t errlen);
 /* Same from a parsed object (takes a new reference to root; the caller keeps its own). */
 int spec_from_json(json_t *root, sweep_spec *sp, char *err, size_t errlen);
+/* spec_parse with at most max_jobs jobs (schedules x seeds): checked before any schedule is enumerated or
+ * sampled, so refusing a huge spec costs no work. More is SPEC_ETOOBIG (err says how many and what to do). */
+int spec_parse_max(const char *text, size_t len, long long max_jobs, sweep_spec *sp, char *err, size_t errlen);
 /* Reads and parses a file; a missing or unreadable file is SPEC_EIO naming the path. */
 int spec_load(const char *path, sweep_spec *sp, char **text_out, char *err, size_t errlen);
 void spec_release(sweep_spec *sp);   /* frees what *sp owns and zeroes it; a zeroed spec is fine */

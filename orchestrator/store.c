@@ -114,6 +114,55 @@ out:
     return rc;
 }
 
+int store_open_readonly(const char *path, store **out, char *errbuf, size_t errlen) {
+    int rc = STORE_EIO;
+    *out = NULL;
+    store *st = calloc(1, sizeof *st);
+    if (!st) { snprintf(errbuf, errlen, "out of memory"); return STORE_EIO; }
+    snprintf(st->path, sizeof st->path, "%s", path);
+    if (sqlite3_open_v2(path, &st->db, SQLITE_OPEN_READONLY | SQLITE_OPEN_FULLMUTEX, NULL) != SQLITE_OK) {
+        snprintf(st->err, sizeof st->err, "cannot open %.400s: %s", path, st->db ? sqlite3_errmsg(st->db) : "no memory");
+        goto out;
+    }
+    sqlite3_busy_timeout(st->db, 5000);
+    sqlite3_extended_result_codes(st->db, 1);
+    int v = 0;
+    if ((rc = user_version(st, &v)) < 0) {
+        char why[300];
+        snprintf(why, sizeof why, "%.299s", st->err);
+        snprintf(st->err, sizeof st->err, "cannot read %.150s as a prism-sweep database: %.290s", path, why);
+        goto out;
+    }
+    if (v > N_MIGRATIONS) {
+        snprintf(st->err, sizeof st->err, "%.400s has schema version %d but this binary knows only up to %d: "
+                 "use a newer prism-sweep", path, v, N_MIGRATIONS);
+        rc = STORE_ENEWER;
+        goto out;
+    }
+    sqlite3_stmt *s = NULL;
+    int tables = 0;
+    if (sqlite3_prepare_v2(st->db, "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name IN "
+                           "('sweeps', 'schedules', 'jobs', 'metrics', 'results', 'workers')", -1, &s, NULL) == SQLITE_OK &&
+        sqlite3_step(s) == SQLITE_ROW)
+        tables = sqlite3_column_int(s, 0);
+    sqlite3_finalize(s);
+    if (v < N_MIGRATIONS || tables < 6) {
+        snprintf(st->err, sizeof st->err, "%.300s is not a prism-sweep database (schema version %d, %d of its 6 tables): "
+                 "nothing was changed; give the --db that prism-sweep create or serve made", path, v, tables);
+        rc = STORE_EINVAL;
+        goto out;
+    }
+    *out = st;
+    st = NULL;
+    rc = STORE_OK;
+out:
+    if (st) {
+        snprintf(errbuf, errlen, "%s", st->err);
+        store_close(st);
+    }
+    return rc;
+}
+
 void store_close(store *st) {
     if (!st) return;
     if (st->db) sqlite3_close_v2(st->db);

@@ -34,6 +34,10 @@ typedef struct store {
  * caller frees with store_close(). On failure *out is NULL, errbuf holds the reason, returns < 0. */
 int store_open(const char *path, store **out, char *errbuf, size_t errlen);
 void store_close(store *st);            /* NULL is fine */
+/* Opens an existing prism-sweep database read-only, for the read commands: nothing is created or
+ * migrated. A file that is not SQLite, has no prism-sweep schema (user_version 0, no sweeps/jobs tables)
+ * or an older/newer one is refused (STORE_EINVAL / STORE_ENEWER) with the reason in errbuf. */
+int store_open_readonly(const char *path, store **out, char *errbuf, size_t errlen);
 
 int store_begin(store *st);             /* BEGIN IMMEDIATE */
 int store_commit(store *st);

@@ -187,9 +187,17 @@ int sweeps_create(store *st, const sweep_spec *sp, const char *spec_text, sweeps
 }
 
 int sweeps_create_json(store *st, const char *text, size_t len, sweeps_created *out, char *err, size_t errlen) {
+    int too_big = 0;
+    return sweeps_create_json_max(st, text, len, SPEC_MAX_JOBS, &too_big, out, err, errlen);
+}
+
+int sweeps_create_json_max(store *st, const char *text, size_t len, long long max_jobs, int *too_big,
+                           sweeps_created *out, char *err, size_t errlen) {
     sweep_spec sp;
     memset(out, 0, sizeof *out);
-    int rc = spec_parse(text, len, &sp, err, errlen);
+    *too_big = 0;
+    int rc = spec_parse_max(text, len, max_jobs, &sp, err, errlen);
+    if (rc == SPEC_ETOOBIG) *too_big = 1;
     if (rc < 0) return rc == SPEC_ENOMEM ? STORE_EIO : STORE_EINVAL;
     char *copy = malloc(len + 1);
     if (!copy) { spec_release(&sp); snprintf(err, errlen, "out of memory"); return STORE_EIO; }

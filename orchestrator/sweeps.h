@@ -48,6 +48,10 @@ int sweeps_create(store *st, const sweep_spec *sp, const char *spec_text, sweeps
  * Returns 0; STORE_EINVAL when the spec is bad (err names the JSON path: HTTP 400, CLI exit 2);
  * STORE_ECONFLICT for a same-name sweep with other model/train/eval/data (HTTP 409); STORE_EIO. */
 int sweeps_create_json(store *st, const char *text, size_t len, sweeps_created *out, char *err, size_t errlen);
+/* The same with at most max_jobs jobs (schedules x seeds) in the spec: more is STORE_EINVAL with *too_big
+ * set to 1 and err saying so, before anything is written (the server's bound on work done in one request). */
+int sweeps_create_json_max(store *st, const char *text, size_t len, long long max_jobs, int *too_big,
+                           sweeps_created *out, char *err, size_t errlen);
 
 /* Finds a sweep by decimal id or by name. STORE_ENOTFOUND when there is none. */
 int sweeps_find(store *st, const char *id_or_name, int64_t *id);

@@ -31,6 +31,7 @@
 
 #include "client.h"
 #include "job.h"
+#include "logesc.h"
 #include "progress.h"
 #include "train.h"
 
@@ -63,6 +64,7 @@ typedef struct slot {
     client cl;                      /* device thread: lease, complete, fail */
     client rcl;                     /* reporter thread: heartbeat, metrics, checkpoint */
     int jobs_done;
+    int jobs_taken;                 /* leases taken, however they ended: what --max-jobs counts */
     int disabled;                   /* the backend failed on this device: lease nothing more */
 
     /* the current job; the fields below are guarded by mu */
@@ -81,6 +83,8 @@ typedef struct slot {
     outbox ob;
     int ckpt_pending;
     int ckpt_sending;               /* the reporter is posting ckpt_path: it is not ours to unlink */
+    int ckpt_tried;                 /* ckpt_path was posted at least once: the server may hold it even without
+                                     * an answer we could read, so it stays until a newer one is acknowledged */
     int ckpt_step;
     char ckpt_path[PATH_MAX];
     char acked_ckpt[PATH_MAX];      /* the checkpoint the server last acknowledged (what it offers as resume) */
@@ -96,6 +100,7 @@ struct agent {
     char host[256];
     char work_dir[PATH_MAX];
     char ckpt_dir[PATH_MAX];
+    char ckpt_real[PATH_MAX];       /* ckpt_dir with symlinks resolved: the only folder resume files come from */
     char data_root[PATH_MAX];
     long long worker_id;
     double heartbeat_s;
@@ -164,10 +169,37 @@ static void agent_abspath(const char *in, char *out, size_t len) {
     if (n < 0 || (size_t)n >= len) snprintf(out, len, "%s", in);   /* too long: keep it relative */
 }
 
+/* Whether path is a checkpoint this worker wrote for job_id: once resolved (symlinks, "..") it lies in
+ * CKPT/job-ID-aN/ under the checkpoint root and is named resume-*.bin or ckpt_*.bin. Only such a file is
+ * read as `resume` or ever removed: the path comes from the server, which anyone with the worker token
+ * can feed. */
+static int agent_own_checkpoint(const agent *ag, long long job_id, const char *path) {
+    char real[PATH_MAX];
+    if (!path || !*path || !ag->ckpt_real[0] || !realpath(path, real)) return 0;
+    size_t rl = strlen(ag->ckpt_real);
+    if (strncmp(real, ag->ckpt_real, rl) != 0 || real[rl] != '/') return 0;
+    char prefix[64];
+    int pl = snprintf(prefix, sizeof prefix, "job-%lld-a", job_id);
+    const char *rest = real + rl + 1;
+    if (strncmp(rest, prefix, (size_t)pl) != 0) return 0;
+    rest += pl;
+    if (*rest < '0' || *rest > '9') return 0;
+    while (*rest >= '0' && *rest <= '9') rest++;
+    if (*rest != '/') return 0;
+    const char *base = rest + 1;
+    size_t bl = strlen(base);
+    if (strchr(base, '/') || bl < 5 || strcmp(base + bl - 4, ".bin") != 0) return 0;
+    return strncmp(base, "resume-", 7) == 0 || strncmp(base, "ckpt_", 5) == 0;
+}
+
 /* The worker token: `worker_token=X` if the file has such a line, else its first bare line. */
 static int agent_read_token(const char *path, char *tok, size_t len) {
     FILE *f = fopen(path, "r");
     if (!f) { fprintf(stderr, "prism-worker: --token-file %s: %s\n", path, strerror(errno)); return -1; }
+    struct stat sb;
+    if (fstat(fileno(f), &sb) == 0 && (sb.st_mode & 077))
+        fprintf(stderr, "prism-worker: warning: token file %s is readable by other users (mode 0%03o): chmod 600 %s\n",
+                path, (unsigned)(sb.st_mode & 077), path);
     char line[1024];
     tok[0] = 0;
     int found = 0;
@@ -202,8 +234,9 @@ static int agent_register(agent *ag, client *c) {
     c->abort = saved;
     json_decref(body);
     if (rc != CLIENT_OK) {
+        char e[4 * sizeof c->err];
         if (rc != CLIENT_ESTOPPED)
-            fprintf(stderr, "prism-worker: registration refused: %s%s\n", c->err,
+            fprintf(stderr, "prism-worker: registration refused: %s%s\n", log_escape(e, sizeof e, c->err),
                     c->status == 401 ? " (check --token-file: it must hold the server's worker token)" : "");
         json_decref(resp);
         return rc;
@@ -259,12 +292,14 @@ static void slot_on_checkpoint(void *ctx, int step, const char *path) {
     pthread_mutex_lock(&s->mu);
     /* superseded before it was ever reported; but once the token is refused nothing more is reported, and
      * the refused report of this one may have been a retry of one the server had already stored */
-    if (s->ckpt_pending && !s->ckpt_sending && !s->refused && strcmp(s->ckpt_path, s->acked_ckpt) != 0 &&
-        strcmp(s->ckpt_path, use) != 0 && strstr(s->ckpt_path, "/resume-"))
+    if (s->ckpt_pending && !s->ckpt_sending && !s->ckpt_tried && !s->refused && strcmp(s->ckpt_path, s->acked_ckpt) != 0 &&
+        strcmp(s->ckpt_path, use) != 0 && strstr(s->ckpt_path, "/resume-") &&
+        agent_own_checkpoint(s->ag, s->job_id, s->ckpt_path))
         unlink(s->ckpt_path);
     snprintf(s->ckpt_path, sizeof s->ckpt_path, "%s", use);
     s->ckpt_step = step;
     s->ckpt_pending = 1;
+    s->ckpt_tried = 0;
     pthread_cond_signal(&s->cv);
     pthread_mutex_unlock(&s->mu);
 }
@@ -322,6 +357,27 @@ static void agent_token_refused(slot *s, const client *c) {
     pthread_mutex_unlock(&s->mu);
 }
 
+/* Once `sent` (step) is acknowledged, the links resume-N.bin of older steps in its folder are of no use:
+ * some were posted without a readable answer (kept until now in case the server had stored them). The
+ * newer ones (not yet reported) stay. Called with s->mu held. */
+static void slot_remove_older_links(slot *s, const char *sent, int step) {
+    const char *slash = strrchr(sent, '/');
+    if (!slash) return;
+    char dir[PATH_MAX];
+    snprintf(dir, sizeof dir, "%.*s", (int)(slash - sent), sent);
+    DIR *d = opendir(dir);
+    if (!d) return;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        int n = -1, used = 0;
+        if (sscanf(e->d_name, "resume-%d.bin%n", &n, &used) != 1 || e->d_name[used] != 0 || n >= step) continue;
+        char p[PATH_MAX + 300];
+        snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
+        if (strcmp(p, s->ckpt_path) != 0 && agent_own_checkpoint(s->ag, s->job_id, p)) unlink(p);
+    }
+    closedir(d);
+}
+
 /* Posts the pending checkpoint, if any. Returns a CLIENT_* code. */
 static int slot_send_checkpoint(slot *s, client *c, double retry_for_s) {
     pthread_mutex_lock(&s->mu);
@@ -332,6 +388,7 @@ static int slot_send_checkpoint(slot *s, client *c, double retry_for_s) {
     char sent[PATH_MAX];            /* a newer checkpoint may replace ckpt_path while this one is in flight */
     snprintf(sent, sizeof sent, "%s", s->ckpt_path);
     s->ckpt_sending = 1;
+    s->ckpt_tried = 1;
     pthread_mutex_unlock(&s->mu);
     int rc = client_request(c, "POST", s->path_checkpoint, body, retry_for_s, NULL);
     json_decref(body);
@@ -340,9 +397,11 @@ static int slot_send_checkpoint(slot *s, client *c, double retry_for_s) {
     if (rc == CLIENT_OK) {
         if (s->ckpt_step == step && strcmp(s->ckpt_path, sent) == 0) s->ckpt_pending = 0;
         /* the server now offers `sent`: the older link is no longer needed */
-        if (s->acked_ckpt[0] && strcmp(s->acked_ckpt, sent) != 0 && strstr(s->acked_ckpt, "/resume-"))
+        if (s->acked_ckpt[0] && strcmp(s->acked_ckpt, sent) != 0 && strstr(s->acked_ckpt, "/resume-") &&
+            agent_own_checkpoint(s->ag, s->job_id, s->acked_ckpt))
             unlink(s->acked_ckpt);
         snprintf(s->acked_ckpt, sizeof s->acked_ckpt, "%s", sent);
+        slot_remove_older_links(s, sent, step);
     }
     pthread_mutex_unlock(&s->mu);
     return rc;
@@ -494,6 +553,7 @@ static void slot_run_job(slot *s, json_t *lease) {
     char err[2048] = "";
     char out_dir[PATH_MAX + 64], ckpt_dir[PATH_MAX + 64];
 
+    s->jobs_taken++;
     s->job_id = json_integer_value(json_object_get(lease, "job_id"));
     s->attempt = (int)json_integer_value(json_object_get(lease, "attempt"));
     snprintf(s->lease_token, sizeof s->lease_token, "%s", json_string_value(json_object_get(lease, "lease_token")) ?: "");
@@ -504,6 +564,7 @@ static void slot_run_job(slot *s, json_t *lease) {
     s->refused = 0;
     s->lost_reason[0] = 0;
     s->ckpt_pending = 0;
+    s->ckpt_tried = 0;
     s->ckpt_path[0] = 0;
     s->acked_ckpt[0] = 0;
     s->stop = 0;
@@ -551,15 +612,20 @@ static void slot_run_job(slot *s, json_t *lease) {
     const char *rpath = json_string_value(json_object_get(rj, "checkpoint"));
     long long rstep = json_integer_value(json_object_get(rj, "step"));
     if (rpath) {
-        if (access(rpath, R_OK) == 0) {
+        /* a missing file (another box's disk) is only unreadable; an existing one must be our own */
+        if (access(rpath, R_OK) != 0) {
+            progress_event(s->index, "resume-unreadable", "job=%lld attempt=%d checkpoint %s (step %lld) is not "
+                           "readable here (%s): restarting from step 0", s->job_id, s->attempt, rpath, rstep,
+                           strerror(errno));
+        } else if (!agent_own_checkpoint(ag, s->job_id, rpath)) {
+            progress_event(s->index, "resume-refused", "job=%lld attempt=%d the offered checkpoint (step %lld) is not a "
+                           "checkpoint of this job under --checkpoint-dir %s: not read, restarting from step 0",
+                           s->job_id, s->attempt, rstep, ag->ckpt_dir);
+        } else {
             resume = rpath;
             snprintf(s->acked_ckpt, sizeof s->acked_ckpt, "%s", rpath);
             progress_event(s->index, "resume", "job=%lld attempt=%d resuming from step %lld (%s)", s->job_id,
                            s->attempt, rstep, rpath);
-        } else {
-            progress_event(s->index, "resume-unreadable", "job=%lld attempt=%d checkpoint %s (step %lld) is not "
-                           "readable here (%s): restarting from step 0", s->job_id, s->attempt, rpath, rstep,
-                           strerror(errno));
         }
     }
     progress_event(s->index, "leased", "job=%lld attempt=%d schedule=%s seed=%llu steps=%d out=%s", s->job_id,
@@ -569,7 +635,7 @@ static void slot_run_job(slot *s, json_t *lease) {
     memset(&res, 0, sizeof res);
     struct train_opts to = {
         .out_dir = out_dir, .device = s->device, .data_root = ag->data_root, .checkpoint_dir = ckpt_dir,
-        .resume = resume, .stop = &s->stop, .on_metrics = slot_on_metrics, .on_checkpoint = slot_on_checkpoint,
+        .resume = resume, .confine_data = !o->data_anywhere, .stop = &s->stop, .on_metrics = slot_on_metrics, .on_checkpoint = slot_on_checkpoint,
         .on_progress = slot_on_progress, .ctx = s, .quiet = 1, .result = &res, .err = err, .errlen = sizeof err,
     };
     s->rcl.abort = &s->reporter_quit;
@@ -585,6 +651,9 @@ static void slot_run_job(slot *s, json_t *lease) {
         progress_event(s->index, "resume-unreadable", "job=%lld attempt=%d checkpoint %s (step %lld) does not load "
                        "(%s): restarting from step 0", s->job_id, s->attempt, rpath, rstep, err);
         to.resume = NULL;
+        pthread_mutex_lock(&s->mu);
+        s->acked_ckpt[0] = 0;   /* it was not loaded: not ours to supersede (or remove) */
+        pthread_mutex_unlock(&s->mu);
         trc = train_run(&job, &to);
     }
     s->training = 0;
@@ -642,7 +711,7 @@ static void slot_run_job(slot *s, json_t *lease) {
         snprintf(msg, sizeof msg, "preempted: worker %.200s got a stop signal at step %d; checkpoint %.2000s", ag->name,
                  res.steps_done, res.checkpoint[0] ? res.checkpoint : "(none)");
         break;
-    case TRAIN_ENAN: case TRAIN_EDATA: case TRAIN_EINVAL: case TRAIN_ECHECKPOINT:
+    case TRAIN_ENAN: case TRAIN_EDATA: case TRAIN_EINVAL: case TRAIN_ECHECKPOINT: case TRAIN_EDIVERGED:
         retryable = 0;
         snprintf(msg, sizeof msg, "%s: %s", train_strerror(trc), err);
         break;
@@ -677,7 +746,7 @@ static void *slot_main(void *arg) {
     const agent_opts *o = ag->o;
     double idle_since = agent_now();
     while (!g_quit && !ag->refused) {
-        if (o->max_jobs > 0 && s->jobs_done >= o->max_jobs) break;
+        if (o->max_jobs > 0 && s->jobs_taken >= o->max_jobs) break;   /* a failed job counts too */
         if (s->disabled) break;
         json_t *body = json_pack("{s:I, s:s}", "worker_id", (json_int_t)ag->worker_id, "device", s->device);
         json_t *resp = NULL;
@@ -771,12 +840,13 @@ int agent_run(const agent_opts *o) {
     if (o->checkpoint_dir) agent_abspath(o->checkpoint_dir, ag->ckpt_dir, sizeof ag->ckpt_dir);
     else snprintf(ag->ckpt_dir, sizeof ag->ckpt_dir, "%.*s/checkpoints", PATH_MAX - 20, ag->work_dir);
     agent_abspath(o->data_root ? o->data_root : ".", ag->data_root, sizeof ag->data_root);
-    if (agent_mkdirs(ag->work_dir) != 0 || agent_mkdirs(ag->ckpt_dir) != 0) {
+    if (agent_mkdirs(ag->work_dir) != 0 || agent_mkdirs(ag->ckpt_dir) != 0 || !realpath(ag->ckpt_dir, ag->ckpt_real)) {
         fprintf(stderr, "prism-worker: cannot create %s / %s: %s (check --work-dir / --checkpoint-dir)\n",
                 ag->work_dir, ag->ckpt_dir, strerror(errno));
         ret = 2;
         goto out;
     }
+    memcpy(ag->ckpt_dir, ag->ckpt_real, strlen(ag->ckpt_real) + 1);   /* reported paths are then normalised */
     agent_opts *mo = (agent_opts *)o;   /* resolve "auto" once */
     if (mo->progress < 0) mo->progress = isatty(2) ? 1 : 0;
     progress_setup(ag->nslots, o->progress == 1);
@@ -833,6 +903,8 @@ int agent_run(const agent_opts *o) {
     if (ag->refused) {
         const char *said = strstr(ag->refused_err, ": HTTP ");
         if (said) said = strstr(said + 7, ": ");
+        char said_log[4 * sizeof ag->refused_err];
+        if (said) said = log_escape(said_log, sizeof said_log, said);
         fprintf(stderr, "prism-worker: the server refused this worker's token (HTTP %ld on %s%s%s): check --token-file %s: "
                 "it must hold the server's current worker token (<db>.worker-token beside its database); jobs in hand "
                 "were checkpointed and not reported, and resume from their last reported checkpoint once their "
@@ -866,12 +938,14 @@ static const char agent_usage[] =
     "  --checkpoint-dir DIR  training-state checkpoints (share it across boxes to resume anywhere)\n"
     "                        [WORK/checkpoints]\n"
     "  --name N              worker name [HOSTNAME-PID]\n"
-    "  --data-root DIR       relative data paths in jobs resolve here [working directory]\n"
+    "  --data-root DIR       relative data paths in jobs resolve here [working directory]; a job's data\n"
+    "                        paths must stay inside it (no \"..\", no absolute path elsewhere)\n"
+    "  --allow-data-outside-root  let jobs read data anywhere this user can (trusted servers only)\n"
     "  --poll S              seconds between lease attempts when nothing is queued [5]\n"
     "  --heartbeat S         heartbeat period [the server's heartbeat_every_s]\n"
     "  --flush S             metrics are sent at least every S seconds [1]\n"
     "  --idle-exit S         exit once nothing was leasable for S seconds [0 = never]\n"
-    "  --max-jobs N          exit after N jobs per device [0 = no limit]\n"
+    "  --max-jobs N          exit after N jobs per device, failed ones included [0 = no limit]\n"
     "  --progress MODE       auto|tty|log: live lines per device, or one key=value line per report [auto]\n"
     "SIGTERM/SIGINT: finish the step, checkpoint, report, exit (a second one exits at once).\n"
     "Exit status: 0 stopped, 1 registration refused or no usable device, 2 bad flags or the token\n"
@@ -895,6 +969,7 @@ int cmd_agent(int argc, char **argv) {
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) { fputs(agent_usage, stdout); return 0; }
+        if (strcmp(a, "--allow-data-outside-root") == 0) { o.data_anywhere = 1; continue; }
         const char *v, *eq = strchr(a, '=');
         if (strncmp(a, "--", 2) == 0 && eq && (size_t)(eq - a) < sizeof flag) {   /* --flag=value */
             snprintf(flag, sizeof flag, "%.*s", (int)(eq - a), a);

@@ -25,7 +25,8 @@ typedef struct agent_opts {
     double heartbeat_s;          /* 0 = the server's heartbeat_every_s (or lease TTL / 3) */
     double flush_s;              /* metrics are sent at least this often, default 1 */
     double idle_exit_s;          /* exit after this long with nothing to lease on any device; 0 = never */
-    int max_jobs;                /* per device; 0 = no limit */
+    int max_jobs;                /* leased jobs per device, however they end (done, failed, cancelled); 0 = no limit */
+    int data_anywhere;           /* --allow-data-outside-root: job data paths may leave data_root */
     int progress;                /* -1 auto (live lines when stderr is a TTY), 0 log lines, 1 live lines */
 } agent_opts;
 

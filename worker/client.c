@@ -12,6 +12,7 @@
  * 409), so those batches stay and the code goes back to the caller.
  */
 #include "client.h"
+#include "logesc.h"
 
 #include <curl/curl.h>
 #include <stdio.h>
@@ -179,7 +180,9 @@ int client_request(client *c, const char *method, const char *path, json_t *body
         if (r < 0) { ret = r; goto out; }
         if (r == 1) break;
         if (!c->failing) {
-            fprintf(stderr, "prism-worker%s%s: %s; retrying with backoff\n", *c->who ? " " : "", c->who, c->err);
+            char e[4 * sizeof c->err];   /* the server's answer is quoted in err: one log line */
+            fprintf(stderr, "prism-worker%s%s: %s; retrying with backoff\n", *c->who ? " " : "", c->who,
+                    log_escape(e, sizeof e, c->err));
             c->failing = 1;
         }
         double delay = c->opts.backoff_initial_s * (double)(1u << (n < 20 ? n : 20));
@@ -276,8 +279,9 @@ int outbox_flush(outbox *o, client *c, const char *path, const char *lease_token
         if (rc == CLIENT_OK) o->sent += (long long)n; else o->rejected += (long long)n;
         pthread_mutex_unlock(&o->mu);
         if (rc == CLIENT_EREJECTED) {
+            char e[4 * sizeof c->err];
             fprintf(stderr, "prism-worker%s%s: %zu metric points refused and dropped: %s\n", *c->who ? " " : "",
-                    c->who, n, c->err);
+                    c->who, n, log_escape(e, sizeof e, c->err));
             rc = CLIENT_OK;
         }
     }

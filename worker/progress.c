@@ -7,6 +7,8 @@
  */
 #include "progress.h"
 
+#include "logesc.h"
+
 #include <math.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -102,12 +104,14 @@ void progress_event(int dev, const char *event, const char *fmt, ...) {
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
+    char safe[4 * sizeof msg];   /* paths, errors and names in msg came from the server or a job: one line */
+    log_escape(safe, sizeof safe, msg);
     char ts[32];
     progress_stamp(ts, sizeof ts);
     pthread_mutex_lock(&P.mu);
     const char *dname = dev >= 0 && dev < PROGRESS_MAX && P.rows[dev].device[0] ? P.rows[dev].device : "-";
     if (P.live && P.drawn) fprintf(stderr, "\033[%dA\r\033[K", P.n);
-    fprintf(stderr, "%s event=%s device=%s %s\n", ts, event, dname, msg);
+    fprintf(stderr, "%s event=%s device=%s %s\n", ts, event, dname, safe);
     if (P.live && P.drawn) { P.drawn = 0; progress_draw(); }
     fflush(stderr);
     pthread_mutex_unlock(&P.mu);

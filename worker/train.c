@@ -18,6 +18,7 @@
 #include "model.h"
 #include "shard.h"
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <omp.h>
 #include <stdarg.h>
@@ -118,8 +119,9 @@ static int loader_batch(struct loader *ld, uint64_t pos, int V, char *err, size_
         if (bad)
             for (int t = 0; t <= T; t++)
                 if (tok[t] >= V) {
-                    snprintf(err, errlen, "%s: token %u at position %zu is outside the vocabulary (model.vocab_size %d)",
-                             ld->set.shards[lo].path, tok[t], (size_t)(tok - ld->set.shards[lo].tokens) + t, V);
+                    /* (the token's value is not quoted: an error never echoes a file's contents) */
+                    snprintf(err, errlen, "%s: the token at position %zu is outside the vocabulary (model.vocab_size %d)",
+                             ld->set.shards[lo].path, (size_t)(tok - ld->set.shards[lo].tokens) + t, V);
                     return TRAIN_EDATA;
                 }
         for (int t = 0; t < T; t++) { ld->inputs[b * T + t] = tok[t]; ld->targets[b * T + t] = tok[t + 1]; }
@@ -155,6 +157,7 @@ const char *train_strerror(int code) {
     case TRAIN_EIO: return "i/o error";
     case TRAIN_ECHECKPOINT: return "bad checkpoint";
     case TRAIN_EDEVICE: return "device error";
+    case TRAIN_EDIVERGED: return "diverged";
     default: return "unknown error";
     }
 }
@@ -334,6 +337,47 @@ static int write_result(struct run *r, double val_loss, double train_loss, doubl
     return 0;
 }
 
+/* Whether a data glob or model.init path stays inside root: relative without a ".." component, or
+ * absolute under root. Returns 0, or TRAIN_EDATA with err naming the key and the fix. */
+static int data_path_confined(const char *what, const char *p, const char *root, char *err, size_t errlen) {
+    if (!p || !*p) return 0;
+    for (const char *c = p; *c;) {
+        const char *e = strchr(c, '/');
+        size_t len = e ? (size_t)(e - c) : strlen(c);
+        if (len == 2 && c[0] == '.' && c[1] == '.') {
+            snprintf(err, errlen, "%s: %.400s has a \"..\" component: data paths stay inside the data root %.400s "
+                     "(prism-worker --allow-data-outside-root lifts this)", what, p, root);
+            return TRAIN_EDATA;
+        }
+        if (!e) break;
+        c = e + 1;
+    }
+    size_t rl = strlen(root);
+    while (rl > 1 && root[rl - 1] == '/') rl--;
+    if (p[0] == '/' && (strncmp(p, root, rl) != 0 || p[rl] != '/')) {
+        snprintf(err, errlen, "%s: %.400s is outside the data root %.400s (use a path relative to --data-root, or "
+                 "prism-worker --allow-data-outside-root)", what, p, root);
+        return TRAIN_EDATA;
+    }
+    return 0;
+}
+
+/* Every file a loader opened resolves (symlinks followed) inside root_real. */
+static int data_files_confined(const char *what, const struct loader *ld, const char *root_real, char *err,
+                               size_t errlen) {
+    size_t rl = strlen(root_real);
+    for (int i = 0; i < ld->set.n; i++) {
+        char real[PATH_MAX];
+        if (!realpath(ld->set.shards[i].path, real) ||
+            (strncmp(real, root_real, rl) != 0 || (real[rl] != '/' && rl > 1))) {
+            snprintf(err, errlen, "%s: %.400s resolves outside the data root %.400s (a symlink out of it; "
+                     "prism-worker --allow-data-outside-root lifts this)", what, ld->set.shards[i].path, root_real);
+            return TRAIN_EDATA;
+        }
+    }
+    return 0;
+}
+
 static int run_loop(struct run *r) {
     const struct job_config *job = r->job;
     const struct train_opts *o = r->o;
@@ -352,11 +396,26 @@ static int run_loop(struct run *r) {
     memcpy(cfg->heads, job->model.heads, cfg->L * sizeof(int));
     r->nparams = model_num_params(cfg);
 
-    /* data first: a wrong path should fail before any big allocation */
+    /* data first: a wrong path should fail before any big allocation; a job from the network reads only
+     * below the data root */
+    char root_real[PATH_MAX] = "";
+    if (o->confine_data) {
+        char cwd[PATH_MAX];
+        const char *rr = root && *root ? root : getcwd(cwd, sizeof cwd);
+        if (!rr || !realpath(rr, root_real)) return fail(r, TRAIN_EDATA, "data root %s: %s", rr ? rr : ".", strerror(errno));
+        if ((rc = data_path_confined("data.train", job->data.train, root_real, r->ebuf, sizeof r->ebuf)) ||
+            (rc = data_path_confined("data.val", job->data.val, root_real, r->ebuf, sizeof r->ebuf)) ||
+            (rc = data_path_confined("model.init", job->model.init, root_real, r->ebuf, sizeof r->ebuf)))
+            return fail(r, rc, "%s", r->ebuf);
+    }
     if ((rc = loader_init(&r->train, "data.train", job->data.train, root, B, T, tr->shuffle, tr->seed,
                           r->ebuf, sizeof r->ebuf)))
         return fail(r, rc, "%s", r->ebuf);
     if ((rc = loader_init(&r->val, "data.val", job->data.val, root, B, T, 0, 0, r->ebuf, sizeof r->ebuf)))
+        return fail(r, rc, "%s", r->ebuf);
+    if (o->confine_data &&
+        ((rc = data_files_confined("data.train", &r->train, root_real, r->ebuf, sizeof r->ebuf)) ||
+         (rc = data_files_confined("data.val", &r->val, root_real, r->ebuf, sizeof r->ebuf))))
         return fail(r, rc, "%s", r->ebuf);
 
     if (mkdir_p(o->out_dir)) return fail(r, TRAIN_EIO, "%s: cannot create output directory: %s", o->out_dir, strerror(errno));
@@ -403,6 +462,9 @@ static int run_loop(struct run *r) {
     double t_begin = now_s(), train_time = 0, val_loss = NAN;
     long long tokens_run = 0, tokens_per_step = (long long)B * T * accum;
     float train_loss = NAN;
+    /* diverged: every evaluation after warmup worse than guessing uniformly, by TRAIN_DIVERGED_FACTOR */
+    double diverged_at = TRAIN_DIVERGED_FACTOR * log((double)cfg->V);
+    int evals_after_warmup = 0, always_above = 1;
     for (int step = start; step < steps; step++) {
         int stop = o->stop ? *o->stop : 0;
         if (stop == 1) return fail(r, TRAIN_ECANCELLED, "cancelled at step %d", step);
@@ -415,6 +477,7 @@ static int run_loop(struct run *r) {
             /* (JSON has no NaN/inf: check before building the row) */
             if (!isfinite(val_loss)) return fail(r, TRAIN_ENAN, "step %d: validation loss is %g (not finite)", step, val_loss);
             if ((rc = emit(r, json_pack("{s:i, s:f}", "step", step, "val_loss", val_loss)))) return rc;
+            if (step > tr->warmup_steps) { evals_after_warmup++; always_above &= val_loss > diverged_at; }
         }
         double t0 = now_s();
         if (r->ops->zero_grad(r->m)) return fail(r, TRAIN_EDEVICE, "%s", model_err(r));
@@ -457,6 +520,11 @@ static int run_loop(struct run *r) {
     if ((rc = evaluate(r, &val_loss, attn))) return rc;
     if (!isfinite(val_loss)) return fail(r, TRAIN_ENAN, "step %d: validation loss is %g (not finite)", steps, val_loss);
     if ((rc = emit(r, json_pack("{s:i, s:f}", "step", steps, "val_loss", val_loss)))) return rc;
+    if (steps > tr->warmup_steps) { evals_after_warmup++; always_above &= val_loss > diverged_at; }
+    if (evals_after_warmup > 0 && always_above)
+        return fail(r, TRAIN_EDIVERGED, "step %d: validation loss %g stayed above %g (%.1f x ln %d, guessing uniformly) at "
+                    "every evaluation after warmup: the run diverged; lower train.lr or raise train.warmup_steps",
+                    steps, val_loss, diverged_at, TRAIN_DIVERGED_FACTOR, cfg->V);
 
     if (r->ops->get_params(r->m, r->host_p)) return fail(r, TRAIN_EDEVICE, "%s", model_err(r));
     snprintf(r->path, sizeof r->path, "%s/model.bin", o->out_dir);

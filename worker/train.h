@@ -33,6 +33,8 @@ enum {
     TRAIN_EIO = -7,         /* could not write outputs/checkpoints (message has the path) */
     TRAIN_ECHECKPOINT = -8, /* resume/init file unreadable or does not match the job (message says why) */
     TRAIN_EDEVICE = -9,     /* backend unavailable or failed */
+    TRAIN_EDIVERGED = -10,  /* finite loss that stayed above TRAIN_DIVERGED_FACTOR x ln V (uniform guessing) at
+                             * every evaluation after warmup: not a result to rank (not retryable) */
 };
 
 struct train_progress {
@@ -50,6 +52,8 @@ struct train_result {
     char checkpoint[4096];  /* last checkpoint written ("" if none) */
 };
 
+#define TRAIN_DIVERGED_FACTOR 1.1   /* diverged: val loss > 1.1 x ln(vocab_size) after warmup */
+
 struct train_opts {
     const char *out_dir;          /* required */
     const char *device;           /* "cpu" (default when NULL) or a CUDA index "0" */
@@ -66,6 +70,8 @@ struct train_opts {
     void (*on_progress)(void *ctx, const struct train_progress *p);
     void *ctx;
     int quiet;                    /* no built-in progress output */
+    int confine_data;             /* 1: data globs and model.init must stay inside data_root (no "..", no absolute
+                                   * path elsewhere, no symlink out): jobs from the network; 0: any path */
     int progress_every;           /* non-TTY structured lines every N steps, default 10 */
     int threads;                  /* CPU: OpenMP threads for this run (this calling thread), 0 = OpenMP's default */
     struct train_result *result;  /* optional out */

@@ -72,7 +72,7 @@ t_expiry_requeue_and_max_attempts() {
   local w; w=$(s_register w1)
   s_lease "$w"; local job=$JOB old=$TOKEN
   assert_eq 1 "$ATTEMPT" "first attempt"
-  s_expect 200 POST "/api/v1/jobs/$job/checkpoint" "{\"lease_token\": \"$old\", \"path\": \"/ck/job$job.bin\", \"step\": 5}"
+  s_expect 200 POST "/api/v1/jobs/$job/checkpoint" "{\"lease_token\": \"$old\", \"path\": \"/ck/job-$job-a1/resume-5.bin\", \"step\": 5}"
   # nobody asks: the timer alone must expire it
   local i st=leased
   for i in $(seq 1 40); do
@@ -84,7 +84,7 @@ t_expiry_requeue_and_max_attempts() {
   s_lease "$w"
   assert_eq "$job" "$JOB" "same job re-leased"
   assert_eq 2 "$ATTEMPT" "attempt+1"
-  assert_eq "/ck/job$job.bin" "$(s_json .resume.checkpoint)" "resume checkpoint"
+  assert_eq "/ck/job-$job-a1/resume-5.bin" "$(s_json .resume.checkpoint)" "resume checkpoint"
   assert_eq 5 "$(s_json .resume.step)" "resume step"
   s_expect 409 POST "/api/v1/jobs/$job/heartbeat" "{\"lease_token\": \"$old\"}"
   assert_eq leased "$(s_json .state)" "409 says the job's state"
@@ -332,21 +332,21 @@ t_static_files_and_traversal() {
 # kill -9 right after acknowledged writes, restart: every acknowledged write is there.
 t_kill9_after_ack_then_restart() {
   s_setup
-  s_spec "$D/s.json" dur '["4,4,4,4", "2,2,4,4", "1,1,4,4"]' '[1, 2]'
+  s_spec "$D/s.json" dur '["4,4,4,4", "2,2,4,4", "1,1,4,4"]' '[1, 2]' 200
   s_create "$D/s.json" >/dev/null
   s_server --lease-ttl 60
   local w; w=$(s_register w1)
   s_lease "$w"; local j1=$JOB t1=$TOKEN
   local pts; pts=$(seq 0 199 | awk 'BEGIN{printf "["} {printf "%s{\"step\": %d, \"train_loss\": %.3f}", (NR>1?",":""), $1, 6-$1/100} END{printf "]"}')
   s_expect 200 POST "/api/v1/jobs/$j1/metrics" "{\"lease_token\": \"$t1\", \"points\": $pts}"
-  s_expect 200 POST "/api/v1/jobs/$j1/checkpoint" "{\"lease_token\": \"$t1\", \"path\": \"/ck/a\", \"step\": 150}"
+  s_expect 200 POST "/api/v1/jobs/$j1/checkpoint" "{\"lease_token\": \"$t1\", \"path\": \"/ck/job-$j1-a1/ckpt_150.bin\", \"step\": 150}"
   s_complete "$j1" "$t1" 3.75
   s_lease "$w"; local j2=$JOB t2=$TOKEN
   s_expect 200 POST "/api/v1/jobs/$j2/cancel" '{}' "$AT"
   kill -9 "$SPID"; wait "$SPID" 2>/dev/null
   s_server --lease-ttl 60
   s_expect 200 GET "/api/v1/jobs/$j1"
-  assert_eq "done 3.75 150 199" "$(s_json '"\(.state) \(.val_loss) \(.checkpoint_step) \(.step)"')" "job 1 after restart"
+  assert_eq "done 3.75 150 200" "$(s_json '"\(.state) \(.val_loss) \(.checkpoint_step) \(.step)"')" "job 1 after restart"
   s_expect 200 GET "/api/v1/jobs/$j1/metrics?kind=train"
   assert_eq 200 "$(s_json '.points|length')" "metric points after restart"
   s_expect 200 GET "/api/v1/jobs/$j2"
@@ -410,7 +410,7 @@ print("first:", a.recv(4096).decode().split("\r\n")[0])' "$PORT")
 # database after the restart.
 t_kill9_mid_stream_loses_nothing_acknowledged() {
   s_setup
-  s_spec "$D/s.json" stream '["4,4,4,4", "2,2,4,4", "1,1,4,4", "1,2,4,4"]' '[1]'
+  s_spec "$D/s.json" stream '["4,4,4,4", "2,2,4,4", "1,1,4,4", "1,2,4,4"]' '[1]' 100000000
   s_create "$D/s.json" >/dev/null
   s_server --lease-ttl 60
   local w k; w=$(s_register w1)
@@ -506,15 +506,19 @@ print("hwm_mb", hwm // 1024, "answers", cnt)' "$PORT" "$SPID")
   [ -n "$mb" ] && [ "$mb" -lt 100 ] || fail "server peak RSS ${mb} MB while 270 MB of answers were unread: $out"
   s_expect 200 GET /healthz
 }
-# A --token-file holding only a bare worker token: the admin token made for the run is printed, and works.
+# A --token-file holding only a bare worker token: the admin token made for the run is written to a private
+# file (never printed), and works.
 t_bare_token_file_admin_token_shown() {
   s_setup
   echo 0123456789abcdef0123 >"$D/tok"
   PORT=$(free_port); URL="http://127.0.0.1:$PORT"
   "$(bin prism-sweep)" serve --db "$DB" --listen "127.0.0.1:$PORT" --token-file "$D/tok" 2>>"$D/server.log" &
   SPID=$!; S_PIDS+=("$SPID"); s_wait_up
-  local at; at=$(sed -n 's/.*admin token for this run only: \([0-9a-f]*\).*/\1/p' "$D/server.log")
-  [ ${#at} = 64 ] || fail "admin token not shown: $(cat "$D/server.log")"
+  assert_contains "$(cat "$D/server.log")" "the admin token for this run only is in $DB.admin-token (mode 0600)"
+  local at; at=$(cat "$DB.admin-token")
+  [ ${#at} = 64 ] || fail "admin token not in $DB.admin-token: $(cat "$D/server.log")"
+  assert_eq 600 "$(stat -c %a "$DB.admin-token")" "admin token file mode"
+  case "$(cat "$D/server.log")" in *"$at"*) fail "the admin token was printed: $(cat "$D/server.log")";; esac
   s_expect 401 POST /api/v1/sweeps/1/pause '{}' 0123456789abcdef0123
   s_expect 404 POST /api/v1/sweeps/1/pause '{}' "$at"
   s_expect 200 POST /api/v1/workers/register '{"name": "w"}' 0123456789abcdef0123

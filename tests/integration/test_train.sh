@@ -151,11 +151,11 @@ t_bad_data_names_the_path() {
   assert_eq 2 "$rc" "exit status"
   assert_contains "$out" "synth_val_000001.bin: file is 5000 bytes but the header says"
   rm "$d/data/synth_val_000001.bin"
-  # tokens outside the model's vocabulary: the file, the position and the value
+  # tokens outside the model's vocabulary: the file and the position (never the value: no file contents in errors)
   "$(bin prism-data)" synth --out "$d/wide" --tokens 50k --vocab 1024 --seed 1 >/dev/null || fail "synth wide"
   out=$(cd "$d" && "$(bin prism-worker)" train job.json --out o --train "wide/synth_train_*.bin" 2>&1); rc=$?
   assert_eq 2 "$rc" "exit status"
-  assert_contains "$out" "wide/synth_train_000000.bin: token "
+  assert_contains "$out" "wide/synth_train_000000.bin: the token at position "
   assert_contains "$out" "is outside the vocabulary (model.vocab_size 128)"
   # --data-root resolves relative globs
   "$(bin prism-worker)" train "$d/job.json" --data-root "$d" --out "$d/o2" --steps 2 --quiet || fail "--data-root run failed"

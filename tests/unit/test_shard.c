@@ -51,13 +51,14 @@ TEST(bad_magic_version_and_short_header) {
     snprintf(path, sizeof path, "%s/magic.bin", dir);
     write_raw(path, hdr, NULL, 0);
     ASSERT_EQ_INT(SHARD_EFORMAT, shard_open(path, &s, err, sizeof err));
-    ASSERT_CONTAINS(err, "bad magic 12345, expected 20240520");
+    ASSERT_CONTAINS(err, "bad magic: the header does not start with 20240520");
+    ASSERT_TRUE(strstr(err, "12345") == NULL);   /* never echoes what the file holds */
     ASSERT_CONTAINS(err, "magic.bin");
     int32_t hdr2[256] = {20240520, 2, 0};
     snprintf(path, sizeof path, "%s/ver.bin", dir);
     write_raw(path, hdr2, NULL, 0);
     ASSERT_EQ_INT(SHARD_EFORMAT, shard_open(path, &s, err, sizeof err));
-    ASSERT_CONTAINS(err, "version 2, expected 1");
+    ASSERT_CONTAINS(err, "unsupported version: expected 1");
     snprintf(path, sizeof path, "%s/short.bin", dir);
     FILE *f = fopen(path, "wb"); fputs("tiny", f); fclose(f);
     ASSERT_EQ_INT(SHARD_EFORMAT, shard_open(path, &s, err, sizeof err));
@@ -83,7 +84,7 @@ TEST(glob_sets_sort_and_check_vocab) {
     ASSERT_EQ_INT(1, set.shards[0].tokens[0]);       /* sorted: x_000 first */
     shard_set_close(&set);
     ASSERT_EQ_INT(SHARD_EFORMAT, shard_set_open("x_*.bin", dir, 2, &set, err, sizeof err));
-    ASSERT_CONTAINS(err, "x_001.bin: token 2 at position 0 is outside the vocabulary (vocab_size 2)");
+    ASSERT_CONTAINS(err, "x_001.bin: the token at position 0 is outside the vocabulary (vocab_size 2)");
     ASSERT_EQ_INT(SHARD_ENOMATCH, shard_set_open("nothing_*.bin", dir, 0, &set, err, sizeof err));
     ASSERT_CONTAINS(err, "nothing_*.bin: no token shards match");
     ASSERT_EQ_INT(0, set.n);

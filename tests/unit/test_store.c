@@ -60,3 +60,34 @@ TEST(not_a_database_is_refused) {
     ASSERT_TRUE(store_open(path, &st, err, sizeof err) < 0);
     ASSERT_CONTAINS(err, "junk.db");
 }
+
+/* Read commands: a SQLite file of something else is refused and left as it was; a prism-sweep database
+ * opens read-only (a write through it fails). */
+TEST(readonly_open_refuses_foreign_files) {
+    char path[4200], err[512];
+    snprintf(path, sizeof path, "%s/other.db", harness_tmpdir());
+    sqlite3 *db = NULL;
+    ASSERT_EQ_INT(SQLITE_OK, sqlite3_open(path, &db));
+    ASSERT_EQ_INT(SQLITE_OK, sqlite3_exec(db, "CREATE TABLE notes (x)", NULL, NULL, NULL));
+    sqlite3_close(db);
+    store *st = NULL;
+    ASSERT_EQ_INT(STORE_EINVAL, store_open_readonly(path, &st, err, sizeof err));
+    ASSERT_CONTAINS(err, "is not a prism-sweep database (schema version 0, 0 of its 6 tables)");
+    ASSERT_TRUE(st == NULL);
+    ASSERT_EQ_INT(SQLITE_OK, sqlite3_open(path, &db));
+    sqlite3_stmt *s = NULL;
+    sqlite3_prepare_v2(db, "SELECT count(*) FROM sqlite_master", -1, &s, NULL);
+    ASSERT_EQ_INT(SQLITE_ROW, sqlite3_step(s));
+    ASSERT_EQ_INT(1, sqlite3_column_int(s, 0));   /* nothing was added */
+    sqlite3_finalize(s);
+    sqlite3_close(db);
+
+    snprintf(path, sizeof path, "%s/p.db", harness_tmpdir());
+    ASSERT_EQ_INT(0, store_open(path, &st, err, sizeof err));
+    store_close(st);
+    ASSERT_EQ_INT(0, store_open_readonly(path, &st, err, sizeof err));
+    ASSERT_EQ_INT(1, query_int(st, "SELECT count(*) FROM sqlite_master WHERE name = 'jobs'"));
+    ASSERT_TRUE(store_exec(st, "DELETE FROM jobs") < 0);
+    ASSERT_CONTAINS(st->err, "readonly");
+    store_close(st);
+}
