@@ -50,7 +50,17 @@ static void decide(struct scorer *s, int slot) {
 
 static int flush(struct scorer *s, char *err, size_t errlen) {
     if (s->nrow == 0) return 0;
-    int B = s->nrow, T = s->T;
+    int B = s->nrow, T = 1;
+    /* the forward runs on the longest row of this batch (rounded up to 8), not the whole window: causal
+     * attention makes a row's losses independent of what follows it, and most rows are far shorter than T */
+    for (int r = 0; r < B; r++) if (s->rows[r].first + s->rows[r].count > T) T = s->rows[r].first + s->rows[r].count;
+    T = (T + 7) / 8 * 8;
+    if (T > s->T) T = s->T;
+    if (T < s->T)
+        for (int r = 1; r < B; r++) {
+            memmove(s->in + (size_t)r * T, s->in + (size_t)r * s->T, (size_t)T * sizeof *s->in);
+            memmove(s->tg + (size_t)r * T, s->tg + (size_t)r * s->T, (size_t)T * sizeof *s->tg);
+        }
     if (s->ops->forward_losses(s->m, s->in, s->tg, B, T, s->loss)) {
         const char *e = s->ops->error ? s->ops->error(s->m) : NULL;
         snprintf(err, errlen, "zero-shot forward failed: %s", e && *e ? e : "(no detail from the backend)");

@@ -7,8 +7,9 @@
  * A sequence longer than T + 1 tokens (T = the model's window) is cut from the left of its context, keeping at
  * least one context token; `truncated` counts the examples where any completion needed that. A completion of more
  * than T tokens cannot be scored and is an error naming the file and example.
- * Completions are packed one per row into micro-batches of up to B rows × T positions (padding rows and positions
- * hold token 0; causal attention keeps them out of the scored positions).
+ * Completions are packed one per row into micro-batches of up to B rows, each forward as long as its longest row
+ * (rounded up to 8, at most T); padding positions hold token 0, and causal attention keeps them out of the scored
+ * positions.
  */
 #ifndef PRISM_ZEROSHOT_H
 #define PRISM_ZEROSHOT_H
