@@ -366,8 +366,9 @@ static struct heap_ent heap_pop(struct bpe_ctx *c, size_t *hn) {
 }
 
 static int push_pair(struct bpe_ctx *c, size_t *hn, int i) {
+    if (i < 0) return 0;
     int j = c->nxt[i];
-    if (i < 0 || j < 0) return 0;
+    if (j < 0) return 0;
     int res;
     uint32_t r = merge_rank(c->b, c->tk[i], c->tk[j], &res);
     if (r == UINT32_MAX) return 0;
