@@ -399,7 +399,7 @@ int spec_from_json(json_t *root, sweep_spec *sp, char *err, size_t errlen) {
         goto out;
     }
     if (json_object_get(root, "eval") && !json_is_object(json_object_get(root, "eval"))) {
-        rc = err_at(err, errlen, "eval: must be an object {every, batches, attn_distance}");
+        rc = err_at(err, errlen, "eval: must be an object {every, batches, attn_distance, tasks}");
         goto out;
     }
     json_t *job = spec_job_json(sp, 0, 0);
