@@ -1,9 +1,9 @@
 /* leaderboard_zeroshot.c — zero-shot accuracy columns of the leaderboard (leaderboard_zeroshot.h).
  *
  * Design: one read of every finished job's result.json "zero_shot" object (json_extract in SQLite, so the rest of
- * the result is never parsed) into a flat array of (schedule, seed, task, acc, acc_norm); then per leaderboard row
- * and task the mean ± std over seeds and, against the baseline schedule, the per-seed paired differences with the
- * Student-t interval leaderboard_t975() gives. Accuracies are higher-is-better, so a positive delta favours the
+ * the result is never parsed) into a flat array of (schedule, seed, task, acc, acc_norm) sorted by schedule; then
+ * per leaderboard row (its points found by binary search) and task the mean ± std over seeds and, against the
+ * baseline schedule, the per-seed paired differences with the Student-t interval leaderboard_t975() gives. Accuracies are higher-is-better, so a positive delta favours the
  * schedule (val loss is the other way round).
  */
 #include "leaderboard_zeroshot.h"
@@ -16,6 +16,20 @@
 struct zs_point { long long schedule, seed; int task; double acc, acc_norm; };
 
 static json_t *num_or_null(double v) { return isfinite(v) ? json_real(v) : json_null(); }
+
+/* pts[] is sorted by schedule (the query's ORDER BY): [first, *end) are schedule id's points. O(log n), so the
+ * columns stay cheap on sweeps of 10^4+ schedules. */
+static size_t points_range(const struct zs_point *pts, size_t np, long long id, size_t *end) {
+    size_t lo = 0, hi = np;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (pts[mid].schedule < id) lo = mid + 1; else hi = mid;
+    }
+    size_t e = lo;
+    while (e < np && pts[e].schedule == id) e++;
+    *end = e;
+    return lo;
+}
 
 static int task_index(json_t *names, const char *name) {
     for (size_t i = 0; i < json_array_size(names); i++)
@@ -102,24 +116,26 @@ int leaderboard_add_zero_shot(store *st, long long sweep_id, json_t *lb, char *e
     d2 = malloc((np ? np : 1) * sizeof *d2);
     if (!d1 || !d2) { free(order); goto nomem; }
     json_t *rows = json_object_get(lb, "rows");
+    size_t b1, b0 = points_range(pts, np, base, &b1);
     for (size_t r = 0; r < json_array_size(rows); r++) {
         json_t *row = json_array_get(rows, r), *zrow = json_object();
         long long sid = json_integer_value(json_object_get(row, "schedule_id"));
+        size_t k1, k0 = points_range(pts, np, sid, &k1);
         for (int oi = 0; oi < nt; oi++) {
             int t = order[oi];
             double sa = 0, sn = 0;
             int n = 0, npair = 0;
-            for (size_t k = 0; k < np; k++)
-                if (pts[k].schedule == sid && pts[k].task == t) { sa += pts[k].acc; sn += pts[k].acc_norm; n++; }
+            for (size_t k = k0; k < k1; k++)
+                if (pts[k].task == t) { sa += pts[k].acc; sn += pts[k].acc_norm; n++; }
             if (n == 0) continue;
             double ma = sa / n, mn = sn / n, va = 0, vn = 0;
-            for (size_t k = 0; k < np; k++)
-                if (pts[k].schedule == sid && pts[k].task == t) {
+            for (size_t k = k0; k < k1; k++)
+                if (pts[k].task == t) {
                     va += (pts[k].acc - ma) * (pts[k].acc - ma);
                     vn += (pts[k].acc_norm - mn) * (pts[k].acc_norm - mn);
                     if (sid != base)
-                        for (size_t m = 0; m < np; m++)
-                            if (pts[m].schedule == base && pts[m].task == t && pts[m].seed == pts[k].seed) {
+                        for (size_t m = b0; m < b1; m++)
+                            if (pts[m].task == t && pts[m].seed == pts[k].seed) {
                                 d1[npair] = pts[k].acc_norm - pts[m].acc_norm;
                                 d2[npair++] = pts[k].acc - pts[m].acc;
                                 break;
