@@ -20,7 +20,7 @@ PRECISION ?= bf16
 OPT      ?= -O3 -march=x86-64-v2
 SHELL    := /bin/bash
 
-PKGS      := sqlite3 libuv jansson libcurl openblas
+PKGS      := sqlite3 libuv jansson libcurl openblas libpcre2-8
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 

@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum kind { K_INT, K_NUM, K_BOOL, K_STR, K_U64, K_HEADS, K_SCHED };
+enum kind { K_INT, K_NUM, K_BOOL, K_STR, K_U64, K_HEADS, K_SCHED, K_TASKS };
 
 struct key {
     const char *name;
@@ -55,6 +55,7 @@ static const struct key eval_keys[] = {
     {"every", K_INT, OFF(eval.every), 0, 1e9, 0},
     {"batches", K_INT, OFF(eval.batches), 1, 1e6, 0},
     {"attn_distance", K_BOOL, OFF(eval.attn_distance), 0, 0, 0},
+    {"tasks", K_TASKS, OFF(eval.tasks), 0, 0, 0},
     {NULL, 0, 0, 0, 0, 0}};
 static const struct key data_keys[] = {
     {"train", K_STR, OFF(data.train), 0, 0, 1},
@@ -84,11 +85,58 @@ void job_init(struct job_config *j) {
     j->eval.batches = 4;
 }
 
+static const char *type_name(const json_t *v);
+
+static void tasks_free(struct job_eval_task *t, int n) {
+    for (int i = 0; i < n && t; i++) { free(t[i].name); free(t[i].path); }
+    free(t);
+}
+
+/* eval.tasks: [{"name": "hellaswag", "path": "hellaswag_val.bin"}, ...] */
+static int set_tasks(struct job_config *j, const json_t *v, char *err, size_t errlen) {
+    if (!json_is_array(v)) FAIL("eval.tasks: expected an array of {\"name\", \"path\"} objects");
+    size_t n = json_array_size(v);
+    if (n > JOB_MAX_TASKS) FAIL("eval.tasks: at most %d tasks, got %zu", JOB_MAX_TASKS, n);
+    struct job_eval_task *t = calloc(n ? n : 1, sizeof *t);
+    if (!t) FAIL("eval.tasks: out of memory");
+    int rc = JOB_EINVAL;
+    for (size_t i = 0; i < n; i++) {
+        const json_t *o = json_array_get(v, i), *nm = json_object_get(o, "name"), *pa = json_object_get(o, "path");
+        if (!json_is_object(o)) { if (err) snprintf(err, errlen, "eval.tasks[%zu]: expected an object {\"name\", \"path\"}, got %s", i, type_name(o)); goto bad; }
+        const char *k;
+        json_t *x;
+        json_object_foreach((json_t *)o, k, x)
+            if (strcmp(k, "name") && strcmp(k, "path")) { if (err) snprintf(err, errlen, "eval.tasks[%zu].%s: unknown key (known: name path)", i, k); goto bad; }
+        if (!json_is_string(nm)) { if (err) snprintf(err, errlen, "eval.tasks[%zu].name: required, a string like \"hellaswag\"", i); goto bad; }
+        if (!json_is_string(pa) || !*json_string_value(pa)) { if (err) snprintf(err, errlen, "eval.tasks[%zu].path: required, the llm.c eval file (e.g. \"hellaswag_val.bin\")", i); goto bad; }
+        const char *s = json_string_value(nm);
+        size_t len = strlen(s);
+        int ok = len >= 1 && len <= 63;
+        for (size_t c = 0; c < len && ok; c++)
+            ok = (s[c] >= 'a' && s[c] <= 'z') || (s[c] >= 'A' && s[c] <= 'Z') || (s[c] >= '0' && s[c] <= '9') || strchr("._-", s[c]);
+        if (!ok) { if (err) snprintf(err, errlen, "eval.tasks[%zu].name: \"%.80s\" must be 1-63 of [A-Za-z0-9._-]", i, s); goto bad; }
+        for (size_t p = 0; p < i; p++)
+            if (strcmp(t[p].name, s) == 0) { if (err) snprintf(err, errlen, "eval.tasks[%zu].name: \"%s\" repeats eval.tasks[%zu]", i, s, p); goto bad; }
+        if (strlen(json_string_value(pa)) > 4000) { if (err) snprintf(err, errlen, "eval.tasks[%zu].path: longer than 4000 characters", i); goto bad; }
+        t[i].name = strdup(s);
+        t[i].path = strdup(json_string_value(pa));
+        if (!t[i].name || !t[i].path) { if (err) snprintf(err, errlen, "eval.tasks: out of memory"); goto bad; }
+    }
+    tasks_free(j->eval.tasks, j->eval.ntasks);
+    j->eval.tasks = t;
+    j->eval.ntasks = (int)n;
+    return 0;
+bad:
+    tasks_free(t, (int)n);
+    return rc;
+}
+
 void job_release(struct job_config *j) {
     if (!j) return;
     free(j->model.init);
     free(j->data.train);
     free(j->data.val);
+    tasks_free(j->eval.tasks, j->eval.ntasks);
     job_init(j);
 }
 
@@ -150,6 +198,8 @@ static int set_key(struct job_config *j, const char *sec, const struct key *k, c
         snprintf(j->train.lr_schedule, sizeof j->train.lr_schedule, "%s", s);
         return 0;
     }
+    case K_TASKS:
+        return set_tasks(j, v, err, errlen);
     case K_HEADS: {
         if (!json_is_array(v)) FAIL("model.heads: expected an array of head counts, got %s", type_name(v));
         size_t n = json_array_size(v);
@@ -309,6 +359,12 @@ json_t *job_to_json(const struct job_config *j) {
                               "checkpoint_every", t->checkpoint_every);
     json_t *eval = json_pack("{s:i, s:i, s:b}", "every", j->eval.every, "batches", j->eval.batches,
                              "attn_distance", j->eval.attn_distance);
+    if (eval && j->eval.ntasks > 0) {
+        json_t *tasks = json_array();
+        for (int i = 0; i < j->eval.ntasks && tasks; i++)
+            json_array_append_new(tasks, json_pack("{s:s, s:s}", "name", j->eval.tasks[i].name, "path", j->eval.tasks[i].path));
+        json_object_set_new(eval, "tasks", tasks);
+    }
     json_t *data = json_pack("{s:s?, s:s?}", "train", j->data.train, "val", j->data.val);
     if (!model || !train || !eval || !data) {
         json_decref(model); json_decref(train); json_decref(eval); json_decref(data);
@@ -322,7 +378,22 @@ int job_copy(struct job_config *dst, const struct job_config *src) {
     dst->model.init = src->model.init ? strdup(src->model.init) : NULL;
     dst->data.train = src->data.train ? strdup(src->data.train) : NULL;
     dst->data.val = src->data.val ? strdup(src->data.val) : NULL;
-    if ((src->model.init && !dst->model.init) || (src->data.train && !dst->data.train) ||
+    dst->eval.tasks = NULL;
+    dst->eval.ntasks = 0;
+    int task_oom = 0;
+    if (src->eval.ntasks > 0) {
+        dst->eval.tasks = calloc((size_t)src->eval.ntasks, sizeof *dst->eval.tasks);
+        if (!dst->eval.tasks) task_oom = 1;
+        else {
+            dst->eval.ntasks = src->eval.ntasks;
+            for (int i = 0; i < src->eval.ntasks; i++) {
+                dst->eval.tasks[i].name = strdup(src->eval.tasks[i].name);
+                dst->eval.tasks[i].path = strdup(src->eval.tasks[i].path);
+                if (!dst->eval.tasks[i].name || !dst->eval.tasks[i].path) task_oom = 1;
+            }
+        }
+    }
+    if (task_oom || (src->model.init && !dst->model.init) || (src->data.train && !dst->data.train) ||
         (src->data.val && !dst->data.val)) {
         job_release(dst);
         return JOB_ENOMEM;

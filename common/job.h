@@ -7,7 +7,7 @@
  *     "train": { "batch_size", "seq_len", "grad_accum", "steps", "lr", "lr_schedule": "cosine"|"constant",
  *                "warmup_steps", "min_lr_frac", "beta1", "beta2", "eps", "weight_decay", "grad_clip",
  *                "seed", "shuffle", "checkpoint_every" },
- *     "eval":  { "every", "batches", "attn_distance" },
+ *     "eval":  { "every", "batches", "attn_distance", "tasks"?: [{"name", "path"}, ...] },
  *     "data":  { "train": "glob", "val": "glob" } }
  *
  * Required: model.{n_layer, d_model, vocab_size, seq_len, heads}, data.{train, val}. Everything else has
@@ -55,10 +55,18 @@ struct job_train {
     int checkpoint_every;         /* steps between training-state checkpoints, 0 = off (default) */
 };
 
+#define JOB_MAX_TASKS 32
+struct job_eval_task {            /* one zero-shot task: an llm.c multiple-choice eval file (common/evalfile.h) */
+    char *name;                   /* [A-Za-z0-9._-]{1,63}, unique in the job (owned) */
+    char *path;                   /* relative paths resolve against the data root (owned) */
+};
+
 struct job_eval {
     int every;                    /* val loss every N updates (plus step 0 and the end), 0 = only those; default 0 */
     int batches;                  /* val batches of B x T from the start of the val shards, default 4 */
     int attn_distance;            /* bool: compute D_l per layer at the final evaluation, default 0 */
+    struct job_eval_task *tasks;  /* (ntasks) zero-shot tasks scored after the last update, default none (owned) */
+    int ntasks;                   /* 0..JOB_MAX_TASKS */
 };
 
 struct job_data {

@@ -61,6 +61,9 @@ typedef struct model_ops {
     /* Clips (global norm over all grads, if hp->grad_clip > 0) and applies AdamW with bias correction t
      * (t = step + 1). *grad_norm = the norm before clipping. */
     int (*update)(model *m, const struct adamw_params *hp, int t, float *grad_norm);
+    /* Forward only, the same pass as forward_loss: losses (B*T, host) = each position's cross-entropy
+     * −log p(targets[i] | inputs up to i). Used to score zero-shot completions. */
+    int (*forward_losses)(model *m, const int *inputs, const int *targets, int B, int T, float *losses);
 } model_ops;
 
 extern const model_ops model_cpu_ops;

@@ -99,6 +99,15 @@ static int cpu_forward_loss(model *m, const int *in, const int *tg, int B, int T
     return 0;
 }
 
+static int cpu_forward_losses(model *m, const int *in, const int *tg, int B, int T, float *losses) {
+    struct cpu_model *cm = (struct cpu_model *)m;
+    int rc = check_shape(cm, B, T);
+    if (rc) return rc;
+    gpt2_forward(&cm->g, in, tg, B, T, 0.0f, NULL);
+    memcpy(losses, cm->g.acts.losses, (size_t)B * T * sizeof(float));
+    return 0;
+}
+
 static int cpu_update(model *m, const struct adamw_params *hp, int t, float *grad_norm) {
     struct gpt2 *g = &((struct cpu_model *)m)->g;
     double norm = gpt2_grad_norm(g);
@@ -123,4 +132,5 @@ const model_ops model_cpu_ops = {
     .forward_backward = cpu_forward_backward,
     .forward_loss = cpu_forward_loss,
     .update = cpu_update,
+    .forward_losses = cpu_forward_losses,
 };

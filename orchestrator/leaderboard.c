@@ -8,6 +8,7 @@
  * (tabulated for df ≤ 30, interpolated in 1/df beyond).
  */
 #include "leaderboard.h"
+#include "leaderboard_zeroshot.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -279,6 +280,11 @@ int leaderboard_build(store *st, long long sweep_id, json_t **out, char *err, si
     rows = NULL;
     rc = *out ? STORE_OK : STORE_EIO;
     if (rc < 0) snprintf(err, errlen, "out of memory");
+    if (rc == STORE_OK && leaderboard_add_zero_shot(st, sweep_id, *out, err, errlen) < 0) {   /* per-task accuracy columns */
+        json_decref(*out);
+        *out = NULL;
+        rc = STORE_EIO;
+    }
     goto out;
 nomem:
     snprintf(err, errlen, "out of memory");
@@ -328,7 +334,8 @@ char *leaderboard_csv(const json_t *lb) {
     http_buf b = {0};
     const char *hdr = "rank,heads,is_baseline,seeds_done,seeds_total,val_loss_mean,val_loss_std,tok_per_s_mean,"
                       "delta_n,delta_mean,delta_ci_low,delta_ci_high,excludes_zero\n";
-    if (http_buf_append(&b, hdr, strlen(hdr), SIZE_MAX / 2) < 0) return NULL;
+    if (http_buf_append(&b, hdr, strlen(hdr) - 1, SIZE_MAX / 2) < 0 || leaderboard_zero_shot_csv_header(lb, &b) < 0 ||
+        http_buf_append(&b, "\n", 1, SIZE_MAX / 2) < 0) { http_buf_free(&b); return NULL; }
     json_t *rows = json_object_get(lb, "rows");
     for (size_t i = 0; i < json_array_size(rows); i++) {
         json_t *r = json_array_get(rows, i), *d = json_object_get(r, "delta");
@@ -350,7 +357,9 @@ char *leaderboard_csv(const json_t *lb) {
                          json_is_true(json_object_get(r, "is_baseline")) ? "true" : "false",
                          (long long)json_integer_value(json_object_get(r, "seeds_done")),
                          (long long)json_integer_value(json_object_get(r, "seeds_total")), m, s, t, dn, dm, lo, hi, ex);
-        if (n < 0 || http_buf_append(&b, line, (size_t)(n < (int)sizeof line ? n : (int)sizeof line - 1), SIZE_MAX / 2) < 0) {
+        if (n > 0 && n < (int)sizeof line) n--;   /* the zero-shot cells go before the newline */
+        if (n < 0 || http_buf_append(&b, line, (size_t)(n < (int)sizeof line ? n : (int)sizeof line - 1), SIZE_MAX / 2) < 0 ||
+            leaderboard_zero_shot_csv_row(lb, r, &b) < 0 || http_buf_append(&b, "\n", 1, SIZE_MAX / 2) < 0) {
             http_buf_free(&b);
             return NULL;
         }
@@ -399,6 +408,7 @@ char *leaderboard_table(const json_t *lb) {
         n = snprintf(line, sizeof line, "%-4s  %-*s %-7s %-22s %-36s %s\n", rank, 28 + extra, runs, seeds, loss, delta, tps);
         http_buf_append(&b, line, (size_t)(n < (int)sizeof line ? n : (int)sizeof line - 1), SIZE_MAX / 2);
     }
+    leaderboard_zero_shot_table(lb, &b);
     const char *foot = "* the 95% CI excludes zero\n";
     http_buf_append(&b, foot, strlen(foot), SIZE_MAX / 2);
     return b.data;

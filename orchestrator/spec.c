@@ -424,7 +424,7 @@ static int spec_from_json_max(json_t *root, long long max_jobs, sweep_spec *sp, 
         goto out;
     }
     if (json_object_get(root, "eval") && !json_is_object(json_object_get(root, "eval"))) {
-        rc = err_at(err, errlen, "eval: must be an object {every, batches, attn_distance}");
+        rc = err_at(err, errlen, "eval: must be an object {every, batches, attn_distance, tasks}");
         goto out;
     }
     json_t *job = spec_job_json(sp, 0, 0);

@@ -19,6 +19,7 @@ check "http-parser"             libhttp-parser-dev   hdr http_parser.h
 check "jansson"                 libjansson-dev       hdr jansson.h
 check "libcurl"                 libcurl4-openssl-dev hdr curl/curl.h
 check "OpenBLAS"                libopenblas-dev      pkg-config --exists openblas
+check "PCRE2 (libpcre2-dev)"    libpcre2-dev         pkg-config --exists libpcre2-8
 check "sqlite3 shell"           sqlite3              command -v sqlite3
 check "Chart.js (libjs-chart.js)" libjs-chart.js     test -f /usr/share/javascript/chart.js/chart.umd.js -o -f /usr/share/javascript/chart.js/chart.min.js -o -f /usr/share/javascript/chart.js/Chart.min.js
 check "python3 (Debian)"        python3              test -x /usr/bin/python3

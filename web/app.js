@@ -178,10 +178,21 @@ function normRow(r) {
     attn: Array.isArray(r.attn_distance) ? r.attn_distance.map(num) : null,
     dattn: Array.isArray(r.delta_attn_distance) ? r.delta_attn_distance.map(num) : null,
     rank: num(r.rank),
+    zs: normZeroShot(r.zero_shot),
   };
 }
+/* per task: acc_norm mean ± std, acc mean, and the paired Δ acc_norm vs uniform */
+function normZeroShot(z) {
+  const out = {};
+  Object.keys(z && typeof z === 'object' ? z : {}).forEach((t) => {
+    const c = z[t] || {};
+    out[t] = { mean: num(c.acc_norm_mean), std: num(c.acc_norm_std), acc: num(c.acc_mean), n: num(c.n), delta: normDelta(c.delta) };
+  });
+  return out;
+}
 function normBoard(b) {
-  return { rows: ((b && b.rows) || []).map(normRow), baseline_schedule_id: b ? b.baseline_schedule_id : null };
+  return { rows: ((b && b.rows) || []).map(normRow), baseline_schedule_id: b ? b.baseline_schedule_id : null,
+    tasks: (b && Array.isArray(b.zero_shot_tasks)) ? b.zero_shot_tasks.map(String) : [] };
 }
 
 /* ------------------------------------------------------------ the model */
@@ -197,7 +208,7 @@ function scheduleRows() {
     if (!bySched.has(k)) {
       bySched.set(k, { schedule_id: j.schedule_id, heads: j.heads, is_baseline: j.is_baseline, seeds_done: 0,
         seeds_total: null, mean: null, std: null, tok_per_s: null, delta: normDelta({}), attn: null, dattn: null,
-        jobs: [] });
+        zs: {}, jobs: [] });
     }
     const row = bySched.get(k);
     row.jobs.push(j);
@@ -357,6 +368,42 @@ function deltaCell(r) {
     fmtSigned(d.mean, 4) + '</span>' + ci + mark + '</td>';
 }
 
+/* zero-shot accuracy: higher is better, so a CI above zero is the good side */
+function zeroShotCell(r, task) {
+  const c = r.zs && r.zs[task];
+  if (!c || !isNum(c.mean)) return '<td class="num zs muted" data-task="' + esc(task) + '">—</td>';
+  let html = '<td class="num zs" data-task="' + esc(task) + '" data-excludes-zero="' + (c.delta.excludes_zero ? 1 : 0) + '"' +
+    (isNum(c.acc) ? ' title="acc ' + fmt(c.acc, 4) + ' (lowest summed loss); acc_norm uses the mean loss per token"' : '') + '>' +
+    '<span class="zm">' + fmt(c.mean, 4) + '</span>' + (isNum(c.std) ? ' <span class="pm">± ' + fmt(c.std, 4) + '</span>' : '');
+  if (!r.is_baseline && isNum(c.delta.mean)) {
+    const d = c.delta, cls = d.excludes_zero ? (d.mean > 0 ? 'neg' : 'pos') : '';
+    html += '<br><span class="zd ' + cls + '">Δ ' + fmtSigned(d.mean, 4) + '</span>' +
+      (isNum(d.lo) && isNum(d.hi) ? ' <span class="ci">[' + fmtSigned(d.lo, 4) + ', ' + fmtSigned(d.hi, 4) + ']</span>'
+        : ' <span class="ci">(n=' + (d.n || 1) + ', no CI)</span>') +
+      (d.excludes_zero ? ' <span class="sig ' + cls + '" title="95% CI excludes zero: ' + (d.mean > 0 ? 'better' : 'worse') +
+        ' than uniform">' + (d.mean > 0 ? '▲' : '▼') + '</span>' : '');
+  }
+  return html + '</td>';
+}
+
+/* one header cell per zero-shot task, before tokens/s (rebuilt when the task list changes) */
+function renderZeroShotHead(tasks) {
+  const tr = document.querySelector('#leaderboard thead tr');
+  const have = Array.from(tr.querySelectorAll('th.zs')).map((th) => th.dataset.task).join('\n');
+  if (have === tasks.join('\n')) return;
+  tr.querySelectorAll('th.zs').forEach((th) => th.remove());
+  const before = tr.querySelector('th[data-key=tps]');
+  tasks.forEach((t) => {
+    const th = document.createElement('th');
+    th.className = 'num sortable zs';
+    th.dataset.key = 'zs:' + t;
+    th.dataset.task = t;
+    th.title = t + ': zero-shot acc_norm, mean ± std over seeds; Δ vs uniform paired over seeds, 95% CI';
+    th.textContent = t + ' acc_norm (Δ [95% CI])';
+    tr.insertBefore(th, before);
+  });
+}
+
 function renderSweep() {
   const sec = $('#sweep-section');
   const sw = S.sweeps.find((s) => String(s.id) === String(S.sweepId));
@@ -387,7 +434,12 @@ function renderSweep() {
   } else {
     setHTML(stateBox, '');
   }
-  const key = S.sort.key, dir = S.sort.dir, f = SORTERS[key] || SORTERS.rank;
+  const tasks = S.board && S.board.tasks ? S.board.tasks : [];
+  renderZeroShotHead(tasks);
+  const zsKey = S.sort.key.indexOf('zs:') === 0 ? S.sort.key.slice(3) : null;
+  const key = S.sort.key, dir = S.sort.dir;
+  const f = zsKey != null ? (r) => (r.zs && r.zs[zsKey] && isNum(r.zs[zsKey].mean) ? r.zs[zsKey].mean : -Infinity)
+    : (SORTERS[key] || SORTERS.rank);
   const sorted = rows.slice().sort((a, b) => {
     const x = f(a), y = f(b);
     const cmp = x < y ? -1 : x > y ? 1 : 0;
@@ -407,6 +459,7 @@ function renderSweep() {
       '<td class="num val">' + (isNum(r.mean) ? fmt(r.mean, 4) + (isNum(r.std) ? ' <span class="pm">± ' + fmt(r.std, 4) + '</span>' : '') : '—') + '</td>' +
       '<td class="num seeds">' + r.seeds_done + (r.seeds_total ? '/' + r.seeds_total : '') + '</td>' +
       deltaCell(r) +
+      tasks.map((t) => zeroShotCell(r, t)).join('') +
       '<td class="num tps">' + fmtTokS(r.tok_per_s) + '</td>' +
       '<td class="state"><span class="badge ' + esc(r.state) + '">' + esc(r.state) + '</span>' +
       (r.counts && r.counts.failed ? ' <span class="muted">' + r.counts.failed + ' failed</span>' : '') + '</td></tr>';
@@ -712,7 +765,7 @@ function init() {
     const th = ev.target.closest('th[data-key]');
     if (!th) return;
     const k = th.dataset.key;
-    S.sort = { key: k, dir: S.sort.key === k ? -S.sort.dir : (k === 'tps' || k === 'seeds' ? -1 : 1) };
+    S.sort = { key: k, dir: S.sort.key === k ? -S.sort.dir : (k === 'tps' || k === 'seeds' || k.indexOf('zs:') === 0 ? -1 : 1) };
     renderSweep();
   });
   const pick = (ev) => {

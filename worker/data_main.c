@@ -2,6 +2,11 @@
  *
  *   prism-data synth --out DIR --tokens N --vocab V --seed S [--val-frac F]
  *   prism-data bytes FILE... --out DIR [--val-frac F]
+ *   prism-data tokenize FILE... --out DIR --encoder encoder.json --bpe vocab.bpe [--format auto|text|jsonl]
+ *                       [--val-tokens N] [--shard-tokens N] [--threads N]
+ *   prism-data evalfile --from tasks.jsonl --out FILE.bin --encoder encoder.json --bpe vocab.bpe
+ *
+ * tokenize and evalfile use GPT-2's byte-level BPE (bpe.h); tokenize is the streaming pipeline of tokenize.h.
  *
  * Both write DIR/<kind>_train_NNNNNN.bin and DIR/<kind>_val_NNNNNN.bin (at most 100M tokens a shard) and
  * DIR/meta.json {"vocab_size","train_tokens","val_tokens","unigram_entropy","bigram_entropy",...}: the
@@ -24,7 +29,11 @@
  * tiny-cpu sweep reaches ≈ 2.6 in 1M tokens, with its first layer attending 2–4 tokens back.
  */
 #include "shard.h"
+#include "bpe.h"
+#include "evalfile.h"
+#include "tokenize.h"
 #include <errno.h>
+#include <unistd.h>
 #include <getopt.h>
 #include <jansson.h>
 #include <math.h>
@@ -319,9 +328,184 @@ static int cmd_bytes(int argc, char **argv) {
     return rc ? 1 : 0;
 }
 
+static int load_bpe(const char *cmd, const char *enc, const char *bpe, struct bpe **out) {
+    if (!enc || !bpe) {
+        fprintf(stderr, "prism-data %s: --encoder encoder.json and --bpe vocab.bpe are required (GPT-2's tokenizer files)\n", cmd);
+        return 2;
+    }
+    char err[1024];
+    int rc = bpe_load(enc, bpe, out, err, sizeof err);
+    if (rc) { fprintf(stderr, "prism-data %s: %s\n", cmd, err); return rc == BPE_ENOMEM ? 1 : 2; }
+    return 0;
+}
+
+static int cmd_tokenize(int argc, char **argv) {
+    static const struct option lo[] = {{"out", 1, 0, 'o'}, {"encoder", 1, 0, 'e'}, {"bpe", 1, 0, 'b'},
+                                       {"format", 1, 0, 'F'}, {"val-tokens", 1, 0, 'v'}, {"shard-tokens", 1, 0, 's'},
+                                       {"threads", 1, 0, 't'}, {"quiet", 0, 0, 'q'}, {"help", 0, 0, 'h'}, {0, 0, 0, 0}};
+    const char *out = NULL, *enc = NULL, *bpef = NULL;
+    long long val = 1000000, shard = (long long)TOKENIZE_MAX_SHARD, threads = sysconf(_SC_NPROCESSORS_ONLN);
+    int format = TOKENIZE_AUTO, quiet = 0, c;
+    if (threads < 1) threads = 1;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
+        switch (c) {
+        case 'o': out = optarg; break;
+        case 'e': enc = optarg; break;
+        case 'b': bpef = optarg; break;
+        case 'F':
+            if (strcmp(optarg, "auto") == 0) format = TOKENIZE_AUTO;
+            else if (strcmp(optarg, "text") == 0) format = TOKENIZE_TEXT;
+            else if (strcmp(optarg, "jsonl") == 0) format = TOKENIZE_JSONL;
+            else { fprintf(stderr, "prism-data tokenize: --format: expected auto, text or jsonl, got \"%s\"\n", optarg); return 2; }
+            break;
+        case 'v': if (parse_ll("--val-tokens", optarg, 0, (long long)TOKENIZE_MAX_SHARD, &val)) return 2; break;
+        case 's': if (parse_ll("--shard-tokens", optarg, 1000, (long long)TOKENIZE_MAX_SHARD, &shard)) return 2; break;
+        case 't': if (parse_ll("--threads", optarg, 1, 1024, &threads)) return 2; break;
+        case 'q': quiet = 1; break;
+        case 'h':
+            printf("usage: prism-data tokenize FILE... --out DIR --encoder encoder.json --bpe vocab.bpe\n"
+                   "  GPT-2 BPE tokens of text files (one document each) or JSONL files (a \"text\" per line); <|endoftext|>\n"
+                   "  before each document; writes DIR/text_val_NNNNNN.bin (the first --val-tokens tokens), text_train_*.bin\n"
+                   "  (the rest), at most --shard-tokens a shard, and DIR/meta.json.\n"
+                   "  --format auto|text|jsonl   auto: .jsonl and .json files are JSONL (default auto)\n"
+                   "  --val-tokens N             default 1M; at most one shard\n"
+                   "  --shard-tokens N           default and maximum 100M\n"
+                   "  --threads N                encoding threads (default: the CPU count)\n"
+                   "  --quiet                    no progress line\n");
+            return 0;
+        default: fprintf(stderr, "prism-data tokenize: unknown or incomplete flag \"%s\"\n", argv[optind - 1]); return 2;
+        }
+    }
+    if (!out) { fprintf(stderr, "prism-data tokenize: --out DIR is required\n"); return 2; }
+    if (optind >= argc) { fprintf(stderr, "prism-data tokenize: give at least one input FILE (text, or JSONL with a \"text\" field)\n"); return 2; }
+    if (val > shard) { fprintf(stderr, "prism-data tokenize: --val-tokens %lld exceeds --shard-tokens %lld (the val split is one shard)\n", val, shard); return 2; }
+    for (int i = optind; i < argc; i++)
+        if (access(argv[i], R_OK)) { fprintf(stderr, "prism-data tokenize: %s: cannot read: %s\n", argv[i], strerror(errno)); return 2; }
+    struct bpe *b = NULL;
+    int rc = load_bpe("tokenize", enc, bpef, &b);
+    if (rc) return rc;
+    if (mkdir_p(out)) { fprintf(stderr, "prism-data: %s: cannot create: %s\n", out, strerror(errno)); bpe_free(b); return 1; }
+    struct tokenize_opts o = {.bpe = b, .inputs = argv + optind, .ninputs = argc - optind, .format = format, .out_dir = out,
+                              .kind = "text", .shard_tokens = (size_t)shard, .val_tokens = (size_t)val, .threads = (int)threads,
+                              .progress = quiet ? NULL : stderr};
+    struct tokenize_stats st;
+    char err[1024] = "";
+    rc = tokenize_run(&o, &st, err, sizeof err);
+    bpe_free(b);
+    if (rc) { fprintf(stderr, "prism-data tokenize: %s\n", err); return rc == TOKENIZE_EINPUT ? 2 : 1; }
+    printf("wrote %d val and %d train shard(s) to %s: %zu val + %zu train tokens from %zu documents (%.1f MB) in %.1f s, "
+           "%.0f tokens/s\n", st.val_shards, st.train_shards, out, st.val_tokens, st.train_tokens, st.documents,
+           st.bytes / 1e6, st.seconds, st.tokens / (st.seconds > 0 ? st.seconds : 1e-9));
+    return 0;
+}
+
+/* {"context": str, "endings": [str, ...], "label": int} per line → an llm.c eval file. Endings are encoded with a
+ * leading space, as llm.c's HellaSwag script does (" " + ending follows the context). */
+static int cmd_evalfile(int argc, char **argv) {
+    static const struct option lo[] = {{"from", 1, 0, 'f'}, {"out", 1, 0, 'o'}, {"encoder", 1, 0, 'e'},
+                                       {"bpe", 1, 0, 'b'}, {"help", 0, 0, 'h'}, {0, 0, 0, 0}};
+    const char *from = NULL, *out = NULL, *enc = NULL, *bpef = NULL;
+    int c;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
+        switch (c) {
+        case 'f': from = optarg; break;
+        case 'o': out = optarg; break;
+        case 'e': enc = optarg; break;
+        case 'b': bpef = optarg; break;
+        case 'h':
+            printf("usage: prism-data evalfile --from tasks.jsonl --out FILE.bin --encoder encoder.json --bpe vocab.bpe\n"
+                   "  each line {\"context\": str, \"endings\": [str, ...], \"label\": int} becomes one example of an llm.c\n"
+                   "  multiple-choice eval file (GPT-2 BPE; each ending encoded as \" \" + ending), for a job's eval.tasks\n");
+            return 0;
+        default: fprintf(stderr, "prism-data evalfile: unknown or incomplete flag \"%s\"\n", argv[optind - 1]); return 2;
+        }
+    }
+    if (optind < argc) { fprintf(stderr, "prism-data evalfile: unexpected argument \"%s\"\n", argv[optind]); return 2; }
+    if (!from) { fprintf(stderr, "prism-data evalfile: --from tasks.jsonl is required\n"); return 2; }
+    if (!out) { fprintf(stderr, "prism-data evalfile: --out FILE.bin is required\n"); return 2; }
+    FILE *f = fopen(from, "r");
+    if (!f) { fprintf(stderr, "prism-data evalfile: %s: cannot open: %s\n", from, strerror(errno)); return 2; }
+    struct bpe *b = NULL;
+    int rc = load_bpe("evalfile", enc, bpef, &b);
+    if (rc) { fclose(f); return rc; }
+    struct bpe_ctx *bc = bpe_ctx_new(b);
+    struct evalfile_writer w;
+    evalfile_writer_init(&w);
+    uint16_t *toks[EVALFILE_MAX_COMPLETIONS + 1] = {0};
+    size_t ntok[EVALFILE_MAX_COMPLETIONS + 1], cap[EVALFILE_MAX_COMPLETIONS + 1] = {0};
+    char *line = NULL, err[1024], *buf = NULL;
+    size_t lcap = 0, bcap = 0;
+    long lineno = 0;
+    rc = 0;
+    if (!bc) { fprintf(stderr, "prism-data evalfile: out of memory\n"); rc = 1; goto out; }
+    while (getline(&line, &lcap, f) >= 0) {
+        lineno++;
+        size_t s = strspn(line, " \t\r\n");
+        if (!line[s]) continue;
+        json_error_t je;
+        json_t *o = json_loads(line, 0, &je);
+        json_t *ctx = json_object_get(o, "context"), *ends = json_object_get(o, "endings"), *lab = json_object_get(o, "label");
+        const char *bad = !o ? "not valid JSON" : !json_is_string(ctx) ? "\"context\" must be a string"
+                        : !json_is_array(ends) || json_array_size(ends) < 1 ? "\"endings\" must be a non-empty array of strings"
+                        : json_array_size(ends) > EVALFILE_MAX_COMPLETIONS ? "more than 64 endings"
+                        : !json_is_integer(lab) ? "\"label\" must be an integer (the index of the right ending)" : NULL;
+        for (size_t k = 0; !bad && k < json_array_size(ends); k++)
+            if (!json_is_string(json_array_get(ends, k))) bad = "\"endings\" must be a non-empty array of strings";
+        if (bad) {
+            fprintf(stderr, "prism-data evalfile: %s:%ld: %s%s%s\n", from, lineno, bad, o ? "" : ": ", o ? "" : je.text);
+            json_decref(o);
+            rc = 2;
+            goto out;
+        }
+        int ne = (int)json_array_size(ends), lens[EVALFILE_MAX_COMPLETIONS];
+        ntok[0] = 0;
+        rc = bpe_encode(bc, json_string_value(ctx), json_string_length(ctx), &toks[0], &ntok[0], &cap[0]);
+        for (int k = 0; k < ne && !rc; k++) {
+            json_t *e = json_array_get(ends, (size_t)k);
+            size_t n = json_string_length(e) + 1;
+            if (n > bcap) { char *nb = realloc(buf, n); if (!nb) { rc = -1; break; } buf = nb; bcap = n; }
+            buf[0] = ' ';
+            memcpy(buf + 1, json_string_value(e), n - 1);
+            ntok[k + 1] = 0;
+            rc = bpe_encode(bc, buf, n, &toks[k + 1], &ntok[k + 1], &cap[k + 1]);
+            lens[k] = (int)ntok[k + 1];
+        }
+        if (rc) { json_decref(o); fprintf(stderr, "prism-data evalfile: out of memory\n"); rc = 1; goto out; }
+        json_int_t label = json_integer_value(lab);
+        json_decref(o);
+        if (ntok[0] > 30000) { fprintf(stderr, "prism-data evalfile: %s:%ld: the context is %zu tokens, too long for the format\n", from, lineno, ntok[0]); rc = 2; goto out; }
+        if (label < 0 || label >= ne) {
+            fprintf(stderr, "prism-data evalfile: %s:%ld: \"label\" %lld is not an index into the %d endings\n", from, lineno, (long long)label, ne);
+            rc = 2;
+            goto out;
+        }
+        if (evalfile_writer_add(&w, (int)label, toks[0], (int)ntok[0], ne, (const uint16_t *const *)(toks + 1), lens, err, sizeof err)) {
+            fprintf(stderr, "prism-data evalfile: %s:%ld: %s\n", from, lineno, err);
+            rc = 2;
+            goto out;
+        }
+    }
+    if (w.n == 0) { fprintf(stderr, "prism-data evalfile: %s: no examples (one JSON object a line)\n", from); rc = 2; goto out; }
+    if (evalfile_writer_finish(&w, out, err, sizeof err)) { fprintf(stderr, "prism-data evalfile: %s\n", err); rc = 1; goto out; }
+    printf("wrote %s: %d examples (longest %d bytes)\n", out, w.n, w.longest_bytes);
+out:
+    for (int k = 0; k <= EVALFILE_MAX_COMPLETIONS; k++) free(toks[k]);
+    free(line);
+    free(buf);
+    fclose(f);
+    evalfile_writer_release(&w);
+    bpe_ctx_free(bc);
+    bpe_free(b);
+    return rc;
+}
+
 static const struct { const char *name; int (*fn)(int, char **); const char *summary; } commands[] = {
     {"synth", cmd_synth, "synthetic language with local and long-range structure: --out DIR --tokens N --vocab V --seed S"},
     {"bytes", cmd_bytes, "text files to byte-level shards (vocab 256): FILE... --out DIR"},
+    {"tokenize", cmd_tokenize, "text or JSONL to GPT-2 BPE shards: FILE... --out DIR --encoder encoder.json --bpe vocab.bpe"},
+    {"evalfile", cmd_evalfile, "multiple-choice JSONL to an llm.c eval file: --from tasks.jsonl --out FILE.bin --encoder .. --bpe .."},
 };
 
 int main(int argc, char **argv) {
@@ -332,6 +516,6 @@ int main(int argc, char **argv) {
     FILE *f = argc >= 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) ? stdout : stderr;
     if (argc >= 2 && f == stderr) fprintf(stderr, "prism-data: unknown command \"%s\"\n", argv[1]);
     fprintf(f, "usage: prism-data COMMAND [args]\n");
-    for (int i = 0; i < n; i++) fprintf(f, "  %-6s %s\n", commands[i].name, commands[i].summary);
+    for (int i = 0; i < n; i++) fprintf(f, "  %-8s %s\n", commands[i].name, commands[i].summary);
     return f == stdout ? 0 : 2;
 }

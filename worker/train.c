@@ -17,6 +17,8 @@
 #include "checkpoint.h"
 #include "model.h"
 #include "shard.h"
+#include "evalfile.h"
+#include "zeroshot.h"
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
@@ -179,6 +181,7 @@ struct run {
     model *m;
     struct model_config cfg;
     struct loader train, val;
+    struct evalfile *tasks;            /* (job->eval.ntasks) zero-shot eval files, checked before step 0 */
     FILE *metrics;
     float *host_p, *host_m, *host_v;   /* (nparams) host copies for init, checkpoints, model.bin */
     size_t nparams;
@@ -314,7 +317,7 @@ static void progress(struct run *r, const struct train_progress *p) {
 }
 
 static int write_result(struct run *r, double val_loss, double train_loss, double tps, double wall, long long tokens,
-                        const double *attn) {
+                        const double *attn, json_t *zero_shot) {
     json_t *heads = json_array();
     for (int l = 0; l < r->cfg.L; l++) json_array_append_new(heads, json_integer(r->cfg.heads[l]));
     json_t *res = json_pack("{s:f, s:o, s:f, s:f, s:I, s:f, s:i, s:I, s:o, s:s}", "val_loss", val_loss,
@@ -328,6 +331,7 @@ static int write_result(struct run *r, double val_loss, double train_loss, doubl
         for (int l = 0; l < r->cfg.L; l++) json_array_append_new(a, json_real(attn[l]));
         json_object_set_new(res, "attn_distance", a);
     }
+    if (zero_shot) json_object_set(res, "zero_shot", zero_shot);
     char path[4200], tmp[4300];
     snprintf(path, sizeof path, "%s/result.json", r->o->out_dir);
     snprintf(tmp, sizeof tmp, "%s.tmp", path);
@@ -362,6 +366,23 @@ static int data_path_confined(const char *what, const char *p, const char *root,
     return 0;
 }
 
+/* eval.tasks: every file read and checked before step 0 (a bad one fails the job before any training) */
+static int tasks_open(struct run *r) {
+    const struct job_eval *ev = &r->job->eval;
+    if (ev->ntasks == 0) return 0;
+    if (!(r->tasks = calloc((size_t)ev->ntasks, sizeof *r->tasks))) return fail(r, TRAIN_ENOMEM, "out of memory for eval.tasks");
+    for (int i = 0; i < ev->ntasks; i++) {
+        char path[8300];
+        const char *p = ev->tasks[i].path, *root = r->o->data_root;
+        if (p[0] != '/' && root && *root) snprintf(path, sizeof path, "%s/%s", root, p);
+        else snprintf(path, sizeof path, "%s", p);
+        int rc = evalfile_open(path, r->cfg.V, &r->tasks[i], r->ebuf, sizeof r->ebuf);
+        if (rc == EVALFILE_ENOMEM) return fail(r, TRAIN_ENOMEM, "eval.tasks[%d] (%s): %s", i, ev->tasks[i].name, r->ebuf);
+        if (rc) return fail(r, TRAIN_EDATA, "eval.tasks[%d] (%s): %s", i, ev->tasks[i].name, r->ebuf);
+    }
+    return 0;
+}
+
 /* Every file a loader opened resolves (symlinks followed) inside root_real. */
 static int data_files_confined(const char *what, const struct loader *ld, const char *root_real, char *err,
                                size_t errlen) {
@@ -375,6 +396,33 @@ static int data_files_confined(const char *what, const struct loader *ld, const 
             return TRAIN_EDATA;
         }
     }
+    return 0;
+}
+
+/* Scores every task on the final model: {"name": {"acc", "acc_norm", "n", "truncated"}, ...} in *out. */
+static int zero_shot(struct run *r, json_t **out) {
+    *out = NULL;
+    const struct job_eval *ev = &r->job->eval;
+    if (ev->ntasks == 0) return 0;
+    json_t *zs = json_object();
+    if (!zs) return fail(r, TRAIN_ENOMEM, "out of memory building zero_shot");
+    for (int i = 0; i < ev->ntasks; i++) {
+        struct zeroshot_result res;
+        int rc = zeroshot_score(r->ops, r->m, r->job->train.batch_size, r->job->train.seq_len, &r->tasks[i], &res,
+                                r->ebuf, sizeof r->ebuf);
+        if (rc) {
+            json_decref(zs);
+            if (rc == -2) return fail(r, TRAIN_ENOMEM, "eval.tasks[%d] (%s): %s", i, ev->tasks[i].name, r->ebuf);
+            return fail(r, rc == -3 ? TRAIN_EDEVICE : TRAIN_EDATA, "eval.tasks[%d] (%s): %s", i,
+                        ev->tasks[i].name, r->ebuf);
+        }
+        json_object_set_new(zs, ev->tasks[i].name, json_pack("{s:f, s:f, s:i, s:i}", "acc", res.acc, "acc_norm", res.acc_norm,
+                                                             "n", res.n, "truncated", res.truncated));
+        if (!r->o->quiet && !r->o->on_progress)
+            fprintf(stderr, "zero-shot %s: acc %.4f acc_norm %.4f over %d examples (%d with the context cut to T=%d)\n",
+                    ev->tasks[i].name, res.acc, res.acc_norm, res.n, res.truncated, r->job->train.seq_len);
+    }
+    *out = zs;
     return 0;
 }
 
@@ -417,6 +465,14 @@ static int run_loop(struct run *r) {
         ((rc = data_files_confined("data.train", &r->train, root_real, r->ebuf, sizeof r->ebuf)) ||
          (rc = data_files_confined("data.val", &r->val, root_real, r->ebuf, sizeof r->ebuf))))
         return fail(r, rc, "%s", r->ebuf);
+    if (o->confine_data)
+        for (int t = 0; t < job->eval.ntasks; t++) {
+            char what[64];
+            snprintf(what, sizeof what, "eval.tasks[%d].path", t);
+            if ((rc = data_path_confined(what, job->eval.tasks[t].path, root_real, r->ebuf, sizeof r->ebuf)))
+                return fail(r, rc, "%s", r->ebuf);
+        }
+    if ((rc = tasks_open(r))) return rc;
 
     if (mkdir_p(o->out_dir)) return fail(r, TRAIN_EIO, "%s: cannot create output directory: %s", o->out_dir, strerror(errno));
     snprintf(r->ckpt_dir, sizeof r->ckpt_dir, "%s", o->checkpoint_dir ? o->checkpoint_dir : o->out_dir);
@@ -519,18 +575,26 @@ static int run_loop(struct run *r) {
     if (job->eval.attn_distance) attn = attn_buf;
     if ((rc = evaluate(r, &val_loss, attn))) return rc;
     if (!isfinite(val_loss)) return fail(r, TRAIN_ENAN, "step %d: validation loss is %g (not finite)", steps, val_loss);
-    if ((rc = emit(r, json_pack("{s:i, s:f}", "step", steps, "val_loss", val_loss)))) return rc;
     if (steps > tr->warmup_steps) { evals_after_warmup++; always_above &= val_loss > diverged_at; }
-    if (evals_after_warmup > 0 && always_above)
+    if (evals_after_warmup > 0 && always_above) {
+        if ((rc = emit(r, json_pack("{s:i, s:f}", "step", steps, "val_loss", val_loss)))) return rc;
         return fail(r, TRAIN_EDIVERGED, "step %d: validation loss %g stayed above %g (%.1f x ln %d, guessing uniformly) at "
                     "every evaluation after warmup: the run diverged; lower train.lr or raise train.warmup_steps",
                     steps, val_loss, diverged_at, TRAIN_DIVERGED_FACTOR, cfg->V);
+    }
+    json_t *zs = NULL;
+    if ((rc = zero_shot(r, &zs))) return rc;
+    json_t *last = json_pack("{s:i, s:f}", "step", steps, "val_loss", val_loss);
+    if (last && zs) json_object_set(last, "zero_shot", zs);
+    if ((rc = emit(r, last))) { json_decref(zs); return rc; }
 
     if (r->ops->get_params(r->m, r->host_p)) return fail(r, TRAIN_EDEVICE, "%s", model_err(r));
     snprintf(r->path, sizeof r->path, "%s/model.bin", o->out_dir);
-    if (ckpt_write_model(r->path, cfg, r->host_p, r->ebuf, sizeof r->ebuf)) return fail(r, TRAIN_EIO, "%s", r->ebuf);
+    if (ckpt_write_model(r->path, cfg, r->host_p, r->ebuf, sizeof r->ebuf)) { json_decref(zs); return fail(r, TRAIN_EIO, "%s", r->ebuf); }
     double wall = now_s() - t_begin, tps = tokens_run / (train_time > 0 ? train_time : 1e-9);
-    if ((rc = write_result(r, val_loss, train_loss, tps, wall, (long long)steps * tokens_per_step, attn))) return rc;
+    rc = write_result(r, val_loss, train_loss, tps, wall, (long long)steps * tokens_per_step, attn, zs);
+    json_decref(zs);
+    if (rc) return rc;
     if (o->result) {
         struct train_result *res = o->result;
         res->val_loss = val_loss; res->train_loss = train_loss; res->tok_per_s = tps; res->wall_s = wall;
@@ -555,6 +619,8 @@ int train_run(const struct job_config *job, const struct train_opts *opts) {
     if (r.m) r.ops->free(r.m);
     loader_release(&r.train);
     loader_release(&r.val);
+    for (int i = 0; r.tasks && i < job->eval.ntasks; i++) evalfile_close(&r.tasks[i]);
+    free(r.tasks);
     free(r.host_p); free(r.host_m); free(r.host_v);
     return rc;
 }

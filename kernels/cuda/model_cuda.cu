@@ -436,6 +436,15 @@ static int cuda_forward_loss(model *mp, const int *in, const int *tg, int B, int
     return forward((cuda_model *)mp, in, tg, B, T, 0, 0.0f, loss, attn_dist);
 }
 
+/* per-position losses of the same forward (zero-shot scoring): forward() leaves them in h_losses */
+static int cuda_forward_losses(model *mp, const int *in, const int *tg, int B, int T, float *losses) {
+    cuda_model *cm = (cuda_model *)mp;
+    float mean = 0;
+    int rc = forward(cm, in, tg, B, T, 0, 0.0f, &mean, NULL);
+    if (!rc) memcpy(losses, cm->h_losses, (size_t)B * T * sizeof(float));
+    return rc;
+}
+
 static int cuda_update(model *mp, const struct adamw_params *hp, int t, float *grad_norm) {
     cuda_model *cm = (cuda_model *)mp;
     float norm = 0;
@@ -473,4 +482,5 @@ extern "C" const model_ops model_cuda_ops = {
     cuda_forward_backward,
     cuda_forward_loss,
     cuda_update,
+    cuda_forward_losses,
 };

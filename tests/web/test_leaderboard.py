@@ -226,11 +226,12 @@ class Feeder:
         self.srv.ok("POST", "/api/v1/jobs/%d/metrics" % ls["job_id"], {"lease_token": ls["lease_token"], "points": pts},
                     WORKER_TOKEN)
 
-    def complete(self, key):
+    def complete(self, key, extra=None):
         ls = self.leases[key]
         self.metrics(key, STEPS)
         result = {"val_loss": VAL[key], "tok_per_s": TOKS[key[0]], "wall_s": 12.5, "params": 3200000,
                   "flops_per_token": 1.9e7, "attn_distance": ATTN[key[0]]}
+        result.update(extra or {})
         self.srv.ok("POST", "/api/v1/jobs/%d/complete" % ls["job_id"], {"lease_token": ls["lease_token"], "result": result},
                     WORKER_TOKEN)
 
@@ -601,6 +602,60 @@ def t_theme_follows_system():
         wait_for(drv, "document.getElementById('no-sweeps')", "the page after a reload")
         check_eq("light", drv.execute_script("return document.documentElement.dataset.theme"), "the choice survives a reload")
         check_eq("rgb(246, 247, 249)", bg(), "still light after the reload")
+        assert_no_console_errors(drv)
+    finally:
+        if drv:
+            drv.quit()
+        srv.stop()
+
+
+# Zero-shot acc_norm per (schedule, seed) for the hellaswag column: PRISM above uniform on every seed (CI above
+# zero), WIDE's CI over its 2 seeds includes zero.
+HS = {
+    (tuple(UNIFORM), 0): 0.2950, (tuple(UNIFORM), 1): 0.2990, (tuple(UNIFORM), 2): 0.2970,
+    (tuple(PRISM), 0): 0.3060, (tuple(PRISM), 1): 0.3080, (tuple(PRISM), 2): 0.3075,
+    (tuple(WIDE), 0): 0.2900, (tuple(WIDE), 1): 0.3100, (tuple(WIDE), 2): 0.3000,
+}
+
+
+def t_zero_shot_columns():
+    """One column per zero-shot task: acc_norm mean ± std and the paired Δ vs uniform with its 95% CI."""
+    srv = Server()
+    drv = None
+    try:
+        out = srv.ok("POST", "/api/v1/sweeps", spec("web-zs", [UNIFORM, PRISM, WIDE]))
+        f = Feeder(srv)
+        f.lease_all()
+        for key in sorted(f.leases):
+            if key == (tuple(WIDE), 2):
+                continue
+            f.complete(key, {"zero_shot": {"hellaswag": {"acc": HS[key] - 0.02, "acc_norm": HS[key], "n": 10042, "truncated": 0}}})
+        drv = browser()
+        open_page(drv, srv, out["sweep_id"])
+        wait_for(drv, "document.querySelectorAll('#leaderboard tbody td.zs').length === 3", "3 zero-shot cells")
+        head = drv.execute_script("return Array.from(document.querySelectorAll('#leaderboard thead th')).map(t => t.textContent.trim());")
+        check_eq("hellaswag acc_norm (Δ [95% CI])", head[5], "the task's column header, after Δ vs uniform")
+        cells = drv.execute_script("return Object.fromEntries(Array.from(document.querySelectorAll('#leaderboard tbody tr')).map("
+                                   "t => [t.dataset.heads, [t.querySelector('td.zs').textContent.trim(), t.querySelector('td.zs').dataset.excludesZero]]));")
+        for sched, seeds in ((PRISM, SEEDS), (UNIFORM, SEEDS), (WIDE, [0, 1])):
+            v = [HS[(tuple(sched), s)] for s in seeds]
+            want = "%s ± %s" % (f4(mean(v)), f4(sstd(v)))
+            if sched != UNIFORM:
+                d = [HS[(tuple(sched), s)] - HS[(tuple(UNIFORM), s)] for s in seeds]
+                m = mean(d)
+                h = T975[len(d) - 1] * sstd(d) / math.sqrt(len(d))
+                want += "Δ %s [%s, %s]" % (s4(m), s4(m - h), s4(m + h)) + (" ▲" if m - h > 0 else "")
+            check_eq(want.replace(" ", ""), cells[",".join(map(str, sched))][0].replace(" ", "").replace("\n", ""),
+                     "zero-shot cell of %s" % sched)
+        check_eq("1", cells[P_S][1], "prism's hellaswag CI excludes zero")
+        check_eq("0", cells[W_S][1], "6,6,6,6,12x8's hellaswag CI includes zero")
+        # sorting by the column: highest acc_norm first
+        drv.find_element("css selector", "#leaderboard th[data-key='zs:hellaswag']").click()
+        order = drv.execute_script("return Array.from(document.querySelectorAll('#leaderboard tbody tr')).map(t => t.dataset.heads);")
+        check_eq([P_S, W_S, U_S], order, "rows sorted by hellaswag acc_norm, highest first")
+        code, body = srv.call("GET", "/api/v1/sweeps/%d/leaderboard?format=csv" % out["sweep_id"])
+        check(b"hellaswag_acc_norm_mean" in body.split(b"\n")[0], "CSV header has the task's columns: %r" % body[:400])
+        screenshot(drv, "leaderboard-zero-shot.png")
         assert_no_console_errors(drv)
     finally:
         if drv:

@@ -1,0 +1,428 @@
+/* tokenize.c — the streaming, multi-threaded text → shard pipeline (tokenize.h).
+ *
+ * Design. The calling thread reads and writes; `threads` workers encode. Work moves in numbered chunks through
+ * a ring of 2·threads + 2 slots: the reader fills slot seq % N with up to chunk_bytes of text cut into segments
+ * (a JSONL line, or a piece of a text document; a flag says when a segment starts a document and so gets the
+ * end-of-text token first), workers take queued chunks in order and encode them into the slot's own token
+ * array, and the writer consumes finished chunks strictly in sequence, appending their tokens to the val split
+ * first and then to the train split, writing a shard each time one fills. A slot is refilled only after the
+ * writer has consumed it, which bounds memory and keeps the output independent of the thread count.
+ */
+#include "tokenize.h"
+#include "shard.h"
+#include <errno.h>
+#include <jansson.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+enum { SEG_DOC = 1, SEG_JSON = 2 };
+struct seg { size_t off, len; int flags, file; long line; };
+
+enum { SLOT_FREE, SLOT_QUEUED, SLOT_BUSY, SLOT_DONE };
+struct chunk {
+    int state;
+    long seq;
+    char *buf;
+    size_t len, cap;
+    struct seg *segs;
+    int nseg, segcap;
+    uint16_t *toks;
+    size_t ntok, tokcap;
+    int rc;
+    char err[768];
+};
+
+struct pipe {
+    const struct tokenize_opts *o;
+    struct tokenize_stats *st;
+    int nslot;
+    struct chunk *slots;
+    pthread_mutex_t mu;
+    pthread_cond_t work, done;
+    long next_work, next_write, submitted;
+    int quit;
+    /* writer */
+    uint16_t *val, *train;
+    size_t nval, ntrain, val_cap, train_cap;
+    double t0, last_progress;
+    int tty;
+};
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static int is_jsonl(const struct tokenize_opts *o, const char *path) {
+    if (o->format) return o->format == TOKENIZE_JSONL;
+    size_t n = strlen(path);
+    return (n > 6 && strcmp(path + n - 6, ".jsonl") == 0) || (n > 5 && strcmp(path + n - 5, ".json") == 0);
+}
+
+/* ---- workers ------------------------------------------------------------------------------------- */
+
+static void encode_chunk(const struct tokenize_opts *o, struct bpe_ctx *bc, struct chunk *c) {
+    int eot = bpe_eot(o->bpe);
+    c->ntok = 0;
+    c->rc = 0;
+    for (int i = 0; i < c->nseg && !c->rc; i++) {
+        const struct seg *s = &c->segs[i];
+        const char *text = c->buf + s->off;
+        size_t len = s->len;
+        json_t *j = NULL;
+        if (s->flags & SEG_JSON) {
+            json_error_t je;
+            j = json_loadb(text, len, 0, &je);
+            json_t *t = j ? json_object_get(j, "text") : NULL;
+            if (!j || !json_is_string(t)) {
+                snprintf(c->err, sizeof c->err, "%s:%ld: %s%s", o->inputs[s->file], s->line,
+                         !j ? "not valid JSON: " : "expected an object with a \"text\" string",
+                         !j ? je.text : "");
+                json_decref(j);
+                c->rc = TOKENIZE_EINPUT;
+                break;
+            }
+            text = json_string_value(t);
+            len = json_string_length(t);
+        }
+        if (s->flags & SEG_DOC) {
+            if (c->ntok + 1 > c->tokcap) {
+                size_t nc = c->tokcap ? c->tokcap * 2 : 4096;
+                uint16_t *t2 = realloc(c->toks, nc * sizeof *t2);
+                if (!t2) { c->rc = TOKENIZE_ENOMEM; json_decref(j); break; }
+                c->toks = t2;
+                c->tokcap = nc;
+            }
+            c->toks[c->ntok++] = (uint16_t)eot;
+        }
+        if (bpe_encode(bc, text, len, &c->toks, &c->ntok, &c->tokcap)) {
+            snprintf(c->err, sizeof c->err, "%s: out of memory encoding", o->inputs[s->file]);
+            c->rc = TOKENIZE_ENOMEM;
+        }
+        json_decref(j);
+    }
+}
+
+static void *worker(void *arg) {
+    struct pipe *p = arg;
+    struct bpe_ctx *bc = bpe_ctx_new(p->o->bpe);
+    pthread_mutex_lock(&p->mu);
+    for (;;) {
+        while (!p->quit && p->next_work >= p->submitted) pthread_cond_wait(&p->work, &p->mu);
+        if (p->next_work >= p->submitted) break;   /* quit and nothing queued */
+        struct chunk *c = &p->slots[p->next_work % p->nslot];
+        p->next_work++;
+        c->state = SLOT_BUSY;
+        pthread_mutex_unlock(&p->mu);
+        if (bc) encode_chunk(p->o, bc, c);
+        else { c->rc = TOKENIZE_ENOMEM; snprintf(c->err, sizeof c->err, "out of memory for a tokenizer context"); }
+        pthread_mutex_lock(&p->mu);
+        c->state = SLOT_DONE;
+        pthread_cond_broadcast(&p->done);
+    }
+    pthread_mutex_unlock(&p->mu);
+    bpe_ctx_free(bc);
+    return NULL;
+}
+
+/* ---- writer -------------------------------------------------------------------------------------- */
+
+static int write_shard(struct pipe *p, const char *split, int idx, const uint16_t *t, size_t n, char *err, size_t errlen) {
+    if (!p->o->out_dir) return 0;
+    char path[4200];
+    snprintf(path, sizeof path, "%s/%s_%s_%06d.bin", p->o->out_dir, p->o->kind ? p->o->kind : "text", split, idx);
+    if (shard_write(path, t, n, err, errlen)) return TOKENIZE_EIO;
+    return 0;
+}
+
+static int grow(uint16_t **b, size_t *cap, size_t need, size_t max) {
+    if (need <= *cap) return 0;
+    size_t nc = *cap ? *cap : 1 << 16;
+    while (nc < need) nc *= 2;
+    if (nc > max) nc = max;
+    uint16_t *t = realloc(*b, nc * sizeof *t);
+    if (!t) return TOKENIZE_ENOMEM;
+    *b = t;
+    *cap = nc;
+    return 0;
+}
+
+static void progress(struct pipe *p, int final) {
+    FILE *f = p->o->progress;
+    if (!f) return;
+    double t = now_s(), dt = t - p->t0;
+    if (!final && t - p->last_progress < (p->tty ? 0.5 : 10)) return;
+    p->last_progress = t;
+    const struct tokenize_stats *s = p->st;
+    fprintf(f, "%stokenize: %.1f MB, %zu documents, %zu tokens (val %zu, train %zu) | %.0f tokens/s, %.2f MB/s%s",
+            p->tty ? "\r" : "", s->bytes / 1e6, s->documents, s->tokens, s->val_tokens, s->train_tokens,
+            s->tokens / (dt > 0 ? dt : 1e-9), s->bytes / 1e6 / (dt > 0 ? dt : 1e-9), p->tty && !final ? "   " : "\n");
+    fflush(f);
+}
+
+/* Appends a finished chunk's tokens to the splits, writing shards as they fill. */
+static int consume(struct pipe *p, struct chunk *c, char *err, size_t errlen) {
+    const struct tokenize_opts *o = p->o;
+    struct tokenize_stats *st = p->st;
+    if (c->rc) { snprintf(err, errlen, "%s", c->err); return c->rc; }
+    const uint16_t *t = c->toks;
+    size_t n = c->ntok;
+    while (n) {
+        if (st->val_tokens < o->val_tokens) {
+            size_t k = o->val_tokens - st->val_tokens < n ? o->val_tokens - st->val_tokens : n;
+            if (grow(&p->val, &p->val_cap, p->nval + k, o->val_tokens)) { snprintf(err, errlen, "out of memory"); return TOKENIZE_ENOMEM; }
+            memcpy(p->val + p->nval, t, k * sizeof *t);
+            p->nval += k; st->val_tokens += k; t += k; n -= k;
+            if (st->val_tokens == o->val_tokens) {
+                int rc = write_shard(p, "val", st->val_shards, p->val, p->nval, err, errlen);
+                if (rc) return rc;
+                st->val_shards++;
+                p->nval = 0;
+            }
+            continue;
+        }
+        size_t k = o->shard_tokens - p->ntrain < n ? o->shard_tokens - p->ntrain : n;
+        if (grow(&p->train, &p->train_cap, p->ntrain + k, o->shard_tokens)) { snprintf(err, errlen, "out of memory"); return TOKENIZE_ENOMEM; }
+        memcpy(p->train + p->ntrain, t, k * sizeof *t);
+        p->ntrain += k; st->train_tokens += k; t += k; n -= k;
+        if (p->ntrain == o->shard_tokens) {
+            int rc = write_shard(p, "train", st->train_shards, p->train, p->ntrain, err, errlen);
+            if (rc) return rc;
+            st->train_shards++;
+            p->ntrain = 0;
+        }
+    }
+    st->tokens += c->ntok;
+    progress(p, 0);
+    return 0;
+}
+
+/* Waits for chunk next_write and consumes it. */
+static int write_next(struct pipe *p, char *err, size_t errlen) {
+    struct chunk *c = &p->slots[p->next_write % p->nslot];
+    pthread_mutex_lock(&p->mu);
+    while (c->state != SLOT_DONE) pthread_cond_wait(&p->done, &p->mu);
+    pthread_mutex_unlock(&p->mu);
+    int rc = consume(p, c, err, errlen);
+    c->state = SLOT_FREE;
+    p->next_write++;
+    return rc;
+}
+
+/* ---- reader -------------------------------------------------------------------------------------- */
+
+/* The slot for the next chunk (consuming finished ones until it is free), emptied. */
+static int next_slot(struct pipe *p, struct chunk **out, char *err, size_t errlen) {
+    while (p->submitted - p->next_write >= p->nslot) {
+        int rc = write_next(p, err, errlen);
+        if (rc) return rc;
+    }
+    struct chunk *c = &p->slots[p->submitted % p->nslot];
+    c->len = 0;
+    c->nseg = 0;
+    c->seq = p->submitted;
+    *out = c;
+    return 0;
+}
+
+static void submit(struct pipe *p, struct chunk *c) {
+    pthread_mutex_lock(&p->mu);
+    c->state = SLOT_QUEUED;
+    p->submitted++;
+    p->st->chunks++;
+    pthread_cond_signal(&p->work);
+    pthread_mutex_unlock(&p->mu);
+}
+
+static int add_seg(struct chunk *c, size_t off, size_t len, int flags, int file, long line) {
+    if (c->nseg == c->segcap) {
+        int nc = c->segcap ? c->segcap * 2 : 256;
+        struct seg *s = realloc(c->segs, (size_t)nc * sizeof *s);
+        if (!s) return TOKENIZE_ENOMEM;
+        c->segs = s;
+        c->segcap = nc;
+    }
+    c->segs[c->nseg++] = (struct seg){off, len, flags, file, line};
+    return 0;
+}
+
+static int reserve_buf(struct chunk *c, size_t need) {
+    if (need <= c->cap) return 0;
+    size_t nc = c->cap ? c->cap : 1 << 16;
+    while (nc < need) nc *= 2;
+    char *b = realloc(c->buf, nc);
+    if (!b) return TOKENIZE_ENOMEM;
+    c->buf = b;
+    c->cap = nc;
+    return 0;
+}
+
+/* Where a text chunk of n bytes may end: the last i with buf[i] == ' ', buf[i−1] printable ASCII and buf[i+1] an
+ * ASCII letter (GPT-2's pattern starts a piece at i and no piece crosses it). 0 when there is none. */
+static size_t safe_cut(const char *b, size_t n) {
+    if (n < 3) return 0;
+    for (size_t i = n - 2; i >= 1; i--) {
+        unsigned char prev = (unsigned char)b[i - 1], next = (unsigned char)b[i + 1];
+        if (b[i] == ' ' && prev > 0x20 && prev < 0x7f && ((next | 0x20) >= 'a' && (next | 0x20) <= 'z')) return i;
+    }
+    return 0;
+}
+
+#define RFAIL(code, ...) do { snprintf(err, errlen, __VA_ARGS__); rc = (code); goto out; } while (0)
+
+static int read_text(struct pipe *p, int fi, FILE *f, char *err, size_t errlen) {
+    size_t cb = p->o->chunk_bytes;
+    int rc = 0, first = 1;
+    struct chunk *c;
+    char *carry = NULL;
+    size_t ncarry = 0;
+    for (;;) {
+        if ((rc = next_slot(p, &c, err, errlen))) goto out;
+        if ((rc = reserve_buf(c, ncarry + cb))) RFAIL(rc, "out of memory");
+        if (ncarry) memcpy(c->buf, carry, ncarry);
+        c->len = ncarry;
+        ncarry = 0;
+        int eof = 0;
+        size_t cut = 0;
+        for (;;) {   /* read until a safe cut exists past the chunk size, or the file ends */
+            if ((rc = reserve_buf(c, c->len + cb))) RFAIL(rc, "out of memory");
+            size_t got = fread(c->buf + c->len, 1, cb, f);
+            c->len += got;
+            if (ferror(f)) RFAIL(TOKENIZE_EINPUT, "%s: read failed: %s", p->o->inputs[fi], strerror(errno));
+            p->st->bytes += got;
+            if (got < cb) { eof = 1; break; }
+            if (c->len >= cb && (cut = safe_cut(c->buf, c->len)) > 0) break;
+        }
+        size_t end = eof ? c->len : cut;
+        if (!eof) {
+            ncarry = c->len - end;
+            char *nc = realloc(carry, ncarry ? ncarry : 1);
+            if (!nc) RFAIL(TOKENIZE_ENOMEM, "out of memory");
+            carry = nc;
+            memcpy(carry, c->buf + end, ncarry);
+            c->len = end;
+        }
+        if ((rc = add_seg(c, 0, c->len, first ? SEG_DOC : 0, fi, 0))) RFAIL(rc, "out of memory");
+        first = 0;
+        submit(p, c);
+        if (eof) break;
+    }
+    p->st->documents++;
+out:
+    free(carry);
+    return rc;
+}
+
+static int read_jsonl(struct pipe *p, int fi, FILE *f, char *err, size_t errlen) {
+    int rc = 0;
+    struct chunk *c = NULL;
+    char *line = NULL;
+    size_t lcap = 0;
+    ssize_t n;
+    long lineno = 0;
+    while ((n = getline(&line, &lcap, f)) >= 0) {
+        lineno++;
+        p->st->bytes += (size_t)n;
+        size_t len = (size_t)n;
+        while (len && (line[len - 1] == '\n' || line[len - 1] == '\r')) len--;
+        size_t s = 0;
+        while (s < len && (line[s] == ' ' || line[s] == '\t')) s++;
+        if (s == len) continue;   /* blank line */
+        if (!c && (rc = next_slot(p, &c, err, errlen))) goto out;
+        if ((rc = reserve_buf(c, c->len + len)) || (rc = add_seg(c, c->len, len, SEG_DOC | SEG_JSON, fi, lineno)))
+            RFAIL(rc, "out of memory");
+        memcpy(c->buf + c->len, line, len);
+        c->len += len;
+        p->st->documents++;
+        if (c->len >= p->o->chunk_bytes) { submit(p, c); c = NULL; }
+    }
+    if (ferror(f)) RFAIL(TOKENIZE_EINPUT, "%s: read failed: %s", p->o->inputs[fi], strerror(errno));
+    if (c) { submit(p, c); c = NULL; }
+out:
+    if (c) { c->nseg = 0; submit(p, c); }   /* an empty chunk keeps the sequence whole */
+    free(line);
+    return rc;
+}
+
+int tokenize_run(const struct tokenize_opts *o, struct tokenize_stats *st, char *err, size_t errlen) {
+    struct tokenize_opts oo = *o;
+    if (!oo.shard_tokens || oo.shard_tokens > TOKENIZE_MAX_SHARD) oo.shard_tokens = TOKENIZE_MAX_SHARD;
+    if (!oo.chunk_bytes) oo.chunk_bytes = 1 << 20;
+    if (oo.threads < 1) oo.threads = 1;
+    memset(st, 0, sizeof *st);
+    if (oo.val_tokens > oo.shard_tokens) {
+        snprintf(err, errlen, "the val split (%zu tokens) must fit one shard (%zu tokens)", oo.val_tokens, oo.shard_tokens);
+        return TOKENIZE_EINPUT;
+    }
+    if (bpe_eot(oo.bpe) < 0) { snprintf(err, errlen, "encoder.json has no <|endoftext|> token"); return TOKENIZE_EINPUT; }
+    struct pipe p = {.o = &oo, .st = st, .nslot = 2 * oo.threads + 2};
+    p.t0 = p.last_progress = now_s();
+    p.tty = oo.progress && isatty(fileno(oo.progress));
+    pthread_t *th = calloc((size_t)oo.threads, sizeof *th);
+    p.slots = calloc((size_t)p.nslot, sizeof *p.slots);
+    if (!th || !p.slots) { free(th); free(p.slots); snprintf(err, errlen, "out of memory"); return TOKENIZE_ENOMEM; }
+    pthread_mutex_init(&p.mu, NULL);
+    pthread_cond_init(&p.work, NULL);
+    pthread_cond_init(&p.done, NULL);
+    int started = 0, rc = 0;
+    for (; started < oo.threads; started++)
+        if (pthread_create(&th[started], NULL, worker, &p)) break;
+    if (started == 0) { snprintf(err, errlen, "cannot start a thread"); rc = TOKENIZE_ENOMEM; }
+    for (int i = 0; i < oo.ninputs && !rc; i++) {
+        FILE *f = fopen(oo.inputs[i], "rb");
+        if (!f) { snprintf(err, errlen, "%s: cannot open: %s", oo.inputs[i], strerror(errno)); rc = TOKENIZE_EINPUT; break; }
+        rc = is_jsonl(&oo, oo.inputs[i]) ? read_jsonl(&p, i, f, err, errlen) : read_text(&p, i, f, err, errlen);
+        fclose(f);
+    }
+    char err2[1024] = "";
+    while (p.next_write < p.submitted) {   /* drain (after an error only to stop the workers cleanly) */
+        int r2 = write_next(&p, rc ? err2 : err, rc ? sizeof err2 : errlen);
+        if (!rc) rc = r2;
+    }
+    pthread_mutex_lock(&p.mu);
+    p.quit = 1;
+    pthread_cond_broadcast(&p.work);
+    pthread_mutex_unlock(&p.mu);
+    for (int i = 0; i < started; i++) pthread_join(th[i], NULL);
+    if (!rc && st->val_tokens < oo.val_tokens)
+        { snprintf(err, errlen, "the input has %zu tokens, all taken by the val split (--val-tokens %zu): lower "
+                   "--val-tokens below the input's size", st->tokens, oo.val_tokens); rc = TOKENIZE_EINPUT; }
+    if (!rc && st->train_tokens == 0)
+        { snprintf(err, errlen, "the input has %zu tokens, none left for the train split after --val-tokens %zu",
+                   st->tokens, oo.val_tokens); rc = TOKENIZE_EINPUT; }
+    if (!rc && p.ntrain) {
+        rc = write_shard(&p, "train", st->train_shards, p.train, p.ntrain, err, errlen);
+        if (!rc) st->train_shards++;
+    }
+    st->seconds = now_s() - p.t0;
+    if (!rc) progress(&p, 1);
+    if (!rc && oo.out_dir) {
+        char path[4200], tg[256], vg[256];
+        const char *kind = oo.kind ? oo.kind : "text";
+        snprintf(path, sizeof path, "%s/meta.json", oo.out_dir);
+        snprintf(tg, sizeof tg, "%s_train_*.bin", kind);
+        snprintf(vg, sizeof vg, "%s_val_*.bin", kind);
+        json_t *m = json_pack("{s:s, s:i, s:i, s:I, s:I, s:I, s:I, s:s, s:s}", "kind", kind, "vocab_size",
+                              bpe_vocab_size(oo.bpe), "eot", bpe_eot(oo.bpe), "documents", (json_int_t)st->documents,
+                              "bytes", (json_int_t)st->bytes, "train_tokens", (json_int_t)st->train_tokens,
+                              "val_tokens", (json_int_t)st->val_tokens, "train_glob", tg, "val_glob", vg);
+        if (!m || json_dump_file(m, path, JSON_INDENT(2) | JSON_SORT_KEYS)) {
+            snprintf(err, errlen, "%s: cannot write", path);
+            rc = TOKENIZE_EIO;
+        }
+        json_decref(m);
+    }
+    for (int i = 0; i < p.nslot; i++) { free(p.slots[i].buf); free(p.slots[i].segs); free(p.slots[i].toks); }
+    free(p.slots);
+    free(th);
+    free(p.val);
+    free(p.train);
+    pthread_mutex_destroy(&p.mu);
+    pthread_cond_destroy(&p.work);
+    pthread_cond_destroy(&p.done);
+    return rc;
+}
