@@ -5,6 +5,11 @@
  * SIGINT/SIGTERM handles. A signal starts a graceful stop: the listener closes, answers already read are
  * committed and written, connections close, the timer and signal handles close, the loop runs dry and
  * the database is closed cleanly (WAL checkpointed by SQLite on close).
+ *
+ * Start-up limits: every connection is a file descriptor, so the soft open-file limit is raised (up to the
+ * hard limit) to --max-conns plus SERVE_SPARE_FDS for the database, the listener and connections being
+ * refused. When the hard limit is too low, an explicit --max-conns is an error naming both fixes; the
+ * default cap is lowered to fit, with a warning.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -15,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <uv.h>
@@ -87,14 +93,55 @@ static int parse_listen(const char *spec, char *host, size_t hn, int *port) {
     return 0;
 }
 
+#define SERVE_SPARE_FDS 256
+#define SERVE_DEFAULT_MAX_CONNS 16384   /* one connection per GPU of a 2,000-box × 8-GPU fleet, and room */
+
+/* Raises RLIMIT_NOFILE for *max_conns connections (explicit: --max-conns was given). Returns 0 (maybe
+ * lowering *max_conns when not explicit, with a warning) or -1 after printing why (exit 2). */
+static int serve_raise_nofile(int *max_conns, int explicit) {
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0) return 0;   /* nothing to go on: accept() will say EMFILE */
+    rlim_t need = (rlim_t)*max_conns + SERVE_SPARE_FDS;
+    if (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur >= need) return 0;
+    if (rl.rlim_max != RLIM_INFINITY && rl.rlim_max < need) {
+        long fit = (long)rl.rlim_max - SERVE_SPARE_FDS;
+        if (explicit || fit < 16) {
+            fprintf(stderr, "prism-sweep serve: --max-conns %d needs %llu open files, but the hard limit is %llu: lower "
+                            "--max-conns to %ld or less, or raise the hard limit (as root: ulimit -Hn %llu; in a systemd "
+                            "unit: LimitNOFILE=%llu)\n", *max_conns, (unsigned long long)need,
+                    (unsigned long long)rl.rlim_max, fit > 0 ? fit : 0, (unsigned long long)need, (unsigned long long)need);
+            return -1;
+        }
+        fprintf(stderr, "prism-sweep serve: the open-file hard limit is %llu: --max-conns lowered from %d to %ld "
+                        "(raise the hard limit, e.g. LimitNOFILE=%llu in a systemd unit, for the default)\n",
+                (unsigned long long)rl.rlim_max, *max_conns, fit, (unsigned long long)need);
+        *max_conns = (int)fit;
+        need = (rlim_t)fit + SERVE_SPARE_FDS;
+    }
+    rlim_t old = rl.rlim_cur;
+    rl.rlim_cur = need;
+    if (setrlimit(RLIMIT_NOFILE, &rl) != 0) {
+        fprintf(stderr, "prism-sweep serve: cannot raise the open-file limit from %llu to %llu: %s\n",
+                (unsigned long long)old, (unsigned long long)need, strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
+/* http_server_opts.trusted: the Authorization value is one of this server's tokens. */
+static int serve_trusted(void *ud, const char *authorization) {
+    api *a = ud;
+    return auth_check(&a->tokens, authorization) != AUTH_NONE;
+}
+
 static int is_loopback(const char *host) {
     return strncmp(host, "127.", 4) == 0 || strcmp(host, "::1") == 0 || strcmp(host, "localhost") == 0;
 }
 
 int cmd_serve(int argc, char **argv) {
     const char *db = "prism.db", *listen = "127.0.0.1:8080", *token_file = NULL, *web = "web/";
-    double ttl = 120, idle = 60, req_to = 30;
-    int max_attempts = 3, public_read = 0, max_conns = 1024;
+    double ttl = 120, idle = 60, req_to = 30, anon_to = 5;
+    int max_attempts = 3, public_read = 0, max_conns = SERVE_DEFAULT_MAX_CONNS, per_addr = 64;
     cli_flag flags[] = {
         { "--db", CLI_STR, &db, "prism.db", "the SQLite database (created if missing)", 0, 0, NULL, 0 },
         { "--listen", CLI_STR, &listen, "127.0.0.1:8080", "HOST:PORT to listen on ([::1]:PORT for IPv6; port 0 = any free)", 0, 0, NULL, 0 },
@@ -105,7 +152,9 @@ int cmd_serve(int argc, char **argv) {
         { "--public-read", CLI_BOOL, &public_read, "off", "read routes need no token even off loopback", 0, 0, NULL, 0 },
         { "--idle-timeout", CLI_DOUBLE, &idle, "60", "seconds an idle keep-alive connection stays open", 0.1, 86400, NULL, 0 },
         { "--request-timeout", CLI_DOUBLE, &req_to, "30", "seconds a client has to send a whole request", 0.1, 3600, NULL, 0 },
-        { "--max-conns", CLI_INT, &max_conns, "1024", "open connections at most (more get 503)", 1, 100000, NULL, 0 },
+        { "--max-conns", CLI_INT, &max_conns, "16384", "open connections at most; at the cap a new connection replaces the oldest one that has shown no token, else gets 503 (the open-file limit is raised to fit)", 1, 1000000, NULL, 0 },
+        { "--max-conns-per-addr", CLI_INT, &per_addr, "64", "connections without a token from one client address (more get 503; connections that sent a token are not counted)", 1, 1000000, NULL, 0 },
+        { "--anon-timeout", CLI_DOUBLE, &anon_to, "5", "seconds a connection without a token may stay without a complete request", 0.1, 3600, NULL, 0 },
         { 0 },
     };
     cli_cmd cmd = { "serve", "[--db FILE] [--listen HOST:PORT] [flags]",
@@ -132,6 +181,8 @@ int cmd_serve(int argc, char **argv) {
         web = slash && stat(beside_exe, &sb) == 0 && S_ISDIR(sb.st_mode) ? beside_exe : NULL;   /* else API only */
     }
     signal(SIGPIPE, SIG_IGN);
+    cli_flag *mcf = cli_find(&cmd, "--max-conns");
+    if (serve_raise_nofile(&max_conns, mcf && mcf->seen) < 0) return 2;
 
     /* one server per database: an flock on DB.lock, released by the kernel even after kill -9 */
     char lockp[1100];
@@ -184,6 +235,7 @@ int cmd_serve(int argc, char **argv) {
     }
     uv_loop_init(&s->loop);
     http_server_opts o = { .max_conns = max_conns, .idle_timeout_s = idle, .request_timeout_s = req_to,
+                           .anon_timeout_s = anon_to, .max_conns_per_addr = per_addr, .trusted = serve_trusted,
                            .flush = api_flush, .stopped = on_stopped };
     if (http_server_start(&s->srv, &s->loop, host, port, api_handle, &s->a, &o, err, sizeof err) < 0) {
         fprintf(stderr, "prism-sweep serve: %s (is another server running? pick another --listen)\n", err);
