@@ -47,6 +47,9 @@ typedef struct api {
     double lat_sum;
     unsigned long long commits, commit_failures;
     api_rate rates[16];
+    /* Appended to GET /metrics when set (the program's own gauges: connections, checkpoints). */
+    void (*metrics_extra)(void *ud, http_buf *out);
+    void *metrics_extra_ud;
 } api;
 
 /* Returns 0, or -1 with a message in err. */

@@ -596,7 +596,11 @@ static void conn_flush(http_conn *c) {
 static void server_check(uv_check_t *h) {
     http_server *srv = h->data;
     srv->pending_since = 0;
+    double t0 = now_s();
     int rc = srv->opts.flush ? srv->opts.flush(srv->ud) : 0;
+    double dt = now_s() - t0;   /* the loop does nothing else meanwhile: a long COMMIT stalls every client */
+    if (dt > srv->flush_max_s) srv->flush_max_s = dt;
+    if (dt > 0.010) srv->flush_over_10ms++;
     while (srv->dirty) {
         http_conn *c = srv->dirty;
         unmark_dirty(c);

@@ -157,6 +157,8 @@ typedef struct http_server {
     unsigned long accepted, rejected;
     unsigned long evicted;          /* anonymous connections closed to make room at max_conns */
     unsigned long anon_timeouts;    /* anonymous connections closed after anon_timeout_s */
+    double flush_max_s;             /* longest opts.flush call (the loop is blocked in it) */
+    unsigned long flush_over_10ms;  /* opts.flush calls that took more than 10 ms */
     double pending_since;           /* when the oldest unwritten answer was made; 0 when none */
 } http_server;
 

@@ -49,6 +49,26 @@ static void expiry_tick(uv_timer_t *t) {
     if (!batch_open) api_flush(&s->a);
 }
 
+/* api.metrics_extra: the server's connection figures and the longest COMMIT on the loop. */
+static void serve_metrics(void *ud, http_buf *out) {
+    serve_state *s = ud;
+    http_server *h = &s->srv;
+    char t[2048];
+    int n = snprintf(t, sizeof t,
+        "# HELP prism_connections Open connections, and those that have shown no token.\n# TYPE prism_connections gauge\n"
+        "prism_connections %d\nprism_connections_anonymous %d\n"
+        "# HELP prism_connections_total Connections accepted, refused (503), replaced to make room, and cut after "
+        "--anon-timeout.\n# TYPE prism_connections_total counter\n"
+        "prism_connections_total{outcome=\"accepted\"} %lu\nprism_connections_total{outcome=\"refused\"} %lu\n"
+        "prism_connections_total{outcome=\"replaced\"} %lu\nprism_connections_total{outcome=\"anon_timeout\"} %lu\n"
+        "# HELP prism_commit_seconds_max Longest group COMMIT (the event loop waits for it).\n"
+        "# TYPE prism_commit_seconds_max gauge\nprism_commit_seconds_max %.6f\n"
+        "# HELP prism_commits_over_10ms_total Group COMMITs that took more than 10 ms.\n"
+        "# TYPE prism_commits_over_10ms_total counter\nprism_commits_over_10ms_total %lu\n",
+        h->nconns, h->nanon, h->accepted, h->rejected, h->evicted, h->anon_timeouts, h->flush_max_s, h->flush_over_10ms);
+    if (n > 0) http_buf_append(out, t, (size_t)(n < (int)sizeof t ? n : (int)sizeof t - 1), (size_t)-1 / 2);
+}
+
 static void on_stopped(void *ud) {   /* ud is the api handed to the server: find its serve_state */
     serve_state *s = (serve_state *)((char *)ud - offsetof(serve_state, a));
     uv_close((uv_handle_t *)&s->expiry, NULL);
@@ -234,6 +254,8 @@ int cmd_serve(int argc, char **argv) {
         goto out;
     }
     uv_loop_init(&s->loop);
+    s->a.metrics_extra = serve_metrics;
+    s->a.metrics_extra_ud = s;
     http_server_opts o = { .max_conns = max_conns, .idle_timeout_s = idle, .request_timeout_s = req_to,
                            .anon_timeout_s = anon_to, .max_conns_per_addr = per_addr, .trusted = serve_trusted,
                            .flush = api_flush, .stopped = on_stopped };
