@@ -59,7 +59,6 @@ typedef struct box {
     uv_tcp_t tcp;
     uv_connect_t creq;
     uv_timer_t timer;
-    uv_write_t wreq;
     http_parser parser;
     int id, ndev;
     long long worker_id;
@@ -67,7 +66,6 @@ typedef struct box {
     int q[64], qh, qn;          /* queued requests: dev * N_ROUTES + route (dev -1 → register) */
     int busy, cur;
     double t_sent;
-    char *wbuf;
     char *body;
     size_t blen, bcap;
     int done_msg;
@@ -136,29 +134,29 @@ static void ramp_next(void) {
 
 /* ---- requests -------------------------------------------------------------------------------------- */
 
+typedef struct wreq { uv_write_t req; box *b; char data[]; } wreq;   /* one per write: its callback may come
+                                                                        after the answer was read */
 static void on_written(uv_write_t *w, int status) {
-    box *b = w->data;
-    free(b->wbuf);
-    b->wbuf = NULL;
-    if (status < 0) { G.transport_errors++; note_error("box %d: write: %s", b->id, uv_strerror(status)); }
+    wreq *r = (wreq *)w;
+    if (status < 0 && !G.finished) { G.transport_errors++; note_error("box %d: write: %s", r->b->id, uv_strerror(status)); }
+    free(r);
 }
 
 static void send_req(box *b, const char *path, const char *json) {
     size_t jl = strlen(json);
     size_t cap = jl + strlen(path) + 512;
-    b->wbuf = malloc(cap);
-    int n = snprintf(b->wbuf, cap, "POST %s HTTP/1.1\r\nHost: fleet\r\n%s\r\nContent-Type: application/json\r\n"
+    wreq *w = malloc(sizeof *w + cap);
+    w->b = b;
+    int n = snprintf(w->data, cap, "POST %s HTTP/1.1\r\nHost: fleet\r\n%s\r\nContent-Type: application/json\r\n"
                      "Content-Length: %zu\r\n\r\n%s", path, G.auth, jl, json);
-    uv_buf_t buf = uv_buf_init(b->wbuf, (unsigned)n);
-    b->wreq.data = b;
+    uv_buf_t buf = uv_buf_init(w->data, (unsigned)n);
     b->t_sent = now_s();
     b->busy = 1;
     b->blen = 0;
     b->done_msg = 0;
     G.requests++;
-    if (uv_write(&b->wreq, (uv_stream_t *)&b->tcp, &buf, 1, on_written) < 0) {
-        free(b->wbuf);
-        b->wbuf = NULL;
+    if (uv_write(&w->req, (uv_stream_t *)&b->tcp, &buf, 1, on_written) < 0) {
+        free(w);
         b->busy = 0;
         G.transport_errors++;
     }
@@ -698,7 +696,10 @@ int main(int argc, char **argv) {
         snprintf(cmd, sizeof cmd, "tail -n 5 %s >&2", logp);
         if (system(cmd) != 0) { /* the log is only a hint */ }
     }
-    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-    if (system(cmd) != 0) errors++;
+    if (getenv("BENCH_FLEET_KEEP")) printf("kept                  %s (database, server.log)\n", dir);
+    else {
+        snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+        if (system(cmd) != 0) errors++;
+    }
     return errors ? 1 : 0;
 }
