@@ -651,7 +651,7 @@ int main(int argc, char **argv) {
     printf("fleet                 %d boxes x %d devices (%ld devices), one keep-alive connection per box, loopback; "
            "%.1f s measured after a %.1f s ramp; %ld cores; load average %s at start\n",
            G.boxes, G.devices, devs, wall, ramp_s, sysconf(_SC_NPROCESSORS_ONLN), load);
-    printf("traffic               heartbeat every %.0f s, metrics batch of %d points every %.0f s, job %.0f s x U(0.5,1.5), "
+    printf("traffic               heartbeat every %g s, metrics batch of %d points every %g s, job %g s x U(0.5,1.5), "
            "all jittered; %d jobs queued at start\n", G.hb, G.points, G.metrics_every, G.job_seconds, seeds * 53);
     printf("requests/s            %.0f   (%ld requests in the window)\n", nreq / wall, nreq);
     printf("latency ms            route       count      p50      p99      max\n");

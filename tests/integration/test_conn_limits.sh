@@ -96,4 +96,23 @@ print("workers still ok:", sum(ask(w, get).startswith("HTTP/1.1 200") for w in w
   assert_contains "$out" "workers still ok: 12"
 }
 
+# The soft open-file limit is raised to fit --max-conns; a hard limit too low for an explicit --max-conns is
+# exit 2 naming both fixes; the default cap is lowered to fit, with a warning.
+t_open_file_limit() {
+  s_setup
+  local hard; hard=$(ulimit -Hn)
+  [ "$hard" = unlimited ] || [ "$hard" -ge 16640 ] || skip "hard open-file limit $hard is below the default's 16640"
+  ( ulimit -Sn 256; s_server; grep 'Max open files' /proc/$SPID/limits >"$D/limits"; kill $SPID )
+  assert_eq 16640 "$(awk '{print $4}' "$D/limits")" "soft limit raised to --max-conns 16384 + 256"
+  local out rc
+  out=$(ulimit -Sn 256; ulimit -Hn 1000; timeout 5 "$(bin prism-sweep)" serve --db "$D/q.db" --listen 127.0.0.1:0 --max-conns 5000 2>&1); rc=$?
+  assert_eq 2 "$rc" "exit status"
+  assert_contains "$out" "--max-conns 5000 needs 5256 open files, but the hard limit is 1000"
+  assert_contains "$out" "lower --max-conns to 744 or less"
+  assert_contains "$out" "LimitNOFILE="
+  ( ulimit -Sn 256; ulimit -Hn 1000; s_server; grep 'Max open files' /proc/$SPID/limits >"$D/limits2"; kill $SPID )
+  assert_contains "$(cat "$D/server.log")" "--max-conns lowered from 16384 to 744"
+  assert_eq 1000 "$(awk '{print $4}' "$D/limits2")" "soft limit"
+}
+
 harness_main "$@"
