@@ -636,6 +636,8 @@ int main(int argc, char **argv) {
     double points1 = prom_value(m, "prism_metric_points_total"), commits1 = prom_value(m, "prism_commits_total");
     double commit_max = prom_value(m, "prism_commit_seconds_max"), commit_slow = prom_value(m, "prism_commits_over_10ms_total");
     double ck_n = prom_value(m, "prism_wal_checkpoints_total"), ck_max = prom_value(m, "prism_wal_checkpoint_seconds_max");
+    double lck_n = prom_value(m, "prism_wal_loop_checkpoints_total"), lck_max = prom_value(m, "prism_wal_loop_checkpoint_seconds_max");
+    double lck_sum = prom_value(m, "prism_wal_loop_checkpoint_seconds_sum");
     double conns = prom_value(m, "prism_connections"), refused = prom_value(m, "prism_connections_total{outcome=\"refused\"}");
     free(m);
     kill(g_pid, SIGTERM);
@@ -677,6 +679,9 @@ int main(int argc, char **argv) {
     printf("WAL                   %.1f MiB at most; longest group COMMIT on the loop %.1f ms, %g over 10 ms",
            G.wal_max / 1048576.0, commit_max * 1e3, commit_slow);
     if (ck_n >= 0) printf("; %g checkpoints off the loop, longest %.1f ms", ck_n, ck_max * 1e3);
+    if (lck_n >= 0) printf("; checkpoint stalls on the loop: %g, mean %.1f ms, longest %.1f ms%s", lck_n,
+                           lck_n > 0 ? lck_sum / lck_n * 1e3 : 0.0, lck_max * 1e3,
+                           getenv("PRISM_WAL_CHECKPOINTS") ? " (PRISM_WAL_CHECKPOINTS set)" : "");
     printf("\n");
     double growth = db1 >= 0 && M.db0 >= 0 ? (double)(db1 - M.db0) / wall * 86400 : -1;
     printf("database growth       %.2f GiB per simulated day (%.1f MiB in %.1f s; %.0f bytes per stored point)\n",

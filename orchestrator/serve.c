@@ -55,7 +55,7 @@ static void expiry_tick(uv_timer_t *t) {
 static void serve_metrics(void *ud, http_buf *out) {
     serve_state *s = ud;
     http_server *h = &s->srv;
-    char t[2048];
+    char t[3072];
     int n = snprintf(t, sizeof t,
         "# HELP prism_connections Open connections, and those that have shown no token.\n# TYPE prism_connections gauge\n"
         "prism_connections %d\nprism_connections_anonymous %d\n"
@@ -72,9 +72,14 @@ static void serve_metrics(void *ud, http_buf *out) {
         "# HELP prism_wal_checkpoint_seconds_max Longest WAL checkpoint (on its own thread).\n"
         "# TYPE prism_wal_checkpoint_seconds_max gauge\nprism_wal_checkpoint_seconds_max %.6f\n"
         "# HELP prism_wal_pages_max Largest WAL after a COMMIT, in pages.\n# TYPE prism_wal_pages_max gauge\n"
-        "prism_wal_pages_max %d\n",
+        "prism_wal_pages_max %d\n"
+        "# HELP prism_wal_loop_checkpoints_total Checkpoints of the last frames run on the event loop (a stall).\n"
+        "# TYPE prism_wal_loop_checkpoints_total counter\nprism_wal_loop_checkpoints_total %llu\n"
+        "# HELP prism_wal_loop_checkpoint_seconds_max The longest of them.\n"
+        "# TYPE prism_wal_loop_checkpoint_seconds_max gauge\nprism_wal_loop_checkpoint_seconds_max %.6f\n"
+        "prism_wal_loop_checkpoint_seconds_sum %.6f\n",
         h->nconns, h->nanon, h->accepted, h->rejected, h->evicted, h->anon_timeouts, h->flush_max_s, h->flush_over_10ms,
-        s->wal.checkpoints, s->wal.failures, s->wal.max_s, s->wal.wal_pages_max);
+        s->wal.checkpoints, s->wal.failures, s->wal.max_s, s->wal.wal_pages_max, s->wal.loop_checkpoints, s->wal.loop_max_s, s->wal.loop_sum_s);
     if (n > 0) http_buf_append(out, t, (size_t)(n < (int)sizeof t ? n : (int)sizeof t - 1), (size_t)-1 / 2);
 }
 
