@@ -16,11 +16,14 @@
  * Any transport error, unexpected status (anything but 200, or 204 to a lease) or a connection closed by
  * the server is an error; the exit status is 1 when there was any.
  *   bench_fleet [--boxes 2000] [--devices 8] [--seconds 60] [--metrics-every 5] [--points 8]
- *               [--job-seconds 600] [--lease-ttl 120] [--quiet]
+ *               [--job-seconds 600] [--lease-ttl 120] [--server-nice N] [--quiet]
+ * --server-nice N runs the server at that nice value (negative needs root): on a machine shared with other
+ * work it stands for a box where the orchestrator has its CPU to itself.
  */
 #include <http_parser.h>
 #include <jansson.h>
 #include <netinet/in.h>
+#include <errno.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <sqlite3.h>
@@ -76,7 +79,7 @@ typedef struct box {
 typedef struct lat { double *v; size_t n, cap; } lat;
 
 static struct {
-    int boxes, devices, points, quiet;
+    int boxes, devices, points, quiet, server_nice;
     double seconds, metrics_every, job_seconds, lease_ttl, hb;
     char auth[256];
     struct sockaddr_in addr;
@@ -403,6 +406,19 @@ static long proc_status_kb(pid_t pid, const char *key) {
     return v;
 }
 
+/* Bytes the process has caused to be written to storage (/proc/PID/io write_bytes), or -1. */
+static long long proc_write_bytes(pid_t pid) {
+    char p[64], line[256];
+    snprintf(p, sizeof p, "/proc/%d/io", (int)pid);
+    FILE *f = fopen(p, "r");
+    if (!f) return -1;
+    long long v = -1;
+    while (fgets(line, sizeof line, f))
+        if (strncmp(line, "write_bytes:", 12) == 0) { v = atoll(line + 12); break; }
+    fclose(f);
+    return v;
+}
+
 static long long db_logical_bytes(void) {
     sqlite3 *db = NULL;
     long long v = -1;
@@ -456,7 +472,7 @@ static double prom_value(const char *text, const char *name) {
 
 /* ---- run ------------------------------------------------------------------------------------------- */
 
-static struct { double cpu0, t0; long long db0; double points0, commits0; } M;
+static struct { double cpu0, t0; long long db0, wb0; double points0, commits0; } M;
 
 static void stop_run(uv_timer_t *t) {
     G.finished = 1;
@@ -469,6 +485,7 @@ static void start_measuring(void) {
     proc_cpu(g_pid, &M.cpu0);
     M.t0 = G.t_meas;
     M.db0 = db_logical_bytes();
+    M.wb0 = proc_write_bytes(g_pid);
     char *m = http_get("/metrics");
     M.points0 = prom_value(m, "prism_metric_points_total");
     M.commits0 = prom_value(m, "prism_commits_total");
@@ -507,7 +524,7 @@ static int free_port(void) {
 
 static void usage(void) {
     fprintf(stderr, "usage: bench_fleet [--boxes N (1..20000)] [--devices G (1..32)] [--seconds S] [--metrics-every S] "
-                    "[--points P (1..500)] [--job-seconds S] [--lease-ttl S] [--quiet]\n");
+                    "[--points P (1..500)] [--job-seconds S] [--lease-ttl S] [--server-nice N] [--quiet]\n");
 }
 
 int main(int argc, char **argv) {
@@ -524,6 +541,7 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "--points")) G.points = atoi(v);
         else if (!strcmp(a, "--job-seconds")) G.job_seconds = atof(v);
         else if (!strcmp(a, "--lease-ttl")) G.lease_ttl = atof(v);
+        else if (!strcmp(a, "--server-nice")) G.server_nice = atoi(v);
         else { usage(); return 2; }
         i++;
     }
@@ -578,6 +596,10 @@ int main(int argc, char **argv) {
     g_pid = fork();
     if (g_pid == 0) {
         if (!freopen(logp, "w", stderr)) _exit(127);
+        if (G.server_nice && setpriority(PRIO_PROCESS, 0, G.server_nice) != 0) {
+            fprintf(stderr, "bench_fleet: setpriority(%d) for the server: %s\n", G.server_nice, strerror(errno));
+            _exit(126);
+        }
         execl(sweep_bin, "prism-sweep", "serve", "--db", g_db, "--listen", listen, "--lease-ttl", ttl, (char *)NULL);
         _exit(127);
     }
@@ -631,7 +653,7 @@ int main(int argc, char **argv) {
     double cpu1 = 0;
     proc_cpu(g_pid, &cpu1);
     long rss = proc_status_kb(g_pid, "VmRSS"), hwm = proc_status_kb(g_pid, "VmHWM");
-    long long db1 = db_logical_bytes();
+    long long db1 = db_logical_bytes(), wb1 = proc_write_bytes(g_pid);
     char *m = http_get("/metrics");
     double points1 = prom_value(m, "prism_metric_points_total"), commits1 = prom_value(m, "prism_commits_total");
     double commit_max = prom_value(m, "prism_commit_seconds_max"), commit_slow = prom_value(m, "prism_commits_over_10ms_total");
@@ -651,8 +673,11 @@ int main(int argc, char **argv) {
     double *all = malloc((nall ? nall : 1) * sizeof *all);
     size_t k = 0;
     printf("fleet                 %d boxes x %d devices (%ld devices), one keep-alive connection per box, loopback; "
-           "%.1f s measured after a %.1f s ramp; %ld cores; load average %s at start\n",
-           G.boxes, G.devices, devs, wall, ramp_s, sysconf(_SC_NPROCESSORS_ONLN), load);
+           "%.1f s measured after a %.1f s ramp; %ld cores; load average %s at start%s\n",
+           G.boxes, G.devices, devs, wall, ramp_s, sysconf(_SC_NPROCESSORS_ONLN), load,
+           G.server_nice ? "; server at nice " : "");
+    if (G.server_nice) printf("                      (--server-nice %d: the server's scheduling priority raised over the "
+                              "machine's other work, as on a box of its own)\n", G.server_nice);
     printf("traffic               heartbeat every %g s, metrics batch of %d points every %g s, job %g s x U(0.5,1.5), "
            "all jittered; %d jobs queued at start\n", G.hb, G.points, G.metrics_every, G.job_seconds, seeds * 53);
     printf("requests/s            %.0f   (%ld requests in the window)\n", nreq / wall, nreq);
@@ -683,6 +708,9 @@ int main(int argc, char **argv) {
                            lck_n > 0 ? lck_sum / lck_n * 1e3 : 0.0, lck_max * 1e3,
                            getenv("PRISM_WAL_CHECKPOINTS") ? " (PRISM_WAL_CHECKPOINTS set)" : "");
     printf("\n");
+    if (wb1 >= 0 && M.wb0 >= 0)
+        printf("disk writes           %.1f MiB/s by the server (WAL frames + checkpoints), %.1f KiB per request\n",
+               (wb1 - M.wb0) / wall / 1048576.0, nreq ? (wb1 - M.wb0) / 1024.0 / nreq : 0.0);
     double growth = db1 >= 0 && M.db0 >= 0 ? (double)(db1 - M.db0) / wall * 86400 : -1;
     printf("database growth       %.2f GiB per simulated day (%.1f MiB in %.1f s; %.0f bytes per stored point)\n",
            growth / 1073741824.0, (db1 - M.db0) / 1048576.0, wall,

@@ -31,6 +31,7 @@
 #include <strings.h>
 #include <sys/time.h>
 #include <netinet/in.h>
+#include <sys/socket.h>
 #include <arpa/inet.h>
 
 static double now_s(void) {
@@ -467,6 +468,16 @@ static void conn_close(http_conn *c) {
 
 static void conn_timeout(uv_timer_t *t) {
     http_conn *c = t->data;
+    if (c->anon && !c->sess.in_message && !c->sess.closing && !c->read_paused) {
+        /* Timers run before the poll that reads: after a long loop iteration (a saturated server) a new
+         * worker's first request may be waiting unread. Bytes waiting are not silence: read them first. */
+        uv_os_fd_t fd;
+        char b;
+        if (uv_fileno((uv_handle_t *)&c->tcp, &fd) == 0 && recv(fd, &b, 1, MSG_PEEK | MSG_DONTWAIT) == 1) {
+            uv_timer_start(&c->timer, conn_timeout, 1000, 0);
+            return;
+        }
+    }
     if (c->anon && !c->sess.closing) c->srv->anon_timeouts++;
     if (c->sess.in_message) {
         http_session_fail(&c->sess, 408, "request not completed in time (slow-request timeout)");
@@ -513,6 +524,15 @@ static void conn_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf) {
     buf->len = HTTP_RBUF;
 }
 
+/* How long answers may wait for more requests to share their COMMIT while requests are still being read:
+ * max_batch_delay_s, or as long as a COMMIT has been taking (running average) if that is longer. A batch
+ * cut at 5 ms behind a 17 ms fsync spends most of the loop in fsync: measured on this VM under a
+ * 2,000-box fleet, 57 commits/s of 18 requests each, ~1,050 requests/s, p50 1 s. Matching the window to
+ * the COMMIT keeps at least half the loop for requests whatever the disk does. */
+static double batch_window(const http_server *srv) {
+    return srv->flush_avg_s > srv->opts.max_batch_delay_s ? srv->flush_avg_s : srv->opts.max_batch_delay_s;
+}
+
 static void conn_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf) {
     http_conn *c = st->data;
     if (nread < 0) {                       /* EOF or error: drop the connection (pending answers too) */
@@ -535,7 +555,7 @@ static void conn_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf) {
         mark_dirty(c);
         double t = now_s();
         if (srv->pending_since == 0) srv->pending_since = t;
-        else if (t - srv->pending_since > srv->opts.max_batch_delay_s) server_check(&srv->check);   /* commit now */
+        else if (t - srv->pending_since > batch_window(srv)) server_check(&srv->check);   /* commit now */
     }
 }
 
@@ -600,6 +620,7 @@ static void server_check(uv_check_t *h) {
     int rc = srv->opts.flush ? srv->opts.flush(srv->ud) : 0;
     double dt = now_s() - t0;   /* the loop does nothing else meanwhile: a long COMMIT stalls every client */
     if (dt > srv->flush_max_s) srv->flush_max_s = dt;
+    srv->flush_avg_s += (dt - srv->flush_avg_s) * 0.2;
     if (dt > 0.010) srv->flush_over_10ms++;
     while (srv->dirty) {
         http_conn *c = srv->dirty;

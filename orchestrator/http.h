@@ -126,7 +126,8 @@ typedef struct http_server_opts {
      * connection stays anonymous). Called with the handler's ud. */
     int (*trusted)(void *ud, const char *authorization);
     /* A batch is committed and answered early once its first answer has waited this long while more
-     * requests are still being read (bounds latency under load); default 0.005 s. */
+     * requests are still being read (bounds latency under load); default 0.005 s. When COMMITs take longer
+     * than this, the window is their running average instead (so fsync cannot take most of the loop). */
     double max_batch_delay_s;
     /* Called once per loop iteration before pending answers are written; returns 0, or < 0 when what the
      * answers claim could not be made durable (they are then dropped and their connections closed). */
@@ -158,6 +159,7 @@ typedef struct http_server {
     unsigned long evicted;          /* anonymous connections closed to make room at max_conns */
     unsigned long anon_timeouts;    /* anonymous connections closed after anon_timeout_s */
     double flush_max_s;             /* longest opts.flush call (the loop is blocked in it) */
+    double flush_avg_s;             /* running average of opts.flush calls (sets the batch window) */
     unsigned long flush_over_10ms;  /* opts.flush calls that took more than 10 ms */
     double pending_since;           /* when the oldest unwritten answer was made; 0 when none */
 } http_server;
