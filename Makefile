@@ -206,7 +206,7 @@ check: $(BUILD)/.deps-ok
 	@BUILD=$(BUILD) bash tests/run.sh
 
 .PHONY: tests
-tests: $(PROGS) $(TEST_BINS) $(EMU_TESTS)
+tests: $(PROGS) $(TEST_BINS) $(EMU_TESTS) $(BUILD)/bench/bench_fleet   # test_fleet_bench.sh runs it
 
 demo: $(BUILD)/.deps-ok
 	@$(MAKE) --no-print-directory all

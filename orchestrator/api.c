@@ -826,6 +826,7 @@ static void h_metrics_prom(route_ctx *c) {
     buf_printf(&b, "prism_http_request_duration_seconds_bucket{le=\"+Inf\"} %llu\n", total);
     buf_printf(&b, "prism_http_request_duration_seconds_sum %.6f\nprism_http_request_duration_seconds_count %llu\n",
                a->lat_sum, total);
+    if (a->metrics_extra) a->metrics_extra(a->metrics_extra_ud, &b);
     http_response_set(c->res, 200, "text/plain; version=0.0.4; charset=utf-8", b.data ? b.data : "", b.len);
     http_buf_free(&b);
 }

@@ -52,6 +52,9 @@ typedef struct api {
     api_rate rates[16];
     char write_err[512];       /* the last failed database write (BEGIN, a statement, COMMIT), "" when none */
     double write_err_at;       /* when (store_now), 0 when none */
+    /* Appended to GET /metrics when set (the program's own gauges: connections, checkpoints). */
+    void (*metrics_extra)(void *ud, http_buf *out);
+    void *metrics_extra_ud;
 } api;
 
 /* Returns 0, or -1 with a message in err. */

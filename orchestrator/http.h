@@ -15,6 +15,16 @@
  * complete within request_timeout_s of its first byte (408), more than max_conns connections (503).
  * Idle keep-alive connections close after idle_timeout_s.
  *
+ * Connections without a token. A connection is "trusted" from the first request whose Authorization header
+ * opts.trusted() accepts (checked when the headers are complete, before the body). Until then it is
+ * anonymous, and: it is closed after anon_timeout_s without a complete request (idle or half-sent: a
+ * request begun is answered 408); one client address holds at most max_conns_per_addr anonymous
+ * connections (the next gets 503 naming the address); at max_conns a new connection replaces the oldest
+ * anonymous one (closed without an answer), and gets 503 only when every open connection is trusted. So
+ * sockets that never send cannot hold the server, and connections that showed a token are never refused
+ * for lack of room by anonymous ones. Trusted connections are not capped per address (a NAT'd fleet
+ * shares one).
+ *
  * Ownership: a session owns its request buffers and its out buffer; http_session_release frees them.
  * A connection's handles live in its struct and the struct is freed only in the last close callback.
  */
@@ -87,6 +97,10 @@ typedef struct http_session {
     int pending_status;             /* a limit breached inside a callback (413) */
     int closing;                    /* no more requests: close once out is written */
     unsigned long requests;         /* answered so far */
+    /* Set by the server after http_session_init (NULL: never trusted): called with the Authorization value
+     * when a request's headers are complete, until it returns non-zero; then trusted = 1. */
+    int (*trust)(void *ud, const char *authorization);
+    int trusted;
 } http_session;
 
 void http_session_init(http_session *s, http_handler_fn handler, void *ud);
@@ -106,8 +120,14 @@ typedef struct http_server_opts {
     int max_conns;                  /* default 1024 */
     double idle_timeout_s;          /* default 60 */
     double request_timeout_s;       /* default 30 */
+    double anon_timeout_s;          /* default 5: a connection without a token, idle or mid-request */
+    int max_conns_per_addr;         /* default 64: connections without a token from one client address */
+    /* Non-zero when an Authorization header value is a token of this server (may be NULL: every
+     * connection stays anonymous). Called with the handler's ud. */
+    int (*trusted)(void *ud, const char *authorization);
     /* A batch is committed and answered early once its first answer has waited this long while more
-     * requests are still being read (bounds latency under load); default 0.005 s. */
+     * requests are still being read (bounds latency under load); default 0.005 s. When COMMITs take longer
+     * than this, the window is their running average instead (so fsync cannot take most of the loop). */
     double max_batch_delay_s;
     /* Called once per loop iteration before pending answers are written; returns 0, or < 0 when what the
      * answers claim could not be made durable (they are then dropped and their connections closed). */
@@ -117,6 +137,7 @@ typedef struct http_server_opts {
 } http_server_opts;
 
 struct http_conn;
+struct http_addr_count;
 typedef struct http_server {
     uv_loop_t *loop;
     uv_tcp_t listener;
@@ -125,10 +146,21 @@ typedef struct http_server {
     void *ud;
     http_server_opts opts;
     struct http_conn *conns;        /* doubly linked list of open connections */
-    int nconns;
+    int nconns;                     /* open connections (admitted, and refused ones still being answered) */
+    int nadmitted;                  /* open connections not refused: the ones max_conns counts */
+    struct http_conn *anon_head, *anon_tail;   /* anonymous admitted connections, oldest first */
+    int nanon;
+    struct http_conn *dirty;        /* connections with answers to write at the next check */
+    struct http_addr_count **addr_tab;   /* anonymous connections per client address (hash table) */
+    char *rbuf;                     /* one read buffer for every connection (reads are consumed at once) */
     int stopping;
     int listener_open, check_open;
     unsigned long accepted, rejected;
+    unsigned long evicted;          /* anonymous connections closed to make room at max_conns */
+    unsigned long anon_timeouts;    /* anonymous connections closed after anon_timeout_s */
+    double flush_max_s;             /* longest opts.flush call (the loop is blocked in it) */
+    double flush_avg_s;             /* running average of opts.flush calls (sets the batch window) */
+    unsigned long flush_over_10ms;  /* opts.flush calls that took more than 10 ms */
     double pending_since;           /* when the oldest unwritten answer was made; 0 when none */
 } http_server;
 

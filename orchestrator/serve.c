@@ -5,6 +5,11 @@
  * SIGINT/SIGTERM handles. A signal starts a graceful stop: the listener closes, answers already read are
  * committed and written, connections close, the timer and signal handles close, the loop runs dry and
  * the database is closed cleanly (WAL checkpointed by SQLite on close).
+ *
+ * Start-up limits: every connection is a file descriptor, so the soft open-file limit is raised (up to the
+ * hard limit) to --max-conns plus SERVE_SPARE_FDS for the database, the listener and connections being
+ * refused. When the hard limit is too low, an explicit --max-conns is an error naming both fixes; the
+ * default cap is lowered to fit, with a warning.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -15,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <uv.h>
@@ -24,6 +30,7 @@
 #include "commands.h"
 #include "http.h"
 #include "store.h"
+#include "walck.h"
 
 typedef struct serve_state {
     uv_loop_t loop;
@@ -31,6 +38,7 @@ typedef struct serve_state {
     uv_timer_t expiry;
     uv_signal_t sigint, sigterm;
     api a;
+    walck wal;
     int stopping;
 } serve_state;
 
@@ -41,6 +49,38 @@ static void expiry_tick(uv_timer_t *t) {
     /* Commit now: left to the check phase, BEGIN IMMEDIATE would hold the write lock through the poll that
      * follows (up to the next tick), i.e. almost always, and `prism-sweep create` would get "database is locked". */
     if (!batch_open) api_flush(&s->a);
+}
+
+/* api.metrics_extra: the server's connection figures and the longest COMMIT on the loop. */
+static void serve_metrics(void *ud, http_buf *out) {
+    serve_state *s = ud;
+    http_server *h = &s->srv;
+    char t[3072];
+    int n = snprintf(t, sizeof t,
+        "# HELP prism_connections Open connections, and those that have shown no token.\n# TYPE prism_connections gauge\n"
+        "prism_connections %d\nprism_connections_anonymous %d\n"
+        "# HELP prism_connections_total Connections accepted, refused (503), replaced to make room, and cut after "
+        "--anon-timeout.\n# TYPE prism_connections_total counter\n"
+        "prism_connections_total{outcome=\"accepted\"} %lu\nprism_connections_total{outcome=\"refused\"} %lu\n"
+        "prism_connections_total{outcome=\"replaced\"} %lu\nprism_connections_total{outcome=\"anon_timeout\"} %lu\n"
+        "# HELP prism_commit_seconds_max Longest group COMMIT (the event loop waits for it).\n"
+        "# TYPE prism_commit_seconds_max gauge\nprism_commit_seconds_max %.6f\n"
+        "# HELP prism_commits_over_10ms_total Group COMMITs that took more than 10 ms.\n"
+        "# TYPE prism_commits_over_10ms_total counter\nprism_commits_over_10ms_total %lu\n"
+        "# HELP prism_wal_checkpoints_total WAL checkpoints run off the event loop (PASSIVE), and failed ones.\n"
+        "# TYPE prism_wal_checkpoints_total counter\nprism_wal_checkpoints_total %llu\nprism_wal_checkpoint_failures_total %llu\n"
+        "# HELP prism_wal_checkpoint_seconds_max Longest WAL checkpoint (on its own thread).\n"
+        "# TYPE prism_wal_checkpoint_seconds_max gauge\nprism_wal_checkpoint_seconds_max %.6f\n"
+        "# HELP prism_wal_pages_max Largest WAL after a COMMIT, in pages.\n# TYPE prism_wal_pages_max gauge\n"
+        "prism_wal_pages_max %d\n"
+        "# HELP prism_wal_loop_checkpoints_total Checkpoints of the last frames run on the event loop (a stall).\n"
+        "# TYPE prism_wal_loop_checkpoints_total counter\nprism_wal_loop_checkpoints_total %llu\n"
+        "# HELP prism_wal_loop_checkpoint_seconds_max The longest of them.\n"
+        "# TYPE prism_wal_loop_checkpoint_seconds_max gauge\nprism_wal_loop_checkpoint_seconds_max %.6f\n"
+        "prism_wal_loop_checkpoint_seconds_sum %.6f\n",
+        h->nconns, h->nanon, h->accepted, h->rejected, h->evicted, h->anon_timeouts, h->flush_max_s, h->flush_over_10ms,
+        s->wal.checkpoints, s->wal.failures, s->wal.max_s, s->wal.wal_pages_max, s->wal.loop_checkpoints, s->wal.loop_max_s, s->wal.loop_sum_s);
+    if (n > 0) http_buf_append(out, t, (size_t)(n < (int)sizeof t ? n : (int)sizeof t - 1), (size_t)-1 / 2);
 }
 
 static void on_stopped(void *ud) {   /* ud is the api handed to the server: find its serve_state */
@@ -87,14 +127,55 @@ static int parse_listen(const char *spec, char *host, size_t hn, int *port) {
     return 0;
 }
 
+#define SERVE_SPARE_FDS 256
+#define SERVE_DEFAULT_MAX_CONNS 16384   /* one connection per GPU of a 2,000-box × 8-GPU fleet, and room */
+
+/* Raises RLIMIT_NOFILE for *max_conns connections (explicit: --max-conns was given). Returns 0 (maybe
+ * lowering *max_conns when not explicit, with a warning) or -1 after printing why (exit 2). */
+static int serve_raise_nofile(int *max_conns, int explicit) {
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0) return 0;   /* nothing to go on: accept() will say EMFILE */
+    rlim_t need = (rlim_t)*max_conns + SERVE_SPARE_FDS;
+    if (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur >= need) return 0;
+    if (rl.rlim_max != RLIM_INFINITY && rl.rlim_max < need) {
+        long fit = (long)rl.rlim_max - SERVE_SPARE_FDS;
+        if (explicit || fit < 16) {
+            fprintf(stderr, "prism-sweep serve: --max-conns %d needs %llu open files, but the hard limit is %llu: lower "
+                            "--max-conns to %ld or less, or raise the hard limit (as root: ulimit -Hn %llu; in a systemd "
+                            "unit: LimitNOFILE=%llu)\n", *max_conns, (unsigned long long)need,
+                    (unsigned long long)rl.rlim_max, fit > 0 ? fit : 0, (unsigned long long)need, (unsigned long long)need);
+            return -1;
+        }
+        fprintf(stderr, "prism-sweep serve: the open-file hard limit is %llu: --max-conns lowered from %d to %ld "
+                        "(raise the hard limit, e.g. LimitNOFILE=%llu in a systemd unit, for the default)\n",
+                (unsigned long long)rl.rlim_max, *max_conns, fit, (unsigned long long)need);
+        *max_conns = (int)fit;
+        need = (rlim_t)fit + SERVE_SPARE_FDS;
+    }
+    rlim_t old = rl.rlim_cur;
+    rl.rlim_cur = need;
+    if (setrlimit(RLIMIT_NOFILE, &rl) != 0) {
+        fprintf(stderr, "prism-sweep serve: cannot raise the open-file limit from %llu to %llu: %s\n",
+                (unsigned long long)old, (unsigned long long)need, strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
+/* http_server_opts.trusted: the Authorization value is one of this server's tokens. */
+static int serve_trusted(void *ud, const char *authorization) {
+    api *a = ud;
+    return auth_check(&a->tokens, authorization) != AUTH_NONE;
+}
+
 static int is_loopback(const char *host) {
     return strncmp(host, "127.", 4) == 0 || strcmp(host, "::1") == 0 || strcmp(host, "localhost") == 0;
 }
 
 int cmd_serve(int argc, char **argv) {
     const char *db = "prism.db", *listen = "127.0.0.1:8080", *token_file = NULL, *web = "web/";
-    double ttl = 120, idle = 60, req_to = 30;
-    int max_attempts = 3, public_read = 0, max_conns = 1024;
+    double ttl = 120, idle = 60, req_to = 30, anon_to = 5;
+    int max_attempts = 3, public_read = 0, max_conns = SERVE_DEFAULT_MAX_CONNS, per_addr = 64;
     cli_flag flags[] = {
         { "--db", CLI_STR, &db, "prism.db", "the SQLite database (created if missing)", 0, 0, NULL, 0 },
         { "--listen", CLI_STR, &listen, "127.0.0.1:8080", "HOST:PORT to listen on ([::1]:PORT for IPv6; port 0 = any free)", 0, 0, NULL, 0 },
@@ -105,7 +186,9 @@ int cmd_serve(int argc, char **argv) {
         { "--public-read", CLI_BOOL, &public_read, "off", "read routes need no token even off loopback", 0, 0, NULL, 0 },
         { "--idle-timeout", CLI_DOUBLE, &idle, "60", "seconds an idle keep-alive connection stays open", 0.1, 86400, NULL, 0 },
         { "--request-timeout", CLI_DOUBLE, &req_to, "30", "seconds a client has to send a whole request", 0.1, 3600, NULL, 0 },
-        { "--max-conns", CLI_INT, &max_conns, "1024", "open connections at most (more get 503)", 1, 100000, NULL, 0 },
+        { "--max-conns", CLI_INT, &max_conns, "16384", "open connections at most; at the cap a new connection replaces the oldest one that has shown no token, else gets 503 (the open-file limit is raised to fit)", 1, 1000000, NULL, 0 },
+        { "--max-conns-per-addr", CLI_INT, &per_addr, "64", "connections without a token from one client address (more get 503; connections that sent a token are not counted)", 1, 1000000, NULL, 0 },
+        { "--anon-timeout", CLI_DOUBLE, &anon_to, "5", "seconds a connection without a token may stay without a complete request", 0.1, 3600, NULL, 0 },
         { 0 },
     };
     cli_cmd cmd = { "serve", "[--db FILE] [--listen HOST:PORT] [flags]",
@@ -133,6 +216,8 @@ int cmd_serve(int argc, char **argv) {
     }
     signal(SIGPIPE, SIG_IGN);
     signal(SIGXFSZ, SIG_IGN);   /* a file-size limit fails the write (EFBIG, an error we report) instead of killing us */
+    cli_flag *mcf = cli_find(&cmd, "--max-conns");
+    if (serve_raise_nofile(&max_conns, mcf && mcf->seen) < 0) return 2;
 
     /* one server per database: an flock on DB.lock, released by the kernel even after kill -9 */
     char lockp[1100];
@@ -195,12 +280,20 @@ int cmd_serve(int argc, char **argv) {
         goto out;
     }
     uv_loop_init(&s->loop);
+    /* the loop's connection: a page cache for a fleet's working set (jobs, index pages), checkpoints elsewhere */
+    store_exec(st, "PRAGMA cache_size=-65536");
+    if (walck_init(&s->wal, &s->loop, st, err, sizeof err) < 0)
+        fprintf(stderr, "prism-sweep serve: %s (checkpoints stay inside COMMITs)\n", err);
+    s->a.metrics_extra = serve_metrics;
+    s->a.metrics_extra_ud = s;
     http_server_opts o = { .max_conns = max_conns, .idle_timeout_s = idle, .request_timeout_s = req_to,
+                           .anon_timeout_s = anon_to, .max_conns_per_addr = per_addr, .trusted = serve_trusted,
                            .flush = api_flush, .stopped = on_stopped };
     if (http_server_start(&s->srv, &s->loop, host, port, api_handle, &s->a, &o, err, sizeof err) < 0) {
         fprintf(stderr, "prism-sweep serve: %s (is another server running? pick another --listen)\n", err);
         api_release(&s->a);
         uv_run(&s->loop, UV_RUN_DEFAULT);
+        walck_release(&s->wal);
         uv_loop_close(&s->loop);
         status = 2;
         goto out;
@@ -239,6 +332,7 @@ int cmd_serve(int argc, char **argv) {
     uv_run(&s->loop, UV_RUN_DEFAULT);
     api_flush(&s->a);
     api_release(&s->a);
+    walck_release(&s->wal);
     uv_loop_close(&s->loop);
     fprintf(stderr, "prism-sweep serve: stopped cleanly\n");
     status = 0;

@@ -390,19 +390,22 @@ t_post_sweep() {
   s_expect 200 GET "/api/v1/sweeps/$sid"
   assert_eq "6 6 posted" "$(s_json '"\(.counts.queued) \(.total) \(.spec.name)"')" "sweep view"
 }
-# More connections than --max-conns: the extra one gets 503 and closes; the others keep working.
+# More connections than --max-conns, all of which have shown a token: the extra one gets 503 and closes; the
+# others keep working. (A connection without a token would be replaced instead: test_conn_limits.sh.)
 t_connection_cap() {
   s_setup
   s_server --max-conns 2
   local out; out=$(timeout 10 /usr/bin/python3 -c '
 import socket,sys,time
 port=int(sys.argv[1])
-a=socket.create_connection(("127.0.0.1", port)); b=socket.create_connection(("127.0.0.1", port))
+get=b"GET /api/v1/sweeps HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\n\r\n" % sys.argv[2].encode()
+a=socket.create_connection(("127.0.0.1", port)); a.sendall(get); a.recv(4096)
+b=socket.create_connection(("127.0.0.1", port)); b.sendall(get); b.recv(4096)
 time.sleep(0.2)
 c=socket.create_connection(("127.0.0.1", port))
 print("third:", c.recv(4096).decode().split("\r\n")[0])
 a.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
-print("first:", a.recv(4096).decode().split("\r\n")[0])' "$PORT")
+print("first:", a.recv(4096).decode().split("\r\n")[0])' "$PORT" "$WT")
   assert_contains "$out" "third: HTTP/1.1 503"
   assert_contains "$out" "first: HTTP/1.1 200"
 }

@@ -1,0 +1,118 @@
+#!/usr/bin/env bash
+# test_conn_limits.sh — connections that never send a request cannot starve the server: they are cut after
+# --anon-timeout, one client address holds at most --max-conns-per-addr of them, and at --max-conns a new
+# connection takes the place of the oldest one that has shown no token, so workers (token in their
+# requests) always get in. Attackers and workers use distinct loopback addresses (127.0.0.2, ...), as
+# distinct hosts would.
+# timeout: 60
+. "$(dirname "$0")/../lib.sh"
+. "$(dirname "$0")/server_lib.sh"
+
+# More silent sockets than --max-conns, from three addresses: /healthz and a worker still get 200 at once;
+# every silent socket is closed within a few seconds; a worker's keep-alive connection, idle as long, stays.
+t_idle_sockets_do_not_starve_workers() {
+  s_setup
+  s_server --max-conns 40
+  local out; out=$(timeout 30 /usr/bin/python3 -u -c '
+import socket, sys, time
+port, tok = int(sys.argv[1]), sys.argv[2]
+def conn(src):
+    s = socket.socket(); s.bind((src, 0)); s.connect(("127.0.0.1", port)); return s
+def ask(s, req):
+    s.sendall(req); d = b""
+    while b"\r\n\r\n" not in d or not d.rstrip().endswith(b"}"):
+        k = s.recv(65536)
+        if not k: break
+        d += k
+    return d.decode(errors="replace").split("\r\n")[0]
+silent = [conn("127.0.0.%d" % (2 + i % 3)) for i in range(60)]
+t0 = time.time()
+time.sleep(0.3)
+w = conn("127.0.0.9")
+body = b"{\"name\": \"w1\"}"
+reg = b"POST /api/v1/workers/register HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s" % (tok.encode(), len(body), body)
+print("worker:", ask(w, reg))
+h = conn("127.0.0.10")
+print("healthz:", ask(h, b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"))
+h.close()
+for s in silent: s.settimeout(max(0.1, t0 + 8 - time.time()))
+closed = 0
+for s in silent:
+    try:
+        while True:
+            d = s.recv(4096)
+            if not d: closed += 1; break
+    except socket.timeout: pass
+    except OSError: closed += 1
+print("silent closed within 8 s: %d of %d" % (closed, len(silent)))
+time.sleep(max(0, t0 + 8 - time.time()))
+print("worker after idle:", ask(w, reg))' "$PORT" "$WT")
+  echo "$out"
+  assert_contains "$out" "worker: HTTP/1.1 200"
+  assert_contains "$out" "healthz: HTTP/1.1 200"
+  assert_contains "$out" "silent closed within 8 s: 60 of 60"
+  assert_contains "$out" "worker after idle: HTTP/1.1 200"
+}
+
+# One address holds at most --max-conns-per-addr connections without a token (the next gets 503 naming the
+# address and the flag); connections that sent a token do not count (a NAT'd fleet shares one address);
+# another address is not affected.
+t_per_address_cap() {
+  s_setup
+  s_server --max-conns-per-addr 8
+  local out; out=$(timeout 30 /usr/bin/python3 -u -c '
+import socket, sys, time
+port, tok = int(sys.argv[1]), sys.argv[2]
+def conn(src):
+    s = socket.socket(); s.bind((src, 0)); s.connect(("127.0.0.1", port)); return s
+def ask(s, req):
+    s.sendall(req); d = b""
+    while b"\r\n\r\n" not in d or not d.rstrip().endswith(b"}"):
+        k = s.recv(65536)
+        if not k: break
+        d += k
+    return d.decode(errors="replace")
+get = b"GET /api/v1/sweeps HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\n\r\n" % tok.encode()
+workers, ok = [], 0
+for i in range(12):
+    workers.append(conn("127.0.0.3"))
+    ok += ask(workers[-1], get).startswith("HTTP/1.1 200")
+print("workers ok:", ok)
+silent = [conn("127.0.0.3") for i in range(8)]
+time.sleep(0.3)
+extra = conn("127.0.0.3")
+extra.settimeout(3)
+ans = extra.recv(4096).decode(errors="replace")
+print("ninth:", ans.split("\r\n")[0], "|", ans.split("\r\n\r\n")[-1])
+other = conn("127.0.0.4")
+print("other address:", ask(other, b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n").split("\r\n")[0])
+print("workers still ok:", sum(ask(w, get).startswith("HTTP/1.1 200") for w in workers))' "$PORT" "$WT")
+  echo "$out"
+  assert_contains "$out" "workers ok: 12"
+  assert_contains "$out" "ninth: HTTP/1.1 503"
+  assert_contains "$out" "127.0.0.3"
+  assert_contains "$out" "--max-conns-per-addr"
+  assert_contains "$out" "other address: HTTP/1.1 200"
+  assert_contains "$out" "workers still ok: 12"
+}
+
+# The soft open-file limit is raised to fit --max-conns; a hard limit too low for an explicit --max-conns is
+# exit 2 naming both fixes; the default cap is lowered to fit, with a warning.
+t_open_file_limit() {
+  s_setup
+  local hard; hard=$(ulimit -Hn)
+  [ "$hard" = unlimited ] || [ "$hard" -ge 16640 ] || skip "hard open-file limit $hard is below the default's 16640"
+  ( ulimit -Sn 256; s_server; grep 'Max open files' /proc/$SPID/limits >"$D/limits"; kill $SPID )
+  assert_eq 16640 "$(awk '{print $4}' "$D/limits")" "soft limit raised to --max-conns 16384 + 256"
+  local out rc
+  out=$(ulimit -Sn 256; ulimit -Hn 1000; timeout 5 "$(bin prism-sweep)" serve --db "$D/q.db" --listen 127.0.0.1:0 --max-conns 5000 2>&1); rc=$?
+  assert_eq 2 "$rc" "exit status"
+  assert_contains "$out" "--max-conns 5000 needs 5256 open files, but the hard limit is 1000"
+  assert_contains "$out" "lower --max-conns to 744 or less"
+  assert_contains "$out" "LimitNOFILE="
+  ( ulimit -Sn 256; ulimit -Hn 1000; s_server; grep 'Max open files' /proc/$SPID/limits >"$D/limits2"; kill $SPID )
+  assert_contains "$(cat "$D/server.log")" "--max-conns lowered from 16384 to 744"
+  assert_eq 1000 "$(awk '{print $4}' "$D/limits2")" "soft limit"
+}
+
+harness_main "$@"
