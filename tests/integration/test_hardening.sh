@@ -355,7 +355,9 @@ t_diverged_run_is_failed_not_ranked() {
 t_checkpoint_posted_without_answer_is_kept() {
   w_setup
   w_spec "$D/s.json" race '["4,4,4,4"]' '[1]' 4000 20
-  sed -i 's/"every": 10/"every": 5000/; s/"batch_size": 2/"batch_size": 16/' "$D/s.json"
+  # batch 64: steps slow enough that the reporter drains the metrics between checkpoints (at batch 16 a fast,
+  # idle machine trained all 4000 steps before the first checkpoint went out, and the job ended first)
+  sed -i 's/"every": 10/"every": 5000/; s/"batch_size": 2/"batch_size": 64/' "$D/s.json"
   w_server
   w_create "$D/s.json" >/dev/null
   local pport; pport=$(free_port)
