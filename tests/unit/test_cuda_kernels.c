@@ -210,10 +210,10 @@ TEST(layernorm_unaligned_buffers) {
     float *inp = hrand(n, 2), *w = hrand(C, 1), *b = hrand(C, 1), *dout = hrand(n, 1);
     float *out_c = hzero(n), *mean_c = hzero(N), *rstd_c = hzero(N);
     cpu_layernorm_forward(out_c, mean_c, rstd_c, inp, w, b, 1, N, C);
-    char *d_inp = dx(inp, n + 1), *out = dpoison_x(n + 1), *d_dout = dx(dout, n + 1);
-    float *ip1 = hzero(n + 1), *dp1 = hzero(n + 1);
+    float *ip1 = hzero(n + 1), *dp1 = hzero(n + 1);   /* the inputs one element in */
     memcpy(ip1 + 1, inp, n * sizeof(float));
     memcpy(dp1 + 1, dout, n * sizeof(float));
+    char *d_inp = dx(ip1, n + 1), *out = dpoison_x(n + 1), *d_dout = dx(dp1, n + 1);
     CK(prism_cuda_upload_x(d_inp, ip1, n + 1));
     CK(prism_cuda_upload_x(d_dout, dp1, n + 1));
     size_t xs = prism_cuda_x_size();
