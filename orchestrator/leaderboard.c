@@ -477,7 +477,7 @@ char *leaderboard_table(const json_t *lb) {
                                         "over the seeds both finished (95%% CI, Student t); %lld seeds per schedule\n"
                                         "%lld comparisons against uniform, p Holm-adjusted (p_holm); %lld comparisons "
                                         "against the best for the tied-for-best group (=)\n"
-                                        "%-4s  %-28s %-7s %-22s %-52s %s\n",
+                                        "%-4s  %-28s %-9s %-22s %-52s %s\n",
                      (long long)json_integer_value(json_object_get(lb, "sweep_id")),
                      json_string_value(json_object_get(lb, "name")), (long long)json_integer_value(json_object_get(lb, "seeds")),
                      (long long)json_integer_value(json_object_get(lb, "comparisons")),
@@ -519,7 +519,7 @@ char *leaderboard_table(const json_t *lb) {
         /* pad the run-length and loss columns by display width (× and ± are 2 bytes, 1 column) */
         int extra = 0;
         for (const char *p = runs; *p; p++) if ((unsigned char)*p == 0xc3) extra++;
-        n = snprintf(line, sizeof line, "%-4s  %-*s %-7s %-*s %-52s %s\n", rank, 28 + extra, runs, seeds,
+        n = snprintf(line, sizeof line, "%-4s  %-*s %-9s %-*s %-52s %s\n", rank, 28 + extra, runs, seeds,
                      22 + (json_is_number(s) ? 1 : 0), loss, delta, tps);
         http_buf_append(&b, line, (size_t)(n < (int)sizeof line ? n : (int)sizeof line - 1), SIZE_MAX / 2);
     }
