@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "stats.h"
 #include "sweeps.h"
 #include "commands.h"
 #include "http.h"
@@ -54,6 +55,8 @@ typedef struct lb_sched {
     double mean, std;               /* NAN when unknown */
 } lb_sched;
 
+#define LB_ALPHA 0.05   /* family-wise error rate of the markers and of the tied-for-best group */
+
 static const char *const STATES[5] = { "queued", "leased", "done", "failed", "cancelled" };
 
 static json_t *num_or_null(double v) { return isfinite(v) ? json_real(v) : json_null(); }
@@ -74,16 +77,61 @@ static int jobs_range(const lb_job *jobs, int njob, long long id, int *end) {
 
 static int cmp_rows(const void *pa, const void *pb) {
     const json_t *a = *(json_t *const *)pa, *b = *(json_t *const *)pb;
-    json_t *ma = json_object_get(a, "val_loss_mean"), *mb = json_object_get(b, "val_loss_mean");
-    int ha = json_is_number(ma), hb = json_is_number(mb);
+    json_t *ka = json_object_get(a, "_key"), *kb = json_object_get(b, "_key");
+    int ha = json_is_number(ka), hb = json_is_number(kb);
     if (ha != hb) return ha ? -1 : 1;
     if (ha) {
-        double x = json_number_value(ma), y = json_number_value(mb);
+        int pa_ = json_is_true(json_object_get(a, "provisional")), pb_ = json_is_true(json_object_get(b, "provisional"));
+        if (pa_ != pb_) return pa_ ? 1 : -1;
+        double x = json_number_value(ka), y = json_number_value(kb);
         if (x < y) return -1;
         if (x > y) return 1;
     }
     long long oa = json_integer_value(json_object_get(a, "_ord")), ob = json_integer_value(json_object_get(b, "_ord"));
     return oa < ob ? -1 : oa > ob;
+}
+
+/* d[k] = loss(schedule a, seed) − loss(schedule b, seed) over the seeds both finished, at most cap; returns the count */
+static int paired_diffs(const lb_job *jobs, int njob, long long a, long long b, double *d, int cap) {
+    int n = 0, aend, bend, a0 = jobs_range(jobs, njob, a, &aend), b0 = jobs_range(jobs, njob, b, &bend);
+    for (int k = a0; k < aend && n < cap; k++) {
+        if (!jobs[k].has_result) continue;
+        for (int m = b0; m < bend; m++)
+            if (jobs[m].seed == jobs[k].seed && jobs[m].has_result) {
+                d[n++] = jobs[k].val_loss - jobs[m].val_loss;
+                break;
+            }
+    }
+    return n;
+}
+
+/* Marks rows arr[0..nranked-1] (sorted, arr[0] the best) with "tied_best" and "vs_best"; returns the size of the
+ * Holm family (nranked − 1) or -1 on no memory. */
+static int tied_for_best(const lb_job *jobs, int njob, const lb_sched *sc, json_t **arr, int nranked) {
+    double *p = malloc((size_t)nranked * sizeof *p), *adj = malloc((size_t)nranked * sizeof *adj);
+    stats_paired *pt = malloc((size_t)nranked * sizeof *pt);
+    if (!p || !adj || !pt) { free(p); free(adj); free(pt); return -1; }
+    long long best = sc[json_integer_value(json_object_get(arr[0], "_idx"))].id;
+    for (int r = 0; r < nranked; r++) {
+        p[r] = NAN;
+        if (r == 0) continue;
+        double d[4096];
+        int n = paired_diffs(jobs, njob, sc[json_integer_value(json_object_get(arr[r], "_idx"))].id, best, d, 4096);
+        stats_paired_test(d, n, &pt[r]);
+        if (n > 1) p[r] = pt[r].p;
+    }
+    int m = stats_holm(p + 1, nranked - 1, nranked - 1, adj + 1);
+    json_object_set_new(arr[0], "tied_best", json_true());
+    for (int r = 1; r < nranked; r++) {
+        int sig = isfinite(adj[r]) && adj[r] < LB_ALPHA;
+        json_object_set_new(arr[r], "tied_best", json_boolean(!sig));
+        json_object_set_new(arr[r], "vs_best", json_pack("{s:i, s:o, s:o, s:o}", "n", pt[r].n, "mean", num_or_null(pt[r].mean),
+                                                         "p", num_or_null(p[r]), "p_holm", num_or_null(adj[r])));
+    }
+    free(p);
+    free(adj);
+    free(pt);
+    return m;
 }
 
 int leaderboard_build(store *st, long long sweep_id, json_t **out, char *err, size_t errlen) {
@@ -205,9 +253,30 @@ int leaderboard_build(store *st, long long sweep_id, json_t **out, char *err, si
             x->std = sqrt(ss / (n - 1));
         }
         (void)sum2;
+        json_t *attn_std = json_null();
+        double tps_mean = ntps ? tps / ntps : NAN, tps_std = NAN;
+        if (ntps > 1) {   /* two-pass std of tok/s */
+            double q = 0;
+            for (int k = k0; k < kend; k++)
+                if (jobs[k].has_result && isfinite(jobs[k].tok_per_s)) q += (jobs[k].tok_per_s - tps_mean) * (jobs[k].tok_per_s - tps_mean);
+            tps_std = sqrt(q / (ntps - 1));
+        }
         if (nattn > 0) {
             attn_mean[i] = json_array();
             for (int l = 0; l < L; l++) json_array_append_new(attn_mean[i], json_real(acc[l] / nattn));
+            if (nattn > 1) {   /* two-pass std of each D_l over the seeds that reported L layers */
+                json_decref(attn_std);
+                attn_std = json_array();
+                for (int l = 0; l < L; l++) {
+                    double m = acc[l] / nattn, q = 0;
+                    for (int k = k0; k < kend; k++)
+                        if (jobs[k].has_result && jobs[k].attn && (int)json_array_size(jobs[k].attn) == L) {
+                            double v = json_number_value(json_array_get(jobs[k].attn, (size_t)l)) - m;
+                            q += v * v;
+                        }
+                    json_array_append_new(attn_std, json_real(sqrt(q / (nattn - 1))));
+                }
+            }
         }
         json_t *counts = json_object();
         for (int q = 0; q < 5; q++) json_object_set_new(counts, STATES[q], json_integer(x->counts[q]));
@@ -215,38 +284,41 @@ int leaderboard_build(store *st, long long sweep_id, json_t **out, char *err, si
                                 "rank", json_null(), "schedule_id", (json_int_t)x->id, "heads", sweeps_heads_json(x->heads),
                                 "is_baseline", x->is_baseline, "seeds_done", x->seeds_done, "seeds_total", x->seeds_total,
                                 "counts", counts, "val_loss_mean", num_or_null(x->mean), "val_loss_std", num_or_null(x->std),
-                                "val_losses", vl, "tok_per_s_mean", num_or_null(ntps ? tps / ntps : NAN),
+                                "val_losses", vl, "tok_per_s_mean", num_or_null(tps_mean),
                                 "_ord", (json_int_t)x->ord);
         json_object_set(row, "attn_distance", attn_mean[i] ? attn_mean[i] : json_null());
+        json_object_set_new(row, "attn_distance_std", attn_std);
+        json_object_set_new(row, "tok_per_s_std", num_or_null(tps_std));
         json_array_append_new(rows, row);
     }
-    /* paired differences and ΔD_l against the baseline */
+    /* paired differences and ΔD_l against the baseline; Holm over every non-baseline schedule of the sweep */
+    int sweep_seeds = 0;
+    for (int i = 0; i < nsc; i++) if (sc[i].seeds_total > sweep_seeds) sweep_seeds = sc[i].seeds_total;
+    stats_paired *pt = calloc((size_t)(nsc ? nsc : 1), sizeof *pt);
+    double *praw = malloc((size_t)(nsc ? nsc : 1) * sizeof *praw), *padj = malloc((size_t)(nsc ? nsc : 1) * sizeof *padj);
+    if (!pt || !praw || !padj) { free(pt); free(praw); free(padj); goto nomem_attn; }
+    for (int i = 0; i < nsc; i++) {
+        pt[i].n = 0;
+        praw[i] = NAN;
+        if (base < 0 || i == base) continue;
+        double d[4096];
+        int n = paired_diffs(jobs, njob, sc[i].id, sc[base].id, d, 4096);
+        if (n > 0) stats_paired_test(d, n, &pt[i]);
+        if (n > 1) praw[i] = pt[i].p;
+    }
+    int comparisons = base >= 0 ? stats_holm(praw, nsc, nsc - 1, padj) : 0;
     for (int i = 0; i < nsc; i++) {
         json_t *row = json_array_get(rows, (size_t)i);
         json_t *delta = json_null(), *dattn = json_null();
         if (base >= 0 && i != base) {
-            double d[4096];
-            int n = 0, kend, bend, k0 = jobs_range(jobs, njob, sc[i].id, &kend), b0 = jobs_range(jobs, njob, sc[base].id, &bend);
-            for (int k = k0; k < kend && n < 4096; k++) {
-                if (jobs[k].schedule != sc[i].id || !jobs[k].has_result) continue;
-                for (int m = b0; m < bend; m++)
-                    if (jobs[m].schedule == sc[base].id && jobs[m].seed == jobs[k].seed && jobs[m].has_result) {
-                        d[n++] = jobs[k].val_loss - jobs[m].val_loss;
-                        break;
-                    }
-            }
-            if (n > 0) {
-                double mean = 0, ss = 0;
-                for (int k = 0; k < n; k++) mean += d[k];
-                mean /= n;
-                for (int k = 0; k < n; k++) ss += (d[k] - mean) * (d[k] - mean);
-                double sd = n > 1 ? sqrt(ss / (n - 1)) : NAN;
-                double half = n > 1 ? leaderboard_t975(n - 1) * sd / sqrt((double)n) : NAN;
-                double lo = mean - half, hi = mean + half;
-                int excl = n > 1 && (lo > 0 || hi < 0);
+            if (pt[i].n > 0) {
+                int n = pt[i].n;
+                int excl = n > 1 && (pt[i].ci_low > 0 || pt[i].ci_high < 0);
                 json_decref(delta);
-                delta = json_pack("{s:i, s:f, s:o, s:o, s:o, s:b}", "n", n, "mean", mean, "std", num_or_null(sd),
-                                  "ci_low", num_or_null(lo), "ci_high", num_or_null(hi), "excludes_zero", excl);
+                delta = json_pack("{s:i, s:f, s:o, s:o, s:o, s:b, s:o, s:o, s:b}", "n", n, "mean", pt[i].mean,
+                                  "std", num_or_null(pt[i].sd), "ci_low", num_or_null(pt[i].ci_low),
+                                  "ci_high", num_or_null(pt[i].ci_high), "excludes_zero", excl, "p", num_or_null(praw[i]),
+                                  "p_holm", num_or_null(padj[i]), "significant", isfinite(padj[i]) && padj[i] < LB_ALPHA);
             }
             if (attn_mean[i] && attn_mean[base] && json_array_size(attn_mean[i]) == json_array_size(attn_mean[base])) {
                 json_decref(dattn);
@@ -258,10 +330,20 @@ int leaderboard_build(store *st, long long sweep_id, json_t **out, char *err, si
         }
         json_object_set_new(row, "delta", delta);
         json_object_set_new(row, "delta_attn_distance", dattn);
+        /* the ranking key: the paired mean Δ (0 for the baseline itself); without a baseline, the mean loss */
+        double key = base < 0 ? sc[i].mean : i == base ? (sc[i].seeds_done > 0 ? 0.0 : NAN) : pt[i].n > 0 ? pt[i].mean : NAN;
+        int prov = sc[i].seeds_done < sweep_seeds;
+        json_object_set_new(row, "provisional", json_boolean(prov));
+        json_object_set_new(row, "_key", num_or_null(key));
+        json_object_set_new(row, "_idx", json_integer(i));
     }
+    free(pt);
+    free(praw);
+    free(padj);
     for (int i = 0; i < nsc; i++) json_decref(attn_mean[i]);
     free(attn_mean);
-    /* sort by mean val loss, unranked last in schedule order */
+    attn_mean = NULL;
+    /* complete schedules by Δ, then provisional ones by Δ, then those with no Δ in schedule order */
     size_t nr = json_array_size(rows);
     json_t **arr = malloc((nr ? nr : 1) * sizeof *arr);
     if (!arr) goto nomem;
@@ -269,14 +351,24 @@ int leaderboard_build(store *st, long long sweep_id, json_t **out, char *err, si
     qsort(arr, nr, sizeof *arr, cmp_rows);
     json_array_clear(rows);
     int rank = 0;
+    for (size_t i = 0; i < nr; i++)
+        if (json_is_number(json_object_get(arr[i], "_key"))) json_object_set_new(arr[i], "rank", json_integer(++rank));
+    /* tied for best: the paired difference to the first-ranked schedule is not significant (Holm over the
+     * other ranked schedules; one common seed or none cannot be told apart and counts as tied) */
+    int tied_comparisons = rank > 0 ? tied_for_best(jobs, njob, sc, arr, rank) : 0;
+    if (tied_comparisons < 0) { for (size_t i = 0; i < nr; i++) json_decref(arr[i]); free(arr); goto nomem; }
     for (size_t i = 0; i < nr; i++) {
-        if (json_is_number(json_object_get(arr[i], "val_loss_mean"))) json_object_set_new(arr[i], "rank", json_integer(++rank));
         json_object_del(arr[i], "_ord");
+        json_object_del(arr[i], "_key");
+        json_object_del(arr[i], "_idx");
+        if (!json_object_get(arr[i], "tied_best")) json_object_set_new(arr[i], "tied_best", json_false());
+        if (!json_object_get(arr[i], "vs_best")) json_object_set_new(arr[i], "vs_best", json_null());
         json_array_append_new(rows, arr[i]);
     }
     free(arr);
-    *out = json_pack("{s:I, s:s, s:o, s:o}", "sweep_id", (json_int_t)sweep_id, "name", name,
-                     "baseline_schedule_id", base >= 0 ? json_integer(sc[base].id) : json_null(), "rows", rows);
+    *out = json_pack("{s:I, s:s, s:o, s:i, s:i, s:i, s:f, s:o}", "sweep_id", (json_int_t)sweep_id, "name", name,
+                     "baseline_schedule_id", base >= 0 ? json_integer(sc[base].id) : json_null(), "seeds", sweep_seeds,
+                     "comparisons", comparisons, "tied_best_comparisons", tied_comparisons, "alpha", LB_ALPHA, "rows", rows);
     rows = NULL;
     rc = *out ? STORE_OK : STORE_EIO;
     if (rc < 0) snprintf(err, errlen, "out of memory");
@@ -286,6 +378,9 @@ int leaderboard_build(store *st, long long sweep_id, json_t **out, char *err, si
         rc = STORE_EIO;
     }
     goto out;
+nomem_attn:
+    for (int i = 0; i < nsc; i++) json_decref(attn_mean[i]);
+    free(attn_mean);
 nomem:
     snprintf(err, errlen, "out of memory");
     rc = STORE_EIO;
@@ -333,13 +428,15 @@ static void fmt_num(char *out, size_t n, const json_t *v, const char *f) {
 char *leaderboard_csv(const json_t *lb) {
     http_buf b = {0};
     const char *hdr = "rank,heads,is_baseline,seeds_done,seeds_total,val_loss_mean,val_loss_std,tok_per_s_mean,"
-                      "delta_n,delta_mean,delta_ci_low,delta_ci_high,excludes_zero\n";
+                      "delta_n,delta_mean,delta_ci_low,delta_ci_high,excludes_zero,p,p_holm,significant,provisional,tied_best,"
+                      "tok_per_s_std\n";
     if (http_buf_append(&b, hdr, strlen(hdr) - 1, SIZE_MAX / 2) < 0 || leaderboard_zero_shot_csv_header(lb, &b) < 0 ||
         http_buf_append(&b, "\n", 1, SIZE_MAX / 2) < 0) { http_buf_free(&b); return NULL; }
     json_t *rows = json_object_get(lb, "rows");
     for (size_t i = 0; i < json_array_size(rows); i++) {
         json_t *r = json_array_get(rows, i), *d = json_object_get(r, "delta");
         char heads[4096], rank[32] = "", m[32], s[32], t[32], dn[16] = "", dm[32] = "", lo[32] = "", hi[32] = "", ex[8] = "";
+        char p[32] = "", ph[32] = "", sig[8] = "", ts[32];
         heads_csv(json_object_get(r, "heads"), heads, sizeof heads);
         if (json_is_integer(json_object_get(r, "rank"))) snprintf(rank, sizeof rank, "%lld", (long long)json_integer_value(json_object_get(r, "rank")));
         fmt_num(m, sizeof m, json_object_get(r, "val_loss_mean"), "%.6f");
@@ -351,12 +448,18 @@ char *leaderboard_csv(const json_t *lb) {
             fmt_num(lo, sizeof lo, json_object_get(d, "ci_low"), "%.6f");
             fmt_num(hi, sizeof hi, json_object_get(d, "ci_high"), "%.6f");
             snprintf(ex, sizeof ex, "%s", json_is_true(json_object_get(d, "excludes_zero")) ? "true" : "false");
+            fmt_num(p, sizeof p, json_object_get(d, "p"), "%.6g");
+            fmt_num(ph, sizeof ph, json_object_get(d, "p_holm"), "%.6g");
+            snprintf(sig, sizeof sig, "%s", json_is_true(json_object_get(d, "significant")) ? "true" : "false");
         }
+        fmt_num(ts, sizeof ts, json_object_get(r, "tok_per_s_std"), "%.1f");
         char line[8192];
-        int n = snprintf(line, sizeof line, "%s,\"%s\",%s,%lld,%lld,%s,%s,%s,%s,%s,%s,%s,%s\n", rank, heads,
+        int n = snprintf(line, sizeof line, "%s,\"%s\",%s,%lld,%lld,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s\n", rank, heads,
                          json_is_true(json_object_get(r, "is_baseline")) ? "true" : "false",
                          (long long)json_integer_value(json_object_get(r, "seeds_done")),
-                         (long long)json_integer_value(json_object_get(r, "seeds_total")), m, s, t, dn, dm, lo, hi, ex);
+                         (long long)json_integer_value(json_object_get(r, "seeds_total")), m, s, t, dn, dm, lo, hi, ex,
+                         p, ph, sig, json_is_true(json_object_get(r, "provisional")) ? "true" : "false",
+                         json_is_true(json_object_get(r, "tied_best")) ? "true" : "false", ts);
         if (n > 0 && n < (int)sizeof line) n--;   /* the zero-shot cells go before the newline */
         if (n < 0 || http_buf_append(&b, line, (size_t)(n < (int)sizeof line ? n : (int)sizeof line - 1), SIZE_MAX / 2) < 0 ||
             leaderboard_zero_shot_csv_row(lb, r, &b) < 0 || http_buf_append(&b, "\n", 1, SIZE_MAX / 2) < 0) {
@@ -370,19 +473,25 @@ char *leaderboard_csv(const json_t *lb) {
 char *leaderboard_table(const json_t *lb) {
     http_buf b = {0};
     char line[8192];
-    int n = snprintf(line, sizeof line, "leaderboard of sweep %lld (%s): sorted by mean final val loss; "
-                                        "delta = schedule - uniform over the seeds both finished, 95%% CI (Student t)\n"
-                                        "%-4s  %-28s %-7s %-22s %-36s %s\n",
+    int n = snprintf(line, sizeof line, "leaderboard of sweep %lld (%s): ranked by the paired mean delta = schedule - uniform "
+                                        "over the seeds both finished (95%% CI, Student t); %lld seeds per schedule\n"
+                                        "%lld comparisons against uniform, p Holm-adjusted (p_holm); %lld comparisons "
+                                        "against the best for the tied-for-best group (=)\n"
+                                        "%-4s  %-28s %-9s %-22s %-52s %s\n",
                      (long long)json_integer_value(json_object_get(lb, "sweep_id")),
-                     json_string_value(json_object_get(lb, "name")), "rank", "schedule", "seeds", "val loss (mean ± std)",
-                     "delta vs uniform [95% CI]", "tok/s");
+                     json_string_value(json_object_get(lb, "name")), (long long)json_integer_value(json_object_get(lb, "seeds")),
+                     (long long)json_integer_value(json_object_get(lb, "comparisons")),
+                     (long long)json_integer_value(json_object_get(lb, "tied_best_comparisons")), "rank", "schedule", "seeds",
+                     "val loss (mean ± std)", "delta vs uniform [95% CI] p_holm", "tok/s (mean ± std)");
     http_buf_append(&b, line, (size_t)n, SIZE_MAX / 2);
     json_t *rows = json_object_get(lb, "rows");
     for (size_t i = 0; i < json_array_size(rows); i++) {
         json_t *r = json_array_get(rows, i), *d = json_object_get(r, "delta");
-        char runs[2048], rank[16] = "-", loss[64] = "-", delta[128] = "", tps[32] = "-", seeds[32];
+        char runs[2048], rank[16] = "-", loss[64] = "-", delta[160] = "", tps[64] = "-", seeds[48];
         heads_runs(json_object_get(r, "heads"), runs, sizeof runs);
-        if (json_is_integer(json_object_get(r, "rank"))) snprintf(rank, sizeof rank, "%lld", (long long)json_integer_value(json_object_get(r, "rank")));
+        if (json_is_integer(json_object_get(r, "rank")))
+            snprintf(rank, sizeof rank, "%lld%s", (long long)json_integer_value(json_object_get(r, "rank")),
+                     json_is_true(json_object_get(r, "tied_best")) ? "=" : "");
         json_t *m = json_object_get(r, "val_loss_mean"), *s = json_object_get(r, "val_loss_std");
         if (json_is_number(m)) {
             if (json_is_number(s)) snprintf(loss, sizeof loss, "%.4f ± %.4f", json_number_value(m), json_number_value(s));
@@ -390,26 +499,34 @@ char *leaderboard_table(const json_t *lb) {
         }
         if (json_is_true(json_object_get(r, "is_baseline"))) snprintf(delta, sizeof delta, "(uniform baseline)");
         else if (json_is_object(d)) {
-            json_t *lo = json_object_get(d, "ci_low"), *hi = json_object_get(d, "ci_high");
+            json_t *lo = json_object_get(d, "ci_low"), *hi = json_object_get(d, "ci_high"), *ph = json_object_get(d, "p_holm");
             if (json_is_number(lo))
-                snprintf(delta, sizeof delta, "%+.4f [%+.4f, %+.4f] n=%lld%s", json_number_value(json_object_get(d, "mean")),
+                snprintf(delta, sizeof delta, "%+.4f [%+.4f, %+.4f] n=%lld p_holm=%.3g%s", json_number_value(json_object_get(d, "mean")),
                          json_number_value(lo), json_number_value(hi), (long long)json_integer_value(json_object_get(d, "n")),
-                         json_is_true(json_object_get(d, "excludes_zero")) ? " *" : "");
+                         json_is_number(ph) ? json_number_value(ph) : NAN,
+                         json_is_true(json_object_get(d, "significant")) ? " *" : "");
             else
-                snprintf(delta, sizeof delta, "%+.4f n=1 (no CI)", json_number_value(json_object_get(d, "mean")));
+                snprintf(delta, sizeof delta, "%+.4f n=1 (no test)", json_number_value(json_object_get(d, "mean")));
         }
-        json_t *t = json_object_get(r, "tok_per_s_mean");
-        if (json_is_number(t)) snprintf(tps, sizeof tps, "%.0f", json_number_value(t));
-        snprintf(seeds, sizeof seeds, "%lld/%lld", (long long)json_integer_value(json_object_get(r, "seeds_done")),
-                 (long long)json_integer_value(json_object_get(r, "seeds_total")));
-        /* pad the run-length column by display width (× is 2 bytes, 1 column) */
+        json_t *t = json_object_get(r, "tok_per_s_mean"), *ts = json_object_get(r, "tok_per_s_std");
+        if (json_is_number(t)) {
+            if (json_is_number(ts)) snprintf(tps, sizeof tps, "%.0f ± %.0f", json_number_value(t), json_number_value(ts));
+            else snprintf(tps, sizeof tps, "%.0f", json_number_value(t));
+        }
+        snprintf(seeds, sizeof seeds, "%lld/%lld%s", (long long)json_integer_value(json_object_get(r, "seeds_done")),
+                 (long long)json_integer_value(json_object_get(r, "seeds_total")),
+                 json_is_true(json_object_get(r, "provisional")) && json_is_integer(json_object_get(r, "rank")) ? " prov" : "");
+        /* pad the run-length and loss columns by display width (× and ± are 2 bytes, 1 column) */
         int extra = 0;
         for (const char *p = runs; *p; p++) if ((unsigned char)*p == 0xc3) extra++;
-        n = snprintf(line, sizeof line, "%-4s  %-*s %-7s %-22s %-36s %s\n", rank, 28 + extra, runs, seeds, loss, delta, tps);
+        n = snprintf(line, sizeof line, "%-4s  %-*s %-9s %-*s %-52s %s\n", rank, 28 + extra, runs, seeds,
+                     22 + (json_is_number(s) ? 1 : 0), loss, delta, tps);
         http_buf_append(&b, line, (size_t)(n < (int)sizeof line ? n : (int)sizeof line - 1), SIZE_MAX / 2);
     }
     leaderboard_zero_shot_table(lb, &b);
-    const char *foot = "* the 95% CI excludes zero\n";
+    const char *foot = "* p_holm < 0.05 (paired t-test against uniform, Holm-adjusted over every schedule of the sweep); "
+                       "= tied for best (not significantly different from rank 1, Holm); prov = provisional: fewer "
+                       "finished seeds than the sweep's, listed after the complete schedules\n";
     http_buf_append(&b, foot, strlen(foot), SIZE_MAX / 2);
     return b.data;
 }
@@ -436,8 +553,9 @@ int cmd_leaderboard(int argc, char **argv) {
         { 0 },
     };
     cli_cmd cmd = { "leaderboard", "--db FILE [SWEEP] [--format table|csv|json]",
-                    "Rank a sweep's schedules (SWEEP = id or name; default the newest sweep) by mean final val loss, with "
-                    "the paired difference against the uniform baseline and its 95% confidence interval.", flags };
+                    "Rank a sweep's schedules (SWEEP = id or name; default the newest sweep) by the paired mean difference of "
+                    "final val loss against the uniform baseline over the seeds both finished, with its 95% confidence "
+                    "interval, the paired t-test p-value Holm-adjusted over the sweep, and the tied-for-best group.", flags };
     char *pos[1];
     int npos = 0;
     int rc = cli_parse(&cmd, argc, argv, pos, 1, &npos);

@@ -167,13 +167,16 @@ function normJob(j) {
 function normDelta(d) {
   d = d || {};
   const lo = num(d.ci_low), hi = num(d.ci_high);
-  return { mean: num(d.mean), lo, hi, n: num(d.n), excludes_zero: !!d.excludes_zero };
+  return { mean: num(d.mean), lo, hi, n: num(d.n), excludes_zero: !!d.excludes_zero, p: num(d.p), p_holm: num(d.p_holm),
+    significant: !!d.significant };
 }
 function normRow(r) {
   return {
     schedule_id: r.schedule_id, heads: parseHeads(r.heads), is_baseline: !!r.is_baseline,
     seeds_done: num(r.seeds_done) || 0, seeds_total: num(r.seeds_total),
-    mean: num(r.val_loss_mean), std: num(r.val_loss_std), tok_per_s: num(r.tok_per_s_mean),
+    mean: num(r.val_loss_mean), std: num(r.val_loss_std), tok_per_s: num(r.tok_per_s_mean), tok_per_s_std: num(r.tok_per_s_std),
+    provisional: !!r.provisional, tied_best: !!r.tied_best, vs_best: r.vs_best || null,
+    attn_std: Array.isArray(r.attn_distance_std) ? r.attn_distance_std.map(num) : null,
     delta: normDelta(r.delta),
     attn: Array.isArray(r.attn_distance) ? r.attn_distance.map(num) : null,
     dattn: Array.isArray(r.delta_attn_distance) ? r.delta_attn_distance.map(num) : null,
@@ -192,13 +195,15 @@ function normZeroShot(z) {
 }
 function normBoard(b) {
   return { rows: ((b && b.rows) || []).map(normRow), baseline_schedule_id: b ? b.baseline_schedule_id : null,
-    tasks: (b && Array.isArray(b.zero_shot_tasks)) ? b.zero_shot_tasks.map(String) : [] };
+    tasks: (b && Array.isArray(b.zero_shot_tasks)) ? b.zero_shot_tasks.map(String) : [],
+    comparisons: b ? num(b.comparisons) : null, tied_best_comparisons: b ? num(b.tied_best_comparisons) : null,
+    seeds: b ? num(b.seeds) : null };
 }
 
 /* ------------------------------------------------------------ the model */
 
-/* One row per schedule of the sweep, in the server's leaderboard order and with its rank (by mean val loss;
- * schedules with no finished seed last), plus any schedule that has jobs but no leaderboard row yet; each row
+/* One row per schedule of the sweep, in the server's leaderboard order and with its rank (by the paired mean Δ
+ * vs uniform; provisional schedules after complete ones; schedules with no Δ unranked, last), plus any schedule that has jobs but no leaderboard row yet; each row
  * gets a state derived from its jobs. */
 function scheduleRows() {
   const bySched = new Map();
@@ -358,14 +363,20 @@ function deltaCell(r) {
   if (r.is_baseline) return '<td class="num delta">baseline</td>';
   const d = r.delta;
   if (!isNum(d.mean)) return '<td class="num delta muted" title="no seed finished by both this schedule and the baseline">—</td>';
-  const cls = d.excludes_zero ? (d.mean < 0 ? 'neg' : 'pos') : '';
+  const cls = d.significant ? (d.mean < 0 ? 'neg' : 'pos') : '';
   const ci = isNum(d.lo) && isNum(d.hi) ? ' <span class="ci">[' + fmtSigned(d.lo, 4) + ', ' + fmtSigned(d.hi, 4) + ']</span>'
-    : ' <span class="ci">(n=' + (d.n || 1) + ', no CI)</span>';
-  const mark = d.excludes_zero
-    ? ' <span class="sig ' + cls + '" title="95% CI excludes zero: ' + (d.mean < 0 ? 'better' : 'worse') + ' than uniform">' + (d.mean < 0 ? '▼' : '▲') + '</span>'
+    : ' <span class="ci">(n=' + (d.n || 1) + ', no test)</span>';
+  const ph = isNum(d.p_holm) ? ' <span class="ph" title="paired t-test p = ' + fmtP(d.p) + ', Holm-adjusted over ' +
+    (S.board && isNum(S.board.comparisons) ? S.board.comparisons : '?') + ' comparisons">p<sub>Holm</sub> ' + fmtP(d.p_holm) + '</span>' : '';
+  const mark = d.significant
+    ? ' <span class="sig ' + cls + '" title="p_holm < 0.05: ' + (d.mean < 0 ? 'better' : 'worse') + ' than uniform">' + (d.mean < 0 ? '▼' : '▲') + '</span>'
     : '';
-  return '<td class="num delta ' + cls + '" data-excludes-zero="' + (d.excludes_zero ? 1 : 0) + '"><span class="dm">' +
-    fmtSigned(d.mean, 4) + '</span>' + ci + mark + '</td>';
+  return '<td class="num delta ' + cls + '" data-excludes-zero="' + (d.excludes_zero ? 1 : 0) + '" data-significant="' +
+    (d.significant ? 1 : 0) + '"><span class="dm">' + fmtSigned(d.mean, 4) + '</span>' + ci + ph + mark + '</td>';
+}
+function fmtP(p) {
+  if (!isNum(p)) return '—';
+  return p < 0.001 ? p.toExponential(1) : p.toFixed(3);
 }
 
 /* zero-shot accuracy: higher is better, so a CI above zero is the good side */
@@ -415,7 +426,13 @@ function renderSweep() {
     '<a href="' + API + '/sweeps/' + esc(sw.id) + '/jobs" target="_blank">jobs JSON</a>');
   const rows = scheduleRows();
   const c = sw.counts;
-  setHTML($('#sweep-summary'), rows.length + ' schedules · ' + c.total + ' jobs (' + countsText(c) + ')');
+  const B = S.board || {};
+  const nTied = rows.filter((r) => r.tied_best).length;
+  setHTML($('#sweep-summary'), rows.length + ' schedules · ' + c.total + ' jobs (' + countsText(c) + ')' +
+    (isNum(B.comparisons) ? '<br><span id="stats-header">ranked by the paired mean Δ vs uniform; ' + B.comparisons +
+      ' comparisons against uniform, p Holm-adjusted (▼/▲ only when p<sub>Holm</sub> &lt; 0.05); tied for best (=): ' +
+      nTied + ' schedule(s), ' + (isNum(B.tied_best_comparisons) ? B.tied_best_comparisons : 0) +
+      ' comparisons against rank 1; provisional = fewer finished seeds than the sweep\'s ' + (isNum(B.seeds) ? B.seeds : '') + '</span>' : ''));
   const stateBox = $('#leaderboard-state');
   const wrap = $('#leaderboard-wrap');
   const anyResult = rows.some((r) => isNum(r.mean));
@@ -451,16 +468,19 @@ function renderSweep() {
   let html = '';
   sorted.forEach((r) => {
     const sel = String(r.schedule_id) === String(S.scheduleId);
-    const cls = (r.is_baseline ? 'baseline ' : '') + (sel ? 'selected' : '');
+    const cls = (r.is_baseline ? 'baseline ' : '') + (sel ? 'selected ' : '') + (r.provisional && r.rank ? 'provisional ' : '') +
+      (r.tied_best ? 'tied-best' : '');
     html += '<tr tabindex="0" data-schedule="' + esc(r.schedule_id) + '" data-heads="' + esc(r.heads.join(',')) + '" class="' + cls + '">' +
-      '<td class="num rank">' + (r.rank || '—') + '</td>' +
+      '<td class="num rank"' + (r.tied_best ? ' title="tied for best: not significantly different from rank 1 (Holm)"' : '') + '>' +
+        (r.rank || '—') + (r.tied_best ? '<span class="tied">=</span>' : '') + '</td>' +
       '<td><div class="sched">' + staircase(r.heads, { base: r.is_baseline, w: Math.max(2, 72 / (r.heads.length || 1)) }) +
       '<span class="rle">' + esc(rle(r.heads)) + '</span>' + (r.is_baseline ? '<span class="tag">uniform</span>' : '') + '</div></td>' +
       '<td class="num val">' + (isNum(r.mean) ? fmt(r.mean, 4) + (isNum(r.std) ? ' <span class="pm">± ' + fmt(r.std, 4) + '</span>' : '') : '—') + '</td>' +
-      '<td class="num seeds">' + r.seeds_done + (r.seeds_total ? '/' + r.seeds_total : '') + '</td>' +
+      '<td class="num seeds">' + r.seeds_done + (r.seeds_total ? '/' + r.seeds_total : '') +
+        (r.provisional && r.rank ? ' <span class="prov" title="provisional: fewer finished seeds than the sweep\'s; listed after the complete schedules">prov</span>' : '') + '</td>' +
       deltaCell(r) +
       tasks.map((t) => zeroShotCell(r, t)).join('') +
-      '<td class="num tps">' + fmtTokS(r.tok_per_s) + '</td>' +
+      '<td class="num tps">' + fmtTokS(r.tok_per_s) + (isNum(r.tok_per_s_std) ? ' <span class="pm">± ' + fmtTokS(r.tok_per_s_std) + '</span>' : '') + '</td>' +
       '<td class="state"><span class="badge ' + esc(r.state) + '">' + esc(r.state) + '</span>' +
       (r.counts && r.counts.failed ? ' <span class="muted">' + r.counts.failed + ' failed</span>' : '') + '</td></tr>';
   });
@@ -621,7 +641,8 @@ async function refreshDetail() {
     'val loss ' + (isNum(row.mean) ? fmt(row.mean, 4) + (isNum(row.std) ? ' ± ' + fmt(row.std, 4) : '') : '—') +
     ' · seeds ' + row.seeds_done + (row.seeds_total ? '/' + row.seeds_total : '') +
     (row.is_baseline ? '' : ' · Δ vs uniform ' + fmtSigned(d.mean, 4) + (isNum(d.lo) ? ' [' + fmtSigned(d.lo, 4) + ', ' + fmtSigned(d.hi, 4) + ']' : '') +
-      (d.excludes_zero ? ' (CI excludes 0)' : '')) +
+      (isNum(d.p_holm) ? ' p_holm ' + fmtP(d.p_holm) : '') + (d.significant ? ' (significant)' : '')) +
+    (row.tied_best ? ' · tied for best' : '') + (row.provisional && row.rank ? ' · provisional' : '') +
     ' · ' + fmtTokS(row.tok_per_s) + ' tok/s</div></div>');
   const mine = S.jobs.filter((j) => String(j.schedule_id) === String(row.schedule_id));
   const baseJobs = base && !row.is_baseline ? S.jobs.filter((j) => String(j.schedule_id) === String(base.schedule_id)) : [];

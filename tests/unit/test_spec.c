@@ -402,3 +402,16 @@ TEST(committed_specs_are_valid_and_match_the_paper) {
     ASSERT_EQ_INT(2, sp.n_seeds);
     spec_release(&sp);
 }
+
+/* Every committed spec shuffles (each seed its own data order, the same for every schedule): train.shuffle is
+ * true or left to the job's default, which is true (tests/unit/test_job.c checks that default). */
+TEST(committed_specs_shuffle_by_default) {
+    static const char *const names[] = { "gpt2-124m.json", "gpt2-354m.json", "gpt2-757m.json", "tiny-cpu.json" };
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        sweep_spec sp;
+        load_spec(names[i], &sp);
+        json_t *sh = json_object_get(json_object_get(sp.root, "train"), "shuffle");
+        if (sh && !json_is_true(sh)) HFAIL("%s: train.shuffle is %s, expected true (or absent)", names[i], json_is_false(sh) ? "false" : "not a boolean");
+        spec_release(&sp);
+    }
+}

@@ -89,6 +89,25 @@ def sstd(xs):
     return math.sqrt(sum((x - m) ** 2 for x in xs) / (len(xs) - 1))
 
 
+def p_two_sided(d):
+    """paired t-test p in closed form for df 1 (1 - (2/pi) atan|t|) and df 2 (1 - |t|/sqrt(2 + t^2))"""
+    t = abs(mean(d) / (sstd(d) / math.sqrt(len(d))))
+    return {1: 1 - 2 / math.pi * math.atan(t), 2: 1 - t / math.sqrt(2 + t * t)}[len(d) - 1]
+
+
+def holm(ps):
+    """Holm step-down adjustment of {name: p} over a family of len(ps)"""
+    out, run, m = {}, 0.0, len(ps)
+    for j, (k, p) in enumerate(sorted(ps.items(), key=lambda kv: kv[1])):
+        run = max(run, min(1.0, (m - j) * p))
+        out[k] = run
+    return out
+
+
+def fmt_p(p):
+    return "%.1e" % p if p < 0.001 else "%.3f" % p
+
+
 def paired(sched, seeds):
     d = [VAL[(tuple(sched), s)] - VAL[(tuple(UNIFORM), s)] for s in seeds]
     m = mean(d)
@@ -340,14 +359,22 @@ def t_leaderboard_rows():
         open_page(drv, srv, sid)
         wait_for(drv, "document.querySelectorAll('#leaderboard tbody tr').length === 3", "3 leaderboard rows")
         r = rows(drv)
-        # Order by mean val loss over finished seeds: PRISM < UNIFORM < WIDE (WIDE has seeds 0 and 1 done).
+        # Order by the paired mean delta vs uniform, complete schedules first: PRISM (delta < 0), UNIFORM (0), then
+        # WIDE, provisional (seeds 0 and 1 done of 3).
         exp_wide_seeds = [0, 1]
-        m = {tuple(UNIFORM): mean([VAL[(tuple(UNIFORM), s)] for s in SEEDS]),
-             tuple(PRISM): mean([VAL[(tuple(PRISM), s)] for s in SEEDS]),
-             tuple(WIDE): mean([VAL[(tuple(WIDE), s)] for s in exp_wide_seeds])}
-        order = sorted(m, key=lambda k: m[k])
-        check_eq([",".join(map(str, k)) for k in order], [x["heads"] for x in r], "row order (by mean val loss)")
-        check_eq(["1", "2", "3"], [x["rank"] for x in r], "ranks")
+        order = [tuple(PRISM), tuple(UNIFORM), tuple(WIDE)]
+        check(paired(PRISM, SEEDS)[0] < 0, "test data: prism beats uniform on average")
+        check_eq([",".join(map(str, k)) for k in order], [x["heads"] for x in r], "row order (by paired delta, provisional last)")
+        dP = [VAL[(tuple(PRISM), s)] - VAL[(tuple(UNIFORM), s)] for s in SEEDS]
+        dW = [VAL[(tuple(WIDE), s)] - VAL[(tuple(UNIFORM), s)] for s in exp_wide_seeds]
+        ph = holm({"P": p_two_sided(dP), "W": p_two_sided(dW)})
+        # tied for best: uniform and wide against prism, Holm over those two
+        tb = holm({"U": p_two_sided([-x for x in dP]),
+                   "W": p_two_sided([VAL[(tuple(WIDE), s)] - VAL[(tuple(PRISM), s)] for s in exp_wide_seeds])})
+        exp_ranks = ["1=", "2" + ("=" if tb["U"] >= 0.05 else ""), "3" + ("=" if tb["W"] >= 0.05 else "")]
+        check_eq(exp_ranks, [x["rank"] for x in r], "ranks with the tied-for-best mark")
+        hdr = drv.execute_script("return document.getElementById('stats-header').textContent;")
+        check("2 comparisons against uniform" in hdr, "the header counts the comparisons: %r" % hdr)
         by = {x["heads"]: x for x in r}
         p, u, w = by[P_S], by[U_S], by[W_S]
         check_eq("3×2 6×2 8×2 12×6", p["rle"], "run-length text of the prism schedule")
@@ -358,21 +385,22 @@ def t_leaderboard_rows():
             vals = [VAL[(tuple(k), s)] for s in seeds]
             check_eq("%s ± %s" % (f4(mean(vals)), f4(sstd(vals))), x["val"], "mean ± std of %s" % x["heads"])
         check_eq("3/3", p["seeds"], "seeds of the prism schedule")
-        check_eq("2/3", w["seeds"], "seeds of 6,6,6,6,12x8 (one still running)")
+        check_eq("2/3prov", w["seeds"].replace(" ", ""), "seeds of 6,6,6,6,12x8 (one still running: provisional)")
         check(u["baseline"] and not p["baseline"], "the uniform row is marked as the baseline: %r" % r)
         check_eq("baseline", u["delta"], "the baseline's delta cell")
         dm, lo, hi = paired(PRISM, SEEDS)
         check(lo < hi < 0, "test data: the prism CI should exclude zero")
-        check_eq("%s[%s,%s]▼" % (s4(dm), s4(lo), s4(hi)), p["delta"].replace(" ", ""),
-                 "paired delta of the prism schedule with its 95% CI and the 'excludes zero' mark")
+        check_eq("%s[%s,%s]pHolm%s%s" % (s4(dm), s4(lo), s4(hi), fmt_p(ph["P"]), "▼" if ph["P"] < 0.05 else ""),
+                 p["delta"].replace(" ", ""), "paired delta of the prism schedule with its 95% CI, p_holm and the mark "
+                 "only when p_holm < 0.05")
         check_eq("1", p["excl"], "prism CI excludes zero")
         dm, lo, hi = paired(WIDE, exp_wide_seeds)
         check(lo < 0 < hi, "test data: the wide CI should include zero")
-        check_eq("%s[%s,%s]" % (s4(dm), s4(lo), s4(hi)), w["delta"].replace(" ", ""),
-                 "paired delta of 6,6,6,6,12x8 (no mark: the CI includes zero)")
+        check_eq("%s[%s,%s]pHolm%s" % (s4(dm), s4(lo), s4(hi), fmt_p(ph["W"])), w["delta"].replace(" ", ""),
+                 "paired delta of 6,6,6,6,12x8 (no mark: not significant)")
         check_eq("0", w["excl"], "6,6,6,6,12x8 CI includes zero")
-        check_eq("2.87M", u["tps"], "tokens/s of the baseline")
-        check_eq("2.86M", w["tps"], "tokens/s of 6,6,6,6,12x8")
+        check_eq("2.87M±0", u["tps"].replace(" ", ""), "tokens/s of the baseline, mean ± std over seeds")
+        check_eq("2.86M±0", w["tps"].replace(" ", ""), "tokens/s of 6,6,6,6,12x8, mean ± std over seeds")
         check_eq("done", p["state"], "state of the prism schedule")
         check_eq("running", w["state"], "state of 6,6,6,6,12x8")
         # Sorting: tokens/s descending puts the uniform first; the baseline row stays in the table.
@@ -487,7 +515,7 @@ def t_live_update():
         open_page(drv, srv, sid)
         wait_for(drv, "document.querySelector(\"#leaderboard tr[data-heads='%s'] .seeds\")" % W_S, "the 6,6,6,6,12x8 row")
         drv.execute_script("window.__noReload = 'still here';")
-        check_eq("2/3", drv.find_element("css selector", "#leaderboard tr[data-heads='%s'] .seeds" % W_S).text, "seeds before")
+        check_eq("2/3 prov", drv.find_element("css selector", "#leaderboard tr[data-heads='%s'] .seeds" % W_S).text, "seeds before (provisional)")
         drv.find_element("css selector", "#leaderboard tr[data-heads='%s']" % W_S).click()
         wait_for(drv, "Chart.getChart('chart-train') && Chart.getChart('chart-train').data.datasets.length === 8", "train chart")
         def running_points():
@@ -499,7 +527,7 @@ def t_live_update():
         want = "%s ± %s" % (f4(mean(vals)), f4(sstd(vals)))
         wait_for(drv, "document.querySelector(\"#leaderboard tr[data-heads='%s'] .val\").textContent.trim() === '%s'" % (W_S, want),
                  "the new mean %s without reload" % want)
-        check_eq("3/3", drv.find_element("css selector", "#leaderboard tr[data-heads='%s'] .seeds" % W_S).text, "seeds after")
+        check_eq("3/3", drv.find_element("css selector", "#leaderboard tr[data-heads='%s'] .seeds" % W_S).text, "seeds after (complete: no longer provisional)")
         wait_for(drv, "Chart.getChart('chart-train').data.datasets.filter(d => d.faint && d.label.indexOf('this schedule seed 2') === 0)"
                  ".map(d => d.data.length)[0] === %d" % STEPS, "the running seed's curve to grow to %d points" % STEPS)
         check_eq("still here", drv.execute_script("return window.__noReload"), "the page was not reloaded")

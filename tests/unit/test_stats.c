@@ -1,0 +1,114 @@
+/* test_stats.c — orchestrator/stats.c against values worked out by hand: Student t tails in closed form
+ * (df 1: p = 1 − (2/π)·atan t; df 2: p = 1 − t/√(2 + t²)), tabulated quantiles, a paired test computed step by
+ * step, and Holm's order, monotonicity, ties and family size.
+ * timeout: 30
+ */
+#include "harness.h"
+#include "stats.h"
+
+TEST(t_tail_closed_forms) {
+    /* df = 1 (Cauchy): P(|T| ≥ 1) = 1 − (2/π)·atan(1) = 0.5 */
+    ASSERT_NEAR(0.5, stats_t_p2(1.0, 1), 1e-12);
+    ASSERT_NEAR(1 - 2 / M_PI * atan(3.0), stats_t_p2(3.0, 1), 1e-12);
+    ASSERT_NEAR(1 - 2 / M_PI * atan(3.0), stats_t_p2(-3.0, 1), 1e-12);
+    /* df = 2: P(|T| ≥ 2) = 1 − 2/√6 = 0.18350341907 */
+    ASSERT_NEAR(0.18350341907, stats_t_p2(2.0, 2), 1e-10);
+    ASSERT_NEAR(1 - 0.5 / sqrt(2.25), stats_t_p2(0.5, 2), 1e-12);
+    ASSERT_NEAR(1.0, stats_t_p2(0.0, 7), 1e-15);
+    /* a large df approaches the normal: P(|Z| ≥ 1.959963985) = 0.05 */
+    ASSERT_NEAR(0.05, stats_t_p2(1.959963985, 1e7), 1e-6);
+    ASSERT_TRUE(isnan(stats_t_p2(1.0, 0)));
+    ASSERT_TRUE(isnan(stats_t_p2(NAN, 3)));
+}
+
+TEST(t_quantiles_match_the_table) {
+    /* t_{0.975, df} from the usual printed table */
+    static const struct { int df; double q; } tab[] = { {1, 12.7062047}, {2, 4.3026527}, {3, 3.1824463}, {4, 2.7764451},
+                                                       {5, 2.5705818}, {10, 2.2281389}, {30, 2.0422725}, {120, 1.9799304} };
+    for (size_t i = 0; i < sizeof tab / sizeof tab[0]; i++) ASSERT_NEAR(tab[i].q, stats_t_quantile(0.975, tab[i].df), 2e-7);
+    /* df = 1 closed form: q = tan(π(p − 1/2)) */
+    ASSERT_NEAR(tan(M_PI * 0.4), stats_t_quantile(0.9, 1), 1e-9);
+    ASSERT_NEAR(-tan(M_PI * 0.4), stats_t_quantile(0.1, 1), 1e-9);
+    /* df = 2 closed form: q = (2p − 1)·√(2 / (4p(1 − p))) */
+    double p = 0.95;
+    ASSERT_NEAR((2 * p - 1) * sqrt(2 / (4 * p * (1 - p))), stats_t_quantile(p, 2), 1e-9);
+    ASSERT_NEAR(0.0, stats_t_quantile(0.5, 4), 0);
+    ASSERT_TRUE(isnan(stats_t_quantile(1.0, 4)));
+    ASSERT_TRUE(isnan(stats_t_quantile(0.975, 0)));
+}
+
+TEST(paired_test_by_hand) {
+    /* d = 0.01, 0.02, 0.03: mean 0.02, sd 0.01, t = 0.02/(0.01/√3) = 2√3, df 2:
+     * p = 1 − 2√3/√(2 + 12) = 0.0741799 ; CI = 0.02 ± 4.3026527·0.01/√3 */
+    double d[3] = { 0.01, 0.02, 0.03 };
+    stats_paired r;
+    stats_paired_test(d, 3, &r);
+    ASSERT_EQ_INT(3, r.n);
+    ASSERT_NEAR(0.02, r.mean, 1e-15);
+    ASSERT_NEAR(0.01, r.sd, 1e-15);
+    ASSERT_NEAR(2 * sqrt(3.0), r.t, 1e-12);
+    ASSERT_NEAR(1 - 2 * sqrt(3.0) / sqrt(14.0), r.p, 1e-10);
+    ASSERT_NEAR(0.0741799, r.p, 1e-7);
+    ASSERT_NEAR(0.02 - 4.3026527 * 0.01 / sqrt(3.0), r.ci_low, 1e-8);
+    ASSERT_NEAR(0.02 + 4.3026527 * 0.01 / sqrt(3.0), r.ci_high, 1e-8);
+    /* negative differences: same p, mirrored t */
+    double e[3] = { -0.01, -0.02, -0.03 };
+    stats_paired q;
+    stats_paired_test(e, 3, &q);
+    ASSERT_NEAR(r.p, q.p, 1e-15);
+    ASSERT_NEAR(-r.t, q.t, 1e-12);
+}
+
+TEST(paired_test_degenerate) {
+    stats_paired r;
+    double one = 0.5;
+    stats_paired_test(&one, 1, &r);   /* one pair: a mean, no test */
+    ASSERT_NEAR(0.5, r.mean, 0);
+    ASSERT_TRUE(isnan(r.sd) && isnan(r.p) && isnan(r.ci_low));
+    stats_paired_test(NULL, 0, &r);
+    ASSERT_TRUE(isnan(r.mean) && isnan(r.p));
+    double same[3] = { -0.2, -0.2, -0.2 };   /* no spread, nonzero: as significant as it gets */
+    stats_paired_test(same, 3, &r);
+    ASSERT_NEAR(0.0, r.p, 1e-12);
+    double zero[2] = { 0, 0 };
+    stats_paired_test(zero, 2, &r);
+    ASSERT_NEAR(1.0, r.p, 0);
+}
+
+TEST(holm_order_and_monotone) {
+    /* sorted: 0.005·4 = 0.02, 0.01·3 = 0.03, 0.03·2 = 0.06, 0.04·1 = 0.04 → raised to 0.06 (monotone) */
+    double p[4] = { 0.01, 0.04, 0.03, 0.005 }, a[4];
+    ASSERT_EQ_INT(4, stats_holm(p, 4, 4, a));
+    ASSERT_NEAR(0.03, a[0], 1e-15);
+    ASSERT_NEAR(0.06, a[1], 1e-15);
+    ASSERT_NEAR(0.06, a[2], 1e-15);
+    ASSERT_NEAR(0.02, a[3], 1e-15);
+    /* capped at 1 */
+    double q[2] = { 0.6, 0.7 }, b[2];
+    stats_holm(q, 2, 2, b);
+    ASSERT_NEAR(1.0, b[0], 0);
+    ASSERT_NEAR(1.0, b[1], 0);
+}
+
+TEST(holm_ties_missing_and_family_size) {
+    /* ties: 0.02·3 = 0.06, 0.02·2 = 0.04 → 0.06, 0.5·1 = 0.5 */
+    double p[3] = { 0.02, 0.5, 0.02 }, a[3];
+    stats_holm(p, 3, 3, a);
+    ASSERT_NEAR(0.06, a[0], 1e-15);
+    ASSERT_NEAR(0.5, a[1], 1e-15);
+    ASSERT_NEAR(0.06, a[2], 1e-15);
+    /* a comparison with no p yet is NAN and still counts in the family of 5: 0.01·5, 0.02·4 */
+    double q[3] = { 0.02, NAN, 0.01 }, b[3];
+    ASSERT_EQ_INT(5, stats_holm(q, 3, 5, b));
+    ASSERT_NEAR(0.08, b[0], 1e-15);
+    ASSERT_TRUE(isnan(b[1]));
+    ASSERT_NEAR(0.05, b[2], 1e-15);
+    /* m smaller than the number of p values: the count of p values wins */
+    ASSERT_EQ_INT(2, stats_holm(p, 2, 0, a));
+    /* 55 comparisons, no effect: an unadjusted p of 0.01 is not significant after Holm */
+    double r[55], c[55];
+    for (int i = 0; i < 55; i++) r[i] = 0.01 + i * 0.017;
+    stats_holm(r, 55, 55, c);
+    ASSERT_NEAR(0.55, c[0], 1e-12);
+    for (int i = 1; i < 55; i++) ASSERT_TRUE(c[i] >= c[i - 1]);
+}
