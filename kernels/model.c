@@ -149,3 +149,11 @@ const model_ops *model_ops_for_device(const char *device, int *device_index, cha
     return NULL;
 #endif
 }
+
+const model_ops *model_ops_for_arch(const model_ops *ops, int arch) {
+#ifdef PRISM_HAVE_CUDA
+    if (ops == &model_cuda_ops && arch == MODEL_ARCH_LLAMA) return &model_cuda_llama_ops;
+#endif
+    (void)arch;
+    return ops;
+}

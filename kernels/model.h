@@ -77,7 +77,11 @@ typedef struct model_ops {
 extern const model_ops model_cpu_ops;
 #ifdef PRISM_HAVE_CUDA
 extern const model_ops model_cuda_ops;   /* kernels/cuda/ */
+extern const model_ops model_cuda_llama_ops;   /* kernels/cuda/model_llama.cu: the Llama-style model */
 #endif
+/* The backend table for cfg->arch on the device ops was chosen for (model_ops_for_device): the CUDA GPT-2 table
+ * becomes the CUDA Llama one for MODEL_ARCH_LLAMA; the CPU table serves both. */
+const model_ops *model_ops_for_arch(const model_ops *ops, int arch);
 
 /* The tensor sizes in the arch's order (16 for GPT-2; 9 then zeros for llama), and their sum. */
 void model_param_sizes(const struct model_config *cfg, size_t sizes[MODEL_NUM_TENSORS]);

@@ -354,6 +354,7 @@ static int run_loop(struct run *r) {
     if (strcmp(job->model.arch, "llama") == 0) {
         cfg->arch = MODEL_ARCH_LLAMA; cfg->H = job->model.ffn_hidden; cfg->rope_theta = (float)job->model.rope_theta;
     }
+    r->ops = model_ops_for_arch(r->ops, cfg->arch);
     r->nparams = model_num_params(cfg);
 
     /* data first: a wrong path should fail before any big allocation */

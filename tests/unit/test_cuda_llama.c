@@ -5,6 +5,10 @@
  * element type, outputs poisoned with NaN, += outputs prefilled identically on both sides, error
  * rel = max|gpu − cpu| / max|cpu|. Tolerances: fp32 1e-5 (5e-5 for RoPE, whose angles the GPU takes in double
  * and rounds to float); bf16 1e-2 (2e-2 for RoPE and SwiGLU backward, two bf16 roundings in a row).
+ * The whole CUDA Llama model (model_cuda_llama_ops, picked by model_ops_for_arch) against the CPU engine, heads
+ * 1,4,8 at C=128 (head sizes 128, 32, 16): loss relative 1e-5 (fp32) / 1e-2 (bf16); each of the 9 gradient
+ * tensors relative L2 error <= 1e-4 / 5e-2; attention distance per layer; 10 AdamW steps within 2e-3 / 5e-2
+ * relative of the CPU's losses, and the loss falls by >= 10%.
  * Run in make check on the CUDA emulator in both precisions (test_cuda_llama.emu-bf16, .emu-fp32); on a machine
  * with neither a device nor the emulator every case but the last skips.
  */
@@ -229,6 +233,126 @@ TEST(swiglu_forward_backward) {
     CK(prism_cuda_swiglu_backward(du, dg, dx(dout, n), d_up, d_gate, n));
     close_to("swiglu dup", get_x(du, n), du_c, n, tol(1e-5, 2e-2));
     close_to("swiglu dgate", get_x(dg, n), dg_c, n, tol(1e-5, 2e-2));
+}
+
+/* ---- whole model vs the CPU engine --------------------------------------------------------------- */
+static const char *ll_names[MODEL_LLAMA_NUM_TENSORS] = { "wte", "attnormw", "qkvw", "attprojw", "mlpnormw", "fcw",
+    "fcgw", "fcprojw", "normfw" };
+
+static void llama_config(struct model_config *c) {
+    memset(c, 0, sizeof *c);
+    c->L = 3; c->C = 128; c->V = 300; c->Vp = 320; c->maxT = 32; c->B = 2; c->T = 32;
+    c->arch = MODEL_ARCH_LLAMA; c->H = model_llama_default_ffn(128); c->rope_theta = 10000;
+    int h[3] = { 1, 4, 8 };        /* head sizes 128, 32, 16: non-uniform */
+    memcpy(c->heads, h, sizeof h);
+}
+static void ll_pair(const struct model_config *c, model **cpu, model **gpu, const model_ops **gops) {
+    char err[512];
+    int idx = 0;
+    const model_ops *dev = model_ops_for_device("0", &idx, err, sizeof err);
+    if (!dev) HFAIL("%s", err);
+    *gops = model_ops_for_arch(dev, c->arch);
+    if (*gops != &model_cuda_llama_ops) HFAIL("model_ops_for_arch did not pick the CUDA llama table");
+    if (model_cpu_ops.create(c, -1, cpu, err, sizeof err)) HFAIL("cpu create: %s", err);
+    if ((*gops)->create(c, 0, gpu, err, sizeof err)) HFAIL("cuda create: %s", err);
+    size_t np = model_num_params(c);
+    float *params = tmalloc(np * sizeof(float));
+    model_init_params(c, 4321, params);
+    prism_cuda_round_host(params, np);
+    if (model_cpu_ops.set_params(*cpu, params)) HFAIL("cpu set_params");
+    if ((*gops)->set_params(*gpu, params)) HFAIL("cuda set_params: %s", (*gops)->error(*gpu));
+}
+static void ll_batch(int *in, int *tg, int n, int step) {
+    int x = (step * 13 + 7) % 37;
+    for (int i = 0; i <= n; i++) {
+        int nx = (frand() > 0.8f) ? (int)((frand() + 1.0f) * 0.5f * 36.999f) : (7 * x + 3) % 37;
+        if (i < n) in[i] = x;
+        if (i > 0) tg[i - 1] = x;
+        x = nx;
+    }
+}
+
+TEST(llama_model_loss_and_every_gradient_match_cpu) {
+    need_device();
+    struct model_config c;
+    llama_config(&c);
+    model *cpu, *gpu;
+    const model_ops *g;
+    ll_pair(&c, &cpu, &gpu, &g);
+    int n = c.B * c.T, *in = tmalloc(n * sizeof(int)), *tg = tmalloc(n * sizeof(int));
+    ll_batch(in, tg, n, 0);
+    float lc = 0, lg = 0;
+    if (model_cpu_ops.zero_grad(cpu) || model_cpu_ops.forward_backward(cpu, in, tg, c.B, c.T, 1.0f, &lc)) HFAIL("cpu fb");
+    if (g->zero_grad(gpu) || g->forward_backward(gpu, in, tg, c.B, c.T, 1.0f, &lg)) HFAIL("cuda fb: %s", g->error(gpu));
+    printf("llama heads 1,4,8 (head sizes 128,32,16) C=128 L=3 H=%d: loss cpu %.7f gpu %.7f\n", c.H, lc, lg);
+    ASSERT_NEAR(lc, lg, lc * tol(1e-5, 1e-2));
+    size_t np = model_num_params(&c), sz[MODEL_NUM_TENSORS];
+    model_param_sizes(&c, sz);
+    float *gc = tmalloc(np * sizeof(float)), *gg = tmalloc(np * sizeof(float));
+    if (model_cpu_ops.get_grads(cpu, gc) || g->get_grads(gpu, gg)) HFAIL("get_grads");
+    size_t off = 0;
+    for (int i = 0; i < MODEL_LLAMA_NUM_TENSORS; i++) {
+        double e2 = 0, r2 = 0;
+        for (size_t k = 0; k < sz[i]; k++) {
+            double a = gg[off + k], b = gc[off + k];
+            if (!isfinite(a)) HFAIL("%s grad[%zu] is %g", ll_names[i], k, a);
+            e2 += (a - b) * (a - b);
+            r2 += b * b;
+        }
+        double rel = r2 > 0 ? sqrt(e2 / r2) : sqrt(e2);
+        printf("  grad %-9s n=%-8zu |cpu|=%.4e rel L2 err=%.3e\n", ll_names[i], sz[i], sqrt(r2), rel);
+        if (!(r2 > 0)) HFAIL("%s: CPU gradient is all zeros", ll_names[i]);
+        if (!(rel <= tol(1e-4, 5e-2))) HFAIL("gradient of %s: relative L2 error %.3e > %.0e", ll_names[i], rel, tol(1e-4, 5e-2));
+        off += sz[i];
+    }
+    float le = 0, lce = 0;
+    double dg[3] = { 0 }, dc[3] = { 0 };
+    if (g->forward_loss(gpu, in, tg, c.B, c.T, &le, dg)) HFAIL("cuda forward_loss: %s", g->error(gpu));
+    if (model_cpu_ops.forward_loss(cpu, in, tg, c.B, c.T, &lce, dc)) HFAIL("cpu forward_loss");
+    ASSERT_NEAR(lg, le, 1e-6 * lg);
+    for (int l = 0; l < 3; l++) {
+        printf("  attention distance layer %d: cpu %.4f gpu %.4f\n", l + 1, dc[l], dg[l]);
+        ASSERT_NEAR(dc[l], dg[l], dc[l] * tol(1e-4, 2e-2) + 1e-4);
+    }
+    model_cpu_ops.free(cpu);
+    g->free(gpu);
+}
+
+TEST(llama_model_trains_10_steps_like_cpu) {
+    need_device();
+    struct model_config c;
+    llama_config(&c);
+    model *cpu, *gpu;
+    const model_ops *g;
+    ll_pair(&c, &cpu, &gpu, &g);
+    int n = c.B * c.T, *in = tmalloc(n * sizeof(int)), *tg = tmalloc(n * sizeof(int));
+    struct adamw_params hp = { .lr = 2e-3f, .beta1 = 0.9f, .beta2 = 0.95f, .eps = 1e-8f, .weight_decay = 0.1f, .grad_clip = 1.0f };
+    float first = 0, lc = 0, lg = 0;
+    for (int s = 0; s < 10; s++) {
+        ll_batch(in, tg, n, s);
+        float nc = 0, ng = 0;
+        if (model_cpu_ops.zero_grad(cpu) || model_cpu_ops.forward_backward(cpu, in, tg, c.B, c.T, 1.0f, &lc) ||
+            model_cpu_ops.update(cpu, &hp, s + 1, &nc)) HFAIL("cpu step %d", s);
+        if (g->zero_grad(gpu) || g->forward_backward(gpu, in, tg, c.B, c.T, 1.0f, &lg) || g->update(gpu, &hp, s + 1, &ng))
+            HFAIL("cuda step %d: %s", s, g->error(gpu));
+        if (s == 0) first = lg;
+        printf("%4d  cpu %.6f  gpu %.6f  |diff| %.2e  norms %.4f %.4f\n", s, lc, lg, fabsf(lc - lg), nc, ng);
+        if (!(fabsf(lc - lg) <= lc * tol(2e-3, 5e-2))) HFAIL("step %d: loss cpu %.6f gpu %.6f", s, lc, lg);
+    }
+    ASSERT_LT(lg, 0.9f * first);
+    model_cpu_ops.free(cpu);
+    g->free(gpu);
+}
+
+TEST(gpt2_cuda_table_refuses_a_llama_config) {
+    need_device();
+    struct model_config c;
+    llama_config(&c);
+    model *m = (model *)0x1;
+    char err[512] = "";
+    ASSERT_EQ_INT(MODEL_EINVAL, model_cuda_ops.create(&c, 0, &m, err, sizeof err));
+    ASSERT_TRUE(m == NULL);
+    ASSERT_CONTAINS(err, "model_cuda_llama_ops");
 }
 #endif /* PRISM_HAVE_CUDA */
 
