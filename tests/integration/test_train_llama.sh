@@ -76,4 +76,22 @@ t_arch_keys_are_checked_naming_the_key() {
   assert_contains "$out" '"arch": "llama"'
 }
 
+# The trainer on the CUDA backend (prism-worker built against the CUDA emulator, fp32) with a llama job: the
+# worker picks the CUDA llama table, and its metrics follow the CPU run's.
+t_llama_job_on_the_cuda_backend_follows_the_cpu() {
+  local d emu; d=$(tmpdir)
+  emu=$(bin prism-worker.emu-fp32); [ -x "$emu" ] || skip "no $emu (the CUDA emulator is built on x86-64 only)"
+  make_data "$d"; STEPS=6 write_job "$d"
+  sed -i 's/"seq_len": 64/"seq_len": 32/' "$d/job.json"
+  (cd "$d" && "$(bin prism-worker)" train job.json --out cpu --quiet) || fail "cpu train failed"
+  (cd "$d" && "$emu" train job.json --device 0 --out gpu --quiet) || fail "cuda (emulator) train failed"
+  py - "$d/cpu" "$d/gpu" <<'PY' || fail "the CUDA llama run differs from the CPU run"
+import json, sys
+a, b = (json.load(open(p + "/result.json")) for p in sys.argv[1:3])
+print("cpu", a["device"], a["arch"], a["val_loss"], "gpu", b["device"], b["arch"], b["val_loss"])
+assert a["arch"] == b["arch"] == "llama" and b["device"] == "cuda"
+assert abs(a["val_loss"] - b["val_loss"]) <= 1e-3 * a["val_loss"], (a["val_loss"], b["val_loss"])
+PY
+}
+
 harness_main "$@"
