@@ -14,6 +14,7 @@
  *
  *   bench_cuda_gpt2 [--B 16] [--T 1024] [--steps 10] [--rounds 3] [--warmup 3] [--peak-tflops 989]
  *                   [--heads LIST]...   (LIST like 3,3,6,6,8,8,12x6; default: uniform 12 and Prism)
+ *                   [--arch llama]      (the Llama-style 124M instead: RoPE, SwiGLU hidden 2048, RMSNorm)
  */
 #include "model.h"
 #include <math.h>
@@ -106,8 +107,12 @@ done:
 }
 #endif
 
+#ifdef PRISM_HAVE_CUDA
+static const model_ops *OPS = &model_cuda_ops;   /* --arch llama: model_cuda_llama_ops */
+#endif
+
 int main(int argc, char **argv) {
-    int B = 16, T = 1024, steps = 10, rounds = 3, warmup = 3;
+    int B = 16, T = 1024, steps = 10, rounds = 3, warmup = 3, arch = MODEL_ARCH_GPT2;
     double peak = 989.0;
     const char *sched[MAX_SCHED];
     int ns = 0;
@@ -125,6 +130,7 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "--warmup")) warmup = atoi(v);
         else if (!strcmp(a, "--peak-tflops")) peak = atof(v);
         else if (!strcmp(a, "--heads")) { if (ns < MAX_SCHED) sched[ns++] = v; }
+        else if (!strcmp(a, "--arch") && (!strcmp(v, "gpt2") || !strcmp(v, "llama"))) arch = !strcmp(v, "llama");
         else { fprintf(stderr, "unknown option %s (see --help)\n", a); return 2; }
         i++;
     }
@@ -139,6 +145,7 @@ int main(int argc, char **argv) {
         memset(&cfg[s], 0, sizeof cfg[s]);
         cfg[s].C = 768; cfg[s].V = 50257; cfg[s].Vp = 50304; cfg[s].maxT = 1024; cfg[s].B = B; cfg[s].T = T;
         cfg[s].L = parse_heads(sched[s], cfg[s].heads, MODEL_MAX_LAYERS);
+        if (arch == MODEL_ARCH_LLAMA) { cfg[s].arch = arch; cfg[s].H = model_llama_default_ffn(768); cfg[s].rope_theta = 10000; }
         if (cfg[s].L != 12) {
             fprintf(stderr, "--heads %s: need 12 head counts (GPT-2 124M has 12 layers), e.g. 3,3,6,6,8,8,12x6\n", sched[s]);
             return 2;
@@ -152,6 +159,8 @@ int main(int argc, char **argv) {
     return 0;
 #else
     if (prism_cuda_device_count() <= 0) { printf("bench_cuda_gpt2: skipped: no CUDA device\n"); return 0; }
+    OPS = model_ops_for_arch(&model_cuda_ops, arch);
+    printf("arch: %s\n", model_arch_name(arch));
     model *m[MAX_SCHED] = { 0 };
     size_t peak_mem[MAX_SCHED] = { 0 };
     char err[512];
@@ -171,27 +180,27 @@ int main(int argc, char **argv) {
     float loss = 0, norm = 0;
     int t = 1;
 #define STEP(s) do { \
-        if (model_cuda_ops.zero_grad(m[s]) || model_cuda_ops.forward_backward(m[s], in, tg, B, T, 1.0f, &loss) || \
-            model_cuda_ops.update(m[s], &hp, t++, &norm)) { fprintf(stderr, "%s: %s\n", sched[s], model_cuda_ops.error(m[s])); goto out; } \
+        if (OPS->zero_grad(m[s]) || OPS->forward_backward(m[s], in, tg, B, T, 1.0f, &loss) || \
+            OPS->update(m[s], &hp, t++, &norm)) { fprintf(stderr, "%s: %s\n", sched[s], OPS->error(m[s])); goto out; } \
     } while (0)
     /* phase 1: each schedule alone — peak device memory (parameters, optimizer, activations, scratch) */
     for (int s = 0; s < ns; s++) {
         if (prism_cuda_init(0, err, sizeof err)) { fprintf(stderr, "%s\n", err); goto out; }
         prism_cuda_mem_reset_peak();
-        if (model_cuda_ops.create(&cfg[s], 0, &m[s], err, sizeof err)) { fprintf(stderr, "create %s: %s\n", sched[s], err); goto out; }
-        if (model_cuda_ops.set_params(m[s], params)) { fprintf(stderr, "set_params: %s\n", model_cuda_ops.error(m[s])); goto out; }
+        if (OPS->create(&cfg[s], 0, &m[s], err, sizeof err)) { fprintf(stderr, "create %s: %s\n", sched[s], err); goto out; }
+        if (OPS->set_params(m[s], params)) { fprintf(stderr, "set_params: %s\n", OPS->error(m[s])); goto out; }
         for (int w = 0; w < (warmup > 0 ? warmup : 1); w++) STEP(s);
         prism_cuda_mem_sample();
         peak_mem[s] = prism_cuda_mem_peak();
-        model_cuda_ops.free(m[s]);
+        OPS->free(m[s]);
         m[s] = NULL;
     }
     printf("device %s, precision %s, GPT-2 124M (%zu params), B=%d T=%d, %d rounds x %d steps, peak %.0f TFLOP/s\n",
            prism_cuda_device_name(), prism_cuda_precision(), np, B, T, rounds, steps, peak);
     /* phase 2: all schedules resident, timed in alternating rounds */
     for (int s = 0; s < ns; s++) {
-        if (model_cuda_ops.create(&cfg[s], 0, &m[s], err, sizeof err)) { fprintf(stderr, "create %s: %s\n", sched[s], err); goto out; }
-        if (model_cuda_ops.set_params(m[s], params)) { fprintf(stderr, "set_params: %s\n", model_cuda_ops.error(m[s])); goto out; }
+        if (OPS->create(&cfg[s], 0, &m[s], err, sizeof err)) { fprintf(stderr, "create %s: %s\n", sched[s], err); goto out; }
+        if (OPS->set_params(m[s], params)) { fprintf(stderr, "set_params: %s\n", OPS->error(m[s])); goto out; }
         for (int w = 0; w < warmup; w++) STEP(s);
     }
     for (int k = 0; k < rounds; k++)
@@ -222,12 +231,12 @@ int main(int argc, char **argv) {
         int reps = steps < 64 ? steps : 64;
         for (int i = 0; i < reps; i++) {
             float l = 0;
-            if (prism_cuda_timer_start() || model_cuda_ops.forward_loss(m[s], in, tg, B, T, &l, NULL) ||
-                prism_cuda_timer_stop_ms(&fwd[i])) { fprintf(stderr, "%s: %s\n", sched[s], model_cuda_ops.error(m[s])); goto out; }
-            if (model_cuda_ops.zero_grad(m[s]) || prism_cuda_timer_start() ||
-                model_cuda_ops.forward_backward(m[s], in, tg, B, T, 1.0f, &l) || prism_cuda_timer_stop_ms(&fb[i]) ||
-                prism_cuda_timer_start() || model_cuda_ops.update(m[s], &hp, t++, &norm) || prism_cuda_timer_stop_ms(&up[i])) {
-                fprintf(stderr, "%s: %s\n", sched[s], model_cuda_ops.error(m[s]));
+            if (prism_cuda_timer_start() || OPS->forward_loss(m[s], in, tg, B, T, &l, NULL) ||
+                prism_cuda_timer_stop_ms(&fwd[i])) { fprintf(stderr, "%s: %s\n", sched[s], OPS->error(m[s])); goto out; }
+            if (OPS->zero_grad(m[s]) || prism_cuda_timer_start() ||
+                OPS->forward_backward(m[s], in, tg, B, T, 1.0f, &l) || prism_cuda_timer_stop_ms(&fb[i]) ||
+                prism_cuda_timer_start() || OPS->update(m[s], &hp, t++, &norm) || prism_cuda_timer_stop_ms(&up[i])) {
+                fprintf(stderr, "%s: %s\n", sched[s], OPS->error(m[s]));
                 goto out;
             }
         }
@@ -236,11 +245,11 @@ int main(int argc, char **argv) {
         qsort(up, reps, sizeof(float), cmp_float);
         printf("| %s | %.2f | %.2f | %.2f |\n", sched[s], fwd[reps / 2], fb[reps / 2], up[reps / 2]);
     }
-    for (int s = 0; s < ns; s++) { model_cuda_ops.free(m[s]); m[s] = NULL; }
+    for (int s = 0; s < ns; s++) { OPS->free(m[s]); m[s] = NULL; }
     if (attention_table(B, T) != 0) goto out;
     rc = 0;
 out:
-    for (int s = 0; s < ns; s++) model_cuda_ops.free(m[s]);
+    for (int s = 0; s < ns; s++) OPS->free(m[s]);
     return rc;
 #endif
 }

@@ -12,9 +12,11 @@
 #   3. model   loss + all 16 gradient tensors vs the CPU engine, schedule 1,2,4,8 (head sizes 256..32);
 #              then 20 AdamW steps on both, loss curves compared step by step (same test binary); the two
 #              model cases again with PRISM_CUDA_GELU_FUSION=1 (GELU in the cuBLASLt epilogue).
+#   3b. llama  the Llama-style model's kernels and whole model vs CPU (tests/unit/test_cuda_llama.c), both builds
+#              (in a full run, or with LLAMA=1 alongside GPU_CASES).
 #   4. speed   GPT-2 124M, T=1024: uniform 12 heads vs Prism 3,3,6,6,8,8,12x6 — tokens/s, ms/step, MFU
 #              (989 TFLOP/s dense bf16 peak), peak device memory; Prism/uniform ratio (aim >= 0.98); then the
-#              same with PRISM_CUDA_GELU_FUSION=1 (informational row).
+#              same with PRISM_CUDA_GELU_FUSION=1 (informational row); then the Llama-style 124M (--arch llama).
 # Everything printed is also written to $OUT/gpu_check.log when OUT is set (else /tmp/prism-gpu-check.log),
 # and the closing summary to $OUT/gpu_summary.md. Exit status: 0 when every check passed, 1 when one failed,
 # 3 when none failed but some were skipped (no device visible: they verified nothing).
@@ -100,6 +102,8 @@ build() { # build DIR EXTRA_NVFLAGS -> DIR/test_cuda_kernels DIR/bench_cuda_gpt2
       $BLAS_LIBS $CUDA_LIBS -lm -lpthread || return 1
   $CC $CFLAGS -o "$dir/bench_cuda_gpt2" bench/bench_cuda_gpt2.c "$dir"/obj/*.o "$dir/libcpu.a" \
       $BLAS_LIBS $CUDA_LIBS -lm -lpthread || return 1
+  $CC $CFLAGS -o "$dir/test_cuda_llama" tests/unit/test_cuda_llama.c "$dir"/obj/*.o "$dir/libcpu.a" \
+      $BLAS_LIBS $CUDA_LIBS -lm -lpthread || return 1
 }
 
 section "build (bf16 and fp32)"
@@ -141,6 +145,12 @@ run_cases() { # run_cases LABEL BINARY [CASE_REGEX]
 if [ -z "${SKIP_FP32:-}" ]; then section "kernels + model vs CPU, fp32 build"; run_cases fp32 "$BDIR/fp32/test_cuda_kernels"; fi
 section "kernels + model vs CPU, bf16 build"
 run_cases bf16 "$BDIR/bf16/test_cuda_kernels"
+# the Llama-style model's kernels and whole model (tests/unit/test_cuda_llama.c), in a full run or with LLAMA=1
+if [ -z "${GPU_CASES:-}" ] || [ -n "${LLAMA:-}" ]; then
+  if [ -z "${SKIP_FP32:-}" ]; then section "llama kernels + model vs CPU, fp32 build"; run_cases llama-fp32 "$BDIR/fp32/test_cuda_llama"; fi
+  section "llama kernels + model vs CPU, bf16 build"
+  run_cases llama-bf16 "$BDIR/bf16/test_cuda_llama"
+fi
 section "model vs CPU, bf16 build, GELU in the cuBLASLt epilogue (PRISM_CUDA_GELU_FUSION=1)"
 PRISM_CUDA_GELU_FUSION=1 run_cases bf16-gelu-fusion "$BDIR/bf16/test_cuda_kernels" '^model_'
 
@@ -165,6 +175,18 @@ if [ -z "${SKIP_SPEED:-}" ]; then
   fi
 fi
 
+if [ -z "${SKIP_SPEED:-}" ]; then
+  section "speed: Llama-style 124M (RoPE, SwiGLU 2048, RMSNorm), T=${GPU_T:-1024}, uniform 12 heads vs Prism (bf16)"
+  if timeout 300 "$BDIR/bf16/bench_cuda_gpt2" --arch llama --B "${GPU_B:-16}" --T "${GPU_T:-1024}" \
+       --steps "${GPU_STEPS:-10}" --rounds 3 --warmup 2 | tee "$BDIR/speed_llama.txt"; then
+    if grep -q skipped "$BDIR/speed_llama.txt"; then record "speed llama" SKIP "$(grep -m1 skipped "$BDIR/speed_llama.txt")"
+    elif [ -n "${CUDAEMU:-}" ]; then record "speed llama" INFO "ran on the emulator (figures meaningless)"
+    else record "speed llama" PASS "$(grep -E '^\| 3,3' "$BDIR/speed_llama.txt" | sed 's/|/\//g')"; fi
+  else
+    record "speed llama" FAIL "bench_cuda_gpt2 --arch llama failed"; failures=$((failures+1))
+  fi
+fi
+
 # ---- summary ----------------------------------------------------------------------------------------
 section "summary"
 nskip=$(printf '%s\n' "${results[@]}" | grep -c '| SKIP |')
@@ -176,6 +198,7 @@ nskip=$(printf '%s\n' "${results[@]}" | grep -c '| SKIP |')
   printf '%s\n' "${results[@]}"
   if [ -f "$BDIR/speed.txt" ]; then echo; grep -E '^\|' "$BDIR/speed.txt"; fi
   if [ -f "$BDIR/speed_gelu.txt" ]; then echo; echo "with PRISM_CUDA_GELU_FUSION=1:"; grep -E '^\|' "$BDIR/speed_gelu.txt"; fi
+  if [ -f "$BDIR/speed_llama.txt" ]; then echo; echo "Llama-style 124M:"; grep -E '^\|' "$BDIR/speed_llama.txt"; fi
   echo
   [ "$nskip" -gt 0 ] && echo "skipped: $nskip (a skipped check verified nothing: no CUDA device was visible)"
   echo "failures: $failures; wall time $(( $(date +%s) - T0 ))s"
