@@ -192,7 +192,8 @@ function normZeroShot(z) {
 }
 function normBoard(b) {
   return { rows: ((b && b.rows) || []).map(normRow), baseline_schedule_id: b ? b.baseline_schedule_id : null,
-    tasks: (b && Array.isArray(b.zero_shot_tasks)) ? b.zero_shot_tasks.map(String) : [] };
+    tasks: (b && Array.isArray(b.zero_shot_tasks)) ? b.zero_shot_tasks.map(String) : [],
+    arch: b && typeof b.arch === 'string' ? b.arch : null };
 }
 
 /* ------------------------------------------------------------ the model */
@@ -415,7 +416,8 @@ function renderSweep() {
     '<a href="' + API + '/sweeps/' + esc(sw.id) + '/jobs" target="_blank">jobs JSON</a>');
   const rows = scheduleRows();
   const c = sw.counts;
-  setHTML($('#sweep-summary'), rows.length + ' schedules · ' + c.total + ' jobs (' + countsText(c) + ')');
+  setHTML($('#sweep-summary'), (S.board && S.board.arch ? '<span id="sweep-arch">' + esc(S.board.arch) + '</span> · ' : '') +
+    rows.length + ' schedules · ' + c.total + ' jobs (' + countsText(c) + ')');
   const stateBox = $('#leaderboard-state');
   const wrap = $('#leaderboard-wrap');
   const anyResult = rows.some((r) => isNum(r.mean));
