@@ -129,6 +129,11 @@ static int cpu_forward_losses(model *m, const int *in, const int *tg, int B, int
     struct cpu_model *cm = (struct cpu_model *)m;
     int rc = check_shape(cm, B, T);
     if (rc) return rc;
+    if (cm->arch == MODEL_ARCH_LLAMA) {
+        llama_forward(&cm->lm, in, tg, B, T, 0.0f, NULL);
+        memcpy(losses, cm->lm.losses, (size_t)B * T * sizeof(float));
+        return 0;
+    }
     gpt2_forward(&cm->g, in, tg, B, T, 0.0f, NULL);
     memcpy(losses, cm->g.acts.losses, (size_t)B * T * sizeof(float));
     return 0;

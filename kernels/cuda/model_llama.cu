@@ -353,6 +353,15 @@ static int ll_forward_loss(model *mp, const int *in, const int *tg, int B, int T
     return ll_forward((llama_cuda *)mp, in, tg, B, T, 0, 0.0f, loss, attn_dist);
 }
 
+/* per-position losses of the same forward (zero-shot scoring): ll_forward() leaves them in h_losses */
+static int ll_forward_losses(model *mp, const int *in, const int *tg, int B, int T, float *losses) {
+    llama_cuda *cm = (llama_cuda *)mp;
+    float mean = 0;
+    int rc = ll_forward(cm, in, tg, B, T, 0, 0.0f, &mean, NULL);
+    if (!rc) memcpy(losses, cm->h_losses, (size_t)B * T * sizeof(float));
+    return rc;
+}
+
 static int ll_update(model *mp, const struct adamw_params *hp, int t, float *grad_norm) {
     llama_cuda *cm = (llama_cuda *)mp;
     float norm = 0;
@@ -385,4 +394,5 @@ extern "C" const model_ops model_cuda_llama_ops = {
     ll_forward_backward,
     ll_forward_loss,
     ll_update,
+    ll_forward_losses,
 };

@@ -344,6 +344,35 @@ TEST(llama_model_trains_10_steps_like_cpu) {
     g->free(gpu);
 }
 
+/* zero-shot scoring's per-position losses: the CUDA llama table has forward_losses, and its losses match the
+ * CPU engine's position by position, their mean being forward_loss's loss */
+TEST(llama_model_forward_losses_match_cpu_per_position) {
+    need_device();
+    struct model_config c;
+    llama_config(&c);
+    model *cpu, *gpu;
+    const model_ops *g;
+    ll_pair(&c, &cpu, &gpu, &g);
+    if (!g->forward_losses) HFAIL("model_cuda_llama_ops.forward_losses is NULL");
+    int n = c.B * c.T, *in = tmalloc(n * sizeof(int)), *tg = tmalloc(n * sizeof(int));
+    ll_batch(in, tg, n, 3);
+    float *lc = tmalloc(n * sizeof(float)), *lgp = tmalloc(n * sizeof(float)), mean = 0;
+    if (model_cpu_ops.forward_losses(cpu, in, tg, c.B, c.T, lc)) HFAIL("cpu forward_losses");
+    if (g->forward_losses(gpu, in, tg, c.B, c.T, lgp)) HFAIL("cuda forward_losses: %s", g->error(gpu));
+    if (g->forward_loss(gpu, in, tg, c.B, c.T, &mean, NULL)) HFAIL("cuda forward_loss: %s", g->error(gpu));
+    double sum = 0;
+    for (int i = 0; i < n; i++) {
+        if (!(fabsf(lc[i] - lgp[i]) <= lc[i] * tol(1e-5, 2e-2) + tol(1e-6, 1e-2)))
+            HFAIL("position %d: loss cpu %.7f gpu %.7f", i, lc[i], lgp[i]);
+        sum += lgp[i];
+    }
+    printf("forward_losses: position 0 cpu %.6f gpu %.6f; mean gpu %.6f forward_loss %.6f\n", lc[0], lgp[0],
+           sum / n, mean);
+    ASSERT_NEAR(mean, sum / n, 1e-5 * mean);
+    model_cpu_ops.free(cpu);
+    g->free(gpu);
+}
+
 TEST(gpt2_cuda_table_refuses_a_llama_config) {
     need_device();
     struct model_config c;
@@ -369,4 +398,39 @@ TEST(cpu_rope_forward_then_backward_is_the_identity) {
     cpu_rope_backward(y, B, T, C, NH, 10000);
     for (size_t i = 0; i < n; i++) ASSERT_NEAR(x[i], y[i], 1e-5);
     free(x); free(y);
+}
+
+/* Runs everywhere: the CPU engine scores a llama model's positions with the llama forward (zero-shot scoring's
+ * forward_losses), so the per-position losses average to forward_loss's loss and vary with the position. */
+TEST(cpu_llama_forward_losses_average_to_forward_loss) {
+    struct model_config c;
+    memset(&c, 0, sizeof c);
+    c.L = 2; c.C = 32; c.V = 50; c.Vp = 64; c.maxT = 8; c.B = 2; c.T = 8;
+    c.arch = MODEL_ARCH_LLAMA; c.H = model_llama_default_ffn(32); c.rope_theta = 10000;
+    c.heads[0] = 2; c.heads[1] = 4;
+    char err[512];
+    model *m = NULL;
+    if (model_cpu_ops.create(&c, -1, &m, err, sizeof err)) HFAIL("cpu create: %s", err);
+    size_t np = model_num_params(&c);
+    float *params = malloc(np * sizeof(float));
+    model_init_params(&c, 99, params);
+    if (model_cpu_ops.set_params(m, params)) HFAIL("set_params");
+    int n = c.B * c.T, in[16], tg[16];
+    for (int i = 0; i < n; i++) { in[i] = (i * 7 + 3) % c.V; tg[i] = (i * 11 + 5) % c.V; }
+    float losses[16], loss = 0;
+    for (int i = 0; i < n; i++) losses[i] = NAN;
+    if (model_cpu_ops.forward_losses(m, in, tg, c.B, c.T, losses)) HFAIL("forward_losses: %s", model_cpu_ops.error(m));
+    if (model_cpu_ops.forward_loss(m, in, tg, c.B, c.T, &loss, NULL)) HFAIL("forward_loss");
+    double sum = 0, lo = INFINITY, hi = -INFINITY;
+    for (int i = 0; i < n; i++) {
+        if (!isfinite(losses[i])) HFAIL("position %d: loss %g", i, losses[i]);
+        sum += losses[i];
+        lo = fmin(lo, losses[i]);
+        hi = fmax(hi, losses[i]);
+    }
+    printf("forward_losses mean %.7f forward_loss %.7f (min %.4f max %.4f)\n", sum / n, loss, lo, hi);
+    ASSERT_NEAR(loss, sum / n, 1e-5 * loss);
+    ASSERT_TRUE(hi - lo > 1e-3);
+    model_cpu_ops.free(m);
+    free(params);
 }
