@@ -4,10 +4,13 @@
  * table for cfg->arch == MODEL_ARCH_LLAMA.
  *
  * Same memory plan as model_cuda.cu (one device allocation per group, 256-byte aligned tensors; activations
- * strided by the allocated B*T; attention probabilities at per-layer offsets; activation gradients in scratch
- * reused layer after layer). Each residual add is fused with the RMSNorm that follows. RoPE is its own kernel,
+ * strided by the allocated B*T; activation gradients in scratch reused layer after layer). Attention is fused
+ * (flash_attention.cu) in every layer whose head size it takes (1..256): only the per-row log-sum-exp (lse,
+ * B*h_l*T floats) is kept, no B*h*T*T tensor. Only a layer with a larger head keeps its probabilities (at
+ * att_off[l]) and runs attention.cu; eval computes attention distance D_l with attention.cu one sequence at a
+ * time (LA_EATT: h*T*T). Each residual add is fused with the RMSNorm that follows. RoPE is its own kernel,
  * applied in place to q and k inside the layer's (B,T,3C) qkv activation right after the QKV matmul, so the
- * attention that follows is the shared prism_cuda_attention_* (whichever kernel implements it); its backward
+ * attention that follows (flash or materialised) reads rotated q and k; its backward
  * rotates dq, dk back right after attention's backward. W_up and W_gate are two GEMMs (the file layout keeps
  * them apart). No biases. Every call returns 0 or MODEL_E*; the message is in error() and, from create, in err.
  */
@@ -24,7 +27,7 @@ extern "C" {
 static size_t ll_al256b(size_t bytes) { return (bytes + 255) & ~(size_t)255; }
 
 enum { LA_ENC, LA_AN, LA_ANR, LA_QKV, LA_ATTY, LA_ATT, LA_ATTPROJ, LA_RES2, LA_MN, LA_MNR, LA_UP, LA_GATE, LA_SW,
-       LA_FCPROJ, LA_RES3, LA_NF, LA_NFR, LA_LOGITS, LA_LOSSES, LA_DIST, LA_NUM };
+       LA_FCPROJ, LA_RES3, LA_NF, LA_NFR, LA_LOGITS, LA_LOSSES, LA_DIST, LA_LSE, LA_DELTA, LA_EATT, LA_NUM };
 enum { LD_RES, LD_LN, LD_SW, LD_UP, LD_GATE, LD_QKV, LD_NUM };
 enum { LT_WTE, LT_ATTNORM, LT_QKV, LT_ATTPROJ, LT_MLPNORM, LT_FC, LT_FCG, LT_FCPROJ, LT_NORMF };
 
@@ -38,7 +41,9 @@ struct llama_cuda {
     float *master, *grads, *m, *v;
     floatX *px;
     void *amem, *a[LA_NUM];
-    size_t att_off[MODEL_MAX_LAYERS];
+    size_t att_off[MODEL_MAX_LAYERS];  /* elements into LA_ATT (layers that do not run fused) */
+    int fused[MODEL_MAX_LAYERS];       /* layer l runs flash_attention.cu */
+    size_t lse_layer;                  /* floats of LA_LSE per layer: B * maxh * T (allocated B) */
     void *dmem, *d[LD_NUM];
     void *scratch;
     int *tok;
@@ -122,19 +127,27 @@ static int ll_create(const struct model_config *cfg0, int device, model **out, c
 
     const size_t L = cfg->L, BT = (size_t)cfg->B * cfg->T, C = cfg->C, H = cfg->H, X = sizeof(floatX), F = sizeof(float);
     size_t att = 0;
-    for (int l = 0; l < cfg->L; l++) { cm->att_off[l] = att; att += (size_t)cfg->B * cfg->heads[l] * cfg->T * cfg->T; }
+    int any_mat = 0;
+    for (int l = 0; l < cfg->L; l++) {
+        cm->fused[l] = prism_cuda_flash_attention_supports(cfg->C / cfg->heads[l]);
+        cm->att_off[l] = att;
+        if (!cm->fused[l]) { att += (size_t)cfg->B * cfg->heads[l] * cfg->T * cfg->T; any_mat = 1; }
+    }
+    const size_t lse_layer = (size_t)cfg->B * maxh * cfg->T, TT = (size_t)cfg->T * cfg->T;
+    cm->lse_layer = lse_layer;
     size_t dist_rows = prism_cuda_attention_distance_rows(cfg->B, cfg->T, maxh);
     size_t abytes[LA_NUM] = {
         BT * C * X, L * BT * C * X, L * BT * F, L * BT * 3 * C * X, L * BT * C * X, att * X, BT * C * X,
         L * BT * C * X, L * BT * C * X, L * BT * F, L * BT * H * X, L * BT * H * X, L * BT * H * X, BT * C * X,
         L * BT * C * X, BT * C * X, BT * F, BT * (size_t)cfg->Vp * X, BT * F, dist_rows * F,
+        L * lse_layer * F, lse_layer * F, maxh * TT * X,
     };
     size_t dbytes[LD_NUM] = { BT * C * X, BT * C * X, BT * H * X, BT * H * X, BT * H * X, BT * 3 * C * X };
     size_t atot = 0, dtot = 0;
     for (int i = 0; i < LA_NUM; i++) atot += ll_al256b(abytes[i]);
     for (int i = 0; i < LD_NUM; i++) dtot += ll_al256b(dbytes[i]);
     size_t pbytes = 4 * ll_al256b(cm->npad * F) + ll_al256b(cm->npad * X);
-    size_t sbytes = prism_cuda_attention_scratch_bytes(cfg->B, cfg->T, cfg->C, maxh);
+    size_t sbytes = prism_cuda_attention_scratch_bytes(any_mat ? cfg->B : 1, cfg->T, cfg->C, maxh);
     int rc = MODEL_ENOMEM;
     cm->pmem = prism_cuda_malloc(pbytes);
     cm->amem = prism_cuda_malloc(atot);
@@ -261,11 +274,27 @@ static int ll_forward(llama_cuda *cm, const int *in, const int *tg, int B, int T
         LTRY(cm, prism_cuda_matmul_forward(qkv, NULL, LAX(cm, LA_AN) + o1, LP(cm, LT_QKV) + (size_t)l * 3 * C * C, NULL,
                                            N, C, 3 * C), "matmul_forward(qkv)");
         LTRY(cm, prism_cuda_rope_forward(qkv, B, T, C, NH, theta), "rope_forward");
-        LTRY(cm, prism_cuda_attention_forward(atty, att, qkv, cm->scratch, B, T, C, NH), "attention_forward");
-        if (attn_dist) {
-            double d = 0;
-            LTRY(cm, prism_cuda_attention_distance(att, B, T, NH, LAF(cm, LA_DIST), cm->h_rows, &d), "attention_distance");
-            attn_dist[l] += d;
+        if (cm->fused[l]) {
+            LTRY(cm, prism_cuda_flash_attention_forward(atty, LAF(cm, LA_LSE) + l * cm->lse_layer, qkv, B, T, C, NH),
+                 "flash_attention_forward");
+            /* D_l needs the probabilities: attention.cu, one sequence at a time, its output thrown away (into
+             * the gradient scratch LD_LN, unused during the forward) */
+            for (int b = 0; attn_dist && b < B; b++) {
+                double d = 0;
+                LTRY(cm, prism_cuda_attention_forward(cm->d[LD_LN], LAX(cm, LA_EATT), qkv + (size_t)b * T * 3 * C,
+                                                      cm->scratch, 1, T, C, NH), "attention_forward(distance)");
+                LTRY(cm, prism_cuda_attention_distance(LAX(cm, LA_EATT), 1, T, NH, LAF(cm, LA_DIST), cm->h_rows, &d),
+                     "attention_distance");
+                attn_dist[l] += d;
+            }
+        } else {
+            LTRY(cm, prism_cuda_attention_forward(atty, att, qkv, cm->scratch, B, T, C, NH), "attention_forward");
+            if (attn_dist) {
+                double d = 0;
+                LTRY(cm, prism_cuda_attention_distance(att, B, T, NH, LAF(cm, LA_DIST), cm->h_rows, &d),
+                     "attention_distance");
+                attn_dist[l] += d;
+            }
         }
         LTRY(cm, prism_cuda_matmul_forward(attproj, NULL, atty, LP(cm, LT_ATTPROJ) + (size_t)l * C * C, NULL, N, C, C),
              "matmul_forward(attproj)");
@@ -329,8 +358,13 @@ static int ll_backward(llama_cuda *cm, int B, int T) {
              "rmsnorm_backward(mlp)");
         LTRY(cm, prism_cuda_matmul_backward(dln, LG(cm, LT_ATTPROJ) + (size_t)l * C * C, NULL, dres, LAX(cm, LA_ATTY) + o1,
                                             LP(cm, LT_ATTPROJ) + (size_t)l * C * C, N, C, C, 0), "matmul_backward(attproj)");
-        LTRY(cm, prism_cuda_attention_backward(dqkv, dln, LAX(cm, LA_QKV) + o3, LAX(cm, LA_ATT) + cm->att_off[l],
-                                               cm->scratch, B, T, C, NH), "attention_backward");
+        if (cm->fused[l])
+            LTRY(cm, prism_cuda_flash_attention_backward(dqkv, LAF(cm, LA_DELTA), dln, LAX(cm, LA_QKV) + o3,
+                                                         LAX(cm, LA_ATTY) + o1, LAF(cm, LA_LSE) + l * cm->lse_layer,
+                                                         B, T, C, NH), "flash_attention_backward");
+        else
+            LTRY(cm, prism_cuda_attention_backward(dqkv, dln, LAX(cm, LA_QKV) + o3, LAX(cm, LA_ATT) + cm->att_off[l],
+                                                   cm->scratch, B, T, C, NH), "attention_backward");
         LTRY(cm, prism_cuda_rope_backward(dqkv, B, T, C, NH, theta), "rope_backward");
         LTRY(cm, prism_cuda_matmul_backward(dln, LG(cm, LT_QKV) + (size_t)l * 3 * C * C, NULL, dqkv, LAX(cm, LA_AN) + o1,
                                             LP(cm, LT_QKV) + (size_t)l * 3 * C * C, N, C, 3 * C, 0), "matmul_backward(qkv)");

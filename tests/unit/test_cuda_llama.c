@@ -6,7 +6,7 @@
  * rel = max|gpu − cpu| / max|cpu|. Tolerances: fp32 1e-5 (5e-5 for RoPE, whose angles the GPU takes in double
  * and rounds to float); bf16 1e-2 (2e-2 for RoPE and SwiGLU backward, two bf16 roundings in a row).
  * The whole CUDA Llama model (model_cuda_llama_ops, picked by model_ops_for_arch) against the CPU engine, heads
- * 1,4,8 at C=128 (head sizes 128, 32, 16): loss relative 1e-5 (fp32) / 1e-2 (bf16); each of the 9 gradient
+ * 1,4,8 at C=128 (head sizes 128, 32, 16), every layer's attention fused (flash_attention.cu calls counted): loss relative 1e-5 (fp32) / 1e-2 (bf16); each of the 9 gradient
  * tensors relative L2 error <= 1e-4 / 5e-2; attention distance per layer; 10 AdamW steps within 2e-3 / 5e-2
  * relative of the CPU's losses, and the loss falls by >= 10%.
  * Run in make check on the CUDA emulator in both precisions (test_cuda_llama.emu-bf16, .emu-fp32); on a machine
@@ -283,8 +283,11 @@ TEST(llama_model_loss_and_every_gradient_match_cpu) {
     ll_batch(in, tg, n, 0);
     float lc = 0, lg = 0;
     if (model_cpu_ops.zero_grad(cpu) || model_cpu_ops.forward_backward(cpu, in, tg, c.B, c.T, 1.0f, &lc)) HFAIL("cpu fb");
+    int fused0 = prism_cuda_flash_attention_calls();
     if (g->zero_grad(gpu) || g->forward_backward(gpu, in, tg, c.B, c.T, 1.0f, &lg)) HFAIL("cuda fb: %s", g->error(gpu));
-    printf("llama heads 1,4,8 (head sizes 128,32,16) C=128 L=3 H=%d: loss cpu %.7f gpu %.7f\n", c.H, lc, lg);
+    printf("llama heads 1,4,8 (head sizes 128,32,16) C=128 L=3 H=%d: loss cpu %.7f gpu %.7f; fused attention calls %d\n",
+           c.H, lc, lg, prism_cuda_flash_attention_calls() - fused0);
+    ASSERT_EQ_INT(2 * c.L, prism_cuda_flash_attention_calls() - fused0);   /* every layer, forward and backward */
     ASSERT_NEAR(lc, lg, lc * tol(1e-5, 1e-2));
     size_t np = model_num_params(&c), sz[MODEL_NUM_TENSORS];
     model_param_sizes(&c, sz);
@@ -328,6 +331,7 @@ TEST(llama_model_trains_10_steps_like_cpu) {
     int n = c.B * c.T, *in = tmalloc(n * sizeof(int)), *tg = tmalloc(n * sizeof(int));
     struct adamw_params hp = { .lr = 2e-3f, .beta1 = 0.9f, .beta2 = 0.95f, .eps = 1e-8f, .weight_decay = 0.1f, .grad_clip = 1.0f };
     float first = 0, lc = 0, lg = 0;
+    int fused0 = prism_cuda_flash_attention_calls();
     for (int s = 0; s < 10; s++) {
         ll_batch(in, tg, n, s);
         float nc = 0, ng = 0;
@@ -340,6 +344,7 @@ TEST(llama_model_trains_10_steps_like_cpu) {
         if (!(fabsf(lc - lg) <= lc * tol(2e-3, 5e-2))) HFAIL("step %d: loss cpu %.6f gpu %.6f", s, lc, lg);
     }
     ASSERT_LT(lg, 0.9f * first);
+    ASSERT_EQ_INT(10 * 2 * c.L, prism_cuda_flash_attention_calls() - fused0);
     model_cpu_ops.free(cpu);
     g->free(gpu);
 }
