@@ -196,6 +196,13 @@ $(BUILD)/prism-worker.emu-%: $(call obj,worker/main.c) $(LIB_WORKER) $(EMU_KOBJ)
 		$(LIB_COMMON)
 	$(CC) $(CFLAGS) -o $@ $(call obj,worker/main.c) $(LIB_WORKER) $(EMU_KOBJ) $(BUILD)/lib/libprism_cudaemu_$*.a \
 	  $(LIB_COMMON) $(LDLIBS) -lstdc++
+# the Llama-style model's kernels (and its CUDA model) on the emulator, both precisions
+EMU_TESTS += $(foreach p,$(EMU_PRECS),$(BUILD)/tests/test_cuda_llama.emu-$(p))
+$(BUILD)/tests/test_cuda_llama.emu-%: tests/unit/test_cuda_llama.c tests/harness.h $(EMU_KOBJ) \
+		$(BUILD)/lib/libprism_cudaemu_%.a $(LIB_COMMON)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -DPRISM_HAVE_CUDA -Itests -o $@ $< $(EMU_KOBJ) $(BUILD)/lib/libprism_cudaemu_$*.a $(LIB_COMMON) \
+	  $(LDLIBS) -lstdc++
 $(BUILD)/tests/test_cudaemu: $(BUILD)/obj/cudaemu/bf16/test_cudaemu.o $(BUILD)/lib/libprism_cudaemu_bf16.a
 	@mkdir -p $(dir $@)
 	$(CXX) $(EMU_CXXFLAGS) -o $@ $^ $(LDLIBS)

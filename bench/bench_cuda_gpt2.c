@@ -27,6 +27,7 @@
  *   fits peak device memory = a + b T + c T^2, so c T^2 at T = 1024 is the memory that grows with T^2 (kept or
  *   scratch attention scores) next to one layer's B*h*T*T bf16 tensor ("RESULT memfit ...").
  * At the end, "RESULT fallbacks n=N": matmuls that fell back from cuBLASLt to cublasGemmEx in this process.
+ *   --arch llama: the Llama-style model instead (RoPE, SwiGLU hidden 8C/3 rounded to 64, RMSNorm), same widths.
  */
 #include "model.h"
 #include <math.h>
@@ -165,6 +166,8 @@ done:
 #endif
 
 #ifdef PRISM_HAVE_CUDA
+static const model_ops *OPS = &model_cuda_ops;   /* --arch llama: model_cuda_llama_ops */
+
 /* One model of cfg (with its B and T) created and stepped once (zero_grad, forward_backward, update): 0 when it
  * fits; *peak = peak device memory in use meanwhile. err gets the reason when it does not. */
 static int try_one(const struct model_config *cfg, size_t *peak, char *err, size_t errlen) {
@@ -176,19 +179,19 @@ static int try_one(const struct model_config *cfg, size_t *peak, char *err, size
     model_init_params(cfg, 42, params);
     for (size_t i = 0; i < n; i++) { in[i] = (int)((i * 7919) % 50257); tg[i] = (int)((i * 104729 + 1) % 50257); }
     prism_cuda_mem_reset_peak();
-    if (model_cuda_ops.create(cfg, 0, &m, err, errlen)) goto done;
+    if (OPS->create(cfg, 0, &m, err, errlen)) goto done;
     struct adamw_params hp = { .lr = 6e-4f, .beta1 = 0.9f, .beta2 = 0.95f, .eps = 1e-8f, .weight_decay = 0.1f, .grad_clip = 1.0f };
     float loss = 0, norm = 0;
-    if (model_cuda_ops.set_params(m, params) || model_cuda_ops.zero_grad(m) ||
-        model_cuda_ops.forward_backward(m, in, tg, cfg->B, cfg->T, 1.0f, &loss) || model_cuda_ops.update(m, &hp, 1, &norm)) {
-        snprintf(err, errlen, "%s", model_cuda_ops.error(m));
+    if (OPS->set_params(m, params) || OPS->zero_grad(m) ||
+        OPS->forward_backward(m, in, tg, cfg->B, cfg->T, 1.0f, &loss) || OPS->update(m, &hp, 1, &norm)) {
+        snprintf(err, errlen, "%s", OPS->error(m));
         goto done;
     }
     prism_cuda_mem_sample();
     *peak = prism_cuda_mem_peak();
     rc = 0;
 done:
-    model_cuda_ops.free(m);
+    OPS->free(m);
     free(params); free(in); free(tg);
     return rc;
 }
@@ -246,7 +249,7 @@ static int mem_fit(const struct model_config *cfg0, const char *sched) {
 #endif
 
 int main(int argc, char **argv) {
-    int B = 16, T = 1024, steps = 10, rounds = 3, warmup = 3, C = 768, quick = 0, memfit = 0;
+    int B = 16, T = 1024, steps = 10, rounds = 3, warmup = 3, C = 768, quick = 0, memfit = 0, arch = MODEL_ARCH_GPT2;
     double peak = 989.0, ceiling = 0;
     const char *find_b = NULL;
     const char *sched[MAX_SCHED];
@@ -271,6 +274,7 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "--C")) C = atoi(v);
         else if (!strcmp(a, "--find-max-B")) find_b = v;
         else if (!strcmp(a, "--heads")) { if (ns < MAX_SCHED) sched[ns++] = v; }
+        else if (!strcmp(a, "--arch") && (!strcmp(v, "gpt2") || !strcmp(v, "llama"))) arch = !strcmp(v, "llama");
         else { fprintf(stderr, "unknown option %s (see --help)\n", a); return 2; }
         i++;
     }
@@ -286,6 +290,7 @@ int main(int argc, char **argv) {
         memset(&cfg[s], 0, sizeof cfg[s]);
         cfg[s].C = C; cfg[s].V = 50257; cfg[s].Vp = 50304; cfg[s].maxT = 1024; cfg[s].B = B; cfg[s].T = T;
         cfg[s].L = parse_heads(sched[s], cfg[s].heads, MODEL_MAX_LAYERS);
+        if (arch == MODEL_ARCH_LLAMA) { cfg[s].arch = arch; cfg[s].H = model_llama_default_ffn(C); cfg[s].rope_theta = 10000; }
         if (cfg[s].L < 1 || cfg[s].L != cfg[0].L) {
             fprintf(stderr, "--heads %s: need %d head counts like the first schedule, e.g. 3,3,6,6,8,8,12x6\n", sched[s],
                     cfg[0].L > 0 ? cfg[0].L : 12);
@@ -305,6 +310,8 @@ int main(int argc, char **argv) {
         if (nd < 0) { fprintf(stderr, "bench_cuda_gpt2: CUDA runtime error: %s\n", prism_cuda_last_error()); return 1; }
         if (nd == 0) { printf("bench_cuda_gpt2: skipped: no CUDA device\n"); return 0; }
     }
+    OPS = model_ops_for_arch(&model_cuda_ops, arch);
+    printf("arch: %s\n", model_arch_name(arch));
     if (find_b) return find_max_b(&cfg[0], sched[0], find_b);
     if (memfit) return mem_fit(&cfg[0], sched[0]);
     model *m[MAX_SCHED] = { 0 };
@@ -326,27 +333,27 @@ int main(int argc, char **argv) {
     float loss = 0, norm = 0;
     int t = 1;
 #define STEP(s) do { \
-        if (model_cuda_ops.zero_grad(m[s]) || model_cuda_ops.forward_backward(m[s], in, tg, B, T, 1.0f, &loss) || \
-            model_cuda_ops.update(m[s], &hp, t++, &norm)) { fprintf(stderr, "%s: %s\n", sched[s], model_cuda_ops.error(m[s])); goto out; } \
+        if (OPS->zero_grad(m[s]) || OPS->forward_backward(m[s], in, tg, B, T, 1.0f, &loss) || \
+            OPS->update(m[s], &hp, t++, &norm)) { fprintf(stderr, "%s: %s\n", sched[s], OPS->error(m[s])); goto out; } \
     } while (0)
     /* phase 1: each schedule alone — peak device memory (parameters, optimizer, activations, scratch) */
     for (int s = 0; s < ns; s++) {
         if (prism_cuda_init(0, err, sizeof err)) { fprintf(stderr, "%s\n", err); goto out; }
         prism_cuda_mem_reset_peak();
-        if (model_cuda_ops.create(&cfg[s], 0, &m[s], err, sizeof err)) { fprintf(stderr, "create %s: %s\n", sched[s], err); goto out; }
-        if (model_cuda_ops.set_params(m[s], params)) { fprintf(stderr, "set_params: %s\n", model_cuda_ops.error(m[s])); goto out; }
+        if (OPS->create(&cfg[s], 0, &m[s], err, sizeof err)) { fprintf(stderr, "create %s: %s\n", sched[s], err); goto out; }
+        if (OPS->set_params(m[s], params)) { fprintf(stderr, "set_params: %s\n", OPS->error(m[s])); goto out; }
         for (int w = 0; w < (warmup > 0 ? warmup : 1); w++) STEP(s);
         prism_cuda_mem_sample();
         peak_mem[s] = prism_cuda_mem_peak();
-        model_cuda_ops.free(m[s]);
+        OPS->free(m[s]);
         m[s] = NULL;
     }
     printf("device %s, precision %s, GPT-2 L=%d C=%d (%zu params), B=%d T=%d, %d rounds x %d steps, peak %.0f TFLOP/s\n",
            prism_cuda_device_name(), prism_cuda_precision(), cfg[0].L, C, np, B, T, rounds, steps, peak);
     /* phase 2: all schedules resident, timed in alternating rounds */
     for (int s = 0; s < ns; s++) {
-        if (model_cuda_ops.create(&cfg[s], 0, &m[s], err, sizeof err)) { fprintf(stderr, "create %s: %s\n", sched[s], err); goto out; }
-        if (model_cuda_ops.set_params(m[s], params)) { fprintf(stderr, "set_params: %s\n", model_cuda_ops.error(m[s])); goto out; }
+        if (OPS->create(&cfg[s], 0, &m[s], err, sizeof err)) { fprintf(stderr, "create %s: %s\n", sched[s], err); goto out; }
+        if (OPS->set_params(m[s], params)) { fprintf(stderr, "set_params: %s\n", OPS->error(m[s])); goto out; }
         for (int w = 0; w < warmup; w++) STEP(s);
     }
     for (int k = 0; k < rounds; k++)
@@ -382,7 +389,7 @@ int main(int argc, char **argv) {
     }
     fflush(stdout);
     if (quick) {
-        for (int s = 0; s < ns; s++) { model_cuda_ops.free(m[s]); m[s] = NULL; }
+        for (int s = 0; s < ns; s++) { OPS->free(m[s]); m[s] = NULL; }
         rc = 0;
         goto out;
     }
@@ -395,12 +402,12 @@ int main(int argc, char **argv) {
         int reps = steps < 64 ? steps : 64;
         for (int i = 0; i < reps; i++) {
             float l = 0;
-            if (prism_cuda_timer_start() || model_cuda_ops.forward_loss(m[s], in, tg, B, T, &l, NULL) ||
-                prism_cuda_timer_stop_ms(&fwd[i])) { fprintf(stderr, "%s: %s\n", sched[s], model_cuda_ops.error(m[s])); goto out; }
-            if (model_cuda_ops.zero_grad(m[s]) || prism_cuda_timer_start() ||
-                model_cuda_ops.forward_backward(m[s], in, tg, B, T, 1.0f, &l) || prism_cuda_timer_stop_ms(&fb[i]) ||
-                prism_cuda_timer_start() || model_cuda_ops.update(m[s], &hp, t++, &norm) || prism_cuda_timer_stop_ms(&up[i])) {
-                fprintf(stderr, "%s: %s\n", sched[s], model_cuda_ops.error(m[s]));
+            if (prism_cuda_timer_start() || OPS->forward_loss(m[s], in, tg, B, T, &l, NULL) ||
+                prism_cuda_timer_stop_ms(&fwd[i])) { fprintf(stderr, "%s: %s\n", sched[s], OPS->error(m[s])); goto out; }
+            if (OPS->zero_grad(m[s]) || prism_cuda_timer_start() ||
+                OPS->forward_backward(m[s], in, tg, B, T, 1.0f, &l) || prism_cuda_timer_stop_ms(&fb[i]) ||
+                prism_cuda_timer_start() || OPS->update(m[s], &hp, t++, &norm) || prism_cuda_timer_stop_ms(&up[i])) {
+                fprintf(stderr, "%s: %s\n", sched[s], OPS->error(m[s]));
                 goto out;
             }
         }
@@ -409,12 +416,12 @@ int main(int argc, char **argv) {
         qsort(up, reps, sizeof(float), cmp_float);
         printf("| %s | %.2f | %.2f | %.2f |\n", sched[s], fwd[reps / 2], fb[reps / 2], up[reps / 2]);
     }
-    for (int s = 0; s < ns; s++) { model_cuda_ops.free(m[s]); m[s] = NULL; }
+    for (int s = 0; s < ns; s++) { OPS->free(m[s]); m[s] = NULL; }
     if (C == 768 && attention_table(B, T) != 0) goto out;
     if (C == 768 && flash_table(B, T) != 0) goto out;
     rc = 0;
 out:
-    for (int s = 0; s < ns; s++) model_cuda_ops.free(m[s]);
+    for (int s = 0; s < ns; s++) OPS->free(m[s]);
     printf("RESULT fallbacks n=%d\n", prism_cuda_matmul_fallbacks());
     return rc;
 #endif

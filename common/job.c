@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum kind { K_INT, K_NUM, K_BOOL, K_STR, K_U64, K_HEADS, K_SCHED, K_TASKS };
+enum kind { K_INT, K_NUM, K_BOOL, K_STR, K_U64, K_HEADS, K_SCHED, K_TASKS, K_ARCH };
 
 struct key {
     const char *name;
@@ -32,7 +32,13 @@ static const struct key model_keys[] = {
     {"seq_len", K_INT, OFF(model.seq_len), 1, 1 << 20, 1},
     {"heads", K_HEADS, OFF(model.heads), 1, 65536, 1},
     {"init", K_STR, OFF(model.init), 0, 0, 0},
+    {"arch", K_ARCH, OFF(model.arch), 0, 0, 0},
+    {"ffn_hidden", K_INT, OFF(model.ffn_hidden), 1, 1 << 20, 0},
+    {"rope_theta", K_INT, OFF(model.rope_theta), 1, 1e9, 0},
     {NULL, 0, 0, 0, 0, 0}};
+/* Keys that belong to one architecture only: naming one with the other arch is an error. */
+static const struct { const char *key, *arch; } arch_only_keys[] = {
+    {"ffn_hidden", "llama"}, {"rope_theta", "llama"}};
 static const struct key train_keys[] = {
     {"batch_size", K_INT, OFF(train.batch_size), 1, 1 << 16, 0},
     {"seq_len", K_INT, OFF(train.seq_len), 1, 1 << 20, 0},
@@ -83,6 +89,7 @@ void job_init(struct job_config *j) {
     j->train.seed = 1337;
     j->train.shuffle = 1;
     j->eval.batches = 4;
+    strcpy(j->model.arch, "gpt2");
 }
 
 static const char *type_name(const json_t *v);
@@ -200,6 +207,13 @@ static int set_key(struct job_config *j, const char *sec, const struct key *k, c
     }
     case K_TASKS:
         return set_tasks(j, v, err, errlen);
+    case K_ARCH: {
+        const char *s = json_is_string(v) ? json_string_value(v) : NULL;
+        if (!s || (strcmp(s, "gpt2") && strcmp(s, "llama")))
+            FAIL("%s.%s: expected \"gpt2\" or \"llama\", got %s%s%s", sec, k->name, s ? "\"" : type_name(v), s ? s : "", s ? "\"" : "");
+        snprintf(j->model.arch, sizeof j->model.arch, "%s", s);
+        return 0;
+    }
     case K_HEADS: {
         if (!json_is_array(v)) FAIL("model.heads: expected an array of head counts, got %s", type_name(v));
         size_t n = json_array_size(v);
@@ -236,6 +250,17 @@ int job_validate(const struct job_config *j, char *err, size_t errlen) {
     for (int l = 0; l < nh; l++)
         if (m->d_model % m->heads[l])
             FAIL("model.heads[%d]: %d does not divide model.d_model %d (head size must be whole)", l, m->heads[l], m->d_model);
+    if (strcmp(m->arch, "gpt2") && strcmp(m->arch, "llama")) FAIL("model.arch: expected \"gpt2\" or \"llama\", got \"%s\"", m->arch);
+    if (strcmp(m->arch, "llama") == 0) {
+        for (int l = 0; l < nh; l++)
+            if ((m->d_model / m->heads[l]) % 2)
+                FAIL("model.heads[%d]: %d heads give head size %d, which is odd; model.arch \"llama\" (RoPE) needs an even head size",
+                     l, m->heads[l], m->d_model / m->heads[l]);
+        if (m->ffn_hidden < 1) FAIL("model.ffn_hidden: must be >= 1, got %d", m->ffn_hidden);
+        if (m->rope_theta < 1) FAIL("model.rope_theta: must be >= 1, got %d", m->rope_theta);
+    } else if (m->ffn_hidden || m->rope_theta)
+        FAIL("model.%s: only for model.arch \"llama\" (this job is \"%s\"); remove the key or set model.arch",
+             m->ffn_hidden ? "ffn_hidden" : "rope_theta", m->arch);
     const struct job_train *t = &j->train;
     if (t->seq_len < 1 || t->seq_len > m->seq_len)
         FAIL("train.seq_len: must be between 1 and model.seq_len (%d), got %d", m->seq_len, t->seq_len);
@@ -306,6 +331,17 @@ int job_from_json(const json_t *obj, struct job_config *out, char *err, size_t e
                 goto out;
             }
     }
+    const json_t *msec = json_object_get(obj, "model");
+    for (size_t i = 0; i < sizeof arch_only_keys / sizeof arch_only_keys[0]; i++)
+        if (msec && json_object_get(msec, arch_only_keys[i].key) && strcmp(out->model.arch, arch_only_keys[i].arch)) {
+            if (err) snprintf(err, errlen, "model.%s: only for model.arch \"%s\" (this job is \"%s\"); remove the key or set model.arch",
+                              arch_only_keys[i].key, arch_only_keys[i].arch, out->model.arch);
+            goto out;
+        }
+    if (strcmp(out->model.arch, "llama") == 0) {
+        if (out->model.ffn_hidden == 0) out->model.ffn_hidden = (int)(((8L * out->model.d_model + 2) / 3 + 63) / 64 * 64);
+        if (out->model.rope_theta == 0) out->model.rope_theta = 10000;
+    }
     if (out->model.padded_vocab_size == 0) out->model.padded_vocab_size = (out->model.vocab_size + 127) / 128 * 128;
     if (out->train.seq_len == 0) out->train.seq_len = out->model.seq_len;
     rc = job_validate(out, err, errlen);
@@ -349,6 +385,11 @@ json_t *job_to_json(const struct job_config *j) {
                               "vocab_size", j->model.vocab_size, "padded_vocab_size", j->model.padded_vocab_size,
                               "seq_len", j->model.seq_len, "heads", heads);
     if (model && j->model.init) json_object_set_new(model, "init", json_string(j->model.init));
+    if (model && strcmp(j->model.arch, "llama") == 0) {
+        json_object_set_new(model, "arch", json_string(j->model.arch));
+        json_object_set_new(model, "ffn_hidden", json_integer(j->model.ffn_hidden));
+        json_object_set_new(model, "rope_theta", json_integer(j->model.rope_theta));
+    }
     const struct job_train *t = &j->train;
     json_t *train = json_pack("{s:i, s:i, s:i, s:i, s:f, s:s, s:i, s:f, s:f, s:f, s:f, s:f, s:f, s:I, s:b, s:i}",
                               "batch_size", t->batch_size, "seq_len", t->seq_len, "grad_accum", t->grad_accum,

@@ -3,7 +3,8 @@
  * in exactly one place.
  *
  *   { "model": { "n_layer", "d_model", "vocab_size", "padded_vocab_size"?, "seq_len", "heads": [h_1..h_L],
- *                "init"?: "path/to/llmc_checkpoint.bin" },
+ *                "init"?: "path/to/llmc_checkpoint.bin", "arch"?: "gpt2"|"llama",
+ *                "ffn_hidden"?, "rope_theta"? (llama only) },
  *     "train": { "batch_size", "seq_len", "grad_accum", "steps", "lr", "lr_schedule": "cosine"|"constant",
  *                "warmup_steps", "min_lr_frac", "beta1", "beta2", "eps", "weight_decay", "grad_clip",
  *                "seed", "shuffle", "checkpoint_every" },
@@ -35,7 +36,10 @@ struct job_model {
     int padded_vocab_size;        /* Vp, default: V rounded up to a multiple of 128 */
     int seq_len;                  /* maxT, the position table, required */
     int heads[JOB_MAX_LAYERS];    /* h_l for l < n_layer, required, each divides d_model */
-    char *init;                   /* llm.c checkpoint to start from, NULL = random GPT-2 init (owned) */
+    char *init;                   /* model file to start from, NULL = random init from the seed (owned) */
+    char arch[8];                 /* "gpt2" (default) | "llama" (RoPE + SwiGLU + RMSNorm; head sizes even) */
+    int ffn_hidden;               /* llama: MLP hidden size H, default 8·d_model/3 rounded up to a multiple of 64 */
+    int rope_theta;               /* llama: RoPE base θ, default 10000 */
 };
 
 struct job_train {

@@ -11,7 +11,8 @@
  * Contract checked on every file:
  *   failure ⇒ a CKPT_E* code and a non-empty message naming the file;
  *   header success ⇒ magic/version right, 1 <= L <= 240, every h_l >= 1 divides C, the fields are the
- *                    header's ints (heads = slots 8.. or NH when those are all zero);
+ *                    header's ints (heads = slots 8.. or NH when those are all zero); for the Llama-style
+ *                    file (magic 20260629): heads = slots 16.., every head size C/h_l even, H and θ >= 1;
  *   read success   ⇒ the file is exactly 1024 + 4·n (model) or 1024 + 12·n (state) bytes with n computed
  *                    without overflow, the arrays are the file's floats, the state fields are the header's.
  * The readers are given buffers sized to what the file can hold, so a read past them is an ASan error.
@@ -37,6 +38,10 @@
 /* model_num_params without wrap-around: what the file must really hold. */
 static unsigned __int128 fck_exact_params(const struct model_config *c) {
     unsigned __int128 L = (unsigned)c->L, C = (unsigned)c->C;
+    if (c->arch == MODEL_ARCH_LLAMA) {
+        unsigned __int128 H = (unsigned)c->H;
+        return (unsigned __int128)(unsigned)c->Vp * C + L * (2 * C + 4 * C * C + 3 * H * C) + C;
+    }
     return (unsigned __int128)(unsigned)c->Vp * C + (unsigned __int128)(unsigned)c->maxT * C + L * (13 * C + 12 * C * C) + 2 * C;
 }
 
@@ -61,13 +66,17 @@ static int fck_check_model(const char *path, const uint8_t *data, size_t size) {
     if (rc) { fck_check_error(rc, err, path); return 0; }
     int32_t h[256];
     fck_hdr_ints(data, size, h);
-    FUZZ_CHECK(size >= 1024 && h[0] == CKPT_MODEL_MAGIC && h[1] == CKPT_MODEL_VERSION);
+    int llama = h[0] == CKPT_LLAMA_MAGIC;
+    FUZZ_CHECK(size >= 1024 && ((h[0] == CKPT_MODEL_MAGIC && h[1] == CKPT_MODEL_VERSION && cfg.arch == MODEL_ARCH_GPT2) ||
+                                (llama && h[1] == CKPT_LLAMA_VERSION && cfg.arch == MODEL_ARCH_LLAMA)));
     FUZZ_CHECK(cfg.maxT == h[2] && cfg.V == h[3] && cfg.L == h[4] && cfg.C == h[6] && cfg.Vp == h[7]);
     FUZZ_CHECK(cfg.L >= 1 && cfg.L <= MODEL_MAX_LAYERS && cfg.C >= 1 && cfg.V >= 1 && cfg.Vp >= cfg.V && cfg.maxT >= 1);
     FUZZ_CHECK(has == 0 || has == 1);
+    if (llama) FUZZ_CHECK(has == 1 && cfg.H == h[8] && cfg.H >= 1 && (int)cfg.rope_theta == h[9] && h[9] >= 1 && h[5] == cfg.heads[cfg.L - 1]);
     for (int l = 0; l < cfg.L; l++) {
         FUZZ_CHECK(cfg.heads[l] >= 1 && cfg.C % cfg.heads[l] == 0);
-        FUZZ_CHECK(cfg.heads[l] == (has ? h[CKPT_HEADS_SLOT + l] : h[5]));
+        if (llama) FUZZ_CHECK(cfg.heads[l] == h[CKPT_LLAMA_HEADS_SLOT + l] && (cfg.C / cfg.heads[l]) % 2 == 0);
+        else FUZZ_CHECK(cfg.heads[l] == (has ? h[CKPT_HEADS_SLOT + l] : h[5]));
     }
     /* params: a buffer no larger than the file's body can fill */
     unsigned __int128 n = fck_exact_params(&cfg);
@@ -92,8 +101,10 @@ static int fck_check_state(const char *path, const uint8_t *data, size_t size) {
     struct model_config cfg;
     memset(&cfg, 0, sizeof cfg);
     cfg.maxT = h[2]; cfg.V = h[3]; cfg.L = h[4]; cfg.C = h[5]; cfg.Vp = h[6];
+    if (h[19] == MODEL_ARCH_LLAMA) { cfg.arch = MODEL_ARCH_LLAMA; cfg.H = h[20] > 0 ? h[20] : 1; cfg.rope_theta = (float)h[21]; }
     if (cfg.L < 1 || cfg.L > MODEL_MAX_LAYERS || cfg.C < 1 || cfg.V < 1 || cfg.Vp < 1 || cfg.maxT < 1) {
         cfg.L = 1; cfg.C = 1; cfg.V = 1; cfg.Vp = 1; cfg.maxT = 1;   /* still run it: the mismatch path */
+        cfg.H = 1;
     }
     for (int l = 0; l < cfg.L; l++) {
         int slot = CKPT_STATE_HEADS_SLOT + l;
@@ -141,8 +152,13 @@ static size_t fck_complete(const uint8_t *data, size_t size, uint8_t **out) {
     memset(&c, 0, sizeof c);
     int copies;
     if (h[0] == CKPT_MODEL_MAGIC) { c.maxT = h[2]; c.V = h[3]; c.L = h[4]; c.C = h[6]; c.Vp = h[7]; copies = 1; }
-    else if (h[0] == CKPT_STATE_MAGIC) { c.maxT = h[2]; c.V = h[3]; c.L = h[4]; c.C = h[5]; c.Vp = h[6]; copies = 3; }
-    else return 0;
+    else if (h[0] == CKPT_LLAMA_MAGIC) {
+        c.arch = MODEL_ARCH_LLAMA; c.maxT = h[2]; c.V = h[3]; c.L = h[4]; c.C = h[6]; c.Vp = h[7]; c.H = h[8]; copies = 1;
+        if (c.H < 1) return 0;
+    } else if (h[0] == CKPT_STATE_MAGIC) {
+        c.maxT = h[2]; c.V = h[3]; c.L = h[4]; c.C = h[5]; c.Vp = h[6]; copies = 3;
+        if (h[19] == MODEL_ARCH_LLAMA) { c.arch = MODEL_ARCH_LLAMA; c.H = h[20]; if (c.H < 1) return 0; }
+    } else return 0;
     if (c.L < 1 || c.L > MODEL_MAX_LAYERS || c.C < 1 || c.Vp < 1 || c.maxT < 1) return 0;
     unsigned __int128 n = fck_exact_params(&c);
     if (n * 4 * copies > COMPLETE_MAX) return 0;

@@ -69,6 +69,14 @@ out:
 
 int ckpt_write_model(const char *path, const struct model_config *cfg, const float *params, char *err, size_t errlen) {
     int32_t hdr[256] = {0};
+    if (cfg->arch == MODEL_ARCH_LLAMA) {
+        hdr[0] = CKPT_LLAMA_MAGIC; hdr[1] = CKPT_LLAMA_VERSION; hdr[2] = cfg->maxT; hdr[3] = cfg->V;
+        hdr[4] = cfg->L; hdr[5] = cfg->heads[cfg->L - 1]; hdr[6] = cfg->C; hdr[7] = cfg->Vp; hdr[8] = cfg->H;
+        hdr[9] = (int32_t)(cfg->rope_theta + 0.5f);
+        for (int l = 0; l < cfg->L; l++) hdr[CKPT_LLAMA_HEADS_SLOT + l] = cfg->heads[l];
+        const float *arr[1] = {params};
+        return write_atomic(path, hdr, arr, 1, model_num_params(cfg), err, errlen);
+    }
     hdr[0] = CKPT_MODEL_MAGIC; hdr[1] = CKPT_MODEL_VERSION; hdr[2] = cfg->maxT; hdr[3] = cfg->V;
     hdr[4] = cfg->L; hdr[5] = cfg->heads[cfg->L - 1]; hdr[6] = cfg->C; hdr[7] = cfg->Vp;
     for (int l = 0; l < cfg->L; l++) hdr[CKPT_HEADS_SLOT + l] = cfg->heads[l];
@@ -91,10 +99,48 @@ static int open_header(const char *path, int32_t *hdr, off_t *size, char *err, s
     return fd;
 }
 
+/* The Llama-style header: every field checked on its own so the message names the slot. */
+static int hdr_llama_config(const char *path, const int32_t *h, struct model_config *cfg, int *has_heads,
+                            char *err, size_t errlen) {
+    int rc = CKPT_OK;
+    if (h[1] != CKPT_LLAMA_VERSION) FAIL(CKPT_EFORMAT, "%s: header slot 1 (version) is %d, expected %d (float32)", path, h[1], CKPT_LLAMA_VERSION);
+    int maxT = h[2], V = h[3], L = h[4], C = h[6], Vp = h[7], H = h[8], theta = h[9];
+    if (maxT < 1 || maxT > (1 << 20)) FAIL(CKPT_EFORMAT, "%s: header slot 2 (maxT) is %d, expected 1..%d", path, maxT, 1 << 20);
+    if (V < 1 || V > (1 << 24)) FAIL(CKPT_EFORMAT, "%s: header slot 3 (V) is %d, expected 1..%d", path, V, 1 << 24);
+    if (L < 1 || L > 256 - CKPT_LLAMA_HEADS_SLOT)
+        FAIL(CKPT_EFORMAT, "%s: header slot 4 (L) is %d, expected 1..%d", path, L, 256 - CKPT_LLAMA_HEADS_SLOT);
+    if (C < 2 || C > 65536) FAIL(CKPT_EFORMAT, "%s: header slot 6 (C) is %d, expected 2..65536", path, C);
+    if (Vp < V || Vp > (1 << 24)) FAIL(CKPT_EFORMAT, "%s: header slot 7 (Vp) is %d, expected V=%d..%d", path, Vp, V, 1 << 24);
+    if (H < 1 || H > (1 << 20)) FAIL(CKPT_EFORMAT, "%s: header slot 8 (H, the MLP hidden size) is %d, expected 1..%d", path, H, 1 << 20);
+    if (theta < 1) FAIL(CKPT_EFORMAT, "%s: header slot 9 (rope_theta) is %d, expected a positive integer", path, theta);
+    memset(cfg, 0, sizeof *cfg);
+    cfg->arch = MODEL_ARCH_LLAMA;
+    cfg->maxT = maxT; cfg->V = V; cfg->L = L; cfg->C = C; cfg->Vp = Vp; cfg->H = H; cfg->rope_theta = (float)theta;
+    for (int l = 0; l < L; l++) {
+        int hl = h[CKPT_LLAMA_HEADS_SLOT + l];
+        if (hl < 1 || C % hl)
+            FAIL(CKPT_EFORMAT, "%s: header slot %d (heads of layer %d) is %d, which does not divide C=%d",
+                 path, CKPT_LLAMA_HEADS_SLOT + l, l, hl, C);
+        if ((C / hl) % 2)
+            FAIL(CKPT_EFORMAT, "%s: header slot %d (heads of layer %d) is %d, giving an odd head size %d (RoPE needs an even one)",
+                 path, CKPT_LLAMA_HEADS_SLOT + l, l, hl, C / hl);
+        cfg->heads[l] = hl;
+    }
+    if (h[5] != cfg->heads[L - 1])
+        FAIL(CKPT_EFORMAT, "%s: header slot 5 (h_L) is %d but slot %d (heads of the last layer) is %d",
+             path, h[5], CKPT_LLAMA_HEADS_SLOT + L - 1, cfg->heads[L - 1]);
+    if (has_heads) *has_heads = 1;
+out:
+    return rc;
+}
+
 static int hdr_model_config(const char *path, const int32_t *h, struct model_config *cfg, int *has_heads,
                             char *err, size_t errlen) {
     int rc = CKPT_OK;
-    if (h[0] != CKPT_MODEL_MAGIC) FAIL(CKPT_EFORMAT, "%s: bad magic: the header does not start with %d (not an llm.c model checkpoint)", path, CKPT_MODEL_MAGIC);
+    if (h[0] == CKPT_LLAMA_MAGIC) return hdr_llama_config(path, h, cfg, has_heads, err, errlen);
+    if (h[0] != CKPT_MODEL_MAGIC)
+        FAIL(CKPT_EFORMAT, "%s: bad magic: header slot 0 is neither %d (an llm.c GPT-2 model checkpoint) nor %d (a Llama-style "
+             "model file)", path, CKPT_MODEL_MAGIC, CKPT_LLAMA_MAGIC);
     if (h[1] != CKPT_MODEL_VERSION)
         FAIL(CKPT_EFORMAT, "%s: version %d, expected %d (float32; bf16 version 5 files are not supported)", path, h[1], CKPT_MODEL_VERSION);
     int maxT = h[2], V = h[3], L = h[4], NH = h[5], C = h[6], Vp = h[7];
@@ -135,8 +181,14 @@ int ckpt_read_model(const char *path, const struct model_config *cfg, float *par
     if (rc) goto out;
     size_t n = model_num_params(&fc), want = 1024 + n * sizeof(float);
     if ((size_t)size != want)
-        FAIL(CKPT_EFORMAT, "%s: file is %lld bytes but its header (L=%d C=%d Vp=%d maxT=%d) implies %zu parameters, so expected %zu bytes",
-             path, (long long)size, fc.L, fc.C, fc.Vp, fc.maxT, n, want);
+        FAIL(CKPT_EFORMAT, "%s: file is %lld bytes but its header (L=%d C=%d Vp=%d maxT=%d%s) implies %zu parameters, so expected %zu bytes",
+             path, (long long)size, fc.L, fc.C, fc.Vp, fc.maxT, fc.arch == MODEL_ARCH_LLAMA ? " H, llama" : "", n, want);
+    if (fc.arch != cfg->arch)
+        FAIL(CKPT_EMISMATCH, "%s: this is a %s model file but the job has model.arch \"%s\"", path,
+             model_arch_name(fc.arch), model_arch_name(cfg->arch));
+    if (fc.arch == MODEL_ARCH_LLAMA && (fc.H != cfg->H || (int)(fc.rope_theta + 0.5f) != (int)(cfg->rope_theta + 0.5f)))
+        FAIL(CKPT_EMISMATCH, "%s: model has H=%d rope_theta=%d but the job wants model.ffn_hidden=%d model.rope_theta=%d",
+             path, fc.H, (int)fc.rope_theta, cfg->H, (int)(cfg->rope_theta + 0.5f));
     if (fc.L != cfg->L || fc.C != cfg->C || fc.V != cfg->V || fc.Vp != cfg->Vp || fc.maxT != cfg->maxT)
         FAIL(CKPT_EMISMATCH, "%s: model is L=%d C=%d V=%d Vp=%d maxT=%d but the job wants L=%d C=%d V=%d Vp=%d maxT=%d",
              path, fc.L, fc.C, fc.V, fc.Vp, fc.maxT, cfg->L, cfg->C, cfg->V, cfg->Vp, cfg->maxT);
@@ -157,6 +209,7 @@ int ckpt_write_state(const char *path, const struct model_config *cfg, const str
     hdr[4] = cfg->L; hdr[5] = cfg->C; hdr[6] = cfg->Vp; hdr[7] = st->step;
     put64(hdr, 8, st->data_pos); put64(hdr, 10, st->rng); put64(hdr, 12, st->seed);
     hdr[14] = st->B; hdr[15] = st->T; hdr[16] = st->grad_accum; put64(hdr, 17, n);
+    if (cfg->arch == MODEL_ARCH_LLAMA) { hdr[19] = MODEL_ARCH_LLAMA; hdr[20] = cfg->H; hdr[21] = (int32_t)(cfg->rope_theta + 0.5f); }
     for (int l = 0; l < cfg->L && CKPT_STATE_HEADS_SLOT + l < 256; l++) hdr[CKPT_STATE_HEADS_SLOT + l] = cfg->heads[l];
     const float *arr[3] = {params, m, v};
     return write_atomic(path, hdr, arr, 3, n, err, errlen);
@@ -180,6 +233,12 @@ int ckpt_read_state(const char *path, const struct model_config *cfg, const stru
              "checkpoint)%s", path, CKPT_STATE_MAGIC, h[0] == CKPT_MODEL_MAGIC ? "; this is a model file: use it as model.init instead" : "");
     if (h[1] != CKPT_STATE_VERSION) FAIL(CKPT_EFORMAT, "%s: unsupported version: expected %d", path, CKPT_STATE_VERSION);
     size_t n = model_num_params(cfg), fn = (size_t)get64(h, 17);
+    if (h[19] != cfg->arch)
+        FAIL(CKPT_EMISMATCH, "%s: arch is %s but the job has model.arch \"%s\" (resume with the job that wrote it)", path,
+             h[19] == MODEL_ARCH_LLAMA ? "llama" : h[19] == 0 ? "gpt2" : "unknown", model_arch_name(cfg->arch));
+    if (cfg->arch == MODEL_ARCH_LLAMA && (h[20] != cfg->H || h[21] != (int32_t)(cfg->rope_theta + 0.5f)))
+        FAIL(CKPT_EMISMATCH, "%s: model has H=%d rope_theta=%d but the job has model.ffn_hidden=%d model.rope_theta=%d",
+             path, h[20], h[21], cfg->H, (int)(cfg->rope_theta + 0.5f));
     if (h[2] != cfg->maxT || h[3] != cfg->V || h[4] != cfg->L || h[5] != cfg->C || h[6] != cfg->Vp)
         FAIL(CKPT_EMISMATCH, "%s: model is maxT=%d V=%d L=%d C=%d Vp=%d but the job has maxT=%d V=%d L=%d C=%d Vp=%d",
              path, h[2], h[3], h[4], h[5], h[6], cfg->maxT, cfg->V, cfg->L, cfg->C, cfg->Vp);

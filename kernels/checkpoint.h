@@ -7,10 +7,19 @@
  * then the 16 float32 tensors in llm.c order (see model.h). A file whose slots 8.. are all zero (from
  * llm.c) means "uniform NH"; the job's heads decide the schedule when such a file is model.init.
  *
+ * Llama-style model file (model.h's MODEL_ARCH_LLAMA; pinned, other tools read it): 256 × int32 header
+ *   [0] 20260629  [1] 1 (float32)  [2] maxT  [3] V  [4] L  [5] h_L  [6] C  [7] Vp  [8] H  [9] rope_theta
+ *   [16 .. 16+L) h_1 … h_L
+ * then the 9 float32 tensors in model.h's llama order (wte attnormw qkvw attprojw mlpnormw fcw fcgw fcprojw
+ * normfw), (out, in) row-major; padded vocab rows zero. Readers refuse a head slot that does not divide C or
+ * leaves an odd head size, naming the slot. The head slots record the training schedule; a job using the
+ * file as model.init decides its own.
+ *
  * Training state (prism-sweep's own): 256 × int32 header
  *   [0] 20261130 (CKPT_STATE_MAGIC)  [1] 1  [2] maxT [3] V [4] L [5] C [6] Vp [7] step (updates done)
  *   [8,9] data position (uint64 lo,hi)  [10,11] rng state (lo,hi)  [12,13] seed (lo,hi)
- *   [14] B  [15] T  [16] grad_accum  [17] num params lo  [18] hi  [32 .. 32+L) heads
+ *   [14] B  [15] T  [16] grad_accum  [17] num params lo  [18] hi  [19] arch (0 GPT-2, 1 llama; older files
+ *   hold 0)  [20] H  [21] rope_theta (llama)  [32 .. 32+L) heads
  * then params, AdamW m, AdamW v (float32, llm.c order each). Written to PATH.tmp, fsync'd, renamed.
  * Readers check the exact file size and that the header matches the job (the message says which
  * field differs: "ckpt.bin: heads are 4,4,4,4 but the job has 1,2,4,4").
@@ -24,6 +33,9 @@
 #define CKPT_MODEL_MAGIC 20240326
 #define CKPT_MODEL_VERSION 3
 #define CKPT_HEADS_SLOT 8
+#define CKPT_LLAMA_MAGIC 20260629
+#define CKPT_LLAMA_VERSION 1
+#define CKPT_LLAMA_HEADS_SLOT 16
 #define CKPT_STATE_MAGIC 20261130
 #define CKPT_STATE_VERSION 1
 #define CKPT_STATE_HEADS_SLOT 32
@@ -40,10 +52,13 @@ struct ckpt_state {
 
 int ckpt_write_model(const char *path, const struct model_config *cfg, const float *params,
                      char *err, size_t errlen);
-/* Reads the header only: fills cfg's L C V Vp maxT and heads (uniform NH when slots 8.. are zero).
+/* (cfg->arch picks the format: GPT-2's llm.c file or the Llama-style one above.) */
+/* Reads the header only: fills cfg's arch, L C V Vp maxT (llama: H, rope_theta) and heads (GPT-2: uniform NH
+ * when slots 8.. are zero).
  * *has_heads = 1 when the file carried per-layer heads. */
 int ckpt_read_model_header(const char *path, struct model_config *cfg, int *has_heads, char *err, size_t errlen);
-/* Reads params for a model whose L C V Vp maxT must equal cfg's (heads are not compared: the job decides). */
+/* Reads params for a model whose arch L C V Vp maxT (llama: H, rope_theta) must equal cfg's (heads are not
+ * compared: the job decides). */
 int ckpt_read_model(const char *path, const struct model_config *cfg, float *params, char *err, size_t errlen);
 
 int ckpt_write_state(const char *path, const struct model_config *cfg, const struct ckpt_state *st,

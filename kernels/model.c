@@ -10,7 +10,34 @@
 #include <stdlib.h>
 #include <string.h>
 
+static void llama_param_sizes(const struct model_config *c, size_t s[MODEL_NUM_TENSORS]) {
+    size_t L = c->L, C = c->C, H = c->H;
+    memset(s, 0, MODEL_NUM_TENSORS * sizeof s[0]);
+    s[0] = (size_t)c->Vp * C;   /* wte */
+    s[1] = L * C;               /* attnormw */
+    s[2] = L * 3 * C * C;       /* qkvw */
+    s[3] = L * C * C;           /* attprojw */
+    s[4] = L * C;               /* mlpnormw */
+    s[5] = L * H * C;           /* fcw (W_up) */
+    s[6] = L * H * C;           /* fcgw (W_gate) */
+    s[7] = L * C * H;           /* fcprojw (W_down) */
+    s[8] = C;                   /* normfw */
+}
+
+int model_llama_default_ffn(int C) {
+    long h = (8L * C + 2) / 3;
+    return (int)((h + 63) / 64 * 64);
+}
+
+const char *model_arch_name(int arch) { return arch == MODEL_ARCH_LLAMA ? "llama" : "gpt2"; }
+
+int model_arch_tensor_decays(const struct model_config *c, int i) {
+    if (c->arch == MODEL_ARCH_LLAMA) return i == 0 || i == 2 || i == 3 || i == 5 || i == 6 || i == 7;
+    return model_tensor_decays(i);
+}
+
 void model_param_sizes(const struct model_config *c, size_t s[MODEL_NUM_TENSORS]) {
+    if (c->arch == MODEL_ARCH_LLAMA) { llama_param_sizes(c, s); return; }
     size_t L = c->L, C = c->C;
     s[0] = (size_t)c->Vp * C;   /* wte */
     s[1] = (size_t)c->maxT * C; /* wpe */
@@ -44,6 +71,7 @@ int model_tensor_decays(int i) {
 double model_flops_per_token(const struct model_config *c, int T) {
     double L = c->L, C = c->C;
     double matmul_params = L * 12.0 * C * C + (double)c->V * C;
+    if (c->arch == MODEL_ARCH_LLAMA) matmul_params = L * (4.0 * C * C + 3.0 * c->H * C) + (double)c->V * C;
     return 6.0 * matmul_params + 6.0 * L * T * C;
 }
 
@@ -70,6 +98,17 @@ void model_init_params(const struct model_config *c, uint64_t seed, float *param
     uint64_t st = seed ^ 0x5052495332303236ULL;   /* "PRIS2026" */
     double resid_std = 0.02 / sqrt(2.0 * c->L);
     float *p = params;
+    if (c->arch == MODEL_ARCH_LLAMA) {
+        for (int i = 0; i < MODEL_LLAMA_NUM_TENSORS; i++) {
+            if (i == 1 || i == 4 || i == 8)        /* RMSNorm weights */
+                for (size_t k = 0; k < s[i]; k++) p[k] = 1.0f;
+            else
+                fill_normal(p, s[i], (i == 3 || i == 7) ? resid_std : 0.02, &st);
+            p += s[i];
+        }
+        memset(params + (size_t)c->V * c->C, 0, (size_t)(c->Vp - c->V) * c->C * sizeof(float));
+        return;
+    }
     for (int i = 0; i < MODEL_NUM_TENSORS; i++) {
         switch (i) {
         case 2: case 8: case 14:                   /* LayerNorm weights */
@@ -109,4 +148,12 @@ const model_ops *model_ops_for_device(const char *device, int *device_index, cha
     if (err) snprintf(err, errlen, "device \"%s\": this build has no CUDA backend (nvcc was not found at build time); use --device cpu", device);
     return NULL;
 #endif
+}
+
+const model_ops *model_ops_for_arch(const model_ops *ops, int arch) {
+#ifdef PRISM_HAVE_CUDA
+    if (ops == &model_cuda_ops && arch == MODEL_ARCH_LLAMA) return &model_cuda_llama_ops;
+#endif
+    (void)arch;
+    return ops;
 }

@@ -22,10 +22,21 @@
 
 enum { MODEL_OK = 0, MODEL_EINVAL = -1, MODEL_ENOMEM = -2, MODEL_EDEVICE = -3 };
 
+/* Architectures. GPT-2 (the zero value) has the 16 tensors above. Llama-style (RoPE + SwiGLU + RMSNorm,
+ * no biases, tied classifier) has 9, in this order:
+ *   wte (Vp,C), attnormw (L,C), qkvw (L,3C,C), attprojw (L,C,C), mlpnormw (L,C), fcw = W_up (L,H,C),
+ *   fcgw = W_gate (L,H,C), fcprojw = W_down (L,C,H), normfw (C)
+ * model_param_sizes() then fills slots 0..8 and leaves 9..15 zero. */
+enum { MODEL_ARCH_GPT2 = 0, MODEL_ARCH_LLAMA = 1 };
+#define MODEL_LLAMA_NUM_TENSORS 9
+
 struct model_config {
-    int L, C, V, Vp, maxT;          /* layers, width, real vocab, padded vocab, position table */
-    int heads[MODEL_MAX_LAYERS];    /* h_l, each divides C */
+    int L, C, V, Vp, maxT;          /* layers, width, real vocab, padded vocab, position table (llama: max T) */
+    int heads[MODEL_MAX_LAYERS];    /* h_l, each divides C (llama: C/h_l even too) */
     int B, T;                       /* the largest micro-batch forward_* will be given (activation sizes) */
+    int arch;                       /* MODEL_ARCH_*; 0 = GPT-2 */
+    int H;                          /* llama: MLP hidden size (model_llama_default_ffn(C) when 0 at create) */
+    float rope_theta;               /* llama: RoPE base θ (10000 when 0) */
 };
 
 struct adamw_params {
@@ -69,21 +80,34 @@ typedef struct model_ops {
 extern const model_ops model_cpu_ops;
 #ifdef PRISM_HAVE_CUDA
 extern const model_ops model_cuda_ops;   /* kernels/cuda/ */
+extern const model_ops model_cuda_llama_ops;   /* kernels/cuda/model_llama.cu: the Llama-style model */
 #endif
+/* The backend table for cfg->arch on the device ops was chosen for (model_ops_for_device): the CUDA GPT-2 table
+ * becomes the CUDA Llama one for MODEL_ARCH_LLAMA; the CPU table serves both. */
+const model_ops *model_ops_for_arch(const model_ops *ops, int arch);
 
-/* The 16 tensor sizes in llm.c order, and their sum. */
+/* The tensor sizes in the arch's order (16 for GPT-2; 9 then zeros for llama), and their sum. */
 void model_param_sizes(const struct model_config *cfg, size_t sizes[MODEL_NUM_TENSORS]);
 size_t model_num_params(const struct model_config *cfg);
 /* 1 when tensor i (llm.c order) gets weight decay (the matrices). */
 int model_tensor_decays(int i);
+/* 1 when tensor i of cfg's arch gets weight decay (the 2-D tensors). */
+int model_arch_tensor_decays(const struct model_config *cfg, int i);
+/* Llama's default MLP hidden size: 8·C/3 rounded up to a multiple of 64 (768 → 2048, 1024 → 2752). */
+int model_llama_default_ffn(int C);
+/* "gpt2" / "llama" for cfg->arch. */
+const char *model_arch_name(int arch);
 /* Training FLOPs per token (forward + backward): 6·(matmul params incl. classifier V·C) + 6·L·T·C
  * attention (causal: half of the PaLM 12·L·T·C). */
 double model_flops_per_token(const struct model_config *cfg, int T);
+/* (llama: the matmul params are L·(4C² + 3·H·C), SwiGLU's three matrices, plus V·C.) */
 
 /* GPT-2 init from seed into params (host float32, llm.c order): N(0, 0.02), residual projections
  * (attprojw, fcprojw) N(0, 0.02/sqrt(2L)), biases 0, LayerNorm weights 1; padded wte rows 0.
  * Independent of the schedule; identical for the same seed on every machine (own PRNG, sequential). */
 void model_init_params(const struct model_config *cfg, uint64_t seed, float *params);
+/* (llama, cfg->arch == MODEL_ARCH_LLAMA: N(0, 0.02) for wte qkvw fcw fcgw, N(0, 0.02/sqrt(2L)) for attprojw
+ * fcprojw, norm weights 1, padded wte rows 0.) */
 
 /* The backend for a device string: "cpu" → model_cpu_ops (device -1); "0", "cuda:0" → CUDA when built
  * with it. NULL if unavailable (err says why). */

@@ -141,8 +141,9 @@ int leaderboard_build(store *st, long long sweep_id, json_t **out, char *err, si
     lb_job *jobs = NULL;
     int nsc = 0, njob = 0, rc = STORE_EIO;
     json_t *rows = NULL;
-    char name[256] = "";
-    if (sqlite3_prepare_v2(st->db, "SELECT name FROM sweeps WHERE id = ?1", -1, &s, NULL) != SQLITE_OK) goto dberr;
+    char name[256] = "", arch[16] = "gpt2";
+    if (sqlite3_prepare_v2(st->db, "SELECT name, json_extract(spec, '$.model.arch') FROM sweeps WHERE id = ?1", -1, &s,
+                           NULL) != SQLITE_OK) goto dberr;
     sqlite3_bind_int64(s, 1, sweep_id);
     int step = sqlite3_step(s);
     if (step != SQLITE_ROW && step != SQLITE_DONE) goto dberr;
@@ -152,6 +153,7 @@ int leaderboard_build(store *st, long long sweep_id, json_t **out, char *err, si
         goto out;
     }
     snprintf(name, sizeof name, "%s", (const char *)sqlite3_column_text(s, 0));
+    if (sqlite3_column_type(s, 1) == SQLITE_TEXT) snprintf(arch, sizeof arch, "%s", (const char *)sqlite3_column_text(s, 1));
     sqlite3_finalize(s);
     s = NULL;
 
@@ -370,6 +372,7 @@ int leaderboard_build(store *st, long long sweep_id, json_t **out, char *err, si
                      "baseline_schedule_id", base >= 0 ? json_integer(sc[base].id) : json_null(), "seeds", sweep_seeds,
                      "comparisons", comparisons, "tied_best_comparisons", tied_comparisons, "alpha", LB_ALPHA, "rows", rows);
     rows = NULL;
+    if (*out) json_object_set_new(*out, "arch", json_string(arch));   /* the spec's model.arch ("gpt2" when absent) */
     rc = *out ? STORE_OK : STORE_EIO;
     if (rc < 0) snprintf(err, errlen, "out of memory");
     if (rc == STORE_OK && leaderboard_add_zero_shot(st, sweep_id, *out, err, errlen) < 0) {   /* per-task accuracy columns */
@@ -473,13 +476,14 @@ char *leaderboard_csv(const json_t *lb) {
 char *leaderboard_table(const json_t *lb) {
     http_buf b = {0};
     char line[8192];
-    int n = snprintf(line, sizeof line, "leaderboard of sweep %lld (%s): ranked by the paired mean delta = schedule - uniform "
+    const char *arch = json_string_value(json_object_get(lb, "arch"));
+    int n = snprintf(line, sizeof line, "leaderboard of sweep %lld (%s, %s): ranked by the paired mean delta = schedule - uniform "
                                         "over the seeds both finished (95%% CI, Student t); %lld seeds per schedule\n"
                                         "%lld comparisons against uniform, p Holm-adjusted (p_holm); %lld comparisons "
                                         "against the best for the tied-for-best group (=)\n"
                                         "%-4s  %-28s %-9s %-22s %-52s %s\n",
                      (long long)json_integer_value(json_object_get(lb, "sweep_id")),
-                     json_string_value(json_object_get(lb, "name")), (long long)json_integer_value(json_object_get(lb, "seeds")),
+                     json_string_value(json_object_get(lb, "name")), arch ? arch : "gpt2", (long long)json_integer_value(json_object_get(lb, "seeds")),
                      (long long)json_integer_value(json_object_get(lb, "comparisons")),
                      (long long)json_integer_value(json_object_get(lb, "tied_best_comparisons")), "rank", "schedule", "seeds",
                      "val loss (mean ± std)", "delta vs uniform [95% CI] p_holm", "tok/s (mean ± std)");

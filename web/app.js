@@ -197,7 +197,8 @@ function normBoard(b) {
   return { rows: ((b && b.rows) || []).map(normRow), baseline_schedule_id: b ? b.baseline_schedule_id : null,
     tasks: (b && Array.isArray(b.zero_shot_tasks)) ? b.zero_shot_tasks.map(String) : [],
     comparisons: b ? num(b.comparisons) : null, tied_best_comparisons: b ? num(b.tied_best_comparisons) : null,
-    seeds: b ? num(b.seeds) : null };
+    seeds: b ? num(b.seeds) : null,
+    arch: b && typeof b.arch === 'string' ? b.arch : null };
 }
 
 /* ------------------------------------------------------------ the model */
@@ -428,7 +429,7 @@ function renderSweep() {
   const c = sw.counts;
   const B = S.board || {};
   const nTied = rows.filter((r) => r.tied_best).length;
-  setHTML($('#sweep-summary'), rows.length + ' schedules · ' + c.total + ' jobs (' + countsText(c) + ')' +
+  setHTML($('#sweep-summary'), (B.arch ? '<span id="sweep-arch">' + esc(B.arch) + '</span> · ' : '') + rows.length + ' schedules · ' + c.total + ' jobs (' + countsText(c) + ')' +
     (isNum(B.comparisons) ? '<br><span id="stats-header">ranked by the paired mean Δ vs uniform; ' + B.comparisons +
       ' comparisons against uniform, p Holm-adjusted (▼/▲ only when p<sub>Holm</sub> &lt; 0.05); tied for best (=): ' +
       nTied + ' schedule(s), ' + (isNum(B.tied_best_comparisons) ? B.tied_best_comparisons : 0) +

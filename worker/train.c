@@ -326,6 +326,7 @@ static int write_result(struct run *r, double val_loss, double train_loss, doubl
                             "steps", r->job->train.steps, "tokens", (json_int_t)tokens, "heads", heads,
                             "device", r->ops->name);
     if (!res) return fail(r, TRAIN_ENOMEM, "out of memory building result.json");
+    json_object_set_new(res, "arch", json_string(model_arch_name(r->cfg.arch)));
     if (attn) {
         json_t *a = json_array();
         for (int l = 0; l < r->cfg.L; l++) json_array_append_new(a, json_real(attn[l]));
@@ -442,6 +443,10 @@ static int run_loop(struct run *r) {
     cfg->L = job->model.n_layer; cfg->C = job->model.d_model; cfg->V = job->model.vocab_size;
     cfg->Vp = job->model.padded_vocab_size; cfg->maxT = job->model.seq_len; cfg->B = B; cfg->T = T;
     memcpy(cfg->heads, job->model.heads, cfg->L * sizeof(int));
+    if (strcmp(job->model.arch, "llama") == 0) {
+        cfg->arch = MODEL_ARCH_LLAMA; cfg->H = job->model.ffn_hidden; cfg->rope_theta = (float)job->model.rope_theta;
+    }
+    r->ops = model_ops_for_arch(r->ops, cfg->arch);
     r->nparams = model_num_params(cfg);
 
     /* data first: a wrong path should fail before any big allocation; a job from the network reads only

@@ -108,6 +108,10 @@ static void cuda_free(model *mp) {
 
 static int cuda_create(const struct model_config *cfg, int device, model **out, char *err, size_t errlen) {
     *out = NULL;
+    if (cfg->arch != MODEL_ARCH_GPT2) {   /* the Llama-style model has its own table: model_ops_for_arch() */
+        if (err) snprintf(err, errlen, "model_cuda_ops trains GPT-2 only; use model_cuda_llama_ops for arch %d", cfg->arch);
+        return MODEL_EINVAL;
+    }
     if (cfg->L < 1 || cfg->L > MODEL_MAX_LAYERS || cfg->C < 1 || cfg->V < 1 || cfg->Vp < cfg->V || cfg->maxT < 1 ||
         cfg->B < 1 || cfg->T < 1 || cfg->T > cfg->maxT) {
         if (err) snprintf(err, errlen, "invalid model configuration (L=%d C=%d V=%d Vp=%d maxT=%d B=%d T=%d)",

@@ -32,6 +32,8 @@
 #              >= 650K tokens/s (124M, B=16); MFU >= 60% of the measured matmul rate; Prism >= 0.98x uniform
 #              (124M, Medium, Large: below 0.98 is a FAIL); no B*h*T*T tensor kept (T^2 memory); and how many
 #              matmuls fell back from cuBLASLt. The other aims are MET/MISSED (a miss is not a failed check).
+#   2b. llama the Llama-style model's kernels and whole model vs CPU (tests/unit/test_cuda_llama.c), both builds
+#              (in a full run, or with LLAMA=1 alongside GPU_CASES); a Llama-style 124M speed row in part 3.
 # Everything printed is also written to $OUT/gpu_check.log when OUT is set (else /tmp/prism-gpu-check.log),
 # and the closing summary to $OUT/gpu_summary.md. Exit status: 0 when every check passed, 1 when one failed,
 # 3 when none failed but some were skipped (no device visible: they verified nothing).
@@ -151,6 +153,8 @@ build() { # build DIR EXTRA_NVFLAGS -> DIR/test_cuda_kernels DIR/bench_cuda_gpt2
   else
     $CC -o "$dir/matmul_peak" "$dir/peak/matmul_peak.o" $CUDA_LIBS -lm -lpthread || return 1
   fi
+  $CC $CFLAGS -o "$dir/test_cuda_llama" tests/unit/test_cuda_llama.c "$dir"/obj/*.o "$dir/libcpu.a" \
+      $BLAS_LIBS $CUDA_LIBS -lm -lpthread || return 1
 }
 
 section "build (bf16 and fp32)"
@@ -194,6 +198,12 @@ run_cases() { # run_cases LABEL BINARY [CASE_REGEX]
 if [ -z "${SKIP_FP32:-}" ]; then section "kernels + model vs CPU, fp32 build (CUDA_LAUNCH_BLOCKING=1)"; run_cases fp32 "$BDIR/fp32/test_cuda_kernels"; fi
 section "kernels + model vs CPU, bf16 build (CUDA_LAUNCH_BLOCKING=1)"
 run_cases bf16 "$BDIR/bf16/test_cuda_kernels"
+# the Llama-style model's kernels and whole model (tests/unit/test_cuda_llama.c), in a full run or with LLAMA=1
+if [ -z "${GPU_CASES:-}" ] || [ -n "${LLAMA:-}" ]; then
+  if [ -z "${SKIP_FP32:-}" ]; then section "llama kernels + model vs CPU, fp32 build"; run_cases llama-fp32 "$BDIR/fp32/test_cuda_llama"; fi
+  section "llama kernels + model vs CPU, bf16 build"
+  run_cases llama-bf16 "$BDIR/bf16/test_cuda_llama"
+fi
 section "model vs CPU, bf16 build, GELU in the cuBLASLt epilogue (PRISM_CUDA_GELU_FUSION=1)"
 PRISM_CUDA_GELU_FUSION=1 run_cases bf16-gelu-fusion "$BDIR/bf16/test_cuda_kernels" '^model_'
 GELU_VERDICT=""
@@ -322,6 +332,16 @@ if [ -z "${SKIP_SPEED:-}" ]; then
   fi
 fi
 
+if [ -z "${SKIP_SPEED:-}" ] && [ -z "${SKIP_BENCH:-}" ]; then
+  section "speed: Llama-style 124M (RoPE, SwiGLU 2048, RMSNorm), T=$T, B=$B, uniform 12 heads vs Prism (bf16)"
+  if [ "$(left)" -lt 60 ]; then not_run "speed llama"
+  elif bench_run "speed llama" 200 "$BDIR/speed_llama.txt" --arch llama --B "$B" --T "$T" --steps 5 --rounds 3 --warmup 1 --quick "${CEIL_ARG[@]}"; then
+    r=$(field vs_first "$BDIR/speed_llama.txt" 'schedule=3,3,6,6,8,8,12x6 ')
+    if [ -n "${CUDAEMU:-}" ]; then record "speed llama" INFO "ran on the emulator (figures meaningless)"
+    else record "speed llama" INFO "uniform $(field tok_s "$BDIR/speed_llama.txt" 'schedule=12x12 ') tok/s, Prism/uniform $r"; fi
+  fi
+fi
+
 # ---- 4. summary -------------------------------------------------------------------------------------
 section "summary"
 ge() { awk -v a="$1" -v b="$2" 'BEGIN{exit !(a >= b)}'; }
@@ -361,7 +381,7 @@ nskip=$(printf '%s\n' "${results[@]}" | grep -c '| SKIP |')
   echo "| aim | measured | aim | verdict |"
   echo "|---|---|---|---|"
   printf '%s\n' "${aims[@]}"
-  for f in speed speed_maxb speed_Medium speed_Large speed_gelu; do
+  for f in speed speed_maxb speed_Medium speed_Large speed_gelu speed_llama; do
     [ -f "$BDIR/$f.txt" ] && { echo; echo "$f:"; grep -E '^\| ' "$BDIR/$f.txt" | grep -v '^| heads'; }
   done
   echo

@@ -1,0 +1,441 @@
+/* tests/unit/test_cuda_llama.c — the Llama-style model's CUDA kernels (kernels/cuda/llama.cu) against their CPU
+ * twins (kernels/llama_kernels.h).   timeout: 300
+ *
+ * Same method as test_cuda_kernels.c (its helpers are repeated here): random inputs rounded to the build's
+ * element type, outputs poisoned with NaN, += outputs prefilled identically on both sides, error
+ * rel = max|gpu − cpu| / max|cpu|. Tolerances: fp32 1e-5 (5e-5 for RoPE, whose angles the GPU takes in double
+ * and rounds to float); bf16 1e-2 (2e-2 for RoPE and SwiGLU backward, two bf16 roundings in a row).
+ * The whole CUDA Llama model (model_cuda_llama_ops, picked by model_ops_for_arch) against the CPU engine, heads
+ * 1,4,8 at C=128 (head sizes 128, 32, 16), every layer's attention fused (flash_attention.cu calls counted): loss relative 1e-5 (fp32) / 1e-2 (bf16); each of the 9 gradient
+ * tensors relative L2 error <= 1e-4 / 5e-2; attention distance per layer; 10 AdamW steps within 2e-3 / 5e-2
+ * relative of the CPU's losses, and the loss falls by >= 10%.
+ * Run in make check on the CUDA emulator in both precisions (test_cuda_llama.emu-bf16, .emu-fp32); on a machine
+ * with neither a device nor the emulator every case but the last skips.
+ */
+#include "harness.h"
+#include "model.h"
+#include "cpu_kernels.h"
+#include "llama_kernels.h"
+#include <stdint.h>
+#ifdef PRISM_HAVE_CUDA
+#include "cuda/cuda_kernels.h"
+#include "cuda/llama_kernels_cuda.h"
+#endif
+
+#ifdef PRISM_HAVE_CUDA
+/* ---- helpers ------------------------------------------------------------------------------------ */
+static uint64_t rs = 0x243F6A8885A308D3ULL;
+static float frand(void) {   /* uniform in [-1, 1) */
+    rs ^= rs << 13; rs ^= rs >> 7; rs ^= rs << 17;
+    return (float)((rs >> 40) * (1.0 / 8388608.0)) - 1.0f;
+}
+static int fp32(void) { return strcmp(prism_cuda_precision(), "fp32") == 0; }
+static double tol(double t32, double t16) { return fp32() ? t32 : t16; }
+
+/* Linked against the CUDA emulator (tests/cudaemu, binaries test_cuda_kernels.emu-*), these exist: every fault
+ * it saw (a shuffle with an exited lane, an out-of-bounds write, a bad cuBLAS extent...) fails the case at exit,
+ * even one whose numbers came out right. Against the real CUDA libraries they are NULL. */
+extern int cudaemu_faults(void) __attribute__((weak));
+extern const char *cudaemu_last_fault(void) __attribute__((weak));
+static void emu_faults_fail(void) {
+    if (cudaemu_faults && cudaemu_faults() > 0) {
+        fprintf(stderr, "CUDA emulator: %d fault(s), the last: %s\n", cudaemu_faults(), cudaemu_last_fault());
+        fflush(NULL);
+        _exit(1);
+    }
+}
+
+static void need_device(void) {
+    if (prism_cuda_device_count() <= 0) SKIP("no CUDA device");
+    char err[512];
+    if (prism_cuda_init(0, err, sizeof err) != 0) HFAIL("prism_cuda_init: %s", err);
+    printf("device: %s, precision %s\n", prism_cuda_device_name(), prism_cuda_precision());
+    if (cudaemu_faults) atexit(emu_faults_fail);
+}
+#define CK(call) do { if ((call) != 0) HFAIL("%s failed: %s", #call, prism_cuda_last_error()); } while (0)
+
+/* Every buffer a case allocates is freed at exit (atexit, before LeakSanitizer looks in `make sanitize`), so a
+ * leak report there is the product's, not the test's. */
+static struct { void *p; int dev; } kept[8192];
+static int nkept;
+static void free_kept(void) {
+    for (int i = nkept - 1; i >= 0; i--) { if (kept[i].dev) prism_cuda_free(kept[i].p); else free(kept[i].p); }
+    nkept = 0;
+}
+static void *keep(void *p, int dev) {
+    if (!p) HFAIL("out of memory%s%s", dev ? ": " : "", dev ? prism_cuda_last_error() : "");
+    if (nkept == 0) atexit(free_kept);
+    if (nkept < (int)(sizeof kept / sizeof kept[0])) { kept[nkept].p = p; kept[nkept].dev = dev; nkept++; }
+    return p;
+}
+#define tmalloc(n) keep(malloc(n), 0)
+#define tcalloc(n, s) keep(calloc((n), (s)), 0)
+#define tdmalloc(n) keep(prism_cuda_malloc(n), 1)
+
+/* host random array, rounded to the device element type */
+static float *hrand(size_t n, float scale) {
+    float *a = tmalloc(n * sizeof(float));
+    if (!a) HFAIL("out of memory");
+    for (size_t i = 0; i < n; i++) a[i] = frand() * scale;
+    prism_cuda_round_host(a, n);
+    return a;
+}
+static float *hzero(size_t n) { float *a = tcalloc(n ? n : 1, sizeof(float)); if (!a) HFAIL("oom"); return a; }
+static float *hcopy(const float *s, size_t n) { float *a = tmalloc(n * sizeof(float)); memcpy(a, s, n * sizeof(float)); return a; }
+static void *dx(const float *h, size_t n) {   /* device floatX copy of h */
+    void *d = tdmalloc(n * prism_cuda_x_size());
+    if (!d) HFAIL("%s", prism_cuda_last_error());
+    CK(prism_cuda_upload_x(d, h, n));
+    return d;
+}
+static float *df(const float *h, size_t n) {  /* device float32 copy of h */
+    float *d = tdmalloc(n * sizeof(float));
+    if (!d) HFAIL("%s", prism_cuda_last_error());
+    CK(prism_cuda_upload(d, h, n * sizeof(float)));
+    return d;
+}
+static void *dpoison_x(size_t n) {
+    void *d = tdmalloc(n * prism_cuda_x_size());
+    if (!d) HFAIL("%s", prism_cuda_last_error());
+    CK(prism_cuda_fill_x(d, NAN, n));
+    return d;
+}
+static float *dpoison_f(size_t n) {
+    float *d = tdmalloc(n * sizeof(float));
+    if (!d) HFAIL("%s", prism_cuda_last_error());
+    CK(prism_cuda_fill_f32(d, NAN, n));
+    return d;
+}
+static float *get_x(const void *d, size_t n) { float *h = hzero(n); CK(prism_cuda_sync()); CK(prism_cuda_download_x(h, d, n)); return h; }
+static float *get_f(const float *d, size_t n) { float *h = hzero(n); CK(prism_cuda_sync()); CK(prism_cuda_download(h, d, n * sizeof(float))); return h; }
+static int *irand(size_t n, int hi) { int *a = tmalloc(n * sizeof(int)); for (size_t i = 0; i < n; i++) a[i] = (int)((frand() + 1.0f) * 0.5f * hi) % hi; return a; }
+static int *di(const int *h, size_t n) {
+    int *d = tdmalloc(n * sizeof(int));
+    if (!d) HFAIL("%s", prism_cuda_last_error());
+    CK(prism_cuda_upload(d, h, n * sizeof(int)));
+    return d;
+}
+
+static void close_to(const char *what, const float *gpu, const float *cpu, size_t n, double tl) {
+    double maxref = 0, maxerr = 0;
+    size_t worst = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (!isfinite(gpu[i])) HFAIL("%s: element %zu is %g (poisoned output not written, or overflow); cpu %g", what, i,
+                                     gpu[i], cpu[i]);
+        double r = fabs(cpu[i]), e = fabs((double)gpu[i] - cpu[i]);
+        if (r > maxref) maxref = r;
+        if (e > maxerr) { maxerr = e; worst = i; }
+    }
+    double rel = maxref > 0 ? maxerr / maxref : maxerr;
+    printf("  %-26s n=%-9zu max|cpu|=%.3e max|err|=%.3e rel=%.2e tol=%.0e (worst [%zu]: gpu %.7g cpu %.7g)\n", what, n,
+           maxref, maxerr, rel, tl, worst, gpu[worst], cpu[worst]);
+    if (!(maxref > 0)) HFAIL("%s: the CPU reference is all zeros: the check would prove nothing", what);
+    if (!(rel <= tl)) HFAIL("%s: relative error %.3e > tolerance %.1e", what, rel, tl);
+}
+
+/* ---- kernels ------------------------------------------------------------------------------------ */
+TEST(embedding_forward_backward) {
+    need_device();
+    int B = 3, T = 40, C = 64, V = 37;
+    size_t BTC = (size_t)B * T * C;
+    int *inp = irand((size_t)B * T, V);
+    float *wte = hrand((size_t)V * C, 1), *dout = hrand(BTC, 1), *out_c = hzero(BTC);
+    cpu_embedding_forward(out_c, inp, wte, B, T, C);
+    void *out = dpoison_x(BTC);
+    int *d_inp = di(inp, (size_t)B * T);
+    CK(prism_cuda_embedding_forward(out, d_inp, dx(wte, (size_t)V * C), B, T, C));
+    close_to("embedding out", get_x(out, BTC), out_c, BTC, 0);
+    float *dwte_c = hrand((size_t)V * C, 1), *dwte = df(dwte_c, (size_t)V * C);
+    cpu_embedding_backward(dwte_c, dout, inp, B, T, C);
+    CK(prism_cuda_encoder_backward(dwte, NULL, dx(dout, BTC), d_inp, B, T, C));
+    close_to("embedding dwte (+=)", get_f(dwte, (size_t)V * C), dwte_c, (size_t)V * C, 1e-5);
+}
+
+static void rmsnorm_case(int B, int T, int C) {
+    size_t N = (size_t)B * T, n = N * C;
+    printf("rmsnorm B=%d T=%d C=%d\n", B, T, C);
+    float *inp = hrand(n, 2), *w = hrand(C, 1), *dout = hrand(n, 1);
+    float *out_c = hzero(n), *rstd_c = hzero(N);
+    cpu_rmsnorm_forward(out_c, rstd_c, inp, w, B, T, C);
+    void *out = dpoison_x(n), *d_inp = dx(inp, n), *d_w = dx(w, C);
+    float *rstd = dpoison_f(N);
+    CK(prism_cuda_rmsnorm_forward(out, rstd, d_inp, d_w, (int)N, C));
+    close_to("rmsnorm out", get_x(out, n), out_c, n, tol(1e-5, 1e-2));
+    close_to("rmsnorm rstd", get_f(rstd, N), rstd_c, N, 1e-5);
+    float *dinp_c = hrand(n, 1), *dw_c = hrand(C, 1);
+    void *dinp = dx(dinp_c, n);
+    float *dw = df(dw_c, C);
+    cpu_rmsnorm_backward(dinp_c, dw_c, dout, inp, w, rstd_c, B, T, C);
+    CK(prism_cuda_rmsnorm_backward(dinp, dw, dx(dout, n), d_inp, d_w, rstd, (int)N, C));
+    close_to("rmsnorm dinp (+=)", get_x(dinp, n), dinp_c, n, tol(1e-5, 1e-2));
+    close_to("rmsnorm dweight (+=)", get_f(dw, C), dw_c, C, tol(1e-5, 1e-2));
+}
+TEST(rmsnorm_forward_backward) {
+    need_device();
+    rmsnorm_case(2, 33, 96);
+    rmsnorm_case(2, 64, 768);
+    rmsnorm_case(1, 5, 1536);
+}
+
+TEST(fused_residual_rmsnorm) {
+    need_device();
+    int B = 2, T = 30, C = 256;
+    size_t N = (size_t)B * T, n = N * C;
+    float *a = hrand(n, 1), *bb = hrand(n, 1), *w = hrand(C, 1);
+    float *res_c = hzero(n), *out_c = hzero(n), *rstd_c = hzero(N);
+    cpu_residual_forward(res_c, a, bb, n);
+    prism_cuda_round_host(res_c, n);
+    cpu_rmsnorm_forward(out_c, rstd_c, res_c, w, B, T, C);
+    void *res = dpoison_x(n), *out = dpoison_x(n);
+    float *rstd = dpoison_f(N);
+    CK(prism_cuda_residual_rmsnorm_forward(res, out, rstd, dx(a, n), dx(bb, n), dx(w, C), (int)N, C));
+    close_to("fused residual", get_x(res, n), res_c, n, 0);
+    close_to("fused rmsnorm out", get_x(out, n), out_c, n, tol(1e-5, 1e-2));
+    close_to("fused rmsnorm rstd", get_f(rstd, N), rstd_c, N, 1e-5);
+}
+
+static void rope_case(int B, int T, int C, int NH, double theta) {
+    size_t n = (size_t)B * T * 3 * C;
+    printf("rope B=%d T=%d C=%d NH=%d (head size %d) theta=%g\n", B, T, C, NH, C / NH, theta);
+    float *qkv = hrand(n, 1), *c = hcopy(qkv, n);
+    cpu_rope_forward(c, B, T, C, NH, theta);
+    void *d = dx(qkv, n);
+    CK(prism_cuda_rope_forward(d, B, T, C, NH, theta));
+    close_to("rope forward", get_x(d, n), c, n, tol(5e-5, 2e-2));
+    float *g = hrand(n, 1), *gc = hcopy(g, n);
+    cpu_rope_backward(gc, B, T, C, NH, theta);
+    void *dg = dx(g, n);
+    CK(prism_cuda_rope_backward(dg, B, T, C, NH, theta));
+    close_to("rope backward", get_x(dg, n), gc, n, tol(5e-5, 2e-2));
+}
+TEST(rope_forward_backward_at_each_head_size) {
+    need_device();
+    rope_case(2, 40, 768, 3, 10000);    /* head size 256 */
+    rope_case(2, 40, 768, 8, 10000);    /* 96 */
+    rope_case(1, 300, 768, 12, 10000);  /* 64, angles up to 299 rad */
+    rope_case(2, 17, 64, 16, 500);      /* 4 */
+    /* an odd head size is refused, naming the rule */
+    void *d = dpoison_x(3 * 60);
+    ASSERT_TRUE(prism_cuda_rope_forward(d, 1, 1, 60, 4, 10000) != 0);
+    ASSERT_CONTAINS(prism_cuda_last_error(), "even");
+}
+
+TEST(swiglu_forward_backward) {
+    need_device();
+    size_t n = 3 * 1000 + 7;
+    float *up = hrand(n, 2), *gate = hrand(n, 4), *dout = hrand(n, 1);
+    float *out_c = hzero(n), *du_c = hzero(n), *dg_c = hzero(n);
+    cpu_swiglu_forward(out_c, up, gate, n);
+    cpu_swiglu_backward(du_c, dg_c, dout, up, gate, n);
+    void *d_up = dx(up, n), *d_gate = dx(gate, n), *out = dpoison_x(n), *du = dpoison_x(n), *dg = dpoison_x(n);
+    CK(prism_cuda_swiglu_forward(out, d_up, d_gate, n));
+    close_to("swiglu out", get_x(out, n), out_c, n, tol(1e-5, 1e-2));
+    CK(prism_cuda_swiglu_backward(du, dg, dx(dout, n), d_up, d_gate, n));
+    close_to("swiglu dup", get_x(du, n), du_c, n, tol(1e-5, 2e-2));
+    close_to("swiglu dgate", get_x(dg, n), dg_c, n, tol(1e-5, 2e-2));
+}
+
+/* ---- whole model vs the CPU engine --------------------------------------------------------------- */
+static const char *ll_names[MODEL_LLAMA_NUM_TENSORS] = { "wte", "attnormw", "qkvw", "attprojw", "mlpnormw", "fcw",
+    "fcgw", "fcprojw", "normfw" };
+
+static void llama_config(struct model_config *c) {
+    memset(c, 0, sizeof *c);
+    c->L = 3; c->C = 128; c->V = 300; c->Vp = 320; c->maxT = 32; c->B = 2; c->T = 32;
+    c->arch = MODEL_ARCH_LLAMA; c->H = model_llama_default_ffn(128); c->rope_theta = 10000;
+    int h[3] = { 1, 4, 8 };        /* head sizes 128, 32, 16: non-uniform */
+    memcpy(c->heads, h, sizeof h);
+}
+static void ll_pair(const struct model_config *c, model **cpu, model **gpu, const model_ops **gops) {
+    char err[512];
+    int idx = 0;
+    const model_ops *dev = model_ops_for_device("0", &idx, err, sizeof err);
+    if (!dev) HFAIL("%s", err);
+    *gops = model_ops_for_arch(dev, c->arch);
+    if (*gops != &model_cuda_llama_ops) HFAIL("model_ops_for_arch did not pick the CUDA llama table");
+    if (model_cpu_ops.create(c, -1, cpu, err, sizeof err)) HFAIL("cpu create: %s", err);
+    if ((*gops)->create(c, 0, gpu, err, sizeof err)) HFAIL("cuda create: %s", err);
+    size_t np = model_num_params(c);
+    float *params = tmalloc(np * sizeof(float));
+    model_init_params(c, 4321, params);
+    prism_cuda_round_host(params, np);
+    if (model_cpu_ops.set_params(*cpu, params)) HFAIL("cpu set_params");
+    if ((*gops)->set_params(*gpu, params)) HFAIL("cuda set_params: %s", (*gops)->error(*gpu));
+}
+static void ll_batch(int *in, int *tg, int n, int step) {
+    int x = (step * 13 + 7) % 37;
+    for (int i = 0; i <= n; i++) {
+        int nx = (frand() > 0.8f) ? (int)((frand() + 1.0f) * 0.5f * 36.999f) : (7 * x + 3) % 37;
+        if (i < n) in[i] = x;
+        if (i > 0) tg[i - 1] = x;
+        x = nx;
+    }
+}
+
+TEST(llama_model_loss_and_every_gradient_match_cpu) {
+    need_device();
+    struct model_config c;
+    llama_config(&c);
+    model *cpu, *gpu;
+    const model_ops *g;
+    ll_pair(&c, &cpu, &gpu, &g);
+    int n = c.B * c.T, *in = tmalloc(n * sizeof(int)), *tg = tmalloc(n * sizeof(int));
+    ll_batch(in, tg, n, 0);
+    float lc = 0, lg = 0;
+    if (model_cpu_ops.zero_grad(cpu) || model_cpu_ops.forward_backward(cpu, in, tg, c.B, c.T, 1.0f, &lc)) HFAIL("cpu fb");
+    int fused0 = prism_cuda_flash_attention_calls();
+    if (g->zero_grad(gpu) || g->forward_backward(gpu, in, tg, c.B, c.T, 1.0f, &lg)) HFAIL("cuda fb: %s", g->error(gpu));
+    printf("llama heads 1,4,8 (head sizes 128,32,16) C=128 L=3 H=%d: loss cpu %.7f gpu %.7f; fused attention calls %d\n",
+           c.H, lc, lg, prism_cuda_flash_attention_calls() - fused0);
+    ASSERT_EQ_INT(2 * c.L, prism_cuda_flash_attention_calls() - fused0);   /* every layer, forward and backward */
+    ASSERT_NEAR(lc, lg, lc * tol(1e-5, 1e-2));
+    size_t np = model_num_params(&c), sz[MODEL_NUM_TENSORS];
+    model_param_sizes(&c, sz);
+    float *gc = tmalloc(np * sizeof(float)), *gg = tmalloc(np * sizeof(float));
+    if (model_cpu_ops.get_grads(cpu, gc) || g->get_grads(gpu, gg)) HFAIL("get_grads");
+    size_t off = 0;
+    for (int i = 0; i < MODEL_LLAMA_NUM_TENSORS; i++) {
+        double e2 = 0, r2 = 0;
+        for (size_t k = 0; k < sz[i]; k++) {
+            double a = gg[off + k], b = gc[off + k];
+            if (!isfinite(a)) HFAIL("%s grad[%zu] is %g", ll_names[i], k, a);
+            e2 += (a - b) * (a - b);
+            r2 += b * b;
+        }
+        double rel = r2 > 0 ? sqrt(e2 / r2) : sqrt(e2);
+        printf("  grad %-9s n=%-8zu |cpu|=%.4e rel L2 err=%.3e\n", ll_names[i], sz[i], sqrt(r2), rel);
+        if (!(r2 > 0)) HFAIL("%s: CPU gradient is all zeros", ll_names[i]);
+        if (!(rel <= tol(1e-4, 5e-2))) HFAIL("gradient of %s: relative L2 error %.3e > %.0e", ll_names[i], rel, tol(1e-4, 5e-2));
+        off += sz[i];
+    }
+    float le = 0, lce = 0;
+    double dg[3] = { 0 }, dc[3] = { 0 };
+    if (g->forward_loss(gpu, in, tg, c.B, c.T, &le, dg)) HFAIL("cuda forward_loss: %s", g->error(gpu));
+    if (model_cpu_ops.forward_loss(cpu, in, tg, c.B, c.T, &lce, dc)) HFAIL("cpu forward_loss");
+    ASSERT_NEAR(lg, le, 1e-6 * lg);
+    for (int l = 0; l < 3; l++) {
+        printf("  attention distance layer %d: cpu %.4f gpu %.4f\n", l + 1, dc[l], dg[l]);
+        ASSERT_NEAR(dc[l], dg[l], dc[l] * tol(1e-4, 2e-2) + 1e-4);
+    }
+    model_cpu_ops.free(cpu);
+    g->free(gpu);
+}
+
+TEST(llama_model_trains_10_steps_like_cpu) {
+    need_device();
+    struct model_config c;
+    llama_config(&c);
+    model *cpu, *gpu;
+    const model_ops *g;
+    ll_pair(&c, &cpu, &gpu, &g);
+    int n = c.B * c.T, *in = tmalloc(n * sizeof(int)), *tg = tmalloc(n * sizeof(int));
+    struct adamw_params hp = { .lr = 2e-3f, .beta1 = 0.9f, .beta2 = 0.95f, .eps = 1e-8f, .weight_decay = 0.1f, .grad_clip = 1.0f };
+    float first = 0, lc = 0, lg = 0;
+    int fused0 = prism_cuda_flash_attention_calls();
+    for (int s = 0; s < 10; s++) {
+        ll_batch(in, tg, n, s);
+        float nc = 0, ng = 0;
+        if (model_cpu_ops.zero_grad(cpu) || model_cpu_ops.forward_backward(cpu, in, tg, c.B, c.T, 1.0f, &lc) ||
+            model_cpu_ops.update(cpu, &hp, s + 1, &nc)) HFAIL("cpu step %d", s);
+        if (g->zero_grad(gpu) || g->forward_backward(gpu, in, tg, c.B, c.T, 1.0f, &lg) || g->update(gpu, &hp, s + 1, &ng))
+            HFAIL("cuda step %d: %s", s, g->error(gpu));
+        if (s == 0) first = lg;
+        printf("%4d  cpu %.6f  gpu %.6f  |diff| %.2e  norms %.4f %.4f\n", s, lc, lg, fabsf(lc - lg), nc, ng);
+        if (!(fabsf(lc - lg) <= lc * tol(2e-3, 5e-2))) HFAIL("step %d: loss cpu %.6f gpu %.6f", s, lc, lg);
+    }
+    ASSERT_LT(lg, 0.9f * first);
+    ASSERT_EQ_INT(10 * 2 * c.L, prism_cuda_flash_attention_calls() - fused0);
+    model_cpu_ops.free(cpu);
+    g->free(gpu);
+}
+
+/* zero-shot scoring's per-position losses: the CUDA llama table has forward_losses, and its losses match the
+ * CPU engine's position by position, their mean being forward_loss's loss */
+TEST(llama_model_forward_losses_match_cpu_per_position) {
+    need_device();
+    struct model_config c;
+    llama_config(&c);
+    model *cpu, *gpu;
+    const model_ops *g;
+    ll_pair(&c, &cpu, &gpu, &g);
+    if (!g->forward_losses) HFAIL("model_cuda_llama_ops.forward_losses is NULL");
+    int n = c.B * c.T, *in = tmalloc(n * sizeof(int)), *tg = tmalloc(n * sizeof(int));
+    ll_batch(in, tg, n, 3);
+    float *lc = tmalloc(n * sizeof(float)), *lgp = tmalloc(n * sizeof(float)), mean = 0;
+    if (model_cpu_ops.forward_losses(cpu, in, tg, c.B, c.T, lc)) HFAIL("cpu forward_losses");
+    if (g->forward_losses(gpu, in, tg, c.B, c.T, lgp)) HFAIL("cuda forward_losses: %s", g->error(gpu));
+    if (g->forward_loss(gpu, in, tg, c.B, c.T, &mean, NULL)) HFAIL("cuda forward_loss: %s", g->error(gpu));
+    double sum = 0;
+    for (int i = 0; i < n; i++) {
+        if (!(fabsf(lc[i] - lgp[i]) <= lc[i] * tol(1e-5, 2e-2) + tol(1e-6, 1e-2)))
+            HFAIL("position %d: loss cpu %.7f gpu %.7f", i, lc[i], lgp[i]);
+        sum += lgp[i];
+    }
+    printf("forward_losses: position 0 cpu %.6f gpu %.6f; mean gpu %.6f forward_loss %.6f\n", lc[0], lgp[0],
+           sum / n, mean);
+    ASSERT_NEAR(mean, sum / n, 1e-5 * mean);
+    model_cpu_ops.free(cpu);
+    g->free(gpu);
+}
+
+TEST(gpt2_cuda_table_refuses_a_llama_config) {
+    need_device();
+    struct model_config c;
+    llama_config(&c);
+    model *m = (model *)0x1;
+    char err[512] = "";
+    ASSERT_EQ_INT(MODEL_EINVAL, model_cuda_ops.create(&c, 0, &m, err, sizeof err));
+    ASSERT_TRUE(m == NULL);
+    ASSERT_CONTAINS(err, "model_cuda_llama_ops");
+}
+#endif /* PRISM_HAVE_CUDA */
+
+/* Runs everywhere: the CPU twins exist and agree with themselves (so the file always has a case that runs). */
+TEST(cpu_rope_forward_then_backward_is_the_identity) {
+    int B = 2, T = 9, C = 24, NH = 3;
+    size_t n = (size_t)B * T * 3 * C;
+    float *x = malloc(n * 4), *y = malloc(n * 4);
+    for (size_t i = 0; i < n; i++) x[i] = y[i] = (float)((i * 2654435761u) % 1000) / 500.0f - 1.0f;
+    cpu_rope_forward(y, B, T, C, NH, 10000);
+    double moved = 0;
+    for (size_t i = 0; i < n; i++) moved += fabs(y[i] - x[i]);
+    ASSERT_TRUE(moved > 1);
+    cpu_rope_backward(y, B, T, C, NH, 10000);
+    for (size_t i = 0; i < n; i++) ASSERT_NEAR(x[i], y[i], 1e-5);
+    free(x); free(y);
+}
+
+/* Runs everywhere: the CPU engine scores a llama model's positions with the llama forward (zero-shot scoring's
+ * forward_losses), so the per-position losses average to forward_loss's loss and vary with the position. */
+TEST(cpu_llama_forward_losses_average_to_forward_loss) {
+    struct model_config c;
+    memset(&c, 0, sizeof c);
+    c.L = 2; c.C = 32; c.V = 50; c.Vp = 64; c.maxT = 8; c.B = 2; c.T = 8;
+    c.arch = MODEL_ARCH_LLAMA; c.H = model_llama_default_ffn(32); c.rope_theta = 10000;
+    c.heads[0] = 2; c.heads[1] = 4;
+    char err[512];
+    model *m = NULL;
+    if (model_cpu_ops.create(&c, -1, &m, err, sizeof err)) HFAIL("cpu create: %s", err);
+    size_t np = model_num_params(&c);
+    float *params = malloc(np * sizeof(float));
+    model_init_params(&c, 99, params);
+    if (model_cpu_ops.set_params(m, params)) HFAIL("set_params");
+    int n = c.B * c.T, in[16], tg[16];
+    for (int i = 0; i < n; i++) { in[i] = (i * 7 + 3) % c.V; tg[i] = (i * 11 + 5) % c.V; }
+    float losses[16], loss = 0;
+    for (int i = 0; i < n; i++) losses[i] = NAN;
+    if (model_cpu_ops.forward_losses(m, in, tg, c.B, c.T, losses)) HFAIL("forward_losses: %s", model_cpu_ops.error(m));
+    if (model_cpu_ops.forward_loss(m, in, tg, c.B, c.T, &loss, NULL)) HFAIL("forward_loss");
+    double sum = 0, lo = INFINITY, hi = -INFINITY;
+    for (int i = 0; i < n; i++) {
+        if (!isfinite(losses[i])) HFAIL("position %d: loss %g", i, losses[i]);
+        sum += losses[i];
+        lo = fmin(lo, losses[i]);
+        hi = fmax(hi, losses[i]);
+    }
+    printf("forward_losses mean %.7f forward_loss %.7f (min %.4f max %.4f)\n", sum / n, loss, lo, hi);
+    ASSERT_NEAR(loss, sum / n, 1e-5 * loss);
+    ASSERT_TRUE(hi - lo > 1e-3);
+    model_cpu_ops.free(m);
+    free(params);
+}
