@@ -83,7 +83,7 @@ static void expect_refused(int slot, int32_t val, long cut, int want_rc, const c
 }
 
 TEST(malformed_files_are_refused_naming_the_field) {
-    expect_refused(0, 20260630, 0, CKPT_EFORMAT, "bad magic 20260630 in header slot 0");
+    expect_refused(0, 20260630, 0, CKPT_EFORMAT, "bad magic: header slot 0 is neither");
     expect_refused(1, 2, 0, CKPT_EFORMAT, "slot 1 (version)");
     expect_refused(-1, 0, 4, CKPT_EFORMAT, "expected");                    /* one float short */
     expect_refused(8, 40, 0, CKPT_EFORMAT, "implies");                      /* wrong H: sizes disagree */
