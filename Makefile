@@ -227,7 +227,7 @@ bench: $(BUILD)/.deps-ok
 sanitize: $(BUILD)/.deps-ok
 	@$(MAKE) --no-print-directory BUILD=$(BUILD)-asan OPT="-O1 -fsanitize=address,undefined -fno-omit-frame-pointer" all tests
 	@ASAN_OPTIONS=detect_leaks=1:halt_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-	  BUILD=$(BUILD)-asan bash tests/run.sh
+	  TIMEOUT_SCALE=$${TIMEOUT_SCALE:-4} BUILD=$(BUILD)-asan bash tests/run.sh
 
 fuzz:
 	@bash tools/deps.sh --fuzz

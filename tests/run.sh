@@ -5,7 +5,8 @@
 #                                              CUDA kernels in the CPU emulator, tests/cudaemu)
 #   integration: tests/integration/test_*.sh  (real processes on loopback)
 #   web:         tests/web/test_*.py          (headless Chromium through WebDriver)
-# A test source may say "timeout: SECONDS" in its first 15 lines (default 120).
+# A test source may say "timeout: SECONDS" in its first 15 lines (default 120). TIMEOUT_SCALE=N multiplies
+# every timeout (make sanitize sets it: ASan/UBSan run the emulated kernels several times slower).
 # T=REGEX runs only the cases whose "file:case" matches; V=1 prints every case's output.
 set -u
 cd "$(dirname "$0")/.."
@@ -17,7 +18,7 @@ trap 'rm -rf "$PRISM_TEST_TMP"' EXIT
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-2}
 pass=0; failn=0; skipn=0; failed=()
 
-file_timeout() { local t; t=$(head -n 15 "$1" 2>/dev/null | grep -o 'timeout: *[0-9]*' | head -n1 | grep -o '[0-9]*'); echo "${t:-120}"; }
+file_timeout() { local t; t=$(head -n 15 "$1" 2>/dev/null | grep -o 'timeout: *[0-9]*' | head -n1 | grep -o '[0-9]*'); echo $(( ${t:-120} * ${TIMEOUT_SCALE:-1} )); }
 
 run_case() { # run_case LABEL TIMEOUT CMD...
   local label=$1 to=$2; shift 2
