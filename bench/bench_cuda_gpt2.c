@@ -38,15 +38,10 @@
 #include <time.h>
 #ifdef PRISM_HAVE_CUDA
 #include "cuda/cuda_kernels.h"
+#include "util.h"
 #endif
 
 #define MAX_SCHED 8
-
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 /* "3,3,6,6,8,8,12x6" -> heads; returns the layer count or -1 */
 static int parse_heads(const char *s, int *heads, int max) {
@@ -358,9 +353,9 @@ int main(int argc, char **argv) {
     }
     for (int k = 0; k < rounds; k++)
         for (int s = 0; s < ns; s++) {
-            double t0 = now_s();
+            double t0 = util_now_s();
             for (int i = 0; i < steps; i++) STEP(s);
-            double dt = now_s() - t0;
+            double dt = util_now_s() - t0;
             tps[s][k] = (double)B * T * steps / dt;
             printf("  round %d %-22s %10.0f tok/s  loss %.4f  grad norm %.3f\n", k + 1, sched[s], tps[s][k], loss, norm);
             fflush(stdout);

@@ -15,12 +15,7 @@
 #include <unistd.h>
 
 #include "schedule.h"
-
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
+#include "util.h"
 
 static int cmp_d(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
@@ -38,7 +33,7 @@ static int noop(const int *heads, int L, void *ctx) {
 
 /* wall seconds of prism-sweep ARGS with stdout to /dev/null; -1 on failure */
 static double run_cli(const char *bin, char *const argv[]) {
-    double t0 = now_s();
+    double t0 = util_now_s();
     pid_t pid = fork();
     if (pid == 0) {
         int fd = open("/dev/null", O_WRONLY);
@@ -48,7 +43,7 @@ static double run_cli(const char *bin, char *const argv[]) {
     }
     int st;
     if (pid < 0 || waitpid(pid, &st, 0) < 0 || !WIFEXITED(st) || WEXITSTATUS(st) != 0) return -1;
-    return now_s() - t0;
+    return util_now_s() - t0;
 }
 
 int main(void) {
@@ -66,16 +61,16 @@ int main(void) {
     enum { RUNS = 7 };
     double t[RUNS];
     for (int i = 0; i < RUNS; i++) {
-        double t0 = now_s();
+        double t0 = util_now_s();
         for (int k = 0; k < 100; k++) schedule_count(&r, &n);
-        t[i] = (now_s() - t0) / 100;
+        t[i] = (util_now_s() - t0) / 100;
     }
     printf("  schedule_count (library)          %10.1f us\n", median(t, RUNS) * 1e6);
     long long sink = 0;
     for (int i = 0; i < RUNS; i++) {
-        double t0 = now_s();
+        double t0 = util_now_s();
         schedule_enumerate(&r, noop, &sink);
-        t[i] = now_s() - t0;
+        t[i] = util_now_s() - t0;
     }
     double te = median(t, RUNS);
     printf("  schedule_enumerate (library)      %10.2f ms  (%.1f M schedules/s)\n", te * 1e3, (double)n / te / 1e6);
@@ -107,9 +102,9 @@ int main(void) {
     big.min_block = 1;
     big.max_block = 0;
     for (int i = 0; i < RUNS; i++) {
-        double t0 = now_s();
+        double t0 = util_now_s();
         schedule_count(&big, &n);
-        t[i] = now_s() - t0;
+        t[i] = util_now_s() - t0;
     }
     printf("  schedule_count L=200 d=1600 h_base=1600 blocks 1..any: %s schedules in %.1f us\n",
            schedule_count_str(n, num, sizeof num), median(t, RUNS) * 1e6);

@@ -13,6 +13,7 @@
  */
 #include "bpe.h"
 #include "tokenize.h"
+#include "util.h"
 #include <jansson.h>
 #include <math.h>
 #include <stdio.h>
@@ -157,11 +158,6 @@ static void alpha(const unsigned char *b, int n, char *out) {
     out[o] = 0;
 }
 
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 static double cpu_s(void) {
     struct timespec ts;
     clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
@@ -175,9 +171,9 @@ int main(int argc, char **argv) {
     char dir[] = "/tmp/bench-tokenize-XXXXXX";
     if (!mkdtemp(dir)) { perror("mkdtemp"); return 1; }
     make_lexicon();
-    double t0 = now_s();
+    double t0 = util_now_s();
     learn_merges();
-    double t_learn = now_s() - t0;
+    double t_learn = util_now_s() - t0;
     char enc[512], bpef[512], txt[512], jsl[512];
     snprintf(enc, sizeof enc, "%s/encoder.json", dir);
     snprintf(bpef, sizeof bpef, "%s/vocab.bpe", dir);

@@ -11,6 +11,7 @@
  * other processes on the cores does not count): the kernels' efficiency, stable under load.
  */
 #include "model.h"
+#include "util.h"
 #include <cblas.h>
 #include <omp.h>
 #include <stdio.h>
@@ -18,12 +19,6 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 static double cpu_s(void) {
     struct timespec ts;
@@ -38,9 +33,9 @@ static double sgemm_flops(int n, double *per_cpu) {
     openblas_set_num_threads(omp_get_max_threads());
     double best = 1e30, best_cpu = 1e30;
     for (int r = 0; r < 3; r++) {
-        double t0 = now_s(), c0 = cpu_s();
+        double t0 = util_now_s(), c0 = cpu_s();
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1, a, n, b, n, 0, c, n);
-        double dt = now_s() - t0, dc = cpu_s() - c0;
+        double dt = util_now_s() - t0, dc = cpu_s() - c0;
         if (dt < best) best = dt;
         if (dc < best_cpu) best_cpu = dc;
     }
@@ -78,7 +73,7 @@ static void trainer_init(struct trainer *tr, const int *heads) {
  * *tok_cpu = tokens per CPU-second. */
 static double trainer_run(struct trainer *tr, int steps, double *tok_cpu) {
     struct adamw_params hp = {.lr = 1e-4f, .beta1 = 0.9f, .beta2 = 0.95f, .eps = 1e-8f, .weight_decay = 0.1f, .grad_clip = 1};
-    double t0 = now_s(), c0 = cpu_s();
+    double t0 = util_now_s(), c0 = cpu_s();
     for (int k = 0; k < steps; k++) {
         float loss, gn;
         model_cpu_ops.zero_grad(tr->m);
@@ -87,7 +82,7 @@ static double trainer_run(struct trainer *tr, int steps, double *tok_cpu) {
     }
     double tok = (double)steps * tr->c.B * tr->c.T;
     if (tok_cpu) *tok_cpu = tok / (cpu_s() - c0);
-    return tok / (now_s() - t0);
+    return tok / (util_now_s() - t0);
 }
 
 static int cmp_double(const void *a, const void *b) {

@@ -6,6 +6,7 @@
  * evalfile_example() is a constant-time decode afterwards. The writer builds the same stream in memory.
  */
 #include "evalfile.h"
+#include "util.h"
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -184,28 +185,12 @@ out:
 }
 
 int evalfile_writer_finish(struct evalfile_writer *w, const char *path, char *err, size_t errlen) {
-    int rc = EVALFILE_OK, fd = -1;
-    char tmp[4200];
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    int rc = EVALFILE_OK;
     if (w->n == 0) FAIL(EVALFILE_EINVAL, "%s: no examples to write", path);
     int32_t hdr[EVALFILE_HEADER_INTS] = {EVALFILE_MAGIC, EVALFILE_VERSION, w->n, w->longest_bytes};
-    fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    if (fd < 0) FAIL(EVALFILE_EIO, "%s: cannot create: %s", tmp, strerror(errno));
-    const char *bufs[2] = {(const char *)hdr, (const char *)w->buf};
-    size_t lens[2] = {sizeof hdr, w->len * 2};
-    for (int k = 0; k < 2; k++)
-        for (size_t done = 0; done < lens[k];) {
-            ssize_t n = write(fd, bufs[k] + done, lens[k] - done);
-            if (n < 0 && errno == EINTR) continue;
-            if (n <= 0) FAIL(EVALFILE_EIO, "%s: write failed: %s", tmp, strerror(errno));
-            done += (size_t)n;
-        }
-    if (fsync(fd)) FAIL(EVALFILE_EIO, "%s: fsync failed: %s", tmp, strerror(errno));
-    if (close(fd)) { fd = -1; FAIL(EVALFILE_EIO, "%s: close failed: %s", tmp, strerror(errno)); }
-    fd = -1;
-    if (rename(tmp, path)) FAIL(EVALFILE_EIO, "%s: rename from %s failed: %s", path, tmp, strerror(errno));
+    util_part parts[2] = {{hdr, sizeof hdr}, {w->buf, w->len * 2}};
+    char e[512];
+    if (util_write_atomic(path, parts, 2, 0644, e, sizeof e)) FAIL(EVALFILE_EIO, "%s", e);
 out:
-    if (fd >= 0) close(fd);
-    if (rc && rc != EVALFILE_EINVAL) unlink(tmp);
     return rc;
 }

@@ -14,6 +14,7 @@
  * ranks in [0, count), we sort them and unrank each. Counts are unsigned 128-bit with saturating adds.
  */
 #include "schedule.h"
+#include "util.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -305,15 +306,9 @@ int schedule_unrank(const schedule_rules *r, schedule_count_t rank, int *heads) 
 /* xoshiro256** seeded through splitmix64: fixed integer arithmetic, identical on every machine. */
 typedef struct rng { uint64_t s[4]; } rng;
 
-static uint64_t splitmix64(uint64_t *x) {
-    uint64_t z = (*x += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-}
 static uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
 static void rng_seed(rng *g, uint64_t seed) {
-    for (int i = 0; i < 4; i++) g->s[i] = splitmix64(&seed);
+    for (int i = 0; i < 4; i++) g->s[i] = util_splitmix64(&seed);
 }
 static uint64_t rng_next(rng *g) {
     uint64_t *s = g->s, res = rotl(s[1] * 5, 7) * 9, t = s[1] << 17;

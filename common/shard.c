@@ -6,6 +6,7 @@
  * download or a file from another pipeline.
  */
 #include "shard.h"
+#include "util.h"
 #include <errno.h>
 #include <fcntl.h>
 #include <glob.h>
@@ -19,31 +20,13 @@
 #define FAIL(code, ...) do { if (err) snprintf(err, errlen, __VA_ARGS__); rc = (code); goto out; } while (0)
 
 int shard_write(const char *path, const uint16_t *tokens, size_t n, char *err, size_t errlen) {
-    int rc = SHARD_OK, fd = -1;
-    char tmp[4200];
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    int rc = SHARD_OK;
     if (n > 0x7fffffffULL) FAIL(SHARD_EIO, "%s: %zu tokens exceed the format's int32 count", path, n);
     int32_t hdr[SHARD_HEADER_INTS] = {SHARD_MAGIC, SHARD_VERSION, (int32_t)n};
-    fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    if (fd < 0) FAIL(SHARD_EIO, "%s: cannot create: %s", tmp, strerror(errno));
-    const char *bufs[2] = {(const char *)hdr, (const char *)tokens};
-    size_t lens[2] = {sizeof hdr, n * sizeof(uint16_t)};
-    for (int k = 0; k < 2; k++) {
-        size_t done = 0;
-        while (done < lens[k]) {
-            ssize_t w = write(fd, bufs[k] + done, lens[k] - done);
-            if (w < 0 && errno == EINTR) continue;
-            if (w <= 0) FAIL(SHARD_EIO, "%s: write failed: %s", tmp, strerror(errno));
-            done += (size_t)w;
-        }
-    }
-    if (fsync(fd)) FAIL(SHARD_EIO, "%s: fsync failed: %s", tmp, strerror(errno));
-    if (close(fd)) { fd = -1; FAIL(SHARD_EIO, "%s: close failed: %s", tmp, strerror(errno)); }
-    fd = -1;
-    if (rename(tmp, path)) FAIL(SHARD_EIO, "%s: rename from %s failed: %s", path, tmp, strerror(errno));
+    util_part parts[2] = {{hdr, sizeof hdr}, {tokens, n * sizeof(uint16_t)}};
+    char e[512];
+    if (util_write_atomic(path, parts, 2, 0644, e, sizeof e)) FAIL(SHARD_EIO, "%s", e);
 out:
-    if (fd >= 0) close(fd);
-    if (rc) unlink(tmp);
     return rc;
 }
 

@@ -1,11 +1,12 @@
 /* checkpoint.c — llm.c model files and full training-state files (formats in checkpoint.h).
  *
- * Writes go to PATH.tmp, are fsync'd, then renamed over PATH (and the directory fsync'd), so a reader
+ * Writes go through util_write_atomic (a temporary file, fsync'd, renamed over PATH, the directory fsync'd), so a reader
  * sees the old file or the new one, never half of one. Reads check the header, then the exact file size
  * implied by it, then that the shapes match the job, before reading any floats; every message names the
  * file and the expectation it failed.
  */
 #include "checkpoint.h"
+#include "util.h"
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
@@ -16,18 +17,6 @@
 #include <unistd.h>
 
 #define FAIL(code, ...) do { if (err) snprintf(err, errlen, __VA_ARGS__); rc = (code); goto out; } while (0)
-
-static int write_all(int fd, const void *buf, size_t len) {
-    const char *p = buf;
-    while (len) {
-        ssize_t w = write(fd, p, len > (1u << 30) ? (1u << 30) : len);
-        if (w < 0 && errno == EINTR) continue;
-        if (w <= 0) return -1;
-        p += w;
-        len -= (size_t)w;
-    }
-    return 0;
-}
 
 static int read_all(int fd, void *buf, size_t len) {
     char *p = buf;
@@ -41,30 +30,17 @@ static int read_all(int fd, void *buf, size_t len) {
     return 0;
 }
 
-/* Writes header + arrays atomically. */
+/* Writes header + arrays atomically (util_write_atomic: temporary file, fsync, rename, directory fsync). */
 static int write_atomic(const char *path, const int32_t *hdr, const float *const *arrays, int narr, size_t n,
                         char *err, size_t errlen) {
-    int rc = CKPT_OK, fd = -1;
-    char tmp[4200];
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    if (fd < 0) FAIL(CKPT_EIO, "%s: cannot create: %s", tmp, strerror(errno));
-    if (write_all(fd, hdr, 256 * sizeof(int32_t))) FAIL(CKPT_EIO, "%s: write failed: %s", tmp, strerror(errno));
-    for (int i = 0; i < narr; i++)
-        if (write_all(fd, arrays[i], n * sizeof(float))) FAIL(CKPT_EIO, "%s: write failed: %s", tmp, strerror(errno));
-    if (fsync(fd)) FAIL(CKPT_EIO, "%s: fsync failed: %s", tmp, strerror(errno));
-    int cr = close(fd);
-    fd = -1;
-    if (cr) FAIL(CKPT_EIO, "%s: close failed: %s", tmp, strerror(errno));
-    if (rename(tmp, path)) FAIL(CKPT_EIO, "%s: rename from %s failed: %s", path, tmp, strerror(errno));
-    char dir[4200];
-    snprintf(dir, sizeof dir, "%s", path);
-    int dfd = open(dirname(dir), O_RDONLY | O_DIRECTORY);
-    if (dfd >= 0) { fsync(dfd); close(dfd); }
-out:
-    if (fd >= 0) close(fd);
-    if (rc) unlink(tmp);
-    return rc;
+    util_part parts[4] = {{hdr, 256 * sizeof(int32_t)}};
+    for (int i = 0; i < narr && i < 3; i++) parts[1 + i] = (util_part){arrays[i], n * sizeof(float)};
+    char e[512];
+    if (util_write_atomic(path, parts, 1 + narr, 0644, e, sizeof e)) {
+        if (err) snprintf(err, errlen, "%s", e);
+        return CKPT_EIO;
+    }
+    return CKPT_OK;
 }
 
 int ckpt_write_model(const char *path, const struct model_config *cfg, const float *params, char *err, size_t errlen) {

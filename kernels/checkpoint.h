@@ -20,7 +20,7 @@
  *   [8,9] data position (uint64 lo,hi)  [10,11] rng state (lo,hi)  [12,13] seed (lo,hi)
  *   [14] B  [15] T  [16] grad_accum  [17] num params lo  [18] hi  [19] arch (0 GPT-2, 1 llama; older files
  *   hold 0)  [20] H  [21] rope_theta (llama)  [32 .. 32+L) heads
- * then params, AdamW m, AdamW v (float32, llm.c order each). Written to PATH.tmp, fsync'd, renamed.
+ * then params, AdamW m, AdamW v (float32, llm.c order each). Written to a temporary file beside PATH, fsync'd, renamed.
  * Readers check the exact file size and that the header matches the job (the message says which
  * field differs: "ckpt.bin: heads are 4,4,4,4 but the job has 1,2,4,4").
  */

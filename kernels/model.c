@@ -5,6 +5,7 @@
  * thread, so the same seed gives the same weights on every machine, for every schedule and backend.
  */
 #include "model.h"
+#include "util.h"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -75,17 +76,11 @@ double model_flops_per_token(const struct model_config *c, int T) {
     return 6.0 * matmul_params + 6.0 * L * T * C;
 }
 
-static uint64_t splitmix64(uint64_t *s) {
-    uint64_t z = (*s += 0x9E3779B97F4A7C15ULL);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-    return z ^ (z >> 31);
-}
 
 static void fill_normal(float *p, size_t n, double std, uint64_t *s) {
     for (size_t i = 0; i < n; i += 2) {
-        double u1 = ((splitmix64(s) >> 11) + 1.0) * (1.0 / 9007199254740993.0);   /* (0, 1] */
-        double u2 = (splitmix64(s) >> 11) * (1.0 / 9007199254740992.0);
+        double u1 = ((util_splitmix64(s) >> 11) + 1.0) * (1.0 / 9007199254740993.0);   /* (0, 1] */
+        double u2 = (util_splitmix64(s) >> 11) * (1.0 / 9007199254740992.0);
         double r = sqrt(-2.0 * log(u1)), th = 2.0 * M_PI * u2;
         p[i] = (float)(r * cos(th) * std);
         if (i + 1 < n) p[i + 1] = (float)(r * sin(th) * std);

@@ -5,6 +5,7 @@
  * half-written token file and no other user can read it even for a moment.
  */
 #include "auth.h"
+#include "util.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -109,18 +110,8 @@ static int read_tokens(auth_tokens *t, const char *path, char *err, size_t errle
 
 /* Writes content to path atomically with mode 0600. */
 static int write_private(const char *path, const char *content, char *err, size_t errlen) {
-    char tmp[1200];
-    snprintf(tmp, sizeof tmp, "%s.tmp.%d", path, (int)getpid());
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL, 0600);
-    if (fd < 0) { snprintf(err, errlen, "cannot create %s: %s", tmp, strerror(errno)); return -1; }
-    size_t n = strlen(content);
-    if (write(fd, content, n) != (ssize_t)n || fsync(fd) != 0) {
-        snprintf(err, errlen, "cannot write %s: %s", tmp, strerror(errno));
-        close(fd); unlink(tmp); return -1;
-    }
-    close(fd);
-    if (rename(tmp, path) != 0) { snprintf(err, errlen, "cannot rename %s to %s: %s", tmp, path, strerror(errno)); unlink(tmp); return -1; }
-    return 0;
+    util_part part = {content, strlen(content)};
+    return util_write_atomic(path, &part, 1, 0600, err, errlen) ? -1 : 0;
 }
 
 int auth_load(auth_tokens *t, const char *token_file, const char *db_path, char *err, size_t errlen) {

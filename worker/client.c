@@ -13,6 +13,7 @@
  */
 #include "client.h"
 #include "logesc.h"
+#include "util.h"
 
 #include <curl/curl.h>
 #include <stdio.h>
@@ -46,18 +47,12 @@ static size_t client_write_cb(char *ptr, size_t size, size_t nmemb, void *ud) {
     return n;
 }
 
-static double client_now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 /* Sleeps up to s seconds; returns 1 if the abort flag was raised meanwhile. */
 static int client_sleep(client *c, double s) {
-    double end = client_now() + s;
+    double end = util_now_s() + s;
     for (;;) {
         if (c->abort && *c->abort) return 1;
-        double left = end - client_now();
+        double left = end - util_now_s();
         if (left <= 0) return 0;
         if (left > 0.05) left = 0.05;
         struct timespec ts = { 0, (long)(left * 1e9) };
@@ -79,7 +74,7 @@ int client_init(client *c, const char *base_url, const char *token, const client
     snprintf(c->base, sizeof c->base, "%s", base_url);
     size_t n = strlen(c->base);
     while (n > 0 && c->base[n - 1] == '/') c->base[--n] = 0;
-    c->rng = (unsigned)getpid() ^ (unsigned)(client_now() * 1e6) ^ (unsigned)(size_t)c;
+    c->rng = (unsigned)getpid() ^ (unsigned)(util_now_s() * 1e6) ^ (unsigned)(size_t)c;
     c->who = "";
     CURL *h = curl_easy_init();
     if (!h) return CLIENT_ENOMEM;
@@ -172,7 +167,7 @@ int client_request(client *c, const char *method, const char *path, json_t *body
         if (!payload) return CLIENT_ENOMEM;
     }
     rbuf b = { .max = c->opts.max_response };
-    double start = client_now();
+    double start = util_now_s();
     int ret, n = 0;
     for (;;) {
         if (c->abort && *c->abort) { ret = CLIENT_ESTOPPED; snprintf(c->err, sizeof c->err, "%s %s: stopped", method, path); goto out; }
@@ -189,7 +184,7 @@ int client_request(client *c, const char *method, const char *path, json_t *body
         if (delay > c->opts.backoff_max_s) delay = c->opts.backoff_max_s;
         delay *= client_jitter(c);
         n++;
-        if (retry_for_s >= 0 && client_now() + delay - start > retry_for_s) { ret = CLIENT_ENET; goto out; }
+        if (retry_for_s >= 0 && util_now_s() + delay - start > retry_for_s) { ret = CLIENT_ENET; goto out; }
         if (client_sleep(c, delay)) { ret = CLIENT_ESTOPPED; goto out; }
     }
     if (c->failing) {

@@ -32,6 +32,7 @@
 #include "bpe.h"
 #include "evalfile.h"
 #include "tokenize.h"
+#include "util.h"
 #include <errno.h>
 #include <unistd.h>
 #include <getopt.h>
@@ -46,15 +47,8 @@
 #define SYNTH_DOC_MAX 1024
 #define SYNTH_KEYS 32
 
-static uint64_t mix64(uint64_t z) {
-    z += 0x9E3779B97F4A7C15ULL;
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-    return z ^ (z >> 31);
-}
-
 struct rng { uint64_t s; };
-static uint64_t rng_next(struct rng *r) { r->s = mix64(r->s); return r->s; }
+static uint64_t rng_next(struct rng *r) { r->s = util_mix64(r->s); return r->s; }
 static double rng_unif(struct rng *r) { return (rng_next(r) >> 11) * (1.0 / 9007199254740992.0); }
 static int rng_int(struct rng *r, int lo, int hi) { return lo + (int)(rng_next(r) % (uint64_t)(hi - lo + 1)); }
 
@@ -67,7 +61,7 @@ struct synth {
 };
 
 /* The class (0..3) of a token: which of its four successors the token after the next one takes. */
-static int synth_class(const struct synth *s, int tok) { return (int)(mix64(s->grammar ^ 0x434c53ULL ^ (uint64_t)tok) >> 7) & 3; }
+static int synth_class(const struct synth *s, int tok) { return (int)(util_mix64(s->grammar ^ 0x434c53ULL ^ (uint64_t)tok) >> 7) & 3; }
 
 /* One text token after p3 p2 p1 (the last three tokens): uniform 5% of the time, else an echo of p2 (40%) or
  * p3 (30%) when that is a text token, else (30%) one of p1's four successors, the one p2's class picks. */
@@ -77,7 +71,7 @@ static uint16_t synth_text_token(struct synth *s, int p3, int p2, int p1) {
     double u = rng_unif(r);
     if (u < 0.4 && p2 >= s->text0) return (uint16_t)p2;
     if (u >= 0.4 && u < 0.7 && p3 >= s->text0) return (uint16_t)p3;
-    uint64_t h = mix64(s->grammar ^ ((uint64_t)p1 << 20) ^ (uint64_t)synth_class(s, p2));
+    uint64_t h = util_mix64(s->grammar ^ ((uint64_t)p1 << 20) ^ (uint64_t)synth_class(s, p2));
     return (uint16_t)(s->text0 + h % (uint64_t)s->ntext);
 }
 
@@ -214,14 +208,6 @@ static int write_meta(const char *dir, const char *kind, int V, const uint16_t *
     return 0;
 }
 
-static int mkdir_p(const char *path) {
-    char buf[4096];
-    snprintf(buf, sizeof buf, "%s", path);
-    for (char *p = buf + 1; *p; p++)
-        if (*p == '/') { *p = 0; if (mkdir(buf, 0755) && errno != EEXIST) return -1; *p = '/'; }
-    return mkdir(buf, 0755) && errno != EEXIST ? -1 : 0;
-}
-
 static int parse_ll(const char *flag, const char *s, long long lo, long long hi, long long *out) {
     char *end;
     errno = 0;
@@ -266,12 +252,12 @@ static int cmd_synth(int argc, char **argv) {
     if (optind < argc) { fprintf(stderr, "prism-data synth: unexpected argument \"%s\"\n", argv[optind]); return 2; }
     if (!out) { fprintf(stderr, "prism-data synth: --out DIR is required\n"); return 2; }
     if (ntok < 0) { fprintf(stderr, "prism-data synth: --tokens N is required (e.g. --tokens 2M)\n"); return 2; }
-    if (mkdir_p(out)) { fprintf(stderr, "prism-data: %s: cannot create: %s\n", out, strerror(errno)); return 1; }
+    if (util_mkdir_p(out, 0755)) { fprintf(stderr, "prism-data: %s: cannot create: %s\n", out, strerror(errno)); return 1; }
     struct synth s = {.V = (int)V, .K = (int)V / 8};
     s.text0 = 3 + s.K;
     s.ntext = (int)V - s.text0;
-    s.grammar = mix64((uint64_t)seed ^ 0x4752414dULL);
-    s.r.s = mix64((uint64_t)seed);
+    s.grammar = util_mix64((uint64_t)seed ^ 0x4752414dULL);
+    s.r.s = util_mix64((uint64_t)seed);
     s.doc = malloc((SYNTH_DOC_MAX + 64) * sizeof(uint16_t));
     size_t nval = (size_t)(ntok * vf), ntrain = (size_t)ntok - nval;
     uint16_t *buf = malloc((size_t)ntok * sizeof(uint16_t));
@@ -320,7 +306,7 @@ static int cmd_bytes(int argc, char **argv) {
         fclose(f);
     }
     if (n < 1000) { fprintf(stderr, "prism-data bytes: only %zu bytes of input; need at least 1000\n", n); free(tok); return 2; }
-    if (mkdir_p(out)) { fprintf(stderr, "prism-data: %s: cannot create: %s\n", out, strerror(errno)); free(tok); return 1; }
+    if (util_mkdir_p(out, 0755)) { fprintf(stderr, "prism-data: %s: cannot create: %s\n", out, strerror(errno)); free(tok); return 1; }
     size_t nval = (size_t)(n * vf), ntrain = n - nval;
     int rc = write_split(out, "bytes", "train", tok, ntrain) || write_split(out, "bytes", "val", tok + ntrain, nval) ||
              write_meta(out, "bytes", 256, tok, ntrain, nval, -1);
@@ -385,7 +371,7 @@ static int cmd_tokenize(int argc, char **argv) {
     struct bpe *b = NULL;
     int rc = load_bpe("tokenize", enc, bpef, &b);
     if (rc) return rc;
-    if (mkdir_p(out)) { fprintf(stderr, "prism-data: %s: cannot create: %s\n", out, strerror(errno)); bpe_free(b); return 1; }
+    if (util_mkdir_p(out, 0755)) { fprintf(stderr, "prism-data: %s: cannot create: %s\n", out, strerror(errno)); bpe_free(b); return 1; }
     struct tokenize_opts o = {.bpe = b, .inputs = argv + optind, .ninputs = argc - optind, .format = format, .out_dir = out,
                               .kind = "text", .shard_tokens = (size_t)shard, .val_tokens = (size_t)val, .threads = (int)threads,
                               .progress = quiet ? NULL : stderr};

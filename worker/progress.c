@@ -8,6 +8,7 @@
 #include "progress.h"
 
 #include "logesc.h"
+#include "util.h"
 
 #include <math.h>
 #include <pthread.h>
@@ -24,12 +25,6 @@ static struct {
     double last_draw;
     progress_row rows[PROGRESS_MAX];
 } P = { .mu = PTHREAD_MUTEX_INITIALIZER };
-
-static double progress_now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 static void progress_stamp(char *buf, size_t len) {
     time_t t = time(NULL);
@@ -76,7 +71,7 @@ static void progress_draw(void) {  /* P.mu held */
         fprintf(stderr, "\r\033[K%s\n", line);
     }
     P.drawn = 1;
-    P.last_draw = progress_now();
+    P.last_draw = util_now_s();
     fflush(stderr);
 }
 
@@ -85,7 +80,7 @@ void progress_report(int dev, const progress_row *row) {
     pthread_mutex_lock(&P.mu);
     P.rows[dev] = *row;
     if (P.live) {
-        if (progress_now() - P.last_draw >= 0.1 || !P.drawn) progress_draw();
+        if (util_now_s() - P.last_draw >= 0.1 || !P.drawn) progress_draw();
     } else if (row->job_id) {
         char ts[32], eta[32];
         progress_stamp(ts, sizeof ts);

@@ -10,6 +10,7 @@
  */
 #include "tokenize.h"
 #include "shard.h"
+#include "util.h"
 #include <errno.h>
 #include <jansson.h>
 #include <pthread.h>
@@ -50,12 +51,6 @@ struct pipe {
     double t0, last_progress;
     int tty;
 };
-
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 static int is_jsonl(const struct tokenize_opts *o, const char *path) {
     if (o->format) return o->format == TOKENIZE_JSONL;
@@ -154,7 +149,7 @@ static int grow(uint16_t **b, size_t *cap, size_t need, size_t max) {
 static void progress(struct pipe *p, int final) {
     FILE *f = p->o->progress;
     if (!f) return;
-    double t = now_s(), dt = t - p->t0;
+    double t = util_now_s(), dt = t - p->t0;
     if (!final && t - p->last_progress < (p->tty ? 0.5 : 10)) return;
     p->last_progress = t;
     const struct tokenize_stats *s = p->st;
@@ -360,7 +355,7 @@ int tokenize_run(const struct tokenize_opts *o, struct tokenize_stats *st, char 
     }
     if (bpe_eot(oo.bpe) < 0) { snprintf(err, errlen, "encoder.json has no <|endoftext|> token"); return TOKENIZE_EINPUT; }
     struct pipe p = {.o = &oo, .st = st, .nslot = 2 * oo.threads + 2};
-    p.t0 = p.last_progress = now_s();
+    p.t0 = p.last_progress = util_now_s();
     p.tty = oo.progress && isatty(fileno(oo.progress));
     pthread_t *th = calloc((size_t)oo.threads, sizeof *th);
     p.slots = calloc((size_t)p.nslot, sizeof *p.slots);
@@ -398,7 +393,7 @@ int tokenize_run(const struct tokenize_opts *o, struct tokenize_stats *st, char 
         rc = write_shard(&p, "train", st->train_shards, p.train, p.ntrain, err, errlen);
         if (!rc) st->train_shards++;
     }
-    st->seconds = now_s() - p.t0;
+    st->seconds = util_now_s() - p.t0;
     if (!rc) progress(&p, 1);
     if (!rc && oo.out_dir) {
         char path[4200], tg[256], vg[256];

@@ -19,6 +19,7 @@
 #include "shard.h"
 #include "evalfile.h"
 #include "zeroshot.h"
+#include "util.h"
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
@@ -43,13 +44,6 @@ struct loader {
     uint64_t perm_epoch;  /* epoch perm was drawn for, UINT64_MAX = none */
     int *inputs, *targets;/* (B*T) each */
 };
-
-static uint64_t mix64(uint64_t z) {
-    z += 0x9E3779B97F4A7C15ULL;
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-    return z ^ (z >> 31);
-}
 
 static void loader_release(struct loader *ld) {
     shard_set_close(&ld->set);
@@ -90,10 +84,10 @@ oom:
 }
 
 static void loader_draw_perm(struct loader *ld, uint64_t epoch) {
-    uint64_t s = mix64(ld->seed ^ mix64(epoch + 0x44415441ULL));   /* "DATA" */
+    uint64_t s = util_mix64(ld->seed ^ util_mix64(epoch + 0x44415441ULL));   /* "DATA" */
     for (size_t i = 0; i < ld->nwin; i++) ld->perm[i] = (uint32_t)i;
     for (size_t i = ld->nwin - 1; i > 0; i--) {
-        s = mix64(s);
+        s = util_mix64(s);
         size_t j = (size_t)(s % (i + 1));
         uint32_t t = ld->perm[i]; ld->perm[i] = ld->perm[j]; ld->perm[j] = t;
     }
@@ -132,20 +126,6 @@ static int loader_batch(struct loader *ld, uint64_t pos, int V, char *err, size_
 }
 
 /* ---- helpers ------------------------------------------------------------------------------------ */
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-static int mkdir_p(const char *path) {
-    char buf[4096];
-    snprintf(buf, sizeof buf, "%s", path);
-    for (char *p = buf + 1; *p; p++)
-        if (*p == '/') { *p = 0; if (mkdir(buf, 0755) && errno != EEXIST) return -1; *p = '/'; }
-    if (mkdir(buf, 0755) && errno != EEXIST) return -1;
-    return 0;
-}
 
 const char *train_strerror(int code) {
     switch (code) {
@@ -243,8 +223,8 @@ static int metrics_open(struct run *r, int keep_below) {
         free(line);
         fclose(in);
     }
-    if (fflush(out) || fsync(fileno(out)) || fclose(out) || rename(tmp, path))
-        return fail(r, TRAIN_EIO, "%s: rewrite failed: %s", path, strerror(errno));
+    char e[512];
+    if (util_commit_file(out, tmp, path, e, sizeof e)) return fail(r, TRAIN_EIO, "%s: rewrite failed: %s", path, e);
     r->metrics = fopen(path, "a");
     if (!r->metrics) return fail(r, TRAIN_EIO, "%s: cannot open: %s", path, strerror(errno));
     return 0;
@@ -277,7 +257,7 @@ static int checkpoint(struct run *r, int step, uint64_t data_pos) {
     if (r->ops->get_params(r->m, r->host_p) || r->ops->get_opt_state(r->m, r->host_m, r->host_v))
         return fail(r, TRAIN_EDEVICE, "reading the model state failed: %s", model_err(r));
     const struct job_train *t = &r->job->train;
-    struct ckpt_state st = {.step = step, .data_pos = data_pos, .rng = mix64(t->seed), .seed = t->seed,
+    struct ckpt_state st = {.step = step, .data_pos = data_pos, .rng = util_mix64(t->seed), .seed = t->seed,
                             .B = t->batch_size, .T = t->seq_len, .grad_accum = t->grad_accum};
     char path[4200];
     snprintf(path, sizeof path, "%s/ckpt_%d.bin", r->ckpt_dir, step);
@@ -336,9 +316,13 @@ static int write_result(struct run *r, double val_loss, double train_loss, doubl
     char path[4200], tmp[4300];
     snprintf(path, sizeof path, "%s/result.json", r->o->out_dir);
     snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    int rc = json_dump_file(res, tmp, JSON_INDENT(2) | JSON_SORT_KEYS);
+    FILE *f = fopen(tmp, "w");
+    if (!f) { json_decref(res); return fail(r, TRAIN_EIO, "%s: cannot create: %s", tmp, strerror(errno)); }
+    int rc = json_dumpf(res, f, JSON_INDENT(2) | JSON_SORT_KEYS);
     json_decref(res);
-    if (rc || rename(tmp, path)) return fail(r, TRAIN_EIO, "%s: write failed: %s", path, strerror(errno));
+    char e[512];
+    if (rc) { fclose(f); unlink(tmp); return fail(r, TRAIN_EIO, "%s: write failed", tmp); }
+    if (util_commit_file(f, tmp, path, e, sizeof e)) return fail(r, TRAIN_EIO, "%s", e);
     return 0;
 }
 
@@ -479,9 +463,9 @@ static int run_loop(struct run *r) {
         }
     if ((rc = tasks_open(r))) return rc;
 
-    if (mkdir_p(o->out_dir)) return fail(r, TRAIN_EIO, "%s: cannot create output directory: %s", o->out_dir, strerror(errno));
+    if (util_mkdir_p(o->out_dir, 0755)) return fail(r, TRAIN_EIO, "%s: cannot create output directory: %s", o->out_dir, strerror(errno));
     snprintf(r->ckpt_dir, sizeof r->ckpt_dir, "%s", o->checkpoint_dir ? o->checkpoint_dir : o->out_dir);
-    if (mkdir_p(r->ckpt_dir)) return fail(r, TRAIN_EIO, "%s: cannot create checkpoint directory: %s", r->ckpt_dir, strerror(errno));
+    if (util_mkdir_p(r->ckpt_dir, 0755)) return fail(r, TRAIN_EIO, "%s: cannot create checkpoint directory: %s", r->ckpt_dir, strerror(errno));
 
     r->host_p = malloc(r->nparams * sizeof(float));
     if (!r->host_p) return fail(r, TRAIN_ENOMEM, "out of memory: %zu parameters", r->nparams);
@@ -520,7 +504,7 @@ static int run_loop(struct run *r) {
 
     struct adamw_params hp = {.beta1 = (float)tr->beta1, .beta2 = (float)tr->beta2, .eps = (float)tr->eps,
                               .weight_decay = (float)tr->weight_decay, .grad_clip = (float)tr->grad_clip};
-    double t_begin = now_s(), train_time = 0, val_loss = NAN;
+    double t_begin = util_now_s(), train_time = 0, val_loss = NAN;
     long long tokens_run = 0, tokens_per_step = (long long)B * T * accum;
     float train_loss = NAN;
     /* diverged: every evaluation after warmup worse than guessing uniformly, by TRAIN_DIVERGED_FACTOR */
@@ -540,7 +524,7 @@ static int run_loop(struct run *r) {
             if ((rc = emit(r, json_pack("{s:i, s:f}", "step", step, "val_loss", val_loss)))) return rc;
             if (step > tr->warmup_steps) { evals_after_warmup++; always_above &= val_loss > diverged_at; }
         }
-        double t0 = now_s();
+        double t0 = util_now_s();
         if (r->ops->zero_grad(r->m)) return fail(r, TRAIN_EDEVICE, "%s", model_err(r));
         double loss_sum = 0;
         for (int k = 0; k < accum; k++) {
@@ -560,7 +544,7 @@ static int run_loop(struct run *r) {
             return fail(r, TRAIN_EDEVICE, "step %d: update failed: %s", step, model_err(r));
         if (!isfinite(gnorm))   /* (JSON has no inf: the row below could not be written either) */
             return fail(r, TRAIN_ENAN, "step %d: gradient norm is %g (not finite); lower train.lr or enable train.grad_clip", step, (double)gnorm);
-        double dt = now_s() - t0;
+        double dt = util_now_s() - t0;
         train_time += dt;
         tokens_run += tokens_per_step;
         double tps = tokens_run / (train_time > 0 ? train_time : 1e-9);
@@ -596,7 +580,7 @@ static int run_loop(struct run *r) {
     if (r->ops->get_params(r->m, r->host_p)) return fail(r, TRAIN_EDEVICE, "%s", model_err(r));
     snprintf(r->path, sizeof r->path, "%s/model.bin", o->out_dir);
     if (ckpt_write_model(r->path, cfg, r->host_p, r->ebuf, sizeof r->ebuf)) { json_decref(zs); return fail(r, TRAIN_EIO, "%s", r->ebuf); }
-    double wall = now_s() - t_begin, tps = tokens_run / (train_time > 0 ? train_time : 1e-9);
+    double wall = util_now_s() - t_begin, tps = tokens_run / (train_time > 0 ? train_time : 1e-9);
     rc = write_result(r, val_loss, train_loss, tps, wall, (long long)steps * tokens_per_step, attn, zs);
     json_decref(zs);
     if (rc) return rc;
