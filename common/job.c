@@ -6,6 +6,7 @@
  * train.seq_len vs model.seq_len). Every message starts with the dotted key it is about.
  */
 #include "job.h"
+#include "schedule.h"
 #include <errno.h>
 #include <math.h>
 #include <stddef.h>
@@ -443,29 +444,10 @@ int job_copy(struct job_config *dst, const struct job_config *src) {
 }
 
 int job_parse_heads(const char *s, int *heads, int max, char *err, size_t errlen) {
-    int n = 0;
-    const char *p = s;
-    while (p && *p) {
-        char *end;
-        errno = 0;
-        long h = strtol(p, &end, 10);
-        if (end == p || h < 1 || h > 65536 || errno) FAIL("heads \"%s\": expected comma-separated positive integers like 3,3,6,6 or 3x2,6x2", s);
-        long rep = 1;
-        if (*end == 'x' || *end == '*') {
-            const char *q = end + 1;
-            rep = strtol(q, &end, 10);
-            if (end == q || rep < 1 || rep > max) FAIL("heads \"%s\": bad repeat count after 'x'", s);
-        }
-        for (long r = 0; r < rep; r++) {
-            if (n >= max) FAIL("heads \"%s\": more than %d layers", s, max);
-            heads[n++] = (int)h;
-        }
-        if (*end == ',') end++;
-        else if (*end) FAIL("heads \"%s\": unexpected '%c'", s, *end);
-        p = end;
-    }
-    if (n == 0) FAIL("heads: empty list");
-    return n;
+    char why[200];
+    int L = 0;
+    if (schedule_parse(s, heads, max, &L, why, sizeof why) < 0) FAIL("heads \"%.80s\": %s", s ? s : "", why);
+    return L;
 }
 
 void job_format_heads(const struct job_config *j, char *buf, size_t len) {

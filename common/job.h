@@ -107,7 +107,8 @@ int job_copy(struct job_config *dst, const struct job_config *src);
 /* Frees the owned strings and resets to job_init() state. NULL is fine. */
 void job_release(struct job_config *job);
 
-/* Parses "3,3,6,6" or "3x2,6x2" into heads; returns the count or -1 (err says why). */
+/* Parses a schedule as schedule_parse() does ("3,3,6,6", "3x2,6x2", "12×6", spaces allowed) into heads[max];
+ * returns the count, or JOB_EINVAL with err naming the text and the bad item. */
 int job_parse_heads(const char *s, int *heads, int max, char *err, size_t errlen);
 
 /* "3,3,6,6" into buf (truncated safely). */

@@ -573,7 +573,7 @@ int schedule_parse(const char *s, int *heads, int cap, int *L, char *err, size_t
         if (v < 1) return fail(NULL, 0, err, errlen, "item %d: head counts must be >= 1 (got %ld)", item, v);
         long rep = 1;
         while (*p == ' ' || *p == '\t') p++;
-        if (*p == 'x' || *p == 'X' || (p[0] == '\xc3' && p[1] == '\x97')) {   /* "12x6" or "12×6" */
+        if (*p == 'x' || *p == 'X' || *p == '*' || (p[0] == '\xc3' && p[1] == '\x97')) {   /* "12x6", "12*6", "12×6" */
             p += *p == '\xc3' ? 2 : 1;
             while (*p == ' ' || *p == '\t') p++;
             if (*p < '0' || *p > '9')

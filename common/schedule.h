@@ -138,8 +138,10 @@ int schedule_sample(const schedule_rules *r, uint64_t n, uint64_t seed, schedule
  * (buf then holds a truncated, NUL-terminated prefix). */
 int schedule_format(const int *heads, int L, char *buf, size_t len);
 
-/* Parses "3,3,6,6,8,8,12,12,12,12,12,12" (spaces allowed; "12x6" or "12×6" repeats 12 six times) into
- * heads[cap]; *L gets the length. Returns 0 or SCHEDULE_EINVAL with a message naming the bad item. */
+/* Parses "3,3,6,6,8,8,12,12,12,12,12,12" (spaces allowed; "12x6", "12*6" or "12×6" repeats 12 six times) into
+ * heads[cap]; *L gets the length. Returns 0 or SCHEDULE_EINVAL with a message naming the bad item. The one
+ * schedule parser: `validate`, spec files, `prism-worker train --heads` (job_parse_heads) and the stored
+ * canonical text (sweeps_heads_json) all read schedules through it. */
 int schedule_parse(const char *s, int *heads, int cap, int *L, char *err, size_t errlen);
 
 /* Decimal text of a 128-bit count into buf (>= 40 bytes). Returns buf. */

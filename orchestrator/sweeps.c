@@ -8,6 +8,7 @@
  * leaves either the whole sweep or nothing. Prepared statements only; each is finalized before returning.
  */
 #include "sweeps.h"
+#include "schedule.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -322,13 +323,10 @@ json_t *sweeps_info_json(const sweeps_info *i) {
 }
 
 json_t *sweeps_heads_json(const char *heads) {
+    int h[SCHEDULE_MAX_L], L = 0;
+    char why[160];
     json_t *a = json_array();
-    for (const char *p = heads; p && *p;) {
-        char *end;
-        long v = strtol(p, &end, 10);
-        if (end == p) break;
-        json_array_append_new(a, json_integer(v));
-        p = *end == ',' ? end + 1 : end;
-    }
+    if (heads && schedule_parse(heads, h, SCHEDULE_MAX_L, &L, why, sizeof why) < 0) L = 0;
+    for (int l = 0; l < L; l++) json_array_append_new(a, json_integer(h[l]));
     return a;
 }

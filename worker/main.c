@@ -38,7 +38,7 @@ static void train_usage(FILE *f) {
         "  --quiet                 no progress output\n"
         "  --print-job             print the effective job (after overrides) as JSON and exit\n"
         "Overrides of job fields:\n"
-        "  --steps N  --heads 3,3,6,6 (or 3x2,6x2; sets model.n_layer too)  --batch-size N  --seq-len N\n"
+        "  --steps N  --heads 3,3,6,6 (or 3x2,6x2 or 12×6; sets model.n_layer too)  --batch-size N  --seq-len N\n"
         "  --grad-accum N  --lr X  --lr-schedule cosine|constant  --warmup-steps N  --seed N  --shuffle 0|1\n"
         "  --weight-decay X  --grad-clip X  --eval-every N  --eval-batches N  --attn-distance\n"
         "  --checkpoint-every N  --train GLOB  --val GLOB  --init FILE\n"

@@ -144,3 +144,18 @@ TEST(head_lists_parse) {
     job_format_heads(&j, buf, sizeof buf);
     ASSERT_STREQ("2,4,8", buf);
 }
+
+/* The worker's --heads and `prism-sweep validate` read schedules through the same parser: every spelling
+ * one accepts, the other does, and a bad one is named with its text and item. */
+TEST(head_lists_take_every_schedule_spelling) {
+    int h[16];
+    char err[256];
+    ASSERT_EQ_INT(12, job_parse_heads("3,3,6,6,8,8,12\xc3\x97" "6", h, 16, err, sizeof err));
+    ASSERT_EQ_INT(12, h[11]); ASSERT_EQ_INT(8, h[5]);
+    ASSERT_EQ_INT(12, job_parse_heads("3, 3, 6*2, 8x2, 12 x 6", h, 16, err, sizeof err));
+    ASSERT_EQ_INT(6, h[3]); ASSERT_EQ_INT(12, h[6]);
+    ASSERT_TRUE(job_parse_heads("3,,6", h, 16, err, sizeof err) < 0);
+    ASSERT_CONTAINS(err, "heads \"3,,6\": item 2");
+    ASSERT_TRUE(job_parse_heads("", h, 16, err, sizeof err) < 0);
+    ASSERT_CONTAINS(err, "heads \"\"");
+}

@@ -39,14 +39,14 @@ TEST(splitmix64_reference_sequence) {
 }
 
 TEST(mkdir_p_makes_parents_and_accepts_existing) {
-    char p[4400];
+    char p[4600];
     snprintf(p, sizeof p, "%s/a/b/c", harness_tmpdir());
     ASSERT_EQ_INT(0, util_mkdir_p(p, 0755));
     struct stat st;
     ASSERT_EQ_INT(0, stat(p, &st));
     ASSERT_TRUE(S_ISDIR(st.st_mode));
     ASSERT_EQ_INT(0, util_mkdir_p(p, 0755));                 /* again: fine */
-    char f[4300];
+    char f[4500];
     snprintf(f, sizeof f, "%s/file", p);
     FILE *fp = fopen(f, "w"); fclose(fp);
     snprintf(p, sizeof p, "%s/file/below", f);             /* a parent that is a file */
