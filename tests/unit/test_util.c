@@ -49,8 +49,9 @@ TEST(mkdir_p_makes_parents_and_accepts_existing) {
     char f[4500];
     snprintf(f, sizeof f, "%s/file", p);
     FILE *fp = fopen(f, "w"); fclose(fp);
-    snprintf(p, sizeof p, "%s/file/below", f);             /* a parent that is a file */
-    ASSERT_EQ_INT(-1, util_mkdir_p(p, 0755));
+    char q[4700];
+    snprintf(q, sizeof q, "%s/below", f);                  /* a parent that is a file */
+    ASSERT_EQ_INT(-1, util_mkdir_p(q, 0755));
     ASSERT_EQ_INT(ENOTDIR, errno);
 }
 
