@@ -46,10 +46,10 @@ TEST(mkdir_p_makes_parents_and_accepts_existing) {
     ASSERT_EQ_INT(0, stat(p, &st));
     ASSERT_TRUE(S_ISDIR(st.st_mode));
     ASSERT_EQ_INT(0, util_mkdir_p(p, 0755));                 /* again: fine */
-    char f[4500];
+    char f[4700];
     snprintf(f, sizeof f, "%s/file", p);
     FILE *fp = fopen(f, "w"); fclose(fp);
-    char q[4700];
+    char q[4800];
     snprintf(q, sizeof q, "%s/below", f);                  /* a parent that is a file */
     ASSERT_EQ_INT(-1, util_mkdir_p(q, 0755));
     ASSERT_EQ_INT(ENOTDIR, errno);
