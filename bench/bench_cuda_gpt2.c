@@ -1,5 +1,5 @@
 /* bench/bench_cuda_gpt2.c — GPT-2 124M training throughput on one CUDA device: uniform 12 heads vs the
- * Prism schedule 3,3,6,6,8,8,12x6 (issue 6). Prints tokens/s, ms/step, MFU and peak device memory per
+ * Prism schedule 3,3,6,6,8,8,12x6 (the paper's best at 124M). Prints tokens/s, ms/step, MFU and peak device memory per
  * schedule, and Prism's throughput as a fraction of uniform.
  *
  * Both models live on the device at once and are timed in alternating rounds (uniform, prism, uniform, ...)

@@ -1,4 +1,4 @@
-/* bench/bench_enumerate.c — the schedule enumerator's speed (issue 2): exact counting by dynamic programming
+/* bench/bench_enumerate.c — the schedule enumerator's speed: exact counting by dynamic programming
  * versus walking every schedule, for L=48, d_model=1600, --max-head-dim 0 (the issue's figure), both through
  * the library and through the real `prism-sweep enumerate` command (fork + exec, output to /dev/null).
  * Also counts a set far too large to list, to show that --count does not depend on the size of the list.

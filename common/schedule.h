@@ -1,7 +1,7 @@
 /* schedule.h — per-layer head schedules of a Prism transformer: the rules, validation, exact counting,
  * enumeration in a fixed order, uniform sampling, and the canonical text form "3,3,6,6,8,8,12,12,12,12,12,12".
  *
- * A schedule is int heads[L] (layer 1 first). The rules (issue 2):
+ * A schedule is int heads[L] (layer 1 first). The rules of a valid schedule:
  *   hard  every h_l divides d_model, h_l <= h_base, non-decreasing, h_L = h_base (so every h_base layer sits in
  *         one final run: the "baseline run");
  *   soft  d_model/h_l <= max_head_dim (0 = no bound); with pow2, head dims below the baseline run are powers of
@@ -61,8 +61,8 @@ typedef enum {
     SCHEDULE_F_POW2, SCHEDULE_F_HEADS, SCHEDULE_F_MIN_BLOCK, SCHEDULE_F_MAX_BLOCK, SCHEDULE_F_MIN_BASELINE,
 } schedule_field;
 
-/* Defaults of issue 2: L=12, d_model=768, h_base=0 (d/64), max_head_dim=256, pow2=0, all heads, blocks 2..4,
- * min_baseline=0.5. */
+/* The defaults (the paper's 124M setting): L=12, d_model=768, h_base=0 (d/64), max_head_dim=256, pow2=0,
+ * all heads, blocks 2..4, min_baseline=0.5. */
 void schedule_rules_default(schedule_rules *r);
 
 /* Checks the rules and resolves h_base=0 to d_model/64. On failure returns SCHEDULE_EINVAL, *field says which

@@ -2,7 +2,7 @@
  * the input text, then schedule_validate / schedule_validate_hard / schedule_blocks on what it returns.
  *
  * Input: the schedule text, optionally followed by a line "d_model h_base min_block max_block max_head_dim
- * pow2 min_baseline" giving the rules to validate against (absent fields keep issue 2's defaults; h_base 0
+ * pow2 min_baseline" giving the rules to validate against (absent fields keep schedule_rules_default's values; h_base 0
  * = d_model/64). Without that line the rules are the defaults with d_model = 64 × the last layer's heads.
  *
  * Contract checked on every input:

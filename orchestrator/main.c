@@ -18,7 +18,7 @@ static const command commands[] = {
     { "validate", cmd_validate, "check one schedule against the rules; name each broken rule and where" },
     { "create", cmd_create, "validate a sweep spec and create its sweep, schedules and jobs (idempotent)" },
     { "status", cmd_status, "jobs per state (queued, leased, done, failed, cancelled) of one or all sweeps" },
-    /* ---- orchestrator daemon (issue 4) ------------------------------------------------------------- */
+    /* ---- orchestrator daemon --------------------------------------------------------------------- */
     { "serve", cmd_serve, "run the HTTP/JSON orchestrator (leases, metrics, results, the page)" },
     { "leaderboard", cmd_leaderboard, "rank a sweep's schedules against the uniform baseline" },
     { "launch", cmd_launch, "start a fleet of workers on a cluster: launch slurm prints (or submits) an array job" },

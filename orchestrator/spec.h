@@ -13,8 +13,8 @@
  *   exclude     optional list of schedules removed from the set (each must be in it)
  *   sample      optional {n, seed}: n schedules drawn uniformly from the rules' set
  *   seeds       [S1, S2, ...] distinct non-negative integers; job seed_index = position in this list
- *   train       the job's train section without "seed" (issue 3), "steps" required
- *   eval, data  the job's eval and data sections (issue 3), copied as given
+ *   train       the job's train section without "seed" (the job format of docs/FORMATS.md), "steps" required
+ *   eval, data  the job's eval and data sections of the job format, copied as given
  * The uniform baseline is always in the set (added first when a list or a sample lacks it). Schedule order
  * ("ord"): the baseline first, then the enumeration order (rules/sample) or the list order, then includes.
  *
@@ -61,7 +61,7 @@ void spec_release(sweep_spec *sp);   /* frees what *sp owns and zeroes it; a zer
 
 /* 1 when schedule i is the uniform baseline. */
 int spec_is_baseline(const sweep_spec *sp, int i);
-/* The job JSON of schedule i × seed j (issue 3 format: model with heads, train with seed, eval, data).
+/* The job JSON of schedule i × seed j (the job format: model with heads, train with seed, eval, data).
  * Returns a new reference, or NULL when out of memory. */
 json_t *spec_job_json(const sweep_spec *sp, int i, int j);
 #endif

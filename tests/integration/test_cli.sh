@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# test_cli.sh — the `prism-sweep` command line of issue 2: enumerate (text/json/csv, --count, --sample),
+# test_cli.sh — the `prism-sweep` command line: enumerate (text/json/csv, --count, --sample),
 # validate, create, status, --help, and every error path (exit 2 naming the flag and the valid range).
 # timeout: 120
 . "$(dirname "$0")/../lib.sh"

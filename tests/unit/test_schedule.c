@@ -2,7 +2,7 @@
  * messages, parsing and formatting (common/schedule.c).
  *
  * The reference generates every non-decreasing sequence of divisors of d_model that are <= h_base, in
- * descending lexicographic order, and filters it with the rules written out directly from issue 2 (not with
+ * descending lexicographic order, and filters it with the rules written out directly from the rules' text (not with
  * schedule_validate); enumerate must produce exactly that list, in that order, and count must equal its length.
  * timeout: 120
  */
