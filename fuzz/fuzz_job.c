@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "job.h"
+#include "schedule.h"
 
 #undef FUZZ_CHECK
 #define FUZZ_CHECK(c) do { if (!(c)) { fprintf(stderr, "fuzz_job: contract violated: %s (line %d)\n", #c, __LINE__); abort(); } } while (0)
@@ -116,7 +117,7 @@ int fuzz_job_one(const uint8_t *data, size_t size) {
     FUZZ_CHECK(rc3 == rc);
     job_release(&j3);
     job_release(&job);
-    /* the CLI's --heads text ("3,3,6,6" or "3x2,6x2") on the same bytes */
+    /* the CLI's --heads text ("3,3,6,6", "3x2,6x2", "12×6": schedule_parse's grammar) on the same bytes */
     int heads[JOB_MAX_LAYERS];
     char herr[256];
     herr[0] = 0;
@@ -124,12 +125,12 @@ int fuzz_job_one(const uint8_t *data, size_t size) {
     if (nh < 0) FUZZ_CHECK(herr[0] != 0 && memchr(herr, 0, sizeof herr));
     else {
         FUZZ_CHECK(nh >= 1 && nh <= JOB_MAX_LAYERS);
-        for (int l = 0; l < nh; l++) FUZZ_CHECK(heads[l] >= 1 && heads[l] <= 65536);
+        for (int l = 0; l < nh; l++) FUZZ_CHECK(heads[l] >= 1 && heads[l] <= SCHEDULE_MAX_DMODEL);
         struct job_config hj;
         job_init(&hj);
         hj.model.n_layer = nh;
         memcpy(hj.model.heads, heads, sizeof(int) * (size_t)nh);
-        char buf[JOB_MAX_LAYERS * 7];
+        char buf[JOB_MAX_LAYERS * 9];   /* "1048576," per layer at most */
         job_format_heads(&hj, buf, sizeof buf);
         int again[JOB_MAX_LAYERS];
         FUZZ_CHECK(job_parse_heads(buf, again, JOB_MAX_LAYERS, herr, sizeof herr) == nh);

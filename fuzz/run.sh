@@ -18,18 +18,19 @@ command -v "$CC_FUZZ" >/dev/null || { echo "fuzz: $CC_FUZZ not found (apt-get in
 OUT=$BUILD/fuzz
 mkdir -p "$OUT/gen"
 bash tools/embed_sql.sh sql/*.sql >"$OUT/gen/sql_embed.c"
+bash tools/embed_text.sh deploy/slurm/prism-worker.sbatch >"$OUT/gen/deploy_embed.c"   # `launch slurm` prints it
 FLAGS=(-g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -std=gnu11 -DPRISM_LIBFUZZER
        -Icommon -Iorchestrator -Ikernels -I"$OUT/gen")
 
 # sources and libraries per target (only what the parser needs, so each build stays small)
 srcs() {
   case $1 in
-    request)    ls orchestrator/*.c common/*.c | grep -v -e '^orchestrator/main.c$'; echo "$OUT/gen/sql_embed.c" ;;
-    job)        echo common/job.c ;;
-    spec)       echo orchestrator/spec.c common/job.c common/schedule.c ;;
-    schedule)   echo common/schedule.c ;;
-    shard)      echo common/shard.c ;;
-    checkpoint) ls kernels/*.c ;;
+    request)    ls orchestrator/*.c common/*.c | grep -v -e '^orchestrator/main.c$'; echo "$OUT/gen/sql_embed.c" "$OUT/gen/deploy_embed.c" ;;
+    job)        echo common/job.c common/schedule.c common/util.c ;;
+    spec)       echo orchestrator/spec.c common/job.c common/schedule.c common/util.c ;;
+    schedule)   echo common/schedule.c common/util.c ;;
+    shard)      echo common/shard.c common/util.c ;;
+    checkpoint) ls kernels/*.c; echo common/util.c ;;
   esac
 }
 libs() {
