@@ -8,7 +8,7 @@
 #   make sanitize   the test suite built with ASan + UBSan
 #   make deps       report ✓/✗ per dependency and install what is missing (root) or print the apt-get line
 #
-# Layout: common/ (shared C), orchestrator/ (prism-sweep), worker/ (prism-worker, prism-data),
+# Layout: common/ (shared C), orchestrator/ (prism-sweep), worker/ (prism-worker), dataprep/ (prism-data),
 # kernels/ (CPU reference *.c, CUDA *.cu in kernels/cuda/). Every .c outside a program's main file goes into
 # that directory's static library, so adding a module needs no Makefile edit.
 # BUILD=dir puts every output under dir (several builds can share one tree).
@@ -26,7 +26,7 @@ PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 
 CFLAGS   ?= $(OPT) -g
 CFLAGS   += -std=gnu11 -Wall -Wextra -Wno-unused-parameter -Wno-sign-compare -fopenmp -MMD -MP \
-            -Icommon -Iorchestrator -Iworker -Ikernels -I$(BUILD)/gen $(PKG_CFLAGS)
+            -Icommon -Iorchestrator -Iworker -Idataprep -Ikernels -I$(BUILD)/gen $(PKG_CFLAGS)
 LDLIBS   := $(PKG_LIBS) -lhttp_parser -fopenmp -lm -lpthread
 
 # ---- CUDA (only when nvcc is found) ---------------------------------------------------------------
@@ -66,8 +66,10 @@ COMMON_SRC  := $(wildcard common/*.c)
 KERNEL_SRC  := $(wildcard kernels/*.c)
 ORCH_MAIN   := orchestrator/main.c
 ORCH_SRC    := $(filter-out $(ORCH_MAIN),$(wildcard orchestrator/*.c))
-WORKER_MAINS := worker/main.c worker/data_main.c
+WORKER_MAINS := worker/main.c
 WORKER_SRC  := $(filter-out $(WORKER_MAINS),$(wildcard worker/*.c))
+DATA_MAIN   := dataprep/main.c
+DATA_SRC    := $(filter-out $(DATA_MAIN),$(wildcard dataprep/*.c))
 SQL_SRC     := $(wildcard sql/*.sql)
 GEN_SQL     := $(BUILD)/gen/sql_embed.c
 
@@ -76,8 +78,9 @@ LIB_COMMON  := $(BUILD)/lib/libprism_common.a
 LIB_KERNELS := $(BUILD)/lib/libprism_kernels.a
 LIB_ORCH    := $(BUILD)/lib/libprism_orch.a
 LIB_WORKER  := $(BUILD)/lib/libprism_worker.a
+LIB_DATA    := $(BUILD)/lib/libprism_data.a
 LIB_CUDA    := $(if $(HAVE_CUDA),$(BUILD)/lib/libprism_cuda.a)
-ALL_LIBS    := $(LIB_ORCH) $(LIB_WORKER) $(LIB_KERNELS) $(LIB_CUDA) $(LIB_COMMON)
+ALL_LIBS    := $(LIB_ORCH) $(LIB_WORKER) $(LIB_DATA) $(LIB_KERNELS) $(LIB_CUDA) $(LIB_COMMON)
 
 PROGS := $(BUILD)/prism-sweep $(BUILD)/prism-worker $(BUILD)/prism-data
 TEST_SRC  := $(wildcard tests/unit/test_*.c)
@@ -120,6 +123,7 @@ $(LIB_COMMON): $(call obj,$(COMMON_SRC)) $(BUILD)/empty.o
 $(LIB_KERNELS): $(call obj,$(KERNEL_SRC)) $(BUILD)/empty.o
 $(LIB_ORCH): $(call obj,$(ORCH_SRC)) $(BUILD)/obj/gen/sql_embed.o
 $(LIB_WORKER): $(call obj,$(WORKER_SRC)) $(BUILD)/empty.o
+$(LIB_DATA): $(call obj,$(DATA_SRC)) $(BUILD)/empty.o
 $(LIB_CUDA): $(patsubst %.cu,$(BUILD)/obj/%.cu.o,$(CU_SRC))
 # deploy/slurm/prism-worker.sbatch travels inside prism-sweep (`prism-sweep launch slurm` prints it)
 GEN_DEPLOY  := $(BUILD)/gen/deploy_embed.c
@@ -143,8 +147,10 @@ $(BUILD)/prism-sweep: $(call obj,$(ORCH_MAIN)) $(LIB_ORCH) $(LIB_COMMON)
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
 $(BUILD)/prism-worker: $(call obj,worker/main.c) $(LIB_WORKER) $(LIB_KERNELS) $(LIB_CUDA) $(LIB_COMMON)
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS) $(CUDA_LIBS)
-$(BUILD)/prism-data: $(call obj,worker/data_main.c) $(LIB_WORKER) $(LIB_KERNELS) $(LIB_CUDA) $(LIB_COMMON)
-	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS) $(CUDA_LIBS)
+# prism-data needs shards, the tokenizer and jansson/PCRE2 only: no kernels, no CUDA, no server libraries
+DATA_LDLIBS := $(shell pkg-config --libs jansson libpcre2-8 2>/dev/null) -fopenmp -lm -lpthread
+$(BUILD)/prism-data: $(call obj,$(DATA_MAIN)) $(LIB_DATA) $(LIB_COMMON)
+	$(CC) $(CFLAGS) -o $@ $^ $(DATA_LDLIBS)
 
 # A unit test links against every library: tests/unit/test_X.c -> $(BUILD)/tests/test_X
 $(BUILD)/tests/%: tests/unit/%.c tests/harness.h $(ALL_LIBS)

@@ -1,4 +1,4 @@
-/* bench/bench_tokenize.c — GPT-2 BPE tokenisation throughput (prism-data tokenize's pipeline, worker/tokenize.c)
+/* bench/bench_tokenize.c — GPT-2 BPE tokenisation throughput (prism-data tokenize's pipeline, dataprep/tokenize.c)
  * in MB of text per second, with one and two encoding threads.
  *
  * Nothing is downloaded: the benchmark generates its own corpus and vocabulary. The corpus is English-like text

@@ -1,4 +1,4 @@
-/* test_bpe.c — GPT-2 byte-level BPE (worker/bpe.c) on a vocabulary built here: the 256 byte tokens (id = byte
+/* test_bpe.c — GPT-2 byte-level BPE (dataprep/bpe.c) on a vocabulary built here: the 256 byte tokens (id = byte
  * value), a dozen merges and <|endoftext|>, written as GPT-2's encoder.json and vocab.bpe. Every expected encoding
  * below is worked out by hand from the pattern and the merge ranks; the pattern's edge cases ('s and 'S, digits,
  * runs of spaces and newlines, non-ASCII letters and digits, Unicode spaces, invalid UTF-8) are checked piece by piece.

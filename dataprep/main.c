@@ -1,4 +1,4 @@
-/* data_main.c — prism-data: makes llm.c token shards.
+/* dataprep/main.c — prism-data: makes llm.c token shards.
  *
  *   prism-data synth --out DIR --tokens N --vocab V --seed S [--val-frac F]
  *   prism-data bytes FILE... --out DIR [--val-frac F]

@@ -1,4 +1,4 @@
-/* tokenize.h — text to llm.c token shards with GPT-2's BPE (worker/bpe.h), streaming and multi-threaded:
+/* tokenize.h — text to llm.c token shards with GPT-2's BPE (dataprep/bpe.h), streaming and multi-threaded:
  * `prism-data tokenize` and the tokenizer benchmark call tokenize_run().
  *
  * Input: plain text files (each file one document) or JSONL files (each non-blank line one document, an object
