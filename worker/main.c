@@ -9,9 +9,9 @@
  * job, data, checkpoint), 3 stopped by a signal (SIGTERM: checkpoint written first; SIGINT: at once).
  */
 #include "agent.h"
+#include "cli.h"
 #include "job.h"
 #include "train.h"
-#include <getopt.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,45 +25,6 @@ static void on_signal(int sig) {                /* async-signal-safe: a flag, si
     g_stop = sig == SIGTERM ? 2 : 1;
 }
 
-static void train_usage(FILE *f) {
-    fprintf(f,
-        "usage: prism-worker train JOB.json --out DIR [flags]\n"
-        "Trains one job locally and writes DIR/metrics.jsonl, DIR/result.json, DIR/model.bin.\n"
-        "  --out DIR               output directory (required)\n"
-        "  --device D              cpu (default) or a CUDA device index (0, 1, ...)\n"
-        "  --data-root DIR         relative data globs and model.init resolve against DIR (default: cwd)\n"
-        "  --checkpoint-dir DIR    training-state checkpoints go here (default: --out)\n"
-        "  --resume FILE           continue from a training-state checkpoint\n"
-        "  --threads N             CPU threads (default: OMP_NUM_THREADS or all cores)\n"
-        "  --quiet                 no progress output\n"
-        "  --print-job             print the effective job (after overrides) as JSON and exit\n"
-        "Overrides of job fields:\n"
-        "  --steps N  --heads 3,3,6,6 (or 3x2,6x2 or 12×6; sets model.n_layer too)  --batch-size N  --seq-len N\n"
-        "  --grad-accum N  --lr X  --lr-schedule cosine|constant  --warmup-steps N  --seed N  --shuffle 0|1\n"
-        "  --weight-decay X  --grad-clip X  --eval-every N  --eval-batches N  --attn-distance\n"
-        "  --checkpoint-every N  --train GLOB  --val GLOB  --init FILE\n"
-        "Exit status: 0 done, 1 training failed, 2 bad input, 3 stopped by a signal (SIGTERM checkpoints first).\n");
-}
-
-static int parse_int(const char *flag, const char *s, long lo, long hi, int *out) {
-    char *end;
-    long v = strtol(s, &end, 10);
-    if (!*s || *end || v < lo || v > hi) {
-        fprintf(stderr, "prism-worker train: %s: expected an integer in [%ld, %ld], got \"%s\"\n", flag, lo, hi, s);
-        return -1;
-    }
-    *out = (int)v;
-    return 0;
-}
-
-static int parse_num(const char *flag, const char *s, double *out) {
-    char *end;
-    double v = strtod(s, &end);
-    if (!*s || *end) { fprintf(stderr, "prism-worker train: %s: expected a number, got \"%s\"\n", flag, s); return -1; }
-    *out = v;
-    return 0;
-}
-
 static int set_str(char **slot, const char *v) {
     char *d = strdup(v);
     if (!d) return -1;
@@ -72,84 +33,89 @@ static int set_str(char **slot, const char *v) {
     return 0;
 }
 
-enum { O_OUT = 256, O_DEVICE, O_DATA_ROOT, O_CKPT_DIR, O_RESUME, O_QUIET, O_PRINT, O_STEPS, O_HEADS, O_BATCH,
-       O_SEQ, O_ACCUM, O_LR, O_SCHED, O_WARMUP, O_SEED, O_SHUFFLE, O_WD, O_CLIP, O_EVERY, O_EBATCHES, O_ATTN,
-       O_CKEVERY, O_TRAIN, O_VAL, O_INIT, O_HELP, O_THREADS };
-
 static int cmd_train(int argc, char **argv) {
-    static const struct option longopts[] = {
-        {"out", 1, 0, O_OUT}, {"device", 1, 0, O_DEVICE}, {"data-root", 1, 0, O_DATA_ROOT},
-        {"checkpoint-dir", 1, 0, O_CKPT_DIR}, {"resume", 1, 0, O_RESUME}, {"quiet", 0, 0, O_QUIET},
-        {"print-job", 0, 0, O_PRINT}, {"steps", 1, 0, O_STEPS}, {"heads", 1, 0, O_HEADS},
-        {"batch-size", 1, 0, O_BATCH}, {"seq-len", 1, 0, O_SEQ}, {"grad-accum", 1, 0, O_ACCUM},
-        {"lr", 1, 0, O_LR}, {"lr-schedule", 1, 0, O_SCHED}, {"warmup-steps", 1, 0, O_WARMUP},
-        {"seed", 1, 0, O_SEED}, {"shuffle", 1, 0, O_SHUFFLE}, {"weight-decay", 1, 0, O_WD},
-        {"grad-clip", 1, 0, O_CLIP}, {"eval-every", 1, 0, O_EVERY}, {"eval-batches", 1, 0, O_EBATCHES},
-        {"attn-distance", 0, 0, O_ATTN}, {"checkpoint-every", 1, 0, O_CKEVERY}, {"train", 1, 0, O_TRAIN},
-        {"val", 1, 0, O_VAL}, {"init", 1, 0, O_INIT}, {"help", 0, 0, O_HELP}, {"threads", 1, 0, O_THREADS},
-        {0, 0, 0, 0}};
     struct job_config job;
     struct train_opts o;
     memset(&o, 0, sizeof o);
     char err[2048];
-    int status = 2, print = 0, x = 0;
+    int status = 2, print = 0, quiet = 0, threads = 0, attn = 0;
+    int steps = 0, batch = 0, seq = 0, accum = 0, warmup = 0, shuffle = 0, every = 0, ebatches = 0, ckevery = 0;
+    long long seed = 0;
+    double lr = 0, wd = 0, clip = 0;
+    const char *heads = NULL, *sched = NULL, *train = NULL, *val = NULL, *init = NULL;
+    cli_flag flags[] = {
+        {"--out", CLI_STR, &o.out_dir, "", "output directory (required)", 0, 0, 0, 0},
+        {"--device", CLI_STR, &o.device, "cpu", "cpu or a CUDA device index (0, 1, ...)", 0, 0, 0, 0},
+        {"--data-root", CLI_STR, &o.data_root, "cwd", "relative data globs and model.init resolve against it", 0, 0, 0, 0},
+        {"--checkpoint-dir", CLI_STR, &o.checkpoint_dir, "--out", "training-state checkpoints go here", 0, 0, 0, 0},
+        {"--resume", CLI_STR, &o.resume, "", "continue from a training-state checkpoint", 0, 0, 0, 0},
+        {"--threads", CLI_INT, &threads, "OMP_NUM_THREADS or all cores", "CPU threads", 1, 4096, 0, 0},
+        {"--quiet", CLI_BOOL, &quiet, "off", "no progress output", 0, 0, 0, 0},
+        {"--print-job", CLI_BOOL, &print, "off", "print the effective job (after overrides) as JSON and exit", 0, 0, 0, 0},
+        /* overrides of the job's fields: the default is the job file's value */
+        {"--steps", CLI_INT, &steps, "job", "train.steps", 1, 1000000000, 0, 0},
+        {"--heads", CLI_STR, &heads, "job", "model.heads: 3,3,6,6 or 3x2,6x2 or 12×6 (sets model.n_layer too)", 0, 0, 0, 0},
+        {"--batch-size", CLI_INT, &batch, "job", "train.batch_size", 1, 65536, 0, 0},
+        {"--seq-len", CLI_INT, &seq, "job", "train.seq_len", 1, 1 << 20, 0, 0},
+        {"--grad-accum", CLI_INT, &accum, "job", "train.grad_accum", 1, 65536, 0, 0},
+        {"--lr", CLI_DOUBLE, &lr, "job", "train.lr", 0, 0, 0, 0},
+        {"--lr-schedule", CLI_STR, &sched, "job", "train.lr_schedule: cosine or constant", 0, 0, 0, 0},
+        {"--warmup-steps", CLI_INT, &warmup, "job", "train.warmup_steps", 0, 1000000000, 0, 0},
+        {"--seed", CLI_INT64, &seed, "job", "train.seed", 0, 2147483647, 0, 0},
+        {"--shuffle", CLI_INT, &shuffle, "job", "train.shuffle", 0, 1, 0, 0},
+        {"--weight-decay", CLI_DOUBLE, &wd, "job", "train.weight_decay", 0, 0, 0, 0},
+        {"--grad-clip", CLI_DOUBLE, &clip, "job", "train.grad_clip", 0, 0, 0, 0},
+        {"--eval-every", CLI_INT, &every, "job", "eval.every", 0, 1000000000, 0, 0},
+        {"--eval-batches", CLI_INT, &ebatches, "job", "eval.batches", 1, 1000000, 0, 0},
+        {"--attn-distance", CLI_BOOL, &attn, "job", "eval.attn_distance: measure D_l at the end", 0, 0, 0, 0},
+        {"--checkpoint-every", CLI_INT, &ckevery, "job", "train.checkpoint_every", 0, 1000000000, 0, 0},
+        {"--train", CLI_STR, &train, "job", "data.train glob", 0, 0, 0, 0},
+        {"--val", CLI_STR, &val, "job", "data.val glob", 0, 0, 0, 0},
+        {"--init", CLI_STR, &init, "job", "model.init: start from this model file", 0, 0, 0, 0},
+        {0}};
+    cli_cmd cmd = {"train", "JOB.json --out DIR [flags]",
+                   "Trains one job locally and writes DIR/metrics.jsonl, DIR/result.json, DIR/model.bin.\n"
+                   "Exit status: 0 done, 1 training failed, 2 bad input, 3 stopped by a signal (SIGTERM checkpoints "
+                   "first).", flags, "prism-worker"};
     job_init(&job);
-    if (argc >= 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) { train_usage(stdout); return 0; }
+    if (argc >= 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) { cli_usage(&cmd, stdout); return 0; }
     if (argc < 2 || argv[1][0] == '-') {
-        fprintf(stderr, "prism-worker train: the first argument must be the job file (JOB.json)\n");
-        train_usage(stderr);
+        cli_cmd_error(&cmd, "the first argument must be the job file (JOB.json)");
+        cli_usage(&cmd, stderr);
         return 2;
     }
     const char *job_path = argv[1];
     if (job_load_file(job_path, &job, err, sizeof err)) { fprintf(stderr, "prism-worker train: %s\n", err); return 2; }
-    optind = 2;
-    opterr = 0;
-    int c;
-    while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
-        const char *a = optarg;
-        int bad = 0;
-        switch (c) {
-        case O_OUT: o.out_dir = a; break;
-        case O_DEVICE: o.device = a; break;
-        case O_DATA_ROOT: o.data_root = a; break;
-        case O_CKPT_DIR: o.checkpoint_dir = a; break;
-        case O_RESUME: o.resume = a; break;
-        case O_QUIET: o.quiet = 1; break;
-        case O_THREADS: bad = parse_int("--threads", a, 1, 4096, &o.threads); break;
-        case O_PRINT: print = 1; break;
-        case O_STEPS: bad = parse_int("--steps", a, 1, 1000000000, &job.train.steps); break;
-        case O_HEADS: {
-            int n = job_parse_heads(a, job.model.heads, JOB_MAX_LAYERS, err, sizeof err);
-            if (n < 0) { fprintf(stderr, "prism-worker train: --%s\n", err); bad = 1; break; }
-            for (int l = n; l < JOB_MAX_LAYERS; l++) job.model.heads[l] = 0;
-            job.model.n_layer = n;
-            break;
-        }
-        case O_BATCH: bad = parse_int("--batch-size", a, 1, 65536, &job.train.batch_size); break;
-        case O_SEQ: bad = parse_int("--seq-len", a, 1, 1 << 20, &job.train.seq_len); break;
-        case O_ACCUM: bad = parse_int("--grad-accum", a, 1, 65536, &job.train.grad_accum); break;
-        case O_LR: bad = parse_num("--lr", a, &job.train.lr); break;
-        case O_SCHED: snprintf(job.train.lr_schedule, sizeof job.train.lr_schedule, "%s", a); break;
-        case O_WARMUP: bad = parse_int("--warmup-steps", a, 0, 1000000000, &job.train.warmup_steps); break;
-        case O_SEED: bad = parse_int("--seed", a, 0, 2147483647, &x); job.train.seed = (uint64_t)x; break;
-        case O_SHUFFLE: bad = parse_int("--shuffle", a, 0, 1, &job.train.shuffle); break;
-        case O_WD: bad = parse_num("--weight-decay", a, &job.train.weight_decay); break;
-        case O_CLIP: bad = parse_num("--grad-clip", a, &job.train.grad_clip); break;
-        case O_EVERY: bad = parse_int("--eval-every", a, 0, 1000000000, &job.eval.every); break;
-        case O_EBATCHES: bad = parse_int("--eval-batches", a, 1, 1000000, &job.eval.batches); break;
-        case O_ATTN: job.eval.attn_distance = 1; break;
-        case O_CKEVERY: bad = parse_int("--checkpoint-every", a, 0, 1000000000, &job.train.checkpoint_every); break;
-        case O_TRAIN: bad = set_str(&job.data.train, a); break;
-        case O_VAL: bad = set_str(&job.data.val, a); break;
-        case O_INIT: bad = set_str(&job.model.init, a); break;
-        case O_HELP: train_usage(stdout); status = 0; goto out;
-        default:
-            fprintf(stderr, "prism-worker train: unknown or incomplete flag \"%s\" (see --help)\n", argv[optind - 1]);
-            bad = 1;
-        }
-        if (bad) goto out;
+    char *pos[1];
+    int npos = 0, rc = cli_parse(&cmd, argc - 1, argv + 1, pos, 0, &npos);
+    if (rc != CLI_OK) { status = rc == CLI_HELP ? 0 : 2; goto out; }
+    if (cli_find(&cmd, "--heads")->seen) {
+        int n = job_parse_heads(heads, job.model.heads, JOB_MAX_LAYERS, err, sizeof err);
+        if (n < 0) { fprintf(stderr, "prism-worker train: --%s\n", err); goto out; }
+        for (int l = n; l < JOB_MAX_LAYERS; l++) job.model.heads[l] = 0;
+        job.model.n_layer = n;
     }
-    if (optind < argc) { fprintf(stderr, "prism-worker train: unexpected argument \"%s\"\n", argv[optind]); goto out; }
+#define OVERRIDE(flag, stmt) do { if (cli_find(&cmd, flag)->seen) { stmt; } } while (0)
+    OVERRIDE("--steps", job.train.steps = steps);
+    OVERRIDE("--batch-size", job.train.batch_size = batch);
+    OVERRIDE("--seq-len", job.train.seq_len = seq);
+    OVERRIDE("--grad-accum", job.train.grad_accum = accum);
+    OVERRIDE("--lr", job.train.lr = lr);
+    OVERRIDE("--lr-schedule", snprintf(job.train.lr_schedule, sizeof job.train.lr_schedule, "%s", sched));
+    OVERRIDE("--warmup-steps", job.train.warmup_steps = warmup);
+    OVERRIDE("--seed", job.train.seed = (uint64_t)seed);
+    OVERRIDE("--shuffle", job.train.shuffle = shuffle);
+    OVERRIDE("--weight-decay", job.train.weight_decay = wd);
+    OVERRIDE("--grad-clip", job.train.grad_clip = clip);
+    OVERRIDE("--eval-every", job.eval.every = every);
+    OVERRIDE("--eval-batches", job.eval.batches = ebatches);
+    OVERRIDE("--attn-distance", job.eval.attn_distance = attn);
+    OVERRIDE("--checkpoint-every", job.train.checkpoint_every = ckevery);
+#undef OVERRIDE
+    if ((train && set_str(&job.data.train, train)) || (val && set_str(&job.data.val, val)) ||
+        (init && set_str(&job.model.init, init))) { fprintf(stderr, "prism-worker train: out of memory\n"); goto out; }
+    o.quiet = quiet;
+    o.threads = threads;
     if (job_validate(&job, err, sizeof err)) { fprintf(stderr, "prism-worker train: %s (after flags)\n", err); goto out; }
     if (print) {
         json_t *j = job_to_json(&job);
@@ -171,7 +137,7 @@ static int cmd_train(int argc, char **argv) {
     o.err = err;
     o.errlen = sizeof err;
     o.result = &res;
-    int rc = train_run(&job, &o);
+    rc = train_run(&job, &o);
     if (rc == 0) {
         fprintf(stderr, "done: %d steps, val loss %.4f, %.0f tok/s, %.1f s; outputs in %s\n", res.steps_done,
                 res.val_loss, res.tok_per_s, res.wall_s, o.out_dir);

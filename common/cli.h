@@ -1,5 +1,6 @@
-/* cli.h — flag parsing for the `prism-sweep` subcommands, driven by one table per command so that parsing,
- * range checks and `--help` (every flag with its default) can never disagree.
+/* cli.h — the one flag parser of all three programs (`prism-sweep`, `prism-worker`, `prism-data`), driven by
+ * one table per command so that parsing, range checks and `--help` (every flag with its default) can never
+ * disagree. A command of another program sets cli_cmd.prog ("prism-worker"); NULL means "prism-sweep".
  *
  *   static int L = 12; static const char *fmt = "text";
  *   cli_flag flags[] = {
@@ -18,12 +19,13 @@
 #define PRISM_CLI_H
 #include <stdio.h>
 
-typedef enum { CLI_END = 0, CLI_INT, CLI_INT64, CLI_DOUBLE, CLI_STR, CLI_BOOL, CLI_CHOICE } cli_type;
+/* CLI_COUNT: a long long that also takes the suffixes k, M, G (10^3, 10^6, 10^9): "--tokens 2M". */
+typedef enum { CLI_END = 0, CLI_INT, CLI_INT64, CLI_DOUBLE, CLI_STR, CLI_BOOL, CLI_CHOICE, CLI_COUNT } cli_type;
 
 typedef struct cli_flag {
     const char *name;      /* "--min-block" */
     cli_type type;
-    void *dst;             /* int* (INT, BOOL), long long* (INT64), double*, const char** (STR, CHOICE) */
+    void *dst;             /* int* (INT, BOOL), long long* (INT64, COUNT), double*, const char** (STR, CHOICE) */
     const char *def;       /* the default as --help shows it */
     const char *help;
     double min, max;       /* valid range when min < max */
@@ -36,6 +38,7 @@ typedef struct cli_cmd {
     const char *synopsis;  /* "[flags]" or "SPEC.json --db FILE" */
     const char *summary;   /* one paragraph */
     cli_flag *flags;       /* terminated by an entry with name NULL */
+    const char *prog;      /* "prism-worker"; NULL: "prism-sweep" */
 } cli_cmd;
 
 enum { CLI_OK = 0, CLI_HELP = 1, CLI_ERR = 2 };
@@ -48,4 +51,6 @@ void cli_usage(const cli_cmd *cmd, FILE *f);
 cli_flag *cli_find(cli_cmd *cmd, const char *name);
 /* "prism-sweep CMD: " + message on stderr; returns 2 (the exit status for bad usage). */
 int cli_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* The same with the command's own program name: "prism-data synth: " + message. Returns 2. */
+int cli_cmd_error(const cli_cmd *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 #endif

@@ -1,4 +1,4 @@
-/* cli.c — table-driven flag parsing and --help for the prism-sweep subcommands.
+/* cli.c — table-driven flag parsing and --help for the subcommands of prism-sweep, prism-worker and prism-data.
  *
  * Design: a command describes its flags once (name, type, destination, default text, help, range); the parser
  * and the usage printer both read that table, so --help always lists every flag with its real default and a
@@ -13,13 +13,28 @@
 #include <stdlib.h>
 #include <string.h>
 
+static const char *prog_of(const cli_cmd *cmd) { return cmd->prog ? cmd->prog : "prism-sweep"; }
+
+static int verror(const char *prog, const char *cmd, const char *fmt, va_list ap) {
+    fprintf(stderr, "%s %s: ", prog, cmd);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    return CLI_ERR;
+}
+
 int cli_error(const char *cmd, const char *fmt, ...) {
     va_list ap;
-    fprintf(stderr, "prism-sweep %s: ", cmd);
     va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
+    verror("prism-sweep", cmd, fmt, ap);
     va_end(ap);
-    fputc('\n', stderr);
+    return CLI_ERR;
+}
+
+int cli_cmd_error(const cli_cmd *cmd, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    verror(prog_of(cmd), cmd->name, fmt, ap);
+    va_end(ap);
     return CLI_ERR;
 }
 
@@ -31,7 +46,7 @@ cli_flag *cli_find(cli_cmd *cmd, const char *name) {
 
 static const char *type_hint(const cli_flag *f) {
     switch (f->type) {
-    case CLI_INT: case CLI_INT64: return "N";
+    case CLI_INT: case CLI_INT64: case CLI_COUNT: return "N";
     case CLI_DOUBLE: return "X";
     case CLI_STR: return "S";
     case CLI_CHOICE: return f->choices;
@@ -40,7 +55,7 @@ static const char *type_hint(const cli_flag *f) {
 }
 
 void cli_usage(const cli_cmd *cmd, FILE *o) {
-    fprintf(o, "usage: prism-sweep %s %s\n\n%s\n", cmd->name, cmd->synopsis, cmd->summary);
+    fprintf(o, "usage: %s %s %s\n\n%s\n", prog_of(cmd), cmd->name, cmd->synopsis, cmd->summary);
     if (!cmd->flags || !cmd->flags[0].name) return;
     fprintf(o, "\nflags (default in brackets):\n");
     for (const cli_flag *f = cmd->flags; f->name; f++) {
@@ -50,6 +65,8 @@ void cli_usage(const cli_cmd *cmd, FILE *o) {
         fprintf(o, "  %-26s %s [%s]", left, f->help, f->def ? f->def : "");
         if ((f->type == CLI_INT || f->type == CLI_INT64) && f->min < f->max)
             fprintf(o, " (range %lld..%lld)", (long long)f->min, (long long)f->max);
+        else if (f->type == CLI_COUNT && f->min < f->max)
+            fprintf(o, " (range %lld..%lld; k, M, G suffixes)", (long long)f->min, (long long)f->max);
         else if (f->type == CLI_DOUBLE && f->min < f->max)
             fprintf(o, " (range %g..%g)", f->min, f->max);
         fputc('\n', o);
@@ -59,8 +76,8 @@ void cli_usage(const cli_cmd *cmd, FILE *o) {
 
 static int range_err(const cli_cmd *cmd, const cli_flag *f, const char *kind, const char *v) {
     if (f->min < f->max)
-        return cli_error(cmd->name, "%s must be %s in %.17g..%.17g (got \"%s\")", f->name, kind, f->min, f->max, v);
-    return cli_error(cmd->name, "%s must be %s (got \"%s\")", f->name, kind, v);
+        return cli_cmd_error(cmd, "%s must be %s in %.17g..%.17g (got \"%s\")", f->name, kind, f->min, f->max, v);
+    return cli_cmd_error(cmd, "%s must be %s (got \"%s\")", f->name, kind, v);
 }
 
 static int set_value(const cli_cmd *cmd, cli_flag *f, const char *v) {
@@ -74,6 +91,18 @@ static int set_value(const cli_cmd *cmd, cli_flag *f, const char *v) {
             return range_err(cmd, f, "an integer", v);
         if (f->type == CLI_INT) *(int *)f->dst = (int)x;
         else *(long long *)f->dst = x;
+        return CLI_OK;
+    }
+    case CLI_COUNT: {
+        long long x = strtoll(v, &end, 10), mul = 1;
+        if (end != v && *end && !end[1]) {
+            mul = *end == 'k' || *end == 'K' ? 1000LL : *end == 'M' ? 1000000LL : *end == 'G' ? 1000000000LL : 0;
+            if (mul) end++;
+        }
+        if (!*v || *end || errno || !mul || x > 9223372036854775807LL / mul || x < -9223372036854775807LL / mul ||
+            (f->min < f->max && (x * mul < f->min || x * mul > f->max)))
+            return range_err(cmd, f, "an integer (k, M, G suffixes allowed)", v);
+        *(long long *)f->dst = x * mul;
         return CLI_OK;
     }
     case CLI_DOUBLE: {
@@ -97,7 +126,7 @@ static int set_value(const cli_cmd *cmd, cli_flag *f, const char *v) {
             }
             c = bar ? bar + 1 : c + len;
         }
-        return cli_error(cmd->name, "%s must be one of %s (got \"%s\")", f->name, f->choices, v);
+        return cli_cmd_error(cmd, "%s must be one of %s (got \"%s\")", f->name, f->choices, v);
     }
     default:
         return CLI_ERR;
@@ -123,13 +152,13 @@ int cli_parse(cli_cmd *cmd, int argc, char **argv, char **pos, int maxpos, int *
             name[len] = 0;
             cli_flag *f = cli_find(cmd, name);
             if (!f)
-                return cli_error(cmd->name, "unknown flag %s (see prism-sweep %s --help)", name, cmd->name);
+                return cli_cmd_error(cmd, "unknown flag %s (see %s %s --help)", name, prog_of(cmd), cmd->name);
             f->seen = 1;
             if (f->type == CLI_BOOL) {
                 if (eq) {
                     if (strcmp(eq + 1, "1") == 0 || strcmp(eq + 1, "true") == 0) *(int *)f->dst = 1;
                     else if (strcmp(eq + 1, "0") == 0 || strcmp(eq + 1, "false") == 0) *(int *)f->dst = 0;
-                    else return cli_error(cmd->name, "%s takes no value, or =true|false (got \"%s\")", name, eq + 1);
+                    else return cli_cmd_error(cmd, "%s takes no value, or =true|false (got \"%s\")", name, eq + 1);
                 } else {
                     *(int *)f->dst = 1;
                 }
@@ -138,7 +167,7 @@ int cli_parse(cli_cmd *cmd, int argc, char **argv, char **pos, int maxpos, int *
             const char *v = eq ? eq + 1 : NULL;
             if (!v) {
                 if (i + 1 >= argc)
-                    return cli_error(cmd->name, "%s needs a value (%s)", name, type_hint(f));
+                    return cli_cmd_error(cmd, "%s needs a value (%s)", name, type_hint(f));
                 v = argv[++i];
             }
             int rc = set_value(cmd, f, v);
@@ -146,10 +175,10 @@ int cli_parse(cli_cmd *cmd, int argc, char **argv, char **pos, int maxpos, int *
             continue;
         }
         if (np >= maxpos) {
-            if (maxpos == 0) return cli_error(cmd->name, "unexpected argument \"%s\" (this command takes only flags; "
-                                              "see --help)", a);
-            return cli_error(cmd->name, "unexpected extra argument \"%s\" (usage: prism-sweep %s %s)", a, cmd->name,
-                             cmd->synopsis);
+            if (maxpos == 0) return cli_cmd_error(cmd, "unexpected argument \"%s\" (this command takes only flags; "
+                                                  "see --help)", a);
+            return cli_cmd_error(cmd, "unexpected extra argument \"%s\" (usage: %s %s %s)", a, prog_of(cmd),
+                                 cmd->name, cmd->synopsis);
         }
         pos[np++] = a;
     }
