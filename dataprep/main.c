@@ -33,9 +33,9 @@
 #include "evalfile.h"
 #include "tokenize.h"
 #include "util.h"
+#include "cli.h"
 #include <errno.h>
 #include <unistd.h>
-#include <getopt.h>
 #include <jansson.h>
 #include <math.h>
 #include <stdio.h>
@@ -208,50 +208,26 @@ static int write_meta(const char *dir, const char *kind, int V, const uint16_t *
     return 0;
 }
 
-static int parse_ll(const char *flag, const char *s, long long lo, long long hi, long long *out) {
-    char *end;
-    errno = 0;
-    long long v = strtoll(s, &end, 10);
-    if (*end == 'k' || *end == 'K') { v *= 1000; end++; }
-    else if (*end == 'M') { v *= 1000000; end++; }
-    if (!*s || *end || errno || v < lo || v > hi) {
-        fprintf(stderr, "prism-data: %s: expected an integer in [%lld, %lld] (k and M suffixes allowed), got \"%s\"\n", flag, lo, hi, s);
-        return -1;
-    }
-    *out = v;
-    return 0;
-}
-
-static int parse_frac(const char *s, double *out) {
-    char *end;
-    double v = strtod(s, &end);
-    if (!*s || *end || !(v > 0 && v < 1)) { fprintf(stderr, "prism-data: --val-frac: expected a number in (0, 1), got \"%s\"\n", s); return -1; }
-    *out = v;
-    return 0;
-}
-
 static int cmd_synth(int argc, char **argv) {
-    static const struct option lo[] = {{"out", 1, 0, 'o'}, {"tokens", 1, 0, 'n'}, {"vocab", 1, 0, 'v'},
-                                       {"seed", 1, 0, 's'}, {"val-frac", 1, 0, 'f'}, {"help", 0, 0, 'h'}, {0, 0, 0, 0}};
     const char *out = NULL;
     long long ntok = -1, V = 256, seed = 1337;
     double vf = 0.1;
-    int c;
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
-        switch (c) {
-        case 'o': out = optarg; break;
-        case 'n': if (parse_ll("--tokens", optarg, 10000, 4000000000LL, &ntok)) return 2; break;
-        case 'v': if (parse_ll("--vocab", optarg, 64, 65536, &V)) return 2; break;
-        case 's': if (parse_ll("--seed", optarg, 0, 9007199254740991LL, &seed)) return 2; break;
-        case 'f': if (parse_frac(optarg, &vf)) return 2; break;
-        case 'h': printf("usage: prism-data synth --out DIR --tokens N --vocab V (64..65536, default 256) --seed S [--val-frac F]\n"); return 0;
-        default: fprintf(stderr, "prism-data synth: unknown or incomplete flag \"%s\"\n", argv[optind - 1]); return 2;
-        }
-    }
-    if (optind < argc) { fprintf(stderr, "prism-data synth: unexpected argument \"%s\"\n", argv[optind]); return 2; }
-    if (!out) { fprintf(stderr, "prism-data synth: --out DIR is required\n"); return 2; }
-    if (ntok < 0) { fprintf(stderr, "prism-data synth: --tokens N is required (e.g. --tokens 2M)\n"); return 2; }
+    cli_flag flags[] = {
+        {"--out", CLI_STR, &out, "", "output directory (required)", 0, 0, 0, 0},
+        {"--tokens", CLI_COUNT, &ntok, "", "tokens in all (required), e.g. 2M", 10000, 4000000000LL, 0, 0},
+        {"--vocab", CLI_COUNT, &V, "256", "vocabulary size", 64, 65536, 0, 0},
+        {"--seed", CLI_COUNT, &seed, "1337", "the language and the text drawn from it", 0, 9007199254740991LL, 0, 0},
+        {"--val-frac", CLI_DOUBLE, &vf, "0.1", "share of the tokens in the val split, in (0, 1)", 0, 1, 0, 0},
+        {0}};
+    cli_cmd cmd = {"synth", "--out DIR --tokens N [--vocab V] [--seed S] [--val-frac F]",
+                   "A synthetic language with local and long-range structure, as llm.c shards plus DIR/meta.json.",
+                   flags, "prism-data"};
+    char *pos[1];
+    int npos, rc0 = cli_parse(&cmd, argc, argv, pos, 0, &npos);
+    if (rc0 != CLI_OK) return rc0 == CLI_HELP ? 0 : 2;
+    if (!out) return cli_cmd_error(&cmd, "--out DIR is required");
+    if (!(vf > 0 && vf < 1)) return cli_cmd_error(&cmd, "--val-frac must be a number in (0, 1) (got %g)", vf);
+    if (ntok < 0) return cli_cmd_error(&cmd, "--tokens N is required (e.g. --tokens 2M)");
     if (util_mkdir_p(out, 0755)) { fprintf(stderr, "prism-data: %s: cannot create: %s\n", out, strerror(errno)); return 1; }
     struct synth s = {.V = (int)V, .K = (int)V / 8};
     s.text0 = 3 + s.K;
@@ -273,27 +249,26 @@ static int cmd_synth(int argc, char **argv) {
 }
 
 static int cmd_bytes(int argc, char **argv) {
-    static const struct option lo[] = {{"out", 1, 0, 'o'}, {"val-frac", 1, 0, 'f'}, {"help", 0, 0, 'h'}, {0, 0, 0, 0}};
     const char *out = NULL;
     double vf = 0.1;
-    int c;
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
-        switch (c) {
-        case 'o': out = optarg; break;
-        case 'f': if (parse_frac(optarg, &vf)) return 2; break;
-        case 'h': printf("usage: prism-data bytes FILE... --out DIR [--val-frac F]   (byte-level tokens, vocab 256)\n"); return 0;
-        default: fprintf(stderr, "prism-data bytes: unknown or incomplete flag \"%s\"\n", argv[optind - 1]); return 2;
-        }
-    }
-    if (!out) { fprintf(stderr, "prism-data bytes: --out DIR is required\n"); return 2; }
-    if (optind >= argc) { fprintf(stderr, "prism-data bytes: give at least one input FILE\n"); return 2; }
+    cli_flag flags[] = {
+        {"--out", CLI_STR, &out, "", "output directory (required)", 0, 0, 0, 0},
+        {"--val-frac", CLI_DOUBLE, &vf, "0.1", "share of the tokens in the val split, in (0, 1)", 0, 1, 0, 0},
+        {0}};
+    cli_cmd cmd = {"bytes", "FILE... --out DIR [--val-frac F]",
+                   "Text files to byte-level shards (vocab 256), plus DIR/meta.json.", flags, "prism-data"};
+    char *pos[argc];
+    int npos, rc0 = cli_parse(&cmd, argc, argv, pos, argc, &npos);
+    if (rc0 != CLI_OK) return rc0 == CLI_HELP ? 0 : 2;
+    if (!out) return cli_cmd_error(&cmd, "--out DIR is required");
+    if (!(vf > 0 && vf < 1)) return cli_cmd_error(&cmd, "--val-frac must be a number in (0, 1) (got %g)", vf);
+    if (npos == 0) return cli_cmd_error(&cmd, "give at least one input FILE");
     size_t n = 0, cap = 1 << 20;
     uint16_t *tok = malloc(cap * sizeof *tok);
     if (!tok) return 1;
-    for (int i = optind; i < argc; i++) {
-        FILE *f = fopen(argv[i], "rb");
-        if (!f) { fprintf(stderr, "prism-data: %s: cannot open: %s\n", argv[i], strerror(errno)); free(tok); return 2; }
+    for (int i = 0; i < npos; i++) {
+        FILE *f = fopen(pos[i], "rb");
+        if (!f) { fprintf(stderr, "prism-data: %s: cannot open: %s\n", pos[i], strerror(errno)); free(tok); return 2; }
         int ch;
         while ((ch = getc(f)) != EOF) {
             if (n == cap) {
@@ -326,53 +301,42 @@ static int load_bpe(const char *cmd, const char *enc, const char *bpe, struct bp
 }
 
 static int cmd_tokenize(int argc, char **argv) {
-    static const struct option lo[] = {{"out", 1, 0, 'o'}, {"encoder", 1, 0, 'e'}, {"bpe", 1, 0, 'b'},
-                                       {"format", 1, 0, 'F'}, {"val-tokens", 1, 0, 'v'}, {"shard-tokens", 1, 0, 's'},
-                                       {"threads", 1, 0, 't'}, {"quiet", 0, 0, 'q'}, {"help", 0, 0, 'h'}, {0, 0, 0, 0}};
-    const char *out = NULL, *enc = NULL, *bpef = NULL;
+    const char *out = NULL, *enc = NULL, *bpef = NULL, *fmt = "auto";
     long long val = 1000000, shard = (long long)TOKENIZE_MAX_SHARD, threads = sysconf(_SC_NPROCESSORS_ONLN);
-    int format = TOKENIZE_AUTO, quiet = 0, c;
+    int quiet = 0;
     if (threads < 1) threads = 1;
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
-        switch (c) {
-        case 'o': out = optarg; break;
-        case 'e': enc = optarg; break;
-        case 'b': bpef = optarg; break;
-        case 'F':
-            if (strcmp(optarg, "auto") == 0) format = TOKENIZE_AUTO;
-            else if (strcmp(optarg, "text") == 0) format = TOKENIZE_TEXT;
-            else if (strcmp(optarg, "jsonl") == 0) format = TOKENIZE_JSONL;
-            else { fprintf(stderr, "prism-data tokenize: --format: expected auto, text or jsonl, got \"%s\"\n", optarg); return 2; }
-            break;
-        case 'v': if (parse_ll("--val-tokens", optarg, 0, (long long)TOKENIZE_MAX_SHARD, &val)) return 2; break;
-        case 's': if (parse_ll("--shard-tokens", optarg, 1000, (long long)TOKENIZE_MAX_SHARD, &shard)) return 2; break;
-        case 't': if (parse_ll("--threads", optarg, 1, 1024, &threads)) return 2; break;
-        case 'q': quiet = 1; break;
-        case 'h':
-            printf("usage: prism-data tokenize FILE... --out DIR --encoder encoder.json --bpe vocab.bpe\n"
-                   "  GPT-2 BPE tokens of text files (one document each) or JSONL files (a \"text\" per line); <|endoftext|>\n"
-                   "  before each document; writes DIR/text_val_NNNNNN.bin (the first --val-tokens tokens), text_train_*.bin\n"
-                   "  (the rest), at most --shard-tokens a shard, and DIR/meta.json.\n"
-                   "  --format auto|text|jsonl   auto: .jsonl and .json files are JSONL (default auto)\n"
-                   "  --val-tokens N             default 1M; at most one shard\n"
-                   "  --shard-tokens N           default and maximum 100M\n"
-                   "  --threads N                encoding threads (default: the CPU count)\n"
-                   "  --quiet                    no progress line\n");
-            return 0;
-        default: fprintf(stderr, "prism-data tokenize: unknown or incomplete flag \"%s\"\n", argv[optind - 1]); return 2;
-        }
-    }
-    if (!out) { fprintf(stderr, "prism-data tokenize: --out DIR is required\n"); return 2; }
-    if (optind >= argc) { fprintf(stderr, "prism-data tokenize: give at least one input FILE (text, or JSONL with a \"text\" field)\n"); return 2; }
+    cli_flag flags[] = {
+        {"--out", CLI_STR, &out, "", "output directory (required)", 0, 0, 0, 0},
+        {"--encoder", CLI_STR, &enc, "", "GPT-2's encoder.json (required)", 0, 0, 0, 0},
+        {"--bpe", CLI_STR, &bpef, "", "GPT-2's vocab.bpe (required)", 0, 0, 0, 0},
+        {"--format", CLI_CHOICE, &fmt, "auto", "auto: .jsonl and .json files are JSONL, others text", 0, 0,
+         "auto|text|jsonl", 0},
+        {"--val-tokens", CLI_COUNT, &val, "1M", "the val split's tokens: at most one shard", 0,
+         (double)TOKENIZE_MAX_SHARD, 0, 0},
+        {"--shard-tokens", CLI_COUNT, &shard, "100M", "tokens a shard (100M is also the most)", 1000,
+         (double)TOKENIZE_MAX_SHARD, 0, 0},
+        {"--threads", CLI_INT64, &threads, "the CPU count", "encoding threads", 1, 1024, 0, 0},
+        {"--quiet", CLI_BOOL, &quiet, "off", "no progress line", 0, 0, 0, 0},
+        {0}};
+    cli_cmd cmd = {"tokenize", "FILE... --out DIR --encoder encoder.json --bpe vocab.bpe [flags]",
+                   "GPT-2 BPE tokens of text files (one document each) or JSONL files (a \"text\" per line);\n"
+                   "<|endoftext|> before each document; writes DIR/text_val_NNNNNN.bin (the first --val-tokens\n"
+                   "tokens), text_train_*.bin (the rest), at most --shard-tokens a shard, and DIR/meta.json.",
+                   flags, "prism-data"};
+    char *pos[argc];
+    int npos, rc0 = cli_parse(&cmd, argc, argv, pos, argc, &npos);
+    if (rc0 != CLI_OK) return rc0 == CLI_HELP ? 0 : 2;
+    int format = strcmp(fmt, "text") == 0 ? TOKENIZE_TEXT : strcmp(fmt, "jsonl") == 0 ? TOKENIZE_JSONL : TOKENIZE_AUTO;
+    if (!out) return cli_cmd_error(&cmd, "--out DIR is required");
+    if (npos == 0) return cli_cmd_error(&cmd, "give at least one input FILE (text, or JSONL with a \"text\" field)");
     if (val > shard) { fprintf(stderr, "prism-data tokenize: --val-tokens %lld exceeds --shard-tokens %lld (the val split is one shard)\n", val, shard); return 2; }
-    for (int i = optind; i < argc; i++)
-        if (access(argv[i], R_OK)) { fprintf(stderr, "prism-data tokenize: %s: cannot read: %s\n", argv[i], strerror(errno)); return 2; }
+    for (int i = 0; i < npos; i++)
+        if (access(pos[i], R_OK)) { fprintf(stderr, "prism-data tokenize: %s: cannot read: %s\n", pos[i], strerror(errno)); return 2; }
     struct bpe *b = NULL;
     int rc = load_bpe("tokenize", enc, bpef, &b);
     if (rc) return rc;
     if (util_mkdir_p(out, 0755)) { fprintf(stderr, "prism-data: %s: cannot create: %s\n", out, strerror(errno)); bpe_free(b); return 1; }
-    struct tokenize_opts o = {.bpe = b, .inputs = argv + optind, .ninputs = argc - optind, .format = format, .out_dir = out,
+    struct tokenize_opts o = {.bpe = b, .inputs = pos, .ninputs = npos, .format = format, .out_dir = out,
                               .kind = "text", .shard_tokens = (size_t)shard, .val_tokens = (size_t)val, .threads = (int)threads,
                               .progress = quiet ? NULL : stderr};
     struct tokenize_stats st;
@@ -389,26 +353,20 @@ static int cmd_tokenize(int argc, char **argv) {
 /* {"context": str, "endings": [str, ...], "label": int} per line → an llm.c eval file. Endings are encoded with a
  * leading space, as llm.c's HellaSwag script does (" " + ending follows the context). */
 static int cmd_evalfile(int argc, char **argv) {
-    static const struct option lo[] = {{"from", 1, 0, 'f'}, {"out", 1, 0, 'o'}, {"encoder", 1, 0, 'e'},
-                                       {"bpe", 1, 0, 'b'}, {"help", 0, 0, 'h'}, {0, 0, 0, 0}};
     const char *from = NULL, *out = NULL, *enc = NULL, *bpef = NULL;
-    int c;
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
-        switch (c) {
-        case 'f': from = optarg; break;
-        case 'o': out = optarg; break;
-        case 'e': enc = optarg; break;
-        case 'b': bpef = optarg; break;
-        case 'h':
-            printf("usage: prism-data evalfile --from tasks.jsonl --out FILE.bin --encoder encoder.json --bpe vocab.bpe\n"
-                   "  each line {\"context\": str, \"endings\": [str, ...], \"label\": int} becomes one example of an llm.c\n"
-                   "  multiple-choice eval file (GPT-2 BPE; each ending encoded as \" \" + ending), for a job's eval.tasks\n");
-            return 0;
-        default: fprintf(stderr, "prism-data evalfile: unknown or incomplete flag \"%s\"\n", argv[optind - 1]); return 2;
-        }
-    }
-    if (optind < argc) { fprintf(stderr, "prism-data evalfile: unexpected argument \"%s\"\n", argv[optind]); return 2; }
+    cli_flag flags[] = {
+        {"--from", CLI_STR, &from, "", "tasks.jsonl (required)", 0, 0, 0, 0},
+        {"--out", CLI_STR, &out, "", "the eval file to write, FILE.bin (required)", 0, 0, 0, 0},
+        {"--encoder", CLI_STR, &enc, "", "GPT-2's encoder.json (required)", 0, 0, 0, 0},
+        {"--bpe", CLI_STR, &bpef, "", "GPT-2's vocab.bpe (required)", 0, 0, 0, 0},
+        {0}};
+    cli_cmd cmd = {"evalfile", "--from tasks.jsonl --out FILE.bin --encoder encoder.json --bpe vocab.bpe",
+                   "Each line {\"context\": str, \"endings\": [str, ...], \"label\": int} becomes one example of an\n"
+                   "llm.c multiple-choice eval file (GPT-2 BPE; each ending encoded as \" \" + ending), for a job's\n"
+                   "eval.tasks.", flags, "prism-data"};
+    char *pos[1];
+    int npos, rc0 = cli_parse(&cmd, argc, argv, pos, 0, &npos);
+    if (rc0 != CLI_OK) return rc0 == CLI_HELP ? 0 : 2;
     if (!from) { fprintf(stderr, "prism-data evalfile: --from tasks.jsonl is required\n"); return 2; }
     if (!out) { fprintf(stderr, "prism-data evalfile: --out FILE.bin is required\n"); return 2; }
     FILE *f = fopen(from, "r");
