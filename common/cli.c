@@ -16,7 +16,7 @@
 static const char *prog_of(const cli_cmd *cmd) { return cmd->prog ? cmd->prog : "prism-sweep"; }
 
 static int verror(const char *prog, const char *cmd, const char *fmt, va_list ap) {
-    fprintf(stderr, "%s %s: ", prog, cmd);
+    fprintf(stderr, "%s%s%s: ", prog, *cmd ? " " : "", cmd);
     vfprintf(stderr, fmt, ap);
     fputc('\n', stderr);
     return CLI_ERR;
@@ -55,7 +55,8 @@ static const char *type_hint(const cli_flag *f) {
 }
 
 void cli_usage(const cli_cmd *cmd, FILE *o) {
-    fprintf(o, "usage: %s %s %s\n\n%s\n", prog_of(cmd), cmd->name, cmd->synopsis, cmd->summary);
+    fprintf(o, "usage: %s %s%s%s\n\n%s\n", prog_of(cmd), cmd->name, *cmd->name ? " " : "", cmd->synopsis,
+            cmd->summary);
     if (!cmd->flags || !cmd->flags[0].name) return;
     fprintf(o, "\nflags (default in brackets):\n");
     for (const cli_flag *f = cmd->flags; f->name; f++) {
@@ -152,7 +153,8 @@ int cli_parse(cli_cmd *cmd, int argc, char **argv, char **pos, int maxpos, int *
             name[len] = 0;
             cli_flag *f = cli_find(cmd, name);
             if (!f)
-                return cli_cmd_error(cmd, "unknown flag %s (see %s %s --help)", name, prog_of(cmd), cmd->name);
+                return cli_cmd_error(cmd, "unknown flag %s (see %s%s%s --help)", name, prog_of(cmd),
+                                     *cmd->name ? " " : "", cmd->name);
             f->seen = 1;
             if (f->type == CLI_BOOL) {
                 if (eq) {
@@ -177,8 +179,8 @@ int cli_parse(cli_cmd *cmd, int argc, char **argv, char **pos, int maxpos, int *
         if (np >= maxpos) {
             if (maxpos == 0) return cli_cmd_error(cmd, "unexpected argument \"%s\" (this command takes only flags; "
                                                   "see --help)", a);
-            return cli_cmd_error(cmd, "unexpected extra argument \"%s\" (usage: %s %s %s)", a, prog_of(cmd),
-                                 cmd->name, cmd->synopsis);
+            return cli_cmd_error(cmd, "unexpected extra argument \"%s\" (usage: %s %s%s%s)", a, prog_of(cmd),
+                                 cmd->name, *cmd->name ? " " : "", cmd->synopsis);
         }
         pos[np++] = a;
     }

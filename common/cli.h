@@ -34,7 +34,7 @@ typedef struct cli_flag {
 } cli_flag;
 
 typedef struct cli_cmd {
-    const char *name;      /* "enumerate" */
+    const char *name;      /* "enumerate"; "" for a program's only command (prism-worker --server ...) */
     const char *synopsis;  /* "[flags]" or "SPEC.json --db FILE" */
     const char *summary;   /* one paragraph */
     cli_flag *flags;       /* terminated by an entry with name NULL */

@@ -39,9 +39,4 @@ void agent_opts_default(agent_opts *o);
  * (401/403; message on stderr naming the request and --token-file). */
 int agent_run(const agent_opts *o);
 
-/* The CLI entry: parses argv (argv[0] is the program) into agent_opts and calls agent_run().
- * `prism-worker --server URL --token-file F [--devices cpu|0,1,...] [--work-dir DIR] [--checkpoint-dir DIR]
- *  [--name N] [--data-root DIR] [--poll S] [--heartbeat S] [--flush S] [--idle-exit S] [--max-jobs N]
- *  [--progress auto|tty|log]`. Bad flags: message on stderr, returns 2. */
-int cmd_agent(int argc, char **argv);
 #endif

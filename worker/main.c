@@ -152,6 +152,49 @@ out:
     return status;
 }
 
+/* Agent mode: `prism-worker --server URL --token-file F [flags]` (main() sends every argv with --server here);
+ * parses into agent_opts and runs agent_run() (worker/agent.h). */
+static int cmd_agent(int argc, char **argv) {
+    agent_opts o;
+    agent_opts_default(&o);
+    const char *progress = "auto";
+    cli_flag flags[] = {
+        {"--server", CLI_STR, &o.server, "", "orchestrator base URL (required)", 0, 0, 0, 0},
+        {"--token-file", CLI_STR, &o.token_file, "", "worker token: a bare line or worker_token=HEX (required; the "
+         "server writes it to <db>.worker-token)", 0, 0, 0, 0},
+        {"--devices", CLI_STR, &o.devices, "cpu", "cpu, or CUDA indices 0,1,... (one job per device at a time)", 0, 0, 0, 0},
+        {"--work-dir", CLI_STR, &o.work_dir, "prism-work", "per-job outputs in DIR/job-ID-aATTEMPT/", 0, 0, 0, 0},
+        {"--checkpoint-dir", CLI_STR, &o.checkpoint_dir, "WORK/checkpoints", "training-state checkpoints (share it "
+         "across boxes to resume anywhere)", 0, 0, 0, 0},
+        {"--name", CLI_STR, &o.name, "HOSTNAME-PID", "worker name", 0, 0, 0, 0},
+        {"--data-root", CLI_STR, &o.data_root, "working directory", "relative data paths in jobs resolve here; a "
+         "job's data paths must stay inside it (no \"..\", no absolute path elsewhere)", 0, 0, 0, 0},
+        {"--allow-data-outside-root", CLI_BOOL, &o.data_anywhere, "off", "let jobs read data anywhere this user can "
+         "(trusted servers only)", 0, 0, 0, 0},
+        {"--poll", CLI_DOUBLE, &o.poll_s, "5", "seconds between lease attempts when nothing is queued", 0.01, 1e9, 0, 0},
+        {"--heartbeat", CLI_DOUBLE, &o.heartbeat_s, "the server's heartbeat_every_s", "heartbeat period in seconds",
+         0.05, 1e9, 0, 0},
+        {"--flush", CLI_DOUBLE, &o.flush_s, "1", "metrics are sent at least every S seconds", 0.05, 1e9, 0, 0},
+        {"--idle-exit", CLI_DOUBLE, &o.idle_exit_s, "0 = never", "exit once nothing was leasable for S seconds", 0,
+         1e12, 0, 0},
+        {"--max-jobs", CLI_INT, &o.max_jobs, "0 = no limit", "exit after N jobs per device, failed ones included", 0,
+         2147483647, 0, 0},
+        {"--progress", CLI_CHOICE, &progress, "auto", "live lines per device (tty), or one key=value line per report "
+         "(log)", 0, 0, "auto|tty|log", 0},
+        {0}};
+    cli_cmd cmd = {"", "--server http://HOST:8080 --token-file F [flags]",
+                   "Registers with the orchestrator, then on every device loops: lease a job, train it, report.\n"
+                   "SIGTERM/SIGINT: finish the step, checkpoint, report, exit (a second one exits at once).\n"
+                   "Exit status: 0 stopped, 1 registration refused or no usable device, 2 bad flags or the token\n"
+                   "refused after registration (401/403: jobs in hand are checkpointed, not reported).",
+                   flags, "prism-worker"};
+    char *pos[1];
+    int npos, rc = cli_parse(&cmd, argc, argv, pos, 0, &npos);
+    if (rc != CLI_OK) return rc == CLI_HELP ? 0 : 2;
+    o.progress = strcmp(progress, "tty") == 0 ? 1 : strcmp(progress, "log") == 0 ? 0 : -1;
+    return agent_run(&o);
+}
+
 static int cmd_help(int argc, char **argv);
 
 struct command {
@@ -163,7 +206,7 @@ struct command {
 static const struct command commands[] = {
     {"train", cmd_train, "train one job locally: prism-worker train JOB.json --out DIR"},
     /* AGENT MODE (worker/agent.c): main() sends every invocation whose arguments contain --server here. */
-    {"agent", cmd_agent, "lease and train jobs from a server: prism-worker --server URL --token-file F ..."},
+    {"agent", cmd_agent, "lease and train jobs from a server: prism-worker --server URL --token-file F ... (add --help for its flags)"},
     {"help", cmd_help, "this list"},
 };
 #define NCOMMANDS (int)(sizeof commands / sizeof commands[0])
