@@ -31,6 +31,7 @@
 #include "http.h"
 #include "store.h"
 #include "walck.h"
+#include "halving.h"
 
 typedef struct serve_state {
     uv_loop_t loop;
@@ -315,6 +316,18 @@ int cmd_serve(int argc, char **argv) {
             if (queue_grace(&s->a.q, store_now(), &n) == 0 && store_commit(st) == 0) {
                 if (n) fprintf(stderr, "prism-sweep serve: %d live lease(s) extended by one TTL after the restart\n", n);
             } else {
+                store_rollback(st);
+            }
+        }
+    }
+    {   /* successive halving: a promotion that was due when the server stopped happens now (idempotent) */
+        int n = 0;
+        char herr[512] = "";
+        if (store_begin(st) == 0) {
+            if (halving_tick_all(st, &n, herr, sizeof herr) == 0 && store_commit(st) == 0) {
+                if (n) fprintf(stderr, "prism-sweep serve: halving: %d schedule decision(s) taken at start\n", n);
+            } else {
+                fprintf(stderr, "prism-sweep serve: halving at start: %s\n", herr[0] ? herr : st->err);
                 store_rollback(st);
             }
         }

@@ -35,6 +35,8 @@ static void train_usage(FILE *f) {
         "  --checkpoint-dir DIR    training-state checkpoints go here (default: --out)\n"
         "  --resume FILE           continue from a training-state checkpoint\n"
         "  --threads N             CPU threads (default: OMP_NUM_THREADS or all cores)\n"
+        "  --stop-at-step N        stop before update N (a halving rung): val loss at N, checkpoint ckpt_N.bin, exit 0;\n"
+        "                          the LR schedule stays the full run's, so --resume ckpt_N.bin continues it exactly\n"
         "  --quiet                 no progress output\n"
         "  --print-job             print the effective job (after overrides) as JSON and exit\n"
         "Overrides of job fields:\n"
@@ -74,7 +76,7 @@ static int set_str(char **slot, const char *v) {
 
 enum { O_OUT = 256, O_DEVICE, O_DATA_ROOT, O_CKPT_DIR, O_RESUME, O_QUIET, O_PRINT, O_STEPS, O_HEADS, O_BATCH,
        O_SEQ, O_ACCUM, O_LR, O_SCHED, O_WARMUP, O_SEED, O_SHUFFLE, O_WD, O_CLIP, O_EVERY, O_EBATCHES, O_ATTN,
-       O_CKEVERY, O_TRAIN, O_VAL, O_INIT, O_HELP, O_THREADS };
+       O_CKEVERY, O_TRAIN, O_VAL, O_INIT, O_HELP, O_THREADS, O_STOP_AT };
 
 static int cmd_train(int argc, char **argv) {
     static const struct option longopts[] = {
@@ -87,7 +89,7 @@ static int cmd_train(int argc, char **argv) {
         {"grad-clip", 1, 0, O_CLIP}, {"eval-every", 1, 0, O_EVERY}, {"eval-batches", 1, 0, O_EBATCHES},
         {"attn-distance", 0, 0, O_ATTN}, {"checkpoint-every", 1, 0, O_CKEVERY}, {"train", 1, 0, O_TRAIN},
         {"val", 1, 0, O_VAL}, {"init", 1, 0, O_INIT}, {"help", 0, 0, O_HELP}, {"threads", 1, 0, O_THREADS},
-        {0, 0, 0, 0}};
+        {"stop-at-step", 1, 0, O_STOP_AT}, {0, 0, 0, 0}};
     struct job_config job;
     struct train_opts o;
     memset(&o, 0, sizeof o);
@@ -116,6 +118,7 @@ static int cmd_train(int argc, char **argv) {
         case O_RESUME: o.resume = a; break;
         case O_QUIET: o.quiet = 1; break;
         case O_THREADS: bad = parse_int("--threads", a, 1, 4096, &o.threads); break;
+        case O_STOP_AT: bad = parse_int("--stop-at-step", a, 1, 1000000000, &o.stop_at_step); break;
         case O_PRINT: print = 1; break;
         case O_STEPS: bad = parse_int("--steps", a, 1, 1000000000, &job.train.steps); break;
         case O_HEADS: {
@@ -172,7 +175,11 @@ static int cmd_train(int argc, char **argv) {
     o.errlen = sizeof err;
     o.result = &res;
     int rc = train_run(&job, &o);
-    if (rc == 0) {
+    if (rc == 0 && res.paused_at > 0) {
+        fprintf(stderr, "paused at step %d (--stop-at-step): val loss %.4f; checkpoint %s\n", res.paused_at, res.val_loss,
+                res.checkpoint);
+        status = 0;
+    } else if (rc == 0) {
         fprintf(stderr, "done: %d steps, val loss %.4f, %.0f tok/s, %.1f s; outputs in %s\n", res.steps_done,
                 res.val_loss, res.tok_per_s, res.wall_s, o.out_dir);
         status = 0;
