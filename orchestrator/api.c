@@ -538,7 +538,7 @@ static json_t *sweeps_query(route_ctx *c, long long only, int with_spec) {
         " CAST(total(CASE WHEN j.state = 'cancelled' THEN 0 "
         "   WHEN j.state = 'done' THEN coalesce(nullif(j.steps, 0), json_extract(j.job, '$.train.steps'), 0) "
         "   ELSE min(j.step, coalesce(nullif(j.steps, 0), json_extract(j.job, '$.train.steps'), j.step)) END) AS INTEGER), "
-        " CAST(total(CASE WHEN j.state = 'cancelled' THEN 0 "
+        " CAST(total(CASE WHEN j.state = 'cancelled' THEN 0 WHEN j.state = 'pruned' THEN j.step "   /* pruned: ends at its rung */
         "   ELSE coalesce(nullif(j.steps, 0), json_extract(j.job, '$.train.steps'), 0) END) AS INTEGER), "
         " coalesce(sum(j.state = 'done' AND j.finished_at > ?2), 0), s.spec, "
         " coalesce(sum(j.state = 'paused'), 0), coalesce(sum(j.state = 'pruned'), 0) "
