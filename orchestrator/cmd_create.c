@@ -14,6 +14,7 @@
 #include "spec.h"
 #include "store.h"
 #include "sweeps.h"
+#include "halving.h"
 
 int cmd_create(int argc, char **argv) {
     const char *db = "prism.db", *format = "text";
@@ -45,6 +46,11 @@ int cmd_create(int argc, char **argv) {
     if (dry) {
         printf("valid spec \"%s\": %d schedules x %d seeds = %lld jobs of %lld steps (nothing created)\n", sp.name,
                sp.n_schedules, sp.n_seeds, (long long)sp.n_schedules * sp.n_seeds, (long long)sp.steps);
+        halving_cfg hv;   /* successive halving: where each rung stops (the rounding is documented in sweeps/README.md) */
+        if (halving_parse(json_object_get(sp.root, "halving"), sp.steps, &hv, err, sizeof err) == 0 && hv.enabled) {
+            printf("halving: eta %d, %s; rungs at steps", hv.eta, hv.async ? "async" : "sync");
+            for (int r = 0; r <= hv.nrungs; r++) printf(" %lld%s", hv.step[r], r == hv.nrungs ? " (the full run)\n" : ",");
+        }
         free(text);
         spec_release(&sp);
         return 0;

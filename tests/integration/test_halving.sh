@@ -153,4 +153,27 @@ t_worker_killed_at_a_rung_boundary_loses_and_duplicates_nothing() {
     "a step with two different values"
 }
 
+# A bad "halving" is refused by the CLI (stderr, exit 2) and the API (400, JSON error) naming the key; nothing is
+# created. --dry-run shows the rung steps.
+t_bad_halving_is_refused_naming_the_key() {
+  w_setup
+  h_spec "$D/good.json" hv "$SIX" "[1]"
+  local out; out=$("$(bin prism-sweep)" create "$D/good.json" --db "$D/x.db" --dry-run 2>&1) || fail "dry run: $out"
+  assert_contains "$out" "halving: eta 3, sync; rungs at steps 5, 15, 45 (the full run)"
+  /usr/bin/python3 - "$D/good.json" "$D/bad.json" <<'PY'
+import json, sys
+s = json.load(open(sys.argv[1])); s["halving"]["rungs"] = [0.5, 0.4]
+json.dump(s, open(sys.argv[2], "w"))
+PY
+  local err; err=$("$(bin prism-sweep)" create "$D/bad.json" --db "$D/x.db" 2>&1 >/dev/null); local rc=$?
+  assert_eq 2 "$rc" "exit status of create with a bad halving"
+  assert_contains "$err" "halving.rungs[1]: 0.4 is not above halving.rungs[0]"
+  w_server
+  local body; body=$(curl -s -o "$D/resp" -w '%{http_code}' -X POST -H "Authorization: Bearer $ATOK" \
+    -H 'Content-Type: application/json' --data-binary @"$D/bad.json" "$URL/api/v1/sweeps")
+  assert_eq 400 "$body" "HTTP status"
+  assert_contains "$(cat "$D/resp")" '"error": "halving.rungs[1]'
+  assert_eq "0" "$(w_get /api/v1/sweeps | w_json 'len(d["sweeps"])')" "sweeps created"
+}
+
 harness_main "$@"
