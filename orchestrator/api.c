@@ -9,6 +9,7 @@
  * Bodies are capped by http.c; JSON is checked for nesting depth before jansson parses it.
  */
 #include "api.h"
+#include "halving.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -215,6 +216,17 @@ int api_flush(void *ud) {
     return 0;
 }
 
+/* Successive halving: runs every due promotion in its own savepoint (orchestrator/halving.h). */
+static void api_halving_tick(api *a, const char *after) {
+    int n = 0;
+    char herr[512] = "";
+    if (write_begin(a) < 0) return;
+    int rc = halving_tick_all(a->st, &n, herr, sizeof herr);
+    write_end(a, rc >= 0);
+    if (rc < 0) fprintf(stderr, "prism-sweep serve: halving after %s: %s\n", after, herr);
+    else if (n > 0) fprintf(stderr, "prism-sweep serve: event=halving decisions=%d after=%s\n", n, after);
+}
+
 int api_expire(api *a) {
     int n = 0;
     if (write_begin(a) < 0) return -1;
@@ -227,6 +239,7 @@ int api_expire(api *a) {
         return rc;
     }
     if (n > 0) fprintf(stderr, "prism-sweep serve: %d lease(s) expired\n", n);
+    if (n > 0) api_halving_tick(a, "lease expiry");   /* a job that failed for good may complete a rung */
     return n;
 }
 
@@ -333,6 +346,7 @@ static void worker_job_op(route_ctx *c, int op) {
     if (op == W_COMPLETE || op == W_FAIL)
         fprintf(stderr, "prism-sweep serve: event=%s job=%lld state=%s\n", op == W_COMPLETE ? "complete" : "fail", c->id,
                 json_string_value(json_object_get(reply, "state")));
+    if (op == W_FAIL && !strcmp(json_string_value(json_object_get(reply, "state")), "failed")) api_halving_tick(c->a, "fail");
     reply_json(c->res, 200, reply);
 }
 
@@ -341,6 +355,24 @@ static void h_metrics_post(route_ctx *c) { worker_job_op(c, W_METRICS); }
 static void h_checkpoint(route_ctx *c) { worker_job_op(c, W_CHECKPOINT); }
 static void h_complete(route_ctx *c) { worker_job_op(c, W_COMPLETE); }
 static void h_fail(route_ctx *c) { worker_job_op(c, W_FAIL); }
+
+/* POST /api/v1/jobs/{id}/rung {lease_token, step, val_loss}: a halving rung reached (orchestrator/halving.h). */
+static void h_rung(route_ctx *c) {
+    const char *tok;
+    long long step = -1;
+    if (get_token(c, &tok) < 0 || get_int(c, "step", 1, &step) < 0) return;
+    json_t *vl = json_object_get(c->body, "val_loss");
+    if (!json_is_number(vl)) { http_response_error(c->res, 400, "val_loss: required number (the val loss at step)"); return; }
+    char err[512] = "", state_buf[16] = "";
+    const char *state = NULL;
+    int rc = write_begin(c->a);
+    if (rc >= 0) rc = halving_report(c->a->st, c->id, tok, step, json_number_value(vl), &state, state_buf, err, sizeof err);
+    write_end(c->a, rc >= 0);
+    if (rc < 0) { reply_store_error(c, rc, err[0] ? err : c->a->st->err, state_buf); return; }
+    fprintf(stderr, "prism-sweep serve: event=rung job=%lld step=%lld state=%s\n", c->id, step, state ? state : "?");
+    reply_json(c->res, 200, json_pack("{s:I, s:I, s:s}", "job_id", (json_int_t)c->id, "step", (json_int_t)step,
+                                      "state", state ? state : "paused"));
+}
 
 /* ---- admin routes -------------------------------------------------------------------------------- */
 
@@ -381,6 +413,7 @@ static void admin_op(route_ctx *c, int op) {
         }
     write_end(c->a, rc >= 0);
     if (rc < 0) { reply_store_error(c, rc, q->err[0] ? q->err : c->a->st->err, q->state); return; }
+    if (op == A_CANCEL || op == A_REQUEUE) api_halving_tick(c->a, op == A_CANCEL ? "cancel" : "requeue");
     static const char *const names[] = { "cancel", "requeue", "priority", "pause", "resume", "sweep-priority" };
     fprintf(stderr, "prism-sweep serve: event=%s %s=%lld\n", names[op], op >= A_PAUSE ? "sweep" : "job", c->id);
     json_t *o;
@@ -505,9 +538,10 @@ static json_t *sweeps_query(route_ctx *c, long long only, int with_spec) {
         " CAST(total(CASE WHEN j.state = 'cancelled' THEN 0 "
         "   WHEN j.state = 'done' THEN coalesce(nullif(j.steps, 0), json_extract(j.job, '$.train.steps'), 0) "
         "   ELSE min(j.step, coalesce(nullif(j.steps, 0), json_extract(j.job, '$.train.steps'), j.step)) END) AS INTEGER), "
-        " CAST(total(CASE WHEN j.state = 'cancelled' THEN 0 "
+        " CAST(total(CASE WHEN j.state = 'cancelled' THEN 0 WHEN j.state = 'pruned' THEN j.step "   /* pruned: ends at its rung */
         "   ELSE coalesce(nullif(j.steps, 0), json_extract(j.job, '$.train.steps'), 0) END) AS INTEGER), "
-        " coalesce(sum(j.state = 'done' AND j.finished_at > ?2), 0), s.spec "
+        " coalesce(sum(j.state = 'done' AND j.finished_at > ?2), 0), s.spec, "
+        " coalesce(sum(j.state = 'paused'), 0), coalesce(sum(j.state = 'pruned'), 0) "
         "FROM sweeps s LEFT JOIN jobs j ON j.sweep_id = s.id WHERE (?1 = 0 OR s.id = ?1) GROUP BY s.id ORDER BY s.id";
     sqlite3_stmt *s = prep(c, sql);
     if (!s) return NULL;
@@ -540,6 +574,9 @@ static json_t *sweeps_query(route_ctx *c, long long only, int with_spec) {
                               "steps", (json_int_t)(rate > 0 ? (long long)(rate * window + 0.5) : 0),
                               "steps_per_s", rate > 0 ? rate : 0.0,
                               "eta_s", eta);
+        json_t *cn = json_object_get(o, "counts");   /* successive halving: at a rung awaiting promotion, and not promoted */
+        json_object_set_new(cn, "paused", json_integer(sqlite3_column_int64(s, 16)));
+        json_object_set_new(cn, "pruned", json_integer(sqlite3_column_int64(s, 17)));
         if (o && with_spec) {
             json_t *spec = json_loads((const char *)sqlite3_column_text(s, 15), 0, NULL);
             json_object_set_new(o, "spec", spec ? spec : json_null());
@@ -592,8 +629,8 @@ static void h_sweep_jobs(route_ctx *c) {
     char state[32] = "";
     int has_state = query_get(c->req->query, "state", state, sizeof state);
     if (has_state && strcmp(state, "queued") && strcmp(state, "leased") && strcmp(state, "done") &&
-        strcmp(state, "failed") && strcmp(state, "cancelled")) {
-        http_response_error(c->res, 400, "state: must be queued, leased, done, failed or cancelled");
+        strcmp(state, "failed") && strcmp(state, "cancelled") && strcmp(state, "paused") && strcmp(state, "pruned")) {
+        http_response_error(c->res, 400, "state: must be queued, leased, done, failed, cancelled, paused or pruned");
         return;
     }
     char num[32];
@@ -960,6 +997,7 @@ static const route routes[] = {
     { HTTP_POST, "jobs/#/checkpoint", R_WORKER, h_checkpoint },
     { HTTP_POST, "jobs/#/complete", R_WORKER, h_complete },
     { HTTP_POST, "jobs/#/fail", R_WORKER, h_fail },
+    { HTTP_POST, "jobs/#/rung", R_WORKER, h_rung },
     { HTTP_POST, "jobs/#/cancel", R_ADMIN, h_cancel },
     { HTTP_POST, "jobs/#/requeue", R_ADMIN, h_requeue },
     { HTTP_POST, "jobs/#/priority", R_ADMIN, h_priority },

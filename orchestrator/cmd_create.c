@@ -14,6 +14,7 @@
 #include "spec.h"
 #include "store.h"
 #include "sweeps.h"
+#include "halving.h"
 
 int cmd_create(int argc, char **argv) {
     const char *db = "prism.db", *format = "text";
@@ -29,7 +30,7 @@ int cmd_create(int argc, char **argv) {
                     "Validate a sweep spec (errors name the JSON path, e.g. train.lr: must be > 0), then create the\n"
                     "sweep, its schedules and one queued job per schedule x seed in one transaction. Creating the\n"
                     "same spec again creates nothing new; a spec with the same name that adds seeds or schedules\n"
-                    "adds just those.", flags };
+                    "adds just those.", flags, NULL };
     char *pos[1];
     int npos = 0, prc = cli_parse(&cmd, argc, argv, pos, 1, &npos);
     if (prc != CLI_OK) return prc == CLI_HELP ? 0 : 2;
@@ -45,6 +46,11 @@ int cmd_create(int argc, char **argv) {
     if (dry) {
         printf("valid spec \"%s\": %d schedules x %d seeds = %lld jobs of %lld steps (nothing created)\n", sp.name,
                sp.n_schedules, sp.n_seeds, (long long)sp.n_schedules * sp.n_seeds, (long long)sp.steps);
+        halving_cfg hv;   /* successive halving: where each rung stops (the rounding is documented in sweeps/README.md) */
+        if (halving_parse(json_object_get(sp.root, "halving"), sp.steps, &hv, err, sizeof err) == 0 && hv.enabled) {
+            printf("halving: eta %d, %s; rungs at steps", hv.eta, hv.async ? "async" : "sync");
+            for (int r = 0; r <= hv.nrungs; r++) printf(" %lld%s", hv.step[r], r == hv.nrungs ? " (the full run)\n" : ",");
+        }
         free(text);
         spec_release(&sp);
         return 0;

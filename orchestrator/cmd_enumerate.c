@@ -85,7 +85,7 @@ int cmd_enumerate(int argc, char **argv) {
                     "Print every valid per-layer head schedule of the shape (--L, --dmodel), one per line as\n"
                     "comma-separated head counts, in a fixed order: descending lexicographic, so the uniform\n"
                     "baseline comes first. The rules: every h_l divides d_model, h_l <= h_base, non-decreasing,\n"
-                    "the last layer has h_base heads, plus the bounds below.", flags };
+                    "the last layer has h_base heads, plus the bounds below.", flags, NULL };
     int npos = 0;
     int prc = cli_parse(&cmd, argc, argv, NULL, 0, &npos);
     if (prc != CLI_OK) return prc == CLI_HELP ? 0 : 2;

@@ -227,7 +227,7 @@ static int launch_slurm(int argc, char **argv) {
                     "Print a SLURM batch script that runs prism-worker on N nodes as an array job (one task per\n"
                     "node, one training job per GPU, SIGTERM 120 s before the time limit so a checkpoint is written\n"
                     "first, --requeue), or submit it with sbatch (--submit) and print the job id.",
-                    flags };
+                    flags, NULL };
     char *pos[1];
     int npos = 0, prc = cli_parse(&cmd, argc, argv, pos, 0, &npos);
     if (prc != CLI_OK) return prc == CLI_HELP ? 0 : 2;

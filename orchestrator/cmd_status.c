@@ -17,8 +17,9 @@
 
 static void print_counts(const sweeps_counts *c) {
     printf("  queued     %8lld\n  leased     %8lld\n  done       %8lld\n  failed     %8lld\n"
-           "  cancelled  %8lld\n  total      %8lld\n", (long long)c->queued, (long long)c->leased, (long long)c->done,
-           (long long)c->failed, (long long)c->cancelled, (long long)c->total);
+           "  cancelled  %8lld\n  paused     %8lld\n  pruned     %8lld\n  total      %8lld\n", (long long)c->queued,
+           (long long)c->leased, (long long)c->done, (long long)c->failed, (long long)c->cancelled, (long long)c->paused,
+           (long long)c->pruned, (long long)c->total);
 }
 
 int cmd_status(int argc, char **argv) {
@@ -26,13 +27,14 @@ int cmd_status(int argc, char **argv) {
     cli_flag flags[] = {
         { "--db", CLI_STR, &db, "prism.db", "the SQLite store (must exist)", 0, 0, 0, 0 },
         { "--format", CLI_CHOICE, &format, "text", "output: text, or JSON (one sweep: {id, name, state, priority, "
-          "created_at, schedules, jobs: {queued, leased, done, failed, cancelled, total}}; all: {sweeps: [..], "
+          "created_at, schedules, jobs: {queued, leased, done, failed, cancelled, paused, pruned, total}}; all: {sweeps: [..], "
           "jobs: {..}})", 0, 0, "text|json", 0 },
         { 0 },
     };
     cli_cmd cmd = { "status", "[--db FILE] [SWEEP]",
-                    "Print the number of jobs per state (queued, leased, done, failed, cancelled) of SWEEP (an id or\n"
-                    "a name), or of every sweep and in total when SWEEP is omitted.", flags };
+                    "Print the number of jobs per state (queued, leased, done, failed, cancelled; with halving also paused\n"
+                    "at a rung and pruned) of SWEEP (an id or\n"
+                    "a name), or of every sweep and in total when SWEEP is omitted.", flags, NULL };
     char *pos[1];
     int npos = 0, prc = cli_parse(&cmd, argc, argv, pos, 1, &npos);
     if (prc != CLI_OK) return prc == CLI_HELP ? 0 : 2;
@@ -82,16 +84,17 @@ int cmd_status(int argc, char **argv) {
             fputc('\n', stdout);
             json_decref(o);
         } else {
-            printf("%4s  %-24s %-7s %9s %7s %7s %7s %7s %7s %9s\n", "id", "name", "state", "schedules", "jobs",
-                   "queued", "leased", "done", "failed", "cancelled");
+            printf("%4s  %-24s %-7s %9s %7s %7s %7s %7s %7s %9s %7s %7s\n", "id", "name", "state", "schedules", "jobs",
+                   "queued", "leased", "done", "failed", "cancelled", "paused", "pruned");
             for (int i = 0; i < n; i++)
-                printf("%4lld  %-24s %-7s %9lld %7lld %7lld %7lld %7lld %7lld %9lld\n", (long long)v[i].id, v[i].name,
+                printf("%4lld  %-24s %-7s %9lld %7lld %7lld %7lld %7lld %7lld %9lld %7lld %7lld\n", (long long)v[i].id, v[i].name,
                        v[i].state, (long long)v[i].n_schedules, (long long)v[i].counts.total,
                        (long long)v[i].counts.queued, (long long)v[i].counts.leased, (long long)v[i].counts.done,
-                       (long long)v[i].counts.failed, (long long)v[i].counts.cancelled);
-            printf("%4s  %-24s %-7s %9s %7lld %7lld %7lld %7lld %7lld %9lld\n", "", "total", "", "",
+                       (long long)v[i].counts.failed, (long long)v[i].counts.cancelled, (long long)v[i].counts.paused,
+                       (long long)v[i].counts.pruned);
+            printf("%4s  %-24s %-7s %9s %7lld %7lld %7lld %7lld %7lld %9lld %7lld %7lld\n", "", "total", "", "",
                    (long long)all.total, (long long)all.queued, (long long)all.leased, (long long)all.done,
-                   (long long)all.failed, (long long)all.cancelled);
+                   (long long)all.failed, (long long)all.cancelled, (long long)all.paused, (long long)all.pruned);
         }
         free(v);
     }

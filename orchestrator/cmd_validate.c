@@ -29,7 +29,7 @@ int cmd_validate(int argc, char **argv) {
                     "Check one schedule (e.g. 3,3,6,6,8,8,12,12,12,12,12,12; 12x6 repeats 12 six times) against\n"
                     "the rules of `prism-sweep enumerate`. Exit 0 and \"valid\", or exit 1 and one line per broken\n"
                     "rule naming the layers and block (blocks are maximal runs of equal heads, counted from 1).",
-                    flags };
+                    flags, NULL };
     char *pos[1];
     int npos = 0;
     int prc = cli_parse(&cmd, argc, argv, pos, 1, &npos);

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "halving.h"
 #include "stats.h"
 #include "sweeps.h"
 #include "commands.h"
@@ -37,12 +38,18 @@ double leaderboard_t975(int df) {
     return 1.96;
 }
 
+#define LB_LEVELS (HALVING_MAX_RUNGS + 1)
+#define LB_NSTATES 7
+
 typedef struct lb_job {
     long long schedule, seed;
     char state[16];
-    int has_result;
+    int has_result;                 /* the value at its schedule's level (below) */
     double val_loss, tok_per_s;     /* tok_per_s NAN when unknown */
     json_t *attn;                   /* array or NULL; owned */
+    /* halving: the val loss at each level (rung 0.. ; the last level = the final result); one level without halving */
+    unsigned char has[LB_LEVELS];
+    double lv[LB_LEVELS];
 } lb_job;
 
 typedef struct lb_sched {
@@ -50,14 +57,14 @@ typedef struct lb_sched {
     char *heads;                    /* canonical text, malloc'd (L layers: no fixed bound) */
     int is_baseline;
     int ord;
-    int counts[5];
+    int counts[LB_NSTATES];
     int seeds_total, seeds_done;
     double mean, std;               /* NAN when unknown */
 } lb_sched;
 
 #define LB_ALPHA 0.05   /* family-wise error rate of the markers and of the tied-for-best group */
 
-static const char *const STATES[5] = { "queued", "leased", "done", "failed", "cancelled" };
+static const char *const STATES[LB_NSTATES] = { "queued", "leased", "done", "failed", "cancelled", "paused", "pruned" };
 
 static json_t *num_or_null(double v) { return isfinite(v) ? json_real(v) : json_null(); }
 
@@ -77,6 +84,8 @@ static int jobs_range(const lb_job *jobs, int njob, long long id, int *end) {
 
 static int cmp_rows(const void *pa, const void *pb) {
     const json_t *a = *(json_t *const *)pa, *b = *(json_t *const *)pb;
+    long long la = json_integer_value(json_object_get(a, "_lvl")), lb = json_integer_value(json_object_get(b, "_lvl"));
+    if (la != lb) return la > lb ? -1 : 1;   /* halving: the highest rung reached first */
     json_t *ka = json_object_get(a, "_key"), *kb = json_object_get(b, "_key");
     int ha = json_is_number(ka), hb = json_is_number(kb);
     if (ha != hb) return ha ? -1 : 1;
@@ -91,14 +100,15 @@ static int cmp_rows(const void *pa, const void *pb) {
     return oa < ob ? -1 : oa > ob;
 }
 
-/* d[k] = loss(schedule a, seed) − loss(schedule b, seed) over the seeds both finished, at most cap; returns the count */
-static int paired_diffs(const lb_job *jobs, int njob, long long a, long long b, double *d, int cap) {
+/* d[k] = loss(schedule a, seed) − loss(schedule b, seed) over the seeds both reached at level lvl (the final
+ * result without halving), at most cap; returns the count */
+static int paired_diffs(const lb_job *jobs, int njob, long long a, long long b, int lvl, double *d, int cap) {
     int n = 0, aend, bend, a0 = jobs_range(jobs, njob, a, &aend), b0 = jobs_range(jobs, njob, b, &bend);
     for (int k = a0; k < aend && n < cap; k++) {
-        if (!jobs[k].has_result) continue;
+        if (!jobs[k].has[lvl]) continue;
         for (int m = b0; m < bend; m++)
-            if (jobs[m].seed == jobs[k].seed && jobs[m].has_result) {
-                d[n++] = jobs[k].val_loss - jobs[m].val_loss;
+            if (jobs[m].seed == jobs[k].seed && jobs[m].has[lvl]) {
+                d[n++] = jobs[k].lv[lvl] - jobs[m].lv[lvl];
                 break;
             }
     }
@@ -108,6 +118,9 @@ static int paired_diffs(const lb_job *jobs, int njob, long long a, long long b, 
 /* Marks rows arr[0..nranked-1] (sorted, arr[0] the best) with "tied_best" and "vs_best"; returns the size of the
  * Holm family (nranked − 1) or -1 on no memory. */
 static int tied_for_best(const lb_job *jobs, int njob, const lb_sched *sc, json_t **arr, int nranked) {
+    /* halving: only the schedules at the best one's rung are compared with it */
+    long long best_lvl = json_integer_value(json_object_get(arr[0], "_lvl"));
+    while (nranked > 1 && json_integer_value(json_object_get(arr[nranked - 1], "_lvl")) != best_lvl) nranked--;
     double *p = malloc((size_t)nranked * sizeof *p), *adj = malloc((size_t)nranked * sizeof *adj);
     stats_paired *pt = malloc((size_t)nranked * sizeof *pt);
     if (!p || !adj || !pt) { free(p); free(adj); free(pt); return -1; }
@@ -116,7 +129,7 @@ static int tied_for_best(const lb_job *jobs, int njob, const lb_sched *sc, json_
         p[r] = NAN;
         if (r == 0) continue;
         double d[4096];
-        int n = paired_diffs(jobs, njob, sc[json_integer_value(json_object_get(arr[r], "_idx"))].id, best, d, 4096);
+        int n = paired_diffs(jobs, njob, sc[json_integer_value(json_object_get(arr[r], "_idx"))].id, best, (int)best_lvl, d, 4096);
         stats_paired_test(d, n, &pt[r]);
         if (n > 1) p[r] = pt[r].p;
     }
@@ -134,8 +147,20 @@ static int tied_for_best(const lb_job *jobs, int njob, const lb_sched *sc, json_
     return m;
 }
 
+static int lb_build(store *st, long long sweep_id, int at_rung, json_t **out, char *err, size_t errlen);
+
 int leaderboard_build(store *st, long long sweep_id, json_t **out, char *err, size_t errlen) {
+    return lb_build(st, sweep_id, -1, out, err, errlen);
+}
+
+int leaderboard_build_at_rung(store *st, long long sweep_id, int rung, json_t **out, char *err, size_t errlen) {
+    return lb_build(st, sweep_id, rung, out, err, errlen);
+}
+
+/* at_rung < 0: each schedule at the highest level it reached; else every schedule at level at_rung. */
+static int lb_build(store *st, long long sweep_id, int at_rung, json_t **out, char *err, size_t errlen) {
     *out = NULL;
+    int *lvl = NULL;
     sqlite3_stmt *s = NULL;
     lb_sched *sc = NULL;
     lb_job *jobs = NULL;
@@ -200,6 +225,8 @@ int leaderboard_build(store *st, long long sweep_id, json_t **out, char *err, si
         snprintf(j->state, sizeof j->state, "%s", (const char *)sqlite3_column_text(s, 2));
         j->has_result = strcmp(j->state, "done") == 0 && sqlite3_column_type(s, 3) != SQLITE_NULL;
         j->val_loss = sqlite3_column_double(s, 3);
+        j->has[0] = (unsigned char)j->has_result;   /* moved to the final level below when the sweep has rungs */
+        j->lv[0] = j->val_loss;
         j->tok_per_s = sqlite3_column_type(s, 4) == SQLITE_NULL ? NAN : sqlite3_column_double(s, 4);
         if (sqlite3_column_type(s, 5) != SQLITE_NULL) {
             j->attn = json_loads((const char *)sqlite3_column_text(s, 5), 0, NULL);
@@ -209,6 +236,52 @@ int leaderboard_build(store *st, long long sweep_id, json_t **out, char *err, si
     if (step != SQLITE_DONE) goto dberr;
     sqlite3_finalize(s);
     s = NULL;
+
+    /* halving: levels 0..K-1 are the rungs (rung_results), level K the final result; each schedule is shown at
+     * the highest level any of its seeds reached (or at at_rung) */
+    halving_cfg hv;
+    if (halving_load(st, sweep_id, &hv, err, errlen) == STORE_EIO) goto out_rc;
+    int K = hv.enabled ? hv.nrungs : 0;
+    if (at_rung > K) at_rung = K;
+    if (K > 0) {
+        for (int k = 0; k < njob; k++) {
+            jobs[k].has[K] = jobs[k].has[0]; jobs[k].lv[K] = jobs[k].lv[0];
+            jobs[k].has[0] = 0;
+        }
+        if (sqlite3_prepare_v2(st->db, "SELECT j.schedule_id, j.seed, rr.rung, rr.val_loss FROM rung_results rr JOIN jobs j "
+                                       "ON j.id = rr.job_id WHERE j.sweep_id = ?1", -1, &s, NULL) != SQLITE_OK) goto dberr;
+        sqlite3_bind_int64(s, 1, sweep_id);
+        while ((step = sqlite3_step(s)) == SQLITE_ROW) {
+            int r = sqlite3_column_int(s, 2), e;
+            if (r < 0 || r >= K) continue;
+            long long seed = sqlite3_column_int64(s, 1);
+            for (int k = jobs_range(jobs, njob, sqlite3_column_int64(s, 0), &e); k < e; k++)
+                if (jobs[k].seed == seed) { jobs[k].has[r] = 1; jobs[k].lv[r] = sqlite3_column_double(s, 3); }
+        }
+        if (step != SQLITE_DONE) goto dberr;
+        sqlite3_finalize(s);
+        s = NULL;
+    }
+    if (!(lvl = malloc((size_t)(nsc ? nsc : 1) * sizeof *lvl))) goto nomem;
+    for (int i = 0; i < nsc; i++) {
+        int e, k0 = jobs_range(jobs, njob, sc[i].id, &e);
+        lvl[i] = at_rung >= 0 ? at_rung : K;
+        if (at_rung < 0 && K > 0) {
+            int top = -1;
+            for (int k = k0; k < e; k++)
+                for (int l = K; l > top; l--) if (jobs[k].has[l]) { top = l; break; }
+            lvl[i] = top >= 0 ? top : 0;
+        }
+        for (int k = k0; k < e; k++) {   /* each job as seen at its schedule's level */
+            jobs[k].has_result = jobs[k].has[lvl[i]];
+            jobs[k].val_loss = jobs[k].lv[lvl[i]];
+            if (lvl[i] != K) {   /* tokens/s and D_l come with the final result only */
+                jobs[k].tok_per_s = NAN;
+                json_decref(jobs[k].attn);
+                jobs[k].attn = NULL;
+            }
+        }
+    }
 
     /* per schedule: counts, mean ± std, tok/s, mean D_l */
     int base = -1;
@@ -228,7 +301,7 @@ int leaderboard_build(store *st, long long sweep_id, json_t **out, char *err, si
             lb_job *j = &jobs[k];
             if (j->schedule != x->id) continue;
             x->seeds_total++;
-            for (int q = 0; q < 5; q++) if (strcmp(j->state, STATES[q]) == 0) x->counts[q]++;
+            for (int q = 0; q < LB_NSTATES; q++) if (strcmp(j->state, STATES[q]) == 0) x->counts[q]++;
             if (!j->has_result) continue;
             x->seeds_done++;
             sum += j->val_loss;
@@ -281,7 +354,7 @@ int leaderboard_build(store *st, long long sweep_id, json_t **out, char *err, si
             }
         }
         json_t *counts = json_object();
-        for (int q = 0; q < 5; q++) json_object_set_new(counts, STATES[q], json_integer(x->counts[q]));
+        for (int q = 0; q < LB_NSTATES; q++) json_object_set_new(counts, STATES[q], json_integer(x->counts[q]));
         json_t *row = json_pack("{s:o, s:I, s:o, s:b, s:i, s:i, s:o, s:o, s:o, s:o, s:o, s:I}",
                                 "rank", json_null(), "schedule_id", (json_int_t)x->id, "heads", sweeps_heads_json(x->heads),
                                 "is_baseline", x->is_baseline, "seeds_done", x->seeds_done, "seeds_total", x->seeds_total,
@@ -291,6 +364,12 @@ int leaderboard_build(store *st, long long sweep_id, json_t **out, char *err, si
         json_object_set(row, "attn_distance", attn_mean[i] ? attn_mean[i] : json_null());
         json_object_set_new(row, "attn_distance_std", attn_std);
         json_object_set_new(row, "tok_per_s_std", num_or_null(tps_std));
+        json_object_set_new(row, "_lvl", json_integer(lvl[i]));
+        if (K > 0) {   /* halving: the rung shown (K = the full run), its step, and whether the schedule was pruned */
+            json_object_set_new(row, "rung", json_integer(lvl[i]));
+            json_object_set_new(row, "rung_step", json_integer(hv.step[lvl[i]]));
+            json_object_set_new(row, "pruned", json_boolean(x->counts[6] > 0));
+        }
         json_array_append_new(rows, row);
     }
     /* paired differences and ΔD_l against the baseline; Holm over every non-baseline schedule of the sweep */
@@ -304,7 +383,7 @@ int leaderboard_build(store *st, long long sweep_id, json_t **out, char *err, si
         praw[i] = NAN;
         if (base < 0 || i == base) continue;
         double d[4096];
-        int n = paired_diffs(jobs, njob, sc[i].id, sc[base].id, d, 4096);
+        int n = paired_diffs(jobs, njob, sc[i].id, sc[base].id, lvl[i], d, 4096);
         if (n > 0) stats_paired_test(d, n, &pt[i]);
         if (n > 1) praw[i] = pt[i].p;
     }
@@ -363,6 +442,7 @@ int leaderboard_build(store *st, long long sweep_id, json_t **out, char *err, si
         json_object_del(arr[i], "_ord");
         json_object_del(arr[i], "_key");
         json_object_del(arr[i], "_idx");
+        json_object_del(arr[i], "_lvl");
         if (!json_object_get(arr[i], "tied_best")) json_object_set_new(arr[i], "tied_best", json_false());
         if (!json_object_get(arr[i], "vs_best")) json_object_set_new(arr[i], "vs_best", json_null());
         json_array_append_new(rows, arr[i]);
@@ -373,9 +453,28 @@ int leaderboard_build(store *st, long long sweep_id, json_t **out, char *err, si
                      "comparisons", comparisons, "tied_best_comparisons", tied_comparisons, "alpha", LB_ALPHA, "rows", rows);
     rows = NULL;
     if (*out) json_object_set_new(*out, "arch", json_string(arch));   /* the spec's model.arch ("gpt2" when absent) */
+    if (*out && K > 0) {   /* halving: its settings and the steps (tokens) spent against the full grid's */
+        long long trained = 0, full = 0, tps = 0;
+        if (halving_steps(st, sweep_id, &trained, &full, err, errlen) < 0) { json_decref(*out); *out = NULL; goto out_rc; }
+        sqlite3_stmt *t = NULL;
+        if (sqlite3_prepare_v2(st->db, "SELECT json_extract(spec, '$.train.batch_size') * coalesce(json_extract(spec, "
+                               "'$.train.seq_len'), json_extract(spec, '$.model.seq_len')) * coalesce(json_extract(spec, "
+                               "'$.train.grad_accum'), 1) FROM sweeps WHERE id = ?1", -1, &t, NULL) == SQLITE_OK) {
+            sqlite3_bind_int64(t, 1, sweep_id);
+            if (sqlite3_step(t) == SQLITE_ROW) tps = sqlite3_column_int64(t, 0);
+        }
+        sqlite3_finalize(t);
+        json_t *fr = json_array(), *stp = json_array();
+        for (int r = 0; r < K; r++) json_array_append_new(fr, json_real(hv.frac[r]));
+        for (int r = 0; r <= K; r++) json_array_append_new(stp, json_integer(hv.step[r]));
+        json_object_set_new(*out, "halving", json_pack("{s:i, s:s, s:o, s:o, s:I, s:I, s:I, s:I}", "eta", hv.eta,
+                            "mode", hv.async ? "async" : "sync", "rungs", fr, "rung_steps", stp,
+                            "steps_trained", (json_int_t)trained, "full_grid_steps", (json_int_t)full,
+                            "tokens_spent", (json_int_t)(trained * tps), "full_grid_tokens", (json_int_t)(full * tps)));
+    }
     rc = *out ? STORE_OK : STORE_EIO;
     if (rc < 0) snprintf(err, errlen, "out of memory");
-    if (rc == STORE_OK && leaderboard_add_zero_shot(st, sweep_id, *out, err, errlen) < 0) {   /* per-task accuracy columns */
+    if (rc == STORE_OK && at_rung < 0 && leaderboard_add_zero_shot(st, sweep_id, *out, err, errlen) < 0) {   /* per-task accuracy columns */
         json_decref(*out);
         *out = NULL;
         rc = STORE_EIO;
@@ -390,8 +489,10 @@ nomem:
     goto out;
 dberr:
     snprintf(err, errlen, "leaderboard: database read failed: %s (%s)", sqlite3_errmsg(st->db), st->path);
+out_rc:
     rc = STORE_EIO;
 out:
+    free(lvl);
     sqlite3_finalize(s);
     json_decref(rows);
     for (int k = 0; k < njob; k++) json_decref(jobs[k].attn);
@@ -433,7 +534,9 @@ char *leaderboard_csv(const json_t *lb) {
     const char *hdr = "rank,heads,is_baseline,seeds_done,seeds_total,val_loss_mean,val_loss_std,tok_per_s_mean,"
                       "delta_n,delta_mean,delta_ci_low,delta_ci_high,excludes_zero,p,p_holm,significant,provisional,tied_best,"
                       "tok_per_s_std\n";
-    if (http_buf_append(&b, hdr, strlen(hdr) - 1, SIZE_MAX / 2) < 0 || leaderboard_zero_shot_csv_header(lb, &b) < 0 ||
+    if (http_buf_append(&b, hdr, strlen(hdr) - 1, SIZE_MAX / 2) < 0 ||
+        (json_object_get(lb, "halving") && http_buf_append(&b, ",rung,pruned", 12, SIZE_MAX / 2) < 0) ||
+        leaderboard_zero_shot_csv_header(lb, &b) < 0 ||
         http_buf_append(&b, "\n", 1, SIZE_MAX / 2) < 0) { http_buf_free(&b); return NULL; }
     json_t *rows = json_object_get(lb, "rows");
     for (size_t i = 0; i < json_array_size(rows); i++) {
@@ -456,13 +559,17 @@ char *leaderboard_csv(const json_t *lb) {
             snprintf(sig, sizeof sig, "%s", json_is_true(json_object_get(d, "significant")) ? "true" : "false");
         }
         fmt_num(ts, sizeof ts, json_object_get(r, "tok_per_s_std"), "%.1f");
+        char hv[64] = "";   /* halving sweeps: two more cells, rung and pruned */
+        if (json_object_get(lb, "halving"))
+            snprintf(hv, sizeof hv, ",%lld,%s", (long long)json_integer_value(json_object_get(r, "rung")),
+                     json_is_true(json_object_get(r, "pruned")) ? "true" : "false");
         char line[8192];
-        int n = snprintf(line, sizeof line, "%s,\"%s\",%s,%lld,%lld,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s\n", rank, heads,
+        int n = snprintf(line, sizeof line, "%s,\"%s\",%s,%lld,%lld,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s%s\n", rank, heads,
                          json_is_true(json_object_get(r, "is_baseline")) ? "true" : "false",
                          (long long)json_integer_value(json_object_get(r, "seeds_done")),
                          (long long)json_integer_value(json_object_get(r, "seeds_total")), m, s, t, dn, dm, lo, hi, ex,
                          p, ph, sig, json_is_true(json_object_get(r, "provisional")) ? "true" : "false",
-                         json_is_true(json_object_get(r, "tied_best")) ? "true" : "false", ts);
+                         json_is_true(json_object_get(r, "tied_best")) ? "true" : "false", ts, hv);
         if (n > 0 && n < (int)sizeof line) n--;   /* the zero-shot cells go before the newline */
         if (n < 0 || http_buf_append(&b, line, (size_t)(n < (int)sizeof line ? n : (int)sizeof line - 1), SIZE_MAX / 2) < 0 ||
             leaderboard_zero_shot_csv_row(lb, r, &b) < 0 || http_buf_append(&b, "\n", 1, SIZE_MAX / 2) < 0) {
@@ -520,6 +627,11 @@ char *leaderboard_table(const json_t *lb) {
         snprintf(seeds, sizeof seeds, "%lld/%lld%s", (long long)json_integer_value(json_object_get(r, "seeds_done")),
                  (long long)json_integer_value(json_object_get(r, "seeds_total")),
                  json_is_true(json_object_get(r, "provisional")) && json_is_integer(json_object_get(r, "rank")) ? " prov" : "");
+        if (json_object_get(r, "rung")) {   /* halving: the rung the row is at, and pruned schedules */
+            size_t used = strlen(seeds);
+            snprintf(seeds + used, sizeof seeds - used, " r%lld%s", (long long)json_integer_value(json_object_get(r, "rung")),
+                     json_is_true(json_object_get(r, "pruned")) ? " pruned" : "");
+        }
         /* pad the run-length and loss columns by display width (× and ± are 2 bytes, 1 column) */
         int extra = 0;
         for (const char *p = runs; *p; p++) if ((unsigned char)*p == 0xc3) extra++;
@@ -528,6 +640,17 @@ char *leaderboard_table(const json_t *lb) {
         http_buf_append(&b, line, (size_t)(n < (int)sizeof line ? n : (int)sizeof line - 1), SIZE_MAX / 2);
     }
     leaderboard_zero_shot_table(lb, &b);
+    json_t *hvj = json_object_get(lb, "halving");
+    if (hvj) {   /* successive halving: what was spent against the full grid */
+        long long tr = json_integer_value(json_object_get(hvj, "steps_trained")), fu = json_integer_value(json_object_get(hvj, "full_grid_steps"));
+        n = snprintf(line, sizeof line, "halving (eta %lld, %s): ranked by the highest rung reached (rN; the full run is r%lld), "
+                     "then by delta at that rung; tokens spent: %lld of the full grid's %lld (steps %lld of %lld, %.1f%%)\n",
+                     (long long)json_integer_value(json_object_get(hvj, "eta")), json_string_value(json_object_get(hvj, "mode")),
+                     (long long)json_array_size(json_object_get(hvj, "rungs")),
+                     (long long)json_integer_value(json_object_get(hvj, "tokens_spent")),
+                     (long long)json_integer_value(json_object_get(hvj, "full_grid_tokens")), tr, fu, fu > 0 ? 100.0 * tr / fu : 0.0);
+        http_buf_append(&b, line, (size_t)(n < (int)sizeof line ? n : (int)sizeof line - 1), SIZE_MAX / 2);
+    }
     const char *foot = "* p_holm < 0.05 (paired t-test against uniform, Holm-adjusted over every schedule of the sweep); "
                        "= tied for best (not significantly different from rank 1, Holm); prov = provisional: fewer "
                        "finished seeds than the sweep's, listed after the complete schedules\n";
@@ -559,7 +682,7 @@ int cmd_leaderboard(int argc, char **argv) {
     cli_cmd cmd = { "leaderboard", "--db FILE [SWEEP] [--format table|csv|json]",
                     "Rank a sweep's schedules (SWEEP = id or name; default the newest sweep) by the paired mean difference of "
                     "final val loss against the uniform baseline over the seeds both finished, with its 95% confidence "
-                    "interval, the paired t-test p-value Holm-adjusted over the sweep, and the tied-for-best group.", flags };
+                    "interval, the paired t-test p-value Holm-adjusted over the sweep, and the tied-for-best group.", flags, NULL };
     char *pos[1];
     int npos = 0;
     int rc = cli_parse(&cmd, argc, argv, pos, 1, &npos);

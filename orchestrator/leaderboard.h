@@ -16,6 +16,14 @@
  * STORE_ENOTFOUND (no such sweep) or STORE_EIO with a message in err. Reads only. */
 int leaderboard_build(store *st, long long sweep_id, json_t **out, char *err, size_t errlen);
 
+/* The same ranking with every schedule at halving rung `rung` (0 = the first rung; the sweep's rung count = the
+ * final results): what the promotion ranks by (orchestrator/halving.c). Without zero-shot columns. */
+int leaderboard_build_at_rung(store *st, long long sweep_id, int rung, json_t **out, char *err, size_t errlen);
+
+/* With halving (the spec key), leaderboard_build shows each schedule at the highest rung any of its seeds reached
+ * ("rung", "rung_step", "pruned" per row; "halving" at the top with the steps and tokens spent against the full
+ * grid's) and ranks by that rung first (highest first), then as without halving; Δ pairs at that rung. */
+
 /* The leaderboard as CSV text (header line first; docs/API.md). malloc'd, caller frees; NULL on no memory. */
 char *leaderboard_csv(const json_t *lb);
 /* A human table for the terminal. malloc'd, caller frees. */

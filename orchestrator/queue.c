@@ -42,7 +42,7 @@ static const char *const SQL[S_COUNT] = {
         "UPDATE jobs SET state = 'leased', attempt = attempt + 1, lease_token = ?2, lease_expires_at = ?3, "
         "worker_id = ?4, device = ?5, updated_at = ?6, finished_at = NULL WHERE id = ?1 AND state = 'queued'",
     [S_LEASE_ROW] =
-        "SELECT j.attempt, j.sweep_id, j.schedule_id, j.seed, sc.heads, j.job, j.checkpoint_path, j.checkpoint_step "
+        "SELECT j.attempt, j.sweep_id, j.schedule_id, j.seed, sc.heads, j.job, j.checkpoint_path, j.checkpoint_step, j.stop_at_step "
         "FROM jobs j JOIN schedules sc ON sc.id = j.schedule_id WHERE j.id = ?1",
     [S_JOB_LEASE] = "SELECT state, lease_token, attempt, attempt_base, worker_id, lease_expires_at FROM jobs WHERE id = ?1",
     [S_RENEW] = "UPDATE jobs SET lease_expires_at = ?2, updated_at = ?3 WHERE id = ?1",
@@ -240,6 +240,8 @@ int queue_lease(queue *q, long long worker_id, const char *device, json_t **out)
     if (o && sqlite3_column_type(s, 6) != SQLITE_NULL)
         json_object_set_new(o, "resume", json_pack("{s:s, s:I}", "checkpoint", (const char *)sqlite3_column_text(s, 6),
                                                    "step", (json_int_t)sqlite3_column_int64(s, 7)));
+    if (o && sqlite3_column_type(s, 8) != SQLITE_NULL)   /* successive halving: train to this rung's step, then report it */
+        json_object_set_new(o, "stop_at_step", json_integer(sqlite3_column_int64(s, 8)));
     sqlite3_reset(s);
     if (!o) { snprintf(q->err, sizeof q->err, "out of memory"); return STORE_EIO; }
     /* progress total from the job's train.steps */

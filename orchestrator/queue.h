@@ -44,7 +44,8 @@ void queue_release(queue *q);
 int queue_register(queue *q, const char *name, const char *host, const char *devices, long long *worker_id);
 
 /* Leases the next job to worker_id. On QUEUE_OK *out is a new object {job_id, attempt, lease_token,
- * lease_expires_at, lease_ttl_s, sweep_id, schedule_id, seed, heads, job, resume?} the caller decrefs. */
+ * lease_expires_at, lease_ttl_s, sweep_id, schedule_id, seed, heads, job, resume?, stop_at_step?} the caller decrefs.
+ * stop_at_step (halving sweeps): stop at this step and report the rung (orchestrator/halving.h). */
 int queue_lease(queue *q, long long worker_id, const char *device, json_t **out);
 
 /* Renews the lease; *expires = new expiry. step/loss < 0 / NAN are ignored. */

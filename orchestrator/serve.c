@@ -31,6 +31,7 @@
 #include "http.h"
 #include "store.h"
 #include "walck.h"
+#include "halving.h"
 
 typedef struct serve_state {
     uv_loop_t loop;
@@ -194,7 +195,7 @@ int cmd_serve(int argc, char **argv) {
     cli_cmd cmd = { "serve", "[--db FILE] [--listen HOST:PORT] [flags]",
                     "Run the orchestrator: the HTTP/JSON API for workers (leases, metrics, results), the admin and read "
                     "routes, and the leaderboard page. It is the only process that writes the database. API: docs/API.md.",
-                    flags };
+                    flags, NULL };
     char *pos[1];
     int npos = 0;
     int rc = cli_parse(&cmd, argc, argv, pos, 0, &npos);
@@ -315,6 +316,18 @@ int cmd_serve(int argc, char **argv) {
             if (queue_grace(&s->a.q, store_now(), &n) == 0 && store_commit(st) == 0) {
                 if (n) fprintf(stderr, "prism-sweep serve: %d live lease(s) extended by one TTL after the restart\n", n);
             } else {
+                store_rollback(st);
+            }
+        }
+    }
+    {   /* successive halving: a promotion that was due when the server stopped happens now (idempotent) */
+        int n = 0;
+        char herr[512] = "";
+        if (store_begin(st) == 0) {
+            if (halving_tick_all(st, &n, herr, sizeof herr) == 0 && store_commit(st) == 0) {
+                if (n) fprintf(stderr, "prism-sweep serve: halving: %d schedule decision(s) taken at start\n", n);
+            } else {
+                fprintf(stderr, "prism-sweep serve: halving at start: %s\n", herr[0] ? herr : st->err);
                 store_rollback(st);
             }
         }

@@ -8,6 +8,7 @@
  * [n_schedules][n_layer]; a jansson object keyed by the canonical text serves as the set for duplicates.
  */
 #include "spec.h"
+#include "halving.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -269,7 +270,7 @@ static int too_many_jobs(char *err, size_t errlen, long long schedules, long lon
 
 static int spec_from_json_max(json_t *root, long long max_jobs, sweep_spec *sp, char *err, size_t errlen) {
     static const char *const top[] = { "name", "description", "priority", "model", "rules", "schedules", "include",
-                                       "exclude", "sample", "seeds", "train", "eval", "data", NULL };
+                                       "exclude", "sample", "seeds", "train", "eval", "data", "halving", NULL };
     builder b = { sp, NULL, 0, NULL, 0 };
     int *heads = NULL, rc;
     long long x;
@@ -436,6 +437,8 @@ static int spec_from_json_max(json_t *root, long long max_jobs, sweep_spec *sp, 
     if (jrc < 0) { rc = err_at(err, errlen, "%s", why); goto out; }
     sp->steps = cfg.train.steps;
     job_release(&cfg);
+    halving_cfg hv;   /* successive halving: its rungs must round to distinct steps of this train.steps */
+    if (halving_parse(json_object_get(root, "halving"), sp->steps, &hv, err, errlen) < 0) { rc = SPEC_EINVAL; goto out; }
     rc = SPEC_OK;
 out:
     json_decref(b.seen);

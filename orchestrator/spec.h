@@ -15,6 +15,7 @@
  *   seeds       [S1, S2, ...] distinct non-negative integers; job seed_index = position in this list
  *   train       the job's train section without "seed" (the job format of docs/FORMATS.md), "steps" required
  *   eval, data  the job's eval and data sections of the job format, copied as given
+ *   halving     optional {eta, rungs, mode}: successive halving at matched tokens (orchestrator/halving.h)
  * The uniform baseline is always in the set (added first when a list or a sample lacks it). Schedule order
  * ("ord"): the baseline first, then the enumeration order (rules/sample) or the list order, then includes.
  *

@@ -14,10 +14,13 @@
 #include <sys/time.h>
 
 extern const char prism_sql_schema[];
+extern const char prism_sql_halving[];
 
-/* Migration i (1-based) brings user_version from i-1 to i. */
+/* Migration i (1-based) brings user_version from i-1 to i. Migrations run with foreign_keys OFF (a table
+ * rebuild must not cascade its DROP into the tables that reference it); it is back ON when they are done. */
 static const char *const migrations[] = {
     prism_sql_schema,
+    prism_sql_halving,   /* job states paused/pruned, jobs.stop_at_step/rung, rung_results, halving_decisions */
 };
 #define N_MIGRATIONS ((int)(sizeof migrations / sizeof migrations[0]))
 
@@ -65,6 +68,7 @@ static int migrate(store *st) {
                  "use a newer prism-sweep", st->path, v, N_MIGRATIONS);
         return STORE_ENEWER;
     }
+    if (v < N_MIGRATIONS && (rc = store_exec(st, "PRAGMA foreign_keys=OFF")) < 0) return rc;
     for (int i = v; i < N_MIGRATIONS; i++) {
         char bump[64];
         snprintf(bump, sizeof bump, "PRAGMA user_version = %d", i + 1);
@@ -78,7 +82,7 @@ static int migrate(store *st) {
         }
         if ((rc = store_commit(st)) < 0) return rc;
     }
-    return STORE_OK;
+    return store_exec(st, "PRAGMA foreign_keys=ON");
 }
 
 int store_open(const char *path, store **out, char *errbuf, size_t errlen) {

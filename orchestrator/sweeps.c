@@ -9,6 +9,7 @@
  */
 #include "sweeps.h"
 #include "schedule.h"
+#include "halving.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -138,6 +139,7 @@ static int create_rows(store *st, const sweep_spec *sp, const char *spec_text, s
             if (sqlite3_step(ins_job) != SQLITE_DONE) { rc = store_fail(st, "insert job"); goto out; }
             out->jobs_created += sqlite3_changes(st->db);
         }
+    if ((rc = halving_init_jobs(st, out->sweep_id, st->err, sizeof st->err)) < 0) goto out;   /* rung 0 with "halving" */
     out->schedules_total = count_rows(st, "SELECT count(*) FROM schedules WHERE sweep_id = ?1", out->sweep_id, &rc);
     if (rc < 0) goto out;
     out->jobs_total = count_rows(st, "SELECT count(*) FROM jobs WHERE sweep_id = ?1", out->sweep_id, &rc);
@@ -246,6 +248,8 @@ int sweeps_count_states(store *st, int64_t sweep_id, sweeps_counts *c) {
         else if (!strcmp(state, "done")) c->done = n;
         else if (!strcmp(state, "failed")) c->failed = n;
         else if (!strcmp(state, "cancelled")) c->cancelled = n;
+        else if (!strcmp(state, "paused")) c->paused = n;
+        else if (!strcmp(state, "pruned")) c->pruned = n;
         c->total += n;
     }
     rc = step == SQLITE_DONE ? STORE_OK : store_fail(st, "count jobs");
@@ -311,9 +315,10 @@ out:
 }
 
 json_t *sweeps_counts_json(const sweeps_counts *c) {
-    return json_pack("{s:I, s:I, s:I, s:I, s:I, s:I}", "queued", (json_int_t)c->queued, "leased",
+    return json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "queued", (json_int_t)c->queued, "leased",
                      (json_int_t)c->leased, "done", (json_int_t)c->done, "failed", (json_int_t)c->failed, "cancelled",
-                     (json_int_t)c->cancelled, "total", (json_int_t)c->total);
+                     (json_int_t)c->cancelled, "paused", (json_int_t)c->paused, "pruned", (json_int_t)c->pruned,
+                     "total", (json_int_t)c->total);
 }
 
 json_t *sweeps_info_json(const sweeps_info *i) {

@@ -20,6 +20,7 @@
 
 typedef struct sweeps_counts {
     int64_t queued, leased, done, failed, cancelled, total;
+    int64_t paused, pruned;   /* successive halving: stopped at a rung awaiting promotion; not promoted (terminal) */
 } sweeps_counts;
 
 typedef struct sweeps_created {

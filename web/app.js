@@ -16,7 +16,7 @@
 const POLL_MS = 2000;
 const FETCH_TIMEOUT_MS = 5000;
 const API = '/api/v1';
-const STATES = ['queued', 'leased', 'done', 'failed', 'cancelled'];
+const STATES = ['queued', 'leased', 'done', 'failed', 'cancelled', 'paused', 'pruned'];   // paused/pruned: halving sweeps
 
 const S = {
   sweeps: [],            // normalised sweeps (normSweep)
@@ -182,6 +182,7 @@ function normRow(r) {
     dattn: Array.isArray(r.delta_attn_distance) ? r.delta_attn_distance.map(num) : null,
     rank: num(r.rank),
     zs: normZeroShot(r.zero_shot),
+    rung: num(r.rung), pruned: !!r.pruned,   // halving: the rung the row is at, and pruned schedules
   };
 }
 /* per task: acc_norm mean ± std, acc mean, and the paired Δ acc_norm vs uniform */
@@ -198,7 +199,16 @@ function normBoard(b) {
     tasks: (b && Array.isArray(b.zero_shot_tasks)) ? b.zero_shot_tasks.map(String) : [],
     comparisons: b ? num(b.comparisons) : null, tied_best_comparisons: b ? num(b.tied_best_comparisons) : null,
     seeds: b ? num(b.seeds) : null,
-    arch: b && typeof b.arch === 'string' ? b.arch : null };
+    arch: b && typeof b.arch === 'string' ? b.arch : null,
+    halving: b && b.halving && typeof b.halving === 'object' ? normHalving(b.halving) : null };
+}
+/* successive halving: rung steps (the last = the full run) and the tokens spent against the full grid's */
+function normHalving(h) {
+  const steps = Array.isArray(h.rung_steps) ? h.rung_steps.map(num) : [];
+  const full = num(h.full_grid_steps), fullTok = num(h.full_grid_tokens);
+  return { eta: num(h.eta), mode: String(h.mode || 'sync'), rung_steps: steps,
+    steps_trained: num(h.steps_trained), full_grid_steps: full, tokens_spent: num(h.tokens_spent), full_grid_tokens: fullTok,
+    tokens_per_step: full && fullTok ? fullTok / full : null };
 }
 
 /* ------------------------------------------------------------ the model */
@@ -229,6 +239,8 @@ function scheduleRows() {
     r.counts = c;
     if (c.leased) r.state = 'running';
     else if (r.jobs.length && c.done === r.jobs.length) r.state = 'done';
+    else if (c.pruned && !c.queued && !c.paused) r.state = 'pruned';   // halving: not promoted at a rung
+    else if (c.paused && !c.queued) r.state = 'paused';                // halving: waiting for the rung's decision
     else if (c.queued) r.state = (c.done || c.failed) ? 'running' : 'queued';
     else if (c.failed) r.state = 'failed';
     else if (c.cancelled) r.state = 'cancelled';
@@ -322,7 +334,8 @@ function countsBar(c) {
     STATES.filter((k) => c[k]).map((k) => '<span class="' + k + '" style="width:' + (100 * c[k] / t).toFixed(2) + '%"></span>').join('') + '</div>';
 }
 function countsText(c) {
-  return STATES.map((k) => '<span class="c-' + k + '">' + c[k] + ' ' + k + '</span>').join(' · ');
+  return STATES.filter((k) => c[k] || (k !== 'paused' && k !== 'pruned'))   // halving states only when there are any
+    .map((k) => '<span class="c-' + k + '">' + c[k] + ' ' + k + '</span>').join(' · ');
 }
 function renderSweeps() {
   const box = $('#sweeps');
@@ -433,7 +446,10 @@ function renderSweep() {
     (isNum(B.comparisons) ? '<br><span id="stats-header">ranked by the paired mean Δ vs uniform; ' + B.comparisons +
       ' comparisons against uniform, p Holm-adjusted (▼/▲ only when p<sub>Holm</sub> &lt; 0.05); tied for best (=): ' +
       nTied + ' schedule(s), ' + (isNum(B.tied_best_comparisons) ? B.tied_best_comparisons : 0) +
-      ' comparisons against rank 1; provisional = fewer finished seeds than the sweep\'s ' + (isNum(B.seeds) ? B.seeds : '') + '</span>' : ''));
+      ' comparisons against rank 1; provisional = fewer finished seeds than the sweep\'s ' + (isNum(B.seeds) ? B.seeds : '') + '</span>' : '') +
+    (B.halving ? '<br><span id="halving-tokens" title="successive halving, eta ' + esc(B.halving.eta) + ' (' + esc(B.halving.mode) +
+      '): rungs at steps ' + esc(B.halving.rung_steps.join(', ')) + '; ranked by the highest rung reached, then by Δ">tokens spent: ' +
+      fmtInt(B.halving.tokens_spent) + ' of the full grid\'s ' + fmtInt(B.halving.full_grid_tokens) + '</span>' : ''));
   const stateBox = $('#leaderboard-state');
   const wrap = $('#leaderboard-wrap');
   const anyResult = rows.some((r) => isNum(r.mean));
@@ -470,7 +486,7 @@ function renderSweep() {
   sorted.forEach((r) => {
     const sel = String(r.schedule_id) === String(S.scheduleId);
     const cls = (r.is_baseline ? 'baseline ' : '') + (sel ? 'selected ' : '') + (r.provisional && r.rank ? 'provisional ' : '') +
-      (r.tied_best ? 'tied-best' : '');
+      (r.tied_best ? 'tied-best ' : '') + (r.pruned ? 'pruned' : '');
     html += '<tr tabindex="0" data-schedule="' + esc(r.schedule_id) + '" data-heads="' + esc(r.heads.join(',')) + '" class="' + cls + '">' +
       '<td class="num rank"' + (r.tied_best ? ' title="tied for best: not significantly different from rank 1 (Holm)"' : '') + '>' +
         (r.rank || '—') + (r.tied_best ? '<span class="tied">=</span>' : '') + '</td>' +
@@ -478,7 +494,10 @@ function renderSweep() {
       '<span class="rle">' + esc(rle(r.heads)) + '</span>' + (r.is_baseline ? '<span class="tag">uniform</span>' : '') + '</div></td>' +
       '<td class="num val">' + (isNum(r.mean) ? fmt(r.mean, 4) + (isNum(r.std) ? ' <span class="pm">± ' + fmt(r.std, 4) + '</span>' : '') : '—') + '</td>' +
       '<td class="num seeds">' + r.seeds_done + (r.seeds_total ? '/' + r.seeds_total : '') +
-        (r.provisional && r.rank ? ' <span class="prov" title="provisional: fewer finished seeds than the sweep\'s; listed after the complete schedules">prov</span>' : '') + '</td>' +
+        (r.provisional && r.rank ? ' <span class="prov" title="provisional: fewer finished seeds than the sweep\'s; listed after the complete schedules">prov</span>' : '') +
+        (S.board && S.board.halving && isNum(r.rung) ? ' <span class="rung" title="halving: the rung this row is at (' +
+          (r.rung >= S.board.halving.rung_steps.length - 1 ? 'the full run' : 'step ' + S.board.halving.rung_steps[r.rung]) +
+          ')' + (r.pruned ? '; pruned there' : '') + '">r' + r.rung + (r.pruned ? ' pruned' : '') + '</span>' : '') + '</td>' +
       deltaCell(r) +
       tasks.map((t) => zeroShotCell(r, t)).join('') +
       '<td class="num tps">' + fmtTokS(r.tok_per_s) + (isNum(r.tok_per_s_std) ? ' <span class="pm">± ' + fmtTokS(r.tok_per_s_std) + '</span>' : '') + '</td>' +
@@ -545,11 +564,35 @@ function lineOptions(xTitle, yTitle) {
   };
 }
 
+/* Chart.js plugin: chart.$rungs (x values) drawn as dashed vertical markers labelled r0, r1, ... (halving rungs). */
+const RUNG_MARKERS = {
+  id: 'rungMarkers',
+  afterDatasetsDraw(chart) {
+    const xs = chart.$rungs || [];
+    const x = chart.scales.x, a = chart.chartArea;
+    if (!xs.length || !x || !a) return;
+    const ctx = chart.ctx;
+    ctx.save();
+    ctx.strokeStyle = css('--muted');
+    ctx.fillStyle = css('--muted');
+    ctx.setLineDash([3, 3]);
+    ctx.lineWidth = 1;
+    ctx.font = '10px sans-serif';
+    xs.forEach((v, i) => {
+      const px = x.getPixelForValue(v);
+      if (px < a.left || px > a.right) return;
+      ctx.beginPath(); ctx.moveTo(px, a.top); ctx.lineTo(px, a.bottom); ctx.stroke();
+      ctx.fillText('r' + i, px + 3, a.top + 10);
+    });
+    ctx.restore();
+  },
+};
+
 function ensureCharts() {
   if (!chartsAvailable()) return false;
   if (S.charts.val) return true;
-  S.charts.val = new Chart($('#chart-val'), { type: 'line', data: { datasets: [] }, options: lineOptions('tokens', 'val loss') });
-  S.charts.train = new Chart($('#chart-train'), { type: 'line', data: { datasets: [] }, options: lineOptions('tokens', 'train loss') });
+  S.charts.val = new Chart($('#chart-val'), { type: 'line', data: { datasets: [] }, options: lineOptions('tokens', 'val loss'), plugins: [RUNG_MARKERS] });
+  S.charts.train = new Chart($('#chart-train'), { type: 'line', data: { datasets: [] }, options: lineOptions('tokens', 'train loss'), plugins: [RUNG_MARKERS] });
   const distOpts = lineOptions('layer', 'mean distance (tokens)');
   distOpts.scales.x.ticks.stepSize = 1;
   distOpts.elements.point.radius = 3;
@@ -659,6 +702,14 @@ async function refreshDetail() {
   await Promise.all(started.map(fetchCurve));
   S.charts.val.data.datasets = curveDatasets('val', mine, baseJobs, row.is_baseline);
   S.charts.train.data.datasets = curveDatasets('train', mine, baseJobs, row.is_baseline);
+  // halving: a dashed vertical line at each rung before the full run (x in tokens, as the curves)
+  const hv = S.board && S.board.halving;
+  const rungX = hv && hv.tokens_per_step ? hv.rung_steps.slice(0, -1).map((s) => s * hv.tokens_per_step) : [];
+  S.charts.val.$rungs = S.charts.train.$rungs = rungX;
+  ['chart-val', 'chart-train'].forEach((id) => {
+    const cv = $('#' + id);
+    if (rungX.length) cv.dataset.rungs = rungX.join(','); else delete cv.dataset.rungs;
+  });
   const noCurve = !started.length ? 'No job of this schedule has started yet.'
     : started.every((j) => j.state === 'failed' || j.state === 'cancelled')
       ? 'No points: the jobs ended before reporting any (the errors are in the jobs table).' : 'No points reported yet.';

@@ -481,6 +481,11 @@ static int slot_finish(slot *s, const char *route, json_t *body) {
         char path[128];
         snprintf(path, sizeof path, "/api/v1/jobs/%lld/%s", s->job_id, route);
         json_object_set_new(body, "lease_token", json_string(s->lease_token));
+        const char *fault = getenv("PRISM_FAULT_AT_RUNG");   /* tests only: die between the rung checkpoint and its report */
+        if (fault && !strcmp(fault, "exit") && !strcmp(route, "rung")) {
+            fprintf(stderr, "prism-worker: PRISM_FAULT_AT_RUNG=exit: exiting before the rung report (test hook)\n");
+            _exit(137);
+        }
         rc = client_request(&s->cl, "POST", path, body, budget, NULL);
     }
     return rc;
@@ -633,7 +638,10 @@ static void slot_run_job(slot *s, json_t *lease) {
 
     struct train_result res;
     memset(&res, 0, sizeof res);
+    /* successive halving: the lease says where this rung stops (the LR schedule stays the full run's) */
+    json_t *stop_at = json_object_get(lease, "stop_at_step");
     struct train_opts to = {
+        .stop_at_step = json_is_integer(stop_at) ? (int)json_integer_value(stop_at) : 0,
         .out_dir = out_dir, .device = s->device, .data_root = ag->data_root, .checkpoint_dir = ckpt_dir,
         .resume = resume, .confine_data = !o->data_anywhere, .stop = &s->stop, .on_metrics = slot_on_metrics, .on_checkpoint = slot_on_checkpoint,
         .on_progress = slot_on_progress, .ctx = s, .quiet = 1, .result = &res, .err = err, .errlen = sizeof err,
@@ -673,6 +681,19 @@ static void slot_run_job(slot *s, json_t *lease) {
         goto out;
     }
     int rc;
+    if (trc == TRAIN_OK && res.paused_at > 0) {
+        /* a halving rung: metrics and the rung checkpoint first (slot_finish), then the val loss at the rung; the
+         * checkpoints stay: a promoted job resumes from this one */
+        json_t *body = json_pack("{s:i, s:f}", "step", res.paused_at, "val_loss", res.val_loss);
+        rc = slot_report(s, "rung", body, &res);
+        json_decref(body);
+        if (rc == CLIENT_EAUTH || rc == CLIENT_EGONE) goto out;
+        progress_event(s->index, rc == CLIENT_OK ? "rung" : "report-error", "job=%lld attempt=%d schedule=%s step=%d "
+                       "val_loss=%.4f%s%s", s->job_id, s->attempt, s->row.schedule, res.paused_at, res.val_loss,
+                       rc == CLIENT_OK ? "" : " not acknowledged: ", rc == CLIENT_OK ? "" : s->cl.err);
+        s->jobs_done++;
+        goto out;
+    }
     if (trc == TRAIN_OK) {
         json_t *result = slot_read_result(out_dir, err, sizeof err);
         if (!result) {

@@ -50,6 +50,9 @@ static int cmd_train(int argc, char **argv) {
         {"--checkpoint-dir", CLI_STR, &o.checkpoint_dir, "--out", "training-state checkpoints go here", 0, 0, 0, 0},
         {"--resume", CLI_STR, &o.resume, "", "continue from a training-state checkpoint", 0, 0, 0, 0},
         {"--threads", CLI_INT, &threads, "OMP_NUM_THREADS or all cores", "CPU threads", 1, 4096, 0, 0},
+        {"--stop-at-step", CLI_INT, &o.stop_at_step, "off", "stop before update N (a halving rung): val loss at N, "
+         "checkpoint ckpt_N.bin, exit 0; the LR schedule stays the full run's, so --resume ckpt_N.bin continues it "
+         "exactly", 1, 1000000000, 0, 0},
         {"--quiet", CLI_BOOL, &quiet, "off", "no progress output", 0, 0, 0, 0},
         {"--print-job", CLI_BOOL, &print, "off", "print the effective job (after overrides) as JSON and exit", 0, 0, 0, 0},
         /* overrides of the job's fields: the default is the job file's value */

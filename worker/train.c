@@ -517,12 +517,19 @@ static int run_loop(struct run *r) {
             if ((rc = checkpoint(r, step, data_pos))) return rc;
             return fail(r, TRAIN_EPREEMPTED, "stopped at step %d after writing %s", step, r->last_ckpt);
         }
-        if (step == 0 || (job->eval.every > 0 && step % job->eval.every == 0)) {
+        int at_rung = o->stop_at_step > 0 && step == o->stop_at_step;
+        if (step == 0 || (job->eval.every > 0 && step % job->eval.every == 0) || at_rung) {
             if ((rc = evaluate(r, &val_loss, NULL))) return rc;
             /* (JSON has no NaN/inf: check before building the row) */
             if (!isfinite(val_loss)) return fail(r, TRAIN_ENAN, "step %d: validation loss is %g (not finite)", step, val_loss);
             if ((rc = emit(r, json_pack("{s:i, s:f}", "step", step, "val_loss", val_loss)))) return rc;
             if (step > tr->warmup_steps) { evals_after_warmup++; always_above &= val_loss > diverged_at; }
+        }
+        if (at_rung) {
+            /* a halving rung: val loss at exactly this step (above), a training-state checkpoint, stop */
+            if ((rc = checkpoint(r, step, data_pos))) return rc;
+            if (o->result) { o->result->paused_at = step; o->result->val_loss = val_loss; o->result->steps_done = step; }
+            return 0;
         }
         double t0 = util_now_s();
         if (r->ops->zero_grad(r->m)) return fail(r, TRAIN_EDEVICE, "%s", model_err(r));
@@ -602,6 +609,9 @@ int train_run(const struct job_config *job, const struct train_opts *opts) {
     int rc;
     if (!opts->out_dir || !*opts->out_dir) return fail(&r, TRAIN_EINVAL, "no output directory given");
     if (job_validate(job, r.ebuf, sizeof r.ebuf)) return fail(&r, TRAIN_EINVAL, "%s", r.ebuf);
+    if (opts->stop_at_step < 0 || (opts->stop_at_step > 0 && opts->stop_at_step >= job->train.steps))
+        return fail(&r, TRAIN_EINVAL, "stop_at_step: %d must be in 1..train.steps-1 (%d), or 0 for the full run",
+                    opts->stop_at_step, job->train.steps - 1);
     if (opts->threads > 0) omp_set_num_threads(opts->threads);
     rc = run_loop(&r);
     if (r.metrics) fclose(r.metrics);

@@ -48,6 +48,7 @@ struct train_result {
     double val_loss, train_loss, tok_per_s, wall_s, flops_per_token;
     long long params, tokens;
     int steps_done;         /* updates completed (== steps on success) */
+    int paused_at;          /* > 0: stopped at opts->stop_at_step (val_loss is the loss there), no result.json */
     int resumed_from;       /* step the run resumed from, 0 when fresh */
     char checkpoint[4096];  /* last checkpoint written ("" if none) */
 };
@@ -74,6 +75,12 @@ struct train_opts {
                                    * path elsewhere, no symlink out): jobs from the network; 0: any path */
     int progress_every;           /* non-TTY structured lines every N steps, default 10 */
     int threads;                  /* CPU: OpenMP threads for this run (this calling thread), 0 = OpenMP's default */
+    int stop_at_step;             /* > 0 and < train.steps: a successive-halving rung. Before update stop_at_step
+                                   * the run evaluates val loss (a metrics row at that step), writes the training-state
+                                   * checkpoint ckpt_STEP.bin and returns 0 with result->paused_at = stop_at_step (no
+                                   * result.json, no model.bin). The learning-rate schedule stays the one of train.steps,
+                                   * so resuming from that checkpoint gives the uninterrupted run's metrics bit for bit.
+                                   * 0 = run to train.steps. */
     struct train_result *result;  /* optional out */
     char *err;                    /* message buffer for failures (may be NULL) */
     size_t errlen;

@@ -691,6 +691,64 @@ def t_zero_shot_columns():
         srv.stop()
 
 
+def t_halving_pruned_rows_and_tokens():
+    """A sweep with halving: pruned schedules are greyed, the tokens line, rung markers on the loss curves."""
+    srv = Server()
+    drv = None
+    try:
+        sp = spec("web-halving", [UNIFORM, PRISM, WIDE], seeds=[0, 1])
+        sp["halving"] = {"eta": 3, "rungs": [0.25]}          # rung 0 at step 10 of 40
+        sid = srv.ok("POST", "/api/v1/sweeps", sp)["sweep_id"]
+        f = Feeder(srv)
+        f.lease_all()
+        check_eq(6, len(f.leases), "jobs leased at rung 0")
+        for key, ls in sorted(f.leases.items()):
+            check_eq(10, ls.get("stop_at_step"), "stop_at_step in the lease of %r" % (key,))
+            f.metrics(key, 9)
+            tok = {"lease_token": ls["lease_token"]}
+            srv.ok("POST", "/api/v1/jobs/%d/metrics" % ls["job_id"], dict(tok, points=[{"step": 10, "val_loss": curve(VAL[key], 10, key[1])}]), WORKER_TOKEN)
+            srv.ok("POST", "/api/v1/jobs/%d/checkpoint" % ls["job_id"],
+                   dict(tok, path="/ck/job-%d-a%d/ckpt_10.bin" % (ls["job_id"], ls["attempt"]), step=10), WORKER_TOKEN)
+            srv.ok("POST", "/api/v1/jobs/%d/rung" % ls["job_id"], dict(tok, step=10, val_loss=curve(VAL[key], 10, key[1])), WORKER_TOKEN)
+        # n = 3, k = 1: the prism schedule (lowest Δ) and the baseline go on; WIDE is pruned
+        f.leases = {}
+        f.lease_all()
+        check_eq(sorted([(tuple(UNIFORM), 0), (tuple(UNIFORM), 1), (tuple(PRISM), 0), (tuple(PRISM), 1)]), sorted(f.leases),
+                 "promoted jobs")
+        for key, ls in sorted(f.leases.items()):
+            check_eq(10, ls["resume"]["step"], "resume step of a promoted job")
+            f.metrics(key, STEPS, start=10)
+            srv.ok("POST", "/api/v1/jobs/%d/complete" % ls["job_id"], {"lease_token": ls["lease_token"], "result": {
+                "val_loss": VAL[key], "tok_per_s": TOKS[key[0]], "attn_distance": ATTN[key[0]]}}, WORKER_TOKEN)
+        drv = browser()
+        open_page(drv, srv, sid)
+        wait_for(drv, "document.querySelectorAll('#leaderboard tbody tr').length === 3", "3 leaderboard rows")
+        r = drv.execute_script("""return Array.from(document.querySelectorAll('#leaderboard tbody tr')).map(function (tr) {
+          return { heads: tr.dataset.heads, pruned: tr.classList.contains('pruned'), seeds: tr.querySelector('.seeds').textContent.trim(),
+                   opacity: parseFloat(getComputedStyle(tr.querySelector('td')).opacity), state: tr.querySelector('.state').textContent.trim() }; });""")
+        check_eq([P_S, U_S, W_S], [x["heads"] for x in r], "order: the full run first (by delta), then the pruned schedule")
+        check_eq([False, False, True], [x["pruned"] for x in r], "only 6,6,6,6,12x8 is marked pruned")
+        check(r[2]["opacity"] < 0.9 and r[0]["opacity"] == 1.0, "the pruned row is greyed: %r" % r)
+        check("r0 pruned" in r[2]["seeds"] and "r1" in r[0]["seeds"], "rung tags: %r" % r)
+        check_eq("pruned", r[2]["state"], "state of the pruned schedule")
+        line = wait_for(drv, "document.getElementById('halving-tokens') && document.getElementById('halving-tokens').textContent",
+                        "the tokens line")
+        spent, full = (6 * 10 + 4 * 30) * TOK_PER_STEP, 6 * STEPS * TOK_PER_STEP
+        check_eq("tokens spent: {:,} of the full grid's {:,}".format(spent, full), line, "the tokens line")
+        # the loss curves of a schedule carry a marker at the rung (in tokens, as the x axis)
+        open_page(drv, srv, sid, "&schedule=%s" % drv.execute_script(
+            "return document.querySelector('#leaderboard tbody tr[data-heads=\"%s\"]').dataset.schedule;" % W_S))
+        marks = wait_for(drv, "document.getElementById('chart-val').dataset.rungs", "rung markers on the val curve")
+        check_eq(str(10 * TOK_PER_STEP), marks, "rung marker position (tokens)")
+        check_eq(marks, drv.execute_script("return document.getElementById('chart-train').dataset.rungs;"), "train curve markers")
+        screenshot(drv, "leaderboard-halving.png")
+        assert_no_console_errors(drv)
+    finally:
+        if drv:
+            drv.quit()
+        srv.stop()
+
+
 CASES = {name[2:]: fn for name, fn in sorted(globals().items()) if name.startswith("t_") and callable(fn)}
 
 if __name__ == "__main__":

@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# bench/bench_halving.sh — successive halving against the full grid on the tiny CPU sweep (sweeps/tiny-cpu.json:
+# 6 schedules x 2 seeds, the `make demo` data). Two sweeps with the same seeds and training run on one real
+# orchestrator with one CPU worker: the full grid, and the same grid with "halving": {"eta": 3, "rungs":
+# [0.111, 0.333]}. Prints the steps trained by the halving sweep against the full grid's, their ratio, the
+# schedule ranked first by the full grid, the set promoted to the last rung, and two checks: ratio <= 0.45 and the
+# full grid's winner among the promoted. Exit 1 when a check fails.
+#   STEPS=N       train.steps (default: the spec's 2000)     TOKENS=N  prism-data synth tokens (default 2M)
+#   THREADS=N     the worker's OpenMP threads (default 2)     OUT=DIR   keep the run there (default: a temp dir)
+#   CHECK_WINNER=0  report the winner check without failing on it (tests/integration/test_halving_bench.sh at a
+#                   few dozen steps, where the ranking is noise)
+set -u
+cd "$(dirname "$0")/.."
+BUILD=${BUILD:-build}
+PS=$BUILD/prism-sweep PW=$BUILD/prism-worker PD=$BUILD/prism-data
+for b in "$PS" "$PW" "$PD"; do [ -x "$b" ] || { echo "bench_halving: $b not built (make all)" >&2; exit 2; }; done
+D=${OUT:-$(mktemp -d /tmp/prism-bench-halving-XXXXXX)}
+mkdir -p "$D"
+[ -n "${OUT:-}" ] || trap 'rm -rf "$D"' EXIT
+PIDS=()
+cleanup_pids() { local p; for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done; wait 2>/dev/null; }
+trap 'cleanup_pids; [ -n "${OUT:-}" ] || rm -rf "$D"' EXIT
+
+"$PD" synth --out "$D/data" --tokens "${TOKENS:-2M}" --vocab 256 --seed 1 > "$D/synth.log" 2>&1 || { cat "$D/synth.log"; exit 2; }
+/usr/bin/python3 - sweeps/tiny-cpu.json "$D" "${STEPS:-}" <<'PY' || exit 2
+import json, sys
+base = json.load(open(sys.argv[1]))
+if sys.argv[3]: base["train"]["steps"] = int(sys.argv[3])
+for name, halving in (("full", None), ("halving", {"eta": 3, "rungs": [0.111, 0.333], "mode": "sync"})):
+    s = dict(base, name="tiny-cpu-" + name)
+    if halving: s["halving"] = halving
+    json.dump(s, open("%s/%s.json" % (sys.argv[2], name), "w"), indent=1)
+PY
+DB=$D/prism.db
+"$PS" create "$D/halving.json" --db "$DB" > /dev/null || exit 2
+"$PS" create "$D/full.json" --db "$DB" > /dev/null || exit 2
+PORT=$(/usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+"$PS" serve --db "$DB" --listen "127.0.0.1:$PORT" > "$D/server.log" 2>&1 &
+PIDS+=($!)
+for _ in $(seq 100); do curl -sf "http://127.0.0.1:$PORT/healthz" > /dev/null && break; sleep 0.1; done
+OMP_NUM_THREADS=${THREADS:-2} "$PW" --server "http://127.0.0.1:$PORT" --token-file "$DB.worker-token" --devices cpu \
+  --name bench --work-dir "$D/work" --checkpoint-dir "$D/ckpt" --data-root "$D" --poll 0.2 --idle-exit 3 \
+  --progress log > "$D/worker.log" 2>&1
+t_end=$(date +%s)
+left=$(sqlite3 "$DB" "SELECT count(*) FROM jobs WHERE state NOT IN ('done', 'pruned')")
+[ "$left" = 0 ] || { echo "bench_halving: $left jobs not finished; see $D/worker.log"; tail -5 "$D/worker.log"; exit 1; }
+"$PS" leaderboard --db "$DB" tiny-cpu-halving --format json > "$D/halving_lb.json"
+"$PS" leaderboard --db "$DB" tiny-cpu-full --format json > "$D/full_lb.json"
+/usr/bin/python3 - "$D/full_lb.json" "$D/halving_lb.json" "${CHECK_WINNER:-1}" <<'PY'
+import json, sys
+full, hv = (json.load(open(p)) for p in sys.argv[1:3])
+h = hv["halving"]
+heads = lambda r: ",".join(map(str, r["heads"]))
+last = len(h["rungs"])
+promoted = [heads(r) for r in hv["rows"] if r["rung"] == last]
+winner = heads(full["rows"][0])
+ratio = h["steps_trained"] / h["full_grid_steps"]
+print("rung steps           %s (eta %d, %s)" % (h["rung_steps"], h["eta"], h["mode"]))
+print("steps trained        %d (halving sweep)" % h["steps_trained"])
+print("full-grid steps      %d (12 jobs x %d)" % (h["full_grid_steps"], h["rung_steps"][-1]))
+print("ratio                %.4f" % ratio)
+print("tokens spent         %d of the full grid's %d" % (h["tokens_spent"], h["full_grid_tokens"]))
+print("full-grid ranking    %s" % " > ".join("%s (%+.4f)" % (heads(r), r["delta"]["mean"] if r["delta"] else 0.0) for r in full["rows"]))
+print("full-grid winner     %s" % winner)
+print("promoted to the last rung  %s" % " ".join(promoted))
+print("halving ranking      %s" % " > ".join("%s@r%d" % (heads(r), r["rung"]) for r in hv["rows"]))
+ok_ratio, ok_winner = ratio <= 0.45, winner in promoted
+print("check ratio <= 0.45: %s; check winner promoted: %s" % ("ok" if ok_ratio else "FAIL", "ok" if ok_winner else "FAIL"))
+sys.exit(0 if ok_ratio and (ok_winner or sys.argv[3] == "0") else 1)
+PY

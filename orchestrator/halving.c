@@ -1,0 +1,441 @@
+/* halving.c — successive halving: the spec key, the worker's rung report and the promotion transaction.
+ *
+ * Design: the state of a halving sweep is the jobs table (jobs.rung, jobs.stop_at_step, the states 'paused'
+ * and 'pruned'), rung_results (every val loss reported at a rung, kept for ever) and halving_decisions (one
+ * row per sweep × rung × schedule). halving_tick() derives everything from those rows: it decides what is due
+ * and not yet decided, inserts the decisions, then moves every paused job that has a decision — so a decision
+ * happens once (its row exists) and a job paused after its schedule was decided (an admin requeue, a late
+ * report) simply follows it. The ranking is the leaderboard's (leaderboard_build_at_rung), not a copy of it.
+ * Statements are prepared per call: a rung report is rare next to metrics and heartbeats.
+ */
+#include "halving.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "auth.h"
+#include "leaderboard.h"
+
+static int db_fail(store *st, char *err, size_t errlen, const char *what) {
+    snprintf(err, errlen, "%s: %s", what, sqlite3_errmsg(st->db));
+    return STORE_EIO;
+}
+
+int halving_parse(const json_t *v, long long steps, halving_cfg *cfg, char *err, size_t errlen) {
+    memset(cfg, 0, sizeof *cfg);
+    if (!v) return 0;
+    if (!json_is_object(v)) {
+        snprintf(err, errlen, "halving: must be an object {\"eta\": 3, \"rungs\": [0.111, 0.333], \"mode\": \"sync\"}");
+        return -1;
+    }
+    const char *k;
+    json_t *x;
+    json_object_foreach((json_t *)v, k, x)
+        if (strcmp(k, "eta") && strcmp(k, "rungs") && strcmp(k, "mode")) {
+            snprintf(err, errlen, "halving.%.100s: unknown key (expected one of: eta, rungs, mode)", k);
+            return -1;
+        }
+    json_t *eta = json_object_get(v, "eta"), *rungs = json_object_get(v, "rungs"), *mode = json_object_get(v, "mode");
+    if (!json_is_integer(eta) || json_integer_value(eta) < 2 || json_integer_value(eta) > 1000) {
+        snprintf(err, errlen, "halving.eta: required, an integer >= 2 (each rung keeps the best 1/eta), e.g. 3");
+        return -1;
+    }
+    cfg->eta = (int)json_integer_value(eta);
+    if (!json_is_array(rungs) || json_array_size(rungs) < 1 || json_array_size(rungs) > HALVING_MAX_RUNGS) {
+        snprintf(err, errlen, "halving.rungs: required, an array of 1..%d fractions of train.steps in (0, 1), strictly "
+                 "increasing, e.g. [0.111, 0.333] (the full run is the last rung)", HALVING_MAX_RUNGS);
+        return -1;
+    }
+    if (mode && !(json_is_string(mode) && (!strcmp(json_string_value(mode), "sync") || !strcmp(json_string_value(mode), "async")))) {
+        snprintf(err, errlen, "halving.mode: must be \"sync\" (decide when the whole rung reported) or \"async\" (ASHA)");
+        return -1;
+    }
+    cfg->async = mode && !strcmp(json_string_value(mode), "async");
+    cfg->nrungs = (int)json_array_size(rungs);
+    for (int i = 0; i < cfg->nrungs; i++) {
+        json_t *f = json_array_get(rungs, (size_t)i);
+        double fr = json_is_number(f) ? json_number_value(f) : NAN;
+        if (!(fr > 0 && fr < 1)) {
+            snprintf(err, errlen, "halving.rungs[%d]: must be a number in (0, 1) (a fraction of train.steps)", i);
+            return -1;
+        }
+        if (i > 0 && !(fr > cfg->frac[i - 1])) {
+            snprintf(err, errlen, "halving.rungs[%d]: %g is not above halving.rungs[%d] = %g: rungs must be strictly "
+                     "increasing", i, fr, i - 1, cfg->frac[i - 1]);
+            return -1;
+        }
+        cfg->frac[i] = fr;
+        long long s = (long long)floor(fr * (double)steps + 0.5);
+        if (s < 1) {
+            snprintf(err, errlen, "halving.rungs[%d]: %g x train.steps %lld rounds to step %lld: every rung needs at least "
+                     "one step; raise the fraction or train.steps", i, fr, steps, s);
+            return -1;
+        }
+        if (s >= steps) {
+            snprintf(err, errlen, "halving.rungs[%d]: %g x train.steps %lld rounds to step %lld, the full run: lower the "
+                     "fraction (the full run is always the last rung)", i, fr, steps, s);
+            return -1;
+        }
+        if (i > 0 && s <= cfg->step[i - 1]) {
+            snprintf(err, errlen, "halving.rungs[%d]: %g x train.steps %lld rounds to step %lld, the same as "
+                     "halving.rungs[%d]: use fewer rungs or more train.steps", i, fr, steps, s, i - 1);
+            return -1;
+        }
+        cfg->step[i] = s;
+    }
+    cfg->step[cfg->nrungs] = steps;
+    cfg->enabled = 1;
+    return 0;
+}
+
+int halving_load(store *st, long long sweep_id, halving_cfg *cfg, char *err, size_t errlen) {
+    memset(cfg, 0, sizeof *cfg);
+    sqlite3_stmt *s = NULL;
+    if (sqlite3_prepare_v2(st->db, "SELECT json_extract(spec, '$.halving'), json_extract(spec, '$.train.steps') "
+                                   "FROM sweeps WHERE id = ?1", -1, &s, NULL) != SQLITE_OK)
+        return db_fail(st, err, errlen, "halving config");
+    sqlite3_bind_int64(s, 1, sweep_id);
+    int rc = sqlite3_step(s), out = STORE_OK;
+    if (rc == SQLITE_ROW && sqlite3_column_type(s, 0) == SQLITE_TEXT) {
+        json_t *v = json_loads((const char *)sqlite3_column_text(s, 0), 0, NULL);
+        if (halving_parse(v, sqlite3_column_int64(s, 1), cfg, err, errlen) < 0) out = STORE_EINVAL;
+        json_decref(v);
+    } else if (rc == SQLITE_DONE) {
+        snprintf(err, errlen, "no sweep %lld", sweep_id);
+        out = STORE_ENOTFOUND;
+    } else if (rc != SQLITE_ROW) out = db_fail(st, err, errlen, "halving config");
+    sqlite3_finalize(s);
+    return out;
+}
+
+int halving_init_jobs(store *st, long long sweep_id, char *err, size_t errlen) {
+    halving_cfg cfg;
+    int rc = halving_load(st, sweep_id, &cfg, err, errlen);
+    if (rc < 0 || !cfg.enabled) return rc;
+    sqlite3_stmt *s = NULL;
+    if (sqlite3_prepare_v2(st->db, "UPDATE jobs SET rung = 0, stop_at_step = ?2 WHERE sweep_id = ?1 AND rung IS NULL "
+                                   "AND attempt = 0 AND state = 'queued'", -1, &s, NULL) != SQLITE_OK)
+        return db_fail(st, err, errlen, "halving init");
+    sqlite3_bind_int64(s, 1, sweep_id);
+    sqlite3_bind_int64(s, 2, cfg.step[0]);
+    rc = sqlite3_step(s) == SQLITE_DONE ? STORE_OK : db_fail(st, err, errlen, "halving init");
+    sqlite3_finalize(s);
+    return rc;
+}
+
+/* ---- promotion ----------------------------------------------------------------------------------- */
+
+typedef struct sched_at {
+    long long id;
+    int is_baseline;
+    int pending, paused, other;   /* jobs at the rung: queued/leased, paused, failed/cancelled */
+    int decided, promoted;        /* a decision row exists; its value */
+    int pos;                      /* 0-based position in the rung's ranking among ranked schedules, -1 unranked */
+    double delta;
+} sched_at;
+
+static sched_at *find_sched(sched_at *v, int n, long long id) {
+    for (int i = 0; i < n; i++) if (v[i].id == id) return &v[i];
+    return NULL;
+}
+
+/* Reads the rung's schedules: those with jobs at rung r, and those already decided at r. */
+static int rung_scheds(store *st, long long sweep, int r, sched_at **out, int *n, char *err, size_t errlen) {
+    sqlite3_stmt *s = NULL;
+    sched_at *v = NULL;
+    int nv = 0, cap = 0, rc = STORE_OK;
+    const char *sql =
+        "SELECT sc.id, sc.is_baseline, "
+        " (SELECT count(*) FROM jobs j WHERE j.schedule_id = sc.id AND j.rung = ?2 AND j.state IN ('queued', 'leased')), "
+        " (SELECT count(*) FROM jobs j WHERE j.schedule_id = sc.id AND j.rung = ?2 AND j.state = 'paused'), "
+        " (SELECT count(*) FROM jobs j WHERE j.schedule_id = sc.id AND j.rung = ?2 AND j.state IN ('failed', 'cancelled')), "
+        " d.promoted "
+        "FROM schedules sc LEFT JOIN halving_decisions d ON d.sweep_id = sc.sweep_id AND d.rung = ?2 AND d.schedule_id = sc.id "
+        "WHERE sc.sweep_id = ?1 AND (d.schedule_id IS NOT NULL OR EXISTS (SELECT 1 FROM jobs j WHERE j.schedule_id = sc.id "
+        "AND j.rung = ?2)) ORDER BY sc.ord, sc.id";
+    if (sqlite3_prepare_v2(st->db, sql, -1, &s, NULL) != SQLITE_OK) return db_fail(st, err, errlen, "rung schedules");
+    sqlite3_bind_int64(s, 1, sweep);
+    sqlite3_bind_int(s, 2, r);
+    int step;
+    while ((step = sqlite3_step(s)) == SQLITE_ROW) {
+        if (nv == cap) {
+            cap = cap ? cap * 2 : 64;
+            sched_at *nn = realloc(v, (size_t)cap * sizeof *v);
+            if (!nn) { rc = STORE_EIO; snprintf(err, errlen, "out of memory"); goto out; }
+            v = nn;
+        }
+        sched_at *x = &v[nv++];
+        memset(x, 0, sizeof *x);
+        x->id = sqlite3_column_int64(s, 0);
+        x->is_baseline = sqlite3_column_int(s, 1);
+        x->pending = sqlite3_column_int(s, 2);
+        x->paused = sqlite3_column_int(s, 3);
+        x->other = sqlite3_column_int(s, 4);
+        x->decided = sqlite3_column_type(s, 5) != SQLITE_NULL;
+        x->promoted = sqlite3_column_int(s, 5);
+        x->pos = -1;
+        x->delta = NAN;
+    }
+    if (step != SQLITE_DONE) rc = db_fail(st, err, errlen, "rung schedules");
+out:
+    sqlite3_finalize(s);
+    if (rc < 0) { free(v); v = NULL; nv = 0; }
+    *out = v;
+    *n = nv;
+    return rc;
+}
+
+/* Positions of the rung's schedules in the leaderboard's ranking at rung r. */
+static int rank_at(store *st, long long sweep, int r, sched_at *v, int n, char *err, size_t errlen) {
+    json_t *lb = NULL;
+    int rc = leaderboard_build_at_rung(st, sweep, r, &lb, err, errlen);
+    if (rc < 0) return rc;
+    json_t *rows = json_object_get(lb, "rows");
+    int pos = 0;
+    for (size_t i = 0; i < json_array_size(rows); i++) {
+        json_t *row = json_array_get(rows, i);
+        if (!json_is_integer(json_object_get(row, "rank"))) continue;
+        sched_at *x = find_sched(v, n, json_integer_value(json_object_get(row, "schedule_id")));
+        if (!x) continue;
+        x->pos = pos++;
+        json_t *d = json_object_get(row, "delta");
+        x->delta = x->is_baseline ? 0.0 : json_is_object(d) ? json_number_value(json_object_get(d, "mean")) : NAN;
+    }
+    json_decref(lb);
+    return STORE_OK;
+}
+
+static int insert_decision(store *st, long long sweep, int r, sched_at *x, int promoted, char *err, size_t errlen) {
+    sqlite3_stmt *s = NULL;
+    if (sqlite3_prepare_v2(st->db, "INSERT OR IGNORE INTO halving_decisions (sweep_id, rung, schedule_id, promoted, position, "
+                                   "delta, decided_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)", -1, &s, NULL) != SQLITE_OK)
+        return db_fail(st, err, errlen, "halving decision");
+    sqlite3_bind_int64(s, 1, sweep);
+    sqlite3_bind_int(s, 2, r);
+    sqlite3_bind_int64(s, 3, x->id);
+    sqlite3_bind_int(s, 4, promoted);
+    if (x->pos >= 0) sqlite3_bind_int(s, 5, x->pos + 1); else sqlite3_bind_null(s, 5);
+    if (isfinite(x->delta)) sqlite3_bind_double(s, 6, x->delta); else sqlite3_bind_null(s, 6);
+    sqlite3_bind_double(s, 7, store_now());
+    int rc = sqlite3_step(s) == SQLITE_DONE ? STORE_OK : db_fail(st, err, errlen, "halving decision");
+    sqlite3_finalize(s);
+    if (rc == STORE_OK) { x->decided = 1; x->promoted = promoted; }
+    return rc;
+}
+
+static void fault_point(void) {
+    const char *f = getenv("PRISM_FAULT_PROMOTION");
+    if (f && strcmp(f, "abort") == 0) {
+        fprintf(stderr, "prism-sweep serve: PRISM_FAULT_PROMOTION=abort: aborting inside a promotion (test hook)\n");
+        abort();
+    }
+}
+
+/* Moves every paused job of rung r whose schedule has a decision: promoted → queued at r + 1, else pruned. */
+static int apply_decisions(store *st, long long sweep, int r, const halving_cfg *cfg, int *moved, char *err, size_t errlen) {
+    sqlite3_stmt *s = NULL;
+    double now = store_now();
+    int rc = STORE_OK;
+    *moved = 0;
+    const char *sql[2] = {
+        "UPDATE jobs SET state = 'queued', rung = ?2 + 1, stop_at_step = ?3, lease_expires_at = NULL, updated_at = ?4 "
+        "WHERE sweep_id = ?1 AND rung = ?2 AND state = 'paused' AND schedule_id IN (SELECT schedule_id FROM "
+        "halving_decisions WHERE sweep_id = ?1 AND rung = ?2 AND promoted = 1)",
+        "UPDATE jobs SET state = 'pruned', lease_expires_at = NULL, updated_at = ?4, finished_at = ?4 "
+        "WHERE sweep_id = ?1 AND rung = ?2 AND state = 'paused' AND ?3 IS ?3 AND schedule_id IN (SELECT schedule_id FROM "
+        "halving_decisions WHERE sweep_id = ?1 AND rung = ?2 AND promoted = 0)",
+    };
+    for (int k = 0; k < 2 && rc == STORE_OK; k++) {
+        if (sqlite3_prepare_v2(st->db, sql[k], -1, &s, NULL) != SQLITE_OK) return db_fail(st, err, errlen, "halving apply");
+        sqlite3_bind_int64(s, 1, sweep);
+        sqlite3_bind_int(s, 2, r);
+        if (r + 1 < cfg->nrungs) sqlite3_bind_int64(s, 3, cfg->step[r + 1]); else sqlite3_bind_null(s, 3);
+        sqlite3_bind_double(s, 4, now);
+        rc = sqlite3_step(s) == SQLITE_DONE ? STORE_OK : db_fail(st, err, errlen, "halving apply");
+        if (rc == STORE_OK) *moved += sqlite3_changes(st->db);
+        sqlite3_finalize(s);
+        s = NULL;
+        if (k == 0 && *moved > 0) fault_point();   /* half of the promotion written, nothing committed */
+    }
+    return rc;
+}
+
+static int tick_rung(store *st, long long sweep, int r, const halving_cfg *cfg, int *decided, char *err, size_t errlen) {
+    sched_at *v = NULL;
+    int n = 0, rc = rung_scheds(st, sweep, r, &v, &n, err, errlen);
+    if (rc < 0) return rc;
+    int pending = 0, undecided = 0, ncomplete = 0;
+    for (int i = 0; i < n; i++) {
+        pending += v[i].pending;
+        if (!v[i].decided && v[i].paused + v[i].other > 0) undecided++;
+        if (v[i].pending == 0) ncomplete++;
+    }
+    int rung_complete = pending == 0;
+    if (undecided > 0 && (rung_complete || cfg->async)) {
+        if ((rc = rank_at(st, sweep, r, v, n, err, errlen)) < 0) goto out;
+        int k = (n + cfg->eta - 1) / cfg->eta;
+        if (cfg->async) {
+            /* ASHA: a complete schedule in the top ⌊c/eta⌋ of the c complete ones is promoted at once */
+            int top = ncomplete / cfg->eta;
+            for (int i = 0; i < n; i++) {
+                sched_at *x = &v[i];
+                if (x->decided || x->pending > 0 || x->paused == 0) continue;
+                int better = 0;   /* complete schedules ranked above x */
+                for (int j = 0; j < n; j++)
+                    if (j != i && v[j].pending == 0 && v[j].pos >= 0 && (x->pos < 0 || v[j].pos < x->pos)) better++;
+                if (x->is_baseline || (x->pos >= 0 && better < top)) {
+                    if ((rc = insert_decision(st, sweep, r, x, 1, err, errlen)) < 0) goto out;
+                    (*decided)++;
+                }
+            }
+            if (rung_complete)   /* the rest are pruned */
+                for (int i = 0; i < n; i++)
+                    if (!v[i].decided && v[i].paused + v[i].other > 0) {
+                        if ((rc = insert_decision(st, sweep, r, &v[i], v[i].is_baseline && v[i].paused > 0, err, errlen)) < 0) goto out;
+                        (*decided)++;
+                    }
+        } else {
+            for (int i = 0; i < n; i++) {
+                sched_at *x = &v[i];
+                if (x->decided || x->paused + x->other == 0) continue;
+                int promote = x->paused > 0 && (x->is_baseline || (x->pos >= 0 && x->pos < k));
+                if ((rc = insert_decision(st, sweep, r, x, promote, err, errlen)) < 0) goto out;
+                (*decided)++;
+            }
+        }
+    }
+    int moved = 0;
+    rc = apply_decisions(st, sweep, r, cfg, &moved, err, errlen);
+out:
+    free(v);
+    return rc;
+}
+
+int halving_tick(store *st, long long sweep_id, int *decided, char *err, size_t errlen) {
+    halving_cfg cfg;
+    int rc = halving_load(st, sweep_id, &cfg, err, errlen);
+    if (rc < 0 || !cfg.enabled) return rc == STORE_EINVAL ? STORE_OK : rc;
+    for (int r = 0; r < cfg.nrungs; r++)
+        if ((rc = tick_rung(st, sweep_id, r, &cfg, decided, err, errlen)) < 0) return rc;
+    return STORE_OK;
+}
+
+int halving_tick_all(store *st, int *decided, char *err, size_t errlen) {
+    sqlite3_stmt *s = NULL;
+    long long ids[1024];
+    int n = 0, rc = STORE_OK, step;
+    if (sqlite3_prepare_v2(st->db, "SELECT id FROM sweeps WHERE json_extract(spec, '$.halving') IS NOT NULL ORDER BY id",
+                           -1, &s, NULL) != SQLITE_OK)
+        return db_fail(st, err, errlen, "halving sweeps");
+    while (n < 1024 && (step = sqlite3_step(s)) == SQLITE_ROW) ids[n++] = sqlite3_column_int64(s, 0);
+    sqlite3_finalize(s);
+    for (int i = 0; i < n && rc == STORE_OK; i++) rc = halving_tick(st, ids[i], decided, err, errlen);
+    return rc;
+}
+
+/* ---- the worker's rung report -------------------------------------------------------------------- */
+
+int halving_report(store *st, long long job, const char *token, long long step, double val_loss, const char **state,
+                   char *state_buf, char *err, size_t errlen) {
+    static const char *const NAMES[] = { "queued", "leased", "done", "failed", "cancelled", "paused", "pruned" };
+    sqlite3_stmt *s = NULL;
+    *state = NULL;
+    if (sqlite3_prepare_v2(st->db, "SELECT state, lease_token, attempt, stop_at_step, checkpoint_step, rung, sweep_id, "
+                                   "(SELECT attempt FROM rung_results rr WHERE rr.job_id = jobs.id AND rr.step = ?2) "
+                                   "FROM jobs WHERE id = ?1", -1, &s, NULL) != SQLITE_OK)
+        return db_fail(st, err, errlen, "rung report");
+    sqlite3_bind_int64(s, 1, job);
+    sqlite3_bind_int64(s, 2, step);
+    int rc = sqlite3_step(s);
+    if (rc != SQLITE_ROW) {
+        sqlite3_finalize(s);
+        if (rc == SQLITE_DONE) { snprintf(err, errlen, "no job %lld", job); return STORE_ENOTFOUND; }
+        return db_fail(st, err, errlen, "rung report");
+    }
+    char jstate[16];
+    snprintf(jstate, sizeof jstate, "%s", (const char *)sqlite3_column_text(s, 0));
+    const char *t = (const char *)sqlite3_column_text(s, 1);
+    int token_ok = t && token && auth_equal(t, token);
+    long long attempt = sqlite3_column_int64(s, 2);
+    int has_stop = sqlite3_column_type(s, 3) != SQLITE_NULL;
+    long long stop = sqlite3_column_int64(s, 3);
+    int has_ck = sqlite3_column_type(s, 4) != SQLITE_NULL;
+    long long ck = sqlite3_column_int64(s, 4);
+    int rung = sqlite3_column_int(s, 5);
+    long long sweep = sqlite3_column_int64(s, 6);
+    int reported = sqlite3_column_type(s, 7) != SQLITE_NULL && sqlite3_column_int64(s, 7) == attempt;
+    sqlite3_finalize(s);
+    for (size_t i = 0; i < sizeof NAMES / sizeof NAMES[0]; i++) if (!strcmp(jstate, NAMES[i])) *state = NAMES[i];
+    if (token_ok && strcmp(jstate, "leased") != 0 && reported) return STORE_OK;   /* the same report again */
+    if (!token_ok || strcmp(jstate, "leased") != 0) {
+        snprintf(state_buf, 16, "%s", jstate);
+        if (!token_ok)
+            snprintf(err, errlen, "job %lld: this lease token is not the job's current lease (state %s): the lease "
+                     "expired or the job was re-leased; stop working on it", job, jstate);
+        else
+            snprintf(err, errlen, "job %lld is %s: the lease is over; stop working on it", job, jstate);
+        return STORE_ECONFLICT;
+    }
+    if (!has_stop) {
+        snprintf(err, errlen, "job %lld has no rung to stop at (its lease had no stop_at_step): report complete instead", job);
+        return STORE_EINVAL;
+    }
+    if (step != stop) {
+        snprintf(err, errlen, "step: %lld is not the job's stop_at_step %lld", step, stop);
+        return STORE_EINVAL;
+    }
+    if (!isfinite(val_loss)) { snprintf(err, errlen, "val_loss: must be a finite number"); return STORE_EINVAL; }
+    if (!has_ck || ck != step) {
+        snprintf(err, errlen, "checkpoint: report the rung's checkpoint first (POST /api/v1/jobs/%lld/checkpoint with "
+                 "step %lld): a promoted job resumes from it", job, step);
+        return STORE_EINVAL;
+    }
+    double now = store_now();
+    if (sqlite3_prepare_v2(st->db, "INSERT OR REPLACE INTO rung_results (job_id, rung, step, attempt, val_loss, reported_at) "
+                                   "VALUES (?1, ?2, ?3, ?4, ?5, ?6)", -1, &s, NULL) != SQLITE_OK)
+        return db_fail(st, err, errlen, "rung result");
+    sqlite3_bind_int64(s, 1, job);
+    sqlite3_bind_int(s, 2, rung);
+    sqlite3_bind_int64(s, 3, step);
+    sqlite3_bind_int64(s, 4, attempt);
+    sqlite3_bind_double(s, 5, val_loss);
+    sqlite3_bind_double(s, 6, now);
+    rc = sqlite3_step(s) == SQLITE_DONE ? STORE_OK : db_fail(st, err, errlen, "rung result");
+    sqlite3_finalize(s);
+    if (rc < 0) return rc;
+    if (sqlite3_prepare_v2(st->db, "UPDATE jobs SET state = 'paused', step = max(step, ?2), lease_expires_at = NULL, "
+                                   "updated_at = ?3 WHERE id = ?1", -1, &s, NULL) != SQLITE_OK)
+        return db_fail(st, err, errlen, "pause");
+    sqlite3_bind_int64(s, 1, job);
+    sqlite3_bind_int64(s, 2, step);
+    sqlite3_bind_double(s, 3, now);
+    rc = sqlite3_step(s) == SQLITE_DONE ? STORE_OK : db_fail(st, err, errlen, "pause");
+    sqlite3_finalize(s);
+    if (rc < 0) return rc;
+    int decided = 0;
+    if ((rc = halving_tick(st, sweep, &decided, err, errlen)) < 0) return rc;
+    if (sqlite3_prepare_v2(st->db, "SELECT state FROM jobs WHERE id = ?1", -1, &s, NULL) != SQLITE_OK)
+        return db_fail(st, err, errlen, "job state");
+    sqlite3_bind_int64(s, 1, job);
+    if (sqlite3_step(s) == SQLITE_ROW)
+        for (size_t i = 0; i < sizeof NAMES / sizeof NAMES[0]; i++)
+            if (!strcmp((const char *)sqlite3_column_text(s, 0), NAMES[i])) *state = NAMES[i];
+    sqlite3_finalize(s);
+    return STORE_OK;
+}
+
+int halving_steps(store *st, long long sweep_id, long long *trained, long long *full, char *err, size_t errlen) {
+    sqlite3_stmt *s = NULL;
+    *trained = *full = 0;
+    if (sqlite3_prepare_v2(st->db, "SELECT coalesce(sum(CASE WHEN state = 'done' THEN steps ELSE max(step, coalesce("
+                                   "(SELECT max(rr.step) FROM rung_results rr WHERE rr.job_id = jobs.id), 0)) END), 0), "
+                                   "coalesce(sum(steps), 0) FROM jobs WHERE sweep_id = ?1", -1, &s, NULL) != SQLITE_OK)
+        return db_fail(st, err, errlen, "steps trained");
+    sqlite3_bind_int64(s, 1, sweep_id);
+    int rc = sqlite3_step(s) == SQLITE_ROW ? STORE_OK : db_fail(st, err, errlen, "steps trained");
+    if (rc == STORE_OK) { *trained = sqlite3_column_int64(s, 0); *full = sqlite3_column_int64(s, 1); }
+    sqlite3_finalize(s);
+    return rc;
+}

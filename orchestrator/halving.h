@@ -1,0 +1,82 @@
+/* halving.h — successive halving at matched tokens (the spec key "halving"): rung steps, the worker's rung
+ * report, and the promotion of the best schedules at each rung.
+ *
+ *   "halving": {"eta": 3, "rungs": [0.111, 0.333], "mode": "sync"}
+ *
+ * rungs are fractions of the job's train.steps, strictly increasing, each in (0, 1); the full run is the last
+ * rung. A rung's step is round-half-up(fraction × train.steps) = floor(fraction × steps + 0.5); every step must
+ * be ≥ 1, below train.steps and above the previous rung's (two rungs that round to the same step are an error).
+ * eta ≥ 2; mode "sync" (default) or "async". A single-seed spec is allowed.
+ *
+ * Life of a job (jobs.rung = the rung it trains towards, jobs.stop_at_step = that rung's step, NULL for the full
+ * run): queued → leased (the lease carries "stop_at_step") → the worker trains to the step, reports the val loss
+ * there (POST /api/v1/jobs/{id}/rung) after its checkpoint → paused. The promotion then moves every paused job of
+ * a schedule at once: promoted → queued at the next rung (resume = its rung checkpoint) or pruned (terminal).
+ *
+ * Promotion at rung r (one decision per schedule, stored in halving_decisions in the same transaction as the
+ * job updates; a decision row that exists is never taken again, so running it twice changes nothing):
+ *   ranking  the leaderboard's paired ranking at rung r (leaderboard_build_at_rung): mean paired Δ of the val
+ *            loss at the rung's step against the uniform baseline over the seeds both reached; a schedule with
+ *            fewer seeds at the rung than the others is provisional and ranks after the complete ones.
+ *   n, k     n = schedules that entered the rung; k = ⌈n / eta⌉ best ranked are promoted; the uniform baseline is
+ *            always promoted (in addition when it is not among the k).
+ *   sync     decided when no job of the rung is queued or leased any more: every job is paused, or failed or
+ *            cancelled (such a job counts as reported without a value: its schedule is ranked on the seeds that
+ *            reached the rung, and a schedule with no seed at the rung is pruned).
+ *   async    (ASHA) each time a schedule completes the rung (none of its jobs queued or leased), it is promoted
+ *            at once when it ranks in the top ⌊c / eta⌋ of the c schedules that completed the rung so far; when the
+ *            whole rung is complete the remaining schedules are decided as in sync mode (with k reduced by the
+ *            number already promoted), i.e. pruned unless they fill the top ⌈n / eta⌉.
+ *
+ * Fault injection (tests only): with PRISM_FAULT_PROMOTION=abort in the environment the process aborts in
+ * the middle of a promotion, after some of its rows are written and before the transaction commits.
+ *
+ * Returns: 0 or a negative STORE_E* code with the message in err. Transactions: none opened here; the caller's
+ * transaction (the API's savepoint per request) makes each call atomic.
+ */
+#ifndef PRISM_HALVING_H
+#define PRISM_HALVING_H
+#include <jansson.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "store.h"
+
+#define HALVING_MAX_RUNGS 16
+
+typedef struct halving_cfg {
+    int enabled;
+    int eta;
+    int nrungs;                          /* rungs before the full run */
+    double frac[HALVING_MAX_RUNGS];
+    long long step[HALVING_MAX_RUNGS + 1];   /* step[nrungs] = train.steps (the full run) */
+    int async;                           /* mode "async" */
+} halving_cfg;
+
+/* Checks the spec's "halving" value against train.steps. v NULL = no halving (cfg->enabled 0). Errors name
+ * the key: "halving.rungs[1]: ...". Returns 0 or -1. */
+int halving_parse(const json_t *v, long long steps, halving_cfg *cfg, char *err, size_t errlen);
+
+/* The sweep's halving configuration from its stored spec (cfg->enabled 0 without one). */
+int halving_load(store *st, long long sweep_id, halving_cfg *cfg, char *err, size_t errlen);
+
+/* Puts the sweep's new jobs (rung NULL, never leased) on rung 0. No-op without halving. */
+int halving_init_jobs(store *st, long long sweep_id, char *err, size_t errlen);
+
+/* The worker's report at a rung: the lease must be live (token), step the job's stop_at_step, and the rung
+ * checkpoint at that step reported first. Stores the rung result, pauses the job, runs the promotion and applies
+ * any decision already taken for the schedule. *state: the job's state afterwards ("paused", "queued",
+ * "pruned"; static). Repeating the report of the same attempt answers the same, changing nothing.
+ * STORE_ECONFLICT: the lease is not live (*state_buf gets the job's state); STORE_EINVAL: bad step/value. */
+int halving_report(store *st, long long job, const char *token, long long step, double val_loss, const char **state,
+                   char *state_buf, char *err, size_t errlen);
+
+/* Runs the promotion of every rung of the sweep that is due (idempotent). *decided += schedules decided. */
+int halving_tick(store *st, long long sweep_id, int *decided, char *err, size_t errlen);
+/* halving_tick for every sweep with halving (server start, after lease expiry, fail, cancel). */
+int halving_tick_all(store *st, int *decided, char *err, size_t errlen);
+
+/* Steps trained by the sweep's jobs so far (each job up to the furthest step it reached) and the full grid's
+ * (jobs × train.steps). */
+int halving_steps(store *st, long long sweep_id, long long *trained, long long *full, char *err, size_t errlen);
+#endif

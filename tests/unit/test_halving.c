@@ -1,0 +1,378 @@
+/* test_halving.c — successive halving (orchestrator/halving.c): the spec key's checks and rung steps, the
+ * schema migration from version 1, the rung report, sync and async promotion (one decision per schedule,
+ * idempotent), failed jobs at a rung, and the leaderboard ranked by the highest rung reached.
+ * timeout: 60
+ */
+#include "harness.h"
+#include "halving.h"
+#include "leaderboard.h"
+#include "queue.h"
+#include "spec.h"
+#include "store.h"
+#include "sweeps.h"
+
+#define TINY_MODEL "\"model\": {\"n_layer\": 4, \"d_model\": 64, \"vocab_size\": 256, \"padded_vocab_size\": 256, " \
+                   "\"seq_len\": 64}"
+#define TINY_DATA "\"data\": {\"train\": \"data/*train*.bin\", \"val\": \"data/*val*.bin\"}"
+
+static char spec_buf[8192];
+/* A tiny spec (6 schedules: ord 0 = the baseline 4,4,4,4) with train.steps and the "halving" value given */
+static const char *tiny(int steps, const char *seeds, const char *halving) {
+    snprintf(spec_buf, sizeof spec_buf, "{ \"name\": \"h\", " TINY_MODEL ", \"rules\": {\"h_base\": 4, \"max_head_dim\": 0, "
+             "\"min_block\": 1, \"max_block\": 2}, \"seeds\": %s, \"train\": {\"batch_size\": 2, \"seq_len\": 32, "
+             "\"steps\": %d, \"lr\": 0.001}, \"eval\": {\"every\": 5, \"batches\": 2}, " TINY_DATA "%s%s }",
+             seeds, steps, halving ? ", \"halving\": " : "", halving ? halving : "");
+    return spec_buf;
+}
+
+static void expect_error(const char *text, const char *needle) {
+    sweep_spec sp;
+    char err[1024];
+    if (spec_parse(text, strlen(text), &sp, err, sizeof err) == 0) HFAIL("spec accepted, expected \"%s\": %s", needle, text);
+    ASSERT_CONTAINS(err, needle);
+}
+
+TEST(spec_errors_name_the_key) {
+    expect_error(tiny(90, "[1]", "3"), "halving: must be an object");
+    expect_error(tiny(90, "[1]", "{\"eta\": 1, \"rungs\": [0.1]}"), "halving.eta: required, an integer >= 2");
+    expect_error(tiny(90, "[1]", "{\"rungs\": [0.1]}"), "halving.eta");
+    expect_error(tiny(90, "[1]", "{\"eta\": 3}"), "halving.rungs: required");
+    expect_error(tiny(90, "[1]", "{\"eta\": 3, \"rungs\": []}"), "halving.rungs: required");
+    expect_error(tiny(90, "[1]", "{\"eta\": 3, \"rungs\": [0.3, 0.2]}"), "halving.rungs[1]: 0.2 is not above halving.rungs[0]");
+    expect_error(tiny(90, "[1]", "{\"eta\": 3, \"rungs\": [0.3, 0.3]}"), "halving.rungs[1]");
+    expect_error(tiny(90, "[1]", "{\"eta\": 3, \"rungs\": [0]}"), "halving.rungs[0]: must be a number in (0, 1)");
+    expect_error(tiny(90, "[1]", "{\"eta\": 3, \"rungs\": [1]}"), "halving.rungs[0]: must be a number in (0, 1)");
+    expect_error(tiny(90, "[1]", "{\"eta\": 3, \"rungs\": [\"a\"]}"), "halving.rungs[0]");
+    expect_error(tiny(90, "[1]", "{\"eta\": 3, \"rungs\": [0.1], \"mode\": \"fast\"}"), "halving.mode: must be \"sync\"");
+    expect_error(tiny(90, "[1]", "{\"eta\": 3, \"rungs\": [0.1], \"rung\": 1}"), "halving.rung: unknown key");
+    /* two rungs that round to the same step, a rung that rounds to 0 or to the full run */
+    expect_error(tiny(10, "[1]", "{\"eta\": 3, \"rungs\": [0.11, 0.14]}"), "halving.rungs[1]: 0.14 x train.steps 10 rounds to "
+                 "step 1, the same as halving.rungs[0]");
+    expect_error(tiny(10, "[1]", "{\"eta\": 3, \"rungs\": [0.01]}"), "rounds to step 0");
+    expect_error(tiny(10, "[1]", "{\"eta\": 3, \"rungs\": [0.98]}"), "rounds to step 10, the full run");
+}
+
+TEST(rung_steps_round_half_up_and_single_seed_is_allowed) {
+    sweep_spec sp;
+    char err[1024];
+    const char *t = tiny(2000, "[7]", "{\"eta\": 3, \"rungs\": [0.111, 0.333]}");
+    if (spec_parse(t, strlen(t), &sp, err, sizeof err) != 0) HFAIL("refused: %s", err);
+    halving_cfg c;
+    ASSERT_EQ_INT(0, halving_parse(json_object_get(sp.root, "halving"), sp.steps, &c, err, sizeof err));
+    ASSERT_EQ_INT(1, c.enabled);
+    ASSERT_EQ_INT(3, c.eta);
+    ASSERT_EQ_INT(0, c.async);
+    ASSERT_EQ_INT(2, c.nrungs);
+    ASSERT_EQ_INT(222, (int)c.step[0]);    /* 0.111 x 2000 = 222 */
+    ASSERT_EQ_INT(666, (int)c.step[1]);    /* 0.333 x 2000 = 666 */
+    ASSERT_EQ_INT(2000, (int)c.step[2]);   /* the full run */
+    spec_release(&sp);
+    json_t *v = json_loads("{\"eta\": 2, \"rungs\": [0.25, 0.5], \"mode\": \"async\"}", 0, NULL);
+    ASSERT_EQ_INT(0, halving_parse(v, 90, &c, err, sizeof err));
+    ASSERT_EQ_INT(23, (int)c.step[0]);     /* 22.5 rounds half up */
+    ASSERT_EQ_INT(45, (int)c.step[1]);
+    ASSERT_EQ_INT(1, c.async);
+    json_decref(v);
+}
+
+/* ---- the store ------------------------------------------------------------------------------------ */
+
+static char db_path[4200];
+static store *fresh_store(void) {
+    char err[512];
+    snprintf(db_path, sizeof db_path, "%s/h.db", harness_tmpdir());
+    store *st = NULL;
+    if (store_open(db_path, &st, err, sizeof err) != 0) HFAIL("store_open: %s", err);
+    return st;
+}
+
+static long long qv(store *st, const char *sql) {
+    sqlite3_stmt *s = NULL;
+    if (sqlite3_prepare_v2(st->db, sql, -1, &s, NULL) != SQLITE_OK) HFAIL("prepare %s: %s", sql, sqlite3_errmsg(st->db));
+    long long v = sqlite3_step(s) == SQLITE_ROW ? sqlite3_column_int64(s, 0) : -1;
+    sqlite3_finalize(s);
+    return v;
+}
+
+extern const char prism_sql_schema[];
+
+TEST(migration_from_version_1_keeps_every_row) {
+    snprintf(db_path, sizeof db_path, "%s/old.db", harness_tmpdir());
+    sqlite3 *db = NULL;
+    ASSERT_EQ_INT(SQLITE_OK, sqlite3_open(db_path, &db));
+    ASSERT_EQ_INT(SQLITE_OK, sqlite3_exec(db, prism_sql_schema, NULL, NULL, NULL));
+    const char *rows =
+        "PRAGMA user_version = 1; PRAGMA foreign_keys = ON;"
+        "INSERT INTO sweeps (id, name, spec, created_at) VALUES (1, 's', '{}', 1);"
+        "INSERT INTO schedules (id, sweep_id, heads, is_baseline, ord) VALUES (1, 1, '4,4', 1, 0);"
+        "INSERT INTO jobs (id, sweep_id, schedule_id, seed, seed_index, state, job, attempt, step, steps, created_at, updated_at) "
+        "  VALUES (7, 1, 1, 1, 0, 'done', '{}', 2, 10, 10, 1, 1);"
+        "INSERT INTO metrics (job_id, attempt, step, kind, value) VALUES (7, 2, 0, 'train', 5.5), (7, 2, 10, 'val', 4.5);"
+        "INSERT INTO results (job_id, attempt, val_loss, result, completed_at) VALUES (7, 2, 4.5, '{}', 2);";
+    ASSERT_EQ_INT(SQLITE_OK, sqlite3_exec(db, rows, NULL, NULL, NULL));
+    sqlite3_close(db);
+    char err[512];
+    store *st = NULL;
+    if (store_open(db_path, &st, err, sizeof err) != 0) HFAIL("store_open (migrating): %s", err);
+    ASSERT_EQ_INT(STORE_SCHEMA_VERSION, (int)qv(st, "PRAGMA user_version"));
+    ASSERT_EQ_INT(1, (int)qv(st, "PRAGMA foreign_keys"));
+    /* the rebuild of jobs cascaded nothing: metrics and results are all there */
+    ASSERT_EQ_INT(2, (int)qv(st, "SELECT count(*) FROM metrics WHERE job_id = 7"));
+    ASSERT_EQ_INT(1, (int)qv(st, "SELECT count(*) FROM results WHERE job_id = 7"));
+    ASSERT_EQ_INT(2, (int)qv(st, "SELECT attempt FROM jobs WHERE id = 7 AND state = 'done' AND steps = 10"));
+    ASSERT_EQ_INT(0, (int)qv(st, "SELECT count(*) FROM pragma_foreign_key_check"));
+    ASSERT_EQ_INT(3, (int)qv(st, "SELECT count(*) FROM sqlite_master WHERE type = 'index' AND name IN ('jobs_queue', 'jobs_sweep', 'jobs_lease')"));
+    /* the new states are accepted, others still refused; foreign keys still point at jobs */
+    ASSERT_EQ_INT(0, store_exec(st, "UPDATE jobs SET state = 'paused' WHERE id = 7"));
+    ASSERT_EQ_INT(0, store_exec(st, "UPDATE jobs SET state = 'pruned' WHERE id = 7"));
+    ASSERT_TRUE(store_exec(st, "UPDATE jobs SET state = 'sleeping' WHERE id = 7") < 0);
+    ASSERT_TRUE(store_exec(st, "INSERT INTO metrics (job_id, attempt, step, kind, value) VALUES (99, 1, 0, 'train', 1)") < 0);
+    ASSERT_EQ_INT(0, store_exec(st, "DELETE FROM jobs WHERE id = 7"));
+    ASSERT_EQ_INT(0, (int)qv(st, "SELECT count(*) FROM metrics"));   /* ON DELETE CASCADE still works */
+    store_close(st);
+}
+
+/* ---- a sweep driven through the queue ------------------------------------------------------------ */
+
+/* Δ of each schedule (by ord) against the baseline (ord 0): ranked ord 2, 5, 4, baseline, 3, 1 */
+static const double BIAS[6] = { 0, 0.02, -0.03, 0.01, -0.01, -0.02 };
+
+typedef struct lease_t { long long job, attempt, stop, ord, seed; int has_stop, has_resume; long long resume_step; char token[128]; } lease_t;
+
+static int lease_one(queue *qu, long long wid, lease_t *l) {
+    json_t *o = NULL;
+    int rc = queue_lease(qu, wid, "cpu", &o);
+    if (rc == QUEUE_EMPTY) return 0;
+    if (rc != QUEUE_OK) HFAIL("lease: %d %s", rc, qu->err);
+    memset(l, 0, sizeof *l);
+    l->job = json_integer_value(json_object_get(o, "job_id"));
+    l->attempt = json_integer_value(json_object_get(o, "attempt"));
+    l->seed = json_integer_value(json_object_get(o, "seed"));
+    snprintf(l->token, sizeof l->token, "%s", json_string_value(json_object_get(o, "lease_token")));
+    json_t *s = json_object_get(o, "stop_at_step");
+    l->has_stop = json_is_integer(s);
+    l->stop = json_integer_value(s);
+    json_t *r = json_object_get(o, "resume");
+    l->has_resume = r != NULL;
+    l->resume_step = json_integer_value(json_object_get(r, "step"));
+    json_decref(o);
+    char sql[128];
+    snprintf(sql, sizeof sql, "SELECT sc.ord FROM jobs j JOIN schedules sc ON sc.id = j.schedule_id WHERE j.id = %lld", l->job);
+    l->ord = qv(qu->st, sql);
+    return 1;
+}
+
+static double loss_of(const lease_t *l, long long step) { return 3.0 + BIAS[l->ord] + 0.1 * (double)l->seed - 1e-4 * (double)step; }
+
+/* Checkpoint at the rung step, then the rung report; returns the state afterwards. */
+static const char *report_rung(store *st, queue *qu, const lease_t *l) {
+    char path[256], err[512], sb[16];
+    double exp;
+    snprintf(path, sizeof path, "/ck/job-%lld-a%lld/ckpt_%lld.bin", l->job, l->attempt, l->stop);
+    if (queue_checkpoint(qu, l->job, l->token, path, l->stop, &exp) != 0) HFAIL("checkpoint: %s", qu->err);
+    const char *state = NULL;
+    int rc = halving_report(st, l->job, l->token, l->stop, loss_of(l, l->stop), &state, sb, err, sizeof err);
+    if (rc != 0) HFAIL("rung report of job %lld: %d %s", l->job, rc, err);
+    return state;
+}
+
+static void complete(queue *qu, const lease_t *l) {
+    json_t *r = json_pack("{s:f}", "val_loss", loss_of(l, 90));
+    if (queue_complete(qu, l->job, l->token, r) != 0) HFAIL("complete: %s", qu->err);
+    json_decref(r);
+}
+
+static store *halving_sweep(const char *seeds, const char *halving, queue *qu, long long *wid) {
+    store *st = fresh_store();
+    sweeps_created c;
+    char err[1024];
+    const char *t = tiny(90, seeds, halving);
+    if (sweeps_create_json(st, t, strlen(t), &c, err, sizeof err) != 0) HFAIL("create: %s", err);
+    queue_init(qu, st, 60, 3);
+    if (queue_register(qu, "w", "h", "[]", wid) != 0) HFAIL("register: %s", qu->err);
+    return st;
+}
+
+static long long ord_state_count(store *st, int ord, const char *state) {
+    char sql[256];
+    snprintf(sql, sizeof sql, "SELECT count(*) FROM jobs j JOIN schedules sc ON sc.id = j.schedule_id WHERE sc.ord = %d "
+             "AND j.state = '%s'", ord, state);
+    return qv(st, sql);
+}
+
+TEST(sync_promotes_the_best_third_and_the_baseline_exactly_once) {
+    queue qu;
+    long long wid;
+    store *st = halving_sweep("[1, 2]", "{\"eta\": 3, \"rungs\": [0.111, 0.333]}", &qu, &wid);
+    ASSERT_EQ_INT(12, (int)qv(st, "SELECT count(*) FROM jobs WHERE rung = 0 AND stop_at_step = 10"));
+    lease_t L[12];
+    for (int i = 0; i < 12; i++) {
+        if (!lease_one(&qu, wid, &L[i])) HFAIL("only %d leases", i);
+        ASSERT_TRUE(L[i].has_stop);
+        ASSERT_EQ_INT(10, (int)L[i].stop);   /* round(0.111 x 90) */
+    }
+    for (int i = 0; i < 11; i++) ASSERT_STREQ("paused", report_rung(st, &qu, &L[i]));
+    ASSERT_EQ_INT(0, (int)qv(st, "SELECT count(*) FROM halving_decisions"));   /* sync: waits for the whole rung */
+    report_rung(st, &qu, &L[11]);
+    /* n = 6, k = ⌈6/3⌉ = 2: ord 2 and 5, plus the baseline */
+    ASSERT_EQ_INT(6, (int)qv(st, "SELECT count(*) FROM halving_decisions WHERE rung = 0"));
+    ASSERT_EQ_INT(3, (int)qv(st, "SELECT count(*) FROM halving_decisions WHERE rung = 0 AND promoted = 1"));
+    for (int o = 0; o < 6; o++) {
+        int promoted = o == 0 || o == 2 || o == 5;
+        ASSERT_EQ_INT(promoted ? 2 : 0, (int)ord_state_count(st, o, "queued"));
+        ASSERT_EQ_INT(promoted ? 0 : 2, (int)ord_state_count(st, o, "pruned"));
+    }
+    ASSERT_EQ_INT(12, (int)qv(st, "SELECT count(*) FROM rung_results WHERE rung = 0 AND step = 10"));
+    ASSERT_EQ_INT(6, (int)qv(st, "SELECT count(*) FROM jobs WHERE rung = 1 AND stop_at_step = 30 AND state = 'queued'"));
+    /* idempotent: another tick and a repeated report change nothing */
+    int decided = 0;
+    char err[512], sb[16];
+    ASSERT_EQ_INT(0, halving_tick(st, 1, &decided, err, sizeof err));
+    ASSERT_EQ_INT(0, decided);
+    const char *state = NULL;
+    ASSERT_EQ_INT(0, halving_report(st, L[0].job, L[0].token, 10, 1.0, &state, sb, err, sizeof err));
+    ASSERT_STREQ("queued", state);
+    ASSERT_EQ_INT(6, (int)qv(st, "SELECT count(*) FROM halving_decisions"));
+    ASSERT_EQ_INT(12, (int)qv(st, "SELECT count(*) FROM jobs"));
+    /* rung 1: the promoted jobs resume from their rung checkpoint and stop at 30 */
+    lease_t M[6];
+    for (int i = 0; i < 6; i++) {
+        if (!lease_one(&qu, wid, &M[i])) HFAIL("only %d leases at rung 1", i);
+        ASSERT_TRUE(M[i].has_resume);
+        ASSERT_EQ_INT(10, (int)M[i].resume_step);
+        ASSERT_EQ_INT(30, (int)M[i].stop);
+    }
+    lease_t none;
+    ASSERT_EQ_INT(0, lease_one(&qu, wid, &none));
+    for (int i = 0; i < 6; i++) report_rung(st, &qu, &M[i]);
+    /* n = 3, k = 1: ord 2 and the baseline */
+    ASSERT_EQ_INT(2, (int)qv(st, "SELECT count(*) FROM halving_decisions WHERE rung = 1 AND promoted = 1"));
+    ASSERT_EQ_INT(2, (int)ord_state_count(st, 5, "pruned"));
+    lease_t F[4];
+    for (int i = 0; i < 4; i++) {
+        if (!lease_one(&qu, wid, &F[i])) HFAIL("only %d leases at the last rung", i);
+        ASSERT_TRUE(!F[i].has_stop);   /* the full run */
+        ASSERT_EQ_INT(30, (int)F[i].resume_step);
+        ASSERT_TRUE(F[i].ord == 0 || F[i].ord == 2);
+        complete(&qu, &F[i]);
+    }
+    /* steps: 12 x 10 + 6 x 20 + 4 x 60 = 480 of 12 x 90 = 1080 */
+    long long trained, full;
+    ASSERT_EQ_INT(0, halving_steps(st, 1, &trained, &full, err, sizeof err));
+    ASSERT_EQ_INT(12 * 10 + 6 * 30 - 6 * 10 + 4 * 90 - 4 * 30, (int)trained);
+    ASSERT_EQ_INT(1080, (int)full);
+    /* the leaderboard: the full run first (ord 2, then the baseline), then ord 5 at rung 1, then rung 0 by Δ */
+    json_t *lb = NULL;
+    ASSERT_EQ_INT(0, leaderboard_build(st, 1, &lb, err, sizeof err));
+    json_t *rows = json_object_get(lb, "rows");
+    static const char *const want_heads[6] = { "[1, 2, 4, 4]", "[4, 4, 4, 4]", "[1, 1, 4, 4]", "[2, 2, 4, 4]", "[1, 4, 4, 4]", "[2, 4, 4, 4]" };
+    static const int want_rung[6] = { 2, 2, 1, 0, 0, 0 };
+    for (int i = 0; i < 6; i++) {
+        json_t *r = json_array_get(rows, (size_t)i);
+        char *h = json_dumps(json_object_get(r, "heads"), JSON_COMPACT);
+        (void)want_heads;
+        ASSERT_EQ_INT(want_rung[i], (int)json_integer_value(json_object_get(r, "rung")));
+        ASSERT_EQ_INT(i + 1, (int)json_integer_value(json_object_get(r, "rank")));
+        ASSERT_EQ_INT(want_rung[i] < 2, json_is_true(json_object_get(r, "pruned")));
+        free(h);
+    }
+    ASSERT_NEAR(-0.03, json_number_value(json_object_get(json_object_get(json_array_get(rows, 0), "delta"), "mean")), 1e-9);
+    ASSERT_NEAR(-0.02, json_number_value(json_object_get(json_object_get(json_array_get(rows, 2), "delta"), "mean")), 1e-9);
+    json_t *hv = json_object_get(lb, "halving");
+    ASSERT_EQ_INT(480, (int)json_integer_value(json_object_get(hv, "steps_trained")));
+    ASSERT_EQ_INT(1080, (int)json_integer_value(json_object_get(hv, "full_grid_steps")));
+    ASSERT_EQ_INT(480 * 64, (int)json_integer_value(json_object_get(hv, "tokens_spent")));
+    char *csv = leaderboard_csv(lb);
+    ASSERT_CONTAINS(csv, ",rung,pruned");
+    free(csv);
+    char *tbl = leaderboard_table(lb);
+    ASSERT_CONTAINS(tbl, "tokens spent: 30720 of the full grid's 69120");
+    free(tbl);
+    json_decref(lb);
+    queue_release(&qu);
+    store_close(st);
+}
+
+TEST(rung_report_is_checked) {
+    queue qu;
+    long long wid;
+    store *st = halving_sweep("[1]", "{\"eta\": 2, \"rungs\": [0.5]}", &qu, &wid);
+    lease_t l;
+    ASSERT_EQ_INT(1, lease_one(&qu, wid, &l));
+    char err[512], sb[16] = "";
+    const char *state;
+    ASSERT_EQ_INT(STORE_EINVAL, halving_report(st, l.job, l.token, 44, 1.0, &state, sb, err, sizeof err));
+    ASSERT_CONTAINS(err, "step: 44 is not the job's stop_at_step 45");
+    ASSERT_EQ_INT(STORE_EINVAL, halving_report(st, l.job, l.token, 45, 1.0, &state, sb, err, sizeof err));
+    ASSERT_CONTAINS(err, "report the rung's checkpoint first");
+    ASSERT_EQ_INT(STORE_ECONFLICT, halving_report(st, l.job, "nope", 45, 1.0, &state, sb, err, sizeof err));
+    ASSERT_STREQ("leased", sb);
+    ASSERT_EQ_INT(STORE_ENOTFOUND, halving_report(st, 999, l.token, 45, 1.0, &state, sb, err, sizeof err));
+    ASSERT_EQ_INT(0, (int)qv(st, "SELECT count(*) FROM rung_results"));
+    ASSERT_EQ_INT(1, (int)qv(st, "SELECT count(*) FROM jobs WHERE state = 'leased'"));
+    queue_release(&qu);
+    store_close(st);
+}
+
+/* A job that fails for good at a rung counts as reported without a value: the rung is decided without it */
+TEST(a_failed_job_does_not_block_the_rung) {
+    queue qu;
+    long long wid;
+    store *st = halving_sweep("[1, 2]", "{\"eta\": 3, \"rungs\": [0.111, 0.333]}", &qu, &wid);
+    lease_t L[12];
+    for (int i = 0; i < 12; i++) ASSERT_EQ_INT(1, lease_one(&qu, wid, &L[i]));
+    int failed = -1;
+    for (int i = 0; i < 12; i++) {
+        if (L[i].ord == 5 && L[i].seed == 2) {   /* ord 5, second seed */
+            const char *ns;
+            ASSERT_EQ_INT(0, queue_fail(&qu, L[i].job, L[i].token, "boom", 0, &ns));
+            ASSERT_STREQ("failed", ns);
+            failed = i;
+            continue;
+        }
+        report_rung(st, &qu, &L[i]);
+    }
+    ASSERT_TRUE(failed >= 0);
+    /* the failure came last: the rung is complete with it (the API ticks after a final fail) */
+    ASSERT_EQ_INT(0, (int)qv(st, "SELECT count(*) FROM halving_decisions"));
+    int decided = 0;
+    char err[512];
+    ASSERT_EQ_INT(0, halving_tick(st, 1, &decided, err, sizeof err));
+    ASSERT_EQ_INT(6, decided);
+    ASSERT_EQ_INT(6, (int)qv(st, "SELECT count(*) FROM halving_decisions WHERE rung = 0"));
+    /* ord 5 has one seed at the rung: provisional, ranked after the complete ones; ord 2 and ord 4 promoted */
+    ASSERT_EQ_INT(2, (int)ord_state_count(st, 4, "queued"));
+    ASSERT_EQ_INT(1, (int)ord_state_count(st, 5, "pruned"));
+    ASSERT_EQ_INT(1, (int)ord_state_count(st, 5, "failed"));
+    queue_release(&qu);
+    store_close(st);
+}
+
+TEST(async_promotes_before_the_rung_is_complete) {
+    queue qu;
+    long long wid;
+    store *st = halving_sweep("[1]", "{\"eta\": 2, \"rungs\": [0.5], \"mode\": \"async\"}", &qu, &wid);
+    lease_t L[6];
+    for (int i = 0; i < 6; i++) ASSERT_EQ_INT(1, lease_one(&qu, wid, &L[i]));
+    /* lease order: the baseline first, then ord 1..5 */
+    ASSERT_EQ_INT(0, (int)L[0].ord);
+    ASSERT_STREQ("queued", report_rung(st, &qu, &L[0]));   /* the baseline: always promoted, at once */
+    /* ord 2 (Δ -0.03) completes second: top ⌊2/2⌋ = 1 of {baseline, ord 2} is ord 2: promoted at once */
+    int i2 = -1;
+    for (int i = 0; i < 6; i++) if (L[i].ord == 2) i2 = i;
+    ASSERT_STREQ("queued", report_rung(st, &qu, &L[i2]));
+    /* ord 1 (Δ +0.02): ⌊3/2⌋ = 1 and it is third of three: waits */
+    int i1 = -1;
+    for (int i = 0; i < 6; i++) if (L[i].ord == 1) i1 = i;
+    ASSERT_STREQ("paused", report_rung(st, &qu, &L[i1]));
+    ASSERT_EQ_INT(3, (int)qv(st, "SELECT count(*) FROM jobs WHERE state = 'leased'"));
+    for (int i = 0; i < 6; i++) if (i != 0 && i != i1 && i != i2) report_rung(st, &qu, &L[i]);
+    /* the rung complete: every schedule decided once, the rest pruned (ord 1 among them) */
+    ASSERT_EQ_INT(6, (int)qv(st, "SELECT count(*) FROM halving_decisions"));
+    ASSERT_EQ_INT(1, (int)ord_state_count(st, 1, "pruned"));
+    ASSERT_EQ_INT(0, (int)qv(st, "SELECT count(*) FROM jobs WHERE state IN ('paused', 'leased')"));
+    ASSERT_EQ_INT(1, (int)ord_state_count(st, 5, "queued"));   /* ord 5 (Δ -0.02) promoted when it completed */
+    queue_release(&qu);
+    store_close(st);
+}
+
