@@ -14,7 +14,8 @@
  * rotated back. The separate rope kernel (llama.cu) serves only the materialised paths: a layer with a head above
  * 256 rotates its qkv in place before attention.cu (its saved qkv is post-RoPE) and rotates dq, dk back after
  * attention.cu's backward; eval's D_l of a fused layer runs attention.cu on a rotated copy of qkv in the gradient
- * scratch LD_QKV. W_up and W_gate are two GEMMs (the file layout keeps them apart). No biases. Every call returns 0 or MODEL_E*; the message is in error() and, from create, in err.
+ * scratch LD_QKV. W_up and W_gate are two GEMMs (the file layout keeps them apart). No biases. Every call returns
+ * 0 or MODEL_E*; the message is in error() and, from create, in err.
  */
 #include "cuda_common.cuh"
 #include "llama_kernels_cuda.h"
