@@ -5,8 +5,11 @@
  * m and sum l of exp(score - m) give lse = m + log(l) and out = sum p v; the backward takes P = exp(score - lse)
  * and delta = dout.out as the GPU kernels do, so the two sides compute the same function from the same saved
  * values. Sums run in a fixed order: results do not depend on the thread count.
+ * The RoPE variants rotate a copy of qkv with the engine's cpu_rope_forward (llama_kernels.c), run the plain
+ * functions on it, and (backward) rotate the gradient of q and k back with cpu_rope_backward before adding it.
  */
 #include "flash_attention.h"
+#include "llama_kernels.h"
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -71,4 +74,35 @@ void RN(cpu_flash_attention_backward)(real *dqkv, const real *dout, const real *
             }
         }
     }
+}
+
+static real *fa_copy(const real *src, size_t n) {
+    real *p = malloc(n * sizeof(real));
+    if (!p) abort();
+    if (src) memcpy(p, src, n * sizeof(real));
+    else memset(p, 0, n * sizeof(real));
+    return p;
+}
+
+void RN(cpu_flash_attention_forward_rope)(real *out, real *lse, const real *qkv, int B, int T, int C, int NH,
+                                          double theta) {
+    if (theta == 0) { RN(cpu_flash_attention_forward)(out, lse, qkv, B, T, C, NH); return; }
+    size_t n3 = (size_t)B * T * 3 * C;
+    real *rot = fa_copy(qkv, n3);
+    RN(cpu_rope_forward)(rot, B, T, C, NH, theta);
+    RN(cpu_flash_attention_forward)(out, lse, rot, B, T, C, NH);
+    free(rot);
+}
+
+void RN(cpu_flash_attention_backward_rope)(real *dqkv, const real *dout, const real *qkv, const real *out,
+                                           const real *lse, int B, int T, int C, int NH, double theta) {
+    if (theta == 0) { RN(cpu_flash_attention_backward)(dqkv, dout, qkv, out, lse, B, T, C, NH); return; }
+    size_t n3 = (size_t)B * T * 3 * C;
+    real *rot = fa_copy(qkv, n3), *g = fa_copy(NULL, n3);
+    RN(cpu_rope_forward)(rot, B, T, C, NH, theta);
+    RN(cpu_flash_attention_backward)(g, dout, rot, out, lse, B, T, C, NH);   /* w.r.t. rope(q), rope(k), v */
+    RN(cpu_rope_backward)(g, B, T, C, NH, theta);                            /* w.r.t. q, k */
+    for (size_t i = 0; i < n3; i++) dqkv[i] += g[i];
+    free(rot);
+    free(g);
 }

@@ -16,4 +16,14 @@ void RN(cpu_flash_attention_forward)(real *out, real *lse, const real *qkv, int 
  * delta = rowsum(dout * out) are recomputed; nothing else is kept from the forward). */
 void RN(cpu_flash_attention_backward)(real *dqkv, const real *dout, const real *qkv, const real *out, const real *lse,
                                       int B, int T, int C, int NH);
+/* The same two with RoPE on q and k as they are read (the twin of prism_cuda_flash_attention_forward_rope and
+ * _backward_rope): attention over cpu_rope_forward(qkv) (llama_kernels.h: head size hs = C/NH, even; pair
+ * (i, i+hs/2) at position t rotated by t·theta^(−2i/hs)), qkv itself left un-rotated; the backward adds to dqkv the
+ * gradient w.r.t. the un-rotated qkv (dq, dk rotated back by cpu_rope_backward). The rotation is the engine's own
+ * code, so the values match the CPU model exactly. theta 0: exactly the functions above. Abort when out of memory
+ * (a temporary copy of qkv, and of dqkv for the backward). */
+void RN(cpu_flash_attention_forward_rope)(real *out, real *lse, const real *qkv, int B, int T, int C, int NH,
+                                          double theta);
+void RN(cpu_flash_attention_backward_rope)(real *dqkv, const real *dout, const real *qkv, const real *out,
+                                           const real *lse, int B, int T, int C, int NH, double theta);
 #endif

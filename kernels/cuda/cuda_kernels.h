@@ -138,6 +138,22 @@ int prism_cuda_flash_attention_backward(void *dqkv, float *delta, const void *do
                                         const float *lse, int B, int T, int C, int NH);
 /* How many fused forward/backward calls this thread has made (diagnostic: the model tests check they ran). */
 int prism_cuda_flash_attention_calls(void);
+/* The same two with RoPE applied where q and k are read (the Llama-style model; theta 0: exactly the two above).
+ * qkv is the QKV matmul's output, NOT rotated, and is left as it is: the kernels rotate each Q and K tile as they
+ * load it — for head size d = C/NH (even), the pair (x_i, x_{i+d/2}), i < d/2, of q and k at position t rotates by
+ * t·theta^(−2i/d) (angle in double, cos/sin rounded to float: the same numbers as prism_cuda_rope_forward in
+ * llama_kernels_cuda.h and cpu_rope_forward) — so out and lse are those of attention over rope(q), rope(k), v.
+ * The backward's dqkv (overwrite) is the gradient w.r.t. the un-rotated qkv: dq and dk are rotated back before they
+ * are written (flash backward + prism_cuda_rope_backward in one). They use this thread's internal scratch for a
+ * T·d float32 cos/sin table (grown on demand, freed by prism_cuda_shutdown). Fail (nothing launched) on an odd
+ * head size or a theta that is negative, NaN or infinite; otherwise as the two above. */
+int prism_cuda_flash_attention_forward_rope(void *out, float *lse, const void *qkv, int B, int T, int C, int NH,
+                                            double theta);
+int prism_cuda_flash_attention_backward_rope(void *dqkv, float *delta, const void *dout, const void *qkv,
+                                             const void *out, const float *lse, int B, int T, int C, int NH,
+                                             double theta);
+/* How many of the fused calls counted by prism_cuda_flash_attention_calls had theta != 0, this thread. */
+int prism_cuda_flash_attention_rope_calls(void);
 
 /* ---- classifier.cu: fused softmax + cross-entropy (+ dlogits) --------------------------------- */
 /* Row n of logits[N,Vp]: losses[n] = logsumexp(logits[n,:V]) - logits[n, targets[n]]. When write_dlogits,

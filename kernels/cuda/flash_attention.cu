@@ -25,6 +25,14 @@
  * row strides allow); any other d (48, 80, odd sizes...) takes scalar loads: the slower generic path.
  * d > 256 is refused (prism_cuda_flash_attention_supports). Shared-memory rows are padded (+16 bytes for
  * bf16/float rows) against bank conflicts while keeping every 16x16 tile 32-byte aligned, as wmma requires.
+ * RoPE (the _rope entry points, theta > 0): qkv in memory stays as the QKV matmul wrote it; each Q or K tile is
+ * rotated in shared memory right after its load (fa_rope_tile: pair (i, i+d/2) of the row at position t by
+ * t*theta^(-2i/d), with the REAL head size d, so the zero padding up to D stays zero), and the dQ and dK
+ * accumulators are rotated back (the transpose) as they are written, so dqkv is the gradient w.r.t. the
+ * un-rotated qkv. The cos/sin come from a (T, d/2) table built per call by k_fa_rope_table with the angle
+ * computed in double exactly as the separate rope kernel (llama.cu) and the CPU engine compute it (t*freq reaches
+ * ~1e3 rad, beyond fast single-precision sin/cos); it lives in the thread's pcu_scratch. theta == 0 passes a NULL
+ * table: no rotation, no extra barrier, the GPT-2 path unchanged.
  */
 #include "cuda_common.cuh"
 #ifndef ENABLE_FP32
@@ -57,6 +65,44 @@ __device__ __forceinline__ void fa_load_tile(floatX *dst, int ldd, const floatX 
             dst[(size_t)r * ldd + c] = (t < T && c < d) ? src[(size_t)t * ld + c] : fx(0.0f);
         }
     }
+}
+
+/* RoPE on rows [0, ROWS) of a tile fa_load_tile just loaded from rows row0..: for i < d/2 the pair
+ * (x_i, x_{i+d/2}) of the row at position t = row0 + r rotates by the angle whose cos/sin are rope[t*d + 2i],
+ * rope[t*d + 2i + 1] (k_fa_rope_table). Rows >= T (zero) are left alone. All threads call; the caller puts a
+ * __syncthreads between the load and this, and another before the tile is read. */
+template <int ROWS>
+__device__ __forceinline__ void fa_rope_tile(floatX *tile, int ldt, const float *rope, int row0, int T, int d) {
+    const int hd = d >> 1;
+    for (int e = threadIdx.x; e < ROWS * hd; e += blockDim.x) {
+        int r = e / hd, i = e % hd, t = row0 + r;
+        if (t >= T) continue;
+        const float cs = rope[(size_t)t * d + 2 * i], sn = rope[(size_t)t * d + 2 * i + 1];
+        floatX *x = tile + (size_t)r * ldt;
+        float a = xf(x[i]), b = xf(x[i + hd]);
+        x[i] = fx(a * cs - b * sn);
+        x[i + hd] = fx(a * sn + b * cs);
+    }
+}
+
+/* Column c of the inverse rotation of a float accumulator row g[0..d) (a gradient w.r.t. rotated q or k) at the
+ * position whose table row is rope_t = rope + t*d: the transpose of fa_rope_tile's rotation. */
+__device__ __forceinline__ float fa_unrope(const float *g, int c, int d, const float *rope_t) {
+    const int hd = d >> 1, i = c < hd ? c : c - hd;
+    const float cs = rope_t[2 * i], sn = rope_t[2 * i + 1];
+    return c < hd ? g[i] * cs + g[i + hd] * sn : g[i + hd] * cs - g[i] * sn;
+}
+
+/* rope[t*d + 2i], [t*d + 2i + 1] = cos, sin of t*theta^(-2i/d) for t < T, i < d/2: the angle in double, the
+ * same expression as k_rope (llama.cu) and cpu_rope_forward. One thread per (t, i). */
+__global__ void k_fa_rope_table(float *rope, int T, int d, double theta) {
+    const int hd = d >> 1;
+    size_t e = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (e >= (size_t)T * hd) return;
+    int t = (int)(e / hd), i = (int)(e % hd);
+    double ang = (double)t * pow(theta, -2.0 * i / d);
+    rope[2 * e] = (float)cos(ang);
+    rope[2 * e + 1] = (float)sin(ang);
 }
 
 /* ---- warp-level tile product: C[16][N] (+)= A[16][K] B[K][N] ---------------------------------------------
@@ -133,7 +179,7 @@ template <int D, int NW, int BC> struct fa_fwd_cfg {
 
 template <int D, int NW, int BC>
 __global__ void __launch_bounds__(NW * 32) k_fa_fwd(floatX *out, float *lse, const floatX *qkv, int T, int NH, int d,
-                                                    float scale, bool vec) {
+                                                    float scale, bool vec, const float *rope) {
     typedef fa_fwd_cfg<D, NW, BC> G;
     extern __shared__ __align__(128) float fa_smem[];
     char *sm = (char *)fa_smem;
@@ -147,6 +193,7 @@ __global__ void __launch_bounds__(NW * 32) k_fa_fwd(floatX *out, float *lse, con
     const floatX *qb = qkv + (size_t)b * T * ld + (size_t)h * d, *kb = qb + C, *vb = qb + 2 * C;
 
     fa_load_tile<G::BR, D>(sQ, G::LX, qb, ld, q0, T, d, vec);
+    if (rope) { __syncthreads(); fa_rope_tile<G::BR>(sQ, G::LX, rope, q0, T, d); }   /* read after the loop's barrier */
     const int r = 16 * warp + (lane >> 1), half = lane & 1, q = q0 + r;   /* this lane's row, and which half */
     for (int c = half; c < D; c += 2) sO[(size_t)r * G::LO + c] = 0.0f;
     const int qlast = (q < T - 1 ? q : T - 1);                /* rows past T (padding) attend like row T-1, never written */
@@ -158,6 +205,7 @@ __global__ void __launch_bounds__(NW * 32) k_fa_fwd(floatX *out, float *lse, con
         fa_load_tile<BC, D>(sK, G::LX, kb, ld, k0, T, d, vec);
         fa_load_tile<BC, D>(sV, G::LX, vb, ld, k0, T, d, vec);
         __syncthreads();
+        if (rope) { fa_rope_tile<BC>(sK, G::LX, rope, k0, T, d); __syncthreads(); }
         float *sSw = sS + (size_t)16 * warp * G::LS;
         warp_mm<BC, D, false, true, false>(sSw, G::LS, sQ + (size_t)16 * warp * G::LX, G::LX, sK, G::LX);
         __syncwarp();
@@ -235,7 +283,7 @@ template <int D, int NW, int QB> struct fa_dkv_cfg {
 template <int D, int NW, int QB>
 __global__ void __launch_bounds__(NW * 32) k_fa_dkv(floatX *dqkv, const floatX *qkv, const floatX *dout,
                                                     const float *lse, const float *delta, int T, int NH, int d,
-                                                    float scale, bool vec) {
+                                                    float scale, bool vec, const float *rope) {
     typedef fa_dkv_cfg<D, NW, QB> G;
     extern __shared__ __align__(128) float fa_smem[];
     char *sm = (char *)fa_smem;
@@ -252,6 +300,7 @@ __global__ void __launch_bounds__(NW * 32) k_fa_dkv(floatX *dqkv, const floatX *
 
     fa_load_tile<G::KB, D>(sK, G::LX, kb, ld, k0, T, d, vec);
     fa_load_tile<G::KB, D>(sV, G::LX, vb, ld, k0, T, d, vec);
+    if (rope) { __syncthreads(); fa_rope_tile<G::KB>(sK, G::LX, rope, k0, T, d); }   /* read after the loop's barrier */
     for (int e = lane; e < 16 * D; e += 32) {     /* the warp's own accumulator rows */
         size_t o = (size_t)(16 * warp + e / D) * G::LA + e % D;
         sdK[o] = 0.0f;
@@ -268,6 +317,7 @@ __global__ void __launch_bounds__(NW * 32) k_fa_dkv(floatX *dqkv, const floatX *
             sDl[e] = q0 + e < T ? deltab[q0 + e] : 0.0f;
         }
         __syncthreads();
+        if (rope) { fa_rope_tile<QB>(sQ, G::LX, rope, q0, T, d); __syncthreads(); }
         warp_mm<QB, D, false, true, false>(sS + (size_t)kw * G::LS, G::LS, sK + (size_t)kw * G::LX, G::LX, sQ, G::LX);
         warp_mm<QB, D, false, true, false>(sdP + (size_t)kw * G::LS, G::LS, sV + (size_t)kw * G::LX, G::LX, sdO, G::LX);
         __syncwarp();
@@ -287,7 +337,8 @@ __global__ void __launch_bounds__(NW * 32) k_fa_dkv(floatX *dqkv, const floatX *
         int rr = kw + e / d, c = e % d, key = k0 + rr;
         if (key >= T) continue;
         size_t o = ((size_t)b * T + key) * ld + (size_t)h * d + c;
-        dqkv[o + C] = fx(sdK[(size_t)rr * G::LA + c] * scale);
+        const float *gk = sdK + (size_t)rr * G::LA;   /* dK of the rotated k: rotated back (the warp's own row) */
+        dqkv[o + C] = fx((rope ? fa_unrope(gk, c, d, rope + (size_t)key * d) : gk[c]) * scale);
         dqkv[o + 2 * C] = fx(sdV[(size_t)rr * G::LA + c]);
     }
 }
@@ -312,7 +363,7 @@ template <int D, int NW, int KT> struct fa_dq_cfg {
 template <int D, int NW, int KT>
 __global__ void __launch_bounds__(NW * 32) k_fa_dq(floatX *dqkv, const floatX *qkv, const floatX *dout,
                                                    const float *lse, const float *delta, int T, int NH, int d,
-                                                   float scale, bool vec) {
+                                                   float scale, bool vec, const float *rope) {
     typedef fa_dq_cfg<D, NW, KT> G;
     extern __shared__ __align__(128) float fa_smem[];
     char *sm = (char *)fa_smem;
@@ -333,6 +384,7 @@ __global__ void __launch_bounds__(NW * 32) k_fa_dq(floatX *dqkv, const floatX *q
         sL[e] = q0 + e < T ? lse[(size_t)bh * T + q0 + e] : 0.0f;
         sDl[e] = q0 + e < T ? delta[(size_t)bh * T + q0 + e] : 0.0f;
     }
+    if (rope) { __syncthreads(); fa_rope_tile<G::BR>(sQ, G::LX, rope, q0, T, d); }   /* read after the loop's barrier */
     for (int e = lane; e < 16 * D; e += 32) sdQ[(size_t)(rw + e / D) * G::LA + e % D] = 0.0f;
     const int last_key = (q0 + G::BR < T ? q0 + G::BR : T) - 1, ntiles = last_key / KT + 1;
     for (int j = 0; j < ntiles; j++) {
@@ -341,6 +393,7 @@ __global__ void __launch_bounds__(NW * 32) k_fa_dq(floatX *dqkv, const floatX *q
         fa_load_tile<KT, D>(sK, G::LX, kb, ld, k0, T, d, vec);
         fa_load_tile<KT, D>(sV, G::LX, vb, ld, k0, T, d, vec);
         __syncthreads();
+        if (rope) { fa_rope_tile<KT>(sK, G::LX, rope, k0, T, d); __syncthreads(); }
         warp_mm<KT, D, false, true, false>(sS + (size_t)rw * G::LS, G::LS, sQ + (size_t)rw * G::LX, G::LX, sK, G::LX);
         warp_mm<KT, D, false, true, false>(sdP + (size_t)rw * G::LS, G::LS, sdO + (size_t)rw * G::LX, G::LX, sV, G::LX);
         __syncwarp();
@@ -356,7 +409,10 @@ __global__ void __launch_bounds__(NW * 32) k_fa_dq(floatX *dqkv, const floatX *q
     }
     for (int e = lane; e < 16 * d; e += 32) {
         int rr = rw + e / d, c = e % d, q = q0 + rr;
-        if (q < T) dqkv[((size_t)b * T + q) * ld + (size_t)h * d + c] = fx(sdQ[(size_t)rr * G::LA + c] * scale);
+        if (q >= T) continue;
+        const float *gq = sdQ + (size_t)rr * G::LA;   /* dQ of the rotated q: rotated back (the warp's own row) */
+        dqkv[((size_t)b * T + q) * ld + (size_t)h * d + c] =
+            fx((rope ? fa_unrope(gq, c, d, rope + (size_t)q * d) : gq[c]) * scale);
     }
 }
 
@@ -381,6 +437,7 @@ struct fa_args {
     int B, T, NH, d;
     float scale;
     bool vec;
+    const float *rope;   /* cos/sin table (k_fa_rope_table), NULL: no RoPE */
 };
 
 template <class K> static int fa_launch_prep(K kernel, size_t bytes, const char *where) {
@@ -392,7 +449,7 @@ template <int D> static int fa_forward_d(const fa_args &a) {
     typedef fa_shape<D> S;
     dim3 grid((a.T + S::F::BR - 1) / S::F::BR, a.B * a.NH);
     if (fa_launch_prep(k_fa_fwd<D, S::FWD_NW, S::FWD_BC>, S::F::bytes, "flash_attention_forward(smem)")) return -1;
-    k_fa_fwd<D, S::FWD_NW, S::FWD_BC><<<grid, S::FWD_NW * 32, S::F::bytes>>>(a.out, a.lse, a.qkv, a.T, a.NH, a.d, a.scale, a.vec);
+    k_fa_fwd<D, S::FWD_NW, S::FWD_BC><<<grid, S::FWD_NW * 32, S::F::bytes>>>(a.out, a.lse, a.qkv, a.T, a.NH, a.d, a.scale, a.vec, a.rope);
     PCU_CHECK_LAUNCH("flash_attention_forward");
     return 0;
 }
@@ -402,9 +459,9 @@ template <int D> static int fa_backward_d(const fa_args &a) {
     dim3 gk((a.T + S::K::KB - 1) / S::K::KB, a.B * a.NH), gq((a.T + S::Q::BR - 1) / S::Q::BR, a.B * a.NH);
     if (fa_launch_prep(k_fa_dkv<D, S::DKV_NW, S::DKV_QB>, S::K::bytes, "flash_attention_backward(smem)") ||
         fa_launch_prep(k_fa_dq<D, S::DQ_NW, S::DQ_KT>, S::Q::bytes, "flash_attention_backward(smem)")) return -1;
-    k_fa_dkv<D, S::DKV_NW, S::DKV_QB><<<gk, S::DKV_NW * 32, S::K::bytes>>>(a.dqkv, a.qkv, a.dout, a.lse, a.delta, a.T, a.NH, a.d, a.scale, a.vec);
+    k_fa_dkv<D, S::DKV_NW, S::DKV_QB><<<gk, S::DKV_NW * 32, S::K::bytes>>>(a.dqkv, a.qkv, a.dout, a.lse, a.delta, a.T, a.NH, a.d, a.scale, a.vec, a.rope);
     PCU_CHECK_LAUNCH("flash_attention_backward(dk, dv)");
-    k_fa_dq<D, S::DQ_NW, S::DQ_KT><<<gq, S::DQ_NW * 32, S::Q::bytes>>>(a.dqkv, a.qkv, a.dout, a.lse, a.delta, a.T, a.NH, a.d, a.scale, a.vec);
+    k_fa_dq<D, S::DQ_NW, S::DQ_KT><<<gq, S::DQ_NW * 32, S::Q::bytes>>>(a.dqkv, a.qkv, a.dout, a.lse, a.delta, a.T, a.NH, a.d, a.scale, a.vec, a.rope);
     PCU_CHECK_LAUNCH("flash_attention_backward(dq)");
     return 0;
 }
@@ -443,32 +500,76 @@ static int fa_check(const char *where, int B, int T, int C, int NH) {
     return B <= 0 || T <= 0 ? 1 : 0;
 }
 
-static thread_local int fa_calls;   /* fused forward + backward calls that launched, this thread */
+/* The cos/sin table for a head of size d over T positions, in the thread's pcu_scratch (*rope NULL when theta == 0). */
+static int fa_rope_prep(const char *where, int T, int d, double theta, const float **rope) {
+    *rope = NULL;
+    if (theta == 0) return 0;
+    if (!(theta > 0) || !isfinite(theta)) return pcu_fail_msg(where, "RoPE theta must be a positive finite number (0: no RoPE)");
+    if (d % 2) return pcu_fail_msg(where, "RoPE needs an even head size C/NH");
+    float *tab = pcu_scratch((size_t)T * d * sizeof(float));
+    if (!tab) return -1;
+    size_t n = (size_t)T * (d / 2);
+    k_fa_rope_table<<<pcu_blocks(n, 256), 256>>>(tab, T, d, theta);
+    PCU_CHECK_LAUNCH(where);
+    *rope = tab;
+    return 0;
+}
+
+static thread_local int fa_calls;        /* fused forward + backward calls that launched, this thread */
+static thread_local int fa_rope_calls;   /* those of them with RoPE */
 extern "C" int prism_cuda_flash_attention_calls(void) { return fa_calls; }
+extern "C" int prism_cuda_flash_attention_rope_calls(void) { return fa_rope_calls; }
 extern "C" int prism_cuda_flash_attention_supports(int hs) { return hs >= 1 && hs <= FA_MAX_D; }
 
-extern "C" int prism_cuda_flash_attention_forward(void *out, float *lse, const void *qkv, int B, int T, int C, int NH) {
-    int rc = fa_check("flash_attention_forward", B, T, C, NH);
+static int fa_forward(const char *where, void *out, float *lse, const void *qkv, int B, int T, int C, int NH,
+                      double theta) {
+    int rc = fa_check(where, B, T, C, NH);
     if (rc) return rc < 0 ? -1 : 0;
     int d = C / NH;
+    const float *rope;
+    if (fa_rope_prep(where, T, d, theta, &rope)) return -1;
     fa_args a = { (floatX *)out, NULL, lse, NULL, (const floatX *)qkv, NULL, B, T, NH, d, 1.0f / sqrtf((float)d),
-                  fa_vec(qkv, C, d) };
+                  fa_vec(qkv, C, d), rope };
     rc = fa_dispatch(a, true);
     fa_calls += rc == 0;
+    fa_rope_calls += rc == 0 && rope;
     return rc;
 }
 
-extern "C" int prism_cuda_flash_attention_backward(void *dqkv, float *delta, const void *dout, const void *qkv,
-                                                   const void *out, const float *lse, int B, int T, int C, int NH) {
-    int rc = fa_check("flash_attention_backward", B, T, C, NH);
+static int fa_backward(const char *where, void *dqkv, float *delta, const void *dout, const void *qkv, const void *out,
+                       const float *lse, int B, int T, int C, int NH, double theta) {
+    int rc = fa_check(where, B, T, C, NH);
     if (rc) return rc < 0 ? -1 : 0;
     int d = C / NH;
+    const float *rope;
+    if (fa_rope_prep(where, T, d, theta, &rope)) return -1;
     size_t rows = (size_t)B * T * NH;
     k_fa_delta<<<pcu_blocks(rows, 8), 256>>>(delta, (const floatX *)dout, (const floatX *)out, B, T, NH, d);
     PCU_CHECK_LAUNCH("flash_attention_backward(delta)");
     fa_args a = { NULL, (floatX *)dqkv, (float *)lse, delta, (const floatX *)qkv, (const floatX *)dout, B, T, NH, d,
-                  1.0f / sqrtf((float)d), fa_vec(qkv, C, d) && fa_vec(dqkv, C, d) && fa_vec(dout, C, d) };
+                  1.0f / sqrtf((float)d), fa_vec(qkv, C, d) && fa_vec(dqkv, C, d) && fa_vec(dout, C, d), rope };
     rc = fa_dispatch(a, false);
     fa_calls += rc == 0;
+    fa_rope_calls += rc == 0 && rope;
     return rc;
+}
+
+extern "C" int prism_cuda_flash_attention_forward(void *out, float *lse, const void *qkv, int B, int T, int C, int NH) {
+    return fa_forward("flash_attention_forward", out, lse, qkv, B, T, C, NH, 0.0);
+}
+
+extern "C" int prism_cuda_flash_attention_backward(void *dqkv, float *delta, const void *dout, const void *qkv,
+                                                   const void *out, const float *lse, int B, int T, int C, int NH) {
+    return fa_backward("flash_attention_backward", dqkv, delta, dout, qkv, out, lse, B, T, C, NH, 0.0);
+}
+
+extern "C" int prism_cuda_flash_attention_forward_rope(void *out, float *lse, const void *qkv, int B, int T, int C,
+                                                       int NH, double theta) {
+    return fa_forward("flash_attention_forward_rope", out, lse, qkv, B, T, C, NH, theta);
+}
+
+extern "C" int prism_cuda_flash_attention_backward_rope(void *dqkv, float *delta, const void *dout, const void *qkv,
+                                                        const void *out, const float *lse, int B, int T, int C, int NH,
+                                                        double theta) {
+    return fa_backward("flash_attention_backward_rope", dqkv, delta, dout, qkv, out, lse, B, T, C, NH, theta);
 }

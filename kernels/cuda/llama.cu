@@ -8,6 +8,8 @@
  * RoPE: one thread per (row, head, pair) of Q and of K, rotating in place; the angle t·θ^(−2i/d) and its sine
  * and cosine are computed in double (t·freq reaches ~1e3 rad, beyond fast single-precision sin/cos), so the
  * kernel composes with whichever attention kernel reads qkv next. Backward rotates dq, dk by −angle in place.
+ * Training's fused attention applies RoPE itself (flash_attention.cu, the _rope entry points, same angles);
+ * this kernel serves the materialised attention.cu paths (a head above 256, eval's D_l) and the tests.
  * SwiGLU: pointwise, float32 arithmetic, sigmoid through expf.
  */
 #include "cuda_common.cuh"
@@ -144,12 +146,16 @@ extern "C" int prism_cuda_rmsnorm_backward(void *dinp, float *dw, const void *do
     return 0;
 }
 
+static thread_local int rope_calls;   /* rope_forward + rope_backward calls that launched, this thread */
+extern "C" int prism_cuda_rope_calls(void) { return rope_calls; }
+
 static int rope_launch(void *qkv, int B, int T, int C, int NH, double theta, double sign, const char *where) {
     if (NH < 1 || C % NH || (C / NH) % 2) return pcu_fail_msg(where, "head size C/NH must be a whole even number");
     size_t n = (size_t)B * T * C;
     if (!n) return 0;
     k_rope<<<pcu_blocks(n, 256), 256>>>((floatX *)qkv, B, T, C, NH, theta, sign);
     PCU_CHECK_LAUNCH(where);
+    rope_calls++;
     return 0;
 }
 

@@ -24,6 +24,9 @@ int prism_cuda_rmsnorm_backward(void *dinp, float *dw, const void *dout, const v
  * position t rotates by t·θ^(−2i/d). Backward: the inverse rotation of dqkv's Q and K thirds, in place. */
 int prism_cuda_rope_forward(void *qkv, int B, int T, int C, int NH, double theta);
 int prism_cuda_rope_backward(void *dqkv, int B, int T, int C, int NH, double theta);
+/* How many rope_forward/rope_backward calls launched in this thread (diagnostic: the model tests check that
+ * training's fused layers never take the separate kernel; prism_cuda_flash_attention_forward_rope applies RoPE). */
+int prism_cuda_rope_calls(void);
 /* out[n] = up·silu(gate). Backward overwrites dup = dout·silu(gate), dgate = dout·up·silu'(gate). */
 int prism_cuda_swiglu_forward(void *out, const void *up, const void *gate, size_t n);
 int prism_cuda_swiglu_backward(void *dup, void *dgate, const void *dout, const void *up, const void *gate, size_t n);

@@ -8,11 +8,14 @@
  * (flash_attention.cu) in every layer whose head size it takes (1..256): only the per-row log-sum-exp (lse,
  * B*h_l*T floats) is kept, no B*h*T*T tensor. Only a layer with a larger head keeps its probabilities (at
  * att_off[l]) and runs attention.cu; eval computes attention distance D_l with attention.cu one sequence at a
- * time (LA_EATT: h*T*T). Each residual add is fused with the RMSNorm that follows. RoPE is its own kernel,
- * applied in place to q and k inside the layer's (B,T,3C) qkv activation right after the QKV matmul, so the
- * attention that follows (flash or materialised) reads rotated q and k; its backward
- * rotates dq, dk back right after attention's backward. W_up and W_gate are two GEMMs (the file layout keeps
- * them apart). No biases. Every call returns 0 or MODEL_E*; the message is in error() and, from create, in err.
+ * time (LA_EATT: h*T*T). Each residual add is fused with the RMSNorm that follows. RoPE, in a fused layer, is
+ * applied inside the flash kernels where q and k are read (prism_cuda_flash_attention_forward_rope/_backward_rope):
+ * the layer's saved qkv stays as the QKV matmul wrote it (pre-RoPE) and the backward's dqkv comes out already
+ * rotated back. The separate rope kernel (llama.cu) serves only the materialised paths: a layer with a head above
+ * 256 rotates its qkv in place before attention.cu (its saved qkv is post-RoPE) and rotates dq, dk back after
+ * attention.cu's backward; eval's D_l of a fused layer runs attention.cu on a rotated copy of qkv in the gradient
+ * scratch LD_QKV. W_up and W_gate are two GEMMs (the file layout keeps them apart). No biases. Every call returns
+ * 0 or MODEL_E*; the message is in error() and, from create, in err.
  */
 #include "cuda_common.cuh"
 #include "llama_kernels_cuda.h"
@@ -273,21 +276,30 @@ static int ll_forward(llama_cuda *cm, const int *in, const int *tg, int B, int T
         floatX *fcproj = LAX(cm, LA_FCPROJ), *res3 = LAX(cm, LA_RES3) + o1;
         LTRY(cm, prism_cuda_matmul_forward(qkv, NULL, LAX(cm, LA_AN) + o1, LP(cm, LT_QKV) + (size_t)l * 3 * C * C, NULL,
                                            N, C, 3 * C), "matmul_forward(qkv)");
-        LTRY(cm, prism_cuda_rope_forward(qkv, B, T, C, NH, theta), "rope_forward");
         if (cm->fused[l]) {
-            LTRY(cm, prism_cuda_flash_attention_forward(atty, LAF(cm, LA_LSE) + l * cm->lse_layer, qkv, B, T, C, NH),
-                 "flash_attention_forward");
-            /* D_l needs the probabilities: attention.cu, one sequence at a time, its output thrown away (into
-             * the gradient scratch LD_LN, unused during the forward) */
+            /* RoPE inside the fused kernel: qkv is left pre-RoPE, as the backward reads it */
+            LTRY(cm, prism_cuda_flash_attention_forward_rope(atty, LAF(cm, LA_LSE) + l * cm->lse_layer, qkv, B, T, C,
+                                                             NH, theta), "flash_attention_forward_rope");
+            /* D_l needs the probabilities: attention.cu over a rotated copy of qkv (the separate rope kernel, in
+             * the gradient scratch LD_QKV), one sequence at a time, its output thrown away (into the gradient
+             * scratch LD_LN); both scratches are unused during the forward */
+            floatX *rq = (floatX *)cm->d[LD_QKV];
+            if (attn_dist) {
+                LTRY(cm, prism_cuda_copy_d2d(rq, qkv, (size_t)N * 3 * C * sizeof(floatX)), "copy qkv(distance)");
+                LTRY(cm, prism_cuda_rope_forward(rq, B, T, C, NH, theta), "rope_forward(distance)");
+            }
             for (int b = 0; attn_dist && b < B; b++) {
                 double d = 0;
-                LTRY(cm, prism_cuda_attention_forward(cm->d[LD_LN], LAX(cm, LA_EATT), qkv + (size_t)b * T * 3 * C,
+                LTRY(cm, prism_cuda_attention_forward(cm->d[LD_LN], LAX(cm, LA_EATT), rq + (size_t)b * T * 3 * C,
                                                       cm->scratch, 1, T, C, NH), "attention_forward(distance)");
                 LTRY(cm, prism_cuda_attention_distance(LAX(cm, LA_EATT), 1, T, NH, LAF(cm, LA_DIST), cm->h_rows, &d),
                      "attention_distance");
                 attn_dist[l] += d;
             }
         } else {
+            /* materialised fallback (head above 256): the separate rope kernel rotates qkv in place, so this
+             * layer's saved qkv is post-RoPE and its backward rotates dq, dk back after attention.cu's */
+            LTRY(cm, prism_cuda_rope_forward(qkv, B, T, C, NH, theta), "rope_forward");
             LTRY(cm, prism_cuda_attention_forward(atty, att, qkv, cm->scratch, B, T, C, NH), "attention_forward");
             if (attn_dist) {
                 double d = 0;
@@ -358,14 +370,15 @@ static int ll_backward(llama_cuda *cm, int B, int T) {
              "rmsnorm_backward(mlp)");
         LTRY(cm, prism_cuda_matmul_backward(dln, LG(cm, LT_ATTPROJ) + (size_t)l * C * C, NULL, dres, LAX(cm, LA_ATTY) + o1,
                                             LP(cm, LT_ATTPROJ) + (size_t)l * C * C, N, C, C, 0), "matmul_backward(attproj)");
-        if (cm->fused[l])
-            LTRY(cm, prism_cuda_flash_attention_backward(dqkv, LAF(cm, LA_DELTA), dln, LAX(cm, LA_QKV) + o3,
-                                                         LAX(cm, LA_ATTY) + o1, LAF(cm, LA_LSE) + l * cm->lse_layer,
-                                                         B, T, C, NH), "flash_attention_backward");
-        else
+        if (cm->fused[l]) {   /* dqkv w.r.t. the pre-RoPE qkv: the kernels rotate dq, dk back */
+            LTRY(cm, prism_cuda_flash_attention_backward_rope(dqkv, LAF(cm, LA_DELTA), dln, LAX(cm, LA_QKV) + o3,
+                                                              LAX(cm, LA_ATTY) + o1, LAF(cm, LA_LSE) + l * cm->lse_layer,
+                                                              B, T, C, NH, theta), "flash_attention_backward_rope");
+        } else {
             LTRY(cm, prism_cuda_attention_backward(dqkv, dln, LAX(cm, LA_QKV) + o3, LAX(cm, LA_ATT) + cm->att_off[l],
                                                    cm->scratch, B, T, C, NH), "attention_backward");
-        LTRY(cm, prism_cuda_rope_backward(dqkv, B, T, C, NH, theta), "rope_backward");
+            LTRY(cm, prism_cuda_rope_backward(dqkv, B, T, C, NH, theta), "rope_backward");
+        }
         LTRY(cm, prism_cuda_matmul_backward(dln, LG(cm, LT_QKV) + (size_t)l * 3 * C * C, NULL, dqkv, LAX(cm, LA_AN) + o1,
                                             LP(cm, LT_QKV) + (size_t)l * 3 * C * C, N, C, 3 * C, 0), "matmul_backward(qkv)");
         LTRY(cm, prism_cuda_rmsnorm_backward(dres, LG(cm, LT_ATTNORM) + (size_t)l * C, dln, residual,

@@ -9,6 +9,14 @@
  * 1,4,8 at C=128 (head sizes 128, 32, 16), every layer's attention fused (flash_attention.cu calls counted): loss relative 1e-5 (fp32) / 1e-2 (bf16); each of the 9 gradient
  * tensors relative L2 error <= 1e-4 / 5e-2; attention distance per layer; 10 AdamW steps within 2e-3 / 5e-2
  * relative of the CPU's losses, and the loss falls by >= 10%.
+ * RoPE fused into the flash attention kernels (prism_cuda_flash_attention_forward_rope/_backward_rope) against
+ * their CPU twin (cpu_flash_attention_*_rope) and against the unfused GPU path (the separate rope kernel, then flash
+ * attention without RoPE, then the rope kernel's backward on dqkv), head sizes 16..128 including padded ones (24,
+ * 48, 80), 1-4 heads. Vs the twin: out, dq, dk, dv 5e-5 (fp32) / 2e-2 (bf16), lse 1e-5 / 2e-3 (the kernel rounds
+ * rope(q), rope(k) to bf16 as the separate rope kernel stores them; the twin keeps them in float). Vs unfused:
+ * out, dv 1e-5 / 1e-2, lse 1e-5 / 1e-4, dq, dk 5e-5 / 2e-2 (one more rounding on the unfused side). The qkv
+ * buffer is left un-rotated (bit-equal). The model's counters (prism_cuda_flash_attention_rope_calls, prism_cuda_rope_calls)
+ * show training takes the fused path and the separate rope kernel runs only for eval's D_l and a materialised layer.
  * Run in make check on the CUDA emulator in both precisions (test_cuda_llama.emu-bf16, .emu-fp32); on a machine
  * with neither a device nor the emulator every case but the last skips.
  */
@@ -16,6 +24,7 @@
 #include "model.h"
 #include "cpu_kernels.h"
 #include "llama_kernels.h"
+#include "flash_attention.h"
 #include <stdint.h>
 #ifdef PRISM_HAVE_CUDA
 #include "cuda/cuda_kernels.h"
@@ -235,6 +244,103 @@ TEST(swiglu_forward_backward) {
     close_to("swiglu dgate", get_x(dg, n), dg_c, n, tol(1e-5, 2e-2));
 }
 
+/* ---- RoPE inside the fused attention kernels ------------------------------------------------------------- */
+static float *third_of(const float *qkv3, int B, int T, int C, int w) {   /* columns [w*C, (w+1)*C) of (B,T,3C) */
+    size_t n = (size_t)B * T;
+    float *o = hzero(n * C);
+    for (size_t r = 0; r < n; r++) memcpy(o + r * C, qkv3 + r * 3 * C + (size_t)w * C, C * sizeof(float));
+    return o;
+}
+static void flash_rope_case(int B, int T, int C, int NH, double theta) {
+    size_t n3 = (size_t)B * T * 3 * C, n = (size_t)B * T * C, nl = (size_t)B * NH * T;
+    printf("flash attention + RoPE B=%d T=%d C=%d NH=%d (head size %d) theta=%g\n", B, T, C, NH, C / NH, theta);
+    float *qkv = hrand(n3, 1.5f), *dout = hrand(n, 1);
+    /* the CPU twin; the backward runs from its out (rounded to floatX) and lse, so it is checked apart */
+    float *out_c = hzero(n), *lse_c = hzero(nl), *dqkv_c = hzero(n3), *out_plain = hzero(n), *lse_plain = hzero(nl);
+    cpu_flash_attention_forward_rope(out_c, lse_c, qkv, B, T, C, NH, theta);
+    cpu_flash_attention_forward(out_plain, lse_plain, qkv, B, T, C, NH);
+    double moved = 0, big = 0;
+    for (size_t i = 0; i < n; i++) { moved = fmax(moved, fabs(out_c[i] - out_plain[i])); big = fmax(big, fabs(out_c[i])); }
+    printf("  RoPE moves out by max %.3e (max|out| %.3e)\n", moved, big);
+    if (!(moved > 0.05 * big)) HFAIL("RoPE barely changes the output (%.3e): the case would not test the rotation", moved);
+    float *out_r = hcopy(out_c, n);
+    prism_cuda_round_host(out_r, n);
+    cpu_flash_attention_backward_rope(dqkv_c, dout, qkv, out_r, lse_c, B, T, C, NH, theta);
+    void *d_qkv = dx(qkv, n3), *d_dout = dx(dout, n), *d_out_r = dx(out_r, n);
+    float *d_lse_c = df(lse_c, nl);
+    /* the unfused GPU path: the separate rope kernel on a copy, flash without RoPE, the rope kernel's backward */
+    void *rq = dx(qkv, n3), *out_u = dpoison_x(n), *dqkv_u = dpoison_x(n3);
+    float *lse_u = dpoison_f(nl), *delta_u = dpoison_f(nl);
+    CK(prism_cuda_rope_forward(rq, B, T, C, NH, theta));
+    CK(prism_cuda_flash_attention_forward(out_u, lse_u, rq, B, T, C, NH));
+    CK(prism_cuda_flash_attention_backward(dqkv_u, delta_u, d_dout, rq, d_out_r, d_lse_c, B, T, C, NH));
+    CK(prism_cuda_rope_backward(dqkv_u, B, T, C, NH, theta));
+    float *out_ug = get_x(out_u, n), *lse_ug = get_f(lse_u, nl), *dqkv_ug = get_x(dqkv_u, n3);
+    /* the fused kernels in the binary's thread order, then one warp at a time (a missing __syncthreads shows) */
+    const char *orders[2] = { getenv("CUDAEMU_ORDER"), "warps" };
+    for (int o = 0; o < (cudaemu_faults ? 2 : 1); o++) {
+        if (o) { setenv("CUDAEMU_ORDER", orders[1], 1); printf(" CUDAEMU_ORDER=warps:\n"); }
+        void *out = dpoison_x(n), *dqkv = dpoison_x(n3);
+        float *lse = dpoison_f(nl), *delta = dpoison_f(nl);
+        int r0 = prism_cuda_flash_attention_rope_calls();
+        CK(prism_cuda_flash_attention_forward_rope(out, lse, d_qkv, B, T, C, NH, theta));
+        float *out_g = get_x(out, n), *lse_g = get_f(lse, nl);
+        close_to("rope out vs twin", out_g, out_c, n, tol(5e-5, 2e-2));
+        close_to("rope lse vs twin", lse_g, lse_c, nl, tol(1e-5, 2e-3));   /* bf16: rope(q), rope(k) rounded */
+        close_to("rope out vs unfused", out_g, out_ug, n, tol(1e-5, 1e-2));
+        close_to("rope lse vs unfused", lse_g, lse_ug, nl, tol(1e-5, 1e-4));
+        CK(prism_cuda_flash_attention_backward_rope(dqkv, delta, d_dout, d_qkv, d_out_r, d_lse_c, B, T, C, NH, theta));
+        ASSERT_EQ_INT(2, prism_cuda_flash_attention_rope_calls() - r0);
+        float *dqkv_g = get_x(dqkv, n3);
+        const char *names[3][2] = { { "rope dq vs twin", "rope dq vs unfused" },
+                                    { "rope dk vs twin", "rope dk vs unfused" },
+                                    { "rope dv vs twin", "rope dv vs unfused" } };
+        for (int w = 0; w < 3; w++) {
+            float *g = third_of(dqkv_g, B, T, C, w);
+            close_to(names[w][0], g, third_of(dqkv_c, B, T, C, w), n, tol(5e-5, 2e-2));
+            /* dq, dk: the unfused path rounds them to floatX before rotating them back, the fused one after */
+            close_to(names[w][1], g, third_of(dqkv_ug, B, T, C, w), n, w < 2 ? tol(5e-5, 2e-2) : tol(1e-5, 1e-2));
+        }
+        /* qkv stays as it was given (pre-RoPE): the rotation happens in shared memory only */
+        float *after = get_x(d_qkv, n3);
+        for (size_t i = 0; i < n3; i++)
+            if (after[i] != qkv[i]) HFAIL("qkv[%zu] changed by the fused RoPE kernels: %g, was %g", i, after[i], qkv[i]);
+    }
+    if (orders[0]) setenv("CUDAEMU_ORDER", orders[0], 1); else unsetenv("CUDAEMU_ORDER");
+}
+TEST(flash_rope_head_sizes_16_64_128) {
+    need_device();
+    flash_rope_case(1, 130, 64, 4, 500);      /* 16, four heads */
+    flash_rope_case(2, 70, 256, 4, 10000);    /* 64, four heads */
+    flash_rope_case(1, 100, 256, 2, 10000);   /* 128 */
+}
+TEST(flash_rope_head_size_96) { need_device(); flash_rope_case(1, 100, 288, 3, 10000); }
+TEST(flash_rope_padded_head_sizes_24_48_80) {
+    need_device();
+    flash_rope_case(1, 90, 96, 4, 10000);     /* 24 in the 32 kernels */
+    flash_rope_case(2, 70, 96, 2, 10000);     /* 48 in the 64 kernels */
+    flash_rope_case(1, 77, 240, 3, 10000);    /* 80 in the 96 kernels */
+}
+TEST(flash_rope_refuses_odd_head_size_and_bad_theta) {
+    need_device();
+    void *o = dpoison_x(2 * 60), *q = dpoison_x(2 * 180), *g = dpoison_x(2 * 180);
+    float *l = dpoison_f(8), *dl = dpoison_f(8);
+    ASSERT_TRUE(prism_cuda_flash_attention_forward_rope(o, l, q, 1, 2, 60, 4, 10000) != 0);   /* head size 15 */
+    printf("head size 15: %s\n", prism_cuda_last_error());
+    ASSERT_CONTAINS(prism_cuda_last_error(), "even head size");
+    ASSERT_TRUE(prism_cuda_flash_attention_backward_rope(g, dl, o, q, o, l, 1, 2, 60, 4, 10000) != 0);
+    ASSERT_CONTAINS(prism_cuda_last_error(), "even head size");
+    ASSERT_TRUE(prism_cuda_flash_attention_forward_rope(o, l, q, 1, 2, 60, 2, -1) != 0);
+    printf("theta -1: %s\n", prism_cuda_last_error());
+    ASSERT_CONTAINS(prism_cuda_last_error(), "theta");
+    ASSERT_TRUE(prism_cuda_flash_attention_forward_rope(o, l, q, 1, 2, 60, 2, NAN) != 0);
+    ASSERT_CONTAINS(prism_cuda_last_error(), "theta");
+    /* theta 0 is the plain kernel: an odd head size is fine there */
+    float *h = hrand(2 * 180, 1);
+    CK(prism_cuda_upload_x(q, h, 2 * 180));
+    CK(prism_cuda_flash_attention_forward_rope(o, l, q, 1, 2, 60, 4, 0));
+}
+
 /* ---- whole model vs the CPU engine --------------------------------------------------------------- */
 static const char *ll_names[MODEL_LLAMA_NUM_TENSORS] = { "wte", "attnormw", "qkvw", "attprojw", "mlpnormw", "fcw",
     "fcgw", "fcprojw", "normfw" };
@@ -283,11 +389,14 @@ TEST(llama_model_loss_and_every_gradient_match_cpu) {
     ll_batch(in, tg, n, 0);
     float lc = 0, lg = 0;
     if (model_cpu_ops.zero_grad(cpu) || model_cpu_ops.forward_backward(cpu, in, tg, c.B, c.T, 1.0f, &lc)) HFAIL("cpu fb");
-    int fused0 = prism_cuda_flash_attention_calls();
+    int fused0 = prism_cuda_flash_attention_calls(), rope0 = prism_cuda_flash_attention_rope_calls();
+    int sep0 = prism_cuda_rope_calls();
     if (g->zero_grad(gpu) || g->forward_backward(gpu, in, tg, c.B, c.T, 1.0f, &lg)) HFAIL("cuda fb: %s", g->error(gpu));
     printf("llama heads 1,4,8 (head sizes 128,32,16) C=128 L=3 H=%d: loss cpu %.7f gpu %.7f; fused attention calls %d\n",
            c.H, lc, lg, prism_cuda_flash_attention_calls() - fused0);
     ASSERT_EQ_INT(2 * c.L, prism_cuda_flash_attention_calls() - fused0);   /* every layer, forward and backward */
+    ASSERT_EQ_INT(2 * c.L, prism_cuda_flash_attention_rope_calls() - rope0);   /* ... with RoPE inside */
+    ASSERT_EQ_INT(0, prism_cuda_rope_calls() - sep0);                        /* never the separate kernel */
     ASSERT_NEAR(lc, lg, lc * tol(1e-5, 1e-2));
     size_t np = model_num_params(&c), sz[MODEL_NUM_TENSORS];
     model_param_sizes(&c, sz);
@@ -319,6 +428,85 @@ TEST(llama_model_loss_and_every_gradient_match_cpu) {
     }
     model_cpu_ops.free(cpu);
     g->free(gpu);
+}
+
+/* One forward+backward on both engines from the same parameters: the loss, every gradient tensor (relative L2
+ * error), the calls the CUDA model made (fused with RoPE inside, and of the separate rope kernel), then eval's
+ * attention distance per layer and the calls that made. */
+static void ll_check_step(const struct model_config *c, int fused_layers, int mat_layers) {
+    model *cpu, *gpu;
+    const model_ops *g;
+    ll_pair(c, &cpu, &gpu, &g);
+    int n = c->B * c->T, *in = tmalloc(n * sizeof(int)), *tg = tmalloc(n * sizeof(int));
+    ll_batch(in, tg, n, 1);
+    float lc = 0, lg = 0;
+    if (model_cpu_ops.zero_grad(cpu) || model_cpu_ops.forward_backward(cpu, in, tg, c->B, c->T, 1.0f, &lc)) HFAIL("cpu fb");
+    int f0 = prism_cuda_flash_attention_calls(), r0 = prism_cuda_flash_attention_rope_calls(), s0 = prism_cuda_rope_calls();
+    if (g->zero_grad(gpu) || g->forward_backward(gpu, in, tg, c->B, c->T, 1.0f, &lg)) HFAIL("cuda fb: %s", g->error(gpu));
+    int f = prism_cuda_flash_attention_calls() - f0, r = prism_cuda_flash_attention_rope_calls() - r0;
+    int sep = prism_cuda_rope_calls() - s0;
+    printf("C=%d L=%d heads", c->C, c->L);
+    for (int l = 0; l < c->L; l++) printf(" %d (head size %d)", c->heads[l], c->C / c->heads[l]);
+    printf(": loss cpu %.7f gpu %.7f; training step: %d fused calls, %d with RoPE inside, %d separate rope calls\n",
+           lc, lg, f, r, sep);
+    ASSERT_EQ_INT(2 * fused_layers, f);
+    ASSERT_EQ_INT(2 * fused_layers, r);
+    ASSERT_EQ_INT(2 * mat_layers, sep);   /* forward and backward of each materialised layer only */
+    ASSERT_NEAR(lc, lg, lc * tol(1e-5, 1e-2));
+    size_t np = model_num_params(c), sz[MODEL_NUM_TENSORS];
+    model_param_sizes(c, sz);
+    float *gc = tmalloc(np * sizeof(float)), *gg = tmalloc(np * sizeof(float));
+    if (model_cpu_ops.get_grads(cpu, gc) || g->get_grads(gpu, gg)) HFAIL("get_grads");
+    size_t off = 0;
+    for (int i = 0; i < MODEL_LLAMA_NUM_TENSORS; i++) {
+        double e2 = 0, r2 = 0;
+        for (size_t k = 0; k < sz[i]; k++) {
+            double a = gg[off + k], b = gc[off + k];
+            if (!isfinite(a)) HFAIL("%s grad[%zu] is %g", ll_names[i], k, a);
+            e2 += (a - b) * (a - b);
+            r2 += b * b;
+        }
+        double rel = r2 > 0 ? sqrt(e2 / r2) : sqrt(e2);
+        printf("  grad %-9s n=%-8zu |cpu|=%.4e rel L2 err=%.3e\n", ll_names[i], sz[i], sqrt(r2), rel);
+        if (!(r2 > 0)) HFAIL("%s: CPU gradient is all zeros", ll_names[i]);
+        if (!(rel <= tol(1e-4, 5e-2))) HFAIL("gradient of %s: relative L2 error %.3e > %.0e", ll_names[i], rel, tol(1e-4, 5e-2));
+        off += sz[i];
+    }
+    float le = 0, lce = 0;
+    double dg[MODEL_MAX_LAYERS] = { 0 }, dc[MODEL_MAX_LAYERS] = { 0 };
+    s0 = prism_cuda_rope_calls();
+    if (g->forward_loss(gpu, in, tg, c->B, c->T, &le, dg)) HFAIL("cuda forward_loss: %s", g->error(gpu));
+    if (model_cpu_ops.forward_loss(cpu, in, tg, c->B, c->T, &lce, dc)) HFAIL("cpu forward_loss");
+    printf("  eval with D_l: %d separate rope calls (one per layer: a rotated copy for attention.cu, or the "
+           "materialised layer's own)\n", prism_cuda_rope_calls() - s0);
+    ASSERT_EQ_INT(c->L, prism_cuda_rope_calls() - s0);
+    ASSERT_NEAR(lg, le, 1e-6 * lg);
+    for (int l = 0; l < c->L; l++) {
+        printf("  attention distance layer %d: cpu %.4f gpu %.4f\n", l + 1, dc[l], dg[l]);
+        ASSERT_NEAR(dc[l], dg[l], dc[l] * tol(1e-4, 2e-2) + 1e-4);
+    }
+    model_cpu_ops.free(cpu);
+    g->free(gpu);
+}
+
+/* head sizes 48, 96, 24: two of them run in a larger compiled kernel, zero-padded, and rotate at their own size */
+TEST(llama_model_fused_rope_padded_head_sizes_match_cpu) {
+    need_device();
+    struct model_config c;
+    llama_config(&c);
+    c.C = 96; c.H = model_llama_default_ffn(96);
+    c.heads[0] = 2; c.heads[1] = 1; c.heads[2] = 4;
+    ll_check_step(&c, 3, 0);
+}
+
+/* a 512-wide head (attention.cu, the separate rope kernel on its qkv) next to a fused layer of head size 64 */
+TEST(llama_model_materialised_layer_uses_the_separate_rope_kernel) {
+    need_device();
+    struct model_config c;
+    llama_config(&c);
+    c.L = 2; c.C = 512; c.H = model_llama_default_ffn(512); c.T = 16; c.maxT = 16;
+    c.heads[0] = 1; c.heads[1] = 8; c.heads[2] = 0;
+    ll_check_step(&c, 1, 1);
 }
 
 TEST(llama_model_trains_10_steps_like_cpu) {

@@ -8,7 +8,8 @@
  * angle matters) every element of every one of the 9 tensors gets a fourth-order central difference
  * (h = 1e-4, (8·(f(h)−f(−h)) − (f(2h)−f(−2h)))/12h: SwiGLU's curvature makes the plain h² one too coarse):
  *     |g_bp − g_fd| <= 1e-9 + 1e-7·|g_fd|        (the worst case is printed)
- * Kernel checks use inputs N(0,1) and the same rule at 1e-8 + 1e-6·|fd|.
+ * Kernel checks use inputs N(0,1) and the same rule at 1e-8 + 1e-6·|fd|; among them the CPU twin of the fused
+ * attention with RoPE inside (flash_attention.c, cpu_flash_attention_*_rope) at head sizes 6 and 4.
  */
 #define PRISM_REAL_DOUBLE 1
 #include "harness.h"
@@ -16,6 +17,7 @@
 #include "cpu_kernels.c"
 #include "llama_kernels.c"
 #include "llama.c"
+#include "flash_attention.c"
 
 static const char *tensor_names[MODEL_LLAMA_NUM_TENSORS] = {
     "wte", "attnormw", "qkvw", "attprojw", "mlpnormw", "fcw", "fcgw", "fcprojw", "normfw"};
@@ -162,6 +164,30 @@ TEST(rope_kernel_matches_finite_differences_at_each_even_head_size) {
         for (size_t bt = 0; bt < 10; bt++)
             for (int c = 2 * C; c < 3 * C; c++) ASSERT_NEAR(x[bt * 3 * C + c], y[bt * 3 * C + c], 0);
         free(x); free(dx); free(y);
+    }
+}
+
+/* The twin of the fused attention with RoPE inside: out as a function of the un-rotated qkv, its backward's dqkv
+ * (from dout = w, the forward's out and lse) against finite differences. */
+struct farope_ctx { int B, T, C, NH; double theta; double *lse; };
+static void farope_f(double *out, double *x, void *c) {
+    struct farope_ctx *r = c;
+    cpu_flash_attention_forward_rope_f64(out, r->lse, x, r->B, r->T, r->C, r->NH, r->theta);
+}
+TEST(flash_attention_rope_twin_matches_finite_differences) {
+    int nhs[] = {2, 3};   /* C = 12: head sizes 6 and 4 */
+    for (size_t k = 0; k < sizeof nhs / sizeof nhs[0]; k++) {
+        struct farope_ctx r = {2, 5, 12, nhs[k], 100.0, NULL};
+        size_t n3 = (size_t)r.B * r.T * 3 * r.C, n = (size_t)r.B * r.T * r.C;
+        double *x = malloc(n3 * 8), *out = malloc(n * 8), *dx = calloc(n3, 8), *dy = weights_for(n);
+        r.lse = malloc((size_t)r.B * r.NH * r.T * 8);
+        for (size_t i = 0; i < n3; i++) x[i] = nrand();
+        farope_f(out, x, &r);
+        cpu_flash_attention_backward_rope_f64(dx, dy, x, out, r.lse, r.B, r.T, r.C, r.NH, r.theta);
+        char name[40];
+        snprintf(name, sizeof name, "fa+rope NH=%d", nhs[k]);
+        fd_check(name, farope_f, &r, x, n3, n, dx);
+        free(x); free(out); free(dx); free(dy); free(r.lse);
     }
 }
 
