@@ -136,10 +136,11 @@ build() { # build DIR EXTRA_NVFLAGS -> DIR/test_cuda_kernels DIR/bench_cuda_gpt2
   fi
   for p in "${pids[@]}"; do wait "$p" || rc=1; done
   [ $rc -eq 0 ] || return 1
-  # the CPU engine (kernels/*.c) as an archive, so only what the tests use is linked; a file that does not
-  # compile without the product's packages is left out with a note (the link then says if it was needed)
+  # the CPU engine (kernels/*.c, and common/util.c which they use) as an archive, so only what the tests use
+  # is linked; a file that does not compile without the product's packages is left out with a note (the
+  # link then says if it was needed)
   mkdir -p "$dir/cpu"
-  for f in kernels/*.c $BLAS_SRC; do
+  for f in kernels/*.c common/util.c $BLAS_SRC; do
     $CC $CFLAGS -c "$f" -o "$dir/cpu/$(basename "$f" .c).o" 2>"$dir/cpu/$(basename "$f" .c).err" ||
       echo "note: $f did not compile here (left out): $(head -n 1 "$dir/cpu/$(basename "$f" .c).err")"
   done
