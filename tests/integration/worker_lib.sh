@@ -87,9 +87,10 @@ w_post() { curl -s -X POST -H "Authorization: Bearer $ATOK" -H 'Content-Type: ap
 # w_json EXPR: evaluates a Python expression over the JSON on stdin (bound to d); prints the result.
 w_json() { /usr/bin/python3 -c "import json,sys; d=json.load(sys.stdin); r=($1); print(r if not isinstance(r,(dict,list,bool)) else json.dumps(r))"; }
 
-# w_wait SECONDS DESCRIPTION COMMAND...: polls COMMAND every 0.2 s until it succeeds.
+# w_wait SECONDS DESCRIPTION COMMAND...: polls COMMAND every 0.2 s until it succeeds. SECONDS is multiplied by
+# TIMEOUT_SCALE (tests/run.sh; `make sanitize` sets 4), as are w_exit's.
 w_wait() {
-  local t=$1 what=$2; shift 2
+  local t=$(( $1 * ${TIMEOUT_SCALE:-1} )) what=$2; shift 2
   local end=$(( $(date +%s) + t ))
   while ! "$@" >/dev/null 2>&1; do
     [ "$(date +%s)" -lt "$end" ] || { w_dump; fail "timed out after ${t}s waiting for: $what"; }
@@ -101,7 +102,7 @@ w_wait() {
 # exit status (137 when it had to be killed). `kill -0` cannot tell (an exited child stays a zombie until
 # waited), so this reads the state in /proc/PID/stat; no watchdog subshell (it would inherit the EXIT trap).
 w_exit() {
-  local pid=$1 end=$(( $(date +%s) + $2 )) st
+  local pid=$1 end=$(( $(date +%s) + $2 * ${TIMEOUT_SCALE:-1} )) st
   while [ "$(date +%s)" -lt "$end" ]; do
     st=$(sed 's/.*) //' "/proc/$pid/stat" 2>/dev/null | cut -d' ' -f1)
     [ -z "$st" ] || [ "$st" = Z ] && break
