@@ -14,10 +14,12 @@
 #include <sys/time.h>
 
 extern const char prism_sql_schema[];
+extern const char prism_sql_metrics_append[];
 
 /* Migration i (1-based) brings user_version from i-1 to i. */
 static const char *const migrations[] = {
     prism_sql_schema,
+    prism_sql_metrics_append,   /* metrics in arrival order (rowid) with a UNIQUE index as the idempotency key */
 };
 #define N_MIGRATIONS ((int)(sizeof migrations / sizeof migrations[0]))
 

@@ -22,7 +22,7 @@ enum {
     STORE_ENEWER = -5,     /* the file has a schema newer than this binary knows */
 };
 
-#define STORE_SCHEMA_VERSION 1
+#define STORE_SCHEMA_VERSION 2
 
 typedef struct store {
     sqlite3 *db;     /* owned; closed by store_close */

@@ -1,4 +1,6 @@
 -- prism-sweep store, schema version 1 (PRAGMA user_version = 1; store.c applies it and later migrations).
+-- Later migrations (store.c's list): sql/metrics_append.sql makes metrics a rowid table in arrival order with
+-- the idempotency key (job, attempt, step, kind) as the UNIQUE index metrics_key.
 -- One orchestrator process owns this file. WAL mode and foreign keys are set by store_open().
 -- Times are Unix seconds (REAL). JSON columns hold jansson-encoded text.
 
