@@ -41,7 +41,16 @@ TEST(version_1_database_migrates_with_its_points) {
                 "(1, 2, 20, 'val', 3.0, NULL, 200, NULL), (1, 1, 10, 'train', 4.0, 0.002, 100, 6.0)");
     sqlite3_close(db);
 
+    /* a read command does not migrate: it says how to, and changes nothing */
     store *st = NULL;
+    ASSERT_EQ_INT(STORE_EINVAL, store_open_readonly(path, &st, err, sizeof err));
+    ASSERT_CONTAINS(err, "has schema version 1, older than this binary's");
+    ASSERT_CONTAINS(err, "open it once with prism-sweep serve or create");
+    ASSERT_TRUE(st == NULL);
+    ASSERT_EQ_INT(SQLITE_OK, sqlite3_open(path, &db));
+    ASSERT_EQ_INT(1, (int)q1(db, "PRAGMA user_version"));
+    sqlite3_close(db);
+
     ASSERT_EQ_INT(0, store_open(path, &st, err, sizeof err));
     ASSERT_EQ_INT(STORE_SCHEMA_VERSION, (int)q1(st->db, "PRAGMA user_version"));
     ASSERT_EQ_INT(4, (int)q1(st->db, "SELECT count(*) FROM metrics"));
