@@ -168,12 +168,27 @@ static void note_write_error(api *a, const char *what, const char *msg) {
     a->write_err_at = store_now();
 }
 
+enum { SP_BEGIN, SP_RELEASE, SP_ROLLBACK };
+
+/* Runs the request savepoint's statement i, prepared once (a write request runs two of them: parsing them
+ * each time was a tenth of the loop's time under a fleet). Returns 0, or -1 with st->err set. */
+static int savepoint_run(api *a, int i) {
+    static const char *const sql[3] = { "SAVEPOINT req", "RELEASE req", "ROLLBACK TO req" };
+    sqlite3_stmt *s = a->sp_stmt[i];
+    if (!s && sqlite3_prepare_v3(a->st->db, sql[i], -1, SQLITE_PREPARE_PERSISTENT, &a->sp_stmt[i], NULL) != SQLITE_OK)
+        return store_fail(a->st, sql[i]);
+    s = a->sp_stmt[i];
+    int rc = sqlite3_step(s);
+    sqlite3_reset(s);
+    return rc == SQLITE_DONE ? 0 : store_fail(a->st, sql[i]);
+}
+
 static int write_begin(api *a) {
     if (!a->txn_open) {
         if (store_begin(a->st) < 0) { note_write_error(a, "BEGIN", a->st->err); return -1; }
         a->txn_open = 1;
     }
-    if (store_exec(a->st, "SAVEPOINT req") < 0) { note_write_error(a, "SAVEPOINT", a->st->err); return -1; }
+    if (savepoint_run(a, SP_BEGIN) < 0) { note_write_error(a, "SAVEPOINT", a->st->err); return -1; }
     return 0;
 }
 
@@ -195,8 +210,8 @@ int api_probe_write(store *st, char *err, size_t errlen) {
 }
 
 static void write_end(api *a, int ok) {
-    if (!ok) store_exec(a->st, "ROLLBACK TO req");
-    store_exec(a->st, "RELEASE req");
+    if (!ok) savepoint_run(a, SP_ROLLBACK);
+    savepoint_run(a, SP_RELEASE);
 }
 
 int api_flush(void *ud) {
@@ -1166,4 +1181,8 @@ int api_init(api *a, store *st, const auth_tokens *tokens, const api_config *cfg
 void api_release(api *a) {
     if (a->txn_open) { store_rollback(a->st); a->txn_open = 0; }
     queue_release(&a->q);
+    for (int i = 0; i < 3; i++) {
+        sqlite3_finalize(a->sp_stmt[i]);
+        a->sp_stmt[i] = NULL;
+    }
 }

@@ -55,6 +55,7 @@ typedef struct api {
     /* Appended to GET /metrics when set (the program's own gauges: connections, checkpoints). */
     void (*metrics_extra)(void *ud, http_buf *out);
     void *metrics_extra_ud;
+    sqlite3_stmt *sp_stmt[3];  /* SAVEPOINT req, RELEASE req, ROLLBACK TO req: prepared once, owned */
 } api;
 
 /* Returns 0, or -1 with a message in err. */

@@ -622,6 +622,8 @@ static void server_check(uv_check_t *h) {
     if (dt > srv->flush_max_s) srv->flush_max_s = dt;
     srv->flush_avg_s += (dt - srv->flush_avg_s) * 0.2;
     if (dt > 0.010) srv->flush_over_10ms++;
+    srv->flush_sum_s += dt;
+    srv->flushes++;
     while (srv->dirty) {
         http_conn *c = srv->dirty;
         unmark_dirty(c);

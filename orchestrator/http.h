@@ -161,6 +161,8 @@ typedef struct http_server {
     double flush_max_s;             /* longest opts.flush call (the loop is blocked in it) */
     double flush_avg_s;             /* running average of opts.flush calls (sets the batch window) */
     unsigned long flush_over_10ms;  /* opts.flush calls that took more than 10 ms */
+    double flush_sum_s;             /* time in opts.flush calls, all together (the loop's share in COMMITs) */
+    unsigned long flushes;          /* opts.flush calls */
     double pending_since;           /* when the oldest unwritten answer was made; 0 when none */
 } http_server;
 

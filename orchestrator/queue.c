@@ -24,7 +24,8 @@ enum {
     S_LEASE_PICK, S_LEASE_TAKE, S_LEASE_ROW, S_JOB_LEASE, S_RENEW, S_PROGRESS,
     S_METRIC_INS, S_CKPT, S_RESULT_INS, S_DONE, S_FAIL, S_REQUEUE_FAIL,
     S_EXPIRED, S_EXPIRE_Q, S_EXPIRE_F, S_JOB_STATE, S_CANCEL, S_REQUEUE, S_PRIO, S_SWEEP_STATE,
-    S_SWEEP_PRIO, S_SWEEP_JOBS_PRIO, S_SWEEP_EXISTS, S_JOB_JSON, S_SET_STEPS, S_GRACE, S_JOB_STEPS,
+    S_SWEEP_PRIO, S_SWEEP_JOBS_PRIO, S_SWEEP_EXISTS, S_JOB_JSON, S_SET_STEPS, S_GRACE,
+    S_WORKER_SEEN_LAZY,
     S_COUNT
 };
 
@@ -44,7 +45,8 @@ static const char *const SQL[S_COUNT] = {
     [S_LEASE_ROW] =
         "SELECT j.attempt, j.sweep_id, j.schedule_id, j.seed, sc.heads, j.job, j.checkpoint_path, j.checkpoint_step, j.stop_at_step "
         "FROM jobs j JOIN schedules sc ON sc.id = j.schedule_id WHERE j.id = ?1",
-    [S_JOB_LEASE] = "SELECT state, lease_token, attempt, attempt_base, worker_id, lease_expires_at FROM jobs WHERE id = ?1",
+    [S_JOB_LEASE] = "SELECT state, lease_token, attempt, attempt_base, worker_id, lease_expires_at, "
+                    "coalesce(nullif(steps, 0), json_extract(job, '$.train.steps'), 0) FROM jobs WHERE id = ?1",
     [S_RENEW] = "UPDATE jobs SET lease_expires_at = ?2, updated_at = ?3 WHERE id = ?1",
     [S_PROGRESS] = "UPDATE jobs SET step = max(step, ?2), last_loss = CASE WHEN ?2 >= step THEN coalesce(?3, last_loss) "
                    "ELSE last_loss END WHERE id = ?1",
@@ -76,7 +78,7 @@ static const char *const SQL[S_COUNT] = {
     [S_JOB_JSON] = "SELECT job FROM jobs WHERE id = ?1",
     [S_SET_STEPS] = "UPDATE jobs SET steps = ?2 WHERE id = ?1 AND steps != ?2",
     [S_GRACE] = "UPDATE jobs SET lease_expires_at = ?1 WHERE state = 'leased' AND lease_expires_at < ?1",
-    [S_JOB_STEPS] = "SELECT coalesce(nullif(steps, 0), json_extract(job, '$.train.steps'), 0) FROM jobs WHERE id = ?1",
+    [S_WORKER_SEEN_LAZY] = "UPDATE workers SET last_seen_at = ?2 WHERE id = ?1 AND last_seen_at < ?3",
 };
 
 _Static_assert(S_COUNT <= QUEUE_NSTMT, "QUEUE_NSTMT too small");
@@ -86,6 +88,7 @@ void queue_init(queue *q, store *st, double lease_ttl, int max_attempts) {
     q->st = st;
     q->lease_ttl = lease_ttl;
     q->max_attempts = max_attempts;
+    q->tps_cache = calloc(QUEUE_TPS_CACHE, sizeof *q->tps_cache);   /* NULL: every lookup parses the job JSON */
 }
 
 void queue_release(queue *q) {
@@ -93,6 +96,8 @@ void queue_release(queue *q) {
         sqlite3_finalize(q->stmt[i]);
         q->stmt[i] = NULL;
     }
+    free(q->tps_cache);
+    q->tps_cache = NULL;
 }
 
 /* The cached statement i, reset and unbound; NULL on a prepare error (q->err set). */
@@ -167,7 +172,7 @@ int queue_register(queue *q, const char *name, const char *host, const char *dev
 /* Reads a job's tokens per step (B·T·A from its JSON), cached; 0 when the job lacks those fields. */
 static long long job_tps(queue *q, long long job) {
     int slot = (int)(job % QUEUE_TPS_CACHE);
-    if (q->tps_cache[slot].job == job) return q->tps_cache[slot].tps;
+    if (q->tps_cache && q->tps_cache[slot].job == job) return q->tps_cache[slot].tps;
     long long tps = 0;
     sqlite3_stmt *s = S(q, S_JOB_JSON);
     if (!s) return 0;
@@ -182,8 +187,10 @@ static long long job_tps(queue *q, long long job) {
         json_decref(j);
     }
     sqlite3_reset(s);
-    q->tps_cache[slot].job = job;
-    q->tps_cache[slot].tps = tps;
+    if (q->tps_cache) {
+        q->tps_cache[slot].job = job;
+        q->tps_cache[slot].tps = tps;
+    }
     return tps;
 }
 
@@ -265,6 +272,8 @@ typedef struct lease_row {
     char state[16];
     int token_ok;
     long long attempt, attempt_base;
+    long long worker_id;            /* 0 when NULL */
+    long long steps;                /* the job's train.steps (0 when unknown) */
     double expires;                 /* lease_expires_at (0 when NULL) */
 } lease_row;
 
@@ -285,7 +294,9 @@ static int lease_read(queue *q, long long job, const char *token, lease_row *r) 
     r->token_ok = t && token && auth_equal(t, token);
     r->attempt = sqlite3_column_int64(s, 2);
     r->attempt_base = sqlite3_column_int64(s, 3);
+    r->worker_id = sqlite3_column_int64(s, 4);
     r->expires = sqlite3_column_double(s, 5);
+    r->steps = sqlite3_column_int64(s, 6);
     sqlite3_reset(s);
     return STORE_OK;
 }
@@ -300,27 +311,29 @@ static int conflict(queue *q, long long job, const lease_row *r) {
     return STORE_ECONFLICT;
 }
 
-/* Requires a live lease for token; renews it. With lazy (metrics, checkpoint), a lease renewed less than TTL/8
- * ago is left as it is (it has at least 7/8 of the TTL left): rewriting the job's row and its jobs_lease
- * index entry on every metrics batch was a third of the bytes each COMMIT wrote to the WAL under a fleet
- * (bench_fleet, docs/PERF.md). A heartbeat always renews. */
-static int renew(queue *q, long long job, const char *token, double *expires, int lazy) {
-    lease_row r;
-    int rc = lease_read(q, job, token, &r);
-    if (rc < 0) return rc;
-    if (!r.token_ok || strcmp(r.state, "leased") != 0) return conflict(q, job, &r);
+/* Requires a live lease (r, read by lease_read for the request's token); renews it. With lazy (metrics,
+ * checkpoint), a lease with at least half its TTL left is left as it is: rewriting the job's row and its
+ * jobs_lease index entry on every metrics batch was a third of the bytes each COMMIT wrote to the WAL under a
+ * fleet (bench_fleet, docs/PERF.md), and heartbeats (every TTL/4) renew anyway. A heartbeat always renews.
+ * The worker's last_seen_at is rewritten only when it is older than TTL/8 (the workers view counts a worker
+ * alive for two TTLs), so a box's eight devices do not rewrite its row on every heartbeat. */
+static int renew_row(queue *q, long long job, const lease_row *r, double *expires, int lazy) {
+    if (!r->token_ok || strcmp(r->state, "leased") != 0) return conflict(q, job, r);
     double now = store_now();
-    if (lazy && r.expires >= now + q->lease_ttl * 7 / 8) { *expires = r.expires; return STORE_OK; }
+    if (lazy && r->expires >= now + q->lease_ttl / 2) { *expires = r->expires; return STORE_OK; }
     *expires = now + q->lease_ttl;
     sqlite3_stmt *s = S(q, S_RENEW);
     if (!s) return STORE_EIO;
     sqlite3_bind_int64(s, 1, job);
     sqlite3_bind_double(s, 2, *expires);
     sqlite3_bind_double(s, 3, now);
+    int rc;
     if ((rc = run(q, s, "renew")) < 0) return rc;
-    if (!(s = S(q, S_WORKER_SEEN))) return STORE_EIO;
-    sqlite3_bind_int64(s, 1, job);
+    if (!r->worker_id) return STORE_OK;
+    if (!(s = S(q, S_WORKER_SEEN_LAZY))) return STORE_EIO;
+    sqlite3_bind_int64(s, 1, r->worker_id);
     sqlite3_bind_double(s, 2, now);
+    sqlite3_bind_double(s, 3, now - q->lease_ttl / 8);
     return run(q, s, "worker seen");
 }
 
@@ -333,31 +346,15 @@ static int progress(queue *q, long long job, long long step, double loss) {
     return run(q, s, "progress");
 }
 
-/* The job's train.steps (0 when unknown): every step a worker reports is bounded by it. */
-static int job_steps(queue *q, long long job, long long *steps) {
-    *steps = 0;
-    sqlite3_stmt *s = S(q, S_JOB_STEPS);
-    if (!s) return STORE_EIO;
-    sqlite3_bind_int64(s, 1, job);
-    int rc = sqlite3_step(s);
-    if (rc == SQLITE_ROW) *steps = sqlite3_column_int64(s, 0);
-    sqlite3_reset(s);
-    if (rc == SQLITE_DONE) { snprintf(q->err, sizeof q->err, "no job %lld", job); return STORE_ENOTFOUND; }
-    if (rc != SQLITE_ROW) return fail_db(q, "job steps");
-    return STORE_OK;
-}
-
 int queue_heartbeat(queue *q, long long job, const char *token, long long step, double loss, double *expires) {
-    if (step >= 0) {
-        long long steps = 0;
-        int src = job_steps(q, job, &steps);
-        if (src < 0) return src;
-        if (steps > 0 && step > steps) {
-            snprintf(q->err, sizeof q->err, "step: %lld is past the job's train.steps %lld", step, steps);
-            return STORE_EINVAL;
-        }
+    lease_row r;
+    int rc = lease_read(q, job, token, &r);
+    if (rc < 0) return rc;
+    if (step >= 0 && r.steps > 0 && step > r.steps) {
+        snprintf(q->err, sizeof q->err, "step: %lld is past the job's train.steps %lld", step, r.steps);
+        return STORE_EINVAL;
     }
-    int rc = renew(q, job, token, expires, 0);
+    rc = renew_row(q, job, &r, expires, 0);
     if (rc < 0 || step < 0) return rc;
     return progress(q, job, step, loss);
 }
@@ -406,20 +403,17 @@ int queue_metrics(queue *q, long long job, const char *token, json_t *points, in
         int rc = check_point(q, i, json_array_get(points, i));
         if (rc < 0) return rc;
     }
-    long long steps = 0;
-    int rc = job_steps(q, job, &steps);
+    lease_row r;
+    int rc = lease_read(q, job, token, &r);
     if (rc < 0) return rc;
-    for (size_t i = 0; steps > 0 && i < n; i++) {
+    for (size_t i = 0; r.steps > 0 && i < n; i++) {
         long long st = json_integer_value(json_object_get(json_array_get(points, i), "step"));
-        if (st > steps) {
-            snprintf(q->err, sizeof q->err, "points[%zu].step: %lld is past the job's train.steps %lld", i, st, steps);
+        if (st > r.steps) {
+            snprintf(q->err, sizeof q->err, "points[%zu].step: %lld is past the job's train.steps %lld", i, st, r.steps);
             return STORE_EINVAL;
         }
     }
-    rc = renew(q, job, token, expires, 1);
-    if (rc < 0) return rc;
-    lease_row r;
-    if ((rc = lease_read(q, job, token, &r)) < 0) return rc;
+    if ((rc = renew_row(q, job, &r, expires, 1)) < 0) return rc;
     long long tps = job_tps(q, job);
     long long max_step = -1;
     double max_loss = NAN;
@@ -493,8 +487,7 @@ int queue_checkpoint(queue *q, long long job, const char *token, const char *pat
     int rc = lease_read(q, job, token, &r);
     if (rc < 0) return rc;
     if (!r.token_ok || strcmp(r.state, "leased") != 0) return conflict(q, job, &r);
-    long long steps = 0;
-    if ((rc = job_steps(q, job, &steps)) < 0) return rc;
+    long long steps = r.steps;
     if (steps > 0 && step > steps) {
         snprintf(q->err, sizeof q->err, "step: %lld is past the job's train.steps %lld", step, steps);
         return STORE_EINVAL;
@@ -504,7 +497,7 @@ int queue_checkpoint(queue *q, long long job, const char *token, const char *pat
         snprintf(q->err, sizeof q->err, "path: %s", why);
         return STORE_EINVAL;
     }
-    rc = renew(q, job, token, expires, 1);
+    rc = renew_row(q, job, &r, expires, 1);
     if (rc < 0) return rc;
     sqlite3_stmt *s = S(q, S_CKPT);
     if (!s) return STORE_EIO;

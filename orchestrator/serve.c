@@ -82,6 +82,10 @@ static void serve_metrics(void *ud, http_buf *out) {
         h->nconns, h->nanon, h->accepted, h->rejected, h->evicted, h->anon_timeouts, h->flush_max_s, h->flush_over_10ms,
         s->wal.checkpoints, s->wal.failures, s->wal.max_s, s->wal.wal_pages_max, s->wal.loop_checkpoints, s->wal.loop_max_s, s->wal.loop_sum_s);
     if (n > 0) http_buf_append(out, t, (size_t)(n < (int)sizeof t ? n : (int)sizeof t - 1), (size_t)-1 / 2);
+    n = snprintf(t, sizeof t, "# HELP prism_commit_seconds Time the event loop spent in group COMMITs (and the WAL "
+                 "checkpoints run inside them).\n# TYPE prism_commit_seconds summary\nprism_commit_seconds_sum %.6f\n"
+                 "prism_commit_seconds_count %lu\n", h->flush_sum_s, h->flushes);
+    if (n > 0) http_buf_append(out, t, (size_t)(n < (int)sizeof t ? n : (int)sizeof t - 1), (size_t)-1 / 2);
 }
 
 static void on_stopped(void *ud) {   /* ud is the api handed to the server: find its serve_state */

@@ -15,12 +15,14 @@
 
 extern const char prism_sql_schema[];
 extern const char prism_sql_halving[];
+extern const char prism_sql_metrics_append[];
 
 /* Migration i (1-based) brings user_version from i-1 to i. Migrations run with foreign_keys OFF (a table
  * rebuild must not cascade its DROP into the tables that reference it); it is back ON when they are done. */
 static const char *const migrations[] = {
     prism_sql_schema,
     prism_sql_halving,   /* job states paused/pruned, jobs.stop_at_step/rung, rung_results, halving_decisions */
+    prism_sql_metrics_append,   /* metrics in arrival order (rowid) with a UNIQUE index as the idempotency key */
 };
 #define N_MIGRATIONS ((int)(sizeof migrations / sizeof migrations[0]))
 
@@ -150,6 +152,12 @@ int store_open_readonly(const char *path, store **out, char *errbuf, size_t errl
         sqlite3_step(s) == SQLITE_ROW)
         tables = sqlite3_column_int(s, 0);
     sqlite3_finalize(s);
+    if (v >= 1 && v < N_MIGRATIONS && tables == 6) {   /* made by an older prism-sweep: migrated by a write open */
+        snprintf(st->err, sizeof st->err, "%.300s has schema version %d, older than this binary's %d: nothing was changed; "
+                 "open it once with prism-sweep serve or create (they migrate it), then run this again", path, v, N_MIGRATIONS);
+        rc = STORE_EINVAL;
+        goto out;
+    }
     if (v < N_MIGRATIONS || tables < 6) {
         snprintf(st->err, sizeof st->err, "%.300s is not a prism-sweep database (schema version %d, %d of its 6 tables): "
                  "nothing was changed; give the --db that prism-sweep create or serve made", path, v, tables);
