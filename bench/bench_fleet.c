@@ -696,6 +696,7 @@ int main(int argc, char **argv) {
     qsort(all, nall, sizeof *all, cmp_d);
     double p50 = nall ? all[nall / 2] : 0, p99 = nall ? all[(size_t)(nall * 0.99)] : 0, pmax = nall ? all[nall - 1] : 0;
     printf("                      %-10s %6zu %8.2f %8.2f %8.2f\n", "all", nall, p50 * 1e3, p99 * 1e3, pmax * 1e3);
+    free(all);
     double client_cpu = ru1.ru_utime.tv_sec + ru1.ru_utime.tv_usec / 1e6 + ru1.ru_stime.tv_sec + ru1.ru_stime.tv_usec / 1e6;
     printf("server CPU            %.1f%% of one core (%.2f s in %.1f s); this client: %.1f%% of one core (whole run)\n",
            100 * (cpu1 - M.cpu0) / wall, cpu1 - M.cpu0, wall, 100 * client_cpu / (t_end - t_ramp));
