@@ -718,6 +718,10 @@ static int sweep_exists(queue *q, long long sweep) {
 }
 
 int queue_sweep_set_state(queue *q, long long sweep, const char *state) {
+    if (!state || (strcmp(state, "active") != 0 && strcmp(state, "paused") != 0)) {
+        snprintf(q->err, sizeof q->err, "sweep state: \"active\" or \"paused\", not \"%.40s\"", state ? state : "");
+        return STORE_EINVAL;
+    }
     int rc = sweep_exists(q, sweep);
     if (rc < 0) return rc;
     sqlite3_stmt *s = S(q, S_SWEEP_STATE);
