@@ -9,6 +9,7 @@
  * Bodies are capped by http.c; JSON is checked for nesting depth before jansson parses it.
  */
 #include "api.h"
+#include "util.h"
 #include "halving.h"
 
 #include <errno.h>
@@ -1049,7 +1050,7 @@ static int match(const char *pattern, const char *const *seg, int nseg, long lon
 static void record(api *a, http_request *req, http_response *res) {
     int st = res->status ? res->status : 500;
     if (st >= 100 && st < 600) { a->req_by_code[st]++; a->req_by_class[st / 100]++; }
-    double dt = store_now() - req->t_start;
+    double dt = util_now_s() - req->t_start;
     if (dt < 0) dt = 0;
     int b = 0;
     while (b < API_LAT_BUCKETS && dt > lat_bounds[b]) b++;

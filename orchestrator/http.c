@@ -23,6 +23,7 @@
  * callback returns, so a connection costs its parser state and nothing more while idle.
  */
 #include "http.h"
+#include "util.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -33,12 +34,6 @@
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <arpa/inet.h>
-
-static double now_s(void) {
-    struct timeval tv;
-    gettimeofday(&tv, NULL);
-    return (double)tv.tv_sec + tv.tv_usec / 1e6;
-}
 
 /* ---- buffers ------------------------------------------------------------------------------------- */
 
@@ -134,7 +129,7 @@ static int on_message_begin(http_parser *p) {
     r->auth_too_long = 0;
     r->expect_continue = 0;
     r->body.len = 0;
-    r->t_start = now_s();
+    r->t_start = util_now_s();
     s->header_bytes = 0;
     s->hname_len = 0;
     s->hname_long = 0;
@@ -553,7 +548,7 @@ static void conn_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf) {
     }
     if (c->sess.out.len > before) {
         mark_dirty(c);
-        double t = now_s();
+        double t = util_now_s();
         if (srv->pending_since == 0) srv->pending_since = t;
         else if (t - srv->pending_since > batch_window(srv)) server_check(&srv->check);   /* commit now */
     }
@@ -616,9 +611,9 @@ static void conn_flush(http_conn *c) {
 static void server_check(uv_check_t *h) {
     http_server *srv = h->data;
     srv->pending_since = 0;
-    double t0 = now_s();
+    double t0 = util_now_s();
     int rc = srv->opts.flush ? srv->opts.flush(srv->ud) : 0;
-    double dt = now_s() - t0;   /* the loop does nothing else meanwhile: a long COMMIT stalls every client */
+    double dt = util_now_s() - t0;   /* the loop does nothing else meanwhile: a long COMMIT stalls every client */
     if (dt > srv->flush_max_s) srv->flush_max_s = dt;
     srv->flush_avg_s += (dt - srv->flush_avg_s) * 0.2;
     if (dt > 0.010) srv->flush_over_10ms++;

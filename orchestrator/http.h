@@ -61,7 +61,7 @@ typedef struct http_request {
     int auth_too_long;
     int expect_continue;            /* "Expect: 100-continue" was sent */
     http_buf body;                  /* NUL-terminated when len > 0 */
-    double t_start;                 /* when its first byte arrived (store_now clock) */
+    double t_start;                 /* when its first byte arrived (util_now_s: monotonic) */
 } http_request;
 
 typedef struct http_response {

@@ -28,6 +28,7 @@
  * A second signal exits at once (the lease then simply expires).
  */
 #include "agent.h"
+#include "util.h"
 
 #include "client.h"
 #include "job.h"
@@ -117,12 +118,6 @@ struct agent {
 static volatile int g_quit;         /* set by the first SIGTERM/SIGINT: stop leasing, preempt training */
 static agent *g_agent;
 
-static double agent_now(void) {   /* monotonic: timers must not jump with the wall clock */
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 static void agent_on_signal(int sig) {
     if (g_quit) _exit(128 + sig);
     g_quit = 1;
@@ -138,9 +133,9 @@ static void agent_on_signal(int sig) {
 
 /* Sleeps s seconds unless `flag` rises. */
 static void agent_sleep(double s, volatile int *flag) {
-    double end = agent_now() + s;
+    double end = util_now_s() + s;
     while (!(flag && *flag)) {
-        double left = end - agent_now();
+        double left = end - util_now_s();
         if (left <= 0) return;
         if (left > 0.05) left = 0.05;
         struct timespec ts = { 0, (long)(left * 1e9) };
@@ -422,29 +417,29 @@ static void *slot_reporter(void *arg) {
     slot *s = arg;
     agent *ag = s->ag;
     double hb = ag->heartbeat_s, fl = ag->o->flush_s;
-    double next_hb = agent_now() + hb, next_flush = agent_now() + fl;
+    double next_hb = util_now_s() + hb, next_flush = util_now_s() + fl;
     pthread_mutex_lock(&s->mu);
     while (!s->reporter_quit && !s->lost && !s->refused) {
         double wake = next_hb < next_flush ? next_hb : next_flush;
         int pending = s->ckpt_pending;
-        if (!pending && agent_now() < wake) {
+        if (!pending && util_now_s() < wake) {
             struct timespec ts;
             ts.tv_sec = (time_t)wake;
             ts.tv_nsec = (long)((wake - (double)ts.tv_sec) * 1e9);
-            pthread_cond_timedwait(&s->cv, &s->mu, &ts);   /* cv uses CLOCK_MONOTONIC, as agent_now */
+            pthread_cond_timedwait(&s->cv, &s->mu, &ts);   /* cv uses CLOCK_MONOTONIC, as util_now_s */
             continue;
         }
         pthread_mutex_unlock(&s->mu);
-        double now = agent_now();
+        double now = util_now_s();
         int rc = CLIENT_OK;
         if (now >= next_flush || pending) {
             /* metrics first: the checkpoint's step is then already covered by stored points */
             rc = outbox_flush(&s->ob, &s->rcl, s->path_metrics, s->lease_token, AGENT_BATCH, -1);
             if (rc == CLIENT_OK) rc = slot_send_checkpoint(s, &s->rcl, -1);
-            next_flush = agent_now() + fl;
+            next_flush = util_now_s() + fl;
             if (rc == CLIENT_OK) slot_log_progress(s);
         }
-        if (rc == CLIENT_OK && agent_now() >= next_hb) {
+        if (rc == CLIENT_OK && util_now_s() >= next_hb) {
             pthread_mutex_lock(&s->mu);
             json_t *body = json_pack("{s:s}", "lease_token", s->lease_token);
             if (s->row.step >= 0) json_object_set_new(body, "step", json_integer(s->row.step));
@@ -452,7 +447,7 @@ static void *slot_reporter(void *arg) {
             pthread_mutex_unlock(&s->mu);
             rc = client_request(&s->rcl, "POST", s->path_heartbeat, body, -1, NULL);
             json_decref(body);
-            next_hb = agent_now() + hb;
+            next_hb = util_now_s() + hb;
         }
         int why = client_refusal(&s->rcl, rc);
         if (rc == CLIENT_ECONFLICT) slot_mark_lost(s, s->rcl.err);
@@ -765,7 +760,7 @@ static void *slot_main(void *arg) {
     slot *s = arg;
     agent *ag = s->ag;
     const agent_opts *o = ag->o;
-    double idle_since = agent_now();
+    double idle_since = util_now_s();
     while (!g_quit && !ag->refused) {
         if (o->max_jobs > 0 && s->jobs_taken >= o->max_jobs) break;   /* a failed job counts too */
         if (s->disabled) break;
@@ -791,8 +786,8 @@ static void *slot_main(void *arg) {
             continue;
         }
         if (!resp) {  /* 204: nothing queued */
-            if (o->idle_exit_s > 0 && agent_now() - idle_since >= o->idle_exit_s) {
-                progress_event(s->index, "idle-exit", "nothing to lease for %.1f s", agent_now() - idle_since);
+            if (o->idle_exit_s > 0 && util_now_s() - idle_since >= o->idle_exit_s) {
+                progress_event(s->index, "idle-exit", "nothing to lease for %.1f s", util_now_s() - idle_since);
                 break;
             }
             agent_sleep(o->poll_s, &g_quit);
@@ -800,7 +795,7 @@ static void *slot_main(void *arg) {
         }
         slot_run_job(s, resp);
         json_decref(resp);
-        idle_since = agent_now();
+        idle_since = util_now_s();
     }
     return NULL;
 }
