@@ -64,7 +64,8 @@ t_broken_kernel_fails_the_check() {
   local d; d=$(tmpdir)
   mkdir -p "$d/tree"
   cp -r "$ROOT/kernels" "$ROOT/common" "$ROOT/bench" "$d/tree/"
-  mkdir -p "$d/tree/tests/unit" && cp -r "$ROOT/tests/gpu" "$ROOT/tests/cudaemu" "$ROOT/tests/harness.h" "$d/tree/tests/"
+  mkdir -p "$d/tree/tests/unit" && cp -r "$ROOT/tests/gpu" "$ROOT/tests/cudaemu" "$ROOT/tests/harness.h" \
+    "$ROOT/tests/cuda_test_lib.h" "$d/tree/tests/"
   cp "$ROOT/tests/unit/test_cuda_kernels.c" "$d/tree/tests/unit/"
   sed -i 's/for (int j = lane; j <= t; j += 32) {       \/\* online/for (int j = lane; j < t; j += 32) {  \/* online/' \
     "$d/tree/kernels/cuda/attention.cu"
