@@ -12,24 +12,18 @@
  * WALCK_HARD pages (checkpoints slower than the writes), the hook checkpoints in full on the loop.
  */
 #include "walck.h"
+#include "util.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/time.h>
-
-static double walck_now(void) {
-    struct timeval tv;
-    gettimeofday(&tv, NULL);
-    return (double)tv.tv_sec + tv.tv_usec / 1e6;
-}
 
 static void walck_run(uv_work_t *req) {   /* pool thread */
     walck *w = req->data;
-    double t0 = walck_now();
+    double t0 = util_now_s();
     w->log_frames = w->done_frames = 0;
     w->rc = sqlite3_wal_checkpoint_v2(w->db, NULL, SQLITE_CHECKPOINT_PASSIVE, &w->log_frames, &w->done_frames);
-    w->run_s = walck_now() - t0;
+    w->run_s = util_now_s() - t0;
 }
 
 static void walck_done(uv_work_t *req, int status) {   /* loop thread */
@@ -50,9 +44,9 @@ static void walck_done(uv_work_t *req, int status) {   /* loop thread */
 /* Checkpoints on the loop's connection, inside the hook (as SQLite's own auto-checkpoint does), timed. */
 static void walck_on_loop(walck *w, sqlite3 *db, const char *name) {
     int log = 0, done = 0;
-    double t0 = walck_now();
+    double t0 = util_now_s();
     int rc = sqlite3_wal_checkpoint_v2(db, name, SQLITE_CHECKPOINT_PASSIVE, &log, &done);
-    double dt = walck_now() - t0;
+    double dt = util_now_s() - t0;
     w->copied_upto = 0;
     if (rc != SQLITE_OK && rc != SQLITE_BUSY) { w->failures++; snprintf(w->err, sizeof w->err, "WAL checkpoint: %s", sqlite3_errstr(rc)); return; }
     w->loop_checkpoints++;
@@ -73,7 +67,7 @@ static int walck_hook(void *ud, sqlite3 *db, const char *name, int pages) {   /*
         return SQLITE_OK;
     }
     w->work.data = w;
-    w->t_queued = walck_now();
+    w->t_queued = util_now_s();
     if (uv_queue_work(w->loop, &w->work, walck_run, walck_done) == 0) w->busy = 1;
     return SQLITE_OK;
 }

@@ -38,40 +38,40 @@ static int cmd_train(int argc, char **argv) {
     struct train_opts o;
     memset(&o, 0, sizeof o);
     char err[2048];
-    int status = 2, print = 0, quiet = 0, threads = 0, attn = 0;
-    int steps = 0, batch = 0, seq = 0, accum = 0, warmup = 0, shuffle = 0, every = 0, ebatches = 0, ckevery = 0;
+    int status = 2, print = 0;
     long long seed = 0;
-    double lr = 0, wd = 0, clip = 0;
     const char *heads = NULL, *sched = NULL, *train = NULL, *val = NULL, *init = NULL;
+    /* flags write straight into the loaded job (cli_parse leaves a destination alone unless its flag is
+     * given); only the fields that need a conversion go through a local first */
     cli_flag flags[] = {
         {"--out", CLI_STR, &o.out_dir, "", "output directory (required)", 0, 0, 0, 0},
         {"--device", CLI_STR, &o.device, "cpu", "cpu or a CUDA device index (0, 1, ...)", 0, 0, 0, 0},
         {"--data-root", CLI_STR, &o.data_root, "cwd", "relative data globs and model.init resolve against it", 0, 0, 0, 0},
         {"--checkpoint-dir", CLI_STR, &o.checkpoint_dir, "--out", "training-state checkpoints go here", 0, 0, 0, 0},
         {"--resume", CLI_STR, &o.resume, "", "continue from a training-state checkpoint", 0, 0, 0, 0},
-        {"--threads", CLI_INT, &threads, "OMP_NUM_THREADS or all cores", "CPU threads", 1, 4096, 0, 0},
+        {"--threads", CLI_INT, &o.threads, "OMP_NUM_THREADS or all cores", "CPU threads", 1, 4096, 0, 0},
         {"--stop-at-step", CLI_INT, &o.stop_at_step, "off", "stop before update N (a halving rung): val loss at N, "
          "checkpoint ckpt_N.bin, exit 0; the LR schedule stays the full run's, so --resume ckpt_N.bin continues it "
          "exactly", 1, 1000000000, 0, 0},
-        {"--quiet", CLI_BOOL, &quiet, "off", "no progress output", 0, 0, 0, 0},
+        {"--quiet", CLI_BOOL, &o.quiet, "off", "no progress output", 0, 0, 0, 0},
         {"--print-job", CLI_BOOL, &print, "off", "print the effective job (after overrides) as JSON and exit", 0, 0, 0, 0},
         /* overrides of the job's fields: the default is the job file's value */
-        {"--steps", CLI_INT, &steps, "job", "train.steps", 1, 1000000000, 0, 0},
+        {"--steps", CLI_INT, &job.train.steps, "job", "train.steps", 1, 1000000000, 0, 0},
         {"--heads", CLI_STR, &heads, "job", "model.heads: 3,3,6,6 or 3x2,6x2 or 12×6 (sets model.n_layer too)", 0, 0, 0, 0},
-        {"--batch-size", CLI_INT, &batch, "job", "train.batch_size", 1, 65536, 0, 0},
-        {"--seq-len", CLI_INT, &seq, "job", "train.seq_len", 1, 1 << 20, 0, 0},
-        {"--grad-accum", CLI_INT, &accum, "job", "train.grad_accum", 1, 65536, 0, 0},
-        {"--lr", CLI_DOUBLE, &lr, "job", "train.lr", 0, 0, 0, 0},
+        {"--batch-size", CLI_INT, &job.train.batch_size, "job", "train.batch_size", 1, 65536, 0, 0},
+        {"--seq-len", CLI_INT, &job.train.seq_len, "job", "train.seq_len", 1, 1 << 20, 0, 0},
+        {"--grad-accum", CLI_INT, &job.train.grad_accum, "job", "train.grad_accum", 1, 65536, 0, 0},
+        {"--lr", CLI_DOUBLE, &job.train.lr, "job", "train.lr", 0, 0, 0, 0},
         {"--lr-schedule", CLI_STR, &sched, "job", "train.lr_schedule: cosine or constant", 0, 0, 0, 0},
-        {"--warmup-steps", CLI_INT, &warmup, "job", "train.warmup_steps", 0, 1000000000, 0, 0},
+        {"--warmup-steps", CLI_INT, &job.train.warmup_steps, "job", "train.warmup_steps", 0, 1000000000, 0, 0},
         {"--seed", CLI_INT64, &seed, "job", "train.seed", 0, 2147483647, 0, 0},
-        {"--shuffle", CLI_INT, &shuffle, "job", "train.shuffle", 0, 1, 0, 0},
-        {"--weight-decay", CLI_DOUBLE, &wd, "job", "train.weight_decay", 0, 0, 0, 0},
-        {"--grad-clip", CLI_DOUBLE, &clip, "job", "train.grad_clip", 0, 0, 0, 0},
-        {"--eval-every", CLI_INT, &every, "job", "eval.every", 0, 1000000000, 0, 0},
-        {"--eval-batches", CLI_INT, &ebatches, "job", "eval.batches", 1, 1000000, 0, 0},
-        {"--attn-distance", CLI_BOOL, &attn, "job", "eval.attn_distance: measure D_l at the end", 0, 0, 0, 0},
-        {"--checkpoint-every", CLI_INT, &ckevery, "job", "train.checkpoint_every", 0, 1000000000, 0, 0},
+        {"--shuffle", CLI_INT, &job.train.shuffle, "job", "train.shuffle", 0, 1, 0, 0},
+        {"--weight-decay", CLI_DOUBLE, &job.train.weight_decay, "job", "train.weight_decay", 0, 0, 0, 0},
+        {"--grad-clip", CLI_DOUBLE, &job.train.grad_clip, "job", "train.grad_clip", 0, 0, 0, 0},
+        {"--eval-every", CLI_INT, &job.eval.every, "job", "eval.every", 0, 1000000000, 0, 0},
+        {"--eval-batches", CLI_INT, &job.eval.batches, "job", "eval.batches", 1, 1000000, 0, 0},
+        {"--attn-distance", CLI_BOOL, &job.eval.attn_distance, "job", "eval.attn_distance: measure D_l at the end", 0, 0, 0, 0},
+        {"--checkpoint-every", CLI_INT, &job.train.checkpoint_every, "job", "train.checkpoint_every", 0, 1000000000, 0, 0},
         {"--train", CLI_STR, &train, "job", "data.train glob", 0, 0, 0, 0},
         {"--val", CLI_STR, &val, "job", "data.val glob", 0, 0, 0, 0},
         {"--init", CLI_STR, &init, "job", "model.init: start from this model file", 0, 0, 0, 0},
@@ -98,27 +98,10 @@ static int cmd_train(int argc, char **argv) {
         for (int l = n; l < JOB_MAX_LAYERS; l++) job.model.heads[l] = 0;
         job.model.n_layer = n;
     }
-#define OVERRIDE(flag, stmt) do { if (cli_find(&cmd, flag)->seen) { stmt; } } while (0)
-    OVERRIDE("--steps", job.train.steps = steps);
-    OVERRIDE("--batch-size", job.train.batch_size = batch);
-    OVERRIDE("--seq-len", job.train.seq_len = seq);
-    OVERRIDE("--grad-accum", job.train.grad_accum = accum);
-    OVERRIDE("--lr", job.train.lr = lr);
-    OVERRIDE("--lr-schedule", snprintf(job.train.lr_schedule, sizeof job.train.lr_schedule, "%s", sched));
-    OVERRIDE("--warmup-steps", job.train.warmup_steps = warmup);
-    OVERRIDE("--seed", job.train.seed = (uint64_t)seed);
-    OVERRIDE("--shuffle", job.train.shuffle = shuffle);
-    OVERRIDE("--weight-decay", job.train.weight_decay = wd);
-    OVERRIDE("--grad-clip", job.train.grad_clip = clip);
-    OVERRIDE("--eval-every", job.eval.every = every);
-    OVERRIDE("--eval-batches", job.eval.batches = ebatches);
-    OVERRIDE("--attn-distance", job.eval.attn_distance = attn);
-    OVERRIDE("--checkpoint-every", job.train.checkpoint_every = ckevery);
-#undef OVERRIDE
+    if (cli_find(&cmd, "--seed")->seen) job.train.seed = (uint64_t)seed;
+    if (sched) snprintf(job.train.lr_schedule, sizeof job.train.lr_schedule, "%s", sched);
     if ((train && set_str(&job.data.train, train)) || (val && set_str(&job.data.val, val)) ||
         (init && set_str(&job.model.init, init))) { fprintf(stderr, "prism-worker train: out of memory\n"); goto out; }
-    o.quiet = quiet;
-    o.threads = threads;
     if (job_validate(&job, err, sizeof err)) { fprintf(stderr, "prism-worker train: %s (after flags)\n", err); goto out; }
     if (print) {
         json_t *j = job_to_json(&job);
