@@ -17,7 +17,7 @@
  * exactly those bytes; answers made meanwhile stay held for the next batch. At most one sync is in flight and
  * no COMMIT starts while it is (the loop keeps reading and answering inside the open transaction), so the
  * sync of COMMIT k covers every byte COMMIT k wrote, and COMMIT k+1 follows it; when it completes, the next
- * batch is committed at once. A batch with nothing to commit (reads only) is written once no sync is in
+ * batch is committed by the check phase right after (the completion runs in the poll phase). A batch with nothing to commit (reads only) is written once no sync is in
  * flight: what it read was durable then. A failed sync drops every held answer (connections closed) and
  * stops all further commits (opts.durable_failed decides what the program does).
  *
@@ -675,8 +675,12 @@ static void sync_done(uv_work_t *w, int status) {   /* loop thread */
         return;
     }
     server_release(srv);
-    if (srv->check_open && !uv_is_closing((uv_handle_t *)&srv->check)) server_check(&srv->check);   /* the next batch */
-    if (srv->stopping) conn_maybe_stopped(srv);
+    /* The next batch is committed by the check phase that follows this poll phase (so it takes in the requests
+     * read in this iteration too); when stopping, there may be no more iterations with work: commit now. */
+    if (srv->stopping) {
+        if (srv->check_open && !uv_is_closing((uv_handle_t *)&srv->check)) server_check(&srv->check);
+        conn_maybe_stopped(srv);
+    }
 }
 
 static void server_check(uv_check_t *h) {
