@@ -138,4 +138,45 @@ t_failed_sync_answers_nothing_and_exits() {
   assert_contains "$BODY" '"w1"'
 }
 
+# Steady writes: the WAL starts over again and again (the pool checkpoints, the loop's tail copy, the restart
+# after the database file's fsync); every acknowledged point is in the database afterwards, which is intact.
+t_wal_starts_over_under_steady_writes() {
+  s_setup
+  s_spec "$D/s.json" dur '["4,4,4,4"]' '[1]' 100000000
+  s_create "$D/s.json" >/dev/null
+  s_server --lease-ttl 600
+  local w; w=$(s_register w1)
+  s_lease "$w"
+  python3 - "$URL" "$WT" "$JOB" "$TOKEN" "$DB-wal" >"$D/writer.out" <<'PY' || fail "writer: $(cat "$D/writer.out")"
+import http.client, json, struct, sys, time, urllib.parse
+url, tok, job, lease, wal = sys.argv[1:6]
+u = urllib.parse.urlparse(url)
+c = http.client.HTTPConnection(u.hostname, u.port, timeout=30)
+def seq():
+    with open(wal, "rb") as f:
+        h = f.read(16)
+    return struct.unpack(">I", h[12:16])[0] if len(h) == 16 else None
+seen, acked, step, t0 = set(), 0, 0, time.time()
+while len(seen) < 4 and time.time() - t0 < 60:
+    pts = [{"step": step + i, "train_loss": 5.0 - (step + i) * 1e-7} for i in range(400)]
+    c.request("POST", "/api/v1/jobs/%s/metrics" % job, json.dumps({"lease_token": lease, "points": pts}),
+              {"Authorization": "Bearer " + tok, "Content-Type": "application/json"})
+    r = c.getresponse(); body = r.read()
+    if r.status != 200:
+        sys.exit("HTTP %d: %s" % (r.status, body[:200]))
+    acked += 400; step += 400
+    s = seq()
+    if s is not None: seen.add(s)
+print(acked, len(seen))
+PY
+  local acked starts; read -r acked starts <"$D/writer.out"
+  [ "$starts" -ge 4 ] || fail "the WAL started over only $((starts - 1)) times in 60 s ($acked points written)"
+  curl -s "$URL/metrics" >"$D/metrics.txt"
+  local tails; tails=$(sed -n 's/^prism_wal_loop_checkpoints_total //p' "$D/metrics.txt")
+  [ "${tails:-0}" -ge 1 ] || fail "no tail copy on the loop: $(grep prism_wal "$D/metrics.txt")"
+  kill -TERM "$SPID"; wait "$SPID" || fail "server exit status $? after SIGTERM"
+  assert_eq "$acked" "$(sqlite3 "$DB" 'SELECT count(*) FROM metrics')" "points in the database"
+  assert_eq "ok" "$(sqlite3 "$DB" 'PRAGMA integrity_check')" "integrity_check"
+}
+
 harness_main "$@"
