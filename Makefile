@@ -158,6 +158,11 @@ check: $(BUILD)/.deps-ok
 
 .PHONY: tests
 tests: $(PROGS) $(TEST_BINS) $(EMU_TESTS) $(BUILD)/bench/bench_fleet   # test_fleet_bench.sh runs it
+# an LD_PRELOAD shim that slows and logs fsync/fdatasync (test_durability.sh)
+tests: $(BUILD)/tests/libfsync_delay.so
+$(BUILD)/tests/libfsync_delay.so: tests/shim/fsync_delay.c
+	@mkdir -p $(dir $@)
+	$(CC) -O2 -g -Wall -Wextra -shared -fPIC -o $@ $< -ldl
 
 demo: $(BUILD)/.deps-ok
 	@$(MAKE) --no-print-directory all

@@ -472,7 +472,7 @@ static double prom_value(const char *text, const char *name) {
 
 /* ---- run ------------------------------------------------------------------------------------------- */
 
-static struct { double cpu0, t0; long long db0, wb0; double points0, commits0, commit_s0; } M;
+static struct { double cpu0, t0; long long db0, wb0; double points0, commits0, commit_s0, sync_s0, syncs0; } M;
 
 static void stop_run(uv_timer_t *t) {
     G.finished = 1;
@@ -490,6 +490,8 @@ static void start_measuring(void) {
     M.points0 = prom_value(m, "prism_metric_points_total");
     M.commits0 = prom_value(m, "prism_commits_total");
     M.commit_s0 = prom_value(m, "prism_commit_seconds_sum");
+    M.sync_s0 = prom_value(m, "prism_sync_seconds_sum");
+    M.syncs0 = prom_value(m, "prism_sync_seconds_count");
     free(m);
     G.wal_max = 0;
     for (int r = 0; r < N_ROUTES; r++) G.errors[r] = 0;
@@ -659,6 +661,8 @@ int main(int argc, char **argv) {
     double points1 = prom_value(m, "prism_metric_points_total"), commits1 = prom_value(m, "prism_commits_total");
     double commit_max = prom_value(m, "prism_commit_seconds_max"), commit_slow = prom_value(m, "prism_commits_over_10ms_total");
     double commit_s1 = prom_value(m, "prism_commit_seconds_sum");
+    double sync_s1 = prom_value(m, "prism_sync_seconds_sum"), syncs1 = prom_value(m, "prism_sync_seconds_count");
+    double sync_max = prom_value(m, "prism_sync_seconds_max"), off_loop = prom_value(m, "prism_sync_off_loop");
     double ck_n = prom_value(m, "prism_wal_checkpoints_total"), ck_max = prom_value(m, "prism_wal_checkpoint_seconds_max");
     double lck_n = prom_value(m, "prism_wal_loop_checkpoints_total"), lck_max = prom_value(m, "prism_wal_loop_checkpoint_seconds_max");
     double lck_sum = prom_value(m, "prism_wal_loop_checkpoint_seconds_sum");
@@ -706,9 +710,14 @@ int main(int argc, char **argv) {
            (commits1 - M.commits0) / wall);
     if (commit_s1 >= 0 && M.commit_s0 >= 0 && commits1 > M.commits0)
         printf("loop in COMMIT        %.1f%% of the window (%.2f s; %.1f ms per group COMMIT, %.1f requests each): "
-               "the event loop waits for the fsync meanwhile\n", 100 * (commit_s1 - M.commit_s0) / wall,
+               "%s\n", 100 * (commit_s1 - M.commit_s0) / wall,
                commit_s1 - M.commit_s0, (commit_s1 - M.commit_s0) / (commits1 - M.commits0) * 1e3,
-               (double)nreq / (commits1 - M.commits0));
+               (double)nreq / (commits1 - M.commits0),
+               off_loop > 0 ? "write()s only, the fdatasync runs off the loop (below)" : "the event loop waits for the fsync meanwhile");
+    if (off_loop > 0 && syncs1 > M.syncs0 && sync_s1 >= 0)
+        printf("syncs off the loop    %.0f/s, mean %.1f ms, longest %.1f ms (%.0f%% of the window on a pool thread; "
+               "each batch's answers wait for its sync)\n", (syncs1 - M.syncs0) / wall,
+               (sync_s1 - M.sync_s0) / (syncs1 - M.syncs0) * 1e3, sync_max * 1e3, 100 * (sync_s1 - M.sync_s0) / wall);
     printf("WAL                   %.1f MiB at most; longest group COMMIT on the loop %.1f ms, %g over 10 ms",
            G.wal_max / 1048576.0, commit_max * 1e3, commit_slow);
     if (ck_n >= 0) printf("; %g checkpoints off the loop, longest %.1f ms", ck_n, ck_max * 1e3);

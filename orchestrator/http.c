@@ -11,6 +11,16 @@
  * pipelines requests without reading the answers is throttled: past HTTP_MAX_OUT of pending answers the
  * parser pauses at a request boundary (the rest of the read is held) and reading stops until they drain.
  *
+ * Durability off the loop (opts.durable): when flush committed something, the answers answered before it
+ * (the batch) are not written yet: each waiting connection marks how many bytes of its out buffer belong to
+ * the batch (ready), and opts.durable runs on a libuv pool thread (the fdatasync). Its completion writes
+ * exactly those bytes; answers made meanwhile stay held for the next batch. At most one sync is in flight and
+ * no COMMIT starts while it is (the loop keeps reading and answering inside the open transaction), so the
+ * sync of COMMIT k covers every byte COMMIT k wrote, and COMMIT k+1 follows it; when it completes, the next
+ * batch is committed by the check phase right after (the completion runs in the poll phase). A batch with nothing to commit (reads only) is written once no sync is in
+ * flight: what it read was durable then. A failed sync drops every held answer (connections closed) and
+ * stops all further commits (opts.durable_failed decides what the program does).
+ *
  * Timers: one per connection. While a request is partly received it is the slow-request deadline (armed at
  * the request's first byte, not re-armed by later bytes, so a trickle cannot hold a connection); between
  * requests it is the idle timeout, re-armed by each request. For an anonymous connection (no token seen yet)
@@ -338,6 +348,7 @@ typedef struct http_conn {
     struct http_conn *dprev, *dnext;   /* dirty list */
     unsigned char addr[16];   /* client address (IPv4 in the first 4 bytes) */
     int addr_len;             /* 4, 16, or 0 when unknown */
+    size_t ready;             /* bytes at the head of sess.out that belong to the committed batch */
 } http_conn;
 
 /* ---- anonymous connections per address ------------------------------------------------------------ */
@@ -586,15 +597,26 @@ static void write_done(uv_write_t *w, int status) {
         arm_timer(c);   /* the client is reading: not idle */
 }
 
-static void conn_flush(http_conn *c) {
-    if (c->closing || c->sess.out.len == 0) return;
+/* Writes the first n bytes of c's out buffer (the rest stays for a later batch). */
+static void conn_flush(http_conn *c, size_t n) {
+    if (c->closing || n == 0) return;
+    if (n > c->sess.out.len) n = c->sess.out.len;
     write_req *wr = malloc(sizeof *wr);
     if (!wr) { conn_close(c); return; }
     wr->conn = c;
-    wr->data = c->sess.out.data;      /* ownership moves to the write request */
-    uv_buf_t b = uv_buf_init(wr->data, (unsigned)c->sess.out.len);
-    c->sess.out.data = NULL;
-    c->sess.out.len = c->sess.out.cap = 0;
+    if (n == c->sess.out.len) {
+        wr->data = c->sess.out.data;      /* ownership moves to the write request */
+        c->sess.out.data = NULL;
+        c->sess.out.len = c->sess.out.cap = 0;
+    } else {
+        wr->data = malloc(n);
+        if (!wr->data) { free(wr); conn_close(c); return; }
+        memcpy(wr->data, c->sess.out.data, n);
+        memmove(c->sess.out.data, c->sess.out.data + n, c->sess.out.len - n);
+        c->sess.out.len -= n;
+        c->sess.out.data[c->sess.out.len] = 0;
+    }
+    uv_buf_t b = uv_buf_init(wr->data, (unsigned)n);
     if (uv_write(&wr->req, (uv_stream_t *)&c->tcp, &b, 1, write_done) < 0) {
         free(wr->data);
         free(wr);
@@ -608,8 +630,63 @@ static void conn_flush(http_conn *c) {
     }
 }
 
+/* Writes every waiting connection's batch bytes (ready); connections with answers made after the batch stay
+ * on the dirty list. */
+static void server_release(http_server *srv) {
+    http_conn *c = srv->dirty, *next;
+    for (; c; c = next) {
+        next = c->dnext;
+        size_t n = c->ready;
+        c->ready = 0;
+        if (n >= c->sess.out.len) unmark_dirty(c);
+        if (n) conn_flush(c, n);
+    }
+}
+
+/* Closes every connection holding answers: what they claim is not durable. */
+static void server_drop(http_server *srv) {
+    while (srv->dirty) {
+        http_conn *c = srv->dirty;
+        unmark_dirty(c);
+        c->ready = 0;
+        conn_close(c);
+    }
+}
+
+static void sync_run(uv_work_t *w) {   /* pool thread */
+    http_server *srv = w->data;
+    double t0 = util_now_s();
+    srv->sync_rc = srv->opts.durable(srv->ud);
+    srv->sync_run_s = util_now_s() - t0;
+}
+
+static void sync_done(uv_work_t *w, int status) {   /* loop thread */
+    http_server *srv = w->data;
+    srv->sync_busy = 0;
+    srv->syncs++;
+    srv->sync_sum_s += srv->sync_run_s;
+    if (srv->sync_run_s > srv->sync_max_s) srv->sync_max_s = srv->sync_run_s;
+    if (status < 0 || srv->sync_rc < 0) {
+        srv->sync_failures++;
+        srv->broken = 1;
+        server_drop(srv);
+        if (srv->opts.durable_failed) srv->opts.durable_failed(srv->ud);
+        if (srv->stopping) conn_maybe_stopped(srv);
+        return;
+    }
+    server_release(srv);
+    /* The next batch is committed by the check phase that follows this poll phase (so it takes in the requests
+     * read in this iteration too); when stopping, there may be no more iterations with work: commit now. */
+    if (srv->stopping) {
+        if (srv->check_open && !uv_is_closing((uv_handle_t *)&srv->check)) server_check(&srv->check);
+        conn_maybe_stopped(srv);
+    }
+}
+
 static void server_check(uv_check_t *h) {
     http_server *srv = h->data;
+    if (srv->sync_busy) return;        /* answers wait for the sync in flight; sync_done comes back here */
+    if (srv->broken) { server_drop(srv); return; }
     srv->pending_since = 0;
     double t0 = util_now_s();
     int rc = srv->opts.flush ? srv->opts.flush(srv->ud) : 0;
@@ -619,13 +696,17 @@ static void server_check(uv_check_t *h) {
     if (dt > 0.010) srv->flush_over_10ms++;
     srv->flush_sum_s += dt;
     srv->flushes++;
-    while (srv->dirty) {
-        http_conn *c = srv->dirty;
-        unmark_dirty(c);
-        if (!c->sess.out.len) continue;
-        if (rc < 0) conn_close(c);      /* not durable: acknowledge nothing */
-        else conn_flush(c);
+    if (rc < 0) { server_drop(srv); return; }   /* not durable: acknowledge nothing */
+    for (http_conn *c = srv->dirty; c; c = c->dnext) c->ready = c->sess.out.len;   /* the batch */
+    if (rc > 0 && srv->opts.durable) {
+        srv->sync_work.data = srv;
+        if (uv_queue_work(srv->loop, &srv->sync_work, sync_run, sync_done) == 0) { srv->sync_busy = 1; return; }
+        sync_run(&srv->sync_work);       /* cannot queue (never expected): sync here */
+        srv->sync_busy = 1;
+        sync_done(&srv->sync_work, 0);
+        return;
     }
+    server_release(srv);
 }
 
 /* Answers 503 with msg on a connection that is not admitted; it closes once that is written. */
@@ -715,7 +796,9 @@ static void check_closed(uv_handle_t *h) {
 static void conn_maybe_stopped(http_server *srv) {
     if (!srv->stopping || srv->nconns > 0 || srv->listener_open || !srv->check_open) return;
     if (uv_is_closing((uv_handle_t *)&srv->check)) return;
+    if (srv->sync_busy) return;            /* sync_done calls back */
     server_check(&srv->check);             /* last commit */
+    if (srv->sync_busy) return;            /* ... and its sync */
     uv_close((uv_handle_t *)&srv->check, check_closed);
 }
 
@@ -784,7 +867,11 @@ void http_server_stop(http_server *srv) {
     for (http_conn *c = srv->conns; c; c = next) {
         next = c->next;
         if (c->writes == 0 && c->sess.out.len == 0) conn_close(c);
-        else c->sess.closing = 1;          /* closes in write_done */
+        else c->sess.closing = 1;          /* closes in write_done, once its held answers are written */
     }
     conn_maybe_stopped(srv);
+}
+
+void http_server_commit(http_server *srv) {
+    if (srv->check_open && !uv_is_closing((uv_handle_t *)&srv->check)) server_check(&srv->check);
 }

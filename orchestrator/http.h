@@ -8,7 +8,9 @@
  *    server calls opts.flush(ud) — the API commits its open transaction there — and only then writes every
  *    pending response. So a 2xx is on the wire only after its COMMIT, and every request read in the same
  *    iteration shares one commit (group commit). If flush fails, the pending answers are dropped and their
- *    connections closed: the client sees a reset and retries, nothing unacknowledged is claimed.
+ *    connections closed: the client sees a reset and retries, nothing unacknowledged is claimed. With
+ *    opts.durable, a COMMIT only writes: opts.durable runs on a libuv pool thread after it (one at a time, no
+ *    COMMIT meanwhile) and the batch's answers are written when it returned 0 (see http.c).
  *
  * Limits (each breach answered with a JSON error, then the connection closes): URL > HTTP_MAX_URL (413),
  * headers > HTTP_MAX_HEADERS bytes (413), body > HTTP_MAX_BODY (413), malformed HTTP (400), a request not
@@ -129,9 +131,16 @@ typedef struct http_server_opts {
      * requests are still being read (bounds latency under load); default 0.005 s. When COMMITs take longer
      * than this, the window is their running average instead (so fsync cannot take most of the loop). */
     double max_batch_delay_s;
-    /* Called once per loop iteration before pending answers are written; returns 0, or < 0 when what the
-     * answers claim could not be made durable (they are then dropped and their connections closed). */
+    /* Called once per loop iteration (not while a durable call is in flight) before pending answers are
+     * written; returns 1 when it committed something, 0 when there was nothing to commit, or < 0 when what the
+     * answers claim could not be committed (they are then dropped and their connections closed). */
     int (*flush)(void *ud);
+    /* May be NULL (flush alone makes a commit durable). Called on a libuv pool thread after each flush that
+     * returned 1, never two at once and never during a flush: makes what flush committed durable (fdatasync).
+     * Returns 0, or < 0: every held answer is dropped (connections closed), the server commits nothing more,
+     * and durable_failed(ud) is called on the loop (may be NULL). */
+    int (*durable)(void *ud);
+    void (*durable_failed)(void *ud);
     /* Called once when a graceful stop has finished (every connection closed); may be NULL. */
     void (*stopped)(void *ud);
 } http_server_opts;
@@ -164,6 +173,13 @@ typedef struct http_server {
     double flush_sum_s;             /* time in opts.flush calls, all together (the loop's share in COMMITs) */
     unsigned long flushes;          /* opts.flush calls */
     double pending_since;           /* when the oldest unwritten answer was made; 0 when none */
+    uv_work_t sync_work;            /* the durable call in flight */
+    int sync_busy;                  /* 1 while it is queued or running: no COMMIT, answers held */
+    int sync_rc;                    /* its return (set on the pool thread) */
+    double sync_run_s;              /* its time on the pool thread */
+    unsigned long syncs, sync_failures;
+    double sync_sum_s, sync_max_s;  /* time in durable calls (off the loop), all together and the longest */
+    int broken;                     /* a durable call failed: nothing is committed or answered any more */
 } http_server;
 
 /* Binds host:port (IPv4 or IPv6 literal, or "localhost") and starts accepting on loop. port 0 picks a free
@@ -174,6 +190,10 @@ int http_server_port(http_server *srv);
 /* Graceful stop: stop accepting, answer what has been read, close every connection once its answers are
  * written; then opts.stopped(ud). Safe to call twice. */
 void http_server_stop(http_server *srv);
+
+/* Commits now (opts.flush, then the durable step) what was done outside a request, e.g. by a timer; when a
+ * sync is in flight the commit follows it. */
+void http_server_commit(http_server *srv);
 
 /* "Not Found" for 404, etc. */
 const char *http_status_text(int status);

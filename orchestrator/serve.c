@@ -3,8 +3,15 @@
  * Design: open the store, load or create the tokens, then run one libuv loop that holds the HTTP server
  * (http.c), a repeating timer that expires stale leases (so expiry never waits for a request), and the
  * SIGINT/SIGTERM handles. A signal starts a graceful stop: the listener closes, answers already read are
- * committed and written, connections close, the timer and signal handles close, the loop runs dry and
- * the database is closed cleanly (WAL checkpointed by SQLite on close).
+ * committed, synced and written, connections close, the timer and signal handles close, the loop runs dry
+ * and the database is closed cleanly (WAL checkpointed by SQLite on close).
+ *
+ * Durability: the server's flush is the API's COMMIT followed by walck_after_commit (a due WAL tail copy);
+ * its durable step is walck_sync on a pool thread (walck.c says why that is enough). A failed fdatasync or
+ * fsync ends the process with status 1 before anything more is answered: after such a failure Linux may
+ * have dropped the unwritten pages while the page cache still shows them, so what SQLite reads back can
+ * differ from the disk, and going on could acknowledge work built on data the disk does not hold. Restarted,
+ * SQLite recovers from what is on the disk and the workers resend what was not acknowledged.
  *
  * Start-up limits: every connection is a file descriptor, so the soft open-file limit is raised (up to the
  * hard limit) to --max-conns plus SERVE_SPARE_FDS for the database, the listener and connections being
@@ -32,6 +39,7 @@
 #include "store.h"
 #include "walck.h"
 #include "halving.h"
+#include "logesc.h"
 
 typedef struct serve_state {
     uv_loop_t loop;
@@ -47,9 +55,44 @@ static void expiry_tick(uv_timer_t *t) {
     serve_state *s = t->data;
     int batch_open = s->a.txn_open;   /* answered requests' work: only the server's check may commit it */
     api_expire(&s->a);
-    /* Commit now: left to the check phase, BEGIN IMMEDIATE would hold the write lock through the poll that
-     * follows (up to the next tick), i.e. almost always, and `prism-sweep create` would get "database is locked". */
-    if (!batch_open) api_flush(&s->a);
+    /* Commit now (through the server: after the sync in flight, if any, and synced itself): left to the check
+     * phase, BEGIN IMMEDIATE would hold the write lock through the poll that follows (up to the next tick),
+     * i.e. almost always, and `prism-sweep create` would get "database is locked". */
+    if (!batch_open) http_server_commit(&s->srv);
+}
+
+static serve_state *serve_of(void *api_ud) { return (serve_state *)((char *)api_ud - offsetof(serve_state, a)); }
+
+static void serve_sync_failed(serve_state *s, const char *why) {
+    char e[700];
+    fprintf(stderr, "prism-sweep serve: %s: the answers of the last batch were not sent and the server stops (after a "
+                    "failed sync the disk may not hold what the page cache shows). Check the disk and its free space, "
+                    "then start the server again: SQLite recovers from the disk and workers resend what was not "
+                    "acknowledged\n", log_escape(e, sizeof e, why));
+    fflush(stderr);
+    _exit(1);   /* no exit handlers, no SQLite close (its checkpoint would write from the page cache) */
+}
+
+/* http_server_opts.flush: the COMMIT (write()s), then the WAL tail copy if one is due. 1 when the COMMIT
+ * wrote frames (there is something to sync), 0 when it wrote none (an empty transaction: the lease-expiry
+ * tick's, or requests that changed nothing) or there was none. */
+static int serve_flush(void *ud) {
+    serve_state *s = serve_of(ud);
+    int open = s->a.txn_open;
+    if (open) walck_before_commit(&s->wal);   /* the previous sync is done: a restart may happen now */
+    unsigned long long before = s->wal.frame_commits;
+    if (api_flush(&s->a) < 0) return -1;
+    if (!open || (s->wal.durable && s->wal.frame_commits == before)) return 0;
+    if (walck_after_commit(&s->wal) < 0) serve_sync_failed(s, s->wal.sync_err);
+    return 1;
+}
+
+/* http_server_opts.durable (pool thread). */
+static int serve_durable(void *ud) { return walck_sync(&serve_of(ud)->wal); }
+
+static void serve_durable_failed(void *ud) {
+    serve_state *s = serve_of(ud);
+    serve_sync_failed(s, s->wal.sync_err);
 }
 
 /* api.metrics_extra: the server's connection figures and the longest COMMIT on the loop. */
@@ -84,7 +127,15 @@ static void serve_metrics(void *ud, http_buf *out) {
     if (n > 0) http_buf_append(out, t, (size_t)(n < (int)sizeof t ? n : (int)sizeof t - 1), (size_t)-1 / 2);
     n = snprintf(t, sizeof t, "# HELP prism_commit_seconds Time the event loop spent in group COMMITs (and the WAL "
                  "checkpoints run inside them).\n# TYPE prism_commit_seconds summary\nprism_commit_seconds_sum %.6f\n"
-                 "prism_commit_seconds_count %lu\n", h->flush_sum_s, h->flushes);
+                 "prism_commit_seconds_count %lu\n"
+                 "# HELP prism_sync_seconds Syncs making each group COMMIT durable (fdatasync of the WAL, fsync of the "
+                 "database after a checkpoint on the loop), run off the event loop; answers wait for them.\n"
+                 "# TYPE prism_sync_seconds summary\nprism_sync_seconds_sum %.6f\nprism_sync_seconds_count %lu\n"
+                 "# HELP prism_sync_seconds_max The longest of them.\n# TYPE prism_sync_seconds_max gauge\n"
+                 "prism_sync_seconds_max %.6f\n"
+                 "# HELP prism_sync_off_loop Whether COMMITs are synced off the event loop (0: synchronous=FULL inside "
+                 "each COMMIT).\n# TYPE prism_sync_off_loop gauge\nprism_sync_off_loop %d\n",
+                 h->flush_sum_s, h->flushes, h->sync_sum_s, h->syncs, h->sync_max_s, s->wal.durable);
     if (n > 0) http_buf_append(out, t, (size_t)(n < (int)sizeof t ? n : (int)sizeof t - 1), (size_t)-1 / 2);
 }
 
@@ -293,7 +344,8 @@ int cmd_serve(int argc, char **argv) {
     s->a.metrics_extra_ud = s;
     http_server_opts o = { .max_conns = max_conns, .idle_timeout_s = idle, .request_timeout_s = req_to,
                            .anon_timeout_s = anon_to, .max_conns_per_addr = per_addr, .trusted = serve_trusted,
-                           .flush = api_flush, .stopped = on_stopped };
+                           .flush = serve_flush, .stopped = on_stopped,
+                           .durable = s->wal.durable ? serve_durable : NULL, .durable_failed = serve_durable_failed };
     if (http_server_start(&s->srv, &s->loop, host, port, api_handle, &s->a, &o, err, sizeof err) < 0) {
         fprintf(stderr, "prism-sweep serve: %s (is another server running? pick another --listen)\n", err);
         api_release(&s->a);

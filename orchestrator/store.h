@@ -2,6 +2,8 @@
  *
  * store_open() opens or creates the database, sets WAL + foreign keys + synchronous=FULL (an acknowledged
  * commit survives a kill -9), a busy timeout, and applies every pending migration (PRAGMA user_version).
+ * `prism-sweep serve` then commits with synchronous=NORMAL on its connection and makes each group commit
+ * durable itself, off the event loop, before answering (walck.h); every other command keeps FULL.
  * All SQL elsewhere goes through prepared statements on st->db; functions that change several rows wrap
  * them in one transaction (store_begin / store_commit / store_rollback).
  *
