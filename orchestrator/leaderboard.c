@@ -457,9 +457,9 @@ static int lb_build(store *st, long long sweep_id, int at_rung, json_t **out, ch
         long long trained = 0, full = 0, tps = 0;
         if (halving_steps(st, sweep_id, &trained, &full, err, errlen) < 0) { json_decref(*out); *out = NULL; goto out_rc; }
         sqlite3_stmt *t = NULL;
-        if (sqlite3_prepare_v2(st->db, "SELECT json_extract(spec, '$.train.batch_size') * coalesce(json_extract(spec, "
-                               "'$.train.seq_len'), json_extract(spec, '$.model.seq_len')) * coalesce(json_extract(spec, "
-                               "'$.train.grad_accum'), 1) FROM sweeps WHERE id = ?1", -1, &t, NULL) == SQLITE_OK) {
+        /* tokens per step: the jobs' column (the job model's, filled at create; the same for every job of a sweep) */
+        if (sqlite3_prepare_v2(st->db, "SELECT coalesce(max(tokens_per_step), 0) FROM jobs WHERE sweep_id = ?1", -1, &t,
+                               NULL) == SQLITE_OK) {
             sqlite3_bind_int64(t, 1, sweep_id);
             if (sqlite3_step(t) == SQLITE_ROW) tps = sqlite3_column_int64(t, 0);
         }
