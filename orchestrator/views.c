@@ -80,6 +80,21 @@ static json_t *col_json(sqlite3_stmt *s, int i, const char *name) {
     return json_string((const char *)sqlite3_column_text(s, i));
 }
 
+/* sql (the row of the sweep or job ?1 = c->id; what names it) prepared and stepped onto its row; NULL after
+ * answering 404 "no <what> <id>" or 500. The caller finalizes the statement. */
+static sqlite3_stmt *id_row(api_ctx *c, const char *what, const char *sql) {
+    sqlite3_stmt *s = views_prepare(c, sql);
+    if (!s) return NULL;
+    sqlite3_bind_int64(s, 1, c->id);
+    int rc = sqlite3_step(s);
+    if (rc != SQLITE_ROW) {
+        if (read_done(c, rc, what) == 0) http_response_error(c->res, 404, "no %s %lld", what, c->id);
+        sqlite3_finalize(s);
+        return NULL;
+    }
+    return s;
+}
+
 static json_t *row_json(sqlite3_stmt *s, const char *const *names, int n) {
     json_t *o = json_object();
     for (int i = 0; i < n; i++) {
@@ -201,16 +216,8 @@ void views_sweep_get(api_ctx *c) {
     }
     json_t *o = json_incref(json_array_get(arr, 0));
     json_decref(arr);
-    sqlite3_stmt *s = views_prepare(c, "SELECT spec FROM sweeps WHERE id = ?1");   /* the spec as given */
+    sqlite3_stmt *s = id_row(c, "sweep", "SELECT spec FROM sweeps WHERE id = ?1");   /* the spec as given */
     if (!s) { json_decref(o); return; }
-    sqlite3_bind_int64(s, 1, c->id);
-    int rc = sqlite3_step(s);
-    if (rc != SQLITE_ROW) {
-        if (read_done(c, rc, "sweep") == 0) http_response_error(c->res, 404, "no sweep %lld", c->id);
-        sqlite3_finalize(s);
-        json_decref(o);
-        return;
-    }
     json_t *spec = json_loads((const char *)sqlite3_column_text(s, 0), 0, NULL);
     sqlite3_finalize(s);
     json_object_set_new(o, "spec", spec ? spec : json_null());
@@ -218,15 +225,8 @@ void views_sweep_get(api_ctx *c) {
 }
 
 static int sweep_exists(api_ctx *c) {
-    sqlite3_stmt *s = views_prepare(c, "SELECT 1 FROM sweeps WHERE id = ?1");
+    sqlite3_stmt *s = id_row(c, "sweep", "SELECT 1 FROM sweeps WHERE id = ?1");
     if (!s) return -1;
-    sqlite3_bind_int64(s, 1, c->id);
-    int rc = sqlite3_step(s);
-    if (rc != SQLITE_ROW) {
-        if (read_done(c, rc, "sweep") == 0) http_response_error(c->res, 404, "no sweep %lld", c->id);
-        sqlite3_finalize(s);
-        return -1;
-    }
     sqlite3_finalize(s);
     return 0;
 }
@@ -263,15 +263,8 @@ void views_sweep_jobs(api_ctx *c) {
 }
 
 void views_job_get(api_ctx *c) {
-    sqlite3_stmt *s = views_prepare(c, "SELECT " JOB_COLS ", j.job, j.checkpoint_path, r.result" JOB_FROM "WHERE j.id = ?1");
+    sqlite3_stmt *s = id_row(c, "job", "SELECT " JOB_COLS ", j.job, j.checkpoint_path, r.result" JOB_FROM "WHERE j.id = ?1");
     if (!s) return;
-    sqlite3_bind_int64(s, 1, c->id);
-    int rc = sqlite3_step(s);
-    if (rc != SQLITE_ROW) {
-        if (read_done(c, rc, "job") == 0) http_response_error(c->res, 404, "no job %lld", c->id);
-        sqlite3_finalize(s);
-        return;
-    }
     json_t *o = row_json(s, job_names, 26);
     sqlite3_finalize(s);
     api_reply_json(c->res, 200, o);
@@ -288,15 +281,9 @@ void views_job_metrics(api_ctx *c) {
     }
     if (strcmp(kind, "val") && strcmp(kind, "train")) { http_response_error(c->res, 400, "kind: must be val or train"); return; }
     if (strcmp(fmt, "json") && strcmp(fmt, "csv")) { http_response_error(c->res, 400, "format: must be json or csv"); return; }
-    sqlite3_stmt *s = views_prepare(c, "SELECT attempt FROM jobs WHERE id = ?1");
+    sqlite3_stmt *s = id_row(c, "job", "SELECT attempt FROM jobs WHERE id = ?1");
     if (!s) return;
-    sqlite3_bind_int64(s, 1, c->id);
-    int rc = sqlite3_step(s);
-    if (rc != SQLITE_ROW) {
-        if (read_done(c, rc, "job") == 0) http_response_error(c->res, 404, "no job %lld", c->id);
-        sqlite3_finalize(s);
-        return;
-    }
+    int rc;
     long long attempt = sqlite3_column_int64(s, 0);
     sqlite3_finalize(s);
     s = views_prepare(c, "SELECT m.step, m.value, m.tokens, m.lr, m.tok_per_s, m.attempt FROM metrics m "
