@@ -8,6 +8,10 @@
  * Lease order: ORDER BY priority DESC, seed_index, is_baseline DESC, schedule ord, id over queued jobs of
  * active sweeps: every schedule's first seed before any second seed, the uniform baseline first at each seed.
  * The jobs_queue index serves the (state, priority, seed_index) prefix; only one seed level is sorted.
+ * Steps and tokens per step are the jobs' columns (the job model's, common/jobmodel.h, filled at create).
+ *
+ * Size (~720 lines): every transition shares the statement cache S(), the lease check (lease_read, renew_row)
+ * and the error helpers; split, those would become an exported internal interface for no reader's gain.
  */
 #include "queue.h"
 
