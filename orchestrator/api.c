@@ -5,7 +5,7 @@
  * { method, pattern, auth level, handler }, where "#" in a pattern matches a decimal id. Write handlers run
  * between api_write_begin() (BEGIN IMMEDIATE if no transaction is open yet, then SAVEPOINT) and
  * api_write_end() (RELEASE, or ROLLBACK TO on failure); api_flush() issues the COMMIT right before the
- * server writes the answers, so many requests share one fsync. Read handlers query directly with prepared
+ * server writes the answers, so many requests share one fsync. Read views (views.c) query directly with prepared
  * statements (they see this iteration's uncommitted writes, which are answered only after the commit too).
  * Bodies are capped by http.c; JSON is checked for nesting depth before jansson parses it.
  */
