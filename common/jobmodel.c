@@ -15,22 +15,22 @@ void jobmodel_sizes(const struct job_config *job, job_sizes *out) {
     out->tokens_total = out->steps * out->tokens_per_step;
 }
 
+/* After job_from_json / job_parse_json returned rc into *cfg: the sizes, and cfg released. */
+static int sizes_of_parsed(int rc, struct job_config *cfg, job_sizes *out) {
+    if (rc < 0) return rc;   /* the parser released cfg; *out stays zeroed */
+    jobmodel_sizes(cfg, out);
+    job_release(cfg);
+    return JOB_OK;
+}
+
 int jobmodel_sizes_json(const json_t *obj, job_sizes *out, char *err, size_t errlen) {
     struct job_config cfg;
     memset(out, 0, sizeof *out);
-    int rc = job_from_json(obj, &cfg, err, errlen);
-    if (rc < 0) return rc;
-    jobmodel_sizes(&cfg, out);
-    job_release(&cfg);
-    return JOB_OK;
+    return sizes_of_parsed(job_from_json(obj, &cfg, err, errlen), &cfg, out);
 }
 
 int jobmodel_sizes_text(const char *text, job_sizes *out, char *err, size_t errlen) {
     struct job_config cfg;
     memset(out, 0, sizeof *out);
-    int rc = job_parse_json(text, &cfg, err, errlen);
-    if (rc < 0) return rc;
-    jobmodel_sizes(&cfg, out);
-    job_release(&cfg);
-    return JOB_OK;
+    return sizes_of_parsed(job_parse_json(text, &cfg, err, errlen), &cfg, out);
 }
