@@ -65,10 +65,10 @@ static store *created(const char *name) {
 
 TEST(create_fills_the_columns) {
     store *st = created("c.db");
-    long long n = store_qv(st, "SELECT count(*) FROM jobs");
+    long long n = qv(st, "SELECT count(*) FROM jobs");
     printf("%lld jobs\n", n);
     ASSERT_TRUE(n >= 2);
-    ASSERT_EQ_INT(n, store_qv(st, "SELECT count(*) FROM jobs WHERE steps = 30 AND tokens_per_step = 8 * 40 * 3"));
+    ASSERT_EQ_INT(n, qv(st, "SELECT count(*) FROM jobs WHERE steps = 30 AND tokens_per_step = 8 * 40 * 3"));
     store_close(st);
 }
 
@@ -76,7 +76,7 @@ TEST(migration_fills_older_rows_by_the_c_model) {
     store *st = created("old.db");
     char path[4200], err[1024];
     snprintf(path, sizeof path, "%s", st->path);
-    long long n = store_qv(st, "SELECT count(*) FROM jobs");
+    long long n = qv(st, "SELECT count(*) FROM jobs");
     /* back to schema version 3: no tokens_per_step column, steps as a version that filled them at lease left them,
      * and one row whose JSON is not a job */
     ASSERT_EQ_INT(0, store_exec(st, "ALTER TABLE jobs DROP COLUMN tokens_per_step"));
@@ -85,9 +85,9 @@ TEST(migration_fills_older_rows_by_the_c_model) {
     ASSERT_EQ_INT(0, store_exec(st, "PRAGMA user_version = 3"));
     store_close(st);
     if (store_open(path, &st, err, sizeof err) != 0) HFAIL("store_open (migrating): %s", err);
-    ASSERT_EQ_INT(STORE_SCHEMA_VERSION, store_qv(st, "PRAGMA user_version"));
-    ASSERT_EQ_INT(n - 1, store_qv(st, "SELECT count(*) FROM jobs WHERE steps = 30 AND tokens_per_step = 8 * 40 * 3"));
-    ASSERT_EQ_INT(1, store_qv(st, "SELECT count(*) FROM jobs WHERE id = 1 AND steps = 0 AND tokens_per_step = 0"));
+    ASSERT_EQ_INT(STORE_SCHEMA_VERSION, qv(st, "PRAGMA user_version"));
+    ASSERT_EQ_INT(n - 1, qv(st, "SELECT count(*) FROM jobs WHERE steps = 30 AND tokens_per_step = 8 * 40 * 3"));
+    ASSERT_EQ_INT(1, qv(st, "SELECT count(*) FROM jobs WHERE id = 1 AND steps = 0 AND tokens_per_step = 0"));
     store_close(st);
 }
 
@@ -112,8 +112,8 @@ TEST(metrics_tokens_come_from_the_column) {
     json_decref(pts);
     ASSERT_EQ_INT(0, store_commit(st));
     ASSERT_EQ_INT(2, acc);
-    ASSERT_EQ_INT(5LL * 8 * 40 * 3, store_qv(st, "SELECT tokens FROM metrics WHERE kind = 'train' AND step = 4"));
-    ASSERT_EQ_INT(5LL * 8 * 40 * 3, store_qv(st, "SELECT tokens FROM metrics WHERE kind = 'val' AND step = 5"));
+    ASSERT_EQ_INT(5LL * 8 * 40 * 3, qv(st, "SELECT tokens FROM metrics WHERE kind = 'train' AND step = 4"));
+    ASSERT_EQ_INT(5LL * 8 * 40 * 3, qv(st, "SELECT tokens FROM metrics WHERE kind = 'val' AND step = 5"));
     queue_release(&q);
     store_close(st);
 }
