@@ -282,17 +282,9 @@ static void fill_info(sqlite3_stmt *s, sweeps_info *info) {
     info->created_at = sqlite3_column_double(s, 4);
     info->n_schedules = sqlite3_column_int64(s, 5);
     sweeps_counts *c = &info->counts;
-    c->queued = sqlite3_column_int64(s, 6);
-    c->leased = sqlite3_column_int64(s, 7);
-    c->done = sqlite3_column_int64(s, 8);
-    c->failed = sqlite3_column_int64(s, 9);
-    c->cancelled = sqlite3_column_int64(s, 10);
-    c->paused = sqlite3_column_int64(s, 11);
-    c->pruned = sqlite3_column_int64(s, 12);
-    c->total = sqlite3_column_int64(s, 13);
-    info->steps_done = sqlite3_column_int64(s, 14);
-    info->steps_total = sqlite3_column_int64(s, 15);
-    info->jobs_done_since = sqlite3_column_int64(s, 16);
+    int64_t *const col[] = { &c->queued, &c->leased, &c->done, &c->failed, &c->cancelled, &c->paused, &c->pruned,
+                             &c->total, &info->steps_done, &info->steps_total, &info->jobs_done_since };   /* columns 6.. */
+    for (int k = 0; k < (int)(sizeof col / sizeof col[0]); k++) *col[k] = sqlite3_column_int64(s, 6 + k);
 }
 
 int sweeps_summary(store *st, int64_t sweep_id, double done_since, sweeps_info **out, int *n) {
