@@ -11,6 +11,7 @@
 #include "leaderboard_zeroshot.h"
 
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -65,18 +66,26 @@ static const char *const STATES[LB_NSTATES] = { "queued", "leased", "done", "fai
 
 static json_t *num_or_null(double v) { return isfinite(v) ? json_real(v) : json_null(); }
 
+size_t leaderboard_key_range(const void *base, size_t n, size_t size, size_t key_off, long long id, size_t *end) {
+#define KEY(i) (*(const long long *)((const char *)base + (i) * size + key_off))
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (KEY(mid) < id) lo = mid + 1; else hi = mid;
+    }
+    size_t e = lo;
+    while (e < n && KEY(e) == id) e++;
+#undef KEY
+    *end = e;
+    return lo;
+}
+
 /* jobs[] is sorted by schedule id: the first of schedule id's jobs, and in *end one past its last. Keeps the
  * leaderboard O(jobs log jobs): a scan of every job per schedule stalls the server on sweeps of 10^4+ schedules. */
 static int jobs_range(const lb_job *jobs, int njob, long long id, int *end) {
-    int lo = 0, hi = njob;
-    while (lo < hi) {
-        int mid = lo + (hi - lo) / 2;
-        if (jobs[mid].schedule < id) lo = mid + 1; else hi = mid;
-    }
-    int e = lo;
-    while (e < njob && jobs[e].schedule == id) e++;
-    *end = e;
-    return lo;
+    size_t e, lo = leaderboard_key_range(jobs, (size_t)njob, sizeof *jobs, offsetof(lb_job, schedule), id, &e);
+    *end = (int)e;
+    return (int)lo;
 }
 
 static int cmp_rows(const void *pa, const void *pb) {
