@@ -38,15 +38,13 @@
 #include <unistd.h>
 #include <uv.h>
 
+#include "server_bench.h"
+#include "util.h"
+
 #define RAMP_WAVE 32
 enum { R_REGISTER, R_LEASE, R_HEARTBEAT, R_METRICS, R_COMPLETE, N_ROUTES };
 static const char *const route_name[N_ROUTES] = { "register", "lease", "heartbeat", "metrics", "complete" };
 
-static double now_s(void) {
-    struct timeval tv;
-    gettimeofday(&tv, NULL);
-    return (double)tv.tv_sec + tv.tv_usec / 1e6;
-}
 static double urand(void) { return rand() / (RAND_MAX + 1.0); }
 
 typedef struct dev {
@@ -153,7 +151,7 @@ static void send_req(box *b, const char *path, const char *json) {
     int n = snprintf(w->data, cap, "POST %s HTTP/1.1\r\nHost: fleet\r\n%s\r\nContent-Type: application/json\r\n"
                      "Content-Length: %zu\r\n\r\n%s", path, G.auth, jl, json);
     uv_buf_t buf = uv_buf_init(w->data, (unsigned)n);
-    b->t_sent = now_s();
+    b->t_sent = util_now_s();
     b->busy = 1;
     b->blen = 0;
     b->done_msg = 0;
@@ -217,7 +215,7 @@ static void box_joined(box *b) {
 /* One answer is complete: account for it and act on it. */
 static void box_answer(box *b) {
     int st = b->parser.status_code;
-    double dt = now_s() - b->t_sent;
+    double dt = util_now_s() - b->t_sent;
     int e = b->cur, r = e < 0 ? R_REGISTER : e % N_ROUTES, di = e < 0 ? -1 : e / N_ROUTES;
     b->busy = 0;
     if (G.measuring) lat_add(&G.lat[r], dt);
@@ -227,7 +225,7 @@ static void box_answer(box *b) {
         note_error("box %d %s: HTTP %d: %.300s", b->id, route_name[r], st, b->body ? b->body : "");
     }
     json_t *j = ok && st == 200 && b->blen ? json_loadb(b->body, b->blen, 0, NULL) : NULL;
-    double t = now_s();
+    double t = util_now_s();
     if (r == R_REGISTER && !j && !b->ramped) box_joined(b);   /* failed: counted; let the others join */
     if (r == R_REGISTER && j) {
         b->worker_id = json_integer_value(json_object_get(j, "worker_id"));
@@ -341,7 +339,7 @@ static void box_connect(box *b) {
 
 static void box_tick(uv_timer_t *t) {
     box *b = t->data;
-    double now = now_s();
+    double now = util_now_s();
     for (int i = 0; i < b->ndev; i++) {
         dev *d = &b->devs[i];
         if (!d->running) continue;
@@ -358,7 +356,7 @@ static void box_tick(uv_timer_t *t) {
 }
 
 static void box_arm(box *b) {
-    double next = 1e18, now = now_s();
+    double next = 1e18, now = util_now_s();
     for (int i = 0; i < b->ndev; i++) {
         dev *d = &b->devs[i];
         if (!d->running) continue;
@@ -481,7 +479,7 @@ static void stop_run(uv_timer_t *t) {
 
 static void start_measuring(void) {
     G.measuring = 1;
-    G.t_meas = now_s();
+    G.t_meas = util_now_s();
     proc_cpu(g_pid, &M.cpu0);
     M.t0 = G.t_meas;
     M.db0 = db_logical_bytes();
@@ -502,27 +500,12 @@ static void start_measuring(void) {
 static double g_t_ramp;
 static void ramp_watch(uv_timer_t *t) {
     if (G.ramped >= G.boxes && !G.measuring) { uv_timer_stop(t); start_measuring(); return; }
-    if (now_s() - g_t_ramp > 60 + G.boxes * 0.05) {   /* far beyond any ramp seen: report what happened */
+    if (util_now_s() - g_t_ramp > 60 + G.boxes * 0.05) {   /* far beyond any ramp seen: report what happened */
         note_error("ramp not finished: %d of %d boxes joined", G.ramped, G.boxes);
         G.transport_errors++;
         uv_timer_stop(t);
         start_measuring();
     }
-}
-
-static int cmp_d(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-static int free_port(void) {
-    int s = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-    socklen_t l = sizeof a;
-    bind(s, (struct sockaddr *)&a, sizeof a);
-    getsockname(s, (struct sockaddr *)&a, &l);
-    close(s);
-    return ntohs(a.sin_port);
 }
 
 static void usage(void) {
@@ -576,21 +559,11 @@ int main(int argc, char **argv) {
     snprintf(g_db, sizeof g_db, "%s/fleet.db", dir);
     snprintf(G.walp, sizeof G.walp, "%s-wal", g_db);
     snprintf(specp, sizeof specp, "%s/spec.json", dir);
-    FILE *f = fopen(specp, "w");
-    if (!f) { perror(specp); return 1; }
-    fprintf(f, "{\"name\": \"fleet\", \"model\": {\"n_layer\": 12, \"d_model\": 768, \"vocab_size\": 50257, "
-               "\"padded_vocab_size\": 50304, \"seq_len\": 1024}, \"seeds\": [");
-    for (int i = 0; i < seeds; i++) fprintf(f, "%s%d", i ? ", " : "", i + 1);
-    fprintf(f, "], \"train\": {\"batch_size\": 8, \"seq_len\": 1024, \"grad_accum\": 32, \"steps\": 1000000, \"lr\": 0.0006, "
-               "\"lr_schedule\": \"cosine\", \"warmup_steps\": 275, \"min_lr_frac\": 0.1, \"beta1\": 0.9, \"beta2\": 0.95, "
-               "\"eps\": 1e-8, \"weight_decay\": 0.1, \"grad_clip\": 1.0, \"shuffle\": true}, "
-               "\"eval\": {\"every\": 250, \"batches\": 20, \"attn_distance\": true}, "
-               "\"data\": {\"train\": \"fineweb_train_*.bin\", \"val\": \"fineweb_val_*.bin\"}}\n");
-    fclose(f);
+    if (bench_write_spec(specp, "fleet", seeds, 1000000) < 0) { perror(specp); return 1; }
     snprintf(cmd, sizeof cmd, "%s/prism-sweep create %s --db %s >/dev/null", build, specp, g_db);
     if (system(cmd) != 0) { fprintf(stderr, "bench_fleet: %s failed\n", cmd); return 1; }
 
-    int port = free_port();
+    int port = bench_free_port();
     char listen[64], ttl[32];
     snprintf(listen, sizeof listen, "127.0.0.1:%d", port);
     snprintf(ttl, sizeof ttl, "%g", G.lease_ttl);
@@ -609,14 +582,11 @@ int main(int argc, char **argv) {
     G.addr.sin_family = AF_INET;
     G.addr.sin_port = htons((uint16_t)port);
     G.addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    char tokp[700], tok[200] = "";
-    snprintf(tokp, sizeof tokp, "%s.worker-token", g_db);
+    char tok[200] = "";
     G.auth[0] = 0;
     for (int i = 0; i < 200 && !tok[0]; i++) {
         usleep(50000);
-        FILE *t = fopen(tokp, "r");
-        if (t) { if (fgets(tok, sizeof tok, t)) tok[strcspn(tok, "\n")] = 0; fclose(t); }
-        if (tok[0]) {
+        if (bench_read_token(g_db, tok, sizeof tok)) {
             char *h = http_get("/healthz");
             if (!h) tok[0] = 0;
             free(h);
@@ -646,11 +616,11 @@ int main(int argc, char **argv) {
     uv_timer_init(G.loop, &G.wal_timer);
     uv_timer_start(&G.wal_timer, wal_sample, 100, 100);
     struct rusage ru1;
-    double t_ramp = now_s();
+    double t_ramp = util_now_s();
     g_t_ramp = t_ramp;
     ramp_next();
     uv_run(G.loop, UV_RUN_DEFAULT);
-    double t_end = now_s(), ramp_s = G.t_meas - t_ramp, wall = t_end - G.t_meas;
+    double t_end = util_now_s(), ramp_s = G.t_meas - t_ramp, wall = t_end - G.t_meas;
     getrusage(RUSAGE_SELF, &ru1);
 
     double cpu1 = 0;
@@ -691,13 +661,13 @@ int main(int argc, char **argv) {
     for (int r = 0; r < N_ROUTES; r++) {
         lat *l = &G.lat[r];
         if (!l->n) continue;
-        qsort(l->v, l->n, sizeof *l->v, cmp_d);
+        qsort(l->v, l->n, sizeof *l->v, bench_cmp_double);
         memcpy(all + k, l->v, l->n * sizeof *all);
         k += l->n;
         printf("                      %-10s %6zu %8.2f %8.2f %8.2f\n", route_name[r], l->n, l->v[l->n / 2] * 1e3,
                l->v[(size_t)(l->n * 0.99)] * 1e3, l->v[l->n - 1] * 1e3);
     }
-    qsort(all, nall, sizeof *all, cmp_d);
+    qsort(all, nall, sizeof *all, bench_cmp_double);
     double p50 = nall ? all[nall / 2] : 0, p99 = nall ? all[(size_t)(nall * 0.99)] : 0, pmax = nall ? all[nall - 1] : 0;
     printf("                      %-10s %6zu %8.2f %8.2f %8.2f\n", "all", nall, p50 * 1e3, p99 * 1e3, pmax * 1e3);
     free(all);

@@ -17,17 +17,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
-#include <netinet/in.h>
-#include <sys/time.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
-static double now_s(void) {
-    struct timeval tv;
-    gettimeofday(&tv, NULL);
-    return (double)tv.tv_sec + tv.tv_usec / 1e6;
-}
+#include "server_bench.h"
+#include "util.h"
+
 
 typedef struct resp { char buf[65536]; size_t len; } resp;
 
@@ -63,9 +58,9 @@ static long post(worker *w, const char *path, const char *body, resp *r) {
     r->buf[0] = 0;
     curl_easy_setopt(w->c, CURLOPT_URL, url);
     curl_easy_setopt(w->c, CURLOPT_POSTFIELDS, body);
-    double t0 = now_s();
+    double t0 = util_now_s();
     CURLcode rc = curl_easy_perform(w->c);
-    double dt = now_s() - t0;
+    double dt = util_now_s() - t0;
     if (w->nlat == w->caplat) {
         w->caplat = w->caplat ? w->caplat * 2 : 4096;
         w->lat = realloc(w->lat, w->caplat * sizeof *w->lat);
@@ -94,7 +89,7 @@ static void *worker_main(void *arg) {
     json_t *j = json_loads(r->buf, 0, NULL);
     long long wid = json_integer_value(json_object_get(j, "worker_id"));
     json_decref(j);
-    while (now_s() < g_deadline) {
+    while (util_now_s() < g_deadline) {
         snprintf(body, sizeof body, "{\"worker_id\": %lld, \"device\": \"cpu\"}", wid);
         long code = post(w, "/api/v1/lease", body, r);
         if (code == 204) { w->empty = 1; break; }
@@ -125,21 +120,6 @@ out:
     return NULL;
 }
 
-static int cmp_d(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-static int free_port(void) {
-    int s = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-    socklen_t l = sizeof a;
-    bind(s, (struct sockaddr *)&a, sizeof a);
-    getsockname(s, (struct sockaddr *)&a, &l);
-    close(s);
-    return ntohs(a.sin_port);
-}
-
 /* Raw SQLite: one-row INSERT per COMMIT in WAL with synchronous=FULL for `secs`. Returns commits/s. */
 static double sqlite_commit_rate(const char *path, double secs) {
     sqlite3 *db = NULL;
@@ -149,8 +129,8 @@ static double sqlite_commit_rate(const char *path, double secs) {
     sqlite3_stmt *s = NULL;
     sqlite3_prepare_v2(db, "INSERT INTO t (v) VALUES (?1)", -1, &s, NULL);
     long n = 0;
-    double t0 = now_s(), t;
-    while ((t = now_s()) - t0 < secs) {
+    double t0 = util_now_s(), t;
+    while ((t = util_now_s()) - t0 < secs) {
         sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, NULL);
         sqlite3_bind_double(s, 1, t);
         sqlite3_step(s);
@@ -160,7 +140,7 @@ static double sqlite_commit_rate(const char *path, double secs) {
     }
     sqlite3_finalize(s);
     sqlite3_close(db);
-    return n / (now_s() - t0);
+    return n / (util_now_s() - t0);
 }
 
 int main(int argc, char **argv) {
@@ -182,20 +162,11 @@ int main(int argc, char **argv) {
     if (!mkdtemp(dir)) { perror("mkdtemp"); return 1; }
     snprintf(db, sizeof db, "%s/bench.db", dir);
     snprintf(specp, sizeof specp, "%s/spec.json", dir);
-    FILE *f = fopen(specp, "w");
-    fprintf(f, "{\"name\": \"bench\", \"model\": {\"n_layer\": 12, \"d_model\": 768, \"vocab_size\": 50257, "
-               "\"padded_vocab_size\": 50304, \"seq_len\": 1024}, \"seeds\": [");
-    for (int i = 0; i < seeds; i++) fprintf(f, "%s%d", i ? ", " : "", i + 1);
-    fprintf(f, "], \"train\": {\"batch_size\": 8, \"seq_len\": 1024, \"grad_accum\": 32, \"steps\": 11000, \"lr\": 0.0006, "
-               "\"lr_schedule\": \"cosine\", \"warmup_steps\": 275, \"min_lr_frac\": 0.1, \"beta1\": 0.9, \"beta2\": 0.95, "
-               "\"eps\": 1e-8, \"weight_decay\": 0.1, \"grad_clip\": 1.0, \"shuffle\": true}, "
-               "\"eval\": {\"every\": 250, \"batches\": 20, \"attn_distance\": true}, "
-               "\"data\": {\"train\": \"fineweb_train_*.bin\", \"val\": \"fineweb_val_*.bin\"}}\n");
-    fclose(f);
+    if (bench_write_spec(specp, "bench", seeds, 11000) < 0) { perror(specp); return 1; }
     snprintf(cmd, sizeof cmd, "%s/prism-sweep create %s --db %s", build, specp, db);
     if (system(cmd) != 0) { fprintf(stderr, "bench_server: create failed\n"); return 1; }
 
-    int port = free_port();
+    int port = bench_free_port();
     char listen[64], logp[300];
     snprintf(listen, sizeof listen, "127.0.0.1:%d", port);
     snprintf(logp, sizeof logp, "%s/server.log", dir);
@@ -210,11 +181,9 @@ int main(int argc, char **argv) {
     snprintf(g_base, sizeof g_base, "http://%s", listen);
     curl_global_init(CURL_GLOBAL_ALL);
     /* wait for the server, then read the generated worker token */
-    char tokp[300], tok[200] = "";
-    snprintf(tokp, sizeof tokp, "%s.worker-token", db);
+    char tok[200] = "";
     for (int i = 0; i < 200; i++) {
-        FILE *t = fopen(tokp, "r");
-        if (t) { if (fgets(tok, sizeof tok, t)) tok[strcspn(tok, "\n")] = 0; fclose(t); }
+        bench_read_token(db, tok, sizeof tok);
         CURL *c = curl_easy_init();
         char url[200];
         snprintf(url, sizeof url, "%s/healthz", g_base);
@@ -235,11 +204,11 @@ int main(int argc, char **argv) {
     FILE *la = fopen("/proc/loadavg", "r");
     if (la) { if (fgets(load, sizeof load, la)) load[strcspn(load, " ")] = 0; fclose(la); }
     worker *ws = calloc((size_t)nworkers, sizeof *ws);
-    double t0 = now_s();
+    double t0 = util_now_s();
     g_deadline = t0 + secs;
     for (int i = 0; i < nworkers; i++) { ws[i].idx = i; pthread_create(&ws[i].th, NULL, worker_main, &ws[i]); }
     for (int i = 0; i < nworkers; i++) pthread_join(ws[i].th, NULL);
-    double elapsed = now_s() - t0;
+    double elapsed = util_now_s() - t0;
     /* the server's own count of group commits */
     long long commits = -1;
     {
@@ -268,7 +237,7 @@ int main(int argc, char **argv) {
     double *all = malloc((nlat ? nlat : 1) * sizeof *all);
     size_t k = 0;
     for (int i = 0; i < nworkers; i++) { memcpy(all + k, ws[i].lat, ws[i].nlat * sizeof *all); k += ws[i].nlat; free(ws[i].lat); }
-    qsort(all, nlat, sizeof *all, cmp_d);
+    qsort(all, nlat, sizeof *all, bench_cmp_double);
     double p50 = nlat ? all[nlat / 2] : 0, p99 = nlat ? all[(size_t)(nlat * 0.99)] : 0, pmax = nlat ? all[nlat - 1] : 0;
     char rawp[300];
     snprintf(rawp, sizeof rawp, "%s/raw.db", dir);

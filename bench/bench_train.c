@@ -44,13 +44,7 @@ int main(int argc, char **argv) {
      * with their mean, and the rounds alternate the two schedules */
     for (int r = 0; r < ROUNDS; r++)
         for (int i = 0; i < 2; i++) {
-            double cb, ca, tc;
-            double before = bench_sgemm_flops(2048, &cb);
-            tps[i][r] = bench_trainer_run(&tr[i], steps, &tc);
-            double after = bench_sgemm_flops(2048, &ca);
-            ref_all[2 * r + i] = 0.5 * (before + after);
-            ratio[i][r] = tps[i][r] * flops_tok / ref_all[2 * r + i];
-            cratio[i][r] = tc * flops_tok / (0.5 * (cb + ca));
+            tps[i][r] = bench_trainer_bracketed(&tr[i], steps, flops_tok, &ref_all[2 * r + i], &ratio[i][r], &cratio[i][r]);
             printf("round %d  %-18s %7.0f tok/s  %6.1f GFLOP/s  sgemm %6.1f GFLOP/s  ratio %.2f  (per CPU-second: %.2f)\n",
                    r + 1, names[i], tps[i][r], tps[i][r] * flops_tok / 1e9, ref_all[2 * r + i] / 1e9, ratio[i][r], cratio[i][r]);
         }

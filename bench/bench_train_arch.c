@@ -37,12 +37,8 @@ int main(int argc, char **argv) {
     double tps[2][ROUNDS], ratio[2][ROUNDS], cratio[2][ROUNDS];
     for (int r = 0; r < ROUNDS; r++)
         for (int i = 0; i < 2; i++) {
-            double cb, ca, tc;
-            double before = bench_sgemm_flops(2048, &cb);
-            tps[i][r] = bench_trainer_run(&tr[i], steps, &tc);
-            double after = bench_sgemm_flops(2048, &ca);
-            ratio[i][r] = tps[i][r] * ftok[i] / (0.5 * (before + after));
-            cratio[i][r] = tc * ftok[i] / (0.5 * (cb + ca));
+            double ref;
+            tps[i][r] = bench_trainer_bracketed(&tr[i], steps, ftok[i], &ref, &ratio[i][r], &cratio[i][r]);
             printf("round %d  %-6s %7.0f tok/s  %6.1f GFLOP/s  ratio %.2f  (per CPU-second: %.2f)\n", r + 1, names[i],
                    tps[i][r], tps[i][r] * ftok[i] / 1e9, ratio[i][r], cratio[i][r]);
         }

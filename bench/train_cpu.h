@@ -1,9 +1,11 @@
 /* train_cpu.h — what the CPU training benchmarks share (bench_train.c, bench_train_arch.c): process CPU time,
- * the sgemm yardstick, and a trainer that runs full steps of the CPU engine on fixed synthetic tokens.
+ * the sgemm yardstick, a trainer that runs full steps of the CPU engine on fixed synthetic tokens, and one
+ * training measurement bracketed by sgemm measurements.
  * Header-only (static functions): each benchmark is one program. */
 #ifndef PRISM_BENCH_TRAIN_CPU_H
 #define PRISM_BENCH_TRAIN_CPU_H
 
+#include "bench_util.h"
 #include "model.h"
 #include "util.h"
 #include <cblas.h>
@@ -76,14 +78,24 @@ static double bench_trainer_run(struct bench_trainer *tr, int steps, double *tok
     return tok / (util_now_s() - t0);
 }
 
+/* One measurement on a shared machine: sgemm, `steps` of tr, sgemm again. Returns tokens/s (wall); *ref = the
+ * mean of the two sgemm FLOP/s around it, *ratio = training FLOP/s (flops_tok per token) over *ref, *cratio =
+ * the same per CPU-second (so another process's load cancels out). */
+static double bench_trainer_bracketed(struct bench_trainer *tr, int steps, double flops_tok, double *ref, double *ratio,
+                                      double *cratio) {
+    double cb, ca, tc;
+    double before = bench_sgemm_flops(2048, &cb);
+    double tps = bench_trainer_run(tr, steps, &tc);
+    double after = bench_sgemm_flops(2048, &ca);
+    *ref = 0.5 * (before + after);
+    *ratio = tps * flops_tok / *ref;
+    *cratio = tc * flops_tok / (0.5 * (cb + ca));
+    return tps;
+}
+
 static void bench_trainer_release(struct bench_trainer *tr) {
     model_cpu_ops.free(tr->m);
     free(tr->in); free(tr->tg);
-}
-
-static int bench_cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
 }
 
 #endif

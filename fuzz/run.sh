@@ -27,7 +27,7 @@ srcs() {
   case $1 in
     request)    ls orchestrator/*.c common/*.c | grep -v -e '^orchestrator/main.c$'; echo "$OUT/gen/sql_embed.c" "$OUT/gen/deploy_embed.c" ;;
     job)        echo common/job.c common/schedule.c common/util.c ;;
-    spec)       echo orchestrator/spec.c common/job.c common/schedule.c common/util.c ;;
+    spec)       srcs request ;;   # spec.c checks halving (halving.c: the store) and sizes jobs (common/jobmodel.c)
     schedule)   echo common/schedule.c common/util.c ;;
     shard)      echo common/shard.c common/util.c ;;
     checkpoint) ls kernels/*.c; echo common/util.c ;;
@@ -35,8 +35,8 @@ srcs() {
 }
 libs() {
   case $1 in
-    request)    echo "$(pkg-config --cflags --libs sqlite3 libuv jansson) -lhttp_parser -lm -lpthread" ;;
-    job|spec)   echo "$(pkg-config --cflags --libs jansson) -lm" ;;
+    request|spec) echo "$(pkg-config --cflags --libs sqlite3 libuv jansson) -lhttp_parser -lm -lpthread" ;;
+    job)        echo "$(pkg-config --cflags --libs jansson) -lm" ;;
     checkpoint) echo "-fopenmp $(pkg-config --cflags --libs openblas) -lm -lpthread" ;;
     *)          echo "-lm" ;;
   esac

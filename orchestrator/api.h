@@ -1,4 +1,5 @@
-/* api.h — the orchestrator's HTTP/JSON API (docs/API.md): routing, auth, JSON handlers, group commit.
+/* api.h — the orchestrator's HTTP/JSON API (docs/API.md): routing, auth, JSON handlers, group commit
+ * (read views in views.h, static files in static.h, /healthz and /metrics in metrics.h).
  *
  * api_handle() is an http_handler_fn: it routes one request, checks its token, parses its JSON (size and
  * depth capped), calls the queue/sweeps/leaderboard modules and fills the response. Every write runs in a
@@ -57,6 +58,25 @@ typedef struct api {
     void *metrics_extra_ud;
     sqlite3_stmt *sp_stmt[3];  /* SAVEPOINT req, RELEASE req, ROLLBACK TO req: prepared once, owned */
 } api;
+
+/* One routed request as the router hands it to a handler: api.c's write handlers, views.c, static.c and
+ * metrics.c. Valid only during the call; the handler answers res and keeps nothing. */
+typedef struct api_ctx {
+    api *a;
+    http_request *req;
+    http_response *res;
+    long long id;              /* the "#" segment, when the route's pattern has one */
+    const char *seg[8];
+    int nseg;
+    json_t *body;              /* parsed body of POST routes (owned, freed by the router) */
+} api_ctx;
+
+/* Answers status with o compact JSON (steals o; 500 "out of memory" when it cannot be dumped), not cached. */
+void api_reply_json(http_response *res, int status, json_t *o);
+/* Answers a negative STORE_E* code: ENOTFOUND 404, ECONFLICT 409 ({error, state} when state is non-empty),
+ * EINVAL 400, else 500; msg (or "database error") is the error. A STORE_EIO on a POST is remembered for
+ * /healthz as a failed write. */
+void api_reply_store_error(api_ctx *c, int rc, const char *msg, const char *state);
 
 /* Returns 0, or -1 with a message in err. */
 int api_init(api *a, store *st, const auth_tokens *tokens, const api_config *cfg, char *err, size_t errlen);

@@ -1,7 +1,8 @@
 /* cmd_status.c — `prism-sweep status --db FILE [SWEEP]`: jobs per state (queued, leased, done, failed,
  * cancelled) of one sweep (by id or name) or of every sweep with a total.
  *
- * Design: a read of the store through sweeps.h (the same counts the server's GET /api/v1/sweeps[/{id}] return);
+ * Design: a read of the store through sweeps.h's one sweep summary (sweeps_summary, behind sweeps_get and
+ * sweeps_list), the same the server's GET /api/v1/sweeps[/{id}] serves in its own JSON shape;
  * the database must already exist, so a mistyped --db is an error rather than a new empty file.
  */
 #include <jansson.h>

@@ -93,7 +93,9 @@ int halving_parse(const json_t *v, long long steps, halving_cfg *cfg, char *err,
 int halving_load(store *st, long long sweep_id, halving_cfg *cfg, char *err, size_t errlen) {
     memset(cfg, 0, sizeof *cfg);
     sqlite3_stmt *s = NULL;
-    if (sqlite3_prepare_v2(st->db, "SELECT json_extract(spec, '$.halving'), json_extract(spec, '$.train.steps') "
+    /* train.steps: the jobs' steps column (the job model's, filled at create; every job of a sweep has the same) */
+    if (sqlite3_prepare_v2(st->db, "SELECT json_extract(spec, '$.halving'), "
+                                   "(SELECT coalesce(max(steps), 0) FROM jobs WHERE sweep_id = sweeps.id) "
                                    "FROM sweeps WHERE id = ?1", -1, &s, NULL) != SQLITE_OK)
         return db_fail(st, err, errlen, "halving config");
     sqlite3_bind_int64(s, 1, sweep_id);

@@ -5,22 +5,20 @@
  * normal case (PAPER.md), so the comparison that matters is the paired one: for each seed both the schedule
  * and the baseline finished, the same seed means the same init and data order, and the per-seed difference
  * removes most of the seed-to-seed variance. Its 95% CI uses Student's t with n−1 degrees of freedom
- * (tabulated for df ≤ 30, interpolated in 1/df beyond).
+ * (tabulated for df ≤ 30, interpolated in 1/df beyond). `prism-sweep leaderboard` prints it (cmd_leaderboard.c).
  */
 #include "leaderboard.h"
 #include "leaderboard_zeroshot.h"
 
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
-#include "cli.h"
 #include "halving.h"
 #include "stats.h"
 #include "sweeps.h"
-#include "commands.h"
 #include "http.h"
 
 double leaderboard_t975(int df) {
@@ -68,18 +66,26 @@ static const char *const STATES[LB_NSTATES] = { "queued", "leased", "done", "fai
 
 static json_t *num_or_null(double v) { return isfinite(v) ? json_real(v) : json_null(); }
 
+size_t leaderboard_key_range(const void *base, size_t n, size_t size, size_t key_off, long long id, size_t *end) {
+#define KEY(i) (*(const long long *)((const char *)base + (i) * size + key_off))
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (KEY(mid) < id) lo = mid + 1; else hi = mid;
+    }
+    size_t e = lo;
+    while (e < n && KEY(e) == id) e++;
+#undef KEY
+    *end = e;
+    return lo;
+}
+
 /* jobs[] is sorted by schedule id: the first of schedule id's jobs, and in *end one past its last. Keeps the
  * leaderboard O(jobs log jobs): a scan of every job per schedule stalls the server on sweeps of 10^4+ schedules. */
 static int jobs_range(const lb_job *jobs, int njob, long long id, int *end) {
-    int lo = 0, hi = njob;
-    while (lo < hi) {
-        int mid = lo + (hi - lo) / 2;
-        if (jobs[mid].schedule < id) lo = mid + 1; else hi = mid;
-    }
-    int e = lo;
-    while (e < njob && jobs[e].schedule == id) e++;
-    *end = e;
-    return lo;
+    size_t e, lo = leaderboard_key_range(jobs, (size_t)njob, sizeof *jobs, offsetof(lb_job, schedule), id, &e);
+    *end = (int)e;
+    return (int)lo;
 }
 
 static int cmp_rows(const void *pa, const void *pb) {
@@ -457,9 +463,9 @@ static int lb_build(store *st, long long sweep_id, int at_rung, json_t **out, ch
         long long trained = 0, full = 0, tps = 0;
         if (halving_steps(st, sweep_id, &trained, &full, err, errlen) < 0) { json_decref(*out); *out = NULL; goto out_rc; }
         sqlite3_stmt *t = NULL;
-        if (sqlite3_prepare_v2(st->db, "SELECT json_extract(spec, '$.train.batch_size') * coalesce(json_extract(spec, "
-                               "'$.train.seq_len'), json_extract(spec, '$.model.seq_len')) * coalesce(json_extract(spec, "
-                               "'$.train.grad_accum'), 1) FROM sweeps WHERE id = ?1", -1, &t, NULL) == SQLITE_OK) {
+        /* tokens per step: the jobs' column (the job model's, filled at create; the same for every job of a sweep) */
+        if (sqlite3_prepare_v2(st->db, "SELECT coalesce(max(tokens_per_step), 0) FROM jobs WHERE sweep_id = ?1", -1, &t,
+                               NULL) == SQLITE_OK) {
             sqlite3_bind_int64(t, 1, sweep_id);
             if (sqlite3_step(t) == SQLITE_ROW) tps = sqlite3_column_int64(t, 0);
         }
@@ -656,66 +662,4 @@ char *leaderboard_table(const json_t *lb) {
                        "finished seeds than the sweep's, listed after the complete schedules\n";
     http_buf_append(&b, foot, strlen(foot), SIZE_MAX / 2);
     return b.data;
-}
-
-/* ---- prism-sweep leaderboard ---------------------------------------------------------------------- */
-
-static int find_sweep(store *st, const char *arg, long long *id) {
-    sqlite3_stmt *s = NULL;
-    const char *sql = arg ? "SELECT id FROM sweeps WHERE name = ?1 OR CAST(id AS TEXT) = ?1 ORDER BY name = ?1 DESC LIMIT 1"
-                          : "SELECT id FROM sweeps ORDER BY id DESC LIMIT 1";
-    if (sqlite3_prepare_v2(st->db, sql, -1, &s, NULL) != SQLITE_OK) return STORE_EIO;
-    if (arg) sqlite3_bind_text(s, 1, arg, -1, SQLITE_TRANSIENT);
-    int rc = sqlite3_step(s);
-    if (rc == SQLITE_ROW) *id = sqlite3_column_int64(s, 0);
-    sqlite3_finalize(s);
-    return rc == SQLITE_ROW ? STORE_OK : rc == SQLITE_DONE ? STORE_ENOTFOUND : STORE_EIO;
-}
-
-int cmd_leaderboard(int argc, char **argv) {
-    const char *db = "prism.db", *fmt = "table";
-    cli_flag flags[] = {
-        { "--db", CLI_STR, &db, "prism.db", "the SQLite database", 0, 0, NULL, 0 },
-        { "--format", CLI_CHOICE, &fmt, "table", "output format", 0, 0, "table|csv|json", 0 },
-        { 0 },
-    };
-    cli_cmd cmd = { "leaderboard", "--db FILE [SWEEP] [--format table|csv|json]",
-                    "Rank a sweep's schedules (SWEEP = id or name; default the newest sweep) by the paired mean difference of "
-                    "final val loss against the uniform baseline over the seeds both finished, with its 95% confidence "
-                    "interval, the paired t-test p-value Holm-adjusted over the sweep, and the tied-for-best group.", flags, NULL };
-    char *pos[1];
-    int npos = 0;
-    int rc = cli_parse(&cmd, argc, argv, pos, 1, &npos);
-    if (rc != CLI_OK) return rc == CLI_HELP ? 0 : 2;
-    if (access(db, F_OK) != 0) return cli_error("leaderboard", "--db %s: no such file (create a sweep first)", db);
-    char err[1024] = "";
-    store *st = NULL;
-    if (store_open_readonly(db, &st, err, sizeof err) < 0) {   /* a read command changes no file */
-        fprintf(stderr, "prism-sweep leaderboard: %s\n", err);
-        return 2;
-    }
-    long long id = 0;
-    int status = 1;
-    json_t *lb = NULL;
-    rc = find_sweep(st, npos ? pos[0] : NULL, &id);
-    if (rc == STORE_ENOTFOUND) {
-        status = cli_error("leaderboard", npos ? "no sweep \"%s\" in %s (see prism-sweep status)" : "%s%s has no sweeps yet "
-                           "(prism-sweep create SPEC.json)", npos ? pos[0] : "", db);
-        goto out;
-    }
-    if (rc < 0 || (rc = leaderboard_build(st, id, &lb, err, sizeof err)) < 0) {
-        fprintf(stderr, "prism-sweep leaderboard: %s\n", rc == STORE_EIO && !lb ? (err[0] ? err : sqlite3_errmsg(st->db)) : err);
-        goto out;
-    }
-    char *text = strcmp(fmt, "json") == 0 ? json_dumps(lb, JSON_INDENT(2) | JSON_REAL_PRECISION(15))
-               : strcmp(fmt, "csv") == 0 ? leaderboard_csv(lb) : leaderboard_table(lb);
-    if (!text) { fprintf(stderr, "prism-sweep leaderboard: out of memory\n"); goto out; }
-    fputs(text, stdout);
-    if (strcmp(fmt, "json") == 0) fputc('\n', stdout);
-    free(text);
-    status = 0;
-out:
-    json_decref(lb);
-    store_close(st);
-    return status;
 }

@@ -29,6 +29,11 @@ char *leaderboard_csv(const json_t *lb);
 /* A human table for the terminal. malloc'd, caller frees. */
 char *leaderboard_table(const json_t *lb);
 
+/* The run of elements of base (n elements of size bytes, sorted ascending by the long long at byte key_off) whose
+ * key is id: returns its first index and sets *end one past its last (both the insertion point when none).
+ * Binary search, O(log n): the leaderboard and its zero-shot columns find each schedule's rows with it. */
+size_t leaderboard_key_range(const void *base, size_t n, size_t size, size_t key_off, long long id, size_t *end);
+
 /* Two-sided 95% Student t quantile t_{0.975, df} (df >= 1). */
 double leaderboard_t975(int df);
 #endif

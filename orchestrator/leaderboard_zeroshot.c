@@ -9,6 +9,7 @@
 #include "leaderboard_zeroshot.h"
 #include "leaderboard.h"
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,15 +21,7 @@ static json_t *num_or_null(double v) { return isfinite(v) ? json_real(v) : json_
 /* pts[] is sorted by schedule (the query's ORDER BY): [first, *end) are schedule id's points. O(log n), so the
  * columns stay cheap on sweeps of 10^4+ schedules. */
 static size_t points_range(const struct zs_point *pts, size_t np, long long id, size_t *end) {
-    size_t lo = 0, hi = np;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (pts[mid].schedule < id) lo = mid + 1; else hi = mid;
-    }
-    size_t e = lo;
-    while (e < np && pts[e].schedule == id) e++;
-    *end = e;
-    return lo;
+    return leaderboard_key_range(pts, np, sizeof *pts, offsetof(struct zs_point, schedule), id, end);
 }
 
 static int task_index(json_t *names, const char *name) {

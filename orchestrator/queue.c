@@ -8,6 +8,10 @@
  * Lease order: ORDER BY priority DESC, seed_index, is_baseline DESC, schedule ord, id over queued jobs of
  * active sweeps: every schedule's first seed before any second seed, the uniform baseline first at each seed.
  * The jobs_queue index serves the (state, priority, seed_index) prefix; only one seed level is sorted.
+ * Steps and tokens per step are the jobs' columns (the job model's, common/jobmodel.h, filled at create).
+ *
+ * Size (~720 lines): every transition shares the statement cache S(), the lease check (lease_read, renew_row)
+ * and the error helpers; split, those would become an exported internal interface for no reader's gain.
  */
 #include "queue.h"
 
@@ -24,7 +28,7 @@ enum {
     S_LEASE_PICK, S_LEASE_TAKE, S_LEASE_ROW, S_JOB_LEASE, S_RENEW, S_PROGRESS,
     S_METRIC_INS, S_CKPT, S_RESULT_INS, S_DONE, S_FAIL, S_REQUEUE_FAIL,
     S_EXPIRED, S_EXPIRE_Q, S_EXPIRE_F, S_JOB_STATE, S_CANCEL, S_REQUEUE, S_PRIO, S_SWEEP_STATE,
-    S_SWEEP_PRIO, S_SWEEP_JOBS_PRIO, S_SWEEP_EXISTS, S_JOB_JSON, S_SET_STEPS, S_GRACE,
+    S_SWEEP_PRIO, S_SWEEP_JOBS_PRIO, S_SWEEP_EXISTS, S_SET_STEPS, S_GRACE,
     S_WORKER_SEEN_LAZY,
     S_COUNT
 };
@@ -45,8 +49,8 @@ static const char *const SQL[S_COUNT] = {
     [S_LEASE_ROW] =
         "SELECT j.attempt, j.sweep_id, j.schedule_id, j.seed, sc.heads, j.job, j.checkpoint_path, j.checkpoint_step, j.stop_at_step "
         "FROM jobs j JOIN schedules sc ON sc.id = j.schedule_id WHERE j.id = ?1",
-    [S_JOB_LEASE] = "SELECT state, lease_token, attempt, attempt_base, worker_id, lease_expires_at, "
-                    "coalesce(nullif(steps, 0), json_extract(job, '$.train.steps'), 0) FROM jobs WHERE id = ?1",
+    [S_JOB_LEASE] = "SELECT state, lease_token, attempt, attempt_base, worker_id, lease_expires_at, steps, tokens_per_step "
+                    "FROM jobs WHERE id = ?1",
     [S_RENEW] = "UPDATE jobs SET lease_expires_at = ?2, updated_at = ?3 WHERE id = ?1",
     [S_PROGRESS] = "UPDATE jobs SET step = max(step, ?2), last_loss = CASE WHEN ?2 >= step THEN coalesce(?3, last_loss) "
                    "ELSE last_loss END WHERE id = ?1",
@@ -75,7 +79,6 @@ static const char *const SQL[S_COUNT] = {
     [S_SWEEP_PRIO] = "UPDATE sweeps SET priority = ?2 WHERE id = ?1",
     [S_SWEEP_JOBS_PRIO] = "UPDATE jobs SET priority = ?2 WHERE sweep_id = ?1 AND state = 'queued'",
     [S_SWEEP_EXISTS] = "SELECT 1 FROM sweeps WHERE id = ?1",
-    [S_JOB_JSON] = "SELECT job FROM jobs WHERE id = ?1",
     [S_SET_STEPS] = "UPDATE jobs SET steps = ?2 WHERE id = ?1 AND steps != ?2",
     [S_GRACE] = "UPDATE jobs SET lease_expires_at = ?1 WHERE state = 'leased' AND lease_expires_at < ?1",
     [S_WORKER_SEEN_LAZY] = "UPDATE workers SET last_seen_at = ?2 WHERE id = ?1 AND last_seen_at < ?3",
@@ -88,7 +91,6 @@ void queue_init(queue *q, store *st, double lease_ttl, int max_attempts) {
     q->st = st;
     q->lease_ttl = lease_ttl;
     q->max_attempts = max_attempts;
-    q->tps_cache = calloc(QUEUE_TPS_CACHE, sizeof *q->tps_cache);   /* NULL: every lookup parses the job JSON */
 }
 
 void queue_release(queue *q) {
@@ -96,8 +98,6 @@ void queue_release(queue *q) {
         sqlite3_finalize(q->stmt[i]);
         q->stmt[i] = NULL;
     }
-    free(q->tps_cache);
-    q->tps_cache = NULL;
 }
 
 /* The cached statement i, reset and unbound; NULL on a prepare error (q->err set). */
@@ -168,31 +168,6 @@ int queue_register(queue *q, const char *name, const char *host, const char *dev
 }
 
 /* ---- leases -------------------------------------------------------------------------------------- */
-
-/* Reads a job's tokens per step (B·T·A from its JSON), cached; 0 when the job lacks those fields. */
-static long long job_tps(queue *q, long long job) {
-    int slot = (int)(job % QUEUE_TPS_CACHE);
-    if (q->tps_cache && q->tps_cache[slot].job == job) return q->tps_cache[slot].tps;
-    long long tps = 0;
-    sqlite3_stmt *s = S(q, S_JOB_JSON);
-    if (!s) return 0;
-    sqlite3_bind_int64(s, 1, job);
-    if (sqlite3_step(s) == SQLITE_ROW) {
-        json_t *j = json_loads((const char *)sqlite3_column_text(s, 0), 0, NULL);
-        json_t *tr = json_object_get(j, "train");
-        json_t *b = json_object_get(tr, "batch_size"), *t = json_object_get(tr, "seq_len"), *a = json_object_get(tr, "grad_accum");
-        if (!t) t = json_object_get(json_object_get(j, "model"), "seq_len");
-        if (json_is_integer(b) && json_is_integer(t))
-            tps = json_integer_value(b) * json_integer_value(t) * (json_is_integer(a) ? json_integer_value(a) : 1);
-        json_decref(j);
-    }
-    sqlite3_reset(s);
-    if (q->tps_cache) {
-        q->tps_cache[slot].job = job;
-        q->tps_cache[slot].tps = tps;
-    }
-    return tps;
-}
 
 int queue_lease(queue *q, long long worker_id, const char *device, json_t **out) {
     *out = NULL;
@@ -273,7 +248,8 @@ typedef struct lease_row {
     int token_ok;
     long long attempt, attempt_base;
     long long worker_id;            /* 0 when NULL */
-    long long steps;                /* the job's train.steps (0 when unknown) */
+    long long steps;                /* the job's train.steps (jobs.steps, the job model's; 0 when unknown) */
+    long long tokens_per_step;      /* B x T x grad_accum (jobs.tokens_per_step, the job model's; 0 when unknown) */
     double expires;                 /* lease_expires_at (0 when NULL) */
 } lease_row;
 
@@ -297,6 +273,7 @@ static int lease_read(queue *q, long long job, const char *token, lease_row *r) 
     r->worker_id = sqlite3_column_int64(s, 4);
     r->expires = sqlite3_column_double(s, 5);
     r->steps = sqlite3_column_int64(s, 6);
+    r->tokens_per_step = sqlite3_column_int64(s, 7);
     sqlite3_reset(s);
     return STORE_OK;
 }
@@ -414,7 +391,7 @@ int queue_metrics(queue *q, long long job, const char *token, json_t *points, in
         }
     }
     if ((rc = renew_row(q, job, &r, expires, 1)) < 0) return rc;
-    long long tps = job_tps(q, job);
+    long long tps = r.tokens_per_step;
     long long max_step = -1;
     double max_loss = NAN;
     for (size_t i = 0; i < n; i++) {

@@ -23,7 +23,6 @@
 enum { QUEUE_OK = 0, QUEUE_EMPTY = 1 };
 
 #define QUEUE_NSTMT 40
-#define QUEUE_TPS_CACHE 65536   /* slots of the job -> tokens-per-step cache (a fleet's live jobs) */
 
 typedef struct queue {
     store *st;                          /* not owned */
@@ -34,7 +33,6 @@ typedef struct queue {
     char state[16];                     /* job state on STORE_ECONFLICT */
     /* counters for /metrics (since start) */
     unsigned long long leases_granted, leases_expired, points_stored, jobs_completed, jobs_failed;
-    struct queue_tps { long long job; long long tps; } *tps_cache;   /* QUEUE_TPS_CACHE slots by job id, owned; NULL: no cache */
 } queue;
 
 void queue_init(queue *q, store *st, double lease_ttl, int max_attempts);

@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "job.h"
+#include "jobmodel.h"
 
 typedef struct builder {
     sweep_spec *sp;
@@ -435,7 +436,10 @@ static int spec_from_json_max(json_t *root, long long max_jobs, sweep_spec *sp, 
     int jrc = job_from_json(job, &cfg, why, sizeof why);
     json_decref(job);
     if (jrc < 0) { rc = err_at(err, errlen, "%s", why); goto out; }
-    sp->steps = cfg.train.steps;
+    job_sizes sizes;   /* every job of the spec shares its train section, so these are every job's */
+    jobmodel_sizes(&cfg, &sizes);
+    sp->steps = sizes.steps;
+    sp->tokens_per_step = sizes.tokens_per_step;
     job_release(&cfg);
     halving_cfg hv;   /* successive halving: its rungs must round to distinct steps of this train.steps */
     if (halving_parse(json_object_get(root, "halving"), sp->steps, &hv, err, errlen) < 0) { rc = SPEC_EINVAL; goto out; }

@@ -41,7 +41,8 @@ typedef struct sweep_spec {
     char name[128];
     int priority;
     int n_layer, d_model;
-    int64_t steps;           /* train.steps */
+    int64_t steps;           /* train.steps, and */
+    int64_t tokens_per_step; /* batch_size x seq_len x grad_accum of every job, by the job model (common/jobmodel.h) */
     schedule_rules rules;    /* resolved (L, d_model, h_base filled) */
     int n_schedules;
     int *heads;              /* [n_schedules][n_layer], in ord order; owned */

@@ -7,6 +7,7 @@
  * orchestrator writes; synchronous=FULL makes every COMMIT durable before we answer anyone.
  */
 #include "store.h"
+#include "jobmodel.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +17,7 @@
 extern const char prism_sql_schema[];
 extern const char prism_sql_halving[];
 extern const char prism_sql_metrics_append[];
+extern const char prism_sql_job_sizes[];
 
 /* Migration i (1-based) brings user_version from i-1 to i. Migrations run with foreign_keys OFF (a table
  * rebuild must not cascade its DROP into the tables that reference it); it is back ON when they are done. */
@@ -23,8 +25,43 @@ static const char *const migrations[] = {
     prism_sql_schema,
     prism_sql_halving,   /* job states paused/pruned, jobs.stop_at_step/rung, rung_results, halving_decisions */
     prism_sql_metrics_append,   /* metrics in arrival order (rowid) with a UNIQUE index as the idempotency key */
+    prism_sql_job_sizes,   /* jobs.tokens_per_step; fill_job_sizes() then fills it and steps by the job model */
 };
 #define N_MIGRATIONS ((int)(sizeof migrations / sizeof migrations[0]))
+
+/* Migration 4's C half: every existing job's steps (where still 0) and tokens_per_step by the job model
+ * (common/jobmodel.h) from the job JSON it stores, the same numbers sweeps.c writes at create. A row whose
+ * JSON is not a valid job (none that prism-sweep made) keeps its 0s. Runs inside the migration's transaction. */
+static int fill_job_sizes(store *st) {
+    sqlite3_stmt *sel = NULL, *upd = NULL;
+    int rc = STORE_OK, step;
+    if (sqlite3_prepare_v2(st->db, "SELECT id, job FROM jobs ORDER BY id", -1, &sel, NULL) != SQLITE_OK ||
+        sqlite3_prepare_v2(st->db, "UPDATE jobs SET steps = CASE WHEN steps = 0 THEN ?2 ELSE steps END, "
+                           "tokens_per_step = ?3 WHERE id = ?1", -1, &upd, NULL) != SQLITE_OK) {
+        rc = store_fail(st, "job sizes");
+        goto out;
+    }
+    while ((step = sqlite3_step(sel)) == SQLITE_ROW) {
+        job_sizes z;
+        char why[256];
+        if (jobmodel_sizes_text((const char *)sqlite3_column_text(sel, 1), &z, why, sizeof why) < 0) continue;
+        sqlite3_reset(upd);
+        sqlite3_bind_int64(upd, 1, sqlite3_column_int64(sel, 0));
+        sqlite3_bind_int64(upd, 2, z.steps);
+        sqlite3_bind_int64(upd, 3, z.tokens_per_step);
+        if (sqlite3_step(upd) != SQLITE_DONE) { rc = store_fail(st, "job sizes"); goto out; }
+    }
+    if (step != SQLITE_DONE) rc = store_fail(st, "job sizes");
+out:
+    sqlite3_finalize(sel);
+    sqlite3_finalize(upd);
+    return rc;
+}
+
+/* The C half of migration i, run after its SQL in the same transaction; NULL: none. */
+static int (*const migration_fill[])(store *) = { NULL, NULL, NULL, fill_job_sizes };
+_Static_assert(sizeof migration_fill / sizeof migration_fill[0] == sizeof migrations / sizeof migrations[0],
+               "one migration_fill entry per migration");
 
 double store_now(void) {
     struct timeval tv;
@@ -75,7 +112,8 @@ static int migrate(store *st) {
         char bump[64];
         snprintf(bump, sizeof bump, "PRAGMA user_version = %d", i + 1);
         if ((rc = store_begin(st)) < 0) return rc;
-        if ((rc = store_exec(st, migrations[i])) < 0 || (rc = store_exec(st, bump)) < 0) {
+        if ((rc = store_exec(st, migrations[i])) < 0 || (migration_fill[i] && (rc = migration_fill[i](st)) < 0) ||
+            (rc = store_exec(st, bump)) < 0) {
             char why[400];
             snprintf(why, sizeof why, "%.399s", st->err);
             store_rollback(st);

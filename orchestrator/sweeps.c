@@ -70,7 +70,7 @@ static int create_rows(store *st, const sweep_spec *sp, const char *spec_text, s
         (rc = prep(st, &get_sched, "SELECT id FROM schedules WHERE sweep_id = ?1 AND heads = ?2")) < 0 ||
         (rc = prep(st, &max_ord, "SELECT coalesce(max(ord), -1) FROM schedules WHERE sweep_id = ?1")) < 0 ||
         (rc = prep(st, &ins_job, "INSERT INTO jobs (sweep_id, schedule_id, seed, seed_index, priority, job, steps, "
-                                 "created_at, updated_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?8) "
+                                 "created_at, updated_at, tokens_per_step) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?8, ?9) "
                                  "ON CONFLICT (schedule_id, seed) DO NOTHING")) < 0)
         goto out;
 
@@ -134,8 +134,9 @@ static int create_rows(store *st, const sweep_spec *sp, const char *spec_text, s
             sqlite3_bind_int(ins_job, 4, j);
             sqlite3_bind_int(ins_job, 5, sp->priority);
             sqlite3_bind_text(ins_job, 6, text, -1, free);
-            sqlite3_bind_int64(ins_job, 7, sp->steps);
+            sqlite3_bind_int64(ins_job, 7, sp->steps);   /* the job model's numbers (spec.c) */
             sqlite3_bind_double(ins_job, 8, now);
+            sqlite3_bind_int64(ins_job, 9, sp->tokens_per_step);
             if (sqlite3_step(ins_job) != SQLITE_DONE) { rc = store_fail(st, "insert job"); goto out; }
             out->jobs_created += sqlite3_changes(st->db);
         }
@@ -257,7 +258,22 @@ int sweeps_count_states(store *st, int64_t sweep_id, sweeps_counts *c) {
     return rc;
 }
 
-static int fill_info(store *st, sqlite3_stmt *s, sweeps_info *info) {
+/* One row per sweep: counts per state, steps done and in total, jobs done since ?2. Steps are the jobs.steps
+ * column (the job model's train.steps, filled at create); total() sums in floating point (never an overflow
+ * error); a job counts at most its own steps, a pruned one ends at its rung, a cancelled one counts nothing. */
+static const char SUMMARY_SQL[] =
+    "SELECT s.id, s.name, s.state, s.priority, s.created_at, "
+    " (SELECT count(*) FROM schedules WHERE sweep_id = s.id), "
+    " coalesce(sum(j.state = 'queued'), 0), coalesce(sum(j.state = 'leased'), 0), coalesce(sum(j.state = 'done'), 0), "
+    " coalesce(sum(j.state = 'failed'), 0), coalesce(sum(j.state = 'cancelled'), 0), "
+    " coalesce(sum(j.state = 'paused'), 0), coalesce(sum(j.state = 'pruned'), 0), count(j.id), "
+    " CAST(total(CASE WHEN j.state = 'cancelled' THEN 0 WHEN j.state = 'done' THEN j.steps "
+    "   ELSE min(j.step, coalesce(nullif(j.steps, 0), j.step)) END) AS INTEGER), "
+    " CAST(total(CASE WHEN j.state = 'cancelled' THEN 0 WHEN j.state = 'pruned' THEN j.step ELSE j.steps END) AS INTEGER), "
+    " coalesce(sum(j.state = 'done' AND j.finished_at > ?2), 0) "
+    "FROM sweeps s LEFT JOIN jobs j ON j.sweep_id = s.id WHERE (?1 = 0 OR s.id = ?1) GROUP BY s.id ORDER BY s.id";
+
+static void fill_info(sqlite3_stmt *s, sweeps_info *info) {
     memset(info, 0, sizeof *info);
     info->id = sqlite3_column_int64(s, 0);
     snprintf(info->name, sizeof info->name, "%s", (const char *)sqlite3_column_text(s, 1));
@@ -265,34 +281,21 @@ static int fill_info(store *st, sqlite3_stmt *s, sweeps_info *info) {
     info->priority = sqlite3_column_int(s, 3);
     info->created_at = sqlite3_column_double(s, 4);
     info->n_schedules = sqlite3_column_int64(s, 5);
-    return sweeps_count_states(st, info->id, &info->counts);
+    sweeps_counts *c = &info->counts;
+    int64_t *const col[] = { &c->queued, &c->leased, &c->done, &c->failed, &c->cancelled, &c->paused, &c->pruned,
+                             &c->total, &info->steps_done, &info->steps_total, &info->jobs_done_since };   /* columns 6.. */
+    for (int k = 0; k < (int)(sizeof col / sizeof col[0]); k++) *col[k] = sqlite3_column_int64(s, 6 + k);
 }
 
-#define INFO_SQL "SELECT id, name, state, priority, created_at, " \
-                 "(SELECT count(*) FROM schedules WHERE sweep_id = sweeps.id) FROM sweeps "
-
-int sweeps_get(store *st, int64_t sweep_id, sweeps_info *info) {
-    sqlite3_stmt *s = NULL;
-    int rc;
-    if ((rc = prep(st, &s, INFO_SQL "WHERE id = ?1")) < 0) return rc;
-    sqlite3_bind_int64(s, 1, sweep_id);
-    int step = sqlite3_step(s);
-    if (step == SQLITE_ROW) rc = fill_info(st, s, info);
-    else if (step == SQLITE_DONE) {
-        snprintf(st->err, sizeof st->err, "no sweep with id %lld", (long long)sweep_id);
-        rc = STORE_ENOTFOUND;
-    } else rc = store_fail(st, "get sweep");
-    sqlite3_finalize(s);
-    return rc;
-}
-
-int sweeps_list(store *st, sweeps_info **out, int *n) {
+int sweeps_summary(store *st, int64_t sweep_id, double done_since, sweeps_info **out, int *n) {
     sqlite3_stmt *s = NULL;
     sweeps_info *v = NULL;
     int rc, cap = 0, k = 0, step;
     *out = NULL;
     *n = 0;
-    if ((rc = prep(st, &s, INFO_SQL "ORDER BY id")) < 0) return rc;
+    if ((rc = prep(st, &s, SUMMARY_SQL)) < 0) return rc;
+    sqlite3_bind_int64(s, 1, sweep_id);
+    sqlite3_bind_double(s, 2, done_since);
     while ((step = sqlite3_step(s)) == SQLITE_ROW) {
         if (k == cap) {
             cap = cap ? cap * 2 : 16;
@@ -300,10 +303,9 @@ int sweeps_list(store *st, sweeps_info **out, int *n) {
             if (!nv) { snprintf(st->err, sizeof st->err, "out of memory"); rc = STORE_EIO; goto out; }
             v = nv;
         }
-        if ((rc = fill_info(st, s, &v[k])) < 0) goto out;
-        k++;
+        fill_info(s, &v[k++]);
     }
-    if (step != SQLITE_DONE) { rc = store_fail(st, "list sweeps"); goto out; }
+    if (step != SQLITE_DONE) { rc = store_fail(st, "sweeps"); goto out; }
     *out = v;
     *n = k;
     v = NULL;
@@ -312,6 +314,22 @@ out:
     free(v);
     sqlite3_finalize(s);
     return rc;
+}
+
+int sweeps_get(store *st, int64_t sweep_id, sweeps_info *info) {
+    sweeps_info *v = NULL;
+    int n = 0, rc = sweeps_summary(st, sweep_id > 0 ? sweep_id : -1, store_now() - SWEEPS_DONE_WINDOW_S, &v, &n);
+    if (rc == STORE_OK && n == 0) {
+        snprintf(st->err, sizeof st->err, "no sweep with id %lld", (long long)sweep_id);
+        rc = STORE_ENOTFOUND;
+    }
+    if (rc == STORE_OK) *info = v[0];
+    free(v);
+    return rc;
+}
+
+int sweeps_list(store *st, sweeps_info **out, int *n) {
+    return sweeps_summary(st, 0, store_now() - SWEEPS_DONE_WINDOW_S, out, n);
 }
 
 json_t *sweeps_counts_json(const sweeps_counts *c) {

@@ -40,7 +40,14 @@ typedef struct sweeps_info {
     double created_at;
     int64_t n_schedules;
     sweeps_counts counts;
+    int64_t steps_done;            /* steps trained: a done job's train.steps, a running one's progress (at most
+                                      its steps), a cancelled one's none */
+    int64_t steps_total;           /* steps the sweep trains: every job's train.steps, a pruned one's up to its
+                                      rung, a cancelled one's none */
+    int64_t jobs_done_since;       /* jobs done after the done_since given to sweeps_summary */
 } sweeps_info;
+
+#define SWEEPS_DONE_WINDOW_S 600.0   /* sweeps_list/sweeps_get: jobs_done_since counts the last 10 minutes */
 
 /* Creates sp's sweep (spec_text is stored as the sweep's spec; it may be NULL: then sp->root is dumped). */
 int sweeps_create(store *st, const sweep_spec *sp, const char *spec_text, sweeps_created *out);
@@ -60,9 +67,15 @@ int sweeps_find(store *st, const char *id_or_name, int64_t *id);
 /* Jobs per state of one sweep (sweep_id > 0) or of all sweeps (sweep_id = 0). */
 int sweeps_count_states(store *st, int64_t sweep_id, sweeps_counts *c);
 
-/* Every sweep with its counts, ordered by id. *out is malloc'd (caller frees), *n its length. */
+/* The sweep summary: the one function behind `prism-sweep status` and GET /api/v1/sweeps[/{id}] (each
+ * prints or serves its own shape of it). Every sweep (sweep_id 0) or the one with that id, ordered by id,
+ * with its schedules, jobs per state, steps done and in total, and jobs done after done_since (Unix
+ * seconds). *out is malloc'd (caller frees; NULL when *n is 0), *n its length (0: no such sweep). Returns 0,
+ * or STORE_EIO with st->err "sweeps: <SQLite's message>" (a read error, never fewer rows). One SQL query. */
+int sweeps_summary(store *st, int64_t sweep_id, double done_since, sweeps_info **out, int *n);
+/* sweeps_summary of every sweep, jobs_done_since over the last SWEEPS_DONE_WINDOW_S. */
 int sweeps_list(store *st, sweeps_info **out, int *n);
-/* One sweep's info. STORE_ENOTFOUND when there is none. */
+/* sweeps_summary of one sweep. STORE_ENOTFOUND (st->err says so) when there is none. */
 int sweeps_get(store *st, int64_t sweep_id, sweeps_info *info);
 
 /* {"queued":..,"leased":..,"done":..,"failed":..,"cancelled":..,"total":..} and the info object

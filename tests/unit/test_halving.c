@@ -10,6 +10,7 @@
 #include "spec.h"
 #include "store.h"
 #include "sweeps.h"
+#include "store_test_lib.h"
 
 #define TINY_MODEL "\"model\": {\"n_layer\": 4, \"d_model\": 64, \"vocab_size\": 256, \"padded_vocab_size\": 256, " \
                    "\"seq_len\": 64}"
@@ -84,14 +85,6 @@ static store *fresh_store(void) {
     store *st = NULL;
     if (store_open(db_path, &st, err, sizeof err) != 0) HFAIL("store_open: %s", err);
     return st;
-}
-
-static long long qv(store *st, const char *sql) {
-    sqlite3_stmt *s = NULL;
-    if (sqlite3_prepare_v2(st->db, sql, -1, &s, NULL) != SQLITE_OK) HFAIL("prepare %s: %s", sql, sqlite3_errmsg(st->db));
-    long long v = sqlite3_step(s) == SQLITE_ROW ? sqlite3_column_int64(s, 0) : -1;
-    sqlite3_finalize(s);
-    return v;
 }
 
 extern const char prism_sql_schema[];

@@ -6,6 +6,7 @@
 #include "queue.h"
 #include "store.h"
 #include "sweeps.h"
+#include "store_test_lib.h"
 
 #include <math.h>
 
@@ -16,14 +17,6 @@
              "\"data\": {\"train\": \"data/*train*.bin\", \"val\": \"data/*val*.bin\"} }"
 
 typedef struct fixture { store *st; queue q; long long wid; long long njobs; } fixture;
-
-static long long qv(store *st, const char *sql) {
-    sqlite3_stmt *s = NULL;
-    if (sqlite3_prepare_v2(st->db, sql, -1, &s, NULL) != SQLITE_OK) HFAIL("prepare %s: %s", sql, sqlite3_errmsg(st->db));
-    long long v = sqlite3_step(s) == SQLITE_ROW ? sqlite3_column_int64(s, 0) : -1;
-    sqlite3_finalize(s);
-    return v;
-}
 
 static void setup(fixture *f, double ttl, int max_attempts) {
     char path[4200], err[1024];

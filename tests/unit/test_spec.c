@@ -8,6 +8,7 @@
 #include "spec.h"
 #include "store.h"
 #include "sweeps.h"
+#include "store_test_lib.h"
 
 #define TINY_MODEL "\"model\": {\"n_layer\": 4, \"d_model\": 64, \"vocab_size\": 256, \"padded_vocab_size\": 256, " \
                    "\"seq_len\": 64}"
@@ -220,14 +221,6 @@ static store *fresh_store(void) {
     return st;
 }
 
-static long long q(store *st, const char *sql) {
-    sqlite3_stmt *s = NULL;
-    if (sqlite3_prepare_v2(st->db, sql, -1, &s, NULL) != SQLITE_OK) HFAIL("prepare %s: %s", sql, sqlite3_errmsg(st->db));
-    long long v = sqlite3_step(s) == SQLITE_ROW ? sqlite3_column_int64(s, 0) : -1;
-    sqlite3_finalize(s);
-    return v;
-}
-
 TEST(create_is_one_transaction_and_idempotent) {
     store *st = fresh_store();
     sweeps_created c;
@@ -237,16 +230,16 @@ TEST(create_is_one_transaction_and_idempotent) {
     ASSERT_EQ_INT(1, c.sweep_is_new);
     ASSERT_EQ_INT(6, c.schedules_created);
     ASSERT_EQ_INT(12, c.jobs_created);
-    ASSERT_EQ_INT(12, q(st, "SELECT count(*) FROM jobs WHERE state = 'queued' AND priority = 5 AND steps = 10"));
-    ASSERT_EQ_INT(1, q(st, "SELECT count(*) FROM schedules WHERE is_baseline = 1 AND heads = '4,4,4,4' AND ord = 0"));
-    ASSERT_EQ_INT(6, q(st, "SELECT count(*) FROM jobs WHERE seed = 2 AND seed_index = 1"));
+    ASSERT_EQ_INT(12, qv(st, "SELECT count(*) FROM jobs WHERE state = 'queued' AND priority = 5 AND steps = 10"));
+    ASSERT_EQ_INT(1, qv(st, "SELECT count(*) FROM schedules WHERE is_baseline = 1 AND heads = '4,4,4,4' AND ord = 0"));
+    ASSERT_EQ_INT(6, qv(st, "SELECT count(*) FROM jobs WHERE seed = 2 AND seed_index = 1"));
     /* ids follow the lease order: all first seeds (baseline first) before any second seed */
-    ASSERT_EQ_INT(6, q(st, "SELECT max(id) FROM jobs WHERE seed_index = 0"));
-    ASSERT_EQ_INT(1, q(st, "SELECT j.id FROM jobs j JOIN schedules s ON s.id = j.schedule_id WHERE s.is_baseline = 1 "
+    ASSERT_EQ_INT(6, qv(st, "SELECT max(id) FROM jobs WHERE seed_index = 0"));
+    ASSERT_EQ_INT(1, qv(st, "SELECT j.id FROM jobs j JOIN schedules s ON s.id = j.schedule_id WHERE s.is_baseline = 1 "
                            "AND j.seed_index = 0"));
-    ASSERT_EQ_INT(7, q(st, "SELECT j.id FROM jobs j JOIN schedules s ON s.id = j.schedule_id WHERE s.is_baseline = 1 "
+    ASSERT_EQ_INT(7, qv(st, "SELECT j.id FROM jobs j JOIN schedules s ON s.id = j.schedule_id WHERE s.is_baseline = 1 "
                            "AND j.seed_index = 1"));
-    ASSERT_EQ_INT(1, q(st, "SELECT count(*) FROM jobs j JOIN schedules s ON s.id = j.schedule_id WHERE s.heads = "
+    ASSERT_EQ_INT(1, qv(st, "SELECT count(*) FROM jobs j JOIN schedules s ON s.id = j.schedule_id WHERE s.heads = "
                            "'1,2,4,4' AND j.seed = 1 AND json_extract(j.job, '$.train.seed') = 1 AND "
                            "json_extract(j.job, '$.model.heads[1]') = 2"));
     /* again: nothing new, same id */
@@ -257,8 +250,8 @@ TEST(create_is_one_transaction_and_idempotent) {
     ASSERT_EQ_INT(0, c2.schedules_created);
     ASSERT_EQ_INT(0, c2.jobs_created);
     ASSERT_EQ_INT(12, c2.jobs_total);
-    ASSERT_EQ_INT(12, q(st, "SELECT count(*) FROM jobs"));
-    ASSERT_EQ_INT(1, q(st, "SELECT count(*) FROM sweeps"));
+    ASSERT_EQ_INT(12, qv(st, "SELECT count(*) FROM jobs"));
+    ASSERT_EQ_INT(1, qv(st, "SELECT count(*) FROM sweeps"));
     store_close(st);
 }
 
@@ -302,10 +295,10 @@ TEST(same_name_other_training_is_a_conflict) {
     memcpy(p, "\"lr\": 0.002", 11);
     ASSERT_EQ_INT(STORE_ECONFLICT, sweeps_create_json(st, t, strlen(t), &c, err, sizeof err));
     ASSERT_CONTAINS(err, "already exists with a different train");
-    ASSERT_EQ_INT(12, q(st, "SELECT count(*) FROM jobs"));
+    ASSERT_EQ_INT(12, qv(st, "SELECT count(*) FROM jobs"));
     /* a bad spec is STORE_EINVAL and writes nothing */
     ASSERT_EQ_INT(STORE_EINVAL, sweeps_create_json(st, "{}", 2, &c, err, sizeof err));
-    ASSERT_EQ_INT(1, q(st, "SELECT count(*) FROM sweeps"));
+    ASSERT_EQ_INT(1, qv(st, "SELECT count(*) FROM sweeps"));
     store_close(st);
 }
 
@@ -318,7 +311,7 @@ TEST(create_inside_callers_transaction_uses_a_savepoint) {
     ASSERT_EQ_INT(0, sweeps_create_json(st, t, strlen(t), &c, err, sizeof err));
     ASSERT_TRUE(!sqlite3_get_autocommit(st->db));   /* still the caller's transaction */
     store_rollback(st);
-    ASSERT_EQ_INT(0, q(st, "SELECT count(*) FROM jobs"));
+    ASSERT_EQ_INT(0, qv(st, "SELECT count(*) FROM jobs"));
     store_close(st);
 }
 

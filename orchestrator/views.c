@@ -1,0 +1,378 @@
+/* views.c — the API's read views: every GET route under /api/v1/ with the SQL behind it.
+ *
+ * Design: a view reads with prepared statements on the server's own connection, between the loop's writes,
+ * so it sees this iteration's uncommitted writes (their answers too wait for the COMMIT). Rows become JSON
+ * through one table of column names per query (row_json: '@' heads, '?' booleans, '!' JSON text). After a row
+ * loop the last step result is checked (read_done): a corrupt page or an I/O error answers 500 naming it,
+ * never fewer rows. The sweep summary is sweeps.c's (sweeps_summary, shared with `prism-sweep status`); this
+ * file adds what only a live server knows: workers alive, steps/s and the ETA from its own samples. Job
+ * progress (steps) is the jobs.steps column, the job model's (common/jobmodel.h), filled at create.
+ */
+#include "views.h"
+
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "leaderboard.h"
+#include "sweeps.h"
+
+/* Query parameter value (raw, not decoded) copied into out; returns 1 when present. */
+static int query_get(const char *q, const char *key, char *out, size_t n) {
+    size_t kl = strlen(key);
+    for (const char *p = q; p && *p;) {
+        const char *amp = strchr(p, '&');
+        size_t len = amp ? (size_t)(amp - p) : strlen(p);
+        if (len > kl && strncmp(p, key, kl) == 0 && p[kl] == '=') {
+            size_t vl = len - kl - 1;
+            if (vl >= n) vl = n - 1;
+            memcpy(out, p + kl + 1, vl);
+            out[vl] = 0;
+            return 1;
+        }
+        p = amp ? amp + 1 : NULL;
+    }
+    return 0;
+}
+
+static int parse_ll(const char *s, long long *v) {
+    if (!s || !*s) return -1;
+    errno = 0;
+    char *end;
+    long long x = strtoll(s, &end, 10);
+    if (*end || errno) return -1;
+    *v = x;
+    return 0;
+}
+
+sqlite3_stmt *views_prepare(api_ctx *c, const char *sql) {
+    sqlite3_stmt *s = NULL;
+    if (sqlite3_prepare_v2(c->a->st->db, sql, -1, &s, NULL) != SQLITE_OK) {
+        http_response_error(c->res, 500, "database error: %s", sqlite3_errmsg(c->a->st->db));
+        return NULL;
+    }
+    return s;
+}
+
+/* After a row loop: rc is the last sqlite3_step; anything but SQLITE_DONE is a read error (a corrupt page,
+ * an I/O error), never the end of the rows. Answers 500 naming it and returns -1. */
+static int read_done(api_ctx *c, int rc, const char *what) {
+    if (rc == SQLITE_DONE) return 0;
+    http_response_error(c->res, 500, "database read failed (%s): %s", what, sqlite3_errmsg(c->a->st->db));
+    return -1;
+}
+
+/* Converts column i to JSON by its SQLite type; names starting with '!' parse JSON text, '@' are heads,
+ * '?' are booleans. */
+static json_t *col_json(sqlite3_stmt *s, int i, const char *name) {
+    int t = sqlite3_column_type(s, i);
+    if (t == SQLITE_NULL) return json_null();
+    if (name[0] == '@') return sweeps_heads_json((const char *)sqlite3_column_text(s, i));
+    if (name[0] == '?') return json_boolean(sqlite3_column_int(s, i));
+    if (name[0] == '!') {
+        json_t *v = json_loads((const char *)sqlite3_column_text(s, i), 0, NULL);
+        return v ? v : json_string((const char *)sqlite3_column_text(s, i));
+    }
+    if (t == SQLITE_INTEGER) return json_integer(sqlite3_column_int64(s, i));
+    if (t == SQLITE_FLOAT) return json_real(sqlite3_column_double(s, i));
+    return json_string((const char *)sqlite3_column_text(s, i));
+}
+
+/* sql (the row of the sweep or job ?1 = c->id; what names it) prepared and stepped onto its row; NULL after
+ * answering 404 "no <what> <id>" or 500. The caller finalizes the statement. */
+static sqlite3_stmt *id_row(api_ctx *c, const char *what, const char *sql) {
+    sqlite3_stmt *s = views_prepare(c, sql);
+    if (!s) return NULL;
+    sqlite3_bind_int64(s, 1, c->id);
+    int rc = sqlite3_step(s);
+    if (rc != SQLITE_ROW) {
+        if (read_done(c, rc, what) == 0) http_response_error(c->res, 404, "no %s %lld", what, c->id);
+        sqlite3_finalize(s);
+        return NULL;
+    }
+    return s;
+}
+
+static json_t *row_json(sqlite3_stmt *s, const char *const *names, int n) {
+    json_t *o = json_object();
+    for (int i = 0; i < n; i++) {
+        const char *nm = names[i];
+        json_object_set_new(o, (nm[0] == '@' || nm[0] == '?' || nm[0] == '!') ? nm + 1 : nm, col_json(s, i, nm));
+    }
+    return o;
+}
+
+#define JOB_COLS \
+    "j.id, j.sweep_id, j.schedule_id, sc.heads, sc.is_baseline, j.seed, j.seed_index, j.priority, j.state, j.attempt, " \
+    "j.worker_id, w.name, j.device, j.step, j.steps, " \
+    "j.last_loss, r.val_loss, j.last_error, j.checkpoint_step, j.lease_expires_at, j.created_at, j.updated_at, j.finished_at"
+static const char *const job_names[] = {
+    "id", "sweep_id", "schedule_id", "@heads", "?is_baseline", "seed", "seed_index", "priority", "state", "attempt",
+    "worker_id", "worker", "device", "step", "steps", "last_loss", "val_loss", "last_error", "checkpoint_step",
+    "lease_expires_at", "created_at", "updated_at", "finished_at", "!job", "checkpoint_path", "!result",
+};
+#define JOB_FROM " FROM jobs j JOIN schedules sc ON sc.id = j.schedule_id LEFT JOIN workers w ON w.id = j.worker_id " \
+                 "LEFT JOIN results r ON r.job_id = j.id "
+
+int views_workers_alive(api *a) {
+    sqlite3_stmt *s = NULL;
+    int n = 0;
+    if (sqlite3_prepare_v2(a->st->db, "SELECT count(*) FROM workers WHERE last_seen_at > ?1", -1, &s, NULL) == SQLITE_OK) {
+        sqlite3_bind_double(s, 1, store_now() - 2 * a->cfg.lease_ttl);
+        if (sqlite3_step(s) == SQLITE_ROW) n = sqlite3_column_int(s, 0);
+    }
+    sqlite3_finalize(s);
+    return n;
+}
+
+/* Records (now, steps) for the sweep and returns steps/s over the samples of the last 600 s (-1: unknown). */
+static double sweep_rate(api *a, long long sweep, long long steps, double now, double *window) {
+    api_rate *r = NULL;
+    for (int i = 0; i < 16; i++) if (a->rates[i].sweep == sweep) { r = &a->rates[i]; break; }
+    if (!r) {
+        r = &a->rates[sweep % 16];
+        memset(r, 0, sizeof *r);
+        r->sweep = sweep;
+    }
+    int last = (r->head + API_RATE_SAMPLES - 1) % API_RATE_SAMPLES;
+    if (r->n == 0 || now - r->s[last].t >= 2.0) {
+        r->s[r->head].t = now;
+        r->s[r->head].steps = steps;
+        r->head = (r->head + 1) % API_RATE_SAMPLES;
+        if (r->n < API_RATE_SAMPLES) r->n++;
+    }
+    int oldest = -1;
+    for (int k = r->n; k >= 1; k--) {
+        int i = (r->head + API_RATE_SAMPLES - k) % API_RATE_SAMPLES;
+        if (now - r->s[i].t <= 600) { oldest = i; break; }
+    }
+    if (oldest < 0 || now - r->s[oldest].t < 1.0) { *window = 0; return -1; }
+    *window = now - r->s[oldest].t;
+    return (double)(steps - r->s[oldest].steps) / *window;
+}
+
+/* The API's shape of one sweep summary (sweeps_summary in sweeps.c, which `prism-sweep status` prints too):
+ * counts per state with the total beside them, the workers alive, and steps/s and the ETA from this server's
+ * own samples of steps_done. */
+static json_t *sweep_json(api *a, const sweeps_info *v, int alive, double now) {
+    double window = 0;
+    double rate = sweep_rate(a, v->id, v->steps_done, now, &window);
+    long long remaining = v->steps_total - v->steps_done;
+    json_t *eta = remaining <= 0 ? json_real(0) : rate > 0 ? json_real(remaining / rate) : json_null();
+    const sweeps_counts *n = &v->counts;
+    json_t *o = json_pack("{s:I, s:s, s:s, s:I, s:f, s:I, s:{s:I, s:I, s:I, s:I, s:I}, s:I, s:i, s:I, s:I, "
+                          "s:{s:f, s:I, s:I, s:f}, s:o}",
+                          "id", (json_int_t)v->id, "name", v->name, "state", v->state, "priority", (json_int_t)v->priority,
+                          "created_at", v->created_at, "schedules", (json_int_t)v->n_schedules,
+                          "counts", "queued", (json_int_t)n->queued, "leased", (json_int_t)n->leased,
+                          "done", (json_int_t)n->done, "failed", (json_int_t)n->failed, "cancelled", (json_int_t)n->cancelled,
+                          "total", (json_int_t)n->total, "workers_alive", alive,
+                          "steps_done", (json_int_t)v->steps_done, "steps_total", (json_int_t)v->steps_total,
+                          "throughput", "window_s", window, "jobs_done", (json_int_t)v->jobs_done_since,
+                          "steps", (json_int_t)(rate > 0 ? (long long)(rate * window + 0.5) : 0),
+                          "steps_per_s", rate > 0 ? rate : 0.0,
+                          "eta_s", eta);
+    json_t *cn = json_object_get(o, "counts");   /* successive halving: at a rung awaiting promotion, and not promoted */
+    json_object_set_new(cn, "paused", json_integer(n->paused));
+    json_object_set_new(cn, "pruned", json_integer(n->pruned));
+    return o;
+}
+
+/* The summaries of every sweep (only = 0) or one, as a JSON array; NULL after answering 500. */
+static json_t *sweeps_query(api_ctx *c, long long only) {
+    double now = store_now();
+    sweeps_info *v = NULL;
+    int n = 0;
+    if (sweeps_summary(c->a->st, only, now - SWEEPS_DONE_WINDOW_S, &v, &n) < 0) {
+        http_response_error(c->res, 500, "database read failed: %s", c->a->st->err);
+        return NULL;
+    }
+    int alive = views_workers_alive(c->a);
+    json_t *arr = json_array();
+    for (int i = 0; i < n; i++) {
+        json_t *o = sweep_json(c->a, &v[i], alive, now);
+        if (o) json_array_append_new(arr, o);
+    }
+    free(v);
+    return arr;
+}
+
+void views_sweeps_list(api_ctx *c) {
+    json_t *arr = sweeps_query(c, 0);
+    if (!arr) return;
+    api_reply_json(c->res, 200, json_pack("{s:o, s:i, s:f}", "sweeps", arr, "workers_alive", views_workers_alive(c->a),
+                                          "now", store_now()));
+}
+
+void views_sweep_get(api_ctx *c) {
+    json_t *arr = sweeps_query(c, c->id > 0 ? c->id : -1);   /* id 0 is no sweep, not "every sweep" */
+    if (!arr) return;
+    if (json_array_size(arr) == 0) {
+        json_decref(arr);
+        http_response_error(c->res, 404, "no sweep %lld", c->id);
+        return;
+    }
+    json_t *o = json_incref(json_array_get(arr, 0));
+    json_decref(arr);
+    sqlite3_stmt *s = id_row(c, "sweep", "SELECT spec FROM sweeps WHERE id = ?1");   /* the spec as given */
+    if (!s) { json_decref(o); return; }
+    json_t *spec = json_loads((const char *)sqlite3_column_text(s, 0), 0, NULL);
+    sqlite3_finalize(s);
+    json_object_set_new(o, "spec", spec ? spec : json_null());
+    api_reply_json(c->res, 200, o);
+}
+
+static int sweep_exists(api_ctx *c) {
+    sqlite3_stmt *s = id_row(c, "sweep", "SELECT 1 FROM sweeps WHERE id = ?1");
+    if (!s) return -1;
+    sqlite3_finalize(s);
+    return 0;
+}
+
+void views_sweep_jobs(api_ctx *c) {
+    char state[32] = "";
+    int has_state = query_get(c->req->query, "state", state, sizeof state);
+    if (has_state && strcmp(state, "queued") && strcmp(state, "leased") && strcmp(state, "done") &&
+        strcmp(state, "failed") && strcmp(state, "cancelled") && strcmp(state, "paused") && strcmp(state, "pruned")) {
+        http_response_error(c->res, 400, "state: must be queued, leased, done, failed, cancelled, paused or pruned");
+        return;
+    }
+    char num[32];
+    long long limit = -1, offset = 0;
+    if ((query_get(c->req->query, "limit", num, sizeof num) && (parse_ll(num, &limit) < 0 || limit < 0)) ||
+        (query_get(c->req->query, "offset", num, sizeof num) && (parse_ll(num, &offset) < 0 || offset < 0))) {
+        http_response_error(c->res, 400, "limit and offset: must be integers >= 0");
+        return;
+    }
+    if (sweep_exists(c) < 0) return;
+    sqlite3_stmt *s = views_prepare(c, "SELECT " JOB_COLS JOB_FROM "WHERE j.sweep_id = ?1 AND (?2 IS NULL OR j.state = ?2) "
+                              "ORDER BY j.priority DESC, j.seed_index, sc.is_baseline DESC, sc.ord, j.id LIMIT ?3 OFFSET ?4");
+    if (!s) return;
+    sqlite3_bind_int64(s, 1, c->id);
+    if (has_state) sqlite3_bind_text(s, 2, state, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_int64(s, 3, limit);
+    sqlite3_bind_int64(s, 4, offset);
+    json_t *arr = json_array();
+    int rc;
+    while ((rc = sqlite3_step(s)) == SQLITE_ROW) json_array_append_new(arr, row_json(s, job_names, 23));
+    sqlite3_finalize(s);
+    if (read_done(c, rc, "jobs") < 0) { json_decref(arr); return; }
+    api_reply_json(c->res, 200, json_pack("{s:o}", "jobs", arr));
+}
+
+void views_job_get(api_ctx *c) {
+    sqlite3_stmt *s = id_row(c, "job", "SELECT " JOB_COLS ", j.job, j.checkpoint_path, r.result" JOB_FROM "WHERE j.id = ?1");
+    if (!s) return;
+    json_t *o = row_json(s, job_names, 26);
+    sqlite3_finalize(s);
+    api_reply_json(c->res, 200, o);
+}
+
+void views_job_metrics(api_ctx *c) {
+    char kind[16] = "val", since_s[32] = "-1", fmt[16] = "json";
+    query_get(c->req->query, "kind", kind, sizeof kind);
+    query_get(c->req->query, "format", fmt, sizeof fmt);
+    long long since = -1;
+    if (query_get(c->req->query, "since", since_s, sizeof since_s) && parse_ll(since_s, &since) < 0) {
+        http_response_error(c->res, 400, "since: must be an integer step");
+        return;
+    }
+    if (strcmp(kind, "val") && strcmp(kind, "train")) { http_response_error(c->res, 400, "kind: must be val or train"); return; }
+    if (strcmp(fmt, "json") && strcmp(fmt, "csv")) { http_response_error(c->res, 400, "format: must be json or csv"); return; }
+    sqlite3_stmt *s = id_row(c, "job", "SELECT attempt FROM jobs WHERE id = ?1");
+    if (!s) return;
+    int rc;
+    long long attempt = sqlite3_column_int64(s, 0);
+    sqlite3_finalize(s);
+    s = views_prepare(c, "SELECT m.step, m.value, m.tokens, m.lr, m.tok_per_s, m.attempt FROM metrics m "
+                "WHERE m.job_id = ?1 AND m.kind = ?2 AND m.step > ?3 AND m.attempt = "
+                "(SELECT max(attempt) FROM metrics m2 WHERE m2.job_id = m.job_id AND m2.step = m.step AND m2.kind = m.kind) "
+                "ORDER BY m.step");
+    if (!s) return;
+    sqlite3_bind_int64(s, 1, c->id);
+    sqlite3_bind_text(s, 2, kind, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_int64(s, 3, since);
+    static const char *const names[] = { "step", "value", "tokens", "lr", "tok_per_s", "attempt" };
+    if (strcmp(fmt, "csv") == 0) {
+        http_buf b = {0};
+        const char *hdr = "step,value,tokens,lr,tok_per_s,attempt\n";
+        http_buf_append(&b, hdr, strlen(hdr), SIZE_MAX / 2);
+        while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+            char line[256];
+            int n = 0;
+            for (int i = 0; i < 6; i++) {
+                const char *t = sqlite3_column_type(s, i) == SQLITE_NULL ? "" : (const char *)sqlite3_column_text(s, i);
+                n += snprintf(line + n, sizeof line - n, "%s%s", i ? "," : "", t);
+            }
+            n += snprintf(line + n, sizeof line - n, "\n");
+            http_buf_append(&b, line, (size_t)n, SIZE_MAX / 2);
+        }
+        sqlite3_finalize(s);
+        if (read_done(c, rc, "metrics") < 0) { http_buf_free(&b); return; }
+        http_response_set(c->res, 200, "text/csv; charset=utf-8", b.data ? b.data : "", b.len);
+        http_buf_free(&b);
+        return;
+    }
+    json_t *pts = json_array();
+    long long last = -1;
+    int any = 0;
+    while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+        json_array_append_new(pts, row_json(s, names, 6));
+        last = sqlite3_column_int64(s, 0);
+        any = 1;
+    }
+    sqlite3_finalize(s);
+    if (read_done(c, rc, "metrics") < 0) { json_decref(pts); return; }
+    api_reply_json(c->res, 200, json_pack("{s:I, s:s, s:I, s:o, s:o}", "job_id", (json_int_t)c->id, "kind", kind,
+                                      "attempt", (json_int_t)attempt, "points", pts,
+                                      "last_step", any ? json_integer(last) : json_null()));
+}
+
+void views_workers(api_ctx *c) {
+    sqlite3_stmt *s = views_prepare(c, "SELECT id, name, host, devices, registered_at, last_seen_at FROM workers ORDER BY id");
+    sqlite3_stmt *j = views_prepare(c, "SELECT id, device, sweep_id, step, steps FROM jobs WHERE state = 'leased' AND "
+                                       "worker_id = ?1 ORDER BY id");
+    if (!s || !j) { sqlite3_finalize(s); sqlite3_finalize(j); return; }
+    static const char *const names[] = { "id", "name", "host", "!devices", "registered_at", "last_seen_at" };
+    static const char *const jnames[] = { "job_id", "device", "sweep_id", "step", "steps" };
+    double cutoff = store_now() - 2 * c->a->cfg.lease_ttl;
+    json_t *arr = json_array();
+    int rc, jrc = SQLITE_DONE;
+    while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+        json_t *o = row_json(s, names, 6);
+        json_object_set_new(o, "alive", json_boolean(sqlite3_column_double(s, 5) > cutoff));
+        json_t *jobs = json_array();
+        sqlite3_reset(j);
+        sqlite3_bind_int64(j, 1, sqlite3_column_int64(s, 0));
+        while ((jrc = sqlite3_step(j)) == SQLITE_ROW) json_array_append_new(jobs, row_json(j, jnames, 5));
+        json_object_set_new(o, "jobs", jobs);
+        json_array_append_new(arr, o);
+        if (jrc != SQLITE_DONE) break;
+    }
+    if (rc == SQLITE_ROW) rc = jrc;
+    sqlite3_finalize(s);
+    sqlite3_finalize(j);
+    if (read_done(c, rc, "workers") < 0) { json_decref(arr); return; }
+    api_reply_json(c->res, 200, json_pack("{s:o}", "workers", arr));
+}
+
+void views_leaderboard(api_ctx *c) {
+    char fmt[16] = "json", err[512] = "";
+    query_get(c->req->query, "format", fmt, sizeof fmt);
+    if (strcmp(fmt, "json") && strcmp(fmt, "csv")) { http_response_error(c->res, 400, "format: must be json or csv"); return; }
+    json_t *lb = NULL;
+    int rc = leaderboard_build(c->a->st, c->id, &lb, err, sizeof err);
+    if (rc < 0) { api_reply_store_error(c, rc, err, NULL); return; }
+    if (strcmp(fmt, "csv") == 0) {
+        char *csv = leaderboard_csv(lb);
+        json_decref(lb);
+        if (!csv) { http_response_error(c->res, 500, "out of memory"); return; }
+        http_response_set(c->res, 200, "text/csv; charset=utf-8", csv, strlen(csv));
+        c->res->extra_headers = "Content-Disposition: attachment; filename=\"leaderboard.csv\"\r\nCache-Control: no-store\r\n";
+        free(csv);
+        return;
+    }
+    api_reply_json(c->res, 200, lb);
+}

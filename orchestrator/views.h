@@ -1,0 +1,35 @@
+/* views.h — the API's read views: the GET routes under /api/v1/ (docs/API.md), each answering from SQL.
+ *
+ *   GET sweeps                 views_sweeps_list   {sweeps: [summary..], workers_alive, now}
+ *   GET sweeps/{id}            views_sweep_get     one summary with its spec
+ *   GET sweeps/{id}/jobs       views_sweep_jobs    ?state= &limit= &offset=
+ *   GET sweeps/{id}/leaderboard views_leaderboard  ?format=json|csv
+ *   GET jobs/{id}              views_job_get       the job row with its job JSON, checkpoint and result
+ *   GET jobs/{id}/metrics      views_job_metrics   ?kind=val|train &since=STEP &format=json|csv
+ *   GET workers                views_workers       every worker with its live leases
+ * A sweep summary is sweeps_summary()'s (orchestrator/sweeps.h), the one `prism-sweep status` prints.
+ *
+ * Contract: a view answers c->res completely — 200 with JSON (or CSV), 400 naming a bad query parameter, 404
+ * for an unknown id, 500 naming the database error when a read fails (never fewer rows). Views only read
+ * (the ETA's rate samples in c->a->rates aside); they own nothing after returning.
+ */
+#ifndef PRISM_VIEWS_H
+#define PRISM_VIEWS_H
+#include <sqlite3.h>
+
+#include "api.h"
+
+void views_sweeps_list(api_ctx *c);
+void views_sweep_get(api_ctx *c);
+void views_sweep_jobs(api_ctx *c);
+void views_leaderboard(api_ctx *c);
+void views_job_get(api_ctx *c);
+void views_job_metrics(api_ctx *c);
+void views_workers(api_ctx *c);
+
+/* Workers seen within two lease TTLs (0 when the read fails). */
+int views_workers_alive(api *a);
+/* sql prepared on the server's connection; NULL after answering c->res 500 naming the error. The caller
+ * finalizes the statement. */
+sqlite3_stmt *views_prepare(api_ctx *c, const char *sql);
+#endif

@@ -1,0 +1,119 @@
+/* test_jobmodel.c — the one job model (common/jobmodel.h): steps, tokens per step and total tokens with the job
+ * format's defaults; the jobs.steps / jobs.tokens_per_step columns a sweep fills at create; the migration that
+ * fills them for the rows of an older database by the same C code; and the metrics route's tokens, which come
+ * from the column. */
+#include "harness.h"
+#include "jobmodel.h"
+#include "queue.h"
+#include "store.h"
+#include "sweeps.h"
+#include "store_test_lib.h"
+
+#define MODEL "\"model\": {\"n_layer\": 2, \"d_model\": 64, \"vocab_size\": 256, \"seq_len\": 48, \"heads\": [2, 4]}"
+#define DATA "\"data\": {\"train\": \"t*.bin\", \"val\": \"v*.bin\"}"
+
+TEST(defaults_are_the_job_formats) {
+    /* no train section at all: steps 100, batch 8, seq_len = model.seq_len, grad_accum 1 (common/job.c) */
+    job_sizes z;
+    char err[256] = "";
+    if (jobmodel_sizes_text("{" MODEL ", " DATA "}", &z, err, sizeof err) != 0) HFAIL("sizes: %s", err);
+    ASSERT_EQ_INT(100, z.steps);
+    ASSERT_EQ_INT(8 * 48 * 1, z.tokens_per_step);
+    ASSERT_EQ_INT(100LL * 8 * 48, z.tokens_total);
+}
+
+TEST(explicit_values_multiply) {
+    job_sizes z;
+    char err[256] = "";
+    const char *t = "{" MODEL ", \"train\": {\"batch_size\": 3, \"seq_len\": 16, \"grad_accum\": 5, \"steps\": 7}, " DATA "}";
+    if (jobmodel_sizes_text(t, &z, err, sizeof err) != 0) HFAIL("sizes: %s", err);
+    ASSERT_EQ_INT(7, z.steps);
+    ASSERT_EQ_INT(3 * 16 * 5, z.tokens_per_step);
+    ASSERT_EQ_INT(7 * 3 * 16 * 5, z.tokens_total);
+    json_t *o = json_loads(t, 0, NULL);
+    job_sizes y;
+    ASSERT_EQ_INT(0, jobmodel_sizes_json(o, &y, err, sizeof err));
+    json_decref(o);
+    ASSERT_EQ_INT(z.tokens_total, y.tokens_total);
+}
+
+TEST(an_invalid_job_is_an_error_naming_the_key) {
+    job_sizes z;
+    char err[256] = "";
+    ASSERT_EQ_INT(JOB_EINVAL, jobmodel_sizes_text("{" MODEL ", \"train\": {\"batch_size\": 0}, " DATA "}", &z, err,
+                                                  sizeof err));
+    ASSERT_CONTAINS(err, "train.batch_size");
+    ASSERT_EQ_INT(0, z.tokens_per_step);
+    ASSERT_EQ_INT(JOB_EINVAL, jobmodel_sizes_text("{}", &z, err, sizeof err));
+    ASSERT_CONTAINS(err, "required");
+}
+
+/* A sweep whose train section leaves batch_size and seq_len to the defaults. */
+#define SPEC "{ \"name\": \"m\", \"model\": {\"n_layer\": 4, \"d_model\": 64, \"vocab_size\": 256, \"seq_len\": 40}, " \
+             "\"rules\": {\"h_base\": 4, \"max_head_dim\": 0, \"min_block\": 1, \"max_block\": 2}, \"seeds\": [1, 2], " \
+             "\"train\": {\"grad_accum\": 3, \"steps\": 30, \"lr\": 0.001}, " DATA " }"
+
+static store *created(const char *name) {
+    char path[4200], err[1024];
+    snprintf(path, sizeof path, "%s/%s", harness_tmpdir(), name);
+    store *st = NULL;
+    if (store_open(path, &st, err, sizeof err) != 0) HFAIL("store_open: %s", err);
+    sweeps_created c;
+    if (sweeps_create_json(st, SPEC, strlen(SPEC), &c, err, sizeof err) != 0) HFAIL("create: %s", err);
+    return st;
+}
+
+TEST(create_fills_the_columns) {
+    store *st = created("c.db");
+    long long n = qv(st, "SELECT count(*) FROM jobs");
+    printf("%lld jobs\n", n);
+    ASSERT_TRUE(n >= 2);
+    ASSERT_EQ_INT(n, qv(st, "SELECT count(*) FROM jobs WHERE steps = 30 AND tokens_per_step = 8 * 40 * 3"));
+    store_close(st);
+}
+
+TEST(migration_fills_older_rows_by_the_c_model) {
+    store *st = created("old.db");
+    char path[4200], err[1024];
+    snprintf(path, sizeof path, "%s", st->path);
+    long long n = qv(st, "SELECT count(*) FROM jobs");
+    /* back to schema version 3: no tokens_per_step column, steps as a version that filled them at lease left them,
+     * and one row whose JSON is not a job */
+    ASSERT_EQ_INT(0, store_exec(st, "ALTER TABLE jobs DROP COLUMN tokens_per_step"));
+    ASSERT_EQ_INT(0, store_exec(st, "UPDATE jobs SET steps = 0 WHERE id % 2 = 0"));
+    ASSERT_EQ_INT(0, store_exec(st, "UPDATE jobs SET job = '{}', steps = 0 WHERE id = 1"));
+    ASSERT_EQ_INT(0, store_exec(st, "PRAGMA user_version = 3"));
+    store_close(st);
+    if (store_open(path, &st, err, sizeof err) != 0) HFAIL("store_open (migrating): %s", err);
+    ASSERT_EQ_INT(STORE_SCHEMA_VERSION, qv(st, "PRAGMA user_version"));
+    ASSERT_EQ_INT(n - 1, qv(st, "SELECT count(*) FROM jobs WHERE steps = 30 AND tokens_per_step = 8 * 40 * 3"));
+    ASSERT_EQ_INT(1, qv(st, "SELECT count(*) FROM jobs WHERE id = 1 AND steps = 0 AND tokens_per_step = 0"));
+    store_close(st);
+}
+
+TEST(metrics_tokens_come_from_the_column) {
+    store *st = created("t.db");
+    queue q;
+    queue_init(&q, st, 60, 3);
+    long long wid = 0;
+    json_t *lease = NULL;
+    ASSERT_EQ_INT(0, store_begin(st));
+    ASSERT_EQ_INT(0, queue_register(&q, "w", "h", "[]", &wid));
+    ASSERT_EQ_INT(QUEUE_OK, queue_lease(&q, wid, "cpu", &lease));
+    long long job = json_integer_value(json_object_get(lease, "job_id"));
+    char tok[128];
+    snprintf(tok, sizeof tok, "%s", json_string_value(json_object_get(lease, "lease_token")));
+    json_decref(lease);
+    /* a client's own "tokens" loses to the job model's: (step + 1) x tokens_per_step for a train point */
+    json_t *pts = json_loads("[{\"step\": 4, \"train_loss\": 3.5, \"tokens\": 1}, {\"step\": 5, \"val_loss\": 3.4}]", 0, NULL);
+    int acc = 0, dup = 0;
+    double exp = 0;
+    if (queue_metrics(&q, job, tok, pts, &acc, &dup, &exp) != 0) HFAIL("metrics: %s", q.err);
+    json_decref(pts);
+    ASSERT_EQ_INT(0, store_commit(st));
+    ASSERT_EQ_INT(2, acc);
+    ASSERT_EQ_INT(5LL * 8 * 40 * 3, qv(st, "SELECT tokens FROM metrics WHERE kind = 'train' AND step = 4"));
+    ASSERT_EQ_INT(5LL * 8 * 40 * 3, qv(st, "SELECT tokens FROM metrics WHERE kind = 'val' AND step = 5"));
+    queue_release(&q);
+    store_close(st);
+}
