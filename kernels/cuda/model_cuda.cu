@@ -29,15 +29,11 @@
  * Every call returns 0 or MODEL_E*; the message is in the model (error()) and, from create, in err.
  */
 #include "cuda_common.cuh"
-extern "C" {
-#include "model.h"
-}
+#include "model_cuda_mem.cuh"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static size_t al256b(size_t bytes) { return (bytes + 255) & ~(size_t)255; }
 
 enum { A_ENCODED, A_LN1, A_LN1M, A_LN1R, A_QKV, A_ATTY, A_ATT, A_ATTPROJ, A_RES2, A_LN2, A_LN2M, A_LN2R, A_FCH,
        A_FCHG, A_FCPROJ, A_RES3, A_LNF, A_LNFM, A_LNFR, A_LOGITS, A_LOSSES, A_DIST, A_LSE, A_DELTA, A_EATT, A_NUM };
@@ -144,23 +140,11 @@ static int cuda_create(const struct model_config *cfg, int device, model **out, 
         const char *g = getenv("PRISM_CUDA_GELU_FUSION");
         cm->gelu_fusion = g && *g == '1';
     }
-    model_param_sizes(cfg, cm->sizes);
-    size_t off = 0;
-    for (int i = 0; i < MODEL_NUM_TENSORS; i++) {
-        cm->offs[i] = off;
-        off += (cm->sizes[i] + 127) & ~(size_t)127;   /* 128 elements: 256 B in bf16, 512 B in float32 */
-        cm->nparams += cm->sizes[i];
-    }
-    cm->npad = off;
+    mc_param_layout(cfg, cm->sizes, cm->offs, &cm->nparams, &cm->npad);
 
     const size_t L = cfg->L, BT = (size_t)cfg->B * cfg->T, C = cfg->C, X = sizeof(floatX), F = sizeof(float);
-    size_t att = 0;
-    int any_mat = 0;
-    for (int l = 0; l < cfg->L; l++) {
-        cm->fused[l] = prism_cuda_flash_attention_supports(cfg->C / cfg->heads[l]);
-        cm->att_off[l] = att;
-        if (!cm->fused[l]) { att += (size_t)cfg->B * cfg->heads[l] * cfg->T * cfg->T; any_mat = 1; }
-    }
+    int any_mat;
+    const size_t att = mc_attention_plan(cfg, cm->fused, cm->att_off, &any_mat);
     const size_t lse_layer = (size_t)cfg->B * maxh * cfg->T, TT = (size_t)cfg->T * cfg->T;
     cm->lse_layer = lse_layer;
     const size_t sbytes = prism_cuda_attention_scratch_bytes(any_mat ? cfg->B : 1, cfg->T, cfg->C, maxh);
@@ -172,10 +156,8 @@ static int cuda_create(const struct model_config *cfg, int device, model **out, 
         L * lse_layer * F, lse_layer * F, maxh * TT * X,
     };
     size_t dbytes[D_NUM] = { BT * C * X, BT * C * X, BT * 4 * C * X, BT * 3 * C * X };
-    size_t atot = 0, dtot = 0;
-    for (int i = 0; i < A_NUM; i++) atot += al256b(abytes[i]);
-    for (int i = 0; i < D_NUM; i++) dtot += al256b(dbytes[i]);
-    size_t pbytes = 4 * al256b(cm->npad * F) + al256b(cm->npad * X) + al256b(F);
+    size_t atot = mc_group_bytes(abytes, A_NUM), dtot = mc_group_bytes(dbytes, D_NUM);
+    size_t pbytes = 4 * mc_al256b(cm->npad * F) + mc_al256b(cm->npad * X) + mc_al256b(F);
     int rc = MODEL_ENOMEM;
     cm->pmem = prism_cuda_malloc(pbytes);
     cm->amem = prism_cuda_malloc(atot);
@@ -193,16 +175,14 @@ static int cuda_create(const struct model_config *cfg, int device, model **out, 
     }
     {
         char *p = (char *)cm->pmem;
-        cm->master = (float *)p; p += al256b(cm->npad * F);
-        cm->grads = (float *)p; p += al256b(cm->npad * F);
-        cm->m = (float *)p; p += al256b(cm->npad * F);
-        cm->v = (float *)p; p += al256b(cm->npad * F);
-        cm->px = (floatX *)p; p += al256b(cm->npad * X);
+        cm->master = (float *)p; p += mc_al256b(cm->npad * F);
+        cm->grads = (float *)p; p += mc_al256b(cm->npad * F);
+        cm->m = (float *)p; p += mc_al256b(cm->npad * F);
+        cm->v = (float *)p; p += mc_al256b(cm->npad * F);
+        cm->px = (floatX *)p; p += mc_al256b(cm->npad * X);
         cm->norm_dev = (float *)p;
-        p = (char *)cm->amem;
-        for (int i = 0; i < A_NUM; i++) { cm->a[i] = p; p += al256b(abytes[i]); }
-        p = (char *)cm->dmem;
-        for (int i = 0; i < D_NUM; i++) { cm->d[i] = p; p += al256b(dbytes[i]); }
+        mc_carve(cm->amem, abytes, cm->a, A_NUM);
+        mc_carve(cm->dmem, dbytes, cm->d, D_NUM);
     }
     rc = MODEL_EDEVICE;
     if (prism_cuda_memset0(cm->pmem, pbytes) || prism_cuda_memset0(cm->amem, atot) || prism_cuda_sync()) {
@@ -223,20 +203,12 @@ static const char *cuda_error(model *mp) { return ((cuda_model *)mp)->err; }
 /* host (llm.c order, packed) <-> device (aligned) for one float32 group */
 static int get_group(cuda_model *cm, const float *dev, float *dst) {
     BIND(cm);
-    size_t o = 0;
-    for (int i = 0; i < MODEL_NUM_TENSORS; i++) {
-        TRY(cm, prism_cuda_download(dst + o, dev + cm->offs[i], cm->sizes[i] * sizeof(float)), "download");
-        o += cm->sizes[i];
-    }
+    TRY(cm, mc_group_download(dst, dev, cm->offs, cm->sizes, MODEL_NUM_TENSORS), "download");
     return 0;
 }
 static int set_group(cuda_model *cm, float *dev, const float *src) {
     BIND(cm);
-    size_t o = 0;
-    for (int i = 0; i < MODEL_NUM_TENSORS; i++) {
-        TRY(cm, prism_cuda_upload(dev + cm->offs[i], src + o, cm->sizes[i] * sizeof(float)), "upload");
-        o += cm->sizes[i];
-    }
+    TRY(cm, mc_group_upload(dev, src, cm->offs, cm->sizes, MODEL_NUM_TENSORS), "upload");
     return 0;
 }
 
@@ -270,19 +242,7 @@ static int cuda_zero_grad(model *mp) {
 }
 
 static int check_batch(cuda_model *cm, const int *in, const int *tg, int B, int T) {
-    if (B < 1 || T < 1 || B > cm->cfg.B || T > cm->cfg.T) {
-        snprintf(cm->err, sizeof cm->err, "micro-batch %dx%d exceeds the allocated %dx%d", B, T, cm->cfg.B, cm->cfg.T);
-        return MODEL_EINVAL;
-    }
-    size_t n = (size_t)B * T;
-    for (size_t i = 0; i < n; i++) {   /* a bad token id would read out of bounds on the device */
-        if (in[i] < 0 || in[i] >= cm->cfg.V || tg[i] < 0 || tg[i] >= cm->cfg.V) {
-            snprintf(cm->err, sizeof cm->err, "token id %d at position %zu is outside the vocabulary [0, %d)",
-                     in[i] < 0 || in[i] >= cm->cfg.V ? in[i] : tg[i], i, cm->cfg.V);
-            return MODEL_EINVAL;
-        }
-    }
-    return 0;
+    return mc_check_batch(&cm->cfg, in, tg, B, T, cm->err, sizeof cm->err);
 }
 
 /* The mean of the N per-token losses in A_LOSSES: downloaded (a sync) and summed on the host in a fixed order. */

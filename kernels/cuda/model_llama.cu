@@ -19,15 +19,11 @@
  */
 #include "cuda_common.cuh"
 #include "llama_kernels_cuda.h"
-extern "C" {
-#include "model.h"
-}
+#include "model_cuda_mem.cuh"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static size_t ll_al256b(size_t bytes) { return (bytes + 255) & ~(size_t)255; }
 
 enum { LA_ENC, LA_AN, LA_ANR, LA_QKV, LA_ATTY, LA_ATT, LA_ATTPROJ, LA_RES2, LA_MN, LA_MNR, LA_UP, LA_GATE, LA_SW,
        LA_FCPROJ, LA_RES3, LA_NF, LA_NFR, LA_LOGITS, LA_LOSSES, LA_DIST, LA_LSE, LA_DELTA, LA_EATT, LA_NUM };
@@ -119,23 +115,11 @@ static int ll_create(const struct model_config *cfg0, int device, model **out, c
     if (!cm) { if (err) snprintf(err, errlen, "out of host memory"); return MODEL_ENOMEM; }
     cm->cfg = *cfg;
     cm->device = device;
-    model_param_sizes(cfg, cm->sizes);
-    size_t off = 0;
-    for (int i = 0; i < MODEL_NUM_TENSORS; i++) {
-        cm->offs[i] = off;
-        off += (cm->sizes[i] + 127) & ~(size_t)127;
-        cm->nparams += cm->sizes[i];
-    }
-    cm->npad = off;
+    mc_param_layout(cfg, cm->sizes, cm->offs, &cm->nparams, &cm->npad);
 
     const size_t L = cfg->L, BT = (size_t)cfg->B * cfg->T, C = cfg->C, H = cfg->H, X = sizeof(floatX), F = sizeof(float);
-    size_t att = 0;
-    int any_mat = 0;
-    for (int l = 0; l < cfg->L; l++) {
-        cm->fused[l] = prism_cuda_flash_attention_supports(cfg->C / cfg->heads[l]);
-        cm->att_off[l] = att;
-        if (!cm->fused[l]) { att += (size_t)cfg->B * cfg->heads[l] * cfg->T * cfg->T; any_mat = 1; }
-    }
+    int any_mat;
+    const size_t att = mc_attention_plan(cfg, cm->fused, cm->att_off, &any_mat);
     const size_t lse_layer = (size_t)cfg->B * maxh * cfg->T, TT = (size_t)cfg->T * cfg->T;
     cm->lse_layer = lse_layer;
     size_t dist_rows = prism_cuda_attention_distance_rows(cfg->B, cfg->T, maxh);
@@ -146,10 +130,8 @@ static int ll_create(const struct model_config *cfg0, int device, model **out, c
         L * lse_layer * F, lse_layer * F, maxh * TT * X,
     };
     size_t dbytes[LD_NUM] = { BT * C * X, BT * C * X, BT * H * X, BT * H * X, BT * H * X, BT * 3 * C * X };
-    size_t atot = 0, dtot = 0;
-    for (int i = 0; i < LA_NUM; i++) atot += ll_al256b(abytes[i]);
-    for (int i = 0; i < LD_NUM; i++) dtot += ll_al256b(dbytes[i]);
-    size_t pbytes = 4 * ll_al256b(cm->npad * F) + ll_al256b(cm->npad * X);
+    size_t atot = mc_group_bytes(abytes, LA_NUM), dtot = mc_group_bytes(dbytes, LD_NUM);
+    size_t pbytes = 4 * mc_al256b(cm->npad * F) + mc_al256b(cm->npad * X);
     size_t sbytes = prism_cuda_attention_scratch_bytes(any_mat ? cfg->B : 1, cfg->T, cfg->C, maxh);
     int rc = MODEL_ENOMEM;
     cm->pmem = prism_cuda_malloc(pbytes);
@@ -167,15 +149,13 @@ static int ll_create(const struct model_config *cfg0, int device, model **out, c
     }
     {
         char *p = (char *)cm->pmem;
-        cm->master = (float *)p; p += ll_al256b(cm->npad * F);
-        cm->grads = (float *)p; p += ll_al256b(cm->npad * F);
-        cm->m = (float *)p; p += ll_al256b(cm->npad * F);
-        cm->v = (float *)p; p += ll_al256b(cm->npad * F);
+        cm->master = (float *)p; p += mc_al256b(cm->npad * F);
+        cm->grads = (float *)p; p += mc_al256b(cm->npad * F);
+        cm->m = (float *)p; p += mc_al256b(cm->npad * F);
+        cm->v = (float *)p; p += mc_al256b(cm->npad * F);
         cm->px = (floatX *)p;
-        p = (char *)cm->amem;
-        for (int i = 0; i < LA_NUM; i++) { cm->a[i] = p; p += ll_al256b(abytes[i]); }
-        p = (char *)cm->dmem;
-        for (int i = 0; i < LD_NUM; i++) { cm->d[i] = p; p += ll_al256b(dbytes[i]); }
+        mc_carve(cm->amem, abytes, cm->a, LA_NUM);
+        mc_carve(cm->dmem, dbytes, cm->d, LD_NUM);
     }
     rc = MODEL_EDEVICE;
     if (prism_cuda_memset0(cm->pmem, pbytes) || prism_cuda_memset0(cm->amem, atot) || prism_cuda_sync()) {
@@ -194,20 +174,12 @@ static const char *ll_error(model *mp) { return ((llama_cuda *)mp)->err; }
 
 static int ll_get_group(llama_cuda *cm, const float *dev, float *dst) {
     LBIND(cm);
-    size_t o = 0;
-    for (int i = 0; i < MODEL_LLAMA_NUM_TENSORS; i++) {
-        LTRY(cm, prism_cuda_download(dst + o, dev + cm->offs[i], cm->sizes[i] * sizeof(float)), "download");
-        o += cm->sizes[i];
-    }
+    LTRY(cm, mc_group_download(dst, dev, cm->offs, cm->sizes, MODEL_LLAMA_NUM_TENSORS), "download");
     return 0;
 }
 static int ll_set_group(llama_cuda *cm, float *dev, const float *src) {
     LBIND(cm);
-    size_t o = 0;
-    for (int i = 0; i < MODEL_LLAMA_NUM_TENSORS; i++) {
-        LTRY(cm, prism_cuda_upload(dev + cm->offs[i], src + o, cm->sizes[i] * sizeof(float)), "upload");
-        o += cm->sizes[i];
-    }
+    LTRY(cm, mc_group_upload(dev, src, cm->offs, cm->sizes, MODEL_LLAMA_NUM_TENSORS), "upload");
     return 0;
 }
 static int ll_get_params(model *mp, float *dst) { llama_cuda *cm = (llama_cuda *)mp; return ll_get_group(cm, cm->master, dst); }
@@ -238,17 +210,7 @@ static int ll_zero_grad(model *mp) {
 }
 
 static int ll_check_batch(llama_cuda *cm, const int *in, const int *tg, int B, int T) {
-    if (B < 1 || T < 1 || B > cm->cfg.B || T > cm->cfg.T) {
-        snprintf(cm->err, sizeof cm->err, "micro-batch %dx%d exceeds the allocated %dx%d", B, T, cm->cfg.B, cm->cfg.T);
-        return MODEL_EINVAL;
-    }
-    for (size_t i = 0; i < (size_t)B * T; i++)
-        if (in[i] < 0 || in[i] >= cm->cfg.V || tg[i] < 0 || tg[i] >= cm->cfg.V) {
-            snprintf(cm->err, sizeof cm->err, "token id %d at position %zu is outside the vocabulary [0, %d)",
-                     in[i] < 0 || in[i] >= cm->cfg.V ? in[i] : tg[i], i, cm->cfg.V);
-            return MODEL_EINVAL;
-        }
-    return 0;
+    return mc_check_batch(&cm->cfg, in, tg, B, T, cm->err, sizeof cm->err);
 }
 
 static int ll_forward(llama_cuda *cm, const int *in, const int *tg, int B, int T, int train, float dloss, float *loss,
