@@ -4,11 +4,14 @@
  * gradients and AdamW moments; activations; activation-gradient scratch) and a pointer table into it. What
  * does not depend on the architecture lives here once: the padded parameter layout (so every tensor starts on
  * a 256-byte boundary for the vector kernels and cuBLASLt), the fused-or-materialised attention plan per
- * layer, the carving of a group, the packed ↔ padded copies of a float32 group, and the token check.
+ * layer, the carving of a group, the packed ↔ padded copies of a float32 group, and the token check. Both
+ * models derive from mc_model (C++ inheritance, no virtual functions: the base sits at the start), so the
+ * model_ops entries that only touch the parameter group are written once, here.
  */
 #include "cuda_common.cuh"
 #include "model_cuda_mem.cuh"
 #include <stdio.h>
+#include <stdlib.h>
 
 size_t mc_al256b(size_t bytes) { return (bytes + 255) & ~(size_t)255; }
 
@@ -80,3 +83,74 @@ int mc_check_batch(const struct model_config *cfg, const int *in, const int *tg,
     }
     return 0;
 }
+
+/* ---- the parameter group of an mc_model ------------------------------------------------------------ */
+
+int mc_fail(mc_model *cm, const char *what) {
+    snprintf(cm->err, sizeof cm->err, "CUDA %s: %s", what, prism_cuda_last_error());
+    return MODEL_EDEVICE;
+}
+
+int mc_bind(mc_model *cm) {
+    char e[300];
+    if (prism_cuda_init(cm->device, e, sizeof e) != 0) {
+        snprintf(cm->err, sizeof cm->err, "%s", e);
+        return MODEL_EDEVICE;
+    }
+    return 0;
+}
+
+void mc_free(model *mp) {
+    mc_model *cm = (mc_model *)mp;
+    if (!cm) return;
+    prism_cuda_free(cm->pmem);
+    prism_cuda_free(cm->amem);
+    prism_cuda_free(cm->dmem);
+    prism_cuda_free(cm->scratch);
+    prism_cuda_free(cm->tok);
+    free(cm->h_losses);
+    free(cm->h_rows);
+    free(cm);
+}
+
+const char *mc_error(model *mp) { return ((mc_model *)mp)->err; }
+
+/* host (llm.c order, packed) <-> device (aligned) for one float32 group */
+static int mc_get_group(mc_model *cm, const float *dev, float *dst) {
+    int rc = mc_bind(cm);
+    if (rc) return rc;
+    if (mc_group_download(dst, dev, cm->offs, cm->sizes, cm->ntensors)) return mc_fail(cm, "download");
+    return 0;
+}
+
+static int mc_set_group(mc_model *cm, float *dev, const float *src) {
+    int rc = mc_bind(cm);
+    if (rc) return rc;
+    if (mc_group_upload(dev, src, cm->offs, cm->sizes, cm->ntensors)) return mc_fail(cm, "upload");
+    return 0;
+}
+
+int mc_get_params(model *mp, float *dst) { mc_model *cm = (mc_model *)mp; return mc_get_group(cm, cm->master, dst); }
+
+int mc_set_params(model *mp, const float *src) {
+    mc_model *cm = (mc_model *)mp;
+    int rc = mc_set_group(cm, cm->master, src);
+    if (rc) return rc;
+    if (prism_cuda_f32_to_x(cm->px, cm->master, cm->npad)) return mc_fail(cm, "params to working precision");
+    if (prism_cuda_sync()) return mc_fail(cm, "set_params");
+    return 0;
+}
+
+int mc_get_opt(model *mp, float *mo, float *vo) {
+    mc_model *cm = (mc_model *)mp;
+    int rc = mc_get_group(cm, cm->m, mo);
+    return rc ? rc : mc_get_group(cm, cm->v, vo);
+}
+
+int mc_set_opt(model *mp, const float *mi, const float *vi) {
+    mc_model *cm = (mc_model *)mp;
+    int rc = mc_set_group(cm, cm->m, mi);
+    return rc ? rc : mc_set_group(cm, cm->v, vi);
+}
+
+int mc_get_grads(model *mp, float *dst) { mc_model *cm = (mc_model *)mp; return mc_get_group(cm, cm->grads, dst); }
