@@ -54,6 +54,11 @@ void RN(cpu_encoder_backward)(real *dwte, real *dwpe, const real *dout, const in
             real *p = dwpe + (size_t)t * C;
             for (int c = 0; c < C; c++) p[c] += d[c];
         }
+    RN(cpu_wte_backward)(dwte, dout, inp, B, T, C);
+}
+
+void RN(cpu_wte_backward)(real *dwte, const real *dout, const int *inp, int B, int T, int C) {
+    /* columns in chunks of 32, one chunk per thread, rows in order: a token's sum has a fixed order */
     int nchunk = (C + 31) / 32;
     #pragma omp parallel for schedule(static) if ((size_t)B * T * C > PAR_MIN)
     for (int k = 0; k < nchunk; k++) {

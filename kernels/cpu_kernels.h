@@ -21,6 +21,8 @@
 void RN(cpu_encoder_forward)(real *out, const int *inp, const real *wte, const real *wpe, int B, int T, int C);
 /* dwte[inp[b,t]] += dout[b,t]; dwpe[t] += dout[b,t]. */
 void RN(cpu_encoder_backward)(real *dwte, real *dwpe, const real *dout, const int *inp, int B, int T, int C);
+/* dwte[inp[b,t]] += dout[b,t] alone (the token-embedding half of the above; the Llama-style embedding's backward). */
+void RN(cpu_wte_backward)(real *dwte, const real *dout, const int *inp, int B, int T, int C);
 
 /* out = (inp - mean) * rstd * w + b over C; mean, rstd (B*T) saved for backward. eps 1e-5. */
 void RN(cpu_layernorm_forward)(real *out, real *mean, real *rstd, const real *inp, const real *weight,
