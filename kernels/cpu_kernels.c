@@ -16,6 +16,7 @@
 #include <cblas.h>
 #include <math.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define LN_EPS 1e-5
@@ -53,6 +54,11 @@ void RN(cpu_encoder_backward)(real *dwte, real *dwpe, const real *dout, const in
             real *p = dwpe + (size_t)t * C;
             for (int c = 0; c < C; c++) p[c] += d[c];
         }
+    RN(cpu_wte_backward)(dwte, dout, inp, B, T, C);
+}
+
+void RN(cpu_wte_backward)(real *dwte, const real *dout, const int *inp, int B, int T, int C) {
+    /* columns in chunks of 32, one chunk per thread, rows in order: a token's sum has a fixed order */
     int nchunk = (C + 31) / 32;
     #pragma omp parallel for schedule(static) if ((size_t)B * T * C > PAR_MIN)
     for (int k = 0; k < nchunk; k++) {
@@ -383,4 +389,17 @@ void RN(cpu_adamw)(real *p, const real *g, real *m, real *v, size_t n, float lr,
         real mh = mi * ib1, vh = vi * ib2;
         p[i] -= lr * (mh / (REAL_SQRT(vh) + eps) + weight_decay * p[i]);
     }
+}
+
+int RN(cpu_model_alloc)(size_t np, size_t nacts, size_t ngacts, real **params, real **grads, real **m, real **v,
+                        real **acts, real **dacts) {
+    if (!(*params = calloc(np, sizeof(real))) || !(*grads = calloc(np, sizeof(real))) ||
+        !(*m = calloc(np, sizeof(real))) || !(*v = calloc(np, sizeof(real))) ||
+        !(*acts = calloc(nacts, sizeof(real))) || !(*dacts = calloc(ngacts, sizeof(real))))
+        return -1;
+    return 0;
+}
+
+void RN(cpu_point_tensors)(real *mem, const size_t *sizes, real **ptrs, int n) {
+    for (int i = 0; i < n; i++) { ptrs[i] = sizes[i] ? mem : NULL; mem += sizes[i]; }
 }

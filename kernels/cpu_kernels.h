@@ -21,6 +21,8 @@
 void RN(cpu_encoder_forward)(real *out, const int *inp, const real *wte, const real *wpe, int B, int T, int C);
 /* dwte[inp[b,t]] += dout[b,t]; dwpe[t] += dout[b,t]. */
 void RN(cpu_encoder_backward)(real *dwte, real *dwpe, const real *dout, const int *inp, int B, int T, int C);
+/* dwte[inp[b,t]] += dout[b,t] alone (the token-embedding half of the above; the Llama-style embedding's backward). */
+void RN(cpu_wte_backward)(real *dwte, const real *dout, const int *inp, int B, int T, int C);
 
 /* out = (inp - mean) * rstd * w + b over C; mean, rstd (B*T) saved for backward. eps 1e-5. */
 void RN(cpu_layernorm_forward)(real *out, real *mean, real *rstd, const real *inp, const real *weight,
@@ -68,4 +70,12 @@ double RN(cpu_sumsq)(const real *g, size_t n);
  * weight_decay applied decoupled (p -= lr·wd·p) — pass 0 for biases and LayerNorm. */
 void RN(cpu_adamw)(real *p, const real *g, real *m, real *v, size_t n, float lr, float beta1, float beta2,
                    float eps, float weight_decay, float grad_scale, int t);
+
+/* The memory of one CPU model (gpt2.c, llama.c): parameters, their gradients and the AdamW moments (np each),
+ * activations (nacts) and activation gradients (ngacts), one zeroed allocation per group. Returns 0, or -1
+ * when an allocation failed; the groups allocated before it stay set (the model's release frees them). */
+int RN(cpu_model_alloc)(size_t np, size_t nacts, size_t ngacts, real **params, real **grads, real **m, real **v,
+                        real **acts, real **dacts);
+/* The pointer table over one group: ptrs[i] = mem + sizes[0] + ... + sizes[i-1], NULL where sizes[i] is 0. */
+void RN(cpu_point_tensors)(real *mem, const size_t *sizes, real **ptrs, int n);
 #endif

@@ -25,9 +25,7 @@ static void act_sizes(const struct model_config *c, size_t *s, size_t *att_off, 
     memcpy(s, v, sizeof v);
 }
 
-static void point_tensors(real *mem, const size_t *sizes, real **ptrs, int n) {
-    for (int i = 0; i < n; i++) { ptrs[i] = sizes[i] ? mem : NULL; mem += sizes[i]; }
-}
+
 
 int RN(gpt2_init)(struct gpt2 *g, const struct model_config *cfg) {
     memset(g, 0, sizeof *g);
@@ -48,21 +46,17 @@ int RN(gpt2_init)(struct gpt2 *g, const struct model_config *cfg) {
     size_t ngacts = 0;
     for (int i = 0; i < GPT2_NUM_ACTS; i++) { g->num_acts += g->act_sizes[i]; ngacts += gsz[i]; }
     size_t np = g->num_params;
-    g->params_mem = calloc(np, sizeof(real));
-    g->grads_mem = calloc(np, sizeof(real));
-    g->m_mem = calloc(np, sizeof(real));
-    g->v_mem = calloc(np, sizeof(real));
-    g->acts_mem = calloc(g->num_acts, sizeof(real));
-    g->dacts_mem = calloc(ngacts, sizeof(real));
+    int bad = RN(cpu_model_alloc)(np, g->num_acts, ngacts, &g->params_mem, &g->grads_mem, &g->m_mem, &g->v_mem,
+                                  &g->acts_mem, &g->dacts_mem);
     g->datt = calloc((size_t)cfg->B * maxh * cfg->T * cfg->T, sizeof(real));
-    if (!g->params_mem || !g->grads_mem || !g->m_mem || !g->v_mem || !g->acts_mem || !g->dacts_mem || !g->datt) {
+    if (bad || !g->datt) {
         RN(gpt2_release)(g);
         return MODEL_ENOMEM;
     }
-    point_tensors(g->params_mem, g->param_sizes, (real **)&g->params, MODEL_NUM_TENSORS);
-    point_tensors(g->grads_mem, g->param_sizes, (real **)&g->grads, MODEL_NUM_TENSORS);
-    point_tensors(g->acts_mem, g->act_sizes, (real **)&g->acts, GPT2_NUM_ACTS);
-    point_tensors(g->dacts_mem, gsz, (real **)&g->dacts, GPT2_NUM_ACTS);
+    RN(cpu_point_tensors)(g->params_mem, g->param_sizes, (real **)&g->params, MODEL_NUM_TENSORS);
+    RN(cpu_point_tensors)(g->grads_mem, g->param_sizes, (real **)&g->grads, MODEL_NUM_TENSORS);
+    RN(cpu_point_tensors)(g->acts_mem, g->act_sizes, (real **)&g->acts, GPT2_NUM_ACTS);
+    RN(cpu_point_tensors)(g->dacts_mem, gsz, (real **)&g->dacts, GPT2_NUM_ACTS);
     return MODEL_OK;
 }
 

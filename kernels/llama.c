@@ -26,9 +26,7 @@ static void llama_act_sizes(const struct model_config *c, size_t *s, size_t *att
     memcpy(s, v, sizeof v);
 }
 
-static void llama_point(real *mem, const size_t *sizes, real **ptrs, int n) {
-    for (int i = 0; i < n; i++) { ptrs[i] = sizes[i] ? mem : NULL; mem += sizes[i]; }
-}
+
 
 int RN(llama_init)(struct llama *g, const struct model_config *cfg) {
     memset(g, 0, sizeof *g);
@@ -52,23 +50,18 @@ int RN(llama_init)(struct llama *g, const struct model_config *cfg) {
     llama_act_sizes(cfg, gsz, NULL, 1);
     for (int i = 0; i < LLAMA_NUM_ACTS; i++) { g->num_acts += g->act_sizes[i]; ngacts += gsz[i]; }
     size_t np = g->num_params;
-    g->params_mem = calloc(np, sizeof(real));
-    g->grads_mem = calloc(np, sizeof(real));
-    g->m_mem = calloc(np, sizeof(real));
-    g->v_mem = calloc(np, sizeof(real));
-    g->acts_mem = calloc(g->num_acts, sizeof(real));
-    g->dacts_mem = calloc(ngacts, sizeof(real));
+    int bad = RN(cpu_model_alloc)(np, g->num_acts, ngacts, &g->params_mem, &g->grads_mem, &g->m_mem, &g->v_mem,
+                                  &g->acts_mem, &g->dacts_mem);
     g->losses = calloc((size_t)cfg->B * cfg->T, sizeof(real));
     g->datt = calloc((size_t)cfg->B * maxh * cfg->T * cfg->T, sizeof(real));
-    if (!g->params_mem || !g->grads_mem || !g->m_mem || !g->v_mem || !g->acts_mem || !g->dacts_mem ||
-        !g->losses || !g->datt) {
+    if (bad || !g->losses || !g->datt) {
         RN(llama_release)(g);
         return MODEL_ENOMEM;
     }
-    llama_point(g->params_mem, g->param_sizes, (real **)&g->params, MODEL_LLAMA_NUM_TENSORS);
-    llama_point(g->grads_mem, g->param_sizes, (real **)&g->grads, MODEL_LLAMA_NUM_TENSORS);
-    llama_point(g->acts_mem, g->act_sizes, (real **)&g->acts, LLAMA_NUM_ACTS);
-    llama_point(g->dacts_mem, gsz, (real **)&g->dacts, LLAMA_NUM_ACTS);
+    RN(cpu_point_tensors)(g->params_mem, g->param_sizes, (real **)&g->params, MODEL_LLAMA_NUM_TENSORS);
+    RN(cpu_point_tensors)(g->grads_mem, g->param_sizes, (real **)&g->grads, MODEL_LLAMA_NUM_TENSORS);
+    RN(cpu_point_tensors)(g->acts_mem, g->act_sizes, (real **)&g->acts, LLAMA_NUM_ACTS);
+    RN(cpu_point_tensors)(g->dacts_mem, gsz, (real **)&g->dacts, LLAMA_NUM_ACTS);
     return MODEL_OK;
 }
 

@@ -6,6 +6,7 @@
  * the trigonometry costs T·d/2 per layer, not B·T·C. The double build (real.h) serves the gradient check.
  */
 #include "llama_kernels.h"
+#include "cpu_kernels.h"
 #include <math.h>
 #include <string.h>
 
@@ -18,16 +19,7 @@ void RN(cpu_embedding_forward)(real *out, const int *inp, const real *wte, int B
 }
 
 void RN(cpu_embedding_backward)(real *dwte, const real *dout, const int *inp, int B, int T, int C) {
-    int nchunk = (C + 31) / 32;
-    #pragma omp parallel for schedule(static) if ((size_t)B * T * C > LK_PAR_MIN)
-    for (int k = 0; k < nchunk; k++) {
-        int c0 = k * 32, c1 = c0 + 32 < C ? c0 + 32 : C;
-        for (size_t bt = 0; bt < (size_t)B * T; bt++) {
-            const real *d = dout + bt * C;
-            real *w = dwte + (size_t)inp[bt] * C;
-            for (int c = c0; c < c1; c++) w[c] += d[c];
-        }
-    }
+    RN(cpu_wte_backward)(dwte, dout, inp, B, T, C);
 }
 
 void RN(cpu_rmsnorm_forward)(real *out, real *rstd, const real *inp, const real *weight, int B, int T, int C) {

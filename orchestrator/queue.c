@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "auth.h"
+#include "lease.h"
 #include "sweeps.h"
 
 enum {
@@ -211,23 +212,31 @@ int queue_lease(queue *q, long long worker_id, const char *device, json_t **out)
         sqlite3_reset(s);
         return STORE_EIO;
     }
-    json_t *o = json_pack("{s:I, s:I, s:s, s:f, s:f, s:I, s:I, s:I, s:o, s:o}",
-                          "job_id", (json_int_t)job, "attempt", (json_int_t)sqlite3_column_int64(s, 0),
-                          "lease_token", token, "lease_expires_at", expires, "lease_ttl_s", q->lease_ttl,
-                          "sweep_id", (json_int_t)sqlite3_column_int64(s, 1),
-                          "schedule_id", (json_int_t)sqlite3_column_int64(s, 2),
-                          "seed", (json_int_t)sqlite3_column_int64(s, 3),
-                          "heads", sweeps_heads_json((const char *)sqlite3_column_text(s, 4)),
-                          "job", jobj);
-    if (o && sqlite3_column_type(s, 6) != SQLITE_NULL)
-        json_object_set_new(o, "resume", json_pack("{s:s, s:I}", "checkpoint", (const char *)sqlite3_column_text(s, 6),
-                                                   "step", (json_int_t)sqlite3_column_int64(s, 7)));
-    if (o && sqlite3_column_type(s, 8) != SQLITE_NULL)   /* successive halving: train to this rung's step, then report it */
-        json_object_set_new(o, "stop_at_step", json_integer(sqlite3_column_int64(s, 8)));
+    lease l;
+    lease_init(&l);
+    l.job_id = job;
+    l.attempt = (int)sqlite3_column_int64(s, 0);
+    snprintf(l.token, sizeof l.token, "%s", token);
+    l.expires_at = expires;
+    l.ttl_s = q->lease_ttl;
+    l.sweep_id = sqlite3_column_int64(s, 1);
+    l.schedule_id = sqlite3_column_int64(s, 2);
+    l.seed = sqlite3_column_int64(s, 3);
+    l.heads = sweeps_heads_json((const char *)sqlite3_column_text(s, 4));
+    l.job = jobj;                   /* the lease owns it now */
+    if (sqlite3_column_type(s, 6) != SQLITE_NULL) {
+        l.has_resume = 1;
+        snprintf(l.resume_checkpoint, sizeof l.resume_checkpoint, "%s", (const char *)sqlite3_column_text(s, 6));
+        l.resume_step = sqlite3_column_int64(s, 7);
+    }
+    if (sqlite3_column_type(s, 8) != SQLITE_NULL)   /* successive halving: train to this rung's step, then report it */
+        l.stop_at_step = (int)sqlite3_column_int64(s, 8);
+    json_t *o = lease_to_json(&l);
     sqlite3_reset(s);
-    if (!o) { snprintf(q->err, sizeof q->err, "out of memory"); return STORE_EIO; }
+    if (!o) { lease_release(&l); snprintf(q->err, sizeof q->err, "out of memory"); return STORE_EIO; }
     /* progress total from the job's train.steps */
     json_t *steps = json_object_get(json_object_get(jobj, "train"), "steps");
+    lease_release(&l);              /* o holds its own reference to the job JSON */
     if (json_is_integer(steps) && (s = S(q, S_SET_STEPS))) {
         sqlite3_bind_int64(s, 1, job);
         sqlite3_bind_int64(s, 2, json_integer_value(steps));

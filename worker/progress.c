@@ -4,6 +4,8 @@
  * the block of n lines at the bottom of the terminal: to redraw it moves the cursor up n lines (CSI nA)
  * and rewrites each line after clearing it (CSI K). An event first moves up over the block, prints the
  * event line, then draws the block again below it, so events scroll away while the block stays put.
+ * A progress_job is one device's row while it trains: the trainer's callbacks fill it (metrics rows and
+ * progress figures), the agent shows it (progress_report) and, in log mode, only when new points came.
  */
 #include "progress.h"
 
@@ -117,4 +119,44 @@ void progress_finish(void) {
     P.drawn = 0;
     fflush(stderr);
     pthread_mutex_unlock(&P.mu);
+}
+
+/* ---- one device's job view ------------------------------------------------------------------------- */
+
+void progress_job_begin(progress_job *v, const char *label, long long job_id, int attempt) {
+    memset(v, 0, sizeof *v);
+    snprintf(v->row.device, sizeof v->row.device, "%s", label);
+    v->row.job_id = job_id;
+    v->row.attempt = attempt;
+    v->row.loss = v->row.val_loss = NAN;
+    v->row.eta_s = -1;
+    v->row.step = -1;
+}
+
+void progress_job_metrics(progress_job *v, const json_t *row) {
+    json_t *val = json_object_get(row, "val_loss");
+    if (val) v->row.val_loss = json_number_value(val);
+    json_t *tl = json_object_get(row, "train_loss");
+    if (tl) {
+        v->row.loss = json_number_value(tl);
+        v->row.step = (long)json_integer_value(json_object_get(row, "step"));
+        json_t *tps = json_object_get(row, "tok_per_s");
+        if (tps) v->row.tok_s = json_number_value(tps);
+        v->new_points++;
+    }
+}
+
+void progress_job_step(progress_job *v, long step, long steps, double loss, double tok_s, double eta_s) {
+    v->row.step = step;
+    v->row.steps = steps;
+    v->row.loss = loss;
+    v->row.tok_s = tok_s;
+    v->row.eta_s = eta_s;
+}
+
+int progress_job_take(progress_job *v, progress_row *out) {
+    int fresh = v->new_points;
+    v->new_points = 0;
+    *out = v->row;
+    return fresh;
 }

@@ -30,4 +30,21 @@ void progress_report(int dev, const progress_row *row);
 void progress_event(int dev, const char *event, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 /* Live mode: leaves the cursor below the block. */
 void progress_finish(void);
+
+/* One device's view of the job it trains: the row it shows and how many train points came since the last
+ * log line. Not locked here: the agent guards it with its slot's mutex.
+ * progress_job_begin: a fresh row for job_id/attempt on device `label` (step -1, losses NaN, ETA unknown);
+ *   job_id 0 is the idle line.
+ * progress_job_metrics: takes a metrics row (train_loss/step/tok_per_s, or val_loss; row is borrowed).
+ * progress_job_step: takes the trainer's progress figures.
+ * progress_job_take: copies the row to *out and returns the train points since the last take (then 0). */
+#include <jansson.h>
+typedef struct progress_job {
+    progress_row row;
+    int new_points;
+} progress_job;
+void progress_job_begin(progress_job *v, const char *label, long long job_id, int attempt);
+void progress_job_metrics(progress_job *v, const json_t *row);
+void progress_job_step(progress_job *v, long step, long steps, double loss, double tok_s, double eta_s);
+int progress_job_take(progress_job *v, progress_row *out);
 #endif

@@ -34,6 +34,19 @@ __device__ __forceinline__ floatX fx(float v) {
 #endif
 }
 
+/* Element i of a norm kernel's input (LayerNorm, RMSNorm). FUSED: the residual add comes first, so
+ * res[i] = a[i] + b[i] rounded to floatX is written and that rounded value returned (the norm then equals the
+ * two separate kernels bit for bit); otherwise a[i]. Only the calling lane reads back what it wrote. */
+template <bool FUSED>
+__device__ __forceinline__ float norm_input(floatX *res, const floatX *a, const floatX *b, size_t i) {
+    if (FUSED) {
+        floatX r = fx(xf(a[i]) + xf(b[i]));
+        res[i] = r;
+        return xf(r);
+    }
+    return xf(a[i]);
+}
+
 struct pcu_state {
     int ready;                 /* prism_cuda_init succeeded */
     int device;

@@ -33,17 +33,7 @@ __global__ void k_layernorm_fwd(floatX *res, floatX *out, float *mean, float *rs
     size_t off = (size_t)row * C;
     const floatX *x = FUSED ? res + off : a + off;
     float s = 0.0f;
-    for (int c = lane; c < C; c += 32) {
-        float v;
-        if (FUSED) {
-            floatX r = fx(xf(a[off + c]) + xf(b[off + c]));
-            res[off + c] = r;
-            v = xf(r);
-        } else {
-            v = xf(x[c]);
-        }
-        s += v;
-    }
+    for (int c = lane; c < C; c += 32) s += norm_input<FUSED>(res, a, b, off + c);
     float m = warp_sum(s) / C;
     float q = 0.0f;
     for (int c = lane; c < C; c += 32) { float d = xf(x[c]) - m; q += d * d; }

@@ -35,14 +35,7 @@ __global__ void k_rmsnorm_fwd(floatX *res, floatX *out, float *rstd, const float
     const floatX *x = FUSED ? res + off : a + off;
     float q = 0.0f;
     for (int c = lane; c < C; c += 32) {
-        float v;
-        if (FUSED) {
-            floatX r = fx(xf(a[off + c]) + xf(b[off + c]));
-            res[off + c] = r;
-            v = xf(r);
-        } else {
-            v = xf(x[c]);
-        }
+        float v = norm_input<FUSED>(res, a, b, off + c);
         q += v * v;
     }
     float rs = rsqrtf(warp_sum(q) / C + RMS_EPS);

@@ -29,41 +29,19 @@
  * Every call returns 0 or MODEL_E*; the message is in the model (error()) and, from create, in err.
  */
 #include "cuda_common.cuh"
-extern "C" {
-#include "model.h"
-}
+#include "model_cuda_mem.cuh"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-static size_t al256b(size_t bytes) { return (bytes + 255) & ~(size_t)255; }
-
 enum { A_ENCODED, A_LN1, A_LN1M, A_LN1R, A_QKV, A_ATTY, A_ATT, A_ATTPROJ, A_RES2, A_LN2, A_LN2M, A_LN2R, A_FCH,
        A_FCHG, A_FCPROJ, A_RES3, A_LNF, A_LNFM, A_LNFR, A_LOGITS, A_LOSSES, A_DIST, A_LSE, A_DELTA, A_EATT, A_NUM };
 enum { D_RES, D_LN, D_4, D_QKV, D_NUM };
 
-struct cuda_model {
-    struct model_config cfg;
-    int device;
-    char err[512];
-    size_t sizes[MODEL_NUM_TENSORS];   /* elements, llm.c order */
-    size_t offs[MODEL_NUM_TENSORS];    /* element offsets in the padded device layout */
-    size_t nparams, npad;
-    void *pmem;                        /* params group */
-    float *master, *grads, *m, *v;     /* (npad) each */
-    floatX *px;                        /* (npad) */
-    void *amem;                        /* acts group */
-    void *a[A_NUM];
-    size_t att_off[MODEL_MAX_LAYERS];  /* elements into A_ATT (layers that do not run fused) */
-    int fused[MODEL_MAX_LAYERS];       /* layer l runs flash_attention.cu */
-    size_t lse_layer;                  /* floats of A_LSE per layer: B * maxh * T (allocated B) */
-    void *dmem;
-    void *d[D_NUM];
-    void *scratch;                     /* attention */
-    int *tok;                          /* (2, B*T): inputs then targets */
-    float *h_losses;                   /* host (B*T) */
-    float *h_rows;                     /* host attention-distance rows */
+struct cuda_model : mc_model {       /* cfg, device, err, the groups, the attention plan: model_cuda_mem.cuh */
+    void *a[A_NUM];                    /* into amem; att_off[l] is into A_ATT, lse_layer counts A_LSE */
+    void *d[D_NUM];                    /* into dmem */
     int maxh;
     int gelu_fusion;                   /* PRISM_CUDA_GELU_FUSION=1: GELU in the fc matmul's epilogue */
     float *norm_dev;                   /* the gradient norm (device, in the params group) */
@@ -75,36 +53,8 @@ struct cuda_model {
 #define AX(cm, i) ((floatX *)(cm)->a[i])
 #define AF(cm, i) ((float *)(cm)->a[i])
 
-static int cm_fail(cuda_model *cm, const char *what) {
-    snprintf(cm->err, sizeof cm->err, "CUDA %s: %s", what, prism_cuda_last_error());
-    return MODEL_EDEVICE;
-}
-#define TRY(cm, call, what) do { if ((call) != 0) return cm_fail(cm, what); } while (0)
-
-/* The CUDA runtime state is per thread: a model used from a thread other than its creator's binds that
- * thread to the model's device first (a no-op in the usual case: same thread, already bound). */
-static int cm_bind(cuda_model *cm) {
-    char e[300];
-    if (prism_cuda_init(cm->device, e, sizeof e) != 0) {
-        snprintf(cm->err, sizeof cm->err, "%s", e);
-        return MODEL_EDEVICE;
-    }
-    return 0;
-}
-#define BIND(cm) do { int b_ = cm_bind(cm); if (b_) return b_; } while (0)
-
-static void cuda_free(model *mp) {
-    cuda_model *cm = (cuda_model *)mp;
-    if (!cm) return;
-    prism_cuda_free(cm->pmem);
-    prism_cuda_free(cm->amem);
-    prism_cuda_free(cm->dmem);
-    prism_cuda_free(cm->scratch);
-    prism_cuda_free(cm->tok);
-    free(cm->h_losses);
-    free(cm->h_rows);
-    free(cm);
-}
+/* MC_TRY, MC_BIND (model_cuda_mem.cuh): the CUDA runtime state is per thread, so a model used from a thread other
+ * than its creator's binds that thread to the model's device first (a no-op in the usual case). */
 
 static int cuda_create(const struct model_config *cfg, int device, model **out, char *err, size_t errlen) {
     *out = NULL;
@@ -139,28 +89,17 @@ static int cuda_create(const struct model_config *cfg, int device, model **out, 
     if (!cm) { if (err) snprintf(err, errlen, "out of host memory"); return MODEL_ENOMEM; }
     cm->cfg = *cfg;
     cm->device = device;
+    cm->ntensors = MODEL_NUM_TENSORS;
     cm->maxh = maxh;
     {
         const char *g = getenv("PRISM_CUDA_GELU_FUSION");
         cm->gelu_fusion = g && *g == '1';
     }
-    model_param_sizes(cfg, cm->sizes);
-    size_t off = 0;
-    for (int i = 0; i < MODEL_NUM_TENSORS; i++) {
-        cm->offs[i] = off;
-        off += (cm->sizes[i] + 127) & ~(size_t)127;   /* 128 elements: 256 B in bf16, 512 B in float32 */
-        cm->nparams += cm->sizes[i];
-    }
-    cm->npad = off;
+    mc_param_layout(cfg, cm->sizes, cm->offs, &cm->nparams, &cm->npad);
 
     const size_t L = cfg->L, BT = (size_t)cfg->B * cfg->T, C = cfg->C, X = sizeof(floatX), F = sizeof(float);
-    size_t att = 0;
-    int any_mat = 0;
-    for (int l = 0; l < cfg->L; l++) {
-        cm->fused[l] = prism_cuda_flash_attention_supports(cfg->C / cfg->heads[l]);
-        cm->att_off[l] = att;
-        if (!cm->fused[l]) { att += (size_t)cfg->B * cfg->heads[l] * cfg->T * cfg->T; any_mat = 1; }
-    }
+    int any_mat;
+    const size_t att = mc_attention_plan(cfg, cm->fused, cm->att_off, &any_mat);
     const size_t lse_layer = (size_t)cfg->B * maxh * cfg->T, TT = (size_t)cfg->T * cfg->T;
     cm->lse_layer = lse_layer;
     const size_t sbytes = prism_cuda_attention_scratch_bytes(any_mat ? cfg->B : 1, cfg->T, cfg->C, maxh);
@@ -172,10 +111,8 @@ static int cuda_create(const struct model_config *cfg, int device, model **out, 
         L * lse_layer * F, lse_layer * F, maxh * TT * X,
     };
     size_t dbytes[D_NUM] = { BT * C * X, BT * C * X, BT * 4 * C * X, BT * 3 * C * X };
-    size_t atot = 0, dtot = 0;
-    for (int i = 0; i < A_NUM; i++) atot += al256b(abytes[i]);
-    for (int i = 0; i < D_NUM; i++) dtot += al256b(dbytes[i]);
-    size_t pbytes = 4 * al256b(cm->npad * F) + al256b(cm->npad * X) + al256b(F);
+    size_t atot = mc_group_bytes(abytes, A_NUM), dtot = mc_group_bytes(dbytes, D_NUM);
+    size_t pbytes = 4 * mc_al256b(cm->npad * F) + mc_al256b(cm->npad * X) + mc_al256b(F);
     int rc = MODEL_ENOMEM;
     cm->pmem = prism_cuda_malloc(pbytes);
     cm->amem = prism_cuda_malloc(atot);
@@ -193,16 +130,14 @@ static int cuda_create(const struct model_config *cfg, int device, model **out, 
     }
     {
         char *p = (char *)cm->pmem;
-        cm->master = (float *)p; p += al256b(cm->npad * F);
-        cm->grads = (float *)p; p += al256b(cm->npad * F);
-        cm->m = (float *)p; p += al256b(cm->npad * F);
-        cm->v = (float *)p; p += al256b(cm->npad * F);
-        cm->px = (floatX *)p; p += al256b(cm->npad * X);
+        cm->master = (float *)p; p += mc_al256b(cm->npad * F);
+        cm->grads = (float *)p; p += mc_al256b(cm->npad * F);
+        cm->m = (float *)p; p += mc_al256b(cm->npad * F);
+        cm->v = (float *)p; p += mc_al256b(cm->npad * F);
+        cm->px = (floatX *)p; p += mc_al256b(cm->npad * X);
         cm->norm_dev = (float *)p;
-        p = (char *)cm->amem;
-        for (int i = 0; i < A_NUM; i++) { cm->a[i] = p; p += al256b(abytes[i]); }
-        p = (char *)cm->dmem;
-        for (int i = 0; i < D_NUM; i++) { cm->d[i] = p; p += al256b(dbytes[i]); }
+        mc_carve(cm->amem, abytes, cm->a, A_NUM);
+        mc_carve(cm->dmem, dbytes, cm->d, D_NUM);
     }
     rc = MODEL_EDEVICE;
     if (prism_cuda_memset0(cm->pmem, pbytes) || prism_cuda_memset0(cm->amem, atot) || prism_cuda_sync()) {
@@ -214,80 +149,26 @@ static int cuda_create(const struct model_config *cfg, int device, model **out, 
     *out = (model *)cm;
     return MODEL_OK;
 fail:
-    cuda_free((model *)cm);
+    mc_free((model *)cm);
     return rc;
 }
 
-static const char *cuda_error(model *mp) { return ((cuda_model *)mp)->err; }
-
-/* host (llm.c order, packed) <-> device (aligned) for one float32 group */
-static int get_group(cuda_model *cm, const float *dev, float *dst) {
-    BIND(cm);
-    size_t o = 0;
-    for (int i = 0; i < MODEL_NUM_TENSORS; i++) {
-        TRY(cm, prism_cuda_download(dst + o, dev + cm->offs[i], cm->sizes[i] * sizeof(float)), "download");
-        o += cm->sizes[i];
-    }
-    return 0;
-}
-static int set_group(cuda_model *cm, float *dev, const float *src) {
-    BIND(cm);
-    size_t o = 0;
-    for (int i = 0; i < MODEL_NUM_TENSORS; i++) {
-        TRY(cm, prism_cuda_upload(dev + cm->offs[i], src + o, cm->sizes[i] * sizeof(float)), "upload");
-        o += cm->sizes[i];
-    }
-    return 0;
-}
-
-static int cuda_get_params(model *mp, float *dst) { cuda_model *cm = (cuda_model *)mp; return get_group(cm, cm->master, dst); }
-static int cuda_set_params(model *mp, const float *src) {
-    cuda_model *cm = (cuda_model *)mp;
-    int rc = set_group(cm, cm->master, src);
-    if (rc) return rc;
-    TRY(cm, prism_cuda_f32_to_x(cm->px, cm->master, cm->npad), "params to working precision");
-    TRY(cm, prism_cuda_sync(), "set_params");
-    return 0;
-}
-static int cuda_get_opt(model *mp, float *mo, float *vo) {
-    cuda_model *cm = (cuda_model *)mp;
-    int rc = get_group(cm, cm->m, mo);
-    return rc ? rc : get_group(cm, cm->v, vo);
-}
-static int cuda_set_opt(model *mp, const float *mi, const float *vi) {
-    cuda_model *cm = (cuda_model *)mp;
-    int rc = set_group(cm, cm->m, mi);
-    return rc ? rc : set_group(cm, cm->v, vi);
-}
-static int cuda_get_grads(model *mp, float *dst) { cuda_model *cm = (cuda_model *)mp; return get_group(cm, cm->grads, dst); }
 static int cuda_zero_grad(model *mp) {
     cuda_model *cm = (cuda_model *)mp;
-    BIND(cm);
+    MC_BIND(cm);
     if (cm->grads_zero) return 0;   /* update (or the last zero_grad) left them zero */
-    TRY(cm, prism_cuda_memset0(cm->grads, cm->npad * sizeof(float)), "zero_grad");
+    MC_TRY(cm, prism_cuda_memset0(cm->grads, cm->npad * sizeof(float)), "zero_grad");
     cm->grads_zero = 1;
     return 0;
 }
 
 static int check_batch(cuda_model *cm, const int *in, const int *tg, int B, int T) {
-    if (B < 1 || T < 1 || B > cm->cfg.B || T > cm->cfg.T) {
-        snprintf(cm->err, sizeof cm->err, "micro-batch %dx%d exceeds the allocated %dx%d", B, T, cm->cfg.B, cm->cfg.T);
-        return MODEL_EINVAL;
-    }
-    size_t n = (size_t)B * T;
-    for (size_t i = 0; i < n; i++) {   /* a bad token id would read out of bounds on the device */
-        if (in[i] < 0 || in[i] >= cm->cfg.V || tg[i] < 0 || tg[i] >= cm->cfg.V) {
-            snprintf(cm->err, sizeof cm->err, "token id %d at position %zu is outside the vocabulary [0, %d)",
-                     in[i] < 0 || in[i] >= cm->cfg.V ? in[i] : tg[i], i, cm->cfg.V);
-            return MODEL_EINVAL;
-        }
-    }
-    return 0;
+    return mc_check_batch(&cm->cfg, in, tg, B, T, cm->err, sizeof cm->err);
 }
 
 /* The mean of the N per-token losses in A_LOSSES: downloaded (a sync) and summed on the host in a fixed order. */
 static int mean_loss(cuda_model *cm, int N, float *loss) {
-    TRY(cm, prism_cuda_download(cm->h_losses, AF(cm, A_LOSSES), (size_t)N * sizeof(float)), "download losses");
+    MC_TRY(cm, prism_cuda_download(cm->h_losses, AF(cm, A_LOSSES), (size_t)N * sizeof(float)), "download losses");
     double total = 0;
     for (int i = 0; i < N; i++) total += cm->h_losses[i];
     *loss = (float)(total / N);
@@ -300,16 +181,16 @@ static int forward(cuda_model *cm, const int *in, const int *tg, int B, int T, i
                    double *attn_dist) {
     int rc = check_batch(cm, in, tg, B, T);
     if (rc) return rc;
-    BIND(cm);
+    MC_BIND(cm);
     const struct model_config *cf = &cm->cfg;
     const int L = cf->L, C = cf->C, N = B * T;
     const size_t BTa = (size_t)cf->B * cf->T;
     int *d_in = cm->tok, *d_tg = cm->tok + BTa;
-    TRY(cm, prism_cuda_upload(d_in, in, (size_t)N * sizeof(int)), "upload inputs");
-    TRY(cm, prism_cuda_upload(d_tg, tg, (size_t)N * sizeof(int)), "upload targets");
-    TRY(cm, prism_cuda_encoder_forward(AX(cm, A_ENCODED), d_in, P(cm, 0), P(cm, 1), B, T, C), "encoder_forward");
+    MC_TRY(cm, prism_cuda_upload(d_in, in, (size_t)N * sizeof(int)), "upload inputs");
+    MC_TRY(cm, prism_cuda_upload(d_tg, tg, (size_t)N * sizeof(int)), "upload targets");
+    MC_TRY(cm, prism_cuda_encoder_forward(AX(cm, A_ENCODED), d_in, P(cm, 0), P(cm, 1), B, T, C), "encoder_forward");
     /* layer 0's ln1 (later layers get theirs fused with the previous residual add) */
-    TRY(cm, prism_cuda_layernorm_forward(AX(cm, A_LN1), AF(cm, A_LN1M), AF(cm, A_LN1R), AX(cm, A_ENCODED), P(cm, 2),
+    MC_TRY(cm, prism_cuda_layernorm_forward(AX(cm, A_LN1), AF(cm, A_LN1M), AF(cm, A_LN1R), AX(cm, A_ENCODED), P(cm, 2),
                                          P(cm, 3), N, C), "layernorm_forward");
     for (int l = 0; l < L; l++) {
         const int NH = cf->heads[l];
@@ -319,59 +200,59 @@ static int forward(cuda_model *cm, const int *in, const int *tg, int B, int T, i
         floatX *att = AX(cm, A_ATT) + cm->att_off[l], *attproj = AX(cm, A_ATTPROJ);
         floatX *res2 = AX(cm, A_RES2) + o1, *ln2 = AX(cm, A_LN2) + o1, *fch = AX(cm, A_FCH) + o4;
         floatX *fchg = AX(cm, A_FCHG) + o4, *fcproj = AX(cm, A_FCPROJ), *res3 = AX(cm, A_RES3) + o1;
-        TRY(cm, prism_cuda_matmul_forward(qkv, NULL, ln1, P(cm, 4) + (size_t)l * 3 * C * C, P(cm, 5) + (size_t)l * 3 * C,
+        MC_TRY(cm, prism_cuda_matmul_forward(qkv, NULL, ln1, P(cm, 4) + (size_t)l * 3 * C * C, P(cm, 5) + (size_t)l * 3 * C,
                                           N, C, 3 * C), "matmul_forward(qkv)");
         if (cm->fused[l]) {
-            TRY(cm, prism_cuda_flash_attention_forward(atty, AF(cm, A_LSE) + l * cm->lse_layer, qkv, B, T, C, NH),
+            MC_TRY(cm, prism_cuda_flash_attention_forward(atty, AF(cm, A_LSE) + l * cm->lse_layer, qkv, B, T, C, NH),
                 "flash_attention_forward");
             /* D_l needs the probabilities: attention.cu, one sequence at a time, its output thrown away (into
              * the gradient scratch dln, unused during the forward) */
             for (int b = 0; attn_dist && b < B; b++) {
                 double d = 0;
-                TRY(cm, prism_cuda_attention_forward(cm->d[D_LN], AX(cm, A_EATT), qkv + (size_t)b * T * 3 * C, cm->scratch,
+                MC_TRY(cm, prism_cuda_attention_forward(cm->d[D_LN], AX(cm, A_EATT), qkv + (size_t)b * T * 3 * C, cm->scratch,
                                                      1, T, C, NH), "attention_forward(distance)");
-                TRY(cm, prism_cuda_attention_distance(AX(cm, A_EATT), 1, T, NH, AF(cm, A_DIST), cm->h_rows, &d),
+                MC_TRY(cm, prism_cuda_attention_distance(AX(cm, A_EATT), 1, T, NH, AF(cm, A_DIST), cm->h_rows, &d),
                     "attention_distance");
                 attn_dist[l] += d;
             }
         } else {
-            TRY(cm, prism_cuda_attention_forward(atty, att, qkv, cm->scratch, B, T, C, NH), "attention_forward");
+            MC_TRY(cm, prism_cuda_attention_forward(atty, att, qkv, cm->scratch, B, T, C, NH), "attention_forward");
             if (attn_dist) {
                 double d = 0;
-                TRY(cm, prism_cuda_attention_distance(att, B, T, NH, AF(cm, A_DIST), cm->h_rows, &d), "attention_distance");
+                MC_TRY(cm, prism_cuda_attention_distance(att, B, T, NH, AF(cm, A_DIST), cm->h_rows, &d), "attention_distance");
                 attn_dist[l] += d;
             }
         }
-        TRY(cm, prism_cuda_matmul_forward(attproj, NULL, atty, P(cm, 6) + (size_t)l * C * C, P(cm, 7) + (size_t)l * C,
+        MC_TRY(cm, prism_cuda_matmul_forward(attproj, NULL, atty, P(cm, 6) + (size_t)l * C * C, P(cm, 7) + (size_t)l * C,
                                           N, C, C), "matmul_forward(attproj)");
-        TRY(cm, prism_cuda_residual_layernorm_forward(res2, ln2, AF(cm, A_LN2M) + om, AF(cm, A_LN2R) + om, residual,
+        MC_TRY(cm, prism_cuda_residual_layernorm_forward(res2, ln2, AF(cm, A_LN2M) + om, AF(cm, A_LN2R) + om, residual,
                                                       attproj, P(cm, 8) + (size_t)l * C, P(cm, 9) + (size_t)l * C, N, C),
             "residual_layernorm_forward(ln2)");
         if (cm->gelu_fusion) {   /* cuBLASLt GELU_AUX_BIAS: fchg = GELU(pre), fch = pre, one pass */
-            TRY(cm, prism_cuda_matmul_forward(fchg, fch, ln2, P(cm, 10) + (size_t)l * 4 * C * C,
+            MC_TRY(cm, prism_cuda_matmul_forward(fchg, fch, ln2, P(cm, 10) + (size_t)l * 4 * C * C,
                                               P(cm, 11) + (size_t)l * 4 * C, N, C, 4 * C), "matmul_forward(fc+gelu)");
         } else {
-            TRY(cm, prism_cuda_matmul_forward(fch, NULL, ln2, P(cm, 10) + (size_t)l * 4 * C * C,
+            MC_TRY(cm, prism_cuda_matmul_forward(fch, NULL, ln2, P(cm, 10) + (size_t)l * 4 * C * C,
                                               P(cm, 11) + (size_t)l * 4 * C, N, C, 4 * C), "matmul_forward(fc)");
-            TRY(cm, prism_cuda_gelu_forward(fchg, fch, (size_t)N * 4 * C), "gelu_forward");
+            MC_TRY(cm, prism_cuda_gelu_forward(fchg, fch, (size_t)N * 4 * C), "gelu_forward");
         }
-        TRY(cm, prism_cuda_matmul_forward(fcproj, NULL, fchg, P(cm, 12) + (size_t)l * 4 * C * C, P(cm, 13) + (size_t)l * C,
+        MC_TRY(cm, prism_cuda_matmul_forward(fcproj, NULL, fchg, P(cm, 12) + (size_t)l * 4 * C * C, P(cm, 13) + (size_t)l * C,
                                           N, 4 * C, C), "matmul_forward(fcproj)");
         if (l + 1 < L) {
             const size_t on = (l + 1) * BTa;
-            TRY(cm, prism_cuda_residual_layernorm_forward(res3, AX(cm, A_LN1) + on * C, AF(cm, A_LN1M) + on,
+            MC_TRY(cm, prism_cuda_residual_layernorm_forward(res3, AX(cm, A_LN1) + on * C, AF(cm, A_LN1M) + on,
                                                           AF(cm, A_LN1R) + on, res2, fcproj, P(cm, 2) + (size_t)(l + 1) * C,
                                                           P(cm, 3) + (size_t)(l + 1) * C, N, C),
                 "residual_layernorm_forward(ln1)");
         } else {
-            TRY(cm, prism_cuda_residual_layernorm_forward(res3, AX(cm, A_LNF), AF(cm, A_LNFM), AF(cm, A_LNFR), res2,
+            MC_TRY(cm, prism_cuda_residual_layernorm_forward(res3, AX(cm, A_LNF), AF(cm, A_LNFM), AF(cm, A_LNFR), res2,
                                                           fcproj, P(cm, 14), P(cm, 15), N, C),
                 "residual_layernorm_forward(lnf)");
         }
     }
-    TRY(cm, prism_cuda_matmul_forward(AX(cm, A_LOGITS), NULL, AX(cm, A_LNF), P(cm, 0), NULL, N, C, cf->Vp),
+    MC_TRY(cm, prism_cuda_matmul_forward(AX(cm, A_LOGITS), NULL, AX(cm, A_LNF), P(cm, 0), NULL, N, C, cf->Vp),
         "matmul_forward(logits)");
-    TRY(cm, prism_cuda_fused_classifier(AX(cm, A_LOGITS), AF(cm, A_LOSSES), d_tg, N, cf->V, cf->Vp, dloss, train),
+    MC_TRY(cm, prism_cuda_fused_classifier(AX(cm, A_LOGITS), AF(cm, A_LOSSES), d_tg, N, cf->V, cf->Vp, dloss, train),
         "fused_classifier");
     if (loss && (rc = mean_loss(cm, N, loss)) != 0) return rc;
     prism_cuda_mem_sample();
@@ -385,45 +266,45 @@ static int backward(cuda_model *cm, int B, int T) {
     floatX *dres = (floatX *)cm->d[D_RES], *dln = (floatX *)cm->d[D_LN], *d4 = (floatX *)cm->d[D_4];
     floatX *dqkv = (floatX *)cm->d[D_QKV];
     /* classifier (tied to wte): logits hold dlogits */
-    TRY(cm, prism_cuda_matmul_backward(dln, G(cm, 0), NULL, AX(cm, A_LOGITS), AX(cm, A_LNF), P(cm, 0), N, C, cf->Vp, 0),
+    MC_TRY(cm, prism_cuda_matmul_backward(dln, G(cm, 0), NULL, AX(cm, A_LOGITS), AX(cm, A_LNF), P(cm, 0), N, C, cf->Vp, 0),
         "matmul_backward(logits)");
-    TRY(cm, prism_cuda_memset0(dres, (size_t)N * C * sizeof(floatX)), "memset");
-    TRY(cm, prism_cuda_layernorm_backward(dres, G(cm, 14), G(cm, 15), dln, AX(cm, A_RES3) + (L - 1) * BTa * C, P(cm, 14),
+    MC_TRY(cm, prism_cuda_memset0(dres, (size_t)N * C * sizeof(floatX)), "memset");
+    MC_TRY(cm, prism_cuda_layernorm_backward(dres, G(cm, 14), G(cm, 15), dln, AX(cm, A_RES3) + (L - 1) * BTa * C, P(cm, 14),
                                           AF(cm, A_LNFM), AF(cm, A_LNFR), N, C), "layernorm_backward(lnf)");
     for (int l = L - 1; l >= 0; l--) {
         const int NH = cf->heads[l];
         const size_t o1 = l * BTa * C, o3 = 3 * o1, o4 = 4 * o1, om = l * BTa;
         floatX *residual = l == 0 ? AX(cm, A_ENCODED) : AX(cm, A_RES3) + (l - 1) * BTa * C;
         /* dres = dL/d res3[l] = dL/d fcproj (and flows on unchanged to res2) */
-        TRY(cm, prism_cuda_matmul_backward(d4, G(cm, 12) + (size_t)l * 4 * C * C, G(cm, 13) + (size_t)l * C, dres,
+        MC_TRY(cm, prism_cuda_matmul_backward(d4, G(cm, 12) + (size_t)l * 4 * C * C, G(cm, 13) + (size_t)l * C, dres,
                                            AX(cm, A_FCHG) + o4, P(cm, 12) + (size_t)l * 4 * C * C, N, 4 * C, C, 0),
             "matmul_backward(fcproj)");
-        TRY(cm, prism_cuda_gelu_backward(d4, AX(cm, A_FCH) + o4, d4, (size_t)N * 4 * C), "gelu_backward");
-        TRY(cm, prism_cuda_matmul_backward(dln, G(cm, 10) + (size_t)l * 4 * C * C, G(cm, 11) + (size_t)l * 4 * C, d4,
+        MC_TRY(cm, prism_cuda_gelu_backward(d4, AX(cm, A_FCH) + o4, d4, (size_t)N * 4 * C), "gelu_backward");
+        MC_TRY(cm, prism_cuda_matmul_backward(dln, G(cm, 10) + (size_t)l * 4 * C * C, G(cm, 11) + (size_t)l * 4 * C, d4,
                                            AX(cm, A_LN2) + o1, P(cm, 10) + (size_t)l * 4 * C * C, N, C, 4 * C, 0),
             "matmul_backward(fc)");
-        TRY(cm, prism_cuda_layernorm_backward(dres, G(cm, 8) + (size_t)l * C, G(cm, 9) + (size_t)l * C, dln,
+        MC_TRY(cm, prism_cuda_layernorm_backward(dres, G(cm, 8) + (size_t)l * C, G(cm, 9) + (size_t)l * C, dln,
                                               AX(cm, A_RES2) + o1, P(cm, 8) + (size_t)l * C, AF(cm, A_LN2M) + om,
                                               AF(cm, A_LN2R) + om, N, C), "layernorm_backward(ln2)");
         /* dres = dL/d res2 = dL/d attproj (and flows on to the layer's input residual) */
-        TRY(cm, prism_cuda_matmul_backward(dln, G(cm, 6) + (size_t)l * C * C, G(cm, 7) + (size_t)l * C, dres,
+        MC_TRY(cm, prism_cuda_matmul_backward(dln, G(cm, 6) + (size_t)l * C * C, G(cm, 7) + (size_t)l * C, dres,
                                            AX(cm, A_ATTY) + o1, P(cm, 6) + (size_t)l * C * C, N, C, C, 0),
             "matmul_backward(attproj)");
         if (cm->fused[l])
-            TRY(cm, prism_cuda_flash_attention_backward(dqkv, AF(cm, A_DELTA), dln, AX(cm, A_QKV) + o3, AX(cm, A_ATTY) + o1,
+            MC_TRY(cm, prism_cuda_flash_attention_backward(dqkv, AF(cm, A_DELTA), dln, AX(cm, A_QKV) + o3, AX(cm, A_ATTY) + o1,
                                                         AF(cm, A_LSE) + l * cm->lse_layer,
                                                         B, T, C, NH), "flash_attention_backward");
         else
-            TRY(cm, prism_cuda_attention_backward(dqkv, dln, AX(cm, A_QKV) + o3, AX(cm, A_ATT) + cm->att_off[l],
+            MC_TRY(cm, prism_cuda_attention_backward(dqkv, dln, AX(cm, A_QKV) + o3, AX(cm, A_ATT) + cm->att_off[l],
                                                   cm->scratch, B, T, C, NH), "attention_backward");
-        TRY(cm, prism_cuda_matmul_backward(dln, G(cm, 4) + (size_t)l * 3 * C * C, G(cm, 5) + (size_t)l * 3 * C, dqkv,
+        MC_TRY(cm, prism_cuda_matmul_backward(dln, G(cm, 4) + (size_t)l * 3 * C * C, G(cm, 5) + (size_t)l * 3 * C, dqkv,
                                            AX(cm, A_LN1) + o1, P(cm, 4) + (size_t)l * 3 * C * C, N, C, 3 * C, 0),
             "matmul_backward(qkv)");
-        TRY(cm, prism_cuda_layernorm_backward(dres, G(cm, 2) + (size_t)l * C, G(cm, 3) + (size_t)l * C, dln, residual,
+        MC_TRY(cm, prism_cuda_layernorm_backward(dres, G(cm, 2) + (size_t)l * C, G(cm, 3) + (size_t)l * C, dln, residual,
                                               P(cm, 2) + (size_t)l * C, AF(cm, A_LN1M) + om, AF(cm, A_LN1R) + om, N, C),
             "layernorm_backward(ln1)");
     }
-    TRY(cm, prism_cuda_encoder_backward(G(cm, 0), G(cm, 1), dres, cm->tok, B, T, C), "encoder_backward");
+    MC_TRY(cm, prism_cuda_encoder_backward(G(cm, 0), G(cm, 1), dres, cm->tok, B, T, C), "encoder_backward");
     prism_cuda_mem_sample();
     return 0;
 }
@@ -452,7 +333,7 @@ static int cuda_forward_losses(model *mp, const int *in, const int *tg, int B, i
 static int cuda_update(model *mp, const struct adamw_params *hp, int t, float *grad_norm) {
     cuda_model *cm = (cuda_model *)mp;
     float norm = 0;
-    BIND(cm);
+    MC_BIND(cm);
     size_t bounds[MODEL_NUM_TENSORS + 1];
     unsigned decay = 0;
     for (int i = 0; i < MODEL_NUM_TENSORS; i++) {
@@ -461,12 +342,12 @@ static int cuda_update(model *mp, const struct adamw_params *hp, int t, float *g
     }
     bounds[MODEL_NUM_TENSORS] = cm->npad;   /* each tensor with its alignment gap: zeros that stay zero */
     /* like the CPU backend, a non-finite norm is not an error here: the trainer sees the loss go NaN */
-    TRY(cm, prism_cuda_grad_norm_device(cm->grads, cm->npad, cm->norm_dev), "grad_norm");
+    MC_TRY(cm, prism_cuda_grad_norm_device(cm->grads, cm->npad, cm->norm_dev), "grad_norm");
     cm->grads_zero = 0;
-    TRY(cm, prism_cuda_adamw_tensors(cm->master, cm->px, cm->grads, cm->m, cm->v, bounds, MODEL_NUM_TENSORS, decay,
+    MC_TRY(cm, prism_cuda_adamw_tensors(cm->master, cm->px, cm->grads, cm->m, cm->v, bounds, MODEL_NUM_TENSORS, decay,
                                      hp->lr, hp->beta1, hp->beta2, hp->eps, hp->weight_decay, t, cm->norm_dev,
                                      hp->grad_clip, 1), "adamw");
-    TRY(cm, prism_cuda_download(&norm, cm->norm_dev, sizeof norm), "update");   /* the one sync of the update */
+    MC_TRY(cm, prism_cuda_download(&norm, cm->norm_dev, sizeof norm), "update");   /* the one sync of the update */
     cm->grads_zero = 1;
     if (grad_norm) *grad_norm = norm;
     return 0;
@@ -475,13 +356,13 @@ static int cuda_update(model *mp, const struct adamw_params *hp, int t, float *g
 extern "C" const model_ops model_cuda_ops = {
     "cuda",
     cuda_create,
-    cuda_free,
-    cuda_error,
-    cuda_get_params,
-    cuda_set_params,
-    cuda_get_opt,
-    cuda_set_opt,
-    cuda_get_grads,
+    mc_free,
+    mc_error,
+    mc_get_params,
+    mc_set_params,
+    mc_get_opt,
+    mc_set_opt,
+    mc_get_grads,
     cuda_zero_grad,
     cuda_forward_backward,
     cuda_forward_loss,

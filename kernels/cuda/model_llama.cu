@@ -19,70 +19,26 @@
  */
 #include "cuda_common.cuh"
 #include "llama_kernels_cuda.h"
-extern "C" {
-#include "model.h"
-}
+#include "model_cuda_mem.cuh"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static size_t ll_al256b(size_t bytes) { return (bytes + 255) & ~(size_t)255; }
 
 enum { LA_ENC, LA_AN, LA_ANR, LA_QKV, LA_ATTY, LA_ATT, LA_ATTPROJ, LA_RES2, LA_MN, LA_MNR, LA_UP, LA_GATE, LA_SW,
        LA_FCPROJ, LA_RES3, LA_NF, LA_NFR, LA_LOGITS, LA_LOSSES, LA_DIST, LA_LSE, LA_DELTA, LA_EATT, LA_NUM };
 enum { LD_RES, LD_LN, LD_SW, LD_UP, LD_GATE, LD_QKV, LD_NUM };
 enum { LT_WTE, LT_ATTNORM, LT_QKV, LT_ATTPROJ, LT_MLPNORM, LT_FC, LT_FCG, LT_FCPROJ, LT_NORMF };
 
-struct llama_cuda {
-    struct model_config cfg;
-    int device;
-    char err[512];
-    size_t sizes[MODEL_NUM_TENSORS], offs[MODEL_NUM_TENSORS];
-    size_t nparams, npad;
-    void *pmem;
-    float *master, *grads, *m, *v;
-    floatX *px;
-    void *amem, *a[LA_NUM];
-    size_t att_off[MODEL_MAX_LAYERS];  /* elements into LA_ATT (layers that do not run fused) */
-    int fused[MODEL_MAX_LAYERS];       /* layer l runs flash_attention.cu */
-    size_t lse_layer;                  /* floats of LA_LSE per layer: B * maxh * T (allocated B) */
-    void *dmem, *d[LD_NUM];
-    void *scratch;
-    int *tok;
-    float *h_losses, *h_rows;
+struct llama_cuda : mc_model {       /* cfg, device, err, the groups, the attention plan: model_cuda_mem.cuh */
+    void *a[LA_NUM];                   /* into amem; att_off[l] is into LA_ATT, lse_layer counts LA_LSE */
+    void *d[LD_NUM];                   /* into dmem */
 };
 
 #define LP(cm, i) ((cm)->px + (cm)->offs[i])
 #define LG(cm, i) ((cm)->grads + (cm)->offs[i])
 #define LAX(cm, i) ((floatX *)(cm)->a[i])
 #define LAF(cm, i) ((float *)(cm)->a[i])
-
-static int ll_fail(llama_cuda *cm, const char *what) {
-    snprintf(cm->err, sizeof cm->err, "CUDA %s: %s", what, prism_cuda_last_error());
-    return MODEL_EDEVICE;
-}
-#define LTRY(cm, call, what) do { if ((call) != 0) return ll_fail(cm, what); } while (0)
-
-static int ll_bind(llama_cuda *cm) {
-    char e[300];
-    if (prism_cuda_init(cm->device, e, sizeof e) != 0) { snprintf(cm->err, sizeof cm->err, "%s", e); return MODEL_EDEVICE; }
-    return 0;
-}
-#define LBIND(cm) do { int b_ = ll_bind(cm); if (b_) return b_; } while (0)
-
-static void ll_free(model *mp) {
-    llama_cuda *cm = (llama_cuda *)mp;
-    if (!cm) return;
-    prism_cuda_free(cm->pmem);
-    prism_cuda_free(cm->amem);
-    prism_cuda_free(cm->dmem);
-    prism_cuda_free(cm->scratch);
-    prism_cuda_free(cm->tok);
-    free(cm->h_losses);
-    free(cm->h_rows);
-    free(cm);
-}
 
 static int ll_create(const struct model_config *cfg0, int device, model **out, char *err, size_t errlen) {
     *out = NULL;
@@ -119,23 +75,12 @@ static int ll_create(const struct model_config *cfg0, int device, model **out, c
     if (!cm) { if (err) snprintf(err, errlen, "out of host memory"); return MODEL_ENOMEM; }
     cm->cfg = *cfg;
     cm->device = device;
-    model_param_sizes(cfg, cm->sizes);
-    size_t off = 0;
-    for (int i = 0; i < MODEL_NUM_TENSORS; i++) {
-        cm->offs[i] = off;
-        off += (cm->sizes[i] + 127) & ~(size_t)127;
-        cm->nparams += cm->sizes[i];
-    }
-    cm->npad = off;
+    cm->ntensors = MODEL_LLAMA_NUM_TENSORS;
+    mc_param_layout(cfg, cm->sizes, cm->offs, &cm->nparams, &cm->npad);
 
     const size_t L = cfg->L, BT = (size_t)cfg->B * cfg->T, C = cfg->C, H = cfg->H, X = sizeof(floatX), F = sizeof(float);
-    size_t att = 0;
-    int any_mat = 0;
-    for (int l = 0; l < cfg->L; l++) {
-        cm->fused[l] = prism_cuda_flash_attention_supports(cfg->C / cfg->heads[l]);
-        cm->att_off[l] = att;
-        if (!cm->fused[l]) { att += (size_t)cfg->B * cfg->heads[l] * cfg->T * cfg->T; any_mat = 1; }
-    }
+    int any_mat;
+    const size_t att = mc_attention_plan(cfg, cm->fused, cm->att_off, &any_mat);
     const size_t lse_layer = (size_t)cfg->B * maxh * cfg->T, TT = (size_t)cfg->T * cfg->T;
     cm->lse_layer = lse_layer;
     size_t dist_rows = prism_cuda_attention_distance_rows(cfg->B, cfg->T, maxh);
@@ -146,10 +91,8 @@ static int ll_create(const struct model_config *cfg0, int device, model **out, c
         L * lse_layer * F, lse_layer * F, maxh * TT * X,
     };
     size_t dbytes[LD_NUM] = { BT * C * X, BT * C * X, BT * H * X, BT * H * X, BT * H * X, BT * 3 * C * X };
-    size_t atot = 0, dtot = 0;
-    for (int i = 0; i < LA_NUM; i++) atot += ll_al256b(abytes[i]);
-    for (int i = 0; i < LD_NUM; i++) dtot += ll_al256b(dbytes[i]);
-    size_t pbytes = 4 * ll_al256b(cm->npad * F) + ll_al256b(cm->npad * X);
+    size_t atot = mc_group_bytes(abytes, LA_NUM), dtot = mc_group_bytes(dbytes, LD_NUM);
+    size_t pbytes = 4 * mc_al256b(cm->npad * F) + mc_al256b(cm->npad * X);
     size_t sbytes = prism_cuda_attention_scratch_bytes(any_mat ? cfg->B : 1, cfg->T, cfg->C, maxh);
     int rc = MODEL_ENOMEM;
     cm->pmem = prism_cuda_malloc(pbytes);
@@ -167,15 +110,13 @@ static int ll_create(const struct model_config *cfg0, int device, model **out, c
     }
     {
         char *p = (char *)cm->pmem;
-        cm->master = (float *)p; p += ll_al256b(cm->npad * F);
-        cm->grads = (float *)p; p += ll_al256b(cm->npad * F);
-        cm->m = (float *)p; p += ll_al256b(cm->npad * F);
-        cm->v = (float *)p; p += ll_al256b(cm->npad * F);
+        cm->master = (float *)p; p += mc_al256b(cm->npad * F);
+        cm->grads = (float *)p; p += mc_al256b(cm->npad * F);
+        cm->m = (float *)p; p += mc_al256b(cm->npad * F);
+        cm->v = (float *)p; p += mc_al256b(cm->npad * F);
         cm->px = (floatX *)p;
-        p = (char *)cm->amem;
-        for (int i = 0; i < LA_NUM; i++) { cm->a[i] = p; p += ll_al256b(abytes[i]); }
-        p = (char *)cm->dmem;
-        for (int i = 0; i < LD_NUM; i++) { cm->d[i] = p; p += ll_al256b(dbytes[i]); }
+        mc_carve(cm->amem, abytes, cm->a, LA_NUM);
+        mc_carve(cm->dmem, dbytes, cm->d, LD_NUM);
     }
     rc = MODEL_EDEVICE;
     if (prism_cuda_memset0(cm->pmem, pbytes) || prism_cuda_memset0(cm->amem, atot) || prism_cuda_sync()) {
@@ -186,85 +127,35 @@ static int ll_create(const struct model_config *cfg0, int device, model **out, c
     *out = (model *)cm;
     return MODEL_OK;
 fail:
-    ll_free((model *)cm);
+    mc_free((model *)cm);
     return rc;
 }
 
-static const char *ll_error(model *mp) { return ((llama_cuda *)mp)->err; }
-
-static int ll_get_group(llama_cuda *cm, const float *dev, float *dst) {
-    LBIND(cm);
-    size_t o = 0;
-    for (int i = 0; i < MODEL_LLAMA_NUM_TENSORS; i++) {
-        LTRY(cm, prism_cuda_download(dst + o, dev + cm->offs[i], cm->sizes[i] * sizeof(float)), "download");
-        o += cm->sizes[i];
-    }
-    return 0;
-}
-static int ll_set_group(llama_cuda *cm, float *dev, const float *src) {
-    LBIND(cm);
-    size_t o = 0;
-    for (int i = 0; i < MODEL_LLAMA_NUM_TENSORS; i++) {
-        LTRY(cm, prism_cuda_upload(dev + cm->offs[i], src + o, cm->sizes[i] * sizeof(float)), "upload");
-        o += cm->sizes[i];
-    }
-    return 0;
-}
-static int ll_get_params(model *mp, float *dst) { llama_cuda *cm = (llama_cuda *)mp; return ll_get_group(cm, cm->master, dst); }
-static int ll_set_params(model *mp, const float *src) {
-    llama_cuda *cm = (llama_cuda *)mp;
-    int rc = ll_set_group(cm, cm->master, src);
-    if (rc) return rc;
-    LTRY(cm, prism_cuda_f32_to_x(cm->px, cm->master, cm->npad), "params to working precision");
-    LTRY(cm, prism_cuda_sync(), "set_params");
-    return 0;
-}
-static int ll_get_opt(model *mp, float *mo, float *vo) {
-    llama_cuda *cm = (llama_cuda *)mp;
-    int rc = ll_get_group(cm, cm->m, mo);
-    return rc ? rc : ll_get_group(cm, cm->v, vo);
-}
-static int ll_set_opt(model *mp, const float *mi, const float *vi) {
-    llama_cuda *cm = (llama_cuda *)mp;
-    int rc = ll_set_group(cm, cm->m, mi);
-    return rc ? rc : ll_set_group(cm, cm->v, vi);
-}
-static int ll_get_grads(model *mp, float *dst) { llama_cuda *cm = (llama_cuda *)mp; return ll_get_group(cm, cm->grads, dst); }
 static int ll_zero_grad(model *mp) {
     llama_cuda *cm = (llama_cuda *)mp;
-    LBIND(cm);
-    LTRY(cm, prism_cuda_memset0(cm->grads, cm->npad * sizeof(float)), "zero_grad");
+    MC_BIND(cm);
+    MC_TRY(cm, prism_cuda_memset0(cm->grads, cm->npad * sizeof(float)), "zero_grad");
     return 0;
 }
 
 static int ll_check_batch(llama_cuda *cm, const int *in, const int *tg, int B, int T) {
-    if (B < 1 || T < 1 || B > cm->cfg.B || T > cm->cfg.T) {
-        snprintf(cm->err, sizeof cm->err, "micro-batch %dx%d exceeds the allocated %dx%d", B, T, cm->cfg.B, cm->cfg.T);
-        return MODEL_EINVAL;
-    }
-    for (size_t i = 0; i < (size_t)B * T; i++)
-        if (in[i] < 0 || in[i] >= cm->cfg.V || tg[i] < 0 || tg[i] >= cm->cfg.V) {
-            snprintf(cm->err, sizeof cm->err, "token id %d at position %zu is outside the vocabulary [0, %d)",
-                     in[i] < 0 || in[i] >= cm->cfg.V ? in[i] : tg[i], i, cm->cfg.V);
-            return MODEL_EINVAL;
-        }
-    return 0;
+    return mc_check_batch(&cm->cfg, in, tg, B, T, cm->err, sizeof cm->err);
 }
 
 static int ll_forward(llama_cuda *cm, const int *in, const int *tg, int B, int T, int train, float dloss, float *loss,
                       double *attn_dist) {
     int rc = ll_check_batch(cm, in, tg, B, T);
     if (rc) return rc;
-    LBIND(cm);
+    MC_BIND(cm);
     const struct model_config *cf = &cm->cfg;
     const int L = cf->L, C = cf->C, H = cf->H, N = B * T;
     const double theta = cf->rope_theta;
     const size_t BTa = (size_t)cf->B * cf->T;
     int *d_in = cm->tok, *d_tg = cm->tok + BTa;
-    LTRY(cm, prism_cuda_upload(d_in, in, (size_t)N * sizeof(int)), "upload inputs");
-    LTRY(cm, prism_cuda_upload(d_tg, tg, (size_t)N * sizeof(int)), "upload targets");
-    LTRY(cm, prism_cuda_embedding_forward(LAX(cm, LA_ENC), d_in, LP(cm, LT_WTE), B, T, C), "embedding_forward");
-    LTRY(cm, prism_cuda_rmsnorm_forward(LAX(cm, LA_AN), LAF(cm, LA_ANR), LAX(cm, LA_ENC), LP(cm, LT_ATTNORM), N, C),
+    MC_TRY(cm, prism_cuda_upload(d_in, in, (size_t)N * sizeof(int)), "upload inputs");
+    MC_TRY(cm, prism_cuda_upload(d_tg, tg, (size_t)N * sizeof(int)), "upload targets");
+    MC_TRY(cm, prism_cuda_embedding_forward(LAX(cm, LA_ENC), d_in, LP(cm, LT_WTE), B, T, C), "embedding_forward");
+    MC_TRY(cm, prism_cuda_rmsnorm_forward(LAX(cm, LA_AN), LAF(cm, LA_ANR), LAX(cm, LA_ENC), LP(cm, LT_ATTNORM), N, C),
          "rmsnorm_forward");
     for (int l = 0; l < L; l++) {
         const int NH = cf->heads[l];
@@ -274,66 +165,66 @@ static int ll_forward(llama_cuda *cm, const int *in, const int *tg, int B, int T
         floatX *attproj = LAX(cm, LA_ATTPROJ), *res2 = LAX(cm, LA_RES2) + o1, *mn = LAX(cm, LA_MN) + o1;
         floatX *up = LAX(cm, LA_UP) + oh, *gate = LAX(cm, LA_GATE) + oh, *sw = LAX(cm, LA_SW) + oh;
         floatX *fcproj = LAX(cm, LA_FCPROJ), *res3 = LAX(cm, LA_RES3) + o1;
-        LTRY(cm, prism_cuda_matmul_forward(qkv, NULL, LAX(cm, LA_AN) + o1, LP(cm, LT_QKV) + (size_t)l * 3 * C * C, NULL,
+        MC_TRY(cm, prism_cuda_matmul_forward(qkv, NULL, LAX(cm, LA_AN) + o1, LP(cm, LT_QKV) + (size_t)l * 3 * C * C, NULL,
                                            N, C, 3 * C), "matmul_forward(qkv)");
         if (cm->fused[l]) {
             /* RoPE inside the fused kernel: qkv is left pre-RoPE, as the backward reads it */
-            LTRY(cm, prism_cuda_flash_attention_forward_rope(atty, LAF(cm, LA_LSE) + l * cm->lse_layer, qkv, B, T, C,
+            MC_TRY(cm, prism_cuda_flash_attention_forward_rope(atty, LAF(cm, LA_LSE) + l * cm->lse_layer, qkv, B, T, C,
                                                              NH, theta), "flash_attention_forward_rope");
             /* D_l needs the probabilities: attention.cu over a rotated copy of qkv (the separate rope kernel, in
              * the gradient scratch LD_QKV), one sequence at a time, its output thrown away (into the gradient
              * scratch LD_LN); both scratches are unused during the forward */
             floatX *rq = (floatX *)cm->d[LD_QKV];
             if (attn_dist) {
-                LTRY(cm, prism_cuda_copy_d2d(rq, qkv, (size_t)N * 3 * C * sizeof(floatX)), "copy qkv(distance)");
-                LTRY(cm, prism_cuda_rope_forward(rq, B, T, C, NH, theta), "rope_forward(distance)");
+                MC_TRY(cm, prism_cuda_copy_d2d(rq, qkv, (size_t)N * 3 * C * sizeof(floatX)), "copy qkv(distance)");
+                MC_TRY(cm, prism_cuda_rope_forward(rq, B, T, C, NH, theta), "rope_forward(distance)");
             }
             for (int b = 0; attn_dist && b < B; b++) {
                 double d = 0;
-                LTRY(cm, prism_cuda_attention_forward(cm->d[LD_LN], LAX(cm, LA_EATT), rq + (size_t)b * T * 3 * C,
+                MC_TRY(cm, prism_cuda_attention_forward(cm->d[LD_LN], LAX(cm, LA_EATT), rq + (size_t)b * T * 3 * C,
                                                       cm->scratch, 1, T, C, NH), "attention_forward(distance)");
-                LTRY(cm, prism_cuda_attention_distance(LAX(cm, LA_EATT), 1, T, NH, LAF(cm, LA_DIST), cm->h_rows, &d),
+                MC_TRY(cm, prism_cuda_attention_distance(LAX(cm, LA_EATT), 1, T, NH, LAF(cm, LA_DIST), cm->h_rows, &d),
                      "attention_distance");
                 attn_dist[l] += d;
             }
         } else {
             /* materialised fallback (head above 256): the separate rope kernel rotates qkv in place, so this
              * layer's saved qkv is post-RoPE and its backward rotates dq, dk back after attention.cu's */
-            LTRY(cm, prism_cuda_rope_forward(qkv, B, T, C, NH, theta), "rope_forward");
-            LTRY(cm, prism_cuda_attention_forward(atty, att, qkv, cm->scratch, B, T, C, NH), "attention_forward");
+            MC_TRY(cm, prism_cuda_rope_forward(qkv, B, T, C, NH, theta), "rope_forward");
+            MC_TRY(cm, prism_cuda_attention_forward(atty, att, qkv, cm->scratch, B, T, C, NH), "attention_forward");
             if (attn_dist) {
                 double d = 0;
-                LTRY(cm, prism_cuda_attention_distance(att, B, T, NH, LAF(cm, LA_DIST), cm->h_rows, &d),
+                MC_TRY(cm, prism_cuda_attention_distance(att, B, T, NH, LAF(cm, LA_DIST), cm->h_rows, &d),
                      "attention_distance");
                 attn_dist[l] += d;
             }
         }
-        LTRY(cm, prism_cuda_matmul_forward(attproj, NULL, atty, LP(cm, LT_ATTPROJ) + (size_t)l * C * C, NULL, N, C, C),
+        MC_TRY(cm, prism_cuda_matmul_forward(attproj, NULL, atty, LP(cm, LT_ATTPROJ) + (size_t)l * C * C, NULL, N, C, C),
              "matmul_forward(attproj)");
-        LTRY(cm, prism_cuda_residual_rmsnorm_forward(res2, mn, LAF(cm, LA_MNR) + om, residual, attproj,
+        MC_TRY(cm, prism_cuda_residual_rmsnorm_forward(res2, mn, LAF(cm, LA_MNR) + om, residual, attproj,
                                                      LP(cm, LT_MLPNORM) + (size_t)l * C, N, C), "residual_rmsnorm(mlp)");
-        LTRY(cm, prism_cuda_matmul_forward(up, NULL, mn, LP(cm, LT_FC) + (size_t)l * H * C, NULL, N, C, H),
+        MC_TRY(cm, prism_cuda_matmul_forward(up, NULL, mn, LP(cm, LT_FC) + (size_t)l * H * C, NULL, N, C, H),
              "matmul_forward(up)");
-        LTRY(cm, prism_cuda_matmul_forward(gate, NULL, mn, LP(cm, LT_FCG) + (size_t)l * H * C, NULL, N, C, H),
+        MC_TRY(cm, prism_cuda_matmul_forward(gate, NULL, mn, LP(cm, LT_FCG) + (size_t)l * H * C, NULL, N, C, H),
              "matmul_forward(gate)");
-        LTRY(cm, prism_cuda_swiglu_forward(sw, up, gate, (size_t)N * H), "swiglu_forward");
-        LTRY(cm, prism_cuda_matmul_forward(fcproj, NULL, sw, LP(cm, LT_FCPROJ) + (size_t)l * C * H, NULL, N, H, C),
+        MC_TRY(cm, prism_cuda_swiglu_forward(sw, up, gate, (size_t)N * H), "swiglu_forward");
+        MC_TRY(cm, prism_cuda_matmul_forward(fcproj, NULL, sw, LP(cm, LT_FCPROJ) + (size_t)l * C * H, NULL, N, H, C),
              "matmul_forward(down)");
         if (l + 1 < L) {
             const size_t on = (l + 1) * BTa;
-            LTRY(cm, prism_cuda_residual_rmsnorm_forward(res3, LAX(cm, LA_AN) + on * C, LAF(cm, LA_ANR) + on, res2, fcproj,
+            MC_TRY(cm, prism_cuda_residual_rmsnorm_forward(res3, LAX(cm, LA_AN) + on * C, LAF(cm, LA_ANR) + on, res2, fcproj,
                                                          LP(cm, LT_ATTNORM) + (size_t)(l + 1) * C, N, C),
                  "residual_rmsnorm(attn)");
         } else {
-            LTRY(cm, prism_cuda_residual_rmsnorm_forward(res3, LAX(cm, LA_NF), LAF(cm, LA_NFR), res2, fcproj,
+            MC_TRY(cm, prism_cuda_residual_rmsnorm_forward(res3, LAX(cm, LA_NF), LAF(cm, LA_NFR), res2, fcproj,
                                                          LP(cm, LT_NORMF), N, C), "residual_rmsnorm(final)");
         }
     }
-    LTRY(cm, prism_cuda_matmul_forward(LAX(cm, LA_LOGITS), NULL, LAX(cm, LA_NF), LP(cm, LT_WTE), NULL, N, C, cf->Vp),
+    MC_TRY(cm, prism_cuda_matmul_forward(LAX(cm, LA_LOGITS), NULL, LAX(cm, LA_NF), LP(cm, LT_WTE), NULL, N, C, cf->Vp),
          "matmul_forward(logits)");
-    LTRY(cm, prism_cuda_fused_classifier(LAX(cm, LA_LOGITS), LAF(cm, LA_LOSSES), d_tg, N, cf->V, cf->Vp, dloss, train),
+    MC_TRY(cm, prism_cuda_fused_classifier(LAX(cm, LA_LOGITS), LAF(cm, LA_LOSSES), d_tg, N, cf->V, cf->Vp, dloss, train),
          "fused_classifier");
-    LTRY(cm, prism_cuda_download(cm->h_losses, LAF(cm, LA_LOSSES), (size_t)N * sizeof(float)), "download losses");
+    MC_TRY(cm, prism_cuda_download(cm->h_losses, LAF(cm, LA_LOSSES), (size_t)N * sizeof(float)), "download losses");
     double total = 0;
     for (int i = 0; i < N; i++) total += cm->h_losses[i];
     *loss = (float)(total / N);
@@ -348,44 +239,44 @@ static int ll_backward(llama_cuda *cm, int B, int T) {
     const size_t BTa = (size_t)cf->B * cf->T;
     floatX *dres = (floatX *)cm->d[LD_RES], *dln = (floatX *)cm->d[LD_LN], *dsw = (floatX *)cm->d[LD_SW];
     floatX *dup = (floatX *)cm->d[LD_UP], *dgate = (floatX *)cm->d[LD_GATE], *dqkv = (floatX *)cm->d[LD_QKV];
-    LTRY(cm, prism_cuda_matmul_backward(dln, LG(cm, LT_WTE), NULL, LAX(cm, LA_LOGITS), LAX(cm, LA_NF), LP(cm, LT_WTE),
+    MC_TRY(cm, prism_cuda_matmul_backward(dln, LG(cm, LT_WTE), NULL, LAX(cm, LA_LOGITS), LAX(cm, LA_NF), LP(cm, LT_WTE),
                                         N, C, cf->Vp, 0), "matmul_backward(logits)");
-    LTRY(cm, prism_cuda_memset0(dres, (size_t)N * C * sizeof(floatX)), "memset");
-    LTRY(cm, prism_cuda_rmsnorm_backward(dres, LG(cm, LT_NORMF), dln, LAX(cm, LA_RES3) + (L - 1) * BTa * C,
+    MC_TRY(cm, prism_cuda_memset0(dres, (size_t)N * C * sizeof(floatX)), "memset");
+    MC_TRY(cm, prism_cuda_rmsnorm_backward(dres, LG(cm, LT_NORMF), dln, LAX(cm, LA_RES3) + (L - 1) * BTa * C,
                                          LP(cm, LT_NORMF), LAF(cm, LA_NFR), N, C), "rmsnorm_backward(final)");
     for (int l = L - 1; l >= 0; l--) {
         const int NH = cf->heads[l];
         const size_t o1 = l * BTa * C, o3 = 3 * o1, oh = l * BTa * H, om = l * BTa;
         floatX *residual = l == 0 ? LAX(cm, LA_ENC) : LAX(cm, LA_RES3) + (l - 1) * BTa * C;
-        LTRY(cm, prism_cuda_matmul_backward(dsw, LG(cm, LT_FCPROJ) + (size_t)l * C * H, NULL, dres, LAX(cm, LA_SW) + oh,
+        MC_TRY(cm, prism_cuda_matmul_backward(dsw, LG(cm, LT_FCPROJ) + (size_t)l * C * H, NULL, dres, LAX(cm, LA_SW) + oh,
                                             LP(cm, LT_FCPROJ) + (size_t)l * C * H, N, H, C, 0), "matmul_backward(down)");
-        LTRY(cm, prism_cuda_swiglu_backward(dup, dgate, dsw, LAX(cm, LA_UP) + oh, LAX(cm, LA_GATE) + oh, (size_t)N * H),
+        MC_TRY(cm, prism_cuda_swiglu_backward(dup, dgate, dsw, LAX(cm, LA_UP) + oh, LAX(cm, LA_GATE) + oh, (size_t)N * H),
              "swiglu_backward");
-        LTRY(cm, prism_cuda_matmul_backward(dln, LG(cm, LT_FC) + (size_t)l * H * C, NULL, dup, LAX(cm, LA_MN) + o1,
+        MC_TRY(cm, prism_cuda_matmul_backward(dln, LG(cm, LT_FC) + (size_t)l * H * C, NULL, dup, LAX(cm, LA_MN) + o1,
                                             LP(cm, LT_FC) + (size_t)l * H * C, N, C, H, 0), "matmul_backward(up)");
-        LTRY(cm, prism_cuda_matmul_backward(dln, LG(cm, LT_FCG) + (size_t)l * H * C, NULL, dgate, LAX(cm, LA_MN) + o1,
+        MC_TRY(cm, prism_cuda_matmul_backward(dln, LG(cm, LT_FCG) + (size_t)l * H * C, NULL, dgate, LAX(cm, LA_MN) + o1,
                                             LP(cm, LT_FCG) + (size_t)l * H * C, N, C, H, 1), "matmul_backward(gate)");
-        LTRY(cm, prism_cuda_rmsnorm_backward(dres, LG(cm, LT_MLPNORM) + (size_t)l * C, dln, LAX(cm, LA_RES2) + o1,
+        MC_TRY(cm, prism_cuda_rmsnorm_backward(dres, LG(cm, LT_MLPNORM) + (size_t)l * C, dln, LAX(cm, LA_RES2) + o1,
                                              LP(cm, LT_MLPNORM) + (size_t)l * C, LAF(cm, LA_MNR) + om, N, C),
              "rmsnorm_backward(mlp)");
-        LTRY(cm, prism_cuda_matmul_backward(dln, LG(cm, LT_ATTPROJ) + (size_t)l * C * C, NULL, dres, LAX(cm, LA_ATTY) + o1,
+        MC_TRY(cm, prism_cuda_matmul_backward(dln, LG(cm, LT_ATTPROJ) + (size_t)l * C * C, NULL, dres, LAX(cm, LA_ATTY) + o1,
                                             LP(cm, LT_ATTPROJ) + (size_t)l * C * C, N, C, C, 0), "matmul_backward(attproj)");
         if (cm->fused[l]) {   /* dqkv w.r.t. the pre-RoPE qkv: the kernels rotate dq, dk back */
-            LTRY(cm, prism_cuda_flash_attention_backward_rope(dqkv, LAF(cm, LA_DELTA), dln, LAX(cm, LA_QKV) + o3,
+            MC_TRY(cm, prism_cuda_flash_attention_backward_rope(dqkv, LAF(cm, LA_DELTA), dln, LAX(cm, LA_QKV) + o3,
                                                               LAX(cm, LA_ATTY) + o1, LAF(cm, LA_LSE) + l * cm->lse_layer,
                                                               B, T, C, NH, theta), "flash_attention_backward_rope");
         } else {
-            LTRY(cm, prism_cuda_attention_backward(dqkv, dln, LAX(cm, LA_QKV) + o3, LAX(cm, LA_ATT) + cm->att_off[l],
+            MC_TRY(cm, prism_cuda_attention_backward(dqkv, dln, LAX(cm, LA_QKV) + o3, LAX(cm, LA_ATT) + cm->att_off[l],
                                                    cm->scratch, B, T, C, NH), "attention_backward");
-            LTRY(cm, prism_cuda_rope_backward(dqkv, B, T, C, NH, theta), "rope_backward");
+            MC_TRY(cm, prism_cuda_rope_backward(dqkv, B, T, C, NH, theta), "rope_backward");
         }
-        LTRY(cm, prism_cuda_matmul_backward(dln, LG(cm, LT_QKV) + (size_t)l * 3 * C * C, NULL, dqkv, LAX(cm, LA_AN) + o1,
+        MC_TRY(cm, prism_cuda_matmul_backward(dln, LG(cm, LT_QKV) + (size_t)l * 3 * C * C, NULL, dqkv, LAX(cm, LA_AN) + o1,
                                             LP(cm, LT_QKV) + (size_t)l * 3 * C * C, N, C, 3 * C, 0), "matmul_backward(qkv)");
-        LTRY(cm, prism_cuda_rmsnorm_backward(dres, LG(cm, LT_ATTNORM) + (size_t)l * C, dln, residual,
+        MC_TRY(cm, prism_cuda_rmsnorm_backward(dres, LG(cm, LT_ATTNORM) + (size_t)l * C, dln, residual,
                                              LP(cm, LT_ATTNORM) + (size_t)l * C, LAF(cm, LA_ANR) + om, N, C),
              "rmsnorm_backward(attn)");
     }
-    LTRY(cm, prism_cuda_encoder_backward(LG(cm, LT_WTE), NULL, dres, cm->tok, B, T, C), "embedding_backward");
+    MC_TRY(cm, prism_cuda_encoder_backward(LG(cm, LT_WTE), NULL, dres, cm->tok, B, T, C), "embedding_backward");
     prism_cuda_mem_sample();
     return 0;
 }
@@ -412,17 +303,17 @@ static int ll_forward_losses(model *mp, const int *in, const int *tg, int B, int
 static int ll_update(model *mp, const struct adamw_params *hp, int t, float *grad_norm) {
     llama_cuda *cm = (llama_cuda *)mp;
     float norm = 0;
-    LBIND(cm);
-    LTRY(cm, prism_cuda_grad_norm(cm->grads, cm->npad, &norm), "grad_norm");
+    MC_BIND(cm);
+    MC_TRY(cm, prism_cuda_grad_norm(cm->grads, cm->npad, &norm), "grad_norm");
     float scale = 1.0f;
     if (hp->grad_clip > 0 && norm > hp->grad_clip) scale = hp->grad_clip / norm;
     for (int i = 0; i < MODEL_LLAMA_NUM_TENSORS; i++) {
         size_t o = cm->offs[i];
-        LTRY(cm, prism_cuda_adamw(cm->master + o, cm->px + o, cm->grads + o, cm->m + o, cm->v + o, cm->sizes[i], hp->lr,
+        MC_TRY(cm, prism_cuda_adamw(cm->master + o, cm->px + o, cm->grads + o, cm->m + o, cm->v + o, cm->sizes[i], hp->lr,
                                   hp->beta1, hp->beta2, hp->eps,
                                   model_arch_tensor_decays(&cm->cfg, i) ? hp->weight_decay : 0.0f, t, scale), "adamw");
     }
-    LTRY(cm, prism_cuda_sync(), "update");
+    MC_TRY(cm, prism_cuda_sync(), "update");
     if (grad_norm) *grad_norm = norm;
     return 0;
 }
@@ -430,13 +321,13 @@ static int ll_update(model *mp, const struct adamw_params *hp, int t, float *gra
 extern "C" const model_ops model_cuda_llama_ops = {
     "cuda",
     ll_create,
-    ll_free,
-    ll_error,
-    ll_get_params,
-    ll_set_params,
-    ll_get_opt,
-    ll_set_opt,
-    ll_get_grads,
+    mc_free,
+    mc_error,
+    mc_get_params,
+    mc_set_params,
+    mc_get_opt,
+    mc_set_opt,
+    mc_get_grads,
     ll_zero_grad,
     ll_forward_backward,
     ll_forward_loss,

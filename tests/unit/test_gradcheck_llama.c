@@ -22,12 +22,8 @@
 static const char *tensor_names[MODEL_LLAMA_NUM_TENSORS] = {
     "wte", "attnormw", "qkvw", "attprojw", "mlpnormw", "fcw", "fcgw", "fcprojw", "normfw"};
 
-static uint64_t rng_state = 4242;
-static double urand(void) {
-    rng_state ^= rng_state << 13; rng_state ^= rng_state >> 7; rng_state ^= rng_state << 17;
-    return (rng_state >> 11) * (1.0 / 9007199254740992.0);
-}
-static double nrand(void) { return sqrt(-2 * log(urand() + 1e-300)) * cos(2 * M_PI * urand()); }
+#define GRADCHECK_SEED 4242
+#include "gradcheck_lib.h"
 
 static void setup(struct llama *g, int *in, int *tg) {
     struct model_config cfg = {.L = 4, .C = 32, .V = 13, .Vp = 16, .maxT = 8, .B = 2, .T = 6,
@@ -228,37 +224,12 @@ TEST(float_backend_matches_the_double_reference) {
     int in[12], tg[12];
     struct llama g;
     setup(&g, in, tg);
-    for (size_t i = 0; i < g.num_params; i++) g.params_mem[i] = (float)(g.params_mem[i] * 0.3);
-    struct model_config cfg = g.cfg;
-    model *m = NULL;
-    char err[512];
-    ASSERT_EQ_INT(0, model_cpu_ops.create(&cfg, -1, &m, err, sizeof err));
-    float *pf = malloc(g.num_params * 4), *gf = malloc(g.num_params * 4);
-    for (size_t i = 0; i < g.num_params; i++) pf[i] = (float)g.params_mem[i];
-    model_cpu_ops.set_params(m, pf);
-    model_cpu_ops.zero_grad(m);
-    float lf;
-    ASSERT_EQ_INT(0, model_cpu_ops.forward_backward(m, in, tg, 2, 6, 1.0f, &lf));
-    model_cpu_ops.get_grads(m, gf);
+    for (size_t i = 0; i < g.num_params; i++) g.params_mem[i] = (float)(g.params_mem[i] * 0.3);   /* float-exact */
     llama_zero_grad_f64(&g);
     double ld = llama_forward_f64(&g, in, tg, 2, 6, 1.0 / 12, NULL);
     llama_backward_f64(&g);
-    printf("loss float %.9g double %.12g\n", lf, ld);
-    ASSERT_NEAR(ld, lf, 1e-5 * fabs(ld));
-    size_t off = 0;
-    for (int i = 0; i < MODEL_LLAMA_NUM_TENSORS; i++) {
-        double gmax = 0, worst = 0;
-        for (size_t k = 0; k < g.param_sizes[i]; k++) if (fabs(g.grads_mem[off + k]) > gmax) gmax = fabs(g.grads_mem[off + k]);
-        for (size_t k = 0; k < g.param_sizes[i]; k++) {
-            double d = fabs(g.grads_mem[off + k] - gf[off + k]);
-            if (d > worst) worst = d;
-        }
-        printf("%-9s max |grad| %.4g  max |float - double| %.3g\n", tensor_names[i], gmax, worst);
-        if (worst > 1e-4 * gmax + 1e-9) HFAIL("%s: float gradient off by %.3g (max |grad| %.3g)", tensor_names[i], worst, gmax);
-        off += g.param_sizes[i];
-    }
-    free(pf); free(gf);
-    model_cpu_ops.free(m);
+    gradcheck_float_backend(&g.cfg, g.params_mem, g.grads_mem, g.num_params, in, tg, ld, MODEL_LLAMA_NUM_TENSORS, g.param_sizes,
+                            tensor_names);
     llama_release_f64(&g);
 }
 
