@@ -29,7 +29,7 @@ enum {
     S_LEASE_PICK, S_LEASE_TAKE, S_LEASE_ROW, S_JOB_LEASE, S_RENEW, S_PROGRESS,
     S_METRIC_INS, S_CKPT, S_RESULT_INS, S_DONE, S_FAIL, S_REQUEUE_FAIL,
     S_EXPIRED, S_EXPIRE_Q, S_EXPIRE_F, S_JOB_STATE, S_CANCEL, S_REQUEUE, S_PRIO, S_SWEEP_STATE,
-    S_SWEEP_PRIO, S_SWEEP_JOBS_PRIO, S_SWEEP_EXISTS, S_SET_STEPS, S_GRACE,
+    S_SWEEP_PRIO, S_SWEEP_JOBS_PRIO, S_SWEEP_EXISTS, S_GRACE,
     S_WORKER_SEEN_LAZY,
     S_COUNT
 };
@@ -80,7 +80,6 @@ static const char *const SQL[S_COUNT] = {
     [S_SWEEP_PRIO] = "UPDATE sweeps SET priority = ?2 WHERE id = ?1",
     [S_SWEEP_JOBS_PRIO] = "UPDATE jobs SET priority = ?2 WHERE sweep_id = ?1 AND state = 'queued'",
     [S_SWEEP_EXISTS] = "SELECT 1 FROM sweeps WHERE id = ?1",
-    [S_SET_STEPS] = "UPDATE jobs SET steps = ?2 WHERE id = ?1 AND steps != ?2",
     [S_GRACE] = "UPDATE jobs SET lease_expires_at = ?1 WHERE state = 'leased' AND lease_expires_at < ?1",
     [S_WORKER_SEEN_LAZY] = "UPDATE workers SET last_seen_at = ?2 WHERE id = ?1 AND last_seen_at < ?3",
 };
@@ -234,14 +233,7 @@ int queue_lease(queue *q, long long worker_id, const char *device, json_t **out)
     json_t *o = lease_to_json(&l);
     sqlite3_reset(s);
     if (!o) { lease_release(&l); snprintf(q->err, sizeof q->err, "out of memory"); return STORE_EIO; }
-    /* progress total from the job's train.steps */
-    json_t *steps = json_object_get(json_object_get(jobj, "train"), "steps");
     lease_release(&l);              /* o holds its own reference to the job JSON */
-    if (json_is_integer(steps) && (s = S(q, S_SET_STEPS))) {
-        sqlite3_bind_int64(s, 1, job);
-        sqlite3_bind_int64(s, 2, json_integer_value(steps));
-        if ((rc = run(q, s, "steps")) < 0) { json_decref(o); return rc; }
-    }
     if ((s = S(q, S_WORKER_SEEN))) {
         sqlite3_bind_int64(s, 1, job);
         sqlite3_bind_double(s, 2, now);
