@@ -17,9 +17,10 @@
  * exactly those bytes; answers made meanwhile stay held for the next batch. At most one sync is in flight and
  * no COMMIT starts while it is (the loop keeps reading and answering inside the open transaction), so the
  * sync of COMMIT k covers every byte COMMIT k wrote, and COMMIT k+1 follows it; when it completes, the next
- * batch is committed by the check phase right after (the completion runs in the poll phase). A batch with nothing to commit (reads only) is written once no sync is in
- * flight: what it read was durable then. A failed sync drops every held answer (connections closed) and
- * stops all further commits (opts.durable_failed decides what the program does).
+ * batch is committed by the check phase right after (the completion runs in the poll phase). A batch with
+ * nothing to commit (reads only) is written once no sync is in flight: what it read was durable then. A
+ * failed sync drops every held answer (connections closed) and stops all further commits
+ * (opts.durable_failed decides what the program does).
  *
  * Timers: one per connection. While a request is partly received it is the slow-request deadline (armed at
  * the request's first byte, not re-armed by later bytes, so a trickle cannot hold a connection); between
