@@ -19,6 +19,9 @@
  *               [--job-seconds 600] [--lease-ttl 120] [--server-nice N] [--quiet]
  * --server-nice N runs the server at that nice value (negative needs root): on a machine shared with other
  * work it stands for a box where the orchestrator has its CPU to itself.
+ *
+ * Size: one file of ~730 lines: the simulated fleet, the server child and the report belong to one run; what
+ * the other benches share with it is in server_bench.h and bench_util.h.
  */
 #include <http_parser.h>
 #include <jansson.h>

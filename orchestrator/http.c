@@ -32,6 +32,10 @@
  * close when the table is full); a small hash table counts anonymous connections per client address. Reads
  * go into one buffer owned by the server: every byte read is parsed (or copied aside) before the read
  * callback returns, so a connection costs its parser state and nothing more while idle.
+ *
+ * Size: one file of ~880 lines on purpose. The connection, its session, the dirty list, the batch marks and
+ * the sync job are one state machine (a write completion, a timer, the check phase and a sync completion each
+ * move a connection on); split, every part would need the connection struct and the server's lists exported.
  */
 #include "http.h"
 #include "util.h"

@@ -10,6 +10,9 @@
  * Rendering is plain DOM built from escaped strings; the schedule staircase is a tiny SVG; every plot is a
  * Chart.js chart (Debian's libjs-chart.js, served by the orchestrator). Failures are states, never blanks:
  * no sweeps, an empty sweep, a sweep with only failures and a server that stopped answering each get a message.
+ *
+ * Size: one file of ~870 lines, as the page loads one script with no build step; it reads top to bottom as
+ * helpers, normalisation, the model, polling, rendering, the detail view (charts), routing and UI.
  */
 'use strict';
 
