@@ -7,6 +7,8 @@
 # full grid's winner among the promoted. Exit 1 when a check fails.
 #   STEPS=N       train.steps (default: the spec's 2000)     TOKENS=N  prism-data synth tokens (default 2M)
 #   THREADS=N     the worker's OpenMP threads (default 2)     OUT=DIR   keep the run there (default: a temp dir)
+#   EVAL_BATCHES=N  val batches per evaluation (default: the whole val split, from data/meta.json; the spec's
+#                   own is 8); val loss is taken at step 0, at each rung and at the end (eval.every 0)
 #   CHECK_WINNER=0  report the winner check without failing on it (tests/integration/test_halving_bench.sh at a
 #                   few dozen steps, where the ranking is noise)
 set -u
@@ -22,10 +24,15 @@ cleanup_pids() { local p; for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done;
 trap 'cleanup_pids; [ -n "${OUT:-}" ] || rm -rf "$D"' EXIT
 
 "$PD" synth --out "$D/data" --tokens "${TOKENS:-2M}" --vocab 256 --seed 1 > "$D/synth.log" 2>&1 || { cat "$D/synth.log"; exit 2; }
-/usr/bin/python3 - sweeps/tiny-cpu.json "$D" "${STEPS:-}" <<'PY' || exit 2
+/usr/bin/python3 - sweeps/tiny-cpu.json "$D" "${STEPS:-}" "${EVAL_BATCHES:-}" <<'PY' || exit 2
 import json, sys
 base = json.load(open(sys.argv[1]))
 if sys.argv[3]: base["train"]["steps"] = int(sys.argv[3])
+# Rank on the whole val split: the spec's 8 batches are 2% of it, and on them a schedule's Δ moved by up to 0.012,
+# more than the gaps being ranked (docs/PERF.md). Val loss at step 0, at each rung and at the end only.
+tr = base["train"]
+whole = json.load(open(sys.argv[2] + "/data/meta.json"))["val_tokens"] // (tr["batch_size"] * tr["seq_len"])
+base["eval"] = dict(base["eval"], batches=int(sys.argv[4]) if sys.argv[4] else max(1, whole), every=0)
 for name, halving in (("full", None), ("halving", {"eta": 3, "rungs": [0.111, 0.333], "mode": "sync"})):
     s = dict(base, name="tiny-cpu-" + name)
     if halving: s["halving"] = halving
@@ -46,7 +53,7 @@ left=$(sqlite3 "$DB" "SELECT count(*) FROM jobs WHERE state NOT IN ('done', 'pru
 [ "$left" = 0 ] || { echo "bench_halving: $left jobs not finished; see $D/worker.log"; tail -5 "$D/worker.log"; exit 1; }
 "$PS" leaderboard --db "$DB" tiny-cpu-halving --format json > "$D/halving_lb.json"
 "$PS" leaderboard --db "$DB" tiny-cpu-full --format json > "$D/full_lb.json"
-/usr/bin/python3 - "$D/full_lb.json" "$D/halving_lb.json" "${CHECK_WINNER:-1}" <<'PY'
+/usr/bin/python3 - "$D/full_lb.json" "$D/halving_lb.json" "${CHECK_WINNER:-1}" "$D/full.json" <<'PY'
 import json, sys
 full, hv = (json.load(open(p)) for p in sys.argv[1:3])
 h = hv["halving"]
@@ -56,6 +63,7 @@ promoted = [heads(r) for r in hv["rows"] if r["rung"] == last]
 winner = heads(full["rows"][0])
 ratio = h["steps_trained"] / h["full_grid_steps"]
 print("rung steps           %s (eta %d, %s)" % (h["rung_steps"], h["eta"], h["mode"]))
+print("val batches          %d per evaluation" % json.load(open(sys.argv[4]))["eval"]["batches"])
 print("steps trained        %d (halving sweep)" % h["steps_trained"])
 print("full-grid steps      %d (12 jobs x %d)" % (h["full_grid_steps"], h["rung_steps"][-1]))
 print("ratio                %.4f" % ratio)
