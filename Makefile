@@ -122,7 +122,25 @@ $(LIB_ORCH): $(BUILD)/obj/gen/deploy_embed.o
 $(BUILD)/lib/%.a:
 	@mkdir -p $(dir $@)
 	@rm -f $@
-	@ar rcs $@ $^
+	@ar rcs $@ $(filter %.o,$^)
+
+# Each archive also depends on the list of its members, rewritten only when that list changes: a source added
+# (whatever its mtime, e.g. older than the archive after a merge) or removed rebuilds the archive, so no stale
+# member is linked and no new one is left out of an incremental build.
+define archive_members
+$(1): $(1).members
+$(1).members: FORCE
+	@mkdir -p $$(dir $$@)
+	@printf '%s\n' $(2) | cmp -s - $$@ || printf '%s\n' $(2) > $$@
+endef
+$(eval $(call archive_members,$(LIB_COMMON),$(call obj,$(COMMON_SRC))))
+$(eval $(call archive_members,$(LIB_KERNELS),$(call obj,$(KERNEL_SRC))))
+$(eval $(call archive_members,$(LIB_ORCH),$(call obj,$(ORCH_SRC))))
+$(eval $(call archive_members,$(LIB_WORKER),$(call obj,$(WORKER_SRC))))
+$(eval $(call archive_members,$(LIB_DATA),$(call obj,$(DATA_SRC))))
+$(if $(LIB_CUDA),$(eval $(call archive_members,$(LIB_CUDA),$(patsubst %.cu,$(BUILD)/obj/%.cu.o,$(CU_SRC)))))
+.PHONY: FORCE
+FORCE:
 
 $(BUILD)/empty.o:
 	@mkdir -p $(dir $@)
