@@ -94,17 +94,23 @@ int halving_check_rungs(const halving_cfg *cfg, int warmup_steps, char *warn, si
     if (warn && warnlen) warn[0] = 0;
     if (!cfg->enabled) return 0;
     long long steps = cfg->step[cfg->nrungs];
-    for (int i = 0; i < cfg->nrungs; i++)
-        if (cfg->step[i] <= warmup_steps) {
-            double f = fmax(HALVING_WARN_FRACTION, (double)(warmup_steps + 1) / (double)steps);
-            char fix[160];
-            if (f < 1) snprintf(fix, sizeof fix, "move it after the warmup, e.g. halving.rungs[%d] = %.3f", i, f);
-            else snprintf(fix, sizeof fix, "train.warmup_steps is not below train.steps (%lld): shorten the warmup", steps);
-            snprintf(err, errlen, "halving.rungs[%d]: %g x train.steps %lld is step %lld, at or before train.warmup_steps "
-                     "(%d): a rung inside the warmup ranks schedules by how fast they warm up, not by where they end "
-                     "(one such rung reversed the final order); %s", i, cfg->frac[i], steps, cfg->step[i], warmup_steps, fix);
+    double least = fmax(HALVING_WARN_FRACTION, (double)(2 * warmup_steps + 1) / (double)steps);
+    char fix[200];
+    if (least < 1) snprintf(fix, sizeof fix, "move it later, e.g. halving.rungs[0] = %.3f", least);
+    else snprintf(fix, sizeof fix, "train.warmup_steps (%d) leaves no room for a rung in train.steps (%lld): shorten "
+                  "the warmup or train longer", warmup_steps, steps);
+    for (int i = 0; i < cfg->nrungs; i++) {
+        const char *where = NULL;
+        if (cfg->step[i] <= warmup_steps) where = "at or before train.warmup_steps";
+        else if (cfg->step[i] <= 2LL * warmup_steps && cfg->frac[i] < HALVING_WARN_FRACTION)
+            where = "below 20% of the run and within twice train.warmup_steps (the learning rate has just peaked)";
+        if (where) {
+            snprintf(err, errlen, "halving.rungs[%d]: %g x train.steps %lld is step %lld, %s (%d): a rung there ranks "
+                     "schedules by how fast they warm up, not by where they end (one such rung reversed the final "
+                     "order); %s", i, cfg->frac[i], steps, cfg->step[i], where, warmup_steps, fix);
             return -1;
         }
+    }
     if (warn && cfg->frac[0] < HALVING_WARN_FRACTION)
         snprintf(warn, warnlen, "halving.rungs[0]: %g of train.steps (step %lld) is below %.0f%% of the run: early val losses "
                  "rank schedules poorly (docs/STATISTICS.md has the rank correlations the halving bench measured); "

@@ -59,10 +59,11 @@ typedef struct halving_cfg {
  * the key: "halving.rungs[1]: ...". Returns 0 or -1. */
 int halving_parse(const json_t *v, long long steps, halving_cfg *cfg, char *err, size_t errlen);
 
-/* The create-time checks of a parsed cfg against the training schedule: a rung at or before warmup_steps is an
- * error (the rank order at the end of warmup says how fast a schedule warms up, not where it ends: a review saw it
- * reverse the final order); a first rung below HALVING_WARN_FRACTION of train.steps sets warn (else warn = "").
- * Both name the key. Returns 0 or -1 (err set). */
+/* The create-time checks of a parsed cfg against the training schedule. Errors: a rung at or before warmup_steps,
+ * and a rung below HALVING_WARN_FRACTION of train.steps that is also within 2 × warmup_steps (the learning rate has
+ * just peaked: a review saw a rung at step 67 of 600, warmup 50, rank the schedules in exactly the reverse of the
+ * final order). A first rung below HALVING_WARN_FRACTION otherwise sets warn (else warn = ""). Both name the key.
+ * Returns 0 or -1 (err set). */
 #define HALVING_WARN_FRACTION 0.2
 int halving_check_rungs(const halving_cfg *cfg, int warmup_steps, char *warn, size_t warnlen, char *err, size_t errlen);
 

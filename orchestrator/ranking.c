@@ -356,31 +356,33 @@ static void sort_by_tau(int *idx, int n, const double *tau) {
     }
 }
 
-/* the design's power against uniform at its seeds */
-static void compute_power(ranking *r, int K) {
-    ranking_power *pw = &r->power;
+void ranking_design_power(int K, int seeds, int m, double sd, ranking_method method, ranking_power *pw) {
     memset(pw, 0, sizeof *pw);
-    pw->seeds = r->seeds;
-    pw->m = r->comparisons;
-    pw->sd = r->fit.sd;
+    pw->seeds = seeds;
+    pw->m = m;
+    pw->sd = sd;
     pw->critical = pw->min_significant = pw->delta80 = pw->df = NAN;
-    int m = pw->m > 0 ? pw->m : 1, n = r->seeds;
-    if (!isfinite(pw->sd) || n < 2) return;
-    for (int seeds = 2; seeds <= 1000; seeds++) {
-        double df = r->method == RANKING_BLOCKED ? (double)(K - 1) * (seeds - 1) : seeds - 1;
-        if (K < 2) df = seeds - 1;
+    if (m < 1) m = 1;
+    if (!isfinite(sd) || !(sd > 0) || seeds < 2) return;
+    for (int n = 2; n <= 1000; n++) {
+        double df = method == RANKING_BLOCKED && K >= 2 ? (double)(K - 1) * (n - 1) : n - 1;
         double c = stats_t_quantile(1 - RANKING_ALPHA / (2.0 * m), df);
-        double se = pw->sd * sqrt(2.0 / seeds), d80 = stats_t_power_ncp(c, df, 0.8) * se;
-        if (seeds == n) {
+        double se = sd * sqrt(2.0 / n), d80 = stats_t_power_ncp(c, df, 0.8) * se;
+        if (n == seeds) {
             pw->df = df;
             pw->critical = c;
             pw->min_significant = c * se;
             pw->delta80 = d80;
             pw->paper_detectable = d80 <= RANKING_PAPER_EFFECT;
         }
-        if (!pw->seeds_for_paper && d80 <= RANKING_PAPER_EFFECT) pw->seeds_for_paper = seeds;
-        if (seeds >= n && pw->seeds_for_paper) break;
+        if (!pw->seeds_for_paper && d80 <= RANKING_PAPER_EFFECT) pw->seeds_for_paper = n;
+        if (n >= seeds && pw->seeds_for_paper) break;
     }
+}
+
+/* the design's power against uniform at its seeds, with the sweep's own noise estimate */
+static void compute_power(ranking *r, int K) {
+    ranking_design_power(K, r->seeds, r->comparisons, r->fit.sd, r->method, &r->power);
 }
 
 static void compute_valnoise(ranking *r, const ranking_fit *f, const ranking_row *rows, int base) {

@@ -164,6 +164,11 @@ typedef struct ranking {
  * sched indexes rows[] as given (the sweep's order). Sorts rows[] into rank order. Returns 0 or -1 on no memory. */
 int ranking_compute(ranking *r, ranking_obs *const *obs, const int *nobs, int nlevels, int baseline_index);
 
+/* What a design can detect against uniform: K schedules (baseline included), seeds per schedule, m comparisons
+ * (the Holm family, usually K − 1), run-to-run sd, the method (blocked: (K−1)(n−1) df; paired: n − 1). Pure; the
+ * ranking states it for the sweep at its own estimate of sd, `prism-sweep power` for a spec before it runs. */
+void ranking_design_power(int K, int seeds, int m, double sd, ranking_method method, ranking_power *out);
+
 /* Reads the sweep and ranks it: at_rung < 0 each schedule at the highest level it reached, else every schedule
  * at level at_rung. Returns 0 and a new *out, STORE_ENOTFOUND (no such sweep) or STORE_EIO (message in err). */
 int ranking_build(store *st, long long sweep_id, int at_rung, ranking **out, char *err, size_t errlen);
