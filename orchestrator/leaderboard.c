@@ -87,6 +87,7 @@ static json_t *row_json(const ranking *rk, const ranking_row *x) {
     json_object_set_new(row, "provisional", json_boolean(x->provisional));
     /* the best group: true in it, false shown worse than a schedule of it, null not compared */
     json_object_set_new(row, "tied_best", x->best < 0 ? json_null() : json_boolean(x->best));
+    json_object_set_new(row, "worse_than", x->best == 0 && x->worse_than >= 0 ? json_integer(x->worse_than) : json_null());
     json_t *vb = json_null();
     if (x->best >= 0 && isfinite(x->vs_best_mean))
         vb = json_pack("{s:i, s:f, s:o, s:o, s:b, s:o}", "n", x->vs_best_n, "mean", x->vs_best_mean, "se",

@@ -147,6 +147,36 @@ t_leaderboard_csv_and_cli() {
   assert_eq 2 "$rc" "bad format exit"
 }
 
+# A provisional schedule (2 of 4 seeds) far better than rank 1: listed after the complete ones, yet in the best
+# group (=), and rank 1 is shown worse than it — never the other way round. Through the API, the CSV and the table.
+t_fewer_seeds_better_than_rank_1_is_in_the_best_group() {
+  s_setup
+  s_spec "$D/s.json" few '["1,1,4,4", "2,2,4,4"]' '[11, 22, 33, 44]'
+  SID=$(s_create "$D/s.json")
+  s_server
+  local w; w=$(s_register w1)
+  local F='{"4,4,4,4": [3.3750, 3.3720, 3.3775, 3.3741], "1,1,4,4": [3.3700, 3.3668, 3.3729, 3.3690], "2,2,4,4": [3.3300, 3.3270]}'
+  while :; do
+    s_lease "$w"; [ -z "$JOB" ] && break
+    local heads seedi loss
+    heads=$(s_json '.heads|map(tostring)|join(",")'); seedi=$(( $(s_json .seed) / 11 - 1 ))
+    loss=$(echo "$F" | jq ".[\"$heads\"][$seedi]")
+    [ "$loss" = null ] && continue   # 2,2,4,4 seeds 33 and 44: still running
+    s_complete "$JOB" "$TOKEN" "$loss" '[1, 2, 3, 4]'
+  done
+  s_expect 200 GET "/api/v1/sweeps/$SID/leaderboard"
+  echo "$BODY" | jq -c '.rows[]|{heads, rank, provisional, tied_best, vs_best}'
+  assert_eq "1,1,4,4:1:false:false 4,4,4,4:2:false:false 2,2,4,4:3:true:true" \
+    "$(echo "$BODY" | jq -r '[.rows[]|"\(.heads|map(tostring)|join(",")):\(.rank):\(.provisional):\(.tied_best)"]|join(" ")')" \
+    "rank, provisional, best group"
+  local sid224; sid224=$(echo "$BODY" | jq '.rows[]|select(.heads==[2,2,4,4])|.schedule_id')
+  assert_eq "$sid224" "$(echo "$BODY" | jq '.rows[0].worse_than')" "rank 1 is shown worse than the provisional schedule"
+  local cli; cli=$("$(bin prism-sweep)" leaderboard --db "$DB" few) || fail "cli table"
+  echo "$cli"
+  echo "$cli" | grep -Eq '^3=  +2×2 4×2 .*2/4 prov' || fail "the provisional schedule is not marked in the best group in the table"
+  echo "$cli" | grep -Eq '^1  +1×2 4×2 ' || fail "rank 1 should be shown without = (worse than the provisional schedule)"
+}
+
 # An empty sweep: every schedule listed, unranked, no numbers.
 t_leaderboard_empty_sweep() {
   s_setup
