@@ -2,8 +2,8 @@
  *
  *   prism-data synth --out DIR --tokens N --vocab V --seed S [--val-frac F]
  *   prism-data bytes FILE... --out DIR [--val-frac F]
- *   prism-data tokenize FILE... --out DIR --encoder encoder.json --bpe vocab.bpe [--format auto|text|jsonl]
- *                       [--val-tokens N] [--shard-tokens N] [--threads N]
+ *   prism-data tokenize FILE... --out DIR --encoder encoder.json --bpe vocab.bpe [--format auto|text|jsonl|parquet]
+ *                       [--name NAME] [--column KEY] [--val-tokens N] [--shard-tokens N] [--threads N]
  *   prism-data evalfile --from tasks.jsonl --out FILE.bin --encoder encoder.json --bpe vocab.bpe
  *
  * tokenize and evalfile use GPT-2's byte-level BPE (bpe.h); tokenize is the streaming pipeline of tokenize.h.
@@ -300,8 +300,16 @@ static int load_bpe(const char *cmd, const char *enc, const char *bpe, struct bp
     return 0;
 }
 
+/* A shard prefix: letters, digits, '-', '_' and '.', not empty, so NAME_train_*.bin is a glob of just these. */
+static int valid_name(const char *s) {
+    if (!*s || strlen(s) > 64) return 0;
+    for (; *s; s++)
+        if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || (*s >= '0' && *s <= '9') || *s == '-' || *s == '_' || *s == '.')) return 0;
+    return 1;
+}
+
 static int cmd_tokenize(int argc, char **argv) {
-    const char *out = NULL, *enc = NULL, *bpef = NULL, *fmt = "auto";
+    const char *out = NULL, *enc = NULL, *bpef = NULL, *fmt = "auto", *name = "text", *column = "text";
     long long val = 1000000, shard = (long long)TOKENIZE_MAX_SHARD, threads = sysconf(_SC_NPROCESSORS_ONLN);
     int quiet = 0;
     if (threads < 1) threads = 1;
@@ -309,8 +317,10 @@ static int cmd_tokenize(int argc, char **argv) {
         {"--out", CLI_STR, &out, "", "output directory (required)", 0, 0, 0, 0},
         {"--encoder", CLI_STR, &enc, "", "GPT-2's encoder.json (required)", 0, 0, 0, 0},
         {"--bpe", CLI_STR, &bpef, "", "GPT-2's vocab.bpe (required)", 0, 0, 0, 0},
-        {"--format", CLI_CHOICE, &fmt, "auto", "auto: .jsonl and .json files are JSONL, others text", 0, 0,
-         "auto|text|jsonl", 0},
+        {"--format", CLI_CHOICE, &fmt, "auto", "auto: parquet by its magic, .jsonl/.json (also .gz/.zst) JSONL, others text", 0, 0,
+         "auto|text|jsonl|parquet", 0},
+        {"--name", CLI_STR, &name, "text", "shard prefix: DIR/NAME_train_*.bin, DIR/NAME_val_*.bin", 0, 0, 0, 0},
+        {"--column", CLI_STR, &column, "text", "the parquet column / JSONL key holding the text", 0, 0, 0, 0},
         {"--val-tokens", CLI_COUNT, &val, "1M", "the val split's tokens: at most one shard", 0,
          (double)TOKENIZE_MAX_SHARD, 0, 0},
         {"--shard-tokens", CLI_COUNT, &shard, "100M", "tokens a shard (100M is also the most)", 1000,
@@ -319,15 +329,21 @@ static int cmd_tokenize(int argc, char **argv) {
         {"--quiet", CLI_BOOL, &quiet, "off", "no progress line", 0, 0, 0, 0},
         {0}};
     cli_cmd cmd = {"tokenize", "FILE... --out DIR --encoder encoder.json --bpe vocab.bpe [flags]",
-                   "GPT-2 BPE tokens of text files (one document each) or JSONL files (a \"text\" per line);\n"
-                   "<|endoftext|> before each document; writes DIR/text_val_NNNNNN.bin (the first --val-tokens\n"
-                   "tokens), text_train_*.bin (the rest), at most --shard-tokens a shard, and DIR/meta.json.",
+                   "GPT-2 BPE tokens of text files (one document each), JSONL files (a \"text\" per line), both\n"
+                   "also gzip- or zstd-compressed (.gz, .zst), and parquet files (each value of the \"text\" column\n"
+                   "a document; FineWeb's files as they are). Other binary files are refused, naming the format.\n"
+                   "<|endoftext|> before each document; writes DIR/NAME_val_NNNNNN.bin (the first --val-tokens\n"
+                   "tokens), NAME_train_*.bin (the rest), at most --shard-tokens a shard, and DIR/meta.json.\n"
+                   "NAME is text by default, which the specs in sweeps/ expect (data/text_train_*.bin).",
                    flags, "prism-data"};
     char *pos[argc];
     int npos, rc0 = cli_parse(&cmd, argc, argv, pos, argc, &npos);
     if (rc0 != CLI_OK) return rc0 == CLI_HELP ? 0 : 2;
-    int format = strcmp(fmt, "text") == 0 ? TOKENIZE_TEXT : strcmp(fmt, "jsonl") == 0 ? TOKENIZE_JSONL : TOKENIZE_AUTO;
+    int format = strcmp(fmt, "text") == 0 ? TOKENIZE_TEXT : strcmp(fmt, "jsonl") == 0 ? TOKENIZE_JSONL
+               : strcmp(fmt, "parquet") == 0 ? TOKENIZE_PARQUET : TOKENIZE_AUTO;
     if (!out) return cli_cmd_error(&cmd, "--out DIR is required");
+    if (!valid_name(name)) return cli_cmd_error(&cmd, "--name \"%s\": use 1-64 letters, digits, '-', '_' or '.'", name);
+    if (!*column) return cli_cmd_error(&cmd, "--column must not be empty");
     if (npos == 0) return cli_cmd_error(&cmd, "give at least one input FILE (text, or JSONL with a \"text\" field)");
     if (val > shard) { fprintf(stderr, "prism-data tokenize: --val-tokens %lld exceeds --shard-tokens %lld (the val split is one shard)\n", val, shard); return 2; }
     for (int i = 0; i < npos; i++)
@@ -337,7 +353,7 @@ static int cmd_tokenize(int argc, char **argv) {
     if (rc) return rc;
     if (util_mkdir_p(out, 0755)) { fprintf(stderr, "prism-data: %s: cannot create: %s\n", out, strerror(errno)); bpe_free(b); return 1; }
     struct tokenize_opts o = {.bpe = b, .inputs = pos, .ninputs = npos, .format = format, .out_dir = out,
-                              .kind = "text", .shard_tokens = (size_t)shard, .val_tokens = (size_t)val, .threads = (int)threads,
+                              .kind = name, .column = column, .shard_tokens = (size_t)shard, .val_tokens = (size_t)val, .threads = (int)threads,
                               .progress = quiet ? NULL : stderr};
     struct tokenize_stats st;
     char err[1024] = "";
