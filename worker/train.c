@@ -230,6 +230,25 @@ static int metrics_open(struct run *r, int keep_below) {
     return 0;
 }
 
+/* At job start: the val split holds eval.batches whole batches (0 = the whole split: at least one), so no batch
+ * wraps around and counts twice. TRAIN_EDATA naming the split's size and the largest eval.batches that fits. */
+static int val_split_check(struct run *r) {
+    const struct job_config *job = r->job;
+    int B = job->train.batch_size, T = job->train.seq_len, nb = job->eval.batches;
+    size_t have = r->val.nwin / (size_t)B;
+    if (nb > 0 ? (size_t)nb <= have : have >= 1) return 0;
+    char want[64];
+    if (nb > 0) snprintf(want, sizeof want, "eval.batches %d", nb);
+    else snprintf(want, sizeof want, "eval.batches \"all\" (one batch at least)");
+    if (have == 0)
+        return fail(r, TRAIN_EDATA, "%s exceeds the val split: data.val (%s) holds %zu tokens = %zu windows of seq_len+1 = %d "
+                    "tokens, less than one batch of batch_size %d: make the val split larger (prism-data tokenize "
+                    "--val-tokens N) or lower train.batch_size", want, job->data.val, r->val.set.total, r->val.nwin, T + 1, B);
+    return fail(r, TRAIN_EDATA, "%s exceeds the val split: data.val (%s) holds %zu tokens = %zu windows of seq_len+1 = %d "
+                "tokens = %zu batches of batch_size %d: set eval.batches to at most %zu (or \"all\")", want, job->data.val,
+                r->val.set.total, r->val.nwin, T + 1, have, B, have);
+}
+
 /* Mean val loss over eval.batches sequential batches; attn (L doubles) gets D_l when non-NULL. */
 static int evaluate(struct run *r, double *val_loss, double *attn) {
     int B = r->job->train.batch_size, T = r->job->train.seq_len, nb = r->job->eval.batches;
@@ -450,6 +469,7 @@ static int run_loop(struct run *r) {
         return fail(r, rc, "%s", r->ebuf);
     if ((rc = loader_init(&r->val, "data.val", job->data.val, root, B, T, 0, 0, r->ebuf, sizeof r->ebuf)))
         return fail(r, rc, "%s", r->ebuf);
+    if ((rc = val_split_check(r))) return rc;
     if (o->confine_data &&
         ((rc = data_files_confined("data.train", &r->train, root_real, r->ebuf, sizeof r->ebuf)) ||
          (rc = data_files_confined("data.val", &r->val, root_real, r->ebuf, sizeof r->ebuf))))
