@@ -12,14 +12,6 @@
 #include <stdint.h>
 #include <sys/stat.h>
 
-static void write_file(const char *dir, const char *name, const char *text) {
-    char p[4200];
-    snprintf(p, sizeof p, "%s/%s", dir, name);
-    FILE *f = fopen(p, "wb");
-    fputs(text, f);
-    fclose(f);
-}
-
 static char *read_all(const char *path, size_t *n) {
     FILE *f = fopen(path, "rb");
     if (!f) HFAIL("cannot open %s", path);
@@ -107,6 +99,15 @@ static void check_task(const char *dir, const char *from, const char *flags, con
     bpe_free(b);
 }
 
+/* `prism-data evalfile ARGS` in dir (with the test vocabulary) exits 2 and says want */
+static void expect_refused(const char *dir, const char *args, const char *want) {
+    char cmd[16384], *log = NULL;
+    snprintf(cmd, sizeof cmd, "cd %s && %s evalfile %s --encoder encoder.json --bpe vocab.bpe", dir, harness_bin("prism-data"), args);
+    ASSERT_EQ_INT(2, harness_run(cmd, &log));
+    ASSERT_CONTAINS(log, want);
+    free(log);
+}
+
 static const char *vocab_dir(void) {
     char enc[4200], bpe[4200];
     return write_vocab(enc, bpe, sizeof enc, -1, NULL);
@@ -151,18 +152,9 @@ TEST(piqa_native_jsonl_with_its_labels_file_or_a_label_key) {
         "{\"goal\": \"dresser\", \"sol1\": \"replace drawer with bobby pin \", \"sol2\": \"finish, woodwork\", \"label\": 1}\n");
     check_task(dir, "labelled.jsonl", "--task piqa", w + 1, 1);
     /* no label anywhere, and a labels file of the wrong length, are errors naming the fix */
-    char cmd[16384], *log = NULL;
-    snprintf(cmd, sizeof cmd, "cd %s && %s evalfile --from valid.jsonl --out x.bin --task piqa --encoder encoder.json --bpe vocab.bpe",
-             dir, harness_bin("prism-data"));
-    ASSERT_EQ_INT(2, harness_run(cmd, &log));
-    ASSERT_CONTAINS(log, "valid.jsonl:1: no \"label\": give PIQA's labels file with --labels");
-    free(log);
+    expect_refused(dir, "--from valid.jsonl --out x.bin --task piqa", "valid.jsonl:1: no \"label\": give PIQA's labels file with --labels");
     write_file(dir, "short.lst", "0\n");
-    snprintf(cmd, sizeof cmd, "cd %s && %s evalfile --from valid.jsonl --out x.bin --task piqa --labels short.lst --encoder encoder.json --bpe vocab.bpe",
-             dir, harness_bin("prism-data"));
-    ASSERT_EQ_INT(2, harness_run(cmd, &log));
-    ASSERT_CONTAINS(log, "short.lst has only 1 labels");
-    free(log);
+    expect_refused(dir, "--from valid.jsonl --out x.bin --task piqa --labels short.lst", "short.lst has only 1 labels");
 }
 
 TEST(arc_native_jsonl_both_shapes_and_numeric_keys) {
@@ -185,12 +177,7 @@ TEST(arc_native_jsonl_both_shapes_and_numeric_keys) {
     check_task(dir, "arc.jsonl", "--task arc-easy", w, 3);
     check_task(dir, "arc.jsonl", "--task arc-challenge", w, 3);
     write_file(dir, "badkey.jsonl", "{\"question\": {\"stem\": \"q\", \"choices\": [{\"text\": \"a\", \"label\": \"A\"}]}, \"answerKey\": \"E\"}\n");
-    char cmd[16384], *log = NULL;
-    snprintf(cmd, sizeof cmd, "cd %s && %s evalfile --from badkey.jsonl --out x.bin --task arc-easy --encoder encoder.json --bpe vocab.bpe",
-             dir, harness_bin("prism-data"));
-    ASSERT_EQ_INT(2, harness_run(cmd, &log));
-    ASSERT_CONTAINS(log, "badkey.jsonl:1: \"answerKey\" \"E\" is none of the choices' labels");
-    free(log);
+    expect_refused(dir, "--from badkey.jsonl --out x.bin --task arc-easy", "badkey.jsonl:1: \"answerKey\" \"E\" is none of the choices' labels");
 }
 
 TEST(winogrande_native_jsonl_context_before_the_blank) {
@@ -209,12 +196,7 @@ TEST(winogrande_native_jsonl_context_before_the_blank) {
     };
     check_task(dir, "wg.jsonl", "--task winogrande", w, 3);
     write_file(dir, "test.jsonl", "{\"sentence\": \"a _ b\", \"option1\": \"x\", \"option2\": \"y\", \"answer\": \"\"}\n");
-    char cmd[16384], *log = NULL;
-    snprintf(cmd, sizeof cmd, "cd %s && %s evalfile --from test.jsonl --out x.bin --encoder encoder.json --bpe vocab.bpe",
-             dir, harness_bin("prism-data"));
-    ASSERT_EQ_INT(2, harness_run(cmd, &log));
-    ASSERT_CONTAINS(log, "test.jsonl:1: \"answer\" must be \"1\" or \"2\"");
-    free(log);
+    expect_refused(dir, "--from test.jsonl --out x.bin", "test.jsonl:1: \"answer\" must be \"1\" or \"2\"");
 }
 
 TEST(llmc_eval_files_pass_through_unchanged) {
@@ -236,9 +218,5 @@ TEST(llmc_eval_files_pass_through_unchanged) {
     ASSERT_CONTAINS(log, "rc=2");
     ASSERT_CONTAINS(log, "No such file");
     free(log);
-    snprintf(cmd, sizeof cmd, "cd %s && %s evalfile --from a.bin --out e.bin --task piqa --encoder encoder.json --bpe vocab.bpe",
-             dir, harness_bin("prism-data"));
-    ASSERT_EQ_INT(2, harness_run(cmd, &log));
-    ASSERT_CONTAINS(log, "is an llm.c eval file, not piqa JSONL: use --task llmc");
-    free(log);
+    expect_refused(dir, "--from a.bin --out e.bin --task piqa", "is an llm.c eval file, not piqa JSONL: use --task llmc");
 }
