@@ -190,6 +190,7 @@ t_binary_inputs_are_refused_naming_the_format() {
   gzip -c "$d/rows.jsonl" > "$d/r.gz"
   gzip -c "$d/x.parquet" > "$d/x.parquet.gz"
   zstd -q -c "$d/r.gz" > "$d/r.gz.zst"
+  zstd -q -c "$d/rows.jsonl" | gzip -c > "$d/r.zst.gz"
   gzip -c "$d/prog" > "$d/prog.gz"
   printf 'text\0with a NUL' > "$d/nul.txt"
   refuse "$d" x.txt "--format text" "is a parquet file, not text"
@@ -202,6 +203,7 @@ t_binary_inputs_are_refused_naming_the_format() {
   refuse "$d" a.zip "" "is a zip archive"
   refuse "$d" x.parquet.gz "" "gzip holding a parquet file"
   refuse "$d" r.gz.zst "" "zstd holding gzip: not supported"
+  refuse "$d" r.zst.gz "--format jsonl" "gzip holding zstd: not supported"
   refuse "$d" prog.gz "" "gzip holding an ELF executable, not text"
   refuse "$d" nul.txt "" "binary data (a NUL byte at offset 4)"
   # a broken parquet file and an unsupported one name the problem
