@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum kind { K_INT, K_NUM, K_BOOL, K_STR, K_U64, K_HEADS, K_SCHED, K_TASKS, K_ARCH };
+enum kind { K_INT, K_NUM, K_BOOL, K_STR, K_U64, K_HEADS, K_SCHED, K_TASKS, K_ARCH, K_BATCHES };
 
 struct key {
     const char *name;
@@ -60,7 +60,7 @@ static const struct key train_keys[] = {
     {NULL, 0, 0, 0, 0, 0}};
 static const struct key eval_keys[] = {
     {"every", K_INT, OFF(eval.every), 0, 1e9, 0},
-    {"batches", K_INT, OFF(eval.batches), 1, 1e6, 0},
+    {"batches", K_BATCHES, OFF(eval.batches), 1, 1e6, 0},
     {"attn_distance", K_BOOL, OFF(eval.attn_distance), 0, 0, 0},
     {"tasks", K_TASKS, OFF(eval.tasks), 0, 0, 0},
     {NULL, 0, 0, 0, 0, 0}};
@@ -163,6 +163,13 @@ static const char *type_name(const json_t *v) {
 static int set_key(struct job_config *j, const char *sec, const struct key *k, const json_t *v, char *err, size_t errlen) {
     char *base = (char *)j + k->off;
     switch (k->kind) {
+    case K_BATCHES:   /* a count, or "all": the whole val split (JOB_EVAL_ALL) */
+        if (json_is_string(v)) {
+            if (strcmp(json_string_value(v), "all")) FAIL("%s.%s: expected an integer or \"all\" (the whole val split), got \"%.40s\"", sec, k->name, json_string_value(v));
+            *(int *)base = JOB_EVAL_ALL;
+            return 0;
+        }
+        /* fall through */
     case K_INT: {
         if (!json_is_integer(v)) FAIL("%s.%s: expected an integer, got %s", sec, k->name, type_name(v));
         json_int_t x = json_integer_value(v);
@@ -289,7 +296,7 @@ int job_validate(const struct job_config *j, char *err, size_t errlen) {
         FAIL("train.lr_schedule: expected \"cosine\" or \"constant\", got \"%s\"", t->lr_schedule);
     if (t->checkpoint_every < 0) FAIL("train.checkpoint_every: must be >= 0, got %d", t->checkpoint_every);
     if (j->eval.every < 0) FAIL("eval.every: must be >= 0, got %d", j->eval.every);
-    if (j->eval.batches < 1) FAIL("eval.batches: must be >= 1, got %d", j->eval.batches);
+    if (j->eval.batches < 1 && j->eval.batches != JOB_EVAL_ALL) FAIL("eval.batches: must be >= 1 or \"all\", got %d", j->eval.batches);
     if (!j->data.train || !*j->data.train) FAIL("data.train: required (a glob of token shards)");
     if (!j->data.val || !*j->data.val) FAIL("data.val: required (a glob of token shards)");
     return 0;
@@ -399,7 +406,8 @@ json_t *job_to_json(const struct job_config *j) {
                               "beta2", t->beta2, "eps", t->eps, "weight_decay", t->weight_decay,
                               "grad_clip", t->grad_clip, "seed", (json_int_t)t->seed, "shuffle", t->shuffle,
                               "checkpoint_every", t->checkpoint_every);
-    json_t *eval = json_pack("{s:i, s:i, s:b}", "every", j->eval.every, "batches", j->eval.batches,
+    json_t *eval = json_pack("{s:i, s:o, s:b}", "every", j->eval.every, "batches",
+                             j->eval.batches == JOB_EVAL_ALL ? json_string("all") : json_integer(j->eval.batches),
                              "attn_distance", j->eval.attn_distance);
     if (eval && j->eval.ntasks > 0) {
         json_t *tasks = json_array();

@@ -65,9 +65,12 @@ struct job_eval_task {            /* one zero-shot task: an llm.c multiple-choic
     char *path;                   /* relative paths resolve against the data root (owned) */
 };
 
+#define JOB_EVAL_ALL 0             /* eval.batches "all" */
+#define JOB_EVAL_MAX_ALL 100000    /* "all" reads at most this many batches (the result carries each one's loss) */
 struct job_eval {
     int every;                    /* val loss every N updates (plus step 0 and the end), 0 = only those; default 0 */
-    int batches;                  /* val batches of B x T from the start of the val shards, default 4 */
+    int batches;                  /* val batches of B x T from the start of the val shards, default 4;
+                                     JOB_EVAL_ALL ("all" in JSON): every whole batch of the val split */
     int attn_distance;            /* bool: compute D_l per layer at the final evaluation, default 0 */
     struct job_eval_task *tasks;  /* (ntasks) zero-shot tasks scored after the last update, default none (owned) */
     int ntasks;                   /* 0..JOB_MAX_TASKS */

@@ -43,6 +43,7 @@ int cmd_create(int argc, char **argv) {
         fprintf(stderr, "prism-sweep create: %s\n", err);
         return 2;
     }
+    if (sp.warn[0]) fprintf(stderr, "prism-sweep create: warning: %s\n", sp.warn);
     if (dry) {
         printf("valid spec \"%s\": %d schedules x %d seeds = %lld jobs of %lld steps (nothing created)\n", sp.name,
                sp.n_schedules, sp.n_seeds, (long long)sp.n_schedules * sp.n_seeds, (long long)sp.steps);

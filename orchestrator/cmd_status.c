@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 
 #include "cli.h"
+#include "halving.h"
 #include "commands.h"
 #include "store.h"
 #include "sweeps.h"
@@ -62,6 +63,8 @@ int cmd_status(int argc, char **argv) {
             status = rc == STORE_ENOTFOUND ? 2 : 1;
         } else if (json) {
             json_t *o = sweeps_info_json(&info);
+            char why[512], e2[256];
+            if (halving_held(st, id, why, sizeof why, e2, sizeof e2) > 0) json_object_set_new(o, "held", json_string(why));
             json_dumpf(o, stdout, JSON_PRESERVE_ORDER);
             fputc('\n', stdout);
             json_decref(o);
@@ -69,6 +72,8 @@ int cmd_status(int argc, char **argv) {
             printf("sweep %lld \"%s\" (%s, priority %d): %lld schedules, %lld jobs\n", (long long)info.id, info.name,
                    info.state, info.priority, (long long)info.n_schedules, (long long)info.counts.total);
             print_counts(&info.counts);
+            char why[512], e2[256];   /* a halving rung that cannot be decided, and why */
+            if (halving_held(st, id, why, sizeof why, e2, sizeof e2) > 0) printf("held: %s\n", why);
         }
     } else {
         sweeps_info *v = NULL;

@@ -11,6 +11,7 @@ int cmd_enumerate(int argc, char **argv);   /* cmd_enumerate.c: list / count / s
 int cmd_validate(int argc, char **argv);    /* cmd_validate.c: check one schedule against the rules */
 int cmd_create(int argc, char **argv);      /* cmd_create.c: sweep spec -> sweep, schedules, jobs */
 int cmd_status(int argc, char **argv);      /* cmd_status.c: jobs per state */
+int cmd_power(int argc, char **argv);       /* cmd_power.c: what a sweep can detect before it runs */
 
 /* Orchestrator daemon issue (4): implemented in their own files. */
 int cmd_serve(int argc, char **argv);

@@ -5,7 +5,7 @@
  * row per sweep × rung × schedule). halving_tick() derives everything from those rows: it decides what is due
  * and not yet decided, inserts the decisions, then moves every paused job that has a decision — so a decision
  * happens once (its row exists) and a job paused after its schedule was decided (an admin requeue, a late
- * report) simply follows it. The ranking is the leaderboard's (leaderboard_build_at_rung), not a copy of it.
+ * report) simply follows it. The ranking is the leaderboard's (ranking_build at the rung), not a copy of it.
  * Statements are prepared per call: a rung report is rare next to metrics and heartbeats.
  */
 #include "halving.h"
@@ -16,7 +16,7 @@
 #include <string.h>
 
 #include "auth.h"
-#include "leaderboard.h"
+#include "ranking.h"
 
 static int db_fail(store *st, char *err, size_t errlen, const char *what) {
     snprintf(err, errlen, "%s: %s", what, sqlite3_errmsg(st->db));
@@ -87,6 +87,35 @@ int halving_parse(const json_t *v, long long steps, halving_cfg *cfg, char *err,
     }
     cfg->step[cfg->nrungs] = steps;
     cfg->enabled = 1;
+    return 0;
+}
+
+int halving_check_rungs(const halving_cfg *cfg, int warmup_steps, char *warn, size_t warnlen, char *err, size_t errlen) {
+    if (warn && warnlen) warn[0] = 0;
+    if (!cfg->enabled) return 0;
+    long long steps = cfg->step[cfg->nrungs];
+    double least = fmax(HALVING_WARN_FRACTION, (double)(2 * warmup_steps + 1) / (double)steps);
+    char fix[200];
+    if (least < 1) snprintf(fix, sizeof fix, "move it later, e.g. halving.rungs[0] = %.3f", least);
+    else snprintf(fix, sizeof fix, "train.warmup_steps (%d) leaves no room for a rung in train.steps (%lld): shorten "
+                  "the warmup or train longer", warmup_steps, steps);
+    for (int i = 0; i < cfg->nrungs; i++) {
+        const char *where = NULL;
+        if (cfg->step[i] <= warmup_steps) where = "at or before train.warmup_steps";
+        else if (cfg->step[i] <= 2LL * warmup_steps && cfg->frac[i] < HALVING_WARN_FRACTION)
+            where = "below 20% of the run and within twice train.warmup_steps (the learning rate has just peaked)";
+        if (where) {
+            snprintf(err, errlen, "halving.rungs[%d]: %g x train.steps %lld is step %lld, %s (%d): a rung there ranks "
+                     "schedules by how fast they warm up, not by where they end (one such rung reversed the final "
+                     "order); %s", i, cfg->frac[i], steps, cfg->step[i], where, warmup_steps, fix);
+            return -1;
+        }
+    }
+    if (warn && cfg->frac[0] < HALVING_WARN_FRACTION)
+        snprintf(warn, warnlen, "halving.rungs[0]: %g of train.steps (step %lld) is below %.0f%% of the run: early val losses "
+                 "rank schedules poorly (docs/STATISTICS.md has the rank correlations the halving bench measured); "
+                 "consider a first rung of at least %.2f", cfg->frac[0], cfg->step[0], 100 * HALVING_WARN_FRACTION,
+                 HALVING_WARN_FRACTION);
     return 0;
 }
 
@@ -189,23 +218,23 @@ out:
     return rc;
 }
 
-/* Positions of the rung's schedules in the leaderboard's ranking at rung r. */
-static int rank_at(store *st, long long sweep, int r, sched_at *v, int n, char *err, size_t errlen) {
-    json_t *lb = NULL;
-    int rc = leaderboard_build_at_rung(st, sweep, r, &lb, err, errlen);
+/* Positions of the rung's schedules in the ranking at rung r; *base_ranked: the uniform baseline has a value there. */
+static int rank_at(store *st, long long sweep, int r, sched_at *v, int n, int *base_ranked, char *err, size_t errlen) {
+    ranking *rk = NULL;
+    int rc = ranking_build(st, sweep, r, &rk, err, errlen);
     if (rc < 0) return rc;
-    json_t *rows = json_object_get(lb, "rows");
     int pos = 0;
-    for (size_t i = 0; i < json_array_size(rows); i++) {
-        json_t *row = json_array_get(rows, i);
-        if (!json_is_integer(json_object_get(row, "rank"))) continue;
-        sched_at *x = find_sched(v, n, json_integer_value(json_object_get(row, "schedule_id")));
+    *base_ranked = 0;
+    for (int i = 0; i < rk->nrows; i++) {
+        const ranking_row *row = &rk->rows[i];
+        if (row->is_baseline && row->seeds_done > 0) *base_ranked = 1;
+        if (row->rank == 0) continue;
+        sched_at *x = find_sched(v, n, row->schedule_id);
         if (!x) continue;
         x->pos = pos++;
-        json_t *d = json_object_get(row, "delta");
-        x->delta = x->is_baseline ? 0.0 : json_is_object(d) ? json_number_value(json_object_get(d, "mean")) : NAN;
+        x->delta = x->is_baseline ? 0.0 : row->cmp.has ? row->cmp.mean : NAN;
     }
-    json_decref(lb);
+    ranking_free(rk);
     return STORE_OK;
 }
 
@@ -276,7 +305,11 @@ static int tick_rung(store *st, long long sweep, int r, const halving_cfg *cfg, 
     }
     int rung_complete = pending == 0;
     if (undecided > 0 && (rung_complete || cfg->async)) {
-        if ((rc = rank_at(st, sweep, r, v, n, err, errlen)) < 0) goto out;
+        int base_ranked = 0;
+        if ((rc = rank_at(st, sweep, r, v, n, &base_ranked, err, errlen)) < 0) goto out;
+        /* no baseline value at the rung: every Δ is unknown, so nothing is decided (the rung is held; the sweep's
+         * status says why, halving_held) */
+        if (!base_ranked) goto apply;
         int k = (n + cfg->eta - 1) / cfg->eta;
         if (cfg->async) {
             /* ASHA: a complete schedule in the top ⌊c/eta⌋ of the c complete ones is promoted at once */
@@ -308,6 +341,7 @@ static int tick_rung(store *st, long long sweep, int r, const halving_cfg *cfg, 
             }
         }
     }
+apply:;
     int moved = 0;
     rc = apply_decisions(st, sweep, r, cfg, &moved, err, errlen);
 out:
@@ -426,6 +460,38 @@ int halving_report(store *st, long long job, const char *token, long long step, 
             if (!strcmp((const char *)sqlite3_column_text(s, 0), NAMES[i])) *state = NAMES[i];
     sqlite3_finalize(s);
     return STORE_OK;
+}
+
+int halving_held(store *st, long long sweep_id, char *why, size_t whylen, char *err, size_t errlen) {
+    halving_cfg cfg;
+    int rc = halving_load(st, sweep_id, &cfg, err, errlen);
+    if (rc < 0 || !cfg.enabled) return rc == STORE_EINVAL ? 0 : rc;
+    sqlite3_stmt *s = NULL;
+    /* the baseline's jobs at rung r: pending (queued/leased), and whether any reported a value there */
+    const char *sql =
+        "SELECT (SELECT count(*) FROM jobs j JOIN schedules sc ON sc.id = j.schedule_id WHERE j.sweep_id = ?1 AND "
+        "sc.is_baseline = 1 AND j.rung = ?2 AND j.state IN ('queued', 'leased')), "
+        "(SELECT count(*) FROM rung_results rr JOIN jobs j ON j.id = rr.job_id JOIN schedules sc ON sc.id = j.schedule_id "
+        "WHERE j.sweep_id = ?1 AND sc.is_baseline = 1 AND rr.rung = ?2), "
+        "(SELECT count(*) FROM jobs j WHERE j.sweep_id = ?1 AND j.rung = ?2 AND j.state = 'paused' AND NOT EXISTS "
+        "(SELECT 1 FROM halving_decisions d WHERE d.sweep_id = ?1 AND d.rung = ?2 AND d.schedule_id = j.schedule_id))";
+    if (sqlite3_prepare_v2(st->db, sql, -1, &s, NULL) != SQLITE_OK) return db_fail(st, err, errlen, "halving held");
+    int held = 0;
+    for (int r = 0; r < cfg.nrungs && !held; r++) {
+        sqlite3_reset(s);
+        sqlite3_bind_int64(s, 1, sweep_id);
+        sqlite3_bind_int(s, 2, r);
+        if (sqlite3_step(s) != SQLITE_ROW) { rc = db_fail(st, err, errlen, "halving held"); break; }
+        int pending = sqlite3_column_int(s, 0), valued = sqlite3_column_int(s, 1), waiting = sqlite3_column_int(s, 2);
+        if (pending == 0 && valued == 0 && waiting > 0) {
+            held = 1;
+            snprintf(why, whylen, "halving rung %d (step %lld) is held: the uniform baseline has no val loss there (its "
+                     "jobs failed or were cancelled), so no schedule can be compared and none is promoted or pruned; "
+                     "requeue the baseline's jobs to continue (%d paused jobs wait)", r, cfg.step[r], waiting);
+        }
+    }
+    sqlite3_finalize(s);
+    return rc < 0 ? rc : held;
 }
 
 int halving_steps(store *st, long long sweep_id, long long *trained, long long *full, char *err, size_t errlen) {

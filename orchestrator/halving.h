@@ -20,13 +20,15 @@
  *            fewer seeds at the rung than the others is provisional and ranks after the complete ones.
  *   n, k     n = schedules that entered the rung; k = ⌈n / eta⌉ best ranked are promoted; the uniform baseline is
  *            always promoted (in addition when it is not among the k).
+ *   held     while the uniform baseline has no value at the rung (its jobs there failed or were cancelled), no
+ *            schedule of the rung is decided: every Δ is unknown. halving_held says so for the sweep's status.
  *   sync     decided when no job of the rung is queued or leased any more: every job is paused, or failed or
  *            cancelled (such a job counts as reported without a value: its schedule is ranked on the seeds that
  *            reached the rung, and a schedule with no seed at the rung is pruned).
  *   async    (ASHA) each time a schedule completes the rung (none of its jobs queued or leased), it is promoted
- *            at once when it ranks in the top ⌊c / eta⌋ of the c schedules that completed the rung so far; when the
- *            whole rung is complete the remaining schedules are decided as in sync mode (with k reduced by the
- *            number already promoted), i.e. pruned unless they fill the top ⌈n / eta⌉.
+ *            at once when fewer than ⌊c / eta⌋ of the c schedules that completed the rung so far rank above it
+ *            (the floor, as ASHA has it: one complete schedule promotes nobody until eta have completed); when the
+ *            whole rung is complete every schedule not promoted by then is pruned (the baseline excepted).
  *
  * Fault injection (tests only): with PRISM_FAULT_PROMOTION=abort in the environment the process aborts in
  * the middle of a promotion, after some of its rows are written and before the transaction commits.
@@ -57,6 +59,14 @@ typedef struct halving_cfg {
  * the key: "halving.rungs[1]: ...". Returns 0 or -1. */
 int halving_parse(const json_t *v, long long steps, halving_cfg *cfg, char *err, size_t errlen);
 
+/* The create-time checks of a parsed cfg against the training schedule. Errors: a rung at or before warmup_steps,
+ * and a rung below HALVING_WARN_FRACTION of train.steps that is also within 2 × warmup_steps (the learning rate has
+ * just peaked: a review saw a rung at step 67 of 600, warmup 50, rank the schedules in exactly the reverse of the
+ * final order). A first rung below HALVING_WARN_FRACTION otherwise sets warn (else warn = ""). Both name the key.
+ * Returns 0 or -1 (err set). */
+#define HALVING_WARN_FRACTION 0.2
+int halving_check_rungs(const halving_cfg *cfg, int warmup_steps, char *warn, size_t warnlen, char *err, size_t errlen);
+
 /* The sweep's halving configuration from its stored spec (cfg->enabled 0 without one). */
 int halving_load(store *st, long long sweep_id, halving_cfg *cfg, char *err, size_t errlen);
 
@@ -75,6 +85,10 @@ int halving_report(store *st, long long job, const char *token, long long step, 
 int halving_tick(store *st, long long sweep_id, int *decided, char *err, size_t errlen);
 /* halving_tick for every sweep with halving (server start, after lease expiry, fail, cancel). */
 int halving_tick_all(store *st, int *decided, char *err, size_t errlen);
+
+/* Whether a rung of the sweep is held (above): 1 and a sentence in why (naming the rung, its step and the fix),
+ * 0 when none is, negative on a read error. */
+int halving_held(store *st, long long sweep_id, char *why, size_t whylen, char *err, size_t errlen);
 
 /* Steps trained by the sweep's jobs so far (each job up to the furthest step it reached) and the full grid's
  * (jobs × train.steps). */

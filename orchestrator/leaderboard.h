@@ -1,10 +1,7 @@
-/* leaderboard.h — the sweep's answer: per schedule mean ± std final val loss, tokens/s, and the paired
- * difference against the uniform baseline with a 95% Student-t confidence interval; attention distance
- * D_l per layer and ΔD_l against the baseline. Shared by GET /api/v1/sweeps/{id}/leaderboard and
- * `prism-sweep leaderboard`. JSON shape: docs/API.md.
- *
- * Pairing: seeds where both the schedule and the baseline have a result (same seed ⇒ same init and data
- * order), d_i = loss(schedule, seed_i) − loss(baseline, seed_i); CI = mean(d) ± t_{0.975, n−1}·sd(d)/√n.
+/* leaderboard.h — the sweep's answer rendered: the ranking (ranking.h: blocked model schedule + seed, Holm against
+ * uniform, the best group, the detectable effect) as JSON for GET /api/v1/sweeps/{id}/leaderboard and `prism-sweep
+ * leaderboard`, as CSV, and as the terminal table. JSON shape and CSV columns: docs/API.md; the method:
+ * docs/STATISTICS.md.
  */
 #ifndef PRISM_LEADERBOARD_H
 #define PRISM_LEADERBOARD_H
@@ -16,13 +13,14 @@
  * STORE_ENOTFOUND (no such sweep) or STORE_EIO with a message in err. Reads only. */
 int leaderboard_build(store *st, long long sweep_id, json_t **out, char *err, size_t errlen);
 
-/* The same ranking with every schedule at halving rung `rung` (0 = the first rung; the sweep's rung count = the
- * final results): what the promotion ranks by (orchestrator/halving.c). Without zero-shot columns. */
-int leaderboard_build_at_rung(store *st, long long sweep_id, int rung, json_t **out, char *err, size_t errlen);
+struct ranking;
+/* The JSON of a ranking (no zero-shot columns: leaderboard_build adds them). New reference, NULL on no memory. */
+json_t *leaderboard_from_ranking(const struct ranking *rk);
 
 /* With halving (the spec key), leaderboard_build shows each schedule at the highest rung any of its seeds reached
  * ("rung", "rung_step", "pruned" per row; "halving" at the top with the steps and tokens spent against the full
- * grid's) and ranks by that rung first (highest first), then as without halving; Δ pairs at that rung. */
+ * grid's) and ranks by that rung first (highest first); each Δ is measured at its row's rung ("delta.step"), and
+ * pruned schedules are not compared with the survivors ("tied_best" null). */
 
 /* The leaderboard as CSV text (header line first; docs/API.md). malloc'd, caller frees; NULL on no memory. */
 char *leaderboard_csv(const json_t *lb);
@@ -33,7 +31,4 @@ char *leaderboard_table(const json_t *lb);
  * key is id: returns its first index and sets *end one past its last (both the insertion point when none).
  * Binary search, O(log n): the leaderboard and its zero-shot columns find each schedule's rows with it. */
 size_t leaderboard_key_range(const void *base, size_t n, size_t size, size_t key_off, long long id, size_t *end);
-
-/* Two-sided 95% Student t quantile t_{0.975, df} (df >= 1). */
-double leaderboard_t975(int df);
 #endif

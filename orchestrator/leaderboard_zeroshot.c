@@ -3,11 +3,16 @@
  * Design: one read of every finished job's result.json "zero_shot" object (json_extract in SQLite, so the rest of
  * the result is never parsed) into a flat array of (schedule, seed, task, acc, acc_norm) sorted by schedule; then
  * per leaderboard row (its points found by binary search) and task the mean ± std over seeds and, against the
- * baseline schedule, the per-seed paired differences with the Student-t interval leaderboard_t975() gives. Accuracies are higher-is-better, so a positive delta favours the
- * schedule (val loss is the other way round).
+ * baseline schedule, the per-seed paired differences with the paired t-test (stats.c, the one the ranking uses).
+ * Every cell's p is Holm-adjusted over the whole zero-shot table (all schedules × tasks: one family for acc_norm,
+ * one for acc), and a cell is marked only on its adjusted p. Accuracies are higher-is-better, so a positive delta
+ * favours the schedule; every surface marks "better" and "worse" with the same glyphs as the val-loss column.
+ * acc_norm is llm.c's rule (the completion's mean loss per token), not lm-evaluation-harness's per-character
+ * normalisation: docs/FORMATS.md.
  */
 #include "leaderboard_zeroshot.h"
 #include "leaderboard.h"
+#include "stats.h"
 #include <math.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -35,18 +40,41 @@ static int cmp_str(const void *a, const void *b) {
     return strcmp(json_string_value(*(json_t *const *)a), json_string_value(*(json_t *const *)b));
 }
 
-/* {"n","mean","std","ci_low","ci_high","excludes_zero"} of d[0..n), or null when n == 0 */
+/* {"n","mean","std","ci_low","ci_high","excludes_zero","p"} of d[0..n) (p_holm and significant are added once the
+ * whole table is known), or null when n == 0 */
 static json_t *paired(const double *d, int n) {
     if (n <= 0) return json_null();
-    double mean = 0, ss = 0;
-    for (int k = 0; k < n; k++) mean += d[k];
-    mean /= n;
-    for (int k = 0; k < n; k++) ss += (d[k] - mean) * (d[k] - mean);
-    double sd = n > 1 ? sqrt(ss / (n - 1)) : NAN;
-    double half = n > 1 ? leaderboard_t975(n - 1) * sd / sqrt((double)n) : NAN;
-    double lo = mean - half, hi = mean + half;
-    return json_pack("{s:i, s:f, s:o, s:o, s:o, s:b}", "n", n, "mean", mean, "std", num_or_null(sd), "ci_low",
-                     num_or_null(lo), "ci_high", num_or_null(hi), "excludes_zero", n > 1 && (lo > 0 || hi < 0));
+    stats_paired t;
+    stats_paired_test(d, n, &t);
+    return json_pack("{s:i, s:f, s:o, s:o, s:o, s:b, s:o}", "n", n, "mean", t.mean, "std", num_or_null(t.sd), "ci_low",
+                     num_or_null(t.ci_low), "ci_high", num_or_null(t.ci_high), "excludes_zero",
+                     n > 1 && (t.ci_low > 0 || t.ci_high < 0), "p", num_or_null(t.p));
+}
+
+/* Holm over every delta of one kind ("delta" = acc_norm, "delta_acc" = acc) in the table: "p_holm", "significant" */
+static int holm_table(json_t *rows, json_t *tasks, const char *key) {
+    size_t cap = json_array_size(rows) * json_array_size(tasks), n = 0;
+    json_t **cells = malloc((cap ? cap : 1) * sizeof *cells);
+    double *p = malloc((cap ? cap : 1) * sizeof *p), *adj = malloc((cap ? cap : 1) * sizeof *adj);
+    if (!cells || !p || !adj) { free(cells); free(p); free(adj); return -1; }
+    for (size_t r = 0; r < json_array_size(rows); r++)
+        for (size_t t = 0; t < json_array_size(tasks); t++) {
+            json_t *c = json_object_get(json_object_get(json_object_get(json_array_get(rows, r), "zero_shot"),
+                                                        json_string_value(json_array_get(tasks, t))), key);
+            if (!json_is_object(c)) continue;
+            json_t *pv = json_object_get(c, "p");
+            cells[n] = c;
+            p[n++] = json_is_number(pv) ? json_number_value(pv) : NAN;
+        }
+    stats_holm(p, (int)n, (int)n, adj);
+    for (size_t i = 0; i < n; i++) {
+        json_object_set_new(cells[i], "p_holm", num_or_null(adj[i]));
+        json_object_set_new(cells[i], "significant", json_boolean(isfinite(adj[i]) && adj[i] < 0.05));
+    }
+    free(cells);
+    free(p);
+    free(adj);
+    return 0;
 }
 
 int leaderboard_add_zero_shot(store *st, long long sweep_id, json_t *lb, char *err, size_t errlen) {
@@ -144,6 +172,7 @@ int leaderboard_add_zero_shot(store *st, long long sweep_id, json_t *lb, char *e
         json_object_set_new(row, "zero_shot", zrow);
     }
     free(order);
+    if (holm_table(rows, tasks, "delta") < 0 || holm_table(rows, tasks, "delta_acc") < 0) goto nomem;
     rc = STORE_OK;
     goto out;
 nomem:
@@ -176,8 +205,8 @@ int leaderboard_zero_shot_csv_header(const json_t *lb, http_buf *b) {
     for (size_t i = 0; i < json_array_size(tasks); i++) {
         const char *t = json_string_value(json_array_get(tasks, i));
         char h[512];
-        snprintf(h, sizeof h, ",%s_acc_mean,%s_acc_norm_mean,%s_acc_norm_std,%s_delta_mean,%s_delta_ci_low,%s_delta_ci_high",
-                 t, t, t, t, t, t);
+        snprintf(h, sizeof h, ",%s_acc_mean,%s_acc_norm_mean,%s_acc_norm_std,%s_delta_mean,%s_delta_ci_low,%s_delta_ci_high,"
+                 "%s_delta_p,%s_delta_p_holm,%s_delta_significant", t, t, t, t, t, t, t, t, t);
         if (put(b, h)) return -1;
     }
     return 0;
@@ -187,14 +216,17 @@ int leaderboard_zero_shot_csv_row(const json_t *lb, const json_t *row, http_buf 
     json_t *tasks = json_object_get(lb, "zero_shot_tasks"), *zs = json_object_get(row, "zero_shot");
     for (size_t i = 0; i < json_array_size(tasks); i++) {
         json_t *c = json_object_get(zs, json_string_value(json_array_get(tasks, i))), *d = json_object_get(c, "delta");
-        char a[32], m[32], s[32], dm[32], lo[32], hi[32], cell[256];
+        char a[32], m[32], s[32], dm[32], lo[32], hi[32], p[32], ph[32], cell[320];
         fmt(a, sizeof a, json_object_get(c, "acc_mean"), "%.6f");
         fmt(m, sizeof m, json_object_get(c, "acc_norm_mean"), "%.6f");
         fmt(s, sizeof s, json_object_get(c, "acc_norm_std"), "%.6f");
         fmt(dm, sizeof dm, json_object_get(d, "mean"), "%.6f");
         fmt(lo, sizeof lo, json_object_get(d, "ci_low"), "%.6f");
         fmt(hi, sizeof hi, json_object_get(d, "ci_high"), "%.6f");
-        snprintf(cell, sizeof cell, ",%s,%s,%s,%s,%s,%s", a, m, s, dm, lo, hi);
+        fmt(p, sizeof p, json_object_get(d, "p"), "%.6g");
+        fmt(ph, sizeof ph, json_object_get(d, "p_holm"), "%.6g");
+        snprintf(cell, sizeof cell, ",%s,%s,%s,%s,%s,%s,%s,%s,%s", a, m, s, dm, lo, hi, p, ph,
+                 json_is_object(d) ? (json_is_true(json_object_get(d, "significant")) ? "true" : "false") : "");
         if (put(b, cell)) return -1;
     }
     return 0;
@@ -205,13 +237,13 @@ int leaderboard_zero_shot_table(const json_t *lb, http_buf *b) {
     for (size_t i = 0; i < json_array_size(tasks); i++) {
         const char *t = json_string_value(json_array_get(tasks, i));
         char line[1024];
-        snprintf(line, sizeof line, "\nzero-shot %s: acc_norm (mean ± std over seeds), acc, delta acc_norm vs uniform [95%% CI] "
-                 "(positive = better)\n%-4s  %-40s %-22s %-8s %s\n", t, "rank", "schedule", "acc_norm", "acc", "delta vs uniform");
+        snprintf(line, sizeof line, "\nzero-shot %s: acc_norm (llm.c's per-token rule; mean ± std over seeds), acc, delta acc_norm vs uniform "
+                 "[95%% CI] (positive = better) p_holm over the zero-shot table\n%-4s  %-40s %-22s %-8s %s\n", t, "rank", "schedule", "acc_norm", "acc", "delta vs uniform");
         if (put(b, line)) return -1;
         for (size_t r = 0; r < json_array_size(rows); r++) {
             json_t *row = json_array_get(rows, r), *c = json_object_get(json_object_get(row, "zero_shot"), t);
             if (!json_is_object(c)) continue;
-            char heads[512] = "", rank[16] = "-", an[64], acc[16], delta[128] = "";
+            char heads[512] = "", rank[16] = "-", an[64], acc[16], delta[192] = "";
             json_t *h = json_object_get(row, "heads");
             size_t o = 0;
             for (size_t k = 0; k < json_array_size(h) && o + 8 < sizeof heads; k++)
@@ -225,9 +257,13 @@ int leaderboard_zero_shot_table(const json_t *lb, http_buf *b) {
             else if (json_is_object(d)) {
                 json_t *lo = json_object_get(d, "ci_low"), *hi = json_object_get(d, "ci_high");
                 if (json_is_number(lo))
-                    snprintf(delta, sizeof delta, "%+.4f [%+.4f, %+.4f] n=%lld%s", json_number_value(json_object_get(d, "mean")),
-                             json_number_value(lo), json_number_value(hi), (long long)json_integer_value(json_object_get(d, "n")),
-                             json_is_true(json_object_get(d, "excludes_zero")) ? " *" : "");
+                {
+                    double dm = json_number_value(json_object_get(d, "mean"));
+                    snprintf(delta, sizeof delta, "%+.4f [%+.4f, %+.4f] n=%lld p_holm=%.3g%s", dm, json_number_value(lo),
+                             json_number_value(hi), (long long)json_integer_value(json_object_get(d, "n")),
+                             json_number_value(json_object_get(d, "p_holm")),
+                             json_is_true(json_object_get(d, "significant")) ? (dm > 0 ? " ▲" : " ▼") : "");
+                }
                 else snprintf(delta, sizeof delta, "%+.4f n=1 (no CI)", json_number_value(json_object_get(d, "mean")));
             }
             snprintf(line, sizeof line, "%-4s  %-40s %-*s %-8s %s\n", rank, heads, 22 + (json_is_number(sd) ? 1 : 0), an, acc, delta);

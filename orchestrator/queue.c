@@ -14,6 +14,7 @@
  * and the error helpers; split, those would become an exported internal interface for no reader's gain.
  */
 #include "queue.h"
+#include "job.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -502,6 +503,23 @@ int queue_complete(queue *q, long long job, const char *token, json_t *result) {
         for (size_t i = 0; i < json_array_size(ad); i++)
             if (!json_is_number(json_array_get(ad, i))) {
                 snprintf(q->err, sizeof q->err, "result.attn_distance[%zu]: must be a number", i);
+                return STORE_EINVAL;
+            }
+    }
+    /* the val sample's noise (the ranking reads both from the stored result) */
+    json_t *se = json_object_get(result, "val_loss_se"), *vb = json_object_get(result, "val_loss_batches");
+    if (se && !json_is_null(se) && !(json_is_number(se) && isfinite(json_number_value(se)) && json_number_value(se) >= 0)) {
+        snprintf(q->err, sizeof q->err, "result.val_loss_se: must be a finite number >= 0 or null");
+        return STORE_EINVAL;
+    }
+    if (vb && !json_is_null(vb)) {
+        if (!json_is_array(vb) || json_array_size(vb) > JOB_EVAL_MAX_ALL) {
+            snprintf(q->err, sizeof q->err, "result.val_loss_batches: must be an array of at most %d numbers", JOB_EVAL_MAX_ALL);
+            return STORE_EINVAL;
+        }
+        for (size_t i = 0; i < json_array_size(vb); i++)
+            if (!json_is_number(json_array_get(vb, i)) || !isfinite(json_number_value(json_array_get(vb, i)))) {
+                snprintf(q->err, sizeof q->err, "result.val_loss_batches[%zu]: must be a finite number", i);
                 return STORE_EINVAL;
             }
     }

@@ -440,9 +440,11 @@ static int spec_from_json_max(json_t *root, long long max_jobs, sweep_spec *sp, 
     jobmodel_sizes(&cfg, &sizes);
     sp->steps = sizes.steps;
     sp->tokens_per_step = sizes.tokens_per_step;
+    int warmup = cfg.train.warmup_steps;
     job_release(&cfg);
     halving_cfg hv;   /* successive halving: its rungs must round to distinct steps of this train.steps */
     if (halving_parse(json_object_get(root, "halving"), sp->steps, &hv, err, errlen) < 0) { rc = SPEC_EINVAL; goto out; }
+    if ((rc = halving_check_rungs(&hv, warmup, sp->warn, sizeof sp->warn, err, errlen)) < 0) { rc = SPEC_EINVAL; goto out; }
     rc = SPEC_OK;
 out:
     json_decref(b.seen);

@@ -48,6 +48,7 @@ typedef struct sweep_spec {
     int *heads;              /* [n_schedules][n_layer], in ord order; owned */
     int n_seeds;
     int64_t *seeds;          /* [n_seeds]; owned */
+    char warn[512];          /* a warning for the user (e.g. an early halving rung), "" when none; `create` prints it */
 } sweep_spec;
 
 /* Parses JSON text (len bytes, not necessarily NUL-terminated) into *sp. */

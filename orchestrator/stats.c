@@ -8,6 +8,7 @@
 #include "stats.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <stdlib.h>
 
 /* continued fraction for I_x(a, b), valid (fast) for x < (a + 1)/(a + b + 2) */
@@ -58,15 +59,33 @@ double stats_t_p2(double t, double df) {
 double stats_t_quantile(double p, double df) {
     if (!(p > 0 && p < 1) || !(df > 0)) return NAN;
     if (p == 0.5) return 0;
+    /* a ranking asks for the same few (p, df) once per schedule: each thread keeps its last 8 answers */
+    static __thread struct { double p, df, q; } memo[8];
+    static __thread int memo_n, memo_next;
+    for (int i = 0; i < memo_n; i++) if (memo[i].p == p && memo[i].df == df) return memo[i].q;
     double tail = p > 0.5 ? 2 * (1 - p) : 2 * p;   /* two-sided tail of |q| */
+    /* safeguarded Newton on g(q) = P(|T| ≥ q) − tail from the normal quantile: g is decreasing with slope −2f(q),
+     * f the t density; a step that leaves the bracket [lo, hi] bisects instead */
     double lo = 0, hi = 1;
-    while (stats_t_p2(hi, df) > tail && hi < 1e300) hi *= 2;
-    for (int i = 0; i < 200 && hi - lo > 1e-12 * hi; i++) {
-        double mid = 0.5 * (lo + hi);
-        if (stats_t_p2(mid, df) > tail) lo = mid; else hi = mid;
+    while (stats_t_p2(hi, df) > tail && hi < 1e300) { lo = hi; hi *= 2; }
+    double lc = lgamma((df + 1) / 2) - lgamma(df / 2) - 0.5 * log(df * M_PI);
+    double q = fabs(stats_norm_quantile(tail / 2));
+    if (!(q > lo && q < hi)) q = 0.5 * (lo + hi);
+    for (int i = 0; i < 100; i++) {
+        double g = stats_t_p2(q, df) - tail;
+        if (g > 0) lo = q; else hi = q;
+        double f = exp(lc - (df + 1) / 2 * log1p(q * q / df));
+        double next = q + g / (2 * f);
+        if (!(next > lo && next < hi)) next = 0.5 * (lo + hi);
+        if (fabs(next - q) <= 1e-13 * q || hi - lo <= 1e-13 * hi) { q = next; break; }
+        q = next;
     }
-    double q = 0.5 * (lo + hi);
-    return p > 0.5 ? q : -q;
+    q = p > 0.5 ? q : -q;
+    int slot = memo_n < 8 ? memo_n++ : memo_next++ % 8;
+    memo[slot].p = p;
+    memo[slot].df = df;
+    memo[slot].q = q;
+    return q;
 }
 
 void stats_paired_test(const double *d, int n, stats_paired *out) {
@@ -125,4 +144,168 @@ int stats_holm(const double *p, int n, int m, double *adj) {
     }
     free(it);
     return m;
+}
+
+/* ---- the normal ----------------------------------------------------------------------------------- */
+
+double stats_norm_cdf(double x) { return 0.5 * erfc(-x / M_SQRT2); }
+
+double stats_norm_quantile(double p) {
+    if (!(p > 0 && p < 1)) return NAN;
+    /* bisection on erfc: 200 halvings of [-40, 40] is far below double precision and cannot fail */
+    double lo = -40, hi = 40;
+    for (int i = 0; i < 200 && hi - lo > 1e-15 * fmax(1.0, fabs(lo)); i++) {
+        double mid = 0.5 * (lo + hi);
+        if (stats_norm_cdf(mid) < p) lo = mid; else hi = mid;
+    }
+    return 0.5 * (lo + hi);
+}
+
+/* ---- chi-square: the regularized incomplete gamma ------------------------------------------------- */
+
+/* P(a, x) by its series (x < a + 1) */
+static double gamma_p_series(double a, double x) {
+    double sum = 1.0 / a, term = sum;
+    for (int n = 1; n < 1000; n++) {
+        term *= x / (a + n);
+        sum += term;
+        if (fabs(term) < fabs(sum) * 1e-16) break;
+    }
+    return sum * exp(-x + a * log(x) - lgamma(a));
+}
+
+/* Q(a, x) by its continued fraction (x ≥ a + 1), modified Lentz */
+static double gamma_q_cf(double a, double x) {
+    const double tiny = 1e-300;
+    double b = x + 1 - a, c = 1 / tiny, d = 1 / b, h = d;
+    for (int i = 1; i < 1000; i++) {
+        double an = -i * (i - a);
+        b += 2;
+        d = an * d + b;
+        if (fabs(d) < tiny) d = tiny;
+        c = b + an / c;
+        if (fabs(c) < tiny) c = tiny;
+        d = 1 / d;
+        double del = d * c;
+        h *= del;
+        if (fabs(del - 1) < 1e-16) break;
+    }
+    return exp(-x + a * log(x) - lgamma(a)) * h;
+}
+
+double stats_chi2_sf(double x, double df) {
+    if (!(df > 0) || isnan(x)) return NAN;
+    if (x <= 0) return 1;
+    if (isinf(x)) return 0;
+    double a = df / 2, y = x / 2;
+    double q = y < a + 1 ? 1 - gamma_p_series(a, y) : gamma_q_cf(a, y);
+    return q < 0 ? 0 : q > 1 ? 1 : q;
+}
+
+/* ---- the studentized range ------------------------------------------------------------------------ */
+
+/* P(range of k N(0,1) ≤ w) = k ∫ φ(z) [Φ(z) − Φ(z − w)]^(k−1) dz, Simpson on z ∈ [−8.5, 8.5] (the tails beyond
+ * hold < 1e-16 of φ's mass) */
+static double range_cdf_normal(double w, int k) {
+    if (w <= 0) return 0;
+    const int N = 200;   /* even */
+    const double a = -8.5, h = 17.0 / N;
+    double sum = 0;
+    for (int i = 0; i <= N; i++) {
+        double z = a + i * h, inner = stats_norm_cdf(z) - stats_norm_cdf(z - w);
+        double f = inner > 0 ? exp(-0.5 * z * z + (k - 1) * log(inner)) : 0;
+        sum += f * (i == 0 || i == N ? 1 : i % 2 ? 4 : 2);
+    }
+    double p = k * sum * h / 3 / sqrt(2 * M_PI);
+    return p > 1 ? 1 : p;
+}
+
+double stats_range_cdf(double q, int k, double df) {
+    if (k < 2 || isnan(q)) return NAN;
+    if (q <= 0) return 0;
+    if (!(df > 0) || isinf(df) || df > 1e5) return range_cdf_normal(q, k);
+    /* E over S = sqrt(χ²_df/df) of the normal-range CDF at q·S; S's density
+     * f(s) = 2 (df/2)^(df/2) / Γ(df/2) · s^(df−1) e^(−df s²/2), Simpson over its bulk */
+    double spread = 12.0 / sqrt(2 * df);
+    double lo = fmax(0.0, 1 - spread), hi = 1 + spread + (df < 10 ? 6.0 : 0.0);
+    const int N = df < 10 ? 1000 : 120;   /* wide S at small df: a fine grid, else q·S jumps across the CDF */
+    double h = (hi - lo) / N, sum = 0, lc = log(2.0) + (df / 2) * log(df / 2) - lgamma(df / 2);
+    for (int i = 0; i <= N; i++) {
+        double s = lo + i * h;
+        if (s <= 0) continue;
+        double f = exp(lc + (df - 1) * log(s) - df * s * s / 2);
+        sum += f * range_cdf_normal(q * s, k) * (i == 0 || i == N ? 1 : i % 2 ? 4 : 2);
+    }
+    double p = sum * h / 3;
+    return p < 0 ? 0 : p > 1 ? 1 : p;
+}
+
+
+#define RANGE_CACHE 64
+static struct { int k; double df, alpha, q; } range_cache[RANGE_CACHE];
+static int range_cached, range_next;
+static pthread_mutex_t range_mu = PTHREAD_MUTEX_INITIALIZER;
+
+double stats_range_quantile(double alpha, int k, double df) {
+    if (k < 2 || !(alpha > 0 && alpha < 1)) return NAN;
+    if (!(df > 0) || df > 1e5) df = INFINITY;
+    pthread_mutex_lock(&range_mu);
+    for (int i = 0; i < range_cached; i++)
+        if (range_cache[i].k == k && range_cache[i].df == df && range_cache[i].alpha == alpha) {
+            double q = range_cache[i].q;
+            pthread_mutex_unlock(&range_mu);
+            return q;
+        }
+    pthread_mutex_unlock(&range_mu);
+    /* bracket, then the Illinois variant of regula falsi on g(q) = log P(R > q) − log alpha (smooth and monotone
+     * in q): a handful of CDF evaluations, each a double integral */
+    double la = log(alpha), lo = 1, hi = 4;
+    double glo = log(fmax(1e-300, 1 - stats_range_cdf(lo, k, df))) - la, ghi;
+    while ((ghi = log(fmax(1e-300, 1 - stats_range_cdf(hi, k, df))) - la) > 0 && hi < 1e4) { lo = hi; glo = ghi; hi *= 2; }
+    double q = hi;
+    int side = 0;
+    for (int i = 0; i < 60 && hi - lo > 1e-7 * hi; i++) {
+        q = (lo * ghi - hi * glo) / (ghi - glo);
+        if (!(q > lo && q < hi)) q = 0.5 * (lo + hi);
+        double g = log(fmax(1e-300, 1 - stats_range_cdf(q, k, df))) - la;
+        if (fabs(g) < 1e-9) break;
+        if (g > 0) { lo = q; glo = g; if (side == -1) ghi /= 2; side = -1; }
+        else { hi = q; ghi = g; if (side == 1) glo /= 2; side = 1; }
+    }
+    pthread_mutex_lock(&range_mu);
+    int slot = range_cached < RANGE_CACHE ? range_cached++ : (range_next++ % RANGE_CACHE);
+    range_cache[slot].k = k;
+    range_cache[slot].df = df;
+    range_cache[slot].alpha = alpha;
+    range_cache[slot].q = q;
+    pthread_mutex_unlock(&range_mu);
+    return q;
+}
+
+/* ---- Bartlett's test and power --------------------------------------------------------------------- */
+
+double stats_bartlett(const double *ms, const double *df, int n, double *stat, int *groups) {
+    double sdf = 0, sw = 0, sinv = 0, slog = 0;
+    int k = 0, zero = 0;
+    for (int i = 0; i < n; i++) {
+        if (!(df[i] > 0) || !isfinite(ms[i]) || ms[i] < 0) continue;
+        k++;
+        sdf += df[i];
+        sw += df[i] * ms[i];
+        sinv += 1 / df[i];
+        if (ms[i] == 0) zero = 1; else slog += df[i] * log(ms[i]);
+    }
+    if (groups) *groups = k;
+    if (stat) *stat = NAN;
+    if (k < 2 || !(sw > 0)) return NAN;
+    if (zero) { if (stat) *stat = INFINITY; return 0; }
+    double m = sdf * log(sw / sdf) - slog, c = 1 + (sinv - 1 / sdf) / (3.0 * (k - 1)), x = m / c;
+    if (stat) *stat = x;
+    return stats_chi2_sf(x, k - 1);
+}
+
+double stats_t_power_ncp(double c, double df, double power) {
+    if (!(c > 0) || !(power > 0 && power < 1) || !(df > 0)) return NAN;
+    double z = stats_norm_quantile(power);
+    return c + z * sqrt(1 + c * c / (2 * df));
 }

@@ -1,5 +1,6 @@
-/* stats.h — the tests behind the leaderboard: Student's t distribution, the paired t-test and Holm's
- * step-down adjustment for a family of comparisons.
+/* stats.h — the distributions and tests behind the ranking (orchestrator/ranking.c): Student's t, the normal,
+ * chi-square (Bartlett's test), the studentized range (the best group), the paired t-test, Holm's step-down
+ * adjustment, and the approximate power of a t-test.
  *
  * Everything is pure (no allocation, no I/O). NAN marks "not computable" (too few values); callers print it
  * as null.
@@ -31,4 +32,31 @@ void stats_paired_test(const double *d, int n, stats_paired *out);
  * max over j ≤ rank(i) of min(1, (m − j + 1)·p_(j)) for finite p[i] and NAN otherwise. Ties keep input order.
  * adj may not alias p. Returns the family size used (max(m, number of finite p)). */
 int stats_holm(const double *p, int n, int m, double *adj);
+
+/* Standard normal CDF Φ(x) and its quantile Φ⁻¹(p) (0 < p < 1, else NAN; ~1e-9 relative). */
+double stats_norm_cdf(double x);
+double stats_norm_quantile(double p);
+
+/* Upper tail P(X ≥ x) of chi-square with df > 0 degrees of freedom (df need not be an integer); 1 for x ≤ 0,
+ * NAN when df ≤ 0 or x is NAN. Regularized upper incomplete gamma Q(df/2, x/2). */
+double stats_chi2_sf(double x, double df);
+
+/* The studentized range: P(R ≤ q) for the range R of k ≥ 2 independent N(0,1) variables divided by an independent
+ * sqrt(χ²_df / df) (df ≤ 0 or INFINITY: no divisor, the normal range). Numerical double integral, ~1e-6 absolute. */
+double stats_range_cdf(double q, int k, double df);
+/* Its upper quantile: the q with P(R > q) = alpha (0 < alpha < 1), ~1e-5 relative. Tukey's q_{1−alpha}(k, df);
+ * e.g. k = 3, df = 10, alpha = 0.05 gives 3.877. Results are cached per (k, df, alpha) behind a mutex, so a
+ * ranking that asks again pays nothing. NAN when k < 2. */
+double stats_range_quantile(double alpha, int k, double df);
+
+/* Bartlett's test that groups share one variance: ms[i] an unbiased variance estimate with df[i] > 0 degrees of
+ * freedom (i < n; groups with df[i] ≤ 0 or a non-finite ms are ignored). Writes the statistic (χ² with k − 1
+ * degrees of freedom after Bartlett's correction, k the groups used) and returns its p-value; NAN (and *stat NAN)
+ * when fewer than 2 groups can be used. A group with ms 0 (an exact fit) gives p = 0. */
+double stats_bartlett(const double *ms, const double *df, int n, double *stat, int *groups);
+
+/* The noncentrality a two-sided t-test with critical value c (|T| > c rejects) and df degrees of freedom needs to
+ * reject with probability power (normal approximation to the noncentral t, c + z_power·sqrt(1 + c²/(2·df))):
+ * the effect detectable with that power is this value times the comparison's standard error. */
+double stats_t_power_ncp(double c, double df, double power);
 #endif

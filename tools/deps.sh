@@ -38,6 +38,7 @@ check "PyYAML (python3-yaml, tests)" python3-yaml    /usr/bin/python3 -c 'import
 check "node (nodejs, tests)"    nodejs               command -v node
 check "npm (tests)"             npm                  command -v npm
 check "zstd (CLI, tests)"      zstd                 command -v zstd
+check "SciPy (python3-scipy, tests)" python3-scipy  /usr/bin/python3 -c "import scipy.stats"
 if [ "${1:-}" = "--fuzz" ]; then   # make fuzz: clang with libFuzzer's runtime
   check "clang"                 clang                command -v clang
   check "libFuzzer runtime"     libclang-rt-14-dev   compgen -G '/usr/lib/llvm-*/lib/clang/*/lib/linux/libclang_rt.fuzzer-x86_64.a'

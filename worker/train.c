@@ -6,7 +6,9 @@
  * windows p·B .. p·B+B−1 of the epoch order, wrapping around: the identity order when shuffle is off, else
  * a Fisher–Yates permutation drawn from (seed, epoch). The loader's whole state is therefore the
  * micro-batch counter, which is what a checkpoint stores — a resumed run reads exactly the batches the
- * uninterrupted one would have. Validation always reads the first eval.batches sequential batches.
+ * uninterrupted one would have. Validation always reads the first eval.batches sequential batches ("all": every
+ * whole batch of the val split) and keeps each batch's mean loss, so the final result carries the per-batch losses
+ * and their standard error (the same batches for every job: the ranking computes the paired val-sample noise).
  * The loop: [stop?] → [eval if due] → zero_grad → grad_accum × forward_backward → finite? → update →
  * metrics row → [checkpoint]. All model memory is allocated by the backend before step 0; the loop
  * itself allocates nothing. Metrics rows are flushed to metrics.jsonl and handed to the callback as they
@@ -171,6 +173,8 @@ struct run {
     char *err;
     size_t errlen;
     char ebuf[1024];
+    double *val_batch;                 /* (val_nb) each val batch's mean loss at the last evaluation */
+    int val_nb;                        /* val batches per evaluation */
 };
 
 /* The backend's last message (a backend may leave .error unset). */
@@ -230,28 +234,28 @@ static int metrics_open(struct run *r, int keep_below) {
     return 0;
 }
 
-/* At job start: the val split holds eval.batches whole batches (0 = the whole split: at least one), so no batch
- * wraps around and counts twice. TRAIN_EDATA naming the split's size and the largest eval.batches that fits. */
+/* At job start: an explicit eval.batches must fit the val split as whole batches, so no batch wraps around and
+ * counts twice ("all" takes every whole batch; run_loop refuses a split without one). TRAIN_EDATA naming the
+ * split's size and the largest eval.batches that fits. */
 static int val_split_check(struct run *r) {
     const struct job_config *job = r->job;
     int B = job->train.batch_size, T = job->train.seq_len, nb = job->eval.batches;
     size_t have = r->val.nwin / (size_t)B;
-    if (nb > 0 ? (size_t)nb <= have : have >= 1) return 0;
-    char want[64];
-    if (nb > 0) snprintf(want, sizeof want, "eval.batches %d", nb);
-    else snprintf(want, sizeof want, "eval.batches \"all\" (one batch at least)");
+    if (nb == JOB_EVAL_ALL || (size_t)nb <= have) return 0;
     if (have == 0)
-        return fail(r, TRAIN_EDATA, "%s exceeds the val split: data.val (%s) holds %zu tokens = %zu windows of seq_len+1 = %d "
-                    "tokens, less than one batch of batch_size %d: make the val split larger (prism-data tokenize "
-                    "--val-tokens N) or lower train.batch_size", want, job->data.val, r->val.set.total, r->val.nwin, T + 1, B);
-    return fail(r, TRAIN_EDATA, "%s exceeds the val split: data.val (%s) holds %zu tokens = %zu windows of seq_len+1 = %d "
-                "tokens = %zu batches of batch_size %d: set eval.batches to at most %zu (or \"all\")", want, job->data.val,
-                r->val.set.total, r->val.nwin, T + 1, have, B, have);
+        return fail(r, TRAIN_EDATA, "eval.batches %d exceeds the val split: data.val (%s) holds %zu tokens = %zu windows of "
+                    "seq_len+1 = %d tokens, less than one batch of batch_size %d: make the val split larger (prism-data "
+                    "tokenize --val-tokens N) or lower train.batch_size", nb, job->data.val, r->val.set.total, r->val.nwin,
+                    T + 1, B);
+    return fail(r, TRAIN_EDATA, "eval.batches %d exceeds the val split: data.val (%s) holds %zu tokens = %zu windows of "
+                "seq_len+1 = %d tokens = %zu batches of batch_size %d: set eval.batches to at most %zu (or \"all\")", nb,
+                job->data.val, r->val.set.total, r->val.nwin, T + 1, have, B, have);
 }
 
-/* Mean val loss over eval.batches sequential batches; attn (L doubles) gets D_l when non-NULL. */
+/* Mean val loss over the val_nb sequential batches (each batch's in val_batch[]); attn (L doubles) gets D_l when
+ * non-NULL. */
 static int evaluate(struct run *r, double *val_loss, double *attn) {
-    int B = r->job->train.batch_size, T = r->job->train.seq_len, nb = r->job->eval.batches;
+    int B = r->job->train.batch_size, T = r->job->train.seq_len, nb = r->val_nb;
     double total = 0;
     if (attn) memset(attn, 0, r->cfg.L * sizeof(double));
     for (int i = 0; i < nb; i++) {
@@ -261,6 +265,7 @@ static int evaluate(struct run *r, double *val_loss, double *attn) {
         int rc = r->ops->forward_loss(r->m, r->val.inputs, r->val.targets, B, T, &loss, attn);
         if (rc) return fail(r, TRAIN_EDEVICE, "validation forward failed: %s", model_err(r));
         total += loss;
+        r->val_batch[i] = loss;
     }
     if (attn) for (int l = 0; l < r->cfg.L; l++) attn[l] /= (double)nb * B;
     *val_loss = total / nb;
@@ -332,6 +337,15 @@ static int write_result(struct run *r, double val_loss, double train_loss, doubl
         json_object_set_new(res, "attn_distance", a);
     }
     if (zero_shot) json_object_set(res, "zero_shot", zero_shot);
+    /* the final evaluation's per-batch losses and the standard error of their mean (the ranking's val noise) */
+    json_t *vb = json_array();
+    double mean = 0, ss = 0;
+    for (int i = 0; i < r->val_nb; i++) { json_array_append_new(vb, json_real(r->val_batch[i])); mean += r->val_batch[i]; }
+    mean /= r->val_nb;
+    for (int i = 0; i < r->val_nb; i++) ss += (r->val_batch[i] - mean) * (r->val_batch[i] - mean);
+    json_object_set_new(res, "val_loss_batches", vb);
+    json_object_set_new(res, "val_loss_se", r->val_nb > 1 ? json_real(sqrt(ss / (r->val_nb - 1) / r->val_nb)) : json_null());
+    json_object_set_new(res, "val_batches", json_integer(r->val_nb));
     char path[4200], tmp[4300];
     snprintf(path, sizeof path, "%s/result.json", r->o->out_dir);
     snprintf(tmp, sizeof tmp, "%s.tmp", path);
@@ -470,6 +484,13 @@ static int run_loop(struct run *r) {
     if ((rc = loader_init(&r->val, "data.val", job->data.val, root, B, T, 0, 0, r->ebuf, sizeof r->ebuf)))
         return fail(r, rc, "%s", r->ebuf);
     if ((rc = val_split_check(r))) return rc;
+    /* "all": every whole batch of B windows in the val split */
+    r->val_nb = job->eval.batches == JOB_EVAL_ALL ? (int)(r->val.nwin / (size_t)B > JOB_EVAL_MAX_ALL ? JOB_EVAL_MAX_ALL : r->val.nwin / (size_t)B)
+                                                  : job->eval.batches;
+    if (r->val_nb < 1)
+        return fail(r, TRAIN_EDATA, "data.val: %zu windows of %d tokens make no whole batch of %d: eval.batches \"all\" "
+                    "needs at least one; add val data or lower train.batch_size", r->val.nwin, T + 1, B);
+    if (!(r->val_batch = malloc((size_t)r->val_nb * sizeof *r->val_batch))) return fail(r, TRAIN_ENOMEM, "out of memory");
     if (o->confine_data &&
         ((rc = data_files_confined("data.train", &r->train, root_real, r->ebuf, sizeof r->ebuf)) ||
          (rc = data_files_confined("data.val", &r->val, root_real, r->ebuf, sizeof r->ebuf))))
@@ -638,6 +659,7 @@ int train_run(const struct job_config *job, const struct train_opts *opts) {
     if (r.m) r.ops->free(r.m);
     loader_release(&r.train);
     loader_release(&r.val);
+    free(r.val_batch);
     for (int i = 0; r.tasks && i < job->eval.ntasks; i++) evalfile_close(&r.tasks[i]);
     free(r.tasks);
     free(r.host_p); free(r.host_m); free(r.host_v);

@@ -15,6 +15,8 @@ t_small_bench_reports_every_figure() {
   assert_contains "$out" "rung steps           [5, 15, 45] (eta 3, sync)"
   assert_contains "$out" "full-grid steps      540 (12 jobs x 45)"
   assert_contains "$out" "check ratio <= 0.45: ok"
+  echo "$out" | grep -Eq "^rung 0 \(step 5\) +Spearman rho of its delta with the final delta: [+-][0-9.]+ over 5 schedules$" || fail "no rank correlation for rung 0"
+  echo "$out" | grep -Eq "^rung 1 \(step 15\) +Spearman rho" || fail "no rank correlation for rung 1"
   echo "$out" | grep -Eq "^full-grid winner     [0-9,]+$" || fail "no winner line"
   echo "$out" | grep -Eq "^promoted to the last rung  .*4,4,4,4" || fail "the baseline is not among the promoted"
   local trained; trained=$(echo "$out" | sed -n 's/^steps trained *\([0-9]*\).*/\1/p')

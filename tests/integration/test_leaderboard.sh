@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # test_leaderboard.sh — the leaderboard through the API (JSON, CSV) and `prism-sweep leaderboard`: ranking,
-# mean ± std, the paired difference against uniform with its 95% Student-t CI, its paired t-test p-value and
-# Holm-adjusted p_holm, provisional schedules after complete ones, the tied-for-best group, D_l and ΔD_l.
+# mean ± std, Δ against uniform from the blocked model (least squares schedule + seed, solved here independently;
+# SciPy's t and studentized range), its pooled-t CI, p and Holm-adjusted p_holm, provisional schedules after
+# complete ones, the best group, D_l and ΔD_l, and the analysis header.
 # timeout: 60
 . "$(dirname "$0")/../lib.sh"
 . "$(dirname "$0")/server_lib.sh"
@@ -31,35 +32,61 @@ t_leaderboard_json_stats() {
   lb_fill
   s_expect 200 GET "/api/v1/sweeps/$SID/leaderboard"
   echo "$BODY" >"$D/lb.json"
-  # independent computation: mean, sample std, paired diff over common seeds, t(0.975, df=2)=4.302653
+  # independent computation: the two-way least squares by normal equations (SciPy for the t and studentized-range
+  # distributions), means, sample stds
   /usr/bin/python3 - "$D/lb.json" "$LOSSES" "$ATTN" <<'EOF' || fail "leaderboard numbers differ (see above)"
 import json, math, sys
+from scipy import stats
 lb = json.load(open(sys.argv[1])); L = json.loads(sys.argv[2]); A = json.loads(sys.argv[3])
 done = {"4,4,4,4": [0, 1, 2], "1,1,4,4": [0, 1, 2], "2,2,4,4": [0, 1]}
-t = {1: 12.706205, 2: 4.302653}
+names = ["4,4,4,4", "1,1,4,4", "2,2,4,4"]
 def mean(v): return sum(v) / len(v)
 def sd(v): m = mean(v); return math.sqrt(sum((x - m) ** 2 for x in v) / (len(v) - 1))
+# y = tau_schedule + beta_seed (beta_0 = 0): columns tau0 tau1 tau2 beta1 beta2
+X, y = [], []
+for i, h in enumerate(names):
+    for j in done[h]:
+        X.append([1.0 if k == i else 0.0 for k in range(3)] + [1.0 if j == 1 else 0.0, 1.0 if j == 2 else 0.0]); y.append(L[h][j])
+P = 5
+xtx = [[sum(X[r][a] * X[r][b] for r in range(len(X))) for b in range(P)] for a in range(P)]
+xty = [sum(X[r][a] * y[r] for r in range(len(X))) for a in range(P)]
+def inverse(m):
+    n = len(m); a = [row[:] + [1.0 if i == j else 0.0 for j in range(n)] for i, row in enumerate(m)]
+    for c in range(n):
+        p = max(range(c, n), key=lambda r: abs(a[r][c])); a[c], a[p] = a[p], a[c]
+        d = a[c][c]; a[c] = [x / d for x in a[c]]
+        for r in range(n):
+            if r != c:
+                f = a[r][c]; a[r] = [x - f * z for x, z in zip(a[r], a[c])]
+    return [row[n:] for row in a]
+inv = inverse(xtx)
+beta = [sum(inv[a][b] * xty[b] for b in range(P)) for a in range(P)]
+rss = sum((y[r] - sum(X[r][a] * beta[a] for a in range(P))) ** 2 for r in range(len(X)))
+df = len(y) - P; s2 = rss / df
 rows = lb["rows"]; bad = []
 def check(what, exp, got, tol=1e-6):
     if got is None or abs(exp - got) > tol: bad.append(f"{what}: expected {exp}, got {got}")
-# rank: complete schedules (3 of 3 seeds) by paired mean delta vs uniform (0 for uniform), then provisional ones
-def dlt(h, ref="4,4,4,4"): return [L[h][i] - L[ref][i] for i in done[h] if i in done[ref]]
-order = sorted(done, key=lambda h: (len(done[h]) < 3, mean(dlt(h))))
-# two-sided t tails in closed form: df 1: 1 - (2/pi) atan|t|; df 2: 1 - |t|/sqrt(2 + t^2)
-def p2(d):
-    n = len(d); tt = abs(mean(d) / (sd(d) / math.sqrt(n)))
-    return {1: 1 - 2 / math.pi * math.atan(tt), 2: 1 - tt / math.sqrt(2 + tt * tt)}[n - 1]
-def holm(ps):   # dict name -> p, family of len(ps)
+an = lb["analysis"]
+if an["method"] != "blocked" or an["residual_df"] != df: bad.append(f"analysis {an['method']} df {an['residual_df']} (expected blocked, {df})")
+check("pooled sd", math.sqrt(s2), an["pooled_sd"], 1e-9)
+est = {h: beta[i] - beta[0] for i, h in enumerate(names)}
+se = {h: math.sqrt(s2 * (inv[i][i] + inv[0][0] - 2 * inv[i][0])) for i, h in enumerate(names) if i}
+p = {h: 2 * stats.t.sf(abs(est[h] / se[h]), df) for h in se}
+def holm(ps):
     m = len(ps); out = {}; run = 0
-    for j, (k, p) in enumerate(sorted(ps.items(), key=lambda kv: kv[1])):
-        run = max(run, min(1, (m - j) * p)); out[k] = run
+    for j, (k, v) in enumerate(sorted(ps.items(), key=lambda kv: kv[1])):
+        run = max(run, min(1, (m - j) * v)); out[k] = run
     return out
-others = [h for h in done if h != "4,4,4,4"]
-ph = holm({h: p2(dlt(h)) for h in others})
-best = order[0]
-tb = holm({h: p2(dlt(h, best)) for h in order[1:]})
+ph = holm(p)
+order = sorted(names, key=lambda h: (len(done[h]) < 3, est[h]))
+# the best group: out when worse than another by more than q_0.95(3, df)/sqrt(2) standard errors
+q = stats.studentized_range.ppf(0.95, 3, df) / math.sqrt(2)
+def var(a, b):
+    i, j = names.index(a), names.index(b); return s2 * (inv[i][i] + inv[j][j] - 2 * inv[i][j])
+best = {h: not any(est[h] - est[g] > q * math.sqrt(var(h, g)) for g in names if g != h) for h in names}
 if lb["comparisons"] != 2 or lb["tied_best_comparisons"] != 2 or lb["seeds"] != 3:
     bad.append(f"header counts {lb['comparisons']} {lb['tied_best_comparisons']} {lb['seeds']}")
+check("best group critical", q, an["best_group"]["critical"], 1e-3)
 got_order = [",".join(map(str, r["heads"])) for r in rows]
 if got_order != order: bad.append(f"order: expected {order}, got {got_order}")
 for r in rows:
@@ -68,23 +95,23 @@ for r in rows:
     if r["seeds_done"] != len(v) or r["seeds_total"] != 3: bad.append(f"{h} seeds {r['seeds_done']}/{r['seeds_total']}")
     if r["rank"] != order.index(h) + 1: bad.append(f"{h} rank {r['rank']}")
     if r["provisional"] != (len(v) < 3): bad.append(f"{h} provisional {r['provisional']}")
-    if r["tied_best"] != (h == best or tb[h] >= 0.05): bad.append(f"{h} tied_best {r['tied_best']}")
-    if h != best: check(h + " vs_best p_holm", tb[h], r["vs_best"]["p_holm"], 1e-9)
+    if r["tied_best"] != best[h]: bad.append(f"{h} tied_best {r['tied_best']} (expected {best[h]})")
+    if h != order[0]: check(h + " vs_best mean", est[h] - est[order[0]], r["vs_best"]["mean"], 1e-9)
     for l in range(4):
         check(f"{h} D_{l}", A[h][l], r["attn_distance"][l])
     if h == "4,4,4,4":
         if r["delta"] is not None or not r["is_baseline"]: bad.append("baseline row has a delta")
         continue
-    d = [L[h][i] - L["4,4,4,4"][i] for i in done[h]]
-    n = len(d); half = t[n - 1] * sd(d) / math.sqrt(n)
-    check(h + " delta", mean(d), r["delta"]["mean"]); check(h + " ci_low", mean(d) - half, r["delta"]["ci_low"], 1e-4)
-    check(h + " ci_high", mean(d) + half, r["delta"]["ci_high"], 1e-4)
-    if r["delta"]["n"] != n: bad.append(f"{h} n {r['delta']['n']}")
-    excl = mean(d) - half > 0 or mean(d) + half < 0
-    if r["delta"]["excludes_zero"] != excl: bad.append(f"{h} excludes_zero {r['delta']['excludes_zero']} != {excl}")
-    check(h + " p", p2(d), r["delta"]["p"], 1e-9); check(h + " p_holm", ph[h], r["delta"]["p_holm"], 1e-9)
-    if r["delta"]["significant"] != (ph[h] < 0.05): bad.append(f"{h} significant {r['delta']['significant']}")
+    d = r["delta"]; half = stats.t.ppf(0.975, df) * se[h]
+    check(h + " delta", est[h], d["mean"], 1e-9); check(h + " se", se[h], d["se"], 1e-9)
+    check(h + " ci_low", est[h] - half, d["ci_low"], 1e-8); check(h + " ci_high", est[h] + half, d["ci_high"], 1e-8)
+    if d["n"] != len(v) or d["df"] != df or d["method"] != "blocked": bad.append(f"{h} n {d['n']} df {d['df']} {d['method']}")
+    excl = est[h] - half > 0 or est[h] + half < 0
+    if d["excludes_zero"] != excl: bad.append(f"{h} excludes_zero {d['excludes_zero']} != {excl}")
+    check(h + " p", p[h], d["p"], 1e-9); check(h + " p_holm", ph[h], d["p_holm"], 1e-9)
+    if d["significant"] != (ph[h] < 0.05): bad.append(f"{h} significant {d['significant']}")
     for l in range(4): check(f"{h} dD_{l}", A[h][l] - A["4,4,4,4"][l], r["delta_attn_distance"][l])
+print("blocked fit: df", df, "sd", math.sqrt(s2), "estimates", est, "p_holm", ph, "best", best)
 print("\n".join(bad)); sys.exit(1 if bad else 0)
 EOF
   # 1,1,4,4 beats uniform on every seed by ~0.015 with little spread: its CI excludes zero and it stays
@@ -97,7 +124,7 @@ t_leaderboard_csv_and_cli() {
   lb_fill
   CODE=$(curl -s -o "$D/lb.csv" -w '%{http_code} %{content_type}' "$URL/api/v1/sweeps/$SID/leaderboard?format=csv")
   assert_eq "200 text/csv; charset=utf-8" "$CODE" "csv answer"
-  assert_eq "rank,heads,is_baseline,seeds_done,seeds_total,val_loss_mean,val_loss_std,tok_per_s_mean,delta_n,delta_mean,delta_ci_low,delta_ci_high,excludes_zero,p,p_holm,significant,provisional,tied_best,tok_per_s_std" \
+  assert_eq "rank,heads,is_baseline,seeds_done,seeds_total,val_loss_mean,val_loss_std,tok_per_s_mean,delta_n,delta_mean,delta_ci_low,delta_ci_high,excludes_zero,p,p_holm,significant,provisional,tied_best,tok_per_s_std,delta_se,delta_df,method,D1,D2,D3,D4,dD1,dD2,dD3,dD4,dD1_ci_low,dD2_ci_low,dD3_ci_low,dD4_ci_low,dD1_ci_high,dD2_ci_high,dD3_ci_high,dD4_ci_high" \
     "$(head -n1 "$D/lb.csv")" "csv header"
   assert_eq 4 "$(wc -l <"$D/lb.csv")" "csv lines"
   assert_contains "$(sed -n 2p "$D/lb.csv")" '1,"1,1,4,4",false,3,3,3.360'
@@ -110,6 +137,9 @@ t_leaderboard_csv_and_cli() {
   assert_contains "$cli" "1×2 4×2"
   assert_contains "$cli" "(uniform baseline)"
   assert_contains "$cli" "3/3"
+  assert_contains "$cli" "method: blocked model val_loss ~ schedule + seed"
+  assert_contains "$cli" "attention distance D_l"
+  assert_contains "$cli" "the paper's effect (0.0144)"
   local rc=0 out; out=$("$(bin prism-sweep)" leaderboard --db "$DB" nosuch 2>&1) || rc=$?
   assert_eq 2 "$rc" "unknown sweep exit"
   assert_contains "$out" 'no sweep "nosuch"'

@@ -70,11 +70,11 @@ EOF
 t_zero_shot_columns_csv_and_cli() {
   zs_fill
   curl -s -o "$D/lb.csv" "$URL/api/v1/sweeps/$SID/leaderboard?format=csv"
-  assert_contains "$(head -n1 "$D/lb.csv")" "tok_per_s_std,hellaswag_acc_mean,hellaswag_acc_norm_mean,hellaswag_acc_norm_std,hellaswag_delta_mean,hellaswag_delta_ci_low,hellaswag_delta_ci_high,piqa_acc_mean"
+  assert_contains "$(head -n1 "$D/lb.csv")" "tok_per_s_std,hellaswag_acc_mean,hellaswag_acc_norm_mean,hellaswag_acc_norm_std,hellaswag_delta_mean,hellaswag_delta_ci_low,hellaswag_delta_ci_high,hellaswag_delta_p,hellaswag_delta_p_holm,hellaswag_delta_significant,piqa_acc_mean"
   local row; row=$(grep '"1,1,4,4"' "$D/lb.csv")
   assert_contains "$row" ",0.322000,0.332000,0.002646,0.032000,"
-  assert_eq 31 "$(head -n1 "$D/lb.csv" | tr ',' '\n' | wc -l)" "csv columns"
-  assert_eq 31 "$(echo "$row" | sed 's/"[^"]*"/H/' | tr ',' '\n' | wc -l)" "csv cells in a row"
+  assert_eq 40 "$(head -n1 "$D/lb.csv" | tr "," "\n" | wc -l)" "csv columns"
+  assert_eq 40 "$(echo "$row" | sed 's/"[^"]*"/H/' | tr ',' '\n' | wc -l)" "csv cells in a row"
   local cli; cli=$("$(bin prism-sweep)" leaderboard --db "$DB" "$SID" --format csv) || fail "cli csv"
   assert_eq "$(cat "$D/lb.csv")" "$cli" "CLI csv = API csv"
   cli=$("$(bin prism-sweep)" leaderboard --db "$DB" zs --format json) || fail "cli json"
@@ -93,7 +93,7 @@ t_no_tasks_no_columns() {
   s_server
   s_expect 200 GET "/api/v1/sweeps/$sid/leaderboard"
   assert_eq "[] {}" "$(s_json '"\(.zero_shot_tasks|tojson) \(.rows[0].zero_shot|tojson)"')" "no tasks"
-  assert_eq "rank,heads,is_baseline,seeds_done,seeds_total,val_loss_mean,val_loss_std,tok_per_s_mean,delta_n,delta_mean,delta_ci_low,delta_ci_high,excludes_zero,p,p_holm,significant,provisional,tied_best,tok_per_s_std" \
+  assert_eq "rank,heads,is_baseline,seeds_done,seeds_total,val_loss_mean,val_loss_std,tok_per_s_mean,delta_n,delta_mean,delta_ci_low,delta_ci_high,excludes_zero,p,p_holm,significant,provisional,tied_best,tok_per_s_std,delta_se,delta_df,method" \
     "$(curl -s "$URL/api/v1/sweeps/$sid/leaderboard?format=csv" | head -n1)" "csv header"
 }
 harness_main "$@"

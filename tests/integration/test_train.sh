@@ -85,6 +85,26 @@ t_loss_falls_well_below_unigram_entropy() {
     || fail "val loss $last is not well below the unigram entropy $H (start $first)"
 }
 
+# eval.batches "all": every whole batch of the val split, each batch's loss in result.json with their standard error
+t_eval_all_reports_every_val_batch() {
+  local d; d=$(tmpdir)
+  make_data "$d"; write_job "$d"
+  sed -i 's/"batches": 2/"batches": "all"/' "$d/job.json"
+  (cd "$d" && "$(bin prism-worker)" train job.json --out out --quiet) || fail "train failed"
+  /usr/bin/python3 - "$d/out/result.json" "$d/data/meta.json" <<'PY' || fail "val batches"
+import json, math, sys
+r = json.load(open(sys.argv[1])); meta = json.load(open(sys.argv[2]))
+B, T = 8, 64
+windows = (meta["val_tokens"] - 1) // T          # windows of T+1 tokens at offsets k*T (one val shard)
+want = windows // B
+b = r["val_loss_batches"]; n = len(b); m = sum(b) / n
+se = math.sqrt(sum((x - m) ** 2 for x in b) / (n - 1) / n)
+print("val batches", n, "expected", want, "val_loss", r["val_loss"], "mean of batches", m, "se", r["val_loss_se"], se)
+assert n == want == r["val_batches"], (n, want, r["val_batches"])
+assert abs(m - r["val_loss"]) < 1e-6 and abs(se - r["val_loss_se"]) < 1e-9
+PY
+}
+
 t_outputs_are_complete() {
   local d; d=$(tmpdir)
   make_data "$d"; write_job "$d"

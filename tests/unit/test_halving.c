@@ -26,6 +26,15 @@ static const char *tiny(int steps, const char *seeds, const char *halving) {
     return spec_buf;
 }
 
+/* tiny() with train.warmup_steps */
+static const char *tiny_warmup(int steps, int warmup, const char *halving) {
+    snprintf(spec_buf, sizeof spec_buf, "{ \"name\": \"h\", " TINY_MODEL ", \"rules\": {\"h_base\": 4, \"max_head_dim\": 0, "
+             "\"min_block\": 1, \"max_block\": 2}, \"seeds\": [1], \"train\": {\"batch_size\": 2, \"seq_len\": 32, "
+             "\"steps\": %d, \"warmup_steps\": %d, \"lr\": 0.001}, \"eval\": {\"every\": 5, \"batches\": 2}, " TINY_DATA
+             ", \"halving\": %s }", steps, warmup, halving);
+    return spec_buf;
+}
+
 static void expect_error(const char *text, const char *needle) {
     sweep_spec sp;
     char err[1024];
@@ -51,6 +60,28 @@ TEST(spec_errors_name_the_key) {
                  "step 1, the same as halving.rungs[0]");
     expect_error(tiny(10, "[1]", "{\"eta\": 3, \"rungs\": [0.01]}"), "rounds to step 0");
     expect_error(tiny(10, "[1]", "{\"eta\": 3, \"rungs\": [0.98]}"), "rounds to step 10, the full run");
+}
+
+/* A rung inside the warmup, or just after it early in the run, is refused at create; a first rung below 20% of the
+ * run is a warning that names the key */
+TEST(early_rungs_are_refused_or_warned) {
+    expect_error(tiny_warmup(600, 50, "{\"eta\": 3, \"rungs\": [0.05, 0.5]}"),
+                 "halving.rungs[0]: 0.05 x train.steps 600 is step 30, at or before train.warmup_steps (50)");
+    /* the review's case: step 67 of 600 after a warmup of 50 */
+    expect_error(tiny_warmup(600, 50, "{\"eta\": 3, \"rungs\": [0.111, 0.333]}"),
+                 "halving.rungs[0]: 0.111 x train.steps 600 is step 67, below 20% of the run and within twice");
+    expect_error(tiny_warmup(600, 50, "{\"eta\": 3, \"rungs\": [0.111, 0.333]}"), "e.g. halving.rungs[0] = 0.20");
+    expect_error(tiny_warmup(90, 60, "{\"eta\": 3, \"rungs\": [0.5]}"), "at or before train.warmup_steps (60)");
+    sweep_spec sp;
+    char err[1024];
+    const char *t = tiny_warmup(2000, 50, "{\"eta\": 3, \"rungs\": [0.111, 0.333]}");
+    ASSERT_EQ_INT(0, spec_parse(t, strlen(t), &sp, err, sizeof err));
+    ASSERT_CONTAINS(sp.warn, "halving.rungs[0]: 0.111 of train.steps (step 222) is below 20% of the run");
+    spec_release(&sp);
+    t = tiny_warmup(600, 50, "{\"eta\": 3, \"rungs\": [0.25, 0.5]}");
+    ASSERT_EQ_INT(0, spec_parse(t, strlen(t), &sp, err, sizeof err));
+    ASSERT_STREQ("", sp.warn);
+    spec_release(&sp);
 }
 
 TEST(rung_steps_round_half_up_and_single_seed_is_allowed) {
@@ -275,11 +306,21 @@ TEST(sync_promotes_the_best_third_and_the_baseline_exactly_once) {
     ASSERT_EQ_INT(480, (int)json_integer_value(json_object_get(hv, "steps_trained")));
     ASSERT_EQ_INT(1080, (int)json_integer_value(json_object_get(hv, "full_grid_steps")));
     ASSERT_EQ_INT(480 * 64, (int)json_integer_value(json_object_get(hv, "tokens_spent")));
+    /* pruned schedules are not compared with the survivors (null), survivors are; Δ carries its step */
+    for (int i = 0; i < 6; i++) {
+        json_t *r = json_array_get(rows, (size_t)i);
+        ASSERT_EQ_INT(want_rung[i] < 2, json_is_null(json_object_get(r, "tied_best")));
+    }
+    ASSERT_EQ_INT(30, (int)json_integer_value(json_object_get(json_object_get(json_array_get(rows, 2), "delta"), "step")));
     char *csv = leaderboard_csv(lb);
     ASSERT_CONTAINS(csv, ",rung,pruned");
     free(csv);
     char *tbl = leaderboard_table(lb);
     ASSERT_CONTAINS(tbl, "tokens spent: 30720 of the full grid's 69120");
+    ASSERT_CONTAINS(tbl, "pruned (not compared with the survivors");
+    ASSERT_CONTAINS(tbl, " @30");
+    /* the survivors' section comes first */
+    ASSERT_TRUE(strstr(tbl, "pruned (not compared") > strstr(tbl, "(uniform baseline)"));
     free(tbl);
     json_decref(lb);
     queue_release(&qu);
@@ -337,6 +378,36 @@ TEST(a_failed_job_does_not_block_the_rung) {
     ASSERT_EQ_INT(2, (int)ord_state_count(st, 4, "queued"));
     ASSERT_EQ_INT(1, (int)ord_state_count(st, 5, "pruned"));
     ASSERT_EQ_INT(1, (int)ord_state_count(st, 5, "failed"));
+    queue_release(&qu);
+    store_close(st);
+}
+
+/* The baseline fails at a rung: no Δ exists there, so nothing is promoted or pruned; the status says why */
+TEST(a_rung_without_a_baseline_value_is_held) {
+    queue qu;
+    long long wid;
+    store *st = halving_sweep("[1, 2]", "{\"eta\": 3, \"rungs\": [0.111, 0.333]}", &qu, &wid);
+    lease_t L[12];
+    for (int i = 0; i < 12; i++) ASSERT_EQ_INT(1, lease_one(&qu, wid, &L[i]));
+    for (int i = 0; i < 12; i++) {
+        if (L[i].ord == 0) {   /* the uniform baseline: both seeds fail for good */
+            const char *ns;
+            ASSERT_EQ_INT(0, queue_fail(&qu, L[i].job, L[i].token, "out of memory", 0, &ns));
+            continue;
+        }
+        report_rung(st, &qu, &L[i]);
+    }
+    int decided = 0;
+    char err[512], why[512] = "";
+    ASSERT_EQ_INT(0, halving_tick(st, 1, &decided, err, sizeof err));
+    ASSERT_EQ_INT(0, decided);
+    ASSERT_EQ_INT(0, (int)qv(st, "SELECT count(*) FROM halving_decisions"));
+    ASSERT_EQ_INT(10, (int)qv(st, "SELECT count(*) FROM jobs WHERE state = 'paused'"));
+    ASSERT_EQ_INT(0, (int)qv(st, "SELECT count(*) FROM jobs WHERE state = 'pruned'"));
+    ASSERT_EQ_INT(1, halving_held(st, 1, why, sizeof why, err, sizeof err));
+    printf("held: %s\n", why);
+    ASSERT_CONTAINS(why, "halving rung 0 (step 10) is held: the uniform baseline has no val loss there");
+    ASSERT_CONTAINS(why, "requeue");
     queue_release(&qu);
     store_close(st);
 }

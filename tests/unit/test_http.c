@@ -131,13 +131,3 @@ TEST(tokens_generated_private_and_reloaded) {
     ASSERT_CONTAINS(err, "worker_token must be 16 to");
 }
 
-TEST(student_t_quantiles) {
-    /* t_{0.975, df} from standard tables */
-    ASSERT_NEAR(12.7062, leaderboard_t975(1), 1e-3);
-    ASSERT_NEAR(4.3027, leaderboard_t975(2), 1e-3);
-    ASSERT_NEAR(2.2281, leaderboard_t975(10), 1e-3);
-    ASSERT_NEAR(2.0423, leaderboard_t975(30), 1e-3);
-    ASSERT_NEAR(2.0086, leaderboard_t975(50), 2e-3);
-    ASSERT_NEAR(1.9623, leaderboard_t975(1000), 2e-3);
-    ASSERT_TRUE(isnan(leaderboard_t975(0)));
-}

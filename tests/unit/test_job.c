@@ -78,6 +78,19 @@ TEST(unknown_keys_are_errors_naming_the_key) {
     expect_error(MIN_JOB("", ",\"optimizer\":{}"), "optimizer: unknown key");
 }
 
+/* eval.batches "all": the whole val split, kept as JOB_EVAL_ALL and written back as "all" */
+TEST(eval_batches_all) {
+    struct job_config j;
+    char err[512];
+    ASSERT_EQ_INT(0, job_parse_json(MIN_JOB("", ",\"eval\":{\"batches\":\"all\"}"), &j, err, sizeof err));
+    ASSERT_EQ_INT(JOB_EVAL_ALL, j.eval.batches);
+    json_t *o = job_to_json(&j);
+    ASSERT_STREQ("all", json_string_value(json_object_get(json_object_get(o, "eval"), "batches")));
+    json_decref(o);
+    job_release(&j);
+    expect_error(MIN_JOB("", ",\"eval\":{\"batches\":\"some\"}"), "eval.batches: expected an integer or \"all\"");
+}
+
 TEST(bad_values_name_the_key) {
     expect_error(MIN_JOB("", ",\"train\":{\"lr\":-1}"), "train.lr");
     expect_error(MIN_JOB("", ",\"train\":{\"batch_size\":\"8\"}"), "train.batch_size: expected an integer, got a string");

@@ -112,3 +112,72 @@ TEST(holm_ties_missing_and_family_size) {
     ASSERT_NEAR(0.55, c[0], 1e-12);
     for (int i = 1; i < 55; i++) ASSERT_TRUE(c[i] >= c[i - 1]);
 }
+
+/* the studentized range against SciPy 1.10's scipy.stats.studentized_range (an independent implementation),
+ * values printed by python3 -c 'from scipy.stats import studentized_range as s; print(s.ppf(0.95, k, df))' */
+TEST(studentized_range_matches_scipy) {
+    static const struct { int k; double df, q; } tab[] = {
+        {2, 5, 3.63535169514679}, {3, 10, 3.876776750013158}, {10, 20, 5.007882667595452},
+        {56, 110, 5.8961546062978}, {6, 5, 6.032902708726493}, {300, 600, 6.776384783050364} };
+    for (size_t i = 0; i < sizeof tab / sizeof tab[0]; i++) {
+        double q = stats_range_quantile(0.05, tab[i].k, tab[i].df);
+        printf("q(0.95; k=%d, df=%g): %.7f, SciPy %.7f\n", tab[i].k, tab[i].df, q, tab[i].q);
+        ASSERT_NEAR(tab[i].q, q, 2e-4 * tab[i].q);
+    }
+    ASSERT_NEAR(0.8849069920361906, stats_range_cdf(3.5, 4, 12), 2e-6);
+    ASSERT_NEAR(1 - 0.12544669577733902, stats_range_cdf(4.0, 8, 30), 2e-6);
+    /* k = 2 and no divisor: the range of two normals is √2·|Z|, so q = √2 · z_{0.975} */
+    ASSERT_NEAR(M_SQRT2 * 1.959963984540054, stats_range_quantile(0.05, 2, INFINITY), 1e-5);
+    /* the cache answers the same */
+    ASSERT_NEAR(stats_range_quantile(0.05, 10, 20), stats_range_quantile(0.05, 10, 20), 0);
+    ASSERT_TRUE(isnan(stats_range_quantile(0.05, 1, 10)));
+}
+
+TEST(chi2_normal_and_bartlett_match_scipy) {
+    ASSERT_NEAR(0.0575584519726364, stats_chi2_sf(7.5, 3), 1e-12);
+    ASSERT_NEAR(0.44385924751421246, stats_chi2_sf(0.3, 0.7), 1e-12);
+    ASSERT_NEAR(0.1335748340856504, stats_chi2_sf(50, 40), 1e-12);
+    ASSERT_NEAR(1.0, stats_chi2_sf(0, 4), 0);
+    ASSERT_NEAR(0.8416212335729143, stats_norm_quantile(0.8), 1e-9);
+    ASSERT_NEAR(0.006209665325776132, stats_norm_cdf(-2.5), 1e-15);
+    /* scipy.stats.bartlett([1,2,3,4,5], [2,4,6,8,10.5], [1,1.1,1.3,1.2,1.0]) = (19.01845810653548, 7.4164196e-05) */
+    double g[3][5] = { {1, 2, 3, 4, 5}, {2, 4, 6, 8, 10.5}, {1, 1.1, 1.3, 1.2, 1.0} }, ms[3], df[3] = { 4, 4, 4 }, stat;
+    for (int i = 0; i < 3; i++) {
+        double m = 0, q = 0;
+        for (int j = 0; j < 5; j++) m += g[i][j] / 5;
+        for (int j = 0; j < 5; j++) q += (g[i][j] - m) * (g[i][j] - m);
+        ms[i] = q / 4;
+    }
+    int used;
+    double p = stats_bartlett(ms, df, 3, &stat, &used);
+    printf("Bartlett: statistic %.10f p %.6g (SciPy 19.01845810653548, 7.416419634655213e-05)\n", stat, p);
+    ASSERT_EQ_INT(3, used);
+    ASSERT_NEAR(19.01845810653548, stat, 1e-9);
+    ASSERT_NEAR(7.416419634655213e-05, p, 1e-12);
+    double one[1] = { 1 }, dfo[1] = { 3 };
+    ASSERT_TRUE(isnan(stats_bartlett(one, dfo, 1, &stat, &used)));
+}
+
+TEST(power_approximation_tracks_the_noncentral_t) {
+    /* large df: the normal limit c + z_0.8 */
+    ASSERT_NEAR(1.959964 + 0.841621, stats_t_power_ncp(1.959964, 1e9, 0.8), 1e-5);
+    /* the approximation at df 10 against a simulated noncentral t: P(|T'| > c) at the returned ncp ≈ 0.8 */
+    double c = stats_t_quantile(0.975, 10), ncp = stats_t_power_ncp(c, 10, 0.8);
+    unsigned long long s = 12345;
+    int hit = 0, N = 40000;
+    for (int r = 0; r < N; r++) {
+        double z[12];
+        for (int k = 0; k < 12; k += 2) {   /* Box–Muller from a 64-bit LCG */
+            s = s * 6364136223846793005ULL + 1442695040888963407ULL; double u1 = ((s >> 11) + 0.5) / 9007199254740992.0;
+            s = s * 6364136223846793005ULL + 1442695040888963407ULL; double u2 = ((s >> 11) + 0.5) / 9007199254740992.0;
+            z[k] = sqrt(-2 * log(u1)) * cos(2 * M_PI * u2);
+            z[k + 1] = sqrt(-2 * log(u1)) * sin(2 * M_PI * u2);
+        }
+        double chi = 0;
+        for (int k = 1; k <= 10; k++) chi += z[k] * z[k];
+        double t = (z[0] + ncp) / sqrt(chi / 10);
+        if (fabs(t) > c) hit++;
+    }
+    printf("power at ncp %.4f (c %.4f, df 10): %.4f by simulation\n", ncp, c, (double)hit / N);
+    ASSERT_NEAR(0.8, (double)hit / N, 0.015);
+}

@@ -388,13 +388,19 @@ def t_leaderboard_rows():
         check_eq("2/3prov", w["seeds"].replace(" ", ""), "seeds of 6,6,6,6,12x8 (one still running: provisional)")
         check(u["baseline"] and not p["baseline"], "the uniform row is marked as the baseline: %r" % r)
         check_eq("baseline", u["delta"], "the baseline's delta cell")
-        dm, lo, hi = paired(PRISM, SEEDS)
+        # the numbers are the API's (the blocked model, checked independently in tests/integration/test_leaderboard.sh);
+        # the page must show exactly them
+        _, lbj = srv.call("GET", "/api/v1/sweeps/%s/leaderboard" % sid)
+        api = {",".join(map(str, x["heads"])): x["delta"] for x in lbj["rows"]}
+        dm, lo, hi = api[P_S]["mean"], api[P_S]["ci_low"], api[P_S]["ci_high"]
+        check(abs(dm - paired(PRISM, SEEDS)[0]) < 1e-12, "complete seeds: the blocked delta is the mean paired delta")
+        ph = {"P": api[P_S]["p_holm"], "W": api[W_S]["p_holm"]}
         check(lo < hi < 0, "test data: the prism CI should exclude zero")
         check_eq("%s[%s,%s]pHolm%s%s" % (s4(dm), s4(lo), s4(hi), fmt_p(ph["P"]), "▼" if ph["P"] < 0.05 else ""),
                  p["delta"].replace(" ", ""), "paired delta of the prism schedule with its 95% CI, p_holm and the mark "
                  "only when p_holm < 0.05")
         check_eq("1", p["excl"], "prism CI excludes zero")
-        dm, lo, hi = paired(WIDE, exp_wide_seeds)
+        dm, lo, hi = api[W_S]["mean"], api[W_S]["ci_low"], api[W_S]["ci_high"]
         check(lo < 0 < hi, "test data: the wide CI should include zero")
         check_eq("%s[%s,%s]pHolm%s" % (s4(dm), s4(lo), s4(hi), fmt_p(ph["W"])), w["delta"].replace(" ", ""),
                  "paired delta of 6,6,6,6,12x8 (no mark: not significant)")

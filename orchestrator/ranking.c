@@ -1,0 +1,978 @@
+/* ranking.c — the sweep's answer (ranking.h): the blocked model, the comparisons against uniform, the best group,
+ * the detectable effect and the val-sample noise; and the one read of the store that feeds them.
+ *
+ * Design. The fit absorbs the schedule effects and solves the reduced normal equations for the seeds: with N the
+ * schedule × seed incidence (0/1), r_i and c_j its margins, S = diag(c) − Nᵀ diag(1/r) N is the seeds'
+ * information matrix. It is singular once per connected component of the incidence graph, so one seed per
+ * component is fixed at 0 and the rest of S is positive definite (Cholesky, then the inverse: a sweep has tens
+ * of seeds, so it is n² memory and n³ time with n small, while schedules may be thousands and enter linearly).
+ * Then β̂ = S⁻¹(B − Nᵀ diag(1/r) T), τ̂_i = (T_i − Σ_j N_ij β̂_j)/r_i, and for two schedules of one component
+ *   Var(τ̂_a − τ̂_b)/σ² = 1/r_a + 1/r_b + (u_a − u_b)ᵀ S⁻¹ (u_a − u_b),  u_i = N_i·/r_i,
+ * the partitioned inverse of XᵀX; the leverage of a cell is 1/r_i + (e_j − u_i)ᵀ S⁻¹ (e_j − u_i), so each
+ * schedule's residual df is Σ(1 − h) over its cells (what Bartlett's test weighs it by). A complete design gives
+ * the textbook two-way ANOVA: τ̂_a − τ̂_b = ȳ_a· − ȳ_b·, variance 2σ²/n, df (K−1)(n−1).
+ *
+ * Levels: without halving one level (the final result); with halving each rung is a level and the final result
+ * the last. Each level is fitted on every job with a value there, each schedule is compared at the level it is
+ * shown at, and the best group is chosen at the highest level shown (the survivors): pruned schedules are not
+ * compared with them.
+ */
+#include "ranking.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "halving.h"
+#include "leaderboard.h"
+#include "stats.h"
+
+const char *const ranking_states[RANKING_NSTATES] = { "queued", "leased", "done", "failed", "cancelled", "paused", "pruned" };
+
+/* ---- the fit ----------------------------------------------------------------------------------------- */
+
+void ranking_fit_release(ranking_fit *f) {
+    free(f->tau); free(f->r); free(f->comp); free(f->ms); free(f->dfi); free(f->u); free(f->sinv);
+    free(f->seeds); free(f->kept); free(f->y); free(f->cell);
+    memset(f, 0, sizeof *f);
+    f->sd = f->bartlett_p = f->bartlett_stat = NAN;
+}
+
+static int cmp_ll(const void *a, const void *b) {
+    long long x = *(const long long *)a, y = *(const long long *)b;
+    return x < y ? -1 : x > y;
+}
+
+static int seed_index(const long long *seeds, int n, long long s) {
+    int lo = 0, hi = n;
+    while (lo < hi) {
+        int mid = lo + (hi - lo) / 2;
+        if (seeds[mid] < s) lo = mid + 1; else hi = mid;
+    }
+    return lo < n && seeds[lo] == s ? lo : -1;
+}
+
+static int uf_find(int *p, int x) {
+    while (p[x] != x) { p[x] = p[p[x]]; x = p[x]; }
+    return x;
+}
+
+/* In-place Cholesky of the n×n SPD a (lower), then its inverse into inv. Returns -1 when not positive definite. */
+static int spd_inverse(double *a, int n, double *inv) {
+    for (int j = 0; j < n; j++) {
+        double d = a[j * n + j];
+        for (int k = 0; k < j; k++) d -= a[j * n + k] * a[j * n + k];
+        if (!(d > 1e-12)) return -1;
+        d = sqrt(d);
+        a[j * n + j] = d;
+        for (int i = j + 1; i < n; i++) {
+            double s = a[i * n + j];
+            for (int k = 0; k < j; k++) s -= a[i * n + k] * a[j * n + k];
+            a[i * n + j] = s / d;
+        }
+    }
+    for (int c = 0; c < n; c++) {   /* solve L Lᵀ x = e_c column by column */
+        double *x = inv + (size_t)c * n;
+        for (int i = 0; i < n; i++) {
+            double s = i == c ? 1 : 0;
+            for (int k = 0; k < i; k++) s -= a[i * n + k] * x[k];
+            x[i] = s / a[i * n + i];
+        }
+        for (int i = n - 1; i >= 0; i--) {
+            double s = x[i];
+            for (int k = i + 1; k < n; k++) s -= a[k * n + i] * x[k];
+            x[i] = s / a[i * n + i];
+        }
+    }
+    return 0;   /* inv is column-major of a symmetric matrix: the same row-major */
+}
+
+/* (v)ᵀ S⁻¹ (v) over the kept seeds */
+static double quad(const ranking_fit *f, const double *v) {
+    double s = 0;
+    for (int j = 0; j < f->nkept; j++) {
+        if (v[j] == 0) continue;
+        double t = 0;
+        for (int k = 0; k < f->nkept; k++) t += f->sinv[j * f->nkept + k] * v[k];
+        s += v[j] * t;
+    }
+    return s;
+}
+
+int ranking_fit_compute(const ranking_obs *obs, int nobs, int nsched, ranking_fit *f) {
+    memset(f, 0, sizeof *f);
+    f->sd = f->bartlett_p = f->bartlett_stat = NAN;
+    f->nsched = nsched;
+    f->nobs = nobs;
+    int rc = -1, *uf = NULL;
+    double *T = NULL, *B = NULL, *S = NULL, *Q = NULL, *beta = NULL, *v = NULL;
+    long long *all = malloc((size_t)(nobs ? nobs : 1) * sizeof *all);
+    if (!all) goto out;
+    for (int k = 0; k < nobs; k++) all[k] = obs[k].seed;
+    qsort(all, (size_t)nobs, sizeof *all, cmp_ll);
+    int n = 0;
+    for (int k = 0; k < nobs; k++) if (n == 0 || all[n - 1] != all[k]) all[n++] = all[k];
+    if (n > RANKING_MAX_SEEDS) { free(all); ranking_fit_release(f); return -2; }
+    f->seeds = all;
+    f->nseed = n;
+    size_t cells = (size_t)nsched * (size_t)(n ? n : 1);
+    f->tau = malloc((size_t)(nsched ? nsched : 1) * sizeof *f->tau);
+    f->r = calloc((size_t)(nsched ? nsched : 1), sizeof *f->r);
+    f->comp = malloc((size_t)(nsched ? nsched : 1) * sizeof *f->comp);
+    f->ms = malloc((size_t)(nsched ? nsched : 1) * sizeof *f->ms);
+    f->dfi = calloc((size_t)(nsched ? nsched : 1), sizeof *f->dfi);
+    f->kept = malloc((size_t)(n ? n : 1) * sizeof *f->kept);
+    f->y = malloc(cells * sizeof *f->y);
+    f->cell = calloc(cells, sizeof *f->cell);
+    uf = malloc((size_t)(nsched + n + 1) * sizeof *uf);
+    T = calloc((size_t)(nsched ? nsched : 1), sizeof *T);
+    B = calloc((size_t)(n ? n : 1), sizeof *B);
+    if (!f->tau || !f->r || !f->comp || !f->ms || !f->dfi || !f->kept || !f->y || !f->cell || !uf || !T || !B) goto out;
+    for (size_t c = 0; c < cells; c++) f->y[c] = NAN;
+    for (int i = 0; i < nsched + n; i++) uf[i] = i;
+    for (int k = 0; k < nobs; k++) {
+        int i = obs[k].sched, j = seed_index(f->seeds, n, obs[k].seed);
+        if (i < 0 || i >= nsched || j < 0 || !isfinite(obs[k].y)) continue;
+        size_t c = (size_t)i * n + j;
+        if (f->cell[c]) { T[i] -= f->y[c]; B[j] -= f->y[c]; f->r[i]--; }   /* a duplicate: the later one wins */
+        f->y[c] = obs[k].y;
+        f->cell[c] = &obs[k];
+        T[i] += obs[k].y;
+        B[j] += obs[k].y;
+        f->r[i]++;
+        int a = uf_find(uf, i), b = uf_find(uf, nsched + j);
+        if (a != b) uf[a] = b;
+    }
+    /* components, the dropped seed of each, the kept seeds' indices */
+    int nobs_used = 0, kdata = 0;
+    for (int i = 0; i < nsched; i++) { nobs_used += f->r[i]; if (f->r[i] > 0) kdata++; }
+    f->nobs = nobs_used;
+    int *root_seen = malloc((size_t)(nsched + n + 1) * sizeof *root_seen);
+    if (!root_seen) goto out;
+    for (int i = 0; i < nsched + n; i++) root_seen[i] = -1;
+    int ncomp = 0;
+    f->nkept = 0;
+    for (int j = 0; j < n; j++) {
+        int root = uf_find(uf, nsched + j);
+        if (root_seen[root] < 0) { root_seen[root] = ncomp++; f->kept[j] = -1; }
+        else f->kept[j] = f->nkept++;
+    }
+    for (int i = 0; i < nsched; i++) f->comp[i] = f->r[i] > 0 ? root_seen[uf_find(uf, i)] : -1;
+    free(root_seen);
+    f->ncomp = ncomp;
+    int nk = f->nkept;
+    f->df = nobs_used - (kdata + n - ncomp);
+    if (f->df < 0) f->df = 0;
+    f->balanced = 1;
+    for (int i = 0; i < nsched; i++) if (f->r[i] > 0 && f->r[i] != n) f->balanced = 0;
+
+    /* the reduced seed system */
+    f->u = calloc((size_t)(nsched ? nsched : 1) * (size_t)(nk ? nk : 1), sizeof *f->u);
+    S = calloc((size_t)(nk ? nk : 1) * (size_t)(nk ? nk : 1), sizeof *S);
+    f->sinv = calloc((size_t)(nk ? nk : 1) * (size_t)(nk ? nk : 1), sizeof *f->sinv);
+    Q = calloc((size_t)(nk ? nk : 1), sizeof *Q);
+    beta = calloc((size_t)(n ? n : 1), sizeof *beta);
+    v = calloc((size_t)(nk ? nk : 1), sizeof *v);
+    if (!f->u || !S || !f->sinv || !Q || !beta || !v) goto out;
+    for (int j = 0; j < n; j++) if (f->kept[j] >= 0) Q[f->kept[j]] = B[j];
+    for (int i = 0; i < nsched; i++) {
+        if (f->r[i] == 0) continue;
+        double ri = f->r[i], *ui = f->u + (size_t)i * nk;
+        for (int j = 0; j < n; j++) {
+            int a = f->kept[j];
+            if (!f->cell[(size_t)i * n + j] || a < 0) continue;
+            ui[a] = 1 / ri;
+            S[a * nk + a] += 1;
+            Q[a] -= T[i] / ri;
+            for (int m = 0; m < n; m++) {
+                int b = f->kept[m];
+                if (b >= 0 && f->cell[(size_t)i * n + m]) S[a * nk + b] -= 1 / ri;
+            }
+        }
+    }
+    if (nk > 0 && spd_inverse(S, nk, f->sinv) < 0) goto out;   /* cannot happen for a connected reduction */
+    for (int j = 0; j < n; j++) {
+        int a = f->kept[j];
+        if (a < 0) continue;
+        double s = 0;
+        for (int b = 0; b < nk; b++) s += f->sinv[a * nk + b] * Q[b];
+        beta[j] = s;
+    }
+    for (int i = 0; i < nsched; i++) {
+        f->tau[i] = NAN;
+        f->ms[i] = NAN;
+        if (f->r[i] == 0) continue;
+        double s = T[i];
+        for (int j = 0; j < n; j++) if (f->cell[(size_t)i * n + j]) s -= beta[j];
+        f->tau[i] = s / f->r[i];
+    }
+    /* residuals, per-schedule residual df (Σ 1 − leverage) and mean squares */
+    f->rss = 0;
+    for (int i = 0; i < nsched; i++) {
+        if (f->r[i] == 0) continue;
+        double rss_i = 0, df_i = 0, *ui = f->u + (size_t)i * nk;
+        for (int j = 0; j < n; j++) {
+            size_t c = (size_t)i * n + j;
+            if (!f->cell[c]) continue;
+            double e = f->y[c] - f->tau[i] - beta[j];
+            rss_i += e * e;
+            for (int b = 0; b < nk; b++) v[b] = -ui[b];
+            if (f->kept[j] >= 0) v[f->kept[j]] += 1;
+            double h = 1.0 / f->r[i] + quad(f, v);
+            df_i += 1 - h;
+        }
+        f->rss += rss_i;
+        f->dfi[i] = df_i > 1e-9 ? df_i : 0;
+        f->ms[i] = f->dfi[i] > 0 ? rss_i / f->dfi[i] : NAN;
+    }
+    if (f->df > 0) f->sd = sqrt(f->rss / f->df);
+    /* Bartlett over schedules with 2+ observations; with two schedules their residuals mirror each other, so the
+     * test needs three */
+    int groups = 0;
+    for (int i = 0; i < nsched; i++) if (f->r[i] >= 2 && f->dfi[i] > 0) groups++;
+    if (groups >= 3 && f->df > 0) {
+        double *msg = malloc((size_t)nsched * sizeof *msg), *dfg = malloc((size_t)nsched * sizeof *dfg);
+        if (!msg || !dfg) { free(msg); free(dfg); goto out; }
+        for (int i = 0; i < nsched; i++) {
+            msg[i] = f->r[i] >= 2 ? f->ms[i] : NAN;
+            dfg[i] = f->r[i] >= 2 ? f->dfi[i] : 0;
+        }
+        f->bartlett_p = stats_bartlett(msg, dfg, nsched, &f->bartlett_stat, &f->bartlett_groups);
+        free(msg);
+        free(dfg);
+    } else f->bartlett_groups = groups;
+    rc = 0;
+out:
+    free(uf); free(T); free(B); free(S); free(Q); free(beta); free(v);
+    if (rc < 0) ranking_fit_release(f);
+    return rc;
+}
+
+double ranking_fit_var(const ranking_fit *f, int a, int b) {
+    if (a < 0 || b < 0 || a >= f->nsched || b >= f->nsched || f->r[a] == 0 || f->r[b] == 0 || f->comp[a] != f->comp[b])
+        return NAN;
+    if (a == b) return 0;
+    int nk = f->nkept;
+    double s = 1.0 / f->r[a] + 1.0 / f->r[b];
+    if (nk == 0) return s;
+    const double *ua = f->u + (size_t)a * nk, *ub = f->u + (size_t)b * nk;
+    double q = 0;
+    for (int j = 0; j < nk; j++) {
+        double dj = ua[j] - ub[j];
+        if (dj == 0) continue;
+        double t = 0;
+        for (int k = 0; k < nk; k++) t += f->sinv[j * nk + k] * (ua[k] - ub[k]);
+        q += dj * t;
+    }
+    return s + q;
+}
+
+/* d[] = y(a, seed) − y(b, seed) over the seeds both have; returns the count */
+static int fit_paired(const ranking_fit *f, int a, int b, double *d) {
+    int n = 0;
+    for (int j = 0; j < f->nseed; j++) {
+        double x = f->y[(size_t)a * f->nseed + j], y = f->y[(size_t)b * f->nseed + j];
+        if (!isnan(x) && !isnan(y)) d[n++] = x - y;
+    }
+    return n;
+}
+
+/* ---- the ranking --------------------------------------------------------------------------------- */
+
+static void cmp_clear(ranking_cmp *c) {
+    memset(c, 0, sizeof *c);
+    c->mean = c->sd = c->se = c->df = c->t = c->p = c->p_holm = c->ci_low = c->ci_high = NAN;
+}
+
+static ranking_method level_method(const ranking_fit *f, int *reason) {
+    *reason = 0;
+    if (isfinite(f->bartlett_p) && f->bartlett_p < RANKING_VAR_ALPHA) { *reason = 1; return RANKING_PAIRED; }
+    return RANKING_BLOCKED;
+}
+
+/* row a against row b at fit f by the method: the estimate of y_a − y_b, its SE and df */
+static void compare(const ranking_fit *f, ranking_method m, int a, int b, double *d, ranking_cmp *c) {
+    cmp_clear(c);
+    c->method = m;
+    c->n = fit_paired(f, a, b, d);
+    if (c->n >= 2) {
+        stats_paired sp;
+        stats_paired_test(d, c->n, &sp);
+        c->sd = sp.sd;
+    }
+    if (m == RANKING_BLOCKED) {
+        double var = ranking_fit_var(f, a, b);
+        if (isnan(var)) return;
+        c->has = 1;
+        c->mean = f->tau[a] - f->tau[b];
+        if (f->df > 0 && isfinite(f->sd)) {
+            c->df = f->df;
+            c->se = f->sd * sqrt(var);
+        }
+    } else {
+        if (c->n == 0) return;
+        stats_paired sp;
+        stats_paired_test(d, c->n, &sp);
+        c->has = 1;
+        c->mean = sp.mean;
+        if (c->n >= 2) { c->df = c->n - 1; c->se = sp.sd / sqrt((double)c->n); }
+    }
+    if (isfinite(c->se)) {
+        double h = stats_t_quantile(0.975, c->df) * c->se;
+        c->ci_low = c->mean - h;
+        c->ci_high = c->mean + h;
+        if (c->se > 0) { c->t = c->mean / c->se; c->p = stats_t_p2(c->t, c->df); }
+        else { c->t = c->mean == 0 ? 0 : c->mean > 0 ? INFINITY : -INFINITY; c->p = c->mean == 0 ? 1 : 0; }
+    }
+}
+
+typedef struct sort_item { ranking_row row; double key; int has_key; } sort_item;
+
+static int cmp_items(const void *pa, const void *pb) {
+    const sort_item *a = pa, *b = pb;
+    if (a->row.level != b->row.level) return a->row.level > b->row.level ? -1 : 1;   /* highest rung reached first */
+    if (a->has_key != b->has_key) return a->has_key ? -1 : 1;
+    if (a->has_key) {
+        if (a->row.provisional != b->row.provisional) return a->row.provisional ? 1 : -1;
+        if (a->key < b->key) return -1;
+        if (a->key > b->key) return 1;
+    }
+    return a->row.ord < b->row.ord ? -1 : a->row.ord > b->row.ord;
+}
+
+static int cmp_tau_idx(const void *pa, const void *pb, void *ctx) {
+    const double *tau = ctx;
+    double x = tau[*(const int *)pa], y = tau[*(const int *)pb];
+    return x < y ? -1 : x > y;
+}
+
+/* insertion sort of idx[] by tau[] (families are ordered once per ranking; qsort_r is not portable C) */
+static void sort_by_tau(int *idx, int n, const double *tau) {
+    for (int i = 1; i < n; i++) {
+        int x = idx[i], j = i - 1;
+        while (j >= 0 && cmp_tau_idx(&idx[j], &x, (void *)tau) > 0) { idx[j + 1] = idx[j]; j--; }
+        idx[j + 1] = x;
+    }
+}
+
+void ranking_design_power(int K, int seeds, int m, double sd, ranking_method method, ranking_power *pw) {
+    memset(pw, 0, sizeof *pw);
+    pw->seeds = seeds;
+    pw->m = m;
+    pw->sd = sd;
+    pw->critical = pw->min_significant = pw->delta80 = pw->df = NAN;
+    if (m < 1) m = 1;
+    if (!isfinite(sd) || !(sd > 0) || seeds < 2) return;
+    for (int n = 2; n <= 1000; n++) {
+        double df = method == RANKING_BLOCKED && K >= 2 ? (double)(K - 1) * (n - 1) : n - 1;
+        double c = stats_t_quantile(1 - RANKING_ALPHA / (2.0 * m), df);
+        double se = sd * sqrt(2.0 / n), d80 = stats_t_power_ncp(c, df, 0.8) * se;
+        if (n == seeds) {
+            pw->df = df;
+            pw->critical = c;
+            pw->min_significant = c * se;
+            pw->delta80 = d80;
+            pw->paper_detectable = d80 <= RANKING_PAPER_EFFECT;
+        }
+        if (!pw->seeds_for_paper && d80 <= RANKING_PAPER_EFFECT) pw->seeds_for_paper = n;
+        if (n >= seeds && pw->seeds_for_paper) break;
+    }
+}
+
+/* the design's power against uniform at its seeds, with the sweep's own noise estimate */
+static void compute_power(ranking *r, int K) {
+    ranking_design_power(K, r->seeds, r->comparisons, r->fit.sd, r->method, &r->power);
+}
+
+static void compute_valnoise(ranking *r, const ranking_fit *f, const ranking_row *rows, int base) {
+    ranking_valnoise *v = &r->val;
+    memset(v, 0, sizeof *v);
+    v->sd = v->seed_sd = v->share = NAN;
+    if (base < 0) return;
+    double sum = 0;
+    int hist_n = 0, hist_c = 0;
+    for (int i = 0; i < f->nsched; i++) {
+        if (i == base || rows[i].level != r->best_level) continue;
+        for (int j = 0; j < f->nseed; j++) {
+            const ranking_obs *a = f->cell[(size_t)i * f->nseed + j], *b = f->cell[(size_t)base * f->nseed + j];
+            if (!a || !b || !a->batches || !b->batches || a->nbatch != b->nbatch || a->nbatch < 2) continue;
+            int nb = a->nbatch;
+            double mean = 0, ss = 0;
+            for (int k = 0; k < nb; k++) mean += a->batches[k] - b->batches[k];
+            mean /= nb;
+            for (int k = 0; k < nb; k++) {
+                double d = a->batches[k] - b->batches[k] - mean;
+                ss += d * d;
+            }
+            sum += ss / (nb - 1) / nb;   /* the squared standard error of this pair's Δ over its batches */
+            v->pairs++;
+            if (nb == hist_n) hist_c++;
+            else if (hist_c == 0) { hist_n = nb; hist_c = 1; }
+            else hist_c--;   /* majority vote: the most common batch count */
+        }
+    }
+    if (v->pairs == 0) return;
+    v->batches = hist_n;
+    v->sd = sqrt(sum / v->pairs);
+    if (isfinite(f->sd)) {
+        v->seed_sd = M_SQRT2 * f->sd;
+        v->share = v->seed_sd > 0 ? v->sd * v->sd / (v->seed_sd * v->seed_sd) : NAN;
+        v->warn = v->sd > v->seed_sd / 3;
+    }
+}
+
+int ranking_compute(ranking *r, ranking_obs *const *obs, const int *nobs, int nlevels, int base) {
+    int n = r->nrows, rc = -1;
+    ranking_fit *fits = calloc((size_t)(nlevels ? nlevels : 1), sizeof *fits);
+    ranking_method *meth = calloc((size_t)(nlevels ? nlevels : 1), sizeof *meth);
+    int *reason = calloc((size_t)(nlevels ? nlevels : 1), sizeof *reason);
+    double *d = malloc((size_t)(RANKING_MAX_SEEDS + 1) * sizeof *d), *praw = NULL, *padj = NULL;
+    sort_item *items = NULL;
+    int *fam = NULL, *orig = NULL;
+    if (!fits || !meth || !reason || !d) goto out;
+    for (int l = 0; l < nlevels; l++) {
+        int frc = ranking_fit_compute(obs[l], nobs[l], n, &fits[l]);
+        if (frc == -1) goto out;
+        if (frc == -2) {   /* too many seeds for the blocked model: a fit of the cells only, compared in pairs */
+            meth[l] = RANKING_PAIRED;
+            reason[l] = 2;
+            ranking_fit_release(&fits[l]);
+            continue;
+        }
+        meth[l] = level_method(&fits[l], &reason[l]);
+    }
+    /* the best group's level: the highest shown by a schedule with a value */
+    r->best_level = 0;
+    for (int i = 0; i < n; i++) if (r->rows[i].seeds_done > 0 && r->rows[i].level > r->best_level) r->best_level = r->rows[i].level;
+    if (r->best_level >= nlevels) r->best_level = nlevels - 1;
+    r->method = meth[r->best_level];
+    r->fallback_reason = reason[r->best_level];
+
+    /* against uniform, each at its level; Holm over every non-baseline schedule */
+    praw = malloc((size_t)(n ? n : 1) * sizeof *praw);
+    padj = malloc((size_t)(n ? n : 1) * sizeof *padj);
+    if (!praw || !padj) goto out;
+    for (int i = 0; i < n; i++) {
+        ranking_row *x = &r->rows[i];
+        cmp_clear(&x->cmp);
+        praw[i] = NAN;
+        if (base < 0 || i == base || x->seeds_done == 0) continue;
+        const ranking_fit *f = &fits[x->level < nlevels ? x->level : 0];
+        if (!f->tau) continue;   /* too many seeds: no fit at this level */
+        compare(f, meth[x->level], i, base, d, &x->cmp);
+        if (isfinite(x->cmp.p)) praw[i] = x->cmp.p;
+    }
+    r->comparisons = base >= 0 ? stats_holm(praw, n, n - 1, padj) : 0;
+    for (int i = 0; i < n; i++) {
+        r->rows[i].cmp.p_holm = padj[i];
+        r->rows[i].cmp.significant = isfinite(padj[i]) && padj[i] < RANKING_ALPHA;
+    }
+
+    /* order: level, ranked, complete, Δ (the mean loss without a baseline), the sweep's order */
+    items = malloc((size_t)(n ? n : 1) * sizeof *items);
+    orig = malloc((size_t)(n ? n : 1) * sizeof *orig);
+    if (!items || !orig) goto out;
+    for (int i = 0; i < n; i++) {
+        ranking_row *x = &r->rows[i];
+        items[i].row = *x;
+        items[i].row.rank = i;   /* carries the original index through the sort */
+        items[i].key = base < 0 ? x->mean : i == base ? (x->seeds_done > 0 ? 0.0 : NAN) : x->cmp.has ? x->cmp.mean : NAN;
+        items[i].has_key = isfinite(items[i].key);
+    }
+    qsort(items, (size_t)n, sizeof *items, cmp_items);
+    int rank = 0;
+    for (int i = 0; i < n; i++) {
+        orig[i] = items[i].row.rank;
+        r->rows[i] = items[i].row;
+        r->rows[i].rank = items[i].has_key ? ++rank : 0;
+        r->rows[i].best = -1;
+        r->rows[i].worse_than = -1;
+        r->rows[i].vs_best_mean = r->rows[i].vs_best_se = r->rows[i].vs_best_margin = NAN;
+        r->rows[i].vs_best_n = 0;
+    }
+
+    /* the best group at best_level: every ranked, unpruned schedule shown there */
+    const ranking_fit *f = &fits[r->best_level];
+    ranking_method m = meth[r->best_level];
+    fam = malloc((size_t)(n ? n : 1) * sizeof *fam);
+    if (!fam) goto out;
+    int K = 0;
+    for (int i = 0; i < n; i++)
+        if (r->rows[i].rank > 0 && r->rows[i].level == r->best_level && !r->rows[i].pruned) fam[K++] = i;
+    r->best_family = K;
+    r->best_critical = NAN;
+    if (K > 0 && f->tau) {
+        double q = NAN;
+        if (m == RANKING_BLOCKED && f->df > 0) q = stats_range_quantile(RANKING_ALPHA, K > 1 ? K : 2, f->df) / M_SQRT2;
+        r->best_critical = q;
+        /* fam[] holds positions in rows[]; their fit indices are orig[] */
+        int *byt = malloc((size_t)K * sizeof *byt);
+        if (!byt) goto out;
+        for (int a = 0; a < K; a++) byt[a] = orig[fam[a]];
+        if (m == RANKING_BLOCKED) sort_by_tau(byt, K, f->tau);
+        int *pos_of = malloc((size_t)n * sizeof *pos_of);
+        if (!pos_of) { free(byt); goto out; }
+        for (int i = 0; i < n; i++) pos_of[orig[i]] = i;
+        int first = orig[fam[0]];   /* rank 1 of the family */
+        for (int a = 0; a < K; a++) {
+            int i = orig[fam[a]];
+            ranking_row *x = &r->rows[fam[a]];
+            x->best = 1;
+            ranking_cmp c;
+            if (i != first) {
+                compare(f, m, i, first, d, &c);
+                x->vs_best_n = c.n;
+                x->vs_best_mean = c.mean;
+                x->vs_best_se = c.se;
+                if (m == RANKING_BLOCKED) x->vs_best_margin = q * c.se;
+                else if (c.n >= 2 && K > 1) x->vs_best_margin = stats_t_quantile(1 - RANKING_ALPHA / ((double)K * (K - 1)), c.n - 1) * c.se;
+            }
+            if (m == RANKING_BLOCKED) {
+                if (!isfinite(q)) continue;   /* no noise estimate: nothing can be shown worse */
+                for (int b = 0; b < K && byt[b] != i; b++) {
+                    int j = byt[b];
+                    if (!(f->tau[j] < f->tau[i])) break;
+                    double var = ranking_fit_var(f, i, j);
+                    if (isfinite(var) && f->tau[i] - f->tau[j] > q * f->sd * sqrt(var)) {
+                        x->best = 0;
+                        x->worse_than = r->rows[pos_of[j]].schedule_id;
+                        break;
+                    }
+                }
+            } else if (K > 1) {
+                for (int b = 0; b < K; b++) {
+                    int j = orig[fam[b]];
+                    if (j == i) continue;
+                    compare(f, m, i, j, d, &c);
+                    if (c.n < 2 || !isfinite(c.se)) continue;
+                    double crit = stats_t_quantile(1 - RANKING_ALPHA / ((double)K * (K - 1)), c.n - 1);
+                    if (c.mean > crit * c.se) { x->best = 0; x->worse_than = r->rows[pos_of[j]].schedule_id; break; }
+                }
+            }
+        }
+        free(byt);
+        free(pos_of);
+    }
+    /* the analysis: the fit at the best level (moved into r; the other levels are released) */
+    r->fit = fits[r->best_level];
+    memset(&fits[r->best_level], 0, sizeof fits[r->best_level]);
+    int kfit = 0;
+    for (int i = 0; i < r->fit.nsched && r->fit.r; i++) if (r->fit.r[i] > 0) kfit++;
+    compute_power(r, kfit);
+    {
+        /* the val noise reads rows in the fit's (original) order */
+        ranking_row *byorig = malloc((size_t)(n ? n : 1) * sizeof *byorig);
+        if (!byorig) goto out;
+        for (int i = 0; i < n; i++) byorig[orig[i]] = r->rows[i];
+        if (r->fit.cell) compute_valnoise(r, &r->fit, byorig, base);
+        else { memset(&r->val, 0, sizeof r->val); r->val.sd = r->val.seed_sd = r->val.share = NAN; }
+        free(byorig);
+    }
+    rc = 0;
+out:
+    if (fits) for (int l = 0; l < nlevels; l++) ranking_fit_release(&fits[l]);
+    free(fits); free(meth); free(reason); free(d); free(praw); free(padj); free(items); free(fam); free(orig);
+    return rc;
+}
+
+/* ---- the read ----------------------------------------------------------------------------------- */
+
+#define LEVELS (HALVING_MAX_RUNGS + 1)
+
+typedef struct rjob {
+    long long schedule, seed;
+    int state;                      /* index into ranking_states, -1 unknown */
+    unsigned char has[LEVELS];      /* a value at level l (rungs 0.., the final last) */
+    double lv[LEVELS];
+    double tok_per_s, val_se;       /* final level only; NAN when unknown */
+    double *batches;                /* (nbatch) final per-batch val losses (owned) */
+    int nbatch;
+    double *attn;                   /* (nattn) final D_l (owned) */
+    int nattn;
+} rjob;
+
+static double *json_numbers(const char *text, int *n, int cap) {
+    *n = 0;
+    if (!text) return NULL;
+    json_t *a = json_loads(text, 0, NULL);
+    double *v = NULL;
+    if (json_is_array(a) && json_array_size(a) > 0 && json_array_size(a) <= (size_t)cap) {
+        size_t len = json_array_size(a);
+        v = malloc(len * sizeof *v);
+        for (size_t i = 0; v && i < len; i++) {
+            json_t *x = json_array_get(a, i);
+            if (!json_is_number(x)) { free(v); v = NULL; break; }
+            v[i] = json_number_value(x);
+        }
+        if (v) *n = (int)len;
+    }
+    json_decref(a);
+    return v;
+}
+
+static int jobs_range(const rjob *jobs, int njob, long long id, int *end) {
+    size_t e, lo = leaderboard_key_range(jobs, (size_t)njob, sizeof *jobs, offsetof(rjob, schedule), id, &e);
+    *end = (int)e;
+    return (int)lo;
+}
+
+void ranking_free(ranking *r) {
+    if (!r) return;
+    for (int i = 0; i < r->nrows; i++) {
+        ranking_row *x = &r->rows[i];
+        free(x->heads); free(x->seed); free(x->val); free(x->val_se);
+        free(x->attn); free(x->attn_std); free(x->dattn); free(x->dattn_lo); free(x->dattn_hi);
+    }
+    free(r->rows);
+    ranking_fit_release(&r->fit);
+    json_decref(r->halving);
+    free(r);
+}
+
+/* mean and sample std of v[0..n) (std NAN below 2) */
+static void mean_std(const double *v, int n, double *mean, double *sd) {
+    *mean = *sd = NAN;
+    if (n <= 0) return;
+    double s = 0;
+    for (int i = 0; i < n; i++) s += v[i];
+    *mean = s / n;
+    if (n < 2) return;
+    double q = 0;
+    for (int i = 0; i < n; i++) q += (v[i] - *mean) * (v[i] - *mean);
+    *sd = sqrt(q / (n - 1));
+}
+
+/* the descriptive fields of row i (its jobs [k0, k1) as seen at its level) */
+static int describe_row(ranking_row *x, const rjob *jobs, int k0, int k1, int final) {
+    int cnt = k1 - k0;
+    x->seed = malloc((size_t)(cnt ? cnt : 1) * sizeof *x->seed);
+    x->val = malloc((size_t)(cnt ? cnt : 1) * sizeof *x->val);
+    x->val_se = malloc((size_t)(cnt ? cnt : 1) * sizeof *x->val_se);
+    double *tps = malloc((size_t)(cnt ? cnt : 1) * sizeof *tps);
+    if (!x->seed || !x->val || !x->val_se || !tps) { free(tps); return -1; }
+    int ntps = 0;
+    x->L = 0;
+    for (int k = k0; k < k1; k++) {
+        const rjob *j = &jobs[k];
+        x->seeds_total++;
+        if (j->state >= 0) x->counts[j->state]++;
+        if (!j->has[x->level]) continue;
+        x->seed[x->nseeds] = j->seed;
+        x->val[x->nseeds] = j->lv[x->level];
+        x->val_se[x->nseeds] = final ? j->val_se : NAN;
+        x->nseeds++;
+        if (final && isfinite(j->tok_per_s)) tps[ntps++] = j->tok_per_s;
+        if (final && j->attn && x->L == 0) x->L = j->nattn;
+    }
+    x->seeds_done = x->nseeds;
+    mean_std(x->val, x->nseeds, &x->mean, &x->std);
+    mean_std(tps, ntps, &x->tps_mean, &x->tps_std);
+    free(tps);
+    if (x->L > 0) {   /* D_l over the seeds that reported L layers */
+        int L = x->L, na = 0;
+        x->attn = calloc((size_t)L, sizeof *x->attn);
+        x->attn_std = malloc((size_t)L * sizeof *x->attn_std);
+        double *col = malloc((size_t)(cnt ? cnt : 1) * sizeof *col);
+        if (!x->attn || !x->attn_std || !col) { free(col); return -1; }
+        for (int l = 0; l < L; l++) {
+            na = 0;
+            for (int k = k0; k < k1; k++)
+                if (jobs[k].has[x->level] && jobs[k].attn && jobs[k].nattn == L) col[na++] = jobs[k].attn[l];
+            mean_std(col, na, &x->attn[l], &x->attn_std[l]);
+        }
+        free(col);
+    }
+    return 0;
+}
+
+/* ΔD_l of row x against the baseline b with the paired 95% CI per layer */
+static int attn_delta(ranking_row *x, const ranking_row *b, const rjob *jobs, int x0, int x1, int b0, int b1) {
+    if (x->L == 0 || b->L != x->L) return 0;
+    int L = x->L;
+    x->dattn = malloc((size_t)L * sizeof *x->dattn);
+    x->dattn_lo = malloc((size_t)L * sizeof *x->dattn_lo);
+    x->dattn_hi = malloc((size_t)L * sizeof *x->dattn_hi);
+    double *d = malloc((size_t)(x1 - x0 + 1) * sizeof *d);
+    if (!x->dattn || !x->dattn_lo || !x->dattn_hi || !d) { free(d); return -1; }
+    for (int l = 0; l < L; l++) {
+        int n = 0;
+        for (int k = x0; k < x1; k++) {
+            if (!jobs[k].attn || jobs[k].nattn != L || !jobs[k].has[x->level]) continue;
+            for (int m = b0; m < b1; m++)
+                if (jobs[m].seed == jobs[k].seed && jobs[m].attn && jobs[m].nattn == L && jobs[m].has[b->level]) {
+                    d[n++] = jobs[k].attn[l] - jobs[m].attn[l];
+                    break;
+                }
+        }
+        x->dattn[l] = x->attn[l] - b->attn[l];
+        x->dattn_lo[l] = x->dattn_hi[l] = NAN;
+        if (n >= 2) {
+            stats_paired sp;
+            stats_paired_test(d, n, &sp);
+            double h = stats_t_quantile(0.975, n - 1) * sp.sd / sqrt((double)n);
+            x->dattn_lo[l] = x->dattn[l] - h;
+            x->dattn_hi[l] = x->dattn[l] + h;
+        }
+    }
+    free(d);
+    return 0;
+}
+
+int ranking_build(store *st, long long sweep_id, int at_rung, ranking **out, char *err, size_t errlen) {
+    *out = NULL;
+    sqlite3_stmt *s = NULL;
+    rjob *jobs = NULL;
+    int njob = 0, rc = STORE_EIO, cap = 0, step;
+    ranking_obs *obs[LEVELS] = {0};
+    int nobs[LEVELS] = {0};
+    ranking *r = calloc(1, sizeof *r);
+    if (!r) goto nomem;
+    r->sweep_id = sweep_id;
+    r->baseline_id = -1;
+    snprintf(r->arch, sizeof r->arch, "gpt2");
+    if (sqlite3_prepare_v2(st->db, "SELECT name, json_extract(spec, '$.model.arch') FROM sweeps WHERE id = ?1", -1, &s,
+                           NULL) != SQLITE_OK) goto dberr;
+    sqlite3_bind_int64(s, 1, sweep_id);
+    step = sqlite3_step(s);
+    if (step != SQLITE_ROW && step != SQLITE_DONE) goto dberr;
+    if (step != SQLITE_ROW) {
+        snprintf(err, errlen, "no sweep %lld", sweep_id);
+        rc = STORE_ENOTFOUND;
+        goto out;
+    }
+    snprintf(r->name, sizeof r->name, "%s", (const char *)sqlite3_column_text(s, 0));
+    if (sqlite3_column_type(s, 1) == SQLITE_TEXT) snprintf(r->arch, sizeof r->arch, "%s", (const char *)sqlite3_column_text(s, 1));
+    sqlite3_finalize(s);
+    s = NULL;
+
+    if (sqlite3_prepare_v2(st->db, "SELECT id, heads, is_baseline, ord FROM schedules WHERE sweep_id = ?1 ORDER BY ord, id",
+                           -1, &s, NULL) != SQLITE_OK) goto dberr;
+    sqlite3_bind_int64(s, 1, sweep_id);
+    while ((step = sqlite3_step(s)) == SQLITE_ROW) {
+        if (r->nrows == cap) {
+            cap = cap ? cap * 2 : 64;
+            ranking_row *nn = realloc(r->rows, (size_t)cap * sizeof *nn);
+            if (!nn) goto nomem;
+            r->rows = nn;
+        }
+        ranking_row *x = &r->rows[r->nrows++];
+        memset(x, 0, sizeof *x);
+        x->schedule_id = sqlite3_column_int64(s, 0);
+        if (!(x->heads = strdup((const char *)sqlite3_column_text(s, 1)))) goto nomem;
+        x->is_baseline = sqlite3_column_int(s, 2);
+        x->ord = sqlite3_column_int(s, 3);
+        x->mean = x->std = x->tps_mean = x->tps_std = NAN;
+        cmp_clear(&x->cmp);
+    }
+    if (step != SQLITE_DONE) goto dberr;   /* a read error is not the end of the rows */
+    sqlite3_finalize(s);
+    s = NULL;
+
+    if (sqlite3_prepare_v2(st->db, "SELECT j.schedule_id, j.seed, j.state, r.val_loss, r.tok_per_s, r.attn_distance, "
+                                   "json_extract(r.result, '$.val_loss_se'), json_extract(r.result, '$.val_loss_batches') "
+                                   "FROM jobs j LEFT JOIN results r ON r.job_id = j.id WHERE j.sweep_id = ?1 "
+                                   "ORDER BY j.schedule_id, j.seed, j.id",
+                           -1, &s, NULL) != SQLITE_OK) goto dberr;
+    sqlite3_bind_int64(s, 1, sweep_id);
+    cap = 0;
+    while ((step = sqlite3_step(s)) == SQLITE_ROW) {
+        if (njob == cap) {
+            cap = cap ? cap * 2 : 256;
+            rjob *nn = realloc(jobs, (size_t)cap * sizeof *nn);
+            if (!nn) goto nomem;
+            jobs = nn;
+        }
+        rjob *j = &jobs[njob++];
+        memset(j, 0, sizeof *j);
+        j->schedule = sqlite3_column_int64(s, 0);
+        j->seed = sqlite3_column_int64(s, 1);
+        j->state = -1;
+        const char *stt = (const char *)sqlite3_column_text(s, 2);
+        for (int q = 0; q < RANKING_NSTATES && stt; q++) if (strcmp(stt, ranking_states[q]) == 0) j->state = q;
+        j->has[0] = j->state == 2 && sqlite3_column_type(s, 3) != SQLITE_NULL;   /* moved to the final level below */
+        j->lv[0] = sqlite3_column_double(s, 3);
+        j->tok_per_s = sqlite3_column_type(s, 4) == SQLITE_NULL ? NAN : sqlite3_column_double(s, 4);
+        j->attn = json_numbers((const char *)sqlite3_column_text(s, 5), &j->nattn, 4096);
+        j->val_se = sqlite3_column_type(s, 6) == SQLITE_NULL ? NAN : sqlite3_column_double(s, 6);
+        j->batches = json_numbers((const char *)sqlite3_column_text(s, 7), &j->nbatch, 1 << 20);
+    }
+    if (step != SQLITE_DONE) goto dberr;
+    sqlite3_finalize(s);
+    s = NULL;
+
+    /* halving: levels 0..K-1 are the rungs (rung_results), level K the final result */
+    halving_cfg hv;
+    if (halving_load(st, sweep_id, &hv, err, errlen) == STORE_EIO) goto out_rc;
+    int K = hv.enabled ? hv.nrungs : 0;
+    r->nrungs = K;
+    for (int l = 0; l <= K && l < 17; l++) r->rung_step[l] = hv.enabled ? hv.step[l] : 0;
+    if (at_rung > K) at_rung = K;
+    if (K > 0) {
+        for (int k = 0; k < njob; k++) {
+            jobs[k].has[K] = jobs[k].has[0]; jobs[k].lv[K] = jobs[k].lv[0];
+            jobs[k].has[0] = 0;
+        }
+        if (sqlite3_prepare_v2(st->db, "SELECT j.schedule_id, j.seed, rr.rung, rr.val_loss FROM rung_results rr JOIN jobs j "
+                                       "ON j.id = rr.job_id WHERE j.sweep_id = ?1", -1, &s, NULL) != SQLITE_OK) goto dberr;
+        sqlite3_bind_int64(s, 1, sweep_id);
+        while ((step = sqlite3_step(s)) == SQLITE_ROW) {
+            int rg = sqlite3_column_int(s, 2), e;
+            if (rg < 0 || rg >= K) continue;
+            long long seed = sqlite3_column_int64(s, 1);
+            for (int k = jobs_range(jobs, njob, sqlite3_column_int64(s, 0), &e); k < e; k++)
+                if (jobs[k].seed == seed) { jobs[k].has[rg] = 1; jobs[k].lv[rg] = sqlite3_column_double(s, 3); }
+        }
+        if (step != SQLITE_DONE) goto dberr;
+        sqlite3_finalize(s);
+        s = NULL;
+    }
+
+    /* each schedule's level, its descriptive fields, and the per-level observations */
+    int base = -1;
+    for (int i = 0; i < r->nrows; i++) if (r->rows[i].is_baseline) { base = i; r->baseline_id = r->rows[i].schedule_id; break; }
+    for (int l = 0; l <= K; l++) {
+        obs[l] = malloc((size_t)(njob ? njob : 1) * sizeof *obs[l]);
+        if (!obs[l]) goto nomem;
+    }
+    for (int i = 0; i < r->nrows; i++) {
+        ranking_row *x = &r->rows[i];
+        int e, k0 = jobs_range(jobs, njob, x->schedule_id, &e);
+        x->level = at_rung >= 0 ? at_rung : K;
+        if (at_rung < 0 && K > 0) {
+            int top = -1;
+            for (int k = k0; k < e; k++)
+                for (int l = K; l > top; l--) if (jobs[k].has[l]) { top = l; break; }
+            x->level = top >= 0 ? top : 0;
+        }
+        if (describe_row(x, jobs, k0, e, x->level == K) < 0) goto nomem;
+        x->pruned = x->counts[6] > 0;
+        if (x->seeds_total > r->seeds) r->seeds = x->seeds_total;
+        for (int k = k0; k < e; k++)
+            for (int l = 0; l <= K; l++)
+                if (jobs[k].has[l]) {
+                    ranking_obs *o = &obs[l][nobs[l]++];
+                    o->sched = i;
+                    o->seed = jobs[k].seed;
+                    o->y = jobs[k].lv[l];
+                    o->batches = l == K ? jobs[k].batches : NULL;
+                    o->nbatch = l == K ? jobs[k].nbatch : 0;
+                }
+    }
+    for (int i = 0; i < r->nrows; i++) {
+        ranking_row *x = &r->rows[i];
+        x->provisional = x->seeds_done < r->seeds;
+        if (base >= 0 && i != base) {
+            int xe, x0 = jobs_range(jobs, njob, x->schedule_id, &xe), be, b0 = jobs_range(jobs, njob, r->baseline_id, &be);
+            if (attn_delta(x, &r->rows[base], jobs, x0, xe, b0, be) < 0) goto nomem;
+        }
+    }
+    if (ranking_compute(r, obs, nobs, K + 1, base) < 0) goto nomem;
+
+    if (K > 0) {   /* halving: its settings and the steps (tokens) spent against the full grid's */
+        long long trained = 0, full = 0, tps = 0;
+        if (halving_steps(st, sweep_id, &trained, &full, err, errlen) < 0) goto out_rc;
+        /* tokens per step: the jobs' column (the job model's, filled at create; the same for every job of a sweep) */
+        if (sqlite3_prepare_v2(st->db, "SELECT coalesce(max(tokens_per_step), 0) FROM jobs WHERE sweep_id = ?1", -1, &s,
+                               NULL) != SQLITE_OK) goto dberr;
+        sqlite3_bind_int64(s, 1, sweep_id);
+        if (sqlite3_step(s) == SQLITE_ROW) tps = sqlite3_column_int64(s, 0);
+        sqlite3_finalize(s);
+        s = NULL;
+        json_t *fr = json_array(), *stp = json_array();
+        for (int g = 0; g < K; g++) json_array_append_new(fr, json_real(hv.frac[g]));
+        for (int g = 0; g <= K; g++) json_array_append_new(stp, json_integer(hv.step[g]));
+        r->halving = json_pack("{s:i, s:s, s:o, s:o, s:I, s:I, s:I, s:I}", "eta", hv.eta, "mode", hv.async ? "async" : "sync",
+                               "rungs", fr, "rung_steps", stp, "steps_trained", (json_int_t)trained,
+                               "full_grid_steps", (json_int_t)full, "tokens_spent", (json_int_t)(trained * tps),
+                               "full_grid_tokens", (json_int_t)(full * tps));
+        if (!r->halving) goto nomem;
+    }
+    *out = r;
+    r = NULL;
+    rc = STORE_OK;
+    goto out;
+nomem:
+    snprintf(err, errlen, "out of memory");
+    rc = STORE_EIO;
+    goto out;
+dberr:
+    snprintf(err, errlen, "ranking: database read failed: %s (%s)", sqlite3_errmsg(st->db), st->path);
+out_rc:
+    rc = STORE_EIO;
+out:
+    sqlite3_finalize(s);
+    for (int k = 0; k < njob; k++) { free(jobs[k].batches); free(jobs[k].attn); }
+    free(jobs);
+    for (int l = 0; l < LEVELS; l++) free(obs[l]);
+    ranking_free(r);
+    return rc;
+}
+
+/* ---- the analysis as JSON and as a sentence ------------------------------------------------------ */
+
+static json_t *num(double v) { return isfinite(v) ? json_real(v) : json_null(); }
+
+json_t *ranking_analysis_json(const ranking *r) {
+    const ranking_fit *f = &r->fit;
+    const ranking_power *p = &r->power;
+    const ranking_valnoise *v = &r->val;
+    json_t *eq = json_null();
+    if (isfinite(f->bartlett_p))
+        eq = json_pack("{s:s, s:o, s:i, s:f, s:f, s:b}", "test", "bartlett", "statistic", num(f->bartlett_stat),
+                       "df", f->bartlett_groups - 1, "p", f->bartlett_p, "alpha", RANKING_VAR_ALPHA,
+                       "passed", f->bartlett_p >= RANKING_VAR_ALPHA);
+    const char *why = r->fallback_reason == 1 ? "Bartlett's test rejected equal variances across schedules"
+                    : r->fallback_reason == 2 ? "more seeds than the blocked model takes" : NULL;
+    json_t *a = json_pack("{s:s, s:s, s:o, s:i, s:o, s:b, s:i, s:i, s:o}",
+                          "method", r->method == RANKING_BLOCKED ? "blocked" : "paired",
+                          "model", "val_loss ~ schedule + seed (least squares over every finished job)",
+                          "fallback_reason", why ? json_string(why) : json_null(),
+                          "residual_df", f->df, "pooled_sd", num(f->sd), "balanced", f->balanced,
+                          "observations", f->nobs, "seeds_observed", f->nseed, "equal_variance", eq);
+    json_object_set_new(a, "comparison", json_string(r->method == RANKING_BLOCKED
+                        ? "pooled t (residual df), Holm over every schedule against uniform"
+                        : "paired t per schedule (common seeds - 1 df), Holm over every schedule against uniform"));
+    json_object_set_new(a, "best_group", json_pack("{s:s, s:i, s:o, s:i, s:I}",
+                        "method", r->method == RANKING_BLOCKED ? (f->balanced ? "tukey" : "tukey-kramer") : "bonferroni-paired",
+                        "family", r->best_family, "critical", num(r->best_critical),
+                        "level", r->best_level, "step", (json_int_t)(r->nrungs > 0 ? r->rung_step[r->best_level] : 0)));
+    json_object_set_new(a, "detectable", json_pack("{s:i, s:i, s:o, s:o, s:o, s:o, s:f, s:b, s:o}", "seeds", p->seeds,
+                        "comparisons", p->m, "df", num(p->df), "critical", num(p->critical),
+                        "min_significant_delta", num(p->min_significant), "delta_80", num(p->delta80),
+                        "paper_effect", RANKING_PAPER_EFFECT, "paper_effect_detectable", p->paper_detectable,
+                        "seeds_for_paper_effect", p->seeds_for_paper > 0 ? json_integer(p->seeds_for_paper) : json_null()));
+    json_object_set_new(a, "val_noise", v->pairs == 0 ? json_null()
+                        : json_pack("{s:i, s:i, s:o, s:o, s:o, s:b}", "pairs", v->pairs, "batches", v->batches,
+                                    "sd", num(v->sd), "seed_sd", num(v->seed_sd), "share", num(v->share), "warn", v->warn));
+    char note[1024];
+    ranking_power_sentence(r, note, sizeof note);
+    json_object_set_new(a, "note", json_string(note));
+    return a;
+}
+
+void ranking_power_sentence(const ranking *r, char *buf, size_t n) {
+    const ranking_power *p = &r->power;
+    size_t o = 0;
+    buf[0] = 0;
+#define ADD(...) do { if (o < n) { int w_ = snprintf(buf + o, n - o, __VA_ARGS__); if (w_ > 0) o += (size_t)w_; } } while (0)
+    if (r->baseline_id < 0) { ADD("no uniform baseline in this sweep: nothing is compared against uniform."); return; }
+    if (!isfinite(p->sd)) {
+        ADD("%s: no estimate of the run-to-run noise yet, so nothing can be significant; run at least 2 seeds per schedule.",
+            r->seeds < 2 ? "one seed per schedule" : "too few finished jobs");
+        return;
+    }
+    ADD("With %d seeds, %d comparisons against uniform and a run-to-run sd of %.4f (%s, %.0f df), |delta| must exceed "
+        "%.4f to be significant and about %.4f is detected with 80%% power; ", p->seeds, p->m, p->sd,
+        r->method == RANKING_BLOCKED ? "pooled over the sweep" : "paired, per schedule", p->df, p->min_significant,
+        p->delta80);
+    if (p->paper_detectable) ADD("the paper's effect (%.4f) is within reach.", RANKING_PAPER_EFFECT);
+    else if (p->seeds_for_paper > 0)
+        ADD("the paper's effect (%.4f) is below what this design can detect: about %d seeds per schedule would reach it.",
+            RANKING_PAPER_EFFECT, p->seeds_for_paper);
+    else ADD("the paper's effect (%.4f) is below what this design can detect, even at 1000 seeds.", RANKING_PAPER_EFFECT);
+    if (r->val.warn)
+        ADD(" The val sample alone adds %.4f to a paired delta's sd (seed-to-seed %.4f): evaluate more val batches "
+            "(\"eval\": {\"batches\": \"all\"}).", r->val.sd, r->val.seed_sd);
+#undef ADD
+}

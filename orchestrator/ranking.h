@@ -1,0 +1,181 @@
+/* ranking.h — the sweep's answer as a C value: schedules ranked against the uniform baseline by a blocked model
+ * over every finished job, with the tests, the best group and what the design can detect. The leaderboard renders
+ * it (JSON, CSV, table: leaderboard.c), halving promotes from it (halving.c). The method and its assumptions are
+ * in docs/STATISTICS.md; the JSON it becomes in docs/API.md.
+ *
+ * The model. A sweep is a randomized complete block design: schedules are treatments, seeds are blocks (same seed
+ * ⇒ same initial weights and data order). At each level (the final result; with halving also each rung) the val
+ * losses are fitted by least squares to  y = schedule effect + seed effect + ε,  over every job with a value
+ * there (a missing cell is handled, not dropped). The residual variance is pooled over the whole sweep:
+ * residual df = observations − schedules − seeds + components ((K−1)(n−1) when complete).
+ *   vs uniform   Δ_i = τ̂_i − τ̂_base with its model standard error; pooled t with the residual df, two-sided p,
+ *                Holm over every non-baseline schedule of the sweep (the family counts schedules without a value).
+ *   best group   a schedule leaves it only when it is significantly WORSE than some other schedule:
+ *                τ̂_i − τ̂_j > q·SE_ij for some j, q = the studentized range quantile q_{0.95}(K, df)/√2 (Tukey;
+ *                Tukey–Kramer when unbalanced). Every truly best schedule, ties included, stays in the group with
+ *                probability ≥ 95%. Membership means "not shown to be worse", not "as good".
+ *   variance     Bartlett's test on the residual mean squares by schedule (each with its own residual df); below
+ *                RANKING_VAR_ALPHA the ranking falls back to per-pair paired t-tests (df = common seeds − 1), Holm
+ *                against uniform, Bonferroni over the K(K−1) ordered pairs for the best group, and says so.
+ *   detectable   the smallest |Δ| that is significant whatever the other schedules do (Holm's first step), the
+ *                |Δ| detectable with 80% power, and the seeds the paper's effect (RANKING_PAPER_EFFECT) needs.
+ *   val noise    from each result's per-batch val losses (the same batches for every job): the standard error of
+ *                a paired Δ that the val sample alone contributes, against the seed-to-seed sd of a paired Δ.
+ *
+ * Ownership: ranking_build returns a ranking the caller frees with ranking_free; every pointer inside is owned
+ * by it. Nothing here writes to the store.
+ */
+#ifndef PRISM_RANKING_H
+#define PRISM_RANKING_H
+#include <jansson.h>
+#include <stddef.h>
+
+#include "store.h"
+
+#define RANKING_ALPHA 0.05          /* family-wise error rate of the marks and of the best group */
+#define RANKING_VAR_ALPHA 0.01      /* Bartlett's test below this: the paired fallback */
+#define RANKING_PAPER_EFFECT 0.0144 /* the paper's headline |Δ| (PAPER.md), for the detectable-effect sentence */
+#define RANKING_MAX_SEEDS 256       /* the blocked model's seed limit (beyond: the paired method, said so) */
+#define RANKING_NSTATES 7
+
+extern const char *const ranking_states[RANKING_NSTATES];   /* job states in column order of counts[] */
+
+typedef enum { RANKING_BLOCKED = 0, RANKING_PAIRED = 1 } ranking_method;
+
+/* ---- the pure core: no store, no allocation beyond its own results (the Monte Carlo tests call it) ---- */
+
+typedef struct ranking_obs {
+    int sched;                   /* 0 ≤ sched < nsched */
+    long long seed;
+    double y;                    /* the val loss at the level */
+    const double *batches;       /* (nbatch) per-batch val losses, or NULL (borrowed) */
+    int nbatch;
+} ranking_obs;
+
+/* val loss ~ schedule + seed by least squares at one level */
+typedef struct ranking_fit {
+    int nsched, nseed, nobs;     /* schedules (with or without data), distinct seeds, observations */
+    int df;                      /* residual degrees of freedom (0: no noise estimate) */
+    int ncomp;                   /* connected components of the schedule–seed incidence graph */
+    int balanced;                /* every schedule with data has every seed */
+    double rss, sd;              /* residual sum of squares; pooled sd sqrt(rss/df) (NAN when df = 0) */
+    double *tau;                 /* (nsched) schedule effect, comparable within a component; NAN without data */
+    int *r;                      /* (nsched) observations */
+    int *comp;                   /* (nsched) component, -1 without data */
+    double *ms, *dfi;            /* (nsched) residual mean square and residual df of each schedule */
+    double *u;                   /* (nsched × nkept) N_ij / r_i over the kept seeds */
+    double *sinv;                /* (nkept × nkept) inverse of the reduced seed information matrix */
+    int nkept;                   /* seeds minus one per component */
+    long long *seeds;            /* (nseed) ascending */
+    double *y;                   /* (nsched × nseed) the observations, NAN for a missing cell */
+    const ranking_obs **cell;    /* (nsched × nseed) the observation of each cell, NULL when missing (borrowed) */
+    int *kept;                   /* (nseed) index among the kept seeds, -1 for the one dropped per component */
+    double bartlett_p, bartlett_stat;
+    int bartlett_groups;         /* schedules the test used (2+ observations); p NAN when fewer than 3 */
+} ranking_fit;
+
+/* Fits obs[0..nobs). Returns 0, -1 on no memory (f released), -2 when there are more than RANKING_MAX_SEEDS
+ * seeds (f released). A duplicate (schedule, seed) is not expected (one job per cell): the later one wins. */
+int ranking_fit_compute(const ranking_obs *obs, int nobs, int nsched, ranking_fit *f);
+/* Var(τ̂_a − τ̂_b)/σ²; NAN when a or b has no data or they are in different components. */
+double ranking_fit_var(const ranking_fit *f, int a, int b);
+void ranking_fit_release(ranking_fit *f);
+
+/* one schedule against the uniform baseline at its level */
+typedef struct ranking_cmp {
+    int n;                       /* seeds both have; 0: no comparison */
+    int has;                     /* an estimate exists */
+    double mean;                 /* Δ: blocked τ̂_i − τ̂_base, or the mean paired difference (paired method) */
+    double sd;                   /* sd of the paired differences (n ≥ 2), NAN otherwise */
+    double se, df, t, p, p_holm; /* NAN when not computable */
+    double ci_low, ci_high;      /* 95%, Student t with df */
+    int significant;             /* p_holm < RANKING_ALPHA */
+    int method;                  /* ranking_method used */
+} ranking_cmp;
+
+/* what the design can detect (vs uniform, at the sweep's seeds) */
+typedef struct ranking_power {
+    int seeds, m;                /* seeds per schedule; comparisons against uniform (Holm family) */
+    double sd, df;               /* run-to-run sd and its df */
+    double critical;             /* Holm's first-step |t| */
+    double min_significant;      /* |Δ| significant whatever the rest: critical · sd·√(2/seeds) */
+    double delta80;              /* |Δ| detected with 80% power (approximate) */
+    int paper_detectable;        /* delta80 ≤ RANKING_PAPER_EFFECT */
+    int seeds_for_paper;         /* seeds at which delta80 ≤ the paper's effect (≤ 1000), 0 when none */
+} ranking_power;
+
+typedef struct ranking_valnoise {
+    int pairs;                   /* (schedule, seed) pairs with per-batch losses on both sides; 0: none */
+    double sd;                   /* RMS standard error of a paired Δ from the val sample alone */
+    double seed_sd;              /* sd of one seed's paired Δ (√2 · pooled sd) */
+    double share;                /* sd² / seed_sd²: the val sample's share of a paired Δ's variance */
+    int warn;                    /* sd > seed_sd / 3 */
+    int batches;                 /* val batches per result (the most common) */
+} ranking_valnoise;
+
+typedef struct ranking_row {
+    long long schedule_id;
+    char *heads;                 /* canonical text (owned) */
+    int is_baseline, ord;
+    int level;                   /* the level shown (0 without halving; with halving 0..rungs, rungs = final) */
+    int counts[RANKING_NSTATES];
+    int seeds_total, seeds_done; /* jobs; jobs with a value at the level */
+    int rank;                    /* 1.. ; 0 = unranked (no value) */
+    int provisional;             /* seeds_done < the sweep's seeds */
+    int pruned;                  /* halving pruned it */
+    int best;                    /* 1 in the best group, 0 shown worse, -1 not compared (pruned, other level, no value) */
+    long long worse_than;        /* best == 0: a schedule it is significantly worse than */
+    double vs_best_mean, vs_best_se, vs_best_margin;   /* τ̂ − τ̂ of rank 1, its SE, the margin q·SE; NAN if none */
+    int vs_best_n;               /* common seeds with rank 1 */
+    double mean, std;            /* val loss over seeds at the level */
+    double tps_mean, tps_std;    /* tokens/s (final level only) */
+    int nseeds;                  /* entries of seed_*[] */
+    long long *seed;             /* (nseeds) */
+    double *val, *val_se;        /* (nseeds) val loss at the level; its standard error over val batches (NAN) */
+    int L;                       /* layers of attn_* (0: none) */
+    double *attn, *attn_std;     /* (L) D_l mean, std over seeds (std NAN with one seed) */
+    double *dattn, *dattn_lo, *dattn_hi;   /* (L) ΔD_l vs uniform and its paired 95% CI (NULL without baseline) */
+    ranking_cmp cmp;
+} ranking_row;
+
+typedef struct ranking {
+    long long sweep_id;
+    char name[256], arch[16];
+    long long baseline_id;       /* -1 without */
+    int seeds;                   /* the sweep's seeds per schedule (max jobs of one schedule) */
+    int comparisons;             /* the Holm family against uniform */
+    int best_family;             /* schedules compared for the best group */
+    int best_level;              /* the level the best group is chosen at */
+    int nrungs;                  /* halving rungs (0 without halving) */
+    long long rung_step[17];     /* step of each level (rung_step[nrungs] = train.steps) */
+    ranking_method method;       /* at the best group's level */
+    int fallback_reason;         /* method paired: 1 Bartlett rejected, 2 too many seeds */
+    ranking_fit fit;             /* the fit at best_level (owned) */
+    double best_critical;        /* q (blocked) or the Bonferroni t (paired) */
+    ranking_power power;
+    ranking_valnoise val;
+    int nrows;
+    ranking_row *rows;           /* (nrows) in rank order: level, ranked, complete, Δ, then the sweep's order */
+    json_t *halving;             /* halving settings and spend, or NULL (owned) */
+} ranking;
+
+/* Pure: computes ranks, comparisons and the best group of rows[] (already filled with the descriptive fields,
+ * level, pruned and the sweep's seeds in r->seeds) from per-level observations obs[lvl][0..nobs[lvl]) whose
+ * sched indexes rows[] as given (the sweep's order). Sorts rows[] into rank order. Returns 0 or -1 on no memory. */
+int ranking_compute(ranking *r, ranking_obs *const *obs, const int *nobs, int nlevels, int baseline_index);
+
+/* What a design can detect against uniform: K schedules (baseline included), seeds per schedule, m comparisons
+ * (the Holm family, usually K − 1), run-to-run sd, the method (blocked: (K−1)(n−1) df; paired: n − 1). Pure; the
+ * ranking states it for the sweep at its own estimate of sd, `prism-sweep power` for a spec before it runs. */
+void ranking_design_power(int K, int seeds, int m, double sd, ranking_method method, ranking_power *out);
+
+/* Reads the sweep and ranks it: at_rung < 0 each schedule at the highest level it reached, else every schedule
+ * at level at_rung. Returns 0 and a new *out, STORE_ENOTFOUND (no such sweep) or STORE_EIO (message in err). */
+int ranking_build(store *st, long long sweep_id, int at_rung, ranking **out, char *err, size_t errlen);
+void ranking_free(ranking *r);
+
+/* The analysis as JSON ("analysis" in docs/API.md). New reference. */
+json_t *ranking_analysis_json(const ranking *r);
+/* One sentence on what the design can detect, for the table and the page (static-free: into buf). */
+void ranking_power_sentence(const ranking *r, char *buf, size_t n);
+#endif
