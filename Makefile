@@ -27,7 +27,9 @@ PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 CFLAGS   ?= $(OPT) -g
 CFLAGS   += -std=gnu11 -Wall -Wextra -Wno-unused-parameter -Wno-sign-compare -fopenmp -MMD -MP \
             -Icommon -Iorchestrator -Iworker -Idataprep -Ikernels -I$(BUILD)/gen $(PKG_CFLAGS)
-LDLIBS   := $(PKG_LIBS) -lhttp_parser -fopenmp -lm -lpthread
+# prism-data's inputs: gzip (zlib), zstd (libzstd) and snappy (parquet pages)
+COMPRESS_LIBS := -lz -lzstd -lsnappy
+LDLIBS   := $(PKG_LIBS) -lhttp_parser $(COMPRESS_LIBS) -fopenmp -lm -lpthread
 
 # ---- CUDA (only when nvcc is found) ---------------------------------------------------------------
 CUDA_HOME ?= $(patsubst %/bin/nvcc,%,$(NVCC))
@@ -150,8 +152,8 @@ $(BUILD)/prism-sweep: $(call obj,$(ORCH_MAIN)) $(LIB_ORCH) $(LIB_COMMON)
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
 $(BUILD)/prism-worker: $(call obj,worker/main.c) $(LIB_WORKER) $(LIB_KERNELS) $(LIB_CUDA) $(LIB_COMMON)
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS) $(CUDA_LIBS)
-# prism-data needs shards, the tokenizer and jansson/PCRE2 only: no kernels, no CUDA, no server libraries
-DATA_LDLIBS := $(shell pkg-config --libs jansson libpcre2-8 2>/dev/null) -fopenmp -lm -lpthread
+# prism-data needs shards, the tokenizer, jansson/PCRE2 and the decompressors only: no kernels, no CUDA, no server libraries
+DATA_LDLIBS := $(shell pkg-config --libs jansson libpcre2-8 2>/dev/null) $(COMPRESS_LIBS) -fopenmp -lm -lpthread
 $(BUILD)/prism-data: $(call obj,$(DATA_MAIN)) $(LIB_DATA) $(LIB_COMMON)
 	$(CC) $(CFLAGS) -o $@ $^ $(DATA_LDLIBS)
 

@@ -9,9 +9,16 @@
  * the median of 3 runs over the whole corpus (read from the page cache; shards are not written), in wall time and
  * in process CPU time (MB per CPU-second: the per-core rate, which a loaded machine does not distort).
  *
+ * Then the input formats (dataprep/input.h, parquet.h): the JSONL half again as it is, gzip- and zstd-compressed
+ * (zlib level 6, zstd level 3) and as parquet (written here: one REQUIRED BYTE_ARRAY "text" column, PLAIN data
+ * pages v1 of ~1 MiB, 8 MiB row groups, snappy or zstd pages), each tokenized with 2 threads (median of 3), and
+ * read alone (decompress + decode, no tokenizer) to give the input path's own cost.
+ *
  *   bench_tokenize [MB]        corpus size, default 24
  */
 #include "bpe.h"
+#include "input.h"
+#include "parquet.h"
 #include "tokenize.h"
 #include "util.h"
 #include <jansson.h>
@@ -21,6 +28,12 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <snappy-c.h>
+#include <zlib.h>
+#include <zstd.h>
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 
 static uint64_t rs = 0x9e3779b97f4a7c15ULL;
 static uint64_t rnd(void) { rs ^= rs << 13; rs ^= rs >> 7; rs ^= rs << 17; return rs; }
@@ -158,6 +171,155 @@ static void alpha(const unsigned char *b, int n, char *out) {
     out[o] = 0;
 }
 
+/* ---- a minimal parquet writer (Thrift compact protocol), for this benchmark's input only ------------------------ */
+
+struct wbuf { unsigned char *b; size_t n, cap; };
+static void wb_put(struct wbuf *w, const void *p, size_t n) {
+    if (w->n + n > w->cap) { w->cap = (w->n + n) * 2 + 1024; w->b = realloc(w->b, w->cap); }
+    memcpy(w->b + w->n, p, n);
+    w->n += n;
+}
+static void wb_byte(struct wbuf *w, int c) { unsigned char b = (unsigned char)c; wb_put(w, &b, 1); }
+static void wb_varint(struct wbuf *w, uint64_t v) { while (v >= 0x80) { wb_byte(w, (int)(v & 0x7f) | 0x80); v >>= 7; } wb_byte(w, (int)v); }
+static void wb_zz(struct wbuf *w, int64_t v) { wb_varint(w, ((uint64_t)v << 1) ^ (uint64_t)(v >> 63)); }
+/* field header (id must increase by 1..15 within a struct: true for every struct written here) */
+static void wb_field(struct wbuf *w, int *last, int id, int type) { wb_byte(w, (id - *last) << 4 | type); *last = id; }
+static void wb_i(struct wbuf *w, int *last, int id, int type, int64_t v) { wb_field(w, last, id, type); wb_zz(w, v); }
+static void wb_bin(struct wbuf *w, const char *s) { wb_varint(w, strlen(s)); wb_put(w, s, strlen(s)); }
+
+struct rg_meta { int64_t off, usize, csize, rows; };
+
+/* docs (n, NUL-terminated) → path as parquet; codec 1 snappy, 6 zstd */
+static void write_parquet(const char *path, char **docs, size_t n, int codec) {
+    struct wbuf out = {0}, page = {0}, hdr = {0};
+    wb_put(&out, "PAR1", 4);
+    struct rg_meta rg[4096];
+    int nrg = 0;
+    size_t i = 0;
+    while (i < n) {
+        struct rg_meta *g = &rg[nrg++];
+        g->off = (int64_t)out.n; g->usize = g->csize = 0; g->rows = 0;
+        while (i < n && g->usize < 8 << 20) {
+            page.n = 0;
+            int nv = 0;
+            while (i < n && page.n < 1 << 20) {
+                uint32_t l = (uint32_t)strlen(docs[i]);
+                wb_put(&page, &l, 4); wb_put(&page, docs[i], l);
+                i++; nv++;
+            }
+            size_t cap = codec == 1 ? snappy_max_compressed_length(page.n) : ZSTD_compressBound(page.n);
+            char *c = malloc(cap);
+            size_t cn = cap;
+            if (codec == 1) snappy_compress((const char *)page.b, page.n, c, &cn);
+            else cn = ZSTD_compress(c, cap, page.b, page.n, 3);
+            hdr.n = 0;
+            int last = 0, l2 = 0;
+            wb_i(&hdr, &last, 1, 5, 0);                       /* type DATA_PAGE */
+            wb_i(&hdr, &last, 2, 5, (int64_t)page.n);
+            wb_i(&hdr, &last, 3, 5, (int64_t)cn);
+            wb_field(&hdr, &last, 5, 12);                     /* data_page_header */
+            wb_i(&hdr, &l2, 1, 5, nv); wb_i(&hdr, &l2, 2, 5, 0); wb_i(&hdr, &l2, 3, 5, 3); wb_i(&hdr, &l2, 4, 5, 3);
+            wb_byte(&hdr, 0);
+            wb_byte(&hdr, 0);
+            wb_put(&out, hdr.b, hdr.n); wb_put(&out, c, cn);
+            free(c);
+            g->usize += (int64_t)(hdr.n + page.n); g->csize += (int64_t)(hdr.n + cn); g->rows += nv;
+        }
+    }
+    struct wbuf f = {0};
+    int last = 0;
+    wb_i(&f, &last, 1, 5, 1);                                 /* version */
+    wb_field(&f, &last, 2, 9); wb_byte(&f, 2 << 4 | 12);      /* schema: 2 elements */
+    { int l = 0; wb_field(&f, &l, 4, 8); wb_bin(&f, "schema"); wb_i(&f, &l, 5, 5, 1); wb_byte(&f, 0); }
+    { int l = 0; wb_i(&f, &l, 1, 5, 6); wb_i(&f, &l, 3, 5, 0); wb_field(&f, &l, 4, 8); wb_bin(&f, "text"); wb_i(&f, &l, 6, 5, 0); wb_byte(&f, 0); }
+    wb_i(&f, &last, 3, 6, (int64_t)n);                        /* num_rows */
+    wb_field(&f, &last, 4, 9);                                /* row_groups */
+    if (nrg < 15) wb_byte(&f, nrg << 4 | 12); else { wb_byte(&f, 0xf0 | 12); wb_varint(&f, (uint64_t)nrg); }
+    for (int g = 0; g < nrg; g++) {
+        int l = 0;
+        wb_field(&f, &l, 1, 9); wb_byte(&f, 1 << 4 | 12);     /* columns: 1 */
+        int c = 0;
+        wb_i(&f, &c, 2, 6, rg[g].off);
+        wb_field(&f, &c, 3, 12);
+        int m = 0;
+        wb_i(&f, &m, 1, 5, 6);
+        wb_field(&f, &m, 2, 9); wb_byte(&f, 2 << 4 | 5); wb_zz(&f, 0); wb_zz(&f, 3);
+        wb_field(&f, &m, 3, 9); wb_byte(&f, 1 << 4 | 8); wb_bin(&f, "text");
+        wb_i(&f, &m, 4, 5, codec);
+        wb_i(&f, &m, 5, 6, rg[g].rows);
+        wb_i(&f, &m, 6, 6, rg[g].usize);
+        wb_i(&f, &m, 7, 6, rg[g].csize);
+        wb_i(&f, &m, 9, 6, rg[g].off);
+        wb_byte(&f, 0);                                       /* end ColumnMetaData */
+        wb_byte(&f, 0);                                       /* end ColumnChunk */
+        wb_i(&f, &l, 2, 6, rg[g].usize);
+        wb_i(&f, &l, 3, 6, rg[g].rows);
+        wb_byte(&f, 0);                                       /* end RowGroup */
+    }
+    wb_byte(&f, 0);
+    uint32_t fl = (uint32_t)f.n;
+    wb_put(&out, f.b, f.n); wb_put(&out, &fl, 4); wb_put(&out, "PAR1", 4);
+    FILE *o = fopen(path, "wb");
+    fwrite(out.b, 1, out.n, o);
+    fclose(o);
+    free(out.b); free(page.b); free(hdr.b); free(f.b);
+}
+
+static void compress_file(const char *src, const char *dst, int zstd) {
+    FILE *i = fopen(src, "rb");
+    fseek(i, 0, SEEK_END);
+    size_t n = (size_t)ftell(i);
+    rewind(i);
+    char *b = malloc(n);
+    if (fread(b, 1, n, i) != n) { perror(src); exit(1); }
+    fclose(i);
+    if (zstd) {
+        size_t cap = ZSTD_compressBound(n);
+        char *c = malloc(cap);
+        size_t cn = ZSTD_compress(c, cap, b, n, 3);
+        FILE *o = fopen(dst, "wb"); fwrite(c, 1, cn, o); fclose(o);
+        free(c);
+    } else {
+        gzFile g = gzopen(dst, "wb6");
+        gzwrite(g, b, (unsigned)n);
+        gzclose(g);
+    }
+    free(b);
+}
+
+static double cpu_s(void);
+
+/* decompress/decode only: bytes of text delivered; returns the CPU seconds taken (one thread) */
+static double read_only(const char *path, size_t *bytes) {
+    double t0 = cpu_s();
+    *bytes = 0;
+    char err[600];
+    struct input in;
+    if (input_open(path, 1, &in, err, sizeof err)) { fprintf(stderr, "bench_tokenize: %s\n", err); exit(1); }
+    if (in.kind == INPUT_PARQUET) {
+        int fd = open(path, O_RDONLY);
+        struct stat sb;
+        fstat(fd, &sb);
+        void *map = mmap(NULL, (size_t)sb.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+        struct parquet_reader *r;
+        if (parquet_open(map, (size_t)sb.st_size, "text", &r, err, sizeof err)) { fprintf(stderr, "bench_tokenize: %s\n", err); exit(1); }
+        const uint8_t *v;
+        size_t n;
+        unsigned sum = 0;
+        while (parquet_next(r, &v, &n, err, sizeof err) == 1) { *bytes += n; sum += n ? v[n - 1] : 0; }
+        if (sum == 1) printf(" ");
+        parquet_close(r);
+        munmap(map, (size_t)sb.st_size);
+        close(fd);
+    } else {
+        static char buf[1 << 16];
+        size_t k;
+        while ((k = fread(buf, 1, sizeof buf, in.f)) > 0) *bytes += k;
+        input_close(&in);
+    }
+    return cpu_s() - t0;
+}
+
 static double cpu_s(void) {
     struct timespec ts;
     clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
@@ -236,7 +398,57 @@ int main(int argc, char **argv) {
                "%.2f s CPU = %.1f MB per CPU-second)\n", threads, st.bytes / 1e6 / secs[1], st.tokens / 1e6 / secs[1], st.tokens,
                (double)st.bytes / st.tokens, secs[1], cpus[1], st.bytes / 1e6 / cpus[1]);
     }
+    /* input formats: the JSONL half as JSONL, .gz, .zst and parquet (snappy, zstd) */
+    char gz[600], zs[600], pqs[600], pqz[600];
+    snprintf(gz, sizeof gz, "%s/corpus.jsonl.gz", dir);
+    snprintf(zs, sizeof zs, "%s/corpus.jsonl.zst", dir);
+    snprintf(pqs, sizeof pqs, "%s/corpus-snappy.parquet", dir);
+    snprintf(pqz, sizeof pqz, "%s/corpus-zstd.parquet", dir);
+    compress_file(jsl, gz, 0);
+    compress_file(jsl, zs, 1);
+    {
+        FILE *jf = fopen(jsl, "rb");
+        char *line = NULL;
+        size_t lcap = 0, nd = 0, dcap = 0;
+        char **docs = NULL;
+        while (getline(&line, &lcap, jf) > 0) {
+            json_t *o = json_loads(line, 0, NULL);
+            if (nd == dcap) { dcap = dcap ? 2 * dcap : 4096; docs = realloc(docs, dcap * sizeof *docs); }
+            docs[nd++] = strdup(json_string_value(json_object_get(o, "text")));
+            json_decref(o);
+        }
+        free(line);
+        fclose(jf);
+        write_parquet(pqs, docs, nd, 1);
+        write_parquet(pqz, docs, nd, 6);
+        for (size_t k = 0; k < nd; k++) free(docs[k]);
+        free(docs);
+    }
+    const char *names[] = {"jsonl", "jsonl.gz", "jsonl.zst", "parquet snappy", "parquet zstd"};
+    char *paths[] = {jsl, gz, zs, pqs, pqz};
+    for (int k = 0; k < 5; k++) {
+        struct stat sb;
+        stat(paths[k], &sb);
+        double secs[3], cpus[3], rsec[3];
+        struct tokenize_stats st;
+        size_t rbytes = 0;
+        for (int r = 0; r < 3; r++) {
+            double c0 = cpu_s();
+            struct tokenize_opts o = {.bpe = b, .inputs = &paths[k], .ninputs = 1, .threads = 2, .val_tokens = 0};
+            if (tokenize_run(&o, &st, err, sizeof err)) { fprintf(stderr, "bench_tokenize: %s\n", err); return 1; }
+            secs[r] = st.seconds;
+            cpus[r] = cpu_s() - c0;
+            rsec[r] = read_only(paths[k], &rbytes);
+        }
+        qsort(secs, 3, sizeof *secs, cmp_d);
+        qsort(cpus, 3, sizeof *cpus, cmp_d);
+        qsort(rsec, 3, sizeof *rsec, cmp_d);
+        printf("input %-15s %5.1f MB on disk, %5.1f MB of text: tokenize threads=2 %5.2fM tokens/s wall, %5.2fM tokens per "
+               "CPU-second (%zu docs, %zu tokens; median %.2f s wall, %.2f s CPU); read alone %6.0f MB of text per CPU-second\n",
+               names[k], sb.st_size / 1e6, rbytes / 1e6, st.tokens / 1e6 / secs[1], st.tokens / 1e6 / cpus[1], st.documents,
+               st.tokens, secs[1], cpus[1], rbytes / 1e6 / rsec[1]);
+    }
     bpe_free(b);
-    unlink(enc); unlink(bpef); unlink(txt); unlink(jsl); rmdir(dir);
+    unlink(enc); unlink(bpef); unlink(txt); unlink(jsl); unlink(gz); unlink(zs); unlink(pqs); unlink(pqz); rmdir(dir);
     return 0;
 }

@@ -2,9 +2,10 @@
  *
  *   prism-data synth --out DIR --tokens N --vocab V --seed S [--val-frac F]
  *   prism-data bytes FILE... --out DIR [--val-frac F]
- *   prism-data tokenize FILE... --out DIR --encoder encoder.json --bpe vocab.bpe [--format auto|text|jsonl]
- *                       [--val-tokens N] [--shard-tokens N] [--threads N]
- *   prism-data evalfile --from tasks.jsonl --out FILE.bin --encoder encoder.json --bpe vocab.bpe
+ *   prism-data tokenize FILE... --out DIR --encoder encoder.json --bpe vocab.bpe [--format auto|text|jsonl|parquet]
+ *                       [--name NAME] [--column KEY] [--val-tokens N] [--shard-tokens N] [--threads N]
+ *   prism-data evalfile --from FILE --out FILE.bin [--task auto|prism|hellaswag|piqa|arc-easy|arc-challenge|winogrande|llmc]
+ *                       [--labels FILE] --encoder encoder.json --bpe vocab.bpe
  *
  * tokenize and evalfile use GPT-2's byte-level BPE (bpe.h); tokenize is the streaming pipeline of tokenize.h.
  *
@@ -31,6 +32,7 @@
 #include "shard.h"
 #include "bpe.h"
 #include "evalfile.h"
+#include "evaltasks.h"
 #include "tokenize.h"
 #include "util.h"
 #include "cli.h"
@@ -300,8 +302,16 @@ static int load_bpe(const char *cmd, const char *enc, const char *bpe, struct bp
     return 0;
 }
 
+/* A shard prefix: letters, digits, '-', '_' and '.', not empty, so NAME_train_*.bin is a glob of just these. */
+static int valid_name(const char *s) {
+    if (!*s || strlen(s) > 64) return 0;
+    for (; *s; s++)
+        if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || (*s >= '0' && *s <= '9') || *s == '-' || *s == '_' || *s == '.')) return 0;
+    return 1;
+}
+
 static int cmd_tokenize(int argc, char **argv) {
-    const char *out = NULL, *enc = NULL, *bpef = NULL, *fmt = "auto";
+    const char *out = NULL, *enc = NULL, *bpef = NULL, *fmt = "auto", *name = "text", *column = "text";
     long long val = 1000000, shard = (long long)TOKENIZE_MAX_SHARD, threads = sysconf(_SC_NPROCESSORS_ONLN);
     int quiet = 0;
     if (threads < 1) threads = 1;
@@ -309,8 +319,10 @@ static int cmd_tokenize(int argc, char **argv) {
         {"--out", CLI_STR, &out, "", "output directory (required)", 0, 0, 0, 0},
         {"--encoder", CLI_STR, &enc, "", "GPT-2's encoder.json (required)", 0, 0, 0, 0},
         {"--bpe", CLI_STR, &bpef, "", "GPT-2's vocab.bpe (required)", 0, 0, 0, 0},
-        {"--format", CLI_CHOICE, &fmt, "auto", "auto: .jsonl and .json files are JSONL, others text", 0, 0,
-         "auto|text|jsonl", 0},
+        {"--format", CLI_CHOICE, &fmt, "auto", "auto: parquet by its magic, .jsonl/.json (also .gz/.zst) JSONL, others text", 0, 0,
+         "auto|text|jsonl|parquet", 0},
+        {"--name", CLI_STR, &name, "text", "shard prefix: DIR/NAME_train_*.bin, DIR/NAME_val_*.bin", 0, 0, 0, 0},
+        {"--column", CLI_STR, &column, "text", "the parquet column / JSONL key holding the text", 0, 0, 0, 0},
         {"--val-tokens", CLI_COUNT, &val, "1M", "the val split's tokens: at most one shard", 0,
          (double)TOKENIZE_MAX_SHARD, 0, 0},
         {"--shard-tokens", CLI_COUNT, &shard, "100M", "tokens a shard (100M is also the most)", 1000,
@@ -319,15 +331,21 @@ static int cmd_tokenize(int argc, char **argv) {
         {"--quiet", CLI_BOOL, &quiet, "off", "no progress line", 0, 0, 0, 0},
         {0}};
     cli_cmd cmd = {"tokenize", "FILE... --out DIR --encoder encoder.json --bpe vocab.bpe [flags]",
-                   "GPT-2 BPE tokens of text files (one document each) or JSONL files (a \"text\" per line);\n"
-                   "<|endoftext|> before each document; writes DIR/text_val_NNNNNN.bin (the first --val-tokens\n"
-                   "tokens), text_train_*.bin (the rest), at most --shard-tokens a shard, and DIR/meta.json.",
+                   "GPT-2 BPE tokens of text files (one document each), JSONL files (a \"text\" per line), both\n"
+                   "also gzip- or zstd-compressed (.gz, .zst), and parquet files (each value of the \"text\" column\n"
+                   "a document; FineWeb's files as they are). Other binary files are refused, naming the format.\n"
+                   "<|endoftext|> before each document; writes DIR/NAME_val_NNNNNN.bin (the first --val-tokens\n"
+                   "tokens), NAME_train_*.bin (the rest), at most --shard-tokens a shard, and DIR/meta.json.\n"
+                   "NAME is text by default, which the specs in sweeps/ expect (data/text_train_*.bin).",
                    flags, "prism-data"};
     char *pos[argc];
     int npos, rc0 = cli_parse(&cmd, argc, argv, pos, argc, &npos);
     if (rc0 != CLI_OK) return rc0 == CLI_HELP ? 0 : 2;
-    int format = strcmp(fmt, "text") == 0 ? TOKENIZE_TEXT : strcmp(fmt, "jsonl") == 0 ? TOKENIZE_JSONL : TOKENIZE_AUTO;
+    int format = strcmp(fmt, "text") == 0 ? TOKENIZE_TEXT : strcmp(fmt, "jsonl") == 0 ? TOKENIZE_JSONL
+               : strcmp(fmt, "parquet") == 0 ? TOKENIZE_PARQUET : TOKENIZE_AUTO;
     if (!out) return cli_cmd_error(&cmd, "--out DIR is required");
+    if (!valid_name(name)) return cli_cmd_error(&cmd, "--name \"%s\": use 1-64 letters, digits, '-', '_' or '.'", name);
+    if (!*column) return cli_cmd_error(&cmd, "--column must not be empty");
     if (npos == 0) return cli_cmd_error(&cmd, "give at least one input FILE (text, or JSONL with a \"text\" field)");
     if (val > shard) { fprintf(stderr, "prism-data tokenize: --val-tokens %lld exceeds --shard-tokens %lld (the val split is one shard)\n", val, shard); return 2; }
     for (int i = 0; i < npos; i++)
@@ -337,7 +355,7 @@ static int cmd_tokenize(int argc, char **argv) {
     if (rc) return rc;
     if (util_mkdir_p(out, 0755)) { fprintf(stderr, "prism-data: %s: cannot create: %s\n", out, strerror(errno)); bpe_free(b); return 1; }
     struct tokenize_opts o = {.bpe = b, .inputs = pos, .ninputs = npos, .format = format, .out_dir = out,
-                              .kind = "text", .shard_tokens = (size_t)shard, .val_tokens = (size_t)val, .threads = (int)threads,
+                              .kind = name, .column = column, .shard_tokens = (size_t)shard, .val_tokens = (size_t)val, .threads = (int)threads,
                               .progress = quiet ? NULL : stderr};
     struct tokenize_stats st;
     char err[1024] = "";
@@ -350,38 +368,95 @@ static int cmd_tokenize(int argc, char **argv) {
     return 0;
 }
 
-/* {"context": str, "endings": [str, ...], "label": int} per line → an llm.c eval file. Endings are encoded with a
- * leading space, as llm.c's HellaSwag script does (" " + ending follows the context). */
+/* --task llmc: an llm.c eval file, checked whole (evalfile_open) and copied as it is. */
+static int evalfile_passthrough(const char *from, const char *out) {
+    struct evalfile ef;
+    char err[1024];
+    int rc = evalfile_open(from, 0, &ef, err, sizeof err);
+    if (rc) { fprintf(stderr, "prism-data evalfile: %s\n", err); return rc == EVALFILE_ENOMEM ? 1 : 2; }
+    int32_t hdr[EVALFILE_HEADER_INTS] = {EVALFILE_MAGIC, EVALFILE_VERSION, ef.n, ef.longest_bytes};
+    util_part parts[2] = {{hdr, sizeof hdr}, {ef.data, ef.ndata * sizeof *ef.data}};
+    rc = util_write_atomic(out, parts, 2, 0644, err, sizeof err);
+    int n = ef.n;
+    evalfile_close(&ef);
+    if (rc) { fprintf(stderr, "prism-data evalfile: %s\n", err); return 1; }
+    printf("wrote %s: %d examples (an llm.c eval file, checked and copied)\n", out, n);
+    return 0;
+}
+
+/* --labels FILE: one integer a line (PIQA's *-labels.lst); *out (n) owned by the caller. */
+static int read_labels(const char *path, int **out, long *n) {
+    FILE *f = fopen(path, "r");
+    if (!f) { fprintf(stderr, "prism-data evalfile: %s: cannot open: %s\n", path, strerror(errno)); return 2; }
+    long cap = 0, k = 0, lineno = 0;
+    int *v = NULL;
+    char line[64];
+    while (fgets(line, sizeof line, f)) {
+        lineno++;
+        char *e;
+        long x = strtol(line, &e, 10);
+        while (*e == ' ' || *e == '\t' || *e == '\r' || *e == '\n') e++;
+        if (e == line || *e || x < 0 || x > 999) {
+            fprintf(stderr, "prism-data evalfile: %s:%ld: expected one label (an integer) a line\n", path, lineno);
+            free(v); fclose(f); return 2;
+        }
+        if (k == cap) { cap = cap ? 2 * cap : 1024; int *nv = realloc(v, (size_t)cap * sizeof *nv); if (!nv) { free(v); fclose(f); return 1; } v = nv; }
+        v[k++] = (int)x;
+    }
+    fclose(f);
+    *out = v;
+    *n = k;
+    return 0;
+}
+
+/* One multiple-choice JSONL line per example (evaltasks.h: the task's native keys) → an llm.c eval file. */
 static int cmd_evalfile(int argc, char **argv) {
-    const char *from = NULL, *out = NULL, *enc = NULL, *bpef = NULL;
+    const char *from = NULL, *out = NULL, *enc = NULL, *bpef = NULL, *task_name = "auto", *labels = NULL;
     cli_flag flags[] = {
-        {"--from", CLI_STR, &from, "", "tasks.jsonl (required)", 0, 0, 0, 0},
+        {"--from", CLI_STR, &from, "", "the task's JSONL, or an llm.c eval file (required)", 0, 0, 0, 0},
         {"--out", CLI_STR, &out, "", "the eval file to write, FILE.bin (required)", 0, 0, 0, 0},
-        {"--encoder", CLI_STR, &enc, "", "GPT-2's encoder.json (required)", 0, 0, 0, 0},
-        {"--bpe", CLI_STR, &bpef, "", "GPT-2's vocab.bpe (required)", 0, 0, 0, 0},
+        {"--task", CLI_CHOICE, &task_name, "auto", "the input's format (auto: an llm.c eval file by its magic, else "
+         "from the first line's keys)", 0, 0, "auto|prism|hellaswag|piqa|arc-easy|arc-challenge|winogrande|llmc", 0},
+        {"--labels", CLI_STR, &labels, "", "PIQA: the labels file (one 0/1 a line) when the lines have no \"label\"", 0, 0, 0, 0},
+        {"--encoder", CLI_STR, &enc, "", "GPT-2's encoder.json (required but for llm.c eval files)", 0, 0, 0, 0},
+        {"--bpe", CLI_STR, &bpef, "", "GPT-2's vocab.bpe (required but for llm.c eval files)", 0, 0, 0, 0},
         {0}};
-    cli_cmd cmd = {"evalfile", "--from tasks.jsonl --out FILE.bin --encoder encoder.json --bpe vocab.bpe",
-                   "Each line {\"context\": str, \"endings\": [str, ...], \"label\": int} becomes one example of an\n"
-                   "llm.c multiple-choice eval file (GPT-2 BPE; each ending encoded as \" \" + ending), for a job's\n"
-                   "eval.tasks.", flags, "prism-data"};
+    cli_cmd cmd = {"evalfile", "--from FILE --out FILE.bin [--task NAME] --encoder encoder.json --bpe vocab.bpe",
+                   "A zero-shot task for a job's eval.tasks, as an llm.c multiple-choice eval file (GPT-2 BPE), from\n"
+                   "the task's own JSONL: HellaSwag (ctx_a, ctx_b, activity_label, endings, label), PIQA (goal, sol1,\n"
+                   "sol2; label, or --labels), ARC-Easy/Challenge (question.stem, question.choices, answerKey),\n"
+                   "WinoGrande (sentence with _, option1/2, answer), prism ({\"context\", \"endings\", \"label\"}), with\n"
+                   "lm-eval's prompts (docs/FORMATS.md); or an llm.c eval file, checked and copied (--task llmc).",
+                   flags, "prism-data"};
     char *pos[1];
     int npos, rc0 = cli_parse(&cmd, argc, argv, pos, 0, &npos);
     if (rc0 != CLI_OK) return rc0 == CLI_HELP ? 0 : 2;
-    if (!from) { fprintf(stderr, "prism-data evalfile: --from tasks.jsonl is required\n"); return 2; }
+    if (!from) { fprintf(stderr, "prism-data evalfile: --from FILE is required (the task's JSONL)\n"); return 2; }
     if (!out) { fprintf(stderr, "prism-data evalfile: --out FILE.bin is required\n"); return 2; }
     FILE *f = fopen(from, "r");
     if (!f) { fprintf(stderr, "prism-data evalfile: %s: cannot open: %s\n", from, strerror(errno)); return 2; }
+    unsigned char magic[4] = {0};
+    size_t nm = fread(magic, 1, 4, f);
+    rewind(f);
+    int is_llmc = nm == 4 && (uint32_t)(magic[0] | magic[1] << 8 | magic[2] << 16 | (uint32_t)magic[3] << 24) == EVALFILE_MAGIC;
+    if (!strcmp(task_name, "llmc") || (is_llmc && !strcmp(task_name, "auto"))) { fclose(f); return evalfile_passthrough(from, out); }
+    if (is_llmc) { fprintf(stderr, "prism-data evalfile: %s is an llm.c eval file, not %s JSONL: use --task llmc (or auto)\n", from, task_name); fclose(f); return 2; }
+    int task = strcmp(task_name, "auto") ? evaltask_by_name(task_name) : -1;
+    int *lab = NULL;
+    long nlab = -1;
+    if (labels && (rc0 = read_labels(labels, &lab, &nlab))) { fclose(f); return rc0; }
     struct bpe *b = NULL;
     int rc = load_bpe("evalfile", enc, bpef, &b);
-    if (rc) { fclose(f); return rc; }
+    if (rc) { fclose(f); free(lab); return rc; }
     struct bpe_ctx *bc = bpe_ctx_new(b);
     struct evalfile_writer w;
     evalfile_writer_init(&w);
     uint16_t *toks[EVALFILE_MAX_COMPLETIONS + 1] = {0};
     size_t ntok[EVALFILE_MAX_COMPLETIONS + 1], cap[EVALFILE_MAX_COMPLETIONS + 1] = {0};
-    char *line = NULL, err[1024], *buf = NULL;
-    size_t lcap = 0, bcap = 0;
-    long lineno = 0;
+    char *line = NULL, err[1024];
+    size_t lcap = 0;
+    long lineno = 0, nex = 0;
+    struct evaltask_example ex = {0};
     rc = 0;
     if (!bc) { fprintf(stderr, "prism-data evalfile: out of memory\n"); rc = 1; goto out; }
     while (getline(&line, &lcap, f) >= 0) {
@@ -390,54 +465,59 @@ static int cmd_evalfile(int argc, char **argv) {
         if (!line[s]) continue;
         json_error_t je;
         json_t *o = json_loads(line, 0, &je);
-        json_t *ctx = json_object_get(o, "context"), *ends = json_object_get(o, "endings"), *lab = json_object_get(o, "label");
-        const char *bad = !o ? "not valid JSON" : !json_is_string(ctx) ? "\"context\" must be a string"
-                        : !json_is_array(ends) || json_array_size(ends) < 1 ? "\"endings\" must be a non-empty array of strings"
-                        : json_array_size(ends) > EVALFILE_MAX_COMPLETIONS ? "more than 64 endings"
-                        : !json_is_integer(lab) ? "\"label\" must be an integer (the index of the right ending)" : NULL;
-        for (size_t k = 0; !bad && k < json_array_size(ends); k++)
-            if (!json_is_string(json_array_get(ends, k))) bad = "\"endings\" must be a non-empty array of strings";
-        if (bad) {
-            fprintf(stderr, "prism-data evalfile: %s:%ld: %s%s%s\n", from, lineno, bad, o ? "" : ": ", o ? "" : je.text);
-            json_decref(o);
-            rc = 2;
-            goto out;
+        if (!o) { fprintf(stderr, "prism-data evalfile: %s:%ld: not valid JSON: %s\n", from, lineno, je.text); rc = 2; goto out; }
+        if (task < 0) {
+            if ((task = evaltask_detect(o)) < 0) {
+                fprintf(stderr, "prism-data evalfile: %s:%ld: cannot tell the task from its keys: give --task "
+                        "(hellaswag, piqa, arc-easy, arc-challenge, winogrande, prism or llmc)\n", from, lineno);
+                json_decref(o); rc = 2; goto out;
+            }
+            fprintf(stderr, "prism-data evalfile: reading %s as %s (from line %ld's keys)\n", from, evaltask_name(task), lineno);
         }
-        int ne = (int)json_array_size(ends), lens[EVALFILE_MAX_COMPLETIONS];
+        if (nlab >= 0 && nex >= nlab) {
+            fprintf(stderr, "prism-data evalfile: %s has only %ld labels, %s has more examples\n", labels, nlab, from);
+            json_decref(o); rc = 2; goto out;
+        }
+        int prc = evaltask_parse(task, o, nlab >= 0 ? lab[nex] : -1, &ex, err, sizeof err);
+        json_decref(o);
+        if (prc) { fprintf(stderr, "prism-data evalfile: %s:%ld: %s (task %s)\n", from, lineno, err, evaltask_name(task)); rc = 2; goto out; }
+        if (ex.nchoice > EVALFILE_MAX_COMPLETIONS) { fprintf(stderr, "prism-data evalfile: %s:%ld: more than 64 endings\n", from, lineno); rc = 2; goto out; }
+        int lens[EVALFILE_MAX_COMPLETIONS];
         ntok[0] = 0;
-        rc = bpe_encode(bc, json_string_value(ctx), json_string_length(ctx), &toks[0], &ntok[0], &cap[0]);
-        for (int k = 0; k < ne && !rc; k++) {
-            json_t *e = json_array_get(ends, (size_t)k);
-            size_t n = json_string_length(e) + 1;
-            if (n > bcap) { char *nb = realloc(buf, n); if (!nb) { rc = -1; break; } buf = nb; bcap = n; }
-            buf[0] = ' ';
-            memcpy(buf + 1, json_string_value(e), n - 1);
+        if (!ex.ctx[0]) {                           /* an empty context: the end-of-text token */
+            if (bpe_eot(b) < 0) { fprintf(stderr, "prism-data evalfile: %s:%ld: an empty context needs <|endoftext|> in the encoder\n", from, lineno); rc = 2; goto out; }
+            if (!cap[0]) { toks[0] = malloc(64 * sizeof *toks[0]); cap[0] = toks[0] ? 64 : 0; }
+            if (!toks[0]) rc = -1; else toks[0][ntok[0]++] = (uint16_t)bpe_eot(b);
+        } else rc = bpe_encode(bc, ex.ctx, strlen(ex.ctx), &toks[0], &ntok[0], &cap[0]);
+        for (int k = 0; k < ex.nchoice && !rc; k++) {
             ntok[k + 1] = 0;
-            rc = bpe_encode(bc, buf, n, &toks[k + 1], &ntok[k + 1], &cap[k + 1]);
+            rc = bpe_encode(bc, ex.choice[k], strlen(ex.choice[k]), &toks[k + 1], &ntok[k + 1], &cap[k + 1]);
             lens[k] = (int)ntok[k + 1];
         }
-        if (rc) { json_decref(o); fprintf(stderr, "prism-data evalfile: out of memory\n"); rc = 1; goto out; }
-        json_int_t label = json_integer_value(lab);
-        json_decref(o);
+        if (rc) { fprintf(stderr, "prism-data evalfile: out of memory\n"); rc = 1; goto out; }
         if (ntok[0] > 30000) { fprintf(stderr, "prism-data evalfile: %s:%ld: the context is %zu tokens, too long for the format\n", from, lineno, ntok[0]); rc = 2; goto out; }
-        if (label < 0 || label >= ne) {
-            fprintf(stderr, "prism-data evalfile: %s:%ld: \"label\" %lld is not an index into the %d endings\n", from, lineno, (long long)label, ne);
+        if (ex.label < 0 || ex.label >= ex.nchoice) {
+            fprintf(stderr, "prism-data evalfile: %s:%ld: \"label\" %d is not an index into the %d endings\n", from, lineno, ex.label, ex.nchoice);
             rc = 2;
             goto out;
         }
-        if (evalfile_writer_add(&w, (int)label, toks[0], (int)ntok[0], ne, (const uint16_t *const *)(toks + 1), lens, err, sizeof err)) {
+        if (evalfile_writer_add(&w, ex.label, toks[0], (int)ntok[0], ex.nchoice, (const uint16_t *const *)(toks + 1), lens, err, sizeof err)) {
             fprintf(stderr, "prism-data evalfile: %s:%ld: %s\n", from, lineno, err);
             rc = 2;
             goto out;
         }
+        evaltask_release(&ex);
+        nex++;
     }
     if (w.n == 0) { fprintf(stderr, "prism-data evalfile: %s: no examples (one JSON object a line)\n", from); rc = 2; goto out; }
+    if (nlab >= 0 && nlab != nex) { fprintf(stderr, "prism-data evalfile: %s has %ld labels for %ld examples in %s\n", labels, nlab, nex, from); rc = 2; goto out; }
     if (evalfile_writer_finish(&w, out, err, sizeof err)) { fprintf(stderr, "prism-data evalfile: %s\n", err); rc = 1; goto out; }
-    printf("wrote %s: %d examples (longest %d bytes)\n", out, w.n, w.longest_bytes);
+    printf("wrote %s: %d examples of %s (longest %d bytes)\n", out, w.n, evaltask_name(task), w.longest_bytes);
 out:
+    evaltask_release(&ex);
     for (int k = 0; k <= EVALFILE_MAX_COMPLETIONS; k++) free(toks[k]);
     free(line);
-    free(buf);
+    free(lab);
     fclose(f);
     evalfile_writer_release(&w);
     bpe_ctx_free(bc);
@@ -449,7 +529,7 @@ static const struct { const char *name; int (*fn)(int, char **); const char *sum
     {"synth", cmd_synth, "synthetic language with local and long-range structure: --out DIR --tokens N --vocab V --seed S"},
     {"bytes", cmd_bytes, "text files to byte-level shards (vocab 256): FILE... --out DIR"},
     {"tokenize", cmd_tokenize, "text or JSONL to GPT-2 BPE shards: FILE... --out DIR --encoder encoder.json --bpe vocab.bpe"},
-    {"evalfile", cmd_evalfile, "multiple-choice JSONL to an llm.c eval file: --from tasks.jsonl --out FILE.bin --encoder .. --bpe .."},
+    {"evalfile", cmd_evalfile, "a benchmark's JSONL (HellaSwag, PIQA, ARC, WinoGrande) to an llm.c eval file: --from F --out F.bin --task NAME --encoder .. --bpe .."},
 };
 
 int main(int argc, char **argv) {

@@ -9,10 +9,15 @@
  * writer has consumed it, which bounds memory and keeps the output independent of the thread count.
  */
 #include "tokenize.h"
+#include "input.h"
+#include "parquet.h"
 #include "shard.h"
 #include "util.h"
 #include <errno.h>
+#include <fcntl.h>
 #include <jansson.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -52,11 +57,22 @@ struct pipe {
     int tty;
 };
 
+static int ends_with(const char *s, size_t n, const char *suf) {
+    size_t k = strlen(suf);
+    return n > k && memcmp(s + n - k, suf, k) == 0;
+}
+
+/* --format jsonl, or (auto) a name ending .jsonl / .json, before any .gz / .zst / .zstd */
 static int is_jsonl(const struct tokenize_opts *o, const char *path) {
     if (o->format) return o->format == TOKENIZE_JSONL;
     size_t n = strlen(path);
-    return (n > 6 && strcmp(path + n - 6, ".jsonl") == 0) || (n > 5 && strcmp(path + n - 5, ".json") == 0);
+    if (ends_with(path, n, ".gz")) n -= 3;
+    else if (ends_with(path, n, ".zst")) n -= 4;
+    else if (ends_with(path, n, ".zstd")) n -= 5;
+    return ends_with(path, n, ".jsonl") || ends_with(path, n, ".json");
 }
+
+static const char *text_key(const struct tokenize_opts *o) { return o->column && *o->column ? o->column : "text"; }
 
 /* ---- workers ------------------------------------------------------------------------------------- */
 
@@ -72,11 +88,11 @@ static void encode_chunk(const struct tokenize_opts *o, struct bpe_ctx *bc, stru
         if (s->flags & SEG_JSON) {
             json_error_t je;
             j = json_loadb(text, len, 0, &je);
-            json_t *t = j ? json_object_get(j, "text") : NULL;
+            json_t *t = j ? json_object_get(j, text_key(o)) : NULL;
             if (!j || !json_is_string(t)) {
-                snprintf(c->err, sizeof c->err, "%s:%ld: %s%s", o->inputs[s->file], s->line,
-                         !j ? "not valid JSON: " : "expected an object with a \"text\" string",
-                         !j ? je.text : "");
+                if (!j) snprintf(c->err, sizeof c->err, "%s:%ld: not valid JSON: %s", o->inputs[s->file], s->line, je.text);
+                else snprintf(c->err, sizeof c->err, "%s:%ld: expected an object with a \"%s\" string", o->inputs[s->file],
+                              s->line, text_key(o));
                 json_decref(j);
                 c->rc = TOKENIZE_EINPUT;
                 break;
@@ -269,7 +285,10 @@ static size_t safe_cut(const char *b, size_t n) {
 
 #define RFAIL(code, ...) do { snprintf(err, errlen, __VA_ARGS__); rc = (code); goto out; } while (0)
 
-static int read_text(struct pipe *p, int fi, FILE *f, char *err, size_t errlen) {
+static const char *read_error(const struct input *in) { return input_error(in) ? input_error(in) : strerror(errno); }
+
+static int read_text(struct pipe *p, int fi, const struct input *in, char *err, size_t errlen) {
+    FILE *f = in->f;
     size_t cb = p->o->chunk_bytes;
     int rc = 0, first = 1;
     struct chunk *c;
@@ -287,7 +306,7 @@ static int read_text(struct pipe *p, int fi, FILE *f, char *err, size_t errlen) 
             if ((rc = reserve_buf(c, c->len + cb))) RFAIL(rc, "out of memory");
             size_t got = fread(c->buf + c->len, 1, cb, f);
             c->len += got;
-            if (ferror(f)) RFAIL(TOKENIZE_EINPUT, "%s: read failed: %s", p->o->inputs[fi], strerror(errno));
+            if (ferror(f)) RFAIL(TOKENIZE_EINPUT, "%s: read failed: %s", p->o->inputs[fi], read_error(in));
             p->st->bytes += got;
             if (got < cb) { eof = 1; break; }
             if (c->len >= cb && (cut = safe_cut(c->buf, c->len)) > 0) break;
@@ -312,7 +331,8 @@ out:
     return rc;
 }
 
-static int read_jsonl(struct pipe *p, int fi, FILE *f, char *err, size_t errlen) {
+static int read_jsonl(struct pipe *p, int fi, const struct input *in, char *err, size_t errlen) {
+    FILE *f = in->f;
     int rc = 0;
     struct chunk *c = NULL;
     char *line = NULL;
@@ -335,11 +355,69 @@ static int read_jsonl(struct pipe *p, int fi, FILE *f, char *err, size_t errlen)
         p->st->documents++;
         if (c->len >= p->o->chunk_bytes) { submit(p, c); c = NULL; }
     }
-    if (ferror(f)) RFAIL(TOKENIZE_EINPUT, "%s: read failed: %s", p->o->inputs[fi], strerror(errno));
+    if (ferror(f)) RFAIL(TOKENIZE_EINPUT, "%s: read failed: %s", p->o->inputs[fi], read_error(in));
     if (c) { submit(p, c); c = NULL; }
 out:
     if (c) { c->nseg = 0; submit(p, c); }   /* an empty chunk keeps the sequence whole */
     free(line);
+    return rc;
+}
+
+/* Every non-null value of the text column is a document (one segment each, copied into the chunk). */
+static int read_parquet(struct pipe *p, int fi, char *err, size_t errlen) {
+    const char *path = p->o->inputs[fi];
+    int rc = 0, fd = open(path, O_RDONLY);
+    struct stat sb;
+    void *map = MAP_FAILED;
+    struct parquet_reader *r = NULL;
+    struct chunk *c = NULL;
+    char perr[600];
+    if (fd < 0 || fstat(fd, &sb)) RFAIL(TOKENIZE_EINPUT, "%s: cannot open: %s", path, strerror(errno));
+    if (sb.st_size < 12) RFAIL(TOKENIZE_EINPUT, "%s: a parquet file of %lld bytes is truncated", path, (long long)sb.st_size);
+    map = mmap(NULL, (size_t)sb.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+    if (map == MAP_FAILED) RFAIL(TOKENIZE_EINPUT, "%s: cannot map: %s", path, strerror(errno));
+    madvise(map, (size_t)sb.st_size, MADV_SEQUENTIAL);
+    int pr = parquet_open(map, (size_t)sb.st_size, text_key(p->o), &r, perr, sizeof perr);
+    if (pr) RFAIL(pr == PARQUET_ENOMEM ? TOKENIZE_ENOMEM : TOKENIZE_EINPUT, "%s: parquet: %s", path, perr);
+    for (;;) {
+        const uint8_t *v;
+        size_t n;
+        int k = parquet_next(r, &v, &n, perr, sizeof perr);
+        if (k < 0) RFAIL(k == PARQUET_ENOMEM ? TOKENIZE_ENOMEM : TOKENIZE_EINPUT, "%s: parquet: %s", path, perr);
+        if (k == 0) break;
+        if (!c && (rc = next_slot(p, &c, err, errlen))) goto out;
+        if ((rc = reserve_buf(c, c->len + n + 1)) || (rc = add_seg(c, c->len, n, SEG_DOC, fi, 0))) RFAIL(rc, "out of memory");
+        memcpy(c->buf + c->len, v, n);
+        c->len += n;
+        p->st->bytes += n;
+        p->st->documents++;
+        if (c->len >= p->o->chunk_bytes) { submit(p, c); c = NULL; }
+    }
+    if (c) { submit(p, c); c = NULL; }
+out:
+    if (c) { c->nseg = 0; submit(p, c); }   /* an empty chunk keeps the sequence whole */
+    parquet_close(r);
+    if (map != MAP_FAILED) munmap(map, (size_t)sb.st_size);
+    if (fd >= 0) close(fd);
+    return rc;
+}
+
+/* One input: parquet by its magic (auto / --format parquet), else a text stream (decompressed) read as JSONL or
+ * text. Binary formats are refused by input_open, naming them. */
+static int read_input(struct pipe *p, int fi, char *err, size_t errlen) {
+    const struct tokenize_opts *o = p->o;
+    struct input in;
+    int rc = input_open(o->inputs[fi], o->format == TOKENIZE_AUTO || o->format == TOKENIZE_PARQUET, &in, err, errlen);
+    if (rc) return rc == INPUT_ENOMEM ? TOKENIZE_ENOMEM : TOKENIZE_EINPUT;
+    if (in.kind == INPUT_PARQUET) return read_parquet(p, fi, err, errlen);
+    if (o->format == TOKENIZE_PARQUET) {
+        snprintf(err, errlen, "%s: is not a parquet file (no PAR1 magic%s): drop --format parquet", o->inputs[fi],
+                 in.kind == INPUT_GZIP ? "; it is gzip" : in.kind == INPUT_ZSTD ? "; it is zstd" : "");
+        input_close(&in);
+        return TOKENIZE_EINPUT;
+    }
+    rc = is_jsonl(o, o->inputs[fi]) ? read_jsonl(p, fi, &in, err, errlen) : read_text(p, fi, &in, err, errlen);
+    input_close(&in);
     return rc;
 }
 
@@ -368,10 +446,7 @@ int tokenize_run(const struct tokenize_opts *o, struct tokenize_stats *st, char 
         if (pthread_create(&th[started], NULL, worker, &p)) break;
     if (started == 0) { snprintf(err, errlen, "cannot start a thread"); rc = TOKENIZE_ENOMEM; }
     for (int i = 0; i < oo.ninputs && !rc; i++) {
-        FILE *f = fopen(oo.inputs[i], "rb");
-        if (!f) { snprintf(err, errlen, "%s: cannot open: %s", oo.inputs[i], strerror(errno)); rc = TOKENIZE_EINPUT; break; }
-        rc = is_jsonl(&oo, oo.inputs[i]) ? read_jsonl(&p, i, f, err, errlen) : read_text(&p, i, f, err, errlen);
-        fclose(f);
+        rc = read_input(&p, i, err, errlen);
     }
     char err2[1024] = "";
     while (p.next_write < p.submitted) {   /* drain (after an error only to stop the workers cleanly) */

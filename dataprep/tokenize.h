@@ -1,8 +1,9 @@
 /* tokenize.h — text to llm.c token shards with GPT-2's BPE (dataprep/bpe.h), streaming and multi-threaded:
  * `prism-data tokenize` and the tokenizer benchmark call tokenize_run().
  *
- * Input: plain text files (each file one document) or JSONL files (each non-blank line one document, an object
- * with a "text" string). The end-of-text token (<|endoftext|>, 50256 in GPT-2) goes before every document.
+ * Input: plain text files (each file one document), JSONL files (each non-blank line one document, an object
+ * with a "text" string), either gzip- or zstd-compressed (input.h: decompressed as they stream; binary formats
+ * refused by their magic), and parquet files (parquet.h: each non-null value of the "text" column a document). The end-of-text token (<|endoftext|>, 50256 in GPT-2) goes before every document.
  * Output in out_dir: <kind>_val_NNNNNN.bin (the first val_tokens tokens of the stream: llm.c's convention, the
  * validation split first) and <kind>_train_NNNNNN.bin (the rest), each at most shard_tokens tokens, written as
  * they fill (temp file, fsync, rename), and meta.json {"kind","vocab_size","eot","documents","bytes",
@@ -20,14 +21,15 @@
 #include <stdio.h>
 
 enum { TOKENIZE_OK = 0, TOKENIZE_EIO = -1, TOKENIZE_EINPUT = -2, TOKENIZE_ENOMEM = -3 };
-enum { TOKENIZE_AUTO = 0, TOKENIZE_TEXT = 1, TOKENIZE_JSONL = 2 };
+enum { TOKENIZE_AUTO = 0, TOKENIZE_TEXT = 1, TOKENIZE_JSONL = 2, TOKENIZE_PARQUET = 3 };
 #define TOKENIZE_MAX_SHARD 100000000ULL
 
 struct tokenize_opts {
     const struct bpe *bpe;        /* required */
     char *const *inputs;          /* (ninputs) file paths */
     int ninputs;
-    int format;                   /* TOKENIZE_AUTO: .jsonl / .json files are JSONL, others text */
+    int format;                   /* TOKENIZE_AUTO: parquet by its magic; .jsonl / .json (also .gz / .zst) JSONL; else text */
+    const char *column;           /* the JSONL key / parquet column holding the text; NULL = "text" */
     const char *out_dir;          /* NULL: count only, write nothing (benchmarks) */
     const char *kind;             /* shard name prefix, default "text" */
     size_t shard_tokens;          /* default and maximum TOKENIZE_MAX_SHARD */

@@ -1,27 +1,27 @@
 #!/usr/bin/env bash
 # fuzz/run.sh — `make fuzz`: builds every libFuzzer target with clang (-fsanitize=fuzzer,address,undefined)
-# and runs each for a bounded time (FUZZ_SECONDS per target, default 20: seven targets ≈ 3 min with the builds). New corpus
+# and runs each for a bounded time (FUZZ_SECONDS per target, default 20: eight targets ≈ 3.5 min with the builds). New corpus
 # entries go to $BUILD/fuzz/corpus-NAME (the committed seeds in fuzz/corpus/NAME are only read). Crashes are
 # written to $BUILD/fuzz/NAME-crash-* and make the script fail (copy a reproducer to fuzz/corpus/NAME/ once
 # fixed: tests/unit/test_fuzz_corpus.c replays every file there in `make check`).
 #   BUILD=build FUZZ_SECONDS=60 FUZZ_TARGETS="job spec" bash fuzz/run.sh
 # Targets (fuzz/fuzz_NAME.c): request (HTTP request path), job (job JSON), spec (sweep spec), schedule
 # (schedule text + validation), shard (llm.c token shards), checkpoint (llm.c model / training-state files),
-# lease (the lease wrapper a worker reads).
+# lease (the lease wrapper a worker reads), parquet (prism-data's parquet text-column reader and input sniffer).
 # Each target file defines fuzz_NAME_one(); -DPRISM_LIBFUZZER adds LLVMFuzzerTestOneInput around it.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}
 SECS=${FUZZ_SECONDS:-20}
 CC_FUZZ=${CC_FUZZ:-clang}
-TARGETS=${FUZZ_TARGETS:-request job spec schedule shard checkpoint lease}
+TARGETS=${FUZZ_TARGETS:-request job spec schedule shard checkpoint lease parquet}
 command -v "$CC_FUZZ" >/dev/null || { echo "fuzz: $CC_FUZZ not found (apt-get install clang)" >&2; exit 2; }
 OUT=$BUILD/fuzz
 mkdir -p "$OUT/gen"
 bash tools/embed_sql.sh sql/*.sql >"$OUT/gen/sql_embed.c"
 bash tools/embed_text.sh deploy/slurm/prism-worker.sbatch >"$OUT/gen/deploy_embed.c"   # `launch slurm` prints it
 FLAGS=(-g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -std=gnu11 -DPRISM_LIBFUZZER
-       -Icommon -Iorchestrator -Ikernels -I"$OUT/gen")
+       -Icommon -Iorchestrator -Ikernels -Idataprep -I"$OUT/gen")
 
 # sources and libraries per target (only what the parser needs, so each build stays small)
 srcs() {
@@ -33,6 +33,7 @@ srcs() {
     shard)      echo common/shard.c common/util.c ;;
     checkpoint) ls kernels/*.c; echo common/util.c ;;
     lease)      echo common/lease.c ;;
+    parquet)    echo dataprep/parquet.c dataprep/input.c ;;
   esac
 }
 libs() {
@@ -40,6 +41,7 @@ libs() {
     request|spec) echo "$(pkg-config --cflags --libs sqlite3 libuv jansson) -lhttp_parser -lm -lpthread" ;;
     job|lease)  echo "$(pkg-config --cflags --libs jansson) -lm" ;;
     checkpoint) echo "-fopenmp $(pkg-config --cflags --libs openblas) -lm -lpthread" ;;
+    parquet)    echo "-lz -lzstd -lsnappy" ;;
     *)          echo "-lm" ;;
   esac
 }
@@ -48,6 +50,7 @@ opts() {
   case $1 in
     shard|checkpoint) echo "-max_len=8192" ;;
     spec)             echo "-max_len=4096" ;;
+    parquet)          echo "-max_len=16384" ;;
     *)                echo "" ;;
   esac
 }

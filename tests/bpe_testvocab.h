@@ -1,6 +1,7 @@
 /* bpe_testvocab.h — the small GPT-2-format vocabulary the BPE tests build (nothing is downloaded): the 256 byte
  * tokens with id = byte value, eleven merges (ids 256..266, ranks 0..10) and <|endoftext|> = 267, written as
- * encoder.json and vocab.bpe into a fresh directory. Included by test_bpe.c and test_tokenize.c.
+ * encoder.json and vocab.bpe into a fresh directory, and write_file for the tests' inputs. Included by
+ * test_bpe.c, test_tokenize.c and test_evaltasks.c.
  */
 #ifndef PRISM_BPE_TESTVOCAB_H
 #define PRISM_BPE_TESTVOCAB_H
@@ -65,4 +66,12 @@ static __attribute__((unused)) const char *write_vocab(char *enc, char *bpe, siz
     return dir;
 }
 
+/* DIR/NAME := text (the tests' input files) */
+static __attribute__((unused)) void write_file(const char *dir, const char *name, const char *text) {
+    char p[4200];
+    snprintf(p, sizeof p, "%s/%s", dir, name);
+    FILE *f = fopen(p, "wb");
+    fputs(text, f);
+    fclose(f);
+}
 #endif

@@ -20,6 +20,9 @@ check "jansson"                 libjansson-dev       hdr jansson.h
 check "libcurl"                 libcurl4-openssl-dev hdr curl/curl.h
 check "OpenBLAS"                libopenblas-dev      pkg-config --exists openblas
 check "PCRE2 (libpcre2-dev)"    libpcre2-dev         pkg-config --exists libpcre2-8
+check "zlib (zlib1g-dev)"       zlib1g-dev           hdr zlib.h
+check "zstd (libzstd-dev)"      libzstd-dev          hdr zstd.h
+check "snappy (libsnappy-dev)"  libsnappy-dev        hdr snappy-c.h
 check "sqlite3 shell"           sqlite3              command -v sqlite3
 check "Chart.js (libjs-chart.js)" libjs-chart.js     test -f /usr/share/javascript/chart.js/chart.umd.js -o -f /usr/share/javascript/chart.js/chart.min.js -o -f /usr/share/javascript/chart.js/Chart.min.js
 check "python3 (Debian)"        python3              test -x /usr/bin/python3
@@ -32,6 +35,9 @@ check "SLURM (slurm-wlm, tests)" slurm-wlm           test -x /usr/sbin/slurmctld
 check "munge (tests)"           munge                test -x /usr/sbin/munged
 check "systemd-analyze (tests)" systemd              test -x /usr/bin/systemd-analyze
 check "PyYAML (python3-yaml, tests)" python3-yaml    /usr/bin/python3 -c 'import yaml'
+check "node (nodejs, tests)"    nodejs               command -v node
+check "npm (tests)"             npm                  command -v npm
+check "zstd (CLI, tests)"      zstd                 command -v zstd
 check "SciPy (python3-scipy, tests)" python3-scipy  /usr/bin/python3 -c "import scipy.stats"
 if [ "${1:-}" = "--fuzz" ]; then   # make fuzz: clang with libFuzzer's runtime
   check "clang"                 clang                command -v clang

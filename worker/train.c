@@ -234,6 +234,24 @@ static int metrics_open(struct run *r, int keep_below) {
     return 0;
 }
 
+/* At job start: an explicit eval.batches must fit the val split as whole batches, so no batch wraps around and
+ * counts twice ("all" takes every whole batch; run_loop refuses a split without one). TRAIN_EDATA naming the
+ * split's size and the largest eval.batches that fits. */
+static int val_split_check(struct run *r) {
+    const struct job_config *job = r->job;
+    int B = job->train.batch_size, T = job->train.seq_len, nb = job->eval.batches;
+    size_t have = r->val.nwin / (size_t)B;
+    if (nb == JOB_EVAL_ALL || (size_t)nb <= have) return 0;
+    if (have == 0)
+        return fail(r, TRAIN_EDATA, "eval.batches %d exceeds the val split: data.val (%s) holds %zu tokens = %zu windows of "
+                    "seq_len+1 = %d tokens, less than one batch of batch_size %d: make the val split larger (prism-data "
+                    "tokenize --val-tokens N) or lower train.batch_size", nb, job->data.val, r->val.set.total, r->val.nwin,
+                    T + 1, B);
+    return fail(r, TRAIN_EDATA, "eval.batches %d exceeds the val split: data.val (%s) holds %zu tokens = %zu windows of "
+                "seq_len+1 = %d tokens = %zu batches of batch_size %d: set eval.batches to at most %zu (or \"all\")", nb,
+                job->data.val, r->val.set.total, r->val.nwin, T + 1, have, B, have);
+}
+
 /* Mean val loss over the val_nb sequential batches (each batch's in val_batch[]); attn (L doubles) gets D_l when
  * non-NULL. */
 static int evaluate(struct run *r, double *val_loss, double *attn) {
@@ -465,6 +483,7 @@ static int run_loop(struct run *r) {
         return fail(r, rc, "%s", r->ebuf);
     if ((rc = loader_init(&r->val, "data.val", job->data.val, root, B, T, 0, 0, r->ebuf, sizeof r->ebuf)))
         return fail(r, rc, "%s", r->ebuf);
+    if ((rc = val_split_check(r))) return rc;
     /* "all": every whole batch of B windows in the val split */
     r->val_nb = job->eval.batches == JOB_EVAL_ALL ? (int)(r->val.nwin / (size_t)B > JOB_EVAL_MAX_ALL ? JOB_EVAL_MAX_ALL : r->val.nwin / (size_t)B)
                                                   : job->eval.batches;

@@ -181,6 +181,27 @@ t_bad_data_names_the_path() {
   "$(bin prism-worker)" train "$d/job.json" --data-root "$d" --out "$d/o2" --steps 2 --quiet || fail "--data-root run failed"
 }
 
+# eval.batches beyond the val split fails at job start (before step 0), naming the split's size and the largest
+# eval.batches that fits; exactly that many passes (no batch wraps around to count twice)
+t_eval_batches_beyond_the_val_split_fail_at_start() {
+  local d out rc; d=$(tmpdir)
+  make_data "$d"        # 200k tokens, 10% val: 20000 tokens = 312 windows of 65 = 39 batches of 8
+  write_job "$d"
+  sed -i 's/"batches": 2/"batches": 40/' "$d/job.json"
+  out=$(cd "$d" && "$(bin prism-worker)" train job.json --out o --quiet 2>&1); rc=$?
+  assert_eq 2 "$rc" "exit status for eval.batches 40 > 39: $out"
+  assert_contains "$out" "eval.batches 40 exceeds the val split: data.val (data/synth_val_*.bin) holds 20000 tokens = 312 windows"
+  assert_contains "$out" "= 39 batches of batch_size 8: set eval.batches to at most 39"
+  [ ! -s "$d/o/metrics.jsonl" ] || fail "a metrics row was written before the check: $(head -2 "$d/o/metrics.jsonl")"
+  sed -i 's/"batches": 40/"batches": 39/' "$d/job.json"
+  (cd "$d" && "$(bin prism-worker)" train job.json --out o2 --steps 2 --quiet) || fail "eval.batches 39 (the whole split) failed"
+  # a val split smaller than one batch fails whatever eval.batches is
+  BATCH=400 write_job "$d"
+  out=$(cd "$d" && "$(bin prism-worker)" train job.json --out o3 --quiet 2>&1); rc=$?
+  assert_eq 2 "$rc" "exit status for batch_size 400 > 312 windows: $out"
+  assert_contains "$out" "less than one batch of batch_size 400"
+}
+
 t_bad_job_and_flags_exit_2() {
   local d out; d=$(tmpdir)
   make_data "$d"; write_job "$d" ', "dropout": 0.1'

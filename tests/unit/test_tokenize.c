@@ -14,14 +14,6 @@
 #include <stdint.h>
 #include <sys/stat.h>
 
-static void write_file(const char *dir, const char *name, const char *text) {
-    char p[4200];
-    snprintf(p, sizeof p, "%s/%s", dir, name);
-    FILE *f = fopen(p, "wb");
-    fputs(text, f);
-    fclose(f);
-}
-
 /* every token of the shards matching DIR/PREFIX*, in name order, as "1 2 3"; *nshards gets their count */
 static char *read_tokens(const char *dir, const char *glob, int *nshards, size_t max_per_shard) {
     struct shard_set set;

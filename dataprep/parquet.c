@@ -1,0 +1,632 @@
+/* parquet.c — the one-column Parquet reader of parquet.h.
+ *
+ * Design. Three layers, each bounds-checked against the bytes it was given:
+ *  - a Thrift compact-protocol cursor (varints, zigzag ints, field headers with id deltas, lists, skipping any
+ *    value of any type up to a nesting depth), with which parse_footer() reads only the FileMetaData fields it
+ *    needs (schema, row groups → the chosen column chunk's codec, value count, first page and byte size) and
+ *    parse_page_header() the PageHeader of each page;
+ *  - page decoding: decompress (snappy / gzip / zstd) into a buffer the reader keeps, then definition levels and
+ *    values: PLAIN byte arrays (4-byte little-endian length, bytes) or dictionary indices (a bit-width byte and
+ *    the RLE/bit-packed hybrid) into the dictionary page's values;
+ *  - iteration: parquet_next() walks row groups → pages → the page's non-null values, decoding one page at a
+ *    time into an array of (pointer, length) pairs into the page (or dictionary) buffer.
+ */
+#include "parquet.h"
+#include <snappy-c.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zlib.h>
+#include <zstd.h>
+
+/* ---- Thrift compact protocol ------------------------------------------------------------------- */
+
+enum { TC_STOP = 0, TC_TRUE = 1, TC_FALSE = 2, TC_BYTE = 3, TC_I16 = 4, TC_I32 = 5, TC_I64 = 6, TC_DOUBLE = 7,
+       TC_BINARY = 8, TC_LIST = 9, TC_SET = 10, TC_MAP = 11, TC_STRUCT = 12 };
+#define TC_MAX_DEPTH 32
+
+struct tc { const uint8_t *p, *end; int bad; };
+
+static uint64_t tc_varint(struct tc *t) {
+    uint64_t v = 0;
+    for (int shift = 0; shift < 64; shift += 7) {
+        if (t->p >= t->end) { t->bad = 1; return 0; }
+        uint8_t b = *t->p++;
+        v |= (uint64_t)(b & 0x7f) << shift;
+        if (!(b & 0x80)) return v;
+    }
+    t->bad = 1;
+    return 0;
+}
+static int64_t tc_int(struct tc *t) { uint64_t v = tc_varint(t); return (int64_t)(v >> 1) ^ -(int64_t)(v & 1); }
+
+/* A field header: 0 at STOP, else 1 with *id and *type (booleans carry their value in the type). */
+static int tc_field(struct tc *t, int *last, int *id, int *type) {
+    if (t->p >= t->end) { t->bad = 1; return 0; }
+    uint8_t b = *t->p++;
+    if (b == 0) return 0;
+    *type = b & 0x0f;
+    int delta = b >> 4;
+    *id = delta ? *last + delta : (int)tc_int(t);
+    *last = *id;
+    return !t->bad;
+}
+
+static size_t tc_list(struct tc *t, int *etype) {
+    *etype = -1;
+    if (t->p >= t->end) { t->bad = 1; return 0; }
+    uint8_t b = *t->p++;
+    *etype = b & 0x0f;
+    uint64_t n = b >> 4;
+    if (n == 15) n = tc_varint(t);
+    if (n > (uint64_t)(t->end - t->p)) { t->bad = 1; return 0; }   /* every element takes at least one byte */
+    return (size_t)n;
+}
+
+static void tc_binary(struct tc *t, const uint8_t **p, size_t *n) {
+    uint64_t len = tc_varint(t);
+    if (t->bad || len > (uint64_t)(t->end - t->p)) { t->bad = 1; *p = NULL; *n = 0; return; }
+    *p = t->p;
+    *n = (size_t)len;
+    t->p += len;
+}
+
+static void tc_skip(struct tc *t, int type, int depth) {
+    if (t->bad) return;
+    if (depth > TC_MAX_DEPTH) { t->bad = 1; return; }
+    switch (type) {
+    case TC_TRUE: case TC_FALSE: return;                 /* in a struct: the value is the type */
+    case TC_BYTE: if (t->p >= t->end) t->bad = 1; else t->p++; return;
+    case TC_I16: case TC_I32: case TC_I64: tc_varint(t); return;
+    case TC_DOUBLE: if (t->end - t->p < 8) t->bad = 1; else t->p += 8; return;
+    case TC_BINARY: { const uint8_t *p; size_t n; tc_binary(t, &p, &n); return; }
+    case TC_LIST: case TC_SET: {
+        int et;
+        size_t n = tc_list(t, &et);
+        for (size_t i = 0; i < n && !t->bad; i++) {
+            if (et == TC_TRUE || et == TC_FALSE) tc_skip(t, TC_BYTE, depth + 1);   /* list booleans are bytes */
+            else tc_skip(t, et, depth + 1);
+        }
+        return;
+    }
+    case TC_MAP: {
+        uint64_t n = tc_varint(t);
+        if (t->bad || n == 0) return;
+        if (n > (uint64_t)(t->end - t->p)) { t->bad = 1; return; }
+        if (t->p >= t->end) { t->bad = 1; return; }
+        uint8_t kv = *t->p++;
+        int kt = kv >> 4, vt = kv & 0x0f;
+        for (uint64_t i = 0; i < n && !t->bad; i++) {
+            tc_skip(t, kt == TC_TRUE || kt == TC_FALSE ? TC_BYTE : kt, depth + 1);
+            tc_skip(t, vt == TC_TRUE || vt == TC_FALSE ? TC_BYTE : vt, depth + 1);
+        }
+        return;
+    }
+    case TC_STRUCT: {
+        int last = 0, id, ft;
+        while (!t->bad && tc_field(t, &last, &id, &ft)) tc_skip(t, ft, depth + 1);
+        return;
+    }
+    default: t->bad = 1; return;
+    }
+}
+
+/* ---- the footer -------------------------------------------------------------------------------- */
+
+enum { PQ_BYTE_ARRAY = 6 };
+enum { PQ_REQUIRED = 0, PQ_OPTIONAL = 1, PQ_REPEATED = 2 };
+enum { ENC_PLAIN = 0, ENC_PLAIN_DICTIONARY = 2, ENC_RLE = 3, ENC_BIT_PACKED = 4, ENC_RLE_DICTIONARY = 8 };
+enum { CODEC_NONE = 0, CODEC_SNAPPY = 1, CODEC_GZIP = 2, CODEC_ZSTD = 6 };
+enum { PAGE_DATA = 0, PAGE_INDEX = 1, PAGE_DICT = 2, PAGE_DATA_V2 = 3 };
+
+static const char *codec_name(int c) {
+    static const char *n[] = {"UNCOMPRESSED", "SNAPPY", "GZIP", "LZO", "BROTLI", "LZ4", "ZSTD", "LZ4_RAW"};
+    return c >= 0 && c < 8 ? n[c] : "an unknown codec";
+}
+static const char *encoding_name(int e) {
+    static const char *n[] = {"PLAIN", "GROUP_VAR_INT", "PLAIN_DICTIONARY", "RLE", "BIT_PACKED",
+                              "DELTA_BINARY_PACKED", "DELTA_LENGTH_BYTE_ARRAY", "DELTA_BYTE_ARRAY", "RLE_DICTIONARY",
+                              "BYTE_STREAM_SPLIT"};
+    return e >= 0 && e < 10 ? n[e] : "an unknown encoding";
+}
+static const char *type_name(int t) {
+    static const char *n[] = {"BOOLEAN", "INT32", "INT64", "INT96", "FLOAT", "DOUBLE", "BYTE_ARRAY",
+                              "FIXED_LEN_BYTE_ARRAY"};
+    return t >= 0 && t < 8 ? n[t] : "an unknown type";
+}
+
+struct chunk_meta { int codec; int64_t num_values, start, size; };
+
+struct val { const uint8_t *p; uint32_t n; };
+
+struct parquet_reader {
+    const uint8_t *data;
+    size_t len;
+    int64_t num_rows;
+    int max_def;
+    int nrg;
+    struct chunk_meta *rg;
+    /* iteration */
+    int cur_rg, state_rc;
+    int64_t pos, end, seen;          /* current column chunk: next page, end, values seen in data pages */
+    int page_no;
+    uint8_t *dict_buf, *page_buf;    /* decompressed dictionary and data page */
+    size_t dict_cap, page_cap;
+    struct val *dict;
+    size_t ndict, dict_alloc;
+    struct val *vals;
+    size_t nvals, vals_cap, next_val;
+    uint32_t *idx;                   /* def levels / dictionary indices scratch */
+    size_t idx_cap;
+    uint8_t *defs;
+    size_t defs_cap;
+};
+
+static int fail(char *err, size_t errlen, int code, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, errlen, fmt, ap);
+    va_end(ap);
+    return code;
+}
+
+struct schema_el { int type, rep, nchild; const uint8_t *name; size_t nlen; };
+
+static void parse_schema_el(struct tc *t, struct schema_el *e) {
+    int last = 0, id, ft;
+    memset(e, 0, sizeof *e);
+    e->type = -1;
+    e->rep = PQ_REQUIRED;
+    while (!t->bad && tc_field(t, &last, &id, &ft)) {
+        if (id == 1 && ft == TC_I32) e->type = (int)tc_int(t);
+        else if (id == 3 && ft == TC_I32) e->rep = (int)tc_int(t);
+        else if (id == 4 && ft == TC_BINARY) tc_binary(t, &e->name, &e->nlen);
+        else if (id == 5 && ft == TC_I32) e->nchild = (int)tc_int(t);
+        else tc_skip(t, ft, 1);
+    }
+}
+
+/* ColumnMetaData: codec, num_values, data_page_offset, dictionary_page_offset, total_compressed_size, type */
+static void parse_col_meta(struct tc *t, struct chunk_meta *m, int *type) {
+    int last = 0, id, ft;
+    int64_t data_off = -1, dict_off = -1;
+    while (!t->bad && tc_field(t, &last, &id, &ft)) {
+        if (id == 1 && ft == TC_I32) *type = (int)tc_int(t);
+        else if (id == 4 && ft == TC_I32) m->codec = (int)tc_int(t);
+        else if (id == 5 && ft == TC_I64) m->num_values = tc_int(t);
+        else if (id == 7 && ft == TC_I64) m->size = tc_int(t);
+        else if (id == 9 && ft == TC_I64) data_off = tc_int(t);
+        else if (id == 11 && ft == TC_I64) dict_off = tc_int(t);
+        else tc_skip(t, ft, 2);
+    }
+    /* some writers put 0 in dictionary_page_offset for "none": the chunk starts at the lower real offset */
+    m->start = dict_off > 0 && dict_off < data_off ? dict_off : data_off;
+}
+
+/* ColumnChunk: file_path (must be absent or empty), meta_data */
+static int parse_col_chunk(struct tc *t, struct chunk_meta *m, int *type, int *external) {
+    int last = 0, id, ft, have = 0;
+    while (!t->bad && tc_field(t, &last, &id, &ft)) {
+        if (id == 1 && ft == TC_BINARY) { const uint8_t *p; size_t n; tc_binary(t, &p, &n); if (n) *external = 1; }
+        else if (id == 3 && ft == TC_STRUCT) { parse_col_meta(t, m, type); have = 1; }
+        else tc_skip(t, ft, 2);
+    }
+    return have;
+}
+
+static int parse_footer(struct parquet_reader *r, const uint8_t *p, size_t n, const char *column, char *err,
+                        size_t errlen) {
+    struct tc t = {p, p + n, 0};
+    int last = 0, id, ft, leaf = -1, have_schema = 0, coltype = -1, rc = 0;
+    while (!t.bad && tc_field(&t, &last, &id, &ft)) {
+        if (id == 2 && ft == TC_LIST) {           /* schema: depth-first, element 0 the root */
+            int et;
+            size_t ne = tc_list(&t, &et);
+            if (et != TC_STRUCT || ne < 1) { t.bad = 1; break; }
+            struct schema_el root;
+            parse_schema_el(&t, &root);
+            int64_t pending = root.nchild, leaves = 0, depth_left = 0;   /* depth_left: elements still inside a group */
+            int found = 0;
+            for (size_t i = 1; i < ne && !t.bad; i++) {
+                struct schema_el e;
+                parse_schema_el(&t, &e);
+                if (e.nchild < 0) { t.bad = 1; break; }
+                int top = depth_left == 0;
+                if (top) { if (pending-- <= 0) { t.bad = 1; break; } }
+                else depth_left--;
+                depth_left += e.nchild;
+                if (top && !found && e.nlen == strlen(column) && memcmp(e.name, column, e.nlen) == 0) {
+                    found = 1;
+                    if (e.nchild > 0) rc = fail(err, errlen, PARQUET_EUNSUPPORTED, "column \"%s\" is a group (nested), not a text column", column);
+                    else if (e.rep == PQ_REPEATED) rc = fail(err, errlen, PARQUET_EUNSUPPORTED, "column \"%s\" is repeated (a list), not a text column", column);
+                    else if (e.type != PQ_BYTE_ARRAY) rc = fail(err, errlen, PARQUET_EUNSUPPORTED, "column \"%s\" is %s, not BYTE_ARRAY (text)", column, type_name(e.type));
+                    leaf = (int)leaves;
+                    r->max_def = e.rep == PQ_OPTIONAL;
+                }
+                if (e.nchild == 0) leaves++;
+            }
+            if (!t.bad && !found && !rc) rc = fail(err, errlen, PARQUET_EUNSUPPORTED, "no top-level column \"%s\"", column);
+            if (rc) return rc;
+            have_schema = 1;
+        } else if (id == 3 && ft == TC_I64) {
+            r->num_rows = tc_int(&t);
+        } else if (id == 4 && ft == TC_LIST && have_schema && !r->rg) {   /* row groups */
+            int et;
+            size_t ng = tc_list(&t, &et);
+            if (et != TC_STRUCT) { t.bad = 1; break; }
+            if (!(r->rg = calloc(ng ? ng : 1, sizeof *r->rg))) return fail(err, errlen, PARQUET_ENOMEM, "out of memory");
+            for (size_t g = 0; g < ng && !t.bad; g++) {
+                int l2 = 0, id2, ft2, got = 0;
+                while (!t.bad && tc_field(&t, &l2, &id2, &ft2)) {
+                    if (id2 == 1 && ft2 == TC_LIST) {
+                        int et2;
+                        size_t nc = tc_list(&t, &et2);
+                        if (et2 != TC_STRUCT) { t.bad = 1; break; }
+                        for (size_t c = 0; c < nc && !t.bad; c++) {
+                            struct chunk_meta m = {.start = -1};
+                            int ty = -1, ext = 0;
+                            int have = parse_col_chunk(&t, &m, &ty, &ext);
+                            if ((int)c != leaf) continue;
+                            if (!have) return fail(err, errlen, PARQUET_EFORMAT, "row group %zu: column chunk without metadata", g);
+                            if (ext) return fail(err, errlen, PARQUET_EUNSUPPORTED, "row group %zu: the column's data is in another file (file_path)", g);
+                            if (ty != PQ_BYTE_ARRAY) return fail(err, errlen, PARQUET_EFORMAT, "row group %zu: the column chunk is %s, the schema says BYTE_ARRAY", g, type_name(ty));
+                            coltype = ty;
+                            r->rg[g] = m;
+                            got = 1;
+                        }
+                    } else tc_skip(&t, ft2, 1);
+                }
+                if (!t.bad && !got) return fail(err, errlen, PARQUET_EFORMAT, "row group %zu has no column %d", g, leaf);
+                r->nrg = (int)(g + 1);
+            }
+        } else tc_skip(&t, ft, 1);
+    }
+    (void)coltype;
+    if (t.bad) return fail(err, errlen, PARQUET_EFORMAT, "the footer (FileMetaData) is malformed at byte %zu of %zu", (size_t)(t.p - p), n);
+    if (!have_schema) return fail(err, errlen, PARQUET_EFORMAT, "the footer has no schema");
+    for (int g = 0; g < r->nrg; g++) {
+        struct chunk_meta *m = &r->rg[g];
+        if (m->codec != CODEC_NONE && m->codec != CODEC_SNAPPY && m->codec != CODEC_GZIP && m->codec != CODEC_ZSTD)
+            return fail(err, errlen, PARQUET_EUNSUPPORTED, "row group %d: %s pages are not supported (UNCOMPRESSED, SNAPPY, GZIP and ZSTD are)", g, codec_name(m->codec));
+        if (m->start < 4 || m->size < 0 || m->num_values < 0 || (uint64_t)m->start + (uint64_t)m->size > r->len - 8)
+            return fail(err, errlen, PARQUET_EFORMAT, "row group %d: the column chunk (offset %lld, %lld bytes) lies outside the file (%zu bytes)",
+                        g, (long long)m->start, (long long)m->size, r->len);
+    }
+    return 0;
+}
+
+int parquet_open(const uint8_t *data, size_t len, const char *column, struct parquet_reader **out, char *err,
+                 size_t errlen) {
+    *out = NULL;
+    if (len < 12 || memcmp(data, "PAR1", 4) != 0) return fail(err, errlen, PARQUET_EFORMAT, "not a parquet file (no PAR1 at the start)");
+    if (memcmp(data + len - 4, "PARE", 4) == 0) return fail(err, errlen, PARQUET_EUNSUPPORTED, "an encrypted parquet file (PARE footer)");
+    if (memcmp(data + len - 4, "PAR1", 4) != 0) return fail(err, errlen, PARQUET_EFORMAT, "truncated: no PAR1 at the end (the footer is missing)");
+    uint32_t flen = (uint32_t)data[len - 8] | (uint32_t)data[len - 7] << 8 | (uint32_t)data[len - 6] << 16 | (uint32_t)data[len - 5] << 24;
+    if ((uint64_t)flen + 12 > len) return fail(err, errlen, PARQUET_EFORMAT, "the footer length %u exceeds the file (%zu bytes)", flen, len);
+    struct parquet_reader *r = calloc(1, sizeof *r);
+    if (!r) return fail(err, errlen, PARQUET_ENOMEM, "out of memory");
+    r->data = data;
+    r->len = len;
+    r->cur_rg = -1;
+    int rc = parse_footer(r, data + len - 8 - flen, flen, column, err, errlen);
+    if (rc) { parquet_close(r); return rc; }
+    *out = r;
+    return 0;
+}
+
+int64_t parquet_num_rows(const struct parquet_reader *r) { return r->num_rows; }
+int parquet_num_row_groups(const struct parquet_reader *r) { return r->nrg; }
+
+void parquet_close(struct parquet_reader *r) {
+    if (!r) return;
+    free(r->rg);
+    free(r->dict_buf);
+    free(r->page_buf);
+    free(r->dict);
+    free(r->vals);
+    free(r->idx);
+    free(r->defs);
+    free(r);
+}
+
+/* ---- pages ------------------------------------------------------------------------------------- */
+
+struct page_header {
+    int type, num_values, encoding, def_encoding, num_nulls, def_len, rep_len, is_compressed;
+    int64_t usize, csize;
+};
+
+static void parse_page_header(struct tc *t, struct page_header *h) {
+    int last = 0, id, ft;
+    memset(h, 0, sizeof *h);
+    h->type = -1;
+    h->encoding = -1;
+    h->def_encoding = ENC_RLE;
+    h->is_compressed = 1;
+    while (!t->bad && tc_field(t, &last, &id, &ft)) {
+        if (id == 1 && ft == TC_I32) h->type = (int)tc_int(t);
+        else if (id == 2 && ft == TC_I32) h->usize = tc_int(t);
+        else if (id == 3 && ft == TC_I32) h->csize = tc_int(t);
+        else if ((id == 5 || id == 7 || id == 8) && ft == TC_STRUCT) {
+            int l2 = 0, i2, f2;
+            while (!t->bad && tc_field(t, &l2, &i2, &f2)) {
+                if (f2 == TC_I32 && i2 == 1) h->num_values = (int)tc_int(t);
+                else if (f2 == TC_I32 && id == 5 && i2 == 2) h->encoding = (int)tc_int(t);
+                else if (f2 == TC_I32 && id == 5 && i2 == 3) h->def_encoding = (int)tc_int(t);
+                else if (f2 == TC_I32 && id == 7 && i2 == 2) h->encoding = (int)tc_int(t);
+                else if (f2 == TC_I32 && id == 8 && i2 == 2) h->num_nulls = (int)tc_int(t);
+                else if (f2 == TC_I32 && id == 8 && i2 == 4) h->encoding = (int)tc_int(t);
+                else if (f2 == TC_I32 && id == 8 && i2 == 5) h->def_len = (int)tc_int(t);
+                else if (f2 == TC_I32 && id == 8 && i2 == 6) h->rep_len = (int)tc_int(t);
+                else if ((f2 == TC_TRUE || f2 == TC_FALSE) && id == 8 && i2 == 7) h->is_compressed = f2 == TC_TRUE;
+                else tc_skip(t, f2, 2);
+            }
+        } else tc_skip(t, ft, 1);
+    }
+}
+
+static int grow_bytes(uint8_t **b, size_t *cap, size_t need) {
+    if (need <= *cap) return 0;
+    size_t nc = *cap ? *cap : 1 << 16;
+    while (nc < need) nc *= 2;
+    uint8_t *nb = realloc(*b, nc);
+    if (!nb) return -1;
+    *b = nb;
+    *cap = nc;
+    return 0;
+}
+
+/* Decompresses src into *buf (grown) which must come out exactly usize bytes. */
+static int decompress(int codec, const uint8_t *src, size_t csize, size_t usize, uint8_t **buf, size_t *cap,
+                      char *err, size_t errlen) {
+    if (usize > PARQUET_MAX_PAGE) return fail(err, errlen, PARQUET_EUNSUPPORTED, "a page of %zu bytes (the most is %u)", usize, PARQUET_MAX_PAGE);
+    if (grow_bytes(buf, cap, usize ? usize : 1)) return fail(err, errlen, PARQUET_ENOMEM, "out of memory for a page of %zu bytes", usize);
+    if (codec == CODEC_NONE) {
+        if (csize != usize) return fail(err, errlen, PARQUET_EFORMAT, "an uncompressed page of %zu bytes says %zu uncompressed", csize, usize);
+        memcpy(*buf, src, usize);
+        return 0;
+    }
+    if (codec == CODEC_SNAPPY) {
+        size_t n;
+        if (snappy_uncompressed_length((const char *)src, csize, &n) != SNAPPY_OK || n != usize)
+            return fail(err, errlen, PARQUET_EFORMAT, "a snappy page does not decompress to its stated %zu bytes", usize);
+        if (snappy_uncompress((const char *)src, csize, (char *)*buf, &n) != SNAPPY_OK || n != usize)
+            return fail(err, errlen, PARQUET_EFORMAT, "a snappy page is corrupt");
+        return 0;
+    }
+    if (codec == CODEC_ZSTD) {
+        size_t n = ZSTD_decompress(*buf, usize, src, csize);
+        if (ZSTD_isError(n) || n != usize)
+            return fail(err, errlen, PARQUET_EFORMAT, "a zstd page does not decompress to its stated %zu bytes%s%s", usize,
+                        ZSTD_isError(n) ? ": " : "", ZSTD_isError(n) ? ZSTD_getErrorName(n) : "");
+        return 0;
+    }
+    /* GZIP */
+    z_stream z;
+    memset(&z, 0, sizeof z);
+    if (inflateInit2(&z, 15 + 32) != Z_OK) return fail(err, errlen, PARQUET_ENOMEM, "out of memory (zlib)");
+    z.next_in = (Bytef *)src;
+    z.avail_in = (uInt)csize;
+    z.next_out = *buf;
+    z.avail_out = (uInt)usize;
+    int zr = inflate(&z, Z_FINISH);
+    size_t n = usize - z.avail_out;
+    inflateEnd(&z);
+    if (zr != Z_STREAM_END || n != usize) return fail(err, errlen, PARQUET_EFORMAT, "a gzip page does not decompress to its stated %zu bytes", usize);
+    return 0;
+}
+
+/* The RLE / bit-packed hybrid: count values of bit width bw from p[0..n). 0 or -1 (runs past the data). */
+static int rle_decode(const uint8_t *p, size_t n, int bw, uint32_t *out, size_t count) {
+    size_t got = 0, vbytes = (size_t)(bw + 7) / 8;
+    struct tc t = {p, p + n, 0};
+    while (got < count) {
+        uint64_t h = tc_varint(&t);
+        if (t.bad) return -1;
+        if (h & 1) {                                   /* bit-packed: (h >> 1) groups of 8 */
+            uint64_t groups = h >> 1, nv = groups * 8;
+            size_t avail = (size_t)(t.end - t.p);
+            if (groups == 0) continue;
+            if (groups > avail) return -1;
+            size_t take = nv < count - got ? (size_t)nv : count - got;
+            if (((uint64_t)take * bw + 7) / 8 > avail) return -1;
+            uint64_t acc = 0;
+            int have = 0;
+            const uint8_t *q = t.p;
+            for (size_t k = 0; k < take; k++) {
+                while (have < bw) { acc |= (uint64_t)*q++ << have; have += 8; }
+                out[got++] = bw ? (uint32_t)(acc & ((bw == 32 ? 0xffffffffull : (1ull << bw) - 1))) : 0;
+                acc = bw == 64 ? 0 : acc >> bw;
+                have -= bw;
+            }
+            size_t full = (size_t)(groups * (uint64_t)bw);   /* the whole run's bytes, when present */
+            t.p += full <= avail ? full : (size_t)(q - t.p);
+        } else {                                       /* RLE: h >> 1 repeats of one value */
+            uint64_t run = h >> 1;
+            if ((size_t)(t.end - t.p) < vbytes) return -1;
+            uint32_t v = 0;
+            for (size_t k = 0; k < vbytes; k++) v |= (uint32_t)t.p[k] << (8 * k);
+            t.p += vbytes;
+            if (run == 0) continue;                    /* no values, but its bytes were consumed: bounded */
+            size_t take = run < count - got ? (size_t)run : count - got;
+            for (size_t k = 0; k < take; k++) out[got++] = v;
+        }
+    }
+    return 0;
+}
+
+static int ensure_vals(struct parquet_reader *r, size_t n) {
+    if (n <= r->vals_cap) return 0;
+    struct val *v = realloc(r->vals, n * sizeof *v);
+    if (!v) return -1;
+    r->vals = v;
+    r->vals_cap = n;
+    return 0;
+}
+
+/* n PLAIN byte arrays from p[0..len) into out (pointers into p). 0 or -1. */
+static int plain_decode(const uint8_t *p, size_t len, size_t n, struct val *out) {
+    size_t o = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (len - o < 4) return -1;
+        uint32_t l = (uint32_t)p[o] | (uint32_t)p[o + 1] << 8 | (uint32_t)p[o + 2] << 16 | (uint32_t)p[o + 3] << 24;
+        o += 4;
+        if (l > len - o) return -1;
+        out[i] = (struct val){p + o, l};
+        o += l;
+    }
+    return 0;
+}
+
+/* err = "row group G, page P: " + the message */
+static int page_fail(const struct parquet_reader *r, char *err, size_t errlen, int code, const char *fmt, ...) {
+    int n = snprintf(err, errlen, "row group %d, page %d: ", r->cur_rg, r->page_no);
+    if (n < 0 || (size_t)n >= errlen) return code;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err + n, errlen - (size_t)n, fmt, ap);
+    va_end(ap);
+    return code;
+}
+#define PFAIL(code, ...) page_fail(r, err, errlen, code, __VA_ARGS__)
+#define PARQUET_MAX_PAGE_VALUES (1 << 24)
+
+/* Reads the page at r->pos: a dictionary page replaces the dictionary, a data page fills r->vals. */
+static int read_page(struct parquet_reader *r, char *err, size_t errlen) {
+    const struct chunk_meta *m = &r->rg[r->cur_rg];
+    struct tc t = {r->data + r->pos, r->data + r->end, 0};
+    struct page_header h;
+    parse_page_header(&t, &h);
+    if (t.bad) return PFAIL(PARQUET_EFORMAT, "malformed page header at byte %lld", (long long)r->pos);
+    int64_t body = (int64_t)(t.p - r->data);
+    if (h.csize < 0 || h.usize < 0 || h.num_values < 0 || h.csize > r->end - body)
+        return PFAIL(PARQUET_EFORMAT, "the page (%lld bytes at byte %lld) runs past its column chunk", (long long)h.csize, (long long)body);
+    r->pos = body + h.csize;
+    const uint8_t *src = r->data + body;
+    r->nvals = r->next_val = 0;
+    if (h.type == PAGE_INDEX) return 0;
+    if (h.type == PAGE_DICT) {
+        if (h.encoding != ENC_PLAIN && h.encoding != ENC_PLAIN_DICTIONARY)
+            return PFAIL(PARQUET_EUNSUPPORTED, "a dictionary page in %s", encoding_name(h.encoding));
+        int rc = decompress(m->codec, src, (size_t)h.csize, (size_t)h.usize, &r->dict_buf, &r->dict_cap, err, errlen);
+        if (rc) return rc;
+        if ((size_t)h.num_values > (size_t)h.usize / 4 + 1) return PFAIL(PARQUET_EFORMAT, "a dictionary of %d values in %lld bytes", h.num_values, (long long)h.usize);
+        if ((size_t)h.num_values > r->dict_alloc) {
+            struct val *d = realloc(r->dict, (size_t)h.num_values * sizeof *d);
+            if (!d) return PFAIL(PARQUET_ENOMEM, "out of memory for the dictionary");
+            r->dict = d;
+            r->dict_alloc = (size_t)h.num_values;
+        }
+        if (plain_decode(r->dict_buf, (size_t)h.usize, (size_t)h.num_values, r->dict))
+            return PFAIL(PARQUET_EFORMAT, "the dictionary's values run past the page");
+        r->ndict = (size_t)h.num_values;
+        return 0;
+    }
+    if (h.type != PAGE_DATA && h.type != PAGE_DATA_V2) return PFAIL(PARQUET_EFORMAT, "unknown page type %d", h.type);
+    if (h.num_values > m->num_values - r->seen) return PFAIL(PARQUET_EFORMAT, "the page has %d values, more than the column chunk's remaining %lld", h.num_values, (long long)(m->num_values - r->seen));
+    if (h.num_values > PARQUET_MAX_PAGE_VALUES) return PFAIL(PARQUET_EUNSUPPORTED, "a page of %d values (the most is %d)", h.num_values, PARQUET_MAX_PAGE_VALUES);
+    r->seen += h.num_values;
+    size_t nv = (size_t)h.num_values;
+    const uint8_t *levels, *vals;
+    size_t levels_len, vals_len;
+    if (h.type == PAGE_DATA) {
+        int rc = decompress(m->codec, src, (size_t)h.csize, (size_t)h.usize, &r->page_buf, &r->page_cap, err, errlen);
+        if (rc) return rc;
+        const uint8_t *p = r->page_buf;
+        size_t len = (size_t)h.usize;
+        levels = p; levels_len = 0;
+        if (r->max_def) {
+            if (h.def_encoding != ENC_RLE) return PFAIL(PARQUET_EUNSUPPORTED, "definition levels in %s (RLE is supported)", encoding_name(h.def_encoding));
+            if (len < 4) return PFAIL(PARQUET_EFORMAT, "the page ends before its definition levels");
+            uint32_t l = (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+            if (l > len - 4) return PFAIL(PARQUET_EFORMAT, "definition levels of %u bytes in a page of %zu", l, len);
+            levels = p + 4; levels_len = l;
+            p += 4 + l; len -= 4 + l;
+        }
+        vals = p; vals_len = len;
+    } else {
+        if (h.def_len < 0 || h.rep_len < 0 || (int64_t)h.def_len + h.rep_len > h.csize || (int64_t)h.def_len + h.rep_len > h.usize)
+            return PFAIL(PARQUET_EFORMAT, "level lengths (%d + %d bytes) exceed the page", h.rep_len, h.def_len);
+        if (h.rep_len) return PFAIL(PARQUET_EFORMAT, "repetition levels in a flat column");
+        levels = src + h.rep_len; levels_len = (size_t)h.def_len;
+        size_t cs = (size_t)(h.csize - h.rep_len - h.def_len), us = (size_t)(h.usize - h.rep_len - h.def_len);
+        int rc = decompress(h.is_compressed ? m->codec : CODEC_NONE, src + h.rep_len + h.def_len, cs, us, &r->page_buf, &r->page_cap, err, errlen);
+        if (rc) return rc;
+        vals = r->page_buf; vals_len = us;
+    }
+    /* definition levels → the number of non-null values */
+    size_t nonnull = nv;
+    if (r->max_def) {
+        if (nv > r->idx_cap) {
+            uint32_t *ni = realloc(r->idx, nv * sizeof *ni);
+            if (!ni) return PFAIL(PARQUET_ENOMEM, "out of memory");
+            r->idx = ni; r->idx_cap = nv;
+        }
+        if (nv && rle_decode(levels, levels_len, 1, r->idx, nv)) return PFAIL(PARQUET_EFORMAT, "the definition levels are truncated");
+        nonnull = 0;
+        for (size_t i = 0; i < nv; i++) {
+            if (r->idx[i] > 1) return PFAIL(PARQUET_EFORMAT, "definition level %u > 1", r->idx[i]);
+            nonnull += r->idx[i];
+        }
+    }
+    if (h.encoding == ENC_PLAIN && nonnull > vals_len / 4) return PFAIL(PARQUET_EFORMAT, "%zu values cannot fit %zu bytes", nonnull, vals_len);
+    if (nonnull && ensure_vals(r, nonnull)) return PFAIL(PARQUET_ENOMEM, "out of memory");
+    if (h.encoding == ENC_PLAIN) {
+        if (plain_decode(vals, vals_len, nonnull, r->vals)) return PFAIL(PARQUET_EFORMAT, "the PLAIN values run past the page");
+    } else if (h.encoding == ENC_RLE_DICTIONARY || h.encoding == ENC_PLAIN_DICTIONARY) {
+        if (!r->dict) return PFAIL(PARQUET_EFORMAT, "dictionary-encoded values without a dictionary page");
+        if (nonnull) {
+            if (vals_len < 1) return PFAIL(PARQUET_EFORMAT, "the page ends before the index bit width");
+            int bw = vals[0];
+            if (bw > 32) return PFAIL(PARQUET_EFORMAT, "index bit width %d", bw);
+            if (nonnull > r->idx_cap) {
+                uint32_t *ni = realloc(r->idx, nonnull * sizeof *ni);
+                if (!ni) return PFAIL(PARQUET_ENOMEM, "out of memory");
+                r->idx = ni; r->idx_cap = nonnull;
+            }
+            if (rle_decode(vals + 1, vals_len - 1, bw, r->idx, nonnull)) return PFAIL(PARQUET_EFORMAT, "the dictionary indices are truncated");
+            for (size_t i = 0; i < nonnull; i++) {
+                if (r->idx[i] >= r->ndict) return PFAIL(PARQUET_EFORMAT, "dictionary index %u of a %zu-entry dictionary", r->idx[i], r->ndict);
+                r->vals[i] = r->dict[r->idx[i]];
+            }
+        }
+    } else {
+        return PFAIL(PARQUET_EUNSUPPORTED, "values in %s (PLAIN and dictionary encodings are supported)", encoding_name(h.encoding));
+    }
+    r->nvals = nonnull;
+    return 0;
+}
+
+int parquet_next(struct parquet_reader *r, const uint8_t **val, size_t *vlen, char *err, size_t errlen) {
+    if (r->state_rc) return fail(err, errlen, r->state_rc, "the reader stopped at an earlier error");
+    for (;;) {
+        if (r->next_val < r->nvals) {
+            *val = r->vals[r->next_val].p;
+            *vlen = r->vals[r->next_val].n;
+            r->next_val++;
+            return 1;
+        }
+        if (r->cur_rg >= 0 && r->seen < r->rg[r->cur_rg].num_values) {
+            if (r->pos >= r->end) {
+                r->state_rc = fail(err, errlen, PARQUET_EFORMAT, "row group %d: the column chunk ends after %lld of its %lld values",
+                                   r->cur_rg, (long long)r->seen, (long long)r->rg[r->cur_rg].num_values);
+                return r->state_rc;
+            }
+            int rc = read_page(r, err, errlen);
+            r->page_no++;
+            if (rc) { r->state_rc = rc; return rc; }
+            continue;
+        }
+        if (r->cur_rg + 1 >= r->nrg) return 0;
+        r->cur_rg++;
+        const struct chunk_meta *m = &r->rg[r->cur_rg];
+        r->pos = m->start;
+        r->end = m->start + m->size;
+        r->seen = 0;
+        r->page_no = 0;
+        r->ndict = 0;
+        r->nvals = r->next_val = 0;
+        free(r->dict); r->dict = NULL; r->dict_alloc = 0;   /* a dictionary belongs to its column chunk */
+    }
+}

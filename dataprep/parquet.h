@@ -1,0 +1,39 @@
+/* parquet.h — a small reader for one text column of an Apache Parquet file, as FineWeb (and most datasets on the
+ * Hugging Face hub) ship them: `prism-data tokenize x.parquet` reads the "text" column through it.
+ *
+ * What it reads: the footer (FileMetaData in Thrift's compact protocol), a top-level BYTE_ARRAY column (REQUIRED
+ * or OPTIONAL: null values are skipped), in every row group; dictionary pages (PLAIN) and data pages v1 and v2
+ * whose values are PLAIN or dictionary-encoded (PLAIN_DICTIONARY / RLE_DICTIONARY: RLE/bit-packed hybrid
+ * indices), definition levels RLE-encoded; pages UNCOMPRESSED, SNAPPY (libsnappy), GZIP (zlib) or ZSTD
+ * (libzstd). Anything else (a nested or repeated column, DELTA_* encodings, LZ4/BROTLI/LZO pages, a column chunk
+ * in another file, encrypted footers) is refused with a message naming it.
+ *
+ * The file is a memory image (the caller mmaps it); nothing is copied out of it except decompressed pages.
+ * Every offset and length read from the file is checked against the image, so any byte string is safe to give.
+ */
+#ifndef PRISM_PARQUET_H
+#define PRISM_PARQUET_H
+#include <stddef.h>
+#include <stdint.h>
+
+enum { PARQUET_OK = 0, PARQUET_EFORMAT = -2, PARQUET_ENOMEM = -3, PARQUET_EUNSUPPORTED = -4 };
+#define PARQUET_MAX_PAGE (1u << 28)   /* the largest (uncompressed) page accepted: 256 MiB */
+
+struct parquet_reader;
+
+/* Checks the magic at both ends, parses the footer and finds the top-level column `column`. 0 with *out set (free
+ * with parquet_close), or PARQUET_EFORMAT (malformed file), PARQUET_EUNSUPPORTED (a valid file this reader cannot
+ * read: no such column, a non-BYTE_ARRAY or nested column, ...), PARQUET_ENOMEM; then *out is NULL and err says
+ * what (without the file name: the caller adds it). data must stay valid until parquet_close. */
+int parquet_open(const uint8_t *data, size_t len, const char *column, struct parquet_reader **out, char *err,
+                 size_t errlen);
+
+/* The next non-null value of the column in file order: 1 with *val / *vlen set (valid until the next call), 0 at
+ * the end, or a negative PARQUET_E* code with err naming the row group, page and problem (the reader is then
+ * finished: later calls return the same code). */
+int parquet_next(struct parquet_reader *r, const uint8_t **val, size_t *vlen, char *err, size_t errlen);
+
+int64_t parquet_num_rows(const struct parquet_reader *r);       /* from the footer */
+int parquet_num_row_groups(const struct parquet_reader *r);
+void parquet_close(struct parquet_reader *r);                    /* NULL is fine */
+#endif
