@@ -59,6 +59,19 @@ SQL_SRC     := $(wildcard sql/*.sql)
 GEN_SQL     := $(BUILD)/gen/sql_embed.c
 
 obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
+
+# ---- the version (`--version` of all three programs, common/version.h) -------------------------------
+# git describe of this tree; from a tarball without .git, the first filled-in line of VERSION (git archive's
+# export-subst writes the describe and the commit there). $(BUILD)/gen/version_gen.h is rewritten only when it
+# changes, so a new commit recompiles version.c and relinks, nothing more.
+PRISM_VERSION := $(if $(wildcard .git),$(shell git describe --always --dirty --tags 2>/dev/null))
+PRISM_VERSION := $(or $(PRISM_VERSION),$(shell grep -v -m1 -e '^\$$Format' -e '^$$' VERSION 2>/dev/null),unknown)
+GEN_VERSION := $(BUILD)/gen/version_gen.h
+$(GEN_VERSION): FORCE
+	@mkdir -p $(dir $@)
+	@printf '#define PRISM_VERSION_STRING "%s"\n' '$(subst ','',$(subst ",,$(PRISM_VERSION)))' | cmp -s - $@ || \
+	  printf '#define PRISM_VERSION_STRING "%s"\n' '$(subst ','',$(subst ",,$(PRISM_VERSION)))' > $@
+$(BUILD)/obj/common/version.o: $(GEN_VERSION)
 LIB_COMMON  := $(BUILD)/lib/libprism_common.a
 LIB_KERNELS := $(BUILD)/lib/libprism_kernels.a
 LIB_ORCH    := $(BUILD)/lib/libprism_orch.a

@@ -46,9 +46,10 @@ int cmd_leaderboard(int argc, char **argv) {
     if (access(db, F_OK) != 0) return cli_error("leaderboard", "--db %s: no such file (create a sweep first)", db);
     char err[1024] = "";
     store *st = NULL;
-    if (store_open_readonly(db, &st, err, sizeof err) < 0) {   /* a read command changes no file */
-        fprintf(stderr, "prism-sweep leaderboard: %s\n", err);
-        return 2;
+    int orc = store_open_readonly(db, &st, err, sizeof err);   /* a read command changes no file */
+    if (orc < 0) {
+        fprintf(stderr, "prism-sweep leaderboard: --db %s: %s\n", db, err);
+        return cmd_store_exit(orc);
     }
     long long id = 0;
     int status = 1;

@@ -48,7 +48,7 @@ int cmd_status(int argc, char **argv) {
     int orc = store_open_readonly(db, &st, err, sizeof err);   /* a read command changes no file */
     if (orc < 0) {
         fprintf(stderr, "prism-sweep status: --db %s: %s\n", db, err);
-        return orc == STORE_EINVAL ? 2 : 1;
+        return cmd_store_exit(orc);
     }
     int status = 0, json = strcmp(format, "json") == 0;
     if (npos == 1) {
@@ -59,7 +59,7 @@ int cmd_status(int argc, char **argv) {
         if (rc < 0) {
             fprintf(stderr, "prism-sweep status: %s%s\n", st->err,
                     rc == STORE_ENOTFOUND ? " (prism-sweep status --db FILE lists the sweeps)" : "");
-            status = rc == STORE_ENOTFOUND ? 2 : 1;
+            status = cmd_store_exit(rc);
         } else if (json) {
             json_t *o = sweeps_info_json(&info);
             json_dumpf(o, stdout, JSON_PRESERVE_ORDER);
