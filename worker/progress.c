@@ -168,7 +168,20 @@ void progress_event(int dev, const char *event, const char *fmt, ...) {
     pthread_mutex_lock(&P.mu);
     const char *dname = dev >= 0 && dev < PROGRESS_MAX && P.rows[dev].device[0] ? P.rows[dev].device : "-";
     if (P.live && P.drawn) fprintf(stderr, "\033[%dA\r\033[K", P.n);
-    fprintf(stderr, "%s event=%s device=%s %s\n", ts, event, dname, safe);
+    if (P.live) {
+        /* on the terminal an event is cut into lines of the width (continued after two spaces), so no line wraps */
+        char line[sizeof safe + 128];
+        int w = progress_width() - 1, len = snprintf(line, sizeof line, "%s event=%s device=%s %s", ts, event, dname, safe);
+        if (w < 8) w = 8;
+        if (len > (int)sizeof line - 1) len = (int)sizeof line - 1;
+        for (int at = 0, first = 1; at < len; first = 0) {
+            int take = first ? w : w - 2;
+            if (take > len - at) take = len - at;
+            fprintf(stderr, "%s%.*s\n", first ? "" : "  ", take, line + at);
+            at += take;
+        }
+    } else
+        fprintf(stderr, "%s event=%s device=%s %s\n", ts, event, dname, safe);
     if (P.live && P.drawn) { P.drawn = 0; progress_draw(); }
     fflush(stderr);
     pthread_mutex_unlock(&P.mu);

@@ -6,7 +6,8 @@
  * it was measured at, ETA, elapsed, tok/s, the sweep's jobs done/total (once the server reported them), the
  * schedule; e.g. at 80 columns
  *   [cpu ] job 3/a1 [######------]  50% 100/200 loss 3.2100 val 3.3000@100 ETA 0m35s
- * Events (leased, resumed, done, failed, lost) print above the block. Otherwise (log mode) every report is one
+ * Events (leased, resumed, done, failed, lost) print above the block, cut into lines of the width (continued after
+ * two spaces). Otherwise (log mode) every report is one
  * structured key=value line, e.g.
  *   2026-11-30T07:01:02Z event=progress device=cpu job=3 attempt=1 schedule=2,2,4,4 step=40/200
  *   loss=3.2100 val_loss=3.3000 tok_s=5400 eta_s=35 val_step=40 elapsed_s=12 sweep_done=10 sweep_jobs=48
