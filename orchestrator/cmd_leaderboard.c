@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -43,7 +44,9 @@ int cmd_leaderboard(int argc, char **argv) {
     int npos = 0;
     int rc = cli_parse(&cmd, argc, argv, pos, 1, &npos);
     if (rc != CLI_OK) return rc == CLI_HELP ? 0 : 2;
-    if (access(db, F_OK) != 0) return cli_error("leaderboard", "--db %s: no such file (create a sweep first)", db);
+    struct stat sb;
+    if (stat(db, &sb) != 0) return cli_error("leaderboard", "--db %s: no such file (create a sweep first)", db);
+    if (!S_ISREG(sb.st_mode)) return cli_error("leaderboard", "--db %s: not a file (give the database file)", db);
     char err[1024] = "";
     store *st = NULL;
     int orc = store_open_readonly(db, &st, err, sizeof err);   /* a read command changes no file */

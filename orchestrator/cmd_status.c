@@ -43,6 +43,7 @@ int cmd_status(int argc, char **argv) {
     if (stat(db, &sb) != 0)
         return cli_error("status", "--db %s: no such file (create a sweep first: prism-sweep create SPEC.json "
                          "--db %s)", db, db);
+    if (!S_ISREG(sb.st_mode)) return cli_error("status", "--db %s: not a file (give the database file)", db);
     store *st = NULL;
     char err[1024];
     int orc = store_open_readonly(db, &st, err, sizeof err);   /* a read command changes no file */
