@@ -195,8 +195,9 @@ $(BUILD)/tests/libfsync_delay.so: tests/shim/fsync_delay.c
 	@mkdir -p $(dir $@)
 	$(CC) -O2 -g -Wall -Wextra -shared -fPIC -o $@ $< -ldl
 
+# the build in parallel on every core unless make already runs with -j (its jobserver then shares them)
 demo: $(BUILD)/.deps-ok
-	@$(MAKE) --no-print-directory all
+	@$(MAKE) --no-print-directory $(if $(findstring jobserver,$(MAKEFLAGS)),,-j$(shell nproc 2>/dev/null || echo 2)) all
 	@BUILD=$(BUILD) bash tools/demo.sh
 
 bench: $(BUILD)/.deps-ok
