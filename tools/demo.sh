@@ -2,7 +2,7 @@
 # tools/demo.sh — `make demo`: a whole tiny sweep on this machine, end to end.
 #
 #   1. a synthetic dataset (prism-data synth) in demo/data: 2M tokens, a 20,000-token val split
-#   2. the sweep: sweeps/tiny-cpu.json's model, schedules and seeds made quick (demo/spec.json: 600 steps instead of
+#   2. the sweep: sweeps/tiny-cpu.json's model, schedules and seeds made quick (demo/spec.json: 400 steps instead of
 #      2000, every evaluation on the whole val split, 39 batches), in demo/prism.db (prism-sweep create)
 #   3. the orchestrator (prism-sweep serve) on 127.0.0.1:$DEMO_PORT (8080, or a free port if taken)
 #   4. one CPU worker (prism-worker) in the foreground with one slot per core, one thread each (faster than one
@@ -11,14 +11,14 @@
 # Everything lives in demo/ (git-ignored); each run starts it afresh, so it runs again without cleanup.
 # The figure: `make demo` on a fresh clone, in docs/PERF.md ("make demo").
 # Environment: BUILD (build dir, default build), DEMO_DIR (default demo), DEMO_PORT, DEMO_SPEC
-# (default sweeps/tiny-cpu.json), DEMO_STEPS (default 600; 0 = the spec's own), DEMO_SLOTS (default: the cores,
+# (default sweeps/tiny-cpu.json), DEMO_STEPS (default 400; 0 = the spec's own), DEMO_SLOTS (default: the cores,
 # at most 8), DEMO_KEEP=1 keeps the orchestrator running at the end.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}
 DEMO=${DEMO_DIR:-demo}
 SPEC=${DEMO_SPEC:-sweeps/tiny-cpu.json}
-STEPS=${DEMO_STEPS:-600}
+STEPS=${DEMO_STEPS:-400}
 SWEEP=$(/usr/bin/python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["name"])' "$SPEC")
 SWEEPBIN=$BUILD/prism-sweep
 WORKERBIN=$BUILD/prism-worker

@@ -95,10 +95,12 @@ t_not_a_prism_server_exits_2() {
   # https:// to a plain-HTTP prism-sweep server
   w_server
   local tls=${URL/http:/https:}
-  rc=0
-  "$(bin prism-worker)" --server "$tls" --token-file "$D/worker-token" --work-dir "$D/w2" > "$D/w2.log" 2>&1 || rc=$?
+  rc=0   # (`prism-worker agent ...` is the same command as `prism-worker --server ...`)
+  "$(bin prism-worker)" agent --server "$tls" --token-file "$D/worker-token" --work-dir "$D/w2" > "$D/w2.log" 2>&1 || rc=$?
   assert_eq 2 "$rc" "exit status for https:// to a plain-HTTP server: $(cat "$D/w2.log")"
   assert_contains "$(cat "$D/w2.log")" "does not speak TLS here"
+  "$(bin prism-worker)" agent --help > "$D/help" 2>&1 || fail "prism-worker agent --help: $(cat "$D/help")"
+  assert_contains "$(cat "$D/help")" "--fail-limit N"
   # a refused connection: still retrying after 2 s
   local port3; port3=$(free_port)
   "$(bin prism-worker)" --server "http://127.0.0.1:$port3" --token-file "$D/worker-token" --work-dir "$D/w3" \
