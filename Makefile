@@ -72,6 +72,9 @@ $(GEN_VERSION): FORCE
 	@printf '#define PRISM_VERSION_STRING "%s"\n' '$(subst ','',$(subst ",,$(PRISM_VERSION)))' | cmp -s - $@ || \
 	  printf '#define PRISM_VERSION_STRING "%s"\n' '$(subst ','',$(subst ",,$(PRISM_VERSION)))' > $@
 $(BUILD)/obj/common/version.o: $(GEN_VERSION)
+.PHONY: version
+version:
+	@echo '$(subst ','',$(PRISM_VERSION))'
 LIB_COMMON  := $(BUILD)/lib/libprism_common.a
 LIB_KERNELS := $(BUILD)/lib/libprism_kernels.a
 LIB_ORCH    := $(BUILD)/lib/libprism_orch.a
