@@ -198,10 +198,14 @@ $(BUILD)/tests/libfsync_delay.so: tests/shim/fsync_delay.c
 	@mkdir -p $(dir $@)
 	$(CC) -O2 -g -Wall -Wextra -shared -fPIC -o $@ $< -ldl
 
-# the build in parallel on every core unless make already runs with -j (its jobserver then shares them)
+# The demo trains on the CPU: where nvcc is found it builds a CPU-only copy in $(BUILD)/cpu (nvcc alone takes
+# minutes; the CUDA build in $(BUILD) is left as it is), else it uses $(BUILD). In parallel on every core unless
+# make already runs with -j (its jobserver then shares them).
+DEMO_BUILD := $(if $(HAVE_CUDA),$(BUILD)/cpu,$(BUILD))
 demo: $(BUILD)/.deps-ok
-	@$(MAKE) --no-print-directory $(if $(findstring jobserver,$(MAKEFLAGS)),,-j$(shell nproc 2>/dev/null || echo 2)) all
-	@BUILD=$(BUILD) bash tools/demo.sh
+	@$(MAKE) --no-print-directory $(if $(findstring jobserver,$(MAKEFLAGS)),,-j$(shell nproc 2>/dev/null || echo 2)) \
+	  BUILD=$(DEMO_BUILD) NVCC= all
+	@BUILD=$(DEMO_BUILD) bash tools/demo.sh
 
 bench: $(BUILD)/.deps-ok
 	@$(MAKE) --no-print-directory all $(BENCH_BINS)
