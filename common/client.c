@@ -122,6 +122,9 @@ static int client_curl_final(CURLcode rc) {
 static const char *client_curl_hint(CURLcode rc, const char *url) {
     int tls = strncmp(url, "https://", 8) == 0;
     if (rc == CURLE_URL_MALFORMAT) return "the URL is malformed: give http://HOST:PORT";
+    if (rc == CURLE_GOT_NOTHING && !tls)
+        return "the server closed the connection without an answer, as a TLS port does to plain HTTP: use https:// "
+               "for a TLS proxy, or the address prism-sweep serve prints";
     if (tls && rc != CURLE_PEER_FAILED_VERIFICATION)
         return "the server does not speak TLS here: prism-sweep serve speaks plain HTTP, use http:// (or the https "
                "proxy's own address)";
@@ -161,7 +164,7 @@ static int client_attempt(client *c, const char *method, const char *url, const 
             return CLIENT_EPROTO;
         }
         snprintf(c->err, sizeof c->err, "%s %.400s: %s", method, url, curl_easy_strerror(rc));
-        if (client_curl_final(rc)) {
+        if (client_curl_final(rc) || (rc == CURLE_GOT_NOTHING && c->first_contact)) {
             /* retrying cannot make these better: say what the URL most likely gets wrong */
             size_t n = strlen(c->err);
             snprintf(c->err + n, sizeof c->err - n, " (%s)", client_curl_hint(rc, url));

@@ -56,6 +56,9 @@ typedef struct client {
     char req[160];              /* "METHOD PATH" of the last request (for messages) */
     char err[512];              /* message of the last failure; for 4xx the server's "error" text */
     int err_json;               /* the last 4xx/409 answer was JSON with an "error" string (a prism-sweep answer) */
+    int first_contact;          /* set by the caller for a first registration: a connection closed without any
+                                 * answer (what a TLS port does to plain HTTP) is then CLIENT_EPROTO, not retried;
+                                 * prism-sweep serve always answers, 503 included */
 } client;
 
 /* Fills opts with the defaults above. */

@@ -41,7 +41,9 @@ int report_register(slot_env *env, client *c) {
     json_t *resp = NULL;
     volatile int *saved = c->abort;
     c->abort = env->quit;
+    c->first_contact = env->worker_id == 0;   /* the first registration: is this a prism-sweep server at all? */
     int rc = client_request(c, "POST", "/api/v1/workers/register", body, -1, &resp);
+    c->first_contact = 0;
     c->abort = saved;
     json_decref(body);
     if (rc == CLIENT_EREJECTED && !c->err_json) rc = CLIENT_EPROTO;   /* a 4xx that is not a prism-sweep answer */

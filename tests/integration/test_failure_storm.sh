@@ -99,6 +99,20 @@ t_not_a_prism_server_exits_2() {
   "$(bin prism-worker)" agent --server "$tls" --token-file "$D/worker-token" --work-dir "$D/w2" > "$D/w2.log" 2>&1 || rc=$?
   assert_eq 2 "$rc" "exit status for https:// to a plain-HTTP server: $(cat "$D/w2.log")"
   assert_contains "$(cat "$D/w2.log")" "does not speak TLS here"
+  # http:// to a TLS port (openssl s_server with a throw-away certificate): closed without an answer, exit 2
+  if command -v openssl >/dev/null; then
+    openssl req -x509 -newkey rsa:2048 -nodes -keyout "$D/k.pem" -out "$D/c.pem" -days 1 -subj /CN=t > /dev/null 2>&1 \
+      || fail "openssl req"
+    local port4; port4=$(free_port)
+    openssl s_server -accept "$port4" -cert "$D/c.pem" -key "$D/k.pem" -www -quiet > /dev/null 2>&1 &
+    W_PIDS+=("$!")
+    w_wait 10 "openssl s_server up" bash -c "exec 3<>/dev/tcp/127.0.0.1/$port4"
+    rc=0
+    "$(bin prism-worker)" --server "http://127.0.0.1:$port4" --token-file "$D/worker-token" --work-dir "$D/w4" \
+      > "$D/w4.log" 2>&1 || rc=$?
+    assert_eq 2 "$rc" "exit status for http:// to a TLS port: $(cat "$D/w4.log")"
+    assert_contains "$(cat "$D/w4.log")" "as a TLS port does to plain HTTP"
+  fi
   "$(bin prism-worker)" agent --help > "$D/help" 2>&1 || fail "prism-worker agent --help: $(cat "$D/help")"
   assert_contains "$(cat "$D/help")" "--fail-limit N"
   # a refused connection: still retrying after 2 s
