@@ -61,6 +61,22 @@ SQL_SRC     := $(wildcard sql/*.sql)
 GEN_SQL     := $(BUILD)/gen/sql_embed.c
 
 obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
+
+# ---- the version (`--version` of all three programs, common/version.h) -------------------------------
+# git describe of this tree; from a tarball without .git, the first filled-in line of VERSION (git archive's
+# export-subst writes the describe and the commit there). $(BUILD)/gen/version_gen.h is rewritten only when it
+# changes, so a new commit recompiles version.c and relinks, nothing more.
+PRISM_VERSION := $(if $(wildcard .git),$(shell git describe --always --dirty --tags 2>/dev/null))
+PRISM_VERSION := $(or $(PRISM_VERSION),$(shell grep -v -m1 -e '^\$$Format' -e '^$$' VERSION 2>/dev/null),unknown)
+GEN_VERSION := $(BUILD)/gen/version_gen.h
+$(GEN_VERSION): FORCE
+	@mkdir -p $(dir $@)
+	@printf '#define PRISM_VERSION_STRING "%s"\n' '$(subst ','',$(subst ",,$(PRISM_VERSION)))' | cmp -s - $@ || \
+	  printf '#define PRISM_VERSION_STRING "%s"\n' '$(subst ','',$(subst ",,$(PRISM_VERSION)))' > $@
+$(BUILD)/obj/common/version.o: $(GEN_VERSION)
+.PHONY: version
+version:
+	@echo '$(subst ','',$(PRISM_VERSION))'
 LIB_COMMON  := $(BUILD)/lib/libprism_common.a
 LIB_KERNELS := $(BUILD)/lib/libprism_kernels.a
 LIB_ORCH    := $(BUILD)/lib/libprism_orch.a
@@ -184,9 +200,14 @@ $(BUILD)/tests/libfsync_delay.so: tests/shim/fsync_delay.c
 	@mkdir -p $(dir $@)
 	$(CC) -O2 -g -Wall -Wextra -shared -fPIC -o $@ $< -ldl
 
+# The demo trains on the CPU: where nvcc is found it builds a CPU-only copy in $(BUILD)/cpu (nvcc alone takes
+# minutes; the CUDA build in $(BUILD) is left as it is), else it uses $(BUILD). In parallel on every core unless
+# make already runs with -j (its jobserver then shares them).
+DEMO_BUILD := $(if $(HAVE_CUDA),$(BUILD)/cpu,$(BUILD))
 demo: $(BUILD)/.deps-ok
-	@$(MAKE) --no-print-directory all
-	@BUILD=$(BUILD) bash tools/demo.sh
+	@$(MAKE) --no-print-directory $(if $(findstring jobserver,$(MAKEFLAGS)),,-j$(shell nproc 2>/dev/null || echo 2)) \
+	  BUILD=$(DEMO_BUILD) NVCC= all
+	@BUILD=$(DEMO_BUILD) bash tools/demo.sh
 
 bench: $(BUILD)/.deps-ok
 	@$(MAKE) --no-print-directory all $(BENCH_BINS)

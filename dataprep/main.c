@@ -29,6 +29,7 @@
  * At V=256 (2M tokens) the unigram entropy is ≈ 5.36 nats and the bigram entropy ≈ 3.3; the L=4, C=64
  * tiny-cpu sweep reaches ≈ 2.6 in 1M tokens, with its first layer attending 2–4 tokens back.
  */
+#include "version.h"
 #include "shard.h"
 #include "bpe.h"
 #include "evalfile.h"
@@ -534,6 +535,7 @@ static const struct { const char *name; int (*fn)(int, char **); const char *sum
 
 int main(int argc, char **argv) {
     int n = (int)(sizeof commands / sizeof commands[0]);
+    if (argc >= 2 && strcmp(argv[1], "--version") == 0) return prism_version_print("prism-data");
     if (argc >= 2)
         for (int i = 0; i < n; i++)
             if (strcmp(argv[1], commands[i].name) == 0) return commands[i].fn(argc - 1, argv + 1);

@@ -250,7 +250,7 @@ static void h_lease(api_ctx *c) {
     int rc = write_begin(c->a);
     if (rc >= 0) rc = queue_lease(&c->a->q, wid, device, &out);
     write_end(c->a, rc >= 0);
-    if (rc < 0) { api_reply_store_error(c, rc, c->a->q.err, NULL); return; }
+    if (rc < 0) { api_reply_store_error(c, rc, c->a->q.err, c->a->q.state); return; }
     if (rc == QUEUE_EMPTY) { c->res->status = 204; c->res->content_type = "application/json"; return; }
     char dev_log[4 * 64 + 1];   /* the device is the client's text: escaped, it cannot start a forged line */
     fprintf(stderr, "prism-sweep serve: event=lease job=%lld attempt=%lld worker=%lld device=%s\n",
@@ -276,7 +276,10 @@ static void worker_job_op(api_ctx *c, int op) {
         if (get_int(c, "step", 0, &step) < 0) return;
         if ((rc = write_begin(c->a)) >= 0)
             rc = queue_heartbeat(q, c->id, tok, step, json_is_number(loss) ? json_number_value(loss) : NAN, &expires);
-        if (rc >= 0) reply = json_pack("{s:f}", "lease_expires_at", expires);
+        long long sd = 0, sj = 0;   /* the sweep's progress, for the worker's display */
+        if (rc >= 0) rc = queue_sweep_progress(q, c->id, &sd, &sj);
+        if (rc >= 0) reply = json_pack("{s:f, s:I, s:I}", "lease_expires_at", expires, "sweep_done", (json_int_t)sd,
+                                       "sweep_jobs", (json_int_t)sj);
         break;
     }
     case W_METRICS: {
@@ -340,6 +343,7 @@ static void h_rung(api_ctx *c) {
     const char *state = NULL;
     int rc = write_begin(c->a);
     if (rc >= 0) rc = halving_report(c->a->st, c->id, tok, step, json_number_value(vl), &state, state_buf, err, sizeof err);
+    if (rc >= 0 && (rc = queue_worker_succeeded(&c->a->q, c->id)) < 0) snprintf(err, sizeof err, "%s", c->a->q.err);
     write_end(c->a, rc >= 0);
     if (rc < 0) { api_reply_store_error(c, rc, err[0] ? err : c->a->st->err, state_buf); return; }
     fprintf(stderr, "prism-sweep serve: event=rung job=%lld step=%lld state=%s\n", c->id, step, state ? state : "?");
@@ -401,6 +405,26 @@ static void admin_op(api_ctx *c, int op) {
     api_reply_json(c->res, 200, o);
 }
 
+/* POST /api/v1/sweeps/{id}/requeue {"state": "failed"|"cancelled", "error_like": str?}: every such job of the
+ * sweep back to queued, in one transaction. */
+static void h_sweep_requeue(api_ctx *c) {
+    const char *state, *like = NULL;
+    if (get_str(c, "state", 1, &state) < 0 || get_str(c, "error_like", 0, &like) < 0) return;
+    if (like && strlen(like) > 1000) { http_response_error(c->res, 400, "error_like: at most 1000 characters"); return; }
+    queue *q = &c->a->q;
+    json_t *ids = json_array();
+    if (!ids) { http_response_error(c->res, 500, "out of memory"); return; }
+    int rc = write_begin(c->a);
+    if (rc >= 0) rc = queue_requeue_sweep(q, c->id, state, like, ids);
+    write_end(c->a, rc >= 0);
+    if (rc < 0) { json_decref(ids); api_reply_store_error(c, rc, q->err[0] ? q->err : c->a->st->err, NULL); return; }
+    size_t n = json_array_size(ids);
+    if (n) api_halving_tick(c->a, "requeue");
+    fprintf(stderr, "prism-sweep serve: event=requeue sweep=%lld state=%s jobs=%zu\n", c->id, state, n);
+    api_reply_json(c->res, 200, json_pack("{s:I, s:s, s:I, s:o}", "sweep_id", (json_int_t)c->id, "state", state,
+                                          "requeued", (json_int_t)n, "job_ids", ids));
+}
+
 static void h_cancel(api_ctx *c) { admin_op(c, A_CANCEL); }
 static void h_requeue(api_ctx *c) { admin_op(c, A_REQUEUE); }
 static void h_priority(api_ctx *c) { admin_op(c, A_PRIO); }
@@ -436,6 +460,7 @@ static const route routes[] = {
     { HTTP_POST, "sweeps/#/pause", R_ADMIN, h_pause },
     { HTTP_POST, "sweeps/#/resume", R_ADMIN, h_resume },
     { HTTP_POST, "sweeps/#/priority", R_ADMIN, h_sweep_priority },
+    { HTTP_POST, "sweeps/#/requeue", R_ADMIN, h_sweep_requeue },
     { HTTP_GET, "sweeps", R_READ, views_sweeps_list },
     { HTTP_GET, "sweeps/#", R_READ, views_sweep_get },
     { HTTP_GET, "sweeps/#/jobs", R_READ, views_sweep_jobs },
@@ -580,6 +605,7 @@ int api_init(api *a, store *st, const auth_tokens *tokens, const api_config *cfg
         }
     }
     queue_init(&a->q, st, a->cfg.lease_ttl, a->cfg.max_attempts);
+    a->q.worker_fail_limit = a->cfg.worker_fail_limit;
     return 0;
 }
 

@@ -26,6 +26,7 @@
 typedef struct api_config {
     double lease_ttl;          /* seconds (--lease-ttl) */
     int max_attempts;          /* --max-attempts */
+    int worker_fail_limit;     /* --worker-fail-limit: no leases to a worker after this many failures in a row; 0 = off */
     int public_read;           /* 1: GET /api/v1/... needs no token (loopback or --public-read) */
     const char *web_dir;       /* static files root (--web), may be NULL */
     const char *vendor_dir;    /* Chart.js folder, default /usr/share/javascript/chart.js */

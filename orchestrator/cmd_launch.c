@@ -1,5 +1,6 @@
 /* cmd_launch.c — `prism-sweep launch slurm --server URL --token-file F --nodes N --gpus-per-node G [--partition P
- * --time T --account A] [--submit]`: a fleet of workers as one SLURM array job.
+ * --time T --account A --cpus-per-task C --mem M --sbatch-arg ARG... --setup LINE] [--submit]`: a fleet of workers as
+ * one SLURM array job.
  *
  * Design: the batch script is deploy/slurm/prism-worker.sbatch, compiled into the binary (tools/embed_text.sh),
  * so what is printed is what the tests run. launch_render_slurm() writes it with its #SBATCH lines replaced by
@@ -8,7 +9,10 @@
  * binary, work directory), which the script parses exactly as it parses flags given after `sbatch SCRIPT`.
  * Without --submit the script goes to stdout; with --submit it goes to a temporary file that `sbatch --parsable`
  * reads, and stdout gets only the job id (so `JOB=$(prism-sweep launch slurm ... --submit)` works).
- * Every value that lands in the script is checked first: a bad one is exit 2 with the flag and the fix.
+ * Every value that lands in the script is checked first: a bad one is exit 2 with the flag and the fix. #SBATCH
+ * values are one word each (no space, quote, $, backslash or control character: nothing for a shell to expand);
+ * --setup is shell code by design, so it is one line, single-quoted into the `set --` line, and the script runs it
+ * with eval before the worker (nothing of it can end the quoting or add a line).
  */
 #include <errno.h>
 #include <limits.h>
@@ -25,9 +29,14 @@
 
 extern const char prism_text_prism_worker_sbatch[];   /* build/gen/deploy_embed.c */
 
+#define LAUNCH_MAX_SBATCH_ARGS 64
+
 typedef struct launch_slurm_opts {
     const char *server, *token_file, *partition, *time, *account, *worker, *work_dir, *log_dir, *job_name;
-    int nodes, gpus_per_node, idle_exit, signal_lead;
+    const char *mem, *setup;
+    int nodes, gpus_per_node, idle_exit, signal_lead, cpus_per_task;
+    const char *sbatch_args[LAUNCH_MAX_SBATCH_ARGS];   /* --sbatch-arg, each an #SBATCH line as given */
+    int n_sbatch_args;
 } launch_slurm_opts;
 
 /* Appends printf output to a growing string; returns 0 or -1 (out of memory). */
@@ -87,6 +96,25 @@ static int launch_check_word(const char *s) {
     return 0;
 }
 
+/* 0 when s is a SLURM memory size: digits with an optional K, M, G or T (e.g. 64G, 16000M). */
+static int launch_check_mem(const char *s) {
+    size_t d = strspn(s, "0123456789");
+    if (d == 0) return -1;
+    return s[d] == 0 || (strchr("KMGTkmgt", s[d]) && s[d + 1] == 0) ? 0 : -1;
+}
+
+/* 0 when s is one #SBATCH option: "--name" or "--name=value" (or a short "-x"), one word (launch_check_word). */
+static int launch_check_sbatch_arg(const char *s) {
+    if (s[0] != '-' || launch_check_word(s) < 0) return -1;
+    /* the directives this command writes itself: one of each, from its own flags */
+    static const char *const own[] = { "--array", "--output", "--signal", "--job-name", "--open-mode", "-a", "-o", "-J", 0 };
+    for (int i = 0; own[i]; i++) {
+        size_t n = strlen(own[i]);
+        if (strncmp(s, own[i], n) == 0 && (s[n] == 0 || s[n] == '=')) return -2;
+    }
+    return 0;
+}
+
 /* The script for these options, in *out (malloc'd; the caller frees). Returns 0 or -1 (out of memory). */
 static int launch_render_slurm(const launch_slurm_opts *o, char **out) {
     sbuf b = { 0 };
@@ -107,6 +135,10 @@ static int launch_render_slurm(const launch_slurm_opts *o, char **out) {
                 if (o->partition) ok &= sbuf_printf(&b, "#SBATCH --partition=%s\n", o->partition) == 0;
                 if (o->time) ok &= sbuf_printf(&b, "#SBATCH --time=%s\n", o->time) == 0;
                 if (o->account) ok &= sbuf_printf(&b, "#SBATCH --account=%s\n", o->account) == 0;
+                if (o->cpus_per_task > 0) ok &= sbuf_printf(&b, "#SBATCH --cpus-per-task=%d\n", o->cpus_per_task) == 0;
+                if (o->mem) ok &= sbuf_printf(&b, "#SBATCH --mem=%s\n", o->mem) == 0;
+                for (int i = 0; i < o->n_sbatch_args; i++)
+                    ok &= sbuf_printf(&b, "#SBATCH %s\n", o->sbatch_args[i]) == 0;
                 ok &= sbuf_printf(&b, "#SBATCH --signal=B:TERM@%d\n#SBATCH --requeue\n#SBATCH --open-mode=append\n",
                                   o->signal_lead) == 0;
                 ok &= sbuf_printf(&b, "#SBATCH --output=%s/%s-%%A_%%a.log\n", o->log_dir, o->job_name) == 0;
@@ -117,6 +149,7 @@ static int launch_render_slurm(const launch_slurm_opts *o, char **out) {
                 ok &= sbuf_printf(&b, " --worker ") == 0 && sbuf_quoted(&b, o->worker) == 0;
                 if (o->work_dir) ok &= sbuf_printf(&b, " --work-dir ") == 0 && sbuf_quoted(&b, o->work_dir) == 0;
                 ok &= sbuf_printf(&b, " --idle-exit %d", o->idle_exit) == 0;
+                if (o->setup) ok &= sbuf_printf(&b, " --setup ") == 0 && sbuf_quoted(&b, o->setup) == 0;
                 if (o->gpus_per_node == 0) ok &= sbuf_printf(&b, " --devices cpu") == 0;
                 ok &= sbuf_printf(&b, " \"$@\"\n") == 0;
             }
@@ -184,6 +217,7 @@ static int launch_slurm(int argc, char **argv) {
     launch_slurm_opts o = { .nodes = 1, .gpus_per_node = 1, .idle_exit = 300, .signal_lead = 120,
                             .job_name = "prism-worker" };
     int submit = 0;
+    const char *sbatch_help_only = NULL;   /* --sbatch-arg is taken out of argv before cli_parse (it repeats) */
     ssize_t k = readlink("/proc/self/exe", worker_default, sizeof worker_default - 32);
     if (k > 0) {
         worker_default[k] = 0;
@@ -218,6 +252,13 @@ static int launch_slurm(int argc, char **argv) {
         { "--job-name", CLI_STR, &o.job_name, "prism-worker", "SLURM job name", 0, 0, 0, 0 },
         { "--idle-exit", CLI_INT, &o.idle_exit, "300", "a task ends after this many seconds with nothing to lease "
           "(0 = never)", 0, 10000000, 0, 0 },
+        { "--cpus-per-task", CLI_INT, &o.cpus_per_task, "(cluster default)", "CPUs per task (#SBATCH --cpus-per-task)",
+          1, 100000, 0, 0 },
+        { "--mem", CLI_STR, &o.mem, "(cluster default)", "memory per node, e.g. 64G (#SBATCH --mem)", 0, 0, 0, 0 },
+        { "--sbatch-arg", CLI_STR, &sbatch_help_only, "(none)", "one more #SBATCH option, as one word; repeatable (e.g. "
+          "--sbatch-arg=--qos=high --sbatch-arg=--constraint=a100)", 0, 0, 0, 0 },
+        { "--setup", CLI_STR, &o.setup, "(none)", "one shell line each task runs before the worker (e.g. \"module "
+          "load cuda/12.4 && source ~/venv/bin/activate\"); the task stops if it fails", 0, 0, 0, 0 },
         { "--signal-lead", CLI_INT, &o.signal_lead, "120", "seconds before the time limit that SIGTERM arrives "
           "(--signal=B:TERM@S): time to finish a step and checkpoint", 1, 65535, 0, 0 },
         { 0 },
@@ -228,10 +269,30 @@ static int launch_slurm(int argc, char **argv) {
                     "node, one training job per GPU, SIGTERM 120 s before the time limit so a checkpoint is written\n"
                     "first, --requeue), or submit it with sbatch (--submit) and print the job id.",
                     flags, NULL };
+    const char *c = "launch slurm";
+    /* --sbatch-arg may be given many times: taken out of argv here, in order; the table entry is for --help */
+    int kept = 1;
+    for (int i = 1; i < argc; i++) {
+        const char *v = NULL;
+        if (strcmp(argv[i], "--") == 0) { while (i < argc) argv[kept++] = argv[i++]; break; }
+        if (strcmp(argv[i], "--sbatch-arg") == 0) {
+            if (i + 1 >= argc) return cli_error(c, "--sbatch-arg needs a value, e.g. --sbatch-arg=--qos=high");
+            v = argv[++i];
+        } else if (strncmp(argv[i], "--sbatch-arg=", 13) == 0) v = argv[i] + 13;
+        if (!v) { argv[kept++] = argv[i]; continue; }
+        if (o.n_sbatch_args == LAUNCH_MAX_SBATCH_ARGS) return cli_error(c, "--sbatch-arg: at most %d", LAUNCH_MAX_SBATCH_ARGS);
+        int crc = launch_check_sbatch_arg(v);
+        if (crc == -2) return cli_error(c, "--sbatch-arg \"%s\": this command writes that directive itself (use its own "
+                                        "flag: --nodes, --log-dir, --signal-lead, --job-name)", v);
+        if (crc < 0) return cli_error(c, "--sbatch-arg \"%s\": one sbatch option as one word, starting with - and "
+                                      "without spaces, quotes or $ (e.g. --sbatch-arg=--qos=high "
+                                      "--sbatch-arg=--constraint=a100)", v);
+        o.sbatch_args[o.n_sbatch_args++] = v;
+    }
+    argc = kept;
     char *pos[1];
     int npos = 0, prc = cli_parse(&cmd, argc, argv, pos, 0, &npos);
     if (prc != CLI_OK) return prc == CLI_HELP ? 0 : 2;
-    const char *c = "launch slurm";
     if (!o.server) return cli_error(c, "--server URL is required (the orchestrator as the nodes reach it, e.g. "
                                     "--server http://head-node:8080)");
     if (strncmp(o.server, "http://", 7) != 0 && strncmp(o.server, "https://", 8) != 0)
@@ -279,6 +340,14 @@ static int launch_slurm(int argc, char **argv) {
                          o.partition);
     if (o.account && launch_check_word(o.account) < 0)
         return cli_error(c, "--account \"%s\": one word without spaces, quotes or $", o.account);
+    if (o.mem && launch_check_mem(o.mem) < 0)
+        return cli_error(c, "--mem \"%s\": a size in megabytes, or with K, M, G or T (e.g. --mem 64G)", o.mem);
+    if (o.setup) {
+        if (!*o.setup) return cli_error(c, "--setup: empty (leave it out, or give a shell line)");
+        for (const unsigned char *q = (const unsigned char *)o.setup; *q; q++)
+            if (*q < ' ' || *q == 127)
+                return cli_error(c, "--setup: one line without control characters (join commands with && or ;)");
+    }
     if (o.time && launch_check_time(o.time) < 0)
         return cli_error(c, "--time \"%s\": not a SLURM time limit (MM, MM:SS, HH:MM:SS, D-HH, D-HH:MM:SS or "
                          "UNLIMITED; e.g. --time 12:00:00)", o.time);

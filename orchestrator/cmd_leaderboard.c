@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -43,12 +44,15 @@ int cmd_leaderboard(int argc, char **argv) {
     int npos = 0;
     int rc = cli_parse(&cmd, argc, argv, pos, 1, &npos);
     if (rc != CLI_OK) return rc == CLI_HELP ? 0 : 2;
-    if (access(db, F_OK) != 0) return cli_error("leaderboard", "--db %s: no such file (create a sweep first)", db);
+    struct stat sb;
+    if (stat(db, &sb) != 0) return cli_error("leaderboard", "--db %s: no such file (create a sweep first)", db);
+    if (!S_ISREG(sb.st_mode)) return cli_error("leaderboard", "--db %s: not a file (give the database file)", db);
     char err[1024] = "";
     store *st = NULL;
-    if (store_open_readonly(db, &st, err, sizeof err) < 0) {   /* a read command changes no file */
-        fprintf(stderr, "prism-sweep leaderboard: %s\n", err);
-        return 2;
+    int orc = store_open_readonly(db, &st, err, sizeof err);   /* a read command changes no file */
+    if (orc < 0) {
+        fprintf(stderr, "prism-sweep leaderboard: --db %s: %s\n", db, err);
+        return cmd_store_exit(orc);
     }
     long long id = 0;
     int status = 1;

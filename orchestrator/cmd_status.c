@@ -44,12 +44,13 @@ int cmd_status(int argc, char **argv) {
     if (stat(db, &sb) != 0)
         return cli_error("status", "--db %s: no such file (create a sweep first: prism-sweep create SPEC.json "
                          "--db %s)", db, db);
+    if (!S_ISREG(sb.st_mode)) return cli_error("status", "--db %s: not a file (give the database file)", db);
     store *st = NULL;
     char err[1024];
     int orc = store_open_readonly(db, &st, err, sizeof err);   /* a read command changes no file */
     if (orc < 0) {
         fprintf(stderr, "prism-sweep status: --db %s: %s\n", db, err);
-        return orc == STORE_EINVAL ? 2 : 1;
+        return cmd_store_exit(orc);
     }
     int status = 0, json = strcmp(format, "json") == 0;
     if (npos == 1) {
@@ -60,7 +61,7 @@ int cmd_status(int argc, char **argv) {
         if (rc < 0) {
             fprintf(stderr, "prism-sweep status: %s%s\n", st->err,
                     rc == STORE_ENOTFOUND ? " (prism-sweep status --db FILE lists the sweeps)" : "");
-            status = rc == STORE_ENOTFOUND ? 2 : 1;
+            status = cmd_store_exit(rc);
         } else if (json) {
             json_t *o = sweeps_info_json(&info);
             char why[512], e2[256];

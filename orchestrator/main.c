@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "commands.h"
+#include "version.h"
 
 typedef struct command {
     const char *name;
@@ -23,6 +24,12 @@ static const command commands[] = {
     { "leaderboard", cmd_leaderboard, "rank a sweep's schedules against the uniform baseline" },
     { "power", cmd_power, "what a sweep of a spec can detect before it runs (smallest significant delta, seeds needed)" },
     { "launch", cmd_launch, "start a fleet of workers on a cluster: launch slurm prints (or submits) an array job" },
+    /* ---- the admin API of a running server (cmd_admin.c) ------------------------------------------ */
+    { "requeue", cmd_requeue, "put a sweep's failed jobs back in the queue (--state failed [--error-like TEXT]), or --job ID" },
+    { "cancel", cmd_cancel, "cancel a queued or leased job (--job ID)" },
+    { "pause", cmd_pause, "stop leasing a sweep's jobs" },
+    { "resume", cmd_resume, "lease a paused sweep's jobs again" },
+    { "priority", cmd_priority, "set a sweep's (or with --job, a job's) priority" },
 };
 #define N_COMMANDS ((int)(sizeof commands / sizeof commands[0]))
 
@@ -32,7 +39,8 @@ static void usage(FILE *f) {
                "schedules, turn a sweep spec into durable jobs, serve them to workers, rank the results.\n\n"
                "commands:\n");
     for (int i = 0; i < N_COMMANDS; i++) fprintf(f, "  %-12s %s\n", commands[i].name, commands[i].summary);
-    fprintf(f, "\n`prism-sweep COMMAND --help` lists a command's flags with their defaults.\n");
+    fprintf(f, "\n`prism-sweep COMMAND --help` lists a command's flags with their defaults; `prism-sweep --version`\n"
+               "prints the build's version (git describe).\n");
 }
 
 int main(int argc, char **argv) {
@@ -40,6 +48,7 @@ int main(int argc, char **argv) {
         usage(stderr);
         return 2;
     }
+    if (strcmp(argv[1], "--version") == 0 || strcmp(argv[1], "version") == 0) return prism_version_print("prism-sweep");
     if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "help") == 0) {
         usage(stdout);
         return 0;

@@ -31,13 +31,13 @@ enum {
     S_METRIC_INS, S_CKPT, S_RESULT_INS, S_DONE, S_FAIL, S_REQUEUE_FAIL,
     S_EXPIRED, S_EXPIRE_Q, S_EXPIRE_F, S_JOB_STATE, S_CANCEL, S_REQUEUE, S_PRIO, S_SWEEP_STATE,
     S_SWEEP_PRIO, S_SWEEP_JOBS_PRIO, S_SWEEP_EXISTS, S_GRACE,
-    S_WORKER_SEEN_LAZY,
+    S_WORKER_SEEN_LAZY, S_WORKER_STOPPED, S_WORKER_FAILED, S_WORKER_OK, S_REQUEUE_SWEEP, S_SWEEP_PROGRESS,
     S_COUNT
 };
 
 static const char *const SQL[S_COUNT] = {
     [S_WORKER_FIND] = "SELECT id FROM workers WHERE name = ?1 AND host = ?2 ORDER BY id LIMIT 1",
-    [S_WORKER_UPD] = "UPDATE workers SET devices = ?2, last_seen_at = ?3 WHERE id = ?1",
+    [S_WORKER_UPD] = "UPDATE workers SET devices = ?2, last_seen_at = ?3, fail_streak = 0, stopped_reason = NULL WHERE id = ?1",
     [S_WORKER_INS] = "INSERT INTO workers (name, host, devices, registered_at, last_seen_at) VALUES (?1, ?2, ?3, ?4, ?4)",
     [S_WORKER_EXISTS] = "UPDATE workers SET last_seen_at = ?2 WHERE id = ?1",
     [S_WORKER_SEEN] = "UPDATE workers SET last_seen_at = ?2 WHERE id = (SELECT worker_id FROM jobs WHERE id = ?1)",
@@ -83,6 +83,17 @@ static const char *const SQL[S_COUNT] = {
     [S_SWEEP_EXISTS] = "SELECT 1 FROM sweeps WHERE id = ?1",
     [S_GRACE] = "UPDATE jobs SET lease_expires_at = ?1 WHERE state = 'leased' AND lease_expires_at < ?1",
     [S_WORKER_SEEN_LAZY] = "UPDATE workers SET last_seen_at = ?2 WHERE id = ?1 AND last_seen_at < ?3",
+    [S_WORKER_STOPPED] = "SELECT stopped_reason FROM workers WHERE id = ?1 AND stopped_reason IS NOT NULL",
+    /* ?2 = the limit (0: never stop), ?3 = the reason recorded when the streak reaches it */
+    [S_WORKER_FAILED] = "UPDATE workers SET fail_streak = fail_streak + 1, stopped_reason = CASE WHEN ?2 > 0 AND "
+                        "fail_streak + 1 >= ?2 THEN printf(?3, fail_streak + 1) ELSE stopped_reason END WHERE id = ?1",
+    [S_WORKER_OK] = "UPDATE workers SET fail_streak = 0 WHERE id = (SELECT worker_id FROM jobs WHERE id = ?1) AND fail_streak > 0",
+    /* ?3 = the state (failed | cancelled), ?4 = a text the last error must contain (NULL: any) */
+    [S_REQUEUE_SWEEP] = "UPDATE jobs SET state = 'queued', attempt_base = attempt, finished_at = NULL, lease_expires_at = NULL, "
+                        "updated_at = ?2 WHERE sweep_id = ?1 AND state = ?3 AND (?4 IS NULL OR instr(coalesce(last_error, ''), ?4) > 0) "
+                        "RETURNING id",
+    [S_SWEEP_PROGRESS] = "SELECT count(*) FILTER (WHERE state = 'done'), count(*) FROM jobs WHERE sweep_id = "
+                         "(SELECT sweep_id FROM jobs WHERE id = ?1)",
 };
 
 _Static_assert(S_COUNT <= QUEUE_NSTMT, "QUEUE_NSTMT too small");
@@ -136,6 +147,9 @@ static void bind_text_or_null(sqlite3_stmt *s, int i, const char *v) {
     else sqlite3_bind_null(s, i);
 }
 
+static void utf8_cut_tail(char *s);
+static int sweep_exists(queue *q, long long sweep);
+
 /* ---- workers ------------------------------------------------------------------------------------- */
 
 int queue_register(queue *q, const char *name, const char *host, const char *devices, long long *worker_id) {
@@ -183,6 +197,18 @@ int queue_lease(queue *q, long long worker_id, const char *device, json_t **out)
         snprintf(q->err, sizeof q->err, "no worker %lld: register first (POST /api/v1/workers/register)", worker_id);
         return STORE_ENOTFOUND;
     }
+    if (!(s = S(q, S_WORKER_STOPPED))) return STORE_EIO;
+    sqlite3_bind_int64(s, 1, worker_id);
+    rc = sqlite3_step(s);
+    if (rc == SQLITE_ROW) {
+        snprintf(q->err, sizeof q->err, "worker %lld gets no more leases: %.400s; fix the worker, then start it again "
+                 "(registering again lifts this)", worker_id, (const char *)sqlite3_column_text(s, 0));
+        snprintf(q->state, sizeof q->state, "stopped");
+        sqlite3_reset(s);
+        return STORE_ECONFLICT;
+    }
+    sqlite3_reset(s);
+    if (rc != SQLITE_DONE) return fail_db(q, "worker stopped");
     if (!(s = S(q, S_LEASE_PICK))) return STORE_EIO;
     rc = sqlite3_step(s);
     if (rc == SQLITE_DONE) { sqlite3_reset(s); return QUEUE_EMPTY; }
@@ -553,7 +579,45 @@ int queue_complete(queue *q, long long job, const char *token, json_t *result) {
     sqlite3_bind_double(s, 2, now);
     if ((rc = run(q, s, "complete")) < 0) return rc;
     q->jobs_completed++;
-    return STORE_OK;
+    return queue_worker_succeeded(q, job);
+}
+
+int queue_sweep_progress(queue *q, long long job, long long *done, long long *total) {
+    *done = *total = 0;
+    sqlite3_stmt *s = S(q, S_SWEEP_PROGRESS);
+    if (!s) return STORE_EIO;
+    sqlite3_bind_int64(s, 1, job);
+    int rc = sqlite3_step(s);
+    if (rc == SQLITE_ROW) { *done = sqlite3_column_int64(s, 0); *total = sqlite3_column_int64(s, 1); }
+    sqlite3_reset(s);
+    return rc == SQLITE_ROW ? STORE_OK : fail_db(q, "sweep progress");
+}
+
+int queue_worker_succeeded(queue *q, long long job) {
+    sqlite3_stmt *s = S(q, S_WORKER_OK);
+    if (!s) return STORE_EIO;
+    sqlite3_bind_int64(s, 1, job);
+    return run(q, s, "worker streak");
+}
+
+/* A job of worker `worker` failed without retry: one more in its streak; at the limit the worker is stopped. */
+static int worker_failed(queue *q, long long worker, const char *error) {
+    if (worker <= 0) return STORE_OK;
+    sqlite3_stmt *s = S(q, S_WORKER_FAILED);
+    if (!s) return STORE_EIO;
+    char why[700];   /* a printf() format for SQLite: %d is the streak, any other % of the error is doubled */
+    size_t k = (size_t)snprintf(why, sizeof why, "it failed %%d jobs in a row without retry (--worker-fail-limit %d); "
+                                "the last: ", q->worker_fail_limit);
+    for (const char *e = error ? error : ""; *e && k + 3 < sizeof why && k < 560; e++) {
+        if (*e == '%') why[k++] = '%';
+        why[k++] = *e;
+    }
+    why[k] = 0;
+    utf8_cut_tail(why);
+    sqlite3_bind_int64(s, 1, worker);
+    sqlite3_bind_int(s, 2, q->worker_fail_limit);
+    sqlite3_bind_text(s, 3, why, -1, SQLITE_TRANSIENT);
+    return run(q, s, "worker streak");
 }
 
 /* Drops a UTF-8 sequence left incomplete at the end of s by a truncating snprintf (jansson refuses
@@ -588,6 +652,7 @@ int queue_fail(queue *q, long long job, const char *token, const char *error, in
     sqlite3_bind_int(s, 3, retryable ? 1 : 0);
     sqlite3_bind_double(s, 4, now);
     if ((rc = run(q, s, "fail")) < 0) return rc;
+    if (!retryable && (rc = worker_failed(q, r.worker_id, msg)) < 0) return rc;
     *new_state = again ? "queued" : "failed";
     if (!again) q->jobs_failed++;
     return STORE_OK;
@@ -689,6 +754,30 @@ int queue_requeue(queue *q, long long job) {
     sqlite3_bind_int64(s, 1, job);
     sqlite3_bind_double(s, 2, store_now());
     return run(q, s, "requeue");
+}
+
+int queue_requeue_sweep(queue *q, long long sweep, const char *state, const char *error_like, json_t *ids) {
+    if (!state || (strcmp(state, "failed") != 0 && strcmp(state, "cancelled") != 0)) {
+        snprintf(q->err, sizeof q->err, "state: \"failed\" or \"cancelled\" (the jobs to requeue), not \"%.40s\"",
+                 state ? state : "");
+        return STORE_EINVAL;
+    }
+    int rc = sweep_exists(q, sweep);
+    if (rc < 0) return rc;
+    sqlite3_stmt *s = S(q, S_REQUEUE_SWEEP);
+    if (!s) return STORE_EIO;
+    sqlite3_bind_int64(s, 1, sweep);
+    sqlite3_bind_double(s, 2, store_now());
+    sqlite3_bind_text(s, 3, state, -1, SQLITE_TRANSIENT);
+    bind_text_or_null(s, 4, error_like && *error_like ? error_like : NULL);
+    while ((rc = sqlite3_step(s)) == SQLITE_ROW)
+        if (json_array_append_new(ids, json_integer(sqlite3_column_int64(s, 0))) < 0) {
+            sqlite3_reset(s);
+            snprintf(q->err, sizeof q->err, "out of memory");
+            return STORE_EIO;
+        }
+    sqlite3_reset(s);
+    return rc == SQLITE_DONE ? STORE_OK : fail_db(q, "requeue sweep");
 }
 
 int queue_set_priority(queue *q, long long job, long long priority) {

@@ -29,6 +29,8 @@ typedef struct queue {
     sqlite3_stmt *stmt[QUEUE_NSTMT];    /* owned, finalized by queue_release */
     double lease_ttl;                   /* seconds */
     int max_attempts;
+    int worker_fail_limit;              /* a worker that fails this many jobs in a row without retry gets no more
+                                         * leases until it registers again; 0 (queue_init's) = never */
     char err[512];
     char state[16];                     /* job state on STORE_ECONFLICT */
     /* counters for /metrics (since start) */
@@ -38,13 +40,19 @@ typedef struct queue {
 void queue_init(queue *q, store *st, double lease_ttl, int max_attempts);
 void queue_release(queue *q);
 
-/* Registers a worker (same name+host → same id, devices and last_seen updated). devices: JSON text. */
+/* Registers a worker (same name+host → same id, devices and last_seen updated; its failure streak and a stop
+ * for it are cleared). devices: JSON text. */
 int queue_register(queue *q, const char *name, const char *host, const char *devices, long long *worker_id);
 
 /* Leases the next job to worker_id. On QUEUE_OK *out is a new object {job_id, attempt, lease_token,
  * lease_expires_at, lease_ttl_s, sweep_id, schedule_id, seed, heads, job, resume?, stop_at_step?} the caller decrefs.
  * stop_at_step (halving sweeps): stop at this step and report the rung (orchestrator/halving.h). */
 int queue_lease(queue *q, long long worker_id, const char *device, json_t **out);
+/* A worker stopped for its failures (worker_fail_limit) is not leased to: STORE_ECONFLICT, q->state "stopped",
+ * q->err says why and how to lift it. */
+
+/* The job's sweep: its jobs done and in all (what a worker shows as the sweep's progress). */
+int queue_sweep_progress(queue *q, long long job, long long *done, long long *total);
 
 /* Renews the lease; *expires = new expiry. step/loss < 0 / NAN are ignored. */
 int queue_heartbeat(queue *q, long long job, const char *token, long long step, double loss, double *expires);
@@ -60,7 +68,8 @@ int queue_checkpoint(queue *q, long long job, const char *token, const char *pat
 int queue_complete(queue *q, long long job, const char *token, json_t *result);
 
 /* *new_state: "queued" (retryable, attempts left) or "failed" (static string). Idempotent for the token.
- * error is stored cut to under 2 KiB on a UTF-8 character boundary. */
+ * error is stored cut to under 2 KiB on a UTF-8 character boundary. A fail without retry adds one to the
+ * leasing worker's failure streak (workers.fail_streak); queue_complete and queue_worker_succeeded clear it. */
 int queue_fail(queue *q, long long job, const char *token, const char *error, int retryable, const char **new_state);
 
 /* Returns every expired lease to queued (or failed after max_attempts). *n = how many expired. */
@@ -73,6 +82,12 @@ int queue_grace(queue *q, double now, int *n);
 /* Admin. */
 int queue_cancel(queue *q, long long job);
 int queue_requeue(queue *q, long long job);
+/* Requeues every job of `sweep` in `state` ("failed" or "cancelled") whose last_error contains error_like
+ * (NULL or "": any), as queue_requeue does one; appends their ids to the array ids. One statement: the
+ * caller's transaction makes it all or nothing. STORE_EINVAL for another state, STORE_ENOTFOUND no sweep. */
+int queue_requeue_sweep(queue *q, long long sweep, const char *state, const char *error_like, json_t *ids);
+/* The job's worker succeeded (a rung reached): its failure streak is cleared. */
+int queue_worker_succeeded(queue *q, long long job);
 int queue_set_priority(queue *q, long long job, long long priority);
 int queue_sweep_set_state(queue *q, long long sweep, const char *state);   /* "active" | "paused" */
 int queue_sweep_set_priority(queue *q, long long sweep, long long priority);

@@ -12,12 +12,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/time.h>
 
 extern const char prism_sql_schema[];
 extern const char prism_sql_halving[];
 extern const char prism_sql_metrics_append[];
 extern const char prism_sql_job_sizes[];
+extern const char prism_sql_worker_failures[];
 
 /* Migration i (1-based) brings user_version from i-1 to i. Migrations run with foreign_keys OFF (a table
  * rebuild must not cascade its DROP into the tables that reference it); it is back ON when they are done. */
@@ -26,6 +28,7 @@ static const char *const migrations[] = {
     prism_sql_halving,   /* job states paused/pruned, jobs.stop_at_step/rung, rung_results, halving_decisions */
     prism_sql_metrics_append,   /* metrics in arrival order (rowid) with a UNIQUE index as the idempotency key */
     prism_sql_job_sizes,   /* jobs.tokens_per_step; fill_job_sizes() then fills it and steps by the job model */
+    prism_sql_worker_failures,   /* workers.fail_streak / stopped_reason: the server stops leasing to a failing worker */
 };
 #define N_MIGRATIONS ((int)(sizeof migrations / sizeof migrations[0]))
 
@@ -59,7 +62,7 @@ out:
 }
 
 /* The C half of migration i, run after its SQL in the same transaction; NULL: none. */
-static int (*const migration_fill[])(store *) = { NULL, NULL, NULL, fill_job_sizes };
+static int (*const migration_fill[])(store *) = { NULL, NULL, NULL, fill_job_sizes, NULL };
 _Static_assert(sizeof migration_fill / sizeof migration_fill[0] == sizeof migrations / sizeof migrations[0],
                "one migration_fill entry per migration");
 
@@ -158,23 +161,67 @@ out:
     return rc;
 }
 
+/* Opens path read-only; immutable: as `file:PATH?immutable=1` (no locks, no -shm: read-only media). Returns the
+ * SQLite code of the open and of a first read (PRAGMA user_version into *v). */
+static int store_open_ro(store *st, const char *path, int immutable, int *v) {
+    if (st->db) { sqlite3_close_v2(st->db); st->db = NULL; }
+    char uri[2200];
+    int flags = SQLITE_OPEN_READONLY | SQLITE_OPEN_FULLMUTEX;
+    if (immutable) {
+        /* a URI: the path percent-encoded where it must be (%, ?, #), "immutable=1" */
+        size_t k = (size_t)snprintf(uri, sizeof uri, "file:");
+        for (const char *p = path; *p && k + 4 < sizeof uri - 16; p++) {
+            if (*p == '%' || *p == '?' || *p == '#') k += (size_t)snprintf(uri + k, sizeof uri - k, "%%%02X", (unsigned char)*p);
+            else uri[k++] = *p;
+        }
+        snprintf(uri + k, sizeof uri - k, "?immutable=1");
+        flags |= SQLITE_OPEN_URI;
+    }
+    int rc = sqlite3_open_v2(immutable ? uri : path, &st->db, flags, NULL);
+    if (rc != SQLITE_OK) return rc;
+    sqlite3_busy_timeout(st->db, 5000);
+    sqlite3_extended_result_codes(st->db, 1);
+    sqlite3_stmt *s = NULL;
+    rc = sqlite3_prepare_v2(st->db, "PRAGMA user_version", -1, &s, NULL);
+    if (rc == SQLITE_OK) rc = sqlite3_step(s);
+    if (rc == SQLITE_ROW) { *v = sqlite3_column_int(s, 0); rc = SQLITE_OK; }
+    sqlite3_finalize(s);
+    return rc;
+}
+
 int store_open_readonly(const char *path, store **out, char *errbuf, size_t errlen) {
     int rc = STORE_EIO;
     *out = NULL;
     store *st = calloc(1, sizeof *st);
     if (!st) { snprintf(errbuf, errlen, "out of memory"); return STORE_EIO; }
     snprintf(st->path, sizeof st->path, "%s", path);
-    if (sqlite3_open_v2(path, &st->db, SQLITE_OPEN_READONLY | SQLITE_OPEN_FULLMUTEX, NULL) != SQLITE_OK) {
-        snprintf(st->err, sizeof st->err, "cannot open %.400s: %s", path, st->db ? sqlite3_errmsg(st->db) : "no memory");
+    int v = 0, src = store_open_ro(st, path, 0, &v);
+    if ((src & 0xff) == SQLITE_CANTOPEN || (src & 0xff) == SQLITE_READONLY || (src & 0xff) == SQLITE_IOERR) {
+        /* a WAL database on read-only media (or in a folder this user cannot write): no -shm can be made, so
+         * read it as immutable; what a -wal file beside it holds is then not seen, say so */
+        char wal[1100];
+        struct stat sb;
+        snprintf(wal, sizeof wal, "%s-wal", path);
+        int isrc = store_open_ro(st, path, 1, &v);
+        if (isrc == SQLITE_OK) {
+            src = isrc;
+            st->immutable = 1;
+            if (stat(wal, &sb) == 0 && sb.st_size > 0)
+                fprintf(stderr, "prism-sweep: warning: %s is read as immutable (its folder is read-only) and the "
+                        "%lld bytes of %s are not seen: copy the database with its -wal and -shm files to a writable "
+                        "folder, or checkpoint it where it was written, to read the latest writes\n", path,
+                        (long long)sb.st_size, wal);
+        }
+    }
+    if (src != SQLITE_OK && !st->db) {
+        snprintf(st->err, sizeof st->err, "cannot open %.400s: %s", path, sqlite3_errstr(src));
         goto out;
     }
-    sqlite3_busy_timeout(st->db, 5000);
-    sqlite3_extended_result_codes(st->db, 1);
-    int v = 0;
-    if ((rc = user_version(st, &v)) < 0) {
-        char why[300];
-        snprintf(why, sizeof why, "%.299s", st->err);
-        snprintf(st->err, sizeof st->err, "cannot read %.150s as a prism-sweep database: %.290s", path, why);
+    if (src != SQLITE_OK) {
+        rc = STORE_EIO;
+        snprintf(st->err, sizeof st->err, "cannot read %.150s as a prism-sweep database: %.290s", path,
+                 sqlite3_errmsg(st->db));
+        if ((src & 0xff) == SQLITE_NOTADB) rc = STORE_EINVAL;
         goto out;
     }
     if (v > N_MIGRATIONS) {

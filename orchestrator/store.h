@@ -24,13 +24,14 @@ enum {
     STORE_ENEWER = -5,     /* the file has a schema newer than this binary knows */
 };
 
-#define STORE_SCHEMA_VERSION 4   /* migrations in store.c: sql/schema.sql, sql/halving.sql, sql/metrics_append.sql,
-                                    sql/job_sizes.sql */
+#define STORE_SCHEMA_VERSION 5   /* migrations in store.c: sql/schema.sql, sql/halving.sql, sql/metrics_append.sql,
+                                    sql/job_sizes.sql, sql/worker_failures.sql */
 
 typedef struct store {
     sqlite3 *db;     /* owned; closed by store_close */
     char path[1024];
     char err[512];   /* last error message */
+    int immutable;   /* store_open_readonly read it as immutable (read-only media) */
 } store;
 
 /* Opens (creating if needed) the database at path and migrates it. On success *out is a new store the
@@ -39,7 +40,10 @@ int store_open(const char *path, store **out, char *errbuf, size_t errlen);
 void store_close(store *st);            /* NULL is fine */
 /* Opens an existing prism-sweep database read-only, for the read commands: nothing is created or
  * migrated. A file that is not SQLite, has no prism-sweep schema (user_version 0, no sweeps/jobs tables)
- * or an older/newer one is refused (STORE_EINVAL / STORE_ENEWER) with the reason in errbuf. */
+ * or an older/newer one is refused (STORE_EINVAL / STORE_ENEWER) with the reason in errbuf; a file that cannot
+ * be read is STORE_EIO. On read-only media (a WAL database whose -shm cannot be made) it is read as immutable
+ * (`file:PATH?immutable=1`, st->immutable = 1), with a warning on stderr when a -wal file beside it holds writes
+ * that are then not seen. */
 int store_open_readonly(const char *path, store **out, char *errbuf, size_t errlen);
 
 int store_begin(store *st);             /* BEGIN IMMEDIATE */

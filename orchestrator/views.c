@@ -331,17 +331,19 @@ void views_job_metrics(api_ctx *c) {
 }
 
 void views_workers(api_ctx *c) {
-    sqlite3_stmt *s = views_prepare(c, "SELECT id, name, host, devices, registered_at, last_seen_at FROM workers ORDER BY id");
+    sqlite3_stmt *s = views_prepare(c, "SELECT id, name, host, devices, registered_at, last_seen_at, fail_streak, "
+                                       "stopped_reason FROM workers ORDER BY id");
     sqlite3_stmt *j = views_prepare(c, "SELECT id, device, sweep_id, step, steps FROM jobs WHERE state = 'leased' AND "
                                        "worker_id = ?1 ORDER BY id");
     if (!s || !j) { sqlite3_finalize(s); sqlite3_finalize(j); return; }
-    static const char *const names[] = { "id", "name", "host", "!devices", "registered_at", "last_seen_at" };
+    static const char *const names[] = { "id", "name", "host", "!devices", "registered_at", "last_seen_at", "fail_streak",
+                                         "stopped_reason" };
     static const char *const jnames[] = { "job_id", "device", "sweep_id", "step", "steps" };
     double cutoff = store_now() - 2 * c->a->cfg.lease_ttl;
     json_t *arr = json_array();
     int rc, jrc = SQLITE_DONE;
     while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
-        json_t *o = row_json(s, names, 6);
+        json_t *o = row_json(s, names, 8);
         json_object_set_new(o, "alive", json_boolean(sqlite3_column_double(s, 5) > cutoff));
         json_t *jobs = json_array();
         sqlite3_reset(j);

@@ -1,19 +1,24 @@
 #!/usr/bin/env bash
 # tools/demo.sh — `make demo`: a whole tiny sweep on this machine, end to end.
 #
-#   1. a synthetic dataset (prism-data synth) in demo/data
-#   2. the sweep sweeps/tiny-cpu.json in demo/prism.db (prism-sweep create)
+#   1. a synthetic dataset (prism-data synth) in demo/data: 2M tokens, a 20,000-token val split
+#   2. the sweep: sweeps/tiny-cpu.json's model, schedules and seeds made quick (demo/spec.json: 400 steps instead of
+#      2000, every evaluation on the whole val split, 39 batches), in demo/prism.db (prism-sweep create)
 #   3. the orchestrator (prism-sweep serve) on 127.0.0.1:$DEMO_PORT (8080, or a free port if taken)
-#   4. one CPU worker (prism-worker) in the foreground, with live progress; it exits once nothing is left
+#   4. one CPU worker (prism-worker) in the foreground with one slot per core, one thread each (faster than one
+#      slot on every core: docs/PERF.md), with live progress; it exits once nothing is left
 #   5. the leaderboard table (prism-sweep leaderboard)
 # Everything lives in demo/ (git-ignored); each run starts it afresh, so it runs again without cleanup.
+# The figure: `make demo` on a fresh clone, in docs/PERF.md ("make demo").
 # Environment: BUILD (build dir, default build), DEMO_DIR (default demo), DEMO_PORT, DEMO_SPEC
-# (default sweeps/tiny-cpu.json), DEMO_KEEP=1 keeps the orchestrator running at the end.
+# (default sweeps/tiny-cpu.json), DEMO_STEPS (default 400; 0 = the spec's own), DEMO_SLOTS (default: the cores,
+# at most 8), DEMO_KEEP=1 keeps the orchestrator running at the end.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}
 DEMO=${DEMO_DIR:-demo}
 SPEC=${DEMO_SPEC:-sweeps/tiny-cpu.json}
+STEPS=${DEMO_STEPS:-400}
 SWEEP=$(/usr/bin/python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["name"])' "$SPEC")
 SWEEPBIN=$BUILD/prism-sweep
 WORKERBIN=$BUILD/prism-worker
@@ -43,10 +48,24 @@ fi
 URL="http://127.0.0.1:$PORT"
 
 say "1/5 synthetic dataset (prism-data synth)"
-"$DATABIN" synth --out "$DEMO/data" --tokens 2M --vocab 256 --seed 1
+"$DATABIN" synth --out "$DEMO/data" --tokens 2M --vocab 256 --seed 1 --val-frac 0.01
 
-say "2/5 sweep $SPEC"
-"$SWEEPBIN" create "$SPEC" --db "$DEMO/prism.db"
+say "2/5 sweep $SPEC ($STEPS steps, every evaluation on the whole val split)"
+# the spec made quick: fewer steps (the LR schedule, warm-up and evaluations scaled to them) and every evaluation
+# on the whole val split (val_tokens / (batch_size x seq_len) batches, from meta.json)
+/usr/bin/python3 - "$SPEC" "$DEMO/data/meta.json" "$STEPS" > "$DEMO/spec.json" <<'PY'
+import json, sys
+spec, meta, steps = json.load(open(sys.argv[1])), json.load(open(sys.argv[2])), int(sys.argv[3])
+tr, ev = spec["train"], spec["eval"]
+if 0 < steps < tr["steps"]:
+    scale = steps / tr["steps"]
+    tr["warmup_steps"] = max(1, round(tr.get("warmup_steps", 0) * scale))
+    ev["every"] = max(1, steps // 3)
+    tr["steps"] = steps
+ev["batches"] = meta["val_tokens"] // (tr["batch_size"] * tr["seq_len"])
+json.dump(spec, sys.stdout, indent=1)
+PY
+"$SWEEPBIN" create "$DEMO/spec.json" --db "$DEMO/prism.db"
 
 say "3/5 orchestrator on $URL"
 # its own session: a Ctrl-C reaches the worker (which then checkpoints and reports to a live server);
@@ -68,9 +87,13 @@ echo "leaderboard (live): $URL/"
 echo "API:                $URL/api/v1/sweeps"
 echo "orchestrator log:   $DEMO/server.log"
 
-say "4/5 worker (prism-worker --devices cpu); live progress below"
-"$WORKERBIN" --server "$URL" --token-file "$DEMO/prism.db.worker-token" --devices cpu --name demo-cpu \
-  --work-dir "$DEMO/work" --data-root "$DEMO" --poll 0.5 --idle-exit 2 &
+SLOTS=${DEMO_SLOTS:-$(nproc 2>/dev/null || echo 1)}
+[ "$SLOTS" -ge 1 ] 2>/dev/null || SLOTS=1
+[ "$SLOTS" -le 8 ] || SLOTS=8
+DEVICES=$(printf 'cpu%.0s,' $(seq 1 "$SLOTS")); DEVICES=${DEVICES%,}
+say "4/5 worker (prism-worker --devices $DEVICES, one thread each); live progress below"
+OMP_NUM_THREADS=1 "$WORKERBIN" --server "$URL" --token-file "$DEMO/prism.db.worker-token" --devices "$DEVICES" \
+  --name demo-cpu --work-dir "$DEMO/work" --data-root "$DEMO" --poll 0.5 --idle-exit 2 &
 WORKER=$!
 wait "$WORKER" || { echo "demo: the worker failed (exit $?)" >&2; exit 1; }
 WORKER=

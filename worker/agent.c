@@ -106,6 +106,39 @@ static void agent_fail_early(slot *s, const char *msg, int retryable) {
     json_decref(body);
 }
 
+/* Stops every slot from leasing: storm_why is what agent_run prints. Call with env->streak_mu held. */
+static void agent_storm(slot_env *env, const char *why) {
+    if (!env->storm) snprintf(env->storm_why, sizeof env->storm_why, "%s", why);
+    env->storm = 1;
+}
+
+/* A job's outcome for the failure streak: code 0 = it trained (done, a rung, or a failure of the job's own, such as
+ * a NaN loss), else the TRAIN_E* kind of a local failure, one that would fail every job on this worker the same
+ * way (data, checkpoint, a job it cannot read). The same kind --fail-limit times in a row stops the worker. */
+static void agent_note_outcome(slot *s, int code, const char *msg) {
+    slot_env *env = s->env;
+    int limit = env->o->fail_limit;
+    pthread_mutex_lock(&env->streak_mu);
+    if (code == 0) env->streak_n = 0;
+    else {
+        env->streak_n = code == env->streak_code && env->streak_n > 0 ? env->streak_n + 1 : 1;
+        env->streak_code = code;
+        snprintf(env->streak_err, sizeof env->streak_err, "%s", msg);
+        if (limit > 0 && env->streak_n >= limit) {
+            char why[sizeof env->storm_why], like[64];
+            snprintf(like, sizeof like, "%.*s", (int)strcspn(env->streak_err, ":'"), env->streak_err);   /* its kind */
+            snprintf(why, sizeof why, "%d jobs in a row failed on this worker with the same error (--fail-limit %d), "
+                     "so it leases no more: %.900s. Fix this worker (its --data-root, files, disk), start it again, "
+                     "and put the failed jobs back with: prism-sweep requeue SWEEP --state failed --error-like '%s'",
+                     env->streak_n, limit, env->streak_err, like);
+            agent_storm(env, why);
+            progress_event(s->index, "fail-limit", "%d jobs in a row failed with: %s; leasing no more", env->streak_n,
+                           env->streak_err);
+        }
+    }
+    pthread_mutex_unlock(&env->streak_mu);
+}
+
 /* One leased job on slot s, from the lease (borrowed) to its reported outcome. */
 static void agent_run_job(slot *s, json_t *lease_json) {
     slot_env *env = s->env;
@@ -132,6 +165,7 @@ static void agent_run_job(slot *s, json_t *lease_json) {
         char msg[2200];
         snprintf(msg, sizeof msg, "bad lease: %s", err);
         if (l->job_id > 0 && l->token[0]) agent_fail_early(s, msg, 0);
+        agent_note_outcome(s, TRAIN_EINVAL, msg);
         goto out;
     }
     int jrc = job_from_json(l->job, &job, err, sizeof err);
@@ -140,6 +174,7 @@ static void agent_run_job(slot *s, json_t *lease_json) {
         char msg[2200];
         snprintf(msg, sizeof msg, "bad job JSON: %s", err);
         agent_fail_early(s, msg, 0);
+        agent_note_outcome(s, TRAIN_EINVAL, msg);
         goto out;
     }
     job_format_heads(&job, s->view.row.schedule, sizeof s->view.row.schedule);
@@ -230,6 +265,7 @@ static void agent_run_job(slot *s, json_t *lease_json) {
                        "val_loss=%.4f%s%s", l->job_id, l->attempt, s->view.row.schedule, res.paused_at, res.val_loss,
                        rc == CLIENT_OK ? "" : " not acknowledged: ", rc == CLIENT_OK ? "" : s->cl.err);
         s->jobs_done++;
+        agent_note_outcome(s, 0, NULL);
         goto out;
     }
     if (trc == TRAIN_OK) {
@@ -252,6 +288,7 @@ static void agent_run_job(slot *s, json_t *lease_json) {
         else
             progress_event(s->index, "report-error", "job=%lld complete not acknowledged: %s", l->job_id, s->cl.err);
         s->jobs_done++;
+        agent_note_outcome(s, 0, NULL);
         goto out;
     }
     if (trc == TRAIN_ECANCELLED) {
@@ -285,6 +322,8 @@ static void agent_run_job(slot *s, json_t *lease_json) {
     if (rc == CLIENT_EAUTH || rc == CLIENT_EGONE) goto out;
     progress_event(s->index, trc == TRAIN_EPREEMPTED ? "preempted" : "failed", "job=%lld attempt=%d retryable=%d %s%s",
                    l->job_id, l->attempt, retryable, msg, rc == CLIENT_OK ? "" : " (not acknowledged)");
+    if (trc != TRAIN_EPREEMPTED)   /* data, checkpoint, an unreadable job: this box's; a NaN, a divergence: the job's */
+        agent_note_outcome(s, trc == TRAIN_EDATA || trc == TRAIN_ECHECKPOINT || trc == TRAIN_EINVAL ? trc : 0, msg);
     if (trc == TRAIN_EDEVICE) {
         /* a device that cannot train would fail every job it leases: take it out of service */
         s->disabled = 1;
@@ -306,7 +345,7 @@ static void *agent_slot_main(void *arg) {
     slot_env *env = s->env;
     const agent_opts *o = env->o;
     double idle_since = util_now_s();
-    while (!g_quit && !env->refused) {
+    while (!g_quit && !env->refused && !env->storm) {
         if (o->max_jobs > 0 && s->jobs_taken >= o->max_jobs) break;   /* a failed job counts too */
         if (s->disabled) break;
         json_t *resp = NULL;
@@ -321,6 +360,16 @@ static void *agent_slot_main(void *arg) {
             if (client_refusal(&s->cl, rrc) == CLIENT_EAUTH) { report_token_refused(s, &s->cl); break; }
             slot_sleep(o->poll_s, &g_quit);
             continue;
+        }
+        if (rc == CLIENT_ECONFLICT) {
+            /* the server stopped leasing to this worker (its failure streak, docs/API.md): it will not change its mind */
+            char why[sizeof env->storm_why];
+            snprintf(why, sizeof why, "the server leases nothing more to this worker: %.1200s", s->cl.err);
+            pthread_mutex_lock(&env->streak_mu);
+            agent_storm(env, why);
+            pthread_mutex_unlock(&env->streak_mu);
+            progress_event(s->index, "lease-refused", "%s", s->cl.err);
+            break;
         }
         if (rc != CLIENT_OK) {
             progress_event(s->index, "lease-error", "%s", s->cl.err);
@@ -351,6 +400,7 @@ void agent_opts_default(agent_opts *o) {
     o->poll_s = 5;
     o->flush_s = 1;
     o->progress = -1;
+    o->fail_limit = 3;
 }
 
 static int agent_parse_devices(agent *ag, const char *spec) {
@@ -393,6 +443,7 @@ int agent_run(const agent_opts *o) {
     env->quit = &g_quit;
     pthread_mutex_init(&env->reg_mu, NULL);
     pthread_mutex_init(&env->refuse_mu, NULL);
+    pthread_mutex_init(&env->streak_mu, NULL);
     int ninit = 0;
     if (agent_read_token(o->token_file, env->token, sizeof env->token) != 0) { ret = 2; goto out; }
     if (agent_parse_devices(ag, o->devices) != 0) { ret = 2; goto out; }
@@ -434,7 +485,7 @@ int agent_run(const agent_opts *o) {
 
     int rrc = report_register(env, &ag->slots[0].cl);
     if (rrc == CLIENT_ESTOPPED) { ret = 0; goto out; }
-    if (rrc != CLIENT_OK) { ret = 1; goto out; }
+    if (rrc != CLIENT_OK) { ret = rrc == CLIENT_EPROTO ? 2 : 1; goto out; }   /* EPROTO: not a prism-sweep server */
 
     int started = 0;
     for (int i = 0; i < env->nslots; i++)
@@ -445,8 +496,13 @@ int agent_run(const agent_opts *o) {
     for (int i = 0; i < env->nslots; i++) disabled += ag->slots[i].disabled;
     progress_finish();
     progress_event(-1, "exit", "worker %s stopped%s", env->name,
-                   env->refused ? " (token refused)" : disabled == env->nslots ? " (no usable device)" : g_quit ? " (signal)" : "");
+                   env->refused ? " (token refused)" : env->storm ? " (failure storm)" : disabled == env->nslots ?
+                   " (no usable device)" : g_quit ? " (signal)" : "");
     ret = disabled == env->nslots ? 1 : 0;
+    if (env->storm && !env->refused) {
+        fprintf(stderr, "prism-worker: stopped: %s\n", env->storm_why);
+        ret = 1;
+    }
     if (env->refused) {
         const char *said = strstr(env->refused_err, ": HTTP ");
         if (said) said = strstr(said + 7, ": ");
@@ -464,6 +520,7 @@ out:
     for (int i = 0; i < ninit; i++) slot_release(&ag->slots[i]);
     pthread_mutex_destroy(&env->reg_mu);
     pthread_mutex_destroy(&env->refuse_mu);
+    pthread_mutex_destroy(&env->streak_mu);
     free(ag);
     return ret;
 }

@@ -8,7 +8,9 @@
  * registration (the token was changed or revoked) stops the job like SIGTERM (step, checkpoint) without
  * reporting it, stops leasing, and the agent exits 2. SIGTERM/SIGINT: every device finishes its current step,
  * checkpoints, reports (metrics, checkpoint, then fail retryable "preempted"), and the agent exits 0;
- * a second signal exits at once.
+ * a second signal exits at once. Failure storms: a worker whose jobs fail one after another with the same
+ * local error (its data root is wrong, its disk is full of bad checkpoints) stops leasing after
+ * --fail-limit of them, says why and exits 1, instead of failing every job of the queue in seconds.
  */
 #ifndef PRISM_AGENT_H
 #define PRISM_AGENT_H
@@ -26,6 +28,8 @@ typedef struct agent_opts {
     double flush_s;              /* metrics are sent at least this often, default 1 */
     double idle_exit_s;          /* exit after this long with nothing to lease on any device; 0 = never */
     int max_jobs;                /* leased jobs per device, however they end (done, failed, cancelled); 0 = no limit */
+    int fail_limit;              /* stop after this many jobs in a row failed with the same non-retryable local error
+                                  * (bad data, bad checkpoint, a job this worker cannot read), default 3; 0 = never */
     int data_anywhere;           /* --allow-data-outside-root: job data paths may leave data_root */
     int progress;                /* -1 auto (live lines when stderr is a TTY), 0 log lines, 1 live lines */
 } agent_opts;
@@ -33,10 +37,13 @@ typedef struct agent_opts {
 /* Fills the defaults above (required fields NULL). */
 void agent_opts_default(agent_opts *o);
 
-/* Runs until stopped (signal, --idle-exit, --max-jobs, a refused token). Returns the process exit status:
- * 0 after a clean stop, 1 when registration failed for good (e.g. 401) or every device failed
- * (TRAIN_EDEVICE), 2 for bad options or when the server refused the worker token after registration
- * (401/403; message on stderr naming the request and --token-file). */
+/* Runs until stopped (signal, --idle-exit, --max-jobs, a refused token, a failure storm). Returns the process
+ * exit status: 0 after a clean stop; 1 when registration failed for good (e.g. 401), every device failed
+ * (TRAIN_EDEVICE), or a failure storm stopped it (--fail-limit jobs in a row failed with the same local error,
+ * or the server stopped leasing to it: message on stderr with the error and the requeue command); 2 for bad
+ * options, a --server that is not a prism-sweep server or speaks another scheme (at registration, no retry),
+ * or when the server refused the worker token after registration (401/403; message on stderr naming the
+ * request and --token-file). */
 int agent_run(const agent_opts *o);
 
 #endif

@@ -12,6 +12,7 @@
 #include "cli.h"
 #include "job.h"
 #include "train.h"
+#include "version.h"
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -165,14 +166,19 @@ static int cmd_agent(int argc, char **argv) {
          1e12, 0, 0},
         {"--max-jobs", CLI_INT, &o.max_jobs, "0 = no limit", "exit after N jobs per device, failed ones included", 0,
          2147483647, 0, 0},
+        {"--fail-limit", CLI_INT, &o.fail_limit, "3", "stop leasing and exit 1 after N jobs in a row failed with the same "
+         "local error (bad data, bad checkpoint, a job it cannot read; not a NaN loss): a broken box fails N jobs, not "
+         "the whole queue (0 = never)", 0, 1000000, 0, 0},
         {"--progress", CLI_CHOICE, &progress, "auto", "live lines per device (tty), or one key=value line per report "
          "(log)", 0, 0, "auto|tty|log", 0},
         {0}};
     cli_cmd cmd = {"", "--server http://HOST:8080 --token-file F [flags]",
                    "Registers with the orchestrator, then on every device loops: lease a job, train it, report.\n"
                    "SIGTERM/SIGINT: finish the step, checkpoint, report, exit (a second one exits at once).\n"
-                   "Exit status: 0 stopped, 1 registration refused or no usable device, 2 bad flags or the token\n"
-                   "refused after registration (401/403: jobs in hand are checkpointed, not reported).",
+                   "Exit status: 0 stopped, 1 registration refused, no usable device, or --fail-limit failures in a\n"
+                   "row (or the server stopped leasing to it), 2 bad flags, a --server that is not a prism-sweep server\n"
+                   "or speaks another scheme (no retry), or the token refused after registration (401/403: jobs in\n"
+                   "hand are checkpointed, not reported). Retried: refused connections, timeouts, 5xx.",
                    flags, "prism-worker"};
     char *pos[1];
     int npos, rc = cli_parse(&cmd, argc, argv, pos, 0, &npos);
@@ -192,13 +198,13 @@ struct command {
 static const struct command commands[] = {
     {"train", cmd_train, "train one job locally: prism-worker train JOB.json --out DIR"},
     /* AGENT MODE (worker/agent.c): main() sends every invocation whose arguments contain --server here. */
-    {"agent", cmd_agent, "lease and train jobs from a server: prism-worker --server URL --token-file F ... (add --help for its flags)"},
+    {"agent", cmd_agent, "lease and train jobs from a server: prism-worker [agent] --server URL --token-file F ..."},
     {"help", cmd_help, "this list"},
 };
 #define NCOMMANDS (int)(sizeof commands / sizeof commands[0])
 
 static int cmd_help(int argc, char **argv) {
-    printf("usage: prism-worker COMMAND [args]    (COMMAND --help for its flags)\n");
+    printf("usage: prism-worker COMMAND [args]    (COMMAND --help for its flags; --version: the build's version)\n");
     for (int i = 0; i < NCOMMANDS; i++) printf("  %-8s %s\n", commands[i].name, commands[i].summary);
     return 0;
 }
@@ -216,12 +222,12 @@ int main(int argc, char **argv) {
         setenv("OMP_WAIT_POLICY", "PASSIVE", 1);
         execv("/proc/self/exe", argv);               /* only returns on failure: carry on as we are */
     }
+    if (argc >= 2 && strcmp(argv[1], "--version") == 0) return prism_version_print("prism-worker");
+    /* `prism-worker agent FLAGS` and `prism-worker --server URL FLAGS` are the same command */
+    if (argc >= 2 && strcmp(argv[1], "agent") == 0) return cmd_agent(argc - 1, argv + 1);
     for (int i = 1; i < argc; i++)
-        if (strcmp(argv[i], "--server") == 0 || strncmp(argv[i], "--server=", 9) == 0) {
-            const struct command *a = find_command("agent");
-            if (!a) { fprintf(stderr, "prism-worker: agent mode (--server) is not built into this binary\n"); return 2; }
-            return a->fn(argc, argv);          /* the agent parses the whole argv */
-        }
+        if (strcmp(argv[i], "--server") == 0 || strncmp(argv[i], "--server=", 9) == 0)
+            return cmd_agent(argc, argv);          /* the agent parses the whole argv */
     if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
         cmd_help(argc, argv);
         return argc < 2 ? 2 : 0;

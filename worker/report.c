@@ -41,12 +41,19 @@ int report_register(slot_env *env, client *c) {
     json_t *resp = NULL;
     volatile int *saved = c->abort;
     c->abort = env->quit;
+    c->first_contact = env->worker_id == 0;   /* the first registration: is this a prism-sweep server at all? */
     int rc = client_request(c, "POST", "/api/v1/workers/register", body, -1, &resp);
+    c->first_contact = 0;
     c->abort = saved;
     json_decref(body);
+    if (rc == CLIENT_EREJECTED && !c->err_json) rc = CLIENT_EPROTO;   /* a 4xx that is not a prism-sweep answer */
     if (rc != CLIENT_OK) {
         char e[4 * sizeof c->err];
-        if (rc != CLIENT_ESTOPPED)
+        if (rc == CLIENT_EPROTO)
+            fprintf(stderr, "prism-worker: --server %s is not a prism-sweep server, or not at this scheme, host and "
+                    "port: %s; give the address `prism-sweep serve` prints (http://HOST:PORT)\n", env->o->server,
+                    log_escape(e, sizeof e, c->err));
+        else if (rc != CLIENT_ESTOPPED)
             fprintf(stderr, "prism-worker: registration refused: %s%s\n", log_escape(e, sizeof e, c->err),
                     c->status == 401 ? " (check --token-file: it must hold the server's worker token)" : "");
         json_decref(resp);
@@ -56,7 +63,11 @@ int report_register(slot_env *env, client *c) {
     double hb = json_number_value(json_object_get(resp, "heartbeat_every_s"));
     double ttl = json_number_value(json_object_get(resp, "lease_ttl_s"));
     json_decref(resp);
-    if (id <= 0) { fprintf(stderr, "prism-worker: registration answer has no worker_id\n"); return CLIENT_EPROTO; }
+    if (id <= 0) {
+        fprintf(stderr, "prism-worker: --server %s is not a prism-sweep server: its answer to POST "
+                "/api/v1/workers/register has no worker_id; give the address `prism-sweep serve` prints\n", env->o->server);
+        return CLIENT_EPROTO;
+    }
     env->worker_id = id;
     if (env->o->heartbeat_s > 0) env->heartbeat_s = env->o->heartbeat_s;
     else if (hb > 0) env->heartbeat_s = hb;
@@ -198,8 +209,16 @@ static void *report_thread(void *arg) {
             if (s->view.row.step >= 0) json_object_set_new(body, "step", json_integer(s->view.row.step));
             if (isfinite(s->view.row.loss)) json_object_set_new(body, "loss", json_real(s->view.row.loss));
             pthread_mutex_unlock(&s->mu);
-            rc = client_request(&s->rcl, "POST", r->path_heartbeat, body, -1, NULL);
+            json_t *hr = NULL;
+            rc = client_request(&s->rcl, "POST", r->path_heartbeat, body, -1, &hr);
             json_decref(body);
+            if (rc == CLIENT_OK && hr) {   /* the sweep's progress, for the display */
+                pthread_mutex_lock(&s->mu);
+                progress_job_sweep(&s->view, json_integer_value(json_object_get(hr, "sweep_done")),
+                                   json_integer_value(json_object_get(hr, "sweep_jobs")));
+                pthread_mutex_unlock(&s->mu);
+            }
+            json_decref(hr);
             next_hb = util_now_s() + hb;
         }
         int why = client_refusal(&s->rcl, rc);

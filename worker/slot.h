@@ -60,6 +60,12 @@ typedef struct slot_env {
     long refused_status;            /* the first refusal: status, "METHOD PATH", client error */
     char refused_req[160];
     char refused_err[512];
+    pthread_mutex_t streak_mu;      /* guards the failure streak below */
+    int streak_n;                   /* jobs failed in a row with the same non-retryable local error ... */
+    int streak_code;                /* ... of this kind (a TRAIN_E* code) */
+    char streak_err[1024];          /* the last of them */
+    volatile int storm;             /* 1: the worker stops leasing (--fail-limit reached, or the server stopped it) */
+    char storm_why[1400];           /* what agent_run prints when storm is set (under streak_mu) */
 } slot_env;
 
 /* The job's checkpoints, guarded by slot.mu. */

@@ -123,8 +123,15 @@ t_k8s_manifests_validate_offline() {
 
 t_dockerfile_stages_and_sources() {
   local f=$PRISM_ROOT/deploy/docker/Dockerfile
-  local st; st=$(sed -n 's/^FROM .* AS \([a-z-]*\)$/\1/p' "$f" | tr '\n' ' ')
-  assert_eq "cuda-devel cuda-runtime build runtime-base orchestrator worker " "$st" "stages"
+  local st; st=$(sed -n 's/^FROM .* AS \([a-z0-9-]*\)$/\1/p' "$f" | tr '\n' ' ')
+  assert_eq "cuda13-devel cuda13-runtime cuda12-devel cuda12-runtime cuda-devel cuda-runtime build runtime-base orchestrator worker " "$st" "stages"
+  # CUDA_MAJOR picks one pair of the per-major stages
+  local m
+  for m in $(sed -n 's/^FROM .* AS cuda\([0-9]*\)-devel$/\1/p' "$f"); do
+    grep -q "^FROM .* AS cuda$m-runtime\$" "$f" || fail "CUDA $m has a devel stage but no runtime stage"
+    grep -q "CUDA_MAJOR=$m" "$f" || fail "CUDA $m is not documented as a --build-arg CUDA_MAJOR=$m"
+  done
+  grep -q '^FROM cuda${CUDA_MAJOR}-devel AS cuda-devel$' "$f" || fail "cuda-devel does not follow CUDA_MAJOR"
   local src
   for src in $(sed -n 's/^COPY \([^-][^ ]*\) .*/\1/p' "$f"); do
     [ "$src" = . ] || [ -e "$PRISM_ROOT/$src" ] || fail "COPY source $src is not in the repository"

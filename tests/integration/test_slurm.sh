@@ -196,6 +196,32 @@ t_launch_prints_the_array_script() {
   expect_exit2 "--partition \"a b\"" launch slurm --server http://h:1 --token-file "$D/wt" --partition "a b"
   expect_exit2 "--log-dir $D/none: not a directory" launch slurm --server http://h:1 --token-file "$D/wt" --log-dir "$D/none"
   expect_exit2 'unknown target "pbs"' launch pbs
+  # resources, extra directives and the setup line
+  s=$("$(bin prism-sweep)" launch slurm --server http://h:1 --token-file "$D/wt" --cpus-per-task 16 --mem 64G \
+        --sbatch-arg=--qos=high --sbatch-arg --constraint='a100|h100' --setup "module load cuda/12.4 && echo 'it''s' \$HOME" \
+        2>/dev/null) || fail "launch slurm with resources failed"
+  for l in '#SBATCH --cpus-per-task=16' '#SBATCH --mem=64G' '#SBATCH --qos=high' '#SBATCH --constraint=a100|h100'; do
+    echo "$s" | grep -qxF -- "$l" || fail "line [$l] not in the script:"$'\n'"$s"
+  done
+  [ "$(echo "$s" | grep -n '^#SBATCH --qos' | cut -d: -f1)" -lt "$(echo "$s" | grep -n '^#SBATCH --constraint' | cut -d: -f1)" ] \
+    || fail "--sbatch-arg lines out of order"
+  echo "$s" | bash -n || fail "the script with --setup does not parse"
+  # the setup line reaches the script as one argument, verbatim, and runs before the worker
+  local setup_out; setup_out=$(echo "$s" | PRISM_SBATCH_DRY_RUN=1 HOME=/home/x bash 2>/dev/null | grep '^setup: ')
+  assert_eq "setup: module load cuda/12.4 && echo 'it''s' \$HOME" "$setup_out" "the setup line as the script got it"
+  s=$("$(bin prism-sweep)" launch slurm --server http://h:1 --token-file "$D/wt" --setup "echo ran-setup > $D/setup.out" 2>/dev/null)
+  local ran; ran=$(echo "$s" | sed 's|^exec .*|exit 0|' | bash 2>/dev/null; cat "$D/setup.out" 2>/dev/null)
+  assert_eq ran-setup "$ran" "the setup line ran"
+  s=$("$(bin prism-sweep)" launch slurm --server http://h:1 --token-file "$D/wt" --setup "false" 2>/dev/null)
+  local src=0 sout; sout=$(echo "$s" | sed 's|^exec .*|exit 0|' | bash 2>&1) || src=$?
+  assert_eq 2 "$src" "exit status of a task whose --setup fails"; assert_contains "$sout" "--setup failed (exit 1): false"
+  expect_exit2 "--mem \"lots\"" launch slurm --server http://h:1 --token-file "$D/wt" --mem lots
+  expect_exit2 "--setup: one line" launch slurm --server http://h:1 --token-file "$D/wt" --setup $'a\nb'
+  expect_exit2 '--sbatch-arg "--qos high"' launch slurm --server http://h:1 --token-file "$D/wt" --sbatch-arg "--qos high"
+  expect_exit2 '--sbatch-arg "qos=high"' launch slurm --server http://h:1 --token-file "$D/wt" --sbatch-arg qos=high
+  expect_exit2 '--sbatch-arg "--x=$(id)"' launch slurm --server http://h:1 --token-file "$D/wt" --sbatch-arg '--x=$(id)'
+  expect_exit2 "writes that directive itself" launch slurm --server http://h:1 --token-file "$D/wt" --sbatch-arg --array=0-99
+  expect_exit2 "--cpus-per-task must be an integer" launch slurm --server http://h:1 --token-file "$D/wt" --cpus-per-task 0
   expect_exit2 "--worker $D/none: No such file" launch slurm --server http://h:1 --token-file "$D/wt" --worker "$D/none"
   # a prism-sweep with no prism-worker beside it: the tasks take prism-worker from their PATH
   cp "$(bin prism-sweep)" "$D/prism-sweep"

@@ -1,4 +1,4 @@
-/* test_client.c — the worker's HTTP client (worker/client.c) against a scripted HTTP server on loopback.
+/* test_client.c — the worker's HTTP client (common/client.c) against a scripted HTTP server on loopback.
  * timeout: 60
  *
  * The server is a small Python http.server (Debian's /usr/bin/python3) started per case; it answers by

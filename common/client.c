@@ -103,6 +103,36 @@ static double client_jitter(client *c) {
     return 0.5 + 0.5 * ((c->rng >> 8) & 0xffff) / 65536.0;
 }
 
+/* Transport errors no retry can cure: another scheme or protocol (TLS to a plain-HTTP server, plain HTTP to a TLS
+ * one, a reply that is not HTTP), a malformed URL, a certificate refused. Refused connections, timeouts, resets
+ * and unresolved names (DNS in a cluster comes and goes) are retried. */
+static int client_curl_final(CURLcode rc) {
+    switch (rc) {
+    case CURLE_UNSUPPORTED_PROTOCOL: case CURLE_URL_MALFORMAT: case CURLE_WEIRD_SERVER_REPLY:
+    case CURLE_SSL_CONNECT_ERROR: case CURLE_PEER_FAILED_VERIFICATION: case CURLE_SSL_CERTPROBLEM:
+    case CURLE_SSL_CIPHER: case CURLE_SSL_CACERT_BADFILE: case CURLE_SSL_ENGINE_NOTFOUND:
+    case CURLE_SSL_ENGINE_SETFAILED: case CURLE_USE_SSL_FAILED: case CURLE_SSL_PINNEDPUBKEYNOTMATCH:
+    case CURLE_SSL_INVALIDCERTSTATUS: case CURLE_HTTP2:
+        return 1;
+    default:
+        return 0;
+    }
+}
+
+static const char *client_curl_hint(CURLcode rc, const char *url) {
+    int tls = strncmp(url, "https://", 8) == 0;
+    if (rc == CURLE_URL_MALFORMAT) return "the URL is malformed: give http://HOST:PORT";
+    if (rc == CURLE_GOT_NOTHING && !tls)
+        return "the server closed the connection without an answer, as a TLS port does to plain HTTP: use https:// "
+               "for a TLS proxy, or the address prism-sweep serve prints";
+    if (tls && rc != CURLE_PEER_FAILED_VERIFICATION)
+        return "the server does not speak TLS here: prism-sweep serve speaks plain HTTP, use http:// (or the https "
+               "proxy's own address)";
+    if (tls) return "the server's TLS certificate was refused";
+    return "the answer is not HTTP: is this a TLS port (use https://) or another service? prism-sweep serve speaks "
+           "plain HTTP";
+}
+
 /* One attempt. Returns 1 when the answer is final (2xx or 4xx other than 408/429), 0 when it should be
  * retried, and CLIENT_EPROTO/ENOMEM for a failure that retrying will not fix. */
 static int client_attempt(client *c, const char *method, const char *url, const char *payload, rbuf *b) {
@@ -134,12 +164,18 @@ static int client_attempt(client *c, const char *method, const char *url, const 
             return CLIENT_EPROTO;
         }
         snprintf(c->err, sizeof c->err, "%s %.400s: %s", method, url, curl_easy_strerror(rc));
+        if (client_curl_final(rc) || (rc == CURLE_GOT_NOTHING && c->first_contact)) {
+            /* retrying cannot make these better: say what the URL most likely gets wrong */
+            size_t n = strlen(c->err);
+            snprintf(c->err + n, sizeof c->err - n, " (%s)", client_curl_hint(rc, url));
+            return CLIENT_EPROTO;
+        }
         return 0;
     }
     long st = 0;
     curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &st);
     c->status = st;
-    if (st >= 500 || st == 408 || st == 429) {
+    if ((st >= 500 && st != 501 && st != 505) || st == 408 || st == 429) {   /* 501/505: this server never will */
         snprintf(c->err, sizeof c->err, "%s %.400s: HTTP %ld", method, url, st);
         return 0;
     }
@@ -151,6 +187,7 @@ static void client_error_text(client *c, const char *method, const char *path, r
     const char *msg = b->data && b->len ? b->data : "";
     json_t *j = b->len ? json_loadb(b->data, b->len, 0, NULL) : NULL;
     const char *e = j ? json_string_value(json_object_get(j, "error")) : NULL;
+    c->err_json = e != NULL;
     snprintf(c->err, sizeof c->err, "%s %s: HTTP %ld: %.400s", method, path, c->status, e ? e : msg);
     json_decref(j);
 }
@@ -159,6 +196,7 @@ int client_request(client *c, const char *method, const char *path, json_t *body
                    json_t **resp) {
     if (resp) *resp = NULL;
     snprintf(c->req, sizeof c->req, "%s %.150s", method, path);
+    c->err_json = 0;
     char url[2048];
     snprintf(url, sizeof url, "%s%s", c->base, path);
     char *payload = NULL;

@@ -2,9 +2,12 @@
  *
  * One client per thread (a libcurl easy handle is not shareable): the device loop has one, the
  * device's reporter thread (heartbeats + metrics) has another. Every request has a connect timeout and a
- * total timeout. Network errors (connect refused, timeouts, resets), 5xx, 408 and 429 are retried with
+ * total timeout. Network errors (connect refused, timeouts, resets, names not resolved), 5xx (but 501 and 505), 408 and
+ * 429 are retried with
  * capped exponential backoff and jitter until `retry_for_s` seconds have passed (< 0: forever) or the
- * client's abort flag is raised. Responses are read into a buffer capped at opts.max_response bytes.
+ * client's abort flag is raised. What no retry can cure is CLIENT_EPROTO at once, c->err naming the likely cause:
+ * another scheme (https:// to a plain-HTTP server, http:// to a TLS one), a reply that is not HTTP, a malformed
+ * URL, a refused certificate. Responses are read into a buffer capped at opts.max_response bytes.
  *
  * The outbox buffers metric points in order and sends them in batches; a point leaves the outbox only
  * once the server acknowledged the batch holding it (2xx), so nothing is dropped while the server is
@@ -24,7 +27,7 @@ enum {
     CLIENT_ECONFLICT = -2,  /* 409: lease lost or job cancelled */
     CLIENT_EREJECTED = -3,  /* any other 4xx: the request itself is wrong; not retried */
     CLIENT_ESTOPPED = -4,   /* the abort flag was raised while retrying */
-    CLIENT_EPROTO = -5,     /* the answer was not JSON, or larger than max_response */
+    CLIENT_EPROTO = -5,     /* the answer was not JSON or not HTTP, larger than max_response, or another scheme */
     CLIENT_ENOMEM = -6,
     /* Refinements of CLIENT_EREJECTED (client_request itself returns CLIENT_EREJECTED; client_refusal()
      * and outbox_flush() return these): */
@@ -52,6 +55,10 @@ typedef struct client {
     long status;                /* HTTP status of the last answer (0: none) */
     char req[160];              /* "METHOD PATH" of the last request (for messages) */
     char err[512];              /* message of the last failure; for 4xx the server's "error" text */
+    int err_json;               /* the last 4xx/409 answer was JSON with an "error" string (a prism-sweep answer) */
+    int first_contact;          /* set by the caller for a first registration: a connection closed without any
+                                 * answer (what a TLS port does to plain HTTP) is then CLIENT_EPROTO, not retried;
+                                 * prism-sweep serve always answers, 503 included */
 } client;
 
 /* Fills opts with the defaults above. */
