@@ -15,5 +15,6 @@ int cmd_status(int argc, char **argv);      /* cmd_status.c: jobs per state */
 /* Orchestrator daemon issue (4): implemented in their own files. */
 int cmd_serve(int argc, char **argv);
 int cmd_leaderboard(int argc, char **argv);   /* cmd_leaderboard.c: rank a sweep's schedules */
+int cmd_export(int argc, char **argv);      /* cmd_export.c: a sweep's metrics and results as csv, jsonl or TensorBoard */
 int cmd_launch(int argc, char **argv);      /* cmd_launch.c: launch slurm (deploy/slurm/prism-worker.sbatch) */
 #endif

@@ -21,6 +21,7 @@ static const command commands[] = {
     /* ---- orchestrator daemon --------------------------------------------------------------------- */
     { "serve", cmd_serve, "run the HTTP/JSON orchestrator (leases, metrics, results, the page)" },
     { "leaderboard", cmd_leaderboard, "rank a sweep's schedules against the uniform baseline" },
+    { "export", cmd_export, "write a sweep's metrics and results as csv, jsonl or TensorBoard event files (--out DIR)" },
     { "launch", cmd_launch, "start a fleet of workers on a cluster: launch slurm prints (or submits) an array job" },
 };
 #define N_COMMANDS ((int)(sizeof commands / sizeof commands[0]))

@@ -286,7 +286,7 @@ void views_job_metrics(api_ctx *c) {
     int rc;
     long long attempt = sqlite3_column_int64(s, 0);
     sqlite3_finalize(s);
-    s = views_prepare(c, "SELECT m.step, m.value, m.tokens, m.lr, m.tok_per_s, m.attempt FROM metrics m "
+    s = views_prepare(c, "SELECT m.step, m.value, m.tokens, m.lr, m.tok_per_s, m.attempt, m.grad_norm FROM metrics m "
                 "WHERE m.job_id = ?1 AND m.kind = ?2 AND m.step > ?3 AND m.attempt = "
                 "(SELECT max(attempt) FROM metrics m2 WHERE m2.job_id = m.job_id AND m2.step = m.step AND m2.kind = m.kind) "
                 "ORDER BY m.step");
@@ -294,15 +294,15 @@ void views_job_metrics(api_ctx *c) {
     sqlite3_bind_int64(s, 1, c->id);
     sqlite3_bind_text(s, 2, kind, -1, SQLITE_TRANSIENT);
     sqlite3_bind_int64(s, 3, since);
-    static const char *const names[] = { "step", "value", "tokens", "lr", "tok_per_s", "attempt" };
+    static const char *const names[] = { "step", "value", "tokens", "lr", "tok_per_s", "attempt", "grad_norm" };
     if (strcmp(fmt, "csv") == 0) {
         http_buf b = {0};
-        const char *hdr = "step,value,tokens,lr,tok_per_s,attempt\n";
+        const char *hdr = "step,value,tokens,lr,tok_per_s,attempt,grad_norm\n";
         http_buf_append(&b, hdr, strlen(hdr), SIZE_MAX / 2);
         while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
             char line[256];
             int n = 0;
-            for (int i = 0; i < 6; i++) {
+            for (int i = 0; i < 7; i++) {
                 const char *t = sqlite3_column_type(s, i) == SQLITE_NULL ? "" : (const char *)sqlite3_column_text(s, i);
                 n += snprintf(line + n, sizeof line - n, "%s%s", i ? "," : "", t);
             }
@@ -319,7 +319,7 @@ void views_job_metrics(api_ctx *c) {
     long long last = -1;
     int any = 0;
     while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
-        json_array_append_new(pts, row_json(s, names, 6));
+        json_array_append_new(pts, row_json(s, names, 7));
         last = sqlite3_column_int64(s, 0);
         any = 1;
     }

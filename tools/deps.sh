@@ -32,6 +32,7 @@ check "SLURM (slurm-wlm, tests)" slurm-wlm           test -x /usr/sbin/slurmctld
 check "munge (tests)"           munge                test -x /usr/sbin/munged
 check "systemd-analyze (tests)" systemd              test -x /usr/bin/systemd-analyze
 check "PyYAML (python3-yaml, tests)" python3-yaml    /usr/bin/python3 -c 'import yaml'
+check "protobuf (python3-protobuf, tests)" python3-protobuf /usr/bin/python3 -c 'import google.protobuf'
 if [ "${1:-}" = "--fuzz" ]; then   # make fuzz: clang with libFuzzer's runtime
   check "clang"                 clang                command -v clang
   check "libFuzzer runtime"     libclang-rt-14-dev   compgen -G '/usr/lib/llvm-*/lib/clang/*/lib/linux/libclang_rt.fuzzer-x86_64.a'
