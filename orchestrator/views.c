@@ -127,15 +127,24 @@ int views_workers_alive(api *a) {
     return n;
 }
 
-/* Records (now, steps) for the sweep and returns steps/s over the samples of the last 600 s (-1: unknown). */
+static api_rate *rate_of(api *a, long long sweep) {
+    for (int i = 0; i < 16; i++) if (a->rates[i].sweep == sweep) return &a->rates[i];
+    api_rate *r = &a->rates[sweep % 16];
+    memset(r, 0, sizeof *r);
+    r->sweep = sweep;
+    return r;
+}
+
+void views_rate_restart(api *a, long long sweep, double now) {
+    api_rate *r = rate_of(a, sweep);
+    r->n = r->head = 0;
+    r->resumed_at = now;
+}
+
+/* Records (now, steps) for the sweep and returns steps/s over its samples of the last 600 s since its last
+ * resume (-1: unknown). */
 static double sweep_rate(api *a, long long sweep, long long steps, double now, double *window) {
-    api_rate *r = NULL;
-    for (int i = 0; i < 16; i++) if (a->rates[i].sweep == sweep) { r = &a->rates[i]; break; }
-    if (!r) {
-        r = &a->rates[sweep % 16];
-        memset(r, 0, sizeof *r);
-        r->sweep = sweep;
-    }
+    api_rate *r = rate_of(a, sweep);
     int last = (r->head + API_RATE_SAMPLES - 1) % API_RATE_SAMPLES;
     if (r->n == 0 || now - r->s[last].t >= 2.0) {
         r->s[r->head].t = now;
@@ -160,7 +169,8 @@ static json_t *sweep_json(api *a, const sweeps_info *v, int alive, double now) {
     double window = 0;
     double rate = sweep_rate(a, v->id, v->steps_done, now, &window);
     long long remaining = v->steps_total - v->steps_done;
-    json_t *eta = remaining <= 0 ? json_real(0) : rate > 0 ? json_real(remaining / rate) : json_null();
+    /* no ETA while nothing runs (a paused sweep whose leased jobs ended, or one whose jobs all stopped) */
+    json_t *eta = remaining <= 0 ? json_real(0) : rate > 0 && v->counts.leased > 0 ? json_real(remaining / rate) : json_null();
     const sweeps_counts *n = &v->counts;
     json_t *o = json_pack("{s:I, s:s, s:s, s:I, s:f, s:I, s:{s:I, s:I, s:I, s:I, s:I}, s:I, s:i, s:I, s:I, "
                           "s:{s:f, s:I, s:I, s:f}, s:o}",
@@ -174,6 +184,8 @@ static json_t *sweep_json(api *a, const sweeps_info *v, int alive, double now) {
                           "steps", (json_int_t)(rate > 0 ? (long long)(rate * window + 0.5) : 0),
                           "steps_per_s", rate > 0 ? rate : 0.0,
                           "eta_s", eta);
+    api_rate *r = rate_of(a, v->id);
+    json_object_set_new(json_object_get(o, "throughput"), "resumed_at", r->resumed_at > 0 ? json_real(r->resumed_at) : json_null());
     json_t *cn = json_object_get(o, "counts");   /* successive halving: at a rung awaiting promotion, and not promoted */
     json_object_set_new(cn, "paused", json_integer(n->paused));
     json_object_set_new(cn, "pruned", json_integer(n->pruned));
