@@ -233,6 +233,16 @@ void views_sweep_get(api_ctx *c) {
     json_t *spec = json_loads((const char *)sqlite3_column_text(s, 0), 0, NULL);
     sqlite3_finalize(s);
     json_object_set_new(o, "spec", spec ? spec : json_null());
+    /* what the sweep has cost so far: tokens trained by every job (failed and cancelled ones too: they were
+     * spent) and the device time the finished jobs reported (result wall_s; running jobs count once done) */
+    s = id_row(c, "sweep", "SELECT CAST(total(min(j.step, CASE WHEN j.steps > 0 THEN j.steps ELSE j.step END) * j.tokens_per_step) "
+               "AS INTEGER), total(r.wall_s), count(r.wall_s) FROM sweeps sw LEFT JOIN jobs j ON j.sweep_id = sw.id "
+               "LEFT JOIN results r ON r.job_id = j.id WHERE sw.id = ?1");
+    if (!s) { json_decref(o); return; }
+    json_object_set_new(o, "cost", json_pack("{s:I, s:f, s:I}", "tokens_trained", (json_int_t)sqlite3_column_int64(s, 0),
+                                             "device_hours", sqlite3_column_double(s, 1) / 3600.0,
+                                             "jobs_timed", (json_int_t)sqlite3_column_int64(s, 2)));
+    sqlite3_finalize(s);
     api_reply_json(c->res, 200, o);
 }
 
