@@ -230,6 +230,7 @@ function setOnline(ok, err) {
 /* --------------------------------------------------------------- rendering */
 
 function render() {
+  if (S.sweepId != null) ensureDefaultPicks(scheduleRows());
   renderWorkers();
   renderSweeps();
   renderSweep();

@@ -20,6 +20,17 @@ function overlayColour(r) {
   return PALETTE[Math.max(0, ids.indexOf(String(r.schedule_id))) % PALETTE.length];
 }
 
+/* first view of a sweep with results: the best schedule and the baseline are ticked */
+function ensureDefaultPicks(rows) {
+  if (S.pickInit) return;
+  const best = rows.filter((r) => isNum(r.rank) && !r.is_baseline).sort((a, b) => a.rank - b.rank)[0];
+  const base = baselineRow(rows);
+  if (!best && !base) return;
+  S.pickInit = true;
+  if (best) S.picked.add(String(best.schedule_id));
+  if (base) S.picked.add(String(base.schedule_id));
+}
+
 function emaSmooth(pts, w) {
   if (!(w > 0)) return pts.map((p) => Object.assign({}, p, { y: p.y, raw: p.y }));
   let s = 0, k = 0;
@@ -100,13 +111,7 @@ async function refreshOverlay(fetch) {
   const rows = scheduleRows();
   if (!rows.length || S.sweepId == null) { sec.hidden = true; return; }
   sec.hidden = false;
-  if (!S.pickInit) {   // first view of a sweep: the best schedule and the baseline
-    S.pickInit = true;
-    const best = rows.filter((r) => isNum(r.rank) && !r.is_baseline).sort((a, b) => a.rank - b.rank)[0];
-    const base = baselineRow(rows);
-    if (best) S.picked.add(String(best.schedule_id));
-    if (base) S.picked.add(String(base.schedule_id));
-  }
+  ensureDefaultPicks(rows);
   const base = baselineRow(rows);
   S.baselineId = base ? base.schedule_id : null;
   const picked = rows.filter((r) => S.picked.has(String(r.schedule_id)));
