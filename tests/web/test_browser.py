@@ -65,6 +65,7 @@ def t_forest_intervals_equal_api():
             for want, got, what in ((sx(d["ci_low"]), x["x1"], "left end"), (sx(d["ci_high"]), x["x2"], "right end"), (sx(d["mean"]), x["cx"], "dot")):
                 check(abs(want - got) < 0.01, "%s of %s drawn at x=%r, the axis puts it at %r" % (what, x["heads"], got, want))
         check(any(x["tied"] == "1" for x in g), "the best group is marked: %r" % g)
+        drv.execute_script("document.getElementById('all-section').scrollIntoView()")
         tl.screenshot(drv, "browser-all-schedules.png", readme=True)
     session(run)
 
@@ -130,6 +131,7 @@ def t_overlay_shows_chosen_schedules():
         for w in want:
             check(any(b.startswith(w) for b in body), "tooltip line %r (every digit) in %r" % (w, body))
         check(all(len(w.split(": ")[1]) > 8 for w in want), "values at full precision: %r" % want)
+        drv.execute_script("document.getElementById('overlay-section').scrollIntoView()")
         tl.screenshot(drv, "browser-compare.png", readme=True)
     session(run)
 
