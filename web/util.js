@@ -83,13 +83,14 @@ function withAlpha(colour, a) {
   return 'rgba(' + (n >> 16) + ',' + ((n >> 8) & 255) + ',' + (n & 255) + ',' + a + ')';
 }
 
-/* GET a JSON document; rejects with an Error whose .status is the HTTP status (0 = no answer). */
-async function api(path) {
+/* One request answered with JSON; rejects with an Error whose .status is the HTTP status (0 = no answer) and
+ * whose message is the server's `error` when it sent one. */
+async function request(path, init) {
   const ctl = new AbortController();
   const timer = setTimeout(() => ctl.abort(), FETCH_TIMEOUT_MS);
   let res;
   try {
-    res = await fetch(path, { signal: ctl.signal, headers: { Accept: 'application/json' }, cache: 'no-store' });
+    res = await fetch(path, Object.assign({ signal: ctl.signal, cache: 'no-store' }, init));
   } catch (e) {
     const err = new Error(e.name === 'AbortError' ? 'no answer within ' + (FETCH_TIMEOUT_MS / 1000) + ' s' : 'connection failed');
     err.status = 0;
@@ -107,28 +108,13 @@ async function api(path) {
   return body;
 }
 
-/* POST a JSON body with the admin token (Authorization header only: never in a URL). Rejects like api(). */
-async function apiPost(path, body, token) {
-  const ctl = new AbortController();
-  const timer = setTimeout(() => ctl.abort(), FETCH_TIMEOUT_MS);
-  let res;
-  try {
-    res = await fetch(path, { method: 'POST', signal: ctl.signal, cache: 'no-store',
-      headers: { 'Content-Type': 'application/json', Accept: 'application/json', Authorization: 'Bearer ' + token },
-      body: JSON.stringify(body || {}) });
-  } catch (e) {
-    const err = new Error(e.name === 'AbortError' ? 'no answer within ' + (FETCH_TIMEOUT_MS / 1000) + ' s' : 'connection failed');
-    err.status = 0;
-    throw err;
-  } finally {
-    clearTimeout(timer);
-  }
-  let out = null;
-  try { out = await res.json(); } catch (e) { out = null; }
-  if (!res.ok) {
-    const err = new Error((out && out.error) || ('HTTP ' + res.status + ' for ' + path));
-    err.status = res.status;
-    throw err;
-  }
-  return out;
+/* GET a JSON document. */
+function api(path) {
+  return request(path, { headers: { Accept: 'application/json' } });
+}
+
+/* POST a JSON body with the admin token (in the Authorization header only: never in a URL). */
+function apiPost(path, body, token) {
+  return request(path, { method: 'POST', body: JSON.stringify(body || {}),
+    headers: { 'Content-Type': 'application/json', Accept: 'application/json', Authorization: 'Bearer ' + token } });
 }
