@@ -284,6 +284,13 @@ static int tb_end(tbstate *t, const xjob *j, char *err, size_t errlen) {
     return 0;
 }
 
+/* The job's run ends: its result scalars, then the file made durable. A job with a result but no points still
+ * gets its run (opened here). */
+static int tb_finish(tbstate *t, const char *dir, const xjob *j, char *err, size_t errlen) {
+    if (!t->open && j->has_result && tb_begin(t, dir, j, err, errlen) < 0) return -1;
+    return tb_end(t, j, err, errlen);
+}
+
 int cmd_export(int argc, char **argv) {
     const char *db = "prism.db", *fmt = "csv", *dir = "";
     cli_flag flags[] = {
@@ -353,7 +360,7 @@ int cmd_export(int argc, char **argv) {
     while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
         long long job = sqlite3_column_int64(s, 0);
         while (ji < njobs && jobs[ji].id < job) {
-            if (format == FMT_TB && tb_end(&tb, &jobs[ji], err, sizeof err) < 0) goto fail;
+            if (format == FMT_TB && tb_finish(&tb, dir, &jobs[ji], err, sizeof err) < 0) goto fail;
             ji++;
         }
         if (ji == njobs || jobs[ji].id != job) continue;   /* cannot happen: the join is on the same jobs */
@@ -393,10 +400,8 @@ int cmd_export(int argc, char **argv) {
     }
     if (rc != SQLITE_DONE) goto sqlfail;
     if (format == FMT_TB) {
-        for (; ji < njobs; ji++) {   /* the rest; a job with a result but no points still gets its run */
-            if (!tb.open && jobs[ji].has_result && tb_begin(&tb, dir, &jobs[ji], err, sizeof err) < 0) goto fail;
-            if (tb_end(&tb, &jobs[ji], err, sizeof err) < 0) goto fail;
-        }
+        for (; ji < njobs; ji++)   /* the last job with points, and any after it */
+            if (tb_finish(&tb, dir, &jobs[ji], err, sizeof err) < 0) goto fail;
     } else if (out_commit(&mo, err, sizeof err) < 0 || out_commit(&ro, err, sizeof err) < 0) goto fail;
     printf("exported sweep %lld: %zu jobs, %lld metric points, as %s, to %s\n", (long long)sweep, njobs, npoints, fmt, dir);
     status = 0;
