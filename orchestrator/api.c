@@ -391,6 +391,7 @@ static void admin_op(api_ctx *c, int op) {
     write_end(c->a, rc >= 0);
     if (rc < 0) { api_reply_store_error(c, rc, q->err[0] ? q->err : c->a->st->err, q->state); return; }
     if (op == A_CANCEL || op == A_REQUEUE) api_halving_tick(c->a, op == A_CANCEL ? "cancel" : "requeue");
+    if (op == A_RESUME) views_rate_restart(c->a, c->id, store_now());
     static const char *const names[] = { "cancel", "requeue", "priority", "pause", "resume", "sweep-priority" };
     fprintf(stderr, "prism-sweep serve: event=%s %s=%lld\n", names[op], op >= A_PAUSE ? "sweep" : "job", c->id);
     json_t *o;

@@ -32,9 +32,10 @@ typedef struct api_config {
     const char *vendor_dir;    /* Chart.js folder, default /usr/share/javascript/chart.js */
 } api_config;
 
-typedef struct api_rate {      /* per-sweep progress samples for the ETA */
+typedef struct api_rate {      /* per-sweep progress samples for the ETA, since the sweep's last resume */
     long long sweep;
     int n, head;
+    double resumed_at;         /* the last resume this server saw (0: none); samples start there */
     struct { double t; long long steps; } s[API_RATE_SAMPLES];
 } api_rate;
 

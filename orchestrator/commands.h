@@ -27,6 +27,7 @@ int cmd_power(int argc, char **argv);       /* cmd_power.c: what a sweep can det
 /* Orchestrator daemon issue (4): implemented in their own files. */
 int cmd_serve(int argc, char **argv);
 int cmd_leaderboard(int argc, char **argv);   /* cmd_leaderboard.c: rank a sweep's schedules */
+int cmd_export(int argc, char **argv);      /* cmd_export.c: a sweep's metrics and results as csv, jsonl or TensorBoard */
 int cmd_launch(int argc, char **argv);      /* cmd_launch.c: launch slurm (deploy/slurm/prism-worker.sbatch) */
 
 /* cmd_admin.c: the admin routes of a running server (--server URL, the admin token from DB.tokens). */

@@ -56,8 +56,8 @@ static const char *const SQL[S_COUNT] = {
     [S_RENEW] = "UPDATE jobs SET lease_expires_at = ?2, updated_at = ?3 WHERE id = ?1",
     [S_PROGRESS] = "UPDATE jobs SET step = max(step, ?2), last_loss = CASE WHEN ?2 >= step THEN coalesce(?3, last_loss) "
                    "ELSE last_loss END WHERE id = ?1",
-    [S_METRIC_INS] = "INSERT OR IGNORE INTO metrics (job_id, attempt, step, kind, value, lr, tokens, tok_per_s) "
-                     "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+    [S_METRIC_INS] = "INSERT OR IGNORE INTO metrics (job_id, attempt, step, kind, value, lr, tokens, tok_per_s, grad_norm) "
+                     "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
     [S_CKPT] = "UPDATE jobs SET checkpoint_path = ?2, checkpoint_step = ?3, lease_expires_at = ?4, updated_at = ?5 WHERE id = ?1",
     [S_RESULT_INS] = "INSERT OR REPLACE INTO results (job_id, attempt, val_loss, tok_per_s, wall_s, params, flops_per_token, "
                      "attn_distance, result, completed_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
@@ -375,10 +375,12 @@ static int check_point(queue *q, size_t i, json_t *p) {
         if (!tl && !vl) { bad = "needs train_loss or val_loss"; }
         else if ((tl && !json_is_number(tl)) || (vl && !json_is_number(vl))) bad = "train_loss/val_loss must be numbers";
         else {
-            static const char *const opt[] = { "lr", "tok_per_s" };
-            for (int k = 0; k < 2 && !bad; k++) {
+            static const char *const opt[] = { "lr", "tok_per_s", "grad_norm" };
+            static const char *const why[] = { "lr must be a number", "tok_per_s must be a number",
+                                               "grad_norm must be a number" };
+            for (int k = 0; k < 3 && !bad; k++) {
                 json_t *v = json_object_get(p, opt[k]);
-                if (v && !json_is_number(v) && !json_is_null(v)) bad = opt[k][0] == 'l' ? "lr must be a number" : "tok_per_s must be a number";
+                if (v && !json_is_number(v) && !json_is_null(v)) bad = why[k];
             }
             json_t *tk = json_object_get(p, "tokens");
             if (!bad && tk && !json_is_integer(tk) && !json_is_null(tk)) bad = "tokens must be an integer";
@@ -441,6 +443,7 @@ int queue_metrics(queue *q, long long job, const char *token, json_t *points, in
             else if (json_is_integer(tk)) sqlite3_bind_int64(s, 7, json_integer_value(tk));
             else sqlite3_bind_null(s, 7);
             bind_num_or_null(s, 8, json_object_get(p, "tok_per_s"));
+            bind_num_or_null(s, 9, k ? NULL : json_object_get(p, "grad_norm"));   /* a train point's */
             if ((rc = run(q, s, "insert metric")) < 0) return rc;
             if (sqlite3_changes(q->st->db) > 0) (*accepted)++; else (*duplicates)++;
             if (!k && step >= max_step) { max_step = step; max_loss = json_number_value(v); }

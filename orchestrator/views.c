@@ -127,15 +127,24 @@ int views_workers_alive(api *a) {
     return n;
 }
 
-/* Records (now, steps) for the sweep and returns steps/s over the samples of the last 600 s (-1: unknown). */
+static api_rate *rate_of(api *a, long long sweep) {
+    for (int i = 0; i < 16; i++) if (a->rates[i].sweep == sweep) return &a->rates[i];
+    api_rate *r = &a->rates[sweep % 16];
+    memset(r, 0, sizeof *r);
+    r->sweep = sweep;
+    return r;
+}
+
+void views_rate_restart(api *a, long long sweep, double now) {
+    api_rate *r = rate_of(a, sweep);
+    r->n = r->head = 0;
+    r->resumed_at = now;
+}
+
+/* Records (now, steps) for the sweep and returns steps/s over its samples of the last 600 s since its last
+ * resume (-1: unknown). */
 static double sweep_rate(api *a, long long sweep, long long steps, double now, double *window) {
-    api_rate *r = NULL;
-    for (int i = 0; i < 16; i++) if (a->rates[i].sweep == sweep) { r = &a->rates[i]; break; }
-    if (!r) {
-        r = &a->rates[sweep % 16];
-        memset(r, 0, sizeof *r);
-        r->sweep = sweep;
-    }
+    api_rate *r = rate_of(a, sweep);
     int last = (r->head + API_RATE_SAMPLES - 1) % API_RATE_SAMPLES;
     if (r->n == 0 || now - r->s[last].t >= 2.0) {
         r->s[r->head].t = now;
@@ -160,7 +169,8 @@ static json_t *sweep_json(api *a, const sweeps_info *v, int alive, double now) {
     double window = 0;
     double rate = sweep_rate(a, v->id, v->steps_done, now, &window);
     long long remaining = v->steps_total - v->steps_done;
-    json_t *eta = remaining <= 0 ? json_real(0) : rate > 0 ? json_real(remaining / rate) : json_null();
+    /* no ETA while nothing runs (a paused sweep whose leased jobs ended, or one whose jobs all stopped) */
+    json_t *eta = remaining <= 0 ? json_real(0) : rate > 0 && v->counts.leased > 0 ? json_real(remaining / rate) : json_null();
     const sweeps_counts *n = &v->counts;
     json_t *o = json_pack("{s:I, s:s, s:s, s:I, s:f, s:I, s:{s:I, s:I, s:I, s:I, s:I}, s:I, s:i, s:I, s:I, "
                           "s:{s:f, s:I, s:I, s:f}, s:o}",
@@ -174,6 +184,8 @@ static json_t *sweep_json(api *a, const sweeps_info *v, int alive, double now) {
                           "steps", (json_int_t)(rate > 0 ? (long long)(rate * window + 0.5) : 0),
                           "steps_per_s", rate > 0 ? rate : 0.0,
                           "eta_s", eta);
+    api_rate *r = rate_of(a, v->id);
+    json_object_set_new(json_object_get(o, "throughput"), "resumed_at", r->resumed_at > 0 ? json_real(r->resumed_at) : json_null());
     json_t *cn = json_object_get(o, "counts");   /* successive halving: at a rung awaiting promotion, and not promoted */
     json_object_set_new(cn, "paused", json_integer(n->paused));
     json_object_set_new(cn, "pruned", json_integer(n->pruned));
@@ -221,6 +233,16 @@ void views_sweep_get(api_ctx *c) {
     json_t *spec = json_loads((const char *)sqlite3_column_text(s, 0), 0, NULL);
     sqlite3_finalize(s);
     json_object_set_new(o, "spec", spec ? spec : json_null());
+    /* what the sweep has cost so far: tokens trained by every job (failed and cancelled ones too: they were
+     * spent) and the device time the finished jobs reported (result wall_s; running jobs count once done) */
+    s = id_row(c, "sweep", "SELECT CAST(total(min(j.step, CASE WHEN j.steps > 0 THEN j.steps ELSE j.step END) * j.tokens_per_step) "
+               "AS INTEGER), total(r.wall_s), count(r.wall_s) FROM sweeps sw LEFT JOIN jobs j ON j.sweep_id = sw.id "
+               "LEFT JOIN results r ON r.job_id = j.id WHERE sw.id = ?1");
+    if (!s) { json_decref(o); return; }
+    json_object_set_new(o, "cost", json_pack("{s:I, s:f, s:I}", "tokens_trained", (json_int_t)sqlite3_column_int64(s, 0),
+                                             "device_hours", sqlite3_column_double(s, 1) / 3600.0,
+                                             "jobs_timed", (json_int_t)sqlite3_column_int64(s, 2)));
+    sqlite3_finalize(s);
     api_reply_json(c->res, 200, o);
 }
 
@@ -286,7 +308,7 @@ void views_job_metrics(api_ctx *c) {
     int rc;
     long long attempt = sqlite3_column_int64(s, 0);
     sqlite3_finalize(s);
-    s = views_prepare(c, "SELECT m.step, m.value, m.tokens, m.lr, m.tok_per_s, m.attempt FROM metrics m "
+    s = views_prepare(c, "SELECT m.step, m.value, m.tokens, m.lr, m.tok_per_s, m.attempt, m.grad_norm FROM metrics m "
                 "WHERE m.job_id = ?1 AND m.kind = ?2 AND m.step > ?3 AND m.attempt = "
                 "(SELECT max(attempt) FROM metrics m2 WHERE m2.job_id = m.job_id AND m2.step = m.step AND m2.kind = m.kind) "
                 "ORDER BY m.step");
@@ -294,15 +316,15 @@ void views_job_metrics(api_ctx *c) {
     sqlite3_bind_int64(s, 1, c->id);
     sqlite3_bind_text(s, 2, kind, -1, SQLITE_TRANSIENT);
     sqlite3_bind_int64(s, 3, since);
-    static const char *const names[] = { "step", "value", "tokens", "lr", "tok_per_s", "attempt" };
+    static const char *const names[] = { "step", "value", "tokens", "lr", "tok_per_s", "attempt", "grad_norm" };
     if (strcmp(fmt, "csv") == 0) {
         http_buf b = {0};
-        const char *hdr = "step,value,tokens,lr,tok_per_s,attempt\n";
+        const char *hdr = "step,value,tokens,lr,tok_per_s,attempt,grad_norm\n";
         http_buf_append(&b, hdr, strlen(hdr), SIZE_MAX / 2);
         while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
             char line[256];
             int n = 0;
-            for (int i = 0; i < 6; i++) {
+            for (int i = 0; i < 7; i++) {
                 const char *t = sqlite3_column_type(s, i) == SQLITE_NULL ? "" : (const char *)sqlite3_column_text(s, i);
                 n += snprintf(line + n, sizeof line - n, "%s%s", i ? "," : "", t);
             }
@@ -319,7 +341,7 @@ void views_job_metrics(api_ctx *c) {
     long long last = -1;
     int any = 0;
     while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
-        json_array_append_new(pts, row_json(s, names, 6));
+        json_array_append_new(pts, row_json(s, names, 7));
         last = sqlite3_column_int64(s, 0);
         any = 1;
     }

@@ -27,6 +27,9 @@ void views_job_get(api_ctx *c);
 void views_job_metrics(api_ctx *c);
 void views_workers(api_ctx *c);
 
+/* The sweep was resumed now: its ETA's rate restarts from here (samples before the resume, a pause's idle
+ * time among them, no longer count). */
+void views_rate_restart(api *a, long long sweep, double now);
 /* Workers seen within two lease TTLs (0 when the read fails). */
 int views_workers_alive(api *a);
 /* sql prepared on the server's connection; NULL after answering c->res 500 naming the error. The caller

@@ -2,7 +2,8 @@
 -- Later migrations (store.c's list): 2 = sql/halving.sql rebuilds jobs with the states 'paused' and 'pruned' and
 -- the columns stop_at_step and rung, and adds rung_results and halving_decisions (successive halving).
 -- 3 = sql/metrics_append.sql makes metrics a rowid table in arrival order with the idempotency key (job, attempt,
--- step, kind) as the UNIQUE index metrics_key.
+-- step, kind) as the UNIQUE index metrics_key. 4 = sql/job_sizes.sql adds jobs.tokens_per_step. 5 = sql/grad_norm.sql
+-- adds metrics.grad_norm.
 -- One orchestrator process owns this file. WAL mode and foreign keys are set by store_open().
 -- Times are Unix seconds (REAL). JSON columns hold jansson-encoded text.
 

@@ -40,6 +40,7 @@ check "npm (tests)"             npm                  command -v npm
 check "zstd (CLI, tests)"      zstd                 command -v zstd
 check "SciPy (python3-scipy, tests)" python3-scipy  /usr/bin/python3 -c "import scipy.stats"
 check "tmux (tests)"            tmux                 command -v tmux
+check "protobuf (python3-protobuf, tests)" python3-protobuf /usr/bin/python3 -c 'import google.protobuf'
 if [ "${1:-}" = "--fuzz" ]; then   # make fuzz: clang with libFuzzer's runtime
   check "clang"                 clang                command -v clang
   check "libFuzzer runtime"     libclang-rt-14-dev   compgen -G '/usr/lib/llvm-*/lib/clang/*/lib/linux/libclang_rt.fuzzer-x86_64.a'

@@ -11,8 +11,11 @@
  * Chart.js chart (Debian's libjs-chart.js, served by the orchestrator). Failures are states, never blanks:
  * no sweeps, an empty sweep, a sweep with only failures and a server that stopped answering each get a message.
  *
- * Size: one file of ~870 lines, as the page loads one script with no build step; it reads top to bottom as
- * helpers, normalisation, the model, polling, rendering, the detail view (charts), routing and UI.
+ * Files: the page loads classic scripts in order (index.html): util.js (helpers, the API calls), charts.js (the
+ * shared Chart.js options and the every-series tooltip), one file per view — forest.js (forest plot, staircase
+ * overlay), heatmap.js (D_l / ΔD_l), curves.js (overlaid curves with seed bands and smoothing), spec.js (spec
+ * and cost), actions.js (admin actions) — and this one: state, normalisation, polling, the leaderboard and
+ * jobs tables, the detail view, routing and UI.
  */
 'use strict';
 
@@ -33,114 +36,18 @@ const S = {
   curves: new Map(),     // job id -> { attempt, complete, val: Map(step -> {v, tokens}), train: Map, since: {val, train} }
   charts: {},            // Chart.js instances of the detail view
   zoom: { val: false, train: false }, // loss charts showing only the second half of training
+  detail: null,          // GET /sweeps/{id} of the selected sweep (spec, cost)
+  picked: new Set(),     // schedule ids overlaid in the compare chart (curves.js)
+  pickInit: false,       // the default picks (best + baseline) made for this sweep
+  baselineId: null,
+  ov: { kind: 'val', x: 'tokens', logy: false, ema: 0 },   // compare chart settings
+  hm: 'd',               // heatmap: 'd' (D_l) or 'dd' (ΔD_l)
   online: null,          // null until the first answer, then true/false
   lastOk: 0,             // Date.now() of the last successful poll
   timer: null,
   polling: false,
   again: false,          // poll again right after the one in flight
 };
-
-/* ---------------------------------------------------------------- helpers */
-
-const $ = (sel) => document.querySelector(sel);
-const esc = (s) => String(s == null ? '' : s).replace(/[&<>"']/g,
-  (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' }[c]));
-/* Replaces an element's content only when it changed, so rows under the pointer survive an idle poll. */
-function setHTML(el, html) {
-  if (el.__html === html) return;
-  el.__html = html;
-  el.innerHTML = html;
-}
-const isNum = (x) => typeof x === 'number' && isFinite(x);
-const num = (x) => (x == null || x === '' ? null : (isFinite(+x) ? +x : null));
-const minus = (s) => s.replace(/^-/, '−');
-const fmt = (x, d) => (isNum(x) ? minus(x.toFixed(d)) : '—');
-const fmtSigned = (x, d) => (isNum(x) ? (x > 0 ? '+' : '') + minus(x.toFixed(d)) : '—');
-
-function fmtInt(x) {
-  if (!isNum(x)) return '—';
-  return Math.round(x).toLocaleString('en-US');
-}
-function fmtTokS(x) {
-  if (!isNum(x)) return '—';
-  if (x >= 1e6) return (x / 1e6).toFixed(2) + 'M';
-  if (x >= 1e4) return (x / 1e3).toFixed(1) + 'K';
-  return Math.round(x).toLocaleString('en-US');
-}
-function fmtDuration(s) {
-  if (!isNum(s) || s < 0) return '—';
-  if (s < 60) return Math.round(s) + ' s';
-  if (s < 3600) return Math.round(s / 60) + ' min';
-  if (s < 86400) return (s / 3600).toFixed(1) + ' h';
-  return (s / 86400).toFixed(1) + ' d';
-}
-function parseHeads(h) {
-  if (Array.isArray(h)) return h.map(Number);
-  if (typeof h === 'string' && h.trim()) return h.split(/[,\s]+/).filter(Boolean).map(Number);
-  return [];
-}
-/* Run-length text of a schedule: [3,3,6,6,8,8,12,12,12,12,12,12] -> "3×2 6×2 8×2 12×6". */
-function rle(heads) {
-  const out = [];
-  for (let i = 0; i < heads.length;) {
-    let j = i;
-    while (j < heads.length && heads[j] === heads[i]) j++;
-    out.push(heads[i] + '×' + (j - i));
-    i = j;
-  }
-  return out.join(' ');
-}
-/* The schedule as a staircase: one column per layer, its height the layer's head count. */
-function staircase(heads, opts) {
-  const o = Object.assign({ w: 6, h: 22, base: false }, opts || {});
-  if (!heads.length) return '';
-  const max = Math.max.apply(null, heads) || 1;
-  const W = Math.round(heads.length * o.w), H = o.h;
-  let d = 'M0,' + H;
-  heads.forEach((v, i) => {
-    const y = (H - (v / max) * (H - 2)).toFixed(1);
-    d += ' L' + +(i * o.w).toFixed(1) + ',' + y + ' L' + +((i + 1) * o.w).toFixed(1) + ',' + y;
-  });
-  d += ' L' + W + ',' + H + ' Z';
-  const colour = o.base ? 'var(--stair-base)' : 'var(--stair)';
-  return '<svg class="stair" width="' + W + '" height="' + H + '" viewBox="0 0 ' + W + ' ' + H +
-    '" role="img" aria-label="heads per layer ' + esc(heads.join(',')) + '"><title>heads per layer: ' +
-    esc(heads.join(',')) + '</title><path d="' + d + '" fill="' + colour + '" fill-opacity="0.35" stroke="' +
-    colour + '" stroke-width="1.2"/></svg>';
-}
-function css(name) {
-  return getComputedStyle(document.documentElement).getPropertyValue(name).trim() || '#888';
-}
-function withAlpha(colour, a) {
-  const m = /^#([0-9a-f]{6})$/i.exec(colour);
-  if (!m) return colour;
-  const n = parseInt(m[1], 16);
-  return 'rgba(' + (n >> 16) + ',' + ((n >> 8) & 255) + ',' + (n & 255) + ',' + a + ')';
-}
-
-/* GET a JSON document; rejects with an Error whose .status is the HTTP status (0 = no answer). */
-async function api(path) {
-  const ctl = new AbortController();
-  const timer = setTimeout(() => ctl.abort(), FETCH_TIMEOUT_MS);
-  let res;
-  try {
-    res = await fetch(path, { signal: ctl.signal, headers: { Accept: 'application/json' }, cache: 'no-store' });
-  } catch (e) {
-    const err = new Error(e.name === 'AbortError' ? 'no answer within ' + (FETCH_TIMEOUT_MS / 1000) + ' s' : 'connection failed');
-    err.status = 0;
-    throw err;
-  } finally {
-    clearTimeout(timer);
-  }
-  let body = null;
-  try { body = await res.json(); } catch (e) { body = null; }
-  if (!res.ok) {
-    const err = new Error((body && body.error) || ('HTTP ' + res.status + ' for ' + path));
-    err.status = res.status;
-    throw err;
-  }
-  return body;
-}
 
 /* ------------------------------------------------------- normalisation */
 /* Shapes are docs/API.md's; these functions only fill defaults so rendering never meets undefined. */
@@ -153,7 +60,7 @@ function normCounts(c) {
 }
 function normSweep(s) {
   return {
-    id: s.id, name: s.name || ('sweep ' + s.id), state: s.state || 'active',
+    id: s.id, name: s.name || ('sweep ' + s.id), state: s.state || 'active', priority: num(s.priority) || 0,
     counts: normCounts(s.counts), eta_s: num(s.eta_s), workers_alive: num(s.workers_alive),
     steps_done: num(s.steps_done), steps_total: num(s.steps_total),
     steps_per_s: s.throughput ? num(s.throughput.steps_per_s) : null,
@@ -270,19 +177,22 @@ async function poll() {
     if (S.sweepId != null && !S.sweeps.some((s) => String(s.id) === String(S.sweepId))) S.sweepId = S.sweeps.length ? S.sweeps[0].id : null;
     if (S.sweepId != null) {
       const asked = S.sweepId;
-      const [board, jobs] = await Promise.all([
+      const [board, jobs, detail] = await Promise.all([
         api(API + '/sweeps/' + asked + '/leaderboard'),
         api(API + '/sweeps/' + asked + '/jobs'),
+        api(API + '/sweeps/' + asked),
       ]);
       if (String(asked) !== String(S.sweepId)) { S.again = true; return; }
       S.board = normBoard(board);
       S.jobs = ((jobs && jobs.jobs) || []).map(normJob);
+      S.detail = detail;
     } else {
-      S.board = null; S.jobs = [];
+      S.board = null; S.jobs = []; S.detail = null;
     }
     setOnline(true, null);
     render();
     if (S.scheduleId != null) await refreshDetail();
+    await refreshOverlay(true);
   } catch (e) {
     setOnline(false, e);
   } finally {
@@ -320,10 +230,27 @@ function setOnline(ok, err) {
 /* --------------------------------------------------------------- rendering */
 
 function render() {
+  if (S.sweepId != null) ensureDefaultPicks(scheduleRows());
   renderWorkers();
   renderSweeps();
   renderSweep();
+  renderAllSchedules();
   renderJobs();
+}
+
+/* forest plot, staircase overlay and heatmap of every schedule (forest.js, heatmap.js) */
+function renderAllSchedules() {
+  const sec = $('#all-section');
+  const rows = scheduleRows();
+  if (S.sweepId == null || !rows.length) { sec.hidden = true; return; }
+  sec.hidden = false;
+  const byRank = rows.slice().sort((a, b) => (isNum(a.rank) ? a.rank : 1e9) - (isNum(b.rank) ? b.rank : 1e9));
+  const ranked = byRank.filter((r) => !r.is_baseline && isNum(r.delta.mean));
+  setHTML($('#forest-box'), forestSVG(ranked) || '<p class="state-msg" id="forest-empty">No Δ yet: it needs a seed finished by a schedule and by the baseline.</p>');
+  setHTML($('#stairs-box'), stairsSVG(rows, overlayColour));
+  const base = byRank.filter((r) => r.is_baseline), rest = byRank.filter((r) => !r.is_baseline);
+  setHTML($('#heatmap-box'), heatmapSVG(base.concat(rest), S.hm) ||
+    '<p class="state-msg" id="heatmap-empty">No ' + (S.hm === 'dd' ? 'ΔDₗ' : 'Dₗ') + ' yet: it arrives with finished seeds (eval.attn_distance).</p>');
 }
 
 function renderWorkers() {
@@ -360,10 +287,22 @@ function renderSweeps() {
       '<td class="counts">' + countsText(sw.counts) +
       (isNum(sw.steps_total) && sw.steps_total > 0 ? ' · <span class="steps-pct">' + Math.floor(100 * sw.steps_done / sw.steps_total) + '% of steps</span>' : '') + '</td>' +
       '<td class="num">' + (w == null ? '—' : w) + '</td>' +
-      '<td class="num eta"' + (eta == null ? ' title="no training progress seen in the last 10 minutes"' : '') + '>' +
-      (sw.counts.total && !sw.counts.queued && !sw.counts.leased ? 'finished' : fmtDuration(eta)) + '</td></tr>';
+      '<td class="num eta">' + etaText(sw) + '</td></tr>';
   });
   setHTML(box, html + '</tbody></table>');
+}
+
+/* The ETA as the server computes it (its own rate since the sweep's last resume), or what is true instead. */
+function etaText(sw) {
+  const c = sw.counts;
+  const open = c.queued + c.leased + (c.paused || 0);
+  if (c.total && !open) {
+    if (c.failed) return '<span class="eta-stopped" title="nothing left to run, but not every job succeeded">ended: ' + c.failed + ' failed</span>';
+    return c.done ? 'finished' : 'ended';
+  }
+  if (!c.leased) return '<span class="eta-none" title="no job of this sweep is running' + (sw.state === 'paused' ? ' (paused)' : '') + '">no progress</span>';
+  if (sw.eta_s == null) return '<span class="eta-none" title="measuring the rate: a few seconds of progress are needed">measuring…</span>';
+  return '<span title="remaining steps ÷ the server\'s rate since the last resume (' + (isNum(sw.steps_per_s) ? sw.steps_per_s.toFixed(2) : '?') + ' steps/s)">' + fmtDuration(sw.eta_s) + '</span>';
 }
 
 const SORTERS = {
@@ -505,9 +444,13 @@ function renderSweep() {
       tasks.map((t) => zeroShotCell(r, t)).join('') +
       '<td class="num tps">' + fmtTokS(r.tok_per_s) + (isNum(r.tok_per_s_std) ? ' <span class="pm">± ' + fmtTokS(r.tok_per_s_std) + '</span>' : '') + '</td>' +
       '<td class="state"><span class="badge ' + esc(r.state) + '">' + esc(r.state) + '</span>' +
-      (r.counts && r.counts.failed ? ' <span class="muted">' + r.counts.failed + ' failed</span>' : '') + '</td></tr>';
+      (r.counts && r.counts.failed ? ' <span class="muted">' + r.counts.failed + ' failed</span>' : '') + '</td>' +
+      '<td class="pick"><input type="checkbox" class="pick" data-pick="' + esc(r.schedule_id) + '" aria-label="compare ' + esc(r.heads.join(',')) +
+      '"' + (S.picked.has(String(r.schedule_id)) ? ' checked' : '') + '></td></tr>';
   });
   setHTML($('#leaderboard tbody'), html);
+  renderSpec(S.detail);
+  renderActions(sw);
 }
 
 function renderJobs() {
@@ -516,7 +459,7 @@ function renderJobs() {
   sec.hidden = false;
   const jobs = S.jobs.filter((j) => !S.jobsFilter || j.state === S.jobsFilter);
   if (!jobs.length) {
-    setHTML($('#jobs tbody'), '<tr><td colspan="10" class="muted">' + (S.jobs.length ? 'No ' + esc(S.jobsFilter) + ' jobs.' : 'This sweep has no jobs.') + '</td></tr>');
+    setHTML($('#jobs tbody'), '<tr><td colspan="11" class="muted">' + (S.jobs.length ? 'No ' + esc(S.jobsFilter) + ' jobs.' : 'This sweep has no jobs.') + '</td></tr>');
     return;
   }
   setHTML($('#jobs tbody'), jobs.map((j) => {
@@ -530,42 +473,18 @@ function renderJobs() {
       '<td class="num">' + esc(j.attempt) + '</td>' +
       '<td class="num">' + fmtInt(j.step) + ' / ' + fmtInt(j.steps) + '<span class="mini"><span style="width:' + pct.toFixed(1) + '%"></span></span></td>' +
       '<td class="num">' + fmt(j.last_loss, 4) + '</td>' +
-      '<td class="err">' + esc(j.error) + '</td>' +
+      // a done job's last_error is an earlier attempt's: not shown as its state (the job's JSON keeps it)
+      (j.state === 'done' ? '<td class="err">' + (j.error ? '<a class="earlier" href="' + API + '/jobs/' + esc(j.id) +
+        '" target="_blank" title="an earlier attempt failed: ' + esc(j.error) + '">history</a>' : '') + '</td>'
+        : '<td class="err">' + esc(j.error) + '</td>') +
       '<td><a href="' + API + '/jobs/' + esc(j.id) + '/metrics?kind=train" target="_blank">train</a> ' +
       '<a href="' + API + '/jobs/' + esc(j.id) + '/metrics?kind=val" target="_blank">val</a> ' +
-      '<a href="' + API + '/jobs/' + esc(j.id) + '/metrics?kind=train&amp;format=csv" download>csv</a></td></tr>';
+      '<a href="' + API + '/jobs/' + esc(j.id) + '/metrics?kind=train&amp;format=csv" download>csv</a></td>' +
+      '<td>' + jobActions(j) + '</td></tr>';
   }).join(''));
 }
 
 /* -------------------------------------------------------------- detail view */
-
-function chartsAvailable() { return typeof window.Chart === 'function'; }
-
-function fmtTokens(v) {
-  const a = Math.abs(v);
-  if (a >= 1e9) return +(v / 1e9).toFixed(2) + 'B';
-  if (a >= 1e6) return +(v / 1e6).toFixed(2) + 'M';
-  if (a >= 1e3) return +(v / 1e3).toFixed(1) + 'K';
-  return String(v);
-}
-function lineOptions(xTitle, yTitle) {
-  const fg = css('--muted'), grid = css('--grid');
-  return {
-    animation: false, responsive: true, maintainAspectRatio: false, parsing: false, normalized: true,
-    interaction: { mode: 'nearest', intersect: false },
-    scales: {
-      x: { type: 'linear', title: { display: true, text: xTitle, color: fg }, grid: { color: grid },
-        ticks: Object.assign({ color: fg, maxRotation: 0 }, xTitle === 'tokens' ? { callback: fmtTokens } : {}) },
-      y: { type: 'linear', title: { display: true, text: yTitle, color: fg }, ticks: { color: fg }, grid: { color: grid } },
-    },
-    plugins: {
-      legend: { labels: { color: fg, usePointStyle: true, pointStyle: 'line', filter: (item, data) => !data.datasets[item.datasetIndex].faint } },
-      decimation: { enabled: true, algorithm: 'lttb', samples: 400 },
-      tooltip: { filter: (item) => !item.dataset.faint },
-    },
-    elements: { point: { radius: 0 } },
-  };
-}
 
 /* Chart.js plugin: chart.$rungs (x values) drawn as dashed vertical markers labelled r0, r1, ... (halving rungs). */
 const RUNG_MARKERS = {
@@ -605,6 +524,8 @@ function ensureCharts() {
   dOpts.parsing = true;
   dOpts.scales.x = { type: 'category', title: { display: true, text: 'layer', color: css('--muted') }, ticks: { color: css('--muted') }, grid: { color: css('--grid') } };
   delete dOpts.plugins.decimation;
+  dOpts.interaction = { mode: 'index', intersect: false };
+  dOpts.plugins.tooltip = { callbacks: { label: (it) => 'ΔD layer ' + it.label + ': ' + String(it.raw) } };
   S.charts.ddist = new Chart($('#chart-ddist'), { type: 'bar', data: { labels: [], datasets: [] }, options: dOpts });
   return true;
 }
@@ -800,7 +721,7 @@ function readHash() {
   const sw = id(p.get('sweep')), sc = id(p.get('schedule'));
   const changedSweep = sw != null && String(sw) !== String(S.sweepId);
   if (sw != null) S.sweepId = sw;
-  if (changedSweep) S.curves.clear();
+  if (changedSweep) { S.curves.clear(); S.picked.clear(); S.pickInit = false; }
   S.scheduleId = sc;
   if (sc == null) $('#detail-section').hidden = true;
 }
@@ -810,6 +731,7 @@ function applyTheme(t) {
   try { if (t) localStorage.setItem('prism-theme', t); else localStorage.removeItem('prism-theme'); } catch (e) { /* private mode */ }
   destroyCharts();
   if (S.scheduleId != null) refreshDetail().catch((e) => setOnline(false, e));
+  refreshOverlay(false).catch((e) => setOnline(false, e));
 }
 function currentTheme() {
   const t = document.documentElement.dataset.theme;
@@ -830,7 +752,8 @@ function init() {
     if (!tr) return;
     ev.preventDefault();
     if (String(tr.dataset.sweep) !== String(S.sweepId)) {
-      S.sweepId = tr.dataset.sweep; S.scheduleId = null; S.curves.clear(); S.board = null; S.jobs = [];
+      S.sweepId = tr.dataset.sweep; S.scheduleId = null; S.curves.clear(); S.board = null; S.jobs = []; S.detail = null;
+      S.picked.clear(); S.pickInit = false;
       $('#detail-section').hidden = true;
       updateHash();
       poll();
@@ -845,6 +768,7 @@ function init() {
     renderSweep();
   });
   const pick = (ev) => {
+    if (ev.target.closest('input.pick, td.pick')) return;   // the compare column (curves.js onPick)
     const tr = ev.target.closest('tr[data-schedule]');
     if (!tr) return;
     if (ev.type === 'keydown' && ev.key !== 'Enter' && ev.key !== ' ') return;
@@ -853,6 +777,24 @@ function init() {
   };
   lb.querySelector('tbody').addEventListener('click', pick);
   lb.querySelector('tbody').addEventListener('keydown', pick);
+  lb.querySelector('tbody').addEventListener('change', onPick);
+  $('#actions').addEventListener('click', onSweepAction);
+  $('#jobs tbody').addEventListener('click', onJobAction);
+  const openFrom = (ev) => {
+    const g = ev.target.closest('[data-schedule]');
+    if (g) openSchedule(g.dataset.schedule);
+  };
+  ['#forest-box', '#stairs-box', '#heatmap-box'].forEach((sel) => $(sel).addEventListener('click', openFrom));
+  const hm = (mode) => {
+    S.hm = mode;
+    $('#hm-d').setAttribute('aria-pressed', String(mode === 'd'));
+    $('#hm-dd').setAttribute('aria-pressed', String(mode === 'dd'));
+    setHTML($('#hm-title'), mode === 'dd' ? 'ΔD<sub>l</sub> = D<sub>l</sub>(schedule) − D<sub>l</sub>(uniform) by layer' : 'Attention distance D<sub>l</sub> by layer');
+    renderAllSchedules();
+  };
+  $('#hm-d').addEventListener('click', () => hm('d'));
+  $('#hm-dd').addEventListener('click', () => hm('dd'));
+  initOverlayControls();
   $('#detail-close').addEventListener('click', closeSchedule);
   document.querySelectorAll('button.zoom').forEach((b) => b.addEventListener('click', () => {
     const k = b.dataset.kind;

@@ -76,7 +76,7 @@ t_exit_status_per_kind_of_error() {
   "$(bin prism-sweep)" create "$PRISM_ROOT/sweeps/tiny-cpu.json" --db "$D/new.db" > /dev/null 2>&1 || fail "create"
   sqlite3 "$D/new.db" "PRAGMA user_version = 99"
   same 2 "schema version 99" --db "$D/new.db"
-  sqlite3 "$D/new.db" "PRAGMA user_version = 5"
+  sqlite3 "$D/new.db" "PRAGMA user_version = 6"
   same 2 '"nosuch"' --db "$D/new.db" nosuch
 }
 

@@ -30,4 +30,42 @@ t_status_and_api_agree() {
   assert_contains "$text" "cancelled         1"
 }
 
+# The ETA comes from the server's rate since the sweep's last resume, and is null ("no progress") when nothing runs.
+t_eta_since_resume() {
+  s_setup
+  s_spec "$D/s.json" eta '["1,1,4,4", "2,2,4,4"]' '[1]' 100
+  local sid; sid=$(s_create "$D/s.json")
+  s_server
+  local w; w=$(s_register w1)
+  s_lease "$w"; local j1=$JOB t1=$TOKEN
+  s_expect 200 GET "/api/v1/sweeps/$sid"                      # first sample: 0 steps
+  sleep 2.2
+  s_expect 200 POST "/api/v1/jobs/$j1/heartbeat" "{\"lease_token\": \"$t1\", \"step\": 40}"
+  s_expect 200 GET "/api/v1/sweeps/$sid"
+  local r; r=$(s_json .throughput.steps_per_s)
+  /usr/bin/python3 -c "import sys; r=float(sys.argv[1]); sys.exit(0 if 40/2.8 < r <= 40/2.2 else 1)" "$r" || fail "rate $r not 40 steps over ~2.2 s"
+  [ "$(s_json .eta_s)" != null ] || fail "no ETA while a job runs: $BODY"
+  # pause; the running job ends; nothing runs: no ETA, however fresh the rate
+  s_expect 200 POST "/api/v1/sweeps/$sid/pause" '{}' "$AT"
+  s_complete "$j1" "$t1" 3.5
+  s_expect 200 GET "/api/v1/sweeps/$sid"
+  assert_eq "null 0" "$(s_json '"\(.eta_s) \(.counts.leased)"')" "no ETA when nothing runs"
+  sleep 2.2                                                    # idle while paused: must not slow the rate after resume
+  s_expect 200 GET "/api/v1/sweeps/$sid"
+  s_expect 200 POST "/api/v1/sweeps/$sid/resume" '{}' "$AT"
+  s_lease "$w"
+  s_expect 200 GET "/api/v1/sweeps/$sid"
+  [ "$(s_json .throughput.resumed_at)" != null ] || fail "resumed_at not reported: $BODY"
+  assert_eq 0 "$(s_json .throughput.window_s)" "the rate's window restarts at the resume"
+  sleep 2.2
+  s_expect 200 POST "/api/v1/jobs/$JOB/heartbeat" "{\"lease_token\": \"$TOKEN\", \"step\": 20}"
+  s_expect 200 GET "/api/v1/sweeps/$sid"
+  r=$(s_json .throughput.steps_per_s)
+  /usr/bin/python3 -c "import sys; r=float(sys.argv[1]); sys.exit(0 if 20/2.8 < r <= 20/2.2 else 1)" "$r" ||
+    fail "rate after the resume $r: not 20 steps over ~2.2 s (the pause's idle time or earlier steps counted)"
+  local eta; eta=$(s_json .eta_s)
+  /usr/bin/python3 -c "import sys; e=float(sys.argv[1]); r=float(sys.argv[2]); sys.exit(0 if abs(e - 180 / r) < 1e-6 else 1)" "$eta" "$r" ||
+    fail "ETA $eta is not the 180 remaining steps (3 jobs of 100, 120 done) / $r: $BODY"
+}
+
 harness_main "$@"

@@ -1,0 +1,422 @@
+/* cmd_export.c — `prism-sweep export SWEEP --db FILE --format csv|jsonl|tensorboard --out DIR`: every job's
+ * metric points and results of one sweep, in one pass, where researchers look at them.
+ *
+ * Design: a read command (the store opened read-only). The jobs of the sweep are read once into memory (id,
+ * schedule, seed, state, result), then one query streams the sweep's metric points ordered by job, kind and
+ * step — the curve the API serves (for a step several attempts reported, the latest attempt's point) — and
+ * each format writes them as they come:
+ *   csv          DIR/metrics.csv (one row per point) and DIR/results.csv (one row per job)
+ *   jsonl        DIR/metrics.jsonl and DIR/results.jsonl, the same rows as JSON objects
+ *   tensorboard  DIR/<run>/events.out.tfevents.<t>.prism-sweep, one run per job (run = job<ID>_<rle>_seed<S>),
+ *                tags train/loss, train/lr, train/tok_per_s, train/grad_norm, val/loss at each step, and
+ *                result/val_loss, result/tok_per_s at the job's last step (tfevents.c writes the files)
+ * and every format writes DIR/sweep.json (id, name, the spec as given). Each file is written to a temporary
+ * name, fsynced and renamed (util_commit_file), so DIR never holds half a file; the summary line is printed
+ * after the last one is durable. Numbers in CSV use %.17g (they read back as the stored doubles).
+ */
+#include <errno.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "commands.h"
+#include "store.h"
+#include "sweeps.h"
+#include "tfevents.h"
+#include "util.h"
+
+typedef struct xjob {
+    long long id, schedule_id, seed, attempt, steps;
+    int is_baseline, has_result;
+    char heads[512], state[16];
+    char *last_error, *attn, *result;   /* malloc'd or NULL */
+    double created_at, updated_at;
+    double r_val, r_tps, r_wall, r_flops;
+    long long r_params;
+    int r_has_tps, r_has_wall, r_has_flops, r_has_params;
+} xjob;
+
+typedef struct xout {   /* one output file: temporary while written, renamed at commit */
+    FILE *f;
+    char path[4200], tmp[4300];
+} xout;
+
+enum { FMT_CSV, FMT_JSONL, FMT_TB };
+
+static int out_open(xout *o, const char *dir, const char *name, char *err, size_t errlen) {
+    snprintf(o->path, sizeof o->path, "%s/%s", dir, name);
+    snprintf(o->tmp, sizeof o->tmp, "%s.tmp.%ld", o->path, (long)getpid());
+    if (!(o->f = fopen(o->tmp, "wbx"))) {
+        snprintf(err, errlen, "%s: create failed: %s", o->tmp, strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+static int out_commit(xout *o, char *err, size_t errlen) {
+    FILE *f = o->f;
+    o->f = NULL;
+    return f ? util_commit_file(f, o->tmp, o->path, err, errlen) : 0;
+}
+static void out_abort(xout *o) {
+    if (o->f) { fclose(o->f); unlink(o->tmp); }
+    o->f = NULL;
+}
+
+/* A CSV field: quoted when it holds a comma, quote, CR or LF (quotes doubled). */
+static void csv_str(FILE *f, const char *s) {
+    if (!s) return;
+    if (!strpbrk(s, ",\"\r\n")) { fputs(s, f); return; }
+    fputc('"', f);
+    for (; *s; s++) {
+        if (*s == '"') fputc('"', f);
+        fputc(*s, f);
+    }
+    fputc('"', f);
+}
+static void csv_num(FILE *f, sqlite3_stmt *s, int col) {
+    if (sqlite3_column_type(s, col) == SQLITE_NULL) return;
+    if (sqlite3_column_type(s, col) == SQLITE_INTEGER) fprintf(f, "%lld", (long long)sqlite3_column_int64(s, col));
+    else fprintf(f, "%.17g", sqlite3_column_double(s, col));
+}
+static json_t *col_num(sqlite3_stmt *s, int col) {
+    int t = sqlite3_column_type(s, col);
+    return t == SQLITE_NULL ? json_null() : t == SQLITE_INTEGER ? json_integer(sqlite3_column_int64(s, col))
+                                                                  : json_real(sqlite3_column_double(s, col));
+}
+static char *dup_col(sqlite3_stmt *s, int col) {
+    const unsigned char *t = sqlite3_column_text(s, col);
+    return t ? strdup((const char *)t) : NULL;
+}
+
+/* "3,3,6,6,12" -> "3x2-6x2-12x1": a run name without commas. */
+static void heads_rle(const char *heads, char *out, size_t n) {
+    size_t k = 0;
+    out[0] = 0;
+    const char *p = heads;
+    while (*p && k + 24 < n) {
+        long v = strtol(p, (char **)&p, 10), c = 1;
+        while (*p == ',' && strtol(p + 1, NULL, 10) == v) { strtol(p + 1, (char **)&p, 10); c++; }
+        if (*p == ',') p++;
+        k += (size_t)snprintf(out + k, n - k, "%s%ldx%ld", k ? "-" : "", v, c);
+    }
+}
+
+static const char JOBS_SQL[] =
+    "SELECT j.id, j.schedule_id, sc.heads, sc.is_baseline, j.seed, j.state, j.attempt, j.steps, j.last_error, "
+    " j.created_at, j.updated_at, r.job_id IS NOT NULL, r.val_loss, r.tok_per_s, r.wall_s, r.params, r.flops_per_token, "
+    " r.attn_distance, r.result "
+    "FROM jobs j JOIN schedules sc ON sc.id = j.schedule_id LEFT JOIN results r ON r.job_id = j.id "
+    "WHERE j.sweep_id = ?1 ORDER BY j.id";
+
+static const char POINTS_SQL[] =
+    "SELECT m.job_id, m.kind, m.step, m.value, m.tokens, m.lr, m.tok_per_s, m.grad_norm, m.attempt "
+    "FROM metrics m JOIN jobs j ON j.id = m.job_id WHERE j.sweep_id = ?1 AND m.attempt = "
+    "(SELECT max(attempt) FROM metrics m2 WHERE m2.job_id = m.job_id AND m2.kind = m.kind AND m2.step = m.step) "
+    "ORDER BY m.job_id, m.kind, m.step";
+
+static int load_jobs(store *st, long long sweep, xjob **out, size_t *n, char *err, size_t errlen) {
+    sqlite3_stmt *s = NULL;
+    xjob *v = NULL;
+    size_t k = 0, cap = 0;
+    int rc;
+    if (sqlite3_prepare_v2(st->db, JOBS_SQL, -1, &s, NULL) != SQLITE_OK) goto fail;
+    sqlite3_bind_int64(s, 1, sweep);
+    while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+        if (k == cap) {
+            cap = cap ? cap * 2 : 64;
+            xjob *nv = realloc(v, cap * sizeof *v);
+            if (!nv) { snprintf(err, errlen, "out of memory"); goto out; }
+            v = nv;
+        }
+        xjob *j = &v[k++];
+        memset(j, 0, sizeof *j);
+        j->id = sqlite3_column_int64(s, 0);
+        j->schedule_id = sqlite3_column_int64(s, 1);
+        snprintf(j->heads, sizeof j->heads, "%s", (const char *)sqlite3_column_text(s, 2));
+        j->is_baseline = sqlite3_column_int(s, 3);
+        j->seed = sqlite3_column_int64(s, 4);
+        snprintf(j->state, sizeof j->state, "%s", (const char *)sqlite3_column_text(s, 5));
+        j->attempt = sqlite3_column_int64(s, 6);
+        j->steps = sqlite3_column_int64(s, 7);
+        j->last_error = dup_col(s, 8);
+        j->created_at = sqlite3_column_double(s, 9);
+        j->updated_at = sqlite3_column_double(s, 10);
+        j->has_result = sqlite3_column_int(s, 11);
+        j->r_val = sqlite3_column_double(s, 12);
+        if ((j->r_has_tps = sqlite3_column_type(s, 13) != SQLITE_NULL)) j->r_tps = sqlite3_column_double(s, 13);
+        if ((j->r_has_wall = sqlite3_column_type(s, 14) != SQLITE_NULL)) j->r_wall = sqlite3_column_double(s, 14);
+        if ((j->r_has_params = sqlite3_column_type(s, 15) != SQLITE_NULL)) j->r_params = sqlite3_column_int64(s, 15);
+        if ((j->r_has_flops = sqlite3_column_type(s, 16) != SQLITE_NULL)) j->r_flops = sqlite3_column_double(s, 16);
+        j->attn = dup_col(s, 17);
+        j->result = dup_col(s, 18);
+    }
+    if (rc != SQLITE_DONE) goto fail;
+    sqlite3_finalize(s);
+    *out = v;
+    *n = k;
+    return 0;
+fail:
+    snprintf(err, errlen, "reading the jobs: %s", sqlite3_errmsg(st->db));
+out:
+    sqlite3_finalize(s);
+    for (size_t i = 0; i < k; i++) { free(v[i].last_error); free(v[i].attn); free(v[i].result); }
+    free(v);
+    return -1;
+}
+
+static void free_jobs(xjob *v, size_t n) {
+    for (size_t i = 0; i < n; i++) { free(v[i].last_error); free(v[i].attn); free(v[i].result); }
+    free(v);
+}
+
+static int write_sweep_json(store *st, long long sweep, const char *dir, char *err, size_t errlen) {
+    sqlite3_stmt *s = NULL;
+    if (sqlite3_prepare_v2(st->db, "SELECT id, name, spec, created_at FROM sweeps WHERE id = ?1", -1, &s, NULL) != SQLITE_OK ||
+        (sqlite3_bind_int64(s, 1, sweep), sqlite3_step(s)) != SQLITE_ROW) {
+        snprintf(err, errlen, "reading the sweep: %s", sqlite3_errmsg(st->db));
+        sqlite3_finalize(s);
+        return -1;
+    }
+    json_t *spec = json_loads((const char *)sqlite3_column_text(s, 2), 0, NULL);
+    json_t *o = json_pack("{s:I, s:s, s:f, s:o}", "id", (json_int_t)sqlite3_column_int64(s, 0), "name",
+                          (const char *)sqlite3_column_text(s, 1), "created_at", sqlite3_column_double(s, 3),
+                          "spec", spec ? spec : json_null());
+    sqlite3_finalize(s);
+    char *text = o ? json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17)) : NULL;
+    json_decref(o);
+    if (!text) { snprintf(err, errlen, "out of memory"); return -1; }
+    char path[4200];
+    snprintf(path, sizeof path, "%s/sweep.json", dir);
+    util_part parts[] = { { text, strlen(text) }, { "\n", 1 } };
+    int rc = util_write_atomic(path, parts, 2, 0644, err, errlen);
+    free(text);
+    return rc;
+}
+
+static void csv_results(FILE *f, const xjob *v, size_t n) {
+    fputs("job_id,schedule_id,schedule,is_baseline,seed,state,attempt,steps,val_loss,tok_per_s,wall_s,params,"
+          "flops_per_token,attn_distance,last_error\n", f);
+    for (size_t i = 0; i < n; i++) {
+        const xjob *j = &v[i];
+        fprintf(f, "%lld,%lld,", j->id, j->schedule_id);
+        csv_str(f, j->heads);
+        fprintf(f, ",%d,%lld,%s,%lld,%lld,", j->is_baseline, j->seed, j->state, j->attempt, j->steps);
+        if (j->has_result) fprintf(f, "%.17g", j->r_val);
+        fputc(',', f);
+        if (j->has_result && j->r_has_tps) fprintf(f, "%.17g", j->r_tps);
+        fputc(',', f);
+        if (j->has_result && j->r_has_wall) fprintf(f, "%.17g", j->r_wall);
+        fputc(',', f);
+        if (j->has_result && j->r_has_params) fprintf(f, "%lld", j->r_params);
+        fputc(',', f);
+        if (j->has_result && j->r_has_flops) fprintf(f, "%.17g", j->r_flops);
+        fputc(',', f);
+        csv_str(f, j->attn);
+        fputc(',', f);
+        /* a done job's error belongs to an earlier attempt: the results say what the job is now */
+        csv_str(f, strcmp(j->state, "done") ? j->last_error : NULL);
+        fputc('\n', f);
+    }
+}
+
+static int jsonl_line(FILE *f, json_t *o) {
+    char *t = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17));
+    json_decref(o);
+    if (!t) return -1;
+    fputs(t, f);
+    fputc('\n', f);
+    free(t);
+    return 0;
+}
+
+static json_t *job_head(const xjob *j) {
+    return json_pack("{s:I, s:I, s:o, s:b, s:I}", "job_id", (json_int_t)j->id, "schedule_id", (json_int_t)j->schedule_id,
+                     "heads", sweeps_heads_json(j->heads), "is_baseline", j->is_baseline, "seed", (json_int_t)j->seed);
+}
+
+static int jsonl_results(FILE *f, const xjob *v, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        const xjob *j = &v[i];
+        json_t *o = job_head(j);
+        json_t *res = j->result ? json_loads(j->result, 0, NULL) : NULL;
+        json_object_set_new(o, "state", json_string(j->state));
+        json_object_set_new(o, "attempt", json_integer(j->attempt));
+        json_object_set_new(o, "steps", json_integer(j->steps));
+        json_object_set_new(o, "val_loss", j->has_result ? json_real(j->r_val) : json_null());
+        json_object_set_new(o, "last_error", j->last_error && strcmp(j->state, "done") ? json_string(j->last_error) : json_null());
+        json_object_set_new(o, "result", res ? res : json_null());
+        if (jsonl_line(f, o) < 0) return -1;
+    }
+    return 0;
+}
+
+/* TensorBoard: one writer per job, opened at its first point (or result). */
+typedef struct tbstate { tfevents w; int open; size_t job; } tbstate;
+
+static int tb_begin(tbstate *t, const char *dir, const xjob *j, char *err, size_t errlen) {
+    char rle[400], run[4200], path[4400];
+    heads_rle(j->heads, rle, sizeof rle);
+    snprintf(run, sizeof run, "%s/job%lld_%s_seed%lld", dir, j->id, rle, j->seed);
+    if (util_mkdir_p(run, 0755) < 0) { snprintf(err, errlen, "%s: mkdir failed: %s", run, strerror(errno)); return -1; }
+    snprintf(path, sizeof path, "%s/events.out.tfevents.%lld.prism-sweep", run, (long long)j->created_at);
+    if (tfevents_open(&t->w, path, j->created_at) < 0) { snprintf(err, errlen, "%s", t->w.err); tfevents_abort(&t->w); return -1; }
+    t->open = 1;
+    return 0;
+}
+static int tb_end(tbstate *t, const xjob *j, char *err, size_t errlen) {
+    if (!t->open) return 0;
+    if (j->has_result) {
+        int64_t last = j->steps;
+        if (tfevents_scalar(&t->w, j->updated_at, last, "result/val_loss", (float)j->r_val) < 0 ||
+            (j->r_has_tps && tfevents_scalar(&t->w, j->updated_at, last, "result/tok_per_s", (float)j->r_tps) < 0)) {
+            snprintf(err, errlen, "%s", t->w.err);
+            tfevents_abort(&t->w);
+            t->open = 0;
+            return -1;
+        }
+    }
+    t->open = 0;
+    if (tfevents_close(&t->w) < 0) { snprintf(err, errlen, "%s", t->w.err); return -1; }
+    return 0;
+}
+
+/* The job's run ends: its result scalars, then the file made durable. A job with a result but no points still
+ * gets its run (opened here). */
+static int tb_finish(tbstate *t, const char *dir, const xjob *j, char *err, size_t errlen) {
+    if (!t->open && j->has_result && tb_begin(t, dir, j, err, errlen) < 0) return -1;
+    return tb_end(t, j, err, errlen);
+}
+
+int cmd_export(int argc, char **argv) {
+    const char *db = "prism.db", *fmt = "csv", *dir = "";
+    cli_flag flags[] = {
+        { "--db", CLI_STR, &db, "prism.db", "the SQLite store (must exist)", 0, 0, NULL, 0 },
+        { "--format", CLI_CHOICE, &fmt, "csv", "csv (metrics.csv, results.csv), jsonl (metrics.jsonl, results.jsonl) "
+          "or tensorboard (one event-file run per job)", 0, 0, "csv|jsonl|tensorboard", 0 },
+        { "--out", CLI_STR, &dir, "", "the folder to write (created; files of the same name are replaced)", 0, 0, NULL, 0 },
+        { 0 },
+    };
+    cli_cmd cmd = { "export", "SWEEP --db FILE --format csv|jsonl|tensorboard --out DIR",
+                    "Write every job's metric points (train loss, lr, tok/s, grad_norm, val loss; per step, the latest\n"
+                    "attempt's) and results of SWEEP (an id or a name) to DIR, in one pass, plus DIR/sweep.json (the spec).\n"
+                    "--format tensorboard writes one run per job for `tensorboard --logdir DIR` or W&B's TensorBoard sync.",
+                    flags, NULL };
+    char *pos[1];
+    int npos = 0, prc = cli_parse(&cmd, argc, argv, pos, 1, &npos);
+    if (prc != CLI_OK) return prc == CLI_HELP ? 0 : 2;
+    if (npos != 1) return cli_error("export", "name the sweep to export: prism-sweep export SWEEP --out DIR (SWEEP = id or name; "
+                                    "prism-sweep status --db %s lists them)", db);
+    if (!dir[0]) return cli_error("export", "--out DIR is required: the folder to write the export to");
+    struct stat sb;
+    if (stat(db, &sb) != 0) return cli_error("export", "--db %s: no such file (create a sweep first)", db);
+    int format = !strcmp(fmt, "csv") ? FMT_CSV : !strcmp(fmt, "jsonl") ? FMT_JSONL : FMT_TB;
+    char err[4800] = "";
+    store *st = NULL;
+    if (store_open_readonly(db, &st, err, sizeof err) < 0) {
+        fprintf(stderr, "prism-sweep export: --db %s: %s\n", db, err);
+        return 2;
+    }
+    int status = 1;
+    int64_t sweep = 0;
+    xjob *jobs = NULL;
+    size_t njobs = 0;
+    long long npoints = 0;
+    sqlite3_stmt *s = NULL;
+    xout mo = { 0 }, ro = { 0 };
+    tbstate tb = { 0 };
+    int rc = sweeps_find(st, pos[0], &sweep);
+    if (rc < 0) {
+        fprintf(stderr, "prism-sweep export: %s%s\n", st->err, rc == STORE_ENOTFOUND ? " (prism-sweep status lists the sweeps)" : "");
+        status = rc == STORE_ENOTFOUND ? 2 : 1;
+        goto out;
+    }
+    if (util_mkdir_p(dir, 0755) < 0) {
+        status = cli_error("export", "--out %s: cannot create it: %s", dir, strerror(errno));
+        goto out;
+    }
+    if (load_jobs(st, sweep, &jobs, &njobs, err, sizeof err) < 0 || write_sweep_json(st, sweep, dir, err, sizeof err) < 0) goto fail;
+    if (format != FMT_TB) {
+        const char *ext = format == FMT_CSV ? "csv" : "jsonl";
+        char name[32];
+        snprintf(name, sizeof name, "metrics.%s", ext);
+        if (out_open(&mo, dir, name, err, sizeof err) < 0) goto fail;
+        snprintf(name, sizeof name, "results.%s", ext);
+        if (out_open(&ro, dir, name, err, sizeof err) < 0) goto fail;
+        if (format == FMT_CSV) {
+            fputs("job_id,schedule,seed,kind,step,value,tokens,lr,tok_per_s,grad_norm,attempt\n", mo.f);
+            csv_results(ro.f, jobs, njobs);
+        } else if (jsonl_results(ro.f, jobs, njobs) < 0) {
+            snprintf(err, sizeof err, "out of memory");
+            goto fail;
+        }
+    }
+    if (sqlite3_prepare_v2(st->db, POINTS_SQL, -1, &s, NULL) != SQLITE_OK) goto sqlfail;
+    sqlite3_bind_int64(s, 1, sweep);
+    size_t ji = 0;   /* the job of the current point: points and jobs are both ordered by job id */
+    while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+        long long job = sqlite3_column_int64(s, 0);
+        while (ji < njobs && jobs[ji].id < job) {
+            if (format == FMT_TB && tb_finish(&tb, dir, &jobs[ji], err, sizeof err) < 0) goto fail;
+            ji++;
+        }
+        if (ji == njobs || jobs[ji].id != job) continue;   /* cannot happen: the join is on the same jobs */
+        const xjob *j = &jobs[ji];
+        const char *kind = (const char *)sqlite3_column_text(s, 1);
+        long long step = sqlite3_column_int64(s, 2);
+        npoints++;
+        if (format == FMT_CSV) {
+            fprintf(mo.f, "%lld,", job);
+            csv_str(mo.f, j->heads);
+            fprintf(mo.f, ",%lld,%s,%lld,", j->seed, kind, step);
+            for (int c = 3; c <= 8; c++) {
+                csv_num(mo.f, s, c);
+                fputc(c < 8 ? ',' : '\n', mo.f);
+            }
+        } else if (format == FMT_JSONL) {
+            json_t *o = job_head(j);
+            json_object_set_new(o, "kind", json_string(kind));
+            json_object_set_new(o, "step", json_integer(step));
+            static const char *const keys[] = { "value", "tokens", "lr", "tok_per_s", "grad_norm", "attempt" };
+            for (int c = 3; c <= 8; c++) json_object_set_new(o, keys[c - 3], col_num(s, c));
+            if (jsonl_line(mo.f, o) < 0) { snprintf(err, sizeof err, "out of memory"); goto fail; }
+        } else {
+            if (!tb.open && tb_begin(&tb, dir, j, err, sizeof err) < 0) goto fail;
+            int train = !strcmp(kind, "train");
+            struct { const char *tag; int col; } tags[] = {
+                { train ? "train/loss" : "val/loss", 3 }, { "train/lr", 5 }, { "train/tok_per_s", 6 }, { "train/grad_norm", 7 },
+            };
+            for (int t = 0; t < (train ? 4 : 1); t++) {
+                if (sqlite3_column_type(s, tags[t].col) == SQLITE_NULL) continue;
+                if (tfevents_scalar(&tb.w, j->updated_at, step, tags[t].tag, (float)sqlite3_column_double(s, tags[t].col)) < 0) {
+                    snprintf(err, sizeof err, "%s", tb.w.err);
+                    goto fail;
+                }
+            }
+        }
+    }
+    if (rc != SQLITE_DONE) goto sqlfail;
+    if (format == FMT_TB) {
+        for (; ji < njobs; ji++)   /* the last job with points, and any after it */
+            if (tb_finish(&tb, dir, &jobs[ji], err, sizeof err) < 0) goto fail;
+    } else if (out_commit(&mo, err, sizeof err) < 0 || out_commit(&ro, err, sizeof err) < 0) goto fail;
+    printf("exported sweep %lld: %zu jobs, %lld metric points, as %s, to %s\n", (long long)sweep, njobs, npoints, fmt, dir);
+    status = 0;
+    goto out;
+sqlfail:
+    snprintf(err, sizeof err, "reading the metrics: %s", sqlite3_errmsg(st->db));
+fail:
+    fprintf(stderr, "prism-sweep export: %s (nothing of this file was written; earlier files of DIR are complete)\n", err);
+    status = 1;
+out:
+    if (tb.open) tfevents_abort(&tb.w);
+    out_abort(&mo);
+    out_abort(&ro);
+    sqlite3_finalize(s);
+    free_jobs(jobs, njobs);
+    store_close(st);
+    return status;
+}

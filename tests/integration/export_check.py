@@ -1,0 +1,215 @@
+#!/usr/bin/python3
+# export_check.py DB DIR FORMAT SWEEP_ID — reads back what `prism-sweep export` wrote, independently of its
+# writer, and compares every point with the database (read here with Python's sqlite3).
+#   tensorboard: each events file's TFRecord framing is checked (length, masked CRC-32C of the length and of the
+#   data, computed here bit by bit) and every Event is decoded with Debian's python3-protobuf from a descriptor
+#   built here (Event/Summary/Value as TensorFlow's event.proto and summary.proto number them).
+#   csv / jsonl: every row parsed and compared.
+# Expected points: per (job, kind, step) the latest attempt's, the curve the API serves. Exit 0, or 1 naming
+# the first difference (both sides printed).
+import csv
+import glob
+import json
+import os
+import sqlite3
+import struct
+import sys
+
+db, out, fmt, sweep = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+
+
+def fail(msg):
+    print("FAIL: " + msg, file=sys.stderr)
+    sys.exit(1)
+
+
+def eq(want, got, what):
+    if want != got:
+        fail("%s: expected [%r], got [%r]" % (what, want, got))
+
+
+con = sqlite3.connect("file:%s?mode=ro" % db, uri=True)
+jobs = {r[0]: r for r in con.execute(
+    "SELECT j.id, sc.heads, j.seed, j.state, j.steps, r.val_loss, r.tok_per_s FROM jobs j JOIN schedules sc ON "
+    "sc.id = j.schedule_id LEFT JOIN results r ON r.job_id = j.id WHERE j.sweep_id = ?", (sweep,))}
+pts = {}
+for job, kind, step, value, tokens, lr, tps, gn, att in con.execute(
+        "SELECT m.job_id, m.kind, m.step, m.value, m.tokens, m.lr, m.tok_per_s, m.grad_norm, m.attempt FROM metrics m "
+        "JOIN jobs j ON j.id = m.job_id WHERE j.sweep_id = ?", (sweep,)):
+    k = (job, kind, step)
+    if k not in pts or pts[k][-1] < att:
+        pts[k] = (value, tokens, lr, tps, gn, att)
+if not pts:
+    fail("the database has no points for sweep %d: the test fed nothing" % sweep)
+
+
+def crc32c(data):
+    c = 0xFFFFFFFF
+    for b in data:
+        c ^= b
+        for _ in range(8):
+            c = (c >> 1) ^ 0x82F63B78 if c & 1 else c >> 1
+    return c ^ 0xFFFFFFFF
+
+
+if crc32c(b"123456789") != 0xE3069283:   # the CRC-32C check value: this reader's own CRC is right
+    fail("export_check.py's CRC-32C is wrong")
+
+
+def masked(data):
+    c = crc32c(data)
+    return (((c >> 15) | (c << 17)) + 0xA282EAD8) & 0xFFFFFFFF
+
+
+def event_class():
+    from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
+    fd = descriptor_pb2.FileDescriptorProto(name="prism_check_event.proto", package="tensorflow", syntax="proto3")
+    F = descriptor_pb2.FieldDescriptorProto
+    val = fd.message_type.add(name="Value")
+    val.field.add(name="tag", number=1, type=F.TYPE_STRING, label=F.LABEL_OPTIONAL)
+    val.field.add(name="simple_value", number=2, type=F.TYPE_FLOAT, label=F.LABEL_OPTIONAL)
+    summ = fd.message_type.add(name="Summary")
+    summ.field.add(name="value", number=1, type=F.TYPE_MESSAGE, label=F.LABEL_REPEATED, type_name=".tensorflow.Value")
+    ev = fd.message_type.add(name="Event")
+    ev.field.add(name="wall_time", number=1, type=F.TYPE_DOUBLE, label=F.LABEL_OPTIONAL)
+    ev.field.add(name="step", number=2, type=F.TYPE_INT64, label=F.LABEL_OPTIONAL)
+    ev.field.add(name="file_version", number=3, type=F.TYPE_STRING, label=F.LABEL_OPTIONAL)
+    ev.field.add(name="summary", number=5, type=F.TYPE_MESSAGE, label=F.LABEL_OPTIONAL, type_name=".tensorflow.Summary")
+    pool = descriptor_pool.DescriptorPool()
+    pool.Add(fd)
+    desc = pool.FindMessageTypeByName("tensorflow.Event")
+    try:
+        return message_factory.GetMessageClass(desc)
+    except AttributeError:
+        return message_factory.MessageFactory(pool).GetPrototype(desc)
+
+
+def f32(x):
+    return struct.unpack("<f", struct.pack("<f", x))[0]
+
+
+def records(path):
+    raw = open(path, "rb").read()
+    i = 0
+    while i < len(raw):
+        if len(raw) - i < 12:
+            fail("%s: %d trailing bytes, not a record header" % (path, len(raw) - i))
+        head = raw[i:i + 8]
+        (n,) = struct.unpack("<Q", head)
+        (hc,) = struct.unpack("<I", raw[i + 8:i + 12])
+        eq(masked(head), hc, "%s@%d: masked CRC-32C of the length" % (path, i))
+        data = raw[i + 12:i + 12 + n]
+        eq(n, len(data), "%s@%d: record length" % (path, i))
+        (dc,) = struct.unpack("<I", raw[i + 12 + n:i + 16 + n])
+        eq(masked(data), dc, "%s@%d: masked CRC-32C of the data" % (path, i))
+        yield data
+        i += 16 + n
+
+
+def check_tensorboard():
+    Event = event_class()
+    runs = sorted(glob.glob(os.path.join(out, "*", "events.out.tfevents.*")))
+    got = {}
+    seen_jobs = set()
+    for path in runs:
+        run = os.path.basename(os.path.dirname(path))
+        job = int(run.split("_")[0][3:])
+        seen_jobs.add(job)
+        eq(1, len(glob.glob(os.path.join(os.path.dirname(path), "events.out.tfevents.*"))), "one events file in run " + run)
+        heads, seed = jobs[job][1], jobs[job][2]
+        eq("seed%d" % seed, run.split("_")[-1], "run name's seed of job %d" % job)
+        first = True
+        for data in records(path):
+            e = Event()
+            e.ParseFromString(data)
+            if first:
+                eq("brain.Event:2", e.file_version, run + ": the first event's file_version")
+                first = False
+                continue
+            eq(1, len(e.summary.value), run + ": values per event")
+            v = e.summary.value[0]
+            k = (job, v.tag, e.step)
+            if k in got:
+                fail("%s: tag %s step %d written twice" % (run, v.tag, e.step))
+            got[k] = v.simple_value
+    want = {}
+    for (job, kind, step), (value, tokens, lr, tps, gn, att) in pts.items():
+        want[(job, kind + "/loss", step)] = f32(value)
+        if kind == "train":
+            for tag, x in (("train/lr", lr), ("train/tok_per_s", tps), ("train/grad_norm", gn)):
+                if x is not None:
+                    want[(job, tag, step)] = f32(x)
+    for job, r in jobs.items():
+        if r[5] is not None:
+            want[(job, "result/val_loss", r[4])] = f32(r[5])
+            if r[6] is not None:
+                want[(job, "result/tok_per_s", r[4])] = f32(r[6])
+    eq(sorted(want), sorted(got), "the (job, tag, step) points of the event files")
+    for k in want:
+        eq(want[k], got[k], "value of %r" % (k,))
+    n_gn = sum(1 for k in got if k[1] == "train/grad_norm")
+    if not n_gn:
+        fail("no train/grad_norm points in the event files")
+    print("tensorboard: %d runs, %d scalars (%d grad_norm) equal the database's" % (len(runs), len(got), n_gn))
+
+
+def num(s, integer=False):
+    if s == "":
+        return None
+    return int(s) if integer else float(s)
+
+
+def check_rows(rows):
+    got = {}
+    for r in rows:
+        k = (r["job_id"], r["kind"], r["step"])
+        if k in got:
+            fail("point %r listed twice" % (k,))
+        got[k] = (r["value"], r["tokens"], r["lr"], r["tok_per_s"], r["grad_norm"], r["attempt"])
+        j = jobs[r["job_id"]]
+        eq(j[1], r["schedule"], "schedule of job %d" % r["job_id"])
+        eq(j[2], r["seed"], "seed of job %d" % r["job_id"])
+    eq(sorted(pts), sorted(got), "the (job, kind, step) points exported")
+    for k in pts:
+        eq(pts[k], got[k], "point %r (value, tokens, lr, tok_per_s, grad_norm, attempt)" % (k,))
+    print("%s: %d points equal the database's" % (fmt, len(got)))
+
+
+def check_csv():
+    with open(os.path.join(out, "metrics.csv"), newline="") as f:
+        rd = csv.DictReader(f)
+        eq(["job_id", "schedule", "seed", "kind", "step", "value", "tokens", "lr", "tok_per_s", "grad_norm", "attempt"],
+           rd.fieldnames, "metrics.csv header")
+        rows = [{"job_id": int(r["job_id"]), "schedule": r["schedule"], "seed": int(r["seed"]), "kind": r["kind"],
+                 "step": int(r["step"]), "value": num(r["value"]), "tokens": num(r["tokens"], True), "lr": num(r["lr"]),
+                 "tok_per_s": num(r["tok_per_s"]), "grad_norm": num(r["grad_norm"]), "attempt": int(r["attempt"])}
+                for r in rd]
+    check_rows(rows)
+    with open(os.path.join(out, "results.csv"), newline="") as f:
+        res = {int(r["job_id"]): r for r in csv.DictReader(f)}
+    eq(sorted(jobs), sorted(res), "results.csv jobs")
+    for job, r in jobs.items():
+        eq(r[3], res[job]["state"], "state of job %d" % job)
+        eq(r[5], num(res[job]["val_loss"]), "val_loss of job %d" % job)
+
+
+def check_jsonl():
+    rows = []
+    for line in open(os.path.join(out, "metrics.jsonl")):
+        o = json.loads(line)
+        o["schedule"] = ",".join(map(str, o["heads"]))
+        rows.append(o)
+    check_rows(rows)
+    res = {}
+    for line in open(os.path.join(out, "results.jsonl")):
+        o = json.loads(line)
+        res[o["job_id"]] = o
+    eq(sorted(jobs), sorted(res), "results.jsonl jobs")
+    for job, r in jobs.items():
+        eq(r[3], res[job]["state"], "state of job %d" % job)
+        eq(r[5], res[job]["val_loss"], "val_loss of job %d" % job)
+
+
+spec = json.load(open(os.path.join(out, "sweep.json")))
+eq(sweep, spec["id"], "sweep.json id")
+{"tensorboard": check_tensorboard, "csv": check_csv, "jsonl": check_jsonl}[fmt]()

@@ -1,0 +1,119 @@
+#!/usr/bin/env bash
+# test_export.sh — `prism-sweep export SWEEP --format csv|jsonl|tensorboard --out DIR` and the worker's grad_norm
+# stored with each train point: a real server on loopback is fed like a worker (curl), one job over two attempts
+# (a retryable failure, then overlapping steps again), then the export is read back by export_check.py, a reader
+# of its own (TFRecord framing with masked CRC-32C, Events decoded with python3-protobuf), against the database.
+# timeout: 60
+. "$(dirname "$0")/../lib.sh"
+. "$(dirname "$0")/server_lib.sh"
+
+CHECK="$(dirname "$0")/export_check.py"
+
+# pts FROM TO SEED: train points with grad_norm for steps FROM..TO, and a val point at multiples of 5
+pts() {
+  /usr/bin/python3 -c 'import json,sys
+a, b, s = map(int, sys.argv[1:])
+p = []
+for i in range(a, b + 1):
+    p.append({"step": i, "train_loss": 5.0 - 0.1 * i + 0.01 * s + 1e-9 * i, "lr": 1e-3 * (1 - i / 20), "tok_per_s": 1000.5 + i,
+              "grad_norm": 0.75 + 0.031 * i + 0.1 * s})
+    if i % 5 == 0:
+        p.append({"step": i, "val_loss": 4.9 - 0.09 * i + 0.01 * s})
+print(json.dumps(p))' "$@"
+}
+
+# fed: a sweep of 2 schedules x 2 seeds: 3 jobs done, one of them over two attempts and one without any point;
+# the fourth left failed
+fed() {
+  s_setup
+  s_spec "$D/s.json" exp '["1,1,4,4", "4,4,4,4"]' '[0, 1]' 10
+  SID=$(s_create "$D/s.json")
+  s_server
+  local w; w=$(s_register w1)
+  s_lease "$w"; local j1=$JOB t1=$TOKEN
+  s_expect 200 POST "/api/v1/jobs/$j1/metrics" "{\"lease_token\": \"$t1\", \"points\": $(pts 0 6 0)}"
+  s_expect 200 POST "/api/v1/jobs/$j1/fail" "{\"lease_token\": \"$t1\", \"error\": \"worker lost its device\", \"retryable\": true}"
+  local n=0
+  while :; do
+    s_lease "$w"; [ -n "$JOB" ] || break
+    n=$((n + 1))
+    local seed=$(( JOB % 2 ))
+    if [ "$JOB" = "$j1" ]; then
+      assert_eq 2 "$ATTEMPT" "the failed job's second attempt"
+      s_expect 200 POST "/api/v1/jobs/$JOB/metrics" "{\"lease_token\": \"$TOKEN\", \"points\": $(pts 4 10 7)}"
+    elif [ "$n" = 2 ]; then
+      :   # done without a single point: its run still carries its result
+    else
+      s_expect 200 POST "/api/v1/jobs/$JOB/metrics" "{\"lease_token\": \"$TOKEN\", \"points\": $(pts 0 10 $seed)}"
+    fi
+    if [ "$n" = 4 ]; then
+      s_expect 200 POST "/api/v1/jobs/$JOB/fail" "{\"lease_token\": \"$TOKEN\", \"error\": \"nan loss\", \"retryable\": false}"
+    else
+      s_complete "$JOB" "$TOKEN" "3.2$JOB" "[1.5, 2.25, 3.125, 4.0625]"
+    fi
+  done
+  assert_eq 3 "$(sqlite3 "$DB" "SELECT count(*) FROM jobs WHERE state = 'done'")" "jobs done"
+}
+
+t_grad_norm_stored() {
+  s_setup
+  s_spec "$D/s.json" gn '["4,4,4,4"]' '[0]' 10
+  s_create "$D/s.json" >/dev/null
+  s_server
+  local w; w=$(s_register w1)
+  s_lease "$w"
+  s_expect 200 POST "/api/v1/jobs/$JOB/metrics" "{\"lease_token\": \"$TOKEN\", \"points\": [{\"step\": 0, \"train_loss\": 5.5, \"grad_norm\": 1.875}, {\"step\": 1, \"train_loss\": 5.25}, {\"step\": 0, \"val_loss\": 5.6, \"grad_norm\": 9}]}"
+  assert_eq "0|train|1.875 0|val| 1|train|" "$(sqlite3 "$DB" "SELECT step || '|' || kind || '|' || coalesce(grad_norm, '') FROM metrics ORDER BY step, kind" | tr '\n' ' ' | sed 's/ $//')" "grad_norm stored with the train point only"
+  s_expect 200 GET "/api/v1/jobs/$JOB/metrics?kind=train"
+  assert_eq "1.875 null" "$(s_json '[.points[].grad_norm|tostring]|join(" ")')" "grad_norm in the API's points"
+  s_expect 200 GET "/api/v1/jobs/$JOB/metrics?kind=train&format=csv"
+  assert_eq "step,value,tokens,lr,tok_per_s,attempt,grad_norm" "$(echo "$BODY" | head -n1)" "CSV header"
+  assert_eq "0,5.5,64,,,1,1.875" "$(echo "$BODY" | sed -n 2p)" "CSV row"
+  s_expect 400 POST "/api/v1/jobs/$JOB/metrics" "{\"lease_token\": \"$TOKEN\", \"points\": [{\"step\": 2, \"train_loss\": 5, \"grad_norm\": \"big\"}]}"
+  assert_contains "$BODY" "points[0]: grad_norm must be a number"
+  assert_eq 3 "$(sqlite3 "$DB" "SELECT count(*) FROM metrics")" "the refused batch stored nothing"
+}
+
+t_export_csv() {
+  fed
+  local out; out=$("$(bin prism-sweep)" export "$SID" --db "$DB" --format csv --out "$D/csv") || fail "export: $out"
+  assert_contains "$out" "4 jobs"
+  /usr/bin/python3 "$CHECK" "$DB" "$D/csv" csv "$SID" || fail "csv export differs from the database"
+  [ -z "$(ls "$D/csv" | grep tmp)" ] || fail "temporary files left: $(ls "$D/csv")"
+  # a done job shows no old error; a failed one shows its own
+  assert_eq "," "$(awk -F, -v j=1 'NR > 1 && $1 == j { print substr($0, length($0)) }' "$D/csv/results.csv")" "done job 1: empty last_error"
+  grep -q 'nan loss' "$D/csv/results.csv" || fail "the failed job's error is in results.csv"
+  grep -q 'worker lost its device' "$D/csv/results.csv" && fail "a done job's earlier error is in results.csv"
+  return 0
+}
+
+t_export_jsonl() {
+  fed
+  "$(bin prism-sweep)" export exp --db "$DB" --format jsonl --out "$D/j" >/dev/null || fail "export by name"
+  /usr/bin/python3 "$CHECK" "$DB" "$D/j" jsonl "$SID" || fail "jsonl export differs from the database"
+}
+
+t_export_tensorboard() {
+  /usr/bin/python3 -c 'import google.protobuf' 2>/dev/null || fail "python3-protobuf missing: run make deps"
+  fed
+  "$(bin prism-sweep)" export "$SID" --db "$DB" --format tensorboard --out "$D/tb" >/dev/null || fail "export tensorboard"
+  assert_eq 4 "$(ls -d "$D"/tb/job* | wc -l)" "one run per job (the failed one has points too)"
+  /usr/bin/python3 "$CHECK" "$DB" "$D/tb" tensorboard "$SID" || fail "tensorboard export differs from the database"
+}
+
+t_export_bad_input() {
+  fed
+  local x; x=$(bin prism-sweep)
+  "$x" export --db "$DB" --out "$D/o" 2>"$D/err"; assert_eq 2 $? "no SWEEP: exit"
+  assert_contains "$(cat "$D/err")" "name the sweep to export"
+  "$x" export "$SID" --db "$DB" 2>"$D/err"; assert_eq 2 $? "no --out: exit"
+  assert_contains "$(cat "$D/err")" "--out DIR is required"
+  "$x" export nosuch --db "$DB" --out "$D/o" 2>"$D/err"; assert_eq 2 $? "unknown sweep: exit"
+  assert_contains "$(cat "$D/err")" "nosuch"
+  "$x" export "$SID" --db "$DB" --format parquet --out "$D/o" 2>"$D/err"; assert_eq 2 $? "bad format: exit"
+  assert_contains "$(cat "$D/err")" "csv|jsonl|tensorboard"
+  "$x" export "$SID" --db "$D/none.db" --out "$D/o" 2>"$D/err"; assert_eq 2 $? "missing db: exit"
+  [ ! -e "$D/none.db" ] || fail "a missing --db was created"
+}
+
+harness_main "$@"

@@ -1,0 +1,370 @@
+#!/usr/bin/python3
+# test_browser.py — the page as an experiment browser (web/forest.js, heatmap.js, curves.js, spec.js, actions.js)
+# in Debian's headless Chromium against a real `prism-sweep serve` on loopback. timeout: 120
+#
+# The server, the worker play and the browser are test_leaderboard.py's (imported). Every expected number is
+# read from the server's own API (leaderboard, metrics) or computed here from the values posted, and compared
+# with what the page drew (SVG data-* attributes and geometry, Chart.js datasets and their pixel positions).
+# Screenshots go to $PRISM_BUILD/artifacts/web/; with PRISM_UPDATE_SCREENSHOTS=1 also to docs/img/.
+# Protocol: `--list` prints the cases; `CASE` runs one (exit 0 pass, 77 skip, 1 fail).
+import json
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import test_leaderboard as tl  # noqa: E402
+from test_leaderboard import ADMIN_TOKEN, P_S, U_S, W_S, WIDE, check, check_eq, fail, wait_for  # noqa: E402
+
+
+def session(fn):
+    """Runs fn(srv, drv, sid, feeder) on the main sweep (3 schedules x 3 seeds, one seed of WIDE still running)."""
+    srv = tl.Server()
+    drv = None
+    try:
+        sid, f = tl.main_sweep(srv)
+        drv = tl.browser()
+        tl.open_page(drv, srv, sid)
+        wait_for(drv, "document.querySelectorAll('#leaderboard tbody tr').length === 3", "3 leaderboard rows")
+        fn(srv, drv, sid, f)
+        tl.assert_no_console_errors(drv)
+    finally:
+        if drv:
+            drv.quit()
+        srv.stop()
+
+
+def board(srv, sid):
+    return {",".join(map(str, r["heads"])): r for r in srv.ok("GET", "/api/v1/sweeps/%d/leaderboard" % sid, token=None)["rows"]}
+
+
+def js(drv, expr):
+    return drv.execute_script("return " + expr + ";")
+
+
+# ---------------------------------------------------------------------------------------------- cases
+
+def t_forest_intervals_equal_api():
+    """Every forest-plot row's Δ and interval are the API's delta.mean / ci_low / ci_high, drawn where the axis says."""
+    def run(srv, drv, sid, f):
+        api = board(srv, sid)
+        wait_for(drv, "document.querySelectorAll('#forest .forest-row').length === 2", "2 forest rows (the baseline has none)")
+        g = js(drv, """Array.from(document.querySelectorAll('#forest .forest-row')).map(function (r) {
+            var l = r.querySelector('line.ci'), c = r.querySelector('circle.pt');
+            return { heads: r.dataset.heads, mean: r.dataset.mean, lo: r.dataset.lo, hi: r.dataset.hi, tied: r.dataset.tied,
+                     x1: l ? +l.getAttribute('x1') : null, x2: l ? +l.getAttribute('x2') : null, cx: +c.getAttribute('cx') }; })""")
+        svg = js(drv, "(function (s) { return { dmin: +s.dataset.dmin, dmax: +s.dataset.dmax, x0: +s.dataset.x0, x1: +s.dataset.x1 }; })(document.getElementById('forest'))")
+        sx = lambda v: svg["x0"] + (v - svg["dmin"]) / (svg["dmax"] - svg["dmin"]) * (svg["x1"] - svg["x0"])
+        ranked = sorted((r for r in api.values() if not r["is_baseline"] and r["rank"] is not None), key=lambda r: r["rank"])
+        check_eq([",".join(map(str, r["heads"])) for r in ranked], [x["heads"] for x in g], "forest rows in the API's rank order")
+        for r, x in zip(ranked, g):
+            d = r["delta"]
+            check_eq(d["mean"], float(x["mean"]), "Δ of %s" % x["heads"])
+            check_eq(d["ci_low"], float(x["lo"]), "interval low of %s" % x["heads"])
+            check_eq(d["ci_high"], float(x["hi"]), "interval high of %s" % x["heads"])
+            check_eq("1" if r.get("tied_best") else "0", x["tied"], "best-group mark of %s" % x["heads"])
+            for want, got, what in ((sx(d["ci_low"]), x["x1"], "left end"), (sx(d["ci_high"]), x["x2"], "right end"), (sx(d["mean"]), x["cx"], "dot")):
+                check(abs(want - got) < 0.01, "%s of %s drawn at x=%r, the axis puts it at %r" % (what, x["heads"], got, want))
+        check(any(x["tied"] == "1" for x in g), "the best group is marked: %r" % g)
+        drv.execute_script("document.getElementById('all-section').scrollIntoView()")
+        tl.screenshot(drv, "browser-all-schedules.png", readme=True)
+    session(run)
+
+
+def t_heatmap_values_equal_api():
+    """The heatmap's cells are the rows' attn_distance, and after the toggle their delta_attn_distance."""
+    def run(srv, drv, sid, f):
+        api = board(srv, sid)
+        cells = "Object.fromEntries(Array.from(document.querySelectorAll('#heatmap .hm-row')).map(r => [r.dataset.heads, " \
+                "Array.from(r.querySelectorAll('.hm-cell')).map(c => c.dataset.value === '' ? null : +c.dataset.value)]))"
+        wait_for(drv, "document.querySelectorAll('#heatmap .hm-row').length === 3", "3 heatmap rows")
+        got = js(drv, cells)
+        for h, r in api.items():
+            check_eq(r["attn_distance"], got[h], "D_l cells of %s" % h)
+        drv.find_element("id", "hm-dd").click()
+        wait_for(drv, "document.getElementById('heatmap').dataset.mode === 'dd'", "the ΔD_l heatmap")
+        got = js(drv, cells)
+        check(U_S not in got, "no ΔD row for the baseline itself: %r" % list(got))
+        for h in (P_S, W_S):
+            check_eq(api[h]["delta_attn_distance"], got[h], "ΔD_l cells of %s" % h)
+        check(js(drv, "document.querySelector('#heatmap .hm-cell').getAttribute('fill') !== 'transparent'"), "cells are coloured")
+    session(run)
+
+
+def main_heads(drv):
+    return js(drv, "Chart.getChart('chart-overlay').data.datasets.filter(d => d.main).map(d => d.heads)")
+
+
+def t_overlay_shows_chosen_schedules():
+    """The compare chart and the staircase overlay show exactly the ticked schedules (best + uniform at first)."""
+    def run(srv, drv, sid, f):
+        wait_for(drv, "Chart.getChart('chart-overlay') && Chart.getChart('chart-overlay').data.datasets.filter(d => d.main).length === 2",
+                 "the default overlay (best and uniform)")
+        check_eq(sorted([P_S, U_S]), sorted(main_heads(drv)), "default overlay")
+        check_eq(sorted([P_S, U_S]), sorted(js(drv, "Array.from(document.querySelectorAll('#stairs .stair-line.picked')).map(p => p.dataset.heads)")),
+                 "picked staircases")
+        drv.find_element("css selector", "#leaderboard tr[data-heads='%s'] input.pick" % W_S).click()
+        wait_for(drv, "Chart.getChart('chart-overlay').data.datasets.filter(d => d.main).length === 3", "3 overlaid schedules")
+        drv.find_element("css selector", "#leaderboard tr[data-heads='%s'] input.pick" % P_S).click()
+        wait_for(drv, "Chart.getChart('chart-overlay').data.datasets.filter(d => d.main).length === 2", "2 overlaid schedules")
+        check_eq(sorted([U_S, W_S]), sorted(main_heads(drv)), "overlay after ticking 6,6,6,6,.. and unticking prism")
+        check(sorted(js(drv, "document.getElementById('chart-overlay').dataset.schedules").split(";")) == sorted([U_S, W_S]),
+              "the canvas names the ticked schedules")
+        check(js(drv, "document.getElementById('detail-section').hidden"), "ticking a box does not open the detail view")
+        # bands: 3 seeds of uniform and 2-3 of WIDE: each schedule has its -1 sd / +1 sd pair
+        check_eq(4, js(drv, "Chart.getChart('chart-overlay').data.datasets.filter(d => d.band).length"), "two band datasets per schedule")
+        # x in steps, log y
+        drv.execute_script("var s = document.getElementById('ov-x'); s.value = 'steps'; s.dispatchEvent(new Event('change'));")
+        wait_for(drv, "Chart.getChart('chart-overlay').options.scales.x.title.text === 'step'", "the steps axis")
+        xs = js(drv, "Chart.getChart('chart-overlay').data.datasets.filter(d => d.main)[0].data.map(p => p.x)")
+        check_eq(list(range(0, tl.STEPS + 1, tl.VAL_EVERY)), xs, "val points at steps 0..STEPS on the steps axis")
+        drv.find_element("id", "ov-logy").click()
+        wait_for(drv, "Chart.getChart('chart-overlay').scales.y.type === 'logarithmic'", "the log y axis")
+        # the tooltip between two points lists every visible series at full precision
+        drv.execute_script("""var ch = Chart.getChart('chart-overlay'), a = ch.chartArea, r = ch.canvas.getBoundingClientRect();
+          var x = (ch.scales.x.getPixelForValue(13)), y = (a.top + a.bottom) / 2;
+          ch.canvas.dispatchEvent(new MouseEvent('mousemove', { clientX: r.left + x, clientY: r.top + y, bubbles: true }));""")
+        wait_for(drv, "Chart.getChart('chart-overlay').tooltip.dataPoints && Chart.getChart('chart-overlay').tooltip.dataPoints.length === 2",
+                 "a tooltip with both series between points")
+        body = js(drv, "Chart.getChart('chart-overlay').tooltip.body.map(b => b.lines.join(' '))")
+        # step 13 lies between the val points at 10 and 20: each series lists its point at 10, the nearer one
+        want = js(drv, "Chart.getChart('chart-overlay').data.datasets.filter(d => d.main).map(d => d.label + ': ' + String(d.data.find(p => p.x === 10).y))")
+        for w in want:
+            check(any(b.startswith(w) for b in body), "tooltip line %r (every digit) in %r" % (w, body))
+        check(all(len(w.split(": ")[1]) > 8 for w in want), "values at full precision: %r" % want)
+        drv.execute_script("document.getElementById('overlay-section').scrollIntoView()")
+        tl.screenshot(drv, "browser-compare.png", readme=True)
+    session(run)
+
+
+def t_smoothing_changes_drawing_not_data():
+    """The EMA slider changes the drawn line, not the data: the raw mean equals the API's points, before and after."""
+    def run(srv, drv, sid, f):
+        wait_for(drv, "Chart.getChart('chart-overlay') && Chart.getChart('chart-overlay').data.datasets.filter(d => d.main).length === 2", "overlay")
+        drv.execute_script("var s = document.getElementById('ov-kind'); s.value = 'train'; s.dispatchEvent(new Event('change'));")
+        pid = js(drv, "document.querySelector('#leaderboard tr[data-heads=\"%s\"]').dataset.schedule" % P_S)
+        main = "Chart.getChart('chart-overlay').data.datasets.find(d => d.main && d.schedule === '%s')" % pid
+        wait_for(drv, main + ".data.length === %d" % tl.STEPS, "prism's train mean over %d steps" % tl.STEPS)
+        # the expected mean over seeds, from the server's own points
+        jobs = [j for j in srv.ok("GET", "/api/v1/sweeps/%d/jobs" % sid, token=None)["jobs"] if str(j["schedule_id"]) == pid]
+        per = {}
+        for j in jobs:
+            for p in srv.ok("GET", "/api/v1/jobs/%d/metrics?kind=train" % j["id"], token=None)["points"]:
+                per.setdefault(p["step"], []).append(p["value"])
+        want = [sum(v) / len(v) for _, v in sorted(per.items())]
+        before = js(drv, main + ".data.map(p => p.y)")
+        px_before = js(drv, "(function () { var ch = Chart.getChart('chart-overlay'); var i = ch.data.datasets.indexOf(%s); return ch.getDatasetMeta(i).data.map(e => e.y); })()" % main)
+        for a, b in zip(want, before):
+            check(abs(a - b) < 1e-12, "unsmoothed line = the API's seed mean: %r vs %r" % (a, b))
+        drv.execute_script("var s = document.getElementById('ov-ema'); s.value = '0.9'; s.dispatchEvent(new Event('input'));")
+        wait_for(drv, "document.getElementById('chart-overlay').dataset.ema === '0.9'", "smoothing 0.9 applied")
+        after = js(drv, main + ".data.map(p => p.y)")
+        raw = js(drv, main + ".data.map(p => p.raw)")
+        faint = js(drv, "Chart.getChart('chart-overlay').data.datasets.find(d => d.raw && d.schedule === '%s').data.map(p => p.y)" % pid)
+        px_after = js(drv, "(function () { var ch = Chart.getChart('chart-overlay'); var i = ch.data.datasets.indexOf(%s); return ch.getDatasetMeta(i).data.map(e => e.y); })()" % main)
+        check_eq(before, raw, "each smoothed point keeps the raw mean")
+        check_eq(before, faint, "the faint raw line is the unsmoothed mean")
+        diff = sum(1 for a, b in zip(before, after) if abs(a - b) > 1e-9)
+        check(diff > tl.STEPS // 2, "smoothing changed the drawn values (%d of %d points differ)" % (diff, len(after)))
+        check(sum(1 for a, b in zip(px_before, px_after) if abs(a - b) > 0.5) > 5, "smoothing moved the drawn line's pixels")
+        # EMA, debiased, recomputed here
+        s, exp = 0.0, []
+        for k, v in enumerate(before, 1):
+            s = 0.9 * s + 0.1 * v
+            exp.append(s / (1 - 0.9 ** k))
+        check(all(abs(a - b) < 1e-9 for a, b in zip(exp, after)), "the EMA: %r... vs %r..." % (exp[:3], after[:3]))
+        # the held data did not change: back to 0 gives the very same line
+        drv.execute_script("var s = document.getElementById('ov-ema'); s.value = '0'; s.dispatchEvent(new Event('input'));")
+        wait_for(drv, "document.getElementById('chart-overlay').dataset.ema === '0'", "smoothing off")
+        check_eq(before, js(drv, main + ".data.map(p => p.y)"), "smoothing off again: the same values as before")
+    session(run)
+
+
+def t_actions_call_api_and_need_token():
+    """Pause, resume, priority, requeue failed and cancel go through the admin API, confirmed, only with the token."""
+    srv = tl.Server()
+    drv = None
+    try:
+        out = srv.ok("POST", "/api/v1/sweeps", tl.spec("web-actions", [tl.UNIFORM, tl.PRISM], seeds=[0, 1]))
+        sid = out["sweep_id"]
+        f = tl.Feeder(srv)
+        f.lease_all()
+        keys = sorted(f.leases)
+        for k in keys[:2]:
+            f.complete(k)
+        f.fail_job(keys[2], "out of memory")
+        f.fail_job(keys[3], "nan loss")
+        drv = tl.browser()
+        tl.open_page(drv, srv, sid)
+        state = lambda: srv.ok("GET", "/api/v1/sweeps/%d" % sid, token=None)
+        drv.execute_script("window.__confirms = []; window.confirm = function (m) { window.__confirms.push(m); return true; };"
+                           "window.__posts = []; var of = window.fetch; window.fetch = function (u, o) { if (o && o.method === 'POST') "
+                           "window.__posts.push([String(u), (o.headers || {}).Authorization || '']); return of.apply(this, arguments); };")
+        drv.find_element("css selector", "#actions summary").click()
+        wait_for(drv, "document.getElementById('act-pause')", "the pause button")
+        # no token: refused here, nothing sent
+        drv.find_element("id", "act-pause").click()
+        msg = wait_for(drv, "document.getElementById('actions-msg').textContent", "the refusal")
+        check("Refused" in msg and "admin token" in msg, "refusal text: %r" % msg)
+        check_eq([], js(drv, "window.__posts"), "no request without the token")
+        check_eq([], js(drv, "window.__confirms"), "not even a confirmation without the token")
+        check_eq("active", state()["state"], "sweep still active")
+        # a wrong token: the server's 401 is shown
+        drv.find_element("id", "admin-token").send_keys("b" * 32)
+        drv.find_element("id", "admin-token-save").click()
+        drv.find_element("id", "act-pause").click()
+        wait_for(drv, "document.getElementById('actions-msg').dataset.kind === 'error' && /failed/.test(document.getElementById('actions-msg').textContent)", "the 401")
+        check("token" in js(drv, "document.getElementById('actions-msg').textContent"), "401 explained")
+        check_eq("active", state()["state"], "a refused token changed nothing")
+        drv.find_element("id", "admin-token-forget").click()
+        drv.find_element("id", "admin-token").send_keys(ADMIN_TOKEN)
+        drv.find_element("id", "admin-token-save").click()
+        check_eq(ADMIN_TOKEN, js(drv, "sessionStorage.getItem('prism-admin-token')"), "token kept in sessionStorage")
+        check_eq(None, js(drv, "localStorage.getItem('prism-admin-token')"), "never in localStorage")
+        # declined confirmation: nothing sent
+        drv.execute_script("window.confirm = function (m) { window.__confirms.push(m); return false; };")
+        n0 = len(js(drv, "window.__posts"))
+        drv.find_element("id", "act-pause").click()
+        wait_for(drv, "/not confirmed/.test(document.getElementById('actions-msg').textContent)", "'not confirmed'")
+        check_eq(n0, len(js(drv, "window.__posts")), "declined: no request")
+        drv.execute_script("window.confirm = function (m) { window.__confirms.push(m); return true; };")
+        drv.find_element("id", "act-pause").click()
+        wait_for(drv, "document.getElementById('act-resume')", "the resume button after pausing")
+        check_eq("paused", state()["state"], "paused through the API")
+        drv.find_element("id", "act-resume").click()
+        wait_for(drv, "document.getElementById('act-pause')", "the pause button after resuming")
+        check_eq("active", state()["state"], "resumed through the API")
+        drv.execute_script("window.prompt = function () { return '7'; };")
+        drv.find_element("id", "act-priority").click()
+        wait_for(drv, "/priority: done/.test(document.getElementById('actions-msg').textContent)", "priority set")
+        check_eq(7, state()["priority"], "priority through the API")
+        wait_for(drv, "/requeue 2 failed/.test(document.getElementById('act-requeue-failed').textContent)", "requeue 2 failed")
+        drv.find_element("id", "act-requeue-failed").click()
+        wait_for(drv, "/requeue failed: done \\(2 requests\\)/.test(document.getElementById('actions-msg').textContent)", "requeued")
+        check_eq(2, state()["counts"]["queued"], "both failed jobs queued again")
+        wait_for(drv, "!document.getElementById('act-cancel-all').disabled", "cancel enabled")
+        drv.find_element("id", "act-cancel-all").click()
+        wait_for(drv, "/cancel: done/.test(document.getElementById('actions-msg').textContent)", "cancelled")
+        check_eq(2, state()["counts"]["cancelled"], "the queued jobs cancelled")
+        # per job: requeue one cancelled job from the jobs table
+        drv.find_element("css selector", "#jobs button[data-job-act='requeue']").click()
+        wait_for(drv, "/requeue job [0-9]+: done/.test(document.getElementById('actions-msg').textContent)", "a job requeued")
+        check_eq(1, state()["counts"]["queued"], "one job queued again")
+        posts = js(drv, "window.__posts")
+        check(all(a == "Bearer " + ADMIN_TOKEN for u, a in posts[-6:]), "the token in the Authorization header: %r" % posts[-6:])
+        check(all(ADMIN_TOKEN not in u for u, a in posts), "never in a URL: %r" % posts)
+        check(ADMIN_TOKEN not in drv.current_url, "not in the page URL")
+        check(len(js(drv, "window.__confirms")) >= 7, "every action asked first: %r" % js(drv, "window.__confirms"))
+        tl.screenshot(drv, "browser-actions.png")
+        other = [e for e in tl.console_errors(drv) if "status of 401" not in e["message"]]   # the wrong token's answer
+        check(not other, "browser console errors: %r" % other)
+    finally:
+        if drv:
+            drv.quit()
+        srv.stop()
+
+
+def t_narrow_420_no_horizontal_scroll():
+    """At 420 px the page does not scroll sideways; the wide table scrolls inside its box; charts fit."""
+    def run(srv, drv, sid, f):
+        drv.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", {"width": 420, "height": 900, "deviceScaleFactor": 1, "mobile": False})
+        pid = js(drv, "document.querySelector('#leaderboard tr[data-heads=\"%s\"]').dataset.schedule" % P_S)
+        tl.open_page(drv, srv, sid, "&schedule=%s" % pid)
+        wait_for(drv, "Chart.getChart('chart-val') && Chart.getChart('chart-val').data.datasets.length > 0", "the detail charts")
+        wait_for(drv, "window.innerWidth === 420", "a 420 px viewport")
+        w = js(drv, "[document.documentElement.scrollWidth, document.body.scrollWidth, window.innerWidth]")
+        check(w[0] <= 420 and w[1] <= 420, "page width at 420 px: %r" % w)
+        wide = js(drv, """Array.from(document.querySelectorAll('main *')).filter(e => e.offsetParent !== null &&
+               e.getBoundingClientRect().right > window.innerWidth + 0.5 && !e.closest('.table-wrap, #sweeps, .svg-box')).map(e => e.tagName + '#' + e.id + '.' + e.className).slice(0, 8)""")
+        check_eq([], wide, "elements reaching past the right edge outside a scrolling box")
+        wrap = js(drv, "(function (w) { var r = w.getBoundingClientRect(); return [r.left, r.right, w.scrollWidth, w.clientWidth]; })(document.getElementById('leaderboard-wrap'))")
+        check(wrap[1] <= 420 and wrap[2] > wrap[3], "the leaderboard scrolls inside its box: %r" % wrap)
+        charts = js(drv, "['chart-val', 'chart-overlay'].map(id => document.getElementById(id).getBoundingClientRect().right)")
+        check(all(c <= 420 for c in charts), "charts fit: %r" % charts)
+        drv.execute_script("document.getElementById('leaderboard-wrap').scrollLeft = 10000")
+        delta_right = js(drv, "document.querySelector('#leaderboard tr[data-heads=\"%s\"] td.delta').getBoundingClientRect().right" % P_S)
+        check(delta_right <= 420, "the Δ column reachable by scrolling the table: right edge %r" % delta_right)
+        drv.execute_script("document.getElementById('leaderboard-wrap').scrollLeft = 0; window.scrollTo(0, 0)")
+        tl.screenshot(drv, "browser-420px.png", readme=True)
+    session(run)
+
+
+def t_truthful_text():
+    """A done job shows no old error; the ETA says 'ended: N failed' / 'no progress' truthfully; one legend."""
+    srv = tl.Server()
+    drv = None
+    try:
+        # sweep A: uniform fails (retryable), is leased again and completes; prism fails for good
+        a = srv.ok("POST", "/api/v1/sweeps", tl.spec("web-truth", [tl.UNIFORM, tl.PRISM], seeds=[0]))["sweep_id"]
+        f = tl.Feeder(srv)
+        f.lease_all()
+        ku, kp = (tuple(tl.UNIFORM), 0), (tuple(tl.PRISM), 0)
+        ls = f.leases[ku]
+        srv.ok("POST", "/api/v1/jobs/%d/fail" % ls["job_id"], {"lease_token": ls["lease_token"], "error": "CUDA error: device lost",
+                                                              "retryable": True}, tl.WORKER_TOKEN)
+        first = dict(f.leases)
+        f.leases = {}
+        f.lease_all()
+        check_eq([ku], list(f.leases), "the retried job leased again")
+        f.complete(ku)
+        f.leases[kp] = first[kp]
+        f.fail_job(kp, "nan loss")
+        # sweep B: every job failed; sweep C: nothing leased
+        b = srv.ok("POST", "/api/v1/sweeps", tl.spec("web-all-failed", [tl.UNIFORM, tl.WIDE], seeds=[0]))["sweep_id"]
+        g = tl.Feeder(srv)
+        g.lease_all()
+        check_eq(2, len(g.leases), "sweep B's jobs leased")
+        for k in list(g.leases):
+            g.fail_job(k, "no data")
+        c = srv.ok("POST", "/api/v1/sweeps", tl.spec("web-idle", [tl.UNIFORM], seeds=[0]))["sweep_id"]
+        drv = tl.browser()
+        tl.open_page(drv, srv, a)
+        wait_for(drv, "document.querySelector('#jobs tbody tr[data-state=done]')", "the done job")
+        done_err = js(drv, "document.querySelector('#jobs tbody tr[data-state=done] td.err').textContent")
+        check("CUDA error" not in done_err, "a done job shows no old error in its row: %r" % done_err)
+        check(js(drv, "document.querySelector('#jobs tbody tr[data-state=done] td.err a.earlier') !== null"),
+              "the earlier attempt's error is one click away (the job's detail)")
+        failed_err = js(drv, "document.querySelector('#jobs tbody tr[data-state=failed] td.err').textContent")
+        check_eq("nan loss", failed_err, "a failed job shows its own error")
+        # one legend: the hint under the table no longer restates the markers
+        hint = js(drv, "document.querySelector('#sweep-section .hint').textContent")
+        check("excludes zero" not in hint and "▼" not in hint, "the hint restates no marker legend: %r" % hint)
+        etas = js(drv, "Object.fromEntries(Array.from(document.querySelectorAll('#sweeps tr[data-sweep]')).map(t => [t.dataset.sweep, t.querySelector('td.eta').textContent]))")
+        check_eq({str(a): "ended: 1 failed", str(b): "ended: 2 failed", str(c): "no progress"}, etas, "ETA cells")
+        tl.screenshot(drv, "browser-truthful.png")
+        tl.assert_no_console_errors(drv)
+    finally:
+        if drv:
+            drv.quit()
+        srv.stop()
+
+
+def t_spec_and_cost():
+    """The sweep's spec and its cost so far: tokens trained as the server counts them, device-hours from wall_s."""
+    def run(srv, drv, sid, f):
+        d = srv.ok("GET", "/api/v1/sweeps/%d" % sid, token=None)
+        # 8 jobs done (STEPS each), one at step STEPS//2 - 1 (its train points reach step STEPS//2)
+        done = 8 * tl.STEPS * tl.TOK_PER_STEP
+        check_eq(done + (tl.STEPS // 2) * tl.TOK_PER_STEP, d["cost"]["tokens_trained"], "server's tokens trained")
+        check(abs(d["cost"]["device_hours"] - 8 * 12.5 / 3600) < 1e-9, "device-hours from 8 x wall_s 12.5: %r" % d["cost"])
+        drv.find_element("css selector", "#spec-box summary").click()
+        wait_for(drv, "document.getElementById('cost-tokens')", "the cost line")
+        check_eq("{:,}".format(d["cost"]["tokens_trained"]), js(drv, "document.getElementById('cost-tokens').textContent"), "tokens trained shown")
+        check_eq("%.3f" % d["cost"]["device_hours"], js(drv, "document.getElementById('cost-hours').textContent"), "device-hours shown")
+        check_eq("{:,}".format(tl.STEPS * tl.TOK_PER_STEP), js(drv, "document.getElementById('spec-job-tokens').textContent"), "tokens per job")
+        text = js(drv, "document.getElementById('spec').textContent")
+        for want in ("12 layers", "d_model 768", "data/none_*.bin", "3 schedules × 3 seeds"):
+            check(want in text, "spec shows %r: %r" % (want, text))
+    session(run)
+
+
+CASES = {name[2:]: fn for name, fn in sorted(globals().items()) if name.startswith("t_") and callable(fn)}
+
+if __name__ == "__main__":
+    if len(sys.argv) == 2 and sys.argv[1] == "--list":
+        print("\n".join(CASES))
+        sys.exit(0)
+    if len(sys.argv) != 2 or sys.argv[1] not in CASES:
+        print("usage: %s --list | CASE (one of: %s)" % (sys.argv[0], ", ".join(CASES)), file=sys.stderr)
+        sys.exit(2)
+    CASES[sys.argv[1]]()
+    print("ok")

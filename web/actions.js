@@ -1,0 +1,112 @@
+/* actions.js — admin actions on the selected sweep and its jobs, through the existing admin routes
+ * (docs/API.md): pause / resume, priority, requeue every failed job, cancel every queued or leased job, and per
+ * job cancel / requeue.
+ *
+ * The admin token is entered once and kept in this tab's sessionStorage (gone with the tab; never in the URL,
+ * never in localStorage); it goes only into the Authorization header of these POSTs. Without it an action is
+ * refused here and no request is made. Every action asks for confirmation (window.confirm) naming what it will
+ * do; its outcome (or the server's error) is shown in #actions-msg and the page polls at once.
+ */
+'use strict';
+
+const TOKEN_KEY = 'prism-admin-token';
+
+function adminToken() {
+  try { return sessionStorage.getItem(TOKEN_KEY) || ''; } catch (e) { return ''; }
+}
+function setAdminToken(t) {
+  try { if (t) sessionStorage.setItem(TOKEN_KEY, t); else sessionStorage.removeItem(TOKEN_KEY); } catch (e) { /* storage off */ }
+}
+function actionMsg(text, bad) {
+  const el = $('#actions-msg');
+  el.textContent = text;
+  el.className = 'actions-msg' + (bad ? ' bad' : '');
+  el.dataset.kind = bad ? 'error' : 'ok';
+}
+
+function renderActions(sw) {
+  const has = !!adminToken();
+  const failed = S.jobs.filter((j) => j.state === 'failed').length;
+  const live = S.jobs.filter((j) => j.state === 'queued' || j.state === 'leased').length;
+  setHTML($('#actions-token'), has
+    ? '<span class="muted" id="admin-token-state">admin token set for this tab</span> <button type="button" id="admin-token-forget">forget</button>'
+    : '<label class="muted">admin token <input type="password" id="admin-token" autocomplete="off" size="18" placeholder="from &lt;db&gt;.tokens"></label> ' +
+      '<button type="button" id="admin-token-save">use</button>');
+  setHTML($('#actions-buttons'),
+    (sw.state === 'paused' ? '<button type="button" data-act="resume" id="act-resume">▶ resume</button>'
+      : '<button type="button" data-act="pause" id="act-pause">⏸ pause</button>') +
+    '<button type="button" data-act="priority" id="act-priority">priority (' + esc(sw.priority) + ')…</button>' +
+    '<button type="button" data-act="requeue-failed" id="act-requeue-failed"' + (failed ? '' : ' disabled') + '>requeue ' + failed + ' failed</button>' +
+    '<button type="button" data-act="cancel-all" id="act-cancel-all"' + (live ? '' : ' disabled') + '>cancel ' + live + ' queued/running</button>');
+}
+
+async function runAction(what, confirmText, fn) {
+  const tok = adminToken();
+  if (!tok) { actionMsg('Refused: enter the admin token first (' + what + ' needs it; it stays in this tab only).', true); return; }
+  if (!window.confirm(confirmText)) { actionMsg(what + ': not done (not confirmed).', false); return; }
+  try {
+    const n = await fn(tok);
+    actionMsg(what + ': done' + (isNum(n) ? ' (' + n + ' request' + (n === 1 ? '' : 's') + ')' : '') + '.', false);
+  } catch (e) {
+    actionMsg(what + ' failed: ' + e.message + (e.status === 401 ? ' — check the admin token (forget it and enter it again).' : ''), true);
+  }
+  poll();
+}
+
+/* POST each path in turn; the count done, or the first error (with how many went through before it) */
+async function postEach(paths, tok, body) {
+  let n = 0;
+  for (const p of paths) {
+    try { await apiPost(p, body || {}, tok); } catch (e) { e.message += ' (after ' + n + ' of ' + paths.length + ')'; throw e; }
+    n++;
+  }
+  return n;
+}
+
+function onSweepAction(ev) {
+  const b = ev.target.closest('button');
+  if (!b) return;
+  if (b.id === 'admin-token-save') {
+    const v = ($('#admin-token').value || '').trim();
+    if (!v) { actionMsg('Enter the token first.', true); return; }
+    setAdminToken(v);
+    actionMsg('Admin token kept for this tab.', false);
+    renderSweep();
+    return;
+  }
+  if (b.id === 'admin-token-forget') { setAdminToken(''); actionMsg('Admin token forgotten.', false); renderSweep(); return; }
+  const sw = S.sweeps.find((s) => String(s.id) === String(S.sweepId));
+  if (!sw || !b.dataset.act) return;
+  const base = API + '/sweeps/' + sw.id;
+  const act = b.dataset.act;
+  if (act === 'pause') runAction('pause', 'Pause sweep "' + sw.name + '"? No new job is leased; running jobs finish.', (t) => postEach([base + '/pause'], t));
+  else if (act === 'resume') runAction('resume', 'Resume sweep "' + sw.name + '"?', (t) => postEach([base + '/resume'], t));
+  else if (act === 'priority') {
+    if (!adminToken()) { runAction('priority', '', null); return; }
+    const v = window.prompt('New priority of sweep "' + sw.name + '" and its queued jobs (an integer; higher leases first):', String(sw.priority));
+    if (v == null) { actionMsg('priority: not changed.', false); return; }
+    if (!/^-?[0-9]{1,9}$/.test(v.trim())) { actionMsg('priority: "' + v + '" is not an integer.', true); return; }
+    runAction('priority', 'Set the priority of sweep "' + sw.name + '" to ' + v.trim() + '?', (t) => postEach([base + '/priority'], t, { priority: +v.trim() }));
+  } else if (act === 'requeue-failed') {
+    const ids = S.jobs.filter((j) => j.state === 'failed').map((j) => j.id);
+    runAction('requeue failed', 'Requeue the ' + ids.length + ' failed job(s) of "' + sw.name + '"? Their attempts count afresh.',
+      (t) => postEach(ids.map((id) => API + '/jobs/' + id + '/requeue'), t));
+  } else if (act === 'cancel-all') {
+    const ids = S.jobs.filter((j) => j.state === 'queued' || j.state === 'leased').map((j) => j.id);
+    runAction('cancel', 'Cancel the ' + ids.length + ' queued or running job(s) of "' + sw.name + '"? Running ones stop at their next report.',
+      (t) => postEach(ids.map((id) => API + '/jobs/' + id + '/cancel'), t));
+  }
+}
+
+/* per-job buttons in the jobs table */
+function jobActions(j) {
+  if (j.state === 'queued' || j.state === 'leased') return '<button type="button" class="job-act" data-job-act="cancel" data-job="' + esc(j.id) + '">cancel</button>';
+  if (j.state === 'failed' || j.state === 'cancelled') return '<button type="button" class="job-act" data-job-act="requeue" data-job="' + esc(j.id) + '">requeue</button>';
+  return '';
+}
+function onJobAction(ev) {
+  const b = ev.target.closest('button[data-job-act]');
+  if (!b) return;
+  const id = b.dataset.job, act = b.dataset.jobAct;
+  runAction(act + ' job ' + id, (act === 'cancel' ? 'Cancel' : 'Requeue') + ' job ' + id + '?', (t) => postEach([API + '/jobs/' + id + '/' + act], t));
+}
