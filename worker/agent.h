@@ -35,7 +35,8 @@ void agent_opts_default(agent_opts *o);
 
 /* Runs until stopped (signal, --idle-exit, --max-jobs, a refused token). Returns the process exit status:
  * 0 after a clean stop, 1 when registration failed for good (e.g. 401) or every device failed
- * (TRAIN_EDEVICE), 2 for bad options or when the server refused the worker token after registration
+ * (TRAIN_EDEVICE), 2 for bad options (a CUDA device in --devices without a usable CUDA backend or device
+ * included: checked before registering) or when the server refused the worker token after registration
  * (401/403; message on stderr naming the request and --token-file). */
 int agent_run(const agent_opts *o);
 
