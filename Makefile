@@ -210,6 +210,11 @@ tests: $(BUILD)/tests/libfsync_delay.so
 $(BUILD)/tests/libfsync_delay.so: tests/shim/fsync_delay.c
 	@mkdir -p $(dir $@)
 	$(CC) -O2 -g -Wall -Wextra -shared -fPIC -o $@ $< -ldl
+# a CUDA backend object of another ABI version (test_cuda_backend.sh: the loader refuses it)
+tests: $(BUILD)/tests/libbackend_badabi.so
+$(BUILD)/tests/libbackend_badabi.so: tests/shim/backend_badabi.c kernels/model.h
+	@mkdir -p $(dir $@)
+	$(CC) -O2 -g -Wall -Wextra -Ikernels -shared -fPIC -o $@ $<
 
 demo: $(BUILD)/.deps-ok
 	@$(MAKE) --no-print-directory all

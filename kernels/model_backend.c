@@ -95,16 +95,18 @@ static int backend_open(void) {
         dlclose(h);
         return -1;
     }
-    if (b->abi != MODEL_BACKEND_ABI || b->size != sizeof *b || b->ops_size != sizeof(model_ops) ||
-        b->config_size != sizeof(struct model_config)) {
+    char sizes[160] = "";   /* read only once the version matches: before that the layout is unknown */
+    if (b->abi == MODEL_BACKEND_ABI && (b->size != sizeof *b || b->ops_size != sizeof(model_ops) ||
+                                        b->config_size != sizeof(struct model_config)))
+        snprintf(sizes, sizeof sizes, " but struct sizes %u/%u/%u where this prism-worker's are %zu/%zu/%zu",
+                 (unsigned)b->size, (unsigned)b->ops_size, (unsigned)b->config_size, sizeof *b, sizeof(model_ops),
+                 sizeof(struct model_config));
+    if (b->abi != MODEL_BACKEND_ABI || sizes[0]) {
         snprintf(g_err, sizeof g_err,
-                 "CUDA backend %s %s has backend ABI version %u (struct sizes %u/%u/%u), this prism-worker needs "
-                 "version %d (%zu/%zu/%zu): they were built from different sources. Fix: rebuild both with one "
-                 "`make` and keep %s next to its prism-worker (or point %s at the matching one); " FIX_ANY,
-                 g_path, how, (unsigned)b->abi, b->abi == MODEL_BACKEND_ABI ? (unsigned)b->size : 0,
-                 b->abi == MODEL_BACKEND_ABI ? (unsigned)b->ops_size : 0,
-                 b->abi == MODEL_BACKEND_ABI ? (unsigned)b->config_size : 0, MODEL_BACKEND_ABI,
-                 sizeof *b, sizeof(model_ops), sizeof(struct model_config), MODEL_BACKEND_FILE, MODEL_BACKEND_ENV);
+                 "CUDA backend %s %s has backend ABI version %u%s, this prism-worker needs version %d: they were "
+                 "built from different sources. Fix: rebuild both with one `make` and keep %s next to its "
+                 "prism-worker (or point %s at the matching one); " FIX_ANY,
+                 g_path, how, (unsigned)b->abi, sizes, MODEL_BACKEND_ABI, MODEL_BACKEND_FILE, MODEL_BACKEND_ENV);
         dlclose(h);
         return -1;
     }
