@@ -2,13 +2,22 @@
 # bench/bench_cuda_load.sh — what a CPU run pays for the CUDA backend: whole-process peak memory (max RSS) and
 # wall time of `prism-worker help` and of a tiny 40-step CPU `prism-worker train`, for each worker binary given,
 # alternated A/B/... in every round (so load drift hits each alike), measured by /usr/bin/time -v.
-#   bash bench/bench_cuda_load.sh [ROUNDS] LABEL=PATH/TO/prism-worker ...
-# e.g. LABEL=build/prism-worker (links no CUDA; loads prism-cuda.so only for --device N) against
-# cpu=build-cpu/prism-worker (`make BUILD=build-cpu NVCC=`, no CUDA at all). Prints one row per binary and
-# command: median and min of wall s and max RSS MiB, and the ratio of medians to the first binary's.
+#   [ROUNDS=7] bash bench/bench_cuda_load.sh [LABEL=PATH/TO/prism-worker ...]
+# e.g. cpu=build-cpu/prism-worker (`make BUILD=build-cpu NVCC=`, no CUDA at all) against new=build/prism-worker
+# (links no CUDA; loads prism-cuda.so only for --device N). With no binaries named (as `make bench` runs it):
+# $BUILD/prism-worker, after $BUILD-cpu/prism-worker when that exists. Prints one row per binary and command:
+# median and min of wall s and max RSS MiB, and the ratio of medians to the first binary's.
 set -euo pipefail
-ROUNDS=${1:-7}; shift
-[ $# -ge 1 ] || { echo "usage: $0 ROUNDS LABEL=prism-worker ..." >&2; exit 2; }
+ROUNDS=${ROUNDS:-7}
+if [ $# -eq 0 ]; then
+  B=${BUILD:-build}
+  [ -x "$B-cpu/prism-worker" ] && set -- "cpu=$B-cpu/prism-worker"
+  set -- "$@" "worker=$B/prism-worker"
+fi
+for spec in "$@"; do
+  case $spec in *=*) [ -x "${spec#*=}" ] || { echo "$0: ${spec#*=}: not an executable prism-worker" >&2; exit 2; };;
+  *) echo "usage: [ROUNDS=N] $0 [LABEL=PATH/TO/prism-worker ...]" >&2; exit 2;; esac
+done
 PD=$(dirname "${1#*=}")/prism-data
 W=$(mktemp -d /tmp/prism-bench-cudaload-XXXXXX); trap 'rm -rf "$W"' EXIT
 "$PD" synth --out "$W/data" --tokens 200k --vocab 256 --seed 1 >/dev/null
@@ -25,6 +34,8 @@ one() { # one CMDNAME BIN -> "wall_s maxrss_kib"
   else rm -rf "$W/out"; /usr/bin/time -v "$2" train "$W/job.json" --out "$W/out" --quiet 2>"$t" >/dev/null; fi
   awk -F': ' '/Elapsed \(wall clock\)/{n=split($2,a,":"); s=a[n]+(n>1?a[n-1]*60:0)} /Maximum resident/{m=$2} END{print s, m}' "$t"
 }
+echo "| command | binary | wall s, median (min) | peak RSS MiB, median (min) | wall vs first | RSS vs first | runs |"
+echo "|---|---|---|---|---|---|---|"
 for cmd in help train; do
   declare -A WALL=() RSS=()
   for r in $(seq "$ROUNDS"); do

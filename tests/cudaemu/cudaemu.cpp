@@ -355,18 +355,8 @@ struct sched {
         free(dyn);
     }
 };
-thread_local sched S_storage;
-/* Reached through an initial-exec pointer: in the backend object prism-worker loads (prism-cuda.emu-*.so) a plain
- * thread_local costs a __tls_get_addr call per access, half again the emulated run time; an 8-byte pointer fits
- * the static TLS a loaded object may use, and costs one load. */
-thread_local sched *S_ptr __attribute__((tls_model("initial-exec")));
-inline sched &S_ref() {
-    sched *p = S_ptr;
-    if (__builtin_expect(!p, 0)) S_ptr = p = &S_storage;
-    return *p;
+thread_local sched S;
 }
-}
-#define S (S_ref())
 
 static inline void asan_start(void **fake, const void *bottom, size_t size) {
 #ifdef EMU_ASAN
