@@ -165,8 +165,6 @@ const model_ops *model_ops_for_device(const char *device, int *device_index, cha
 
 const model_ops *model_ops_for_arch(const model_ops *ops, int arch) {
     if (arch != MODEL_ARCH_LLAMA || ops == &model_cpu_ops) return ops;
-    pthread_mutex_lock(&g_mu);
-    const struct model_backend *b = g_backend;
-    pthread_mutex_unlock(&g_mu);
+    const struct model_backend *b = model_backend_load(NULL, NULL, 0);   /* loaded already, or linked in */
     return b && ops == b->gpt2 ? b->llama : ops;
 }

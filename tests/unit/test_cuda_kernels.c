@@ -734,6 +734,18 @@ TEST(models_in_two_threads_match_one_thread) {
 }
 #endif /* PRISM_HAVE_CUDA */
 
+#ifdef PRISM_HAVE_CUDA
+/* model_ops_for_arch finds the backend by itself (bench_cuda_gpt2 asks it first, with no device lookup before). */
+TEST(cuda_llama_table_from_arch_alone) {
+    const model_ops *ll = model_ops_for_arch(&model_cuda_ops, MODEL_ARCH_LLAMA);
+    printf("model_ops_for_arch(&model_cuda_ops, llama) = %p, model_cuda_llama_ops = %p\n", (const void *)ll,
+           (const void *)&model_cuda_llama_ops);
+    ASSERT_TRUE(ll == &model_cuda_llama_ops);
+    ASSERT_TRUE(model_ops_for_arch(&model_cuda_ops, MODEL_ARCH_GPT2) == &model_cuda_ops);
+    ASSERT_TRUE(model_ops_for_arch(&model_cpu_ops, MODEL_ARCH_LLAMA) == &model_cpu_ops);
+}
+#endif
+
 /* Runs everywhere: asking for CUDA where it cannot work is a clear error, never a crash. */
 TEST(cuda_backend_fails_cleanly_without_device) {
     char err[4096] = "";
