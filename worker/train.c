@@ -173,7 +173,7 @@ struct run {
     char last_ckpt[4096];
     char *err;
     size_t errlen;
-    char ebuf[2048];
+    char ebuf[1024];
 };
 
 /* The backend's last message (a backend may leave .error unset). */
