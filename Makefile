@@ -1,6 +1,7 @@
 # prism-sweep — one build for the orchestrator, the worker, the kernels and the tests.
 #
-#   make            build prism-sweep, prism-worker, prism-data (CUDA objects too when nvcc is found)
+#   make            build prism-sweep, prism-worker, prism-data; and prism-cuda.so, the CUDA backend prism-worker
+#                   loads only for a CUDA device (--device 0), when nvcc is found. No program links CUDA itself.
 #   make check      install missing packages (deps), build, run every test; ends with "N passed, N failed"
 #   make demo       a whole tiny sweep on this machine (see README)
 #   make bench      benchmarks (figures go to docs/PERF.md by hand)
@@ -42,7 +43,7 @@ NVFLAGS  ?= -O3 -std=c++17 -gencode arch=compute_90,code=sm_90 -gencode arch=com
 ifeq ($(PRECISION),fp32)
 NVFLAGS  += -DENABLE_FP32
 endif
-CFLAGS   += -DPRISM_HAVE_CUDA
+# Only prism-cuda.so and the programs that call CUDA kernels directly (CUDA_LINKED, below) link these.
 CUDA_LIBS := -L$(CUDA_HOME)/lib64 -L$(CUDA_HOME)/targets/x86_64-linux/lib -lcublasLt -lcublas -lcudart -lstdc++ \
              -Wl,-rpath,$(CUDA_HOME)/lib64
 endif
@@ -83,9 +84,11 @@ LIB_ORCH    := $(BUILD)/lib/libprism_orch.a
 LIB_WORKER  := $(BUILD)/lib/libprism_worker.a
 LIB_DATA    := $(BUILD)/lib/libprism_data.a
 LIB_CUDA    := $(if $(HAVE_CUDA),$(BUILD)/lib/libprism_cuda.a)
-ALL_LIBS    := $(LIB_ORCH) $(LIB_WORKER) $(LIB_DATA) $(LIB_KERNELS) $(LIB_CUDA) $(LIB_COMMON)
+ALL_LIBS    := $(LIB_ORCH) $(LIB_WORKER) $(LIB_DATA) $(LIB_KERNELS) $(LIB_COMMON)
 
 PROGS := $(BUILD)/prism-sweep $(BUILD)/prism-worker $(BUILD)/prism-data
+# the CUDA backend (kernels/model.h): loaded by prism-worker from next to itself, or from $PRISM_CUDA_BACKEND
+CUDA_SO := $(if $(HAVE_CUDA),$(BUILD)/prism-cuda.so)
 TEST_SRC  := $(wildcard tests/unit/test_*.c)
 TEST_BINS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(TEST_SRC))
 BENCH_SRC := $(wildcard bench/bench_*.c)
@@ -95,8 +98,9 @@ BENCH_BINS := $(patsubst bench/%.c,$(BUILD)/bench/%,$(BENCH_SRC))
 # Keep every intermediate file (the emulator's generated .cpp and objects come from chained pattern rules,
 # which make would otherwise delete after each build, rebuilding them every time).
 .SECONDARY:
-all: $(PROGS)
-	@printf '  built: %s%s\n' "$(PROGS)" "$(if $(HAVE_CUDA), (with CUDA),)"
+all: $(PROGS) $(CUDA_SO)
+	@printf '  built: %s\n' "$(PROGS)"
+	@printf '  %s\n' "$(if $(HAVE_CUDA),✓ CUDA backend: $(CUDA_SO) (prism-worker loads it only for a CUDA device),✗ CUDA backend: nvcc not found, prism-cuda.so not built (CPU only; --device 0 says so))"
 
 # ---- dependencies: report ✓/✗, install what is missing ---------------------------------------------
 deps:
@@ -166,8 +170,31 @@ $(BUILD)/empty.o:
 
 $(BUILD)/prism-sweep: $(call obj,$(ORCH_MAIN)) $(LIB_ORCH) $(LIB_COMMON)
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
-$(BUILD)/prism-worker: $(call obj,worker/main.c) $(LIB_WORKER) $(LIB_KERNELS) $(LIB_CUDA) $(LIB_COMMON)
-	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS) $(CUDA_LIBS)
+$(BUILD)/prism-worker: $(call obj,worker/main.c) $(LIB_WORKER) $(LIB_KERNELS) $(LIB_COMMON)
+	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
+
+# ---- the CUDA backend as a shared object: the kernels, the two model tables and the one symbol the worker's
+# loader resolves (prism_model_backend; kernels/cuda/backend.map keeps every other symbol local). The C it uses
+# (kernels/model.c's tensor table, common/util.c) goes in as position-independent objects. -z defs: every
+# symbol resolves at link time, so a load never fails on a missing one.
+PIC_OBJ := $(BUILD)/obj/pic/kernels/model.o $(BUILD)/obj/pic/common/util.o
+$(BUILD)/obj/pic/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -fPIC -c $< -o $@
+BACKEND_LDFLAGS := -shared -Wl,--version-script=kernels/cuda/backend.map -Wl,-z,defs
+$(BUILD)/prism-cuda.so: $(LIB_CUDA) $(PIC_OBJ) kernels/cuda/backend.map
+	$(CC) $(OPT) -o $@ $(BACKEND_LDFLAGS) -Wl,--whole-archive $(LIB_CUDA) -Wl,--no-whole-archive $(PIC_OBJ) \
+	  $(CUDA_LIBS) -lm
+
+# The programs that call CUDA kernels directly are linked against the CUDA objects and libraries (when nvcc is
+# found) and built with -DPRISM_HAVE_CUDA; every other test and bench links no CUDA library.
+CUDA_LINKED := $(BUILD)/tests/test_cuda_kernels $(BUILD)/tests/test_cuda_llama $(BUILD)/bench/bench_cuda_gpt2
+ifdef HAVE_CUDA
+$(CUDA_LINKED): $(LIB_CUDA)
+$(CUDA_LINKED): CUDA_LINK_CFLAGS := -DPRISM_HAVE_CUDA
+$(CUDA_LINKED): CUDA_LINK_ARCHIVE := $(LIB_CUDA)
+$(CUDA_LINKED): CUDA_LINK_LIBS := $(CUDA_LIBS)
+endif
 # prism-data needs shards, the tokenizer, jansson/PCRE2 and the decompressors only: no kernels, no CUDA, no server libraries
 DATA_LDLIBS := $(shell pkg-config --libs jansson libpcre2-8 2>/dev/null) $(COMPRESS_LIBS) -fopenmp -lm -lpthread
 $(BUILD)/prism-data: $(call obj,$(DATA_MAIN)) $(LIB_DATA) $(LIB_COMMON)
@@ -176,13 +203,15 @@ $(BUILD)/prism-data: $(call obj,$(DATA_MAIN)) $(LIB_DATA) $(LIB_COMMON)
 # A unit test links against every library: tests/unit/test_X.c -> $(BUILD)/tests/test_X
 $(BUILD)/tests/%: tests/unit/%.c tests/harness.h $(ALL_LIBS)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -Itests -o $@ $< -Wl,--start-group $(ALL_LIBS) -Wl,--end-group $(LDLIBS) $(CUDA_LIBS)
+	$(CC) $(CFLAGS) $(CUDA_LINK_CFLAGS) -Itests -o $@ $< -Wl,--start-group $(ALL_LIBS) $(CUDA_LINK_ARCHIVE) -Wl,--end-group \
+	  $(LDLIBS) $(CUDA_LINK_LIBS)
 # the corpus replay test #includes the libFuzzer targets (fuzz/fuzz_*.c)
 $(BUILD)/tests/test_fuzz_corpus: $(wildcard fuzz/fuzz_*.c fuzz/*.h)
 
 $(BUILD)/bench/%: bench/%.c $(ALL_LIBS)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -Itests -o $@ $< -Wl,--start-group $(ALL_LIBS) -Wl,--end-group $(LDLIBS) $(CUDA_LIBS)
+	$(CC) $(CFLAGS) $(CUDA_LINK_CFLAGS) -Itests -o $@ $< -Wl,--start-group $(ALL_LIBS) $(CUDA_LINK_ARCHIVE) -Wl,--end-group \
+	  $(LDLIBS) $(CUDA_LINK_LIBS)
 
 # ---- the CUDA emulator (tests/cudaemu): its variables and rules live in their own fragment -----------------
 include tests/cudaemu/cudaemu.mk
@@ -199,6 +228,11 @@ tests: $(BUILD)/tests/libfsync_delay.so
 $(BUILD)/tests/libfsync_delay.so: tests/shim/fsync_delay.c
 	@mkdir -p $(dir $@)
 	$(CC) -O2 -g -Wall -Wextra -shared -fPIC -o $@ $< -ldl
+# a CUDA backend object of another ABI version (test_cuda_backend.sh: the loader refuses it)
+tests: $(BUILD)/tests/libbackend_badabi.so
+$(BUILD)/tests/libbackend_badabi.so: tests/shim/backend_badabi.c kernels/model.h
+	@mkdir -p $(dir $@)
+	$(CC) -O2 -g -Wall -Wextra -Ikernels -shared -fPIC -o $@ $<
 
 # The demo trains on the CPU: where nvcc is found it builds a CPU-only copy in $(BUILD)/cpu (nvcc alone takes
 # minutes; the CUDA build in $(BUILD) is left as it is), else it uses $(BUILD). In parallel on every core unless

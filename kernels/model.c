@@ -1,5 +1,6 @@
 /* model.c — what every backend shares: the llm.c tensor table (sizes, which tensors decay), the FLOP
- * count, the GPT-2 initialisation, and picking a backend from a device string.
+ * count and the GPT-2 initialisation. Picking a backend from a device string (and loading the CUDA one) is
+ * model_backend.c's; this file is also linked into the CUDA backend object (prism-cuda.so), which uses the table.
  *
  * Initialisation uses its own PRNG (splitmix64 → Box-Muller) and fills the tensors in llm.c order on one
  * thread, so the same seed gives the same weights on every machine, for every schedule and backend.
@@ -122,33 +123,4 @@ void model_init_params(const struct model_config *c, uint64_t seed, float *param
     }
     /* padded vocabulary rows never score (the classifier ignores them) and start at zero */
     memset(params + (size_t)c->V * c->C, 0, (size_t)(c->Vp - c->V) * c->C * sizeof(float));
-}
-
-const model_ops *model_ops_for_device(const char *device, int *device_index, char *err, size_t errlen) {
-    if (!device || !*device || strcmp(device, "cpu") == 0) {
-        if (device_index) *device_index = -1;
-        return &model_cpu_ops;
-    }
-    const char *num = strncmp(device, "cuda:", 5) == 0 ? device + 5 : device;
-    char *end = NULL;
-    long idx = strtol(num, &end, 10);
-    if (!*num || *end || idx < 0 || idx > 1024) {
-        if (err) snprintf(err, errlen, "device \"%s\": expected \"cpu\" or a CUDA device index such as 0", device);
-        return NULL;
-    }
-#ifdef PRISM_HAVE_CUDA
-    if (device_index) *device_index = (int)idx;
-    return &model_cuda_ops;
-#else
-    if (err) snprintf(err, errlen, "device \"%s\": this build has no CUDA backend (nvcc was not found at build time); use --device cpu", device);
-    return NULL;
-#endif
-}
-
-const model_ops *model_ops_for_arch(const model_ops *ops, int arch) {
-#ifdef PRISM_HAVE_CUDA
-    if (ops == &model_cuda_ops && arch == MODEL_ARCH_LLAMA) return &model_cuda_llama_ops;
-#endif
-    (void)arch;
-    return ops;
 }

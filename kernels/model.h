@@ -1,4 +1,4 @@
-/* model.h — the backend interface the trainer drives (CPU here, CUDA in kernels/cuda/).
+/* model.h — the backend interface the trainer drives (CPU here, CUDA in kernels/cuda/, loaded as a shared object).
  *
  * A backend owns the parameters, gradients, AdamW state and activations of one GPT-2 with a per-layer
  * head schedule. The trainer only ever sees host float32 arrays in llm.c's tensor order:
@@ -79,9 +79,51 @@ typedef struct model_ops {
 
 extern const model_ops model_cpu_ops;
 #ifdef PRISM_HAVE_CUDA
+/* Only code linked against the CUDA objects themselves (the kernel tests, bench_cuda_gpt2) names these; the
+ * worker reaches them through the loaded backend below. */
 extern const model_ops model_cuda_ops;   /* kernels/cuda/ */
 extern const model_ops model_cuda_llama_ops;   /* kernels/cuda/model_llama.cu: the Llama-style model */
 #endif
+
+/* ---- the CUDA backend as a loadable object (kernels/backend.c loads it) ------------------------------------
+ * The CUDA backend is a shared object, prism-cuda.so (built by `make` when nvcc is found; the emulator's are
+ * prism-cuda.emu-bf16.so / .emu-fp32.so), that exports one symbol, MODEL_BACKEND_SYMBOL, a struct model_backend.
+ * prism-worker links no CUDA library: it loads the object (dlopen) only when a job asks for a CUDA device.
+ * Which file: $PRISM_CUDA_BACKEND (a path) when set, else prism-cuda.so in the directory of the running binary.
+ * MODEL_BACKEND_ABI changes whenever this struct, model_ops, model_config or adamw_params change (layout or
+ * meaning); the loader refuses an object whose abi or struct sizes differ from its own. */
+#define MODEL_BACKEND_ABI 1
+#define MODEL_BACKEND_SYMBOL "prism_model_backend"
+#define MODEL_BACKEND_FILE "prism-cuda.so"
+#define MODEL_BACKEND_ENV "PRISM_CUDA_BACKEND"
+
+struct model_backend {
+    uint32_t abi;                   /* MODEL_BACKEND_ABI the object was built with: read first, alone */
+    uint32_t size;                  /* sizeof(struct model_backend) */
+    uint32_t ops_size;              /* sizeof(model_ops) */
+    uint32_t config_size;           /* sizeof(struct model_config) */
+    const char *name;               /* "cuda", or "cuda-emulator" (tests/cudaemu) */
+    const char *precision;          /* "bf16" or "fp32": the build's activation/weight type */
+    const model_ops *gpt2;          /* MODEL_ARCH_GPT2 */
+    const model_ops *llama;         /* MODEL_ARCH_LLAMA */
+    /* 0 when CUDA device `device` can be used here; else -1 with why and the fix in err (no driver, no device,
+     * an index past the last one, a broken runtime). Cheap next to create; creates no model. */
+    int (*device_check)(int device, char *err, size_t errlen);
+};
+#ifdef PRISM_HAVE_CUDA
+extern const struct model_backend prism_model_backend;   /* kernels/cuda/model_cuda.cu */
+#endif
+
+/* The CUDA backend of this process, loaded on first use (thread-safe; later calls return the same result):
+ * the backend linked into the binary when there is one (the kernel tests), else the object above. NULL when it
+ * cannot be had, with one message in err naming the file and the fix (absent file, not loadable, no
+ * MODEL_BACKEND_SYMBOL, another ABI). *path (if path) = the file loaded ("" when linked in), owned by the
+ * loader, valid until exit. Never called on a CPU run. */
+const struct model_backend *model_backend_load(const char **path, char *err, size_t errlen);
+/* The file model_backend_load() would load: $PRISM_CUDA_BACKEND, else MODEL_BACKEND_FILE next to the binary.
+ * 0, or -1 when neither can be named (err says why). */
+int model_backend_path(char *out, size_t outlen, char *err, size_t errlen);
+
 /* The backend table for cfg->arch on the device ops was chosen for (model_ops_for_device): the CUDA GPT-2 table
  * becomes the CUDA Llama one for MODEL_ARCH_LLAMA; the CPU table serves both. */
 const model_ops *model_ops_for_arch(const model_ops *ops, int arch);
@@ -109,7 +151,9 @@ void model_init_params(const struct model_config *cfg, uint64_t seed, float *par
 /* (llama, cfg->arch == MODEL_ARCH_LLAMA: N(0, 0.02) for wte qkvw fcw fcgw, N(0, 0.02/sqrt(2L)) for attprojw
  * fcprojw, norm weights 1, padded wte rows 0.) */
 
-/* The backend for a device string: "cpu" → model_cpu_ops (device -1); "0", "cuda:0" → CUDA when built
- * with it. NULL if unavailable (err says why). */
+/* The backend for a device string: "cpu" → model_cpu_ops (device -1), which loads nothing; "0", "cuda:0" → the
+ * CUDA backend's GPT-2 table (model_backend_load), after its device_check said the device is usable. NULL if
+ * unavailable: a malformed device string, no backend (model_backend_load's message), or an unusable device;
+ * err says which and the fix. */
 const model_ops *model_ops_for_device(const char *device, int *device_index, char *err, size_t errlen);
 #endif

@@ -46,8 +46,8 @@ if [ "${1:-}" = "--fuzz" ]; then   # make fuzz: clang with libFuzzer's runtime
   check "libFuzzer runtime"     libclang-rt-14-dev   compgen -G '/usr/lib/llvm-*/lib/clang/*/lib/linux/libclang_rt.fuzzer-x86_64.a'
 fi
 nv=$(command -v nvcc 2>/dev/null || ls /usr/local/cuda/bin/nvcc 2>/dev/null)
-if [ -n "$nv" ]; then printf '  \342\234\223 nvcc (%s): CUDA objects will be built\n' "$nv"
-else printf '  \342\234\227 nvcc: not found, CUDA objects are skipped (CPU build only)\n'; fi
+if [ -n "$nv" ]; then printf '  \342\234\223 nvcc (%s): the CUDA backend prism-cuda.so will be built (prism-worker loads it only for a CUDA device)\n' "$nv"
+else printf '  \342\234\227 nvcc: not found, the CUDA backend prism-cuda.so is not built (CPU build only)\n'; fi
 if [ ${#missing[@]} -eq 0 ]; then exit 0; fi
 line="apt-get install -y ${missing[*]}"
 if [ "$(id -u)" = 0 ]; then

@@ -20,6 +20,7 @@
 #include "client.h"
 #include "job.h"
 #include "logesc.h"
+#include "model.h"
 #include "progress.h"
 #include "report.h"
 #include "slot.h"
@@ -324,7 +325,7 @@ static void agent_run_job(slot *s, json_t *lease_json) {
                    l->job_id, l->attempt, retryable, msg, rc == CLIENT_OK ? "" : " (not acknowledged)");
     if (trc != TRAIN_EPREEMPTED)   /* data, checkpoint, an unreadable job: this box's; a NaN, a divergence: the job's */
         agent_note_outcome(s, trc == TRAIN_EDATA || trc == TRAIN_ECHECKPOINT || trc == TRAIN_EINVAL ? trc : 0, msg);
-    if (trc == TRAIN_EDEVICE) {
+    if (trc == TRAIN_EDEVICE || trc == TRAIN_EBACKEND) {
         /* a device that cannot train would fail every job it leases: take it out of service */
         s->disabled = 1;
         progress_event(s->index, "device-disabled", "device %s leases no more jobs: %s", s->device, err);
@@ -423,6 +424,15 @@ static int agent_parse_devices(agent *ag, const char *spec) {
         ++*n;
     }
     if (*n == 0) { fprintf(stderr, "prism-worker: --devices: empty list (use cpu or 0,1,...)\n"); return -1; }
+    /* a CUDA device needs the CUDA backend (loaded here, once, for all of them) and a usable device: said now,
+     * before registering, rather than as a failed job later */
+    for (int i = 0; i < *n; i++) {
+        char err[2048];
+        if (strcmp(ag->slots[i].device, "cpu") != 0 && !model_ops_for_device(ag->slots[i].device, NULL, err, sizeof err)) {
+            fprintf(stderr, "prism-worker: --devices %s: %s\n", ag->slots[i].device, err);
+            return -1;
+        }
+    }
     return 0;
 }
 

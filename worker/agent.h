@@ -41,7 +41,8 @@ void agent_opts_default(agent_opts *o);
  * exit status: 0 after a clean stop; 1 when registration failed for good (e.g. 401), every device failed
  * (TRAIN_EDEVICE), or a failure storm stopped it (--fail-limit jobs in a row failed with the same local error,
  * or the server stopped leasing to it: message on stderr with the error and the requeue command); 2 for bad
- * options, a --server that is not a prism-sweep server or speaks another scheme (at registration, no retry),
+ * options (a CUDA device in --devices without a usable CUDA backend or device included: checked before
+ * registering), a --server that is not a prism-sweep server or speaks another scheme (at registration, no retry),
  * or when the server refused the worker token after registration (401/403; message on stderr naming the
  * request and --token-file). */
 int agent_run(const agent_opts *o);

@@ -6,7 +6,7 @@
  * Design: main() only dispatches; each command parses its own flags, turns bad input into a message on
  * stderr and exit status 2, and calls a library function (train_run, ...) that does the work. Exit
  * statuses of `train`: 0 done, 1 training failed (NaN loss, I/O, device, out of memory), 2 bad input (flags,
- * job, data, checkpoint), 3 stopped by a signal (SIGTERM: checkpoint written first; SIGINT: at once).
+ * job, data, checkpoint, a device that cannot be had: no CUDA backend, no driver), 3 stopped by a signal (SIGTERM: checkpoint written first; SIGINT: at once).
  */
 #include "agent.h"
 #include "cli.h"
@@ -131,7 +131,7 @@ static int cmd_train(int argc, char **argv) {
         status = 0;
     } else {
         fprintf(stderr, "\nprism-worker train: %s: %s\n", train_strerror(rc), err);
-        status = rc == TRAIN_EINVAL || rc == TRAIN_EDATA || rc == TRAIN_ECHECKPOINT ? 2
+        status = rc == TRAIN_EINVAL || rc == TRAIN_EDATA || rc == TRAIN_ECHECKPOINT || rc == TRAIN_EBACKEND ? 2
                : rc == TRAIN_ECANCELLED || rc == TRAIN_EPREEMPTED ? 3 : 1;
     }
 out:

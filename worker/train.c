@@ -142,6 +142,7 @@ const char *train_strerror(int code) {
     case TRAIN_ECHECKPOINT: return "bad checkpoint";
     case TRAIN_EDEVICE: return "device error";
     case TRAIN_EDIVERGED: return "diverged";
+    case TRAIN_EBACKEND: return "device unavailable";
     default: return "unknown error";
     }
 }
@@ -160,6 +161,8 @@ struct run {
     const struct job_config *job;
     const struct train_opts *o;
     const model_ops *ops;
+    const struct model_backend *backend;   /* on a CUDA device: the loaded backend, and its file ("" linked in) */
+    const char *backend_file;
     model *m;
     struct model_config cfg;
     struct loader train, val;
@@ -331,6 +334,10 @@ static int write_result(struct run *r, double val_loss, double train_loss, doubl
                             "device", r->ops->name);
     if (!res) return fail(r, TRAIN_ENOMEM, "out of memory building result.json");
     json_object_set_new(res, "arch", json_string(model_arch_name(r->cfg.arch)));
+    if (r->backend)   /* which CUDA backend object trained it (kernels/model.h) */
+        json_object_set_new(res, "backend", json_pack("{s:s, s:s, s:i, s:s}", "name", r->backend->name, "precision",
+                                                      r->backend->precision, "abi", (int)r->backend->abi, "file",
+                                                      *r->backend_file ? r->backend_file : "(linked in)"));
     if (attn) {
         json_t *a = json_array();
         for (int l = 0; l < r->cfg.L; l++) json_array_append_new(a, json_real(attn[l]));
@@ -455,7 +462,13 @@ static int run_loop(struct run *r) {
     /* backend */
     int dev = -1;
     r->ops = model_ops_for_device(o->device ? o->device : "cpu", &dev, r->ebuf, sizeof r->ebuf);
-    if (!r->ops) return fail(r, TRAIN_EDEVICE, "%s", r->ebuf);
+    if (!r->ops) return fail(r, TRAIN_EBACKEND, "%s", r->ebuf);
+    if (dev >= 0) {
+        r->backend = model_backend_load(&r->backend_file, NULL, 0);   /* already loaded: says which */
+        if (!o->quiet && !o->on_progress && r->backend)
+            fprintf(stderr, "device %d: CUDA backend %s (%s) from %s\n", dev, r->backend->name, r->backend->precision,
+                    *r->backend_file ? r->backend_file : "this binary");
+    }
     struct model_config *cfg = &r->cfg;
     cfg->L = job->model.n_layer; cfg->C = job->model.d_model; cfg->V = job->model.vocab_size;
     cfg->Vp = job->model.padded_vocab_size; cfg->maxT = job->model.seq_len; cfg->B = B; cfg->T = T;

@@ -35,6 +35,9 @@ enum {
     TRAIN_EDEVICE = -9,     /* backend unavailable or failed */
     TRAIN_EDIVERGED = -10,  /* finite loss that stayed above TRAIN_DIVERGED_FACTOR x ln V (uniform guessing) at
                              * every evaluation after warmup: not a result to rank (not retryable) */
+    TRAIN_EBACKEND = -11,   /* the device cannot be had at all: a malformed device string, or no usable CUDA backend
+                             * (prism-cuda.so absent, unloadable, another ABI; no driver or no such device); the
+                             * message names the file and the fix. Checked before anything is read or written. */
 };
 
 struct train_progress {

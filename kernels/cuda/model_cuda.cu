@@ -369,3 +369,49 @@ extern "C" const model_ops model_cuda_ops = {
     cuda_update,
     cuda_forward_losses,
 };
+
+/* ---- the backend table (kernels/model.h): the one symbol prism-cuda.so exports, resolved by the worker's loader
+ * (kernels/model_backend.c); a binary linked against these objects finds it without loading anything. */
+extern "C" const model_ops model_cuda_llama_ops;   /* model_llama.cu */
+
+static int cuda_device_check(int device, char *err, size_t errlen) {
+    int n = prism_cuda_device_probe();
+    if (n < 0) {
+        snprintf(err, errlen, "the CUDA runtime failed (%s). Fix: install an NVIDIA driver at least as new as the CUDA "
+                 "runtime this backend was built with (nvidia-smi must work), or run on the CPU with --device cpu",
+                 prism_cuda_last_error());
+        return -1;
+    }
+    if (n == 0) {
+        snprintf(err, errlen, "no CUDA device is visible here: no NVIDIA driver or no GPU (%s). Fix: run on a machine "
+                 "where nvidia-smi lists a GPU (check CUDA_VISIBLE_DEVICES), or run on the CPU with --device cpu",
+                 prism_cuda_last_error());
+        return -1;
+    }
+    if (device < 0 || device >= n) {
+        snprintf(err, errlen, "this machine has %d CUDA device(s), 0..%d. Fix: pick one of those, or run on the CPU "
+                 "with --device cpu", n, n - 1);
+        return -1;
+    }
+    return 0;
+}
+
+extern "C" __attribute__((visibility("default"))) const struct model_backend prism_model_backend = {
+    MODEL_BACKEND_ABI,
+    (uint32_t)sizeof(struct model_backend),
+    (uint32_t)sizeof(model_ops),
+    (uint32_t)sizeof(struct model_config),
+#ifdef PRISM_CUDAEMU
+    "cuda-emulator",
+#else
+    "cuda",
+#endif
+#ifdef ENABLE_FP32
+    "fp32",
+#else
+    "bf16",
+#endif
+    &model_cuda_ops,
+    &model_cuda_llama_ops,
+    cuda_device_check,
+};

@@ -69,7 +69,7 @@ find_cuda_libs() {
     CUDA_LIB_SOURCE="not found:$missing (looked in ${toolkit_dirs[*]:-\$CUDA_HOME unset} and ${#pip_dirs[@]} pip nvidia/*/lib directories; set CUDA_HOME or install the nvidia-cublas and nvidia-cuda-runtime wheels)"
     return 1
   fi
-  CUDA_LIBS="-L$linkdir -lcublasLt -lcublas -lcudart -lstdc++ -Wl,-rpath,$rpaths"
+  CUDA_LIBS="-L$linkdir -lcublasLt -lcublas -lcudart -lstdc++ -ldl -Wl,-rpath,$rpaths"   # -ldl: kernels/model_backend.c on glibc < 2.34
   CUDA_LIB_SOURCE=$sources
   return 0
 }

@@ -166,7 +166,8 @@ fi
 if [ -n "${SKIP_MAKE:-}" ]; then
   echo "full 'make all tests' skipped (SKIP_MAKE set)"
 elif pkg-config --exists sqlite3 libuv jansson libcurl openblas 2>/dev/null && [ -f /usr/include/http_parser.h ]; then
-  if make -j"$JOBS" BUILD="$BDIR/make" all tests >"$BDIR/make.log" 2>&1; then record "make all tests" PASS "full product build";
+  if make -j"$JOBS" BUILD="$BDIR/make" all tests >"$BDIR/make.log" 2>&1; then record "make all tests" PASS "full product build"
+    source tests/gpu/loaded_backend.sh; loaded_backend_check "$BDIR/make"   # prism-worker on the prism-cuda.so it loads
   else tail -n 30 "$BDIR/make.log"; fail_row "make all tests" "see log"; fi
 else
   echo "full 'make all tests' not attempted: the product's packages (sqlite3 libuv jansson libcurl openblas http-parser) are not all installed here"

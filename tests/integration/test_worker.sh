@@ -125,9 +125,10 @@ EOF
 
 w_failed() { [ "$(w_count "$1" failed)" = 1 ]; }
 
-# A device that cannot train (here: CUDA index 0 on a machine without a GPU) hands its job back as
-# retryable, leases nothing more, and the agent exits 1 when no device is left.
-t_unusable_device_is_taken_out_of_service() {
+# A CUDA device that cannot train (here: index 0 with no CUDA backend file, or, where nvcc built one, no GPU) is
+# refused before the agent registers: exit 2 with the reason and the fix, nothing leased, the job stays queued.
+# (A device that fails during a job is still handed back as retryable and taken out of service: agent.c.)
+t_unusable_device_is_refused_before_registering() {
   command -v nvidia-smi >/dev/null && nvidia-smi -L >/dev/null 2>&1 && skip "a CUDA device is present"
   w_setup
   w_server --lease-ttl 5
@@ -135,10 +136,11 @@ t_unusable_device_is_taken_out_of_service() {
   local sid; sid=$(w_create "$D/spec.json")
   w_worker wa --devices 0; local pa=$LAST_PID
   local rc=0; wait "$pa" || rc=$?
-  assert_eq 1 "$rc" "exit status with no usable device"
-  grep -q 'event=failed device=0 job=1 attempt=1 retryable=1 device error' "$D/wa.log" || { w_dump; fail "no device failure"; }
-  grep -q 'event=device-disabled device=0 ' "$D/wa.log" || { w_dump; fail "device not taken out of service"; }
-  assert_eq queued "$(w_get /api/v1/jobs/1 | w_json 'd["state"]')" "job handed back"
+  assert_eq 2 "$rc" "exit status with no usable device"
+  cat "$D/wa.log"
+  grep -qE 'prism-worker: --devices 0: .*(prism-cuda.so .*no such file|no CUDA device is visible).*--device cpu' "$D/wa.log" \
+    || { w_dump; fail "no clear reason for the unusable device"; }
+  assert_eq queued "$(w_get /api/v1/jobs/1 | w_json 'd["state"]')" "job left queued"
 }
 
 # A wrong token: registration is refused, the agent exits 1 and says what to fix.

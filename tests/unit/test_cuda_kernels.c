@@ -734,23 +734,51 @@ TEST(models_in_two_threads_match_one_thread) {
 }
 #endif /* PRISM_HAVE_CUDA */
 
+#ifdef PRISM_HAVE_CUDA
+/* model_ops_for_arch finds the backend by itself (bench_cuda_gpt2 asks it first, with no device lookup before). */
+TEST(cuda_llama_table_from_arch_alone) {
+    const model_ops *ll = model_ops_for_arch(&model_cuda_ops, MODEL_ARCH_LLAMA);
+    printf("model_ops_for_arch(&model_cuda_ops, llama) = %p, model_cuda_llama_ops = %p\n", (const void *)ll,
+           (const void *)&model_cuda_llama_ops);
+    ASSERT_TRUE(ll == &model_cuda_llama_ops);
+    ASSERT_TRUE(model_ops_for_arch(&model_cuda_ops, MODEL_ARCH_GPT2) == &model_cuda_ops);
+    ASSERT_TRUE(model_ops_for_arch(&model_cpu_ops, MODEL_ARCH_LLAMA) == &model_cpu_ops);
+}
+#endif
+
 /* Runs everywhere: asking for CUDA where it cannot work is a clear error, never a crash. */
 TEST(cuda_backend_fails_cleanly_without_device) {
-    char err[512] = "";
+    char err[4096] = "";
     int idx = -2;
+    unsetenv(MODEL_BACKEND_ENV);   /* the file next to the binary, then */
     const model_ops *ops = model_ops_for_device("0", &idx, err, sizeof err);
 #ifndef PRISM_HAVE_CUDA
+    /* nothing CUDA linked in, and no prism-cuda.so next to this test binary: the loader's message */
+    printf("model_ops_for_device(\"0\") -> %p: %s\n", (const void *)ops, err);
     ASSERT_TRUE(ops == NULL);
-    ASSERT_CONTAINS(err, "no CUDA backend");
+    ASSERT_CONTAINS(err, "tests/prism-cuda.so");
+    ASSERT_CONTAINS(err, "no such file");
+    ASSERT_CONTAINS(err, "--device cpu");
 #else
-    ASSERT_TRUE(ops == &model_cuda_ops);
-    ASSERT_EQ_INT(0, idx);
+    int ndev = prism_cuda_device_count();
+    /* linked in: the table is this binary's own (nothing loaded); with no device, the device check says so */
+    const char *path = "?";
+    ASSERT_TRUE(model_backend_load(&path, err, sizeof err) == &prism_model_backend);
+    ASSERT_STREQ("", path);
+    printf("devices: %d; model_ops_for_device(\"0\") -> %p: %s\n", ndev, (const void *)ops, err);
+    if (ndev > 0) {
+        ASSERT_TRUE(ops == &model_cuda_ops);
+        ASSERT_EQ_INT(0, idx);
+    } else {
+        ASSERT_TRUE(ops == NULL);
+        ASSERT_CONTAINS(err, "no CUDA device is visible");
+        ASSERT_CONTAINS(err, "--device cpu");
+    }
     ASSERT_TRUE(model_ops_for_device("cpu", &idx, err, sizeof err) == &model_cpu_ops);
     struct model_config c;
     memset(&c, 0, sizeof c);
     c.L = 1; c.C = 64; c.V = 10; c.Vp = 16; c.maxT = 8; c.B = 1; c.T = 8; c.heads[0] = 2;
     model *m = (model *)0x1;
-    int ndev = prism_cuda_device_count();
     int dev = ndev > 0 ? ndev + 7 : 0;        /* no device at all, or an index past the last one */
     err[0] = 0;
     int rc = model_cuda_ops.create(&c, dev, &m, err, sizeof err);
