@@ -18,6 +18,7 @@
  * refused. When the hard limit is too low, an explicit --max-conns is an error naming both fixes; the
  * default cap is lowered to fit, with a warning.
  */
+#define _GNU_SOURCE   /* F_OFD_SETLK */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -228,6 +229,30 @@ static int is_loopback(const char *host) {
     return strncmp(host, "127.", 4) == 0 || strcmp(host, "::1") == 0 || strcmp(host, "localhost") == 0;
 }
 
+/* One server per database file, whatever path names it: an open-file-description lock (F_OFD_SETLK) on one
+ * byte of the database file far past SQLite's own lock bytes (they start at 1 GiB, PENDING_BYTE, and span
+ * 512 bytes), so it never meets SQLite's locks. It follows the inode, not the path (a hard link or a symlink
+ * is the same file), is released by the kernel when the process dies (kill -9 too), is not dropped when
+ * SQLite closes another descriptor of the file (as a POSIX record lock would be), and reaches the file server
+ * on NFS. Creates the file when absent (SQLite takes an empty file as a new database). Returns the descriptor
+ * to keep open while serving, or -1 after printing why (exit 2). */
+#define SERVE_DB_LOCK_BYTE 0x50000000LL
+static int serve_lock_db(const char *db) {
+    int fd = open(db, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (fd < 0) return cli_error("serve", "cannot open %s: %s", db, strerror(errno)), -1;
+    struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = SERVE_DB_LOCK_BYTE, .l_len = 1 };
+    if (fcntl(fd, F_OFD_SETLK, &fl) == 0) return fd;
+    int e = errno;
+    close(fd);
+    if (e == EAGAIN || e == EACCES)
+        cli_error("serve", "%s is already served by another prism-sweep serve under another name (a hard link or a "
+                  "symlink to the same file): one server per database; stop it or serve that path", db);
+    else
+        cli_error("serve", "cannot lock %s: %s (a filesystem without file locks cannot hold a served database)", db,
+                  strerror(e));
+    return -1;
+}
+
 int cmd_serve(int argc, char **argv) {
     const char *db = "prism.db", *listen = "127.0.0.1:8080", *token_file = NULL, *web = "web/";
     double ttl = 120, idle = 60, req_to = 30, anon_to = 5;
@@ -243,7 +268,7 @@ int cmd_serve(int argc, char **argv) {
         { "--idle-timeout", CLI_DOUBLE, &idle, "60", "seconds an idle keep-alive connection stays open", 0.1, 86400, NULL, 0 },
         { "--request-timeout", CLI_DOUBLE, &req_to, "30", "seconds a client has to send a whole request", 0.1, 3600, NULL, 0 },
         { "--max-conns", CLI_INT, &max_conns, "16384", "open connections at most; at the cap a new connection replaces the oldest one that has shown no token, else gets 503 (the open-file limit is raised to fit)", 1, 1000000, NULL, 0 },
-        { "--max-conns-per-addr", CLI_INT, &per_addr, "64", "connections without a token from one client address (more get 503; connections that sent a token are not counted)", 1, 1000000, NULL, 0 },
+        { "--max-conns-per-addr", CLI_INT, &per_addr, "64", "connections without a token from one client address (a new one closes its oldest; connections that sent a token are not counted)", 1, 1000000, NULL, 0 },
         { "--anon-timeout", CLI_DOUBLE, &anon_to, "5", "seconds a connection without a token may stay without a complete request", 0.1, 3600, NULL, 0 },
         { 0 },
     };
@@ -291,11 +316,16 @@ int cmd_serve(int argc, char **argv) {
     char pidtxt[32];
     int pn = snprintf(pidtxt, sizeof pidtxt, "%d\n", (int)getpid());
     if (ftruncate(lockfd, 0) != 0 || pwrite(lockfd, pidtxt, (size_t)pn, 0) != pn) { /* advisory text only */ }
+    /* DB.lock is keyed on the path: a hard link or a symlink to the database has another one. The lock that
+     * counts is on the database file itself (serve_lock_db) */
+    int dbfd = serve_lock_db(db);
+    if (dbfd < 0) { close(lockfd); return 2; }
 
     char err[1024];
     store *st = NULL;
     if (store_open(db, &st, err, sizeof err) < 0) {
         fprintf(stderr, "prism-sweep serve: %s\n", err);
+        close(dbfd);
         close(lockfd);
         return 2;
     }
@@ -303,6 +333,7 @@ int cmd_serve(int argc, char **argv) {
         fprintf(stderr, "prism-sweep serve: cannot write %s: %s (a read-only file or folder, a full disk or an I/O "
                         "error: fix it and start again)\n", db, err);
         store_close(st);
+        close(dbfd);
         close(lockfd);
         return 1;
     }
@@ -366,11 +397,12 @@ int cmd_serve(int argc, char **argv) {
     s->sigint.data = s->sigterm.data = s;
     uv_signal_start(&s->sigint, on_signal, SIGINT);
     uv_signal_start(&s->sigterm, on_signal, SIGTERM);
-    {   /* leases that ran out while the server was down get one more TTL: their workers could not reach us */
+    {   /* every live lease gets one TTL from now: leases that ran out while the server was down (their workers
+         * could not reach us), and expiries written before a wall-clock step, are not trusted */
         int n = 0;
         if (store_begin(st) == 0) {
-            if (queue_grace(&s->a.q, store_now(), &n) == 0 && store_commit(st) == 0) {
-                if (n) fprintf(stderr, "prism-sweep serve: %d live lease(s) extended by one TTL after the restart\n", n);
+            if (queue_grace(&s->a.q, queue_clock(&s->a.q), &n) == 0 && store_commit(st) == 0) {
+                if (n) fprintf(stderr, "prism-sweep serve: %d live lease(s) extended by one TTL after the restart (each expires one TTL from now)\n", n);
             } else {
                 store_rollback(st);
             }
@@ -408,6 +440,7 @@ int cmd_serve(int argc, char **argv) {
 out:
     free(s);
     store_close(st);
+    close(dbfd);     /* releases the database's own lock */
     close(lockfd);   /* releases the flock */
     return status;
 }
