@@ -181,6 +181,11 @@ tests: $(BUILD)/tests/libfsync_delay.so
 $(BUILD)/tests/libfsync_delay.so: tests/shim/fsync_delay.c
 	@mkdir -p $(dir $@)
 	$(CC) -O2 -g -Wall -Wextra -shared -fPIC -o $@ $< -ldl
+# an LD_PRELOAD shim that steps the wall clock (test_lease_clock.sh)
+tests: $(BUILD)/tests/libclock_step.so
+$(BUILD)/tests/libclock_step.so: tests/shim/clock_step.c
+	@mkdir -p $(dir $@)
+	$(CC) -O2 -g -Wall -Wextra -shared -fPIC -o $@ $<
 
 demo: $(BUILD)/.deps-ok
 	@$(MAKE) --no-print-directory all

@@ -64,6 +64,8 @@ typedef struct lb_sched {
 
 static const char *const STATES[LB_NSTATES] = { "queued", "leased", "done", "failed", "cancelled", "paused", "pruned" };
 
+/* A number, or null where it is not finite (json_real refuses inf and NaN: appended to an array, the element
+ * would vanish and every later one shift — a 4-layer D_l array came back with 3 entries). */
 static json_t *num_or_null(double v) { return isfinite(v) ? json_real(v) : json_null(); }
 
 size_t leaderboard_key_range(const void *base, size_t n, size_t size, size_t key_off, long long id, size_t *end) {
@@ -312,7 +314,7 @@ static int lb_build(store *st, long long sweep_id, int at_rung, json_t **out, ch
             x->seeds_done++;
             sum += j->val_loss;
             sum2 += j->val_loss * j->val_loss;
-            json_array_append_new(vl, json_pack("{s:I, s:f}", "seed", (json_int_t)j->seed, "val_loss", j->val_loss));
+            json_array_append_new(vl, json_pack("{s:I, s:o}", "seed", (json_int_t)j->seed, "val_loss", num_or_null(j->val_loss)));
             if (isfinite(j->tok_per_s)) { tps += j->tok_per_s; ntps++; }
             if (j->attn) {
                 int n = (int)json_array_size(j->attn);
@@ -344,7 +346,7 @@ static int lb_build(store *st, long long sweep_id, int at_rung, json_t **out, ch
         }
         if (nattn > 0) {
             attn_mean[i] = json_array();
-            for (int l = 0; l < L; l++) json_array_append_new(attn_mean[i], json_real(acc[l] / nattn));
+            for (int l = 0; l < L; l++) json_array_append_new(attn_mean[i], num_or_null(acc[l] / nattn));
             if (nattn > 1) {   /* two-pass std of each D_l over the seeds that reported L layers */
                 json_decref(attn_std);
                 attn_std = json_array();
@@ -355,7 +357,7 @@ static int lb_build(store *st, long long sweep_id, int at_rung, json_t **out, ch
                             double v = json_number_value(json_array_get(jobs[k].attn, (size_t)l)) - m;
                             q += v * v;
                         }
-                    json_array_append_new(attn_std, json_real(sqrt(q / (nattn - 1))));
+                    json_array_append_new(attn_std, num_or_null(sqrt(q / (nattn - 1))));
                 }
             }
         }
@@ -411,7 +413,7 @@ static int lb_build(store *st, long long sweep_id, int at_rung, json_t **out, ch
                 json_decref(dattn);
                 dattn = json_array();
                 for (size_t l = 0; l < json_array_size(attn_mean[i]); l++)
-                    json_array_append_new(dattn, json_real(json_number_value(json_array_get(attn_mean[i], l)) -
+                    json_array_append_new(dattn, num_or_null(json_number_value(json_array_get(attn_mean[i], l)) -
                                                            json_number_value(json_array_get(attn_mean[base], l))));
             }
         }
@@ -471,7 +473,7 @@ static int lb_build(store *st, long long sweep_id, int at_rung, json_t **out, ch
         }
         sqlite3_finalize(t);
         json_t *fr = json_array(), *stp = json_array();
-        for (int r = 0; r < K; r++) json_array_append_new(fr, json_real(hv.frac[r]));
+        for (int r = 0; r < K; r++) json_array_append_new(fr, num_or_null(hv.frac[r]));
         for (int r = 0; r <= K; r++) json_array_append_new(stp, json_integer(hv.step[r]));
         json_object_set_new(*out, "halving", json_pack("{s:i, s:s, s:o, s:o, s:I, s:I, s:I, s:I}", "eta", hv.eta,
                             "mode", hv.async ? "async" : "sync", "rungs", fr, "rung_steps", stp,
