@@ -130,4 +130,48 @@ t_run_diverging_after_a_good_start_is_not_ranked() {
   assert_eq "0 None" "$(w_get /api/v1/sweeps/1/leaderboard | w_json '"%s %s" % (d["rows"][0]["seeds_done"], d["rows"][0]["val_loss_mean"])')" "not ranked"
 }
 
+# model.init and an eval.tasks file that are symlinks out of the data root are refused, as shards already were
+# (they were followed and read).
+t_symlinks_out_of_the_data_root_are_refused() {
+  w_setup
+  local out; out=$(tmpdir)
+  head -c 4096 /dev/urandom >"$out/init.bin"
+  head -c 4096 /dev/urandom >"$out/piqa.bin"
+  ln -s "$out/init.bin" "$D/data/init.bin"
+  ln -s "$out/piqa.bin" "$D/data/piqa.bin"
+  w_spec "$D/init.json" init '["4,4,4,4"]' '[1]' 10
+  sed -i 's|"seq_len": 16},|"seq_len": 16, "init": "data/init.bin"},|' "$D/init.json"
+  w_spec "$D/task.json" task '["4,4,4,4"]' '[1]' 10
+  sed -i 's|"attn_distance": true}|"attn_distance": true, "tasks": [{"name": "piqa", "path": "data/piqa.bin"}]}|' "$D/task.json"
+  w_server
+  w_create "$D/init.json" >/dev/null
+  w_create "$D/task.json" >/dev/null
+  w_worker w1 --idle-exit 1
+  w_exit "$LAST_PID" 60
+  local e1 e2
+  e1=$(w_get /api/v1/jobs/1 | w_json '"%s: %s" % (d["state"], d["last_error"])')
+  e2=$(w_get /api/v1/jobs/2 | w_json '"%s: %s" % (d["state"], d["last_error"])')
+  assert_contains "$e1" "failed: bad data: model.init: $D/data/init.bin resolves outside the data root"
+  assert_contains "$e2" "failed: bad data: eval.tasks[0].path: $D/data/piqa.bin resolves outside the data root"
+}
+
+# A job-ID-aN folder planted in a shared --checkpoint-dir as a symlink is not used, and when the job is done
+# nothing is deleted through it (the worker removed ckpt_*/resume-* files outside the checkpoint directory).
+t_symlinked_job_folder_is_not_followed() {
+  w_setup
+  mkdir -p "$D/victim" "$D/ckpt"
+  echo keep >"$D/victim/ckpt_5.bin"
+  echo keep >"$D/victim/resume-3.bin"
+  ln -s "$D/victim" "$D/ckpt/job-1-a1"
+  w_spec "$D/s.json" planted '["4,4,4,4"]' '[1]' 10 5
+  w_server
+  w_create "$D/s.json" >/dev/null
+  w_worker w1 --idle-exit 1
+  w_exit "$LAST_PID" 60
+  assert_eq done "$(w_get /api/v1/jobs/1 | w_json 'd["state"]')" "job state (attempt 1 refused the folder, attempt 2 ran)"
+  assert_contains "$(cat "$D/w1.log")" "checkpoint folder $D/ckpt/job-1-a1 is a symlink or not a folder"
+  assert_eq "keep keep" "$(cat "$D/victim/ckpt_5.bin" "$D/victim/resume-3.bin" 2>&1 | tr '\n' ' ' | sed 's/ $//')" "files behind the symlink"
+  assert_eq "ckpt_5.bin resume-3.bin" "$(ls "$D/victim" | tr '\n' ' ' | sed 's/ $//')" "nothing written behind the symlink"
+}
+
 harness_main "$@"

@@ -113,3 +113,30 @@ TEST(leaderboard_never_drops_an_array_element) {
     store_close(st);
 }
 
+
+/* Zero-shot task names stored before the server checked them (newlines, =HYPERLINK(...), ANSI escapes) reach
+ * neither the CSV header, the terminal table nor the JSON: only names the job format allows are shown. */
+TEST(stored_zero_shot_names_are_checked_on_every_surface) {
+    setup();
+    ASSERT_EQ_INT(0, store_exec(st, "UPDATE jobs SET state = 'done' WHERE schedule_id IN (SELECT id FROM schedules ORDER BY id LIMIT 2)"));
+    ASSERT_EQ_INT(0, store_exec(st, "INSERT INTO results (job_id, attempt, val_loss, result, completed_at) SELECT id, 1, 3.0, "
+                                    "'{\"val_loss\": 3.0, \"zero_shot\": {\"piqa\": {\"acc\": 0.5, \"acc_norm\": 0.5}, "
+                                    "\"=HYPERLINK(\\\"http://x\\\")\\n\\u001b[31mx\": {\"acc\": 0.5, \"acc_norm\": 0.5}}}', 0 "
+                                    "FROM jobs WHERE state = 'done'"));
+    json_t *lb = NULL;
+    char err[512];
+    ASSERT_EQ_INT(0, leaderboard_build(st, 1, &lb, err, sizeof err));
+    char *js = json_dumps(json_object_get(lb, "zero_shot_tasks"), JSON_COMPACT);
+    printf("tasks: %s\n", js);
+    ASSERT_STREQ("[\"piqa\"]", js);
+    free(js);
+    char *csv = leaderboard_csv(lb), *tbl = leaderboard_table(lb);
+    ASSERT_CONTAINS(csv, "piqa_acc_mean");
+    ASSERT_CONTAINS(tbl, "zero-shot piqa");
+    ASSERT_TRUE(!strstr(csv, "HYPERLINK") && !strstr(tbl, "HYPERLINK") && !strchr(tbl, '\x1b') && !strchr(csv, '\x1b'));
+    free(csv);
+    free(tbl);
+    json_decref(lb);
+    queue_release(&q);
+    store_close(st);
+}
