@@ -465,3 +465,48 @@ TEST(promotions_reach_every_sweep) {
     ASSERT_EQ_INT(6, decided);
     store_close(st);
 }
+
+static long long vm_ops;
+static int count_ops(void *u) { (void)u; vm_ops += 100; return 0; }
+
+/* A rung report reads each schedule's jobs once, not every paused job once per schedule: the SQLite work of a
+ * report that does not complete the rung (no ranking) grows with the schedules, not with schedules × reports
+ * (at 3,000 schedules it held the event loop 17 s; bench/bench_halving_stall.sh, docs/PERF.md). The work is
+ * counted in SQLite virtual-machine steps (a progress handler), not timed. */
+TEST(a_rung_report_reads_each_schedule_once) {
+    store *st = fresh_store();
+    char err[1024];
+    const char *spec = "{ \"name\": \"big\", \"model\": {\"n_layer\": 16, \"d_model\": 64, \"vocab_size\": 256, "
+        "\"padded_vocab_size\": 256, \"seq_len\": 32}, \"rules\": {\"h_base\": 16, \"max_head_dim\": 0, \"min_block\": 1, "
+        "\"max_block\": 0, \"min_baseline\": 0}, \"sample\": {\"n\": 600, \"seed\": 1}, \"seeds\": [1], \"train\": "
+        "{\"batch_size\": 2, \"seq_len\": 32, \"steps\": 90, \"lr\": 0.001}, \"eval\": {\"every\": 0, \"batches\": 1}, "
+        TINY_DATA ", \"halving\": {\"eta\": 3, \"rungs\": [0.5]} }";
+    sweeps_created c;
+    if (sweeps_create_json(st, spec, strlen(spec), &c, err, sizeof err) != 0) HFAIL("create: %s", err);
+    ASSERT_GE_INT(qv(st, "SELECT count(*) FROM schedules"), 600);   /* the sample and the baseline */
+    /* all but the last 2 jobs are at the rung already */
+    ASSERT_EQ_INT(0, store_exec(st, "UPDATE jobs SET state = 'paused', attempt = 1, step = 45, checkpoint_step = 45 "
+                                    "WHERE id <= (SELECT max(id) - 2 FROM jobs)"));
+    ASSERT_EQ_INT(0, store_exec(st, "INSERT INTO rung_results (job_id, rung, step, attempt, val_loss, reported_at) "
+                                    "SELECT id, 0, 45, 1, 3.0 + (id % 97) / 1e3, 0 FROM jobs WHERE state = 'paused'"));
+    queue qu;
+    long long wid;
+    queue_init(&qu, st, 60, 3);
+    if (queue_register(&qu, "w", "h", "[]", &wid) != 0) HFAIL("register: %s", qu.err);
+    lease_t l;
+    ASSERT_EQ_INT(1, lease_one(&qu, wid, &l));
+    char path[256], sb[16];
+    double exp;
+    snprintf(path, sizeof path, "/ck/job-%lld-a%lld/ckpt_45.bin", l.job, l.attempt);
+    if (queue_checkpoint(&qu, l.job, l.token, path, 45, &exp) != 0) HFAIL("checkpoint: %s", qu.err);
+    const char *state = NULL;
+    vm_ops = 0;
+    sqlite3_progress_handler(st->db, 100, count_ops, NULL);
+    ASSERT_EQ_INT(0, halving_report(st, l.job, l.token, 45, 3.1, &state, sb, err, sizeof err));
+    sqlite3_progress_handler(st->db, 0, NULL, NULL);
+    ASSERT_STREQ("paused", state);
+    printf("a rung report at 600 schedules: %lld SQLite VM steps (%lld per schedule)\n", vm_ops, vm_ops / 600);
+    ASSERT_LT(vm_ops, 600 * 300);
+    queue_release(&qu);
+    store_close(st);
+}
