@@ -30,6 +30,7 @@
 #include <sys/file.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 #include <uv.h>
 
@@ -39,6 +40,7 @@
 #include "http.h"
 #include "store.h"
 #include "walck.h"
+#include "walscan.h"
 #include "halving.h"
 #include "logesc.h"
 
@@ -253,9 +255,51 @@ static int serve_lock_db(const char *db) {
     return -1;
 }
 
+/* Before SQLite recovers the WAL: committed transactions after a frame that breaks its checksum chain would be
+ * dropped without a word (walscan.h). Refuses to start (exit 1) saying what would be lost, unless accepted:
+ * then the WAL is first copied to DB-wal.corrupt-TIME, so the lost frames stay on the disk. Returns 0 or -1. */
+static int serve_check_wal(const char *db, int accept) {
+    walscan_result w;
+    char err[512];
+    if (walscan_check(db, &w, err, sizeof err) < 0) {
+        fprintf(stderr, "prism-sweep serve: cannot read the WAL: %s\n", err);
+        return -1;
+    }
+    if (w.lost_commits == 0) return 0;
+    char msg[1024];
+    snprintf(msg, sizeof msg, "%s-wal is damaged: frame %lld of %lld breaks its checksum chain, and %lld committed "
+             "transaction(s) in the %lld frame(s) from there on would be dropped by SQLite's recovery (the %lld "
+             "transaction(s) before it are kept)", db, w.first_bad, w.frames, w.lost_commits, w.lost_frames,
+             w.valid_commits);
+    if (!accept) {
+        fprintf(stderr, "prism-sweep serve: %s. Nothing was changed. Restore the database from a backup, or start "
+                        "with --accept-wal-loss to serve what is left (a copy of the WAL is kept first)\n", msg);
+        return -1;
+    }
+    char src[4200], dst[4300];
+    snprintf(src, sizeof src, "%s-wal", db);
+    snprintf(dst, sizeof dst, "%s-wal.corrupt-%lld", db, (long long)time(NULL));
+    FILE *in = fopen(src, "rb"), *out = in ? fopen(dst, "wbx") : NULL;
+    int ok = in && out;
+    char buf[65536];
+    size_t n;
+    while (ok && (n = fread(buf, 1, sizeof buf, in)) > 0) ok = fwrite(buf, 1, n, out) == n;
+    ok = ok && !ferror(in) && fflush(out) == 0 && fsync(fileno(out)) == 0;
+    if (out && fclose(out) != 0) ok = 0;
+    if (in) fclose(in);
+    if (!ok) {
+        fprintf(stderr, "prism-sweep serve: %s; the copy %s could not be written (%s): not started\n", msg, dst, strerror(errno));
+        return -1;
+    }
+    fprintf(stderr, "prism-sweep serve: event=wal-loss %s; --accept-wal-loss: they are lost, the WAL as it was is "
+                    "kept in %s\n", msg, dst);
+    return 0;
+}
+
 int cmd_serve(int argc, char **argv) {
     const char *db = "prism.db", *listen = "127.0.0.1:8080", *token_file = NULL, *web = "web/";
     double ttl = 120, idle = 60, req_to = 30, anon_to = 5;
+    int accept_wal_loss = 0;
     int max_attempts = 3, public_read = 0, max_conns = SERVE_DEFAULT_MAX_CONNS, per_addr = 64;
     cli_flag flags[] = {
         { "--db", CLI_STR, &db, "prism.db", "the SQLite database (created if missing)", 0, 0, NULL, 0 },
@@ -269,6 +313,7 @@ int cmd_serve(int argc, char **argv) {
         { "--request-timeout", CLI_DOUBLE, &req_to, "30", "seconds a client has to send a whole request", 0.1, 3600, NULL, 0 },
         { "--max-conns", CLI_INT, &max_conns, "16384", "open connections at most; at the cap a new connection replaces the oldest one that has shown no token, else gets 503 (the open-file limit is raised to fit)", 1, 1000000, NULL, 0 },
         { "--max-conns-per-addr", CLI_INT, &per_addr, "64", "connections without a token from one client address (a new one closes its oldest; connections that sent a token are not counted)", 1, 1000000, NULL, 0 },
+        { "--accept-wal-loss", CLI_BOOL, &accept_wal_loss, "off", "start although the WAL ends in committed transactions SQLite would drop (a copy of the WAL is kept beside it)", 0, 0, NULL, 0 },
         { "--anon-timeout", CLI_DOUBLE, &anon_to, "5", "seconds a connection without a token may stay without a complete request", 0.1, 3600, NULL, 0 },
         { 0 },
     };
@@ -322,6 +367,7 @@ int cmd_serve(int argc, char **argv) {
     if (dbfd < 0) { close(lockfd); return 2; }
 
     char err[1024];
+    if (serve_check_wal(db, accept_wal_loss) < 0) { close(dbfd); close(lockfd); return 1; }
     store *st = NULL;
     if (store_open(db, &st, err, sizeof err) < 0) {
         fprintf(stderr, "prism-sweep serve: %s\n", err);
