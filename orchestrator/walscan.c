@@ -60,9 +60,10 @@ int walscan_check(const char *db_path, walscan_result *out, char *err, size_t er
     out->page_size = page;
     size_t fsz = 24 + (size_t)page;
     if (!(frame = malloc(fsz))) { snprintf(err, errlen, "%s: out of memory", path); rc = -1; goto out; }
-    int broken = 0;
+    int broken = 0, ended = 0;
     for (long long k = 1; fread(frame, 1, fsz, f) == fsz; k++) {
         out->frames++;
+        if (ended) continue;
         int salts = memcmp(frame + 8, h + 16, 8) == 0;
         int commit = be32(frame + 4) != 0;
         if (!broken) {
@@ -74,7 +75,7 @@ int walscan_check(const char *db_path, walscan_result *out, char *err, size_t er
                 if (commit) { out->valid_frames = k; out->valid_commits++; }
                 continue;
             }
-            if (!salts) break;   /* an older generation's frames: the WAL ends here */
+            if (!salts) { ended = 1; continue; }   /* an older generation's frames: the WAL ends here */
             broken = 1;
             out->first_bad = k;
             out->lost_frames++;
