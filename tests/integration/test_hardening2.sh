@@ -17,6 +17,7 @@ t_healthz_and_page_do_not_wait_for_a_slow_fsync() {
   s_setup
   [ -f "$SHIM" ] || fail "$SHIM not built (make tests)"
   PORT=$(free_port); URL="http://127.0.0.1:$PORT"
+  ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0" \
   LD_PRELOAD="$SHIM" PRISM_SHIM_SYNC_DELAY_MS=7000 PRISM_SHIM_DELAY_IF_EXISTS="$D/slow-syncs" \
     "$(bin prism-sweep)" serve --db "$DB" --listen "127.0.0.1:$PORT" --web "$PRISM_ROOT/web" 2>>"$D/server.log" &
   SPID=$!; S_PIDS+=("$SPID")

@@ -9,7 +9,9 @@
 # c_server [flags]: s_server with the clock shim; the offset (seconds) is in $D/offset
 c_server() {
   [ -f "$PRISM_BUILD/tests/libclock_step.so" ] || fail "missing $PRISM_BUILD/tests/libclock_step.so (make tests)"
-  LD_PRELOAD="$PRISM_BUILD/tests/libclock_step.so" PRISM_SHIM_CLOCK_OFFSET_FILE="$D/offset" s_server "$@"
+  # (verify_asan_link_order=0: under make sanitize the shim comes before the ASan runtime)
+  ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0" LD_PRELOAD="$PRISM_BUILD/tests/libclock_step.so" \
+    PRISM_SHIM_CLOCK_OFFSET_FILE="$D/offset" s_server "$@"
 }
 state() { sqlite3 "$DB" "SELECT state FROM jobs WHERE id = $1"; }
 
