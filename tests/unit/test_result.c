@@ -31,6 +31,18 @@ static void setup(void) {
     if (queue_register(&q, "w1", "host", "[\"cpu\"]", &wid) != 0) HFAIL("register: %s", q.err);
 }
 
+static void teardown(void) { queue_release(&q); store_close(st); }
+
+/* Results written straight into the file, as a server before these checks stored them: the first two
+ * schedules' jobs done, each with this attn_distance (SQL text) and result.json (SQL text). */
+static void store_done_results(const char *attn_sql, const char *result_sql) {
+    char sql[2048];
+    ASSERT_EQ_INT(0, store_exec(st, "UPDATE jobs SET state = 'done' WHERE schedule_id IN (SELECT id FROM schedules ORDER BY id LIMIT 2)"));
+    snprintf(sql, sizeof sql, "INSERT INTO results (job_id, attempt, val_loss, attn_distance, result, completed_at) SELECT id, 1, "
+             "3.0 + id / 100.0, %s, %s, 0 FROM jobs WHERE state = 'done'", attn_sql, result_sql);
+    ASSERT_EQ_INT(0, store_exec(st, sql));
+}
+
 static long long lease(char *token, size_t n) {
     json_t *o = NULL;
     if (queue_lease(&q, wid, "cpu", &o) != QUEUE_OK) HFAIL("lease: %s", q.err);
@@ -75,17 +87,14 @@ TEST(absurd_results_are_refused_naming_the_bound) {
     expect(j, tok, "{\"val_loss\": 3.5, \"train_loss\": 3.4, \"tok_per_s\": 1000, \"steps\": 50, \"attn_distance\": [1, 2, 3, 31.5], "
            "\"zero_shot\": {\"piqa\": {\"acc\": 0.5, \"acc_norm\": 0.55}}}", STORE_OK, NULL);
     ASSERT_EQ_INT(1, (int)qv(st, "SELECT count(*) FROM results"));
-    queue_release(&q);
-    store_close(st);
+    teardown();
 }
 
 /* Results stored before these bounds (written straight into the file): averages that overflow are null in
  * their place, so the D_l array keeps one element per layer and none shifts. */
 TEST(leaderboard_never_drops_an_array_element) {
     setup();
-    ASSERT_EQ_INT(0, store_exec(st, "UPDATE jobs SET state = 'done' WHERE schedule_id IN (SELECT id FROM schedules ORDER BY id LIMIT 2)"));
-    ASSERT_EQ_INT(0, store_exec(st, "INSERT INTO results (job_id, attempt, val_loss, attn_distance, result, completed_at) "
-                                    "SELECT id, 1, 3.0 + id / 100.0, '[1.5, 1e308, 2.5, 3.5]', '{}', 0 FROM jobs WHERE state = 'done'"));
+    store_done_results("'[1.5, 1e308, 2.5, 3.5]'", "'{}'");
     json_t *lb = NULL;
     char err[512];
     ASSERT_EQ_INT(0, leaderboard_build(st, 1, &lb, err, sizeof err));
@@ -109,8 +118,7 @@ TEST(leaderboard_never_drops_an_array_element) {
     }
     ASSERT_TRUE(seen >= 1);
     json_decref(lb);
-    queue_release(&q);
-    store_close(st);
+    teardown();
 }
 
 
@@ -118,11 +126,8 @@ TEST(leaderboard_never_drops_an_array_element) {
  * neither the CSV header, the terminal table nor the JSON: only names the job format allows are shown. */
 TEST(stored_zero_shot_names_are_checked_on_every_surface) {
     setup();
-    ASSERT_EQ_INT(0, store_exec(st, "UPDATE jobs SET state = 'done' WHERE schedule_id IN (SELECT id FROM schedules ORDER BY id LIMIT 2)"));
-    ASSERT_EQ_INT(0, store_exec(st, "INSERT INTO results (job_id, attempt, val_loss, result, completed_at) SELECT id, 1, 3.0, "
-                                    "'{\"val_loss\": 3.0, \"zero_shot\": {\"piqa\": {\"acc\": 0.5, \"acc_norm\": 0.5}, "
-                                    "\"=HYPERLINK(\\\"http://x\\\")\\n\\u001b[31mx\": {\"acc\": 0.5, \"acc_norm\": 0.5}}}', 0 "
-                                    "FROM jobs WHERE state = 'done'"));
+    store_done_results("NULL", "'{\"val_loss\": 3.0, \"zero_shot\": {\"piqa\": {\"acc\": 0.5, \"acc_norm\": 0.5}, "
+                       "\"=HYPERLINK(\\\"http://x\\\")\\n\\u001b[31mx\": {\"acc\": 0.5, \"acc_norm\": 0.5}}}'");
     json_t *lb = NULL;
     char err[512];
     ASSERT_EQ_INT(0, leaderboard_build(st, 1, &lb, err, sizeof err));
@@ -137,6 +142,5 @@ TEST(stored_zero_shot_names_are_checked_on_every_surface) {
     free(csv);
     free(tbl);
     json_decref(lb);
-    queue_release(&q);
-    store_close(st);
+    teardown();
 }
