@@ -20,7 +20,9 @@
  * batch is committed by the check phase right after (the completion runs in the poll phase). A batch with
  * nothing to commit (reads only) is written once no sync is in flight: what it read was durable then. A
  * failed sync drops every held answer (connections closed) and stops all further commits
- * (opts.durable_failed decides what the program does).
+ * (opts.durable_failed decides what the program does). An answer the handler marks no_state (/healthz,
+ * /metrics, the page's files: nothing a crash could take back) is written at once when nothing older waits on
+ * its connection, so a slow disk does not hold it; a connection whose answer waits for a sync is not idle.
  *
  * Timers: one per connection. While a request is partly received it is the slow-request deadline (armed at
  * the request's first byte, not re-armed by later bytes, so a trickle cannot hold a connection); between
