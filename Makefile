@@ -233,6 +233,11 @@ tests: $(BUILD)/tests/libbackend_badabi.so
 $(BUILD)/tests/libbackend_badabi.so: tests/shim/backend_badabi.c kernels/model.h
 	@mkdir -p $(dir $@)
 	$(CC) -O2 -g -Wall -Wextra -Ikernels -shared -fPIC -o $@ $<
+# an LD_PRELOAD shim that steps the wall clock (test_lease_clock.sh)
+tests: $(BUILD)/tests/libclock_step.so
+$(BUILD)/tests/libclock_step.so: tests/shim/clock_step.c
+	@mkdir -p $(dir $@)
+	$(CC) -O2 -g -Wall -Wextra -shared -fPIC -o $@ $<
 
 # The demo trains on the CPU: where nvcc is found it builds a CPU-only copy in $(BUILD)/cpu (nvcc alone takes
 # minutes; the CUDA build in $(BUILD) is left as it is), else it uses $(BUILD). In parallel on every core unless

@@ -35,7 +35,7 @@ static const struct key model_keys[] = {
     {"init", K_STR, OFF(model.init), 0, 0, 0},
     {"arch", K_ARCH, OFF(model.arch), 0, 0, 0},
     {"ffn_hidden", K_INT, OFF(model.ffn_hidden), 1, 1 << 20, 0},
-    {"rope_theta", K_INT, OFF(model.rope_theta), 1, 1e9, 0},
+    {"rope_theta", K_INT, OFF(model.rope_theta), 1, 1 << 24, 0},   /* a float holds it exactly (checkpoint.h) */
     {NULL, 0, 0, 0, 0, 0}};
 /* Keys that belong to one architecture only: naming one with the other arch is an error. */
 static const struct { const char *key, *arch; } arch_only_keys[] = {

@@ -14,7 +14,10 @@
  *                    header's ints (heads = slots 8.. or NH when those are all zero); for the Llama-style
  *                    file (magic 20260629): heads = slots 16.., every head size C/h_l even, H and θ >= 1;
  *   read success   ⇒ the file is exactly 1024 + 4·n (model) or 1024 + 12·n (state) bytes with n computed
- *                    without overflow, the arrays are the file's floats, the state fields are the header's.
+ *                    without overflow, the arrays are the file's floats, the state fields are the header's,
+ *                    rope_theta <= CKPT_ROPE_THETA_MAX (a float holds it exactly); an accepted state written
+ *                    again by ckpt_write_state reads back the same, and with one byte flipped is refused (a
+ *                    body byte: "checksum mismatch").
  * The readers are given buffers sized to what the file can hold, so a read past them is an ASan error.
  *
  * fuzz_checkpoint_one() is the entry point (1 = some reader accepted, 0 = none); LLVMFuzzerTestOneInput only
@@ -72,7 +75,8 @@ static int fck_check_model(const char *path, const uint8_t *data, size_t size) {
     FUZZ_CHECK(cfg.maxT == h[2] && cfg.V == h[3] && cfg.L == h[4] && cfg.C == h[6] && cfg.Vp == h[7]);
     FUZZ_CHECK(cfg.L >= 1 && cfg.L <= MODEL_MAX_LAYERS && cfg.C >= 1 && cfg.V >= 1 && cfg.Vp >= cfg.V && cfg.maxT >= 1);
     FUZZ_CHECK(has == 0 || has == 1);
-    if (llama) FUZZ_CHECK(has == 1 && cfg.H == h[8] && cfg.H >= 1 && (int)cfg.rope_theta == h[9] && h[9] >= 1 && h[5] == cfg.heads[cfg.L - 1]);
+    if (llama) FUZZ_CHECK(has == 1 && cfg.H == h[8] && cfg.H >= 1 && (int)cfg.rope_theta == h[9] && h[9] >= 1 &&
+                          h[9] <= CKPT_ROPE_THETA_MAX && h[5] == cfg.heads[cfg.L - 1]);
     for (int l = 0; l < cfg.L; l++) {
         FUZZ_CHECK(cfg.heads[l] >= 1 && cfg.C % cfg.heads[l] == 0);
         if (llama) FUZZ_CHECK(cfg.heads[l] == h[CKPT_LLAMA_HEADS_SLOT + l] && (cfg.C / cfg.heads[l]) % 2 == 0);
@@ -92,6 +96,41 @@ static int fck_check_model(const char *path, const uint8_t *data, size_t size) {
     } else fck_check_error(rc, err, path);
     free(p);
     return ok;
+}
+
+/* A state the reader accepted, written again by ckpt_write_state (with its checksum), reads back the same;
+ * the same file with one byte flipped (where the input says) is refused — a body byte by the checksum. */
+static void fck_check_rewrite(const char *path, const struct model_config *cfg, const struct ckpt_state *st,
+                              const float *p, const float *m, const float *v, size_t n, const uint8_t *data, size_t size) {
+    char p2[4200], err[1024];
+    snprintf(p2, sizeof p2, "%s.w", path);
+    err[0] = 0;
+    int rc = ckpt_write_state(p2, cfg, st, p, m, v, err, sizeof err);
+    if (rc) { fck_check_error(rc, err, p2); unlink(p2); return; }
+    float *a = malloc((n ? n : 1) * 3 * sizeof(float));
+    FUZZ_CHECK(a);
+    struct ckpt_state got;
+    rc = ckpt_read_state(p2, cfg, NULL, &got, a, a + n, a + 2 * n, err, sizeof err);
+    FUZZ_CHECK(rc == 0);
+    FUZZ_CHECK(got.step == st->step && got.data_pos == st->data_pos && got.seed == st->seed);
+    FUZZ_CHECK(memcmp(a, p, n * 4) == 0 && memcmp(a + n, m, n * 4) == 0 && memcmp(a + 2 * n, v, n * 4) == 0);
+    size_t len = 1024 + 12 * n, at = 0;
+    for (size_t i = 0; i < size && i < 64; i++) at = at * 131 + data[size - 1 - i];
+    at %= len;
+    FILE *f = fopen(p2, "r+b");
+    FUZZ_CHECK(f);
+    int c;
+    FUZZ_CHECK(fseek(f, (long)at, SEEK_SET) == 0 && (c = fgetc(f)) != EOF);
+    FUZZ_CHECK(fseek(f, (long)at, SEEK_SET) == 0 && fputc(c ^ (1 << (at % 8)), f) != EOF);
+    fclose(f);
+    err[0] = 0;
+    rc = ckpt_read_state(p2, cfg, NULL, &got, a, a + n, a + 2 * n, err, sizeof err);
+    if (rc == 0) fprintf(stderr, "fuzz_checkpoint: a state with byte %zu flipped was accepted\n", at);
+    FUZZ_CHECK(rc != 0);
+    fck_check_error(rc, err, p2);
+    if (at >= 1024) FUZZ_CHECK(strstr(err, "checksum mismatch") != NULL);
+    free(a);
+    unlink(p2);
 }
 
 /* The training-state reader, with the model config the state header describes. */
@@ -122,12 +161,14 @@ static int fck_check_state(const char *path, const uint8_t *data, size_t size) {
     err[0] = 0;
     int ok = 0, rc = ckpt_read_state(path, &cfg, (size & 1) ? NULL : &expect, &st, p, m, v, err, sizeof err);
     if (rc == 0) {
-        FUZZ_CHECK(size >= 1024 && h[0] == CKPT_STATE_MAGIC && h[1] == CKPT_STATE_VERSION);
+        FUZZ_CHECK(size >= 1024 && h[0] == CKPT_STATE_MAGIC && (h[1] == CKPT_STATE_VERSION || h[1] == 1));
         FUZZ_CHECK((unsigned __int128)size == 1024 + 12 * n);
         FUZZ_CHECK(st.step == h[7] && st.step >= 0 && st.seed == seed && st.B == h[14] && st.T == h[15] &&
                    st.grad_accum == h[16]);
         FUZZ_CHECK(memcmp(p, data + 1024, (size_t)n * 4) == 0 && memcmp(m, data + 1024 + (size_t)n * 4, (size_t)n * 4) == 0 &&
                    memcmp(v, data + 1024 + (size_t)n * 8, (size_t)n * 4) == 0);
+        if (cfg.arch == MODEL_ARCH_LLAMA) FUZZ_CHECK(h[21] >= 0 && h[21] <= CKPT_ROPE_THETA_MAX);
+        fck_check_rewrite(path, &cfg, &st, p, m, v, (size_t)n, data, size);
         ok = 1;
     } else fck_check_error(rc, err, path);
     free(p); free(m); free(v);

@@ -1,20 +1,21 @@
 #!/usr/bin/env bash
 # fuzz/run.sh — `make fuzz`: builds every libFuzzer target with clang (-fsanitize=fuzzer,address,undefined)
-# and runs each for a bounded time (FUZZ_SECONDS per target, default 20: eight targets ≈ 3.5 min with the builds). New corpus
+# and runs each for a bounded time (FUZZ_SECONDS per target, default 20: nine targets ≈ 4 min with the builds). New corpus
 # entries go to $BUILD/fuzz/corpus-NAME (the committed seeds in fuzz/corpus/NAME are only read). Crashes are
 # written to $BUILD/fuzz/NAME-crash-* and make the script fail (copy a reproducer to fuzz/corpus/NAME/ once
 # fixed: tests/unit/test_fuzz_corpus.c replays every file there in `make check`).
 #   BUILD=build FUZZ_SECONDS=60 FUZZ_TARGETS="job spec" bash fuzz/run.sh
 # Targets (fuzz/fuzz_NAME.c): request (HTTP request path), job (job JSON), spec (sweep spec), schedule
 # (schedule text + validation), shard (llm.c token shards), checkpoint (llm.c model / training-state files),
-# lease (the lease wrapper a worker reads), parquet (prism-data's parquet text-column reader and input sniffer).
+# lease (the lease wrapper a worker reads), parquet (prism-data's parquet text-column reader and input sniffer),
+# walscan (the WAL serve reads before opening its database).
 # Each target file defines fuzz_NAME_one(); -DPRISM_LIBFUZZER adds LLVMFuzzerTestOneInput around it.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}
 SECS=${FUZZ_SECONDS:-20}
 CC_FUZZ=${CC_FUZZ:-clang}
-TARGETS=${FUZZ_TARGETS:-request job spec schedule shard checkpoint lease parquet}
+TARGETS=${FUZZ_TARGETS:-request job spec schedule shard checkpoint lease parquet walscan}
 command -v "$CC_FUZZ" >/dev/null || { echo "fuzz: $CC_FUZZ not found (apt-get install clang)" >&2; exit 2; }
 OUT=$BUILD/fuzz
 mkdir -p "$OUT/gen"
@@ -34,6 +35,7 @@ srcs() {
     checkpoint) ls kernels/*.c; echo common/util.c ;;
     lease)      echo common/lease.c ;;
     parquet)    echo dataprep/parquet.c dataprep/input.c ;;
+    walscan)    echo orchestrator/walscan.c ;;
   esac
 }
 libs() {
@@ -48,7 +50,7 @@ libs() {
 # per-target libFuzzer options: inputs that fit the format (headers are 1 KiB)
 opts() {
   case $1 in
-    shard|checkpoint) echo "-max_len=8192" ;;
+    shard|checkpoint|walscan) echo "-max_len=8192" ;;
     spec)             echo "-max_len=4096" ;;
     parquet)          echo "-max_len=16384" ;;
     *)                echo "" ;;

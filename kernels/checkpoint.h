@@ -19,10 +19,14 @@
  *   [0] 20261130 (CKPT_STATE_MAGIC)  [1] 1  [2] maxT [3] V [4] L [5] C [6] Vp [7] step (updates done)
  *   [8,9] data position (uint64 lo,hi)  [10,11] rng state (lo,hi)  [12,13] seed (lo,hi)
  *   [14] B  [15] T  [16] grad_accum  [17] num params lo  [18] hi  [19] arch (0 GPT-2, 1 llama; older files
- *   hold 0)  [20] H  [21] rope_theta (llama)  [32 .. 32+L) heads
+ *   hold 0)  [20] H  [21] rope_theta (llama)  [22,23] checksum (uint64 lo,hi; version 2)  [32 .. 32+L) heads
  * then params, AdamW m, AdamW v (float32, llm.c order each). Written to a temporary file beside PATH, fsync'd, renamed.
  * Readers check the exact file size and that the header matches the job (the message says which
- * field differs: "ckpt.bin: heads are 4,4,4,4 but the job has 1,2,4,4").
+ * field differs: "ckpt.bin: heads are 4,4,4,4 but the job has 1,2,4,4"), then the checksum: a 64-bit hash of
+ * the header (slots 22-23 zero) and the three arrays; a mismatch is CKPT_EFORMAT "checksum mismatch" and
+ * nothing loaded counts (the worker restarts the job without it, saying so). Version 1 files (no checksum)
+ * are still read. rope_theta (model file slot 9, state slot 21) is at most CKPT_ROPE_THETA_MAX, so the float
+ * the model holds is exactly the integer stored.
  */
 #ifndef PRISM_CHECKPOINT_H
 #define PRISM_CHECKPOINT_H
@@ -37,8 +41,10 @@
 #define CKPT_LLAMA_VERSION 1
 #define CKPT_LLAMA_HEADS_SLOT 16
 #define CKPT_STATE_MAGIC 20261130
-#define CKPT_STATE_VERSION 1
+#define CKPT_STATE_VERSION 2
 #define CKPT_STATE_HEADS_SLOT 32
+#define CKPT_STATE_SUM_SLOT 22   /* [22,23]: the checksum (version 2) */
+#define CKPT_ROPE_THETA_MAX (1 << 24)   /* rope_theta is a float in the model: integers above 2^24 would round */
 
 enum { CKPT_OK = 0, CKPT_EIO = -1, CKPT_EFORMAT = -2, CKPT_EMISMATCH = -3, CKPT_ENOMEM = -4 };
 

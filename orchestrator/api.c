@@ -145,8 +145,10 @@ static int write_begin(api *a) {
     if (!a->txn_open) {
         if (store_begin(a->st) < 0) { note_write_error(a, "BEGIN", a->st->err); return -1; }
         a->txn_open = 1;
+        a->txn_wrote = 0;
     }
     if (savepoint_run(a, SP_BEGIN) < 0) { note_write_error(a, "SAVEPOINT", a->st->err); return -1; }
+    a->sp_changes0 = sqlite3_total_changes64(a->st->db);
     return 0;
 }
 
@@ -168,6 +170,7 @@ int api_probe_write(store *st, char *err, size_t errlen) {
 }
 
 static void write_end(api *a, int ok) {
+    if (ok && sqlite3_total_changes64(a->st->db) > a->sp_changes0) a->txn_wrote = 1;   /* rows kept in this COMMIT */
     if (!ok) savepoint_run(a, SP_ROLLBACK);
     savepoint_run(a, SP_RELEASE);
 }
@@ -186,6 +189,8 @@ int api_flush(void *ud) {
         return -1;
     }
     a->commits++;
+    if (a->txn_wrote)
+        a->write_err_at = 0;   /* rows written and committed: /healthz is healthy from now, not 60 s later */
     return 0;
 }
 
@@ -203,7 +208,7 @@ static void api_halving_tick(api *a, const char *after) {
 int api_expire(api *a) {
     int n = 0;
     if (write_begin(a) < 0) return -1;
-    int rc = queue_expire(&a->q, store_now(), &n);
+    int rc = queue_expire(&a->q, queue_clock(&a->q), &n);
     write_end(a, rc >= 0);
     if (rc < 0) {
         note_write_error(a, "lease expiry", a->q.err);
@@ -225,6 +230,20 @@ static void h_register(api_ctx *c) {
     if (host && strlen(host) > 200) { http_response_error(c->res, 400, "host: at most 200 characters"); return; }
     json_t *dev = json_object_get(c->body, "devices");
     if (dev && !json_is_array(dev)) { http_response_error(c->res, 400, "devices: must be an array"); return; }
+    if (dev && json_array_size(dev) > API_MAX_DEVICES) {   /* stored per worker and served by GET /workers */
+        http_response_error(c->res, 400, "devices: %zu entries, at most %d (one per accelerator of this worker)",
+                            json_array_size(dev), API_MAX_DEVICES);
+        return;
+    }
+    for (size_t i = 0; dev && i < json_array_size(dev); i++) {
+        json_t *d = json_array_get(dev, i);
+        if (!(json_is_integer(d) || (json_is_string(d) && json_string_length(d) >= 1 &&
+                                     json_string_length(d) <= API_MAX_DEVICE_NAME))) {
+            http_response_error(c->res, 400, "devices[%zu]: must be a device name of 1 to %d characters (\"cuda:0\", "
+                                "\"cpu\") or a device index", i, API_MAX_DEVICE_NAME);
+            return;
+        }
+    }
     char *devs = dev ? json_dumps(dev, JSON_COMPACT) : strdup("[]");
     long long id = 0;
     int rc = write_begin(c->a);
@@ -504,6 +523,7 @@ static void dispatch(api *a, http_request *req, http_response *res) {
             return;
         }
         if (path[1] == 'h') metrics_healthz(&c); else metrics_prometheus(&c);
+        res->no_state = 1;   /* counters and "the database reads": nothing a later crash could take back */
         return;
     }
     if (strncmp(path, "/api/", 5) != 0 && strcmp(path, "/api") != 0) {
@@ -513,6 +533,7 @@ static void dispatch(api *a, http_request *req, http_response *res) {
             return;
         }
         static_serve(&c);
+        res->no_state = 1;   /* files of web/, not the database */
         return;
     }
     if (strncmp(path, "/api/v1/", 8) != 0) { http_response_error(res, 404, "unknown API route %s (the API is under /api/v1/)", path); return; }

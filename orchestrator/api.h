@@ -21,6 +21,8 @@
 #define API_RATE_SAMPLES 128
 #define API_MAX_SPEC_BODY (1 << 20)   /* POST /api/v1/sweeps: bytes of spec (larger: 413) */
 #define API_MAX_CREATE_JOBS 5000      /* POST /api/v1/sweeps: jobs one request may create (the loop waits for it) */
+#define API_MAX_DEVICES 256            /* POST /api/v1/workers/register: devices entries (stored per worker, served by GET /workers) */
+#define API_MAX_DEVICE_NAME 128        /* ... and characters of each device name */
 #define API_WRITE_ERR_WINDOW_S 60.0   /* /healthz answers 503 for this long after a failed database write */
 
 typedef struct api_config {
@@ -46,6 +48,8 @@ typedef struct api {
     api_config cfg;
     char web_real[4096];       /* realpath of web_dir, "" when none */
     int txn_open;              /* BEGIN IMMEDIATE issued, COMMIT pending */
+    int txn_wrote;             /* a request's savepoint in the open transaction kept changed rows */
+    long long sp_changes0;     /* sqlite3_total_changes64 when the current savepoint began */
     int stopping;
     unsigned long long req_by_class[6];          /* 1xx..5xx */
     unsigned long long req_by_code[600];

@@ -20,7 +20,9 @@
  * batch is committed by the check phase right after (the completion runs in the poll phase). A batch with
  * nothing to commit (reads only) is written once no sync is in flight: what it read was durable then. A
  * failed sync drops every held answer (connections closed) and stops all further commits
- * (opts.durable_failed decides what the program does).
+ * (opts.durable_failed decides what the program does). An answer the handler marks no_state (/healthz,
+ * /metrics, the page's files: nothing a crash could take back) is written at once when nothing older waits on
+ * its connection, so a slow disk does not hold it; a connection whose answer waits for a sync is not idle.
  *
  * Timers: one per connection. While a request is partly received it is the slow-request deadline (armed at
  * the request's first byte, not re-armed by later bytes, so a trickle cannot hold a connection); between
@@ -149,6 +151,7 @@ static int on_message_begin(http_parser *p) {
     s->hname_len = 0;
     s->hname_long = 0;
     s->last_was_value = 0;
+    s->auth_headers = 0;
     s->in_message = 1;
     return 0;
 }
@@ -181,11 +184,13 @@ static int on_header_field(http_parser *p, const char *at, size_t n) {
 static int on_header_value(http_parser *p, const char *at, size_t n) {
     http_session *s = S(p);
     if (count_header(s, n)) return 1;
+    int first_chunk = !s->last_was_value;   /* a value may arrive in pieces: count each header line once */
     s->last_was_value = 1;
     http_request *r = &s->req;
     if (!s->hname_long && strcmp(s->hname, "expect") == 0 && n >= 12 && strncasecmp(at, "100-continue", 12) == 0)
         r->expect_continue = 1;
     if (s->hname_long || strcmp(s->hname, "authorization") != 0) return 0;
+    if (first_chunk && ++s->auth_headers > 1) { s->pending_status = 400; return 1; }   /* never joined into one token */
     size_t have = strlen(r->auth);
     if (have + n > HTTP_MAX_AUTH) { r->auth_too_long = 1; return 0; }
     memcpy(r->auth + have, at, n);
@@ -245,6 +250,7 @@ static int on_message_complete(http_parser *p) {
     if (s->handler) s->handler(s->ud, r, &res);
     else http_response_error(&res, 404, "no handler");
     if (res.close) keep_alive = 0;
+    if (!res.no_state) s->out_needs_sync = 1;
     session_emit(s, &res, keep_alive, r->method == HTTP_HEAD);
     http_buf_free(&res.body);
     s->requests++;
@@ -306,6 +312,10 @@ int http_session_feed(http_session *s, const char *data, size_t len) {
                                   "under 8 MiB (send metrics in smaller batches)");
         return -1;
     }
+    if (s->pending_status == 400) {
+        http_session_fail(s, 400, "more than one Authorization header: send the token in exactly one");
+        return -1;
+    }
     if (e == HPE_HEADER_OVERFLOW) {
         http_session_fail(s, 413, "request headers too large (limit 16 KiB)");
         return -1;
@@ -349,6 +359,7 @@ typedef struct http_conn {
     int admitted;             /* counted in nadmitted (not a refused connection) */
     int anon;                 /* on the anonymous list and counted for its address */
     struct http_conn *aprev, *anext;   /* anonymous list */
+    struct http_conn *pprev, *pnext;   /* its address's anonymous connections, oldest first */
     int is_dirty;
     struct http_conn *dprev, *dnext;   /* dirty list */
     unsigned char addr[16];   /* client address (IPv4 in the first 4 bytes) */
@@ -364,6 +375,7 @@ typedef struct http_addr_count {
     unsigned char addr[16];
     int addr_len;
     int n;
+    struct http_conn *head, *tail;   /* the address's anonymous connections, oldest first */
     struct http_addr_count *next;
 } http_addr_count;
 
@@ -379,37 +391,55 @@ static http_addr_count **addr_slot(http_server *srv, const unsigned char *a, int
     return pp;
 }
 
-static int addr_count(http_server *srv, const http_conn *c) {
-    if (!c->addr_len || !srv->addr_tab) return 0;
-    http_addr_count **pp = addr_slot(srv, c->addr, c->addr_len);
-    return *pp ? (*pp)->n : 0;
+static http_addr_count *addr_entry(http_server *srv, const http_conn *c) {
+    if (!c->addr_len || !srv->addr_tab) return NULL;
+    return *addr_slot(srv, c->addr, c->addr_len);
 }
 
-/* Adds d (+1 or -1) to c's address count; returns 0 or -1 (no memory: the caller refuses the connection). */
-static int addr_add(http_server *srv, const http_conn *c, int d) {
+static int addr_count(http_server *srv, const http_conn *c) {
+    http_addr_count *e = addr_entry(srv, c);
+    return e ? e->n : 0;
+}
+
+/* The oldest anonymous connection from c's address, or NULL. */
+static http_conn *addr_oldest(http_server *srv, const http_conn *c) {
+    http_addr_count *e = addr_entry(srv, c);
+    return e ? e->head : NULL;
+}
+
+/* Counts c for its address and links it last on the address's list; returns 0 or -1 (no memory: the caller
+ * refuses the connection). */
+static int addr_link(http_server *srv, http_conn *c) {
     if (!c->addr_len || !srv->addr_tab) return 0;
     http_addr_count **pp = addr_slot(srv, c->addr, c->addr_len);
     if (!*pp) {
-        if (d < 0) return 0;
         http_addr_count *e = calloc(1, sizeof *e);
         if (!e) return -1;
         memcpy(e->addr, c->addr, (size_t)c->addr_len);
         e->addr_len = c->addr_len;
         *pp = e;
     }
-    (*pp)->n += d;
-    if ((*pp)->n <= 0) {
-        http_addr_count *e = *pp;
-        *pp = e->next;
-        free(e);
-    }
+    http_addr_count *e = *pp;
+    e->n++;
+    c->pprev = e->tail;
+    c->pnext = NULL;
+    if (e->tail) e->tail->pnext = c; else e->head = c;
+    e->tail = c;
     return 0;
 }
 
-static void addr_text(const http_conn *c, char *out, size_t n) {
-    if (c->addr_len == 4) inet_ntop(AF_INET, c->addr, out, (socklen_t)n);
-    else if (c->addr_len == 16) inet_ntop(AF_INET6, c->addr, out, (socklen_t)n);
-    else snprintf(out, n, "an unknown address");
+static void addr_unlink(http_server *srv, http_conn *c) {
+    if (!c->addr_len || !srv->addr_tab) return;
+    http_addr_count **pp = addr_slot(srv, c->addr, c->addr_len);
+    http_addr_count *e = *pp;
+    if (!e) return;
+    if (c->pprev) c->pprev->pnext = c->pnext; else e->head = c->pnext;
+    if (c->pnext) c->pnext->pprev = c->pprev; else e->tail = c->pprev;
+    c->pprev = c->pnext = NULL;
+    if (--e->n <= 0) {
+        *pp = e->next;
+        free(e);
+    }
 }
 
 /* Takes c off the anonymous list and its address count (it showed a token, or it is closing). */
@@ -421,7 +451,7 @@ static void anon_remove(http_conn *c) {
     if (c->anext) c->anext->aprev = c->aprev; else srv->anon_tail = c->aprev;
     c->aprev = c->anext = NULL;
     srv->nanon--;
-    addr_add(srv, c, -1);
+    addr_unlink(srv, c);
 }
 
 static void mark_dirty(http_conn *c) {
@@ -449,6 +479,7 @@ typedef struct write_req {
 } write_req;
 
 static void conn_maybe_stopped(http_server *srv);
+static void conn_flush(http_conn *c, size_t n);
 static void server_check(uv_check_t *h);
 
 static void conn_handle_closed(uv_handle_t *h) {
@@ -488,6 +519,11 @@ static void conn_timeout(uv_timer_t *t) {
             uv_timer_start(&c->timer, conn_timeout, 1000, 0);
             return;
         }
+    }
+    if (c->is_dirty && !c->sess.in_message && !c->sess.closing) {
+        /* its answer waits for the batch's sync (a slow disk): not silence; it is written when the sync ends */
+        uv_timer_start(&c->timer, conn_timeout, 1000, 0);
+        return;
     }
     if (c->anon && !c->sess.closing) c->srv->anon_timeouts++;
     if (c->sess.in_message) {
@@ -562,7 +598,11 @@ static void conn_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf) {
         if (frc > 0) { uv_read_stop(st); c->read_paused = 1; }   /* resumed in write_done */
         arm_timer(c);
     }
-    if (c->sess.out.len > before) {
+    if (c->sess.out.len > before && !c->sess.out_needs_sync) {
+        unmark_dirty(c);              /* only answers that claim no database state: no COMMIT or sync to wait for */
+        c->ready = 0;
+        conn_flush(c, c->sess.out.len);
+    } else if (c->sess.out.len > before) {
         mark_dirty(c);
         double t = util_now_s();
         if (srv->pending_since == 0) srv->pending_since = t;
@@ -610,6 +650,7 @@ static void conn_flush(http_conn *c, size_t n) {
     if (!wr) { conn_close(c); return; }
     wr->conn = c;
     if (n == c->sess.out.len) {
+        c->sess.out_needs_sync = 0;
         wr->data = c->sess.out.data;      /* ownership moves to the write request */
         c->sess.out.data = NULL;
         c->sess.out.len = c->sess.out.cap = 0;
@@ -749,20 +790,20 @@ static void on_connection(uv_stream_t *l, int status) {
         else if (peer.ss_family == AF_INET6) { memcpy(c->addr, &((struct sockaddr_in6 *)&peer)->sin6_addr, 16); c->addr_len = 16; }
     }
     if (srv->stopping) { conn_refuse(c, "server is shutting down"); return; }   /* written at the next check */
+    /* At the per-address cap the new connection is admitted and the address's oldest anonymous connection
+     * closed: whether a connection is a worker's is known only once its headers arrive, and a fleet behind a
+     * NAT, a tunnel or a TLS proxy shares one address, so refusing at accept would refuse tokened workers and
+     * /healthz while one client holds idle sockets. An address still never holds more than the cap of them. */
     if (addr_count(srv, c) >= srv->opts.max_conns_per_addr) {
-        char a[INET6_ADDRSTRLEN + 8], msg[300];
-        addr_text(c, a, sizeof a);
-        snprintf(msg, sizeof msg, "too many connections without a token from %s (limit %d, --max-conns-per-addr): "
-                 "send requests on the connections you have, or retry later", a, srv->opts.max_conns_per_addr);
-        conn_refuse(c, msg);
-        return;
+        http_conn *old = addr_oldest(srv, c);
+        if (old) { srv->evicted++; conn_close(old); }
     }
     if (srv->nadmitted >= srv->opts.max_conns) {
         if (!srv->anon_head) { conn_refuse(c, "too many connections: retry later"); return; }
         srv->evicted++;
         conn_close(srv->anon_head);   /* the oldest connection that has shown no token makes room */
     }
-    if (addr_add(srv, c, +1) < 0) { conn_refuse(c, "out of memory: retry later"); return; }
+    if (addr_link(srv, c) < 0) { conn_refuse(c, "out of memory: retry later"); return; }
     c->admitted = 1;
     srv->nadmitted++;
     c->anon = 1;

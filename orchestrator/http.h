@@ -21,7 +21,8 @@
  * opts.trusted() accepts (checked when the headers are complete, before the body). Until then it is
  * anonymous, and: it is closed after anon_timeout_s without a complete request (idle or half-sent: a
  * request begun is answered 408); one client address holds at most max_conns_per_addr anonymous
- * connections (the next gets 503 naming the address); at max_conns a new connection replaces the oldest
+ * connections (the next is admitted and the address's oldest anonymous one closed, so a tokened worker or
+ * /healthz behind the same NAT still gets in); at max_conns a new connection replaces the oldest
  * anonymous one (closed without an answer), and gets 503 only when every open connection is trusted. So
  * sockets that never send cannot hold the server, and connections that showed a token are never refused
  * for lack of room by anonymous ones. Trusted connections are not capped per address (a NAT'd fleet
@@ -72,6 +73,8 @@ typedef struct http_response {
     const char *extra_headers;      /* static string of "Name: value\r\n" lines, or NULL */
     http_buf body;
     int close;                      /* close the connection after this answer */
+    int no_state;                   /* claims nothing about the database (/healthz, /metrics, the page's files):
+                                     * written at once, not held for the COMMIT and sync of the batch */
 } http_response;
 
 /* Sets res to a JSON body `{"error": msg}` with the status. */
@@ -95,8 +98,10 @@ typedef struct http_session {
     size_t hname_len;
     int hname_long;                 /* name longer than hname: not one we look at */
     int last_was_value;
+    int auth_headers;               /* Authorization header lines in this request (a second one is a 400) */
+    int out_needs_sync;             /* out holds an answer that must wait for the batch's COMMIT and sync */
     int in_message;                 /* a request has started and is not complete */
-    int pending_status;             /* a limit breached inside a callback (413) */
+    int pending_status;             /* a limit breached inside a callback (413), or 400: two Authorization headers */
     int closing;                    /* no more requests: close once out is written */
     unsigned long requests;         /* answered so far */
     /* Set by the server after http_session_init (NULL: never trusted): called with the Authorization value
@@ -165,7 +170,7 @@ typedef struct http_server {
     int stopping;
     int listener_open, check_open;
     unsigned long accepted, rejected;
-    unsigned long evicted;          /* anonymous connections closed to make room at max_conns */
+    unsigned long evicted;          /* anonymous connections closed to make room (max_conns, or per address) */
     unsigned long anon_timeouts;    /* anonymous connections closed after anon_timeout_s */
     double flush_max_s;             /* longest opts.flush call (the loop is blocked in it) */
     double flush_avg_s;             /* running average of opts.flush calls (sets the batch window) */

@@ -16,6 +16,8 @@
 #include "sweeps.h"
 #include "http.h"
 
+/* A number, or null where it is not finite (json_real refuses inf and NaN: appended to an array, the element
+ * would vanish and every later one shift — a 4-layer D_l array came back with 3 entries). */
 static json_t *num_or_null(double v) { return isfinite(v) ? json_real(v) : json_null(); }
 
 size_t leaderboard_key_range(const void *base, size_t n, size_t size, size_t key_off, long long id, size_t *end) {
@@ -42,7 +44,7 @@ static json_t *row_json(const ranking *rk, const ranking_row *x) {
     json_t *counts = json_object(), *vl = json_array();
     for (int q = 0; q < RANKING_NSTATES; q++) json_object_set_new(counts, ranking_states[q], json_integer(x->counts[q]));
     for (int k = 0; k < x->nseeds; k++) {
-        json_t *e = json_pack("{s:I, s:f}", "seed", (json_int_t)x->seed[k], "val_loss", x->val[k]);
+        json_t *e = json_pack("{s:I, s:o}", "seed", (json_int_t)x->seed[k], "val_loss", num_or_null(x->val[k]));
         json_object_set_new(e, "val_loss_se", num_or_null(x->val_se[k]));
         json_array_append_new(vl, e);
     }

@@ -36,6 +36,18 @@ static int task_index(json_t *names, const char *name) {
     return (int)json_array_size(names) - 1;
 }
 
+/* A task name as the job format allows it, [A-Za-z0-9._-]{1,63}: the only text a result adds to the CSV header,
+ * the terminal table and the page. Results stored before the server checked names (orchestrator/result.c) may
+ * hold anything (newlines, =HYPERLINK(...), ANSI escapes): such a task is left out of every surface. */
+static int task_name_ok(const char *s) {
+    size_t n = 0;
+    for (; s[n]; n++)
+        if (!((s[n] >= 'A' && s[n] <= 'Z') || (s[n] >= 'a' && s[n] <= 'z') || (s[n] >= '0' && s[n] <= '9') ||
+              s[n] == '.' || s[n] == '_' || s[n] == '-'))
+            return 0;
+    return n >= 1 && n <= 63;
+}
+
 static int cmp_str(const void *a, const void *b) {
     return strcmp(json_string_value(*(json_t *const *)a), json_string_value(*(json_t *const *)b));
 }
@@ -98,7 +110,7 @@ int leaderboard_add_zero_shot(store *st, long long sweep_id, json_t *lb, char *e
         if (json_is_object(zs))
             json_object_foreach(zs, task, v) {
                 json_t *a = json_object_get(v, "acc"), *an = json_object_get(v, "acc_norm");
-                if (!json_is_number(a) || !json_is_number(an)) continue;
+                if (!json_is_number(a) || !json_is_number(an) || !task_name_ok(task)) continue;
                 if (np == cap) {
                     cap = cap ? cap * 2 : 256;
                     struct zs_point *n2 = realloc(pts, cap * sizeof *pts);

@@ -23,7 +23,9 @@
 
 #include "auth.h"
 #include "lease.h"
+#include "result.h"
 #include "sweeps.h"
+#include "util.h"
 
 enum {
     S_WORKER_FIND, S_WORKER_UPD, S_WORKER_INS, S_WORKER_EXISTS, S_WORKER_SEEN,
@@ -31,7 +33,7 @@ enum {
     S_METRIC_INS, S_CKPT, S_RESULT_INS, S_DONE, S_FAIL, S_REQUEUE_FAIL,
     S_EXPIRED, S_EXPIRE_Q, S_EXPIRE_F, S_JOB_STATE, S_CANCEL, S_REQUEUE, S_PRIO, S_SWEEP_STATE,
     S_SWEEP_PRIO, S_SWEEP_JOBS_PRIO, S_SWEEP_EXISTS, S_GRACE,
-    S_WORKER_SEEN_LAZY, S_WORKER_STOPPED, S_WORKER_FAILED, S_WORKER_OK, S_REQUEUE_SWEEP, S_SWEEP_PROGRESS,
+    S_WORKER_SEEN_LAZY, S_WORKER_STOPPED, S_WORKER_FAILED, S_WORKER_OK, S_REQUEUE_SWEEP, S_SWEEP_PROGRESS, S_JOB_TEXT,
     S_COUNT
 };
 
@@ -51,8 +53,8 @@ static const char *const SQL[S_COUNT] = {
     [S_LEASE_ROW] =
         "SELECT j.attempt, j.sweep_id, j.schedule_id, j.seed, sc.heads, j.job, j.checkpoint_path, j.checkpoint_step, j.stop_at_step "
         "FROM jobs j JOIN schedules sc ON sc.id = j.schedule_id WHERE j.id = ?1",
-    [S_JOB_LEASE] = "SELECT state, lease_token, attempt, attempt_base, worker_id, lease_expires_at, steps, tokens_per_step "
-                    "FROM jobs WHERE id = ?1",
+    [S_JOB_LEASE] = "SELECT state, lease_token, attempt, attempt_base, worker_id, lease_expires_at, steps, tokens_per_step, "
+                    "stop_at_step FROM jobs WHERE id = ?1",
     [S_RENEW] = "UPDATE jobs SET lease_expires_at = ?2, updated_at = ?3 WHERE id = ?1",
     [S_PROGRESS] = "UPDATE jobs SET step = max(step, ?2), last_loss = CASE WHEN ?2 >= step THEN coalesce(?3, last_loss) "
                    "ELSE last_loss END WHERE id = ?1",
@@ -81,7 +83,8 @@ static const char *const SQL[S_COUNT] = {
     [S_SWEEP_PRIO] = "UPDATE sweeps SET priority = ?2 WHERE id = ?1",
     [S_SWEEP_JOBS_PRIO] = "UPDATE jobs SET priority = ?2 WHERE sweep_id = ?1 AND state = 'queued'",
     [S_SWEEP_EXISTS] = "SELECT 1 FROM sweeps WHERE id = ?1",
-    [S_GRACE] = "UPDATE jobs SET lease_expires_at = ?1 WHERE state = 'leased' AND lease_expires_at < ?1",
+    [S_GRACE] = "UPDATE jobs SET lease_expires_at = ?1 WHERE state = 'leased' AND lease_expires_at IS NOT ?1",
+    [S_JOB_TEXT] = "SELECT job FROM jobs WHERE id = ?1",
     [S_WORKER_SEEN_LAZY] = "UPDATE workers SET last_seen_at = ?2 WHERE id = ?1 AND last_seen_at < ?3",
     [S_WORKER_STOPPED] = "SELECT stopped_reason FROM workers WHERE id = ?1 AND stopped_reason IS NOT NULL",
     /* ?2 = the limit (0: never stop), ?3 = the reason recorded when the streak reaches it */
@@ -100,6 +103,8 @@ _Static_assert(S_COUNT <= QUEUE_NSTMT, "QUEUE_NSTMT too small");
 
 void queue_init(queue *q, store *st, double lease_ttl, int max_attempts) {
     memset(q, 0, sizeof *q);
+    q->clock_wall0 = store_now();
+    q->clock_mono0 = util_now_s();
     q->st = st;
     q->lease_ttl = lease_ttl;
     q->max_attempts = max_attempts;
@@ -110,6 +115,10 @@ void queue_release(queue *q) {
         sqlite3_finalize(q->stmt[i]);
         q->stmt[i] = NULL;
     }
+}
+
+double queue_clock(const queue *q) {
+    return q->clock_wall0 + (util_now_s() - q->clock_mono0);
 }
 
 /* The cached statement i, reset and unbound; NULL on a prepare error (q->err set). */
@@ -218,7 +227,7 @@ int queue_lease(queue *q, long long worker_id, const char *device, json_t **out)
 
     char token[65];
     if (auth_random_hex(token, 24) < 0) { snprintf(q->err, sizeof q->err, "getrandom failed"); return STORE_EIO; }
-    double expires = now + q->lease_ttl;
+    double expires = queue_clock(q) + q->lease_ttl;
     if (!(s = S(q, S_LEASE_TAKE))) return STORE_EIO;
     sqlite3_bind_int64(s, 1, job);
     sqlite3_bind_text(s, 2, token, -1, SQLITE_TRANSIENT);
@@ -279,6 +288,7 @@ typedef struct lease_row {
     long long steps;                /* the job's train.steps (jobs.steps, the job model's; 0 when unknown) */
     long long tokens_per_step;      /* B x T x grad_accum (jobs.tokens_per_step, the job model's; 0 when unknown) */
     double expires;                 /* lease_expires_at (0 when NULL) */
+    long long stop_at_step;         /* halving: the lease trains to this rung's step; -1 when NULL (the full run) */
 } lease_row;
 
 /* Reads the job's lease state and whether token is its latest lease's. */
@@ -302,6 +312,7 @@ static int lease_read(queue *q, long long job, const char *token, lease_row *r) 
     r->expires = sqlite3_column_double(s, 5);
     r->steps = sqlite3_column_int64(s, 6);
     r->tokens_per_step = sqlite3_column_int64(s, 7);
+    r->stop_at_step = sqlite3_column_type(s, 8) == SQLITE_NULL ? -1 : sqlite3_column_int64(s, 8);
     sqlite3_reset(s);
     return STORE_OK;
 }
@@ -324,9 +335,12 @@ static int conflict(queue *q, long long job, const lease_row *r) {
  * alive for two TTLs), so a box's eight devices do not rewrite its row on every heartbeat. */
 static int renew_row(queue *q, long long job, const lease_row *r, double *expires, int lazy) {
     if (!r->token_ok || strcmp(r->state, "leased") != 0) return conflict(q, job, r);
-    double now = store_now();
-    if (lazy && r->expires >= now + q->lease_ttl / 2) { *expires = r->expires; return STORE_OK; }
-    *expires = now + q->lease_ttl;
+    double now = store_now(), lnow = queue_clock(q);
+    if (lazy && r->expires >= lnow + q->lease_ttl / 2 && r->expires <= lnow + q->lease_ttl) {
+        *expires = r->expires;
+        return STORE_OK;
+    }
+    *expires = lnow + q->lease_ttl;
     sqlite3_stmt *s = S(q, S_RENEW);
     if (!s) return STORE_EIO;
     sqlite3_bind_int64(s, 1, job);
@@ -522,41 +536,38 @@ static json_t *first_of(json_t *o, const char *a, const char *b) {
     return v ? v : json_object_get(o, b);
 }
 
+/* The result against its job's bounds (orchestrator/result.h): STORE_OK, or STORE_EINVAL with q->err. */
+static int result_check_for_job(queue *q, long long job, const json_t *result) {
+    sqlite3_stmt *s = S(q, S_JOB_TEXT);
+    if (!s) return STORE_EIO;
+    sqlite3_bind_int64(s, 1, job);
+    if (sqlite3_step(s) != SQLITE_ROW) { sqlite3_reset(s); return fail_db(q, "read job"); }
+    result_limits lim;
+    char e[400];
+    int rc = result_load_limits((const char *)sqlite3_column_text(s, 0), &lim, e, sizeof e);
+    sqlite3_reset(s);
+    if (rc < 0) { snprintf(q->err, sizeof q->err, "job %lld: its job JSON does not parse: %s", job, e); return STORE_EIO; }
+    if (result_check(result, &lim, q->err, sizeof q->err) < 0) return STORE_EINVAL;
+    return STORE_OK;
+}
+
 int queue_complete(queue *q, long long job, const char *token, json_t *result) {
     if (!json_is_object(result)) { snprintf(q->err, sizeof q->err, "result: must be an object (result.json)"); return STORE_EINVAL; }
     json_t *vl = first_of(result, "val_loss", "final_val_loss");
-    if (!json_is_number(vl)) { snprintf(q->err, sizeof q->err, "result.val_loss: must be a number"); return STORE_EINVAL; }
     json_t *ad = first_of(result, "attn_distance", "attention_distance");
-    if (ad && !json_is_null(ad)) {
-        if (!json_is_array(ad)) { snprintf(q->err, sizeof q->err, "result.attn_distance: must be an array of numbers"); return STORE_EINVAL; }
-        for (size_t i = 0; i < json_array_size(ad); i++)
-            if (!json_is_number(json_array_get(ad, i))) {
-                snprintf(q->err, sizeof q->err, "result.attn_distance[%zu]: must be a number", i);
-                return STORE_EINVAL;
-            }
-    }
-    /* the val sample's noise (the ranking reads both from the stored result) */
-    json_t *se = json_object_get(result, "val_loss_se"), *vb = json_object_get(result, "val_loss_batches");
-    if (se && !json_is_null(se) && !(json_is_number(se) && isfinite(json_number_value(se)) && json_number_value(se) >= 0)) {
-        snprintf(q->err, sizeof q->err, "result.val_loss_se: must be a finite number >= 0 or null");
-        return STORE_EINVAL;
-    }
-    if (vb && !json_is_null(vb)) {
-        if (!json_is_array(vb) || json_array_size(vb) > JOB_EVAL_MAX_ALL) {
-            snprintf(q->err, sizeof q->err, "result.val_loss_batches: must be an array of at most %d numbers", JOB_EVAL_MAX_ALL);
-            return STORE_EINVAL;
-        }
-        for (size_t i = 0; i < json_array_size(vb); i++)
-            if (!json_is_number(json_array_get(vb, i)) || !isfinite(json_number_value(json_array_get(vb, i)))) {
-                snprintf(q->err, sizeof q->err, "result.val_loss_batches[%zu]: must be a finite number", i);
-                return STORE_EINVAL;
-            }
-    }
     lease_row r;
     int rc = lease_read(q, job, token, &r);
     if (rc < 0) return rc;
     if (r.token_ok && strcmp(r.state, "done") == 0) return STORE_OK;   /* same token again: idempotent */
     if (!r.token_ok || strcmp(r.state, "leased") != 0) return conflict(q, job, &r);
+    if (r.stop_at_step >= 0) {   /* a lease to a halving rung ends only in the rung report */
+        snprintf(q->state, sizeof q->state, "%s", r.state);
+        snprintf(q->err, sizeof q->err, "job %lld is leased to stop at step %lld (a halving rung), not to run to train.steps "
+                 "%lld: report the rung with POST /api/v1/jobs/%lld/rung {lease_token, step: %lld, val_loss}",
+                 job, r.stop_at_step, r.steps, job, r.stop_at_step);
+        return STORE_ECONFLICT;
+    }
+    if ((rc = result_check_for_job(q, job, result)) < 0) return rc;
     double now = store_now();
     char *text = json_dumps(result, JSON_COMPACT);
     char *adtext = ad && json_is_array(ad) ? json_dumps(ad, JSON_COMPACT) : NULL;
@@ -730,9 +741,9 @@ int queue_cancel(queue *q, long long job) {
     int rc = job_state(q, job, st);
     if (rc < 0) return rc;
     if (strcmp(st, "cancelled") == 0) return STORE_OK;
-    if (strcmp(st, "queued") != 0 && strcmp(st, "leased") != 0) {
+    if (strcmp(st, "queued") != 0 && strcmp(st, "leased") != 0 && strcmp(st, "paused") != 0) {
         snprintf(q->state, sizeof q->state, "%s", st);
-        snprintf(q->err, sizeof q->err, "job %lld is %s: only queued or leased jobs can be cancelled", job, st);
+        snprintf(q->err, sizeof q->err, "job %lld is %s: only queued, leased or paused jobs can be cancelled", job, st);
         return STORE_ECONFLICT;
     }
     sqlite3_stmt *s = S(q, S_CANCEL);

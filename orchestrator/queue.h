@@ -28,6 +28,7 @@ typedef struct queue {
     store *st;                          /* not owned */
     sqlite3_stmt *stmt[QUEUE_NSTMT];    /* owned, finalized by queue_release */
     double lease_ttl;                   /* seconds */
+    double clock_wall0, clock_mono0;    /* the lease clock's origin (queue_clock) */
     int max_attempts;
     int worker_fail_limit;              /* a worker that fails this many jobs in a row without retry gets no more
                                          * leases until it registers again; 0 (queue_init's) = never */
@@ -38,6 +39,12 @@ typedef struct queue {
 } queue;
 
 void queue_init(queue *q, store *st, double lease_ttl, int max_attempts);
+
+/* The lease clock: lease_expires_at is written and expiry compared on it. The wall clock read once at
+ * queue_init plus the monotonic time since, so a step of the wall clock (NTP, an admin, a VM resumed) neither
+ * expires a job that heartbeats nor keeps a dead lease alive while the process runs. Across a restart the
+ * stored expiries are not trusted either: queue_grace gives every live lease exactly one TTL from the start. */
+double queue_clock(const queue *q);
 void queue_release(queue *q);
 
 /* Registers a worker (same name+host → same id, devices and last_seen updated; its failure streak and a stop
@@ -64,7 +71,9 @@ int queue_metrics(queue *q, long long job, const char *token, json_t *points, in
 
 int queue_checkpoint(queue *q, long long job, const char *token, const char *path, long long step, double *expires);
 
-/* result: result.json (needs a numeric val_loss or final_val_loss). Idempotent for the same token. */
+/* result: result.json (needs a numeric val_loss or final_val_loss; its steps, when given, must be the job's
+ * train.steps). Idempotent for the same token. A lease that carries stop_at_step (a halving rung) is not
+ * completed: STORE_ECONFLICT naming the rung route (only halving_report ends such a lease). */
 int queue_complete(queue *q, long long job, const char *token, json_t *result);
 
 /* *new_state: "queued" (retryable, attempts left) or "failed" (static string). Idempotent for the token.
@@ -72,11 +81,13 @@ int queue_complete(queue *q, long long job, const char *token, json_t *result);
  * leasing worker's failure streak (workers.fail_streak); queue_complete and queue_worker_succeeded clear it. */
 int queue_fail(queue *q, long long job, const char *token, const char *error, int retryable, const char **new_state);
 
-/* Returns every expired lease to queued (or failed after max_attempts). *n = how many expired. */
+/* Returns every lease expired at now (queue_clock) to queued (or failed after max_attempts). *n = how many. */
 int queue_expire(queue *q, double now, int *n);
 
-/* At server start: every live lease gets at least one more TTL from now, so workers that could not reach
- * a stopped server are not punished for its downtime. *n = leases extended. */
+/* At server start (now: queue_clock): every live lease gets exactly one TTL from now. Workers that could not
+ * reach a stopped server are not punished for its downtime, and an expiry stored before a wall-clock step
+ * (either way) is not trusted: a lease an hour "in the future" after a -1 h step is cut to one TTL. *n = leases
+ * whose expiry changed. */
 int queue_grace(queue *q, double now, int *n);
 
 /* Admin. */

@@ -18,6 +18,7 @@
  * refused. When the hard limit is too low, an explicit --max-conns is an error naming both fixes; the
  * default cap is lowered to fit, with a warning.
  */
+#define _GNU_SOURCE   /* F_OFD_SETLK */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -29,6 +30,7 @@
 #include <sys/file.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 #include <uv.h>
 
@@ -38,6 +40,7 @@
 #include "http.h"
 #include "store.h"
 #include "walck.h"
+#include "walscan.h"
 #include "halving.h"
 #include "logesc.h"
 
@@ -228,9 +231,75 @@ static int is_loopback(const char *host) {
     return strncmp(host, "127.", 4) == 0 || strcmp(host, "::1") == 0 || strcmp(host, "localhost") == 0;
 }
 
+/* One server per database file, whatever path names it: an open-file-description lock (F_OFD_SETLK) on one
+ * byte of the database file far past SQLite's own lock bytes (they start at 1 GiB, PENDING_BYTE, and span
+ * 512 bytes), so it never meets SQLite's locks. It follows the inode, not the path (a hard link or a symlink
+ * is the same file), is released by the kernel when the process dies (kill -9 too), is not dropped when
+ * SQLite closes another descriptor of the file (as a POSIX record lock would be), and reaches the file server
+ * on NFS. Creates the file when absent (SQLite takes an empty file as a new database). Returns the descriptor
+ * to keep open while serving, or -1 after printing why (exit 2). */
+#define SERVE_DB_LOCK_BYTE 0x50000000LL
+static int serve_lock_db(const char *db) {
+    int fd = open(db, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (fd < 0) return cli_error("serve", "cannot open %s: %s", db, strerror(errno)), -1;
+    struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = SERVE_DB_LOCK_BYTE, .l_len = 1 };
+    if (fcntl(fd, F_OFD_SETLK, &fl) == 0) return fd;
+    int e = errno;
+    close(fd);
+    if (e == EAGAIN || e == EACCES)
+        cli_error("serve", "%s is already served by another prism-sweep serve under another name (a hard link or a "
+                  "symlink to the same file): one server per database; stop it or serve that path", db);
+    else
+        cli_error("serve", "cannot lock %s: %s (a filesystem without file locks cannot hold a served database)", db,
+                  strerror(e));
+    return -1;
+}
+
+/* Before SQLite recovers the WAL: committed transactions after a frame that breaks its checksum chain would be
+ * dropped without a word (walscan.h). Refuses to start (exit 1) saying what would be lost, unless accepted:
+ * then the WAL is first copied to DB-wal.corrupt-TIME, so the lost frames stay on the disk. Returns 0 or -1. */
+static int serve_check_wal(const char *db, int accept) {
+    walscan_result w;
+    char err[512];
+    if (walscan_check(db, &w, err, sizeof err) < 0) {
+        fprintf(stderr, "prism-sweep serve: cannot read the WAL: %s\n", err);
+        return -1;
+    }
+    if (w.lost_commits == 0) return 0;
+    char msg[1024];
+    snprintf(msg, sizeof msg, "%s-wal is damaged: frame %lld of %lld breaks its checksum chain, and %lld committed "
+             "transaction(s) in the %lld frame(s) from there on would be dropped by SQLite's recovery (the %lld "
+             "transaction(s) before it are kept)", db, w.first_bad, w.frames, w.lost_commits, w.lost_frames,
+             w.valid_commits);
+    if (!accept) {
+        fprintf(stderr, "prism-sweep serve: %s. Nothing was changed. Restore the database from a backup, or start "
+                        "with --accept-wal-loss to serve what is left (a copy of the WAL is kept first)\n", msg);
+        return -1;
+    }
+    char src[4200], dst[4300];
+    snprintf(src, sizeof src, "%s-wal", db);
+    snprintf(dst, sizeof dst, "%s-wal.corrupt-%lld", db, (long long)time(NULL));
+    FILE *in = fopen(src, "rb"), *out = in ? fopen(dst, "wbx") : NULL;
+    int ok = in && out;
+    char buf[65536];
+    size_t n;
+    while (ok && (n = fread(buf, 1, sizeof buf, in)) > 0) ok = fwrite(buf, 1, n, out) == n;
+    ok = ok && !ferror(in) && fflush(out) == 0 && fsync(fileno(out)) == 0;
+    if (out && fclose(out) != 0) ok = 0;
+    if (in) fclose(in);
+    if (!ok) {
+        fprintf(stderr, "prism-sweep serve: %s; the copy %s could not be written (%s): not started\n", msg, dst, strerror(errno));
+        return -1;
+    }
+    fprintf(stderr, "prism-sweep serve: event=wal-loss %s; --accept-wal-loss: they are lost, the WAL as it was is "
+                    "kept in %s\n", msg, dst);
+    return 0;
+}
+
 int cmd_serve(int argc, char **argv) {
     const char *db = "prism.db", *listen = "127.0.0.1:8080", *token_file = NULL, *web = "web/";
     double ttl = 120, idle = 60, req_to = 30, anon_to = 5;
+    int accept_wal_loss = 0;
     int max_attempts = 3, fail_limit = 3, public_read = 0, max_conns = SERVE_DEFAULT_MAX_CONNS, per_addr = 64;
     cli_flag flags[] = {
         { "--db", CLI_STR, &db, "prism.db", "the SQLite database (created if missing)", 0, 0, NULL, 0 },
@@ -245,7 +314,8 @@ int cmd_serve(int argc, char **argv) {
         { "--idle-timeout", CLI_DOUBLE, &idle, "60", "seconds an idle keep-alive connection stays open", 0.1, 86400, NULL, 0 },
         { "--request-timeout", CLI_DOUBLE, &req_to, "30", "seconds a client has to send a whole request", 0.1, 3600, NULL, 0 },
         { "--max-conns", CLI_INT, &max_conns, "16384", "open connections at most; at the cap a new connection replaces the oldest one that has shown no token, else gets 503 (the open-file limit is raised to fit)", 1, 1000000, NULL, 0 },
-        { "--max-conns-per-addr", CLI_INT, &per_addr, "64", "connections without a token from one client address (more get 503; connections that sent a token are not counted)", 1, 1000000, NULL, 0 },
+        { "--max-conns-per-addr", CLI_INT, &per_addr, "64", "connections without a token from one client address (a new one closes its oldest; connections that sent a token are not counted)", 1, 1000000, NULL, 0 },
+        { "--accept-wal-loss", CLI_BOOL, &accept_wal_loss, "off", "start although the WAL ends in committed transactions SQLite would drop (a copy of the WAL is kept beside it)", 0, 0, NULL, 0 },
         { "--anon-timeout", CLI_DOUBLE, &anon_to, "5", "seconds a connection without a token may stay without a complete request", 0.1, 3600, NULL, 0 },
         { 0 },
     };
@@ -293,11 +363,17 @@ int cmd_serve(int argc, char **argv) {
     char pidtxt[32];
     int pn = snprintf(pidtxt, sizeof pidtxt, "%d\n", (int)getpid());
     if (ftruncate(lockfd, 0) != 0 || pwrite(lockfd, pidtxt, (size_t)pn, 0) != pn) { /* advisory text only */ }
+    /* DB.lock is keyed on the path: a hard link or a symlink to the database has another one. The lock that
+     * counts is on the database file itself (serve_lock_db) */
+    int dbfd = serve_lock_db(db);
+    if (dbfd < 0) { close(lockfd); return 2; }
 
     char err[1024];
+    if (serve_check_wal(db, accept_wal_loss) < 0) { close(dbfd); close(lockfd); return 1; }
     store *st = NULL;
     if (store_open(db, &st, err, sizeof err) < 0) {
         fprintf(stderr, "prism-sweep serve: %s\n", err);
+        close(dbfd);
         close(lockfd);
         return 2;
     }
@@ -305,6 +381,7 @@ int cmd_serve(int argc, char **argv) {
         fprintf(stderr, "prism-sweep serve: cannot write %s: %s (a read-only file or folder, a full disk or an I/O "
                         "error: fix it and start again)\n", db, err);
         store_close(st);
+        close(dbfd);
         close(lockfd);
         return 1;
     }
@@ -368,11 +445,12 @@ int cmd_serve(int argc, char **argv) {
     s->sigint.data = s->sigterm.data = s;
     uv_signal_start(&s->sigint, on_signal, SIGINT);
     uv_signal_start(&s->sigterm, on_signal, SIGTERM);
-    {   /* leases that ran out while the server was down get one more TTL: their workers could not reach us */
+    {   /* every live lease gets one TTL from now: leases that ran out while the server was down (their workers
+         * could not reach us), and expiries written before a wall-clock step, are not trusted */
         int n = 0;
         if (store_begin(st) == 0) {
-            if (queue_grace(&s->a.q, store_now(), &n) == 0 && store_commit(st) == 0) {
-                if (n) fprintf(stderr, "prism-sweep serve: %d live lease(s) extended by one TTL after the restart\n", n);
+            if (queue_grace(&s->a.q, queue_clock(&s->a.q), &n) == 0 && store_commit(st) == 0) {
+                if (n) fprintf(stderr, "prism-sweep serve: %d live lease(s) extended by one TTL after the restart (each expires one TTL from now)\n", n);
             } else {
                 store_rollback(st);
             }
@@ -410,6 +488,7 @@ int cmd_serve(int argc, char **argv) {
 out:
     free(s);
     store_close(st);
+    close(dbfd);     /* releases the database's own lock */
     close(lockfd);   /* releases the flock */
     return status;
 }

@@ -130,6 +130,36 @@ static int migrate(store *st) {
     return store_exec(st, "PRAGMA foreign_keys=ON");
 }
 
+/* Counts sqlite_master's objects: all of them, and the six tables every prism-sweep schema has. */
+static int schema_objects(store *st, int *all, int *ours) {
+    sqlite3_stmt *s = NULL;
+    if (sqlite3_prepare_v2(st->db, "SELECT count(*), coalesce(sum(type = 'table' AND name IN ('sweeps', 'schedules', "
+                           "'jobs', 'metrics', 'results', 'workers')), 0) FROM sqlite_master", -1, &s, NULL) != SQLITE_OK)
+        return store_fail(st, "read the schema");
+    int rc = sqlite3_step(s);
+    if (rc == SQLITE_ROW) { *all = sqlite3_column_int(s, 0); *ours = sqlite3_column_int(s, 1); }
+    sqlite3_finalize(s);
+    return rc == SQLITE_ROW ? STORE_OK : store_fail(st, "read the schema");
+}
+
+/* A write open adopts a new (empty) file or a prism-sweep database; another application's database is left
+ * exactly as it was (no schema added, no WAL switch), as the read commands refuse it. */
+static int refuse_foreign(store *st) {
+    int v = 0, all = 0, ours = 0, rc;
+    if ((rc = user_version(st, &v)) < 0 || (rc = schema_objects(st, &all, &ours)) < 0) {
+        char why[300];
+        snprintf(why, sizeof why, "%.299s", st->err);
+        snprintf(st->err, sizeof st->err, "cannot use %.150s as a prism-sweep database: %.290s", st->path, why);
+        return rc;
+    }
+    if (all == 0 && v == 0) return STORE_OK;   /* new */
+    if (v >= 1 && ours == 6) return STORE_OK;   /* ours (newer versions are refused by migrate) */
+    snprintf(st->err, sizeof st->err, "%.300s is not a prism-sweep database (schema version %d, %d objects, %d of its 6 "
+             "tables): nothing was changed; give a new path or the --db that prism-sweep create or serve made", st->path,
+             v, all, ours);
+    return STORE_EINVAL;
+}
+
 int store_open(const char *path, store **out, char *errbuf, size_t errlen) {
     int rc = STORE_EIO;
     *out = NULL;
@@ -143,6 +173,7 @@ int store_open(const char *path, store **out, char *errbuf, size_t errlen) {
     }
     sqlite3_busy_timeout(st->db, 5000);
     sqlite3_extended_result_codes(st->db, 1);
+    if ((rc = refuse_foreign(st)) < 0) goto out;   /* before anything is changed (WAL mode is a change) */
     if ((rc = store_exec(st, "PRAGMA journal_mode=WAL")) < 0 ||
         (rc = store_exec(st, "PRAGMA synchronous=FULL")) < 0 ||
         (rc = store_exec(st, "PRAGMA foreign_keys=ON")) < 0) {

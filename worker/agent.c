@@ -191,6 +191,14 @@ static void agent_run_job(slot *s, json_t *lease_json) {
         agent_fail_early(s, err, 1);
         goto out;
     }
+    struct stat cksb;
+    if (lstat(ckpt_dir, &cksb) != 0 || !S_ISDIR(cksb.st_mode)) {   /* planted in a shared --checkpoint-dir */
+        snprintf(err, sizeof err, "checkpoint folder %.900s is a symlink or not a folder: not used (remove it; "
+                 "--checkpoint-dir must not be writable by others)", ckpt_dir);
+        progress_event(s->index, "failed", "job=%lld %s", l->job_id, err);
+        agent_fail_early(s, err, 1);
+        goto out;
+    }
 
     /* resume: the lease offers the last reported checkpoint; use it when this box can read it */
     const char *resume = NULL;

@@ -17,8 +17,11 @@
 
 #include <dirent.h>
 #include <glob.h>
+#include <limits.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -172,7 +175,17 @@ void slot_remove_checkpoints(const char *root, long long job_id) {
     snprintf(pat, sizeof pat, "%s/job-%lld-a*", root, job_id);
     glob_t g;
     if (glob(pat, GLOB_ONLYDIR, NULL, &g) != 0) return;
+    char root_real[PATH_MAX];
+    int have_root = realpath(root, root_real) != NULL;
+    size_t rl = have_root ? strlen(root_real) : 0;
     for (size_t i = 0; i < g.gl_pathc; i++) {
+        /* a symlinked job-ID-aN (a shared checkpoint folder: anyone may plant one) is not followed: only a real
+         * folder directly under the checkpoint root is emptied */
+        struct stat sb;
+        char real[PATH_MAX];
+        if (lstat(g.gl_pathv[i], &sb) != 0 || !S_ISDIR(sb.st_mode) || !have_root || !realpath(g.gl_pathv[i], real) ||
+            strncmp(real, root_real, rl) != 0 || real[rl] != '/' || strchr(real + rl + 1, '/'))
+            continue;
         DIR *d = opendir(g.gl_pathv[i]);
         if (!d) continue;
         struct dirent *e;
@@ -180,7 +193,7 @@ void slot_remove_checkpoints(const char *root, long long job_id) {
         while ((e = readdir(d))) {
             if ((strncmp(e->d_name, "resume-", 7) == 0 || strncmp(e->d_name, "ckpt_", 5) == 0) && strstr(e->d_name, ".bin")) {
                 snprintf(p, sizeof p, "%s/%s", g.gl_pathv[i], e->d_name);
-                unlink(p);
+                unlink(p);   /* (a symlink entry is removed itself, its target left alone) */
             }
         }
         closedir(d);

@@ -323,6 +323,12 @@ static void progress(struct run *r, const struct train_progress *p) {
     }
 }
 
+static int fail_diverged(struct run *r, int step, double val_loss, double limit) {
+    return fail(r, TRAIN_EDIVERGED, "step %d: validation loss %g is above %g (%.1f x ln %d, guessing uniformly) after "
+                "warmup: the run diverged; lower train.lr or raise train.warmup_steps", step, val_loss, limit,
+                TRAIN_DIVERGED_FACTOR, r->cfg.V);
+}
+
 static int write_result(struct run *r, double val_loss, double train_loss, double tps, double wall, long long tokens,
                         const double *attn, json_t *zero_shot) {
     json_t *heads = json_array();
@@ -408,20 +414,36 @@ static int tasks_open(struct run *r) {
     return 0;
 }
 
+/* Whether the file at path resolves (symlinks followed) inside root_real. With missing_ok, a file that does
+ * not exist is left to its reader, which names it. Returns 0, or TRAIN_EDATA with err naming the key and the fix. */
+static int file_confined(const char *what, const char *path, int missing_ok, const char *root_real, char *err,
+                         size_t errlen) {
+    size_t rl = strlen(root_real);
+    char real[PATH_MAX];
+    int ok = realpath(path, real) != NULL;
+    if (!ok && missing_ok && errno == ENOENT) return 0;
+    if (!ok || strncmp(real, root_real, rl) != 0 || (real[rl] != '/' && rl > 1)) {
+        snprintf(err, errlen, "%s: %.400s resolves outside the data root %.400s (a symlink out of it; "
+                 "prism-worker --allow-data-outside-root lifts this)", what, path, root_real);
+        return TRAIN_EDATA;
+    }
+    return 0;
+}
+
 /* Every file a loader opened resolves (symlinks followed) inside root_real. */
 static int data_files_confined(const char *what, const struct loader *ld, const char *root_real, char *err,
                                size_t errlen) {
-    size_t rl = strlen(root_real);
     for (int i = 0; i < ld->set.n; i++) {
-        char real[PATH_MAX];
-        if (!realpath(ld->set.shards[i].path, real) ||
-            (strncmp(real, root_real, rl) != 0 || (real[rl] != '/' && rl > 1))) {
-            snprintf(err, errlen, "%s: %.400s resolves outside the data root %.400s (a symlink out of it; "
-                     "prism-worker --allow-data-outside-root lifts this)", what, ld->set.shards[i].path, root_real);
-            return TRAIN_EDATA;
-        }
+        int rc = file_confined(what, ld->set.shards[i].path, 0, root_real, err, errlen);
+        if (rc) return rc;
     }
     return 0;
+}
+
+/* A job path as the worker opens it: relative ones against the data root. */
+static const char *job_path(char *buf, size_t n, const char *p, const char *root) {
+    if (p[0] != '/' && root && *root) { snprintf(buf, n, "%s/%s", root, p); return buf; }
+    return p;
 }
 
 /* Scores every task on the final model: {"name": {"acc", "acc_norm", "n", "truncated"}, ...} in *out. */
@@ -512,9 +534,15 @@ static int run_loop(struct run *r) {
         for (int t = 0; t < job->eval.ntasks; t++) {
             char what[64];
             snprintf(what, sizeof what, "eval.tasks[%d].path", t);
-            if ((rc = data_path_confined(what, job->eval.tasks[t].path, root_real, r->ebuf, sizeof r->ebuf)))
+            if ((rc = data_path_confined(what, job->eval.tasks[t].path, root_real, r->ebuf, sizeof r->ebuf)) ||
+                (rc = file_confined(what, job_path(root_path, sizeof root_path, job->eval.tasks[t].path, root), 1,
+                                    root_real, r->ebuf, sizeof r->ebuf)))
                 return fail(r, rc, "%s", r->ebuf);
         }
+    if (o->confine_data && job->model.init &&
+        (rc = file_confined("model.init", job_path(root_path, sizeof root_path, job->model.init, root), 1, root_real,
+                            r->ebuf, sizeof r->ebuf)))
+        return fail(r, rc, "%s", r->ebuf);
     if ((rc = tasks_open(r))) return rc;
 
     if (util_mkdir_p(o->out_dir, 0755)) return fail(r, TRAIN_EIO, "%s: cannot create output directory: %s", o->out_dir, strerror(errno));
@@ -561,9 +589,9 @@ static int run_loop(struct run *r) {
     double t_begin = util_now_s(), train_time = 0, val_loss = NAN;
     long long tokens_run = 0, tokens_per_step = (long long)B * T * accum;
     float train_loss = NAN;
-    /* diverged: every evaluation after warmup worse than guessing uniformly, by TRAIN_DIVERGED_FACTOR */
+    /* diverged: an evaluation after warmup, or the final one, worse than guessing uniformly by
+     * TRAIN_DIVERGED_FACTOR (a run fine at step 5 and at 2,863 at the end is not a result) */
     double diverged_at = TRAIN_DIVERGED_FACTOR * log((double)cfg->V);
-    int evals_after_warmup = 0, always_above = 1;
     for (int step = start; step < steps; step++) {
         int stop = o->stop ? *o->stop : 0;
         if (stop == 1) return fail(r, TRAIN_ECANCELLED, "cancelled at step %d", step);
@@ -577,7 +605,7 @@ static int run_loop(struct run *r) {
             /* (JSON has no NaN/inf: check before building the row) */
             if (!isfinite(val_loss)) return fail(r, TRAIN_ENAN, "step %d: validation loss is %g (not finite)", step, val_loss);
             if ((rc = emit(r, json_pack("{s:i, s:f}", "step", step, "val_loss", val_loss)))) return rc;
-            if (step > tr->warmup_steps) { evals_after_warmup++; always_above &= val_loss > diverged_at; }
+            if (step > tr->warmup_steps && val_loss > diverged_at) return fail_diverged(r, step, val_loss, diverged_at);
         }
         if (at_rung) {
             /* a halving rung: val loss at exactly this step (above), a training-state checkpoint, stop */
@@ -625,12 +653,9 @@ static int run_loop(struct run *r) {
     if (job->eval.attn_distance) attn = attn_buf;
     if ((rc = evaluate(r, &val_loss, attn))) return rc;
     if (!isfinite(val_loss)) return fail(r, TRAIN_ENAN, "step %d: validation loss is %g (not finite)", steps, val_loss);
-    if (steps > tr->warmup_steps) { evals_after_warmup++; always_above &= val_loss > diverged_at; }
-    if (evals_after_warmup > 0 && always_above) {
+    if (val_loss > diverged_at) {   /* the final result, warmup or not */
         if ((rc = emit(r, json_pack("{s:i, s:f}", "step", steps, "val_loss", val_loss)))) return rc;
-        return fail(r, TRAIN_EDIVERGED, "step %d: validation loss %g stayed above %g (%.1f x ln %d, guessing uniformly) at "
-                    "every evaluation after warmup: the run diverged; lower train.lr or raise train.warmup_steps",
-                    steps, val_loss, diverged_at, TRAIN_DIVERGED_FACTOR, cfg->V);
+        return fail_diverged(r, steps, val_loss, diverged_at);
     }
     json_t *zs = NULL;
     if ((rc = zero_shot(r, &zs))) return rc;

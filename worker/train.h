@@ -33,8 +33,9 @@ enum {
     TRAIN_EIO = -7,         /* could not write outputs/checkpoints (message has the path) */
     TRAIN_ECHECKPOINT = -8, /* resume/init file unreadable or does not match the job (message says why) */
     TRAIN_EDEVICE = -9,     /* backend unavailable or failed */
-    TRAIN_EDIVERGED = -10,  /* finite loss that stayed above TRAIN_DIVERGED_FACTOR x ln V (uniform guessing) at
-                             * every evaluation after warmup: not a result to rank (not retryable) */
+    TRAIN_EDIVERGED = -10,  /* finite val loss above TRAIN_DIVERGED_FACTOR x ln V (uniform guessing) at an
+                             * evaluation after warmup (a rung's too) or at the final one: stopped there, not a
+                             * result to rank (not retryable) */
     TRAIN_EBACKEND = -11,   /* the device cannot be had at all: a malformed device string, or no usable CUDA backend
                              * (prism-cuda.so absent, unloadable, another ABI; no driver or no such device); the
                              * message names the file and the fix. Checked before anything is read or written. */
@@ -56,7 +57,7 @@ struct train_result {
     char checkpoint[4096];  /* last checkpoint written ("" if none) */
 };
 
-#define TRAIN_DIVERGED_FACTOR 1.1   /* diverged: val loss > 1.1 x ln(vocab_size) after warmup */
+#define TRAIN_DIVERGED_FACTOR JOB_DIVERGED_FACTOR   /* diverged: val loss > 1.1 x ln(vocab_size) after warmup */
 
 struct train_opts {
     const char *out_dir;          /* required */

@@ -343,7 +343,7 @@ t_diverged_run_is_failed_not_ranked() {
   w_exit "$LAST_PID" 60
   local j; j=$(w_get /api/v1/jobs/1)
   assert_eq failed "$(echo "$j" | w_json 'd["state"]')" "state"
-  assert_contains "$(echo "$j" | w_json 'd["last_error"]')" "diverged: step 30: validation loss"
+  assert_contains "$(echo "$j" | w_json 'd["last_error"]')" "diverged: step 10: validation loss"
   assert_contains "$(echo "$j" | w_json 'd["last_error"]')" "(1.1 x ln 64, guessing uniformly)"
   assert_eq "0 None" "$(w_get /api/v1/sweeps/1/leaderboard | w_json '"%s %s" % (d["rows"][0]["seeds_done"], d["rows"][0]["val_loss_mean"])')" "not ranked"
 }

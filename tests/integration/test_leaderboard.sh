@@ -9,7 +9,7 @@
 
 # Results posted through the real API; expected numbers computed independently in Python below.
 LOSSES='{"4,4,4,4": [3.3750, 3.3720, 3.3775], "1,1,4,4": [3.3600, 3.3611, 3.3598], "2,2,4,4": [3.3760, 3.3700, 3.3790]}'
-ATTN='{"4,4,4,4": [10, 20, 30, 40], "1,1,4,4": [6, 25, 31, 40], "2,2,4,4": [9, 20, 30, 41]}'
+ATTN='{"4,4,4,4": [10, 20, 30, 32], "1,1,4,4": [6, 25, 31, 30], "2,2,4,4": [9, 20, 30, 31]}'   # D_l <= seq_len 32 (the server bounds them)
 
 lb_fill() { # creates the sweep (3 schedules × 3 seeds), leases and completes every job but (2,2,4,4, seed 3)
   s_setup

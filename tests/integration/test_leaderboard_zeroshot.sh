@@ -13,6 +13,8 @@ ZS='{"4,4,4,4": [0.30, 0.31, 0.29], "1,1,4,4": [0.33, 0.335, 0.331], "2,2,4,4": 
 zs_fill() {
   s_setup
   s_spec "$D/s.json" zs '["1,1,4,4", "2,2,4,4"]' '[11, 22, 33]'
+  # the tasks the results name (the server takes zero-shot results only for the job's eval.tasks)
+  sed -i 's|"attn_distance": true}|"attn_distance": true, "tasks": [{"name": "hellaswag", "path": "hellaswag_val.bin"}, {"name": "piqa", "path": "piqa_val.bin"}]}|' "$D/s.json"
   SID=$(s_create "$D/s.json")
   s_server
   local w; w=$(s_register w1)

@@ -375,6 +375,36 @@ t_sigterm_graceful() {
   assert_eq leased "$(sqlite3 "$DB" "SELECT state FROM jobs WHERE id = $JOB")" "lease kept"
 }
 
+# One server per database file, whatever path names it: a second serve through a hard link or a symlink to
+# the database exits 2 naming the cause (two writers corrupted it); the first keeps serving and the file is
+# intact; once the first stops, the link path can be served.
+t_one_server_per_database_file() {
+  s_setup
+  s_spec "$D/s.json" link '["4,4,4,4"]' '[1]'
+  s_create "$D/s.json" >/dev/null
+  s_server
+  mkdir -p "$D/other"
+  ln "$DB" "$D/other/hard.db"
+  ln -s "$DB" "$D/other/sym.db"
+  local p rc2 out2
+  for p in "$D/other/hard.db" "$D/other/sym.db"; do
+    rc2=0; out2=$(timeout 10 "$(bin prism-sweep)" serve --db "$p" --listen "127.0.0.1:$(free_port)" --token-file "$DB.tokens" 2>&1) || rc2=$?
+    assert_eq 2 "$rc2" "a second server through $p ($out2)"
+    assert_contains "$out2" "already served by another prism-sweep serve"
+  done
+  assert_contains "$out2" "hard link or a symlink"
+  local w; w=$(s_register w1)
+  s_lease "$w"
+  assert_eq 1 "$JOB" "the first server still serves"
+  kill -TERM "$SPID"; wait "$SPID" 2>/dev/null
+  assert_eq ok "$(sqlite3 "$DB" 'PRAGMA integrity_check')" "integrity"
+  local tokens="$DB.tokens"
+  DB="$D/other/hard.db"
+  s_server --token-file "$tokens"
+  WT=$(sed -n 's/^worker_token=//p' "$tokens")
+  s_expect 200 GET /api/v1/jobs/1
+}
+
 # POST /api/v1/sweeps creates a sweep from a spec (admin), idempotently; bad specs are 400 naming the path.
 t_post_sweep() {
   s_setup

@@ -88,6 +88,32 @@ t_corrupt_resume_restarts_from_zero() {
   assert_eq 0 "$(w_get "/api/v1/jobs/1/metrics?kind=train" | w_json 'min(p["step"] for p in d["points"] if p["attempt"] == 2)')" "attempt 2 starts at 0"
 }
 
+# A checkpoint with one flipped byte in its weights (it silently changed results, or made a NaN and a permanent
+# failure) is refused by its checksum: the job restarts from step 0, saying so, and completes.
+t_flipped_byte_resume_restarts_from_zero() {
+  w_setup
+  w_server --lease-ttl 3
+  w_spec "$D/spec.json" flip '["4,4,4,4"]' '[3]' 600 50
+  local sid; sid=$(w_create "$D/spec.json")
+  w_worker wa; local pa=$LAST_PID
+  w_wait 30 "a checkpoint reported" w_ckpt_at_least 1 50
+  kill -KILL "$pa"
+  local ck; ck=$(w_get /api/v1/jobs/1 | w_json 'd["checkpoint_path"]')
+  [ -r "$ck" ] || fail "reported checkpoint $ck is not readable"
+  /usr/bin/python3 - "$ck" <<'PY'
+import sys
+p = sys.argv[1]
+b = bytearray(open(p, "rb").read())
+b[1024 + 4 * 1000 + 2] ^= 0x40   # one byte of the 1,001st parameter
+open(p, "wb").write(b)
+PY
+  w_worker wb
+  w_wait 60 "job done" w_all_done "$sid" 1
+  grep -q 'event=resume-unreadable device=cpu job=1 attempt=2 checkpoint .* does not load .*checksum mismatch.*restarting from step 0' "$D/wb.log" \
+    || { w_dump; fail "wb did not refuse the flipped checkpoint and say it restarts from 0"; }
+  assert_eq 0 "$(w_get "/api/v1/jobs/1/metrics?kind=train" | w_json 'min(p["step"] for p in d["points"] if p["attempt"] == 2)')" "attempt 2 starts at 0"
+}
+
 w_ckpt_at_least() { # JOB STEP
   local s; s=$(w_get "/api/v1/jobs/$1" | w_json 'd["checkpoint_step"] or 0')
   [ "$s" -ge "$2" ]

@@ -89,6 +89,8 @@ TEST(malformed_files_are_refused_naming_the_field) {
     expect_refused(8, 40, 0, CKPT_EFORMAT, "implies");                      /* wrong H: sizes disagree */
     expect_refused(8, 0, 0, CKPT_EFORMAT, "slot 8 (H");
     expect_refused(9, 0, 0, CKPT_EFORMAT, "slot 9 (rope_theta)");
+    /* above 2^24 a float cannot hold it: it was read back rounded (961357584 → 961357568) */
+    expect_refused(9, 961357584, 0, CKPT_EFORMAT, "slot 9 (rope_theta) is 961357584, expected 1..16777216");
     expect_refused(4, 0, 0, CKPT_EFORMAT, "slot 4 (L)");
     expect_refused(17, 16, 0, CKPT_EFORMAT, "slot 17 (heads of layer 1) is 16, giving an odd head size 1");
     expect_refused(16, 3, 0, CKPT_EFORMAT, "slot 16 (heads of layer 0) is 3, which does not divide C=16");

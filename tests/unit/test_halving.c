@@ -440,3 +440,144 @@ TEST(async_promotes_before_the_rung_is_complete) {
     store_close(st);
 }
 
+
+/* A lease to a rung ends only in the rung report: complete (the worker's result at 100/100 with a partial or
+ * invented loss) is refused and changes nothing; a result whose steps is not the job's is refused too. */
+TEST(complete_refused_for_a_rung_lease) {
+    queue qu;
+    long long wid;
+    store *st = halving_sweep("[1]", "{\"eta\": 2, \"rungs\": [0.5]}", &qu, &wid);
+    lease_t l;
+    ASSERT_EQ_INT(1, lease_one(&qu, wid, &l));
+    ASSERT_TRUE(l.has_stop);
+    json_t *r = json_pack("{s:f, s:i}", "val_loss", 2.5, "steps", 90);
+    ASSERT_EQ_INT(STORE_ECONFLICT, queue_complete(&qu, l.job, l.token, r));
+    ASSERT_CONTAINS(qu.err, "leased to stop at step 45 (a halving rung)");
+    ASSERT_CONTAINS(qu.err, "/rung");
+    ASSERT_EQ_INT(0, (int)qv(st, "SELECT count(*) FROM results"));
+    ASSERT_EQ_INT(1, (int)qv(st, "SELECT count(*) FROM jobs WHERE state = 'leased'"));
+    json_decref(r);
+    /* the rung goes through, the job is promoted (eta 2 of 6: the baseline or the best), and the full-run lease
+     * accepts only a result of all 90 steps */
+    report_rung(st, &qu, &l);
+    lease_t f;
+    int found = 0;
+    for (int i = 0; i < 6 && !found; i++) {
+        if (!lease_one(&qu, wid, &f)) break;
+        if (!f.has_stop) found = 1; else report_rung(st, &qu, &f);
+    }
+    ASSERT_TRUE(found);
+    r = json_pack("{s:f, s:i}", "val_loss", 2.5, "steps", 45);
+    ASSERT_EQ_INT(STORE_EINVAL, queue_complete(&qu, f.job, f.token, r));
+    ASSERT_CONTAINS(qu.err, "result.steps: 45 is not the job's train.steps 90");
+    json_decref(r);
+    r = json_pack("{s:f, s:i}", "val_loss", 2.5, "steps", 90);
+    ASSERT_EQ_INT(0, queue_complete(&qu, f.job, f.token, r));
+    json_decref(r);
+    ASSERT_EQ_INT(1, (int)qv(st, "SELECT count(*) FROM results"));
+    queue_release(&qu);
+    store_close(st);
+}
+
+/* A paused job (stopped at its rung, waiting for the decision) can be cancelled like a queued or leased one;
+ * the rung is then decided without it. */
+TEST(a_paused_job_can_be_cancelled) {
+    queue qu;
+    long long wid;
+    store *st = halving_sweep("[1]", "{\"eta\": 2, \"rungs\": [0.5]}", &qu, &wid);
+    lease_t l;
+    ASSERT_EQ_INT(1, lease_one(&qu, wid, &l));
+    ASSERT_STREQ("paused", report_rung(st, &qu, &l));
+    ASSERT_EQ_INT(0, queue_cancel(&qu, l.job));
+    char sql[128];
+    snprintf(sql, sizeof sql, "SELECT state = 'cancelled' FROM jobs WHERE id = %lld", l.job);
+    ASSERT_EQ_INT(1, (int)qv(st, sql));
+    ASSERT_EQ_INT(0, queue_cancel(&qu, l.job));   /* again: idempotent */
+    queue_release(&qu);
+    store_close(st);
+}
+
+/* Promotions due at start (or after an expiry or a cancel) are taken for every halving sweep, not only the
+ * first 1,024: here the 1,030th sweep's rung is complete (its last job failed outside a report). */
+TEST(promotions_reach_every_sweep) {
+    store *st = fresh_store();
+    char err[1024], spec[8192];
+    sweeps_created c;
+    ASSERT_EQ_INT(0, store_begin(st));
+    for (int i = 0; i < 1030; i++) {
+        const char *t = tiny(90, "[1]", "{\"eta\": 2, \"rungs\": [0.5]}");
+        snprintf(spec, sizeof spec, "%s", t);
+        char *name = strstr(spec, "\"name\": \"h\"");
+        ASSERT_TRUE(name != NULL);
+        char nm[32];
+        snprintf(nm, sizeof nm, "\"name\": \"h%04d\"", i);
+        size_t rest = strlen(name + 11);
+        memmove(name + strlen(nm), name + 11, rest + 1);
+        memcpy(name, nm, strlen(nm));
+        if (sweeps_create_json(st, spec, strlen(spec), &c, err, sizeof err) != 0) HFAIL("create %d: %s", i, err);
+    }
+    ASSERT_EQ_INT(0, store_commit(st));
+    ASSERT_EQ_INT(1030, (int)qv(st, "SELECT count(*) FROM sweeps"));
+    long long last = qv(st, "SELECT max(id) FROM sweeps");
+    char sql[512];
+    snprintf(sql, sizeof sql, "UPDATE jobs SET state = 'paused' WHERE sweep_id = %lld", last);
+    ASSERT_EQ_INT(0, store_exec(st, sql));
+    snprintf(sql, sizeof sql, "INSERT INTO rung_results (job_id, rung, step, attempt, val_loss, reported_at) "
+             "SELECT id, 0, 45, 1, 3.0 + id / 1000.0, 0 FROM jobs WHERE sweep_id = %lld", last);
+    ASSERT_EQ_INT(0, store_exec(st, sql));
+    snprintf(sql, sizeof sql, "UPDATE jobs SET state = 'failed' WHERE id = (SELECT max(id) FROM jobs WHERE sweep_id = %lld)", last);
+    ASSERT_EQ_INT(0, store_exec(st, sql));
+    int decided = 0;
+    ASSERT_EQ_INT(0, store_begin(st));
+    ASSERT_EQ_INT(0, halving_tick_all(st, &decided, err, sizeof err));
+    ASSERT_EQ_INT(0, store_commit(st));
+    snprintf(sql, sizeof sql, "SELECT count(*) FROM halving_decisions WHERE sweep_id = %lld", last);
+    ASSERT_EQ_INT(6, (int)qv(st, sql));
+    ASSERT_EQ_INT(6, decided);
+    store_close(st);
+}
+
+static long long vm_ops;
+static int count_ops(void *u) { (void)u; vm_ops += 100; return 0; }
+
+/* A rung report reads each schedule's jobs once, not every paused job once per schedule: the SQLite work of a
+ * report that does not complete the rung (no ranking) grows with the schedules, not with schedules × reports
+ * (at 3,000 schedules it held the event loop 17 s; bench/bench_halving_stall.sh, docs/PERF.md). The work is
+ * counted in SQLite virtual-machine steps (a progress handler), not timed. */
+TEST(a_rung_report_reads_each_schedule_once) {
+    store *st = fresh_store();
+    char err[1024];
+    const char *spec = "{ \"name\": \"big\", \"model\": {\"n_layer\": 16, \"d_model\": 64, \"vocab_size\": 256, "
+        "\"padded_vocab_size\": 256, \"seq_len\": 32}, \"rules\": {\"h_base\": 16, \"max_head_dim\": 0, \"min_block\": 1, "
+        "\"max_block\": 0, \"min_baseline\": 0}, \"sample\": {\"n\": 600, \"seed\": 1}, \"seeds\": [1], \"train\": "
+        "{\"batch_size\": 2, \"seq_len\": 32, \"steps\": 90, \"lr\": 0.001}, \"eval\": {\"every\": 0, \"batches\": 1}, "
+        TINY_DATA ", \"halving\": {\"eta\": 3, \"rungs\": [0.5]} }";
+    sweeps_created c;
+    if (sweeps_create_json(st, spec, strlen(spec), &c, err, sizeof err) != 0) HFAIL("create: %s", err);
+    ASSERT_GE_INT(qv(st, "SELECT count(*) FROM schedules"), 600);   /* the sample and the baseline */
+    /* all but the last 2 jobs are at the rung already */
+    ASSERT_EQ_INT(0, store_exec(st, "UPDATE jobs SET state = 'paused', attempt = 1, step = 45, checkpoint_step = 45 "
+                                    "WHERE id <= (SELECT max(id) - 2 FROM jobs)"));
+    ASSERT_EQ_INT(0, store_exec(st, "INSERT INTO rung_results (job_id, rung, step, attempt, val_loss, reported_at) "
+                                    "SELECT id, 0, 45, 1, 3.0 + (id % 97) / 1e3, 0 FROM jobs WHERE state = 'paused'"));
+    queue qu;
+    long long wid;
+    queue_init(&qu, st, 60, 3);
+    if (queue_register(&qu, "w", "h", "[]", &wid) != 0) HFAIL("register: %s", qu.err);
+    lease_t l;
+    ASSERT_EQ_INT(1, lease_one(&qu, wid, &l));
+    char path[256], sb[16];
+    double exp;
+    snprintf(path, sizeof path, "/ck/job-%lld-a%lld/ckpt_45.bin", l.job, l.attempt);
+    if (queue_checkpoint(&qu, l.job, l.token, path, 45, &exp) != 0) HFAIL("checkpoint: %s", qu.err);
+    const char *state = NULL;
+    vm_ops = 0;
+    sqlite3_progress_handler(st->db, 100, count_ops, NULL);
+    ASSERT_EQ_INT(0, halving_report(st, l.job, l.token, 45, 3.1, &state, sb, err, sizeof err));
+    sqlite3_progress_handler(st->db, 0, NULL, NULL);
+    ASSERT_STREQ("paused", state);
+    printf("a rung report at 600 schedules: %lld SQLite VM steps (%lld per schedule)\n", vm_ops, vm_ops / 600);
+    ASSERT_LT(vm_ops, 600 * 300);
+    queue_release(&qu);
+    store_close(st);
+}

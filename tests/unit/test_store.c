@@ -91,3 +91,44 @@ TEST(readonly_open_refuses_foreign_files) {
     ASSERT_CONTAINS(st->err, "readonly");
     store_close(st);
 }
+
+/* serve and create (store_open) refuse another application's database, as the read commands do, and leave it
+ * exactly as it was: no prism-sweep tables added, still in its own journal mode (it used to be adopted: the
+ * schema added and the file switched to WAL). An empty file is a new database. */
+TEST(foreign_database_is_refused_and_left_unchanged) {
+    char path[4200], err[512];
+    snprintf(path, sizeof path, "%s/notes.db", harness_tmpdir());
+    sqlite3 *db = NULL;
+    ASSERT_EQ_INT(SQLITE_OK, sqlite3_open(path, &db));
+    ASSERT_EQ_INT(SQLITE_OK, sqlite3_exec(db, "CREATE TABLE notes (t TEXT); INSERT INTO notes VALUES ('keep me')", NULL, NULL, NULL));
+    sqlite3_close(db);
+    store *st = NULL;
+    ASSERT_EQ_INT(STORE_EINVAL, store_open(path, &st, err, sizeof err));
+    ASSERT_TRUE(st == NULL);
+    ASSERT_CONTAINS(err, "notes.db is not a prism-sweep database (schema version 0, 1 objects, 0 of its 6 tables)");
+    ASSERT_CONTAINS(err, "nothing was changed");
+    ASSERT_EQ_INT(SQLITE_OK, sqlite3_open(path, &db));
+    sqlite3_stmt *s = NULL;
+    ASSERT_EQ_INT(SQLITE_OK, sqlite3_prepare_v2(db, "SELECT (SELECT count(*) FROM sqlite_master), (SELECT t FROM notes)", -1, &s, NULL));
+    ASSERT_EQ_INT(SQLITE_ROW, sqlite3_step(s));
+    ASSERT_EQ_INT(1, sqlite3_column_int(s, 0));
+    ASSERT_STREQ("keep me", (const char *)sqlite3_column_text(s, 1));
+    sqlite3_finalize(s);
+    ASSERT_EQ_INT(SQLITE_OK, sqlite3_prepare_v2(db, "PRAGMA journal_mode", -1, &s, NULL));
+    ASSERT_EQ_INT(SQLITE_ROW, sqlite3_step(s));
+    ASSERT_STREQ("delete", (const char *)sqlite3_column_text(s, 0));
+    sqlite3_finalize(s);
+    sqlite3_close(db);
+    /* a user_version without the tables is foreign too; an empty file is new */
+    snprintf(path, sizeof path, "%s/v7.db", harness_tmpdir());
+    ASSERT_EQ_INT(SQLITE_OK, sqlite3_open(path, &db));
+    ASSERT_EQ_INT(SQLITE_OK, sqlite3_exec(db, "PRAGMA user_version = 7; CREATE TABLE jobs (x)", NULL, NULL, NULL));
+    sqlite3_close(db);
+    ASSERT_EQ_INT(STORE_EINVAL, store_open(path, &st, err, sizeof err));
+    ASSERT_CONTAINS(err, "schema version 7, 1 objects, 1 of its 6 tables");
+    snprintf(path, sizeof path, "%s/empty.db", harness_tmpdir());
+    FILE *f = fopen(path, "w");
+    fclose(f);
+    ASSERT_EQ_INT(0, store_open(path, &st, err, sizeof err));
+    store_close(st);
+}
