@@ -155,9 +155,10 @@ __global__ void k_layernorm_fwd_vec(floatX *res, floatX *out, float *mean, float
     }
 }
 
-/* Up to 6 vectors a lane, the row's dout and inp vectors stay in registers from the first pass (s1, s2) to the
- * second; at 7-8 (bf16 C > 1536, the Large scale's 1536 excluded) the 2 x 8 x NP dweight/dbias sums leave no room
- * for them (255 registers and 212 bytes of spills at 8), so the second pass loads them again. */
+/* Up to 6 vectors a lane, the row's dout and inp vectors are loaded together and stay in registers from the first
+ * pass (s1, s2) to the second; at 7-8 (bf16 C > 1536, the Large scale's 1536 excluded) the 2 x 8 x NP
+ * dweight/dbias sums leave no room for them (255 registers and 212 bytes of spills at 8), so each pass loads them
+ * one vector at a time (the second pass from L1). */
 #define LN_KEEP(NP) ((NP) <= 6)
 
 /* part[blockIdx.x][2C]: this block's sums of dweight (first C) and dbias (next C); dinp += as the scalar kernel. */
@@ -174,9 +175,9 @@ __global__ void k_layernorm_bwd_vec(floatX *dinp, float *part, const floatX *dou
     for (int row = blockIdx.x * warps + warp; row < N; row += gridDim.x * warps) {
         const size_t off = (size_t)row * C;
         const float m = mean[row], rs = rstd[row];
-        xpack vg[NP] = {}, vx[NP] = {};
+        xpack vg[LN_KEEP(NP) ? NP : 1] = {}, vx[LN_KEEP(NP) ? NP : 1] = {};
 #pragma unroll
-        for (int k = 0; k < NP; k++) {
+        for (int k = 0; LN_KEEP(NP) && k < NP; k++) {   /* kept: every load first */
             int p = lane + 32 * k;
             if (p < npk) { vg[k] = ld_xpack(dout + off + (size_t)p * XPACK); vx[k] = ld_xpack(inp + off + (size_t)p * XPACK); }
         }
@@ -186,9 +187,11 @@ __global__ void k_layernorm_bwd_vec(floatX *dinp, float *part, const floatX *dou
             int p = lane + 32 * k;
             if (p < npk) {
                 xpack vw = ld_xpack(w + (size_t)p * XPACK);
+                const xpack g8 = LN_KEEP(NP) ? vg[k] : ld_xpack(dout + off + (size_t)p * XPACK);
+                const xpack x8 = LN_KEEP(NP) ? vx[k] : ld_xpack(inp + off + (size_t)p * XPACK);
 #pragma unroll
                 for (int j = 0; j < XPACK; j++) {
-                    float g = xf(vg[k].v[j]), n = (xf(vx[k].v[j]) - m) * rs, d = xf(vw.v[j]) * g;
+                    float g = xf(g8.v[j]), n = (xf(x8.v[j]) - m) * rs, d = xf(vw.v[j]) * g;
                     s1 += d;
                     s2 += d * n;
                 }
