@@ -35,6 +35,7 @@
  *   --arch llama: the Llama-style model instead (RoPE, SwiGLU hidden 8C/3 rounded to 64, RMSNorm), same widths.
  */
 #include "model.h"
+#include "bench_util.h"
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -48,31 +49,11 @@
 
 #define MAX_SCHED 8
 
-/* "3,3,6,6,8,8,12x6" -> heads; returns the layer count or -1 */
-static int parse_heads(const char *s, int *heads, int max) {
-    int n = 0;
-    while (*s) {
-        char *end;
-        long h = strtol(s, &end, 10), rep = 1;
-        if (end == s || h < 1) return -1;
-        if (*end == 'x') { const char *r = end + 1; rep = strtol(r, &end, 10); if (end == r || rep < 1) return -1; }
-        for (long i = 0; i < rep; i++) { if (n >= max) return -1; heads[n++] = (int)h; }
-        if (*end == ',') end++;
-        else if (*end) return -1;
-        s = end;
-    }
-    return n;
-}
-
 static __attribute__((unused)) int cmp_float(const void *a, const void *b) {
     float x = *(const float *)a, y = *(const float *)b;
     return x < y ? -1 : x > y;
 }
 
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
 
 #ifdef PRISM_HAVE_CUDA
 /* Per-layer attention cost by head count at the 124M width (C=768): forward + backward of one layer, the
@@ -294,7 +275,7 @@ int main(int argc, char **argv) {
     for (int s = 0; s < ns; s++) {
         memset(&cfg[s], 0, sizeof cfg[s]);
         cfg[s].C = C; cfg[s].V = 50257; cfg[s].Vp = 50304; cfg[s].maxT = 1024; cfg[s].B = B; cfg[s].T = T;
-        cfg[s].L = parse_heads(sched[s], cfg[s].heads, MODEL_MAX_LAYERS);
+        cfg[s].L = bench_parse_heads(sched[s], cfg[s].heads, MODEL_MAX_LAYERS);
         if (arch == MODEL_ARCH_LLAMA) { cfg[s].arch = arch; cfg[s].H = model_llama_default_ffn(C); cfg[s].rope_theta = 10000; }
         if (cfg[s].L < 1 || cfg[s].L != cfg[0].L) {
             fprintf(stderr, "--heads %s: need %d head counts like the first schedule, e.g. 3,3,6,6,8,8,12x6\n", sched[s],
@@ -389,7 +370,7 @@ int main(int argc, char **argv) {
            "|---|---|---|---|---|---|---|\n");
     double base = 0;
     for (int s = 0; s < ns; s++) {
-        qsort(tps[s], rounds, sizeof(double), cmp_double);
+        qsort(tps[s], rounds, sizeof(double), bench_cmp_double);
         double med = tps[s][rounds / 2];
         if (s == 0) base = med;
         double mfu = model_flops_per_token(&cfg[s], T) * med / (peak * 1e12);

@@ -20,6 +20,7 @@
  * "RESULT cost ..." with the totals.
  */
 #include "model.h"
+#include "bench_util.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -52,21 +53,6 @@ static double est_s(const struct row *r) {
     return tf > tb ? tf : tb;
 }
 
-static int parse_heads(const char *s, int *heads, int max) {
-    int n = 0;
-    while (*s) {
-        char *end;
-        long h = strtol(s, &end, 10), rep = 1;
-        if (end == s || h < 1) return -1;
-        if (*end == 'x') { const char *r = end + 1; rep = strtol(r, &end, 10); if (end == r || rep < 1) return -1; }
-        for (long i = 0; i < rep; i++) { if (n >= max) return -1; heads[n++] = (int)h; }
-        if (*end == ',') end++;
-        else if (*end) return -1;
-        s = end;
-    }
-    return n;
-}
-
 int main(int argc, char **argv) {
     int B = 16, T = 1024, C = 768, fusion = 0, before = 0;
     const char *sched = "12x12";
@@ -87,7 +73,7 @@ int main(int argc, char **argv) {
     struct model_config cfg;
     memset(&cfg, 0, sizeof cfg);
     cfg.C = C; cfg.V = 50257; cfg.Vp = 50304; cfg.maxT = 1024; cfg.B = B; cfg.T = T;
-    cfg.L = parse_heads(sched, cfg.heads, MODEL_MAX_LAYERS);
+    cfg.L = bench_parse_heads(sched, cfg.heads, MODEL_MAX_LAYERS);
     if (B < 1 || T < 1 || C < 1 || cfg.L < 1 || !(PEAK_FLOPS > 0) || !(PEAK_BW > 0)) { fprintf(stderr, "bad sizes or --heads %s\n", sched); return 2; }
     const double X = 2, F = 4, N = (double)B * T, Cd = C, Vp = cfg.Vp, L = cfg.L;
     const double P = (double)model_num_params(&cfg);
