@@ -18,8 +18,9 @@
 #              tests/gpu/matmul_peak.cu.
 #   2. quick correctness (bf16), under CUDA_LAUNCH_BLOCKING=1, each case in its own process with a
 #              ${GPU_CASE_TIMEOUT:-90} s timeout: the cases of ${GPU_QUICK} (one per kernel family, the whole model
-#              vs the CPU engine, 20 training steps, and gelu_epilogue_exactness: whether the cuBLASLt GELU epilogue is
-#              exactly GPT-2's GELU). A CUDA driver/runtime error is a FAIL, never "skipped: no device"; so is a
+#              vs the CPU engine, 20 training steps, and gelu_epilogue_exactness: whether the cuBLASLt GELU epilogue and
+#              the backward's DGELU epilogue are exactly GPT-2's GELU and GELU' — the evidence for turning
+#              PRISM_CUDA_GELU_FUSION on by default). A CUDA driver/runtime error is a FAIL, never "skipped: no device"; so is a
 #              machine where nvidia-smi lists a GPU but every case found none.
 #   3. speed   GPT-2 124M, T=1024, bf16, B=16: uniform 12 heads vs Prism 3,3,6,6,8,8,12x6 (bench/bench_cuda_gpt2.c:
 #              both resident, alternating rounds, median), with its step phases and attention tables.

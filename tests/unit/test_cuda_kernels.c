@@ -195,6 +195,7 @@ TEST(matmul_forward_backward) {
     matmul_case(4, 32, 768, 3072, 1);
     matmul_case(2, 64, 3072, 768, 1);
     matmul_case(1, 37, 50, 70, 1);      /* odd sizes: unaligned rows, cuBLASLt may fall back */
+    matmul_case(1, 37, 64, 96, 1);      /* vector bias backward, rows left over after its 4-row unrolled loop */
     matmul_case(2, 16, 64, 1000, 0);    /* classifier shape: no bias */
     printf("cuBLASLt fallbacks so far: %d\n", prism_cuda_matmul_fallbacks());
     /* the emulator's cuBLASLt takes every shape: a fallback there means our call was refused */
