@@ -5,7 +5,7 @@
 # a few test cases to keep it short. The time budget is shown enforced (a build it cuts, every later part a
 # not-run row, within the budget) and a run killed from outside keeps the partial summary it had written. The
 # library search (tests/gpu/find_cuda_libs.sh) is run against fake directory trees.
-# timeout: 300
+# timeout: 420
 source "$(dirname "$0")/../lib.sh"
 
 ROOT=$(pwd)
