@@ -327,21 +327,18 @@ run_cases() { # run_cases LABEL BINARY [CASE_REGEX [EXCLUDE_REGEX [ALLOW_EMPTY]]
     esac
   done
 }
-gelu_verdict() {
-  local f="$BDIR/cases/bf16-gelu_epilogue_exactness.log" detail
+gelu_verdict() {   # the rows "GELU epilogue exact (bf16)" and "DGELU epilogue exact (bf16)" from gelu_epilogue_exactness
+  local f="$BDIR/cases/bf16-gelu_epilogue_exactness.log" k v detail
   [ -f "$f" ] || return 0
-  GELU_VERDICT=$(sed -n 's/^GELU epilogue exact: //p' "$f" | head -n1)
-  detail=$(grep -m1 '^GELU epilogue (' "$f" | cut -c1-200)
-  case $GELU_VERDICT in
-    yes) record "GELU epilogue exact (bf16)" INFO "yes: the GELU epilogue may be the default. $detail";;
-    no) record "GELU epilogue exact (bf16)" INFO "no: keep GELU as its own kernel by default. $detail";;
-  esac
-  DGELU_VERDICT=$(sed -n 's/^DGELU epilogue exact: //p' "$f" | head -n1)
-  detail=$(grep -m1 '^DGELU epilogue (' "$f" | cut -c1-200)
-  case $DGELU_VERDICT in
-    yes) record "DGELU epilogue exact (bf16)" INFO "yes: the backward's GELU' may be fused by default. $detail";;
-    no) record "DGELU epilogue exact (bf16)" INFO "no: keep gelu_backward as its own kernel by default. $detail";;
-  esac
+  for k in GELU DGELU; do
+    v=$(sed -n "s/^$k epilogue exact: //p" "$f" | head -n1)
+    detail=$(grep -m1 "^$k epilogue (" "$f" | cut -c1-200)
+    if [ $k = GELU ]; then GELU_VERDICT=$v; else DGELU_VERDICT=$v; fi
+    case $v in
+      yes) record "$k epilogue exact (bf16)" INFO "yes: the $k epilogue may be the default. $detail";;
+      no) record "$k epilogue exact (bf16)" INFO "no: keep it a kernel of its own by default. $detail";;
+    esac
+  done
 }
 device_visible_check() {
   local nskip_now
