@@ -19,6 +19,7 @@
  *                   (LIST like 3,3,6,6,8,8,12x6; default: uniform 12 and Prism; every LIST has the same length L)
  *   bench_cuda_gpt2 --find-max-B 192,128,96,64,48,32,16 [--T 1024] [--C 768] [--heads LIST]
  *   bench_cuda_gpt2 --mem-fit [--B 16] [--C 768] [--heads LIST]
+ *   bench_cuda_gpt2 --alone ...  |  --flash-only [--flash-heads N] [--B 16] [--T 1024]
  * For tests/gpu/run.sh every figure is also printed as one machine-readable line starting "RESULT ":
  *   --C sets the width (the paper's Medium is --C 1024 with 24-layer schedules, Large --C 1536); --quick skips the
  *   phase and per-layer tables; --ceiling-tflops adds MFU against a measured matmul rate (tests/gpu/matmul_peak);
@@ -26,10 +27,15 @@
  *   first that fits is the largest B ("RESULT maxB B=N"); --mem-fit creates it at T = 256, 512 and 1024 and
  *   fits peak device memory = a + b T + c T^2, so c T^2 at T = 1024 is the memory that grows with T^2 (kept or
  *   scratch attention scores) next to one layer's B*h*T*T bf16 tensor ("RESULT memfit ...").
+ *   --alone times each schedule in its own model, one resident at a time (create, warm up, its rounds, free), so a
+ *   B sized for one model (--find-max-B) fits; drift between schedules is then not cancelled by alternation.
+ *   --flash-only runs only the fused-attention table (for a profiler: tests/gpu/run.sh's ncu row), --flash-heads N
+ *   only at N heads.
  * At the end, "RESULT fallbacks n=N": matmuls that fell back from cuBLASLt to cublasGemmEx in this process.
  *   --arch llama: the Llama-style model instead (RoPE, SwiGLU hidden 8C/3 rounded to 64, RMSNorm), same widths.
  */
 #include "model.h"
+#include "bench_util.h"
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -43,31 +49,11 @@
 
 #define MAX_SCHED 8
 
-/* "3,3,6,6,8,8,12x6" -> heads; returns the layer count or -1 */
-static int parse_heads(const char *s, int *heads, int max) {
-    int n = 0;
-    while (*s) {
-        char *end;
-        long h = strtol(s, &end, 10), rep = 1;
-        if (end == s || h < 1) return -1;
-        if (*end == 'x') { const char *r = end + 1; rep = strtol(r, &end, 10); if (end == r || rep < 1) return -1; }
-        for (long i = 0; i < rep; i++) { if (n >= max) return -1; heads[n++] = (int)h; }
-        if (*end == ',') end++;
-        else if (*end) return -1;
-        s = end;
-    }
-    return n;
-}
-
 static __attribute__((unused)) int cmp_float(const void *a, const void *b) {
     float x = *(const float *)a, y = *(const float *)b;
     return x < y ? -1 : x > y;
 }
 
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
 
 #ifdef PRISM_HAVE_CUDA
 /* Per-layer attention cost by head count at the 124M width (C=768): forward + backward of one layer, the
@@ -116,7 +102,7 @@ done:
 
 /* The fused attention (flash_attention.cu) at the same shapes: forward alone and forward + backward, on random
  * inputs, with its rate counted the usual FlashAttention way (causal: forward 2*B*T*T*C FLOPs, backward 2.5x). */
-static int flash_table(int B, int T) {
+static int flash_table(int B, int T, int only_nh) {
     const int C = 768, heads[] = { 3, 6, 8, 12 }, reps = 5;
     size_t n3 = (size_t)B * T * 3 * C, n = (size_t)B * T * C, xs = prism_cuda_x_size();
     void *qkv = prism_cuda_malloc(n3 * xs), *dqkv = prism_cuda_malloc(n3 * xs), *out = prism_cuda_malloc(n * xs);
@@ -133,6 +119,7 @@ static int flash_table(int B, int T) {
     for (int i = 0; i < 4; i++) {
         int NH = heads[i];
         float f[5], fb[5];
+        if (only_nh && NH != only_nh) continue;
         for (int r = 0; r < reps; r++) {
             if (prism_cuda_timer_start() || prism_cuda_flash_attention_forward(out, lse, qkv, B, T, C, NH) ||
                 prism_cuda_timer_stop_ms(&f[r]))
@@ -245,6 +232,7 @@ static int mem_fit(const struct model_config *cfg0, const char *sched) {
 
 int main(int argc, char **argv) {
     int B = 16, T = 1024, steps = 10, rounds = 3, warmup = 3, C = 768, quick = 0, memfit = 0, arch = MODEL_ARCH_GPT2;
+    int alone = 0, flash_only = 0, flash_nh = 0;
     double peak = 989.0, ceiling = 0;
     const char *find_b = NULL;
     const char *sched[MAX_SCHED];
@@ -253,11 +241,13 @@ int main(int argc, char **argv) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--help")) {
             printf("usage: %s [--B N] [--T N] [--steps N] [--rounds N] [--warmup N] [--peak-tflops X] [--ceiling-tflops X]\n"
-                   "       [--C N] [--quick] [--find-max-B LIST] [--mem-fit] [--heads LIST]...\n", argv[0]);
+                   "       [--C N] [--quick] [--alone] [--find-max-B LIST] [--mem-fit] [--flash-only [--flash-heads N]] [--heads LIST]...\n", argv[0]);
             return 0;
         }
         if (!strcmp(a, "--quick")) { quick = 1; continue; }
         if (!strcmp(a, "--mem-fit")) { memfit = 1; continue; }
+        if (!strcmp(a, "--alone")) { alone = 1; continue; }
+        if (!strcmp(a, "--flash-only")) { flash_only = 1; continue; }
         if (!v) { fprintf(stderr, "%s needs a value (see --help)\n", a); return 2; }
         if (!strcmp(a, "--B")) B = atoi(v);
         else if (!strcmp(a, "--T")) T = atoi(v);
@@ -268,6 +258,7 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "--ceiling-tflops")) ceiling = atof(v);
         else if (!strcmp(a, "--C")) C = atoi(v);
         else if (!strcmp(a, "--find-max-B")) find_b = v;
+        else if (!strcmp(a, "--flash-heads")) flash_nh = atoi(v);
         else if (!strcmp(a, "--heads")) { if (ns < MAX_SCHED) sched[ns++] = v; }
         else if (!strcmp(a, "--arch") && (!strcmp(v, "gpt2") || !strcmp(v, "llama"))) arch = !strcmp(v, "llama");
         else { fprintf(stderr, "unknown option %s (see --help)\n", a); return 2; }
@@ -284,7 +275,7 @@ int main(int argc, char **argv) {
     for (int s = 0; s < ns; s++) {
         memset(&cfg[s], 0, sizeof cfg[s]);
         cfg[s].C = C; cfg[s].V = 50257; cfg[s].Vp = 50304; cfg[s].maxT = 1024; cfg[s].B = B; cfg[s].T = T;
-        cfg[s].L = parse_heads(sched[s], cfg[s].heads, MODEL_MAX_LAYERS);
+        cfg[s].L = bench_parse_heads(sched[s], cfg[s].heads, MODEL_MAX_LAYERS);
         if (arch == MODEL_ARCH_LLAMA) { cfg[s].arch = arch; cfg[s].H = model_llama_default_ffn(C); cfg[s].rope_theta = 10000; }
         if (cfg[s].L < 1 || cfg[s].L != cfg[0].L) {
             fprintf(stderr, "--heads %s: need %d head counts like the first schedule, e.g. 3,3,6,6,8,8,12x6\n", sched[s],
@@ -296,7 +287,7 @@ int main(int argc, char **argv) {
         tps[s] = calloc(rounds, sizeof(double));
     }
 #ifndef PRISM_HAVE_CUDA
-    (void)find_b; (void)ceiling; (void)quick; (void)memfit; (void)tps; (void)peak;
+    (void)find_b; (void)ceiling; (void)quick; (void)memfit; (void)tps; (void)peak; (void)alone; (void)flash_only; (void)flash_nh;
     printf("bench_cuda_gpt2: skipped: this build has no CUDA (nvcc not found)\n");
     return 0;
 #else
@@ -309,6 +300,12 @@ int main(int argc, char **argv) {
     printf("arch: %s\n", model_arch_name(arch));
     if (find_b) return find_max_b(&cfg[0], sched[0], find_b);
     if (memfit) return mem_fit(&cfg[0], sched[0]);
+    if (flash_only) {
+        char e[512];
+        if (prism_cuda_init(0, e, sizeof e)) { fprintf(stderr, "%s\n", e); return 1; }
+        if (flash_nh && (flash_nh < 1 || 768 % flash_nh)) { fprintf(stderr, "--flash-heads %d: need one of 3, 6, 8, 12\n", flash_nh); return 2; }
+        return flash_table(B, T, flash_nh) ? 1 : 0;
+    }
     model *m[MAX_SCHED] = { 0 };
     size_t peak_mem[MAX_SCHED] = { 0 };
     char err[512];
@@ -331,7 +328,11 @@ int main(int argc, char **argv) {
         if (OPS->zero_grad(m[s]) || OPS->forward_backward(m[s], in, tg, B, T, 1.0f, &loss) || \
             OPS->update(m[s], &hp, t++, &norm)) { fprintf(stderr, "%s: %s\n", sched[s], OPS->error(m[s])); goto out; } \
     } while (0)
-    /* phase 1: each schedule alone — peak device memory (parameters, optimizer, activations, scratch) */
+    /* phase 1: each schedule alone — peak device memory (parameters, optimizer, activations, scratch); with
+     * --alone also its timed rounds, then it is freed before the next schedule is created */
+    printf("device %s, precision %s, GPT-2 L=%d C=%d (%zu params), B=%d T=%d, %d rounds x %d steps, peak %.0f TFLOP/s%s\n",
+           prism_cuda_device_name(), prism_cuda_precision(), cfg[0].L, C, np, B, T, rounds, steps, peak,
+           alone ? ", each schedule alone on the device" : "");
     for (int s = 0; s < ns; s++) {
         if (prism_cuda_init(0, err, sizeof err)) { fprintf(stderr, "%s\n", err); goto out; }
         prism_cuda_mem_reset_peak();
@@ -340,18 +341,23 @@ int main(int argc, char **argv) {
         for (int w = 0; w < (warmup > 0 ? warmup : 1); w++) STEP(s);
         prism_cuda_mem_sample();
         peak_mem[s] = prism_cuda_mem_peak();
+        for (int k = 0; alone && k < rounds; k++) {
+            double t0 = util_now_s();
+            for (int i = 0; i < steps; i++) STEP(s);
+            tps[s][k] = (double)B * T * steps / (util_now_s() - t0);
+            printf("  round %d %-22s %10.0f tok/s  loss %.4f  grad norm %.3f\n", k + 1, sched[s], tps[s][k], loss, norm);
+            fflush(stdout);
+        }
         OPS->free(m[s]);
         m[s] = NULL;
     }
-    printf("device %s, precision %s, GPT-2 L=%d C=%d (%zu params), B=%d T=%d, %d rounds x %d steps, peak %.0f TFLOP/s\n",
-           prism_cuda_device_name(), prism_cuda_precision(), cfg[0].L, C, np, B, T, rounds, steps, peak);
     /* phase 2: all schedules resident, timed in alternating rounds */
-    for (int s = 0; s < ns; s++) {
+    for (int s = 0; !alone && s < ns; s++) {
         if (OPS->create(&cfg[s], 0, &m[s], err, sizeof err)) { fprintf(stderr, "create %s: %s\n", sched[s], err); goto out; }
         if (OPS->set_params(m[s], params)) { fprintf(stderr, "set_params: %s\n", OPS->error(m[s])); goto out; }
         for (int w = 0; w < warmup; w++) STEP(s);
     }
-    for (int k = 0; k < rounds; k++)
+    for (int k = 0; !alone && k < rounds; k++)
         for (int s = 0; s < ns; s++) {
             double t0 = util_now_s();
             for (int i = 0; i < steps; i++) STEP(s);
@@ -364,7 +370,7 @@ int main(int argc, char **argv) {
            "|---|---|---|---|---|---|---|\n");
     double base = 0;
     for (int s = 0; s < ns; s++) {
-        qsort(tps[s], rounds, sizeof(double), cmp_double);
+        qsort(tps[s], rounds, sizeof(double), bench_cmp_double);
         double med = tps[s][rounds / 2];
         if (s == 0) base = med;
         double mfu = model_flops_per_token(&cfg[s], T) * med / (peak * 1e12);
@@ -383,7 +389,7 @@ int main(int argc, char **argv) {
                peak_mem[s] / (1024.0 * 1024 * 1024), med / base);
     }
     fflush(stdout);
-    if (quick) {
+    if (quick || alone) {   /* --alone: no model is left resident for the phase tables */
         for (int s = 0; s < ns; s++) { OPS->free(m[s]); m[s] = NULL; }
         rc = 0;
         goto out;
@@ -413,7 +419,7 @@ int main(int argc, char **argv) {
     }
     for (int s = 0; s < ns; s++) { OPS->free(m[s]); m[s] = NULL; }
     if (C == 768 && attention_table(B, T) != 0) goto out;
-    if (C == 768 && flash_table(B, T) != 0) goto out;
+    if (C == 768 && flash_table(B, T, 0) != 0) goto out;
     rc = 0;
 out:
     for (int s = 0; s < ns; s++) OPS->free(m[s]);

@@ -6,8 +6,9 @@
  *   p -= lr (mhat / (sqrt(vhat) + eps) + wd p)
  * on the float32 master copy, then the floatX working copy is rounded from it (round to nearest).
  * Bias corrections are computed on the host in double. The norm is a two-pass deterministic reduction:
- * a fixed grid of blocks each sums squares over a grid-stride range into its slot, then one block adds
- * the slots in index order, so the same gradients always give the same bits.
+ * a fixed grid of blocks each sums squares over a grid-stride range into its slot (16-byte loads, four in
+ * flight a thread, when the gradients are 16-byte aligned), then one block adds the slots in index order, so
+ * the same gradients always give the same bits.
  *
  * The model's optimizer step uses the other pair, which needs no host synchronisation and two passes over the
  * gradients in all: prism_cuda_grad_norm_device leaves the norm on the device, and prism_cuda_adamw_tensors
@@ -36,13 +37,43 @@ __global__ void k_adamw(float *master, floatX *px, const float *grads, float *m,
     if (px) px[i] = fx(p);
 }
 
+/* part[block] = this block's sum of squares. VEC (g 16-byte aligned): the n/4 float4s grid-stride, four 16-byte
+ * loads issued before they are added, and the n % 4 last elements by the first threads of the grid; else one
+ * float a thread at a time. Fixed grid and order: fixed bits. */
+__device__ __forceinline__ float sq4(const f32x4 &x) { return x.v[0] * x.v[0] + x.v[1] * x.v[1] + x.v[2] * x.v[2] + x.v[3] * x.v[3]; }
+template <bool VEC>
 __global__ void k_sumsq_partial(float *part, const float *g, size_t n) {
     __shared__ float sh[32];
     float s = 0.0f;
-    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
-        s += g[i] * g[i];
+    const size_t stride = (size_t)gridDim.x * blockDim.x, i0 = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (VEC) {
+        const size_t n4 = n / 4;
+        float a = 0.0f, b = 0.0f;
+        size_t i = i0;
+        for (; i + 3 * stride < n4; i += 4 * stride) {
+            f32x4 x0 = ld_f4(g + 4 * i), x1 = ld_f4(g + 4 * (i + stride)), x2 = ld_f4(g + 4 * (i + 2 * stride)),
+                  x3 = ld_f4(g + 4 * (i + 3 * stride));
+            a += sq4(x0) + sq4(x1);
+            b += sq4(x2) + sq4(x3);
+        }
+        for (; i < n4; i += stride) a += sq4(ld_f4(g + 4 * i));
+        if (i0 < n - 4 * n4) { float t = g[4 * n4 + i0]; b += t * t; }
+        s = a + b;
+    } else {
+        for (size_t i = i0; i < n; i += stride) s += g[i] * g[i];
+    }
     s = block_sum(s, sh);
     if (threadIdx.x == 0) part[blockIdx.x] = s;
+}
+
+/* the partial sums of grad_norm and grad_norm_device: blocks of 512 threads, at most PCU_RED_BLOCKS */
+static unsigned sumsq_partial(const float *grads, size_t n) {
+    bool vec = pcu_aligned16(grads);
+    unsigned blocks = pcu_blocks(vec ? (n + 3) / 4 : n, 512);
+    if (blocks > PCU_RED_BLOCKS) blocks = PCU_RED_BLOCKS;
+    if (vec) k_sumsq_partial<true><<<blocks, 512>>>(g_pcu.red, grads, n);
+    else k_sumsq_partial<false><<<blocks, 512>>>(g_pcu.red, grads, n);
+    return blocks;
 }
 
 __global__ void k_sum_final(float *out, const float *part, int nparts) {
@@ -69,9 +100,7 @@ extern "C" int prism_cuda_grad_norm(const float *grads, size_t n, float *norm_ho
     PCU_NEED_INIT("grad_norm");
     float sq = 0.0f;
     if (n) {
-        unsigned blocks = pcu_blocks(n, 512);
-        if (blocks > PCU_RED_BLOCKS) blocks = PCU_RED_BLOCKS;
-        k_sumsq_partial<<<blocks, 512>>>(g_pcu.red, grads, n);
+        unsigned blocks = sumsq_partial(grads, n);
         PCU_CHECK_LAUNCH("grad_norm(partial)");
         k_sum_final<<<1, 1024>>>(g_pcu.red + PCU_RED_BLOCKS, g_pcu.red, (int)blocks);
         PCU_CHECK_LAUNCH("grad_norm(final)");
@@ -91,10 +120,9 @@ __global__ void k_sqrt_final(float *out, const float *part, int nparts) {
 
 extern "C" int prism_cuda_grad_norm_device(const float *grads, size_t n, float *norm_dev) {
     PCU_NEED_INIT("grad_norm_device");
-    unsigned blocks = n ? pcu_blocks(n, 512) : 1;
-    if (blocks > PCU_RED_BLOCKS) blocks = PCU_RED_BLOCKS;
+    unsigned blocks = 1;
     if (n) {
-        k_sumsq_partial<<<blocks, 512>>>(g_pcu.red, grads, n);
+        blocks = sumsq_partial(grads, n);
         PCU_CHECK_LAUNCH("grad_norm_device(partial)");
     } else {
         PCU_CHECK(cudaMemset(g_pcu.red, 0, sizeof(float)));

@@ -99,6 +99,12 @@ int prism_cuda_matmul_forward(void *out, void *pre_gelu, const void *inp, const 
  * dinp, dw, dbias may each be NULL to skip. */
 int prism_cuda_matmul_backward(void *dinp, float *dw, float *dbias, const void *dout, const void *inp, const void *w,
                                int N, int C, int OC, int accumulate_dinp);
+/* The backward of out = GELU(pre) @ w^T + bias in one go: dinp[N,C] = (dout @ w) * GELU'(pre_gelu) (overwritten;
+ * cuBLASLt's DGELU epilogue applies GELU' to the float32 product before rounding; fallback: the product, then
+ * prism_cuda_gelu_backward), dw[OC,C] += dout^T @ inp (inp = GELU(pre)), dbias[OC] += colsum(dout). pre_gelu is
+ * [N,C] (the forward's pre-activations); dw, dbias may be NULL. */
+int prism_cuda_matmul_backward_dgelu(void *dinp, float *dw, float *dbias, const void *dout, const void *inp,
+                                     const void *w, const void *pre_gelu, int N, int C, int OC);
 /* How many matmul calls in this thread fell back from cuBLASLt to cublasGemmEx (diagnostic). */
 int prism_cuda_matmul_fallbacks(void);
 

@@ -3,7 +3,11 @@
  *
  * Q, K, V are read straight from the (B,T,3C) output of the QKV matmul (head h: columns h*d..(h+1)*d of
  * each third) and the output is written as (B,T,C) for the projection: no permutes, no B*NH*T*T tensor.
- * Forward, one block per (64-query tile, b*NH + h), heaviest tiles (those nearest the end) first:
+ * Forward, one block per (64-query tile, b*NH + h), heaviest tiles (those nearest the end) first across the
+ * whole grid: b*NH + h is the grid's x (the fastest-issued index) and the tile its y, reversed, so every head's
+ * last tile is issued before any head's second-to-last and the light tiles fill the tail (dk/dv likewise
+ * with its key tiles, whose first is the heaviest; before, x was the tile, and head 1's heavy tiles waited behind
+ * head 0's light ones):
  *   the block's Q tile sits in shared memory; K/V tiles of BC keys stream through it up to the diagonal
  *   (tiles wholly above it are never loaded); warp w owns query rows 16w..16w+15 and for each tile computes
  *   S_w = Q_w K^T (tensor cores), the online softmax of its rows (two lanes per row: running max m and
@@ -24,7 +28,7 @@
  * smallest D >= d, with columns d..D-1 zero-filled in shared memory. d == D loads 16-byte vectors (when the
  * row strides allow); any other d (48, 80, odd sizes...) takes scalar loads: the slower generic path.
  * d > 256 is refused (prism_cuda_flash_attention_supports). Shared-memory rows are padded (+16 bytes for
- * bf16/float rows) against bank conflicts while keeping every 16x16 tile 32-byte aligned, as wmma requires.
+ * bf16 rows, +32 bytes for float rows: FA_FPAD) against bank conflicts while keeping every 16x16 tile 32-byte aligned, as wmma requires.
  * RoPE (the _rope entry points, theta > 0): qkv in memory stays as the QKV matmul wrote it; each Q or K tile is
  * rotated in shared memory right after its load (fa_rope_tile: pair (i, i+d/2) of the row at position t by
  * t*theta^(-2i/d), with the REAL head size d, so the zero padding up to D stays zero), and the dQ and dK
@@ -41,6 +45,11 @@
 #include <math.h>
 
 #define FA_MAX_D 256
+/* float rows (the O/dQ/dK/dV accumulators, the scores S and dP) are padded by 8 floats: a wmma float accumulator
+ * tile is loaded and stored as 8-byte pairs, a half-warp covering 4 rows x 8 columns, and a row stride of 8 (mod 32)
+ * words puts those 4 rows on disjoint banks (the former 4-float pad put rows r and r+1 on 4 common banks: 2-way
+ * conflicts). bf16 rows keep their 8-element (16-byte) pad, conflict-free for 16-byte row fragments. */
+#define FA_FPAD 8
 
 /* ---- shared-memory tiles ------------------------------------------------------------------------------ */
 __host__ __device__ constexpr size_t fa_al(size_t b) { return (b + 127) & ~(size_t)127; }
@@ -167,7 +176,7 @@ __device__ __forceinline__ void warp_mm(float *C, int ldc, const floatX *A, int 
  *   sQ floatX[BR][D+8] | sK, sV floatX[BC][D+8] | sO float[BR][D+4] | sS float[BR][BC+4] | sP floatX[BR][BC+8]
  *   | sInv float[BR] */
 template <int D, int NW, int BC> struct fa_fwd_cfg {
-    static constexpr int BR = 16 * NW, LX = D + 8, LO = D + 4, LS = BC + 4, LP = BC + 8;
+    static constexpr int BR = 16 * NW, LX = D + 8, LO = D + FA_FPAD, LS = BC + FA_FPAD, LP = BC + 8;
     static constexpr size_t oQ = 0, oK = oQ + fa_al((size_t)BR * LX * sizeof(floatX)),
                             oV = oK + fa_al((size_t)BC * LX * sizeof(floatX)),
                             oO = oV + fa_al((size_t)BC * LX * sizeof(floatX)),
@@ -187,7 +196,7 @@ __global__ void __launch_bounds__(NW * 32) k_fa_fwd(floatX *out, float *lse, con
     float *sO = (float *)(sm + G::oO), *sS = (float *)(sm + G::oS), *sInv = (float *)(sm + G::oI);
     floatX *sP = (floatX *)(sm + G::oP);
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-    const int qt = gridDim.x - 1 - blockIdx.x, bh = blockIdx.y, b = bh / NH, h = bh % NH;
+    const int qt = gridDim.y - 1 - blockIdx.y, bh = blockIdx.x, b = bh / NH, h = bh % NH;
     const int q0 = qt * G::BR, C = NH * d;
     const size_t ld = (size_t)3 * C;
     const floatX *qb = qkv + (size_t)b * T * ld + (size_t)h * d, *kb = qb + C, *vb = qb + 2 * C;
@@ -265,7 +274,7 @@ __global__ void k_fa_delta(float *delta, const floatX *dout, const floatX *out, 
  *   sK, sV floatX[KB][D+8] | sQ, sdO floatX[QB][D+8] | sL, sDl float[QB] | sS, sdP float[KB][QB+4]
  *   | sP, sdS floatX[KB][QB+8] | sdK, sdV float[KB][D+4] */
 template <int D, int NW, int QB> struct fa_dkv_cfg {
-    static constexpr int KB = 16 * NW, LX = D + 8, LA = D + 4, LS = QB + 4, LP = QB + 8;
+    static constexpr int KB = 16 * NW, LX = D + 8, LA = D + FA_FPAD, LS = QB + FA_FPAD, LP = QB + 8;
     static constexpr size_t oK = 0, oV = oK + fa_al((size_t)KB * LX * sizeof(floatX)),
                             oQ = oV + fa_al((size_t)KB * LX * sizeof(floatX)),
                             odO = oQ + fa_al((size_t)QB * LX * sizeof(floatX)),
@@ -292,7 +301,7 @@ __global__ void __launch_bounds__(NW * 32) k_fa_dkv(floatX *dqkv, const floatX *
     float *sL = (float *)(sm + G::oL), *sDl = (float *)(sm + G::oDl), *sS = (float *)(sm + G::oS);
     float *sdP = (float *)(sm + G::odP), *sdK = (float *)(sm + G::odK), *sdV = (float *)(sm + G::odV);
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-    const int bh = blockIdx.y, b = bh / NH, h = bh % NH, k0 = blockIdx.x * G::KB, C = NH * d;
+    const int bh = blockIdx.x, b = bh / NH, h = bh % NH, k0 = blockIdx.y * G::KB, C = NH * d;
     const size_t ld = (size_t)3 * C;
     const floatX *qb = qkv + (size_t)b * T * ld + (size_t)h * d, *kb = qb + C, *vb = qb + 2 * C;
     const floatX *gb = dout + (size_t)b * T * C + (size_t)h * d;
@@ -347,7 +356,7 @@ __global__ void __launch_bounds__(NW * 32) k_fa_dkv(floatX *dqkv, const floatX *
  *   sQ, sdO floatX[BR][D+8] | sK, sV floatX[KT][D+8] | sL, sDl float[BR] | sS, sdP float[BR][KT+4]
  *   | sdS floatX[BR][KT+8] | sdQ float[BR][D+4] */
 template <int D, int NW, int KT> struct fa_dq_cfg {
-    static constexpr int BR = 16 * NW, LX = D + 8, LA = D + 4, LS = KT + 4, LP = KT + 8;
+    static constexpr int BR = 16 * NW, LX = D + 8, LA = D + FA_FPAD, LS = KT + FA_FPAD, LP = KT + 8;
     static constexpr size_t oQ = 0, odO = oQ + fa_al((size_t)BR * LX * sizeof(floatX)),
                             oK = odO + fa_al((size_t)BR * LX * sizeof(floatX)),
                             oV = oK + fa_al((size_t)KT * LX * sizeof(floatX)),
@@ -372,7 +381,7 @@ __global__ void __launch_bounds__(NW * 32) k_fa_dq(floatX *dqkv, const floatX *q
     float *sL = (float *)(sm + G::oL), *sDl = (float *)(sm + G::oDl), *sS = (float *)(sm + G::oS);
     float *sdP = (float *)(sm + G::odP), *sdQ = (float *)(sm + G::odQ);
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-    const int qt = gridDim.x - 1 - blockIdx.x, bh = blockIdx.y, b = bh / NH, h = bh % NH;
+    const int qt = gridDim.y - 1 - blockIdx.y, bh = blockIdx.x, b = bh / NH, h = bh % NH;
     const int q0 = qt * G::BR, C = NH * d, rw = 16 * warp;
     const size_t ld = (size_t)3 * C;
     const floatX *qb = qkv + (size_t)b * T * ld + (size_t)h * d, *kb = qb + C, *vb = qb + 2 * C;
@@ -447,7 +456,7 @@ template <class K> static int fa_launch_prep(K kernel, size_t bytes, const char 
 
 template <int D> static int fa_forward_d(const fa_args &a) {
     typedef fa_shape<D> S;
-    dim3 grid((a.T + S::F::BR - 1) / S::F::BR, a.B * a.NH);
+    dim3 grid(a.B * a.NH, (a.T + S::F::BR - 1) / S::F::BR);   /* (b*NH + h) fastest: see the note at the top */
     if (fa_launch_prep(k_fa_fwd<D, S::FWD_NW, S::FWD_BC>, S::F::bytes, "flash_attention_forward(smem)")) return -1;
     k_fa_fwd<D, S::FWD_NW, S::FWD_BC><<<grid, S::FWD_NW * 32, S::F::bytes>>>(a.out, a.lse, a.qkv, a.T, a.NH, a.d, a.scale, a.vec, a.rope);
     PCU_CHECK_LAUNCH("flash_attention_forward");
@@ -456,7 +465,7 @@ template <int D> static int fa_forward_d(const fa_args &a) {
 
 template <int D> static int fa_backward_d(const fa_args &a) {
     typedef fa_shape<D> S;
-    dim3 gk((a.T + S::K::KB - 1) / S::K::KB, a.B * a.NH), gq((a.T + S::Q::BR - 1) / S::Q::BR, a.B * a.NH);
+    dim3 gk(a.B * a.NH, (a.T + S::K::KB - 1) / S::K::KB), gq(a.B * a.NH, (a.T + S::Q::BR - 1) / S::Q::BR);
     if (fa_launch_prep(k_fa_dkv<D, S::DKV_NW, S::DKV_QB>, S::K::bytes, "flash_attention_backward(smem)") ||
         fa_launch_prep(k_fa_dq<D, S::DQ_NW, S::DQ_KT>, S::Q::bytes, "flash_attention_backward(smem)")) return -1;
     k_fa_dkv<D, S::DKV_NW, S::DKV_QB><<<gk, S::DKV_NW * 32, S::K::bytes>>>(a.dqkv, a.qkv, a.dout, a.lse, a.delta, a.T, a.NH, a.d, a.scale, a.vec, a.rope);

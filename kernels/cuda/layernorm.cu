@@ -15,8 +15,8 @@
  * - backward: a grid of a few blocks per SM, one warp per row at a time, each lane keeping its columns'
  *   dweight/dbias sums in registers across all the rows its warp visits; at the end the warps of a block add
  *   theirs into shared memory one warp after another, each block writes its [2C] partial sums to a scratch
- *   buffer, and a second kernel adds the blocks' partials in block order into dweight/dbias. No atomics:
- *   the same inputs give the same bits.
+ *   buffer, and a second kernel (32 columns a block, 32 threads down the partials of each) adds them into
+ *   dweight/dbias in a fixed order. No atomics: the same inputs give the same bits.
  */
 #include "cuda_common.cuh"
 #include <initializer_list>
@@ -155,6 +155,12 @@ __global__ void k_layernorm_fwd_vec(floatX *res, floatX *out, float *mean, float
     }
 }
 
+/* Up to 6 vectors a lane, the row's dout and inp vectors are loaded together and stay in registers from the first
+ * pass (s1, s2) to the second; at 7-8 (bf16 C > 1536, the Large scale's 1536 excluded) the 2 x 8 x NP
+ * dweight/dbias sums leave no room for them (255 registers and 212 bytes of spills at 8), so each pass loads them
+ * one vector at a time (the second pass from L1). */
+#define LN_KEEP(NP) ((NP) <= 6)
+
 /* part[blockIdx.x][2C]: this block's sums of dweight (first C) and dbias (next C); dinp += as the scalar kernel. */
 template <int NP>
 __global__ void k_layernorm_bwd_vec(floatX *dinp, float *part, const floatX *dout, const floatX *inp, const floatX *w,
@@ -169,9 +175,9 @@ __global__ void k_layernorm_bwd_vec(floatX *dinp, float *part, const floatX *dou
     for (int row = blockIdx.x * warps + warp; row < N; row += gridDim.x * warps) {
         const size_t off = (size_t)row * C;
         const float m = mean[row], rs = rstd[row];
-        xpack vg[NP] = {}, vx[NP] = {};
+        xpack vg[LN_KEEP(NP) ? NP : 1] = {}, vx[LN_KEEP(NP) ? NP : 1] = {};
 #pragma unroll
-        for (int k = 0; k < NP; k++) {
+        for (int k = 0; LN_KEEP(NP) && k < NP; k++) {   /* kept: every load first */
             int p = lane + 32 * k;
             if (p < npk) { vg[k] = ld_xpack(dout + off + (size_t)p * XPACK); vx[k] = ld_xpack(inp + off + (size_t)p * XPACK); }
         }
@@ -181,9 +187,11 @@ __global__ void k_layernorm_bwd_vec(floatX *dinp, float *part, const floatX *dou
             int p = lane + 32 * k;
             if (p < npk) {
                 xpack vw = ld_xpack(w + (size_t)p * XPACK);
+                const xpack g8 = LN_KEEP(NP) ? vg[k] : ld_xpack(dout + off + (size_t)p * XPACK);
+                const xpack x8 = LN_KEEP(NP) ? vx[k] : ld_xpack(inp + off + (size_t)p * XPACK);
 #pragma unroll
                 for (int j = 0; j < XPACK; j++) {
-                    float g = xf(vg[k].v[j]), n = (xf(vx[k].v[j]) - m) * rs, d = xf(vw.v[j]) * g;
+                    float g = xf(g8.v[j]), n = (xf(x8.v[j]) - m) * rs, d = xf(vw.v[j]) * g;
                     s1 += d;
                     s2 += d * n;
                 }
@@ -196,9 +204,12 @@ __global__ void k_layernorm_bwd_vec(floatX *dinp, float *part, const floatX *dou
             int p = lane + 32 * k;
             if (p < npk) {
                 xpack vw = ld_xpack(w + (size_t)p * XPACK), vd = ld_xpack(dinp + off + (size_t)p * XPACK);
+                /* wide rows read their vectors again here (L1-hot) instead of keeping them across the reduction */
+                const xpack g8 = LN_KEEP(NP) ? vg[k] : ld_xpack(dout + off + (size_t)p * XPACK);
+                const xpack x8 = LN_KEEP(NP) ? vx[k] : ld_xpack(inp + off + (size_t)p * XPACK);
 #pragma unroll
                 for (int j = 0; j < XPACK; j++) {
-                    float g = xf(vg[k].v[j]), n = (xf(vx[k].v[j]) - m) * rs, d = xf(vw.v[j]) * g;
+                    float g = xf(g8.v[j]), n = (xf(x8.v[j]) - m) * rs, d = xf(vw.v[j]) * g;
                     dw[k][j] += g * n;
                     db[k][j] += g;
                     vd.v[j] = fx(xf(vd.v[j]) + (d - s1 - n * s2) * rs);
@@ -225,14 +236,25 @@ __global__ void k_layernorm_bwd_vec(floatX *dinp, float *part, const floatX *dou
     for (int c = threadIdx.x; c < 2 * C; c += blockDim.x) mine[c] = sh[c];
 }
 
-/* dw[c] += sum over blocks g (in order) of part[g][c]; db likewise from part[g][C + c]. */
+/* dw[c] += sum over blocks g of part[g][c]; db likewise from part[g][C + c]. A block of 32 x LN_SUM_Y threads
+ * takes 32 columns: thread (x, y) adds the partials g = y, y + LN_SUM_Y, ... (coalesced along x), then row 0 adds
+ * the LN_SUM_Y sums in y order — a fixed order, so fixed bits; 2C / 32 blocks (48 at C = 768) instead of the
+ * 2C / 256 of one thread a column (6), each thread with G / LN_SUM_Y loads instead of G. */
+#define LN_SUM_Y 32
 __global__ void k_layernorm_bwd_sum(float *dw, float *db, const float *part, int G, int C) {
-    int c = blockIdx.x * blockDim.x + threadIdx.x;
-    if (c >= 2 * C) return;
+    __shared__ float sh[LN_SUM_Y][33];
+    const int c = blockIdx.x * 32 + threadIdx.x;
     float s = 0.0f;
-    for (int g = 0; g < G; g++) s += part[(size_t)g * 2 * C + c];
-    if (c < C) dw[c] += s;
-    else db[c - C] += s;
+    if (c < 2 * C)
+        for (int g = threadIdx.y; g < G; g += LN_SUM_Y) s += part[(size_t)g * 2 * C + c];
+    sh[threadIdx.y][threadIdx.x] = s;
+    __syncthreads();
+    if (threadIdx.y == 0 && c < 2 * C) {
+        float t = 0.0f;
+        for (int y = 0; y < LN_SUM_Y; y++) t += sh[y][threadIdx.x];
+        if (c < C) dw[c] += t;
+        else db[c - C] += t;
+    }
 }
 
 /* Vectors per lane for C when every pointer is 16-byte aligned; 0 when the vector kernels do not apply. */
@@ -313,7 +335,7 @@ extern "C" int prism_cuda_layernorm_backward(void *dinp, float *dw, float *db, c
 #undef LN_B
         }
         PCU_CHECK_LAUNCH("layernorm_backward(vector)");
-        k_layernorm_bwd_sum<<<pcu_blocks(2 * (size_t)C, 256), 256>>>(dw, db, part, (int)grid, C);
+        k_layernorm_bwd_sum<<<(unsigned)((2 * C + 31) / 32), dim3(32, LN_SUM_Y)>>>(dw, db, part, (int)grid, C);
         PCU_CHECK_LAUNCH("layernorm_backward(sum)");
         return 0;
     }

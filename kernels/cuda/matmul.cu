@@ -2,9 +2,11 @@
  *
  * Row-major C arrays are column-major transposes to cuBLAS, so for out[N,OC] = inp[N,C] @ w[OC,C]^T we ask
  * cuBLASLt for D(OC x N) = op_T(w: C x OC) * inp(C x N) and the bias (length OC = rows of D) is broadcast
- * over the N columns by the BIAS epilogue; GELU_AUX_BIAS also writes the pre-GELU values to an aux matrix.
+ * over the N columns by the BIAS epilogue; GELU_AUX_BIAS also writes the pre-GELU values to an aux matrix, and
+ * the backward's DGELU reads them back (dinp = (dout @ w) * GELU'(pre), the GELU backward fused into the matmul).
  * Backward: dinp(C x N) = w(C x OC) * dout(OC x N); dw(C x OC) += inp(C x N) * op_T(dout: OC x N), with
- * floatX inputs and a float32 output accumulated in place (beta = 1); dbias is a column-sum kernel.
+ * floatX inputs and a float32 output accumulated in place (beta = 1); dbias is a column-sum kernel (16-byte loads
+ * when OC is a multiple of the vector, as every GPT-2 bias is).
  * Compute type is always float32 (CUBLAS_COMPUTE_32F: no TF32 in the fp32 build). If cuBLASLt has no
  * algorithm for a shape/epilogue, we fall back to cublasGemmEx plus separate bias/GELU kernels.
  * Descriptors are created per call (cheap, host-only); the heuristic's choice is cached per problem.
@@ -183,6 +185,43 @@ __global__ void k_bias_backward(float *dbias, const floatX *dout, int N, int OC)
     }
 }
 
+/* The same sum with 16-byte loads (OC % XPACK == 0, dout 16-byte aligned): thread (x, y) of a 32 x 8 block owns
+ * the XPACK columns of vector blockIdx.x * 32 + x and the rows y, y + 8 gridDim.y, ...; four rows' loads are
+ * issued before they are added, so 4 x 16 bytes are in flight per thread (the scalar kernel has one 2-byte load).
+ * The 8 row groups meet in shared memory ([y][j][x]: a warp's stores hit 32 banks), thread (x, y < XPACK) adds
+ * column j = y of its vector in y order, then one float atomic per column per block. */
+#define BB_ROWS 8
+__global__ void k_bias_backward_vec(float *dbias, const floatX *dout, int N, int OC) {
+    __shared__ float sh[BB_ROWS][XPACK][33];
+    const int nv = OC / XPACK, v = blockIdx.x * 32 + threadIdx.x, step = gridDim.y * BB_ROWS;
+    float acc[XPACK];
+#pragma unroll
+    for (int j = 0; j < XPACK; j++) acc[j] = 0.0f;
+    if (v < nv) {
+        const floatX *col = dout + (size_t)v * XPACK;
+        int r = blockIdx.y * BB_ROWS + threadIdx.y;
+        for (; r + 3 * step < N; r += 4 * step) {
+            xpack a = ld_xpack(col + (size_t)r * OC), b = ld_xpack(col + (size_t)(r + step) * OC);
+            xpack c = ld_xpack(col + (size_t)(r + 2 * step) * OC), d = ld_xpack(col + (size_t)(r + 3 * step) * OC);
+#pragma unroll
+            for (int j = 0; j < XPACK; j++) acc[j] += (xf(a.v[j]) + xf(b.v[j])) + (xf(c.v[j]) + xf(d.v[j]));
+        }
+        for (; r < N; r += step) {
+            xpack a = ld_xpack(col + (size_t)r * OC);
+#pragma unroll
+            for (int j = 0; j < XPACK; j++) acc[j] += xf(a.v[j]);
+        }
+    }
+#pragma unroll
+    for (int j = 0; j < XPACK; j++) sh[threadIdx.y][j][threadIdx.x] = acc[j];
+    __syncthreads();
+    if (threadIdx.y < XPACK && v < nv) {
+        float t = 0.0f;
+        for (int y = 0; y < BB_ROWS; y++) t += sh[y][threadIdx.y][threadIdx.x];
+        atomicAdd(&dbias[v * XPACK + threadIdx.y], t);
+    }
+}
+
 extern "C" int prism_cuda_matmul_forward(void *out, void *pre_gelu, const void *inp, const void *w, const void *bias,
                                          int N, int C, int OC) {
     PCU_NEED_INIT("matmul_forward");
@@ -224,7 +263,15 @@ extern "C" int prism_cuda_matmul_backward(void *dinp, float *dw, float *dbias, c
         if (rc == 1) { pcu_fallbacks++; rc = gemm_ex(false, true, C, OC, N, inp, PCU_R_X, C, dout, PCU_R_X, OC, dw, CUDA_R_32F, C, 1.0f); }
         if (rc) return -1;
     }
-    if (dbias) {
+    if (dbias && OC % XPACK == 0 && pcu_aligned16(dout)) {
+        /* about four blocks per SM in all, each thread at least 4 rows */
+        unsigned gx = (unsigned)((OC / XPACK + 31) / 32), want = (unsigned)(4 * (g_pcu.sms > 0 ? g_pcu.sms : 132));
+        unsigned gy = (want + gx - 1) / gx, most = (unsigned)((N + 4 * BB_ROWS - 1) / (4 * BB_ROWS));
+        if (gy > most) gy = most;
+        if (gy < 1) gy = 1;
+        k_bias_backward_vec<<<dim3(gx, gy), dim3(32, BB_ROWS)>>>(dbias, (const floatX *)dout, N, OC);
+        PCU_CHECK_LAUNCH("matmul_backward(dbias, vector)");
+    } else if (dbias) {
         dim3 block(32, 8);
         unsigned gy = (unsigned)((N + 255) / 256);
         if (gy > 64) gy = 64;
@@ -234,4 +281,21 @@ extern "C" int prism_cuda_matmul_backward(void *dinp, float *dw, float *dbias, c
         PCU_CHECK_LAUNCH("matmul_backward(dbias)");
     }
     return 0;
+}
+
+extern "C" int prism_cuda_matmul_backward_dgelu(void *dinp, float *dw, float *dbias, const void *dout, const void *inp,
+                                                const void *w, const void *pre_gelu, int N, int C, int OC) {
+    PCU_NEED_INIT("matmul_backward_dgelu");
+    if (N <= 0) return 0;
+    int rc = 1;
+    if (C % 8 == 0)
+        rc = lt_matmul(false, false, C, N, OC, w, PCU_R_X, C, dout, PCU_R_X, OC, dinp, PCU_R_X, C, 0.0f,
+                       CUBLASLT_EPILOGUE_DGELU, NULL, (void *)pre_gelu, C);
+    if (rc < 0) return -1;
+    if (rc == 1) {   /* fallback: the product, then GELU' in its own pass */
+        pcu_fallbacks++;
+        if (gemm_ex(false, false, C, N, OC, w, PCU_R_X, C, dout, PCU_R_X, OC, dinp, PCU_R_X, C, 0.0f)) return -1;
+        if (prism_cuda_gelu_backward(dinp, pre_gelu, dinp, (size_t)N * C)) return -1;
+    }
+    return prism_cuda_matmul_backward(NULL, dw, dbias, dout, inp, w, N, C, OC, 0);
 }

@@ -17,15 +17,17 @@
  *   attention scratch for attention.cu, sized for the largest head count and one sequence (eval's D_l), or
  *                 the whole batch when a layer trains through it (prism_cuda_attention_scratch_bytes).
  * The forward fuses each residual add with the LayerNorm that follows (residual_layernorm_forward); with
- * PRISM_CUDA_GELU_FUSION=1 in the environment the fc matmul also applies GELU in its cuBLASLt epilogue
- * (off by default until tests/gpu/run.sh has confirmed it on a GPU). The
+ * PRISM_CUDA_GELU_FUSION=1 in the environment the fc matmul also applies GELU in its cuBLASLt epilogue and the
+ * fcproj backward GELU' in its (DGELU) — off by default until tests/gpu/run.sh has confirmed both exact on a GPU
+ * (gelu_epilogue_exactness). The
  * classifier overwrites logits with dlogits (never probabilities). Mean losses are summed on the host in
  * a fixed order, like the CPU engine; the gradient norm is a deterministic device reduction.
  * Host synchronisations per training step: one at the end of forward_backward (the losses come back once
  * forward and backward are both queued, so the GPU never waits for the host in between) and one at the end of
  * update (the norm comes back after AdamW is queued: the clipping factor is read on the device). The update
- * is two passes over the gradients, the norm and one AdamW launch for all 16 tensors, which also zeroes each
- * gradient after reading it; zero_grad is then free (it only clears when something else left gradients).
+ * (mc_update, shared with the Llama backend) is two passes over the gradients, the norm and one AdamW launch for
+ * all 16 tensors, which also zeroes each gradient after reading it; zero_grad (mc_zero_grad) is then free (it only
+ * clears when something else left gradients).
  * Every call returns 0 or MODEL_E*; the message is in the model (error()) and, from create, in err.
  */
 #include "cuda_common.cuh"
@@ -44,8 +46,6 @@ struct cuda_model : mc_model {       /* cfg, device, err, the groups, the attent
     void *d[D_NUM];                    /* into dmem */
     int maxh;
     int gelu_fusion;                   /* PRISM_CUDA_GELU_FUSION=1: GELU in the fc matmul's epilogue */
-    float *norm_dev;                   /* the gradient norm (device, in the params group) */
-    int grads_zero;                    /* grads are known to be all zero (after create, zero_grad or update) */
 };
 
 #define P(cm, i) ((cm)->px + (cm)->offs[i])          /* floatX param tensor i */
@@ -112,7 +112,7 @@ static int cuda_create(const struct model_config *cfg, int device, model **out, 
     };
     size_t dbytes[D_NUM] = { BT * C * X, BT * C * X, BT * 4 * C * X, BT * 3 * C * X };
     size_t atot = mc_group_bytes(abytes, A_NUM), dtot = mc_group_bytes(dbytes, D_NUM);
-    size_t pbytes = 4 * mc_al256b(cm->npad * F) + mc_al256b(cm->npad * X) + mc_al256b(F);
+    size_t pbytes = mc_param_bytes(cm->npad);
     int rc = MODEL_ENOMEM;
     cm->pmem = prism_cuda_malloc(pbytes);
     cm->amem = prism_cuda_malloc(atot);
@@ -128,17 +128,9 @@ static int cuda_create(const struct model_config *cfg, int device, model **out, 
                           prism_cuda_last_error());
         goto fail;
     }
-    {
-        char *p = (char *)cm->pmem;
-        cm->master = (float *)p; p += mc_al256b(cm->npad * F);
-        cm->grads = (float *)p; p += mc_al256b(cm->npad * F);
-        cm->m = (float *)p; p += mc_al256b(cm->npad * F);
-        cm->v = (float *)p; p += mc_al256b(cm->npad * F);
-        cm->px = (floatX *)p; p += mc_al256b(cm->npad * X);
-        cm->norm_dev = (float *)p;
-        mc_carve(cm->amem, abytes, cm->a, A_NUM);
-        mc_carve(cm->dmem, dbytes, cm->d, D_NUM);
-    }
+    mc_carve_params(cm);
+    mc_carve(cm->amem, abytes, cm->a, A_NUM);
+    mc_carve(cm->dmem, dbytes, cm->d, D_NUM);
     rc = MODEL_EDEVICE;
     if (prism_cuda_memset0(cm->pmem, pbytes) || prism_cuda_memset0(cm->amem, atot) || prism_cuda_sync()) {
         if (err) snprintf(err, errlen, "CUDA memset: %s", prism_cuda_last_error());
@@ -151,15 +143,6 @@ static int cuda_create(const struct model_config *cfg, int device, model **out, 
 fail:
     mc_free((model *)cm);
     return rc;
-}
-
-static int cuda_zero_grad(model *mp) {
-    cuda_model *cm = (cuda_model *)mp;
-    MC_BIND(cm);
-    if (cm->grads_zero) return 0;   /* update (or the last zero_grad) left them zero */
-    MC_TRY(cm, prism_cuda_memset0(cm->grads, cm->npad * sizeof(float)), "zero_grad");
-    cm->grads_zero = 1;
-    return 0;
 }
 
 static int check_batch(cuda_model *cm, const int *in, const int *tg, int B, int T) {
@@ -276,10 +259,16 @@ static int backward(cuda_model *cm, int B, int T) {
         const size_t o1 = l * BTa * C, o3 = 3 * o1, o4 = 4 * o1, om = l * BTa;
         floatX *residual = l == 0 ? AX(cm, A_ENCODED) : AX(cm, A_RES3) + (l - 1) * BTa * C;
         /* dres = dL/d res3[l] = dL/d fcproj (and flows on unchanged to res2) */
-        MC_TRY(cm, prism_cuda_matmul_backward(d4, G(cm, 12) + (size_t)l * 4 * C * C, G(cm, 13) + (size_t)l * C, dres,
-                                           AX(cm, A_FCHG) + o4, P(cm, 12) + (size_t)l * 4 * C * C, N, 4 * C, C, 0),
-            "matmul_backward(fcproj)");
-        MC_TRY(cm, prism_cuda_gelu_backward(d4, AX(cm, A_FCH) + o4, d4, (size_t)N * 4 * C), "gelu_backward");
+        if (cm->gelu_fusion) {   /* cuBLASLt DGELU: d4 = (dres @ Wproj) * GELU'(fch), one pass */
+            MC_TRY(cm, prism_cuda_matmul_backward_dgelu(d4, G(cm, 12) + (size_t)l * 4 * C * C, G(cm, 13) + (size_t)l * C,
+                                                     dres, AX(cm, A_FCHG) + o4, P(cm, 12) + (size_t)l * 4 * C * C,
+                                                     AX(cm, A_FCH) + o4, N, 4 * C, C), "matmul_backward(fcproj+dgelu)");
+        } else {
+            MC_TRY(cm, prism_cuda_matmul_backward(d4, G(cm, 12) + (size_t)l * 4 * C * C, G(cm, 13) + (size_t)l * C, dres,
+                                               AX(cm, A_FCHG) + o4, P(cm, 12) + (size_t)l * 4 * C * C, N, 4 * C, C, 0),
+                "matmul_backward(fcproj)");
+            MC_TRY(cm, prism_cuda_gelu_backward(d4, AX(cm, A_FCH) + o4, d4, (size_t)N * 4 * C), "gelu_backward");
+        }
         MC_TRY(cm, prism_cuda_matmul_backward(dln, G(cm, 10) + (size_t)l * 4 * C * C, G(cm, 11) + (size_t)l * 4 * C, d4,
                                            AX(cm, A_LN2) + o1, P(cm, 10) + (size_t)l * 4 * C * C, N, C, 4 * C, 0),
             "matmul_backward(fc)");
@@ -330,29 +319,6 @@ static int cuda_forward_losses(model *mp, const int *in, const int *tg, int B, i
     return rc;
 }
 
-static int cuda_update(model *mp, const struct adamw_params *hp, int t, float *grad_norm) {
-    cuda_model *cm = (cuda_model *)mp;
-    float norm = 0;
-    MC_BIND(cm);
-    size_t bounds[MODEL_NUM_TENSORS + 1];
-    unsigned decay = 0;
-    for (int i = 0; i < MODEL_NUM_TENSORS; i++) {
-        bounds[i] = cm->offs[i];
-        if (model_tensor_decays(i)) decay |= 1u << i;
-    }
-    bounds[MODEL_NUM_TENSORS] = cm->npad;   /* each tensor with its alignment gap: zeros that stay zero */
-    /* like the CPU backend, a non-finite norm is not an error here: the trainer sees the loss go NaN */
-    MC_TRY(cm, prism_cuda_grad_norm_device(cm->grads, cm->npad, cm->norm_dev), "grad_norm");
-    cm->grads_zero = 0;
-    MC_TRY(cm, prism_cuda_adamw_tensors(cm->master, cm->px, cm->grads, cm->m, cm->v, bounds, MODEL_NUM_TENSORS, decay,
-                                     hp->lr, hp->beta1, hp->beta2, hp->eps, hp->weight_decay, t, cm->norm_dev,
-                                     hp->grad_clip, 1), "adamw");
-    MC_TRY(cm, prism_cuda_download(&norm, cm->norm_dev, sizeof norm), "update");   /* the one sync of the update */
-    cm->grads_zero = 1;
-    if (grad_norm) *grad_norm = norm;
-    return 0;
-}
-
 extern "C" const model_ops model_cuda_ops = {
     "cuda",
     cuda_create,
@@ -363,10 +329,10 @@ extern "C" const model_ops model_cuda_ops = {
     mc_get_opt,
     mc_set_opt,
     mc_get_grads,
-    cuda_zero_grad,
+    mc_zero_grad,
     cuda_forward_backward,
     cuda_forward_loss,
-    cuda_update,
+    mc_update,
     cuda_forward_losses,
 };
 

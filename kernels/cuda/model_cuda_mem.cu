@@ -154,3 +154,53 @@ int mc_set_opt(model *mp, const float *mi, const float *vi) {
 }
 
 int mc_get_grads(model *mp, float *dst) { mc_model *cm = (mc_model *)mp; return mc_get_group(cm, cm->grads, dst); }
+
+/* ---- the update path (both models) ----------------------------------------------------------------------- */
+size_t mc_param_bytes(size_t npad) {
+    return 4 * mc_al256b(npad * sizeof(float)) + mc_al256b(npad * sizeof(floatX)) + mc_al256b(sizeof(float));
+}
+
+void mc_carve_params(mc_model *cm) {
+    char *p = (char *)cm->pmem;
+    const size_t f = mc_al256b(cm->npad * sizeof(float));
+    cm->master = (float *)p; p += f;
+    cm->grads = (float *)p; p += f;
+    cm->m = (float *)p; p += f;
+    cm->v = (float *)p; p += f;
+    cm->px = (floatX *)p; p += mc_al256b(cm->npad * sizeof(floatX));
+    cm->norm_dev = (float *)p;
+}
+
+int mc_zero_grad(model *mp) {
+    mc_model *cm = (mc_model *)mp;
+    int rc = mc_bind(cm);
+    if (rc) return rc;
+    if (cm->grads_zero) return 0;   /* update (or the last zero_grad) left them zero */
+    if (prism_cuda_memset0(cm->grads, cm->npad * sizeof(float))) return mc_fail(cm, "zero_grad");
+    cm->grads_zero = 1;
+    return 0;
+}
+
+int mc_update(model *mp, const struct adamw_params *hp, int t, float *grad_norm) {
+    mc_model *cm = (mc_model *)mp;
+    float norm = 0;
+    int rc = mc_bind(cm);
+    if (rc) return rc;
+    size_t bounds[MODEL_NUM_TENSORS + 1];
+    unsigned decay = 0;
+    for (int i = 0; i < cm->ntensors; i++) {
+        bounds[i] = cm->offs[i];
+        if (model_arch_tensor_decays(&cm->cfg, i)) decay |= 1u << i;
+    }
+    bounds[cm->ntensors] = cm->npad;   /* each tensor with its alignment gap: zeros that stay zero */
+    /* like the CPU backend, a non-finite norm is not an error here: the trainer sees the loss go NaN */
+    if (prism_cuda_grad_norm_device(cm->grads, cm->npad, cm->norm_dev)) return mc_fail(cm, "grad_norm");
+    cm->grads_zero = 0;
+    if (prism_cuda_adamw_tensors(cm->master, cm->px, cm->grads, cm->m, cm->v, bounds, cm->ntensors, decay, hp->lr,
+                                 hp->beta1, hp->beta2, hp->eps, hp->weight_decay, t, cm->norm_dev, hp->grad_clip, 1))
+        return mc_fail(cm, "adamw");
+    if (prism_cuda_download(&norm, cm->norm_dev, sizeof norm)) return mc_fail(cm, "update");   /* the one sync */
+    cm->grads_zero = 1;
+    if (grad_norm) *grad_norm = norm;
+    return 0;
+}

@@ -25,6 +25,13 @@
  *   mc_get_opt, mc_set_opt and mc_get_grads are the model_ops entries of the same names (kernels/model.h) for
  *   any model* that is an mc_model: 0 or MODEL_EDEVICE with err set. mc_free(mp) frees every group and host
  *   buffer of the base and the model itself (model_ops.free; NULL is fine).
+ * - The update path both models share: mc_param_bytes(npad) is the size of the params group (master, grads, m,
+ *   v in float32, px in floatX, the norm slot) and mc_carve_params(cm) points master..norm_dev into cm->pmem.
+ *   mc_zero_grad(mp) is model_ops.zero_grad: it clears the gradients only when they are not known to be zero
+ *   (grads_zero: set after create, zero_grad and update; the derived forward_backward clears it).
+ *   mc_update(mp, hp, t, &norm) is model_ops.update: the gradient norm on the device, one fused AdamW launch for
+ *   all cm->ntensors tensors (decay per model_arch_tensor_decays, clipping read on the device, each gradient zeroed
+ *   as it is read) and one host synchronisation (the norm comes back). 0 or MODEL_EDEVICE with err set.
  */
 #ifndef PRISM_MODEL_CUDA_MEM_CUH
 #define PRISM_MODEL_CUDA_MEM_CUH
@@ -54,6 +61,8 @@ struct mc_model {
     int *tok;                          /* (2, B*T): inputs then targets */
     float *h_losses;                   /* host (B*T) */
     float *h_rows;                     /* host attention-distance rows */
+    float *norm_dev;                   /* the gradient norm (device, the last slot of the params group) */
+    int grads_zero;                    /* grads are known to be all zero (after create, zero_grad or update) */
 };
 
 /* In a function returning int: call (0 = done) or return mc_fail(cm, what); bind the thread to cm's device. */
@@ -78,4 +87,8 @@ int mc_get_opt(model *mp, float *mo, float *vo);
 int mc_set_opt(model *mp, const float *mi, const float *vi);
 int mc_get_grads(model *mp, float *dst);
 void mc_free(model *mp);
+size_t mc_param_bytes(size_t npad);
+void mc_carve_params(mc_model *cm);
+int mc_zero_grad(model *mp);
+int mc_update(model *mp, const struct adamw_params *hp, int t, float *grad_norm);
 #endif

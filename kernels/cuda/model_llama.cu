@@ -14,7 +14,9 @@
  * rotated back. The separate rope kernel (llama.cu) serves only the materialised paths: a layer with a head above
  * 256 rotates its qkv in place before attention.cu (its saved qkv is post-RoPE) and rotates dq, dk back after
  * attention.cu's backward; eval's D_l of a fused layer runs attention.cu on a rotated copy of qkv in the gradient
- * scratch LD_QKV. W_up and W_gate are two GEMMs (the file layout keeps them apart). No biases. Every call returns
+ * scratch LD_QKV. W_up and W_gate are two GEMMs (the file layout keeps them apart). No biases. zero_grad and update
+ * are GPT-2's (mc_zero_grad, mc_update in model_cuda_mem.cu: the norm on the device, one fused AdamW launch for all
+ * 9 tensors, one host synchronisation, no zeroing of gradients the update already zeroed). Every call returns
  * 0 or MODEL_E*; the message is in error() and, from create, in err.
  */
 #include "cuda_common.cuh"
@@ -92,7 +94,7 @@ static int ll_create(const struct model_config *cfg0, int device, model **out, c
     };
     size_t dbytes[LD_NUM] = { BT * C * X, BT * C * X, BT * H * X, BT * H * X, BT * H * X, BT * 3 * C * X };
     size_t atot = mc_group_bytes(abytes, LA_NUM), dtot = mc_group_bytes(dbytes, LD_NUM);
-    size_t pbytes = 4 * mc_al256b(cm->npad * F) + mc_al256b(cm->npad * X);
+    size_t pbytes = mc_param_bytes(cm->npad);
     size_t sbytes = prism_cuda_attention_scratch_bytes(any_mat ? cfg->B : 1, cfg->T, cfg->C, maxh);
     int rc = MODEL_ENOMEM;
     cm->pmem = prism_cuda_malloc(pbytes);
@@ -108,34 +110,21 @@ static int ll_create(const struct model_config *cfg0, int device, model **out, c
                           cfg->T, pbytes >> 20, atot >> 20, sbytes >> 20, prism_cuda_last_error());
         goto fail;
     }
-    {
-        char *p = (char *)cm->pmem;
-        cm->master = (float *)p; p += mc_al256b(cm->npad * F);
-        cm->grads = (float *)p; p += mc_al256b(cm->npad * F);
-        cm->m = (float *)p; p += mc_al256b(cm->npad * F);
-        cm->v = (float *)p; p += mc_al256b(cm->npad * F);
-        cm->px = (floatX *)p;
-        mc_carve(cm->amem, abytes, cm->a, LA_NUM);
-        mc_carve(cm->dmem, dbytes, cm->d, LD_NUM);
-    }
+    mc_carve_params(cm);
+    mc_carve(cm->amem, abytes, cm->a, LA_NUM);
+    mc_carve(cm->dmem, dbytes, cm->d, LD_NUM);
     rc = MODEL_EDEVICE;
     if (prism_cuda_memset0(cm->pmem, pbytes) || prism_cuda_memset0(cm->amem, atot) || prism_cuda_sync()) {
         if (err) snprintf(err, errlen, "CUDA memset: %s", prism_cuda_last_error());
         goto fail;
     }
+    cm->grads_zero = 1;
     prism_cuda_mem_sample();
     *out = (model *)cm;
     return MODEL_OK;
 fail:
     mc_free((model *)cm);
     return rc;
-}
-
-static int ll_zero_grad(model *mp) {
-    llama_cuda *cm = (llama_cuda *)mp;
-    MC_BIND(cm);
-    MC_TRY(cm, prism_cuda_memset0(cm->grads, cm->npad * sizeof(float)), "zero_grad");
-    return 0;
 }
 
 static int ll_check_batch(llama_cuda *cm, const int *in, const int *tg, int B, int T) {
@@ -283,6 +272,7 @@ static int ll_backward(llama_cuda *cm, int B, int T) {
 
 static int ll_forward_backward(model *mp, const int *in, const int *tg, int B, int T, float loss_scale, float *loss) {
     llama_cuda *cm = (llama_cuda *)mp;
+    cm->grads_zero = 0;
     int rc = ll_forward(cm, in, tg, B, T, 1, loss_scale / ((float)B * T), loss, NULL);
     return rc ? rc : ll_backward(cm, B, T);
 }
@@ -300,24 +290,6 @@ static int ll_forward_losses(model *mp, const int *in, const int *tg, int B, int
     return rc;
 }
 
-static int ll_update(model *mp, const struct adamw_params *hp, int t, float *grad_norm) {
-    llama_cuda *cm = (llama_cuda *)mp;
-    float norm = 0;
-    MC_BIND(cm);
-    MC_TRY(cm, prism_cuda_grad_norm(cm->grads, cm->npad, &norm), "grad_norm");
-    float scale = 1.0f;
-    if (hp->grad_clip > 0 && norm > hp->grad_clip) scale = hp->grad_clip / norm;
-    for (int i = 0; i < MODEL_LLAMA_NUM_TENSORS; i++) {
-        size_t o = cm->offs[i];
-        MC_TRY(cm, prism_cuda_adamw(cm->master + o, cm->px + o, cm->grads + o, cm->m + o, cm->v + o, cm->sizes[i], hp->lr,
-                                  hp->beta1, hp->beta2, hp->eps,
-                                  model_arch_tensor_decays(&cm->cfg, i) ? hp->weight_decay : 0.0f, t, scale), "adamw");
-    }
-    MC_TRY(cm, prism_cuda_sync(), "update");
-    if (grad_norm) *grad_norm = norm;
-    return 0;
-}
-
 extern "C" const model_ops model_cuda_llama_ops = {
     "cuda",
     ll_create,
@@ -328,9 +300,9 @@ extern "C" const model_ops model_cuda_llama_ops = {
     mc_get_opt,
     mc_set_opt,
     mc_get_grads,
-    ll_zero_grad,
+    mc_zero_grad,
     ll_forward_backward,
     ll_forward_loss,
-    ll_update,
+    mc_update,
     ll_forward_losses,
 };

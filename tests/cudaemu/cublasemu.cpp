@@ -5,7 +5,9 @@
  * means C is not read (it may hold NaN). cuBLASLt's matrix layouts describe the stored matrices, so they must
  * agree with TRANSA/TRANSB and with each other; epilogues: BIAS adds bias[i] (D's type, length m) to every
  * column; GELU applies 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))); the *_AUX forms also store the
- * pre-GELU value (after bias) in the aux matrix (D's type, column-major, ld AUX_LD, a multiple of 8).
+ * pre-GELU value (after bias) in the aux matrix (D's type, column-major, ld AUX_LD, a multiple of 8); DGELU
+ * multiplies each result by GELU'(aux) (the same tanh form's derivative), reading the aux matrix (the forward's
+ * pre-GELU values, same layout rules) instead of writing it.
  * Every matrix extent is checked against the device allocation it lies in; a mismatch is
  * CUBLAS_STATUS_INVALID_VALUE and a printed fault. Types: A and B both bf16 or both float32, C/D bf16 or
  * float32, compute CUBLAS_COMPUTE_32F (anything else is NOT_SUPPORTED, as for the real library's Ex calls).
@@ -76,8 +78,9 @@ static cublasStatus_t run_gemm(const gemm &g, const char *who) {
                 g.epi == CUBLASLT_EPILOGUE_GELU_AUX || g.epi == CUBLASLT_EPILOGUE_GELU_AUX_BIAS;
     bool want_bias = g.epi == CUBLASLT_EPILOGUE_BIAS || g.epi == CUBLASLT_EPILOGUE_GELU_BIAS ||
                      g.epi == CUBLASLT_EPILOGUE_GELU_AUX_BIAS;
-    bool want_aux = g.epi == CUBLASLT_EPILOGUE_GELU_AUX || g.epi == CUBLASLT_EPILOGUE_GELU_AUX_BIAS;
-    if (g.epi != CUBLASLT_EPILOGUE_DEFAULT && !gelu && !want_bias) return CUBLAS_STATUS_NOT_SUPPORTED;
+    bool dgelu = g.epi == CUBLASLT_EPILOGUE_DGELU;
+    bool want_aux = g.epi == CUBLASLT_EPILOGUE_GELU_AUX || g.epi == CUBLASLT_EPILOGUE_GELU_AUX_BIAS || dgelu;
+    if (g.epi != CUBLASLT_EPILOGUE_DEFAULT && !gelu && !want_bias && !dgelu) return CUBLAS_STATUS_NOT_SUPPORTED;
     if ((want_bias && !g.bias) || (want_aux && (!g.aux || g.ldaux < g.m || g.ldaux % 8 != 0))) {
         fprintf(stderr, "cudaemu: %s: epilogue %d needs %s\n", who, (int)g.epi,
                 want_bias && !g.bias ? "a bias pointer" : "an aux pointer and AUX_LD >= m, a multiple of 8");
@@ -113,7 +116,11 @@ static cublasStatus_t run_gemm(const gemm &g, const char *who) {
             for (int i = 0; i < g.m; i++) {
                 float v = fc[(size_t)j * g.m + i];
                 if (want_bias) v += load(g.bias, g.tC, (size_t)i);
-                if (want_aux) store(g.aux, g.tC, (size_t)j * g.ldaux + i, v);
+                if (dgelu) {
+                    const float x = load(g.aux, g.tC, (size_t)j * g.ldaux + i), k = 0.7978845608028654f;
+                    const float th = tanhf(k * (x + 0.044715f * x * x * x));
+                    v *= 0.5f * (1.0f + th) + 0.5f * x * (1.0f - th * th) * k * (1.0f + 3.0f * 0.044715f * x * x);
+                } else if (want_aux) store(g.aux, g.tC, (size_t)j * g.ldaux + i, v);
                 if (gelu) v = 0.5f * v * (1.0f + tanhf(0.7978845608028654f * (v + 0.044715f * v * v * v)));
                 store(D, g.tC, (size_t)j * g.ldc + i, v);
             }

@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # test_gpu_script.sh — tests/gpu/run.sh, the one-call GPU check, run here as a dry run on the CUDA emulator
 # (CUDAEMU=1): the script builds, runs and classifies exactly as it will on a lent GPU, so a broken script is
-# found now and not in a session's few minutes of device time. Speed (SKIP_SPEED) and the full product
-# build (SKIP_MAKE) are left out; GPU_CASES picks a few test cases to keep it short. The library search
-# (tests/gpu/find_cuda_libs.sh) is run against fake directory trees.
-# timeout: 240
+# found now and not in a session's few minutes of device time. Speed (SKIP_SPEED) is left out; GPU_CASES picks
+# a few test cases to keep it short. The time budget is shown enforced (a build it cuts, every later part a
+# not-run row, within the budget) and a run killed from outside keeps the partial summary it had written. The
+# library search (tests/gpu/find_cuda_libs.sh) is run against fake directory trees.
+# timeout: 420
 source "$(dirname "$0")/../lib.sh"
 
 ROOT=$(pwd)
@@ -38,13 +39,62 @@ t_dry_run_passes_each_selected_check() {
   done
   assert_contains "$(row "bf16 model_loss_and_every_gradient_match_cpu" "$d")" "worst gradient relative L2 error"
   assert_contains "$(row "bf16-gelu-fusion model_loss_and_every_gradient_match_cpu" "$d")" "| PASS |"
-  assert_eq 10 "$(check_rows "$d")" "check rows (link, 2 builds, 3+3 cases, 1 fused)"
+  assert_contains "$(row "attention SASS" "$d")" "| INFO | not run: the dry run has no sm_90 code"
+  assert_contains "$(row "attention ncu" "$d")" "| INFO | not run: no hardware counters"
+  assert_eq 12 "$(check_rows "$d")" "check rows (link, 2 builds, 3+3 cases, 1 fused, SASS, ncu)"
+  # the order: the quick subset (encoder, model) before the rest (attention_head_dim_64), bf16 before fp32
+  local order; order=$(sed -n '/^| check |/,/^$/p' "$d/out/gpu_summary.md" | cut -d'|' -f2 | sed 's/^ *//; s/ *$//' | grep -v -e '^check$' -e '^---$' -e '^$' | paste -sd, -)
+  assert_eq "link,build-bf16,bf16 encoder_forward_backward,bf16 model_loss_and_every_gradient_match_cpu,attention SASS,bf16 attention_head_dim_64,bf16-gelu-fusion model_loss_and_every_gradient_match_cpu,attention ncu,build-fp32,fp32 encoder_forward_backward,fp32 attention_head_dim_64,fp32 model_loss_and_every_gradient_match_cpu" "$order" "the order of the checks"
+  if head -n1 "$d/out/gpu_summary.md" | grep -q PARTIAL; then fail "the finished run's summary says PARTIAL"; fi
   assert_contains "$(row link "$d")" "| INFO | dry run links the emulator"
   assert_contains "$s" "linked against: "
   assert_contains "$s" "## Aims (measured vs aim)"
   assert_contains "$(row "Prism 3,3,6,6,8,8,12x6 / uniform, 124M" "$d")" "| not measured |"
   assert_contains "$s" "failures: 0"
   [ -s "$d/out/gpu_check.log" ] || fail "no gpu_check.log"
+}
+
+# The budget bounds everything, the builds included: a budget of 4 s stops the emulator build mid-way (CUT, not
+# FAIL), every later part is a not-run row, the script ends within the budget (plus the kill grace) and exits 4.
+t_budget_cuts_the_build_and_everything_after() {
+  need_x86
+  local d; d=$(tmpdir)
+  local t0; t0=$(date +%s)
+  local rc; rc=$(dry "$ROOT" "$d" GPU_BUDGET_S=4 GPU_RESERVE_S=0 SKIP_SPEED= SKIP_TORCH=1)
+  local took=$(( $(date +%s) - t0 ))
+  assert_eq 4 "$rc" "exit status of a run the budget cut"
+  assert_contains "$(cat "$d/log")" "=== build bf16"
+  assert_contains "$(row build-bf16 "$d")" "| CUT | cut by the time budget (4 s)"
+  [ "$took" -le 14 ] || fail "the run took $took s with a budget of 4 s (+5 s kill grace, +5 s start)"
+  local s; s=$(cat "$d/out/gpu_summary.md")
+  if grep -q '| FAIL |' <<<"$s"; then fail "a cut build was reported as FAIL: $(grep '| FAIL |' <<<"$s")"; fi
+  assert_contains "$(row "build-fp32" "$d")" "| INFO | not run: time budget"
+  assert_contains "$s" "cut or not run for the time budget: 2"
+  assert_contains "$s" "failures: 0"
+  if head -n1 "$d/out/gpu_summary.md" | grep -q PARTIAL; then fail "the finished run's summary says PARTIAL"; fi
+}
+
+# The summary is rewritten after every row: a run killed (SIGKILL, as the device tool does at its limit) right
+# after its first case passed still leaves a summary with that case, marked PARTIAL.
+t_killed_run_keeps_the_partial_summary() {
+  need_x86
+  local d; d=$(tmpdir)
+  setsid env CUDAEMU=1 SKIP_SPEED=1 SKIP_FP32=1 GPU_CASES="$CASES" OUT="$d/out" GPU_BUILD="$d/build" \
+    bash "$ROOT/tests/gpu/run.sh" >"$d/log" 2>&1 &
+  local pid=$! i
+  for i in $(seq 1 400); do
+    grep -q '| bf16 encoder_forward_backward | PASS |' "$d/out/gpu_summary.md" 2>/dev/null && break
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.5
+  done
+  kill -KILL -- "-$pid" 2>/dev/null; wait "$pid" 2>/dev/null
+  [ -f "$d/out/gpu_summary.md" ] || { tail -n 20 "$d/log" >&2; fail "no summary after the kill"; }
+  local s; s=$(cat "$d/out/gpu_summary.md")
+  assert_contains "$(row "bf16 encoder_forward_backward" "$d")" "| PASS |"
+  assert_contains "$(row build-bf16 "$d")" "| PASS |"
+  assert_contains "$(head -n1 "$d/out/gpu_summary.md")" "# PARTIAL (written at "
+  assert_contains "$s" "## Aims (measured vs aim)"
+  if grep -q 'bf16-gelu-fusion' <<<"$s"; then fail "the kill came after the run's end: nothing shown (summary: $s)"; fi
 }
 
 # With no device visible every case says "skipped": the script must not call that a pass.
@@ -66,7 +116,7 @@ t_broken_kernel_fails_the_check() {
   cp -r "$ROOT/kernels" "$ROOT/common" "$ROOT/bench" "$d/tree/"
   mkdir -p "$d/tree/tests/unit" && cp -r "$ROOT/tests/gpu" "$ROOT/tests/cudaemu" "$ROOT/tests/harness.h" \
     "$ROOT/tests/cuda_test_lib.h" "$d/tree/tests/"
-  cp "$ROOT/tests/unit/test_cuda_kernels.c" "$d/tree/tests/unit/"
+  cp "$ROOT/tests/unit/test_cuda_kernels.c" "$ROOT/tests/unit/test_cuda_llama.c" "$d/tree/tests/unit/"
   sed -i 's/for (int j = lane; j <= t; j += 32) {       \/\* online/for (int j = lane; j < t; j += 32) {  \/* online/' \
     "$d/tree/kernels/cuda/attention.cu"
   cmp -s "$ROOT/kernels/cuda/attention.cu" "$d/tree/kernels/cuda/attention.cu" && fail "the mutation did not apply"
@@ -119,6 +169,7 @@ t_speed_rows_matmul_ceiling_and_absent_pytorch() {
   assert_contains "$(row "ours / PyTorch" "$d")" "| PyTorch absent |"
   assert_contains "$(row "GELU epilogue exact (bf16)" "$d")" "| INFO | yes"
   assert_contains "$(cat "$d/out/gpu_summary.md")" "GELU epilogue exact (bf16): yes"
+  assert_contains "$(row "DGELU epilogue exact (bf16)" "$d")" "| INFO | yes"
 }
 
 # Where cuBLAS comes from: a toolkit under $CUDA_HOME first, else the pip layout (nvidia/*/lib under site-packages,

@@ -90,6 +90,7 @@ TEST(layernorm_vector_and_scalar_shapes) {
     layernorm_case(8, 64, 768);     /* vector kernels, backward warps loop over rows */
     layernorm_case(2, 5, 1030);     /* neither multiple: scalar in both builds */
     layernorm_case(1, 9, 2056);     /* multiple of 8, too wide for the register kernels: scalar */
+    layernorm_case(2, 9, 2040);     /* bf16: 8 vectors a lane (the last one partial), read again in the 2nd pass */
     layernorm_case(2, 40, 1024);    /* the Medium width */
 }
 /* Buffers that are not 16-byte aligned (one element in): the host must pick the scalar kernels, not fault. */
@@ -194,6 +195,7 @@ TEST(matmul_forward_backward) {
     matmul_case(4, 32, 768, 3072, 1);
     matmul_case(2, 64, 3072, 768, 1);
     matmul_case(1, 37, 50, 70, 1);      /* odd sizes: unaligned rows, cuBLASLt may fall back */
+    matmul_case(1, 37, 64, 96, 1);      /* vector bias backward, rows left over after its 4-row unrolled loop */
     matmul_case(2, 16, 64, 1000, 0);    /* classifier shape: no bias */
     printf("cuBLASLt fallbacks so far: %d\n", prism_cuda_matmul_fallbacks());
     /* the emulator's cuBLASLt takes every shape: a fallback there means our call was refused */
@@ -215,7 +217,34 @@ static void gelu_epilogue_case(void) {
      * 4.7e-4 absolute, ~1.2e-4 relative here), so fp32 allows 1e-3; a wrong formula is off by far more */
     close_to("matmul+gelu out", get_x(out, N * OC), out_c, N * OC, tol(1e-3, 1e-2));
 }
-TEST(matmul_gelu_epilogue) { need_device(); gelu_epilogue_case(); }
+/* The backward of GELU -> matmul in one call (cuBLASLt DGELU, or the fallback's product + gelu_backward):
+ * dinp = (dout @ w) * GELU'(pre) against the CPU's float32 matmul backward then gelu backward; dw, dbias += as
+ * matmul_backward. bf16 allows 1e-2 (one rounding of the fused product, two of the unfused), fp32 1e-4 (the
+ * emulated epilogue's tanhf against the CPU's tanh). */
+static void dgelu_epilogue_case(int N, int C, int OC) {
+    size_t n = (size_t)N * C;
+    float *pre = hrand(n, 2), *w = hrand((size_t)OC * C, 0.2f), *dout = hrand((size_t)N * OC, 1);
+    prism_cuda_round_host(pre, n);
+    float *inp = hzero(n);
+    cpu_gelu_forward(inp, pre, n);
+    prism_cuda_round_host(inp, n);
+    float *prod = hzero(n), *dinp_c = hzero(n), *dw_c = hrand((size_t)OC * C, 1), *db_c = hrand(OC, 1);
+    float *dw = df(dw_c, (size_t)OC * C), *db = df(db_c, OC);
+    cpu_matmul_backward(prod, dw_c, db_c, dout, inp, w, 1, N, C, OC);
+    cpu_gelu_backward(dinp_c, pre, prod, n);
+    void *dinp = dpoison_x(n);
+    CK(prism_cuda_matmul_backward_dgelu(dinp, dw, db, dx(dout, (size_t)N * OC), dx(inp, n), dx(w, (size_t)OC * C),
+                                        dx(pre, n), N, C, OC));
+    close_to("matmul+dgelu dinp", get_x(dinp, n), dinp_c, n, tol(1e-4, 1e-2));
+    close_to("matmul+dgelu dweight (+=)", get_f(dw, (size_t)OC * C), dw_c, (size_t)OC * C, tol(1e-5, 1e-5));
+    close_to("matmul+dgelu dbias (+=)", get_f(db, OC), db_c, OC, tol(1e-5, 1e-5));
+}
+TEST(matmul_gelu_epilogue) {
+    need_device();
+    gelu_epilogue_case();
+    dgelu_epilogue_case(128, 512, 128);
+    dgelu_epilogue_case(37, 100, 40);   /* C % 8 != 0: no DGELU epilogue, the fallback */
+}
 
 /* Is cuBLASLt's GELU epilogue exactly GPT-2's GELU? Not a pass/fail check (matmul_gelu_epilogue bounds the error
  * with a loose tolerance): it prints the verdict tests/gpu/run.sh reports, the evidence for turning
@@ -266,6 +295,32 @@ TEST(gelu_epilogue_exactness) {
            "elements outside one rounding: %zu of %zu\n", prism_cuda_precision(), N, C, OC, wu, o[worst], ref[worst], wpre,
            wours, bad, n);
     printf("GELU epilogue exact: %s\n", bad == 0 ? "yes" : "no");
+    /* DGELU on the backward's shape (dinp [N, 4C] of the fcproj matmul): within one rounding of the float32
+     * product times the CPU's GELU' of the same pre-activations */
+    {
+        const int K = 768;   /* fcproj: OC = C = 768 outputs, its input the N x 3072 GELU output */
+        size_t m = (size_t)N * OC;
+        float *dout = hrand((size_t)N * K, 1), *w2 = hrand((size_t)K * OC, 0.05f), *prod = hzero(m), *dref = hzero(m);
+        float *gin = hzero(m);
+        cpu_gelu_forward(gin, pre_c, m);
+        prism_cuda_round_host(gin, m);
+        cpu_matmul_backward(prod, hzero((size_t)K * OC), NULL, dout, gin, w2, 1, N, OC, K);   /* dW unused */
+        cpu_gelu_backward(dref, pre_c, prod, m);
+        void *dd = dpoison_x(m);
+        CK(prism_cuda_matmul_backward_dgelu(dd, NULL, NULL, dx(dout, (size_t)N * K), dx(gin, m), dx(w2, (size_t)K * OC),
+                                            pre, N, OC, K));
+        float *got = get_x(dd, m);
+        size_t dbad = 0;
+        double dw = 0;
+        for (size_t i = 0; i < m; i++) {
+            if (!isfinite(got[i])) HFAIL("dgelu element %zu not written (%g)", i, got[i]);
+            dbad += !within_rounding(got[i], dref[i]);
+            if (ulps(got[i], dref[i]) > dw) dw = ulps(got[i], dref[i]);
+        }
+        printf("DGELU epilogue (%s, %dx%d<-%d) vs float32 product x GELU': worst %.1f ulp; elements outside one "
+               "rounding: %zu of %zu\n", prism_cuda_precision(), N, OC, K, dw, dbad, m);
+        printf("DGELU epilogue exact: %s\n", dbad == 0 ? "yes" : "no");
+    }
     printf("cuBLASLt fallbacks: %d\n", prism_cuda_matmul_fallbacks());
 }
 
@@ -487,6 +542,19 @@ TEST(adamw_and_grad_norm) {
     float norm2 = 0;
     CK(prism_cuda_grad_norm(d_g, n, &norm2));
     ASSERT_TRUE(memcmp(&norm, &norm2, sizeof norm) == 0);   /* deterministic */
+    /* lengths where the vector loop's tail (n % 4 elements) or its unrolled part carry much of the sum */
+    for (size_t k = 0; k < 4; k++) {
+        const size_t ns[4] = { 7, 3, 4099, 4 * 512 * 9 + 2 };
+        float *h = hrand(ns[k], 1), nk = 0;
+        CK(prism_cuda_grad_norm(df(h, ns[k]), ns[k], &nk));
+        printf("  grad norm n=%zu gpu %.9g cpu %.9g\n", ns[k], nk, sqrt(cpu_sumsq(h, ns[k])));
+        ASSERT_NEAR(sqrt(cpu_sumsq(h, ns[k])), nk, 1e-5 * sqrt(cpu_sumsq(h, ns[k])));
+    }
+    {   /* one float in: not 16-byte aligned, the scalar loop */
+        float *h = hrand(4100, 1), nk = 0;
+        CK(prism_cuda_grad_norm(df(h, 4100) + 1, 4099, &nk));
+        ASSERT_NEAR(sqrt(cpu_sumsq(h + 1, 4099)), nk, 1e-5 * sqrt(cpu_sumsq(h + 1, 4099)));
+    }
     float lr = 1e-3f, b1 = 0.9f, b2 = 0.95f, eps = 1e-8f, wd = 0.1f, gs = 0.7f;
     int t = 3;
     cpu_adamw(p, g, m, v, n, lr, b1, b2, eps, wd, gs, t);
@@ -648,6 +716,16 @@ TEST(model_loss_and_every_gradient_match_cpu) {
     struct model_config c;
     small_config(&c);
     model_grad_case(&c, "heads 1,2,4,8 (head sizes 256,128,64,32) C=256 L=4, every layer fused", 4);
+}
+/* PRISM_CUDA_GELU_FUSION=1 (read at create): GELU in the fc matmul's epilogue and GELU' in the fcproj backward's
+ * (DGELU); the same tolerances against the CPU engine. */
+TEST(model_with_gelu_fusion_matches_cpu) {
+    setenv("PRISM_CUDA_GELU_FUSION", "1", 1);
+    need_device();
+    struct model_config c;
+    small_config(&c);
+    model_grad_case(&c, "GELU fused into both fc matmuls, heads 1,2,4,8 C=256 L=4", 4);
+    if (cudaemu_faults) ASSERT_EQ_INT(0, prism_cuda_matmul_fallbacks());   /* the epilogues were taken */
 }
 /* A head above 256 (no schedule of the paper's rules has one) trains through attention.cu, next to fused layers. */
 TEST(model_with_a_head_above_256_matches_cpu) {

@@ -429,6 +429,44 @@ TEST(llama_model_trains_10_steps_like_cpu) {
     g->free(gpu);
 }
 
+/* The update is GPT-2's (mc_update): the norm matches the CPU's, the parameters after one AdamW step match, every
+ * gradient is zero after it (the fused AdamW zeroes what it read), and a zero_grad after a backward really clears
+ * (the skip of known-zero gradients must not skip that). */
+TEST(llama_model_update_is_the_shared_fused_path) {
+    need_device();
+    struct model_config c;
+    llama_config(&c);
+    model *cpu, *gpu;
+    const model_ops *g;
+    ll_pair(&c, &cpu, &gpu, &g);
+    int n = c.B * c.T, *in = tmalloc(n * sizeof(int)), *tg = tmalloc(n * sizeof(int));
+    size_t np = model_num_params(&c);
+    float *pc = tmalloc(np * sizeof(float)), *pg = tmalloc(np * sizeof(float)), *gg = tmalloc(np * sizeof(float));
+    struct adamw_params hp = { .lr = 1e-3f, .beta1 = 0.9f, .beta2 = 0.95f, .eps = 1e-8f, .weight_decay = 0.1f, .grad_clip = 0.5f };
+    float lc = 0, lg = 0, nc = 0, ng = 0;
+    ll_batch(in, tg, n, 3);
+    if (g->zero_grad(gpu) || g->forward_backward(gpu, in, tg, c.B, c.T, 1.0f, &lg) || g->zero_grad(gpu) ||
+        g->get_grads(gpu, gg)) HFAIL("cuda: %s", g->error(gpu));
+    size_t nz = 0;
+    for (size_t i = 0; i < np; i++) nz += gg[i] != 0.0f;
+    printf("nonzero gradients after forward_backward + zero_grad: %zu (want 0)\n", nz);
+    ASSERT_EQ_INT(0, (int)nz);
+    if (model_cpu_ops.zero_grad(cpu) || model_cpu_ops.forward_backward(cpu, in, tg, c.B, c.T, 1.0f, &lc) ||
+        model_cpu_ops.update(cpu, &hp, 1, &nc) || model_cpu_ops.get_params(cpu, pc)) HFAIL("cpu step");
+    if (g->forward_backward(gpu, in, tg, c.B, c.T, 1.0f, &lg) || g->update(gpu, &hp, 1, &ng) ||
+        g->get_params(gpu, pg) || g->get_grads(gpu, gg)) HFAIL("cuda step: %s", g->error(gpu));
+    printf("grad norm cpu %.6f gpu %.6f (clip %.1f)\n", nc, ng, hp.grad_clip);
+    ASSERT_TRUE(nc > hp.grad_clip);   /* the clipping factor is in play */
+    if (!(fabsf(nc - ng) <= nc * tol(1e-4, 3e-2))) HFAIL("grad norm: cpu %.6f gpu %.6f", nc, ng);
+    close_to("params after one update", pg, pc, np, tol(1e-4, 1e-2));
+    nz = 0;
+    for (size_t i = 0; i < np; i++) nz += gg[i] != 0.0f;
+    printf("nonzero gradients after update: %zu (want 0)\n", nz);
+    ASSERT_EQ_INT(0, (int)nz);
+    model_cpu_ops.free(cpu);
+    g->free(gpu);
+}
+
 /* zero-shot scoring's per-position losses: the CUDA llama table has forward_losses, and its losses match the
  * CPU engine's position by position, their mean being forward_loss's loss */
 TEST(llama_model_forward_losses_match_cpu_per_position) {
