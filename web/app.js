@@ -78,7 +78,7 @@ function normDelta(d) {
   d = d || {};
   const lo = num(d.ci_low), hi = num(d.ci_high);
   return { mean: num(d.mean), lo, hi, n: num(d.n), excludes_zero: !!d.excludes_zero, p: num(d.p), p_holm: num(d.p_holm),
-    significant: !!d.significant };
+    significant: !!d.significant, step: num(d.step), method: typeof d.method === 'string' ? d.method : null, df: num(d.df) };
 }
 function normRow(r) {
   return {
@@ -90,6 +90,8 @@ function normRow(r) {
     delta: normDelta(r.delta),
     attn: Array.isArray(r.attn_distance) ? r.attn_distance.map(num) : null,
     dattn: Array.isArray(r.delta_attn_distance) ? r.delta_attn_distance.map(num) : null,
+    dattn_ci: Array.isArray(r.delta_attn_distance_ci) ? r.delta_attn_distance_ci.map((c) => (Array.isArray(c) ? [num(c[0]), num(c[1])] : null)) : null,
+    not_compared: r.tied_best === null || r.tied_best === undefined,
     rank: num(r.rank),
     zs: normZeroShot(r.zero_shot),
     rung: num(r.rung), pruned: !!r.pruned,   // halving: the rung the row is at, and pruned schedules
@@ -109,6 +111,7 @@ function normBoard(b) {
     tasks: (b && Array.isArray(b.zero_shot_tasks)) ? b.zero_shot_tasks.map(String) : [],
     comparisons: b ? num(b.comparisons) : null, tied_best_comparisons: b ? num(b.tied_best_comparisons) : null,
     seeds: b ? num(b.seeds) : null,
+    analysis: b && b.analysis && typeof b.analysis === 'object' ? b.analysis : null,
     arch: b && typeof b.arch === 'string' ? b.arch : null,
     halving: b && b.halving && typeof b.halving === 'object' ? normHalving(b.halving) : null };
 }
@@ -322,13 +325,21 @@ function deltaCell(r) {
   const cls = d.significant ? (d.mean < 0 ? 'neg' : 'pos') : '';
   const ci = isNum(d.lo) && isNum(d.hi) ? ' <span class="ci">[' + fmtSigned(d.lo, 4) + ', ' + fmtSigned(d.hi, 4) + ']</span>'
     : ' <span class="ci">(n=' + (d.n || 1) + ', no test)</span>';
-  const ph = isNum(d.p_holm) ? ' <span class="ph" title="paired t-test p = ' + fmtP(d.p) + ', Holm-adjusted over ' +
+  const ph = isNum(d.p_holm) ? ' <span class="ph" title="' + (d.method === 'paired' ? 'paired' : 'pooled (blocked model)') + ' t-test p = ' + fmtP(d.p) + ', Holm-adjusted over ' +
     (S.board && isNum(S.board.comparisons) ? S.board.comparisons : '?') + ' comparisons">p<sub>Holm</sub> ' + fmtP(d.p_holm) + '</span>' : '';
   const mark = d.significant
-    ? ' <span class="sig ' + cls + '" title="p_holm < 0.05: ' + (d.mean < 0 ? 'better' : 'worse') + ' than uniform">' + (d.mean < 0 ? '▼' : '▲') + '</span>'
+    ? ' <span class="sig ' + cls + '" title="p_holm < 0.05: ' + (d.mean < 0 ? 'better' : 'worse') + ' than uniform">' + (d.mean < 0 ? '▲' : '▼') + '</span>'
     : '';
+  const at = S.board && S.board.halving && isNum(d.step) ? ' <span class="at" title="measured at step ' + d.step + '">@' + d.step + '</span>' : '';
   return '<td class="num delta ' + cls + '" data-excludes-zero="' + (d.excludes_zero ? 1 : 0) + '" data-significant="' +
-    (d.significant ? 1 : 0) + '"><span class="dm">' + fmtSigned(d.mean, 4) + '</span>' + ci + ph + mark + '</td>';
+    (d.significant ? 1 : 0) + '"><span class="dm">' + fmtSigned(d.mean, 4) + '</span>' + ci + ph + mark + at + '</td>';
+}
+/* "blocked model, 110 residual df, pooled sd 0.00201" (or the paired fallback and why) */
+function analysisText(a) {
+  if (!a) return 'the paired mean Δ';
+  const sd = isNum(num(a.pooled_sd)) ? ', pooled sd ' + fmt(num(a.pooled_sd), 5) : '';
+  if (a.method === 'paired') return 'paired t-tests per schedule' + (a.fallback_reason ? ': ' + esc(a.fallback_reason) : '') + sd;
+  return 'blocked model val loss ~ schedule + seed, ' + esc(a.residual_df) + ' residual df' + sd;
 }
 function fmtP(p) {
   if (!isNum(p)) return '—';
@@ -340,14 +351,15 @@ function zeroShotCell(r, task) {
   const c = r.zs && r.zs[task];
   if (!c || !isNum(c.mean)) return '<td class="num zs muted" data-task="' + esc(task) + '">—</td>';
   let html = '<td class="num zs" data-task="' + esc(task) + '" data-excludes-zero="' + (c.delta.excludes_zero ? 1 : 0) + '"' +
-    (isNum(c.acc) ? ' title="acc ' + fmt(c.acc, 4) + ' (lowest summed loss); acc_norm uses the mean loss per token"' : '') + '>' +
+    (isNum(c.acc) ? ' title="acc ' + fmt(c.acc, 4) + ' (lowest summed loss); acc_norm uses the mean loss per token (llm.c\'s rule, not lm-evaluation-harness\'s per character)"' : '') + '>' +
     '<span class="zm">' + fmt(c.mean, 4) + '</span>' + (isNum(c.std) ? ' <span class="pm">± ' + fmt(c.std, 4) + '</span>' : '');
   if (!r.is_baseline && isNum(c.delta.mean)) {
-    const d = c.delta, cls = d.excludes_zero ? (d.mean > 0 ? 'neg' : 'pos') : '';
+    const d = c.delta, cls = d.significant ? (d.mean > 0 ? 'neg' : 'pos') : '';
     html += '<br><span class="zd ' + cls + '">Δ ' + fmtSigned(d.mean, 4) + '</span>' +
       (isNum(d.lo) && isNum(d.hi) ? ' <span class="ci">[' + fmtSigned(d.lo, 4) + ', ' + fmtSigned(d.hi, 4) + ']</span>'
         : ' <span class="ci">(n=' + (d.n || 1) + ', no CI)</span>') +
-      (d.excludes_zero ? ' <span class="sig ' + cls + '" title="95% CI excludes zero: ' + (d.mean > 0 ? 'better' : 'worse') +
+      (isNum(d.p_holm) ? ' <span class="ph">p<sub>Holm</sub> ' + fmtP(d.p_holm) + '</span>' : '') +
+      (d.significant ? ' <span class="sig ' + cls + '" title="p_holm < 0.05 (Holm over the zero-shot table): ' + (d.mean > 0 ? 'better' : 'worse') +
         ' than uniform">' + (d.mean > 0 ? '▲' : '▼') + '</span>' : '');
   }
   return html + '</td>';
@@ -385,10 +397,12 @@ function renderSweep() {
   const B = S.board || {};
   const nTied = rows.filter((r) => r.tied_best).length;
   setHTML($('#sweep-summary'), (B.arch ? '<span id="sweep-arch">' + esc(B.arch) + '</span> · ' : '') + rows.length + ' schedules · ' + c.total + ' jobs (' + countsText(c) + ')' +
-    (isNum(B.comparisons) ? '<br><span id="stats-header">ranked by the paired mean Δ vs uniform; ' + B.comparisons +
-      ' comparisons against uniform, p Holm-adjusted (▼/▲ only when p<sub>Holm</sub> &lt; 0.05); tied for best (=): ' +
-      nTied + ' schedule(s), ' + (isNum(B.tied_best_comparisons) ? B.tied_best_comparisons : 0) +
-      ' comparisons against rank 1; provisional = fewer finished seeds than the sweep\'s ' + (isNum(B.seeds) ? B.seeds : '') + '</span>' : '') +
+    (isNum(B.comparisons) ? '<br><span id="stats-header">ranked by Δ vs uniform (' + analysisText(B.analysis) + '); ' + B.comparisons +
+      ' comparisons against uniform, p Holm-adjusted (▲ better / ▼ worse only when p<sub>Holm</sub> &lt; 0.05, in every column); best group (=): ' +
+      nTied + ' schedule(s) not shown to be worse than any other (of ' + ((isNum(B.tied_best_comparisons) ? B.tied_best_comparisons : 0) + 1) +
+      ' compared); provisional = fewer finished seeds than the sweep\'s ' + (isNum(B.seeds) ? B.seeds : '') + '</span>' +
+      (B.analysis && B.analysis.note ? '<br><span id="power-note">' + esc(B.analysis.note) + '</span>' : '') +
+      '' : '') +
     (B.halving ? '<br><span id="halving-tokens" title="successive halving, eta ' + esc(B.halving.eta) + ' (' + esc(B.halving.mode) +
       '): rungs at steps ' + esc(B.halving.rung_steps.join(', ')) + '; ranked by the highest rung reached, then by Δ">tokens spent: ' +
       fmtInt(B.halving.tokens_spent) + ' of the full grid\'s ' + fmtInt(B.halving.full_grid_tokens) + '</span>' : ''));
@@ -424,13 +438,17 @@ function renderSweep() {
   document.querySelectorAll('#leaderboard th').forEach((th) => {
     th.setAttribute('aria-sort', th.dataset.key === key ? (dir > 0 ? 'ascending' : 'descending') : 'none');
   });
-  let html = '';
+  let html = '', prunedHead = false;
   sorted.forEach((r) => {
+    /* halving: the pruned schedules are a section of their own below a rule (not compared with the survivors) */
+    const first = S.board && S.board.halving && r.pruned && !prunedHead && key === 'rank';
+    if (first) prunedHead = true;
     const sel = String(r.schedule_id) === String(S.scheduleId);
     const cls = (r.is_baseline ? 'baseline ' : '') + (sel ? 'selected ' : '') + (r.provisional && r.rank ? 'provisional ' : '') +
-      (r.tied_best ? 'tied-best ' : '') + (r.pruned ? 'pruned' : '');
+      (r.tied_best ? 'tied-best ' : '') + (r.pruned ? 'pruned' : '') + (first ? ' first-pruned' : '');
     html += '<tr tabindex="0" data-schedule="' + esc(r.schedule_id) + '" data-heads="' + esc(r.heads.join(',')) + '" class="' + cls + '">' +
-      '<td class="num rank"' + (r.tied_best ? ' title="tied for best: not significantly different from rank 1 (Holm)"' : '') + '>' +
+      '<td class="num rank"' + (r.tied_best ? ' title="best group: not shown to be worse than any other schedule (not a claim of equality)"'
+        : r.pruned ? ' title="pruned by halving: not compared with the survivors"' : '') + '>' +
         (r.rank || '—') + (r.tied_best ? '<span class="tied">=</span>' : '') + '</td>' +
       '<td><div class="sched">' + staircase(r.heads, { base: r.is_baseline, w: Math.max(2, 72 / (r.heads.length || 1)) }) +
       '<span class="rle">' + esc(rle(r.heads)) + '</span>' + (r.is_baseline ? '<span class="tag">uniform</span>' : '') + '</div></td>' +
@@ -449,6 +467,12 @@ function renderSweep() {
       '"' + (S.picked.has(String(r.schedule_id)) ? ' checked' : '') + '></td></tr>';
   });
   setHTML($('#leaderboard tbody'), html);
+  const pn = $('#pruned-note');
+  if (pn) {
+    pn.hidden = !prunedHead;
+    pn.textContent = prunedHead ? 'Below the dashed rule: schedules pruned by halving, not compared with the survivors (no best-group mark); '
+      + 'each Δ is measured at the step after @.' : '';
+  }
   renderSpec(S.detail);
   renderActions(sw);
 }
@@ -487,6 +511,29 @@ function renderJobs() {
 /* -------------------------------------------------------------- detail view */
 
 /* Chart.js plugin: chart.$rungs (x values) drawn as dashed vertical markers labelled r0, r1, ... (halving rungs). */
+/* error bars from chart.$ci ([[lo, hi] | null] per bar): the paired CI of ΔD_l */
+const ERROR_BARS = {
+  id: 'errorBars',
+  afterDatasetsDraw(chart) {
+    const ci = chart.$ci, meta = chart.getDatasetMeta(0);
+    if (!ci || !meta || !meta.data) return;
+    const ctx = chart.ctx, y = chart.scales.y;
+    ctx.save();
+    ctx.strokeStyle = css('--fg') || '#333';
+    ctx.lineWidth = 1.5;
+    meta.data.forEach((bar, i) => {
+      const c = ci[i];
+      if (!c || !isNum(c[0]) || !isNum(c[1])) return;
+      const x = bar.x, y0 = y.getPixelForValue(c[0]), y1 = y.getPixelForValue(c[1]), w = Math.min(8, (bar.width || 16) / 3);
+      ctx.beginPath();
+      ctx.moveTo(x, y0); ctx.lineTo(x, y1);
+      ctx.moveTo(x - w, y0); ctx.lineTo(x + w, y0);
+      ctx.moveTo(x - w, y1); ctx.lineTo(x + w, y1);
+      ctx.stroke();
+    });
+    ctx.restore();
+  },
+};
 const RUNG_MARKERS = {
   id: 'rungMarkers',
   afterDatasetsDraw(chart) {
@@ -526,7 +573,11 @@ function ensureCharts() {
   delete dOpts.plugins.decimation;
   dOpts.interaction = { mode: 'index', intersect: false };
   dOpts.plugins.tooltip = { callbacks: { label: (it) => 'ΔD layer ' + it.label + ': ' + String(it.raw) } };
-  S.charts.ddist = new Chart($('#chart-ddist'), { type: 'bar', data: { labels: [], datasets: [] }, options: dOpts });
+  dOpts.plugins.tooltip = { callbacks: { label: (it) => {
+    const ci = S.charts.ddist.$ci && S.charts.ddist.$ci[it.dataIndex];
+    return 'ΔD layer ' + it.label + ': ' + String(it.raw) + (ci && isNum(ci[0]) ? ' [' + String(ci[0]) + ', ' + String(ci[1]) + '] 95% CI' : '');
+  } } };
+  S.charts.ddist = new Chart($('#chart-ddist'), { type: 'bar', data: { labels: [], datasets: [] }, options: dOpts, plugins: [ERROR_BARS] });
   return true;
 }
 function destroyCharts() {
@@ -660,6 +711,7 @@ async function refreshDetail() {
   S.charts.ddist.data.labels = dd ? dd.map((_, i) => String(i + 1)) : [];
   S.charts.ddist.data.datasets = dd ? [{ label: 'ΔD_l', data: dd, backgroundColor: dd.map((v) => withAlpha(v < 0 ? less : more, 0.8)) }] : [];
   S.charts.ddist.options.plugins.legend.display = false;
+  S.charts.ddist.$ci = dd && row.dattn_ci ? row.dattn_ci : null;   /* the paired 95% CI per layer: error bars */
   chartNote('chart-ddist', dd ? null : row.is_baseline ? 'ΔDₗ compares a schedule with this baseline: open another schedule.'
     : 'Needs Dₗ of this schedule and of the baseline (a finished seed of each).');
   S.charts.ddist.update('none');

@@ -371,8 +371,11 @@ def t_leaderboard_rows():
         # tied for best: uniform and wide against prism, Holm over those two
         tb = holm({"U": p_two_sided([-x for x in dP]),
                    "W": p_two_sided([VAL[(tuple(WIDE), s)] - VAL[(tuple(PRISM), s)] for s in exp_wide_seeds])})
-        exp_ranks = ["1=", "2" + ("=" if tb["U"] >= 0.05 else ""), "3" + ("=" if tb["W"] >= 0.05 else "")]
-        check_eq(exp_ranks, [x["rank"] for x in r], "ranks with the tied-for-best mark")
+        # the best group is the API's (tests/integration/test_leaderboard.sh checks it independently)
+        _, lbj0 = srv.call("GET", "/api/v1/sweeps/%s/leaderboard" % sid)
+        tbj = {",".join(map(str, x["heads"])): x["tied_best"] for x in lbj0["rows"]}
+        exp_ranks = ["1" + ("=" if tbj[P_S] else ""), "2" + ("=" if tbj[U_S] else ""), "3" + ("=" if tbj[W_S] else "")]
+        check_eq(exp_ranks, [x["rank"] for x in r], "ranks with the best-group mark")
         hdr = drv.execute_script("return document.getElementById('stats-header').textContent;")
         check("2 comparisons against uniform" in hdr, "the header counts the comparisons: %r" % hdr)
         by = {x["heads"]: x for x in r}
@@ -396,7 +399,7 @@ def t_leaderboard_rows():
         check(abs(dm - paired(PRISM, SEEDS)[0]) < 1e-12, "complete seeds: the blocked delta is the mean paired delta")
         ph = {"P": api[P_S]["p_holm"], "W": api[W_S]["p_holm"]}
         check(lo < hi < 0, "test data: the prism CI should exclude zero")
-        check_eq("%s[%s,%s]pHolm%s%s" % (s4(dm), s4(lo), s4(hi), fmt_p(ph["P"]), "▼" if ph["P"] < 0.05 else ""),
+        check_eq("%s[%s,%s]pHolm%s%s" % (s4(dm), s4(lo), s4(hi), fmt_p(ph["P"]), "▲" if ph["P"] < 0.05 else ""),
                  p["delta"].replace(" ", ""), "paired delta of the prism schedule with its 95% CI, p_holm and the mark "
                  "only when p_holm < 0.05")
         check_eq("1", p["excl"], "prism CI excludes zero")
@@ -479,6 +482,11 @@ def t_detail_curves():
         dd = drv.execute_script("return Chart.getChart('chart-ddist').data.datasets[0].data;")
         exp = [a - b for a, b in zip(ATTN[tuple(PRISM)], ATTN[tuple(UNIFORM)])]
         check(len(dd) == 12 and all(abs(a - b) < 1e-9 for a, b in zip(dd, exp)), "ΔD_l: expected %r, got %r" % (exp, dd))
+        # its error bars are the API's paired CI per layer
+        ci = drv.execute_script("return Chart.getChart('chart-ddist').$ci;")
+        _, lbd = srv.call("GET", "/api/v1/sweeps/%s/leaderboard" % sid)
+        api_ci = [x for x in lbd["rows"] if x["heads"] == list(PRISM)][0]["delta_attn_distance_ci"]
+        check_eq(api_ci, ci, "ΔD_l error bars = the API's delta_attn_distance_ci")
         dist = drv.execute_script("return Chart.getChart('chart-dist').data.datasets.map(d => d.data.map(p => p.y));")
         check_eq(sorted([ATTN[tuple(UNIFORM)], ATTN[tuple(PRISM)]]), sorted(dist), "D_l of the schedule and the baseline")
         notes = drv.execute_script("return Array.from(document.querySelectorAll('.chart-note')).filter(n => !n.hidden).map(n => n.textContent);")
@@ -657,7 +665,9 @@ def t_zero_shot_columns():
     srv = Server()
     drv = None
     try:
-        out = srv.ok("POST", "/api/v1/sweeps", spec("web-zs", [UNIFORM, PRISM, WIDE]))
+        zsp = spec("web-zs", [UNIFORM, PRISM, WIDE])   # a result may name only its job's eval.tasks
+        zsp["eval"] = dict(zsp.get("eval") or {}, tasks=[{"name": "hellaswag", "path": "hellaswag_val.bin"}])
+        out = srv.ok("POST", "/api/v1/sweeps", zsp)
         f = Feeder(srv)
         f.lease_all()
         for key in sorted(f.leases):
@@ -671,6 +681,8 @@ def t_zero_shot_columns():
         check_eq("hellaswag acc_norm (Δ [95% CI])", head[5], "the task's column header, after Δ vs uniform")
         cells = drv.execute_script("return Object.fromEntries(Array.from(document.querySelectorAll('#leaderboard tbody tr')).map("
                                    "t => [t.dataset.heads, [t.querySelector('td.zs').textContent.trim(), t.querySelector('td.zs').dataset.excludesZero]]));")
+        _, zlb = srv.call("GET", "/api/v1/sweeps/%d/leaderboard" % out["sweep_id"])
+        zd = {",".join(map(str, x["heads"])): (x["zero_shot"].get("hellaswag") or {}).get("delta") for x in zlb["rows"]}
         for sched, seeds in ((PRISM, SEEDS), (UNIFORM, SEEDS), (WIDE, [0, 1])):
             v = [HS[(tuple(sched), s)] for s in seeds]
             want = "%s ± %s" % (f4(mean(v)), f4(sstd(v)))
@@ -678,7 +690,9 @@ def t_zero_shot_columns():
                 d = [HS[(tuple(sched), s)] - HS[(tuple(UNIFORM), s)] for s in seeds]
                 m = mean(d)
                 h = T975[len(d) - 1] * sstd(d) / math.sqrt(len(d))
-                want += "Δ %s [%s, %s]" % (s4(m), s4(m - h), s4(m + h)) + (" ▲" if m - h > 0 else "")
+                api = zd[",".join(map(str, sched))]
+                want += "Δ %s [%s, %s]" % (s4(m), s4(m - h), s4(m + h)) + " pHolm %s" % fmt_p(api["p_holm"]).replace("e-0", "e-") + \
+                    (" ▲" if api["significant"] and m > 0 else " ▼" if api["significant"] else "")
             check_eq(want.replace(" ", ""), cells[",".join(map(str, sched))][0].replace(" ", "").replace("\n", ""),
                      "zero-shot cell of %s" % sched)
         check_eq("1", cells[P_S][1], "prism's hellaswag CI excludes zero")
@@ -737,6 +751,14 @@ def t_halving_pruned_rows_and_tokens():
         check(r[2]["opacity"] < 0.9 and r[0]["opacity"] == 1.0, "the pruned row is greyed: %r" % r)
         check("r0 pruned" in r[2]["seeds"] and "r1" in r[0]["seeds"], "rung tags: %r" % r)
         check_eq("pruned", r[2]["state"], "state of the pruned schedule")
+        # the pruned schedules are a section of their own, not compared (no best-group mark), Δ labelled with its step
+        firsts = drv.execute_script("return Array.from(document.querySelectorAll('#leaderboard tbody tr.first-pruned')).map(t => t.dataset.heads);")
+        check_eq([W_S], firsts, "the pruned section starts at the pruned schedule")
+        check("not compared with the survivors" in drv.find_element("id", "pruned-note").text, "the pruned section's note")
+        wrank = drv.execute_script("return document.querySelector('#leaderboard tbody tr[data-heads=\"%s\"] .rank').textContent;" % W_S)
+        check("=" not in wrank, "a pruned schedule carries no best-group mark: %r" % wrank)
+        wd = drv.execute_script("return document.querySelector('#leaderboard tbody tr[data-heads=\"%s\"] .delta').textContent;" % W_S)
+        check("@10" in wd, "the pruned schedule's delta is labelled with its step: %r" % wd)
         line = wait_for(drv, "document.getElementById('halving-tokens') && document.getElementById('halving-tokens').textContent",
                         "the tokens line")
         spent, full = (6 * 10 + 4 * 30) * TOK_PER_STEP, 6 * STEPS * TOK_PER_STEP
