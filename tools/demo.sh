@@ -3,7 +3,7 @@
 #
 #   1. a synthetic dataset (prism-data synth) in demo/data: 2M tokens, a 20,000-token val split
 #   2. the sweep: sweeps/tiny-cpu.json's model, schedules and seeds made quick (demo/spec.json: 400 steps instead of
-#      2000, every evaluation on the whole val split, 39 batches), in demo/prism.db (prism-sweep create)
+#      2000, every evaluation on the whole val split: the spec's "eval.batches": "all"), in demo/prism.db (prism-sweep create)
 #   3. the orchestrator (prism-sweep serve) on 127.0.0.1:$DEMO_PORT (8080, or a free port if taken)
 #   4. one CPU worker (prism-worker) in the foreground with one slot per core, one thread each (faster than one
 #      slot on every core: docs/PERF.md), with live progress; it exits once nothing is left
@@ -51,8 +51,8 @@ say "1/5 synthetic dataset (prism-data synth)"
 "$DATABIN" synth --out "$DEMO/data" --tokens 2M --vocab 256 --seed 1 --val-frac 0.01
 
 say "2/5 sweep $SPEC ($STEPS steps, every evaluation on the whole val split)"
-# the spec made quick: fewer steps (the LR schedule, warm-up and evaluations scaled to them) and every evaluation
-# on the whole val split (val_tokens / (batch_size x seq_len) batches, from meta.json)
+# the spec made quick: fewer steps (the LR schedule, warm-up and evaluations scaled to them); every evaluation on
+# the whole val split ("eval.batches": "all": the worker counts the split's whole batches itself)
 /usr/bin/python3 - "$SPEC" "$DEMO/data/meta.json" "$STEPS" > "$DEMO/spec.json" <<'PY'
 import json, sys
 spec, meta, steps = json.load(open(sys.argv[1])), json.load(open(sys.argv[2])), int(sys.argv[3])
@@ -62,7 +62,7 @@ if 0 < steps < tr["steps"]:
     tr["warmup_steps"] = max(1, round(tr.get("warmup_steps", 0) * scale))
     ev["every"] = max(1, steps // 3)
     tr["steps"] = steps
-ev["batches"] = meta["val_tokens"] // (tr["batch_size"] * tr["seq_len"])
+ev["batches"] = "all"
 json.dump(spec, sys.stdout, indent=1)
 PY
 "$SWEEPBIN" create "$DEMO/spec.json" --db "$DEMO/prism.db"
