@@ -99,7 +99,7 @@ void progress_format(const progress_row *r, int width, double now, char *buf, si
     char eta[32], el[32], bar[64];
     progress_fmt_eta(r->eta_s, eta, sizeof eta);
     progress_fmt_eta(r->started > 0 ? now - r->started : -1, el, sizeof el);
-    int bw = width >= 140 ? 24 : width >= 100 ? 16 : 10;
+    int bw = width >= 140 ? 24 : width >= 100 ? 16 : 8;
     int fill = (int)(frac * bw + 0.5);
     bar[0] = '[';
     for (int i = 0; i < bw; i++) bar[1 + i] = i < fill ? '#' : '-';
@@ -111,9 +111,9 @@ void progress_format(const progress_row *r, int width, double now, char *buf, si
     snprintf(fields[k++], 200, "%ld/%ld", done > 0 ? done : 0, r->steps);
     if (isfinite(r->loss)) snprintf(fields[k++], 200, "loss %.4f", r->loss);
     else snprintf(fields[k++], 200, "loss -");
+    snprintf(fields[k++], 200, "ETA %s", eta);   /* before val: at 80 columns with 5-digit steps only one fits */
     if (r->val_step >= 0 && isfinite(r->val_loss)) snprintf(fields[k++], 200, "val %.4f@%ld", r->val_loss, r->val_step);
     else snprintf(fields[k++], 200, "val -");
-    snprintf(fields[k++], 200, "ETA %s", eta);
     snprintf(fields[k++], 200, "elapsed %s", el);
     snprintf(fields[k++], 200, "%.0f tok/s", r->tok_s);
     if (r->sweep_jobs > 0) snprintf(fields[k++], 200, "sweep %lld/%lld", r->sweep_done, r->sweep_jobs);

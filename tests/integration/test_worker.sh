@@ -286,7 +286,7 @@ t_tty_shows_live_line_per_device() {
   grep -q $'\033\\[2A' "$D/tty.out" || fail "no in-place redraw of the 2-line block"
   grep -aqE '\[cpu#1\] job [0-9]+/a1 ' "$D/tty.out" || fail "the second slot (cpu#1) never showed a job"
   grep -aqE '\[cpu \] job [0-9]+/a1 ' "$D/tty.out" || fail "the first slot (cpu) never showed a job"
-  grep -aqE '\[cpu(#1)? *\] job [0-9]+/a1 \[[#-]+\] +[0-9]+% [0-9]+/400 loss [0-9.]+ val ([0-9.]+@[0-9]+|-) ETA [0-9]+m[0-9]+s' "$D/tty.out" \
+  grep -aqE '\[cpu(#1)? *\] job [0-9]+/a1 \[[#-]+\] +[0-9]+% [0-9]+/400 loss [0-9.]+ ETA [0-9]+m[0-9]+s val ([0-9.]+@[0-9]+|-)' "$D/tty.out" \
     || { tail -c 2000 "$D/tty.out" | cat -v; fail "no live progress line"; }
 }
 
