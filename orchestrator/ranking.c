@@ -868,6 +868,8 @@ int ranking_build(store *st, long long sweep_id, int at_rung, ranking **out, cha
         }
     }
     if (ranking_compute(r, obs, nobs, K + 1, base) < 0) goto nomem;
+    free(r->fit.cell);   /* it points into obs[], freed below: nothing after the compute reads a cell */
+    r->fit.cell = NULL;
 
     if (K > 0) {   /* halving: its settings and the steps (tokens) spent against the full grid's */
         long long trained = 0, full = 0, tps = 0;

@@ -68,7 +68,8 @@ typedef struct ranking_fit {
     int nkept;                   /* seeds minus one per component */
     long long *seeds;            /* (nseed) ascending */
     double *y;                   /* (nsched × nseed) the observations, NAN for a missing cell */
-    const ranking_obs **cell;    /* (nsched × nseed) the observation of each cell, NULL when missing (borrowed) */
+    const ranking_obs **cell;    /* (nsched × nseed) the observation of each cell, NULL when missing (borrowed from
+                                    the caller's obs[]; ranking_build frees the table with its observations: NULL) */
     int *kept;                   /* (nseed) index among the kept seeds, -1 for the one dropped per component */
     double bartlett_p, bartlett_stat;
     int bartlett_groups;         /* schedules the test used (2+ observations); p NAN when fewer than 3 */
