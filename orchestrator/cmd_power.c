@@ -53,20 +53,14 @@ int cmd_power(int argc, char **argv) {
         return 2;
     }
     ranking_power pw;
-    ranking_design_power(K, n, K - 1, sd, RANKING_BLOCKED, &pw);
-    /* the seeds this effect needs (the paper's effect is ranking_design_power's own target) */
-    int need = 0;
-    for (int s = 2; s <= 1000 && !need; s++) {
-        ranking_power q;
-        ranking_design_power(K, s, K - 1, sd, RANKING_BLOCKED, &q);
-        if (q.delta80 <= effect) need = s;
-    }
+    ranking_design_power(K, n, K - 1, sd, RANKING_BLOCKED, effect, &pw);
+    int need = pw.seeds_for_paper;   /* the seeds this effect needs */
     static const int rows[] = { 2, 3, 4, 5, 6, 8, 10, 15, 20 };
     if (strcmp(format, "json") == 0) {
         json_t *tab = json_array();
         for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
             ranking_power q;
-            ranking_design_power(K, rows[i], K - 1, sd, RANKING_BLOCKED, &q);
+            ranking_design_power(K, rows[i], K - 1, sd, RANKING_BLOCKED, effect, &q);
             json_array_append_new(tab, json_pack("{s:i, s:f, s:f}", "seeds", rows[i], "min_significant_delta",
                                                  q.min_significant, "delta_80", q.delta80));
         }
@@ -91,7 +85,7 @@ int cmd_power(int argc, char **argv) {
     printf("%6s %22s %14s\n", "seeds", "min significant |delta|", "80% power");
     for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
         ranking_power q;
-        ranking_design_power(K, rows[i], K - 1, sd, RANKING_BLOCKED, &q);
+        ranking_design_power(K, rows[i], K - 1, sd, RANKING_BLOCKED, effect, &q);
         printf("%6d %22.4f %14.4f\n", rows[i], q.min_significant, q.delta80);
     }
     return 0;

@@ -296,11 +296,9 @@ static void compare(const ranking_fit *f, ranking_method m, int a, int b, double
     cmp_clear(c);
     c->method = m;
     c->n = fit_paired(f, a, b, d);
-    if (c->n >= 2) {
-        stats_paired sp;
-        stats_paired_test(d, c->n, &sp);
-        c->sd = sp.sd;
-    }
+    stats_paired sp;   /* the paired differences: their sd always, their mean and SE under the paired method */
+    stats_paired_test(d, c->n, &sp);
+    if (c->n >= 2) c->sd = sp.sd;
     if (m == RANKING_BLOCKED) {
         double var = ranking_fit_var(f, a, b);
         if (isnan(var)) return;
@@ -312,8 +310,6 @@ static void compare(const ranking_fit *f, ranking_method m, int a, int b, double
         }
     } else {
         if (c->n == 0) return;
-        stats_paired sp;
-        stats_paired_test(d, c->n, &sp);
         c->has = 1;
         c->mean = sp.mean;
         if (c->n >= 2) { c->df = c->n - 1; c->se = sp.sd / sqrt((double)c->n); }
@@ -356,7 +352,7 @@ static void sort_by_tau(int *idx, int n, const double *tau) {
     }
 }
 
-void ranking_design_power(int K, int seeds, int m, double sd, ranking_method method, ranking_power *pw) {
+void ranking_design_power(int K, int seeds, int m, double sd, ranking_method method, double effect, ranking_power *pw) {
     memset(pw, 0, sizeof *pw);
     pw->seeds = seeds;
     pw->m = m;
@@ -373,16 +369,16 @@ void ranking_design_power(int K, int seeds, int m, double sd, ranking_method met
             pw->critical = c;
             pw->min_significant = c * se;
             pw->delta80 = d80;
-            pw->paper_detectable = d80 <= RANKING_PAPER_EFFECT;
+            pw->paper_detectable = d80 <= effect;
         }
-        if (!pw->seeds_for_paper && d80 <= RANKING_PAPER_EFFECT) pw->seeds_for_paper = n;
+        if (!pw->seeds_for_paper && d80 <= effect) pw->seeds_for_paper = n;
         if (n >= seeds && pw->seeds_for_paper) break;
     }
 }
 
 /* the design's power against uniform at its seeds, with the sweep's own noise estimate */
 static void compute_power(ranking *r, int K) {
-    ranking_design_power(K, r->seeds, r->comparisons, r->fit.sd, r->method, &r->power);
+    ranking_design_power(K, r->seeds, r->comparisons, r->fit.sd, r->method, RANKING_PAPER_EFFECT, &r->power);
 }
 
 static void compute_valnoise(ranking *r, const ranking_fit *f, const ranking_row *rows, int base) {

@@ -101,8 +101,8 @@ typedef struct ranking_power {
     double critical;             /* Holm's first-step |t| */
     double min_significant;      /* |Δ| significant whatever the rest: critical · sd·√(2/seeds) */
     double delta80;              /* |Δ| detected with 80% power (approximate) */
-    int paper_detectable;        /* delta80 ≤ RANKING_PAPER_EFFECT */
-    int seeds_for_paper;         /* seeds at which delta80 ≤ the paper's effect (≤ 1000), 0 when none */
+    int paper_detectable;        /* delta80 ≤ the target effect (RANKING_PAPER_EFFECT for a sweep) */
+    int seeds_for_paper;         /* seeds at which delta80 ≤ the target effect (≤ 1000), 0 when none */
 } ranking_power;
 
 typedef struct ranking_valnoise {
@@ -166,9 +166,10 @@ typedef struct ranking {
 int ranking_compute(ranking *r, ranking_obs *const *obs, const int *nobs, int nlevels, int baseline_index);
 
 /* What a design can detect against uniform: K schedules (baseline included), seeds per schedule, m comparisons
- * (the Holm family, usually K − 1), run-to-run sd, the method (blocked: (K−1)(n−1) df; paired: n − 1). Pure; the
- * ranking states it for the sweep at its own estimate of sd, `prism-sweep power` for a spec before it runs. */
-void ranking_design_power(int K, int seeds, int m, double sd, ranking_method method, ranking_power *out);
+ * (the Holm family, usually K − 1), run-to-run sd, the method (blocked: (K−1)(n−1) df; paired: n − 1), and the
+ * target effect whose detectability and seeds are reported. Pure; the ranking states it for the sweep at its own
+ * estimate of sd and the paper's effect, `prism-sweep power` for a spec before it runs at the user's. */
+void ranking_design_power(int K, int seeds, int m, double sd, ranking_method method, double effect, ranking_power *out);
 
 /* Reads the sweep and ranks it: at_rung < 0 each schedule at the highest level it reached, else every schedule
  * at level at_rung. Returns 0 and a new *out, STORE_ENOTFOUND (no such sweep) or STORE_EIO (message in err). */
