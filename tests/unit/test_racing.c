@@ -7,6 +7,7 @@
  * timeout: 120
  */
 #include "harness.h"
+#include "halving.h"
 #include "leaderboard.h"
 #include "queue.h"
 #include "racing.h"
@@ -16,6 +17,8 @@
 #include "store.h"
 #include "sweeps.h"
 #include "store_test_lib.h"
+
+#include <signal.h>
 
 #define TINY_MODEL "\"model\": {\"n_layer\": 4, \"d_model\": 64, \"vocab_size\": 256, \"padded_vocab_size\": 256, " \
                    "\"seq_len\": 64}"
@@ -293,4 +296,246 @@ TEST(race_keeps_both_of_two_tied_best) {
     printf("%d races with two tied best: one of them eliminated in %.4f (bound %.4f)\n", reps, (double)lost / reps,
            mc_bound(0.05, reps));
     ASSERT_LT((double)lost / reps, mc_bound(0.05, reps));
+}
+
+/* ---- a racing sweep driven through the queue ----------------------------------------------------- */
+
+static char db_path[4200];
+static store *fresh_store(void) {
+    char err[512];
+    snprintf(db_path, sizeof db_path, "%s/r.db", harness_tmpdir());
+    store *st = NULL;
+    if (store_open(db_path, &st, err, sizeof err) != 0) HFAIL("store_open: %s", err);
+    return st;
+}
+
+/* Δ of each schedule (by ord) against the baseline (ord 0): ords 2 and 4 lead within 0.001, 1, 3, 5 are far behind,
+ * the baseline 0.03 behind the leaders */
+static const double BIAS[6] = { 0, 0.5, -0.030, 0.6, -0.031, 0.7 };
+
+static double loss_for(long long ord, long long seed) {
+    return 3.0 + BIAS[ord] + 0.01 * (double)seed + 0.0005 * (double)((ord * 7 + seed * 13) % 5 - 2);
+}
+
+static long long job_ord(store *st, long long job) {
+    char sql[160];
+    snprintf(sql, sizeof sql, "SELECT sc.ord FROM jobs j JOIN schedules sc ON sc.id = j.schedule_id WHERE j.id = %lld", job);
+    return qv(st, sql);
+}
+
+/* Leases every queued job, finishes each (complete with its loss, rung reports with halving) and ticks racing after
+ * each as the server does; returns the jobs completed. */
+static int run_queue(store *st, queue *qu, long long wid, long long sweep) {
+    int done = 0;
+    for (;;) {
+        json_t *o = NULL;
+        int rc = queue_lease(qu, wid, "cpu", &o);
+        if (rc == QUEUE_EMPTY) break;
+        if (rc != QUEUE_OK) HFAIL("lease: %d %s", rc, qu->err);
+        long long job = json_integer_value(json_object_get(o, "job_id")), seed = json_integer_value(json_object_get(o, "seed"));
+        json_t *stopj = json_object_get(o, "stop_at_step");
+        int has_stop = json_is_integer(stopj);
+        long long stop = json_integer_value(stopj);
+        char token[128];
+        snprintf(token, sizeof token, "%s", json_string_value(json_object_get(o, "lease_token")));
+        long long attempt = json_integer_value(json_object_get(o, "attempt"));
+        json_decref(o);
+        long long ord = job_ord(st, job);
+        char err[512], sb[16];
+        if (has_stop) {   /* halving: the rung report (checkpoint first) */
+            long long step = stop;
+            char path[256];
+            double exp;
+            snprintf(path, sizeof path, "/ck/job-%lld-a%lld/ckpt_%lld.bin", job, attempt, step);
+            if (queue_checkpoint(qu, job, token, path, step, &exp) != 0) HFAIL("checkpoint: %s", qu->err);
+            const char *state = NULL;
+            if (halving_report(st, job, token, step, loss_for(ord, seed) + 0.1, &state, sb, err, sizeof err) != 0)
+                HFAIL("rung report: %s", err);
+        } else {
+            json_t *r = json_pack("{s:f}", "val_loss", loss_for(ord, seed));
+            if (queue_complete(qu, job, token, r) != 0) HFAIL("complete: %s", qu->err);
+            json_decref(r);
+            done++;
+        }
+        int decided = 0;
+        if (racing_tick(st, sweep, &decided, err, sizeof err) != 0) HFAIL("racing_tick: %s", err);
+    }
+    return done;
+}
+
+static long long seed_jobs(store *st, long long seed, int ord) {
+    char sql[256];
+    snprintf(sql, sizeof sql, "SELECT count(*) FROM jobs j JOIN schedules sc ON sc.id = j.schedule_id WHERE j.seed = %lld%s",
+             seed, ord >= 0 ? " AND sc.ord = " : "");
+    if (ord >= 0) snprintf(sql + strlen(sql), sizeof sql - strlen(sql), "%d", ord);
+    return qv(st, sql);
+}
+
+static store *racing_sweep(const char *racing, const char *halving, queue *qu, long long *wid) {
+    store *st = fresh_store();
+    sweeps_created c;
+    char err[1024];
+    const char *t = tiny("[1, 2]", racing, halving);
+    if (sweeps_create_json(st, t, strlen(t), &c, err, sizeof err) != 0) HFAIL("create: %s", err);
+    queue_init(qu, st, 60, 3);
+    if (queue_register(qu, "w", "h", "[]", wid) != 0) HFAIL("register: %s", qu->err);
+    return st;
+}
+
+TEST(rounds_add_seeds_to_survivors_and_the_baseline_only) {
+    queue qu;
+    long long wid;
+    store *st = racing_sweep("{\"max_seeds\": 4, \"alpha\": 0.05}", NULL, &qu, &wid);
+    ASSERT_EQ_INT(STORE_SCHEMA_VERSION, (int)qv(st, "PRAGMA user_version"));
+    ASSERT_EQ_INT(12, (int)qv(st, "SELECT count(*) FROM jobs"));
+    ASSERT_EQ_INT(18, run_queue(st, &qu, wid, 1));
+    /* round 1 (seeds 1, 2): 1, 3, 5 and the baseline out; round 2 = seed 3, round 3 = seed 4 (= max_seeds) */
+    ASSERT_EQ_INT(3, (int)qv(st, "SELECT count(*) FROM racing_rounds"));
+    ASSERT_EQ_INT(6, (int)qv(st, "SELECT family FROM racing_rounds WHERE round = 1"));
+    ASSERT_EQ_INT(2, (int)qv(st, "SELECT survivors FROM racing_rounds WHERE round = 1"));
+    ASSERT_EQ_INT(3, (int)qv(st, "SELECT next_seed FROM racing_rounds WHERE round = 1"));
+    ASSERT_EQ_INT(4, (int)qv(st, "SELECT next_seed FROM racing_rounds WHERE round = 2"));
+    ASSERT_EQ_INT(1, (int)qv(st, "SELECT next_seed IS NULL FROM racing_rounds WHERE round = 3"));
+    ASSERT_EQ_INT(4, (int)qv(st, "SELECT count(*) FROM racing_decisions WHERE round = 1 AND eliminated = 1"));
+    for (long long seed = 3; seed <= 4; seed++) {
+        ASSERT_EQ_INT(3, (int)seed_jobs(st, seed, -1));   /* the two survivors and the baseline */
+        for (int o = 0; o < 6; o++) ASSERT_EQ_INT(o == 0 || o == 2 || o == 4 ? 1 : 0, (int)seed_jobs(st, seed, o));
+        char sql[128];
+        snprintf(sql, sizeof sql, "SELECT count(*) FROM jobs WHERE seed = %lld AND seed_index = %lld", seed, seed - 1);
+        ASSERT_EQ_INT(3, (int)qv(st, sql));   /* seed_index n0 + r − 2 */
+    }
+    ASSERT_EQ_INT(0, (int)seed_jobs(st, 5, -1));
+    ASSERT_EQ_INT(18, (int)qv(st, "SELECT count(*) FROM jobs WHERE state = 'done'"));
+    /* each new job is its schedule's first job with train.seed replaced */
+    ASSERT_EQ_INT(3, (int)qv(st, "SELECT count(*) FROM jobs WHERE seed = 4 AND json_extract(job, '$.train.seed') = 4"));
+    ASSERT_EQ_INT(0, (int)qv(st, "SELECT count(*) FROM jobs j JOIN jobs f ON f.schedule_id = j.schedule_id AND f.seed = 1 "
+                                 "WHERE j.seed = 3 AND json_remove(j.job, '$.train.seed') != json_remove(f.job, '$.train.seed')"));
+    /* idempotent: another tick decides nothing and creates nothing */
+    int decided = 0;
+    char err[512];
+    ASSERT_EQ_INT(0, racing_tick(st, 1, &decided, err, sizeof err));
+    ASSERT_EQ_INT(0, decided);
+    ASSERT_EQ_INT(18, (int)qv(st, "SELECT count(*) FROM jobs"));
+    /* the leaderboard: per schedule its status, round and seeds; the spend against max_seeds × schedules */
+    json_t *lb = NULL;
+    ASSERT_EQ_INT(0, leaderboard_build(st, 1, &lb, err, sizeof err));
+    json_t *rj = json_object_get(lb, "racing");
+    ASSERT_TRUE(json_is_object(rj));
+    ASSERT_EQ_INT(18, json_integer_value(json_object_get(rj, "seeds_spent")));
+    ASSERT_EQ_INT(24, json_integer_value(json_object_get(rj, "fixed_design_seeds")));
+    ASSERT_EQ_INT(2, json_integer_value(json_object_get(rj, "survivors")));
+    ASSERT_EQ_INT(4, json_integer_value(json_object_get(rj, "eliminated")));
+    ASSERT_EQ_INT(3, (int)json_array_size(json_object_get(rj, "rounds")));
+    json_t *rows = json_object_get(lb, "rows");
+    int surv = 0;
+    for (size_t i = 0; i < json_array_size(rows); i++) {
+        json_t *r = json_array_get(rows, i), *rr = json_object_get(r, "racing");
+        const char *hd = json_string_value(json_object_get(rr, "status"));
+        int out = json_is_integer(json_object_get(rr, "eliminated_round"));
+        printf("row %zu: %s round %lld seeds %lld tied_best %s\n", i, hd, (long long)json_integer_value(json_object_get(rr, "eliminated_round")),
+               (long long)json_integer_value(json_object_get(rr, "seeds_run")), json_dumps(json_object_get(r, "tied_best"), JSON_ENCODE_ANY));
+        if (!out) {
+            surv++;
+            ASSERT_STREQ("survivor", hd);
+            ASSERT_EQ_INT(4, json_integer_value(json_object_get(rr, "seeds_run")));
+            ASSERT_EQ_INT(3, (int)json_array_size(json_object_get(rr, "rounds")));
+            ASSERT_TRUE(json_is_boolean(json_object_get(r, "tied_best")));
+            /* the CI narrows round by round (more seeds) */
+            json_t *a = json_object_get(rr, "rounds");
+            double w1 = json_number_value(json_object_get(json_array_get(a, 0), "ci_high")) - json_number_value(json_object_get(json_array_get(a, 0), "ci_low"));
+            double w3 = json_number_value(json_object_get(json_array_get(a, 2), "ci_high")) - json_number_value(json_object_get(json_array_get(a, 2), "ci_low"));
+            ASSERT_LT(w3, w1);
+        } else {
+            ASSERT_STREQ("eliminated", hd);
+            ASSERT_EQ_INT(1, json_integer_value(json_object_get(rr, "eliminated_round")));
+            ASSERT_TRUE(json_is_null(json_object_get(r, "tied_best")));   /* not compared with the survivors */
+            ASSERT_EQ_INT(json_is_true(json_object_get(r, "is_baseline")) ? 4 : 2, json_integer_value(json_object_get(rr, "seeds_run")));
+        }
+    }
+    ASSERT_EQ_INT(2, surv);
+    char *csv = leaderboard_csv(lb), *tab = leaderboard_table(lb);
+    ASSERT_CONTAINS(csv, ",race_status,eliminated_round,seeds_run");
+    ASSERT_CONTAINS(csv, ",eliminated,1,2");
+    ASSERT_CONTAINS(csv, ",survivor,,4");
+    ASSERT_CONTAINS(tab, "eliminated by racing");
+    ASSERT_CONTAINS(tab, "out@1");
+    ASSERT_CONTAINS(tab, "seeds spent 18 of the fixed design's 24");
+    free(csv);
+    free(tab);
+    json_decref(lb);
+    store_close(st);
+}
+
+/* The server killed inside a decision (PRISM_FAULT_RACING=abort, in a child process on the same file): nothing of the
+ * decision is left, and the next tick takes it exactly once. */
+TEST(decision_killed_midway_leaves_nothing_and_is_taken_once) {
+    queue qu;
+    long long wid;
+    store *st = racing_sweep("{\"max_seeds\": 3}", NULL, &qu, &wid);
+    /* finish round 1 without ticking */
+    for (;;) {
+        json_t *o = NULL;
+        if (queue_lease(&qu, wid, "cpu", &o) != QUEUE_OK) break;
+        long long job = json_integer_value(json_object_get(o, "job_id")), seed = json_integer_value(json_object_get(o, "seed"));
+        char token[128];
+        snprintf(token, sizeof token, "%s", json_string_value(json_object_get(o, "lease_token")));
+        json_decref(o);
+        json_t *r = json_pack("{s:f}", "val_loss", loss_for(job_ord(st, job), seed));
+        if (queue_complete(&qu, job, token, r) != 0) HFAIL("complete: %s", qu.err);
+        json_decref(r);
+    }
+    store_close(st);
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0) {
+        store *cs = NULL;
+        char err[512];
+        if (store_open(db_path, &cs, err, sizeof err) != 0) _exit(3);
+        setenv("PRISM_FAULT_RACING", "abort", 1);
+        int decided = 0;
+        store_begin(cs);
+        racing_tick(cs, 1, &decided, err, sizeof err);
+        store_commit(cs);
+        _exit(4);   /* not reached: the fault point aborts */
+    }
+    int wst = 0;
+    waitpid(pid, &wst, 0);
+    ASSERT_TRUE(WIFSIGNALED(wst));
+    ASSERT_EQ_INT(SIGABRT, WTERMSIG(wst));
+    char err[512];
+    if (store_open(db_path, &st, err, sizeof err) != 0) HFAIL("reopen: %s", err);
+    ASSERT_EQ_INT(0, (int)qv(st, "SELECT count(*) FROM racing_rounds"));
+    ASSERT_EQ_INT(0, (int)qv(st, "SELECT count(*) FROM racing_decisions"));
+    ASSERT_EQ_INT(12, (int)qv(st, "SELECT count(*) FROM jobs"));
+    int decided = 0;
+    ASSERT_EQ_INT(0, store_begin(st));
+    ASSERT_EQ_INT(0, racing_tick(st, 1, &decided, err, sizeof err));
+    ASSERT_EQ_INT(0, store_commit(st));
+    ASSERT_EQ_INT(1, decided);
+    ASSERT_EQ_INT(1, (int)qv(st, "SELECT count(*) FROM racing_rounds"));
+    ASSERT_EQ_INT(3, (int)seed_jobs(st, 3, -1));
+    decided = 0;
+    ASSERT_EQ_INT(0, racing_tick(st, 1, &decided, err, sizeof err));
+    ASSERT_EQ_INT(0, decided);
+    ASSERT_EQ_INT(15, (int)qv(st, "SELECT count(*) FROM jobs"));
+    store_close(st);
+}
+
+/* With halving, round 1 is the halving sweep: the race's family is the schedules that completed the last rung, and
+ * later rounds train the full run at once (no stop_at_step). */
+TEST(with_halving_racing_takes_the_schedules_completing_the_last_rung) {
+    queue qu;
+    long long wid;
+    store *st = racing_sweep("{\"max_seeds\": 3}", "{\"eta\": 2, \"rungs\": [0.5]}", &qu, &wid);
+    run_queue(st, &qu, wid, 1);
+    /* halving: ⌈6/2⌉ = 3 best (2, 4 and the baseline) reach the full run; 1, 3, 5 are pruned at the rung */
+    ASSERT_EQ_INT(6, (int)qv(st, "SELECT count(*) FROM jobs WHERE state = 'pruned'"));
+    ASSERT_EQ_INT(3, (int)qv(st, "SELECT family FROM racing_rounds WHERE round = 1"));
+    ASSERT_EQ_INT(2, (int)qv(st, "SELECT survivors FROM racing_rounds WHERE round = 1"));
+    ASSERT_EQ_INT(3, (int)seed_jobs(st, 3, -1));
+    ASSERT_EQ_INT(3, (int)qv(st, "SELECT count(*) FROM jobs WHERE seed = 3 AND rung = 1 AND stop_at_step IS NULL AND state = 'done'"));
+    ASSERT_EQ_INT(0, (int)qv(st, "SELECT count(*) FROM racing_decisions d JOIN jobs j ON j.schedule_id = d.schedule_id "
+                                 "WHERE j.state = 'pruned'"));   /* halving's pruned never enter the race */
+    ASSERT_EQ_INT(1, (int)qv(st, "SELECT next_seed IS NULL FROM racing_rounds WHERE round = 2"));
+    store_close(st);
 }
