@@ -314,7 +314,8 @@ static void table_row(http_buf *b, const json_t *r, int halving) {
     }
     snprintf(seeds, sizeof seeds, "%lld/%lld%s", (long long)json_integer_value(json_object_get(r, "seeds_done")),
              (long long)json_integer_value(json_object_get(r, "seeds_total")),
-             json_is_true(json_object_get(r, "provisional")) && json_is_integer(json_object_get(r, "rank")) ? " prov" : "");
+             json_is_true(json_object_get(r, "provisional")) && json_is_integer(json_object_get(r, "rank")) &&
+             !json_is_integer(json_object_get(json_object_get(r, "racing"), "eliminated_round")) ? " prov" : "");
     if (json_object_get(r, "rung")) {   /* halving: the rung the row is at, and pruned schedules */
         size_t used = strlen(seeds);
         snprintf(seeds + used, sizeof seeds - used, " r%lld%s", (long long)json_integer_value(json_object_get(r, "rung")),
