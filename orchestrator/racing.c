@@ -378,9 +378,9 @@ static int decide_round(store *st, long long sweep, const racing_cfg *cfg, int r
         for (int i = 0; i < n; i++) {
             if (!alive[i] && i != base) continue;
             if ((rc = create_job(st, sweep, v[i].id, next_seed, lo, &hv, &created, err, errlen)) < 0) goto out;
-            if (created == 1) fault_point();   /* decisions and a job written, the round row not: nothing committed */
         }
     }
+    fault_point();   /* the decisions and the next round's jobs written, the round row not: nothing committed */
     if (sqlite3_prepare_v2(st->db, "INSERT INTO racing_rounds (sweep_id, round, seeds, alpha, critical, family, survivors, "
                                    "next_seed, jobs_created, decided_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
                            -1, &s, NULL) != SQLITE_OK) {

@@ -26,7 +26,7 @@
  * (eliminated or not, its seeds, Δ vs uniform and the 95% CI at that round: the page draws them narrowing).
  *
  * Fault injection (tests only): PRISM_FAULT_RACING=abort aborts the process inside a decision, after its
- * decision rows and some of its new jobs are written and before the round row and the commit.
+ * decision rows and the next round's jobs are written and before the round row and the commit.
  *
  * Returns: 0 or a negative STORE_E* code with the message in err. Transactions: none opened here; the caller's
  * transaction (the API's savepoint, serve's start-up transaction) makes each decision atomic.
