@@ -198,4 +198,23 @@ t_rung_stop_and_resume() {
   grep -c 'event=rung device=cpu job=' "$D/wa.log" | grep -qx 3 || { w_dump; fail "not 3 rungs reported"; }
 }
 
+# docs/TRAINERS.md's minimal trainer, as the document prints it, trains a job through a real worker.
+t_docs_minimal_trainer() {
+  w_setup
+  w_server
+  /usr/bin/python3 - "$PRISM_ROOT/docs/TRAINERS.md" "$D/mini.py" <<'PY'
+import re, sys
+text = open(sys.argv[1]).read()
+block = re.search(r"## A minimal trainer.*?```python\n(.*?)```", text, re.S).group(1)
+open(sys.argv[2], "w").write(block)
+PY
+  [ -s "$D/mini.py" ] || fail "no python block under 'A minimal trainer' in docs/TRAINERS.md"
+  tr_spec "$D/spec.json" mini '["4,4,4,4"]' '[1]' 30 0 mini
+  local sid; sid=$(w_create "$D/spec.json")
+  w_worker wa --trainer "mini=/usr/bin/python3 $D/mini.py" --idle-exit 1
+  w_exit "$LAST_PID" 30; assert_eq 0 "$W_RC" "worker exit"
+  assert_eq done "$(tr_job 1 'd["state"]')" "state of the minimal trainer's job"
+  assert_eq "0-29/30/30" "$(w_get "/api/v1/jobs/1/metrics?kind=train" | w_steps)" "train steps"
+}
+
 harness_main "$@"
