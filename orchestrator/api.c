@@ -13,6 +13,7 @@
 #include "util.h"
 #include "halving.h"
 #include "racing.h"
+#include "lease.h"
 
 #include <errno.h>
 #include <math.h>
@@ -278,9 +279,12 @@ static void h_lease(api_ctx *c) {
     if (json_is_integer(dv)) { snprintf(devbuf, sizeof devbuf, "%lld", (long long)json_integer_value(dv)); device = devbuf; }
     else if (get_str(c, "device", 0, &device) < 0) return;
     if (device && strlen(device) > 64) { http_response_error(c->res, 400, "device: at most 64 characters"); return; }
+    lease_filter lf;   /* what the worker can train: its trainers, the built-in engine or not (common/lease.h) */
+    char lerr[256];
+    if (lease_filter_from_json(c->body, &lf, lerr, sizeof lerr) != LEASE_OK) { http_response_error(c->res, 400, "%s", lerr); return; }
     json_t *out = NULL;
     int rc = write_begin(c->a);
-    if (rc >= 0) rc = queue_lease(&c->a->q, wid, device, &out);
+    if (rc >= 0) rc = queue_lease_for(&c->a->q, wid, device, &lf, &out);
     write_end(c->a, rc >= 0);
     if (rc < 0) { api_reply_store_error(c, rc, c->a->q.err, c->a->q.state); return; }
     if (rc == QUEUE_EMPTY) { c->res->status = 204; c->res->content_type = "application/json"; return; }

@@ -272,7 +272,7 @@ static int too_many_jobs(char *err, size_t errlen, long long schedules, long lon
 
 static int spec_from_json_max(json_t *root, long long max_jobs, sweep_spec *sp, char *err, size_t errlen) {
     static const char *const top[] = { "name", "description", "priority", "model", "rules", "schedules", "include",
-                                       "exclude", "sample", "seeds", "train", "eval", "data", "halving", "racing", NULL };
+                                       "exclude", "sample", "seeds", "train", "eval", "data", "halving", "racing", "trainer", NULL };
     builder b = { sp, NULL, 0, NULL, 0 };
     int *heads = NULL, rc;
     long long x;
@@ -545,6 +545,8 @@ json_t *spec_job_json(const sweep_spec *sp, int i, int j) {
     if (json_object_set_new(job, "eval", eval) < 0) { eval = NULL; goto fail; }
     eval = NULL;
     if (json_object_set_new(job, "data", data) < 0) { data = NULL; goto fail; }
+    json_t *trainer = json_object_get(sp->root, "trainer");   /* an external trainer (docs/TRAINERS.md); checked by job.c */
+    if (trainer && json_object_set(job, "trainer", trainer) < 0) { data = NULL; goto fail; }
     return job;
 fail:
     json_decref(job);

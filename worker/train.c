@@ -143,6 +143,7 @@ const char *train_strerror(int code) {
     case TRAIN_EDEVICE: return "device error";
     case TRAIN_EDIVERGED: return "diverged";
     case TRAIN_EBACKEND: return "device unavailable";
+    case TRAIN_ETRAINER: return "trainer failed";
     default: return "unknown error";
     }
 }
