@@ -71,6 +71,17 @@ def fingerprint(job):
 
 # ---- the launcher (several processes under torchrun) ---------------------------------------------------
 def launch(nproc, argv):
+    try:   # refused here, before nproc interpreters start (the ranks check it again)
+        r = pp.Run()
+        r.close()
+        B = pd.job_normalize(r.job)["train"]["batch_size"]
+    except (pd.JobError, pp.ProtocolError, OSError, ValueError) as e:
+        print("torch trainer: %s" % e, file=sys.stderr)
+        return 2
+    if B % nproc:
+        print("torch trainer: train.batch_size %d does not split over %d processes (each rank takes B/N rows of every "
+              "micro-batch): use a device count that divides it" % (B, nproc), file=sys.stderr)
+        return 2
     d = tempfile.mkdtemp(prefix="prism-torch-")
     fifo = os.path.join(d, "lines")
     os.mkfifo(fifo, 0o600)
