@@ -427,6 +427,13 @@ int racing_tick(store *st, long long sweep_id, int *decided, char *err, size_t e
     }
 }
 
+int racing_job_done(store *st, long long job, int *decided, char *err, size_t errlen) {
+    int rc = STORE_OK;
+    long long sweep = count1(st, "SELECT sweep_id FROM jobs WHERE id = ?1", job, 0, 0, &rc, err, errlen);
+    if (rc < 0 || sweep <= 0) return rc;
+    return racing_tick(st, sweep, decided, err, errlen);
+}
+
 int racing_tick_all(store *st, int *decided, char *err, size_t errlen) {
     /* every racing sweep, read in pages of 256 by id (a tick writes: no cursor stays open across it) */
     long long ids[256], after = 0;

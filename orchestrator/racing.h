@@ -71,7 +71,9 @@ int racing_look(const ranking_obs *obs, int nobs, int nsched, unsigned char *ali
 int racing_load(store *st, long long sweep_id, racing_cfg *cfg, char *err, size_t errlen);
 /* Decides every round of the sweep that is due (idempotent). *decided += rounds decided. */
 int racing_tick(store *st, long long sweep_id, int *decided, char *err, size_t errlen);
-/* racing_tick for every sweep with racing (server start, job complete/fail/cancel/requeue, lease expiry). */
+/* racing_tick for the sweep of job (a job completed: the server's hook; a sweep without racing costs one read). */
+int racing_job_done(store *st, long long job, int *decided, char *err, size_t errlen);
+/* racing_tick for every sweep with racing (server start, job fail/cancel/requeue, rung report, lease expiry). */
 int racing_tick_all(store *st, int *decided, char *err, size_t errlen);
 
 /* What the race spent, for status and the leaderboard. */

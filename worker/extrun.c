@@ -788,7 +788,8 @@ int extrun_run(const extrun_set *set, const extrun_trainer *t, const json_t *job
         rc = TRAIN_EIO;
         goto out;
     }
-    if (*o->stop) { rc = *o->stop == 2 ? TRAIN_EPREEMPTED : TRAIN_ECANCELLED; goto out; }   /* stopped before it began */
+    int stop0 = o->stop ? *o->stop : 0;
+    if (stop0) { rc = stop0 == 2 ? TRAIN_EPREEMPTED : TRAIN_ECANCELLED; goto out; }   /* stopped before it began */
     fflush(stderr);
     pid_t parent = getpid();
     st.pid = fork();
@@ -826,7 +827,7 @@ int extrun_run(const extrun_set *set, const extrun_trainer *t, const json_t *job
         if (st.fd3 >= 0 && extrun_read_fd3(&st) < 0) { close(st.fd3); st.fd3 = -1; }
         if (st.fdlog >= 0 && extrun_read_log(&st) < 0) { close(st.fdlog); st.fdlog = -1; }
         double now = util_now_s();
-        int stop = *o->stop;
+        int stop = o->stop ? *o->stop : 0;
         if (stop && !st.term_sent && !st.failed) {
             st.mode = stop == 1 ? 1 : 2;
             kill(-st.pid, SIGTERM);

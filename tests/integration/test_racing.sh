@@ -24,6 +24,7 @@ PY
 }
 
 sql() { sqlite3 -cmd '.timeout 5000' "$D/prism.db" "$1"; }
+round2_leased() { [ "$(sql "SELECT count(*) FROM jobs WHERE seed_index = 2 AND state = 'leased'")" -ge 1 ]; }
 race_over() { [ "$(sql "SELECT count(*) FROM racing_rounds WHERE next_seed IS NULL")" = 1 ] &&
               [ "$(sql "SELECT count(*) FROM jobs WHERE state <> 'done'")" = 0 ]; }
 
@@ -147,7 +148,7 @@ t_worker_killed_mid_round_loses_and_duplicates_nothing() {
   w_worker dying
   local dying=$LAST_PID
   # kill it while it trains a job of round 2
-  w_wait 240 "a round-2 job is leased" test "$(sql "SELECT count(*) FROM jobs WHERE seed_index = 2 AND state = 'leased'")" -ge 1
+  w_wait 240 "a round-2 job is leased" round2_leased
   local job; job=$(sql "SELECT id FROM jobs WHERE seed_index = 2 AND state = 'leased' LIMIT 1")
   kill -KILL "$dying"
   w_exit "$dying" 10
