@@ -8,7 +8,8 @@
  *   acts group:   per-layer activations kept for backward (strided by the allocated B*T, like gpt2.c),
  *                 the per-row log-sum-exp of each layer's attention (lse, B*h_l*T floats: all the fused
  *                 attention's backward keeps besides qkv and its output), and the float32 LayerNorm
- *                 statistics and losses. Attention is fused (flash_attention.cu) in every layer whose head
+ *                 statistics and losses; the logits buffer holds head_rows rows of Vp (the LM head runs in
+ *                 chunks: model_cuda_base.cu), not B*T. Attention is fused (flash_attention.cu) in every layer whose head
  *                 size it takes (1..256, every schedule the rules allow): no B*h*T*T tensor is kept. Only a
  *                 layer with a larger head keeps att (B*h_l*T*T, at att_off[l]) and runs attention.cu; eval
  *                 computes attention distance D_l with attention.cu one sequence at a time (eatt: h*T*T).
@@ -19,12 +20,16 @@
  * The forward fuses each residual add with the LayerNorm that follows (residual_layernorm_forward); with
  * PRISM_CUDA_GELU_FUSION=1 in the environment the fc matmul also applies GELU in its cuBLASLt epilogue and the
  * fcproj backward GELU' in its (DGELU) — off by default until tests/gpu/run.sh has confirmed both exact on a GPU
- * (gelu_epilogue_exactness). The
- * classifier overwrites logits with dlogits (never probabilities). Mean losses are summed on the host in
- * a fixed order, like the CPU engine; the gradient norm is a deterministic device reduction.
- * Host synchronisations per training step: one at the end of forward_backward (the losses come back once
- * forward and backward are both queued, so the GPU never waits for the host in between) and one at the end of
- * update (the norm comes back after AdamW is queued: the clipping factor is read on the device). The update
+ * (gelu_epilogue_exactness).
+ * This file is the GPT-2 body only: its configuration checks and activation plan (create), the forward up to lnf
+ * and the backward from dlnf (gpt2_arch), each layer's attention in one place (attention_forward_layer /
+ * attention_backward_layer, where an attention backend is chosen). Creation, the model_ops entry points, the
+ * chunked LM head + cross-entropy (dlogits never probabilities, fed into dlnf and wte's gradient chunk by chunk)
+ * and the CUDA graph of the training step are model_cuda_base.cu's, shared with the Llama backend. Mean losses
+ * are summed on the host in a fixed order, like the CPU engine; the gradient norm is a deterministic device
+ * reduction. Host synchronisations per training step: one at the end of forward_backward (the losses come back
+ * once forward, head and backward are queued — one graph launch from the second step of a shape on) and one at
+ * the end of update (the norm comes back after AdamW is queued: the clipping factor is read on the device). The update
  * (mc_update, shared with the Llama backend) is two passes over the gradients, the norm and one AdamW launch for
  * all 16 tensors, which also zeroes each gradient after reading it; zero_grad (mc_zero_grad) is then free (it only
  * clears when something else left gradients).

@@ -83,7 +83,7 @@ struct mc_model {
 #define MC_TRY(cm, call, what) do { if ((call) != 0) return mc_fail(cm, what); } while (0)
 #define MC_BIND(cm) do { int b_ = mc_bind(cm); if (b_) return b_; } while (0)
 
-#define MC_HEAD_BYTES ((size_t)256 << 20)   /* default cap of the LM head's logits buffer */
+#define MC_HEAD_BYTES ((size_t)128 << 20)   /* default cap of the LM head's logits buffer */
 size_t mc_al256b(size_t bytes);
 int mc_head_rows(const struct model_config *cfg, int B, int T);
 void mc_param_layout(const struct model_config *cfg, size_t *sizes, size_t *offs, size_t *nparams, size_t *npad);

@@ -1,6 +1,6 @@
 /* kernels/cuda/model_llama.cu — the CUDA backend for the Llama-style model (model_cuda_llama_ops; kernels/model.h):
  * RoPE + SwiGLU + RMSNorm with h_l heads in layer l, bf16 (or fp32) activations and weights, float32 master
- * weights, gradients and AdamW. The GPT-2 backend (model_cuda.cu) is untouched: model_ops_for_arch() picks this
+ * weights, gradients and AdamW. model_ops_for_arch() picks this
  * table for cfg->arch == MODEL_ARCH_LLAMA.
  *
  * Same memory plan as model_cuda.cu (one device allocation per group, 256-byte aligned tensors; activations
@@ -14,7 +14,10 @@
  * rotated back. The separate rope kernel (llama.cu) serves only the materialised paths: a layer with a head above
  * 256 rotates its qkv in place before attention.cu (its saved qkv is post-RoPE) and rotates dq, dk back after
  * attention.cu's backward; eval's D_l of a fused layer runs attention.cu on a rotated copy of qkv in the gradient
- * scratch LD_QKV. W_up and W_gate are two GEMMs (the file layout keeps them apart). No biases. zero_grad and update
+ * scratch LD_QKV. W_up and W_gate are two GEMMs (the file layout keeps them apart). No biases. This file is the
+ * body only (create's checks and plan, ll_forward up to the final RMSNorm, ll_backward from its gradient, each
+ * layer's attention in attention_forward_layer / attention_backward_layer); creation, the entry points, the
+ * chunked LM head and the CUDA graph of the step are model_cuda_base.cu's, as for GPT-2. zero_grad and update
  * are GPT-2's (mc_zero_grad, mc_update in model_cuda_mem.cu: the norm on the device, one fused AdamW launch for all
  * 9 tensors, one host synchronisation, no zeroing of gradients the update already zeroed). Every call returns
  * 0 or MODEL_E*; the message is in error() and, from create, in err.
