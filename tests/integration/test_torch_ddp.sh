@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# test_torch_ddp.sh — the reference trainer as DDP under torchrun (gloo, CPU): `--nproc 2` re-execs it under
+# test_torch_ddp.sh — the reference trainer as DDP under torchrun (gloo, CPU): PRISM_DEVICES=cpu,cpu (or --nproc 2)
+# re-execs it under
 # trainers/torch/torchrun.py with --nproc_per_node 2; each rank takes half the rows of every micro-batch, so the
 # global batch (tokens per step) is the job's. Against a 1-process run of the same job: the same train and val losses
 # within TOL = 1e-5 (the two halves' gradients are averaged by an all-reduce instead of summed in one kernel: float32
@@ -13,7 +14,8 @@ t_two_gloo_processes_match_one_with_the_same_global_batch() {
   make_data "$d"
   ACCUM=2 write_job "$d/job.json"
   torch_run "$d" job.json one || fail "1-process run failed"
-  torch_run "$d" job.json two --nproc 2 || fail "2-process run failed (exit $?)"
+  # two CPU ranks the way a worker asks for them (--devices cpu,cpu --devices-per-job 2)
+  DEVICES=cpu,cpu torch_run "$d" job.json two || fail "2-process run failed (exit $?)"
   "$PY" - "$d" <<'PY' || fail "the 2-process run differs from the 1-process one (above)"
 import json, sys
 one = [json.loads(l) for l in open(sys.argv[1] + "/one/lines.jsonl")]

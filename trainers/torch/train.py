@@ -12,7 +12,7 @@ Data order, seed init and model files come from prism_data.py (the built-in's, s
 A checkpoint (torch.save, tmp + fsync + rename) holds the model, AdamW's state, the step, the data position (micro-
 batches consumed) and the RNG state, with the job's shape/seed/batch fields that resuming checks; resuming from one
 reproduces the uninterrupted run's losses.
-Devices: PRISM_DEVICES `cpu` or CUDA ordinals. More than one device (or --nproc N / PRISM_TORCH_NPROC on the CPU)
+Devices: PRISM_DEVICES `cpu`, `cpu,cpu` (N CPU ranks) or CUDA ordinals. More than one (or --nproc N / PRISM_TORCH_NPROC)
 and not yet under torchrun: this process becomes the launcher. It starts `python3 -m torch.distributed.run
 --standalone --nproc_per_node N train.py ...` in its own process group's stead (same group: a cancel reaches every
 rank), relays rank 0's lines from a FIFO to fd 3 (torchrun closes inherited fds), and exits 0 once a terminal line
@@ -59,6 +59,11 @@ def lr_at(t, step):
     span = t["steps"] - t["warmup_steps"]
     ratio = (step - t["warmup_steps"]) / span if span > 0 else 1.0
     return min_lr + 0.5 * (1.0 + math.cos(math.pi * ratio)) * (t["lr"] - min_lr)
+
+
+def is_cpu(devices):
+    """PRISM_DEVICES `cpu`, or `cpu,cpu,...` (a worker's --devices cpu,cpu --devices-per-job 2: one CPU rank each)."""
+    return all(d.strip() == "cpu" for d in devices.split(","))
 
 
 def fingerprint(job):
@@ -137,7 +142,7 @@ class Trainer:
         self.world = int(os.environ.get("WORLD_SIZE", "1"))
         self.rank = int(os.environ.get("RANK", "0"))
         devs = self.run.devices
-        if devs == "cpu":
+        if is_cpu(devs):
             self.device = torch.device("cpu")
         else:
             ords = [int(x) for x in devs.split(",")]
@@ -227,13 +232,12 @@ class Trainer:
         if self.rank == 0:
             path = self.run.save(lambda f: torch.save(state, f), step)
             self.run.checkpoint(step, path)
-            keep = getattr(self, "ckpts", [])
-            keep.append(path)
-            while len(keep) > 2:   # the previous one stays until the worker has surely taken its line
-                old = keep.pop(0)
-                if os.path.exists(old) and old != path:
-                    os.unlink(old)
-            self.ckpts = keep
+            # only the newest stays in PRISM_OUT (docs/TRAINERS.md "Disk": the worker keeps its own links to the
+            # ones it reported)
+            prev = getattr(self, "last_ckpt", None)
+            if prev and prev != path and os.path.exists(prev):
+                os.unlink(prev)
+            self.last_ckpt = path
         if self.world > 1:
             dist.barrier()
         return path
@@ -426,7 +430,9 @@ def main(argv):
         torch.set_num_threads(args.threads)
     if "LOCAL_RANK" not in os.environ:
         devs = os.environ.get("PRISM_DEVICES", "") or "cpu"
-        n = len(devs.split(",")) if devs != "cpu" else max(args.nproc, 1)
+        n = len(devs.split(","))   # CUDA ordinals, or "cpu,cpu": one rank per entry
+        if devs == "cpu":
+            n = max(args.nproc, 1)
         if n > 1:
             return launch(n, argv)
     try:
