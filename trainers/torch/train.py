@@ -221,6 +221,11 @@ class Trainer:
         if self.world > 1:
             from torch.nn.parallel import DistributedDataParallel as DDP
             self.fwd = DDP(self.fwd, device_ids=[self.device.index] if self.cuda else None)
+        m = job["model"]
+        self.log("torch %s, %s %s, %d processes, %s%s, attention %s; %s" % (
+            torch.__version__, m["arch"], ",".join(map(str, m["heads"])), self.world, self.device, " " + self.precision,
+            "sdpa" if self.model.att.use_sdpa else "math",
+            "resumed at step %d" % self.start if run.resume else "model.init %s" % m["init"] if m.get("init") else "seed init"))
         self.dump = open(os.environ["PRISM_DUMP_BATCHES"], "ab") if os.environ.get("PRISM_DUMP_BATCHES") and self.rank == 0 else None
 
     # ---- checkpoints ----------------------------------------------------------------------------------
