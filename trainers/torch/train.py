@@ -100,8 +100,11 @@ def launch(nproc, argv):
         print("train.py: fd 3 (the protocol pipe) is not open (%s): run under prism-worker, or with 3>lines.jsonl" % e,
               file=sys.stderr)
         return 2
+    # A cancel is SIGTERM to the whole process group: torchrun and every rank get it themselves (the ranks finish
+    # their step and checkpoint; torchrun waits for them). The launcher outlives them to relay the last lines, so
+    # it only notes the signal (a handler, not SIG_IGN, which torchrun would inherit).
+    signal.signal(signal.SIGTERM, lambda s, f: None)
     proc = subprocess.Popen(cmd, env=env)
-    signal.signal(signal.SIGTERM, lambda s, f: proc.send_signal(signal.SIGTERM))
     buf, terminal = b"", False
 
     def pump(timeout):
@@ -138,6 +141,7 @@ class Trainer:
     def __init__(self, args):
         self.args = args
         self.run = pp.Run()
+        self.run.install_sigterm()   # before the setup: a SIGTERM during it stops at step `start`, checkpointed
         self.job = pd.job_normalize(self.run.job)
         self.world = int(os.environ.get("WORLD_SIZE", "1"))
         self.rank = int(os.environ.get("RANK", "0"))
@@ -348,7 +352,6 @@ class Trainer:
         V = job["model"]["vocab_size"]
         tokens_per_step = t["batch_size"] * t["seq_len"] * t["grad_accum"]
         diverged_at = DIVERGED_FACTOR * math.log(V)
-        run.install_sigterm()
         t_begin, train_time, tokens_run = time.time(), 0.0, 0
         train_loss = float("nan")
         for step in range(self.start, steps):
