@@ -171,7 +171,7 @@ class Trainer:
     def allreduce(self, x, op=None):
         if self.world == 1:
             return x
-        t = torch.tensor([float(x)], dtype=torch.float64)
+        t = torch.tensor([float(x)], dtype=torch.float64, device=self.device)   # NCCL reduces device tensors only
         dist.all_reduce(t, op=op or dist.ReduceOp.SUM)
         return t.item()
 
@@ -332,7 +332,7 @@ class Trainer:
         if not math.isfinite(train_loss):
             raise TrainError("step %d: train loss is %g (not finite); lower train.lr or enable train.grad_clip" % (step, train_loss))
         grads = [p.grad for p in self.model.parameters()]
-        norm = math.sqrt(sum(float(g.double().pow(2).sum()) for g in grads))
+        norm = math.sqrt(float(torch.stack([g.double().pow(2).sum() for g in grads]).sum()))   # one sync
         if not math.isfinite(norm):
             raise TrainError("step %d: gradient norm is %g (not finite); lower train.lr or enable train.grad_clip" % (step, norm))
         if t["grad_clip"] > 0 and norm > t["grad_clip"]:
