@@ -131,9 +131,11 @@ done:
 int racing_load(store *st, long long sweep_id, racing_cfg *cfg, char *err, size_t errlen) {
     memset(cfg, 0, sizeof *cfg);
     sqlite3_stmt *s = NULL;
-    if (sqlite3_prepare_v2(st->db, "SELECT json_extract(spec, '$.racing'), json_array_length(spec, '$.seeds'), "
-                                   "(SELECT max(value) FROM json_each(sweeps.spec, '$.seeds')) FROM sweeps WHERE id = ?1",
-                           -1, &s, NULL) != SQLITE_OK)
+    /* instr() first: a sweep without racing (the hook runs on every completed job) costs a substring scan, no parse */
+    if (sqlite3_prepare_v2(st->db, "SELECT CASE WHEN instr(spec, '\"racing\"') THEN json_extract(spec, '$.racing') END, "
+                                   "CASE WHEN instr(spec, '\"racing\"') THEN json_array_length(spec, '$.seeds') END, "
+                                   "CASE WHEN instr(spec, '\"racing\"') THEN (SELECT max(value) FROM json_each(sweeps.spec, "
+                                   "'$.seeds')) END FROM sweeps WHERE id = ?1", -1, &s, NULL) != SQLITE_OK)
         return db_fail(st, err, errlen, "racing config");
     sqlite3_bind_int64(s, 1, sweep_id);
     int rc = sqlite3_step(s), out = STORE_OK;

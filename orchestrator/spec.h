@@ -16,6 +16,7 @@
  *   train       the job's train section without "seed" (the job format of docs/FORMATS.md), "steps" required
  *   eval, data  the job's eval and data sections of the job format, copied as given
  *   halving     optional {eta, rungs, mode}: successive halving at matched tokens (orchestrator/halving.h)
+ *   racing      optional {max_seeds, alpha}: seeds added round by round to the schedules in contention (racing.h)
  * The uniform baseline is always in the set (added first when a list or a sample lacks it). Schedule order
  * ("ord"): the baseline first, then the enumeration order (rules/sample) or the list order, then includes.
  *

@@ -29,7 +29,8 @@
 #   4. anchors the bf16 matmul rate, 8192^3 through cuBLAS (tests/gpu/matmul_peak.cu) — the MFU ceiling, printed
 #              next to the datasheet's 989 TFLOP/s (MFU against it is computed from part 3's figures); the PyTorch
 #              anchor at the same B and T (tests/gpu/torch_gpt2.py: nanoGPT-style, SDPA, bf16 autocast, fused AdamW,
-#              eager) and ours / PyTorch.
+#              eager) and ours / PyTorch; the reference trainer (trainers/torch/train.py through its own protocol,
+#              tests/gpu/torch_reftrainer.py: bf16 autocast, SDPA, fused AdamW) at the same shape, and built-in / it.
 #   5. the rest, each only if the time left allows: cuobjdump -sass of the fused attention kernels (LDSM, LDS,
 #              generic LD, HMMA, local memory per kernel: are the fragment loads LDSM?); the paper's Medium (C=1024,
 #              4,4,4,8,8,8,16x18) and Large (C=1536, 6,6,6,12,12,12,16x18) Prism/uniform ratios; the other bf16
@@ -51,7 +52,8 @@
 # Knobs: GPU_B (16), GPU_T (1024), GPU_STEPS (10) for the speed part; GPU_BUDGET_S (540); GPU_RESERVE_S (5);
 # GPU_CASE_TIMEOUT (90); GPU_QUICK (regex of the quick cases); GPU_MM_N (8192); GPU_MAXB_LIST
 # (192,128,96,64,48,32,16); SKIP_SPEED=1 (parts 3, 4 and the speed rows of 5), SKIP_BENCH=1 (our timings),
-# SKIP_TORCH=1, TORCH_COMPILE=0, SKIP_SCALES=1 (Medium/Large); SKIP_FP32=1; SKIP_NCU=1; SKIP_SASS=1; SKIP_MAKE=1
+# SKIP_TORCH=1 (the PyTorch rows), SKIP_REFTRAINER=1 (the reference trainer's row), TORCH_COMPILE=0,
+# SKIP_SCALES=1 (Medium/Large); SKIP_FP32=1; SKIP_NCU=1; SKIP_SASS=1; SKIP_MAKE=1
 # (accepted; the full product build is no longer part of this check); GPU_BUILD=dir (default
 # /tmp/prism-gpu-build); GPU_CASES=regex (only those test cases, quick and rest); LLAMA=1 (the Llama cases even
 # with GPU_CASES); PYTHON (python3).
@@ -123,7 +125,7 @@ GRAPHC='^(graph_capture_replays_and_refuses_host_syncs|model_graph_steps_equal_e
 # field VALUE_NAME FILE [MATCH]: the value of NAME=... on the last RESULT line of FILE containing MATCH
 field() { grep '^RESULT' "$2" 2>/dev/null | grep -F -- "${3:-RESULT}" | tail -n 1 | tr ' ' '\n' | sed -n "s/^$1=//p"; }
 ge() { awk -v a="$1" -v b="$2" 'BEGIN{exit !(a >= b)}'; }
-CEIL="" U_TPS="" P_TPS="" RATIO="" MFU_C="" MFU_P="" MAXB="" MAXB_TPS="" T2="" ONE_LAYER="" TORCH_E="" TORCH_C=""
+REF_TPS="" CEIL="" U_TPS="" P_TPS="" RATIO="" MFU_C="" MFU_P="" MAXB="" MAXB_TPS="" T2="" ONE_LAYER="" TORCH_E="" TORCH_C=""
 GELU_VERDICT="" DGELU_VERDICT="" FALLBACKS=0 SPEED_RAN=0 FINAL=0 CUDA_LIB_SOURCE=""
 declare -A SCALE_RATIO=()
 BDIR=${GPU_BUILD:-/tmp/prism-gpu-build}
@@ -155,6 +157,9 @@ compute_aims() {
   elif printf '%s\n' "${results[@]}" | grep -q '| PyTorch anchor | ABSENT |'; then
     aim "ours / PyTorch" "-" "(anchor)" "PyTorch absent"
   else aim "ours / PyTorch" "-" "(anchor)" "not measured"; fi
+  if [ -n "$REF_TPS" ] && [ -n "$U_TPS" ] && [ -z "${CUDAEMU:-}" ]; then
+    aim "built-in / reference trainer (trainers/torch, $REF_TPS tok/s)" "$(awk -v a="$U_TPS" -v b="$REF_TPS" 'BEGIN{printf "%.3f", a/b}')" "(reference)" INFO
+  else aim "built-in / reference trainer" "-" "(reference)" "not measured"; fi
   if [ "$SPEED_RAN" = 1 ]; then
     aim "matmuls that fell back from cuBLASLt (all timing runs)" "$FALLBACKS" "0" "$([ "$FALLBACKS" = 0 ] && echo MET || echo MISSED)"
   else aim "matmuls that fell back from cuBLASLt" "-" "0" "not measured"; fi
@@ -427,6 +432,24 @@ if [ -z "${SKIP_SPEED:-}" ] && [ $BUILT_BF16 = 1 ]; then
       elif [ $rc -eq 124 ] && [ "$LIM_CUT" = 1 ]; then cut_row "PyTorch anchor (eager)"
       else
         record "PyTorch anchor (eager)" INFO "did not finish (exit $rc): $(grep -m1 -iE 'error' "$BDIR/torch.txt" | cut -c1-140)"
+      fi
+    fi
+    # the reference trainer (trainers/torch, issue 25) at the same shape, through its own protocol; on the emulator
+    # dry run a tiny CPU job, so the row is exercised (its figure means nothing)
+    if [ -z "${SKIP_REFTRAINER:-}" ]; then
+      section "reference trainer: trainers/torch/train.py, GPT-2 124M, B=$B T=$T (bf16, SDPA, fused AdamW)"
+      if want 40 "reference trainer"; then
+        lim 200 "$PY" tests/gpu/torch_reftrainer.py --B "$B" --T "$T" --steps "$STEPS" --warmup 3 ${CUDAEMU:+--tiny} >"$BDIR/reftrainer.txt" 2>&1; rc=$?
+        cat "$BDIR/reftrainer.txt"
+        REF_TPS=$(field tok_s "$BDIR/reftrainer.txt" 'RESULT reftrainer')
+        if grep -q '^RESULT reftrainer absent' "$BDIR/reftrainer.txt"; then
+          record "reference trainer" ABSENT "$(sed -n 's/^RESULT reftrainer absent: //p' "$BDIR/reftrainer.txt" | head -n1)"
+        elif [ $rc -eq 0 ] && [ -n "${CUDAEMU:-}" ]; then
+          record "reference trainer" INFO "dry run: a tiny job on the CPU ran through the protocol ($REF_TPS tok/s, means nothing)"
+        elif [ $rc -eq 0 ]; then
+          record "reference trainer" INFO "$REF_TPS tok/s (trainers/torch, GPT-2 124M B=$B T=$T)$([ -n "$U_TPS" ] && awk -v a="$U_TPS" -v b="$REF_TPS" 'BEGIN{printf "; built-in %s tok/s, built-in/reference %.3f", a, a/b}')"
+        elif [ $rc -eq 124 ] && [ "$LIM_CUT" = 1 ]; then cut_row "reference trainer"
+        else fail_row "reference trainer" "exit $rc: $(grep -m1 -iE 'error' "$BDIR/reftrainer.txt" | cut -c1-140)"; fi
       fi
     fi
   fi

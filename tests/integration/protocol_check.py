@@ -1,7 +1,7 @@
 """protocol_check.py LINES PRISM_OUT STEPS [TERMINAL] — checks a trainer's fd-3 lines against docs/TRAINERS.md's rules,
 independently of trainers/torch/prism_protocol.py (which must not be the judge of itself): one JSON object a line of at
 most 65536 bytes, known events and keys, finite numbers, train steps strictly increasing and below train.steps,
-checkpoint paths inside PRISM_OUT naming files that exist, exactly one terminal line and it is the last (of the kind
+checkpoint paths inside PRISM_OUT, the newest one an existing file, exactly one terminal line and it is the last (of the kind
 TERMINAL when given). Prints the events; exit 1 naming the first violation."""
 import json, math, os, sys
 
@@ -14,7 +14,7 @@ want = sys.argv[4] if len(sys.argv) > 4 else None
 raw = open(path, "rb").read()
 assert raw.endswith(b"\n"), "the last line has no newline"
 lines = raw.split(b"\n")[:-1]
-last, terminal = -1, []
+last, terminal, newest = -1, [], None
 for n, b in enumerate(lines):
     assert len(b) + 1 <= 65536, "line %d: %d bytes" % (n, len(b) + 1)
     o = json.loads(b.decode("utf-8"))
@@ -32,13 +32,14 @@ for n, b in enumerate(lines):
     if ev == "checkpoint":
         p = o["path"] if os.path.isabs(o["path"]) else os.path.join(out, o["path"])
         assert os.path.realpath(p).startswith(out + os.sep), "line %d: %s outside %s" % (n, p, out)
-        assert os.path.isfile(p), "line %d: checkpoint %s does not exist" % (n, p)
+        newest = p   # older ones may be gone (a trainer keeps only its newest: docs/TRAINERS.md "Disk")
     if ev == "result":
         r = o["result"]
         assert set(r) <= RESULT and {"val_loss", "steps", "tokens", "val_loss_batches"} <= set(r), sorted(r)
         assert r["steps"] == steps and math.isfinite(r["val_loss"])
     if ev in ("result", "paused", "preempted"):
         terminal.append((n, ev))
+assert newest is None or os.path.isfile(newest), "the newest checkpoint %s does not exist" % newest
 print("events:", " ".join("%s%s" % (json.loads(b)["event"], ("@%d" % json.loads(b)["step"]) if "step" in json.loads(b) else "") for b in lines))
 assert len(terminal) == 1 and terminal[0][0] == len(lines) - 1, "terminal lines %r of %d" % (terminal, len(lines))
 assert want is None or terminal[0][1] == want, "ended with %s, expected %s" % (terminal[0][1], want)

@@ -170,10 +170,27 @@ t_speed_rows_matmul_ceiling_and_absent_pytorch() {
   assert_contains "$(row "bf16 matmul rate" "$d")" "| INFO | "
   assert_contains "$(row "bf16 matmul rate" "$d")" "vs datasheet 989 TFLOP/s"
   assert_contains "$(row "PyTorch anchor" "$d")" "| ABSENT | PyTorch cannot be imported here"
+  assert_contains "$(row "reference trainer" "$d")" "| ABSENT | PyTorch cannot be imported here"
   assert_contains "$(row "ours / PyTorch" "$d")" "| PyTorch absent |"
   assert_contains "$(row "GELU epilogue exact (bf16)" "$d")" "| INFO | yes"
   assert_contains "$(cat "$d/out/gpu_summary.md")" "GELU epilogue exact (bf16): yes"
   assert_contains "$(row "DGELU epilogue exact (bf16)" "$d")" "| INFO | yes"
+}
+
+# The reference trainer's row (trainers/torch through its protocol, beside the built-in engine): on the dry run a tiny
+# job on the CPU goes through tests/gpu/torch_reftrainer.py and the row reports its rate as meaning nothing; the aims
+# table has the built-in / reference line, not measured here.
+t_reference_trainer_row_runs_the_trainer() {
+  need_x86
+  /usr/bin/python3 -c 'import torch' 2>/dev/null || skip "python3-torch is not installed (make deps installs it)"
+  local d; d=$(tmpdir)
+  local rc; rc=$(dry "$ROOT" "$d" SKIP_SPEED= SKIP_BENCH=1 SKIP_FP32=1 SKIP_SASS=1 SKIP_NCU=1 GPU_MM_N=64 PYTHON=/usr/bin/python3 \
+    GPU_CASES='^(model_loss_and_every_gradient_match_cpu)$')
+  [ "$rc" = 0 ] || { tail -n 30 "$d/log" >&2; fail "exit $rc, expected 0"; }
+  grep -A12 '=== reference trainer' "$d/log"
+  assert_contains "$(row "reference trainer" "$d")" "| INFO | dry run: a tiny job on the CPU ran through the protocol ("
+  assert_contains "$(cat "$d/log")" "RESULT reftrainer mode=eager B=4 T=64 tok_s="
+  assert_contains "$(row "built-in / reference trainer" "$d")" "| not measured |"
 }
 
 # Where cuBLAS comes from: a toolkit under $CUDA_HOME first, else the pip layout (nvidia/*/lib under site-packages,

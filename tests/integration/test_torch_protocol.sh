@@ -26,13 +26,15 @@ t_resume_from_its_checkpoint_reproduces_the_uninterrupted_run() {
   need_torch
   local d full resumed; d=$(tmpdir)
   make_data "$d"
-  CKPT=4 write_job "$d/job.json"
+  CKPT=3 write_job "$d/job.json"
   torch_run "$d" job.json full || fail "uninterrupted run failed"
-  [ -f "$d/full/ckpt/step_000004.pt" ] || fail "no checkpoint at step 4: $(ls -R "$d/full")"
-  RESUME="$d/full/ckpt/step_000004.pt" torch_run "$d" job.json res || fail "resumed run failed"
+  # checkpoints after 3, 6 and 9 steps; only the newest stays in PRISM_OUT (the worker keeps links to the others)
+  assert_eq "step_000009.pt" "$(ls "$d/full/ckpt")" "checkpoint files left"
+  cp "$d/full/ckpt/step_000009.pt" "$d/resume-9.bin"   # the worker hands it back under its own name
+  RESUME="$d/resume-9.bin" torch_run "$d" job.json res || fail "resumed run failed"
   check "$d/res/lines.jsonl" "$d/res" 10 result
-  full=$(losses "$d/full/lines.jsonl" 4); resumed=$(losses "$d/res/lines.jsonl")
-  echo "uninterrupted from step 4: $full"; echo "resumed:                   $resumed"
+  full=$(losses "$d/full/lines.jsonl" 9); resumed=$(losses "$d/res/lines.jsonl")
+  echo "uninterrupted from step 9: $full"; echo "resumed:                   $resumed"
   assert_eq "$full" "$resumed" "resumed losses"
   "$PY" - "$d" <<'PY' || fail "final val loss differs"
 import json, sys

@@ -20,11 +20,11 @@ JSON
 # builtin DIR JOB OUT: prism-worker train (the built-in CPU engine) from DIR
 builtin() { (cd "$1" && OMP_NUM_THREADS=1 "$(bin prism-worker)" train "$2" --out "$3" --quiet) || fail "prism-worker train $2 failed"; }
 # torch_run DIR JOB OUT [trainer args...]: the reference trainer with the protocol's environment, lines in OUT/lines.jsonl
-# (EXEC=1: exec it, so `(EXEC=1 torch_run ...) & pid=$!` is the trainer's own pid)
+# (DEVICES: PRISM_DEVICES, default cpu; EXEC=1: exec it, so `(EXEC=1 torch_run ...) & pid=$!` is the trainer's own pid)
 torch_run() {
   local d=$1 job=$2 out=$3 ex=; shift 3
   mkdir -p "$d/$out"
   [ -n "${EXEC:-}" ] && ex=exec
-  $ex env PRISM_JOB="$d/$job" PRISM_OUT="$d/$out" PRISM_DATA_ROOT="$d" PRISM_DEVICES=cpu PRISM_RESUME="${RESUME:-}" \
+  $ex env PRISM_JOB="$d/$job" PRISM_OUT="$d/$out" PRISM_DATA_ROOT="$d" PRISM_DEVICES="${DEVICES:-cpu}" PRISM_RESUME="${RESUME:-}" \
     PRISM_STOP_AT_STEP="${STOP:-0}" OMP_NUM_THREADS=1 "$PY" "$TRAINER" --threads 1 "$@" 3>>"$d/$out/lines.jsonl"
 }

@@ -539,3 +539,42 @@ TEST(with_halving_racing_takes_the_schedules_completing_the_last_rung) {
     ASSERT_EQ_INT(1, (int)qv(st, "SELECT next_seed IS NULL FROM racing_rounds WHERE round = 2"));
     store_close(st);
 }
+
+/* A halving rung held (the baseline's jobs failed there, so the rest wait paused): round 1 is not over while its jobs
+ * are paused, and nothing is decided. */
+TEST(a_held_halving_rung_keeps_round_1_open) {
+    queue qu;
+    long long wid;
+    store *st = racing_sweep("{\"max_seeds\": 3}", "{\"eta\": 2, \"rungs\": [0.5]}", &qu, &wid);
+    char err[512], sb[16];
+    for (;;) {
+        json_t *o = NULL;
+        if (queue_lease(&qu, wid, "cpu", &o) != QUEUE_OK) break;
+        long long job = json_integer_value(json_object_get(o, "job_id")), seed = json_integer_value(json_object_get(o, "seed"));
+        long long attempt = json_integer_value(json_object_get(o, "attempt")), stop = json_integer_value(json_object_get(o, "stop_at_step"));
+        char token[128];
+        snprintf(token, sizeof token, "%s", json_string_value(json_object_get(o, "lease_token")));
+        json_decref(o);
+        long long ord = job_ord(st, job);
+        if (ord == 0) {   /* the baseline fails for good at the rung */
+            const char *ns = NULL;
+            if (queue_fail(&qu, job, token, "boom", 0, &ns) != 0) HFAIL("fail: %s", qu.err);
+        } else {
+            char path[256];
+            double exp;
+            snprintf(path, sizeof path, "/ck/job-%lld-a%lld/ckpt_%lld.bin", job, attempt, stop);
+            if (queue_checkpoint(&qu, job, token, path, stop, &exp) != 0) HFAIL("checkpoint: %s", qu.err);
+            const char *state = NULL;
+            if (halving_report(st, job, token, stop, loss_for(ord, seed), &state, sb, err, sizeof err) != 0) HFAIL("rung: %s", err);
+        }
+        int decided = 0;
+        if (racing_tick(st, 1, &decided, err, sizeof err) != 0) HFAIL("racing_tick: %s", err);
+    }
+    ASSERT_EQ_INT(10, (int)qv(st, "SELECT count(*) FROM jobs WHERE state = 'paused'"));
+    ASSERT_EQ_INT(2, (int)qv(st, "SELECT count(*) FROM jobs WHERE state = 'failed'"));
+    int decided = 0;
+    ASSERT_EQ_INT(0, racing_tick(st, 1, &decided, err, sizeof err));
+    ASSERT_EQ_INT(0, decided);
+    ASSERT_EQ_INT(0, (int)qv(st, "SELECT count(*) FROM racing_rounds"));
+    store_close(st);
+}

@@ -144,8 +144,12 @@ class Loader:
     def _draw_perm(self, epoch):
         s = mix64(self.seed ^ mix64((epoch + 0x44415441) & M64))   # "DATA"
         perm = list(range(self.nwin))
-        for i in range(self.nwin - 1, 0, -1):
-            s = mix64(s)
+        G, A, B, M = GOLDEN, 0xBF58476D1CE4E5B9, 0x94D049BB133111EB, M64
+        for i in range(self.nwin - 1, 0, -1):   # mix64 inlined: this loop is the job start's cost on a big split
+            z = (s + G) & M
+            z = ((z ^ (z >> 30)) * A) & M
+            z = ((z ^ (z >> 27)) * B) & M
+            s = z ^ (z >> 31)
             j = s % (i + 1)
             perm[i], perm[j] = perm[j], perm[i]
         self.perm, self.perm_epoch = np.array(perm, dtype=np.int64), epoch

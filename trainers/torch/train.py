@@ -12,7 +12,7 @@ Data order, seed init and model files come from prism_data.py (the built-in's, s
 A checkpoint (torch.save, tmp + fsync + rename) holds the model, AdamW's state, the step, the data position (micro-
 batches consumed) and the RNG state, with the job's shape/seed/batch fields that resuming checks; resuming from one
 reproduces the uninterrupted run's losses.
-Devices: PRISM_DEVICES `cpu` or CUDA ordinals. More than one device (or --nproc N / PRISM_TORCH_NPROC on the CPU)
+Devices: PRISM_DEVICES `cpu`, `cpu,cpu` (N CPU ranks) or CUDA ordinals. More than one (or --nproc N / PRISM_TORCH_NPROC)
 and not yet under torchrun: this process becomes the launcher. It starts `python3 -m torch.distributed.run
 --standalone --nproc_per_node N train.py ...` in its own process group's stead (same group: a cancel reaches every
 rank), relays rank 0's lines from a FIFO to fd 3 (torchrun closes inherited fds), and exits 0 once a terminal line
@@ -61,6 +61,11 @@ def lr_at(t, step):
     return min_lr + 0.5 * (1.0 + math.cos(math.pi * ratio)) * (t["lr"] - min_lr)
 
 
+def is_cpu(devices):
+    """PRISM_DEVICES `cpu`, or `cpu,cpu,...` (a worker's --devices cpu,cpu --devices-per-job 2: one CPU rank each)."""
+    return all(d.strip() == "cpu" for d in devices.split(","))
+
+
 def fingerprint(job):
     m, t = job["model"], job["train"]
     return {"arch": m["arch"], "n_layer": m["n_layer"], "d_model": m["d_model"], "vocab_size": m["vocab_size"],
@@ -95,8 +100,11 @@ def launch(nproc, argv):
         print("train.py: fd 3 (the protocol pipe) is not open (%s): run under prism-worker, or with 3>lines.jsonl" % e,
               file=sys.stderr)
         return 2
+    # A cancel is SIGTERM to the whole process group: torchrun and every rank get it themselves (the ranks finish
+    # their step and checkpoint; torchrun waits for them). The launcher outlives them to relay the last lines, so
+    # it only notes the signal (a handler, not SIG_IGN, which torchrun would inherit).
+    signal.signal(signal.SIGTERM, lambda s, f: None)
     proc = subprocess.Popen(cmd, env=env)
-    signal.signal(signal.SIGTERM, lambda s, f: proc.send_signal(signal.SIGTERM))
     buf, terminal = b"", False
 
     def pump(timeout):
@@ -133,11 +141,12 @@ class Trainer:
     def __init__(self, args):
         self.args = args
         self.run = pp.Run()
+        self.run.install_sigterm()   # before the setup: a SIGTERM during it stops at step `start`, checkpointed
         self.job = pd.job_normalize(self.run.job)
         self.world = int(os.environ.get("WORLD_SIZE", "1"))
         self.rank = int(os.environ.get("RANK", "0"))
         devs = self.run.devices
-        if devs == "cpu":
+        if is_cpu(devs):
             self.device = torch.device("cpu")
         else:
             ords = [int(x) for x in devs.split(",")]
@@ -162,7 +171,7 @@ class Trainer:
     def allreduce(self, x, op=None):
         if self.world == 1:
             return x
-        t = torch.tensor([float(x)], dtype=torch.float64)
+        t = torch.tensor([float(x)], dtype=torch.float64, device=self.device)   # NCCL reduces device tensors only
         dist.all_reduce(t, op=op or dist.ReduceOp.SUM)
         return t.item()
 
@@ -216,6 +225,11 @@ class Trainer:
         if self.world > 1:
             from torch.nn.parallel import DistributedDataParallel as DDP
             self.fwd = DDP(self.fwd, device_ids=[self.device.index] if self.cuda else None)
+        m = job["model"]
+        self.log("torch %s, %s %s, %d processes, %s%s, attention %s; %s" % (
+            torch.__version__, m["arch"], ",".join(map(str, m["heads"])), self.world, self.device, " " + self.precision,
+            "sdpa" if self.model.att.use_sdpa else "math",
+            "resumed at step %d" % self.start if run.resume else "model.init %s" % m["init"] if m.get("init") else "seed init"))
         self.dump = open(os.environ["PRISM_DUMP_BATCHES"], "ab") if os.environ.get("PRISM_DUMP_BATCHES") and self.rank == 0 else None
 
     # ---- checkpoints ----------------------------------------------------------------------------------
@@ -227,13 +241,12 @@ class Trainer:
         if self.rank == 0:
             path = self.run.save(lambda f: torch.save(state, f), step)
             self.run.checkpoint(step, path)
-            keep = getattr(self, "ckpts", [])
-            keep.append(path)
-            while len(keep) > 2:   # the previous one stays until the worker has surely taken its line
-                old = keep.pop(0)
-                if os.path.exists(old) and old != path:
-                    os.unlink(old)
-            self.ckpts = keep
+            # only the newest stays in PRISM_OUT (docs/TRAINERS.md "Disk": the worker keeps its own links to the
+            # ones it reported)
+            prev = getattr(self, "last_ckpt", None)
+            if prev and prev != path and os.path.exists(prev):
+                os.unlink(prev)
+            self.last_ckpt = path
         if self.world > 1:
             dist.barrier()
         return path
@@ -319,7 +332,7 @@ class Trainer:
         if not math.isfinite(train_loss):
             raise TrainError("step %d: train loss is %g (not finite); lower train.lr or enable train.grad_clip" % (step, train_loss))
         grads = [p.grad for p in self.model.parameters()]
-        norm = math.sqrt(sum(float(g.double().pow(2).sum()) for g in grads))
+        norm = math.sqrt(float(torch.stack([g.double().pow(2).sum() for g in grads]).sum()))   # one sync
         if not math.isfinite(norm):
             raise TrainError("step %d: gradient norm is %g (not finite); lower train.lr or enable train.grad_clip" % (step, norm))
         if t["grad_clip"] > 0 and norm > t["grad_clip"]:
@@ -339,7 +352,6 @@ class Trainer:
         V = job["model"]["vocab_size"]
         tokens_per_step = t["batch_size"] * t["seq_len"] * t["grad_accum"]
         diverged_at = DIVERGED_FACTOR * math.log(V)
-        run.install_sigterm()
         t_begin, train_time, tokens_run = time.time(), 0.0, 0
         train_loss = float("nan")
         for step in range(self.start, steps):
@@ -426,7 +438,9 @@ def main(argv):
         torch.set_num_threads(args.threads)
     if "LOCAL_RANK" not in os.environ:
         devs = os.environ.get("PRISM_DEVICES", "") or "cpu"
-        n = len(devs.split(",")) if devs != "cpu" else max(args.nproc, 1)
+        n = len(devs.split(","))   # CUDA ordinals, or "cpu,cpu": one rank per entry
+        if devs == "cpu":
+            n = max(args.nproc, 1)
         if n > 1:
             return launch(n, argv)
     try:
