@@ -32,6 +32,7 @@
  */
 #include "cuda_common.cuh"
 #include "model_cuda_mem.cuh"
+#include "attention_cudnn.h"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -136,6 +137,8 @@ static int cuda_create(const struct model_config *cfg, int device, model **out, 
         if (err) snprintf(err, errlen, "CUDA memset: %s", prism_cuda_last_error());
         goto fail;
     }
+    /* PRISM_ATTENTION: cuDNN or the fused kernel per fused layer (a bad value is the only failure) */
+    if (prism_attention_choose(cfg, cm->fused, cm->attn, NULL, 0, err, errlen) != 0) { rc = MODEL_EINVAL; goto fail; }
     cm->grads_zero = 1;
     prism_cuda_mem_sample();
     *out = (model *)cm;
@@ -186,8 +189,8 @@ static int forward(cuda_model *cm, const int *in, const int *tg, int B, int T, i
         MC_TRY(cm, prism_cuda_matmul_forward(qkv, NULL, ln1, P(cm, 4) + (size_t)l * 3 * C * C, P(cm, 5) + (size_t)l * 3 * C,
                                           N, C, 3 * C), "matmul_forward(qkv)");
         if (cm->fused[l]) {
-            MC_TRY(cm, prism_cuda_flash_attention_forward(atty, AF(cm, A_LSE) + l * cm->lse_layer, qkv, B, T, C, NH),
-                "flash_attention_forward");
+            MC_TRY(cm, prism_attention_forward(cm->attn[l], atty, AF(cm, A_LSE) + l * cm->lse_layer, qkv, B, T, C, NH),
+                "attention_forward(fused/cudnn)");
             /* D_l needs the probabilities: attention.cu, one sequence at a time, its output thrown away (into
              * the gradient scratch dln, unused during the forward) */
             for (int b = 0; attn_dist && b < B; b++) {
@@ -280,9 +283,9 @@ static int backward(cuda_model *cm, int B, int T) {
                                            AX(cm, A_ATTY) + o1, P(cm, 6) + (size_t)l * C * C, N, C, C, 0),
             "matmul_backward(attproj)");
         if (cm->fused[l])
-            MC_TRY(cm, prism_cuda_flash_attention_backward(dqkv, AF(cm, A_DELTA), dln, AX(cm, A_QKV) + o3, AX(cm, A_ATTY) + o1,
-                                                        AF(cm, A_LSE) + l * cm->lse_layer,
-                                                        B, T, C, NH), "flash_attention_backward");
+            MC_TRY(cm, prism_attention_backward(cm->attn[l], dqkv, AF(cm, A_DELTA), dln, AX(cm, A_QKV) + o3,
+                                                AX(cm, A_ATTY) + o1, AF(cm, A_LSE) + l * cm->lse_layer,
+                                                B, T, C, NH), "attention_backward(fused/cudnn)");
         else
             MC_TRY(cm, prism_cuda_attention_backward(dqkv, dln, AX(cm, A_QKV) + o3, AX(cm, A_ATT) + cm->att_off[l],
                                                   cm->scratch, B, T, C, NH), "attention_backward");

@@ -22,6 +22,7 @@
 #include "cuda_common.cuh"
 #include "llama_kernels_cuda.h"
 #include "model_cuda_mem.cuh"
+#include "attention_cudnn.h"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -118,6 +119,8 @@ static int ll_create(const struct model_config *cfg0, int device, model **out, c
         if (err) snprintf(err, errlen, "CUDA memset: %s", prism_cuda_last_error());
         goto fail;
     }
+    /* PRISM_ATTENTION: cuDNN or the fused kernel per fused layer (a bad value is the only failure) */
+    if (prism_attention_choose(cfg, cm->fused, cm->attn, NULL, 0, err, errlen) != 0) { rc = MODEL_EINVAL; goto fail; }
     cm->grads_zero = 1;
     prism_cuda_mem_sample();
     *out = (model *)cm;
@@ -156,7 +159,21 @@ static int ll_forward(llama_cuda *cm, const int *in, const int *tg, int B, int T
         floatX *fcproj = LAX(cm, LA_FCPROJ), *res3 = LAX(cm, LA_RES3) + o1;
         MC_TRY(cm, prism_cuda_matmul_forward(qkv, NULL, LAX(cm, LA_AN) + o1, LP(cm, LT_QKV) + (size_t)l * 3 * C * C, NULL,
                                            N, C, 3 * C), "matmul_forward(qkv)");
-        if (cm->fused[l]) {
+        if (cm->fused[l] && cm->attn[l] == PRISM_ATTN_CUDNN) {
+            /* cuDNN: RoPE stays outside it, its own pass rotating qkv in place (the saved qkv is post-RoPE, as in the
+             * materialised path); D_l from attention.cu over that rotated qkv, one sequence at a time */
+            MC_TRY(cm, prism_cuda_rope_forward(qkv, B, T, C, NH, theta), "rope_forward");
+            MC_TRY(cm, prism_attention_forward(PRISM_ATTN_CUDNN, atty, LAF(cm, LA_LSE) + l * cm->lse_layer, qkv, B, T, C,
+                                               NH), "attention_forward(cudnn)");
+            for (int b = 0; attn_dist && b < B; b++) {
+                double d = 0;
+                MC_TRY(cm, prism_cuda_attention_forward(cm->d[LD_LN], LAX(cm, LA_EATT), qkv + (size_t)b * T * 3 * C,
+                                                      cm->scratch, 1, T, C, NH), "attention_forward(distance)");
+                MC_TRY(cm, prism_cuda_attention_distance(LAX(cm, LA_EATT), 1, T, NH, LAF(cm, LA_DIST), cm->h_rows, &d),
+                     "attention_distance");
+                attn_dist[l] += d;
+            }
+        } else if (cm->fused[l]) {
             /* RoPE inside the fused kernel: qkv is left pre-RoPE, as the backward reads it */
             MC_TRY(cm, prism_cuda_flash_attention_forward_rope(atty, LAF(cm, LA_LSE) + l * cm->lse_layer, qkv, B, T, C,
                                                              NH, theta), "flash_attention_forward_rope");
@@ -250,7 +267,12 @@ static int ll_backward(llama_cuda *cm, int B, int T) {
              "rmsnorm_backward(mlp)");
         MC_TRY(cm, prism_cuda_matmul_backward(dln, LG(cm, LT_ATTPROJ) + (size_t)l * C * C, NULL, dres, LAX(cm, LA_ATTY) + o1,
                                             LP(cm, LT_ATTPROJ) + (size_t)l * C * C, N, C, C, 0), "matmul_backward(attproj)");
-        if (cm->fused[l]) {   /* dqkv w.r.t. the pre-RoPE qkv: the kernels rotate dq, dk back */
+        if (cm->fused[l] && cm->attn[l] == PRISM_ATTN_CUDNN) {   /* cuDNN over the rotated qkv, then dq, dk rotated back */
+            MC_TRY(cm, prism_attention_backward(PRISM_ATTN_CUDNN, dqkv, LAF(cm, LA_DELTA), dln, LAX(cm, LA_QKV) + o3,
+                                                LAX(cm, LA_ATTY) + o1, LAF(cm, LA_LSE) + l * cm->lse_layer, B, T, C, NH),
+                 "attention_backward(cudnn)");
+            MC_TRY(cm, prism_cuda_rope_backward(dqkv, B, T, C, NH, theta), "rope_backward");
+        } else if (cm->fused[l]) {   /* dqkv w.r.t. the pre-RoPE qkv: the kernels rotate dq, dk back */
             MC_TRY(cm, prism_cuda_flash_attention_backward_rope(dqkv, LAF(cm, LA_DELTA), dln, LAX(cm, LA_QKV) + o3,
                                                               LAX(cm, LA_ATTY) + o1, LAF(cm, LA_LSE) + l * cm->lse_layer,
                                                               B, T, C, NH, theta), "flash_attention_backward_rope");
