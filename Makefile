@@ -197,7 +197,7 @@ $(BUILD)/prism-cuda.so: $(LIB_CUDA) $(PIC_OBJ) kernels/cuda/backend.map
 # The programs that call CUDA kernels directly are linked against the CUDA objects and libraries (when nvcc is
 # found) and built with -DPRISM_HAVE_CUDA; every other test and bench links no CUDA library.
 CUDA_LINKED := $(BUILD)/tests/test_cuda_kernels $(BUILD)/tests/test_cuda_llama $(BUILD)/tests/test_cuda_cudnn \
-               $(BUILD)/bench/bench_cuda_gpt2
+               $(BUILD)/bench/bench_cuda_gpt2 $(BUILD)/bench/bench_cuda_attention
 ifdef HAVE_CUDA
 $(CUDA_LINKED): $(LIB_CUDA)
 $(CUDA_LINKED): CUDA_LINK_CFLAGS := -DPRISM_HAVE_CUDA
