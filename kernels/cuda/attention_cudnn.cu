@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <math.h>
+#include <mutex>
 extern "C" {
 #include "model.h"
 }
@@ -52,7 +53,14 @@ static pcd_api g_api;
 static int g_api_state;            /* 0 not tried, 1 ready, -1 failed (g_api_why) */
 static char g_api_why[256];
 
+static std::mutex g_api_lock;      /* models are created from several threads (one per device) */
+
+static int pcd_load_locked(void);
 static int pcd_load(void) {
+    std::lock_guard<std::mutex> g(g_api_lock);
+    return pcd_load_locked();
+}
+static int pcd_load_locked(void) {
     if (g_api_state) return g_api_state > 0 ? 0 : -1;
 #ifdef PRISM_CUDAEMU
     g_api = pcd_api{ cudnnGetVersion, cudnnGetErrorString, cudnnCreate, cudnnDestroy, cudnnBackendCreateDescriptor,

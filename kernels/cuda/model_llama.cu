@@ -159,29 +159,20 @@ static int ll_forward(llama_cuda *cm, const int *in, const int *tg, int B, int T
         floatX *fcproj = LAX(cm, LA_FCPROJ), *res3 = LAX(cm, LA_RES3) + o1;
         MC_TRY(cm, prism_cuda_matmul_forward(qkv, NULL, LAX(cm, LA_AN) + o1, LP(cm, LT_QKV) + (size_t)l * 3 * C * C, NULL,
                                            N, C, 3 * C), "matmul_forward(qkv)");
-        if (cm->fused[l] && cm->attn[l] == PRISM_ATTN_CUDNN) {
-            /* cuDNN: RoPE stays outside it, its own pass rotating qkv in place (the saved qkv is post-RoPE, as in the
-             * materialised path); D_l from attention.cu over that rotated qkv, one sequence at a time */
-            MC_TRY(cm, prism_cuda_rope_forward(qkv, B, T, C, NH, theta), "rope_forward");
-            MC_TRY(cm, prism_attention_forward(PRISM_ATTN_CUDNN, atty, LAF(cm, LA_LSE) + l * cm->lse_layer, qkv, B, T, C,
-                                               NH), "attention_forward(cudnn)");
-            for (int b = 0; attn_dist && b < B; b++) {
-                double d = 0;
-                MC_TRY(cm, prism_cuda_attention_forward(cm->d[LD_LN], LAX(cm, LA_EATT), qkv + (size_t)b * T * 3 * C,
-                                                      cm->scratch, 1, T, C, NH), "attention_forward(distance)");
-                MC_TRY(cm, prism_cuda_attention_distance(LAX(cm, LA_EATT), 1, T, NH, LAF(cm, LA_DIST), cm->h_rows, &d),
-                     "attention_distance");
-                attn_dist[l] += d;
-            }
-        } else if (cm->fused[l]) {
-            /* RoPE inside the fused kernel: qkv is left pre-RoPE, as the backward reads it */
-            MC_TRY(cm, prism_cuda_flash_attention_forward_rope(atty, LAF(cm, LA_LSE) + l * cm->lse_layer, qkv, B, T, C,
-                                                             NH, theta), "flash_attention_forward_rope");
+        if (cm->fused[l]) {
+            /* RoPE inside the fused kernel: qkv is left pre-RoPE, as the backward reads it. On a cuDNN layer RoPE is
+             * its own pass instead, rotating qkv in place (its saved qkv is post-RoPE, as a materialised layer's) */
+            const int cudnn = cm->attn[l] == PRISM_ATTN_CUDNN;
+            if (cudnn) MC_TRY(cm, prism_cuda_rope_forward(qkv, B, T, C, NH, theta), "rope_forward");
+            MC_TRY(cm, cudnn ? prism_attention_forward(PRISM_ATTN_CUDNN, atty, LAF(cm, LA_LSE) + l * cm->lse_layer, qkv,
+                                                       B, T, C, NH)
+                             : prism_cuda_flash_attention_forward_rope(atty, LAF(cm, LA_LSE) + l * cm->lse_layer, qkv, B, T,
+                                                                       C, NH, theta), "attention_forward(fused/cudnn)");
             /* D_l needs the probabilities: attention.cu over a rotated copy of qkv (the separate rope kernel, in
-             * the gradient scratch LD_QKV), one sequence at a time, its output thrown away (into the gradient
-             * scratch LD_LN); both scratches are unused during the forward */
-            floatX *rq = (floatX *)cm->d[LD_QKV];
-            if (attn_dist) {
+             * the gradient scratch LD_QKV; a cuDNN layer's qkv is rotated already), one sequence at a time, its
+             * output thrown away (into the gradient scratch LD_LN); both scratches are unused during the forward */
+            floatX *rq = cudnn ? qkv : (floatX *)cm->d[LD_QKV];
+            if (attn_dist && !cudnn) {
                 MC_TRY(cm, prism_cuda_copy_d2d(rq, qkv, (size_t)N * 3 * C * sizeof(floatX)), "copy qkv(distance)");
                 MC_TRY(cm, prism_cuda_rope_forward(rq, B, T, C, NH, theta), "rope_forward(distance)");
             }
