@@ -476,8 +476,8 @@ static size_t dt_size(cudnnDataType_t dt) { return dt == CUDNN_DATA_BFLOAT16 || 
 struct runner {
     std::map<desc *, view> v;
     std::vector<std::vector<float>> bufs;
-    float ld(desc *t, const int64_t *idx) {
-        view &w = v[t];
+    /* w is v[t], looked up once per node by the caller (std::map references stay valid) */
+    static float ld(const desc *t, const view &w, const int64_t *idx) {
         if (w.sc) return w.scalar;
         size_t o = 0;
         for (int i = 0; i < t->nd; i++) o += (size_t)(t->dims[i] == 1 ? 0 : idx[i]) * t->str[i];
@@ -485,8 +485,7 @@ struct runner {
         if (w.dt == CUDNN_DATA_BFLOAT16) return __bfloat162float(((const __nv_bfloat16 *)w.dev)[o]);
         return ((const float *)w.dev)[o];
     }
-    void st(desc *t, const int64_t *idx, float x) {
-        view &w = v[t];
+    static void st(const desc *t, view &w, const int64_t *idx, float x) {
         size_t o = 0;
         for (int i = 0; i < t->nd; i++) o += (size_t)idx[i] * t->str[i];
         if (w.f) w.f[o] = x;
@@ -521,8 +520,9 @@ static void run_op(runner &R, desc *op) {
         desc *x = getd(op, CUDNN_ATTR_OPERATION_POINTWISE_XDESC), *b = getd(op, CUDNN_ATTR_OPERATION_POINTWISE_BDESC);
         desc *t = getd(op, CUDNN_ATTR_OPERATION_POINTWISE_TDESC);
         const int64_t *ax = getv<int64_t>(pw, CUDNN_ATTR_POINTWISE_AXIS);
+        view &wy = R.v[y], &wx = R.v[x], *wb = b ? &R.v[b] : nullptr, *wt = t ? &R.v[t] : nullptr;
         each(y, [&](const int64_t *i) {
-            float a = m == CUDNN_POINTWISE_GEN_INDEX ? 0 : R.ld(x, i), c = b ? R.ld(b, i) : 0, r = 0;
+            float a = m == CUDNN_POINTWISE_GEN_INDEX ? 0 : runner::ld(x, wx, i), c = b ? runner::ld(b, *wb, i) : 0, r = 0;
             switch (m) {
             case CUDNN_POINTWISE_ADD: r = a + c; break;
             case CUDNN_POINTWISE_SUB: r = a - c; break;
@@ -533,38 +533,40 @@ static void run_op(runner &R, desc *op) {
             case CUDNN_POINTWISE_IDENTITY: r = a; break;
             case CUDNN_POINTWISE_CMP_GE: r = a >= c ? 1.0f : 0.0f; break;
             case CUDNN_POINTWISE_GEN_INDEX: r = (float)i[*ax]; break;
-            case CUDNN_POINTWISE_BINARY_SELECT: r = R.ld(t, i) != 0 ? a : c; break;
+            case CUDNN_POINTWISE_BINARY_SELECT: r = runner::ld(t, *wt, i) != 0 ? a : c; break;
             }
-            R.st(y, i, r);
+            runner::st(y, wy, i, r);
         });
     } else if (op->type == DT(OPERATION_REDUCTION)) {
         const cudnnReduceTensorOp_t o = *getv<cudnnReduceTensorOp_t>(getd(op, CUDNN_ATTR_OPERATION_REDUCTION_DESC), CUDNN_ATTR_REDUCTION_OPERATOR);
         /* accumulate in float, in order, into a float scratch view of y, then store */
         std::vector<float> tmp(extent_elems(y), o == CUDNN_REDUCE_TENSOR_MAX ? -INFINITY : 0.0f);
+        view &wx = R.v[in[0]], &wy = R.v[y];
         each(in[0], [&](const int64_t *i) {
             size_t off = 0;
             for (int k = 0; k < y->nd; k++) off += (size_t)(y->dims[k] == 1 ? 0 : i[k]) * y->str[k];
-            float xv = R.ld(in[0], i);
+            float xv = runner::ld(in[0], wx, i);
             tmp[off] = o == CUDNN_REDUCE_TENSOR_MAX ? fmaxf(tmp[off], xv) : tmp[off] + xv;
         });
         each(y, [&](const int64_t *i) {
             size_t off = 0;
             for (int k = 0; k < y->nd; k++) off += (size_t)i[k] * y->str[k];
-            R.st(y, i, tmp[off]);
+            runner::st(y, wy, i, tmp[off]);
         });
     } else if (op->type == DT(OPERATION_MATMUL)) {
         desc *A = in[0], *B = in[1];
         const int r = y->nd;
         const int64_t K = A->dims[r - 1];
+        view &wa = R.v[A], &wb = R.v[B], &wy = R.v[y];
         each(y, [&](const int64_t *i) {
             int64_t ia[8], ib[8];
             memcpy(ia, i, sizeof ia); memcpy(ib, i, sizeof ib);
             double s = 0;
             for (int64_t k = 0; k < K; k++) {
                 ia[r - 1] = k; ib[r - 2] = k; ib[r - 1] = i[r - 1];
-                s += (double)R.ld(A, ia) * R.ld(B, ib);
+                s += (double)runner::ld(A, wa, ia) * runner::ld(B, wb, ib);
             }
-            R.st(y, i, (float)s);
+            runner::st(y, wy, i, (float)s);
         });
     }
 }

@@ -218,9 +218,12 @@ TEST(prism_attention_values_parse_and_a_bad_one_is_a_clear_error) {
         ASSERT_CONTAINS(err, bad[i]);
         ASSERT_CONTAINS(err, "use cudnn, fused or auto");
     }
-    /* at model creation: the model is refused with that message */
+}
+/* at model creation: the model is refused with that message */
+TEST(a_bad_prism_attention_fails_model_creation_clearly) {
     setenv("PRISM_ATTENTION", "flash", 1);
     need_device();
+    char err[300] = "";
     struct model_config c;
     memset(&c, 0, sizeof c);
     c.L = 1; c.C = 64; c.V = 64; c.Vp = 64; c.maxT = 16; c.B = 1; c.T = 16; c.heads[0] = 2;
