@@ -13,7 +13,8 @@
  *   library (CUDNNEMU_VERSION=8907), an Ampere (CUDNNEMU_SM=80) refusing the head-192 backward graph.
  * - PRISM_ATTENTION parsing: the three values and the default; a bad value is a clear error at model creation.
  * - whole models with PRISM_ATTENTION=cudnn: GPT-2 and Llama (RoPE as its own pass) loss and every gradient
- *   against the CPU engine; the cuDNN calls are counted and the fused kernel is not called.
+ *   against the CPU engine (every gradient's relative L2 error <= 1.5e-2, which the seeded stride bug also fails);
+ *   the cuDNN calls are counted and the fused kernel is not called.
  * The fp32 build has no cuDNN path: its cases check that every layer falls back (with the reason) instead.
  */
 #include "harness.h"
@@ -258,8 +259,9 @@ static void model_case(struct model_config *c, const model_ops *g, const char *l
     if (model_cpu_ops.get_grads(cpu, gc) || g->get_grads(gpu, gg)) HFAIL("get_grads");
     double e2 = 0, r2 = 0;
     for (size_t i = 0; i < np; i++) { e2 += (gg[i] - gc[i]) * (double)(gg[i] - gc[i]); r2 += (double)gc[i] * gc[i]; }
-    printf("  every gradient: relative L2 error %.3e (tolerance 5e-2)\n", sqrt(e2 / r2));
-    ASSERT_TRUE(sqrt(e2 / r2) <= 5e-2);
+    /* 1.5e-2: bf16 lands near 6e-3 here; the seeded K-stride bug (PRISM_CUDNN_SEED_BUG=stride) gives 2.7e-2 */
+    printf("  every gradient: relative L2 error %.3e (tolerance 1.5e-2)\n", sqrt(e2 / r2));
+    ASSERT_TRUE(sqrt(e2 / r2) <= 1.5e-2);
     g->free(gpu);
     model_cpu_ops.free(cpu);
 }
