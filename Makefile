@@ -40,7 +40,7 @@ ifneq ($(NVCC),)
 ifneq ($(CU_SRC),)
 HAVE_CUDA := 1
 NVFLAGS  ?= -O3 -std=c++17 -gencode arch=compute_90,code=sm_90 -gencode arch=compute_90,code=compute_90 \
-            --use_fast_math -Xcompiler -fPIC -Ikernels -Icommon -MMD -MP
+            --use_fast_math --default-stream per-thread -Xcompiler -fPIC -Ikernels -Icommon -MMD -MP
 ifeq ($(PRECISION),fp32)
 NVFLAGS  += -DENABLE_FP32
 endif

@@ -48,7 +48,7 @@ static const char *type_hint(const cli_flag *f) {
     switch (f->type) {
     case CLI_INT: case CLI_INT64: case CLI_COUNT: return "N";
     case CLI_DOUBLE: return "X";
-    case CLI_STR: return "S";
+    case CLI_STR: case CLI_STRS: return "S";
     case CLI_CHOICE: return f->choices;
     default: return "";
     }
@@ -116,6 +116,12 @@ static int set_value(const cli_cmd *cmd, cli_flag *f, const char *v) {
     case CLI_STR:
         *(const char **)f->dst = v;
         return CLI_OK;
+    case CLI_STRS: {
+        cli_strs *l = f->dst;
+        if (l->n >= CLI_STRS_MAX) return cli_cmd_error(cmd, "%s: at most %d times", f->name, CLI_STRS_MAX);
+        l->v[l->n++] = v;
+        return CLI_OK;
+    }
     case CLI_CHOICE: {
         size_t n = strlen(v);
         for (const char *c = f->choices; c && *c;) {

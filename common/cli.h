@@ -19,8 +19,16 @@
 #define PRISM_CLI_H
 #include <stdio.h>
 
-/* CLI_COUNT: a long long that also takes the suffixes k, M, G (10^3, 10^6, 10^9): "--tokens 2M". */
-typedef enum { CLI_END = 0, CLI_INT, CLI_INT64, CLI_DOUBLE, CLI_STR, CLI_BOOL, CLI_CHOICE, CLI_COUNT } cli_type;
+/* CLI_COUNT: a long long that also takes the suffixes k, M, G (10^3, 10^6, 10^9): "--tokens 2M".
+ * CLI_STRS: a repeatable string flag; dst is a cli_strs, each occurrence appended in order (more than
+ * CLI_STRS_MAX is an error). */
+typedef enum { CLI_END = 0, CLI_INT, CLI_INT64, CLI_DOUBLE, CLI_STR, CLI_BOOL, CLI_CHOICE, CLI_COUNT, CLI_STRS } cli_type;
+
+#define CLI_STRS_MAX 32
+typedef struct cli_strs {
+    const char *v[CLI_STRS_MAX];   /* borrowed from argv */
+    int n;
+} cli_strs;
 
 typedef struct cli_flag {
     const char *name;      /* "--min-block" */

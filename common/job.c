@@ -311,7 +311,17 @@ int job_from_json(const json_t *obj, struct job_config *out, char *err, size_t e
     json_object_foreach((json_t *)obj, key, sec) {
         int si = -1;
         for (int i = 0; i < NSECTIONS; i++) if (strcmp(key, sections[i].name) == 0) si = i;
-        if (si < 0) { if (err) snprintf(err, errlen, "%s: unknown key (a job has model, train, eval, data)", key); goto out; }
+        if (si < 0 && strcmp(key, "trainer") == 0) {   /* the one top-level scalar: who trains the job */
+            if (!json_is_string(sec) || !job_trainer_name_ok(json_string_value(sec))) {
+                if (err) snprintf(err, errlen, "trainer: must be a trainer name (1-63 of [A-Za-z0-9._-], not starting "
+                                  "with . or -) that workers offer with --trainer NAME=COMMAND; omit it for the built-in "
+                                  "engine");
+                goto out;
+            }
+            snprintf(out->trainer, sizeof out->trainer, "%s", json_string_value(sec));
+            continue;
+        }
+        if (si < 0) { if (err) snprintf(err, errlen, "%s: unknown key (a job has model, train, eval, data, trainer)", key); goto out; }
         if (!json_is_object(sec)) { if (err) snprintf(err, errlen, "%s: expected an object, got %s", key, type_name(sec)); goto out; }
         const char *k2;
         const json_t *v;
@@ -420,7 +430,18 @@ json_t *job_to_json(const struct job_config *j) {
         json_decref(model); json_decref(train); json_decref(eval); json_decref(data);
         return NULL;
     }
-    return json_pack("{s:o, s:o, s:o, s:o}", "model", model, "train", train, "eval", eval, "data", data);
+    json_t *o = json_pack("{s:o, s:o, s:o, s:o}", "model", model, "train", train, "eval", eval, "data", data);
+    if (o && j->trainer[0] && json_object_set_new(o, "trainer", json_string(j->trainer)) < 0) { json_decref(o); o = NULL; }
+    return o;
+}
+
+int job_trainer_name_ok(const char *s) {
+    size_t n = s ? strlen(s) : 0;
+    if (n < 1 || n >= JOB_TRAINER_MAX || s[0] == '.' || s[0] == '-') return 0;
+    for (size_t i = 0; i < n; i++)
+        if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= 'A' && s[i] <= 'Z') || (s[i] >= '0' && s[i] <= '9') ||
+              s[i] == '.' || s[i] == '_' || s[i] == '-')) return 0;
+    return 1;
 }
 
 int job_copy(struct job_config *dst, const struct job_config *src) {

@@ -9,7 +9,8 @@
  *                "warmup_steps", "min_lr_frac", "beta1", "beta2", "eps", "weight_decay", "grad_clip",
  *                "seed", "shuffle", "checkpoint_every" },
  *     "eval":  { "every", "batches", "attn_distance", "tasks"?: [{"name", "path"}, ...] },
- *     "data":  { "train": "glob", "val": "glob" } }
+ *     "data":  { "train": "glob", "val": "glob" },
+ *     "trainer"?: "NAME" }    the external trainer that trains it (docs/TRAINERS.md); absent = the built-in engine
  *
  * Required: model.{n_layer, d_model, vocab_size, seq_len, heads}, data.{train, val}. Everything else has
  * the default job_init() sets (listed next to each field below). Unknown keys, wrong types and bad values
@@ -84,12 +85,17 @@ struct job_data {
     char *val;                    /* glob, required (owned) */
 };
 
+#define JOB_TRAINER_MAX 64          /* trainer name with its NUL */
 struct job_config {
     struct job_model model;
     struct job_train train;
     struct job_eval eval;
     struct job_data data;
+    char trainer[JOB_TRAINER_MAX];  /* "" = the built-in engine; else a worker's --trainer NAME (job_trainer_name_ok) */
 };
+
+/* 1 when s is a valid trainer name: 1..63 characters of [A-Za-z0-9._-], not starting with '.' or '-'. */
+int job_trainer_name_ok(const char *s);
 
 /* Fills *job with the defaults (required fields zero / NULL). job_release() is safe afterwards. */
 void job_init(struct job_config *job);

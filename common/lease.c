@@ -8,6 +8,8 @@
  */
 #include "lease.h"
 
+#include "job.h"
+
 #include <limits.h>
 #include <stdio.h>
 #include <string.h>
@@ -153,4 +155,62 @@ fail: ;
     l->attempt = attempt;
     memcpy(l->token, token, sizeof token);
     return LEASE_EINVAL;
+}
+
+/* ---- the lease request's filter ------------------------------------------------------------------- */
+
+_Static_assert(sizeof ((lease_filter *)0)->names[0] == JOB_TRAINER_MAX, "trainer names: one size on both sides");
+
+void lease_filter_init(lease_filter *f) {
+    memset(f, 0, sizeof *f);
+    f->builtin = 1;
+}
+
+int lease_filter_to_json(const lease_filter *f, json_t *body) {
+    json_t *names = json_array();
+    if (!names) return -1;
+    for (int i = 0; i < f->ntrainers; i++)
+        if (json_array_append_new(names, json_string(f->names[i])) < 0) { json_decref(names); return -1; }
+    if (json_object_set_new(body, "trainers", names) < 0) return -1;
+    if (!f->builtin && json_object_set_new(body, "builtin", json_false()) < 0) return -1;
+    return 0;
+}
+
+int lease_filter_from_json(const json_t *body, lease_filter *f, char *err, size_t errlen) {
+    lease_filter_init(f);
+    json_t *b = json_object_get(body, "builtin");
+    if (b && !json_is_boolean(b)) {
+        snprintf(err, errlen, "builtin: must be true or false, got %s", lease_type_name(b));
+        return LEASE_EINVAL;
+    }
+    int builtin = b ? json_is_true(b) : 1;
+    json_t *t = json_object_get(body, "trainers");
+    if (t && !json_is_array(t)) {
+        snprintf(err, errlen, "trainers: must be an array of trainer names, got %s", lease_type_name(t));
+        return LEASE_EINVAL;
+    }
+    size_t n = t ? json_array_size(t) : 0;
+    if (n > LEASE_MAX_TRAINERS) {
+        snprintf(err, errlen, "trainers: at most %d names, got %zu", LEASE_MAX_TRAINERS, n);
+        return LEASE_EINVAL;
+    }
+    for (size_t i = 0; i < n; i++) {
+        json_t *v = json_array_get(t, i);
+        const char *s = json_is_string(v) ? json_string_value(v) : NULL;
+        if (!s || strlen(s) != json_string_length(v) || !job_trainer_name_ok(s)) {
+            snprintf(err, errlen, "trainers[%zu]: must be a trainer name (1-63 of [A-Za-z0-9._-], not starting with . "
+                     "or -), got %s", i, s ? "another string" : lease_type_name(v));
+            lease_filter_init(f);
+            return LEASE_EINVAL;
+        }
+        for (int k = 0; k < f->ntrainers; k++)
+            if (strcmp(f->names[k], s) == 0) {
+                snprintf(err, errlen, "trainers[%zu]: \"%s\" repeats trainers[%d]", i, s, k);
+                lease_filter_init(f);
+                return LEASE_EINVAL;
+            }
+        snprintf(f->names[f->ntrainers++], sizeof f->names[0], "%s", s);
+    }
+    f->builtin = builtin;
+    return LEASE_OK;
 }

@@ -29,6 +29,18 @@
  *   resume.step). After a failure l holds no references, and the keys read before the failing one (in this
  *   order: job_id, attempt, lease_token, then the rest) stay set, so a caller can still report the failure
  *   of a job whose wrapper names it (job_id > 0 and lease_token non-empty); the rest are zero.
+ *
+ * The lease REQUEST (POST /api/v1/lease {worker_id, device, trainers?, builtin?}) says what the worker can train:
+ * "trainers": the names of its external trainers (--trainer NAME=COMMAND, docs/TRAINERS.md), an array of at
+ * most LEASE_MAX_TRAINERS distinct names (job_trainer_name_ok); "builtin": false when it cannot run the built-in
+ * engine (--devices-per-job > 1, or no usable backend for its devices). Absent: no trainers, built-in yes (the
+ * request of a worker older than trainers). The server leases a job whose "trainer" is NAME only to a worker
+ * listing NAME, and a job without one only to a worker with the built-in engine; it never sends a command.
+ * - lease_filter_init(f): built-in yes, no trainers.
+ * - lease_filter_to_json(f, body): adds "trainers" (always) and "builtin" (only when 0) to the request object
+ *   body. Returns 0, -1 when out of memory.
+ * - lease_filter_from_json(body, f, err, errlen): reads those keys of a request (borrowed). LEASE_OK, or
+ *   LEASE_EINVAL with err naming the key ("trainers[2]: ...") and f as lease_filter_init leaves it.
  * Thread-safe (no globals); jansson's reference counts are not atomic, so one lease belongs to one thread.
  */
 #ifndef PRISM_LEASE_H
@@ -56,6 +68,18 @@ typedef struct lease {
     long long resume_step;
     int stop_at_step;                    /* successive halving: stop (and report the rung) here; 0 = none */
 } lease;
+
+#define LEASE_MAX_TRAINERS 32    /* trainer names in one lease request */
+
+typedef struct lease_filter {
+    int builtin;                         /* 1: also jobs of the built-in engine (no "trainer" key) */
+    int ntrainers;
+    char names[LEASE_MAX_TRAINERS][64];  /* JOB_TRAINER_MAX */
+} lease_filter;
+
+void lease_filter_init(lease_filter *f);
+int lease_filter_to_json(const lease_filter *f, json_t *body);
+int lease_filter_from_json(const json_t *body, lease_filter *f, char *err, size_t errlen);
 
 void lease_init(lease *l);
 void lease_release(lease *l);

@@ -6,6 +6,9 @@
  *   success ⇒ job is an object, job_id >= 1, attempt >= 0, a non-empty token, stop_at_step >= 0; and
  *             lease_to_json re-serialises it to text that parses back to the same fields (and the same
  *             job and heads values).
+ * The same input as a lease REQUEST (lease_filter_from_json): rejected ⇒ a message and the default filter;
+ * accepted ⇒ at most LEASE_MAX_TRAINERS distinct valid names, and lease_filter_to_json writes a request that
+ * reads back to the same filter.
  * Everything is released, so ASan's leak check sees the references counted right.
  *
  * fuzz_lease_one() is the entry point; tests/unit/test_fuzz_corpus.c replays the seed corpus through it with
@@ -17,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "job.h"
 #include "lease.h"
 
 #undef FUZZ_CHECK
@@ -31,9 +35,31 @@ static int fl_equal(const lease *a, const lease *b) {
            ((a->heads == NULL && b->heads == NULL) || json_equal(a->heads, b->heads));
 }
 
+static void fl_filter(const json_t *obj) {
+    lease_filter f, g;
+    char err[512];
+    err[0] = 0;
+    if (lease_filter_from_json(obj, &f, err, sizeof err) != LEASE_OK) {
+        FUZZ_CHECK(err[0] != 0 && f.builtin == 1 && f.ntrainers == 0);
+        return;
+    }
+    FUZZ_CHECK(f.ntrainers >= 0 && f.ntrainers <= LEASE_MAX_TRAINERS);
+    for (int i = 0; i < f.ntrainers; i++) {
+        FUZZ_CHECK(job_trainer_name_ok(f.names[i]));
+        for (int k = 0; k < i; k++) FUZZ_CHECK(strcmp(f.names[i], f.names[k]) != 0);
+    }
+    json_t *body = json_object();
+    FUZZ_CHECK(body && lease_filter_to_json(&f, body) == 0);
+    FUZZ_CHECK(lease_filter_from_json(body, &g, err, sizeof err) == LEASE_OK);
+    FUZZ_CHECK(g.builtin == f.builtin && g.ntrainers == f.ntrainers);
+    for (int i = 0; i < f.ntrainers; i++) FUZZ_CHECK(strcmp(f.names[i], g.names[i]) == 0);
+    json_decref(body);
+}
+
 int fuzz_lease_one(const uint8_t *data, size_t size) {
     json_t *obj = json_loadb((const char *)data, size, JSON_DECODE_ANY | JSON_ALLOW_NUL, NULL);
     if (!obj) return 0;
+    fl_filter(obj);
     lease l;
     lease_init(&l);
     char err[512];

@@ -8,21 +8,22 @@
 # Targets (fuzz/fuzz_NAME.c): request (HTTP request path), job (job JSON), spec (sweep spec), schedule
 # (schedule text + validation), shard (llm.c token shards), checkpoint (llm.c model / training-state files),
 # lease (the lease wrapper a worker reads), parquet (prism-data's parquet text-column reader and input sniffer),
-# walscan (the WAL serve reads before opening its database).
+# walscan (the WAL serve reads before opening its database), extrun (an external trainer's fd-3 protocol lines
+# and the --trainer COMMAND splitter, worker/extrun.c).
 # Each target file defines fuzz_NAME_one(); -DPRISM_LIBFUZZER adds LLVMFuzzerTestOneInput around it.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}
 SECS=${FUZZ_SECONDS:-20}
 CC_FUZZ=${CC_FUZZ:-clang}
-TARGETS=${FUZZ_TARGETS:-request job spec schedule shard checkpoint lease parquet walscan}
+TARGETS=${FUZZ_TARGETS:-request job spec schedule shard checkpoint lease parquet walscan extrun}
 command -v "$CC_FUZZ" >/dev/null || { echo "fuzz: $CC_FUZZ not found (apt-get install clang)" >&2; exit 2; }
 OUT=$BUILD/fuzz
 mkdir -p "$OUT/gen"
 bash tools/embed_sql.sh sql/*.sql >"$OUT/gen/sql_embed.c"
 bash tools/embed_text.sh deploy/slurm/prism-worker.sbatch >"$OUT/gen/deploy_embed.c"   # `launch slurm` prints it
 FLAGS=(-g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -std=gnu11 -DPRISM_LIBFUZZER
-       -Icommon -Iorchestrator -Ikernels -Idataprep -I"$OUT/gen")
+       -Icommon -Iorchestrator -Iworker -Ikernels -Idataprep -I"$OUT/gen")
 
 # sources and libraries per target (only what the parser needs, so each build stays small)
 srcs() {
@@ -33,7 +34,8 @@ srcs() {
     schedule)   echo common/schedule.c common/util.c ;;
     shard)      echo common/shard.c common/util.c ;;
     checkpoint) ls kernels/*.c; echo common/util.c ;;
-    lease)      echo common/lease.c ;;
+    lease)      echo common/lease.c common/job.c common/schedule.c common/util.c ;;   # trainer names: job.c
+    extrun)     echo worker/extrun.c common/job.c common/schedule.c common/util.c common/logesc.c ;;
     parquet)    echo dataprep/parquet.c dataprep/input.c ;;
     walscan)    echo orchestrator/walscan.c ;;
   esac
@@ -41,7 +43,7 @@ srcs() {
 libs() {
   case $1 in
     request|spec) echo "$(pkg-config --cflags --libs sqlite3 libuv jansson) -lhttp_parser -lm -lpthread" ;;
-    job|lease)  echo "$(pkg-config --cflags --libs jansson) -lm" ;;
+    job|lease|extrun) echo "$(pkg-config --cflags --libs jansson) -lm" ;;
     checkpoint) echo "-fopenmp $(pkg-config --cflags --libs openblas) -lm -lpthread" ;;
     parquet)    echo "-lz -lzstd -lsnappy" ;;
     *)          echo "-lm" ;;

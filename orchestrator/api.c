@@ -12,6 +12,8 @@
 #include "api.h"
 #include "util.h"
 #include "halving.h"
+#include "racing.h"
+#include "lease.h"
 
 #include <errno.h>
 #include <math.h>
@@ -194,6 +196,18 @@ int api_flush(void *ud) {
     return 0;
 }
 
+/* Racing: decides every due round (of job's sweep, or of every sweep when job is 0) in its own savepoint
+ * (orchestrator/racing.h). */
+static void api_racing_tick(api *a, const char *after, long long job) {
+    int n = 0;
+    char rerr[512] = "";
+    if (write_begin(a) < 0) return;
+    int rc = job > 0 ? racing_job_done(a->st, job, &n, rerr, sizeof rerr) : racing_tick_all(a->st, &n, rerr, sizeof rerr);
+    write_end(a, rc >= 0);
+    if (rc < 0) fprintf(stderr, "prism-sweep serve: racing after %s: %s\n", after, rerr);
+    else if (n > 0) fprintf(stderr, "prism-sweep serve: event=racing rounds=%d after=%s\n", n, after);
+}
+
 /* Successive halving: runs every due promotion in its own savepoint (orchestrator/halving.h). */
 static void api_halving_tick(api *a, const char *after) {
     int n = 0;
@@ -203,6 +217,7 @@ static void api_halving_tick(api *a, const char *after) {
     write_end(a, rc >= 0);
     if (rc < 0) fprintf(stderr, "prism-sweep serve: halving after %s: %s\n", after, herr);
     else if (n > 0) fprintf(stderr, "prism-sweep serve: event=halving decisions=%d after=%s\n", n, after);
+    api_racing_tick(a, after, 0);   /* a pruned or failed job may end a racing round */
 }
 
 int api_expire(api *a) {
@@ -265,9 +280,12 @@ static void h_lease(api_ctx *c) {
     if (json_is_integer(dv)) { snprintf(devbuf, sizeof devbuf, "%lld", (long long)json_integer_value(dv)); device = devbuf; }
     else if (get_str(c, "device", 0, &device) < 0) return;
     if (device && strlen(device) > 64) { http_response_error(c->res, 400, "device: at most 64 characters"); return; }
+    lease_filter lf;   /* what the worker can train: its trainers, the built-in engine or not (common/lease.h) */
+    char lerr[256];
+    if (lease_filter_from_json(c->body, &lf, lerr, sizeof lerr) != LEASE_OK) { http_response_error(c->res, 400, "%s", lerr); return; }
     json_t *out = NULL;
     int rc = write_begin(c->a);
-    if (rc >= 0) rc = queue_lease(&c->a->q, wid, device, &out);
+    if (rc >= 0) rc = queue_lease_for(&c->a->q, wid, device, &lf, &out);
     write_end(c->a, rc >= 0);
     if (rc < 0) { api_reply_store_error(c, rc, c->a->q.err, c->a->q.state); return; }
     if (rc == QUEUE_EMPTY) { c->res->status = 204; c->res->content_type = "application/json"; return; }
@@ -342,6 +360,7 @@ static void worker_job_op(api_ctx *c, int op) {
         fprintf(stderr, "prism-sweep serve: event=%s job=%lld state=%s\n", op == W_COMPLETE ? "complete" : "fail", c->id,
                 json_string_value(json_object_get(reply, "state")));
     if (op == W_FAIL && !strcmp(json_string_value(json_object_get(reply, "state")), "failed")) api_halving_tick(c->a, "fail");
+    if (op == W_COMPLETE) api_racing_tick(c->a, "complete", c->id);
     api_reply_json(c->res, 200, reply);
 }
 
@@ -366,6 +385,7 @@ static void h_rung(api_ctx *c) {
     write_end(c->a, rc >= 0);
     if (rc < 0) { api_reply_store_error(c, rc, err[0] ? err : c->a->st->err, state_buf); return; }
     fprintf(stderr, "prism-sweep serve: event=rung job=%lld step=%lld state=%s\n", c->id, step, state ? state : "?");
+    api_racing_tick(c->a, "rung", c->id);   /* a rung that pruned the last job of a racing round ends it */
     api_reply_json(c->res, 200, json_pack("{s:I, s:I, s:s}", "job_id", (json_int_t)c->id, "step", (json_int_t)step,
                                       "state", state ? state : "paused"));
 }

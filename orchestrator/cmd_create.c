@@ -15,6 +15,7 @@
 #include "store.h"
 #include "sweeps.h"
 #include "halving.h"
+#include "racing.h"
 
 int cmd_create(int argc, char **argv) {
     const char *db = "prism.db", *format = "text";
@@ -52,6 +53,14 @@ int cmd_create(int argc, char **argv) {
             printf("halving: eta %d, %s; rungs at steps", hv.eta, hv.async ? "async" : "sync");
             for (int r = 0; r <= hv.nrungs; r++) printf(" %lld%s", hv.step[r], r == hv.nrungs ? " (the full run)\n" : ",");
         }
+        racing_cfg rc2;   /* racing: the rounds' seeds (derived from the spec's: sweeps/README.md) and the most it can cost */
+        long long mx = 0;
+        for (int i = 0; i < sp.n_seeds; i++) if (sp.seeds[i] > mx) mx = sp.seeds[i];
+        if (racing_parse(json_object_get(sp.root, "racing"), sp.n_seeds, mx, &rc2, err, sizeof err) == 0 && rc2.enabled)
+            printf("racing: round 1 = the %d spec seeds, then seeds %lld..%lld one per round for the schedules still in "
+                   "contention and the baseline; at most %lld jobs (max_seeds x schedules); alpha %g over all rounds "
+                   "(%.4g per round)\n", sp.n_seeds, racing_round_seed(&rc2, 2), racing_round_seed(&rc2, rc2.looks),
+                   (long long)rc2.max_seeds * sp.n_schedules, rc2.alpha, racing_round_alpha(&rc2));
         free(text);
         spec_release(&sp);
         return 0;

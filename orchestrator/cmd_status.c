@@ -13,6 +13,7 @@
 
 #include "cli.h"
 #include "halving.h"
+#include "racing.h"
 #include "commands.h"
 #include "store.h"
 #include "sweeps.h"
@@ -66,6 +67,11 @@ int cmd_status(int argc, char **argv) {
             json_t *o = sweeps_info_json(&info);
             char why[512], e2[256];
             if (halving_held(st, id, why, sizeof why, e2, sizeof e2) > 0) json_object_set_new(o, "held", json_string(why));
+            racing_summary rs;
+            if (racing_summarize(st, id, &rs, e2, sizeof e2) == 0 && rs.enabled) {
+                json_t *rj = racing_summary_json(st, id, &rs, e2, sizeof e2);
+                if (rj) json_object_set_new(o, "racing", rj);
+            }
             json_dumpf(o, stdout, JSON_PRESERVE_ORDER);
             fputc('\n', stdout);
             json_decref(o);
@@ -75,6 +81,12 @@ int cmd_status(int argc, char **argv) {
             print_counts(&info.counts);
             char why[512], e2[256];   /* a halving rung that cannot be decided, and why */
             if (halving_held(st, id, why, sizeof why, e2, sizeof e2) > 0) printf("held: %s\n", why);
+            racing_summary rs;   /* racing: the rounds, the survivors and the seeds spent against the fixed design */
+            if (racing_summarize(st, id, &rs, e2, sizeof e2) == 0 && rs.enabled)
+                printf("racing: %d round(s) decided%s (max_seeds %d, alpha %g), %d survivor(s), %d eliminated; seeds spent "
+                       "%lld (%lld done) of the fixed design's %lld (max_seeds x schedules, %.1f%%)\n", rs.rounds_decided,
+                       rs.finished ? ", finished" : "", rs.max_seeds, rs.alpha, rs.survivors, rs.eliminated, rs.jobs,
+                       rs.jobs_done, rs.fixed_jobs, rs.fixed_jobs > 0 ? 100.0 * rs.jobs / rs.fixed_jobs : 0.0);
         }
     } else {
         sweeps_info *v = NULL;

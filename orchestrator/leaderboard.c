@@ -64,6 +64,18 @@ static json_t *row_json(const ranking *rk, const ranking_row *x) {
         json_object_set_new(row, "rung_step", json_integer(rk->rung_step[x->level]));
         json_object_set_new(row, "pruned", json_boolean(x->pruned));
     }
+    if (rk->racing) {   /* racing: survivor or the round it was eliminated at, its seeds, its Δ round by round */
+        char key[32];
+        snprintf(key, sizeof key, "%lld", x->schedule_id);
+        json_t *h = json_object_get(json_object_get(rk->racing, "schedules"), key);
+        int decided = json_integer_value(json_object_get(rk->racing, "rounds_decided")) > 0;
+        json_t *o = json_pack("{s:s, s:O, s:i, s:O}", "status", h ? json_string_value(json_object_get(h, "status"))
+                              : decided ? "not raced" : "survivor", "eliminated_round",
+                              h ? json_object_get(h, "eliminated_round") : json_null(), "seeds_run", x->seeds_total,
+                              "rounds", h ? json_object_get(h, "rounds") : json_array());
+        if (!h) json_decref(json_object_get(o, "rounds"));   /* the fresh [] : O took its own reference */
+        json_object_set_new(row, "racing", o);
+    }
     json_t *delta = json_null();
     const ranking_cmp *c = &x->cmp;
     if (!x->is_baseline && c->has) {
@@ -114,6 +126,11 @@ json_t *leaderboard_from_ranking(const ranking *rk) {
     json_object_set_new(lb, "arch", json_string(rk->arch));   /* the spec's model.arch ("gpt2" when absent) */
     json_object_set_new(lb, "analysis", ranking_analysis_json(rk));
     if (rk->halving) json_object_set(lb, "halving", rk->halving);
+    if (rk->racing) {   /* the race's settings and spend; each schedule's rounds are in its row */
+        json_t *rc = json_deep_copy(rk->racing);
+        json_object_del(rc, "schedules");
+        json_object_set_new(lb, "racing", rc);
+    }
     return lb;
 }
 
@@ -201,6 +218,7 @@ char *leaderboard_csv(const json_t *lb) {
     size_t L = lb_layers(lb);
     if (http_buf_append(&b, hdr, strlen(hdr) - 1, SIZE_MAX / 2) < 0 ||
         (json_object_get(lb, "halving") && http_buf_append(&b, ",rung,pruned", 12, SIZE_MAX / 2) < 0) ||
+        (json_object_get(lb, "racing") && put(&b, ",race_status,eliminated_round,seeds_run") < 0) ||
         leaderboard_zero_shot_csv_header(lb, &b) < 0 || put(&b, ",delta_se,delta_df,method")) { http_buf_free(&b); return NULL; }
     static const char *const part[4] = { "D", "dD", "dD%zu_ci_low", "dD%zu_ci_high" };
     for (int k = 0; k < 4; k++)
@@ -233,10 +251,18 @@ char *leaderboard_csv(const json_t *lb) {
         }
         fmt_num(ts, sizeof ts, json_object_get(r, "tok_per_s_std"), "%.1f");
         json_t *tb = json_object_get(r, "tied_best");   /* empty: not compared (pruned, or no value) */
-        char hv[64] = "";   /* halving sweeps: two more cells, rung and pruned */
+        char hv[128] = "";   /* halving sweeps: two more cells, rung and pruned */
         if (json_object_get(lb, "halving"))
             snprintf(hv, sizeof hv, ",%lld,%s", (long long)json_integer_value(json_object_get(r, "rung")),
                      json_is_true(json_object_get(r, "pruned")) ? "true" : "false");
+        if (json_object_get(lb, "racing")) {   /* racing sweeps: three more cells */
+            json_t *rr = json_object_get(r, "racing"), *er = json_object_get(rr, "eliminated_round");
+            char e[24] = "";
+            if (json_is_integer(er)) snprintf(e, sizeof e, "%lld", (long long)json_integer_value(er));
+            size_t u = strlen(hv);
+            snprintf(hv + u, sizeof hv - u, ",%s,%s,%lld", json_string_value(json_object_get(rr, "status")), e,
+                     (long long)json_integer_value(json_object_get(rr, "seeds_run")));
+        }
         char line[8192];
         int n = snprintf(line, sizeof line, "%s,\"%s\",%s,%lld,%lld,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s%s", rank, heads,
                          json_is_true(json_object_get(r, "is_baseline")) ? "true" : "false",
@@ -256,7 +282,7 @@ char *leaderboard_csv(const json_t *lb) {
 /* one row of the terminal table */
 static void table_row(http_buf *b, const json_t *r, int halving) {
     json_t *d = json_object_get(r, "delta");
-    char runs[2048], rank[16] = "-", loss[64] = "-", delta[200] = "", tps[64] = "-", seeds[48], line[8192];
+    char runs[2048], rank[16] = "-", loss[64] = "-", delta[200] = "", tps[64] = "-", seeds[64], line[8192];
     heads_runs(json_object_get(r, "heads"), runs, sizeof runs);
     json_t *tb = json_object_get(r, "tied_best");
     if (json_is_integer(json_object_get(r, "rank")))
@@ -288,11 +314,17 @@ static void table_row(http_buf *b, const json_t *r, int halving) {
     }
     snprintf(seeds, sizeof seeds, "%lld/%lld%s", (long long)json_integer_value(json_object_get(r, "seeds_done")),
              (long long)json_integer_value(json_object_get(r, "seeds_total")),
-             json_is_true(json_object_get(r, "provisional")) && json_is_integer(json_object_get(r, "rank")) ? " prov" : "");
+             json_is_true(json_object_get(r, "provisional")) && json_is_integer(json_object_get(r, "rank")) &&
+             !json_is_integer(json_object_get(json_object_get(r, "racing"), "eliminated_round")) ? " prov" : "");
     if (json_object_get(r, "rung")) {   /* halving: the rung the row is at, and pruned schedules */
         size_t used = strlen(seeds);
         snprintf(seeds + used, sizeof seeds - used, " r%lld%s", (long long)json_integer_value(json_object_get(r, "rung")),
                  json_is_true(json_object_get(r, "pruned")) ? " pruned" : "");
+    }
+    json_t *race = json_object_get(r, "racing");
+    if (json_is_integer(json_object_get(race, "eliminated_round"))) {   /* racing: the round it left the race */
+        size_t used = strlen(seeds);
+        snprintf(seeds + used, sizeof seeds - used, " out@%lld", (long long)json_integer_value(json_object_get(race, "eliminated_round")));
     }
     /* pad the run-length, loss and delta columns by display width (×, ±, ▲, ▼ are 2–3 bytes, 1 column) */
     int extra = 0, dextra = 0;
@@ -345,12 +377,19 @@ char *leaderboard_table(const json_t *lb) {
     n = snprintf(line, sizeof line, "%-4s  %-28s %-9s %-22s %-60s %s\n", "rank", "schedule", "seeds", "val loss (mean ± std)",
                  "delta vs uniform [95% CI] p_holm", "tok/s (mean ± std)");
     http_buf_append(&b, line, (size_t)n, SIZE_MAX / 2);
-    /* with halving: the survivors (compared with each other), then the pruned (each at the step it was pruned) */
-    for (int sec = 0; sec < (hvj ? 2 : 1); sec++) {
-        if (hvj && sec == 1) put(&b, "pruned (not compared with the survivors; each delta measured at the step after @):\n");
+    /* with halving: the survivors (compared with each other), then the pruned (each at the step it was pruned); with
+     * racing the eliminated ones after those (each with the seeds it had when it left: out@round) */
+    json_t *rcj = json_object_get(lb, "racing");
+    for (int sec = 0; sec < 3; sec++) {
+        if (sec == 1 && !hvj) continue;
+        if (sec == 2 && !rcj) continue;
+        if (sec == 1) put(&b, "pruned (not compared with the survivors; each delta measured at the step after @):\n");
+        if (sec == 2) put(&b, "eliminated by racing (not compared with the survivors; out@R: eliminated at round R):\n");
         for (size_t i = 0; i < json_array_size(rows); i++) {
             json_t *r = json_array_get(rows, i);
-            if (hvj && json_is_true(json_object_get(r, "pruned")) != (sec == 1)) continue;
+            int out = rcj && json_is_integer(json_object_get(json_object_get(r, "racing"), "eliminated_round"));
+            int pr = hvj && json_is_true(json_object_get(r, "pruned"));
+            if ((sec == 2) != out || (!out && (sec == 1) != pr)) continue;
             table_row(&b, r, hvj != NULL);
         }
     }
@@ -387,6 +426,19 @@ char *leaderboard_table(const json_t *lb) {
                      (long long)json_array_size(json_object_get(hvj, "rungs")),
                      (long long)json_integer_value(json_object_get(hvj, "tokens_spent")),
                      (long long)json_integer_value(json_object_get(hvj, "full_grid_tokens")), tr, fu, fu > 0 ? 100.0 * tr / fu : 0.0);
+        http_buf_append(&b, line, (size_t)(n < (int)sizeof line ? n : (int)sizeof line - 1), SIZE_MAX / 2);
+    }
+    if (rcj) {   /* racing: what was spent against the fixed design */
+        long long sp = json_integer_value(json_object_get(rcj, "seeds_spent")), fx = json_integer_value(json_object_get(rcj, "fixed_design_seeds"));
+        n = snprintf(line, sizeof line, "racing (max_seeds %lld, alpha %g over all rounds, %.4g per round): %lld round(s) "
+                     "decided%s, %lld survivor(s), %lld eliminated; seeds spent %lld of the fixed design's %lld "
+                     "(max_seeds x schedules, %.1f%%)\n",
+                     (long long)json_integer_value(json_object_get(rcj, "max_seeds")), json_number_value(json_object_get(rcj, "alpha")),
+                     json_number_value(json_object_get(rcj, "alpha_per_round")),
+                     (long long)json_integer_value(json_object_get(rcj, "rounds_decided")),
+                     json_is_true(json_object_get(rcj, "finished")) ? " (finished)" : "",
+                     (long long)json_integer_value(json_object_get(rcj, "survivors")),
+                     (long long)json_integer_value(json_object_get(rcj, "eliminated")), sp, fx, fx > 0 ? 100.0 * sp / fx : 0.0);
         http_buf_append(&b, line, (size_t)(n < (int)sizeof line ? n : (int)sizeof line - 1), SIZE_MAX / 2);
     }
     const char *foot = "▲ significantly better than uniform, ▼ significantly worse (p_holm < 0.05), in every column; "

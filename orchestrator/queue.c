@@ -46,6 +46,9 @@ static const char *const SQL[S_COUNT] = {
     [S_LEASE_PICK] =
         "SELECT j.id FROM jobs j INDEXED BY jobs_queue JOIN sweeps s ON s.id = j.sweep_id JOIN schedules sc ON sc.id = j.schedule_id "
         "WHERE j.state = 'queued' AND s.state = 'active' "
+        /* the worker's engines (lease.h): ?1 = it has the built-in engine, ?2 = its trainers as a JSON array */
+        "AND CASE WHEN json_extract(j.job, '$.trainer') IS NULL THEN ?1 "
+        "ELSE json_extract(j.job, '$.trainer') IN (SELECT value FROM json_each(?2)) END "
         "ORDER BY j.priority DESC, j.seed_index, sc.is_baseline DESC, sc.ord, j.id LIMIT 1",
     [S_LEASE_TAKE] =
         "UPDATE jobs SET state = 'leased', attempt = attempt + 1, lease_token = ?2, lease_expires_at = ?3, "
@@ -194,6 +197,19 @@ int queue_register(queue *q, const char *name, const char *host, const char *dev
 /* ---- leases -------------------------------------------------------------------------------------- */
 
 int queue_lease(queue *q, long long worker_id, const char *device, json_t **out) {
+    return queue_lease_for(q, worker_id, device, NULL, out);
+}
+
+/* The trainer names of f as the JSON array text ?2 of S_LEASE_PICK binds ("[]" for none). NULL on OOM. */
+static char *lease_names_text(const lease_filter *f) {
+    json_t *a = json_array();
+    for (int i = 0; a && f && i < f->ntrainers; i++) json_array_append_new(a, json_string(f->names[i]));
+    char *t = a ? json_dumps(a, JSON_COMPACT) : NULL;
+    json_decref(a);
+    return t;
+}
+
+int queue_lease_for(queue *q, long long worker_id, const char *device, const lease_filter *f, json_t **out) {
     *out = NULL;
     double now = store_now();
     sqlite3_stmt *s = S(q, S_WORKER_EXISTS);
@@ -219,6 +235,10 @@ int queue_lease(queue *q, long long worker_id, const char *device, json_t **out)
     sqlite3_reset(s);
     if (rc != SQLITE_DONE) return fail_db(q, "worker stopped");
     if (!(s = S(q, S_LEASE_PICK))) return STORE_EIO;
+    char *names = lease_names_text(f);
+    if (!names) { snprintf(q->err, sizeof q->err, "out of memory"); return STORE_EIO; }
+    sqlite3_bind_int(s, 1, f ? f->builtin != 0 : 1);
+    sqlite3_bind_text(s, 2, names, -1, free);
     rc = sqlite3_step(s);
     if (rc == SQLITE_DONE) { sqlite3_reset(s); return QUEUE_EMPTY; }
     if (rc != SQLITE_ROW) { sqlite3_reset(s); return fail_db(q, "lease pick"); }

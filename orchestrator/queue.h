@@ -20,6 +20,8 @@
 
 #include "store.h"
 
+struct lease_filter;   /* common/lease.h */
+
 enum { QUEUE_OK = 0, QUEUE_EMPTY = 1 };
 
 #define QUEUE_NSTMT 40
@@ -55,6 +57,10 @@ int queue_register(queue *q, const char *name, const char *host, const char *dev
  * lease_expires_at, lease_ttl_s, sweep_id, schedule_id, seed, heads, job, resume?, stop_at_step?} the caller decrefs.
  * stop_at_step (halving sweeps): stop at this step and report the rung (orchestrator/halving.h). */
 int queue_lease(queue *q, long long worker_id, const char *device, json_t **out);
+/* queue_lease for a worker with the engines of f (common/lease.h: the built-in one or not, its external trainers):
+ * only a job it can train is leased (a job's "trainer" must be one of f's names; a job without one needs
+ * f->builtin). f NULL = the built-in engine only (what queue_lease leases). */
+int queue_lease_for(queue *q, long long worker_id, const char *device, const struct lease_filter *f, json_t **out);
 /* A worker stopped for its failures (worker_fail_limit) is not leased to: STORE_ECONFLICT, q->state "stopped",
  * q->err says why and how to lift it. */
 

@@ -26,6 +26,7 @@
 
 #include "halving.h"
 #include "leaderboard.h"
+#include "racing.h"
 #include "stats.h"
 
 const char *const ranking_states[RANKING_NSTATES] = { "queued", "leased", "done", "failed", "cancelled", "paused", "pruned" };
@@ -495,7 +496,8 @@ int ranking_compute(ranking *r, ranking_obs *const *obs, const int *nobs, int nl
     if (!fam) goto out;
     int K = 0;
     for (int i = 0; i < n; i++)
-        if (r->rows[i].rank > 0 && r->rows[i].level == r->best_level && !r->rows[i].pruned) fam[K++] = i;
+        if (r->rows[i].rank > 0 && r->rows[i].level == r->best_level && !r->rows[i].pruned && r->rows[i].race_round <= 0)
+            fam[K++] = i;
     r->best_family = K;
     r->best_critical = NAN;
     if (K > 0 && f->tau) {
@@ -623,6 +625,7 @@ void ranking_free(ranking *r) {
     free(r->rows);
     ranking_fit_release(&r->fit);
     json_decref(r->halving);
+    json_decref(r->racing);
     free(r);
 }
 
@@ -863,6 +866,7 @@ int ranking_build(store *st, long long sweep_id, int at_rung, ranking **out, cha
             if (attn_delta(x, &r->rows[base], jobs, x0, xe, b0, be) < 0) goto nomem;
         }
     }
+    if (racing_annotate(st, r, err, errlen) < 0) goto out_rc;   /* racing: eliminated schedules leave the family */
     if (ranking_compute(r, obs, nobs, K + 1, base) < 0) goto nomem;
     free(r->fit.cell);   /* it points into obs[], freed below: nothing after the compute reads a cell */
     r->fit.cell = NULL;

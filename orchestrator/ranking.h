@@ -124,6 +124,8 @@ typedef struct ranking_row {
     int rank;                    /* 1.. ; 0 = unranked (no value) */
     int provisional;             /* seeds_done < the sweep's seeds */
     int pruned;                  /* halving pruned it */
+    int race_round;              /* racing: the round it was eliminated at (≥ 1; out of the best group's family),
+                                    0 in the race or no racing (racing.h) */
     int best;                    /* 1 in the best group, 0 shown worse, -1 not compared (pruned, other level, no value) */
     long long worse_than;        /* best == 0: a schedule it is significantly worse than */
     double vs_best_mean, vs_best_se, vs_best_margin;   /* τ̂ − τ̂ of rank 1, its SE, the margin q·SE; NAN if none */
@@ -158,6 +160,7 @@ typedef struct ranking {
     int nrows;
     ranking_row *rows;           /* (nrows) in rank order: level, ranked, complete, Δ, then the sweep's order */
     json_t *halving;             /* halving settings and spend, or NULL (owned) */
+    json_t *racing;              /* racing settings, spend and each schedule's rounds, or NULL (owned; racing.h) */
 } ranking;
 
 /* Pure: computes ranks, comparisons and the best group of rows[] (already filled with the descriptive fields,

@@ -42,6 +42,7 @@
 #include "walck.h"
 #include "walscan.h"
 #include "halving.h"
+#include "racing.h"
 #include "logesc.h"
 
 typedef struct serve_state {
@@ -464,6 +465,18 @@ int cmd_serve(int argc, char **argv) {
                 if (n) fprintf(stderr, "prism-sweep serve: halving: %d schedule decision(s) taken at start\n", n);
             } else {
                 fprintf(stderr, "prism-sweep serve: halving at start: %s\n", herr[0] ? herr : st->err);
+                store_rollback(st);
+            }
+        }
+    }
+    {   /* racing: a round that was due when the server stopped is decided now (idempotent) */
+        int n = 0;
+        char rerr[512] = "";
+        if (store_begin(st) == 0) {
+            if (racing_tick_all(st, &n, rerr, sizeof rerr) == 0 && store_commit(st) == 0) {
+                if (n) fprintf(stderr, "prism-sweep serve: racing: %d round(s) decided at start\n", n);
+            } else {
+                fprintf(stderr, "prism-sweep serve: racing at start: %s\n", rerr[0] ? rerr : st->err);
                 store_rollback(st);
             }
         }

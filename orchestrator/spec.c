@@ -9,6 +9,7 @@
  */
 #include "spec.h"
 #include "halving.h"
+#include "racing.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -271,7 +272,7 @@ static int too_many_jobs(char *err, size_t errlen, long long schedules, long lon
 
 static int spec_from_json_max(json_t *root, long long max_jobs, sweep_spec *sp, char *err, size_t errlen) {
     static const char *const top[] = { "name", "description", "priority", "model", "rules", "schedules", "include",
-                                       "exclude", "sample", "seeds", "train", "eval", "data", "halving", NULL };
+                                       "exclude", "sample", "seeds", "train", "eval", "data", "halving", "racing", "trainer", NULL };
     builder b = { sp, NULL, 0, NULL, 0 };
     int *heads = NULL, rc;
     long long x;
@@ -445,6 +446,10 @@ static int spec_from_json_max(json_t *root, long long max_jobs, sweep_spec *sp, 
     halving_cfg hv;   /* successive halving: its rungs must round to distinct steps of this train.steps */
     if (halving_parse(json_object_get(root, "halving"), sp->steps, &hv, err, errlen) < 0) { rc = SPEC_EINVAL; goto out; }
     if ((rc = halving_check_rungs(&hv, warmup, sp->warn, sizeof sp->warn, err, errlen)) < 0) { rc = SPEC_EINVAL; goto out; }
+    racing_cfg rcfg;   /* racing: max_seeds above the spec's seeds (round 1) */
+    long long max_seed = 0;
+    for (int i = 0; i < sp->n_seeds; i++) if (sp->seeds[i] > max_seed) max_seed = sp->seeds[i];
+    if (racing_parse(json_object_get(root, "racing"), sp->n_seeds, max_seed, &rcfg, err, errlen) < 0) { rc = SPEC_EINVAL; goto out; }
     rc = SPEC_OK;
 out:
     json_decref(b.seen);
@@ -540,6 +545,8 @@ json_t *spec_job_json(const sweep_spec *sp, int i, int j) {
     if (json_object_set_new(job, "eval", eval) < 0) { eval = NULL; goto fail; }
     eval = NULL;
     if (json_object_set_new(job, "data", data) < 0) { data = NULL; goto fail; }
+    json_t *trainer = json_object_get(sp->root, "trainer");   /* an external trainer (docs/TRAINERS.md); checked by job.c */
+    if (trainer && json_object_set(job, "trainer", trainer) < 0) { data = NULL; goto fail; }
     return job;
 fail:
     json_decref(job);

@@ -241,7 +241,7 @@ double stats_range_cdf(double q, int k, double df) {
 }
 
 
-#define RANGE_CACHE 64
+#define RANGE_CACHE 1024   /* a race asks for one (k, df) per round (racing.c) */
 static struct { int k; double df, alpha, q; } range_cache[RANGE_CACHE];
 static int range_cached, range_next;
 static pthread_mutex_t range_mu = PTHREAD_MUTEX_INITIALIZER;

@@ -21,6 +21,7 @@ extern const char prism_sql_metrics_append[];
 extern const char prism_sql_job_sizes[];
 extern const char prism_sql_worker_failures[];
 extern const char prism_sql_grad_norm[];
+extern const char prism_sql_racing[];
 
 /* Migration i (1-based) brings user_version from i-1 to i. Migrations run with foreign_keys OFF (a table
  * rebuild must not cascade its DROP into the tables that reference it); it is back ON when they are done. */
@@ -31,6 +32,7 @@ static const char *const migrations[] = {
     prism_sql_job_sizes,   /* jobs.tokens_per_step; fill_job_sizes() then fills it and steps by the job model */
     prism_sql_worker_failures,   /* workers.fail_streak / stopped_reason: the server stops leasing to a failing worker */
     prism_sql_grad_norm,   /* metrics.grad_norm: the worker's gradient norm per train point */
+    prism_sql_racing,   /* racing_rounds, racing_decisions (the spec key "racing", orchestrator/racing.c) */
 };
 #define N_MIGRATIONS ((int)(sizeof migrations / sizeof migrations[0]))
 
@@ -64,7 +66,7 @@ out:
 }
 
 /* The C half of migration i, run after its SQL in the same transaction; NULL: none. */
-static int (*const migration_fill[])(store *) = { NULL, NULL, NULL, fill_job_sizes, NULL, NULL };
+static int (*const migration_fill[])(store *) = { NULL, NULL, NULL, fill_job_sizes, NULL, NULL, NULL };
 _Static_assert(sizeof migration_fill / sizeof migration_fill[0] == sizeof migrations / sizeof migrations[0],
                "one migration_fill entry per migration");
 

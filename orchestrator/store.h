@@ -24,9 +24,9 @@ enum {
     STORE_ENEWER = -5,     /* the file has a schema newer than this binary knows */
 };
 
-#define STORE_SCHEMA_VERSION 6   /* migrations in store.c: sql/schema.sql, sql/halving.sql, sql/metrics_append.sql,
+#define STORE_SCHEMA_VERSION 7   /* migrations in store.c: sql/schema.sql, sql/halving.sql, sql/metrics_append.sql,
                                     sql/job_sizes.sql, sql/worker_failures.sql,
-                                    sql/grad_norm.sql */
+                                    sql/grad_norm.sql, sql/racing.sql */
 
 typedef struct store {
     sqlite3 *db;     /* owned; closed by store_close */

@@ -39,6 +39,7 @@ check "node (nodejs, tests)"    nodejs               command -v node
 check "npm (tests)"             npm                  command -v npm
 check "zstd (CLI, tests)"      zstd                 command -v zstd
 check "SciPy (python3-scipy, tests)" python3-scipy  /usr/bin/python3 -c "import scipy.stats"
+check "PyTorch (python3-torch, the reference trainer)" python3-torch /usr/bin/python3 -c 'import torch, torch.distributed'
 check "tmux (tests)"            tmux                 command -v tmux
 check "protobuf (python3-protobuf, tests)" python3-protobuf /usr/bin/python3 -c 'import google.protobuf'
 if [ "${1:-}" = "--fuzz" ]; then   # make fuzz: clang with libFuzzer's runtime
@@ -56,7 +57,11 @@ line="apt-get install -y ${missing[*]}"
 if [ "$(id -u)" = 0 ]; then
   echo "installing: ${missing[*]}"
   export DEBIAN_FRONTEND=noninteractive
-  { apt-get update -q && apt-get install -y -q "${missing[@]}"; } >/tmp/prism-deps.log 2>&1 \
+  # python3-torch without its recommends (the CPU build is all trainers/torch/ and its tests need); the rest as usual
+  norec=() rest=()
+  for p in "${missing[@]}"; do if [ "$p" = python3-torch ]; then norec+=("$p"); else rest+=("$p"); fi; done
+  { apt-get update -q && { [ ${#rest[@]} -eq 0 ] || apt-get install -y -q "${rest[@]}"; } &&
+    { [ ${#norec[@]} -eq 0 ] || apt-get install -y -q --no-install-recommends "${norec[@]}"; }; } >/tmp/prism-deps.log 2>&1 \
     || { echo "apt-get failed; see /tmp/prism-deps.log"; tail -20 /tmp/prism-deps.log; exit 1; }
   echo "installed."
 else

@@ -12,7 +12,7 @@ mkdir -p "$BUILD/obj/kernels/cuda" "$(dirname "$LOG")"
 : > "$LOG"
 for f in kernels/cuda/*.cu; do
   echo "== $(basename "$f")" >> "$LOG"
-  "$NVCC" -O3 -std=c++17 -gencode arch=compute_90,code=sm_90 -gencode arch=compute_90,code=compute_90 --use_fast_math \
+  "$NVCC" -O3 -std=c++17 -gencode arch=compute_90,code=sm_90 -gencode arch=compute_90,code=compute_90 --use_fast_math --default-stream per-thread \
     -Xcompiler -fPIC -Ikernels -Icommon -MMD -MP -Xptxas -v -c "$f" -o "$BUILD/obj/kernels/cuda/$(basename "$f").o" 2>> "$LOG"
 done
 "$NVCC" --version | tail -n 1 >&2

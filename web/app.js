@@ -95,7 +95,15 @@ function normRow(r) {
     rank: num(r.rank),
     zs: normZeroShot(r.zero_shot),
     rung: num(r.rung), pruned: !!r.pruned,   // halving: the rung the row is at, and pruned schedules
+    race: normRace(r.racing),                // racing: survivor or the round it left, its Δ round by round
   };
+}
+/* racing: {status, out (the round it was eliminated at, or null), seeds, rounds: [{round, seeds, delta, lo, hi, out}]} */
+function normRace(x) {
+  if (!x || typeof x !== 'object') return null;
+  return { status: String(x.status || ''), out: num(x.eliminated_round), seeds: num(x.seeds_run),
+    rounds: (Array.isArray(x.rounds) ? x.rounds : []).map((e) => ({ round: num(e.round), seeds: num(e.seeds),
+      delta: num(e.delta), lo: num(e.ci_low), hi: num(e.ci_high), out: !!e.eliminated })) };
 }
 /* per task: acc_norm mean ± std, acc mean, and the paired Δ acc_norm vs uniform */
 function normZeroShot(z) {
@@ -113,7 +121,8 @@ function normBoard(b) {
     seeds: b ? num(b.seeds) : null,
     analysis: b && b.analysis && typeof b.analysis === 'object' ? b.analysis : null,
     arch: b && typeof b.arch === 'string' ? b.arch : null,
-    halving: b && b.halving && typeof b.halving === 'object' ? normHalving(b.halving) : null };
+    halving: b && b.halving && typeof b.halving === 'object' ? normHalving(b.halving) : null,
+    racing: b && b.racing && typeof b.racing === 'object' ? b.racing : null };
 }
 /* successive halving: rung steps (the last = the full run) and the tokens spent against the full grid's */
 function normHalving(h) {
@@ -405,7 +414,12 @@ function renderSweep() {
       '' : '') +
     (B.halving ? '<br><span id="halving-tokens" title="successive halving, eta ' + esc(B.halving.eta) + ' (' + esc(B.halving.mode) +
       '): rungs at steps ' + esc(B.halving.rung_steps.join(', ')) + '; ranked by the highest rung reached, then by Δ">tokens spent: ' +
-      fmtInt(B.halving.tokens_spent) + ' of the full grid\'s ' + fmtInt(B.halving.full_grid_tokens) + '</span>' : ''));
+      fmtInt(B.halving.tokens_spent) + ' of the full grid\'s ' + fmtInt(B.halving.full_grid_tokens) + '</span>' : '') +
+    (B.racing ? '<br><span id="racing-spent" title="racing: alpha ' + esc(B.racing.alpha) + ' over all rounds (' +
+      esc(fmt(B.racing.alpha_per_round, 4)) + ' per round); seeds are added only to the schedules still in contention and the uniform baseline">racing: ' +
+      esc(B.racing.rounds_decided) + ' round(s) decided' + (B.racing.finished ? ' (finished)' : '') + ', ' + esc(B.racing.survivors) +
+      ' survivor(s), ' + esc(B.racing.eliminated) + ' eliminated; seeds spent ' + fmtInt(B.racing.seeds_spent) + ' of the fixed design\'s ' +
+      fmtInt(B.racing.fixed_design_seeds) + ' (max_seeds × schedules)</span>' : ''));
   const stateBox = $('#leaderboard-state');
   const wrap = $('#leaderboard-wrap');
   const anyResult = rows.some((r) => isNum(r.mean));
@@ -445,7 +459,8 @@ function renderSweep() {
     if (first) prunedHead = true;
     const sel = String(r.schedule_id) === String(S.scheduleId);
     const cls = (r.is_baseline ? 'baseline ' : '') + (sel ? 'selected ' : '') + (r.provisional && r.rank ? 'provisional ' : '') +
-      (r.tied_best ? 'tied-best ' : '') + (r.pruned ? 'pruned' : '') + (first ? ' first-pruned' : '');
+      (r.tied_best ? 'tied-best ' : '') + (r.pruned ? 'pruned' : '') + (first ? ' first-pruned' : '') +
+      (r.race && isNum(r.race.out) ? ' eliminated' : '');
     html += '<tr tabindex="0" data-schedule="' + esc(r.schedule_id) + '" data-heads="' + esc(r.heads.join(',')) + '" class="' + cls + '">' +
       '<td class="num rank"' + (r.tied_best ? ' title="best group: not shown to be worse than any other schedule (not a claim of equality)"'
         : r.pruned ? ' title="pruned by halving: not compared with the survivors"' : '') + '>' +
@@ -457,7 +472,10 @@ function renderSweep() {
         (r.provisional && r.rank ? ' <span class="prov" title="provisional: fewer finished seeds than the sweep\'s; listed after the complete schedules">prov</span>' : '') +
         (S.board && S.board.halving && isNum(r.rung) ? ' <span class="rung" title="halving: the rung this row is at (' +
           (r.rung >= S.board.halving.rung_steps.length - 1 ? 'the full run' : 'step ' + S.board.halving.rung_steps[r.rung]) +
-          ')' + (r.pruned ? '; pruned there' : '') + '">r' + r.rung + (r.pruned ? ' pruned' : '') + '</span>' : '') + '</td>' +
+          ')' + (r.pruned ? '; pruned there' : '') + '">r' + r.rung + (r.pruned ? ' pruned' : '') + '</span>' : '') +
+        (r.race ? (isNum(r.race.out) ? ' <span class="race out" title="eliminated by racing at round ' + r.race.out +
+          ' (significantly worse than another schedule still in the race); not compared with the survivors">out@' + r.race.out + '</span>'
+          : r.race.status === 'survivor' ? ' <span class="race survivor" title="racing: still in contention">survivor</span>' : '') : '') + '</td>' +
       deltaCell(r) +
       tasks.map((t) => zeroShotCell(r, t)).join('') +
       '<td class="num tps">' + fmtTokS(r.tok_per_s) + (isNum(r.tok_per_s_std) ? ' <span class="pm">± ' + fmtTokS(r.tok_per_s_std) + '</span>' : '') + '</td>' +
@@ -473,8 +491,48 @@ function renderSweep() {
     pn.textContent = prunedHead ? 'Below the dashed rule: schedules pruned by halving, not compared with the survivors (no best-group mark); '
       + 'each Δ is measured at the step after @.' : '';
   }
+  renderRaceRounds(rows);
   renderSpec(S.detail);
   renderActions(sw);
+}
+
+/* racing: each survivor's Δ vs uniform with its 95% CI at every round, one line per round on a shared scale (the
+ * intervals narrow as the seeds come in); eliminated schedules are listed with the round they left. */
+function renderRaceRounds(rows) {
+  const box = $('#race-rounds');
+  if (!box) return;
+  const B = S.board || {};
+  const surv = rows.filter((r) => r.race && r.race.status === 'survivor' && !r.is_baseline && r.race.rounds.length);
+  if (!B.racing || !surv.length) { box.hidden = true; setHTML(box, ''); return; }
+  box.hidden = false;
+  let lo = 0, hi = 0;
+  surv.forEach((r) => r.race.rounds.forEach((e) => {
+    if (isNum(e.lo)) lo = Math.min(lo, e.lo);
+    if (isNum(e.hi)) hi = Math.max(hi, e.hi);
+  }));
+  if (!(hi > lo)) { hi = lo + 1e-3; }
+  const W = 360, pad = 10, x = (v) => pad + (W - 2 * pad) * (v - lo) / (hi - lo);
+  let html = '<h3>Racing: survivors\' Δ vs uniform, round by round (95% CI)</h3>';
+  surv.forEach((r) => {
+    const n = r.race.rounds.length, H = 8 + 10 * n;
+    let svg = '<svg class="race-ci" width="' + W + '" height="' + H + '" data-schedule="' + esc(r.schedule_id) + '">' +
+      '<line class="zero" x1="' + x(0) + '" x2="' + x(0) + '" y1="0" y2="' + H + '"></line>';
+    r.race.rounds.forEach((e, i) => {
+      const y = 8 + 10 * i;
+      if (isNum(e.lo) && isNum(e.hi))
+        svg += '<line class="ci" data-round="' + e.round + '" data-lo="' + e.lo + '" data-hi="' + e.hi + '" x1="' + x(e.lo) +
+          '" x2="' + x(e.hi) + '" y1="' + y + '" y2="' + y + '"><title>round ' + e.round + ' (' + e.seeds + ' seeds): Δ ' +
+          fmtSigned(e.delta, 4) + ' [' + fmtSigned(e.lo, 4) + ', ' + fmtSigned(e.hi, 4) + ']</title></line>';
+      if (isNum(e.delta)) svg += '<circle cx="' + x(e.delta) + '" cy="' + y + '" r="2.5"></circle>';
+    });
+    svg += '</svg>';
+    html += '<div class="race-row"><span class="rle">' + esc(rle(r.heads)) + '</span>' + svg + '</div>';
+  });
+  const out = rows.filter((r) => r.race && isNum(r.race.out));
+  if (out.length)
+    html += '<p class="muted" id="race-out">eliminated: ' + out.map((r) => esc(rle(r.heads)) + ' (round ' + r.race.out + ', ' +
+      r.race.seeds + ' seeds)').join('; ') + '</p>';
+  setHTML(box, html);
 }
 
 function renderJobs() {

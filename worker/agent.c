@@ -18,6 +18,7 @@
 #include "util.h"
 
 #include "client.h"
+#include "extrun.h"
 #include "job.h"
 #include "logesc.h"
 #include "model.h"
@@ -41,6 +42,7 @@
 
 typedef struct agent {
     slot_env env;                   /* what the slots read (slot.h) */
+    extrun_set trainers;            /* --trainer NAME=COMMAND (worker/extrun.h) */
     slot slots[AGENT_MAX_DEVICES];
 } agent;
 
@@ -180,6 +182,20 @@ static void agent_run_job(slot *s, json_t *lease_json) {
     }
     job_format_heads(&job, s->view.row.schedule, sizeof s->view.row.schedule);
     s->view.row.steps = job.train.steps;
+    /* who trains it: the built-in engine or one of this worker's --trainer (a server that filters leases by the
+     * request's trainers never sends another; an older one might) */
+    const extrun_trainer *tr = job.trainer[0] ? extrun_find(env->trainers, job.trainer) : NULL;
+    if ((job.trainer[0] && !tr) || (!job.trainer[0] && !env->filter.builtin)) {
+        if (job.trainer[0])
+            snprintf(err, sizeof err, "this worker has no trainer \"%s\" (give it --trainer %s=COMMAND); the server "
+                     "should not have leased the job to it", job.trainer, job.trainer);
+        else
+            snprintf(err, sizeof err, "this worker does not run the built-in engine (--devices-per-job > 1, or no usable "
+                     "backend for --devices %s): the server should not have leased the job to it", o->devices);
+        progress_event(s->index, "failed", "job=%lld attempt=%d %s", l->job_id, l->attempt, err);
+        agent_fail_early(s, err, 1);
+        goto out;
+    }
 
     snprintf(out_dir, sizeof out_dir, "%s/job-%lld-a%d", env->work_dir, l->job_id, l->attempt);
     /* one directory per attempt: a stale holder of the lease can never touch the new holder's files */
@@ -236,11 +252,13 @@ static void agent_run_job(slot *s, json_t *lease_json) {
     s->training = 1;
     if (*env->quit) s->stop = 2;
     report_start(s);
-    int trc = train_run(&job, &to);
+    char tprefix[160];   /* an external trainer's log lines (worker/extrun.h) */
+    snprintf(tprefix, sizeof tprefix, "prism-worker [%s] job=%lld trainer=%s", s->label, l->job_id, tr ? tr->name : "");
+    int trc = tr ? extrun_run(env->trainers, tr, l->job, &job, &to, tprefix) : train_run(&job, &to);
     pthread_mutex_lock(&s->mu);
     int lost = rp->lost;
     pthread_mutex_unlock(&s->mu);
-    if (trc == TRAIN_ECHECKPOINT && resume && strncmp(err, "resume: ", 8) == 0 && !lost && s->stop == 0) {
+    if (!tr && trc == TRAIN_ECHECKPOINT && resume && strncmp(err, "resume: ", 8) == 0 && !lost && s->stop == 0) {
         /* readable but not loadable (truncated, corrupt): like an unreadable one, start again from 0 */
         progress_event(s->index, "resume-unreadable", "job=%lld attempt=%d checkpoint %s (step %lld) does not load "
                        "(%s): restarting from step 0", l->job_id, l->attempt, rpath, rstep, err);
@@ -316,7 +334,7 @@ static void agent_run_job(slot *s, json_t *lease_json) {
         snprintf(msg, sizeof msg, "preempted: worker %.200s got a stop signal at step %d; checkpoint %.2000s", env->name,
                  res.steps_done, res.checkpoint[0] ? res.checkpoint : "(none)");
         break;
-    case TRAIN_ENAN: case TRAIN_EDATA: case TRAIN_EINVAL: case TRAIN_ECHECKPOINT: case TRAIN_EDIVERGED:
+    case TRAIN_ENAN: case TRAIN_EDATA: case TRAIN_EINVAL: case TRAIN_ECHECKPOINT: case TRAIN_EDIVERGED: case TRAIN_ETRAINER:
         retryable = 0;
         snprintf(msg, sizeof msg, "%s: %s", train_strerror(trc), err);
         break;
@@ -332,7 +350,8 @@ static void agent_run_job(slot *s, json_t *lease_json) {
     progress_event(s->index, trc == TRAIN_EPREEMPTED ? "preempted" : "failed", "job=%lld attempt=%d retryable=%d %s%s",
                    l->job_id, l->attempt, retryable, msg, rc == CLIENT_OK ? "" : " (not acknowledged)");
     if (trc != TRAIN_EPREEMPTED)   /* data, checkpoint, an unreadable job: this box's; a NaN, a divergence: the job's */
-        agent_note_outcome(s, trc == TRAIN_EDATA || trc == TRAIN_ECHECKPOINT || trc == TRAIN_EINVAL ? trc : 0, msg);
+        agent_note_outcome(s, trc == TRAIN_EDATA || trc == TRAIN_ECHECKPOINT || trc == TRAIN_EINVAL ||
+                           trc == TRAIN_ETRAINER ? trc : 0, msg);
     if (trc == TRAIN_EDEVICE || trc == TRAIN_EBACKEND) {
         /* a device that cannot train would fail every job it leases: take it out of service */
         s->disabled = 1;
@@ -410,6 +429,9 @@ void agent_opts_default(agent_opts *o) {
     o->flush_s = 1;
     o->progress = -1;
     o->fail_limit = 3;
+    o->trainer_timeout_s = 600;
+    o->trainer_grace_s = 30;
+    o->devices_per_job = 1;
 }
 
 static int agent_parse_devices(agent *ag, const char *spec) {
@@ -432,14 +454,54 @@ static int agent_parse_devices(agent *ag, const char *spec) {
         ++*n;
     }
     if (*n == 0) { fprintf(stderr, "prism-worker: --devices: empty list (use cpu or 0,1,...)\n"); return -1; }
+    const agent_opts *o = ag->env.o;
+    lease_filter *f = &ag->env.filter;
+    f->builtin = 1;
     /* a CUDA device needs the CUDA backend (loaded here, once, for all of them) and a usable device: said now,
-     * before registering, rather than as a failed job later */
-    for (int i = 0; i < *n; i++) {
+     * before registering, rather than as a failed job later; a worker with external trainers then leases only theirs */
+    for (int i = 0; i < *n && f->builtin; i++) {
         char err[2048];
         if (strcmp(ag->slots[i].device, "cpu") != 0 && !model_ops_for_device(ag->slots[i].device, NULL, err, sizeof err)) {
             fprintf(stderr, "prism-worker: --devices %s: %s\n", ag->slots[i].device, err);
+            if (o->ntrainers == 0) return -1;
+            fprintf(stderr, "prism-worker: the built-in engine cannot train here: leasing only jobs of this worker's "
+                    "--trainer\n");
+            f->builtin = 0;
+        }
+    }
+    /* --devices-per-job N: one job gets N devices (an external trainer's PRISM_DEVICES); slots = devices / N */
+    int per = o->devices_per_job > 0 ? o->devices_per_job : 1;
+    if (per > 1) {
+        if (o->ntrainers == 0) {
+            fprintf(stderr, "prism-worker: --devices-per-job %d: the built-in engine trains one job on one device; more "
+                    "than 1 is for external trainers (--trainer NAME=COMMAND, docs/TRAINERS.md), or use "
+                    "--devices-per-job 1\n", per);
             return -1;
         }
+        if (*n % per != 0) {
+            fprintf(stderr, "prism-worker: --devices-per-job %d does not divide the %d devices of --devices %s: give a "
+                    "multiple of %d devices\n", per, *n, spec, per);
+            return -1;
+        }
+        char names[AGENT_MAX_DEVICES][sizeof ag->slots[0].device];
+        for (int i = 0; i < *n; i++) memcpy(names[i], ag->slots[i].device, sizeof names[i]);
+        for (int g = 0; g < *n / per; g++) {
+            char *d = ag->slots[g].device;
+            size_t len = 0, cap = sizeof ag->slots[0].device;
+            d[0] = 0;
+            for (int k = 0; k < per; k++) {
+                int w = snprintf(d + len, cap - len, k ? ",%s" : "%s", names[g * per + k]);
+                if (w < 0 || (size_t)w >= cap - len) {
+                    fprintf(stderr, "prism-worker: --devices-per-job %d: the device list of one job is longer than %zu "
+                            "characters\n", per, cap - 1);
+                    return -1;
+                }
+                len += (size_t)w;
+            }
+        }
+        for (int i = *n / per; i < *n; i++) ag->slots[i].device[0] = 0;
+        *n /= per;
+        f->builtin = 0;   /* no built-in job is leased to a slot of several devices */
     }
     return 0;
 }
@@ -464,6 +526,16 @@ int agent_run(const agent_opts *o) {
     pthread_mutex_init(&env->streak_mu, NULL);
     int ninit = 0;
     if (agent_read_token(o->token_file, env->token, sizeof env->token) != 0) { ret = 2; goto out; }
+    char terr[1024];
+    if (extrun_set_parse(&ag->trainers, o->trainers, o->ntrainers, o->trainer_timeout_s, o->trainer_grace_s, terr,
+                         sizeof terr) != 0) {
+        fprintf(stderr, "prism-worker: %s\n", terr);
+        ret = 2;
+        goto out;
+    }
+    env->trainers = &ag->trainers;
+    for (int i = 0; i < ag->trainers.n; i++)   /* the lease request names them (common/lease.h) */
+        snprintf(env->filter.names[env->filter.ntrainers++], sizeof env->filter.names[0], "%s", ag->trainers.t[i].name);
     if (agent_parse_devices(ag, o->devices) != 0) { ret = 2; goto out; }
     gethostname(env->host, sizeof env->host - 1);
     if (o->name) snprintf(env->name, sizeof env->name, "%s", o->name);
@@ -539,6 +611,7 @@ out:
     pthread_mutex_destroy(&env->reg_mu);
     pthread_mutex_destroy(&env->refuse_mu);
     pthread_mutex_destroy(&env->streak_mu);
+    extrun_set_release(&ag->trainers);
     free(ag);
     return ret;
 }

@@ -32,6 +32,11 @@ typedef struct agent_opts {
                                   * (bad data, bad checkpoint, a job this worker cannot read), default 3; 0 = never */
     int data_anywhere;           /* --allow-data-outside-root: job data paths may leave data_root */
     int progress;                /* -1 auto (live lines when stderr is a TTY), 0 log lines, 1 live lines */
+    const char *const *trainers; /* --trainer NAME=COMMAND, ntrainers of them (worker/extrun.h, docs/TRAINERS.md) */
+    int ntrainers;
+    double trainer_timeout_s;    /* --trainer-timeout: longest silence on a trainer's fd 3, default 600 */
+    double trainer_grace_s;      /* --trainer-kill-grace: SIGTERM to SIGKILL of a trainer's group, default 30 */
+    int devices_per_job;         /* --devices-per-job: devices one job gets (> 1: external trainers only), default 1 */
 } agent_opts;
 
 /* Fills the defaults above (required fields NULL). */
@@ -41,8 +46,9 @@ void agent_opts_default(agent_opts *o);
  * exit status: 0 after a clean stop; 1 when registration failed for good (e.g. 401), every device failed
  * (TRAIN_EDEVICE), or a failure storm stopped it (--fail-limit jobs in a row failed with the same local error,
  * or the server stopped leasing to it: message on stderr with the error and the requeue command); 2 for bad
- * options (a CUDA device in --devices without a usable CUDA backend or device included: checked before
- * registering), a --server that is not a prism-sweep server or speaks another scheme (at registration, no retry),
+ * options (a CUDA device in --devices without a usable CUDA backend or device included, unless --trainer gives
+ * external trainers (then only their jobs are leased); --devices-per-job N > 1 without --trainer, or N not dividing
+ * the devices; a malformed --trainer: all checked before registering), a --server that is not a prism-sweep server or speaks another scheme (at registration, no retry),
  * or when the server refused the worker token after registration (401/403; message on stderr naming the
  * request and --token-file). */
 int agent_run(const agent_opts *o);

@@ -145,6 +145,7 @@ static int cmd_agent(int argc, char **argv) {
     agent_opts o;
     agent_opts_default(&o);
     const char *progress = "auto";
+    cli_strs trainers = { {0}, 0 };
     cli_flag flags[] = {
         {"--server", CLI_STR, &o.server, "", "orchestrator base URL (required)", 0, 0, 0, 0},
         {"--token-file", CLI_STR, &o.token_file, "", "worker token: a bare line or worker_token=HEX (required; the "
@@ -169,6 +170,14 @@ static int cmd_agent(int argc, char **argv) {
         {"--fail-limit", CLI_INT, &o.fail_limit, "3", "stop leasing and exit 1 after N jobs in a row failed with the same "
          "local error (bad data, bad checkpoint, a job it cannot read; not a NaN loss): a broken box fails N jobs, not "
          "the whole queue (0 = never)", 0, 1000000, 0, 0},
+        {"--trainer", CLI_STRS, &trainers, "none", "NAME=COMMAND: jobs of \"trainer\": \"NAME\" run COMMAND (repeatable; "
+         "split into words without a shell: quote with '...' or \"...\", backslash escapes; docs/TRAINERS.md)", 0, 0, 0, 0},
+        {"--trainer-timeout", CLI_DOUBLE, &o.trainer_timeout_s, "600", "fail a trainer's job after S seconds without a "
+         "line on its fd 3", 1, 1e9, 0, 0},
+        {"--trainer-kill-grace", CLI_DOUBLE, &o.trainer_grace_s, "30", "seconds from SIGTERM (cancel, stop) to SIGKILL of "
+         "a trainer's process group", 0.1, 1e6, 0, 0},
+        {"--devices-per-job", CLI_INT, &o.devices_per_job, "1", "devices one job gets (slots = devices / N); N > 1 only "
+         "for --trainer jobs: the built-in engine trains on one device", 1, 64, 0, 0},
         {"--progress", CLI_CHOICE, &progress, "auto", "live lines per device (tty), or one key=value line per report "
          "(log)", 0, 0, "auto|tty|log", 0},
         {0}};
@@ -184,6 +193,8 @@ static int cmd_agent(int argc, char **argv) {
     int npos, rc = cli_parse(&cmd, argc, argv, pos, 0, &npos);
     if (rc != CLI_OK) return rc == CLI_HELP ? 0 : 2;
     o.progress = strcmp(progress, "tty") == 0 ? 1 : strcmp(progress, "log") == 0 ? 0 : -1;
+    o.trainers = trainers.v;
+    o.ntrainers = trainers.n;
     return agent_run(&o);
 }
 

@@ -81,6 +81,8 @@ int report_register(slot_env *env, client *c) {
 int report_lease(slot *s, json_t **resp) {
     json_t *body = json_pack("{s:I, s:s}", "worker_id", (json_int_t)s->env->worker_id, "device", s->device);
     *resp = NULL;
+    if (body && lease_filter_to_json(&s->env->filter, body) != 0) { json_decref(body); body = NULL; }   /* its trainers */
+    if (!body) { snprintf(s->cl.err, sizeof s->cl.err, "out of memory"); return CLIENT_ENOMEM; }
     s->cl.abort = s->env->quit;
     int rc = client_request(&s->cl, "POST", "/api/v1/lease", body, -1, resp);
     json_decref(body);

@@ -42,7 +42,7 @@ int slot_init(slot *s, slot_env *env, int index, const slot *before) {
     int dup = 0;
     for (int k = 0; k < index; k++) dup |= strcmp(before[k].device, s->device) == 0;
     if (dup) snprintf(s->label, sizeof s->label, "%.20s#%d", s->device, index);
-    else memcpy(s->label, s->device, sizeof s->label);
+    else snprintf(s->label, sizeof s->label, "%.31s", s->device);
     progress_job_begin(&s->view, s->label, 0, 0);
     return ok ? 0 : -1;
 }

@@ -37,6 +37,7 @@
 #include <pthread.h>
 
 struct train_progress;
+struct extrun_set;
 
 /* The agent's state that its slots read. Fixed once the slots start, except heartbeat_s and worker_id
  * (rewritten under reg_mu when the server forgot us) and the refusal record (under refuse_mu). */
@@ -49,6 +50,8 @@ typedef struct slot_env {
     char ckpt_dir[PATH_MAX];
     char ckpt_real[PATH_MAX];       /* ckpt_dir with symlinks resolved: the only folder resume files come from */
     char data_root[PATH_MAX];
+    struct extrun_set *trainers;    /* --trainer NAME=COMMAND (worker/extrun.h); n = 0 when none */
+    lease_filter filter;            /* what the lease request says this worker trains (common/lease.h) */
     long long worker_id;
     double heartbeat_s;
     struct slot *slots;             /* the agent's slots (nslots) */
@@ -82,7 +85,8 @@ typedef struct slot_ckpt {
 typedef struct slot {
     slot_env *env;
     int index;
-    char device[32];                /* "cpu" or a CUDA index (what train_run and the server get) */
+    char device[64];                /* "cpu" or a CUDA index (what train_run and the server get); with
+                                     * --devices-per-job N, N of them joined by ',' (an external trainer's PRISM_DEVICES) */
     char label[32];                 /* its name in the display and the log */
     pthread_t thread;
     client cl;                      /* device thread: lease, complete, fail */

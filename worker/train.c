@@ -143,6 +143,7 @@ const char *train_strerror(int code) {
     case TRAIN_EDEVICE: return "device error";
     case TRAIN_EDIVERGED: return "diverged";
     case TRAIN_EBACKEND: return "device unavailable";
+    case TRAIN_ETRAINER: return "trainer failed";
     default: return "unknown error";
     }
 }
@@ -178,7 +179,19 @@ struct run {
     char ebuf[1024];
     double *val_batch;                 /* (val_nb) each val batch's mean loss at the last evaluation */
     int val_nb;                        /* val batches per evaluation */
+    FILE *dump;                        /* PRISM_DUMP_BATCHES: train micro-batches appended here, NULL = off */
 };
+
+/* Appends a micro-batch as B rows of T+1 uint16 tokens (inputs, then the row's last target): the bytes
+ * trainers/torch/train.py writes for the same variable, so a test compares the two trainers' data order. */
+static int dump_batch(struct run *r, const int *in, const int *tg, int B, int T) {
+    for (int b = 0; b < B; b++)
+        for (int t = 0; t <= T; t++) {
+            uint16_t v = (uint16_t)(t < T ? in[b * T + t] : tg[b * T + T - 1]);
+            if (fwrite(&v, sizeof v, 1, r->dump) != 1) return -1;
+        }
+    return fflush(r->dump);
+}
 
 /* The backend's last message (a backend may leave .error unset). */
 static const char *model_err(struct run *r) {
@@ -583,6 +596,8 @@ static int run_loop(struct run *r) {
     }
     if (o->result) { o->result->resumed_from = start; o->result->steps_done = start; }
     if ((rc = metrics_open(r, start))) return rc;
+    const char *dump = getenv("PRISM_DUMP_BATCHES");   /* a test hook (see dump_batch) */
+    if (dump && *dump && !(r->dump = fopen(dump, "ab"))) return fail(r, TRAIN_EIO, "PRISM_DUMP_BATCHES %s: %s", dump, strerror(errno));
 
     struct adamw_params hp = {.beta1 = (float)tr->beta1, .beta2 = (float)tr->beta2, .eps = (float)tr->eps,
                               .weight_decay = (float)tr->weight_decay, .grad_clip = (float)tr->grad_clip};
@@ -619,6 +634,8 @@ static int run_loop(struct run *r) {
         for (int k = 0; k < accum; k++) {
             if (loader_batch(&r->train, data_pos++, cfg->V, r->ebuf, sizeof r->ebuf))
                 return fail(r, TRAIN_EDATA, "data.train: %s", r->ebuf);
+            if (r->dump && dump_batch(r, r->train.inputs, r->train.targets, B, T))
+                return fail(r, TRAIN_EIO, "PRISM_DUMP_BATCHES: write failed: %s", strerror(errno));
             float l;
             if (r->ops->forward_backward(r->m, r->train.inputs, r->train.targets, B, T, 1.0f / accum, &l))
                 return fail(r, TRAIN_EDEVICE, "step %d: forward/backward failed: %s", step, model_err(r));
@@ -694,6 +711,7 @@ int train_run(const struct job_config *job, const struct train_opts *opts) {
     if (opts->threads > 0) omp_set_num_threads(opts->threads);
     rc = run_loop(&r);
     if (r.metrics) fclose(r.metrics);
+    if (r.dump) fclose(r.dump);
     if (r.m) r.ops->free(r.m);
     loader_release(&r.train);
     loader_release(&r.val);

@@ -39,6 +39,8 @@ enum {
     TRAIN_EBACKEND = -11,   /* the device cannot be had at all: a malformed device string, or no usable CUDA backend
                              * (prism-cuda.so absent, unloadable, another ABI; no driver or no such device); the
                              * message names the file and the fix. Checked before anything is read or written. */
+    TRAIN_ETRAINER = -12,   /* an external trainer (worker/extrun.h) crashed, hung, exited without a result or broke
+                             * the protocol (docs/TRAINERS.md); the message names the cause (not retryable) */
 };
 
 struct train_progress {

@@ -40,6 +40,7 @@ struct pcd_api {
     const char *(*errstr)(cudnnStatus_t);
     cudnnStatus_t (*create)(cudnnHandle_t *);
     cudnnStatus_t (*destroy)(cudnnHandle_t);
+    cudnnStatus_t (*setstream)(cudnnHandle_t, cudaStream_t);
     cudnnStatus_t (*mk)(cudnnBackendDescriptorType_t, cudnnBackendDescriptor_t *);
     cudnnStatus_t (*rm)(cudnnBackendDescriptor_t);
     cudnnStatus_t (*fin)(cudnnBackendDescriptor_t);
@@ -63,7 +64,7 @@ static int pcd_load(void) {
 static int pcd_load_locked(void) {
     if (g_api_state) return g_api_state > 0 ? 0 : -1;
 #ifdef PRISM_CUDAEMU
-    g_api = pcd_api{ cudnnGetVersion, cudnnGetErrorString, cudnnCreate, cudnnDestroy, cudnnBackendCreateDescriptor,
+    g_api = pcd_api{ cudnnGetVersion, cudnnGetErrorString, cudnnCreate, cudnnDestroy, cudnnSetStream, cudnnBackendCreateDescriptor,
                      cudnnBackendDestroyDescriptor, cudnnBackendFinalize, cudnnBackendSetAttribute,
                      cudnnBackendGetAttribute, cudnnBackendExecute };
 #else
@@ -78,7 +79,7 @@ static int pcd_load_locked(void) {
 #define PCD_SYM(field, name) do { *(void **)&g_api.field = dlsym(h, name); \
         if (!g_api.field) { snprintf(g_api_why, sizeof g_api_why, "libcudnn lacks %s", name); g_api_state = -1; return -1; } } while (0)
     PCD_SYM(version, "cudnnGetVersion"); PCD_SYM(errstr, "cudnnGetErrorString");
-    PCD_SYM(create, "cudnnCreate"); PCD_SYM(destroy, "cudnnDestroy");
+    PCD_SYM(create, "cudnnCreate"); PCD_SYM(destroy, "cudnnDestroy"); PCD_SYM(setstream, "cudnnSetStream");
     PCD_SYM(mk, "cudnnBackendCreateDescriptor"); PCD_SYM(rm, "cudnnBackendDestroyDescriptor");
     PCD_SYM(fin, "cudnnBackendFinalize"); PCD_SYM(set, "cudnnBackendSetAttribute");
     PCD_SYM(get, "cudnnBackendGetAttribute"); PCD_SYM(exec, "cudnnBackendExecute");
@@ -277,8 +278,17 @@ static int pcd_handle(void) {
     if (!g_cd.h) {
         cudnnStatus_t st = g_api.create(&g_cd.h);
         if (st != CUDNN_STATUS_SUCCESS) { g_cd.h = NULL; return pcd_fail("cudnnCreate", st); }
+        /* the stream every other launch goes to (the per-thread default stream), so a captured step records it */
+        if ((st = g_api.setstream(g_cd.h, PCU_STREAM)) != CUDNN_STATUS_SUCCESS) return pcd_fail("cudnnSetStream", st);
     }
     return 0;
+}
+
+static void *pcd_workspace(size_t bytes);
+/* a plan's workspace bytes: its own, then (backward) delta's B*NH*T floats at a 256-byte boundary */
+static size_t pcd_ws_need(const pcd_plan *p) {
+    size_t w = ((size_t)(p->ws > 0 ? p->ws : 0) + 255) / 256 * 256;
+    return p->bwd ? w + (size_t)p->B * p->NH * p->T * sizeof(float) : w;
 }
 
 /* Builds (or finds) the plan for one direction and shape. */
@@ -397,6 +407,9 @@ static pcd_plan *pcd_get_plan(int bwd, int B, int T, int C, int NH) {
     }
     g_cd.nplans++;
     g_cd.built++;
+    /* the workspace is grown here, when the plan is built (an eager step), never during a captured one */
+    const size_t need = pcd_ws_need(p);
+    if (need && !pcd_workspace(need)) return NULL;   /* the plan stays cached; the next call retries the allocation */
     return p;
 }
 
@@ -477,8 +490,8 @@ extern "C" int prism_cuda_cudnn_attention_backward(void *dqkv, const void *dout,
     if (pcd_shape_ok(B, T, C, NH, "cudnn_attention_backward")) return -1;
     pcd_plan *p = pcd_get_plan(1, B, T, C, NH);
     if (!p) return -1;
-    size_t wsb = ((size_t)(p->ws > 0 ? p->ws : 0) + 255) / 256 * 256, db = (size_t)B * NH * T * sizeof(float);
-    char *ws = (char *)pcd_workspace(wsb + db);
+    size_t wsb = ((size_t)(p->ws > 0 ? p->ws : 0) + 255) / 256 * 256;
+    char *ws = (char *)pcd_workspace(pcd_ws_need(p));
     if (!ws) return -1;
     float scale = 1.0f / sqrtf((float)(C / NH)), neginf = -INFINITY;
     const floatX *x = (const floatX *)qkv;

@@ -133,6 +133,7 @@ extern "C" int prism_cuda_init(int device, char *err, size_t errlen) {
     if ((bs = cublasCreate(&s.blas)) != CUBLAS_STATUS_SUCCESS) { pcu_fail_blas("cublasCreate", bs); goto fail; }
     /* pedantic math: no TF32 down-conversion behind our back in the fp32 build */
     if ((bs = cublasSetMathMode(s.blas, CUBLAS_DEFAULT_MATH)) != CUBLAS_STATUS_SUCCESS) { pcu_fail_blas("cublasSetMathMode", bs); goto fail; }
+    if ((bs = cublasSetStream(s.blas, PCU_STREAM)) != CUBLAS_STATUS_SUCCESS) { pcu_fail_blas("cublasSetStream", bs); goto fail; }
     if ((bs = cublasLtCreate(&s.lt)) != CUBLAS_STATUS_SUCCESS) { pcu_fail_blas("cublasLtCreate", bs); goto fail; }
     s.lt_ws_bytes = (size_t)32 << 20;
     if ((e = cudaMalloc(&s.lt_ws, s.lt_ws_bytes)) != cudaSuccess) { pcu_fail("cudaMalloc(cuBLASLt workspace)", e); goto fail; }
@@ -167,7 +168,8 @@ extern "C" void *prism_cuda_malloc(size_t bytes) {
     return p;
 }
 extern "C" void prism_cuda_free(void *p) { if (p) cudaFree(p); }
-extern "C" int prism_cuda_memset0(void *p, size_t bytes) { PCU_CHECK(cudaMemset(p, 0, bytes)); return 0; }
+/* queued on the thread's stream (so it can be part of a captured graph), ordered with the launches around it */
+extern "C" int prism_cuda_memset0(void *p, size_t bytes) { PCU_CHECK(cudaMemsetAsync(p, 0, bytes, PCU_STREAM)); return 0; }
 extern "C" int prism_cuda_upload(void *dst, const void *src, size_t bytes) {
     PCU_CHECK(cudaMemcpy(dst, src, bytes, cudaMemcpyHostToDevice)); return 0;
 }
@@ -267,9 +269,40 @@ float *pcu_scratch(size_t bytes) {
     if (!p) return NULL;
     g_pcu.scratch = p;
     g_pcu.scratch_bytes = bytes;
+    g_pcu.scratch_gen++;
     prism_cuda_mem_sample();
     return p;
 }
+
+/* ---- CUDA graphs (the model's training step) ---------------------------------------------------------- */
+extern "C" int prism_cuda_graph_begin(void) {
+    PCU_NEED_INIT("prism_cuda_graph_begin");
+    PCU_CHECK(cudaStreamBeginCapture(PCU_STREAM, cudaStreamCaptureModeThreadLocal));
+    return 0;
+}
+
+extern "C" int prism_cuda_graph_end(void **exec) {
+    *exec = NULL;
+    cudaGraph_t g = NULL;
+    cudaError_t e = cudaStreamEndCapture(PCU_STREAM, &g);
+    if (e != cudaSuccess) { cudaGetLastError(); return pcu_fail("cudaStreamEndCapture", e); }
+    cudaGraphExec_t x = NULL;
+    e = cudaGraphInstantiate(&x, g, 0);
+    cudaGraphDestroy(g);
+    if (e != cudaSuccess) { cudaGetLastError(); return pcu_fail("cudaGraphInstantiate", e); }
+    *exec = (void *)x;
+    return 0;
+}
+
+extern "C" int prism_cuda_graph_launch(void *exec) {
+    PCU_CHECK(cudaGraphLaunch((cudaGraphExec_t)exec, PCU_STREAM));
+    g_pcu.graph_launches++;
+    return 0;
+}
+
+extern "C" void prism_cuda_graph_free(void *exec) { if (exec) cudaGraphExecDestroy((cudaGraphExec_t)exec); }
+extern "C" unsigned prism_cuda_scratch_generation(void) { return g_pcu.scratch_gen; }
+extern "C" int prism_cuda_graph_launches(void) { return g_pcu.graph_launches; }
 
 extern "C" void prism_cuda_mem_reset_peak(void) { g_pcu.peak = 0; prism_cuda_mem_sample(); }
 extern "C" void prism_cuda_mem_sample(void) {

@@ -62,7 +62,12 @@ struct pcu_state {
     size_t base_used;          /* bytes in use on the device before init (other processes, context) */
     float *scratch;            /* pcu_scratch: grows on demand, freed at shutdown */
     size_t scratch_bytes;
+    unsigned scratch_gen;      /* bumped each time pcu_scratch moves (a captured graph holds its old address) */
+    int graph_launches;        /* prism_cuda_graph_launch calls that succeeded, this thread (diagnostic) */
 };
+/* The stream every launch, copy and GEMM goes to: the per-thread default stream (nvcc --default-stream per-thread
+ * makes `k<<<g, b>>>` use it too). Unlike the legacy stream 0 it can be captured into a CUDA graph. */
+#define PCU_STREAM cudaStreamPerThread
 #define PCU_RED_BLOCKS 1024
 extern thread_local pcu_state g_pcu;   /* per host thread: see cuda_common.cu */
 

@@ -161,6 +161,21 @@ int prism_cuda_flash_attention_backward_rope(void *dqkv, float *delta, const voi
 /* How many of the fused calls counted by prism_cuda_flash_attention_calls had theta != 0, this thread. */
 int prism_cuda_flash_attention_rope_calls(void);
 
+/* ---- cuda_common.cu: CUDA graphs of this thread's stream -------------------------------------- */
+/* begin: start capturing this thread's stream (thread-local mode: a host-synchronous call or an allocation from this
+ * thread until end fails and invalidates the capture). end: stop, and instantiate what was queued into *exec (NULL
+ * and -1 with the reason when the capture was invalidated or instantiation failed; the thread is then not
+ * capturing either way). launch: run an instantiated graph on the stream (asynchronous; 0 or -1). free: NULL is
+ * fine. scratch_generation: changes whenever the thread's internal scratch (LayerNorm partial sums, the RoPE
+ * table) moves, which a graph captured before holds the old address of. graph_launches: successful launches in
+ * this thread (diagnostic: tests check that the graph path ran). */
+int prism_cuda_graph_begin(void);
+int prism_cuda_graph_end(void **exec);
+int prism_cuda_graph_launch(void *exec);
+void prism_cuda_graph_free(void *exec);
+unsigned prism_cuda_scratch_generation(void);
+int prism_cuda_graph_launches(void);
+
 /* ---- classifier.cu: fused softmax + cross-entropy (+ dlogits) --------------------------------- */
 /* Row n of logits[N,Vp]: losses[n] = logsumexp(logits[n,:V]) - logits[n, targets[n]]. When write_dlogits,
  * logits is overwritten with dloss * (softmax - onehot) for v < V and 0 for V <= v < Vp; probabilities

@@ -132,7 +132,7 @@ static int lt_matmul(bool ta, bool tb, int m, int n, int k, const void *A, cudaD
     }
     {
         cublasStatus_t s = cublasLtMatmul(g_pcu.lt, desc, &alpha, A, la, Bm, lb, &beta, D, ld, D, ld, &heur.algo,
-                                          g_pcu.lt_ws, g_pcu.lt_ws_bytes, 0);
+                                          g_pcu.lt_ws, g_pcu.lt_ws_bytes, PCU_STREAM);
         if (s == CUBLAS_STATUS_NOT_SUPPORTED) rc = 1;   /* let the caller fall back to cublasGemmEx */
         else if (s != CUBLAS_STATUS_SUCCESS) rc = pcu_fail_blas("cublasLtMatmul", s);
     }

@@ -15,6 +15,18 @@
 
 size_t mc_al256b(size_t bytes) { return (bytes + 255) & ~(size_t)255; }
 
+int mc_head_rows(const struct model_config *cfg, int B, int T) {
+    const long N = (long)B * T;
+    long rows = (long)(MC_HEAD_BYTES / ((size_t)cfg->Vp * sizeof(floatX)));
+    const char *e = getenv("PRISM_CUDA_HEAD_CHUNK");
+    if (e && *e) {
+        long v = strtol(e, NULL, 10);
+        rows = v > 0 ? v : N;
+    }
+    if (rows > N) rows = N;
+    return rows < 1 ? 1 : (int)rows;
+}
+
 void mc_param_layout(const struct model_config *cfg, size_t *sizes, size_t *offs, size_t *nparams, size_t *npad) {
     model_param_sizes(cfg, sizes);
     size_t off = 0, n = 0;
@@ -103,6 +115,7 @@ int mc_bind(mc_model *cm) {
 void mc_free(model *mp) {
     mc_model *cm = (mc_model *)mp;
     if (!cm) return;
+    prism_cuda_graph_free(cm->graph);
     prism_cuda_free(cm->pmem);
     prism_cuda_free(cm->amem);
     prism_cuda_free(cm->dmem);

@@ -18,6 +18,9 @@
  * - mc_check_batch(cfg, in, tg, B, T, err, errlen): 0 when B x T fits the allocated cfg->B x cfg->T and every
  *   token id lies in [0, V) (a bad one would read out of bounds on the device); else MODEL_EINVAL with err
  *   naming the micro-batch or the token and its position.
+ * - mc_head_rows(cfg, B, T): the rows of logits the LM head computes at once (the memory accounting of its buffer,
+ *   head_rows x Vp floatX): PRISM_CUDA_HEAD_CHUNK=N rows when set (0: all B*T rows, the unchunked head), else as
+ *   many as fit in MC_HEAD_BYTES; never more than B*T, at least 1.
  * - mc_model is what both backends' models begin with (each derives from it): configuration, device, last
  *   error and the parameter group. mc_fail(cm, what) sets err to "CUDA WHAT: <runtime error>" and returns
  *   MODEL_EDEVICE; mc_bind(cm) binds the calling thread to cm's device (the CUDA runtime state is per thread),
@@ -41,7 +44,9 @@ extern "C" {
 #include "model.h"
 }
 
+struct mc_arch;                      /* the derived model's forward/backward bodies: model_cuda_base.cuh */
 struct mc_model {
+    const struct mc_arch *arch;
     struct model_config cfg;
     int device;
     char err[512];
@@ -64,13 +69,24 @@ struct mc_model {
     float *h_rows;                     /* host attention-distance rows */
     float *norm_dev;                   /* the gradient norm (device, the last slot of the params group) */
     int grads_zero;                    /* grads are known to be all zero (after create, zero_grad or update) */
+    /* the LM head (model_cuda_base.cu): the final norm's output and its gradient (B*T rows of C, set by the derived
+     * create), a logits buffer of head_rows rows of Vp (mc_head_rows), the per-token losses (B*T) */
+    floatX *head_in, *dhead_in, *logits;
+    float *losses;
+    int head_rows;
+    /* the training step as a CUDA graph (model_cuda_base.cu; PRISM_CUDA_GRAPH=0 turns it off) */
+    int graph_on;                      /* capture steps (off after a failed capture) */
+    void *graph;                       /* the instantiated step for key gkey, or NULL */
+    struct { int B, T; float dloss; unsigned gen; int warm; } gkey;   /* warm: the last eager step had this key */
 };
 
 /* In a function returning int: call (0 = done) or return mc_fail(cm, what); bind the thread to cm's device. */
 #define MC_TRY(cm, call, what) do { if ((call) != 0) return mc_fail(cm, what); } while (0)
 #define MC_BIND(cm) do { int b_ = mc_bind(cm); if (b_) return b_; } while (0)
 
+#define MC_HEAD_BYTES ((size_t)128 << 20)   /* default cap of the LM head's logits buffer */
 size_t mc_al256b(size_t bytes);
+int mc_head_rows(const struct model_config *cfg, int B, int T);
 void mc_param_layout(const struct model_config *cfg, size_t *sizes, size_t *offs, size_t *nparams, size_t *npad);
 size_t mc_attention_plan(const struct model_config *cfg, int *fused, size_t *att_off, int *any_mat);
 size_t mc_group_bytes(const size_t *bytes, int n);

@@ -21,6 +21,7 @@
 #include <vector>
 
 int cudaemu_check_range(const void *p, size_t bytes, const char *what);
+void cudaemu_graph_node_failed(void);   /* cudaemu.cpp: a replayed node failed (the graph launch fails) */
 
 struct cudaemu_blas { int dummy; };
 struct cudaemu_lt { int dummy; };
@@ -132,6 +133,7 @@ static cublasStatus_t run_gemm(const gemm &g, const char *who) {
 cublasStatus_t cublasCreate(cublasHandle_t *h) { *h = new cudaemu_blas{ 0 }; return CUBLAS_STATUS_SUCCESS; }
 cublasStatus_t cublasDestroy(cublasHandle_t h) { delete h; return CUBLAS_STATUS_SUCCESS; }
 cublasStatus_t cublasSetMathMode(cublasHandle_t, cublasMath_t) { return CUBLAS_STATUS_SUCCESS; }
+cublasStatus_t cublasSetStream(cublasHandle_t, cudaStream_t) { return CUBLAS_STATUS_SUCCESS; }
 cublasStatus_t cublasSetWorkspace(cublasHandle_t, void *ws, size_t bytes) {
     return cudaemu_check_range(ws, bytes, "cublasSetWorkspace") ? CUBLAS_STATUS_INVALID_VALUE : CUBLAS_STATUS_SUCCESS;
 }
@@ -150,6 +152,19 @@ const char *cublasGetStatusString(cublasStatus_t s) {
     return "CUBLAS_STATUS_UNKNOWN";
 }
 
+/* During a stream capture: the GEMM as it was described at the call (alpha, beta, descriptors, layouts by value)
+ * becomes a graph node; a failure at replay is a launch failure of the graph. */
+static cublasStatus_t record_gemm(const gemm &g, const char *who) {
+    cudaemu_record(who, [g, who]() {
+        cublasStatus_t s = run_gemm(g, who);
+        if (s != CUBLAS_STATUS_SUCCESS) {
+            fprintf(stderr, "cudaemu: %s (graph node) -> %s\n", who, cublasGetStatusString(s));
+            cudaemu_graph_node_failed();
+        }
+    });
+    return CUBLAS_STATUS_SUCCESS;
+}
+
 static cublasStatus_t ex(const char *who, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k,
                          const void *alpha, const void *A, cudaDataType_t tA, int lda, long long sA, const void *B,
                          cudaDataType_t tB, int ldb, long long sB, const void *beta, void *C, cudaDataType_t tC,
@@ -165,6 +180,7 @@ static cublasStatus_t ex(const char *who, cublasOperation_t ta, cublasOperation_
     g.C = C; g.D = C; g.tC = tC; g.ldc = ldc; g.sC = sC;
     g.batch = batch;
     g.epi = CUBLASLT_EPILOGUE_DEFAULT; g.bias = nullptr; g.aux = nullptr; g.ldaux = 0;
+    if (cudaemu_capturing()) return record_gemm(g, who);
     cublasStatus_t s = run_gemm(g, who);
     if (s != CUBLAS_STATUS_SUCCESS) fprintf(stderr, "cudaemu: %s -> %s\n", who, cublasGetStatusString(s));
     return s;
@@ -292,6 +308,7 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t, cublasLtMatmulDesc_t d, const vo
     g.alpha = *(const float *)alpha;
     g.beta = *(const float *)beta;
     g.A = A; g.B = B; g.C = C; g.D = D;
+    if (cudaemu_capturing()) return record_gemm(g, "cublasLtMatmul");
     s = run_gemm(g, "cublasLtMatmul");
     if (s != CUBLAS_STATUS_SUCCESS) fprintf(stderr, "cudaemu: cublasLtMatmul -> %s\n", cublasGetStatusString(s));
     return s;

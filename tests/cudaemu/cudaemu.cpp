@@ -8,6 +8,10 @@
  * deadlock (a divergent barrier): the block is abandoned and the launch fails. Only here, at barriers, does
  * control move between threads, which is what makes shared-memory read-modify-writes atomic.
  * State is thread_local: the model tests train in two host threads at once.
+ * Graphs. While a thread captures (cudaStreamBeginCapture on cudaStreamPerThread), launches, GEMMs and
+ * cudaMemsetAsync go into the capture's node list as closures holding their arguments by value; the calls the
+ * runtime refuses during a capture fault through capture_refuses() and invalidate it; cudaGraphLaunch runs the
+ * instantiated copy of the list in order, stopping at the first node that sets an error.
  * Under AddressSanitizer every switch is announced (__sanitizer_start/finish_switch_fiber) and a stack is
  * unpoisoned before reuse, so ASan checks kernels' loads and stores against the heap "device" buffers.
  */
@@ -18,6 +22,7 @@
 #include <map>
 #include <thread>
 #include <mutex>
+#include <vector>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -58,6 +63,33 @@ static void fault(const char *fmt, ...) {
     fprintf(stderr, "cudaemu: %s\n", fault_msg);
     set_error(cudaErrorLaunchFailure);
 }
+/* ---- stream capture (CUDA graphs) --------------------------------------------------------------------- */
+struct cudaemu_graph { std::vector<std::function<void()>> nodes; std::vector<const char *> names; };
+struct cudaemu_graph_exec { std::vector<std::function<void()>> nodes; std::vector<const char *> names; };
+static thread_local cudaemu_graph *capture;      /* the graph being captured by this thread, or NULL */
+static thread_local int capture_invalidated;     /* a refused call happened during it */
+bool cudaemu_capturing(void) { return capture != nullptr; }
+void cudaemu_graph_node_failed(void) { set_error(cudaErrorLaunchFailure); }
+void cudaemu_record(const char *what, std::function<void()> node) {
+    capture->nodes.push_back(std::move(node));
+    capture->names.push_back(what);
+}
+/* During a capture, `what` is refused as the runtime refuses it: a fault (counted, printed), the capture
+ * invalidated, and cudaErrorStreamCaptureUnsupported for the caller to return. 0 when not capturing. */
+static int capture_refuses(const char *what) {
+    if (!capture) return 0;
+    if (!capture_invalidated) {
+        snprintf(fault_msg, sizeof fault_msg, "%s during a CUDA graph capture: a host-synchronous call or an "
+                 "allocation inside the captured region (do it before cudaStreamBeginCapture or after "
+                 "cudaStreamEndCapture)", what);
+        fault_count++;
+        fprintf(stderr, "cudaemu: %s\n", fault_msg);
+    }
+    capture_invalidated = 1;
+    set_error(cudaErrorStreamCaptureUnsupported);
+    return 1;
+}
+
 extern "C" const char *cudaemu_last_fault(void) { return fault_msg; }
 extern "C" int cudaemu_faults(void) { return fault_count; }
 
@@ -77,6 +109,11 @@ const char *cudaGetErrorName(cudaError_t e) {
     case cudaErrorMisalignedAddress: return "cudaErrorMisalignedAddress";
     case cudaErrorSystemDriverMismatch: return "cudaErrorSystemDriverMismatch";
     case cudaErrorLaunchFailure: return "cudaErrorLaunchFailure";
+    case cudaErrorStreamCaptureUnsupported: return "cudaErrorStreamCaptureUnsupported";
+    case cudaErrorStreamCaptureInvalidated: return "cudaErrorStreamCaptureInvalidated";
+    case cudaErrorStreamCaptureUnmatched: return "cudaErrorStreamCaptureUnmatched";
+    case cudaErrorStreamCaptureWrongThread: return "cudaErrorStreamCaptureWrongThread";
+    case cudaErrorCapturedEvent: return "cudaErrorCapturedEvent";
     }
     return "cudaErrorUnknown";
 }
@@ -94,6 +131,11 @@ const char *cudaGetErrorString(cudaError_t e) {
     case cudaErrorMisalignedAddress: return "misaligned address";
     case cudaErrorSystemDriverMismatch: return "system has unsupported display driver / cuda driver combination";
     case cudaErrorLaunchFailure: return fault_msg[0] ? fault_msg : "unspecified launch failure";
+    case cudaErrorStreamCaptureUnsupported: return "operation not permitted when stream is capturing";
+    case cudaErrorStreamCaptureInvalidated: return "operation failed due to a previous error during capture";
+    case cudaErrorStreamCaptureUnmatched: return "capture was not initiated in this stream";
+    case cudaErrorStreamCaptureWrongThread: return "attempt to terminate a thread-local capture sequence from another thread";
+    case cudaErrorCapturedEvent: return "operation not permitted on an event last recorded in a capturing stream";
     }
     return "unknown error";
 }
@@ -172,6 +214,7 @@ static size_t tail(size_t bytes) { return padded(bytes) - bytes + GUARD; }
 
 cudaError_t cudaMalloc(void **p, size_t bytes) {
     *p = NULL;
+    if (capture_refuses("cudaMalloc")) return cudaErrorStreamCaptureUnsupported;
     size_t n = padded(bytes);
     if (!bytes) bytes = 1;
     std::lock_guard<std::mutex> g(mem_lock);
@@ -194,6 +237,7 @@ cudaError_t cudaMalloc(void **p, size_t bytes) {
 }
 cudaError_t cudaFree(void *p) {
     if (!p) return cudaSuccess;
+    if (capture_refuses("cudaFree")) return cudaErrorStreamCaptureUnsupported;
     std::lock_guard<std::mutex> g(mem_lock);
     auto it = allocs.find((uintptr_t)p);
     if (it == allocs.end()) { set_error(cudaErrorInvalidDevicePointer); return cudaErrorInvalidDevicePointer; }
@@ -260,11 +304,19 @@ static int is_device(const void *p) {
 }
 
 cudaError_t cudaMemset(void *p, int v, size_t bytes) {
+    if (capture_refuses("cudaMemset")) return cudaErrorStreamCaptureUnsupported;
     if (cudaemu_check_range(p, bytes, "cudaMemset")) return cudaErrorInvalidValue;
     memset(p, v, bytes);
     return cudaSuccess;
 }
+cudaError_t cudaMemsetAsync(void *p, int v, size_t bytes, cudaStream_t) {
+    if (cudaemu_check_range(p, bytes, "cudaMemsetAsync")) return cudaErrorInvalidValue;
+    if (capture) { cudaemu_record("cudaMemsetAsync", [=]() { memset(p, v, bytes); }); return cudaSuccess; }
+    memset(p, v, bytes);
+    return cudaSuccess;
+}
 cudaError_t cudaMemcpy(void *dst, const void *src, size_t bytes, cudaMemcpyKind kind) {
+    if (capture_refuses("cudaMemcpy")) return cudaErrorStreamCaptureUnsupported;
     if (!bytes) return cudaSuccess;
     int dd = kind == cudaMemcpyHostToDevice || kind == cudaMemcpyDeviceToDevice;
     int sd = kind == cudaMemcpyDeviceToHost || kind == cudaMemcpyDeviceToDevice;
@@ -286,7 +338,64 @@ cudaError_t cudaMemGetInfo(size_t *fr, size_t *tot) {
     *fr = EMU_TOTAL_MEM - allocated;
     return cudaSuccess;
 }
-cudaError_t cudaDeviceSynchronize(void) { return cudaSuccess; }
+cudaError_t cudaDeviceSynchronize(void) {
+    if (capture_refuses("cudaDeviceSynchronize")) return cudaErrorStreamCaptureUnsupported;
+    return cudaSuccess;
+}
+cudaError_t cudaStreamSynchronize(cudaStream_t) {
+    if (capture_refuses("cudaStreamSynchronize")) return cudaErrorStreamCaptureUnsupported;
+    return cudaSuccess;
+}
+
+cudaError_t cudaStreamBeginCapture(cudaStream_t stream, cudaStreamCaptureMode) {
+    if (stream == 0 || stream == cudaStreamLegacy) {   /* the legacy stream cannot be captured */
+        set_error(cudaErrorStreamCaptureUnsupported);
+        return cudaErrorStreamCaptureUnsupported;
+    }
+    if (capture) { capture_refuses("cudaStreamBeginCapture (a capture is already running)"); return cudaErrorStreamCaptureUnsupported; }
+    capture = new cudaemu_graph;
+    capture_invalidated = 0;
+    return cudaSuccess;
+}
+cudaError_t cudaStreamEndCapture(cudaStream_t, cudaGraph_t *graph) {
+    *graph = NULL;
+    if (!capture) { set_error(cudaErrorStreamCaptureUnmatched); return cudaErrorStreamCaptureUnmatched; }
+    cudaemu_graph *g = capture;
+    capture = NULL;
+    if (capture_invalidated) {
+        delete g;
+        capture_invalidated = 0;
+        set_error(cudaErrorStreamCaptureInvalidated);
+        return cudaErrorStreamCaptureInvalidated;
+    }
+    *graph = g;
+    return cudaSuccess;
+}
+cudaError_t cudaStreamIsCapturing(cudaStream_t, cudaStreamCaptureStatus *status) {
+    *status = !capture ? cudaStreamCaptureStatusNone
+                       : capture_invalidated ? cudaStreamCaptureStatusInvalidated : cudaStreamCaptureStatusActive;
+    return cudaSuccess;
+}
+cudaError_t cudaGraphInstantiate(cudaGraphExec_t *exec, cudaGraph_t graph, unsigned long long) {
+    *exec = NULL;
+    if (!graph) { set_error(cudaErrorInvalidValue); return cudaErrorInvalidValue; }
+    *exec = new cudaemu_graph_exec{ graph->nodes, graph->names };
+    return cudaSuccess;
+}
+cudaError_t cudaGraphLaunch(cudaGraphExec_t exec, cudaStream_t) {
+    if (!exec) { set_error(cudaErrorInvalidValue); return cudaErrorInvalidValue; }
+    if (capture_refuses("cudaGraphLaunch")) return cudaErrorStreamCaptureUnsupported;
+    for (size_t i = 0; i < exec->nodes.size(); i++) {
+        exec->nodes[i]();
+        if (last_error != cudaSuccess) {
+            fprintf(stderr, "cudaemu: cudaGraphLaunch: node %zu (%s) failed\n", i, exec->names[i]);
+            return last_error;
+        }
+    }
+    return cudaSuccess;
+}
+cudaError_t cudaGraphExecDestroy(cudaGraphExec_t exec) { delete exec; return cudaSuccess; }
+cudaError_t cudaGraphDestroy(cudaGraph_t graph) { delete graph; return cudaSuccess; }
 
 struct cudaemu_event { double t; };
 static double now_ms(void) {
@@ -297,7 +406,10 @@ static double now_ms(void) {
 cudaError_t cudaEventCreate(cudaEvent_t *ev) { *ev = new cudaemu_event{ 0 }; return cudaSuccess; }
 cudaError_t cudaEventDestroy(cudaEvent_t ev) { delete ev; return cudaSuccess; }
 cudaError_t cudaEventRecord(cudaEvent_t ev, cudaStream_t) { ev->t = now_ms(); return cudaSuccess; }
-cudaError_t cudaEventSynchronize(cudaEvent_t) { return cudaSuccess; }
+cudaError_t cudaEventSynchronize(cudaEvent_t) {
+    if (capture_refuses("cudaEventSynchronize")) return cudaErrorStreamCaptureUnsupported;
+    return cudaSuccess;
+}
 cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t a, cudaEvent_t b) { *ms = (float)(b->t - a->t); return cudaSuccess; }
 
 /* ---- the block scheduler --------------------------------------------------------------------------------- */

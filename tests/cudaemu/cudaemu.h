@@ -46,6 +46,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
+#include <functional>
 
 #define PRISM_CUDAEMU 1
 #define __global__
@@ -73,13 +74,18 @@ enum cudaError {
     cudaErrorInvalidDevicePointer = 17, cudaErrorInvalidMemcpyDirection = 21, cudaErrorInsufficientDriver = 35,
     cudaErrorNoDevice = 100,
     cudaErrorInvalidDevice = 101, cudaErrorMisalignedAddress = 716, cudaErrorLaunchFailure = 719,
-    cudaErrorSystemDriverMismatch = 803
+    cudaErrorSystemDriverMismatch = 803, cudaErrorStreamCaptureUnsupported = 900,
+    cudaErrorStreamCaptureInvalidated = 901, cudaErrorStreamCaptureUnmatched = 903, cudaErrorStreamCaptureWrongThread = 908,
+    cudaErrorCapturedEvent = 907
 };
 typedef enum cudaError cudaError_t;
 enum cudaMemcpyKind { cudaMemcpyHostToHost = 0, cudaMemcpyHostToDevice = 1, cudaMemcpyDeviceToHost = 2,
                       cudaMemcpyDeviceToDevice = 3, cudaMemcpyDefault = 4 };
 typedef struct cudaemu_event *cudaEvent_t;
 typedef struct cudaemu_stream *cudaStream_t;
+/* the two named default streams, as in driver_types.h; only the per-thread one can be captured */
+#define cudaStreamLegacy ((cudaStream_t)0x1)
+#define cudaStreamPerThread ((cudaStream_t)0x2)
 struct cudaDeviceProp {
     char name[256];
     int major, minor, multiProcessorCount, maxThreadsPerBlock, warpSize;
@@ -115,6 +121,33 @@ cudaError_t cudaEventDestroy(cudaEvent_t ev);
 cudaError_t cudaEventRecord(cudaEvent_t ev, cudaStream_t stream = 0);
 cudaError_t cudaEventSynchronize(cudaEvent_t ev);
 cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t a, cudaEvent_t b);
+cudaError_t cudaMemsetAsync(void *p, int value, size_t bytes, cudaStream_t stream = 0);
+cudaError_t cudaStreamSynchronize(cudaStream_t stream);
+
+/* ---- CUDA graphs: stream capture records what the thread queues; a launch replays it -------------------- */
+/* Between cudaStreamBeginCapture(cudaStreamPerThread, ...) and cudaStreamEndCapture, kernel launches, cuBLAS /
+ * cuBLASLt GEMMs and cudaMemsetAsync are recorded (arguments by value, alpha/beta and the matmul descriptors read
+ * at the call, as the real libraries do) instead of run; cudaGraphLaunch runs them in order. A call that the
+ * runtime refuses during a capture — cudaMalloc, cudaFree, cudaMemcpy, cudaMemset, cudaDeviceSynchronize,
+ * cudaStreamSynchronize, cudaEventSynchronize, a launch of a graph — is a fault: it fails with
+ * cudaErrorStreamCaptureUnsupported, does nothing, and invalidates the capture (cudaStreamEndCapture then fails
+ * with cudaErrorStreamCaptureInvalidated and returns no graph). Capturing the legacy stream (0) is refused. */
+typedef struct cudaemu_graph *cudaGraph_t;
+typedef struct cudaemu_graph_exec *cudaGraphExec_t;
+enum cudaStreamCaptureMode { cudaStreamCaptureModeGlobal = 0, cudaStreamCaptureModeThreadLocal = 1,
+                             cudaStreamCaptureModeRelaxed = 2 };
+enum cudaStreamCaptureStatus { cudaStreamCaptureStatusNone = 0, cudaStreamCaptureStatusActive = 1,
+                               cudaStreamCaptureStatusInvalidated = 2 };
+cudaError_t cudaStreamBeginCapture(cudaStream_t stream, cudaStreamCaptureMode mode);
+cudaError_t cudaStreamEndCapture(cudaStream_t stream, cudaGraph_t *graph);
+cudaError_t cudaStreamIsCapturing(cudaStream_t stream, cudaStreamCaptureStatus *status);
+cudaError_t cudaGraphInstantiate(cudaGraphExec_t *exec, cudaGraph_t graph, unsigned long long flags = 0);
+cudaError_t cudaGraphLaunch(cudaGraphExec_t exec, cudaStream_t stream);
+cudaError_t cudaGraphExecDestroy(cudaGraphExec_t exec);
+cudaError_t cudaGraphDestroy(cudaGraph_t graph);
+/* For the launch wrappers and the cuBLAS emulation: true while this thread captures; record one node. */
+bool cudaemu_capturing(void);
+void cudaemu_record(const char *what, std::function<void()> node);
 
 /* ---- device functions ---------------------------------------------------------------------------------- */
 void cudaemu_syncthreads(void);
@@ -173,6 +206,17 @@ struct cudaemu_cfg {
         const char *name;
         /* Arguments convert to the kernel's parameter types here, as in a real launch (NULL -> T *). */
         void operator()(P... a) const {
+            if (cudaemu_capturing()) {   /* recorded with its arguments by value; runs at cudaGraphLaunch */
+                dim3 g_ = g, b_ = b;
+                size_t s_ = shm;
+                void (*k_)(P...) = k;
+                const char *n_ = name;
+                cudaemu_record(name, [=]() {
+                    auto call = [&]() { k_(a...); };
+                    cudaemu_launch(g_, b_, s_, n_, (const void *)k_, [](void *c) { (*(decltype(call) *)c)(); }, &call);
+                });
+                return;
+            }
             auto call = [&]() { k(a...); };
             cudaemu_launch(g, b, shm, name, (const void *)k, [](void *c) { (*(decltype(call) *)c)(); }, &call);
         }
@@ -198,6 +242,7 @@ cublasStatus_t cublasCreate(cublasHandle_t *h);
 cublasStatus_t cublasDestroy(cublasHandle_t h);
 cublasStatus_t cublasSetMathMode(cublasHandle_t h, cublasMath_t mode);
 cublasStatus_t cublasSetWorkspace(cublasHandle_t h, void *ws, size_t bytes);
+cublasStatus_t cublasSetStream(cublasHandle_t h, cudaStream_t stream);
 const char *cublasGetStatusString(cublasStatus_t s);
 cublasStatus_t cublasGemmEx(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k,
                             const void *alpha, const void *A, cudaDataType_t tA, int lda, const void *B,

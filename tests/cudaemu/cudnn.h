@@ -84,6 +84,8 @@ size_t cudnnGetVersion(void);
 const char *cudnnGetErrorString(cudnnStatus_t status);
 cudnnStatus_t cudnnCreate(cudnnHandle_t *handle);
 cudnnStatus_t cudnnDestroy(cudnnHandle_t handle);
+/* the stream the handle's executions go to (0, the legacy stream, by default: it cannot be captured) */
+cudnnStatus_t cudnnSetStream(cudnnHandle_t handle, cudaStream_t stream);
 cudnnStatus_t cudnnBackendCreateDescriptor(cudnnBackendDescriptorType_t type, cudnnBackendDescriptor_t *desc);
 cudnnStatus_t cudnnBackendDestroyDescriptor(cudnnBackendDescriptor_t desc);
 cudnnStatus_t cudnnBackendFinalize(cudnnBackendDescriptor_t desc);

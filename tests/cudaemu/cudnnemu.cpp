@@ -18,6 +18,10 @@
  * - execution: the variant pack names exactly the graph's non-virtual uids, device pointers aligned as declared and
  *   each tensor's whole extent inside one device allocation (cudaemu_check_range); by-value pointers are host
  *   memory; the workspace covers the plan's size.
+ * - CUDA graphs: during a stream capture (cudaemu_capturing) an execution is recorded, with the variant pack's
+ *   pointers and by-value scalars copied at the call as the real library does, and runs at the graph's launch; the
+ *   handle's stream must then be the captured one (cudaStreamPerThread), else it is a violation (on a GPU the
+ *   legacy stream's work would invalidate the capture).
  * Arithmetic: each node in dependency order over float32 (bf16 rounded on load/store of graph I/O), so a wrong
  * stride, mask, scale or operand computes a wrong answer the tests see against the CPU twin.
  */
@@ -65,7 +69,7 @@ struct desc {
     desc *graph = nullptr;            /* heuristics, engine config, plan */
     int64_t ws = 0;                   /* plan */
 };
-struct cudnnContext { int magic; };
+struct cudnnContext { int magic; cudaStream_t stream; };
 static std::set<desc *> g_live;
 
 static desc *live(cudnnBackendDescriptor_t d) {
@@ -96,7 +100,12 @@ extern "C" const char *cudnnGetErrorString(cudnnStatus_t s) {
 }
 extern "C" cudnnStatus_t cudnnCreate(cudnnHandle_t *h) {
     if (!h) return bad(CUDNN_STATUS_BAD_PARAM_NULL_POINTER, "cudnnCreate: NULL handle pointer");
-    *h = new cudnnContext{ 0x6e6e6463 };
+    *h = new cudnnContext{ 0x6e6e6463, (cudaStream_t)0 };
+    return CUDNN_STATUS_SUCCESS;
+}
+extern "C" cudnnStatus_t cudnnSetStream(cudnnHandle_t h, cudaStream_t s) {
+    if (!h || h->magic != 0x6e6e6463) return bad(CUDNN_STATUS_BAD_PARAM, "cudnnSetStream: not a handle");
+    h->stream = s;
     return CUDNN_STATUS_SUCCESS;
 }
 extern "C" cudnnStatus_t cudnnDestroy(cudnnHandle_t h) {
@@ -613,6 +622,13 @@ extern "C" cudnnStatus_t cudnnBackendExecute(cudnnHandle_t h, cudnnBackendDescri
         R.v[t] = w;
     }
     for (auto &kv : need) if (!seen.count(kv.first)) return bad(CUDNN_STATUS_BAD_PARAM, "variant pack: no pointer for uid %lld", (long long)kv.first);
+    if (cudaemu_capturing()) {
+        if (h->stream != cudaStreamPerThread)
+            return bad(CUDNN_STATUS_BAD_PARAM, "execute during a stream capture on a handle whose stream is not the captured cudaStreamPerThread (cudnnSetStream)");
+        desc *g = plan->graph;   /* the plan (and its graph) must outlive the captured graph, as on a GPU */
+        cudaemu_record("cudnnBackendExecute", [R, g]() mutable { for (desc *op : g->order) run_op(R, op); });
+        return CUDNN_STATUS_SUCCESS;
+    }
     for (desc *op : plan->graph->order) run_op(R, op);
     return CUDNN_STATUS_SUCCESS;
 }

@@ -21,7 +21,9 @@
 #              vs the CPU engine, 20 training steps, and gelu_epilogue_exactness: whether the cuBLASLt GELU epilogue and
 #              the backward's DGELU epilogue are exactly GPT-2's GELU and GELU' — the evidence for turning
 #              PRISM_CUDA_GELU_FUSION on by default). A CUDA driver/runtime error is a FAIL, never "skipped: no device"; so is a
-#              machine where nvidia-smi lists a GPU but every case found none.
+#              machine where nvidia-smi lists a GPU but every case found none. Then the cases of GRAPHC, without
+#              CUDA_LAUNCH_BLOCKING: the graph API, graph-launched steps against eager ones, the chunked LM head
+#              against the unchunked one (rows graph-bf16 ...; graph-fp32 ... in part 5).
 #   3. speed   GPT-2 124M, T=1024, bf16, B=16: uniform 12 heads vs Prism 3,3,6,6,8,8,12x6 (bench/bench_cuda_gpt2.c:
 #              both resident, alternating rounds, median), with its step phases and attention tables. The models
 #              take the default PRISM_ATTENTION=auto: the row "attention: auto's choice" says which layers it gave
@@ -122,6 +124,9 @@ PY=${PYTHON:-python3}
 B=${GPU_B:-16} T=${GPU_T:-1024} STEPS=${GPU_STEPS:-10}
 CASE_TIMEOUT=${GPU_CASE_TIMEOUT:-90}
 QUICK=${GPU_QUICK:-'^(encoder_forward_backward|layernorm_forward_backward|matmul_forward_backward|gelu_forward_backward|flash_attention_head_dim_64|flash_attention_head_dim_256|fused_classifier|adamw_and_grad_norm|gelu_epilogue_exactness|model_loss_and_every_gradient_match_cpu|model_trains_20_steps_like_cpu)$'}
+# the graph-captured training step and the chunked LM head (model_cuda_base.cu): run without CUDA_LAUNCH_BLOCKING (a
+# launch-blocking runtime need not allow stream capture), each a verdict row of its own right after the quick subset
+GRAPHC='^(graph_capture_replays_and_refuses_host_syncs|model_graph_steps_equal_eager_bitwise|model_head_chunked_matches_unchunked)$'
 # field VALUE_NAME FILE [MATCH]: the value of NAME=... on the last RESULT line of FILE containing MATCH
 field() { grep '^RESULT' "$2" 2>/dev/null | grep -F -- "${3:-RESULT}" | tail -n 1 | tr ' ' '\n' | sed -n "s/^$1=//p"; }
 ge() { awk -v a="$1" -v b="$2" 'BEGIN{exit !(a >= b)}'; }
@@ -259,7 +264,7 @@ else
   BLAS_CFLAGS="-I$ROOT/tests/gpu/compat"; BLAS_SRC="$ROOT/tests/gpu/compat/cblas_ref.c"
   echo "CPU twins use tests/gpu/compat/cblas_ref.c (no OpenBLAS on this machine)"
 fi
-NVFLAGS="-O3 -std=c++17 -gencode arch=compute_90,code=sm_90 -gencode arch=compute_90,code=compute_90 --use_fast_math -Xcompiler -fPIC -Ikernels -Icommon $CUDA_INCS"
+NVFLAGS="-O3 -std=c++17 -gencode arch=compute_90,code=sm_90 -gencode arch=compute_90,code=compute_90 --use_fast_math --default-stream per-thread -Xcompiler -fPIC -Ikernels -Icommon $CUDA_INCS"
 CFLAGS="-O2 -g -std=gnu11 -fopenmp -DPRISM_HAVE_CUDA -Ikernels -Icommon -Itests $BLAS_CFLAGS"
 EMUFLAGS="-O2 -g -std=c++17 -Itests/cudaemu -Ikernels/cuda -Ikernels -Icommon -Itests $BLAS_CFLAGS"
 
@@ -348,7 +353,7 @@ run_cases() { # run_cases LABEL BINARY [CASE_REGEX [EXCLUDE_REGEX [ALLOW_EMPTY]]
       not_run "$label: $(( ${#todo[@]} - n + 1 )) case(s) from $c on"; return
     fi
     log="$BDIR/cases/$label-$c.log"
-    CUDA_LAUNCH_BLOCKING=1 lim "$CASE_TIMEOUT" "$bin" "$c" >"$log" 2>&1; rc=$?
+    CUDA_LAUNCH_BLOCKING=${RUN_BLOCKING:-1} lim "$CASE_TIMEOUT" "$bin" "$c" >"$log" 2>&1; rc=$?
     out=$(cat "$log")
     echo "--- $label $c (exit $rc)"; echo "$out"
     case $rc in
@@ -414,6 +419,8 @@ if [ $BUILT_BF16 = 1 ]; then
   QUICK_MATCHED=$CASES_MATCHED
   gelu_verdict
   device_visible_check
+  section "the training step as a CUDA graph, and the chunked LM head (bf16, no CUDA_LAUNCH_BLOCKING)"
+  RUN_BLOCKING=0 run_cases graph-bf16 "$BDIR/bf16/test_cuda_kernels" "$GRAPHC" "" allow-empty
 else
   not_run "correctness, speed, anchors" "no bf16 build"
 fi
@@ -539,7 +546,7 @@ fi
 
 if [ $BUILT_BF16 = 1 ]; then
   section "the other bf16 cases"
-  run_cases bf16 "$BDIR/bf16/test_cuda_kernels" . "$QUICK" allow-empty
+  run_cases bf16 "$BDIR/bf16/test_cuda_kernels" . "$QUICK|$GRAPHC" allow-empty
   [ $(( QUICK_MATCHED + CASES_MATCHED )) -gt 0 ] || fail_row bf16 "no test case matched (GPU_CASES=${GPU_CASES:-})"
   # the Llama-style model's kernels and whole model (tests/unit/test_cuda_llama.c), in a full run or with LLAMA=1
   if [ -z "${GPU_CASES:-}" ] || [ -n "${LLAMA:-}" ]; then
@@ -547,7 +554,7 @@ if [ $BUILT_BF16 = 1 ]; then
     run_cases llama-bf16 "$BDIR/bf16/test_cuda_llama"
   fi
   section "model vs CPU, bf16 build, GELU in the cuBLASLt epilogue (PRISM_CUDA_GELU_FUSION=1)"
-  PRISM_CUDA_GELU_FUSION=1 run_cases bf16-gelu-fusion "$BDIR/bf16/test_cuda_kernels" '^model_'
+  PRISM_CUDA_GELU_FUSION=1 run_cases bf16-gelu-fusion "$BDIR/bf16/test_cuda_kernels" '^model_' "$GRAPHC"
 fi
 
 if [ -z "${SKIP_NCU:-}" ] && [ $BUILT_BF16 = 1 ]; then
@@ -572,7 +579,8 @@ fi
 if [ -z "${SKIP_FP32:-}" ]; then
   section "build fp32, then its kernels + model vs CPU"
   if want 60 "build-fp32" && build_step fp32 "-DENABLE_FP32"; then
-    run_cases fp32 "$BDIR/fp32/test_cuda_kernels"
+    run_cases fp32 "$BDIR/fp32/test_cuda_kernels" . "$GRAPHC"
+    RUN_BLOCKING=0 run_cases graph-fp32 "$BDIR/fp32/test_cuda_kernels" "$GRAPHC" "" allow-empty
     if [ -z "${GPU_CASES:-}" ] || [ -n "${LLAMA:-}" ]; then run_cases llama-fp32 "$BDIR/fp32/test_cuda_llama"; fi
   fi
 fi

@@ -9,7 +9,7 @@
 source "$(dirname "$0")/../lib.sh"
 
 ROOT=$(pwd)
-CASES='^(encoder_forward_backward|attention_head_dim_64|model_loss_and_every_gradient_match_cpu)$'
+CASES='^(encoder_forward_backward|attention_head_dim_64|model_loss_and_every_gradient_match_cpu|graph_capture_replays_and_refuses_host_syncs)$'
 need_x86() { [ "$(uname -m)" = x86_64 ] || skip "the CUDA emulator is x86-64 only"; }
 # dry TREE DIR [VAR=VALUE...]: runs TREE/tests/gpu/run.sh (the VARs override the defaults here) with the
 # summary in DIR/out; prints the exit status
@@ -38,14 +38,17 @@ t_dry_run_passes_each_selected_check() {
     done
   done
   assert_contains "$(row "bf16 model_loss_and_every_gradient_match_cpu" "$d")" "worst gradient relative L2 error"
+  # the graph cases run in a section of their own (no CUDA_LAUNCH_BLOCKING), in both precisions
+  assert_contains "$(row "graph-bf16 graph_capture_replays_and_refuses_host_syncs" "$d")" "| PASS |"
+  assert_contains "$(row "graph-fp32 graph_capture_replays_and_refuses_host_syncs" "$d")" "| PASS |"
   assert_contains "$(row "bf16-gelu-fusion model_loss_and_every_gradient_match_cpu" "$d")" "| PASS |"
   assert_contains "$(row "attention SASS" "$d")" "| INFO | not run: the dry run has no sm_90 code"
   assert_contains "$(row "attention ncu" "$d")" "| INFO | not run: no hardware counters"
   assert_contains "$(row "loaded backend" "$d")" "| INFO | not run:"
-  assert_eq 14 "$(check_rows "$d")" "check rows (link, cudnn, 2 builds, 3+3 cases, 1 fused, SASS, ncu, loaded backend)"
+  assert_eq 16 "$(check_rows "$d")" "check rows (link, cudnn, 2 builds, 3+3 cases, 1+1 graph, 1 fused, SASS, ncu, loaded backend)"
   # the order: the quick subset (encoder, model) before the rest (attention_head_dim_64), bf16 before fp32
   local order; order=$(sed -n '/^| check |/,/^$/p' "$d/out/gpu_summary.md" | cut -d'|' -f2 | sed 's/^ *//; s/ *$//' | grep -v -e '^check$' -e '^---$' -e '^$' | paste -sd, -)
-  assert_eq "link,cudnn,build-bf16,bf16 encoder_forward_backward,bf16 model_loss_and_every_gradient_match_cpu,attention SASS,bf16 attention_head_dim_64,bf16-gelu-fusion model_loss_and_every_gradient_match_cpu,attention ncu,build-fp32,fp32 encoder_forward_backward,fp32 attention_head_dim_64,fp32 model_loss_and_every_gradient_match_cpu,loaded backend" "$order" "the order of the checks"
+  assert_eq "link,cudnn,build-bf16,bf16 encoder_forward_backward,bf16 model_loss_and_every_gradient_match_cpu,graph-bf16 graph_capture_replays_and_refuses_host_syncs,attention SASS,bf16 attention_head_dim_64,bf16-gelu-fusion model_loss_and_every_gradient_match_cpu,attention ncu,build-fp32,fp32 encoder_forward_backward,fp32 attention_head_dim_64,fp32 model_loss_and_every_gradient_match_cpu,graph-fp32 graph_capture_replays_and_refuses_host_syncs,loaded backend" "$order" "the order of the checks"
   if head -n1 "$d/out/gpu_summary.md" | grep -q PARTIAL; then fail "the finished run's summary says PARTIAL"; fi
   assert_contains "$(row link "$d")" "| INFO | dry run links the emulator"
   assert_contains "$s" "linked against: "

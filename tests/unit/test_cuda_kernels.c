@@ -813,6 +813,200 @@ TEST(models_in_two_threads_match_one_thread) {
 #endif /* PRISM_HAVE_CUDA */
 
 #ifdef PRISM_HAVE_CUDA
+/* ---- the chunked LM head and the graph-captured step (model_cuda_base.cu) ------------------------------------ */
+static void tiny_config(struct model_config *c) {
+    memset(c, 0, sizeof *c);
+    c->L = 2; c->C = 128; c->V = 300; c->Vp = 320; c->maxT = 32; c->B = 2; c->T = 32;
+    int h[2] = { 2, 4 };           /* head sizes 64, 32 */
+    memcpy(c->heads, h, sizeof h);
+}
+/* a CUDA GPT-2 created with VAR=VAL in the environment (read at create), set to params */
+static model *gpt2_with(const struct model_config *c, const char *var, const char *val, const float *params) {
+    char err[512];
+    model *m = NULL;
+    setenv(var, val, 1);
+    int rc = model_cuda_ops.create(c, 0, &m, err, sizeof err);
+    unsetenv(var);
+    if (rc) HFAIL("cuda create (%s=%s): %s", var, val, err);
+    if (model_cuda_ops.set_params(m, params)) HFAIL("cuda set_params: %s", model_cuda_ops.error(m));
+    return m;
+}
+static double rel_l2(const float *a, const float *b, size_t n) {
+    double e2 = 0, r2 = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (!isfinite(a[i])) return INFINITY;
+        e2 += ((double)a[i] - b[i]) * ((double)a[i] - b[i]);
+        r2 += (double)b[i] * b[i];
+    }
+    return r2 > 0 ? sqrt(e2 / r2) : sqrt(e2);
+}
+
+/* PRISM_CUDA_HEAD_CHUNK=7: the head computes logits, loss and dlogits 7 rows at a time (128 rows: 18 chunks and a
+ * last one of 2), feeding each chunk's dlogits straight into dL/d lnf and wte's gradient; the (B*T, Vp) buffer is
+ * never whole. Against the unchunked head (=0): the training loss within 1e-6 relative, every gradient tensor
+ * within rel L2 1e-5 (fp32) / 1e-2 (bf16: a reordered fp32 sum can flip a bf16 rounding downstream), eval loss and
+ * attention distance too; on the emulator the device memory it takes is smaller by exactly (128 - 7) rows of Vp. */
+TEST(model_head_chunked_matches_unchunked) {
+    need_device();
+    struct model_config c;
+    small_config(&c);
+    size_t np = model_num_params(&c), sz[MODEL_NUM_TENSORS];
+    model_param_sizes(&c, sz);
+    float *params = tmalloc(np * sizeof(float));
+    model_init_params(&c, 99, params);
+    prism_cuda_round_host(params, np);
+    int n = c.B * c.T, *in = tmalloc(n * sizeof(int)), *tg = tmalloc(n * sizeof(int));
+    batch(in, tg, n, c.V, 3);
+    const char *rows[2] = { "0", "7" };
+    float loss[2], eval[2], *grads[2];
+    double dist[2][MODEL_MAX_LAYERS];
+    size_t peak[2];
+    for (int k = 0; k < 2; k++) {
+        prism_cuda_mem_reset_peak();
+        model *m = gpt2_with(&c, "PRISM_CUDA_HEAD_CHUNK", rows[k], params);
+        if (model_cuda_ops.zero_grad(m) || model_cuda_ops.forward_backward(m, in, tg, c.B, c.T, 1.0f, &loss[k]))
+            HFAIL("forward_backward (chunk %s): %s", rows[k], model_cuda_ops.error(m));
+        grads[k] = tmalloc(np * sizeof(float));
+        if (model_cuda_ops.get_grads(m, grads[k])) HFAIL("get_grads");
+        memset(dist[k], 0, sizeof dist[k]);
+        if (model_cuda_ops.forward_loss(m, in, tg, c.B, c.T, &eval[k], dist[k])) HFAIL("forward_loss");
+        prism_cuda_mem_sample();
+        peak[k] = prism_cuda_mem_peak();
+        model_cuda_ops.free(m);
+        printf("head chunk %s rows: loss %.7f eval %.7f peak %zu bytes\n", rows[k], loss[k], eval[k], peak[k]);
+    }
+    ASSERT_NEAR(loss[0], loss[1], 1e-6 * loss[0]);
+    ASSERT_NEAR(eval[0], eval[1], 1e-6 * eval[0]);
+    size_t off = 0;
+    for (int i = 0; i < MODEL_NUM_TENSORS; i++) {
+        double rel = rel_l2(grads[1] + off, grads[0] + off, sz[i]);
+        printf("  grad %-9s chunked vs whole rel L2 %.3e\n", tensor_names[i], rel);
+        if (!(rel <= tol(1e-5, 1e-2))) HFAIL("gradient of %s: chunked head differs by rel L2 %.3e", tensor_names[i], rel);
+        off += sz[i];
+    }
+    for (int l = 0; l < c.L; l++) ASSERT_NEAR(dist[0][l], dist[1][l], 1e-6 * dist[0][l]);
+    size_t want = (size_t)(n - 7) * c.Vp * prism_cuda_x_size();
+    printf("logits buffer saved: %zu bytes (expected %zu)\n", peak[0] - peak[1], want);
+    if (cudaemu_faults) ASSERT_EQ_INT(want, peak[0] - peak[1]);   /* the emulator counts bytes exactly */
+}
+
+/* The training step as a CUDA graph (default; PRISM_CUDA_GRAPH=0 is eager) equals the eager step: eight steps with
+ * updates, the micro-batch going 2,2,2,1,1,1,2,2 (each change re-captures) and an eval between; exactly 5 graph
+ * launches (per shape: eager, captured+launched, launched), none from the eager model. On the emulator (its
+ * kernels are deterministic) losses, norms and every parameter are equal bit for bit; on a GPU the atomics of the
+ * embedding and LayerNorm backward reorder float sums run to run, so there they agree within 1e-3 relative. */
+TEST(model_graph_steps_equal_eager_bitwise) {
+    need_device();
+    struct model_config c;
+    tiny_config(&c);
+    size_t np = model_num_params(&c);
+    float *params = tmalloc(np * sizeof(float));
+    model_init_params(&c, 7, params);
+    prism_cuda_round_host(params, np);
+    model *eager = gpt2_with(&c, "PRISM_CUDA_GRAPH", "0", params), *graph = gpt2_with(&c, "PRISM_CUDA_GRAPH", "1", params);
+    int n = c.B * c.T, *in = tmalloc(n * sizeof(int)), *tg = tmalloc(n * sizeof(int));
+    struct adamw_params hp = { .lr = 3e-3f, .beta1 = 0.9f, .beta2 = 0.95f, .eps = 1e-8f, .weight_decay = 0.1f, .grad_clip = 1.0f };
+    const int Bs[8] = { 2, 2, 2, 1, 1, 1, 2, 2 };
+    int g0 = prism_cuda_graph_launches(), geager = 0, exact = cudaemu_faults != NULL;
+    for (int s = 0; s < 8; s++) {
+        batch(in, tg, n, c.V, s);
+        float l[2], nrm[2];
+        model *m[2] = { eager, graph };
+        for (int k = 0; k < 2; k++) {
+            int before = prism_cuda_graph_launches();
+            if (model_cuda_ops.zero_grad(m[k]) || model_cuda_ops.forward_backward(m[k], in, tg, Bs[s], c.T, 1.0f, &l[k]) ||
+                model_cuda_ops.update(m[k], &hp, s + 1, &nrm[k]))
+                HFAIL("step %d (%s): %s", s, k ? "graph" : "eager", model_cuda_ops.error(m[k]));
+            if (k == 0) geager += prism_cuda_graph_launches() - before;
+        }
+        printf("step %d B=%d: loss eager %.7f graph %.7f, norm %.6f %.6f\n", s, Bs[s], l[0], l[1], nrm[0], nrm[1]);
+        if (!exact) {
+            ASSERT_NEAR(l[0], l[1], 1e-3 * l[0]);
+            ASSERT_NEAR(nrm[0], nrm[1], 1e-3 * nrm[0]);
+        } else if (memcmp(&l[0], &l[1], sizeof l[0]) || memcmp(&nrm[0], &nrm[1], sizeof nrm[0]))
+            HFAIL("step %d: graph step differs from the eager one (loss %.9g vs %.9g, norm %.9g vs %.9g)", s, l[1], l[0],
+                  nrm[1], nrm[0]);
+        if (s == 4) {   /* an eval between steps leaves the captured step valid */
+            float e[2];
+            for (int k = 0; k < 2; k++)
+                if (model_cuda_ops.forward_loss(m[k], in, tg, c.B, c.T, &e[k], NULL)) HFAIL("forward_loss");
+            if (exact ? memcmp(&e[0], &e[1], sizeof e[0]) != 0 : !(fabsf(e[0] - e[1]) <= 1e-3f * e[0]))
+                HFAIL("eval loss %.9g vs %.9g", e[1], e[0]);
+        }
+    }
+    int launches = prism_cuda_graph_launches() - g0;
+    printf("graph launches: %d (eager model: %d)\n", launches, geager);
+    ASSERT_EQ_INT(0, geager);
+    ASSERT_EQ_INT(5, launches);
+    float *pe = tmalloc(np * sizeof(float)), *pg = tmalloc(np * sizeof(float));
+    if (model_cuda_ops.get_params(eager, pe) || model_cuda_ops.get_params(graph, pg)) HFAIL("get_params");
+    if (!exact) {
+        double rel = rel_l2(pg, pe, np);
+        printf("parameters: graph vs eager rel L2 %.3e\n", rel);
+        ASSERT_LT(rel, 1e-3);
+    } else {
+        for (size_t i = 0; i < np; i++)
+            if (memcmp(&pe[i], &pg[i], sizeof pe[i])) HFAIL("parameter %zu: graph %.9g eager %.9g", i, pg[i], pe[i]);
+    }
+    model_cuda_ops.free(eager);
+    model_cuda_ops.free(graph);
+}
+
+/* The graph API itself (cuda_common.cu), as the runtime behaves: a captured launch does not run until the graph
+ * is launched, and replays at every launch; a host-synchronous copy or an allocation inside a capture fails, the
+ * capture with it (no graph, nothing of it ran), and the stream works normally afterwards. On the emulator the two
+ * refused calls are its faults (exactly 2). */
+TEST(graph_capture_replays_and_refuses_host_syncs) {
+    int nd = prism_cuda_device_probe();   /* not need_device(): the emulator faults below are expected */
+    if (nd < 0) HFAIL("CUDA runtime error: %s", prism_cuda_last_error());
+    if (nd == 0) SKIP("no CUDA device");
+    char err[512];
+    if (prism_cuda_init(0, err, sizeof err) != 0) HFAIL("prism_cuda_init: %s", err);
+    const size_t n = 1000;
+    float *d = tdmalloc(n * sizeof(float)), h[1000], x = 0;
+    int f0 = cudaemu_faults ? cudaemu_faults() : 0;
+    CK(prism_cuda_fill_f32(d, 1.0f, n));
+    void *g = NULL;
+    CK(prism_cuda_graph_begin());
+    CK(prism_cuda_fill_f32(d, 2.0f, n));
+    CK(prism_cuda_graph_end(&g));
+    ASSERT_TRUE(g != NULL);
+    CK(prism_cuda_download(h, d, sizeof h));
+    ASSERT_NEAR(1.0, h[999], 0);                       /* captured, not run */
+    CK(prism_cuda_graph_launch(g));
+    CK(prism_cuda_download(h, d, sizeof h));
+    ASSERT_NEAR(2.0, h[0], 0);
+    ASSERT_NEAR(2.0, h[999], 0);
+    CK(prism_cuda_fill_f32(d, 3.0f, n));
+    CK(prism_cuda_graph_launch(g));                    /* replays */
+    CK(prism_cuda_download(h, d, sizeof h));
+    ASSERT_NEAR(2.0, h[500], 0);
+    prism_cuda_graph_free(g);
+    /* a host sync inside the capture */
+    CK(prism_cuda_graph_begin());
+    CK(prism_cuda_fill_f32(d, 4.0f, n));
+    ASSERT_TRUE(prism_cuda_download(&x, d, sizeof x) != 0);
+    printf("download during capture: %s\n", prism_cuda_last_error());
+    g = (void *)1;
+    ASSERT_TRUE(prism_cuda_graph_end(&g) != 0);
+    printf("end of that capture: %s\n", prism_cuda_last_error());
+    ASSERT_TRUE(g == NULL);
+    /* an allocation inside the capture */
+    CK(prism_cuda_graph_begin());
+    void *p = prism_cuda_malloc(4096);
+    printf("cudaMalloc during capture: %s\n", p ? "allowed" : prism_cuda_last_error());
+    ASSERT_TRUE(prism_cuda_graph_end(&g) != 0 || p != NULL);   /* refused where the runtime refuses it */
+    prism_cuda_graph_free(g);
+    prism_cuda_free(p);
+    /* nothing of the failed captures ran; the stream works again */
+    CK(prism_cuda_download(h, d, sizeof h));
+    ASSERT_NEAR(2.0, h[10], 0);
+    CK(prism_cuda_fill_f32(d, 5.0f, n));
+    CK(prism_cuda_download(h, d, sizeof h));
+    ASSERT_NEAR(5.0, h[10], 0);
+    if (cudaemu_faults) ASSERT_EQ_INT(2, cudaemu_faults() - f0);
+}
+
 /* model_ops_for_arch finds the backend by itself (bench_cuda_gpt2 asks it first, with no device lookup before). */
 TEST(cuda_llama_table_from_arch_alone) {
     const model_ops *ll = model_ops_for_arch(&model_cuda_ops, MODEL_ARCH_LLAMA);

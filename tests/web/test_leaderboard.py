@@ -777,6 +777,75 @@ def t_halving_pruned_rows_and_tokens():
         srv.stop()
 
 
+def t_racing_rounds_and_eliminated_rows():
+    """A racing sweep played round by round: eliminated schedules marked (out@R), survivors tagged, the seeds spent
+    against the fixed design, and each survivor's Δ CI per round drawn narrowing; all as the leaderboard JSON says."""
+    srv = Server()
+    drv = None
+    try:
+        sp = spec("web-racing", [UNIFORM, PRISM, WIDE], seeds=[0, 1])
+        sp["racing"] = {"max_seeds": 4, "alpha": 0.5}
+        sp["eval"]["batches"] = "all"
+        for k, v in {(tuple(UNIFORM), 3): 3.3741, (tuple(PRISM), 3): 3.3601, (tuple(WIDE), 3): 3.3657}.items():
+            VAL[k] = v
+        sid = srv.ok("POST", "/api/v1/sweeps", sp)["sweep_id"]
+        f = Feeder(srv)
+        rounds = 0
+        while True:   # each round: lease what is queued (the server created it when the last round ended), finish it
+            f.leases = {}
+            f.lease_all()
+            if not f.leases:
+                break
+            rounds += 1
+            if rounds > 1:   # round r trains seed max(seeds) + r - 1 = r
+                check(all(k[1] == rounds for k in f.leases), "round %d leases seed %d only: %r" % (rounds, rounds, sorted(f.leases)))
+            for key in sorted(f.leases):
+                f.complete(key)
+        lb = srv.ok("GET", "/api/v1/sweeps/%d/leaderboard" % sid)
+        rc = lb["racing"]
+        check(rc["rounds_decided"] >= 2 and rc["finished"], "the race went past round 1 and ended: %r" % rc)
+        check(rc["eliminated"] >= 1, "someone was eliminated: %r" % rc)
+        by = {",".join(map(str, r["heads"])): r["racing"] for r in lb["rows"]}
+        drv = browser()
+        open_page(drv, srv, sid)
+        wait_for(drv, "document.querySelectorAll('#leaderboard tbody tr').length === 3", "3 leaderboard rows")
+        r = drv.execute_script("""return Array.from(document.querySelectorAll('#leaderboard tbody tr')).map(function (tr) {
+          var o = tr.querySelector('.race.out'), s = tr.querySelector('.race.survivor');
+          return { heads: tr.dataset.heads, out: tr.classList.contains('eliminated'), tag: o ? o.textContent : s ? s.textContent : '',
+                   opacity: parseFloat(getComputedStyle(tr.querySelector('td')).opacity) }; });""")
+        for x in r:
+            want = by[x["heads"]]
+            if want["eliminated_round"] is not None:
+                check(x["out"] and x["tag"] == "out@%d" % want["eliminated_round"], "eliminated row %r vs %r" % (x, want))
+                check(x["opacity"] < 0.9, "the eliminated row is greyed: %r" % x)
+            else:
+                check(not x["out"] and x["tag"] == "survivor", "survivor row %r vs %r" % (x, want))
+        line = wait_for(drv, "document.getElementById('racing-spent') && document.getElementById('racing-spent').textContent",
+                        "the racing line")
+        check("seeds spent {:,} of the fixed design's {:,}".format(rc["seeds_spent"], rc["fixed_design_seeds"]) in line, line)
+        check_eq(12, rc["fixed_design_seeds"], "max_seeds x schedules")
+        # the survivors' CIs round by round, as the JSON has them, narrower at the last round than at the first
+        cis = drv.execute_script("""return Array.from(document.querySelectorAll('#race-rounds svg.race-ci')).map(function (g) {
+          return { id: g.dataset.schedule, lines: Array.from(g.querySelectorAll('line.ci')).map(function (l) {
+            return [parseInt(l.dataset.round), parseFloat(l.dataset.lo), parseFloat(l.dataset.hi),
+                    parseFloat(l.getAttribute('x2')) - parseFloat(l.getAttribute('x1'))]; }) }; });""")
+        surv = [x for x in lb["rows"] if x["racing"]["status"] == "survivor" and not x["is_baseline"]]
+        check_eq(len(surv), len(cis), "one CI strip per survivor (the baseline excepted)")
+        for g in cis:
+            row = next(x for x in surv if str(x["schedule_id"]) == g["id"])
+            want = [(e["round"], e["ci_low"], e["ci_high"]) for e in row["racing"]["rounds"]]
+            check_eq([w[0] for w in want], [l[0] for l in g["lines"]], "rounds drawn for %s" % g["id"])
+            for w, l in zip(want, g["lines"]):
+                check(abs(w[1] - l[1]) < 1e-12 and abs(w[2] - l[2]) < 1e-12, "CI of round %d: %r vs %r" % (w[0], w, l))
+            check(g["lines"][-1][3] < g["lines"][0][3], "the CI narrows from round 1 to the last: %r" % g["lines"])
+        screenshot(drv, "leaderboard-racing.png")
+        assert_no_console_errors(drv)
+    finally:
+        if drv:
+            drv.quit()
+        srv.stop()
+
+
 CASES = {name[2:]: fn for name, fn in sorted(globals().items()) if name.startswith("t_") and callable(fn)}
 
 if __name__ == "__main__":

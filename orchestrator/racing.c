@@ -1,0 +1,556 @@
+/* racing.c — racing (racing.h): the spec key, the pure look (the one-sided best-group test at the round's alpha)
+ * and the round decision transaction.
+ *
+ * Design: the state of a race is the jobs table (a round's jobs are those of its seed_index range: round 1 the
+ * spec's seeds 0..n0−1, round r ≥ 2 the one index n0 + r − 2), racing_rounds (one row per decided round) and
+ * racing_decisions (one row per round × schedule of the family). racing_tick() derives everything from those
+ * rows, as halving_tick() does: the first undecided round whose jobs are all over is decided — decision rows, the
+ * next round's jobs (INSERT .. ON CONFLICT DO NOTHING on jobs(schedule_id, seed)), then the round row — so a round
+ * is decided once (its row exists) and a decision interrupted before the commit leaves nothing. The fit is the
+ * ranking module's (ranking_fit_compute), not a copy of it. Statements are prepared per call: a round is decided
+ * a handful of times per sweep, and the check that no round is due is two short reads per finished job.
+ */
+#include "racing.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "halving.h"
+#include "stats.h"
+
+static int db_fail(store *st, char *err, size_t errlen, const char *what) {
+    snprintf(err, errlen, "%s: %s", what, sqlite3_errmsg(st->db));
+    return STORE_EIO;
+}
+
+int racing_parse(const json_t *v, int n_seeds, long long max_seed, racing_cfg *cfg, char *err, size_t errlen) {
+    memset(cfg, 0, sizeof *cfg);
+    if (!v) return 0;
+    if (!json_is_object(v)) {
+        snprintf(err, errlen, "racing: must be an object {\"max_seeds\": 10, \"alpha\": 0.05}");
+        return -1;
+    }
+    const char *k;
+    json_t *x;
+    json_object_foreach((json_t *)v, k, x)
+        if (strcmp(k, "max_seeds") && strcmp(k, "alpha")) {
+            snprintf(err, errlen, "racing.%.100s: unknown key (expected one of: max_seeds, alpha)", k);
+            return -1;
+        }
+    json_t *ms = json_object_get(v, "max_seeds"), *al = json_object_get(v, "alpha");
+    if (n_seeds < 2) {
+        snprintf(err, errlen, "racing: the spec's seeds are the first round and need at least 2 (one seed gives no "
+                 "estimate of the run-to-run noise, so nothing could be eliminated); give \"seeds\": [0, 1] or more");
+        return -1;
+    }
+    if (!json_is_integer(ms) || json_integer_value(ms) <= n_seeds || json_integer_value(ms) > RACING_MAX_SEEDS) {
+        snprintf(err, errlen, "racing.max_seeds: required, an integer above the spec's %d seeds (round 1) and at most %d, "
+                 "e.g. 10: the seeds a schedule still in contention gets at most", n_seeds, RACING_MAX_SEEDS);
+        return -1;
+    }
+    double a = RACING_DEFAULT_ALPHA;
+    if (al) {
+        a = json_is_number(al) ? json_number_value(al) : NAN;
+        if (!(a > 0 && a <= 0.5)) {
+            snprintf(err, errlen, "racing.alpha: must be a number in (0, 0.5], e.g. 0.05: the chance over all rounds "
+                     "that the race eliminates the truly best schedule");
+            return -1;
+        }
+    }
+    cfg->enabled = 1;
+    cfg->max_seeds = (int)json_integer_value(ms);
+    cfg->alpha = a;
+    cfg->seeds0 = n_seeds;
+    cfg->seed_base = max_seed;
+    cfg->looks = cfg->max_seeds - n_seeds + 1;
+    return 0;
+}
+
+double racing_round_alpha(const racing_cfg *cfg) { return cfg->alpha / (cfg->looks > 0 ? cfg->looks : 1); }
+
+long long racing_round_seed(const racing_cfg *cfg, int round) { return cfg->seed_base + round - 1; }
+
+/* ---- the pure look ------------------------------------------------------------------------------- */
+
+/* The df the critical value is taken at: the residual df rounded down to two significant figures above 30 (490
+ * for 495). q falls as df grows, so this is conservative, by < 0.1% of q above 100 df; it keeps the distinct
+ * (K, df) pairs of a race few, so the studentized range quantile (a double integral) is mostly a cache hit. */
+static double look_df(int df) {
+    if (df <= 30) return df;
+    double p = pow(10, floor(log10((double)df)) - 1);
+    return floor(df / p) * p;
+}
+
+int racing_look(const ranking_obs *obs, int nobs, int nsched, unsigned char *alive, double alpha, double *critical,
+                ranking_fit *fit) {
+    ranking_fit f;
+    *critical = NAN;
+    int rc = ranking_fit_compute(obs, nobs, nsched, &f);
+    if (rc < 0) return rc;
+    int *fam = malloc((size_t)(nsched ? nsched : 1) * sizeof *fam), K = 0, out = 0;
+    unsigned char *elim = calloc((size_t)(nsched ? nsched : 1), 1);
+    if (!fam || !elim) { rc = -1; goto done; }
+    for (int i = 0; i < nsched; i++) {
+        if (alive[i] && f.r[i] > 0) fam[K++] = i;
+        else alive[i] = 0;
+    }
+    if (K >= 2 && f.df > 0 && isfinite(f.sd)) {
+        double q = stats_range_quantile(alpha, K, look_df(f.df)) / M_SQRT2;
+        *critical = q;
+        for (int a = 1; a < K; a++) {   /* the family by τ̂ ascending (insertion sort: K is at most the schedules) */
+            int x = fam[a], b = a - 1;
+            while (b >= 0 && f.tau[fam[b]] > f.tau[x]) { fam[b + 1] = fam[b]; b--; }
+            fam[b + 1] = x;
+        }
+        /* i leaves when it is worse than some j of the family by more than q standard errors; the j below it in τ̂
+         * are tried from the best up (the best is the one that usually shows it) */
+        for (int a = 1; a < K; a++) {
+            int i = fam[a];
+            for (int b = 0; b < a; b++) {
+                int j = fam[b];
+                if (!(f.tau[j] < f.tau[i])) break;
+                double var = ranking_fit_var(&f, i, j);
+                if (isfinite(var) && f.tau[i] - f.tau[j] > q * f.sd * sqrt(var)) { elim[i] = 1; break; }
+            }
+        }
+        for (int i = 0; i < nsched; i++) if (elim[i]) { alive[i] = 0; out++; }
+    }
+    rc = out;
+done:
+    free(fam);
+    free(elim);
+    if (rc >= 0 && fit) *fit = f;
+    else ranking_fit_release(&f);
+    return rc;
+}
+
+/* ---- the store ----------------------------------------------------------------------------------- */
+
+int racing_load(store *st, long long sweep_id, racing_cfg *cfg, char *err, size_t errlen) {
+    memset(cfg, 0, sizeof *cfg);
+    sqlite3_stmt *s = NULL;
+    if (sqlite3_prepare_v2(st->db, "SELECT json_extract(spec, '$.racing'), json_array_length(spec, '$.seeds'), "
+                                   "(SELECT max(value) FROM json_each(sweeps.spec, '$.seeds')) FROM sweeps WHERE id = ?1",
+                           -1, &s, NULL) != SQLITE_OK)
+        return db_fail(st, err, errlen, "racing config");
+    sqlite3_bind_int64(s, 1, sweep_id);
+    int rc = sqlite3_step(s), out = STORE_OK;
+    if (rc == SQLITE_ROW && sqlite3_column_type(s, 0) == SQLITE_TEXT) {
+        json_t *v = json_loads((const char *)sqlite3_column_text(s, 0), 0, NULL);
+        if (racing_parse(v, sqlite3_column_int(s, 1), sqlite3_column_int64(s, 2), cfg, err, errlen) < 0) out = STORE_EINVAL;
+        json_decref(v);
+    } else if (rc == SQLITE_DONE) {
+        snprintf(err, errlen, "no sweep %lld", sweep_id);
+        out = STORE_ENOTFOUND;
+    } else if (rc != SQLITE_ROW) out = db_fail(st, err, errlen, "racing config");
+    sqlite3_finalize(s);
+    return out;
+}
+
+/* The last decided round (0: none) and whether it ended the race (no next seed). */
+static int last_round(store *st, long long sweep, int *round, int *finished, char *err, size_t errlen) {
+    sqlite3_stmt *s = NULL;
+    *round = 0;
+    *finished = 0;
+    if (sqlite3_prepare_v2(st->db, "SELECT round, next_seed IS NULL FROM racing_rounds WHERE sweep_id = ?1 "
+                                   "ORDER BY round DESC LIMIT 1", -1, &s, NULL) != SQLITE_OK)
+        return db_fail(st, err, errlen, "racing rounds");
+    sqlite3_bind_int64(s, 1, sweep);
+    int step = sqlite3_step(s), rc = STORE_OK;
+    if (step == SQLITE_ROW) { *round = sqlite3_column_int(s, 0); *finished = sqlite3_column_int(s, 1); }
+    else if (step != SQLITE_DONE) rc = db_fail(st, err, errlen, "racing rounds");
+    sqlite3_finalize(s);
+    return rc;
+}
+
+/* The seed_index range of round r's jobs. */
+static void round_range(const racing_cfg *cfg, int r, int *lo, int *hi) {
+    if (r <= 1) { *lo = 0; *hi = cfg->seeds0 - 1; }
+    else *lo = *hi = cfg->seeds0 + r - 2;
+}
+
+/* The first column of sql's first row; ?1..?3 bound to a, b, c (a statement that uses fewer ignores the rest). */
+static long long count1(store *st, const char *sql, long long a, long long b, long long c, int *rc, char *err, size_t errlen) {
+    sqlite3_stmt *s = NULL;
+    long long n = -1;
+    if (sqlite3_prepare_v2(st->db, sql, -1, &s, NULL) != SQLITE_OK) { *rc = db_fail(st, err, errlen, "racing count"); return -1; }
+    sqlite3_bind_int64(s, 1, a);
+    sqlite3_bind_int64(s, 2, b);
+    sqlite3_bind_int64(s, 3, c);
+    if (sqlite3_step(s) == SQLITE_ROW) n = sqlite3_column_int64(s, 0);
+    else *rc = db_fail(st, err, errlen, "racing count");
+    sqlite3_finalize(s);
+    return n;
+}
+
+typedef struct rsched {
+    long long id;
+    int is_baseline;
+    unsigned char alive;      /* in the race going into this round */
+    unsigned char family;     /* in it with a value (decided at this round) */
+} rsched;
+
+static int sched_index(const rsched *v, int n, long long id) {
+    int lo = 0, hi = n;   /* v[] is ordered by id */
+    while (lo < hi) {
+        int mid = lo + (hi - lo) / 2;
+        if (v[mid].id < id) lo = mid + 1; else hi = mid;
+    }
+    return lo < n && v[lo].id == id ? lo : -1;
+}
+
+static void fault_point(void) {
+    const char *f = getenv("PRISM_FAULT_RACING");
+    if (f && strcmp(f, "abort") == 0) {
+        fprintf(stderr, "prism-sweep serve: PRISM_FAULT_RACING=abort: aborting inside a racing decision (test hook)\n");
+        abort();
+    }
+}
+
+/* The next round's job of schedule id with seed: a copy of its first job with train.seed replaced. */
+static int create_job(store *st, long long sweep, long long sched, long long seed, int seed_index, const halving_cfg *hv,
+                      int *created, char *err, size_t errlen) {
+    sqlite3_stmt *s = NULL;
+    char *text = NULL;
+    int rc = STORE_OK;
+    if (sqlite3_prepare_v2(st->db, "SELECT job, priority, steps, tokens_per_step FROM jobs WHERE schedule_id = ?1 "
+                                   "ORDER BY seed_index, id LIMIT 1", -1, &s, NULL) != SQLITE_OK)
+        return db_fail(st, err, errlen, "racing job template");
+    sqlite3_bind_int64(s, 1, sched);
+    if (sqlite3_step(s) != SQLITE_ROW) {
+        sqlite3_finalize(s);
+        snprintf(err, errlen, "racing: schedule %lld has no job to copy", sched);
+        return STORE_EIO;
+    }
+    json_t *job = json_loads((const char *)sqlite3_column_text(s, 0), 0, NULL);
+    int prio = sqlite3_column_int(s, 1);
+    long long steps = sqlite3_column_int64(s, 2), tps = sqlite3_column_int64(s, 3);
+    sqlite3_finalize(s);
+    s = NULL;
+    json_t *train = json_object_get(job, "train");
+    if (!json_is_object(train) || json_object_set_new(train, "seed", json_integer(seed)) < 0 ||
+        !(text = json_dumps(job, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(15)))) {
+        json_decref(job);
+        snprintf(err, errlen, "racing: schedule %lld: its job JSON has no train section", sched);
+        return STORE_EIO;
+    }
+    json_decref(job);
+    double now = store_now();
+    if (sqlite3_prepare_v2(st->db, "INSERT INTO jobs (sweep_id, schedule_id, seed, seed_index, priority, job, steps, "
+                                   "created_at, updated_at, tokens_per_step, rung, stop_at_step) VALUES (?1, ?2, ?3, ?4, ?5, "
+                                   "?6, ?7, ?8, ?8, ?9, ?10, NULL) ON CONFLICT (schedule_id, seed) DO NOTHING",
+                           -1, &s, NULL) != SQLITE_OK) {
+        free(text);
+        return db_fail(st, err, errlen, "racing job");
+    }
+    sqlite3_bind_int64(s, 1, sweep);
+    sqlite3_bind_int64(s, 2, sched);
+    sqlite3_bind_int64(s, 3, seed);
+    sqlite3_bind_int(s, 4, seed_index);
+    sqlite3_bind_int(s, 5, prio);
+    sqlite3_bind_text(s, 6, text, -1, free);
+    sqlite3_bind_int64(s, 7, steps);
+    sqlite3_bind_double(s, 8, now);
+    sqlite3_bind_int64(s, 9, tps);
+    if (hv->enabled) sqlite3_bind_int(s, 10, hv->nrungs); else sqlite3_bind_null(s, 10);   /* the full run at once */
+    if (sqlite3_step(s) == SQLITE_DONE) *created += sqlite3_changes(st->db);
+    else rc = db_fail(st, err, errlen, "racing job");
+    sqlite3_finalize(s);
+    return rc;
+}
+
+/* Decides round r (its jobs are all over). */
+static int decide_round(store *st, long long sweep, const racing_cfg *cfg, int r, char *err, size_t errlen) {
+    sqlite3_stmt *s = NULL;
+    rsched *v = NULL;
+    ranking_obs *obs = NULL;
+    int n = 0, cap = 0, nobs = 0, ocap = 0, rc = STORE_OK, step, base = -1;
+    unsigned char *alive = NULL;
+    ranking_fit fit;
+    memset(&fit, 0, sizeof fit);
+    int have_fit = 0;
+    halving_cfg hv;
+    if ((rc = halving_load(st, sweep, &hv, err, errlen)) == STORE_EIO) return rc;
+    rc = STORE_OK;
+    /* the schedules, and whether each is in the race going into round r: round 1 all; later the survivors of r − 1 */
+    if (sqlite3_prepare_v2(st->db, "SELECT sc.id, sc.is_baseline, ?2 = 1 OR EXISTS (SELECT 1 FROM racing_decisions d WHERE "
+                                   "d.sweep_id = ?1 AND d.round = ?2 - 1 AND d.schedule_id = sc.id AND d.eliminated = 0) "
+                                   "FROM schedules sc WHERE sc.sweep_id = ?1 ORDER BY sc.id", -1, &s, NULL) != SQLITE_OK)
+        return db_fail(st, err, errlen, "racing schedules");
+    sqlite3_bind_int64(s, 1, sweep);
+    sqlite3_bind_int(s, 2, r);
+    while ((step = sqlite3_step(s)) == SQLITE_ROW) {
+        if (n == cap) {
+            cap = cap ? cap * 2 : 64;
+            rsched *nn = realloc(v, (size_t)cap * sizeof *v);
+            if (!nn) { rc = STORE_EIO; snprintf(err, errlen, "out of memory"); goto out; }
+            v = nn;
+        }
+        rsched *x = &v[n++];
+        memset(x, 0, sizeof *x);
+        x->id = sqlite3_column_int64(s, 0);
+        x->is_baseline = sqlite3_column_int(s, 1);
+        x->alive = (unsigned char)sqlite3_column_int(s, 2);
+        if (x->is_baseline) base = n - 1;
+    }
+    if (step != SQLITE_DONE) { rc = db_fail(st, err, errlen, "racing schedules"); goto out; }
+    sqlite3_finalize(s);
+    s = NULL;
+    /* every finished job of the sweep (eliminated schedules' too: they inform the seed effects and the noise) */
+    if (sqlite3_prepare_v2(st->db, "SELECT j.schedule_id, j.seed, r.val_loss FROM jobs j JOIN results r ON r.job_id = j.id "
+                                   "WHERE j.sweep_id = ?1 AND j.state = 'done' AND r.val_loss IS NOT NULL", -1, &s, NULL) != SQLITE_OK) {
+        rc = db_fail(st, err, errlen, "racing results");
+        goto out;
+    }
+    sqlite3_bind_int64(s, 1, sweep);
+    while ((step = sqlite3_step(s)) == SQLITE_ROW) {
+        int i = sched_index(v, n, sqlite3_column_int64(s, 0));
+        if (i < 0) continue;
+        if (nobs == ocap) {
+            ocap = ocap ? ocap * 2 : 256;
+            ranking_obs *nn = realloc(obs, (size_t)ocap * sizeof *obs);
+            if (!nn) { rc = STORE_EIO; snprintf(err, errlen, "out of memory"); goto out; }
+            obs = nn;
+        }
+        obs[nobs++] = (ranking_obs){ i, sqlite3_column_int64(s, 1), sqlite3_column_double(s, 2), NULL, 0 };
+    }
+    if (step != SQLITE_DONE) { rc = db_fail(st, err, errlen, "racing results"); goto out; }
+    sqlite3_finalize(s);
+    s = NULL;
+
+    alive = malloc((size_t)(n ? n : 1));
+    if (!alive) { rc = STORE_EIO; snprintf(err, errlen, "out of memory"); goto out; }
+    for (int i = 0; i < n; i++) alive[i] = v[i].alive;
+    double alpha = racing_round_alpha(cfg), q = NAN;
+    int lrc = racing_look(obs, nobs, n, alive, alpha, &q, &fit);
+    if (lrc < 0) { rc = STORE_EIO; snprintf(err, errlen, lrc == -2 ? "racing: too many seeds for the blocked model" : "out of memory"); goto out; }
+    have_fit = 1;
+    int family = 0, survivors = 0;
+    for (int i = 0; i < n; i++) {
+        v[i].family = v[i].alive && fit.r[i] > 0;
+        family += v[i].family;
+        survivors += alive[i];
+    }
+    /* the decisions: every schedule of the family, eliminated or not, with its Δ vs uniform at this round */
+    double now = store_now();
+    if (sqlite3_prepare_v2(st->db, "INSERT OR IGNORE INTO racing_decisions (sweep_id, round, schedule_id, eliminated, seeds, "
+                                   "delta, ci_low, ci_high, decided_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+                           -1, &s, NULL) != SQLITE_OK) {
+        rc = db_fail(st, err, errlen, "racing decision");
+        goto out;
+    }
+    for (int i = 0; i < n; i++) {
+        if (!v[i].family) continue;
+        double d = NAN, lo = NAN, hi = NAN;
+        if (base >= 0 && i != base && fit.r[base] > 0) {
+            double var = ranking_fit_var(&fit, i, base);
+            if (isfinite(var)) {
+                d = fit.tau[i] - fit.tau[base];
+                if (fit.df > 0 && isfinite(fit.sd)) {
+                    double h = stats_t_quantile(0.975, fit.df) * fit.sd * sqrt(var);
+                    lo = d - h;
+                    hi = d + h;
+                }
+            }
+        } else if (i == base) d = 0;
+        sqlite3_reset(s);
+        sqlite3_bind_int64(s, 1, sweep);
+        sqlite3_bind_int(s, 2, r);
+        sqlite3_bind_int64(s, 3, v[i].id);
+        sqlite3_bind_int(s, 4, !alive[i]);
+        sqlite3_bind_int(s, 5, fit.r[i]);
+        if (isfinite(d)) sqlite3_bind_double(s, 6, d); else sqlite3_bind_null(s, 6);
+        if (isfinite(lo)) sqlite3_bind_double(s, 7, lo); else sqlite3_bind_null(s, 7);
+        if (isfinite(hi)) sqlite3_bind_double(s, 8, hi); else sqlite3_bind_null(s, 8);
+        sqlite3_bind_double(s, 9, now);
+        if (sqlite3_step(s) != SQLITE_DONE) { rc = db_fail(st, err, errlen, "racing decision"); goto out; }
+    }
+    sqlite3_finalize(s);
+    s = NULL;
+    /* the next round: one new seed for every survivor and the uniform baseline (same seed: the design stays paired) */
+    int seeds = cfg->seeds0 + r - 1, created = 0, next = survivors > 1 && seeds < cfg->max_seeds;
+    long long next_seed = racing_round_seed(cfg, r + 1);
+    if (next) {
+        int lo, hi;
+        round_range(cfg, r + 1, &lo, &hi);
+        for (int i = 0; i < n; i++) {
+            if (!alive[i] && i != base) continue;
+            if ((rc = create_job(st, sweep, v[i].id, next_seed, lo, &hv, &created, err, errlen)) < 0) goto out;
+        }
+    }
+    fault_point();   /* the decisions and the next round's jobs written, the round row not: nothing committed */
+    if (sqlite3_prepare_v2(st->db, "INSERT INTO racing_rounds (sweep_id, round, seeds, alpha, critical, family, survivors, "
+                                   "next_seed, jobs_created, decided_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+                           -1, &s, NULL) != SQLITE_OK) {
+        rc = db_fail(st, err, errlen, "racing round");
+        goto out;
+    }
+    sqlite3_bind_int64(s, 1, sweep);
+    sqlite3_bind_int(s, 2, r);
+    sqlite3_bind_int(s, 3, seeds);
+    sqlite3_bind_double(s, 4, alpha);
+    if (isfinite(q)) sqlite3_bind_double(s, 5, q); else sqlite3_bind_null(s, 5);
+    sqlite3_bind_int(s, 6, family);
+    sqlite3_bind_int(s, 7, survivors);
+    if (next) sqlite3_bind_int64(s, 8, next_seed); else sqlite3_bind_null(s, 8);
+    sqlite3_bind_int(s, 9, created);
+    sqlite3_bind_double(s, 10, now);
+    if (sqlite3_step(s) != SQLITE_DONE) rc = db_fail(st, err, errlen, "racing round");
+out:
+    sqlite3_finalize(s);
+    if (have_fit) ranking_fit_release(&fit);
+    free(v);
+    free(obs);
+    free(alive);
+    return rc;
+}
+
+int racing_tick(store *st, long long sweep_id, int *decided, char *err, size_t errlen) {
+    racing_cfg cfg;
+    int rc = racing_load(st, sweep_id, &cfg, err, errlen);
+    if (rc < 0 || !cfg.enabled) return rc == STORE_EINVAL ? STORE_OK : rc;
+    for (;;) {
+        int last, finished;
+        if ((rc = last_round(st, sweep_id, &last, &finished, err, errlen)) < 0) return rc;
+        if (finished || last >= cfg.looks) return STORE_OK;
+        int r = last + 1, lo, hi;
+        round_range(&cfg, r, &lo, &hi);
+        /* due when none of the round's jobs is queued, leased or paused at a halving rung */
+        long long pending = count1(st, "SELECT count(*) FROM jobs WHERE sweep_id = ?1 AND seed_index BETWEEN ?2 AND ?3 "
+                                       "AND state IN ('queued', 'leased', 'paused')", sweep_id, lo, hi, &rc, err, errlen);
+        if (rc < 0) return rc;
+        if (pending > 0) return STORE_OK;
+        if ((rc = decide_round(st, sweep_id, &cfg, r, err, errlen)) < 0) return rc;
+        (*decided)++;
+    }
+}
+
+int racing_job_done(store *st, long long job, int *decided, char *err, size_t errlen) {
+    int rc = STORE_OK;
+    long long sweep = count1(st, "SELECT sweep_id FROM jobs WHERE id = ?1", job, 0, 0, &rc, err, errlen);
+    if (rc < 0 || sweep <= 0) return rc;
+    return racing_tick(st, sweep, decided, err, errlen);
+}
+
+int racing_tick_all(store *st, int *decided, char *err, size_t errlen) {
+    /* every racing sweep, read in pages of 256 by id (a tick writes: no cursor stays open across it) */
+    long long ids[256], after = 0;
+    int rc = STORE_OK;
+    for (;;) {
+        sqlite3_stmt *s = NULL;
+        int n = 0, step;
+        if (sqlite3_prepare_v2(st->db, "SELECT id FROM sweeps WHERE id > ?1 AND json_extract(spec, '$.racing') IS NOT NULL "
+                                       "ORDER BY id LIMIT 256", -1, &s, NULL) != SQLITE_OK)
+            return db_fail(st, err, errlen, "racing sweeps");
+        sqlite3_bind_int64(s, 1, after);
+        while ((step = sqlite3_step(s)) == SQLITE_ROW) ids[n++] = sqlite3_column_int64(s, 0);
+        sqlite3_finalize(s);
+        if (step != SQLITE_DONE) return db_fail(st, err, errlen, "racing sweeps");
+        for (int i = 0; i < n && rc == STORE_OK; i++) rc = racing_tick(st, ids[i], decided, err, errlen);
+        if (rc < 0 || n < 256) return rc;
+        after = ids[n - 1];
+    }
+}
+
+/* ---- what the race spent ------------------------------------------------------------------------- */
+
+int racing_summarize(store *st, long long sweep_id, racing_summary *out, char *err, size_t errlen) {
+    memset(out, 0, sizeof *out);
+    racing_cfg cfg;
+    int rc = racing_load(st, sweep_id, &cfg, err, errlen);
+    if (rc < 0 || !cfg.enabled) return rc;
+    out->enabled = 1;
+    out->max_seeds = cfg.max_seeds;
+    out->seeds0 = cfg.seeds0;
+    out->looks = cfg.looks;
+    out->alpha = cfg.alpha;
+    out->alpha_round = racing_round_alpha(&cfg);
+    if ((rc = last_round(st, sweep_id, &out->rounds_decided, &out->finished, err, errlen)) < 0) return rc;
+    long long nsched = count1(st, "SELECT count(*) FROM schedules WHERE sweep_id = ?1", sweep_id, 0, 0, &rc, err, errlen);
+    out->jobs = count1(st, "SELECT count(*) FROM jobs WHERE sweep_id = ?1", sweep_id, 0, 0, &rc, err, errlen);
+    out->jobs_done = count1(st, "SELECT count(*) FROM jobs WHERE sweep_id = ?1 AND state = 'done'", sweep_id, 0, 0,
+                            &rc, err, errlen);
+    out->eliminated = (int)count1(st, "SELECT count(DISTINCT schedule_id) FROM racing_decisions WHERE sweep_id = ?1 AND "
+                                      "eliminated = 1", sweep_id, 0, 0, &rc, err, errlen);
+    out->survivors = out->rounds_decided == 0 ? (int)nsched
+                   : (int)count1(st, "SELECT survivors FROM racing_rounds WHERE sweep_id = ?1 AND round = ?2",
+                                 sweep_id, out->rounds_decided, 0, &rc, err, errlen);
+    out->fixed_jobs = (long long)cfg.max_seeds * nsched;
+    return rc;
+}
+
+static json_t *num_or_null(double v) { return isfinite(v) ? json_real(v) : json_null(); }
+static json_t *col_num(sqlite3_stmt *s, int c) {
+    return sqlite3_column_type(s, c) == SQLITE_NULL ? json_null() : json_real(sqlite3_column_double(s, c));
+}
+
+json_t *racing_summary_json(store *st, long long sweep_id, const racing_summary *x, char *err, size_t errlen) {
+    json_t *rounds = json_array();
+    sqlite3_stmt *s = NULL;
+    if (sqlite3_prepare_v2(st->db, "SELECT round, seeds, alpha, critical, family, survivors, next_seed, jobs_created FROM "
+                                   "racing_rounds WHERE sweep_id = ?1 ORDER BY round", -1, &s, NULL) != SQLITE_OK) {
+        db_fail(st, err, errlen, "racing rounds");
+        json_decref(rounds);
+        return NULL;
+    }
+    sqlite3_bind_int64(s, 1, sweep_id);
+    int step;
+    while ((step = sqlite3_step(s)) == SQLITE_ROW) {
+        json_t *o = json_pack("{s:i, s:i, s:f, s:o, s:i, s:i, s:i}", "round", sqlite3_column_int(s, 0), "seeds",
+                              sqlite3_column_int(s, 1), "alpha", sqlite3_column_double(s, 2), "critical", col_num(s, 3),
+                              "family", sqlite3_column_int(s, 4), "survivors", sqlite3_column_int(s, 5),
+                              "jobs_created", sqlite3_column_int(s, 7));
+        json_object_set_new(o, "next_seed", sqlite3_column_type(s, 6) == SQLITE_NULL ? json_null()
+                                            : json_integer(sqlite3_column_int64(s, 6)));
+        json_array_append_new(rounds, o);
+    }
+    sqlite3_finalize(s);
+    if (step != SQLITE_DONE) { db_fail(st, err, errlen, "racing rounds"); json_decref(rounds); return NULL; }
+    json_t *o = json_pack("{s:i, s:f, s:f, s:i, s:i, s:i, s:b, s:i, s:i, s:I, s:I, s:I, s:o}", "max_seeds", x->max_seeds,
+                          "alpha", x->alpha, "alpha_per_round", x->alpha_round, "looks", x->looks, "first_round_seeds",
+                          x->seeds0, "rounds_decided", x->rounds_decided, "finished", x->finished, "survivors",
+                          x->survivors, "eliminated", x->eliminated, "seeds_spent", (json_int_t)x->jobs, "seeds_done",
+                          (json_int_t)x->jobs_done, "fixed_design_seeds", (json_int_t)x->fixed_jobs, "rounds", rounds);
+    if (o) json_object_set_new(o, "spent_fraction", num_or_null(x->fixed_jobs > 0 ? (double)x->jobs / x->fixed_jobs : NAN));
+    return o;
+}
+
+int racing_annotate(store *st, ranking *r, char *err, size_t errlen) {
+    racing_summary sm;
+    int rc = racing_summarize(st, r->sweep_id, &sm, err, errlen);
+    if (rc < 0) return rc == STORE_EINVAL ? STORE_OK : rc;
+    if (!sm.enabled) return STORE_OK;
+    json_t *o = racing_summary_json(st, r->sweep_id, &sm, err, errlen), *by = json_object();
+    if (!o || !by) { json_decref(o); json_decref(by); return STORE_EIO; }
+    sqlite3_stmt *s = NULL;
+    if (sqlite3_prepare_v2(st->db, "SELECT schedule_id, round, eliminated, seeds, delta, ci_low, ci_high FROM racing_decisions "
+                                   "WHERE sweep_id = ?1 ORDER BY schedule_id, round", -1, &s, NULL) != SQLITE_OK) {
+        json_decref(o); json_decref(by);
+        return db_fail(st, err, errlen, "racing decisions");
+    }
+    sqlite3_bind_int64(s, 1, r->sweep_id);
+    int step;
+    while ((step = sqlite3_step(s)) == SQLITE_ROW) {
+        char key[32];
+        snprintf(key, sizeof key, "%lld", (long long)sqlite3_column_int64(s, 0));
+        json_t *h = json_object_get(by, key);
+        if (!h) { h = json_pack("{s:s, s:n, s:[]}", "status", "survivor", "eliminated_round", "rounds"); json_object_set_new(by, key, h); }
+        int round = sqlite3_column_int(s, 1), el = sqlite3_column_int(s, 2);
+        json_t *e = json_pack("{s:i, s:i, s:b, s:o, s:o, s:o}", "round", round, "seeds", sqlite3_column_int(s, 3),
+                              "eliminated", el, "delta", col_num(s, 4), "ci_low", col_num(s, 5), "ci_high", col_num(s, 6));
+        json_array_append_new(json_object_get(h, "rounds"), e);
+        if (el) {
+            json_object_set_new(h, "status", json_string("eliminated"));
+            json_object_set_new(h, "eliminated_round", json_integer(round));
+            for (int i = 0; i < r->nrows; i++) if (r->rows[i].schedule_id == sqlite3_column_int64(s, 0)) r->rows[i].race_round = round;
+        }
+    }
+    sqlite3_finalize(s);
+    if (step != SQLITE_DONE) { json_decref(o); json_decref(by); return db_fail(st, err, errlen, "racing decisions"); }
+    json_object_set_new(o, "schedules", by);
+    json_decref(r->racing);
+    r->racing = o;
+    return STORE_OK;
+}

@@ -1,0 +1,44 @@
+"""protocol_check.py LINES PRISM_OUT STEPS [TERMINAL] — checks a trainer's fd-3 lines against docs/TRAINERS.md's rules,
+independently of trainers/torch/prism_protocol.py (which must not be the judge of itself): one JSON object a line of at
+most 65536 bytes, known events and keys, finite numbers, train steps strictly increasing and below train.steps,
+checkpoint paths inside PRISM_OUT naming files that exist, exactly one terminal line and it is the last (of the kind
+TERMINAL when given). Prints the events; exit 1 naming the first violation."""
+import json, math, os, sys
+
+KEYS = {"train": {"step", "train_loss", "lr", "grad_norm", "tokens", "tok_per_s"}, "val": {"step", "val_loss", "val_loss_se"},
+        "checkpoint": {"step", "path"}, "paused": {"step", "val_loss"}, "preempted": {"step"}, "result": {"result"}}
+RESULT = {"val_loss", "train_loss", "tok_per_s", "wall_s", "params", "flops_per_token", "steps", "tokens", "heads", "device",
+          "arch", "val_loss_batches", "val_loss_se", "val_batches", "attn_distance"}
+path, out, steps = sys.argv[1], os.path.realpath(sys.argv[2]), int(sys.argv[3])
+want = sys.argv[4] if len(sys.argv) > 4 else None
+raw = open(path, "rb").read()
+assert raw.endswith(b"\n"), "the last line has no newline"
+lines = raw.split(b"\n")[:-1]
+last, terminal = -1, []
+for n, b in enumerate(lines):
+    assert len(b) + 1 <= 65536, "line %d: %d bytes" % (n, len(b) + 1)
+    o = json.loads(b.decode("utf-8"))
+    ev = o.pop("event")
+    assert ev in KEYS, "line %d: unknown event %r" % (n, ev)
+    assert set(o) <= KEYS[ev], "line %d: unknown keys %s" % (n, set(o) - KEYS[ev])
+    for k, v in o.items():
+        if isinstance(v, (int, float)) and not isinstance(v, bool):
+            assert math.isfinite(v), "line %d: %s is %r" % (n, k, v)
+    if "step" in o:
+        assert isinstance(o["step"], int) and 0 <= o["step"] <= steps, "line %d: step %r" % (n, o["step"])
+    if ev == "train":
+        assert last < o["step"] < steps, "line %d: train step %d after %d" % (n, o["step"], last)
+        last = o["step"]
+    if ev == "checkpoint":
+        p = o["path"] if os.path.isabs(o["path"]) else os.path.join(out, o["path"])
+        assert os.path.realpath(p).startswith(out + os.sep), "line %d: %s outside %s" % (n, p, out)
+        assert os.path.isfile(p), "line %d: checkpoint %s does not exist" % (n, p)
+    if ev == "result":
+        r = o["result"]
+        assert set(r) <= RESULT and {"val_loss", "steps", "tokens", "val_loss_batches"} <= set(r), sorted(r)
+        assert r["steps"] == steps and math.isfinite(r["val_loss"])
+    if ev in ("result", "paused", "preempted"):
+        terminal.append((n, ev))
+print("events:", " ".join("%s%s" % (json.loads(b)["event"], ("@%d" % json.loads(b)["step"]) if "step" in json.loads(b) else "") for b in lines))
+assert len(terminal) == 1 and terminal[0][0] == len(lines) - 1, "terminal lines %r of %d" % (terminal, len(lines))
+assert want is None or terminal[0][1] == want, "ended with %s, expected %s" % (terminal[0][1], want)

@@ -1,0 +1,191 @@
+/* test_trainer_names.c — the trainer a job names, from the spec to the lease (docs/TRAINERS.md): the job
+ * format's "trainer" key (common/job.c), the spec's (copied into every job), the lease request's filter
+ * (common/lease.c), the server's lease path that leases a job only to a worker with its trainer
+ * (orchestrator/queue.c, on a real SQLite file), and the worker's --trainer COMMAND splitting and fd-3 line
+ * checks (worker/extrun.c). */
+#include "harness.h"
+#include "extrun.h"
+#include "job.h"
+#include "lease.h"
+#include "queue.h"
+#include "spec.h"
+#include "store.h"
+#include "sweeps.h"
+#include "store_test_lib.h"
+
+#define JOB_TEXT(extra) "{\"model\": {\"n_layer\": 2, \"d_model\": 8, \"vocab_size\": 64, \"seq_len\": 16, " \
+    "\"heads\": [2, 2]}, \"data\": {\"train\": \"t*.bin\", \"val\": \"v*.bin\"}" extra "}"
+
+TEST(job_trainer_key_parsed_written_and_checked) {
+    struct job_config j;
+    char err[512];
+    ASSERT_EQ_INT(0, job_parse_json(JOB_TEXT(", \"trainer\": \"torch\""), &j, err, sizeof err));
+    ASSERT_STREQ("torch", j.trainer);
+    json_t *o = job_to_json(&j);
+    ASSERT_STREQ("torch", json_string_value(json_object_get(o, "trainer")));
+    json_decref(o);
+    job_release(&j);
+    ASSERT_EQ_INT(0, job_parse_json(JOB_TEXT(""), &j, err, sizeof err));
+    ASSERT_STREQ("", j.trainer);
+    o = job_to_json(&j);
+    ASSERT_TRUE(json_object_get(o, "trainer") == NULL);   /* the built-in engine: no key */
+    json_decref(o);
+    job_release(&j);
+    static const char *const bad[] = { JOB_TEXT(", \"trainer\": \"../x\""), JOB_TEXT(", \"trainer\": \"\""),
+                                       JOB_TEXT(", \"trainer\": 3"), JOB_TEXT(", \"trainer\": \"-x\"") };
+    for (int i = 0; i < 4; i++) {
+        ASSERT_EQ_INT(JOB_EINVAL, job_parse_json(bad[i], &j, err, sizeof err));
+        ASSERT_CONTAINS(err, "trainer: must be a trainer name");
+    }
+    ASSERT_TRUE(job_trainer_name_ok("fake.v2_x-1"));
+    ASSERT_TRUE(!job_trainer_name_ok("a b"));
+    char longname[80];
+    memset(longname, 'a', 64);
+    longname[64] = 0;
+    ASSERT_TRUE(!job_trainer_name_ok(longname));
+}
+
+#define SPEC(extra) "{ \"name\": \"tn\", \"model\": {\"n_layer\": 2, \"d_model\": 8, \"vocab_size\": 64, " \
+    "\"seq_len\": 16}, \"rules\": {\"h_base\": 2}, \"schedules\": [\"2,2\", \"1,2\"], \"seeds\": [1, 2], " \
+    "\"train\": {\"batch_size\": 2, \"steps\": 10}, \"data\": {\"train\": \"t*.bin\", \"val\": \"v*.bin\"}" extra "}"
+
+TEST(spec_trainer_key_reaches_every_job) {
+    sweep_spec sp;
+    char err[1024];
+    const char *t = SPEC(", \"trainer\": \"torch\"");
+    ASSERT_EQ_INT(0, spec_parse(t, strlen(t), &sp, err, sizeof err));
+    for (int i = 0; i < sp.n_schedules; i++) {
+        json_t *job = spec_job_json(&sp, i, 1);
+        ASSERT_STREQ("torch", json_string_value(json_object_get(job, "trainer")));
+        json_decref(job);
+    }
+    spec_release(&sp);
+    t = SPEC(", \"trainer\": \"no/slash\"");
+    ASSERT_TRUE(spec_parse(t, strlen(t), &sp, err, sizeof err) < 0);
+    ASSERT_CONTAINS(err, "trainer: must be a trainer name");
+}
+
+TEST(lease_filter_request_keys) {
+    lease_filter f;
+    char err[256];
+    json_t *b = json_loads("{\"worker_id\": 1, \"trainers\": [\"torch\", \"fake\"], \"builtin\": false}", 0, NULL);
+    ASSERT_EQ_INT(LEASE_OK, lease_filter_from_json(b, &f, err, sizeof err));
+    ASSERT_EQ_INT(2, f.ntrainers);
+    ASSERT_EQ_INT(0, f.builtin);
+    ASSERT_STREQ("fake", f.names[1]);
+    json_decref(b);
+    b = json_loads("{\"worker_id\": 1}", 0, NULL);   /* an older worker: the built-in engine only */
+    ASSERT_EQ_INT(LEASE_OK, lease_filter_from_json(b, &f, err, sizeof err));
+    ASSERT_EQ_INT(0, f.ntrainers);
+    ASSERT_EQ_INT(1, f.builtin);
+    json_decref(b);
+    static const char *const bad[][2] = {
+        { "{\"trainers\": \"torch\"}", "trainers: must be an array" },
+        { "{\"trainers\": [\"a\", \"a\"]}", "trainers[1]: \"a\" repeats trainers[0]" },
+        { "{\"trainers\": [1]}", "trainers[0]: must be a trainer name" },
+        { "{\"builtin\": 0}", "builtin: must be true or false" },
+    };
+    for (int i = 0; i < 4; i++) {
+        b = json_loads(bad[i][0], 0, NULL);
+        ASSERT_EQ_INT(LEASE_EINVAL, lease_filter_from_json(b, &f, err, sizeof err));
+        ASSERT_CONTAINS(err, bad[i][1]);
+        ASSERT_EQ_INT(1, f.builtin);
+        json_decref(b);
+    }
+}
+
+/* One sweep of trainer "torch", one of the built-in engine: who gets which. */
+TEST(queue_leases_only_what_the_worker_can_train) {
+    char path[4200], err[1024];
+    snprintf(path, sizeof path, "%s/t.db", harness_tmpdir());
+    store *st;
+    if (store_open(path, &st, err, sizeof err) != 0) HFAIL("store_open: %s", err);
+    sweeps_created c;
+    const char *t1 = SPEC(", \"trainer\": \"torch\"");
+    if (sweeps_create_json(st, t1, strlen(t1), &c, err, sizeof err) != 0) HFAIL("create: %s", err);
+    char t2[2048];
+    snprintf(t2, sizeof t2, "%s", SPEC(""));
+    memcpy(strstr(t2, "\"tn\""), "\"tb\"", 4);
+    if (sweeps_create_json(st, t2, strlen(t2), &c, err, sizeof err) != 0) HFAIL("create: %s", err);
+    queue q;
+    queue_init(&q, st, 60, 3);
+    long long wid;
+    ASSERT_EQ_INT(0, store_begin(st));
+    ASSERT_EQ_INT(0, queue_register(&q, "w", "h", "[\"cpu\"]", &wid));
+    lease_filter none, torch, other;
+    lease_filter_init(&none);
+    none.builtin = 0;
+    lease_filter_init(&other);
+    other.builtin = 0;
+    snprintf(other.names[other.ntrainers++], sizeof other.names[0], "jax");
+    lease_filter_init(&torch);
+    torch.builtin = 0;
+    snprintf(torch.names[torch.ntrainers++], sizeof torch.names[0], "torch");
+    json_t *o = NULL;
+    ASSERT_EQ_INT(QUEUE_EMPTY, queue_lease_for(&q, wid, "cpu", &none, &o));
+    ASSERT_EQ_INT(QUEUE_EMPTY, queue_lease_for(&q, wid, "cpu", &other, &o));
+    for (int i = 0; i < 4; i++) {   /* the 4 torch jobs, and only them */
+        ASSERT_EQ_INT(QUEUE_OK, queue_lease_for(&q, wid, "0,1", &torch, &o));
+        ASSERT_STREQ("torch", json_string_value(json_object_get(json_object_get(o, "job"), "trainer")));
+        json_decref(o);
+    }
+    ASSERT_EQ_INT(QUEUE_EMPTY, queue_lease_for(&q, wid, "0,1", &torch, &o));
+    for (int i = 0; i < 4; i++) {   /* queue_lease: the built-in engine's 4 */
+        ASSERT_EQ_INT(QUEUE_OK, queue_lease(&q, wid, "cpu", &o));
+        ASSERT_TRUE(json_object_get(json_object_get(o, "job"), "trainer") == NULL);
+        json_decref(o);
+    }
+    ASSERT_EQ_INT(QUEUE_EMPTY, queue_lease(&q, wid, "cpu", &o));
+    ASSERT_EQ_INT(0, store_commit(st));
+    ASSERT_EQ_INT(8, qv(st, "SELECT count(*) FROM jobs WHERE state = 'leased'"));
+    queue_release(&q);
+    store_close(st);
+}
+
+TEST(command_split_without_a_shell) {
+    char **argv, err[256];
+    ASSERT_EQ_INT(5, extrun_split_command("python3  'a b' \"c \\\" d\" e\\ f $HOME", &argv, err, sizeof err));
+    ASSERT_STREQ("python3", argv[0]);
+    ASSERT_STREQ("a b", argv[1]);
+    ASSERT_STREQ("c \" d", argv[2]);
+    ASSERT_STREQ("e f", argv[3]);
+    ASSERT_STREQ("$HOME", argv[4]);   /* no expansion */
+    ASSERT_TRUE(argv[5] == NULL);
+    extrun_free_argv(argv);
+    ASSERT_EQ_INT(-1, extrun_split_command("   ", &argv, err, sizeof err));
+    ASSERT_CONTAINS(err, "empty");
+    ASSERT_EQ_INT(-1, extrun_split_command("x \"y", &argv, err, sizeof err));
+    ASSERT_CONTAINS(err, "unclosed \"");
+    ASSERT_EQ_INT(-1, extrun_split_command("x\\", &argv, err, sizeof err));
+    ASSERT_CONTAINS(err, "backslash");
+    extrun_set set;
+    const char *specs[] = { "a=x", "a=y" };
+    ASSERT_EQ_INT(-1, extrun_set_parse(&set, specs, 2, 10, 1, err, sizeof err));
+    ASSERT_CONTAINS(err, "--trainer a: given twice");
+}
+
+TEST(protocol_lines_checked) {
+    extrun_limits lim = { 10 };
+    extrun_line l;
+    char err[1024];
+    const char *ok = "{\"event\":\"val\",\"step\":10,\"val_loss\":3.5,\"val_loss_se\":0.02}";
+    ASSERT_EQ_INT(EXTRUN_EV_VAL, extrun_parse_line(ok, strlen(ok), &lim, &l, err, sizeof err));
+    ASSERT_TRUE(json_real_value(json_object_get(l.row, "val_loss_se")) == 0.02);
+    extrun_line_release(&l);
+    static const char *const bad[][2] = {
+        { "{\"event\":\"train\",\"step\":10,\"train_loss\":1}", "train: step: 10 is outside 0..9" },
+        { "{\"event\":\"train\",\"step\":1,\"train_loss\":\"x\"}", "train: train_loss: must be a number" },
+        { "{\"event\":\"train\",\"step\":1}", "train: train_loss: required" },
+        { "{\"event\":\"val\",\"step\":1,\"val_loss\":1,\"val_loss_se\":-1}", "val_loss_se: must be a finite number >= 0" },
+        { "{\"step\":1}", "event: required string" },
+        { "[1]", "must be a JSON object" },
+        { "{\"event\":\"result\",\"result\":{\"val_loss\":1,\"steps\":9}}", "result.steps: must be the job's train.steps 10" },
+        { "{\"event\":\"checkpoint\",\"step\":1,\"path\":7}", "checkpoint: path: must be a non-empty path" },
+    };
+    for (int i = 0; i < 8; i++) {
+        ASSERT_EQ_INT(-1, extrun_parse_line(bad[i][0], strlen(bad[i][0]), &lim, &l, err, sizeof err));
+        ASSERT_CONTAINS(err, bad[i][1]);
+    }
+    const char *nan = "{\"event\":\"train\",\"step\":1,\"train_loss\":Infinity}";
+    ASSERT_EQ_INT(EXTRUN_ENAN, extrun_parse_line(nan, strlen(nan), &lim, &l, err, sizeof err));
+}

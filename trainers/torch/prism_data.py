@@ -1,0 +1,314 @@
+"""prism_data — the job's defaults, llm.c token shards in the built-in engine's order, and the project's model files.
+
+Design. Everything here is a re-derivation of C code that defines what a seed and a model file mean, so the two
+trainers agree token for token and weight for weight: job defaults (common/job.c job_init), the data order
+(worker/train.c's loader: windows of T+1 tokens at offsets k*T in each shard, micro-batch p = windows p*B .. p*B+B-1
+of the epoch order, a Fisher-Yates permutation per (seed, epoch) drawn with util_mix64; docs/FORMATS.md "Data
+order"), the seed init (kernels/model.c: SplitMix64 -> Box-Muller in llm.c tensor order) and the model files
+(docs/FORMATS.md, kernels/checkpoint.c). numpy only; no torch here.
+"""
+import glob
+import math
+import os
+
+import numpy as np
+
+M64 = (1 << 64) - 1
+GOLDEN = 0x9E3779B97F4A7C15
+SHARD_MAGIC, SHARD_VERSION = 20240520, 1
+GPT2_MAGIC, GPT2_VERSION = 20240326, 3
+LLAMA_MAGIC, LLAMA_VERSION = 20260629, 1
+
+
+class JobError(Exception):
+    """Bad job, data or model file; the message names the key or file (exit 2)."""
+
+
+# ---- the job ----------------------------------------------------------------------------------------
+DEFAULTS = {
+    "model": {"arch": "gpt2", "init": None},
+    "train": {"batch_size": 8, "grad_accum": 1, "steps": 100, "lr": 6e-4, "lr_schedule": "cosine", "warmup_steps": 0,
+              "min_lr_frac": 0.1, "beta1": 0.9, "beta2": 0.95, "eps": 1e-8, "weight_decay": 0.1, "grad_clip": 1.0,
+              "seed": 1337, "shuffle": True, "checkpoint_every": 0},
+    "eval": {"every": 0, "batches": 4, "attn_distance": False, "tasks": []},
+    "data": {},
+}
+KNOWN = {
+    "model": ("n_layer", "d_model", "vocab_size", "padded_vocab_size", "seq_len", "heads", "init", "arch", "ffn_hidden",
+              "rope_theta"),
+    "train": tuple(DEFAULTS["train"]) + ("seq_len",),
+    "eval": ("every", "batches", "attn_distance", "tasks"),
+    "data": ("train", "val"),
+}
+REQUIRED = {"model": ("n_layer", "d_model", "vocab_size", "seq_len", "heads"), "data": ("train", "val")}
+
+
+def llama_default_ffn(C):
+    h = (8 * C + 2) // 3
+    return (h + 63) // 64 * 64
+
+
+def job_normalize(raw):
+    """The job with every default written out (common/job.c), or JobError naming the key."""
+    if not isinstance(raw, dict):
+        raise JobError("job: expected a JSON object")
+    job = {}
+    for sec, val in raw.items():
+        if sec == "trainer":
+            continue
+        if sec not in KNOWN:
+            raise JobError("%s: unknown key (a job has model, train, eval, data, trainer)" % sec)
+        if not isinstance(val, dict):
+            raise JobError("%s: expected an object" % sec)
+        for k in val:
+            if k not in KNOWN[sec]:
+                raise JobError("%s.%s: unknown key (known: %s)" % (sec, k, " ".join(KNOWN[sec])))
+    for sec in KNOWN:
+        job[sec] = dict(DEFAULTS[sec])
+        job[sec].update(raw.get(sec, {}))
+        for k in REQUIRED.get(sec, ()):
+            if k not in raw.get(sec, {}):
+                raise JobError("%s.%s: required" % (sec, k))
+    m, t, e = job["model"], job["train"], job["eval"]
+    if m["arch"] not in ("gpt2", "llama"):
+        raise JobError('model.arch: expected "gpt2" or "llama", got %r' % m["arch"])
+    m.setdefault("padded_vocab_size", (m["vocab_size"] + 127) // 128 * 128)
+    if m["arch"] == "llama":
+        m.setdefault("ffn_hidden", llama_default_ffn(m["d_model"]))
+        m.setdefault("rope_theta", 10000)
+    else:
+        for k in ("ffn_hidden", "rope_theta"):
+            if k in m:
+                raise JobError('model.%s: only for model.arch "llama" (this job is "gpt2")' % k)
+    t.setdefault("seq_len", m["seq_len"])
+    if len(m["heads"]) != m["n_layer"]:
+        raise JobError("model.heads: has %d entries but model.n_layer is %d" % (len(m["heads"]), m["n_layer"]))
+    for l, h in enumerate(m["heads"]):
+        if h < 1 or m["d_model"] % h:
+            raise JobError("model.heads[%d]: %d does not divide model.d_model %d" % (l, h, m["d_model"]))
+        if m["arch"] == "llama" and (m["d_model"] // h) % 2:
+            raise JobError("model.heads[%d]: head size %d is odd; llama (RoPE) needs an even head size" % (l, m["d_model"] // h))
+    if not 1 <= t["seq_len"] <= m["seq_len"]:
+        raise JobError("train.seq_len: must be between 1 and model.seq_len (%d), got %d" % (m["seq_len"], t["seq_len"]))
+    if e["batches"] == "all":
+        e["batches"] = 0
+    if e.get("tasks"):
+        raise JobError("eval.tasks: zero-shot tasks are not implemented by the torch reference trainer; run this job on "
+                       "the built-in engine (drop \"trainer\") or remove eval.tasks")
+    return job
+
+
+# ---- the data order (worker/train.c) ------------------------------------------------------------------
+def mix64(z):
+    """common/util.c util_mix64 (SplitMix64's finalizer after adding the golden ratio)."""
+    z = (z + GOLDEN) & M64
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & M64
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & M64
+    return z ^ (z >> 31)
+
+
+def open_shard(path):
+    size = os.path.getsize(path)
+    if size < 1024:
+        raise JobError("%s: %d bytes, shorter than the 1024-byte llm.c shard header" % (path, size))
+    hdr = np.fromfile(path, dtype="<i4", count=256)
+    if hdr[0] != SHARD_MAGIC:
+        raise JobError("%s: bad magic: the header does not start with %d (not an llm.c token shard)" % (path, SHARD_MAGIC))
+    if hdr[1] != SHARD_VERSION:
+        raise JobError("%s: unsupported version: expected %d (uint16 tokens)" % (path, SHARD_VERSION))
+    n = int(hdr[2])
+    if n < 0 or size != 1024 + 2 * n:
+        raise JobError("%s: file is %d bytes but the header says %d tokens" % (path, size, n))
+    return np.memmap(path, dtype="<u2", mode="r", offset=1024, shape=(n,)) if n else np.zeros(0, np.uint16)
+
+
+class Loader:
+    """Micro-batch `pos` of B windows of T+1 tokens, exactly as worker/train.c's loader_batch reads it."""
+
+    def __init__(self, what, pattern, B, T, shuffle, seed, vocab):
+        paths = sorted(glob.glob(pattern))
+        if not paths:
+            raise JobError("%s: %s: no token shards match (check the path and the data root)" % (what, pattern))
+        self.what, self.paths, self.B, self.T, self.V = what, paths, B, T, vocab
+        self.shards = [open_shard(p) for p in paths]
+        self.cum = [0]
+        for s in self.shards:
+            self.cum.append(self.cum[-1] + ((len(s) - 1) // T if len(s) > T else 0))
+        self.nwin = self.cum[-1]
+        if self.nwin == 0:
+            raise JobError("%s: %s holds %d tokens; each shard needs at least T+1 = %d tokens"
+                           % (what, pattern, sum(len(s) for s in self.shards), T + 1))
+        self.shuffle, self.seed = bool(shuffle), int(seed) & M64
+        self.perm, self.perm_epoch = None, None
+
+    def _draw_perm(self, epoch):
+        s = mix64(self.seed ^ mix64((epoch + 0x44415441) & M64))   # "DATA"
+        perm = list(range(self.nwin))
+        for i in range(self.nwin - 1, 0, -1):
+            s = mix64(s)
+            j = s % (i + 1)
+            perm[i], perm[j] = perm[j], perm[i]
+        self.perm, self.perm_epoch = np.array(perm, dtype=np.int64), epoch
+
+    def window(self, w):
+        lo = int(np.searchsorted(self.cum, w, side="right")) - 1
+        off = (w - self.cum[lo]) * self.T
+        tok = np.asarray(self.shards[lo][off:off + self.T + 1], dtype=np.int64)
+        if (tok >= self.V).any():
+            t = int(np.argmax(tok >= self.V))
+            raise JobError("%s: %s: the token at position %d is outside the vocabulary (model.vocab_size %d)"
+                           % (self.what, self.paths[lo], off + t, self.V))
+        return tok
+
+    def batch(self, pos):
+        """(B, T+1) int64: row b is window (pos*B + b) of the epoch order; inputs = [:, :-1], targets = [:, 1:]."""
+        rows = []
+        for b in range(self.B):
+            g = pos * self.B + b
+            w = g % self.nwin
+            if self.shuffle:
+                e = g // self.nwin
+                if e != self.perm_epoch:
+                    self._draw_perm(e)
+                w = int(self.perm[w])
+            rows.append(self.window(w))
+        return np.stack(rows)
+
+
+# ---- tensors in llm.c order ---------------------------------------------------------------------------
+def tensor_shapes(job):
+    """[(name, shape)] in the model file's order (kernels/model.c model_param_sizes)."""
+    m = job["model"]
+    L, C, Vp, maxT = m["n_layer"], m["d_model"], m["padded_vocab_size"], m["seq_len"]
+    if m["arch"] == "llama":
+        H = m["ffn_hidden"]
+        return [("wte", (Vp, C)), ("attnormw", (L, C)), ("qkvw", (L, 3 * C, C)), ("attprojw", (L, C, C)),
+                ("mlpnormw", (L, C)), ("fcw", (L, H, C)), ("fcgw", (L, H, C)), ("fcprojw", (L, C, H)), ("normfw", (C,))]
+    return [("wte", (Vp, C)), ("wpe", (maxT, C)), ("ln1w", (L, C)), ("ln1b", (L, C)), ("qkvw", (L, 3 * C, C)),
+            ("qkvb", (L, 3 * C)), ("attprojw", (L, C, C)), ("attprojb", (L, C)), ("ln2w", (L, C)), ("ln2b", (L, C)),
+            ("fcw", (L, 4 * C, C)), ("fcb", (L, 4 * C)), ("fcprojw", (L, C, 4 * C)), ("fcprojb", (L, C)),
+            ("lnfw", (C,)), ("lnfb", (C,))]
+
+
+def num_params(job):
+    return sum(int(np.prod(s)) for _, s in tensor_shapes(job))
+
+
+def flops_per_token(job):
+    m = job["model"]
+    L, C, V, T = m["n_layer"], m["d_model"], m["vocab_size"], job["train"]["seq_len"]
+    mm = L * 12.0 * C * C + float(V) * C
+    if m["arch"] == "llama":
+        mm = L * (4.0 * C * C + 3.0 * m["ffn_hidden"] * C) + float(V) * C
+    return 6.0 * mm + 6.0 * L * T * C
+
+
+def _fill_normal(n, std, state):
+    """kernels/model.c fill_normal: pairs of SplitMix64 outputs -> Box-Muller; returns (values, new state)."""
+    out = np.empty(n, dtype=np.float32)
+    pairs = (n + 1) // 2
+    chunk = 1 << 22
+    G = np.uint64(GOLDEN)
+    for p0 in range(0, pairs, chunk):
+        p1 = min(pairs, p0 + chunk)
+        k = np.arange(2 * p0 + 1, 2 * p1 + 1, dtype=np.uint64)
+        with np.errstate(over="ignore"):
+            z = np.uint64(state) + k * G
+            z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+            z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+        z = z ^ (z >> np.uint64(31))
+        a, b = z[0::2], z[1::2]
+        u1 = ((a >> np.uint64(11)).astype(np.float64) + 1.0) * (1.0 / 9007199254740993.0)
+        u2 = (b >> np.uint64(11)).astype(np.float64) * (1.0 / 9007199254740992.0)
+        r, th = np.sqrt(-2.0 * np.log(u1)), 2.0 * math.pi * u2
+        c = (r * np.cos(th) * std).astype(np.float32)
+        s = (r * np.sin(th) * std).astype(np.float32)
+        i0 = 2 * p0
+        out[i0:2 * p1:2] = c
+        nodd = len(out[i0 + 1:2 * p1:2])
+        out[i0 + 1:2 * p1:2] = s[:nodd]
+    return out, (state + 2 * pairs * GOLDEN) & M64
+
+
+def init_from_seed(job):
+    """kernels/model.c model_init_params: the built-in engine's weights for train.seed, as numpy arrays."""
+    m = job["model"]
+    L, C, V = m["n_layer"], m["d_model"], m["vocab_size"]
+    state = (int(job["train"]["seed"]) ^ 0x5052495332303236) & M64   # "PRIS2026"
+    resid = 0.02 / math.sqrt(2.0 * L)
+    out = []
+    llama = m["arch"] == "llama"
+    for i, (name, shape) in enumerate(tensor_shapes(job)):
+        n = int(np.prod(shape))
+        if (llama and i in (1, 4, 8)) or (not llama and i in (2, 8, 14)):
+            a = np.ones(n, np.float32)
+        elif llama or i in (0, 1, 4, 10, 6, 12):
+            std = resid if (llama and i in (3, 7)) or (not llama and i in (6, 12)) else 0.02
+            a, state = _fill_normal(n, std, state)
+        else:
+            a = np.zeros(n, np.float32)
+        out.append(a.reshape(shape))
+    out[0][V:] = 0
+    return out
+
+
+def read_model_file(path, job):
+    """The model file's tensors (numpy, llm.c order) after checking its header against the job (message names the slot)."""
+    m = job["model"]
+    try:
+        size = os.path.getsize(path)
+    except OSError as e:
+        raise JobError("model.init: %s: %s" % (path, e.strerror))
+    if size < 1024:
+        raise JobError("model.init: %s: %d bytes, shorter than the 1024-byte header" % (path, size))
+    h = np.fromfile(path, dtype="<i4", count=256)
+    llama = m["arch"] == "llama"
+    magic, version = (LLAMA_MAGIC, LLAMA_VERSION) if llama else (GPT2_MAGIC, GPT2_VERSION)
+    if h[0] != magic:
+        other = "llama" if h[0] == LLAMA_MAGIC else "gpt2" if h[0] == GPT2_MAGIC else None
+        if other:
+            raise JobError('model.init: %s is a %s model file but the job has model.arch "%s"' % (path, other, m["arch"]))
+        raise JobError("model.init: %s: bad magic %d in header slot 0" % (path, h[0]))
+    if h[1] != version:
+        raise JobError("model.init: %s: header slot 1 (version) is %d, expected %d (float32)" % (path, h[1], version))
+    want = [("maxT", 2, m["seq_len"]), ("vocab_size", 3, m["vocab_size"]), ("n_layer", 4, m["n_layer"]),
+            ("d_model", 6, m["d_model"]), ("padded_vocab_size", 7, m["padded_vocab_size"])]
+    if llama:
+        want += [("ffn_hidden", 8, m["ffn_hidden"]), ("rope_theta", 9, m["rope_theta"])]
+    for name, slot, v in want:
+        if h[slot] != v:
+            raise JobError("model.init: %s: header slot %d (%s) is %d but the job has %d" % (path, slot, name, h[slot], v))
+    shapes = tensor_shapes(job)
+    total = sum(int(np.prod(s)) for _, s in shapes)
+    if size != 1024 + 4 * total:
+        raise JobError("model.init: %s: file is %d bytes but its header implies %d" % (path, size, 1024 + 4 * total))
+    flat = np.fromfile(path, dtype="<f4", offset=1024, count=total)
+    out, off = [], 0
+    for _, s in shapes:
+        n = int(np.prod(s))
+        out.append(flat[off:off + n].reshape(s).copy())
+        off += n
+    return out
+
+
+def write_model_file(path, job, tensors):
+    """The final weights in the project's model file format (what the built-in writes as model.bin)."""
+    m = job["model"]
+    h = np.zeros(256, dtype="<i4")
+    L = m["n_layer"]
+    if m["arch"] == "llama":
+        h[:10] = [LLAMA_MAGIC, LLAMA_VERSION, m["seq_len"], m["vocab_size"], L, m["heads"][-1], m["d_model"],
+                  m["padded_vocab_size"], m["ffn_hidden"], m["rope_theta"]]
+        h[16:16 + L] = m["heads"]
+    else:
+        h[:8] = [GPT2_MAGIC, GPT2_VERSION, m["seq_len"], m["vocab_size"], L, m["heads"][-1], m["d_model"],
+                 m["padded_vocab_size"]]
+        h[8:8 + L] = m["heads"]
+    tmp = path + ".tmp"
+    with open(tmp, "wb") as f:
+        f.write(h.tobytes())
+        for t in tensors:
+            f.write(np.ascontiguousarray(t, dtype="<f4").tobytes())
+        f.flush()
+        os.fsync(f.fileno())
+    os.rename(tmp, path)

@@ -1,0 +1,223 @@
+"""prism_protocol — speak prism-sweep's external-trainer protocol from your own training script.
+
+Design. A worker started with `prism-worker --trainer NAME=COMMAND` runs COMMAND with the environment below and
+reads one JSON object per line from the trainer's fd 3 (docs/TRAINERS.md is the contract). This module is the
+trainer side of that contract and nothing else: it reads the environment, checks every line before it is written
+(the same rules the worker enforces, so a mistake fails here with a Python traceback naming it instead of as a
+failed job), writes checkpoints atomically inside PRISM_OUT, and turns SIGTERM into a flag the training loop polls.
+Under torchrun only rank 0 writes lines (the others' calls are no-ops), and where torchrun closed fd 3 the launcher's
+FIFO (PRISM_PROTOCOL_FIFO, set by trainers/torch/train.py) takes its place.
+
+    import prism_protocol as pp
+    run = pp.Run()                       # reads PRISM_JOB, PRISM_OUT, PRISM_RESUME, PRISM_STOP_AT_STEP, ...
+    run.install_sigterm()                # SIGTERM -> run.stop_requested (finish the step, checkpoint, preempted)
+    job = run.job                        # the job JSON as the lease gave it (a dict)
+    for step in range(start, steps):
+        if run.stop_requested: path = run.save(state, step); run.checkpoint(step, path); run.preempted(step); exit(0)
+        ...
+        run.train(step, loss, lr=lr, grad_norm=gn, tokens=(step + 1) * tokens_per_step, tok_per_s=tps)
+    run.val(steps, val_loss, val_loss_se)
+    run.result({...})                    # the keys of the built-in engine's result.json
+
+Environment: PRISM_JOB (path of the job JSON), PRISM_OUT (the job's directory, absolute), PRISM_RESUME (a checkpoint
+this trainer reported earlier, or empty), PRISM_STOP_AT_STEP (0 = the job's train.steps), PRISM_DEVICES (`cpu` or
+CUDA ordinals `0,1`), PRISM_DATA_ROOT (the job's relative data paths resolve against it).
+"""
+import json
+import math
+import os
+import signal
+import tempfile
+
+MAX_LINE = 65536
+TERMINAL = ("result", "paused", "preempted")
+# event -> (required keys, optional keys); every value but "event" and "path"/"result" is a finite number
+EVENTS = {
+    "train": (("step", "train_loss"), ("lr", "grad_norm", "tokens", "tok_per_s")),
+    "val": (("step", "val_loss"), ("val_loss_se",)),
+    "checkpoint": (("step", "path"), ()),
+    "paused": (("step", "val_loss"), ()),
+    "preempted": (("step",), ()),
+    "result": (("result",), ()),
+}
+INT_KEYS = ("step", "tokens")
+
+
+class ProtocolError(Exception):
+    """A line that the worker would refuse (the message names the event and the key)."""
+
+
+def _env_int(name, default=0):
+    v = os.environ.get(name, "")
+    if v == "":
+        return default
+    try:
+        return int(v)
+    except ValueError:
+        raise ProtocolError("%s: expected an integer, got %r" % (name, v))
+
+
+def rank():
+    """This process's rank under torchrun (0 when not distributed)."""
+    return int(os.environ.get("RANK", "0"))
+
+
+class Run:
+    """One protocol session: the environment, the job, the line writer and the stop flag."""
+
+    def __init__(self, environ=None, out_fd=3):
+        env = os.environ if environ is None else environ
+        self.job_path = env.get("PRISM_JOB", "")
+        self.out = env.get("PRISM_OUT", "")
+        if not self.job_path:
+            raise ProtocolError("PRISM_JOB is not set: run this trainer through prism-worker --trainer NAME=COMMAND, or set "
+                                "PRISM_JOB (the job JSON) and PRISM_OUT (its directory) and open fd 3 (3>lines.jsonl)")
+        if not self.out or not os.path.isabs(self.out):
+            raise ProtocolError("PRISM_OUT must be the job's directory as an absolute path, got %r" % self.out)
+        with open(self.job_path) as f:
+            self.job = json.load(f)
+        self.resume = env.get("PRISM_RESUME", "") or None
+        self.stop_at_step = _env_int("PRISM_STOP_AT_STEP", 0)
+        self.devices = env.get("PRISM_DEVICES", "") or "cpu"
+        self.data_root = env.get("PRISM_DATA_ROOT", "") or os.getcwd()
+        self.steps = int(self.job.get("train", {}).get("steps", 100))
+        if self.stop_at_step < 0 or (self.stop_at_step and self.stop_at_step >= self.steps):
+            raise ProtocolError("PRISM_STOP_AT_STEP: %d must be 0 or in 1..train.steps-1 (%d)" % (self.stop_at_step, self.steps - 1))
+        self.stop_requested = False
+        self.last_train_step = -1
+        self.done = False
+        self._fh = None
+        if rank() == 0:
+            fifo = env.get("PRISM_PROTOCOL_FIFO", "")
+            try:
+                self._fh = open(fifo, "w", buffering=1) if fifo else os.fdopen(os.dup(out_fd), "w", buffering=1)
+            except OSError as e:
+                raise ProtocolError("fd %d (the protocol pipe) is not open (%s): prism-worker opens it; run by hand with "
+                                    "3>lines.jsonl" % (out_fd, e))
+        os.makedirs(self.out, exist_ok=True)
+
+    # ---- signals ------------------------------------------------------------------------------------
+    def install_sigterm(self):
+        """SIGTERM sets stop_requested: the loop finishes its step, checkpoints and calls preempted()."""
+        def on_term(signum, frame):
+            self.stop_requested = True
+        signal.signal(signal.SIGTERM, on_term)
+
+    # ---- paths --------------------------------------------------------------------------------------
+    def data_path(self, p):
+        """A job path (data glob, model.init) as the built-in engine opens it: relative ones under PRISM_DATA_ROOT."""
+        return p if os.path.isabs(p) else os.path.join(self.data_root, p)
+
+    def checkpoint_path(self, step):
+        """Where the checkpoint after `step` steps goes: PRISM_OUT/ckpt/step_NNNNNN.pt."""
+        return os.path.join(self.out, "ckpt", "step_%06d.pt" % step)
+
+    def inside_out(self, path):
+        full = os.path.realpath(path if os.path.isabs(path) else os.path.join(self.out, path))
+        root = os.path.realpath(self.out)
+        return full.startswith(root + os.sep)
+
+    def save(self, write, step):
+        """Writes the checkpoint for `step` with write(file_object) to a temporary name, fsyncs and renames it;
+        returns its path (complete when this returns, as a checkpoint line requires)."""
+        path = self.checkpoint_path(step)
+        d = os.path.dirname(path)
+        os.makedirs(d, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=d)
+        try:
+            with os.fdopen(fd, "wb") as f:
+                write(f)
+                f.flush()
+                os.fsync(f.fileno())
+            os.rename(tmp, path)
+        except BaseException:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+            raise
+        dfd = os.open(d, os.O_RDONLY)
+        try:
+            os.fsync(dfd)
+        finally:
+            os.close(dfd)
+        return path
+
+    # ---- lines --------------------------------------------------------------------------------------
+    def _check(self, obj):
+        ev = obj.get("event")
+        if ev not in EVENTS:
+            raise ProtocolError("event %r: unknown (known: %s)" % (ev, " ".join(EVENTS)))
+        req, opt = EVENTS[ev]
+        for k in obj:
+            if k != "event" and k not in req and k not in opt:
+                raise ProtocolError("%s.%s: unknown key (known: %s)" % (ev, k, " ".join(req + opt)))
+        for k in req:
+            if obj.get(k) is None:
+                raise ProtocolError("%s.%s: required" % (ev, k))
+        for k, v in obj.items():
+            if k in ("event", "path", "result") or v is None:
+                continue
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+                raise ProtocolError("%s.%s: must be a finite number, got %r" % (ev, k, v))
+            if k in INT_KEYS and not isinstance(v, int):
+                raise ProtocolError("%s.%s: must be an integer, got %r" % (ev, k, v))
+        if "step" in obj:
+            s = obj["step"]
+            if s < 0 or s > self.steps:
+                raise ProtocolError("%s.step: %d is outside 0..train.steps (%d)" % (ev, s, self.steps))
+            if ev == "train":
+                if s <= self.last_train_step:
+                    raise ProtocolError("train.step: %d does not increase (last %d)" % (s, self.last_train_step))
+                if s >= self.steps:
+                    raise ProtocolError("train.step: %d is past the last step %d" % (s, self.steps - 1))
+        if ev == "checkpoint":
+            p = obj["path"]
+            if not isinstance(p, str) or not self.inside_out(p):
+                raise ProtocolError("checkpoint.path: %r is not inside PRISM_OUT (%s)" % (p, self.out))
+            if not os.path.isfile(p if os.path.isabs(p) else os.path.join(self.out, p)):
+                raise ProtocolError("checkpoint.path: %s does not exist (write it completely before the line)" % p)
+        if ev == "result":
+            r = obj["result"]
+            if not isinstance(r, dict) or not isinstance(r.get("val_loss"), (int, float)) or not math.isfinite(r["val_loss"]):
+                raise ProtocolError("result.result: must be an object with a finite val_loss")
+        if self.done:
+            raise ProtocolError("%s: a line after the terminal one" % ev)
+
+    def emit(self, obj):
+        """Checks obj against the protocol and writes it as one line (rank 0 only)."""
+        self._check(obj)
+        line = json.dumps(obj, separators=(",", ":"), allow_nan=False) + "\n"
+        if len(line.encode("utf-8")) > MAX_LINE:
+            raise ProtocolError("%s: line of %d bytes exceeds %d" % (obj["event"], len(line), MAX_LINE))
+        if obj["event"] == "train":
+            self.last_train_step = obj["step"]
+        if obj["event"] in TERMINAL:
+            self.done = True
+        if self._fh is not None:
+            self._fh.write(line)
+            self._fh.flush()
+
+    def train(self, step, train_loss, **kw):
+        self.emit(dict(event="train", step=step, train_loss=float(train_loss), **{k: v for k, v in kw.items() if v is not None}))
+
+    def val(self, step, val_loss, val_loss_se=None):
+        o = dict(event="val", step=step, val_loss=float(val_loss))
+        if val_loss_se is not None:
+            o["val_loss_se"] = float(val_loss_se)
+        self.emit(o)
+
+    def checkpoint(self, step, path):
+        self.emit(dict(event="checkpoint", step=step, path=os.path.relpath(path, self.out) if os.path.isabs(path) else path))
+
+    def paused(self, step, val_loss):
+        self.emit(dict(event="paused", step=step, val_loss=float(val_loss)))
+
+    def preempted(self, step):
+        self.emit(dict(event="preempted", step=step))
+
+    def result(self, result):
+        self.emit(dict(event="result", result=result))
+
+    def close(self):
+        if self._fh is not None:
+            self._fh.close()
+            self._fh = None

@@ -1,0 +1,91 @@
+/* extrun.h — external trainers: `prism-worker --trainer NAME=COMMAND` runs a job of `"trainer": "NAME"` by
+ * starting COMMAND and reading its protocol lines (docs/TRAINERS.md is the protocol; this is its worker side).
+ *
+ * The trainer runs in its own process group with stdin /dev/null, stdout/stderr into the worker's log (each
+ * line prefixed), and fd 3 a pipe of JSON lines: train / val / checkpoint points and one terminal line
+ * (result | paused | preempted). extrun_run() feeds them to the same callbacks as the built-in engine
+ * (train_opts.on_metrics, on_checkpoint, on_progress), watches train_opts.stop (1: SIGTERM to the group, SIGKILL
+ * after the grace; 2: SIGTERM, the trainer checkpoints and says "preempted"), and whatever happens, returns only
+ * after the whole process group is gone (killed with SIGKILL, the leader reaped).
+ *
+ * Contract.
+ * - extrun_split_command(cmd, &argv, err, errlen): COMMAND split into words without a shell: blanks separate
+ *   words; '...' keeps everything literally; "..." keeps everything but \" and \\ (backslash escapes); outside
+ *   quotes a backslash keeps the next character. No variables, globs or redirections. Returns the number of
+ *   words (>= 1) with *argv a NULL-terminated malloc'd array (free with extrun_free_argv), or -1 with err naming
+ *   the problem (empty, an unclosed quote, a trailing backslash).
+ * - extrun_set_parse(set, specs, n, timeout_s, grace_s, err, errlen): each spec "NAME=COMMAND" (NAME as
+ *   job_trainer_name_ok, unique; COMMAND as above). 0, or -1 with err naming the spec; set holds nothing to free
+ *   after a failure. extrun_set_release(set) frees it; extrun_find(set, name): the trainer, or NULL.
+ * - extrun_parse_line(line, len, lim, out, err, errlen): one protocol line (without its newline) checked
+ *   against the job's limits: one JSON object, a known "event", only that event's keys, numbers finite, steps in
+ *   0..lim->steps (train: below it), a checkpoint path a non-empty string. Returns the EXTRUN_EV_* kind with *out
+ *   filled (out->result a new reference for "result": extrun_line_release), or -1 with err naming the key;
+ *   EXTRUN_ENAN (-2) when the line is not JSON because of a NaN or an Infinity. Stateless: the order of lines
+ *   (steps increasing, one terminal line) is extrun_run's.
+ * - extrun_run(set, t, job_json, job, o, log_prefix): runs job (job_json: the lease's job object, written to
+ *   PRISM_OUT/job.json) with trainer t. PRISM_OUT = o->out_dir; checkpoints the trainer reports (inside
+ *   PRISM_OUT) are linked (copied across filesystems) to o->checkpoint_dir/ckpt_STEP.bin and passed to
+ *   o->on_checkpoint; the result line becomes o->out_dir/result.json. Returns TRAIN_OK (result; or a rung:
+ *   o->result->paused_at), TRAIN_EPREEMPTED (stop = 2, or the trainer said "preempted": o->result->checkpoint is
+ *   the last checkpoint, "" if none), TRAIN_ECANCELLED (stop = 1), TRAIN_ENAN, or TRAIN_ETRAINER with o->err
+ *   naming the cause (the line number and key, the exit status or signal with the last log lines, the
+ *   silence of --trainer-timeout, a checkpoint outside PRISM_OUT).
+ */
+#ifndef PRISM_EXTRUN_H
+#define PRISM_EXTRUN_H
+
+#include "job.h"
+#include "lease.h"
+#include "train.h"
+
+#include <jansson.h>
+#include <limits.h>
+#include <stddef.h>
+
+#define EXTRUN_LINE_MAX 65536          /* bytes of one fd-3 line with its newline */
+#define EXTRUN_ENAN (-2)
+
+enum { EXTRUN_EV_TRAIN = 1, EXTRUN_EV_VAL, EXTRUN_EV_CHECKPOINT, EXTRUN_EV_PAUSED, EXTRUN_EV_PREEMPTED,
+       EXTRUN_EV_RESULT };
+
+typedef struct extrun_trainer {
+    char name[JOB_TRAINER_MAX];
+    char **argv;                       /* owned, NULL-terminated */
+} extrun_trainer;
+
+typedef struct extrun_set {
+    int n;
+    extrun_trainer t[LEASE_MAX_TRAINERS];
+    double timeout_s;                  /* --trainer-timeout: the longest silence on fd 3 */
+    double grace_s;                    /* --trainer-kill-grace: SIGTERM to SIGKILL */
+} extrun_set;
+
+typedef struct extrun_limits {
+    long long steps;                   /* the job's train.steps */
+} extrun_limits;
+
+typedef struct extrun_line {
+    int event;                         /* EXTRUN_EV_* */
+    long long step;
+    double train_loss, val_loss;
+    int has_val_loss_se;               /* val: val_loss_se given (not null) */
+    double val_loss_se;
+    json_t *row;                       /* train/val: the metrics row for the outbox (owned) */
+    char path[PATH_MAX];               /* checkpoint: as the trainer wrote it */
+    json_t *result;                    /* result: the result object (owned) */
+} extrun_line;
+
+int extrun_split_command(const char *cmd, char ***argv, char *err, size_t errlen);
+void extrun_free_argv(char **argv);
+int extrun_set_parse(extrun_set *set, const char *const *specs, int n, double timeout_s, double grace_s, char *err,
+                     size_t errlen);
+void extrun_set_release(extrun_set *set);
+const extrun_trainer *extrun_find(const extrun_set *set, const char *name);
+int extrun_parse_line(const char *line, size_t len, const extrun_limits *lim, extrun_line *out, char *err,
+                      size_t errlen);
+void extrun_line_release(extrun_line *l);
+int extrun_run(const extrun_set *set, const extrun_trainer *t, const json_t *job_json, const struct job_config *job,
+               const struct train_opts *o, const char *log_prefix);
+
+#endif
