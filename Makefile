@@ -20,6 +20,7 @@ NVCC     ?= $(shell command -v nvcc 2>/dev/null || ls /usr/local/cuda/bin/nvcc 2
 PRECISION ?= bf16
 OPT      ?= -O3 -march=x86-64-v2
 SHELL    := /bin/bash
+comma    := ,
 
 PKGS      := sqlite3 libuv jansson libcurl openblas libpcre2-8
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
@@ -43,8 +44,14 @@ NVFLAGS  ?= -O3 -std=c++17 -gencode arch=compute_90,code=sm_90 -gencode arch=com
 ifeq ($(PRECISION),fp32)
 NVFLAGS  += -DENABLE_FP32
 endif
+# cuDNN (kernels/cuda/attention_cudnn.cu): built in when cudnn.h is found; libcudnn is dlopen'ed at run time, so
+# nothing links it and prism-cuda.so still loads where it is missing.
+CUDNN_H  ?= $(firstword $(wildcard $(CUDA_HOME)/include/cudnn.h /usr/include/cudnn.h /usr/include/x86_64-linux-gnu/cudnn.h))
+ifneq ($(CUDNN_H),)
+NVFLAGS  += -DPRISM_HAVE_CUDNN -I$(dir $(CUDNN_H))
+endif
 # Only prism-cuda.so and the programs that call CUDA kernels directly (CUDA_LINKED, below) link these.
-CUDA_LIBS := -L$(CUDA_HOME)/lib64 -L$(CUDA_HOME)/targets/x86_64-linux/lib -lcublasLt -lcublas -lcudart -lstdc++ \
+CUDA_LIBS := -L$(CUDA_HOME)/lib64 -L$(CUDA_HOME)/targets/x86_64-linux/lib -lcublasLt -lcublas -lcudart -lstdc++ -ldl \
              -Wl,-rpath,$(CUDA_HOME)/lib64
 endif
 endif
@@ -100,6 +107,7 @@ BENCH_BINS := $(patsubst bench/%.c,$(BUILD)/bench/%,$(BENCH_SRC))
 .SECONDARY:
 all: $(PROGS) $(CUDA_SO)
 	@printf '  built: %s\n' "$(PROGS)"
+	@printf '  %s\n' "$(if $(HAVE_CUDA),$(if $(CUDNN_H),✓ cuDNN attention: $(CUDNN_H) (libcudnn.so.9 opened at run time; PRISM_ATTENTION=cudnn|fused|auto),✗ cuDNN attention: cudnn.h not found$(comma) the fused kernel runs every layer),✗ cuDNN attention: no CUDA build)"
 	@printf '  %s\n' "$(if $(HAVE_CUDA),✓ CUDA backend: $(CUDA_SO) (prism-worker loads it only for a CUDA device),✗ CUDA backend: nvcc not found, prism-cuda.so not built (CPU only; --device 0 says so))"
 
 # ---- dependencies: report ✓/✗, install what is missing ---------------------------------------------
@@ -188,7 +196,8 @@ $(BUILD)/prism-cuda.so: $(LIB_CUDA) $(PIC_OBJ) kernels/cuda/backend.map
 
 # The programs that call CUDA kernels directly are linked against the CUDA objects and libraries (when nvcc is
 # found) and built with -DPRISM_HAVE_CUDA; every other test and bench links no CUDA library.
-CUDA_LINKED := $(BUILD)/tests/test_cuda_kernels $(BUILD)/tests/test_cuda_llama $(BUILD)/bench/bench_cuda_gpt2
+CUDA_LINKED := $(BUILD)/tests/test_cuda_kernels $(BUILD)/tests/test_cuda_llama $(BUILD)/tests/test_cuda_cudnn \
+               $(BUILD)/bench/bench_cuda_gpt2 $(BUILD)/bench/bench_cuda_attention
 ifdef HAVE_CUDA
 $(CUDA_LINKED): $(LIB_CUDA)
 $(CUDA_LINKED): CUDA_LINK_CFLAGS := -DPRISM_HAVE_CUDA

@@ -32,6 +32,9 @@ static void emu_faults_fail(void) {
 }
 
 static void need_device(void) {
+    /* the kernel and model tests pin the fused attention kernel (the default, auto, would hand bf16 layers to cuDNN
+     * where it is found); test_cuda_cudnn.c sets PRISM_ATTENTION itself after this */
+    setenv("PRISM_ATTENTION", "fused", 0);
     int nd = prism_cuda_device_probe();
     if (nd < 0) HFAIL("CUDA runtime error (not a missing device): %s", prism_cuda_last_error());
     if (nd == 0) SKIP("no CUDA device");

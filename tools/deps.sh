@@ -49,6 +49,9 @@ fi
 nv=$(command -v nvcc 2>/dev/null || ls /usr/local/cuda/bin/nvcc 2>/dev/null)
 if [ -n "$nv" ]; then printf '  \342\234\223 nvcc (%s): the CUDA backend prism-cuda.so will be built (prism-worker loads it only for a CUDA device)\n' "$nv"
 else printf '  \342\234\227 nvcc: not found, the CUDA backend prism-cuda.so is not built (CPU build only)\n'; fi
+cudnn_h=$(ls "${nv%/bin/nvcc}/include/cudnn.h" /usr/include/cudnn.h /usr/include/x86_64-linux-gnu/cudnn.h 2>/dev/null | head -1)
+if [ -n "$nv" ] && [ -n "$cudnn_h" ]; then printf '  \342\234\223 cuDNN (%s): the cuDNN attention backend is built in (libcudnn.so.9 is opened at run time)\n' "$cudnn_h"
+else printf '  \342\234\227 cuDNN: cudnn.h not found, the fused attention kernel runs every layer (optional; the emulator tests its shim)\n'; fi
 if [ ${#missing[@]} -eq 0 ]; then exit 0; fi
 line="apt-get install -y ${missing[*]}"
 if [ "$(id -u)" = 0 ]; then

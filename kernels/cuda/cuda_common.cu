@@ -11,6 +11,7 @@
  * says so; nothing aborts.
  */
 #include "cuda_common.cuh"
+#include "attention_cudnn.h"
 #include <stdio.h>
 #include <string.h>
 #include <math.h>
@@ -74,6 +75,7 @@ extern "C" int prism_cuda_device_probe(void) {
 extern "C" void prism_cuda_shutdown(void) {
     if (!g_pcu.ready) return;
     pcu_matmul_forget();
+    prism_cuda_cudnn_shutdown();   /* this thread's cuDNN handle, plans and workspace (attention_cudnn.h) */
     if (g_pcu.blas) cublasDestroy(g_pcu.blas);
     if (g_pcu.lt) cublasLtDestroy(g_pcu.lt);
     cudaFree(g_pcu.lt_ws);

@@ -37,6 +37,7 @@
  */
 #include "cuda_common.cuh"
 #include "model_cuda_base.cuh"
+#include "attention_cudnn.h"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -95,8 +96,9 @@ static int attention_forward_layer(cuda_model *cm, int l, int B, int T, const fl
     const int C = cm->cfg.C, NH = cm->cfg.heads[l];
     floatX *att = AX(cm, A_ATT) + cm->att_off[l];
     if (cm->fused[l]) {
-        MC_TRY(cm, prism_cuda_flash_attention_forward(atty, AF(cm, A_LSE) + l * cm->lse_layer, qkv, B, T, C, NH),
-               "flash_attention_forward");
+        /* the fused kernel or cuDNN, as PRISM_ATTENTION chose for this layer at creation (attention_cudnn.h) */
+        MC_TRY(cm, prism_attention_forward(cm->attn[l], atty, AF(cm, A_LSE) + l * cm->lse_layer, qkv, B, T, C, NH),
+               "attention_forward(fused/cudnn)");
         /* D_l needs the probabilities: attention.cu, one sequence at a time, its output thrown away (into the
          * gradient scratch dln, unused during the forward) */
         return mc_distance_fused(cm, l, B, T, qkv, cm->d[D_LN], AX(cm, A_EATT), AF(cm, A_DIST), attn_dist);
@@ -109,9 +111,9 @@ static int attention_backward_layer(cuda_model *cm, int l, int B, int T, floatX 
     const int C = cm->cfg.C, NH = cm->cfg.heads[l];
     const size_t o1 = l * (size_t)cm->cfg.B * cm->cfg.T * C, o3 = 3 * o1;
     if (cm->fused[l])
-        MC_TRY(cm, prism_cuda_flash_attention_backward(dqkv, AF(cm, A_DELTA), datty, AX(cm, A_QKV) + o3,
-                                                       AX(cm, A_ATTY) + o1, AF(cm, A_LSE) + l * cm->lse_layer, B, T, C,
-                                                       NH), "flash_attention_backward");
+        MC_TRY(cm, prism_attention_backward(cm->attn[l], dqkv, AF(cm, A_DELTA), datty, AX(cm, A_QKV) + o3,
+                                            AX(cm, A_ATTY) + o1, AF(cm, A_LSE) + l * cm->lse_layer, B, T, C, NH),
+               "attention_backward(fused/cudnn)");
     else
         MC_TRY(cm, prism_cuda_attention_backward(dqkv, datty, AX(cm, A_QKV) + o3, AX(cm, A_ATT) + cm->att_off[l],
                                                  cm->scratch, B, T, C, NH), "attention_backward");

@@ -14,6 +14,7 @@
  */
 #include "cuda_common.cuh"
 #include "model_cuda_base.cuh"
+#include "attention_cudnn.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -144,6 +145,8 @@ int mc_distance_probs(mc_model *cm, int l, int B, int T, const floatX *att, floa
 int mc_finish(mc_model *cm, const size_t *abytes, int na, void **a, const size_t *dbytes, int nd, void **d,
               size_t sbytes, size_t dist_rows, const int head[4], model **out, char *err, size_t errlen) {
     int rc = mc_create_groups(cm, abytes, na, a, dbytes, nd, d, sbytes, dist_rows, err, errlen);
+    /* PRISM_ATTENTION: cuDNN or the fused kernel per fused layer (a bad value is its only failure) */
+    if (!rc && prism_attention_choose(&cm->cfg, cm->fused, cm->attn, NULL, 0, err, errlen) != 0) rc = MODEL_EINVAL;
     if (rc) { mc_free((model *)cm); return rc; }
     mc_set_head(cm, a[head[0]], d[head[1]], a[head[2]], a[head[3]]);
     *out = (model *)cm;

@@ -61,6 +61,7 @@ struct mc_model {
     void *dmem;                        /* activation-gradient scratch group (its d[]) */
     size_t att_off[MODEL_MAX_LAYERS];  /* elements into the attention probabilities (layers that do not run fused) */
     int fused[MODEL_MAX_LAYERS];       /* layer l runs flash_attention.cu */
+    int attn[MODEL_MAX_LAYERS];        /* a fused layer's backend: PRISM_ATTN_FUSED or _CUDNN (attention_cudnn.h) */
     size_t lse_layer;                  /* floats of log-sum-exp per layer: B * maxh * T (allocated B) */
     void *scratch;                     /* attention */
     int *tok;                          /* (2, B*T): inputs then targets */

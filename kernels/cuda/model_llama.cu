@@ -25,6 +25,7 @@
 #include "cuda_common.cuh"
 #include "llama_kernels_cuda.h"
 #include "model_cuda_base.cuh"
+#include "attention_cudnn.h"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -81,14 +82,20 @@ static int attention_forward_layer(llama_cuda *cm, int l, int B, int T, floatX *
     const double theta = cm->cfg.rope_theta;
     floatX *att = AX(cm, LA_ATT) + cm->att_off[l];
     if (cm->fused[l]) {
-        /* RoPE inside the fused kernel: qkv is left pre-RoPE, as the backward reads it */
-        MC_TRY(cm, prism_cuda_flash_attention_forward_rope(atty, AF(cm, LA_LSE) + l * cm->lse_layer, qkv, B, T, C,
-                                                         NH, theta), "flash_attention_forward_rope");
+        /* RoPE inside the fused kernel: qkv is left pre-RoPE, as the backward reads it. On a cuDNN layer
+         * (PRISM_ATTENTION, attention_cudnn.h) RoPE is its own pass instead, rotating qkv in place (its saved qkv is
+         * then post-RoPE, as a materialised layer's) */
+        const int cudnn = cm->attn[l] == PRISM_ATTN_CUDNN;
+        if (cudnn) MC_TRY(cm, prism_cuda_rope_forward(qkv, B, T, C, NH, theta), "rope_forward");
+        MC_TRY(cm, cudnn ? prism_attention_forward(PRISM_ATTN_CUDNN, atty, AF(cm, LA_LSE) + l * cm->lse_layer, qkv, B, T,
+                                                   C, NH)
+                         : prism_cuda_flash_attention_forward_rope(atty, AF(cm, LA_LSE) + l * cm->lse_layer, qkv, B, T, C,
+                                                                   NH, theta), "attention_forward(fused/cudnn)");
         /* D_l needs the probabilities: attention.cu over a rotated copy of qkv (the separate rope kernel, in
-         * the gradient scratch LD_QKV), one sequence at a time, its output thrown away (into the gradient
-         * scratch LD_LN); both scratches are unused during the forward */
-        floatX *rq = (floatX *)cm->d[LD_QKV];
-        if (attn_dist) {
+         * the gradient scratch LD_QKV; a cuDNN layer's qkv is rotated already), one sequence at a time, its output
+         * thrown away (into the gradient scratch LD_LN); both scratches are unused during the forward */
+        floatX *rq = cudnn ? qkv : (floatX *)cm->d[LD_QKV];
+        if (attn_dist && !cudnn) {
             MC_TRY(cm, prism_cuda_copy_d2d(rq, qkv, (size_t)N * 3 * C * sizeof(floatX)), "copy qkv(distance)");
             MC_TRY(cm, prism_cuda_rope_forward(rq, B, T, C, NH, theta), "rope_forward(distance)");
         }
@@ -105,7 +112,12 @@ static int attention_backward_layer(llama_cuda *cm, int l, int B, int T, floatX 
     const int C = cm->cfg.C, NH = cm->cfg.heads[l];
     const double theta = cm->cfg.rope_theta;
     const size_t o1 = l * (size_t)cm->cfg.B * cm->cfg.T * C, o3 = 3 * o1;
-    if (cm->fused[l]) {   /* dqkv w.r.t. the pre-RoPE qkv: the kernels rotate dq, dk back */
+    if (cm->fused[l] && cm->attn[l] == PRISM_ATTN_CUDNN) {   /* cuDNN over the rotated qkv, then dq, dk rotated back */
+        MC_TRY(cm, prism_attention_backward(PRISM_ATTN_CUDNN, dqkv, AF(cm, LA_DELTA), datty, AX(cm, LA_QKV) + o3,
+                                            AX(cm, LA_ATTY) + o1, AF(cm, LA_LSE) + l * cm->lse_layer, B, T, C, NH),
+               "attention_backward(cudnn)");
+        MC_TRY(cm, prism_cuda_rope_backward(dqkv, B, T, C, NH, theta), "rope_backward");
+    } else if (cm->fused[l]) {   /* dqkv w.r.t. the pre-RoPE qkv: the kernels rotate dq, dk back */
         MC_TRY(cm, prism_cuda_flash_attention_backward_rope(dqkv, AF(cm, LA_DELTA), datty, AX(cm, LA_QKV) + o3,
                                                           AX(cm, LA_ATTY) + o1, AF(cm, LA_LSE) + l * cm->lse_layer,
                                                           B, T, C, NH, theta), "flash_attention_backward_rope");

@@ -47,7 +47,7 @@ $(BUILD)/obj/cudaemu/fp32/rt_%.o: tests/cudaemu/%.cpp tests/cudaemu/cudaemu.mk
 $(BUILD)/obj/cudaemu/%/rt_switch.o: tests/cudaemu/cudaemu_switch.S
 	@mkdir -p $(dir $@)
 	$(CC) -c $< -o $@
-emu_objs = $(patsubst %,$(BUILD)/obj/cudaemu/$(1)/%.o,$(EMU_CU) rt_cudaemu rt_cublasemu rt_switch)
+emu_objs = $(patsubst %,$(BUILD)/obj/cudaemu/$(1)/%.o,$(EMU_CU) rt_cudaemu rt_cublasemu rt_cudnnemu rt_switch)
 $(BUILD)/lib/libprism_cudaemu_bf16.a: $(call emu_objs,bf16)
 $(BUILD)/lib/libprism_cudaemu_fp32.a: $(call emu_objs,fp32)
 # the kernel tests link the emulated kernels in (so their backend table is found linked in, nothing is loaded)
@@ -70,6 +70,12 @@ $(BUILD)/prism-worker.emu-%: tests/cudaemu/cudaemu.mk | $(BUILD)/prism-worker $(
 # the Llama-style model's kernels (and its CUDA model) on the emulator, both precisions
 EMU_TESTS += $(foreach p,$(EMU_PRECS),$(BUILD)/tests/test_cuda_llama.emu-$(p))
 $(BUILD)/tests/test_cuda_llama.emu-%: tests/unit/test_cuda_llama.c tests/harness.h $(LIB_KERNELS) \
+		$(BUILD)/lib/libprism_cudaemu_%.a $(LIB_COMMON)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -DPRISM_HAVE_CUDA -Itests -o $@ $< $(call emu_link,$*)
+# the cuDNN attention backend against the emulator's cuDNN shim (tests/cudaemu/cudnnemu.cpp), both precisions
+EMU_TESTS += $(foreach p,$(EMU_PRECS),$(BUILD)/tests/test_cuda_cudnn.emu-$(p))
+$(BUILD)/tests/test_cuda_cudnn.emu-%: tests/unit/test_cuda_cudnn.c tests/harness.h tests/cuda_test_lib.h $(LIB_KERNELS) \
 		$(BUILD)/lib/libprism_cudaemu_%.a $(LIB_COMMON)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -DPRISM_HAVE_CUDA -Itests -o $@ $< $(call emu_link,$*)

@@ -25,13 +25,19 @@
 #              CUDA_LAUNCH_BLOCKING: the graph API, graph-launched steps against eager ones, the chunked LM head
 #              against the unchunked one (rows graph-bf16 ...; graph-fp32 ... in part 5).
 #   3. speed   GPT-2 124M, T=1024, bf16, B=16: uniform 12 heads vs Prism 3,3,6,6,8,8,12x6 (bench/bench_cuda_gpt2.c:
-#              both resident, alternating rounds, median), with its step phases and attention tables.
+#              both resident, alternating rounds, median), with its step phases and attention tables. The models
+#              take the default PRISM_ATTENTION=auto: the row "attention: auto's choice" says which layers it gave
+#              cuDNN (kernels/cuda/attention_cudnn.h) and which the fused kernel.
 #   4. anchors the bf16 matmul rate, 8192^3 through cuBLAS (tests/gpu/matmul_peak.cu) — the MFU ceiling, printed
 #              next to the datasheet's 989 TFLOP/s (MFU against it is computed from part 3's figures); the PyTorch
 #              anchor at the same B and T (tests/gpu/torch_gpt2.py: nanoGPT-style, SDPA, bf16 autocast, fused AdamW,
 #              eager) and ours / PyTorch; the reference trainer (trainers/torch/train.py through its own protocol,
 #              tests/gpu/torch_reftrainer.py: bf16 autocast, SDPA, fused AdamW) at the same shape, and built-in / it.
-#   5. the rest, each only if the time left allows: cuobjdump -sass of the fused attention kernels (LDSM, LDS,
+#   4b. attention backends: one layer's forward + backward through the fused kernel and through cuDNN at head sizes
+#              64, 96, 128, 192, 256 (C=768, B and T of part 3; bench/bench_cuda_attention.c), a row per head size.
+#   5. the rest, each only if the time left allows: the cuDNN backend's cases (tests/unit/test_cuda_cudnn.c:
+#              against the CPU twin, the fallbacks, whole models on cuDNN); the 124M pair timed with
+#              PRISM_ATTENTION=cudnn and =fused (whole models per backend); cuobjdump -sass of the fused attention kernels (LDSM, LDS,
 #              generic LD, HMMA, local memory per kernel: are the fragment loads LDSM?); the paper's Medium (C=1024,
 #              4,4,4,8,8,8,16x18) and Large (C=1536, 6,6,6,12,12,12,16x18) Prism/uniform ratios; the other bf16
 #              cases; the Llama-style model's cases (tests/unit/test_cuda_llama.c); the model cases with GELU in the
@@ -51,7 +57,8 @@
 # cut a step or left one unrun (the summary names them).
 # Knobs: GPU_B (16), GPU_T (1024), GPU_STEPS (10) for the speed part; GPU_BUDGET_S (540); GPU_RESERVE_S (5);
 # GPU_CASE_TIMEOUT (90); GPU_QUICK (regex of the quick cases); GPU_MM_N (8192); GPU_MAXB_LIST
-# (192,128,96,64,48,32,16); SKIP_SPEED=1 (parts 3, 4 and the speed rows of 5), SKIP_BENCH=1 (our timings),
+# (192,128,96,64,48,32,16); SKIP_SPEED=1 (parts 3, 4, 4b and the speed rows of 5), SKIP_BENCH=1 (our model
+# timings), SKIP_ATTN=1 (part 4b), GPU_ATTN_B / GPU_ATTN_T (part 4b's B and T; default part 3's, 1 and 64 on the emulator),
 # SKIP_TORCH=1 (the PyTorch rows), SKIP_REFTRAINER=1 (the reference trainer's row), TORCH_COMPILE=0,
 # SKIP_SCALES=1 (Medium/Large); SKIP_FP32=1; SKIP_NCU=1; SKIP_SASS=1; SKIP_MAKE=1
 # (accepted; the full product build is no longer part of this check); GPU_BUILD=dir (default
@@ -231,6 +238,27 @@ else
   else fail_row link "$CUDA_LIB_SOURCE"; fi
 fi
 [ -n "${CUDAEMU:-}" ] && CUDA_LIBS="-lstdc++"
+# cuDNN: the header decides whether the backend is compiled in; libcudnn.so.9 is opened at run time (dlopen), from
+# PRISM_CUDNN_LIBRARY, which points at the first toolkit or pip copy found (its sub-libraries load from the same
+# directory, so that goes on LD_LIBRARY_PATH too). The emulator's build always has its shim.
+CUDNN_FLAGS=""
+if [ -n "${CUDAEMU:-}" ]; then record cudnn INFO "dry run: the emulator's cuDNN shim (tests/cudaemu/cudnnemu.cpp)"
+else
+  CUDNN_INC="" CUDNN_LIB=""
+  for d in "$CUDA_HOME/include" /usr/include $(pip_site_dirs 2>/dev/null | sed 's|$|/nvidia/cudnn/include|'); do
+    [ -f "$d/cudnn.h" ] && { CUDNN_INC=$d; break; }
+  done
+  for d in "$CUDA_HOME/lib64" "$CUDA_HOME/lib" /usr/lib/x86_64-linux-gnu $(pip_site_dirs 2>/dev/null | sed 's|$|/nvidia/cudnn/lib|'); do
+    [ -e "$d/libcudnn.so.9" ] && { CUDNN_LIB=$d/libcudnn.so.9; break; }
+  done
+  if [ -n "$CUDNN_INC" ]; then
+    CUDNN_FLAGS="-DPRISM_HAVE_CUDNN -I$CUDNN_INC"
+    if [ -n "$CUDNN_LIB" ]; then
+      export PRISM_CUDNN_LIBRARY=$CUDNN_LIB LD_LIBRARY_PATH="$(dirname "$CUDNN_LIB")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+      record cudnn INFO "cudnn.h in $CUDNN_INC, $CUDNN_LIB (opened at run time)"
+    else record cudnn INFO "cudnn.h in $CUDNN_INC but no libcudnn.so.9 found: every layer will fall back to the fused kernel"; fi
+  else record cudnn INFO "no cudnn.h: the backend is built without cuDNN (every layer runs the fused kernel)"; fi
+fi
 
 # ---- 1. build ---------------------------------------------------------------------------------------
 BLAS_CFLAGS="" BLAS_LIBS="" BLAS_SRC=""
@@ -249,7 +277,7 @@ compile_cu() { # compile_cu FILE.cu OUT.o EXTRA — nvcc, or the emulator's C++ 
   if [ -n "${CUDAEMU:-}" ]; then
     bash tests/cudaemu/cu2cpp.sh "$1" > "${2%.o}.cpp" && $CXX $EMUFLAGS $3 -c "${2%.o}.cpp" -o "$2"
   else
-    "$NVCC" $NVFLAGS $3 -c "$1" -o "$2"
+    "$NVCC" $NVFLAGS $CUDNN_FLAGS $3 -c "$1" -o "$2"
   fi
 }
 
@@ -261,7 +289,7 @@ build() { # build DIR EXTRA_NVFLAGS -> DIR/test_cuda_kernels DIR/bench_cuda_gpt2
   done
   compile_cu tests/gpu/matmul_peak.cu "$dir/peak/matmul_peak.o" "" & pids+=($!)
   if [ -n "${CUDAEMU:-}" ]; then   # the emulator's runtime stands in for libcudart/libcublas
-    for f in cudaemu cublasemu; do $CXX $EMUFLAGS -c "tests/cudaemu/$f.cpp" -o "$dir/obj/rt_$f.o" & pids+=($!); done
+    for f in cudaemu cublasemu cudnnemu; do $CXX $EMUFLAGS -c "tests/cudaemu/$f.cpp" -o "$dir/obj/rt_$f.o" & pids+=($!); done
     $CC -c tests/cudaemu/cudaemu_switch.S -o "$dir/obj/rt_switch.o" & pids+=($!)
   fi
   for p in "${pids[@]}"; do wait "$p" || rc=1; done
@@ -276,16 +304,20 @@ build() { # build DIR EXTRA_NVFLAGS -> DIR/test_cuda_kernels DIR/bench_cuda_gpt2
   done
   rm -f "$dir/libcpu.a"; ar rcs "$dir/libcpu.a" "$dir"/cpu/*.o || return 1
   $CC $CFLAGS -o "$dir/test_cuda_kernels" tests/unit/test_cuda_kernels.c "$dir"/obj/*.o "$dir/libcpu.a" \
-      $BLAS_LIBS $CUDA_LIBS -lm -lpthread || return 1
+      $BLAS_LIBS $CUDA_LIBS -lm -lpthread -ldl || return 1
   $CC $CFLAGS -o "$dir/bench_cuda_gpt2" bench/bench_cuda_gpt2.c "$dir"/obj/*.o "$dir/libcpu.a" \
-      $BLAS_LIBS $CUDA_LIBS -lm -lpthread || return 1
+      $BLAS_LIBS $CUDA_LIBS -lm -lpthread -ldl || return 1
   if [ -n "${CUDAEMU:-}" ]; then
     $CXX -o "$dir/matmul_peak" "$dir/peak/matmul_peak.o" "$dir"/obj/rt_*.o "$dir/libcpu.a" $BLAS_LIBS -fopenmp -lpthread || return 1
   else
     $CC -o "$dir/matmul_peak" "$dir/peak/matmul_peak.o" $CUDA_LIBS -lm -lpthread || return 1
   fi
   $CC $CFLAGS -o "$dir/test_cuda_llama" tests/unit/test_cuda_llama.c "$dir"/obj/*.o "$dir/libcpu.a" \
-      $BLAS_LIBS $CUDA_LIBS -lm -lpthread || return 1
+      $BLAS_LIBS $CUDA_LIBS -lm -lpthread -ldl || return 1
+  $CC $CFLAGS -o "$dir/test_cuda_cudnn" tests/unit/test_cuda_cudnn.c "$dir"/obj/*.o "$dir/libcpu.a" \
+      $BLAS_LIBS $CUDA_LIBS -lm -lpthread -ldl || return 1
+  $CC $CFLAGS -o "$dir/bench_cuda_attention" bench/bench_cuda_attention.c "$dir"/obj/*.o "$dir/libcpu.a" \
+      $BLAS_LIBS $CUDA_LIBS -lm -lpthread -ldl || return 1
 }
 
 # build_step PREC EXTRA: builds $BDIR/PREC under the budget; 0 when built
@@ -372,6 +404,14 @@ bench_run() { # bench_run LABEL TIMEOUT OUTFILE ARGS... -> 0 when it ran; counts
   return 0
 }
 emu_info() { [ -n "${CUDAEMU:-}" ] && record "$1" INFO "ran on the emulator (figures meaningless)"; }
+# auto_choice FILE: the row naming what PRISM_ATTENTION=auto gave each model of a bench run (its model-creation lines)
+auto_choice() {
+  local lines
+  lines=$(grep -h '^attention: ' "$1" 2>/dev/null | sort | uniq -c | sed 's/^ *//' | paste -sd';' - | cut -c1-400)
+  [ -n "$lines" ] && record "attention: auto's choice" INFO "$lines"
+}
+# attn_val FILE HS BACKEND KEY: KEY=... of bench_cuda_attention's RESULT line for that head size and backend
+attn_val() { grep "^RESULT attn hs=$2 " "$1" 2>/dev/null | grep -F "backend=$3 " | tail -n1 | tr ' ' '\n' | sed -n "s/^$4=//p"; }
 
 # ============================== the run, most important first ==============================
 section "build bf16"
@@ -398,6 +438,7 @@ if [ -z "${SKIP_SPEED:-}" ] && [ $BUILT_BF16 = 1 ]; then
       P_TPS=$(field tok_s "$BDIR/speed.txt" 'schedule=3,3,6,6,8,8,12x6 ')
       RATIO=$(field vs_first "$BDIR/speed.txt" 'schedule=3,3,6,6,8,8,12x6 ')
       MFU_P=$(field mfu_peak "$BDIR/speed.txt" 'schedule=12x12 ')
+      auto_choice "$BDIR/speed.txt"
       if [ -n "${CUDAEMU:-}" ]; then emu_info "speed 124M B=$B"
       elif ge "$RATIO" 0.98; then record "speed 124M B=$B" PASS "uniform $U_TPS tok/s, Prism $P_TPS tok/s, Prism/uniform $RATIO"
       else fail_row "speed 124M B=$B" "Prism/uniform $RATIO < 0.98 (uniform $U_TPS tok/s, Prism $P_TPS tok/s)"; fi
@@ -455,6 +496,31 @@ if [ -z "${SKIP_SPEED:-}" ] && [ $BUILT_BF16 = 1 ]; then
   fi
 fi
 
+# ---- 4b. attention backends per head size ------------------------------------------------------------
+if [ -z "${SKIP_SPEED:-}" ] && [ -z "${SKIP_ATTN:-}" ] && [ $BUILT_BF16 = 1 ]; then
+  AB=${GPU_ATTN_B:-$([ -n "${CUDAEMU:-}" ] && echo 1 || echo "$B")} AT=${GPU_ATTN_T:-$([ -n "${CUDAEMU:-}" ] && echo 64 || echo "$T")}
+  section "attention per head size: the fused kernel vs cuDNN, one layer forward + backward (C=768, B=$AB, T=$AT)"
+  if want 30 "attention backends"; then
+    lim 150 "$BDIR/bf16/bench_cuda_attention" --B "$AB" --T "$AT" --reps "$([ -n "${CUDAEMU:-}" ] && echo 1 || echo 10)" \
+      >"$BDIR/attn.txt" 2>&1; rc=$?
+    cat "$BDIR/attn.txt"
+    if grep -q 'skipped' "$BDIR/attn.txt"; then record "attention backends" SKIP "$(grep -m1 skipped "$BDIR/attn.txt")"
+    elif [ $rc -eq 124 ] && [ "$LIM_CUT" = 1 ]; then cut_row "attention backends"
+    elif [ $rc -ne 0 ]; then fail_row "attention backends" "exit $rc: $(grep -m1 -iE 'error|fail' "$BDIR/attn.txt" | cut -c1-140)"
+    else
+      for hs in 64 96 128 192 256; do
+        fm=$(attn_val "$BDIR/attn.txt" $hs fused ms) ft=$(attn_val "$BDIR/attn.txt" $hs fused tflops)
+        cm=$(attn_val "$BDIR/attn.txt" $hs cudnn ms) ct=$(attn_val "$BDIR/attn.txt" $hs cudnn tflops)
+        why=$(grep "^RESULT attn hs=$hs " "$BDIR/attn.txt" | grep -F 'backend=cudnn ' | sed -n 's/.*unavailable="\(.*\)"$/\1/p')
+        if [ -z "$fm" ]; then fail_row "attention hs=$hs" "no fused timing"; continue; fi
+        if [ -n "$cm" ]; then
+          record "attention hs=$hs" INFO "${CUDAEMU:+emulator, figures meaningless: }fused $fm ms ($ft TFLOP/s), cuDNN $cm ms ($ct TFLOP/s): cuDNN/fused $(awk -v a="$cm" -v b="$fm" 'BEGIN{printf "%.2f", a/b}'), out vs fused $(attn_val "$BDIR/attn.txt" $hs cudnn rel_out)"
+        else record "attention hs=$hs" INFO "fused $fm ms ($ft TFLOP/s); cuDNN unavailable: ${why:-?}"; fi
+      done
+    fi
+  fi
+fi
+
 # ---- 5. the rest, while the time lasts ----------------------------------------------------------------
 if [ -z "${SKIP_SASS:-}" ] && [ $BUILT_BF16 = 1 ]; then
   section "SASS of the fused attention kernels (cuobjdump -sass): are the fragment loads LDSM?"
@@ -482,6 +548,21 @@ if [ -z "${SKIP_SPEED:-}" ] && [ -z "${SKIP_BENCH:-}" ] && [ $BUILT_BF16 = 1 ]; 
       if [ -n "${CUDAEMU:-}" ]; then emu_info "speed $scale"
       elif ge "$r" 0.98; then record "speed $scale" PASS "Prism $PR / uniform 16x24: $r"
       else fail_row "speed $scale" "Prism $PR / uniform 16x24: $r < 0.98"; fi
+    fi
+  done
+fi
+
+if [ $BUILT_BF16 = 1 ]; then
+  section "cuDNN attention backend vs the CPU twin, its fallbacks, whole models on cuDNN (bf16)"
+  run_cases cudnn-bf16 "$BDIR/bf16/test_cuda_cudnn" . "" allow-empty
+fi
+
+if [ -z "${SKIP_SPEED:-}" ] && [ -z "${SKIP_BENCH:-}" ] && [ $BUILT_BF16 = 1 ]; then
+  for ab in cudnn fused; do
+    section "speed: GPT-2 124M uniform vs Prism with PRISM_ATTENTION=$ab (B=$B, T=$T)"
+    want 40 "speed 124M attention=$ab" || continue
+    if PRISM_ATTENTION=$ab bench_run "speed 124M attention=$ab" 150 "$BDIR/speed_attn_$ab.txt" --B "$B" --T "$T" --steps 5 --rounds 2 --warmup 1 --quick; then
+      record "speed 124M attention=$ab" INFO "${CUDAEMU:+emulator, figures meaningless: }uniform $(field tok_s "$BDIR/speed_attn_$ab.txt" 'schedule=12x12 ') tok/s, Prism $(field tok_s "$BDIR/speed_attn_$ab.txt" 'schedule=3,3,6,6,8,8,12x6 ') tok/s, Prism/uniform $(field vs_first "$BDIR/speed_attn_$ab.txt" 'schedule=3,3,6,6,8,8,12x6 ')"
     fi
   done
 fi

@@ -28,7 +28,7 @@ t_programs_link_no_cuda_library() {
   local b libs n=0 linked
   # only the programs that call CUDA kernels directly, and the backend objects, may link CUDA
   for b in "$(bin prism-worker)" "$(bin prism-sweep)" "$(bin prism-data)" "$PRISM_BUILD"/tests/test_* "$PRISM_BUILD"/bench/bench_*; do
-    case $(basename "$b") in test_cuda_kernels|test_cuda_llama|bench_cuda_gpt2|*.emu-*|*.so|*.d) continue;; esac
+    case $(basename "$b") in test_cuda_kernels|test_cuda_llama|test_cuda_cudnn|bench_cuda_gpt2|bench_cuda_attention|*.emu-*|*.so|*.d) continue;; esac
     [ -x "$b" ] && [ -f "$b" ] && head -c 4 "$b" | grep -q ELF || continue
     libs=$(ldd "$b" 2>&1) || fail "ldd $b: $libs"
     linked=$(echo "$libs" | grep -oE 'lib(cudart|cublasLt|cublas|cuda)\.so[^ ]*' | sort -u | tr '\n' ' ')

@@ -21,7 +21,7 @@ dry() {
 }
 row() { grep -F "| $1 |" "$2/out/gpu_summary.md" | head -n1; }
 # rows of the checks table (not the aims table) in DIR's summary
-check_rows() { sed -n '/^| check |/,/^$/p' "$1/out/gpu_summary.md" | grep -c '^| [^c]'; }
+check_rows() { sed -n '/^| check |/,/^$/p' "$1/out/gpu_summary.md" | grep '^| ' | grep -vc '^| check |'; }
 
 t_dry_run_passes_each_selected_check() {
   need_x86
@@ -45,10 +45,10 @@ t_dry_run_passes_each_selected_check() {
   assert_contains "$(row "attention SASS" "$d")" "| INFO | not run: the dry run has no sm_90 code"
   assert_contains "$(row "attention ncu" "$d")" "| INFO | not run: no hardware counters"
   assert_contains "$(row "loaded backend" "$d")" "| INFO | not run:"
-  assert_eq 15 "$(check_rows "$d")" "check rows (link, 2 builds, 3+3 cases, 1+1 graph, 1 fused, SASS, ncu, loaded backend)"
+  assert_eq 16 "$(check_rows "$d")" "check rows (link, cudnn, 2 builds, 3+3 cases, 1+1 graph, 1 fused, SASS, ncu, loaded backend)"
   # the order: the quick subset (encoder, model) before the rest (attention_head_dim_64), bf16 before fp32
   local order; order=$(sed -n '/^| check |/,/^$/p' "$d/out/gpu_summary.md" | cut -d'|' -f2 | sed 's/^ *//; s/ *$//' | grep -v -e '^check$' -e '^---$' -e '^$' | paste -sd, -)
-  assert_eq "link,build-bf16,bf16 encoder_forward_backward,bf16 model_loss_and_every_gradient_match_cpu,graph-bf16 graph_capture_replays_and_refuses_host_syncs,attention SASS,bf16 attention_head_dim_64,bf16-gelu-fusion model_loss_and_every_gradient_match_cpu,attention ncu,build-fp32,fp32 encoder_forward_backward,fp32 attention_head_dim_64,fp32 model_loss_and_every_gradient_match_cpu,graph-fp32 graph_capture_replays_and_refuses_host_syncs,loaded backend" "$order" "the order of the checks"
+  assert_eq "link,cudnn,build-bf16,bf16 encoder_forward_backward,bf16 model_loss_and_every_gradient_match_cpu,graph-bf16 graph_capture_replays_and_refuses_host_syncs,attention SASS,bf16 attention_head_dim_64,bf16-gelu-fusion model_loss_and_every_gradient_match_cpu,attention ncu,build-fp32,fp32 encoder_forward_backward,fp32 attention_head_dim_64,fp32 model_loss_and_every_gradient_match_cpu,graph-fp32 graph_capture_replays_and_refuses_host_syncs,loaded backend" "$order" "the order of the checks"
   if head -n1 "$d/out/gpu_summary.md" | grep -q PARTIAL; then fail "the finished run's summary says PARTIAL"; fi
   assert_contains "$(row link "$d")" "| INFO | dry run links the emulator"
   assert_contains "$s" "linked against: "
@@ -120,7 +120,8 @@ t_broken_kernel_fails_the_check() {
   cp -r "$ROOT/kernels" "$ROOT/common" "$ROOT/bench" "$d/tree/"
   mkdir -p "$d/tree/tests/unit" && cp -r "$ROOT/tests/gpu" "$ROOT/tests/cudaemu" "$ROOT/tests/harness.h" \
     "$ROOT/tests/cuda_test_lib.h" "$d/tree/tests/"
-  cp "$ROOT/tests/unit/test_cuda_kernels.c" "$ROOT/tests/unit/test_cuda_llama.c" "$d/tree/tests/unit/"
+  cp "$ROOT/tests/unit/test_cuda_kernels.c" "$ROOT/tests/unit/test_cuda_llama.c" "$ROOT/tests/unit/test_cuda_cudnn.c" \
+    "$d/tree/tests/unit/"
   sed -i 's/for (int j = lane; j <= t; j += 32) {       \/\* online/for (int j = lane; j < t; j += 32) {  \/* online/' \
     "$d/tree/kernels/cuda/attention.cu"
   cmp -s "$ROOT/kernels/cuda/attention.cu" "$d/tree/kernels/cuda/attention.cu" && fail "the mutation did not apply"
@@ -191,6 +192,26 @@ t_reference_trainer_row_runs_the_trainer() {
   assert_contains "$(row "reference trainer" "$d")" "| INFO | dry run: a tiny job on the CPU ran through the protocol ("
   assert_contains "$(cat "$d/log")" "RESULT reftrainer mode=eager B=4 T=64 tok_s="
   assert_contains "$(row "built-in / reference trainer" "$d")" "| not measured |"
+}
+
+# The cuDNN attention backend's part (#27): the emulator's shim stands in for libcudnn (a "cudnn" row), one
+# layer's attention is timed through both backends at head sizes 64..256 (a row each, naming both figures), and
+# test_cuda_cudnn's cases run as their own section (here: auto's pick and a one-line fallback).
+t_dry_run_times_both_attention_backends_and_runs_the_cudnn_cases() {
+  need_x86
+  local d; d=$(tmpdir)
+  local rc; rc=$(dry "$ROOT" "$d" SKIP_SPEED= SKIP_BENCH=1 SKIP_TORCH=1 SKIP_FP32=1 GPU_MM_N=64 \
+    GPU_CASES='^(model_loss_and_every_gradient_match_cpu|auto_picks_cudnn_where_the_self_check_passes|unsupported_head_size_falls_back_with_one_line)$')
+  [ "$rc" = 0 ] || { tail -n 30 "$d/log" >&2; fail "exit $rc, expected 0"; }
+  assert_contains "$(row cudnn "$d")" "| INFO | dry run: the emulator's cuDNN shim"
+  local hs
+  for hs in 64 96 128 192 256; do
+    assert_contains "$(row "attention hs=$hs" "$d")" "| INFO | emulator, figures meaningless: fused "
+    assert_contains "$(row "attention hs=$hs" "$d")" "cuDNN/fused "
+  done
+  assert_contains "$(row "cudnn-bf16 auto_picks_cudnn_where_the_self_check_passes" "$d")" "| PASS |"
+  assert_contains "$(row "cudnn-bf16 unsupported_head_size_falls_back_with_one_line" "$d")" "| PASS |"
+  assert_contains "$(cat "$d/out/gpu_summary.md")" "failures: 0"
 }
 
 # Where cuBLAS comes from: a toolkit under $CUDA_HOME first, else the pip layout (nvidia/*/lib under site-packages,
