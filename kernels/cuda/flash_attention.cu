@@ -3,6 +3,10 @@
  *
  * Q, K, V are read straight from the (B,T,3C) output of the QKV matmul (head h: columns h*d..(h+1)*d of
  * each third) and the output is written as (B,T,C) for the projection: no permutes, no B*NH*T*T tensor.
+ * Two forward kernels: in the bf16 build k_fm_fwd (section "the register-accumulator forward" below: mma.sync
+ * m16n8k16 with S, P, O in registers, ldmatrix fragments, Q fragments kept in registers, cp.async double-buffered
+ * K/V tiles); the wmma kernel k_fa_fwd described next is the fp32 build's forward (ENABLE_FP32: float tiles, no
+ * bf16 tensor-core path) and the reference shape for the backward kernels, which are still the wmma ones.
  * Forward, one block per (64-query tile, b*NH + h), heaviest tiles (those nearest the end) first across the
  * whole grid: b*NH + h is the grid's x (the fastest-issued index) and the tile its y, reversed, so every head's
  * last tile is issued before any head's second-to-last and the light tiles fill the tail (dk/dv likewise
@@ -41,6 +45,7 @@
 #include "cuda_common.cuh"
 #ifndef ENABLE_FP32
 #include <mma.h>
+#include "mma_sync.cuh"
 #endif
 #include <math.h>
 
@@ -454,7 +459,236 @@ template <class K> static int fa_launch_prep(K kernel, size_t bytes, const char 
     return e == cudaSuccess ? 0 : pcu_fail(where, e);
 }
 
+#ifndef ENABLE_FP32
+/* ---- the register-accumulator forward (bf16 build): FlashAttention-2 class ------------------------------
+ *
+ * One block of NW warps per (16*NW-query tile, b*NH + h), heaviest tiles first (the grid order of
+ * flash_attention.cu). Warp w owns query rows 16w..16w+15 and keeps everything of them in registers
+ * (mma_sync.cuh's m16n8k16 fragments, PTX ISA layouts):
+ *   Q   QREG: D/16 A-fragments loaded once by ldmatrix and kept across the K/V loop; otherwise (head size 256,
+ *       where they do not fit beside O) re-read from the shared Q tile by ldmatrix at each K/V tile;
+ *   S   BC/8 accumulator fragments of Q K^T (K B-fragments by ldmatrix from the [key][dim] tile);
+ *   P   exp(S - m) rounded to bf16 and re-packed in registers as the A-fragments of P V: the accumulator layout
+ *       of S tiles 2k, 2k+1 is exactly the A layout of key block k, so no shuffle and no shared memory;
+ *   O   D/8 accumulator fragments, rescaled in registers by exp(m_old - m_new) per row;
+ *   m, l  per lane, for rows g and g+8 (g = lane/4): the row max is reduced over the 4 lanes of a row group
+ *       (xor 1, 2) at each tile; l is the lane's partial sum, reduced once at the end.
+ * V B-fragments come from the [key][dim] tile by ldmatrix .trans. K/V tiles of BC keys are double-buffered in
+ * shared memory and filled by cp.async (16-byte .cg copies, zero fill for rows >= T and columns >= d) one tile
+ * ahead: tile j+1 is in flight while tile j is computed (cp_async_wait<1> + __syncthreads before use, a
+ * __syncthreads after, before the buffer is refilled). Head sizes with d % 8 != 0 (or unaligned rows) take
+ * plain loads (fa_load_tile's scalar path) into the same buffers. Only tiles up to the diagonal are loaded;
+ * masking (key > query, key >= T) is applied only in tiles that cross the diagonal or T; a warp whose rows all
+ * precede a tile's first key skips it.
+ * RoPE (Llama): Q and each K tile are rotated in shared memory after they land (fa_rope_tile), then read by
+ * ldmatrix: one more __syncthreads per tile, only on that path.
+ * Shared memory: sQ bf16[BR][D+8], sK, sV bf16[2][BC][D+8] (+8: ldmatrix's 8 row addresses fall on disjoint
+ * banks). Seeded bugs for the emulator tests (FA_MMA_SEED, never set in a real build): 1 drops the cp.async wait
+ * before a tile is used; 2 swaps the two 8-key halves of the K ldmatrix lane map.
+ */
+#ifndef FA_MMA_SEED
+#define FA_MMA_SEED 0
+#endif
+
+template <int D, int NW, int BC> struct fm_fwd_cfg {
+    static constexpr int BR = 16 * NW, LX = D + 8;
+    static constexpr size_t oQ = 0, oK = oQ + fa_al((size_t)BR * LX * 2), oV = oK + fa_al((size_t)2 * BC * LX * 2),
+                            bytes = oV + fa_al((size_t)2 * BC * LX * 2);
+    static constexpr size_t buf = (size_t)BC * LX;   /* elements between the two buffers of sK (sV) */
+};
+
+/* rows [row0, row0+ROWS) of one head's slice of a (B*T, ld) bf16 matrix -> dst[ROWS][LX] by cp.async (rows >= T,
+ * columns >= d zero-filled); async: vec (d % 8 == 0, rows 16-byte aligned), else plain loads. All threads call;
+ * the caller commits the group. */
+template <int ROWS, int D>
+__device__ __forceinline__ void fm_load_tile(__nv_bfloat16 *dst, const __nv_bfloat16 *src, size_t ld, int row0, int T,
+                                             int d, bool async) {
+    constexpr int LX = D + 8, CH = D / 8;
+    if (!async) { fa_load_tile<ROWS, D>(dst, LX, src, ld, row0, T, d, false); return; }
+    for (int e = threadIdx.x; e < ROWS * CH; e += blockDim.x) {
+        const int r = e / CH, c = (e % CH) * 8, t = row0 + r;
+        const bool in = t < T && c < d;
+        cp_async_16(dst + (size_t)r * LX + c, in ? src + (size_t)t * ld + c : src, in ? 16 : 0);
+    }
+}
+
+template <int D, int NW, int BC, bool QREG>
+__global__ void __launch_bounds__(NW * 32) k_fm_fwd(__nv_bfloat16 *out, float *lse, const __nv_bfloat16 *qkv, int T,
+                                                    int NH, int d, float scale, bool async, const float *rope) {
+    typedef fm_fwd_cfg<D, NW, BC> G;
+    constexpr int LX = G::LX, NK = D / 16, NS = BC / 8, NO = D / 8;
+    constexpr int UK = QREG ? NK : 2;   /* Q from shared memory: fewer K fragments in flight (no spills at 256) */
+    extern __shared__ __align__(128) float fa_smem[];
+    char *sm = (char *)fa_smem;
+    __nv_bfloat16 *sQ = (__nv_bfloat16 *)(sm + G::oQ), *sK = (__nv_bfloat16 *)(sm + G::oK);
+    __nv_bfloat16 *sV = (__nv_bfloat16 *)(sm + G::oV);
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, tq = lane & 3;
+    const int lm = lane >> 3, lr = lane & 7;   /* ldmatrix: this lane gives row lr of matrix lm */
+    const int qt = gridDim.y - 1 - blockIdx.y, bh = blockIdx.x, b = bh / NH, h = bh % NH;
+    const int q0 = qt * G::BR, C = NH * d, w0 = q0 + 16 * warp;
+    const size_t ld = (size_t)3 * C;
+    const __nv_bfloat16 *qb = qkv + (size_t)b * T * ld + (size_t)h * d, *kb = qb + C, *vb = qb + 2 * C;
+    const float sl2 = scale * 1.4426950408889634f;   /* scores in log2 units: exp2 */
+    const int last_key = (q0 + G::BR < T ? q0 + G::BR : T) - 1, ntiles = last_key / BC + 1;
+
+    fm_load_tile<G::BR, D>(sQ, qb, ld, q0, T, d, async);
+    fm_load_tile<BC, D>(sK, kb, ld, 0, T, d, async);
+    fm_load_tile<BC, D>(sV, vb, ld, 0, T, d, async);
+    cp_async_commit();
+
+    frag_a qf[QREG ? NK : 1];
+    frag_c o[NO];
+#pragma unroll
+    for (int n = 0; n < NO; n++)
+#pragma unroll
+        for (int e = 0; e < 4; e++) o[n].at(e) = 0.0f;
+    float m[2] = { -INFINITY, -INFINITY }, l[2] = { 0.0f, 0.0f };
+    const __nv_bfloat16 *qrow = sQ + (size_t)(16 * warp + (lm & 1) * 8 + lr) * LX + (lm >> 1) * 8;
+
+    for (int j = 0; j < ntiles; j++) {
+        const int k0 = j * BC, buf = j & 1;
+        if (j + 1 < ntiles) {   /* the next tile flies while this one is computed */
+            fm_load_tile<BC, D>(sK + (buf ^ 1) * G::buf, kb, ld, k0 + BC, T, d, async);
+            fm_load_tile<BC, D>(sV + (buf ^ 1) * G::buf, vb, ld, k0 + BC, T, d, async);
+        }
+        cp_async_commit();      /* possibly empty: the wait below always leaves exactly the newest group */
+#if FA_MMA_SEED != 1
+        cp_async_wait<1>();
+#endif
+        __syncthreads();
+        const __nv_bfloat16 *tK = sK + buf * G::buf, *tV = sV + buf * G::buf;
+        if (rope) {
+            if (j == 0) fa_rope_tile<G::BR>(sQ, LX, rope, q0, T, d);
+            fa_rope_tile<BC>((__nv_bfloat16 *)tK, LX, rope, k0, T, d);
+            __syncthreads();
+        }
+        if (QREG && j == 0)
+#pragma unroll
+            for (int kk = 0; kk < NK; kk++)
+                ldmatrix_x4(qf[QREG ? kk : 0].at(0), qf[QREG ? kk : 0].at(1), qf[QREG ? kk : 0].at(2),
+                            qf[QREG ? kk : 0].at(3), qrow + kk * 16);
+        if (k0 <= w0 + 15) {    /* else every key of the tile is after every row of this warp */
+            /* S = Q K^T: B-fragments of keys np*16.. (two 8-key tiles) per 16 dims */
+            frag_c s[NS];
+#pragma unroll
+            for (int n = 0; n < NS; n++)
+#pragma unroll
+                for (int e = 0; e < 4; e++) s[n].at(e) = 0.0f;
+#if FA_MMA_SEED == 2
+            const __nv_bfloat16 *krow = tK + (size_t)((lm & 1) * 8 + lr) * LX + (lm >> 1) * 8;
+#else
+            const __nv_bfloat16 *krow = tK + (size_t)((lm >> 1) * 8 + lr) * LX + (lm & 1) * 8;
+#endif
+#pragma unroll UK
+            for (int kk = 0; kk < NK; kk++) {
+                frag_a qa;
+                if (!QREG) ldmatrix_x4(qa.at(0), qa.at(1), qa.at(2), qa.at(3), qrow + kk * 16);
+                const frag_a &fq = QREG ? qf[QREG ? kk : 0] : qa;
+#pragma unroll
+                for (int np = 0; np < NS / 2; np++) {
+                    frag_b b0, b1;
+                    ldmatrix_x4(b0.at(0), b0.at(1), b1.at(0), b1.at(1), krow + (size_t)np * 16 * LX + kk * 16);
+                    mma_m16n8k16_bf16(s[2 * np], fq, b0, s[2 * np]);
+                    mma_m16n8k16_bf16(s[2 * np + 1], fq, b1, s[2 * np + 1]);
+                }
+            }
+            /* mask, then the online softmax of rows g (e = 0, 1) and g + 8 (e = 2, 3) */
+            const bool edge = k0 + BC - 1 > w0 || k0 + BC > T;
+            float mx[2] = { -INFINITY, -INFINITY };
+#pragma unroll
+            for (int n = 0; n < NS; n++)
+#pragma unroll
+                for (int e = 0; e < 4; e++) {
+                    float v = s[n].at(e) * sl2;
+                    if (edge) {
+                        const int key = k0 + n * 8 + 2 * tq + (e & 1), q = w0 + g + (e >> 1) * 8;
+                        if (key > q || key >= T) v = -INFINITY;
+                    }
+                    s[n].at(e) = v;
+                    mx[e >> 1] = fmaxf(mx[e >> 1], v);
+                }
+            float alpha[2];
+#pragma unroll
+            for (int r = 0; r < 2; r++) {
+                mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 1));
+                mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 2));
+                const float mn = fmaxf(m[r], mx[r]);   /* finite: key 0 is in every row's first tile */
+                alpha[r] = exp2f(m[r] - mn);
+                m[r] = mn;
+                l[r] *= alpha[r];
+            }
+#pragma unroll
+            for (int n = 0; n < NO; n++)
+#pragma unroll
+                for (int e = 0; e < 4; e++) o[n].at(e) *= alpha[e >> 1];
+            /* O += P V, key block kb2 = S tiles 2kb2, 2kb2 + 1 as one A-fragment */
+            const __nv_bfloat16 *vrow = tV + (size_t)((lm & 1) * 8 + lr) * LX + (lm >> 1) * 8;
+#pragma unroll
+            for (int kb2 = 0; kb2 < BC / 16; kb2++) {
+                float p[8];
+#pragma unroll
+                for (int e = 0; e < 8; e++) {
+                    p[e] = exp2f(s[2 * kb2 + (e >> 2)].at(e & 3) - m[(e >> 1) & 1]);
+                    l[(e >> 1) & 1] += p[e];
+                }
+                frag_a pa;
+                pa.at(0) = pack_bf16x2(p[0], p[1]);
+                pa.at(1) = pack_bf16x2(p[2], p[3]);
+                pa.at(2) = pack_bf16x2(p[4], p[5]);
+                pa.at(3) = pack_bf16x2(p[6], p[7]);
+#pragma unroll
+                for (int dp = 0; dp < D / 16; dp++) {
+                    frag_b b0, b1;
+                    ldmatrix_x4_trans(b0.at(0), b0.at(1), b1.at(0), b1.at(1), vrow + (size_t)kb2 * 16 * LX + dp * 16);
+                    mma_m16n8k16_bf16(o[2 * dp], pa, b0, o[2 * dp]);
+                    mma_m16n8k16_bf16(o[2 * dp + 1], pa, b1, o[2 * dp + 1]);
+                }
+            }
+        }
+        __syncthreads();        /* every warp is done with this buffer before it is refilled */
+    }
+    /* out = O / l, lse = m + log l (natural units), rows >= T dropped */
+    float inv[2];
+#pragma unroll
+    for (int r = 0; r < 2; r++) {
+        l[r] += __shfl_xor_sync(0xffffffffu, l[r], 1);
+        l[r] += __shfl_xor_sync(0xffffffffu, l[r], 2);
+        inv[r] = 1.0f / l[r];
+        const int q = w0 + g + 8 * r;
+        if (tq == 0 && q < T) lse[(size_t)bh * T + q] = m[r] * 0.6931471805599453f + logf(l[r]);
+    }
+#pragma unroll
+    for (int n = 0; n < NO; n++)
+#pragma unroll
+        for (int e = 0; e < 4; e++) {
+            const int q = w0 + g + (e >> 1) * 8, c = n * 8 + 2 * tq + (e & 1);
+            if (q < T && c < d) out[((size_t)b * T + q) * C + (size_t)h * d + c] = __float2bfloat16_rn(o[n].at(e) * inv[e >> 1]);
+        }
+}
+
+/* Tile shapes: 4 warps, 64 query rows; K/V tiles of 64 keys up to head size 128, 32 above (two buffers of
+ * K and V must leave room for two blocks = 8 warps per SM); Q in registers up to 192. */
+template <int D> struct fm_shape {
+    static constexpr int NW = 4, BC = D > 128 ? 32 : 64;
+    static constexpr bool QREG = D <= 192;
+    typedef fm_fwd_cfg<D, NW, BC> F;
+    static_assert(F::bytes <= 113 * 1024, "two forward blocks must fit an SM's 227 KiB of shared memory");
+};
+
+template <int D> static int fm_forward_d(const fa_args &a, bool async) {
+    typedef fm_shape<D> S;
+    dim3 grid(a.B * a.NH, (a.T + S::F::BR - 1) / S::F::BR);   /* (b*NH + h) fastest: heaviest tiles first */
+    if (fa_launch_prep(k_fm_fwd<D, S::NW, S::BC, S::QREG>, S::F::bytes, "flash_attention_forward(smem)")) return -1;
+    k_fm_fwd<D, S::NW, S::BC, S::QREG><<<grid, S::NW * 32, S::F::bytes>>>(a.out, a.lse, a.qkv, a.T, a.NH, a.d, a.scale, async, a.rope);
+    PCU_CHECK_LAUNCH("flash_attention_forward");
+    return 0;
+}
+#endif   /* !ENABLE_FP32 */
+
 template <int D> static int fa_forward_d(const fa_args &a) {
+#ifndef ENABLE_FP32   /* bf16: the register-accumulator kernel (cp.async when rows move as 16-byte chunks) */
+    return fm_forward_d<D>(a, a.d % 8 == 0 && (uintptr_t)a.qkv % 16 == 0);
+#endif
     typedef fa_shape<D> S;
     dim3 grid(a.B * a.NH, (a.T + S::F::BR - 1) / S::F::BR);   /* (b*NH + h) fastest: see the note at the top */
     if (fa_launch_prep(k_fa_fwd<D, S::FWD_NW, S::FWD_BC>, S::F::bytes, "flash_attention_forward(smem)")) return -1;
