@@ -3,11 +3,13 @@
  *
  * Q, K, V are read straight from the (B,T,3C) output of the QKV matmul (head h: columns h*d..(h+1)*d of
  * each third) and the output is written as (B,T,C) for the projection: no permutes, no B*NH*T*T tensor.
- * Two forward kernels: in the bf16 build k_fm_fwd (section "the register-accumulator forward" below: mma.sync
- * m16n8k16 with S, P, O in registers, ldmatrix fragments, Q fragments kept in registers, cp.async double-buffered
- * K/V tiles); the wmma kernel k_fa_fwd described next is the fp32 build's forward (ENABLE_FP32: float tiles, no
- * bf16 tensor-core path) and the reference shape for the backward kernels, which are still the wmma ones.
- * Forward, one block per (64-query tile, b*NH + h), heaviest tiles (those nearest the end) first across the
+ * Two sets of kernels share the tiling, the grid order, masking, RoPE and the host side:
+ *   bf16 build: k_fm_fwd, k_fm_dkv, k_fm_dq (section "the register-accumulator kernels" below): mma.sync
+ *     m16n8k16 with S, P, O (dQ, dK, dV) in registers, ldmatrix fragment loads, Q fragments kept in registers,
+ *     cp.async double-buffered tiles — FlashAttention-2 class;
+ *   fp32 build (ENABLE_FP32, no bf16 tensor-core path): k_fa_fwd, k_fa_dkv, k_fa_dq, described next, with float
+ *     tiles and accumulators in shared memory and the tile products as plain float loops (warp_mm).
+  * Forward, one block per (64-query tile, b*NH + h), heaviest tiles (those nearest the end) first across the
  * whole grid: b*NH + h is the grid's x (the fastest-issued index) and the tile its y, reversed, so every head's
  * last tile is issued before any head's second-to-last and the light tiles fill the tail (dk/dv likewise
  * with its key tiles, whose first is the heaviest; before, x was the tile, and head 1's heavy tiles waited behind
@@ -23,16 +25,14 @@
  *   k_fa_dq: one block per 64-query tile, key tiles up to the diagonal: S, dP again, dQ_w += dS K (scaled).
  *   Two passes instead of FA-2's atomics into a float dQ: no scratch to zero, and the result is
  *   deterministic, for about 40% more backward arithmetic (S and dP computed twice).
- * Tile products are warp-level 16-row GEMMs between shared-memory tiles (warp_mm): nvcuda::wmma at m16n16k16,
- * bf16 in, float accumulate, in the bf16 build; plain float loops over the same tiles (CUDA cores) in the fp32
- * build (ENABLE_FP32), so both builds run the same tiling, masking, softmax and barriers. Accumulators (O, dQ,
- * dK, dV) live in shared memory as float: a wmma fragment's element order is unspecified, so rows cannot be
- * rescaled in registers without relying on it.
+ * (k_fa_*) Tile products are warp-level 16-row GEMMs between shared-memory tiles (warp_mm), accumulators (O, dQ,
+ * dK, dV) in shared memory as float.
  * Head sizes: each kernel is compiled for D in {16, 32, 64, 96, 128, 192, 256}; head size d runs in the
- * smallest D >= d, with columns d..D-1 zero-filled in shared memory. d == D loads 16-byte vectors (when the
- * row strides allow); any other d (48, 80, odd sizes...) takes scalar loads: the slower generic path.
+ * smallest D >= d, with columns d..D-1 zero-filled in shared memory. k_fm_*: rows move as 16-byte cp.async
+ * chunks whenever d % 8 == 0 (48, 80 included: the chunks past d are zero-filled), scalar loads otherwise;
+ * k_fa_*: 16-byte vectors when d == D (and the row strides allow), scalar loads otherwise.
  * d > 256 is refused (prism_cuda_flash_attention_supports). Shared-memory rows are padded (+16 bytes for
- * bf16 rows, +32 bytes for float rows: FA_FPAD) against bank conflicts while keeping every 16x16 tile 32-byte aligned, as wmma requires.
+ * bf16 rows, +32 bytes for float rows: FA_FPAD) against bank conflicts.
  * RoPE (the _rope entry points, theta > 0): qkv in memory stays as the QKV matmul wrote it; each Q or K tile is
  * rotated in shared memory right after its load (fa_rope_tile: pair (i, i+d/2) of the row at position t by
  * t*theta^(-2i/d), with the REAL head size d, so the zero padding up to D stays zero), and the dQ and dK
@@ -44,16 +44,14 @@
  */
 #include "cuda_common.cuh"
 #ifndef ENABLE_FP32
-#include <mma.h>
 #include "mma_sync.cuh"
 #endif
 #include <math.h>
 
 #define FA_MAX_D 256
-/* float rows (the O/dQ/dK/dV accumulators, the scores S and dP) are padded by 8 floats: a wmma float accumulator
- * tile is loaded and stored as 8-byte pairs, a half-warp covering 4 rows x 8 columns, and a row stride of 8 (mod 32)
- * words puts those 4 rows on disjoint banks (the former 4-float pad put rows r and r+1 on 4 common banks: 2-way
- * conflicts). bf16 rows keep their 8-element (16-byte) pad, conflict-free for 16-byte row fragments. */
+/* float rows of the k_fa_* kernels (the O/dQ/dK/dV accumulators, the scores S and dP) are padded by 8 floats
+ * (a row stride of 8 mod 32 words); bf16 rows keep their 8-element (16-byte) pad, conflict-free for 16-byte row
+ * fragments and for ldmatrix's 8 row addresses. */
 #define FA_FPAD 8
 
 /* ---- shared-memory tiles ------------------------------------------------------------------------------ */
@@ -119,51 +117,14 @@ __global__ void k_fa_rope_table(float *rope, int T, int d, double theta) {
     rope[2 * e + 1] = (float)sin(ang);
 }
 
-/* ---- warp-level tile product: C[16][N] (+)= A[16][K] B[K][N] ---------------------------------------------
+/* ---- warp-level tile product: C[16][N] (+)= A[16][K] B[K][N] (fp32 build) -------------------------------
  * A(r,k) = A[r*lda + k], or A[k*lda + r] when A_COL; B(k,n) = B[k*ldb + n], or B[n*ldb + k] when B_COL; C float,
  * row-major. Called by all 32 lanes of a warp; C's previous values are read when ACC. The caller orders
- * shared memory around it (__syncwarp / __syncthreads): it reads A, B (and C) and writes C, nothing else. */
-#ifndef ENABLE_FP32
-template <bool COL> struct fa_layout { typedef nvcuda::wmma::row_major type; };
-template <> struct fa_layout<true> { typedef nvcuda::wmma::col_major type; };
-#endif
-
+ * shared memory around it (__syncwarp / __syncthreads): it reads A, B (and C) and writes C, nothing else.
+ * Plain float loops on CUDA cores: the fp32 build has no bf16 tensor-core path (the bf16 build runs k_fm_*). */
 template <int N, int K, bool A_COL, bool B_COL, bool ACC>
 __device__ __forceinline__ void warp_mm(float *C, int ldc, const floatX *A, int lda, const floatX *B, int ldb) {
     static_assert(N % 16 == 0 && K % 16 == 0, "tile sizes are multiples of 16");
-#ifndef ENABLE_FP32
-    using namespace nvcuda;
-    typedef typename fa_layout<A_COL>::type LA;
-    typedef typename fa_layout<B_COL>::type LB;
-#pragma unroll 1
-    for (int n0 = 0; n0 < N; n0 += 64) {          /* up to 4 accumulators (64 columns) at a time */
-        wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc[4];
-#pragma unroll
-        for (int j = 0; j < 4; j++) {
-            if (n0 + 16 * j >= N) break;
-            if (ACC) wmma::load_matrix_sync(acc[j], C + n0 + 16 * j, ldc, wmma::mem_row_major);
-            else wmma::fill_fragment(acc[j], 0.0f);
-        }
-#pragma unroll 2
-        for (int k0 = 0; k0 < K; k0 += 16) {
-            wmma::fragment<wmma::matrix_a, 16, 16, 16, __nv_bfloat16, LA> a;
-            wmma::load_matrix_sync(a, A_COL ? A + (size_t)k0 * lda : A + k0, lda);
-#pragma unroll
-            for (int j = 0; j < 4; j++) {
-                if (n0 + 16 * j >= N) break;
-                int n = n0 + 16 * j;
-                wmma::fragment<wmma::matrix_b, 16, 16, 16, __nv_bfloat16, LB> b;
-                wmma::load_matrix_sync(b, B_COL ? B + (size_t)n * ldb + k0 : B + (size_t)k0 * ldb + n, ldb);
-                wmma::mma_sync(acc[j], a, b, acc[j]);
-            }
-        }
-#pragma unroll
-        for (int j = 0; j < 4; j++) {
-            if (n0 + 16 * j >= N) break;
-            wmma::store_matrix_sync(C + n0 + 16 * j, acc[j], ldc, wmma::mem_row_major);
-        }
-    }
-#else
     const int lane = threadIdx.x & 31;
     for (int e = lane; e < 16 * N; e += 32) {
         int r = e / N, n = e % N;
@@ -173,7 +134,6 @@ __device__ __forceinline__ void warp_mm(float *C, int ldc, const floatX *A, int 
                  xf(B_COL ? B[(size_t)n * ldb + k] : B[(size_t)k * ldb + n]);
         C[(size_t)r * ldc + n] = s;
     }
-#endif
 }
 
 /* ---- forward ----------------------------------------------------------------------------------------------
@@ -954,19 +914,20 @@ template <int D> static int fm_backward_d(const fa_args &a, bool async) {
 template <int D> static int fa_forward_d(const fa_args &a) {
 #ifndef ENABLE_FP32   /* bf16: the register-accumulator kernel (cp.async when rows move as 16-byte chunks) */
     return fm_forward_d<D>(a, a.d % 8 == 0 && (uintptr_t)a.qkv % 16 == 0);
-#endif
+#else
     typedef fa_shape<D> S;
     dim3 grid(a.B * a.NH, (a.T + S::F::BR - 1) / S::F::BR);   /* (b*NH + h) fastest: see the note at the top */
     if (fa_launch_prep(k_fa_fwd<D, S::FWD_NW, S::FWD_BC>, S::F::bytes, "flash_attention_forward(smem)")) return -1;
     k_fa_fwd<D, S::FWD_NW, S::FWD_BC><<<grid, S::FWD_NW * 32, S::F::bytes>>>(a.out, a.lse, a.qkv, a.T, a.NH, a.d, a.scale, a.vec, a.rope);
     PCU_CHECK_LAUNCH("flash_attention_forward");
     return 0;
+#endif
 }
 
 template <int D> static int fa_backward_d(const fa_args &a) {
 #ifndef ENABLE_FP32   /* bf16: the register-accumulator kernels */
     return fm_backward_d<D>(a, a.d % 8 == 0 && (uintptr_t)a.qkv % 16 == 0 && (uintptr_t)a.dout % 16 == 0);
-#endif
+#else
     typedef fa_shape<D> S;
     dim3 gk(a.B * a.NH, (a.T + S::K::KB - 1) / S::K::KB), gq(a.B * a.NH, (a.T + S::Q::BR - 1) / S::Q::BR);
     if (fa_launch_prep(k_fa_dkv<D, S::DKV_NW, S::DKV_QB>, S::K::bytes, "flash_attention_backward(smem)") ||
@@ -976,6 +937,7 @@ template <int D> static int fa_backward_d(const fa_args &a) {
     k_fa_dq<D, S::DQ_NW, S::DQ_KT><<<gq, S::DQ_NW * 32, S::Q::bytes>>>(a.dqkv, a.qkv, a.dout, a.lse, a.delta, a.T, a.NH, a.d, a.scale, a.vec, a.rope);
     PCU_CHECK_LAUNCH("flash_attention_backward(dq)");
     return 0;
+#endif
 }
 
 /* The compiled head size a head of size d runs in (0: none), and whether its rows can move as 16-byte vectors. */
