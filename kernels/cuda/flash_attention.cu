@@ -454,8 +454,9 @@ template <class K> static int fa_launch_prep(K kernel, size_t bytes, const char 
  * RoPE (Llama): Q and each K tile are rotated in shared memory after they land (fa_rope_tile), then read by
  * ldmatrix: one more __syncthreads per tile, only on that path.
  * Shared memory rows are bf16[D+8] (+8: ldmatrix's 8 row addresses fall on disjoint banks). Seeded bugs for the
- * emulator tests (FA_MMA_SEED, never set in a real build; tests/cudaemu/seeded_bugs.sh): 1 drops the forward's
- * cp.async wait before a tile is used; 2 swaps the two 8-key halves of the forward's K ldmatrix lane map.
+ * emulator tests (FA_MMA_SEED, never set in a real build; tests/cudaemu/seeded_bugs.sh): 1 drops the cp.async wait
+ * before a K/V tile is used (fm_kv_step: forward and dQ); 2 swaps the two 8-row halves of the B-fragment ldmatrix
+ * lane map (fm_brow: K in S = Q K^T, and every other non-transposed B operand).
  */
 #ifndef FA_MMA_SEED
 #define FA_MMA_SEED 0
@@ -550,6 +551,36 @@ template <int N> __device__ __forceinline__ void fm_stage(float *tile, int ldf, 
         for (int e = 0; e < 4; e++) tile[(size_t)(g + (e >> 1) * 8) * ldf + n * 8 + 2 * tq + (e & 1)] = f[n].at(e);
 }
 
+/* One step of the K/V tile loop of k_fm_fwd and k_fm_dq (all threads): start tile j+1's cp.async into the other
+ * buffer (if any), wait for tile j (group j; the newest group may stay in flight), barrier; with RoPE, rotate tile
+ * j's K (and at j == 0 the BR-row Q tile) and barrier again. */
+template <int BR, int BC, int D>
+__device__ __forceinline__ void fm_kv_step(fm_bf *sK, fm_bf *sV, const fm_bf *kb, const fm_bf *vb, size_t ld, int j,
+                                           int ntiles, int T, int d, bool async, const float *rope, fm_bf *sQ, int q0) {
+    constexpr size_t buf = (size_t)BC * (D + 8);
+    const int nb = (j & 1) ^ 1;
+    if (j + 1 < ntiles) {   /* the next tile flies while this one is computed */
+        fm_load_tile<BC, D>(sK + nb * buf, kb, ld, (j + 1) * BC, T, d, async);
+        fm_load_tile<BC, D>(sV + nb * buf, vb, ld, (j + 1) * BC, T, d, async);
+    }
+    cp_async_commit();      /* possibly empty: the wait below always leaves exactly the newest group */
+#if FA_MMA_SEED != 1
+    cp_async_wait<1>();
+#endif
+    __syncthreads();
+    if (rope) {
+        if (j == 0) fa_rope_tile<BR>(sQ, D + 8, rope, q0, T, d);
+        fa_rope_tile<BC>(sK + (j & 1) * buf, D + 8, rope, j * BC, T, d);
+        __syncthreads();
+    }
+}
+
+/* NK A-fragments of the warp's 16 rows, 16 columns each, from its ldmatrix row address (fm_arow). */
+template <int NK> __device__ __forceinline__ void fm_load_afrags(frag_a *f, const fm_bf *row) {
+#pragma unroll
+    for (int kk = 0; kk < NK; kk++) ldmatrix_x4(f[kk].at(0), f[kk].at(1), f[kk].at(2), f[kk].at(3), row + kk * 16);
+}
+
 template <int D, int NW, int BC> struct fm_fwd_cfg {
     static constexpr int BR = 16 * NW, LX = D + 8;
     static constexpr size_t oQ = 0, oK = oQ + fa_al((size_t)BR * LX * 2), oV = oK + fa_al((size_t)2 * BC * LX * 2),
@@ -586,26 +617,9 @@ __global__ void __launch_bounds__(NW * 32) k_fm_fwd(fm_bf *out, float *lse, cons
 
     for (int j = 0; j < ntiles; j++) {
         const int k0 = j * BC, buf = j & 1;
-        if (j + 1 < ntiles) {   /* the next tile flies while this one is computed */
-            fm_load_tile<BC, D>(sK + (buf ^ 1) * G::buf, kb, ld, k0 + BC, T, d, async);
-            fm_load_tile<BC, D>(sV + (buf ^ 1) * G::buf, vb, ld, k0 + BC, T, d, async);
-        }
-        cp_async_commit();      /* possibly empty: the wait below always leaves exactly the newest group */
-#if FA_MMA_SEED != 1
-        cp_async_wait<1>();
-#endif
-        __syncthreads();
-        fm_bf *tK = sK + buf * G::buf, *tV = sV + buf * G::buf;
-        if (rope) {
-            if (j == 0) fa_rope_tile<G::BR>(sQ, LX, rope, q0, T, d);
-            fa_rope_tile<BC>(tK, LX, rope, k0, T, d);
-            __syncthreads();
-        }
-        if (QREG && j == 0)
-#pragma unroll
-            for (int kk = 0; kk < NK; kk++)
-                ldmatrix_x4(qf[QREG ? kk : 0].at(0), qf[QREG ? kk : 0].at(1), qf[QREG ? kk : 0].at(2),
-                            qf[QREG ? kk : 0].at(3), qrow + kk * 16);
+        fm_kv_step<G::BR, BC, D>(sK, sV, kb, vb, ld, j, ntiles, T, d, async, rope, sQ, q0);
+        const fm_bf *tK = sK + buf * G::buf, *tV = sV + buf * G::buf;
+        if (QREG && j == 0) fm_load_afrags<QREG ? NK : 1>(qf, qrow);
         if (k0 <= w0 + 15) {    /* else every key of the tile is after every row of this warp */
             frag_c s[NS];
             fm_mm_nt<NK, NS, QREG, QREG ? NK : 2>(s, qf, qrow, fm_brow(tK, LX, lane), LX);
@@ -716,27 +730,12 @@ __global__ void __launch_bounds__(NW * 32) k_fm_dq(fm_bf *dqkv, const fm_bf *qkv
 
     for (int j = 0; j < ntiles; j++) {
         const int k0 = j * BC, buf = j & 1;
-        if (j + 1 < ntiles) {
-            fm_load_tile<BC, D>(sK + (buf ^ 1) * G::buf, kb, ld, k0 + BC, T, d, async);
-            fm_load_tile<BC, D>(sV + (buf ^ 1) * G::buf, vb, ld, k0 + BC, T, d, async);
+        fm_kv_step<G::BR, BC, D>(sK, sV, kb, vb, ld, j, ntiles, T, d, async, rope, sQ, q0);
+        const fm_bf *tK = sK + buf * G::buf, *tV = sV + buf * G::buf;
+        if (QREG && j == 0) {
+            fm_load_afrags<QREG ? NK : 1>(qf, qrow);
+            fm_load_afrags<QREG ? NK : 1>(gf, grow);
         }
-        cp_async_commit();
-        cp_async_wait<1>();
-        __syncthreads();
-        fm_bf *tK = sK + buf * G::buf, *tV = sV + buf * G::buf;
-        if (rope) {
-            if (j == 0) fa_rope_tile<G::BR>(sQ, LX, rope, q0, T, d);
-            fa_rope_tile<BC>(tK, LX, rope, k0, T, d);
-            __syncthreads();
-        }
-        if (QREG && j == 0)
-#pragma unroll
-            for (int kk = 0; kk < NK; kk++) {
-                ldmatrix_x4(qf[QREG ? kk : 0].at(0), qf[QREG ? kk : 0].at(1), qf[QREG ? kk : 0].at(2),
-                            qf[QREG ? kk : 0].at(3), qrow + kk * 16);
-                ldmatrix_x4(gf[QREG ? kk : 0].at(0), gf[QREG ? kk : 0].at(1), gf[QREG ? kk : 0].at(2),
-                            gf[QREG ? kk : 0].at(3), grow + kk * 16);
-            }
         if (k0 <= w0 + 15) {
             frag_c s[NS], dp[NS];
             fm_mm_nt<NK, NS, QREG, QREG ? NK : 2>(s, qf, qrow, fm_brow(tK, LX, lane), LX);
