@@ -9,7 +9,8 @@ threads a block and dynamic shared memory (from the launch sites, below: ptxas c
 and warps per SM those allow on an H100/H200 (65,536 registers allocated 256 a warp, 228 KiB shared memory with
 1 KiB reserved a block, 2,048 threads, 32 blocks), with the limit that binds. The launch shapes are read off the
 kernels/cuda/*.cu launch sites (at the 124M width C for the C-dependent ones); the fused attention's dynamic shared
-memory is the byte count of its tile layout (fa_fwd_cfg, fa_dkv_cfg, fa_dq_cfg in flash_attention.cu), recomputed
+memory is the byte count of its tile layout (fa_fwd_cfg, fa_dkv_cfg, fa_dq_cfg for the fp32 build's k_fa_*;
+fm_fwd_cfg, fm_dq_cfg, fm_dkv_cfg for the bf16 build's k_fm_* in flash_attention.cu), recomputed
 here for the bf16 build — a change there must be mirrored here (the table's bytes are also what
 tests/unit/test_cuda_kernels.c's flash cases run with: a mismatch would only misstate occupancy, not break code).
 """
@@ -41,6 +42,16 @@ def fa_bytes(kind, D, NW, B2):
     BR, KT = 16 * NW, B2
     return (2 * al(BR * LX * X) + 2 * al(KT * LX * X) + 2 * al(BR * 4) + 2 * al(BR * (KT + FP) * 4)
             + al(BR * (KT + 8) * X) + al(BR * LA * 4))
+
+def fm_bytes(kind, D, NW, B2, P4):
+    """dynamic shared memory of k_fm_{fwd,dq,dkv}<D, NW, B2, P4> (bf16), as the fm_*_cfg structs lay it out"""
+    LX = D + 8
+    if kind == "fwd":
+        return al(16 * NW * LX * 2) + 2 * al(2 * B2 * LX * 2)
+    if kind == "dq":
+        return 2 * al(16 * NW * LX * 2) + 2 * al(2 * B2 * LX * 2)
+    KB = 16 * NW // int(P4)   # P4: SPLIT
+    return 2 * al(KB * LX * 2) + 2 * al(2 * B2 * LX * 2) + 2 * al(2 * B2 * 4)
 
 # threads a block and dynamic shared memory by kernel base name (launch sites in kernels/cuda/*.cu)
 LAUNCH = {
@@ -100,6 +111,10 @@ for r, n in zip(rows, names):
     if m:
         kind, D, NW, B2 = m.group(1), int(m.group(2)), int(m.group(3)), int(m.group(4))
         threads, dyn = NW * 32, fa_bytes(kind, D, NW, B2)
+    m = re.match(r"k_fm_(fwd|dkv|dq)<(\d+), (\d+), (\d+), (\w+)>", short)
+    if m:
+        kind, D, NW, B2 = m.group(1), int(m.group(2)), int(m.group(3)), int(m.group(4))
+        threads, dyn = NW * 32, fm_bytes(kind, D, NW, B2, m.group(5) if kind == "dkv" else 1)
     regs = r.get("regs", 0)
     b, w, why = occupancy(regs, r.get("smem", 0) + dyn, threads)
     print(f"| {r['file'] or '?'} | `{short}` | {regs} | {r.get('smem', 0)} | {dyn} | {r.get('stack', 0)} | "

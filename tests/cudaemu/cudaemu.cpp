@@ -17,6 +17,9 @@
  */
 #include "cudaemu.h"
 #include "mma.h"
+#include "ptx.h"
+#include <vector>
+#include <algorithm>
 #include <atomic>
 #include <errno.h>
 #include <map>
@@ -428,7 +431,7 @@ static const size_t STACK = 64 * 1024;
 static const int MAX_THREADS = 1024;
 
 /* the warp-collective calls, for the checks that a warp is in one and the same */
-enum { W_SHFL = 0, W_SYNCWARP, W_LOAD, W_STORE, W_MMA };
+enum { W_SHFL = 0, W_SYNCWARP, W_LOAD, W_STORE, W_MMA, W_LDMATRIX, W_MMA_SYNC };
 namespace {
 struct sched {
     char *stacks = nullptr;          /* MAX_THREADS * STACK, mapped on first launch */
@@ -446,7 +449,18 @@ struct sched {
         unsigned ldm;
         float *d;
         const void *a, *b, *c;
+        void *r[4];                  /* ldmatrix: the lane's destination registers; addr its row address */
+        const void *addr;
     } wp[MAX_THREADS];
+    struct pending {                 /* a cp.async not yet completed by a wait_group (ptx.h) */
+        unsigned char *dst;
+        unsigned char data[16];
+        int bytes, group, line;
+        const char *file;
+    };
+    std::vector<pending> pend[MAX_THREADS];
+    int cp_group[MAX_THREADS];       /* per thread: the number of the open (uncommitted) group */
+    std::vector<uint16_t> pend_dyn, pend_stat;   /* pending copies per 4 bytes of shared memory */
     unsigned wgen[MAX_THREADS / 32];   /* per warp: bumped by the first lane to run after a release */
     void *site[MAX_THREADS];         /* where each lane's current shuffle was called from, and its lane mask: */
     int lmask[MAX_THREADS];          /* a warp whose lanes are in different shuffles is divergent */
@@ -485,9 +499,11 @@ static inline void asan_finish(void *fake, const void **bottom, size_t *size) {
 #endif
 }
 
+static void pend_exit(int t);
 extern "C" void cudaemu_fiber_entry(void) {
     asan_finish(nullptr, &S.sched_bottom, &S.sched_size);
     S.fn(S.ctx);
+    pend_exit(S.cur);
     fiber &f = S.f[S.cur];
     f.state = F_DONE;
     asan_start(nullptr, S.sched_bottom, S.sched_size);   /* this fiber's stack dies here */
@@ -582,6 +598,8 @@ static const char *wname(int kind) {
     case W_LOAD: return "wmma::load_matrix_sync";
     case W_STORE: return "wmma::store_matrix_sync";
     case W_MMA: return "wmma::mma_sync";
+    case W_LDMATRIX: return "ldmatrix";
+    case W_MMA_SYNC: return "mma.sync.m16n8k16";
     }
     return "?";
 }
@@ -710,6 +728,206 @@ void cudaemu_wmma_mma(const char *file, int line, float *d, const __nv_bfloat16 
         }
 }
 
+/* ---- PTX-level instructions (ptx.h): ldmatrix, mma.sync m16n8k16, cp.async ------------------------------- */
+int cudaemu_lane(void) { return S.cur < 0 ? -1 : S.cur & 31; }
+
+void cudaemu_reg_fault(const char *file, int line, const char *what, int owner) {
+    static thread_local const char *reported;   /* one report per failing launch */
+    if (last_error == cudaErrorLaunchFailure && reported == kernel_name) return;
+    reported = kernel_name;
+    if (!strcmp(what, "a fragment index outside the lane's registers"))
+        fault("%s: %s:%d: lane %d reads %s (index %d) (block %u,%u,%u)", kernel_name, file ? file : "?", line,
+              cudaemu_lane(), what, owner, blockIdx.x, blockIdx.y, blockIdx.z);
+    else
+        fault("%s: %s:%d: lane %d reads %s (written by %s%d) (block %u,%u,%u)", kernel_name, file ? file : "?", line,
+              cudaemu_lane(), what, owner < 0 ? "no lane" : "lane ", owner < 0 ? 0 : owner, blockIdx.x, blockIdx.y,
+              blockIdx.z);
+}
+
+/* The per-4-byte pending counter of shared address p, or NULL when p is not in the block's shared memory. */
+static uint16_t *pend_slot(const void *p) {
+    uintptr_t a = (uintptr_t)p;
+    if (S.dyn && a >= (uintptr_t)S.dyn && a < (uintptr_t)S.dyn + S.dyn_size) {
+        size_t i = (a - (uintptr_t)S.dyn) / 4;
+        if (S.pend_dyn.size() <= i) S.pend_dyn.resize(S.dyn_size / 4 + 1, 0);
+        return &S.pend_dyn[i];
+    }
+    if (a >= (uintptr_t)S.stat && a < (uintptr_t)S.stat + S.stat_used) {
+        size_t i = (a - (uintptr_t)S.stat) / 4;
+        if (S.pend_stat.size() <= i) S.pend_stat.resize(sizeof S.stat / 4, 0);
+        return &S.pend_stat[i];
+    }
+    return nullptr;
+}
+static int in_shared(const void *p, size_t bytes) {
+    return bytes && pend_slot(p) && pend_slot((const char *)p + bytes - 1);
+}
+static void pend_mark(unsigned char *dst, int bytes, int d) {
+    for (int o = 0; o < bytes; o += 4) *pend_slot(dst + o) += d;
+}
+/* The pending copy (any thread of the block) that covers byte p, for a fault message. */
+static const sched::pending *pend_find(const void *p) {
+    for (int t = 0; t < S.n; t++)
+        for (auto &q : S.pend[t])
+            if ((const unsigned char *)p >= q.dst && (const unsigned char *)p < q.dst + q.bytes) return &q;
+    return nullptr;
+}
+/* Completes thread t's copies of groups < g (all when g is INT_MAX): the destination changes now. */
+static void pend_complete(int t, int g) {
+    auto &v = S.pend[t];
+    size_t k = 0;
+    for (size_t i = 0; i < v.size(); i++) {
+        if (v[i].group < g) {
+            memcpy(v[i].dst, v[i].data, v[i].bytes);
+            pend_mark(v[i].dst, v[i].bytes, -1);
+        } else v[k++] = v[i];
+    }
+    v.resize(k);
+}
+static void pend_reset(int n) {
+    for (int t = 0; t < n; t++) { S.pend[t].clear(); S.cp_group[t] = 0; }
+    std::fill(S.pend_dyn.begin(), S.pend_dyn.end(), 0);
+    std::fill(S.pend_stat.begin(), S.pend_stat.end(), 0);
+}
+
+void cudaemu_cp_async(const char *file, int line, void *dst, const void *src, int bytes, int src_bytes, int cg) {
+    if (S.cur < 0) { fault("cp.async called outside a kernel"); return; }
+    int t = S.cur;
+    const char *bad = nullptr;
+    if (cg ? bytes != 16 : (bytes != 4 && bytes != 8 && bytes != 16)) bad = cg ? "cp.async.cg copies 16 bytes only" : "the size is not 4, 8 or 16";
+    else if (src_bytes < 0 || src_bytes > bytes) bad = "the source size is not in 0..cp-size";
+    else if (!in_shared(dst, bytes)) bad = "the destination is not in the block's shared memory";
+    else if ((uintptr_t)dst % bytes) bad = "the destination is not aligned to the copy size";
+    else if (src_bytes && (uintptr_t)src % bytes) bad = "the source is not aligned to the copy size";
+    if (bad) {
+        fault("%s: cp.async at %s:%d: %s (dst %p, src %p, %d bytes; thread %d of block %u,%u,%u)", kernel_name, file,
+              line, bad, dst, src, bytes, t, blockIdx.x, blockIdx.y, blockIdx.z);
+        return;
+    }
+    if (src_bytes && cudaemu_check_range(src, (size_t)src_bytes, "cp.async source")) return;
+    sched::pending q;
+    q.dst = (unsigned char *)dst;
+    memset(q.data, 0, sizeof q.data);
+    if (src_bytes) memcpy(q.data, src, (size_t)src_bytes);   /* the source is read at issue */
+    q.bytes = bytes;
+    q.group = S.cp_group[t];
+    q.file = file;
+    q.line = line;
+    S.pend[t].push_back(q);
+    pend_mark(q.dst, bytes, +1);
+}
+void cudaemu_cp_async_commit(void) {
+    if (S.cur >= 0) S.cp_group[S.cur]++;
+}
+void cudaemu_cp_async_wait(const char *file, int line, int n) {
+    if (S.cur < 0) { fault("cp.async.wait_group called outside a kernel"); return; }
+    if (n < 0) { fault("%s: cp.async.wait_group %d at %s:%d: N must be >= 0", kernel_name, n, file, line); return; }
+    pend_complete(S.cur, S.cp_group[S.cur] - n);   /* committed groups but the newest n */
+}
+
+/* A thread's copies still pending when it exits: a fault (their data would never be waited for). */
+static void pend_exit(int t) {
+    static thread_local const char *reported;   /* one report per failing launch, not one per thread */
+    if (S.pend[t].empty()) return;
+    const auto &q = S.pend[t][0];
+    if (!(last_error == cudaErrorLaunchFailure && reported == kernel_name))
+    fault("%s: thread %d of block %u,%u,%u exited with %zu cp.async copies never completed by a wait_group (the "
+          "first issued at %s:%d)", kernel_name, t, blockIdx.x, blockIdx.y, blockIdx.z, S.pend[t].size(), q.file, q.line);
+    reported = kernel_name;
+    for (auto &p : S.pend[t]) pend_mark(p.dst, p.bytes, -1);
+    S.pend[t].clear();
+}
+
+void cudaemu_ldmatrix(const char *file, int line, int num, int trans, cudaemu_reg<uint32_t> *const *d, const void *p) {
+    int t = S.cur;
+    if (t >= 0) {
+        for (int i = 0; i < num; i++) S.wp[t].r[i] = d[i];
+        S.wp[t].addr = p;
+    }
+    if (warp_enter(W_LDMATRIX, file, line, nullptr, (unsigned)num, trans) != 1) return;
+    int base = t & ~31;
+    uint16_t M[4][8][8];
+    for (int i = 0; i < num; i++)
+        for (int j = 0; j < 8; j++) {
+            const void *a = S.wp[base + 8 * i + j].addr;
+            const char *bad = nullptr;
+            if ((uintptr_t)a % 16) bad = "is not 16-byte aligned";
+            else if (!in_shared(a, 16)) bad = "is not in the block's shared memory";
+            if (bad) {
+                fault("%s: ldmatrix.x%d at %s:%d: lane %d's row address %p %s (block %u,%u,%u)", kernel_name, num,
+                      file, line, 8 * i + j, a, bad, blockIdx.x, blockIdx.y, blockIdx.z);
+                return;
+            }
+            for (int o = 0; o < 16; o += 4)
+                if (*pend_slot((const char *)a + o)) {
+                    const sched::pending *q = pend_find((const char *)a + o);
+                    fault("%s: ldmatrix at %s:%d (lane %d's row %p) reads shared memory that a cp.async issued at %s:%d "
+                          "has not completed: cp.async wait missing (block %u,%u,%u)", kernel_name, file, line,
+                          8 * i + j, a, q ? q->file : "?", q ? q->line : 0, blockIdx.x, blockIdx.y, blockIdx.z);
+                    return;
+                }
+            memcpy(M[i][j], a, 16);
+        }
+    for (int l = 0; l < 32; l++)
+        for (int i = 0; i < num; i++) {
+            int g = l >> 2, c = 2 * (l & 3);
+            uint32_t lo = trans ? M[i][c][g] : M[i][g][c], hi = trans ? M[i][c + 1][g] : M[i][g][c + 1];
+            cudaemu_reg<uint32_t> *r = (cudaemu_reg<uint32_t> *)S.wp[base + l].r[i];
+            r->v = lo | (hi << 16);
+            r->owner = l;
+        }
+}
+
+static inline float bf_lo(uint32_t v) { __nv_bfloat16 b; b.x = (uint16_t)(v & 0xffff); return __bfloat162float(b); }
+static inline float bf_hi(uint32_t v) { __nv_bfloat16 b; b.x = (uint16_t)(v >> 16); return __bfloat162float(b); }
+
+void cudaemu_mma_bf16(const char *file, int line, cudaemu_reg<float> *d, const cudaemu_reg<uint32_t> *a,
+                      const cudaemu_reg<uint32_t> *b, const cudaemu_reg<float> *c) {
+    int t = S.cur;
+    if (t >= 0) { S.wp[t].d = (float *)d; S.wp[t].a = a; S.wp[t].b = b; S.wp[t].c = c; }
+    if (warp_enter(W_MMA_SYNC, file, line, nullptr, 0, 0) != 1) return;
+    int base = t & ~31;
+    float A[16][16], B[16][8], Cm[16][8];
+    for (int l = 0; l < 32; l++) {
+        const auto *la = (const cudaemu_reg<uint32_t> *)S.wp[base + l].a, *lb = (const cudaemu_reg<uint32_t> *)S.wp[base + l].b;
+        const auto *lc = (const cudaemu_reg<float> *)S.wp[base + l].c;
+        const char *which = nullptr;
+        int idx = 0, owner = 0;
+        for (int i = 0; i < 4 && !which; i++) if (la[i].owner != l) { which = "A"; idx = i; owner = la[i].owner; }
+        for (int i = 0; i < 2 && !which; i++) if (lb[i].owner != l) { which = "B"; idx = i; owner = lb[i].owner; }
+        for (int i = 0; i < 4 && !which; i++) if (lc[i].owner != l) { which = "C"; idx = i; owner = lc[i].owner; }
+        if (which) {
+            char who[32];
+            if (owner < 0) snprintf(who, sizeof who, "never written");
+            else snprintf(who, sizeof who, "written by lane %d", owner);
+            fault("%s: mma.sync at %s:%d: lane %d's %s fragment register %d is not the lane's own (%s: not produced "
+                  "by ldmatrix, mma or the lane) (block %u,%u,%u)", kernel_name, file, line, l, which, idx, who,
+                  blockIdx.x, blockIdx.y, blockIdx.z);
+            return;
+        }
+        int g = l >> 2, c2 = 2 * (l & 3);
+        A[g][c2] = bf_lo(la[0].v);      A[g][c2 + 1] = bf_hi(la[0].v);
+        A[g + 8][c2] = bf_lo(la[1].v);  A[g + 8][c2 + 1] = bf_hi(la[1].v);
+        A[g][c2 + 8] = bf_lo(la[2].v);  A[g][c2 + 9] = bf_hi(la[2].v);
+        A[g + 8][c2 + 8] = bf_lo(la[3].v); A[g + 8][c2 + 9] = bf_hi(la[3].v);
+        B[c2][g] = bf_lo(lb[0].v);      B[c2 + 1][g] = bf_hi(lb[0].v);
+        B[c2 + 8][g] = bf_lo(lb[1].v);  B[c2 + 9][g] = bf_hi(lb[1].v);
+        Cm[g][c2] = lc[0].v;     Cm[g][c2 + 1] = lc[1].v;
+        Cm[g + 8][c2] = lc[2].v; Cm[g + 8][c2 + 1] = lc[3].v;
+    }
+    for (int l = 0; l < 32; l++) {
+        cudaemu_reg<float> *ld = (cudaemu_reg<float> *)S.wp[base + l].d;
+        int g = l >> 2, c2 = 2 * (l & 3);
+        for (int e = 0; e < 4; e++) {
+            int r = g + (e >= 2 ? 8 : 0), n = c2 + (e & 1);
+            float acc = Cm[r][n];
+            for (int k = 0; k < 16; k++) acc += A[r][k] * B[k][n];   /* bf16 products are exact in float */
+            ld[e].v = acc;
+            ld[e].owner = l;
+        }
+    }
+}
+
 void cudaemu_check_vector(const void *p, size_t width) {
     static thread_local const char *reported;   /* one report per failing launch, not one per thread */
     if ((uintptr_t)p % width == 0) return;
@@ -764,6 +982,7 @@ static int run_block(int n, int mode) {
     int perm[MAX_THREADS];
     for (int i = 0; i < n; i++) { prepare(i); perm[i] = mode == 1 ? n - 1 - i : i; }
     S.n = n;
+    pend_reset(n);
     if (S.dyn_size) memset(S.dyn, 0xFF, S.dyn_size);   /* uninitialised shared memory reads as NaN */
     if (S.stat_used) memset(S.stat, 0xFF, S.stat_used);
     for (;;) {

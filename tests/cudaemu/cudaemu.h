@@ -29,7 +29,11 @@
  * cudaFuncSetAttribute(MaxDynamicSharedMemorySize) first, up to 227 KiB static + dynamic, as on sm_90.
  * mma.h models the nvcuda::wmma fragment API (m16n16k16, bf16 in, float accumulate) as warp-collective calls with
  * the same checks as shuffles (divergent warps, lanes disagreeing on pointer/ldm/layout; see mma.h); __syncwarp
- * is a warp barrier.
+ * is a warp barrier. ptx.h models the PTX-level instructions behind kernels/cuda/mma_sync.cuh (mma.sync m16n8k16
+ * bf16, ldmatrix x1/x2/x4 [.trans], cp.async with commit/wait groups) with the ISA's exact per-lane fragment
+ * layouts: registers carry the lane that wrote them, so reading another lane's (or nobody's) register, an
+ * ldmatrix row not 16-byte aligned or not in shared memory, and an ldmatrix of a cp.async destination whose
+ * group no wait_group completed are faults naming file:line.
  * cuBLAS/cuBLASLt GEMMs are done by converting to float32 and calling OpenBLAS's cblas_sgemm (float32
  * accumulation, like CUBLAS_COMPUTE_32F), then applying the epilogue and rounding to the output type.
  *

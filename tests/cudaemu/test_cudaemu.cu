@@ -445,3 +445,223 @@ TEST(dynamic_shared_memory_above_48k_needs_the_attribute) {
     k_big_smem<<<1, 128, (size_t)n * 4 + 4>>>(d, n);
     ASSERT_EQ_INT(cudaErrorInvalidValue, cudaGetLastError());
 }
+
+/* ---- PTX-level instructions (mma_sync.cuh / ptx.h): ldmatrix, mma.sync m16n8k16, cp.async ----------------
+ * Layouts checked against the PTX ISA's tables written out by hand here (g = lane/4, t = lane%4), not against
+ * the emulator's own code. */
+#include "mma_sync.cuh"
+
+static uint16_t bf_bits(float f) { __nv_bfloat16 b = __float2bfloat16_rn(f); return b.x; }
+static float bits_bf(uint16_t u) { __nv_bfloat16 b; b.x = u; return __bfloat162float(b); }
+
+/* Each lane writes its 4 registers of ldmatrix_x4 (or _trans) over a 16x16 bf16 tile (row stride 24) whose
+ * element (r, c) is r*16 + c: matrix i is rows 8*(i&1).., columns 8*(i>>1).. (lane l gives the address of row
+ * l%16, column 8*(l/16)), the A-fragment arrangement. x2 and x1 load matrices 0..1 / 0 the same way. */
+__global__ void k_ldmatrix(uint32_t *out, const __nv_bfloat16 *g, int variant) {
+    __shared__ __nv_bfloat16 tile[16 * 24];
+    const int lane = threadIdx.x;
+    for (int i = lane; i < 16 * 24; i += 32) tile[i] = g[i];
+    __syncwarp();
+    const __nv_bfloat16 *p = tile + (lane % 16) * 24 + 8 * (lane / 16);
+    frag_a r;
+    for (int i = 0; i < 4; i++) r.at(i) = 0u;
+    if (variant == 0) ldmatrix_x4(r.at(0), r.at(1), r.at(2), r.at(3), p);
+    if (variant == 1) ldmatrix_x4_trans(r.at(0), r.at(1), r.at(2), r.at(3), p);
+    if (variant == 2) ldmatrix_x2(r.at(0), r.at(1), p);
+    if (variant == 3) ldmatrix_x2_trans(r.at(0), r.at(1), p);
+    if (variant == 4) ldmatrix_x1(r.at(0), p);
+    if (variant == 5) ldmatrix_x1_trans(r.at(0), p);
+    for (int i = 0; i < 4; i++) out[lane * 4 + i] = r.at(i);
+}
+TEST(ldmatrix_lane_layouts_match_the_ptx_isa) {
+    float h[16 * 24];
+    for (int r = 0; r < 16; r++) for (int c = 0; c < 24; c++) h[r * 24 + c] = (float)(r * 16 + c);   /* exact in bf16 */
+    __nv_bfloat16 *g = dev_bf16(h, 16 * 24);
+    uint32_t *d = (uint32_t *)dev_floats(128), got[128];
+    const char *names[] = { "x4", "x4.trans", "x2", "x2.trans", "x1", "x1.trans" };
+    for (int v = 0; v < 6; v++) {
+        k_ldmatrix<<<1, 32>>>(d, g, v);
+        CK(cudaGetLastError());
+        CK(cudaMemcpy(got, d, sizeof got, cudaMemcpyDeviceToHost));
+        int num = v < 2 ? 4 : v < 4 ? 2 : 1, trans = v & 1, wrong = 0;
+        for (int l = 0; l < 32; l++)
+            for (int i = 0; i < 4; i++) {
+                int g_ = l / 4, t = l % 4, r0 = 8 * (i & 1), c0 = 8 * (i >> 1);
+                /* the PTX ISA: row g, columns 2t, 2t+1 of matrix i; .trans: rows 2t, 2t+1 of column g */
+                int ra = trans ? 2 * t : g_, ca = trans ? g_ : 2 * t, rb = trans ? 2 * t + 1 : g_, cb = trans ? g_ : 2 * t + 1;
+                uint32_t want = i < num ? (uint32_t)bf_bits(h[(r0 + ra) * 24 + c0 + ca]) |
+                                          ((uint32_t)bf_bits(h[(r0 + rb) * 24 + c0 + cb]) << 16) : 0u;
+                if (got[l * 4 + i] != want) {
+                    if (!wrong) printf("  lane %d reg %d: (%g, %g), expect (%g, %g)\n", l, i, bits_bf(got[l * 4 + i] & 0xffff),
+                                       bits_bf(got[l * 4 + i] >> 16), bits_bf(want & 0xffff), bits_bf(want >> 16));
+                    wrong++;
+                }
+            }
+        printf("ldmatrix.%s: %d of 128 registers differ from the PTX ISA layout\n", names[v], wrong);
+        ASSERT_EQ_INT(0, wrong);
+    }
+    ASSERT_EQ_INT(0, cudaemu_faults());
+}
+
+/* D = A B + C with every lane filling its fragments from global memory by the PTX ISA's tables (A 16x16 row-major,
+ * B 16x8 as [k][n], C, D 16x8), then writing D back by the same table. */
+__global__ void k_mma_tile(float *d, const float *a, const float *b, const float *c) {
+    const int l = threadIdx.x, g = l / 4, t = l % 4;
+    frag_a fa;
+    frag_b fb;
+    frag_c fc;
+    fa.at(0) = pack_bf16x2(a[g * 16 + 2 * t], a[g * 16 + 2 * t + 1]);
+    fa.at(1) = pack_bf16x2(a[(g + 8) * 16 + 2 * t], a[(g + 8) * 16 + 2 * t + 1]);
+    fa.at(2) = pack_bf16x2(a[g * 16 + 2 * t + 8], a[g * 16 + 2 * t + 9]);
+    fa.at(3) = pack_bf16x2(a[(g + 8) * 16 + 2 * t + 8], a[(g + 8) * 16 + 2 * t + 9]);
+    fb.at(0) = pack_bf16x2(b[(2 * t) * 8 + g], b[(2 * t + 1) * 8 + g]);
+    fb.at(1) = pack_bf16x2(b[(2 * t + 8) * 8 + g], b[(2 * t + 9) * 8 + g]);
+    for (int e = 0; e < 4; e++) fc.at(e) = c[(g + (e >> 1) * 8) * 8 + 2 * t + (e & 1)];
+    mma_m16n8k16_bf16(fc, fa, fb, fc);
+    for (int e = 0; e < 4; e++) d[(g + (e >> 1) * 8) * 8 + 2 * t + (e & 1)] = fc.at(e);
+}
+TEST(mma_m16n8k16_matches_hand_computed) {
+    float ha[256], hb[128], hc[128], hd[128];
+    for (int i = 0; i < 256; i++) ha[i] = (float)((i * 7) % 11 - 5);
+    for (int i = 0; i < 128; i++) { hb[i] = (float)((i * 5) % 9 - 4); hc[i] = (float)(i % 13 - 6) * 0.5f; }
+    float *a = dev_floats(256), *b = dev_floats(128), *c = dev_floats(128), *d = dev_floats(128);
+    CK(cudaMemcpy(a, ha, sizeof ha, cudaMemcpyHostToDevice));
+    CK(cudaMemcpy(b, hb, sizeof hb, cudaMemcpyHostToDevice));
+    CK(cudaMemcpy(c, hc, sizeof hc, cudaMemcpyHostToDevice));
+    k_mma_tile<<<1, 32>>>(d, a, b, c);
+    CK(cudaGetLastError());
+    CK(cudaMemcpy(hd, d, sizeof hd, cudaMemcpyDeviceToHost));
+    int wrong = 0;
+    for (int r = 0; r < 16; r++)
+        for (int n = 0; n < 8; n++) {
+            double s = hc[r * 8 + n];
+            for (int k = 0; k < 16; k++) s += (double)ha[r * 16 + k] * hb[k * 8 + n];
+            if (hd[r * 8 + n] != (float)s) { if (!wrong) printf("  D[%d][%d] = %g, expect %g\n", r, n, hd[r * 8 + n], s); wrong++; }
+        }
+    printf("mma.m16n8k16: %d of 128 elements wrong (D[0][0] %g, D[15][7] %g)\n", wrong, hd[0], hd[127]);
+    ASSERT_EQ_INT(0, wrong);
+    ASSERT_EQ_INT(0, cudaemu_faults());
+}
+
+/* Misuse, one per mode: 0 a fragment index outside the lane's 4 registers; 1 an mma on a B fragment nothing
+ * wrote; 2 an A fragment another lane produced (lane 0's registers copied through shared memory); 3 lanes that
+ * disagree on .trans at one ldmatrix; 4 an ldmatrix row address 8 bytes off; 5 an ldmatrix from global memory;
+ * 6 half the warp in ldmatrix, half in mma. */
+__global__ void k_ptx_misuse(float *out, int mode) {
+    __shared__ __nv_bfloat16 tile[16 * 24];
+    __shared__ float stash[64];
+    const int lane = threadIdx.x;
+    for (int i = lane; i < 16 * 24; i += 32) tile[i] = __float2bfloat16_rn(1.0f);
+    __syncwarp();
+    const __nv_bfloat16 *p = tile + (lane % 16) * 24 + 8 * (lane / 16);
+    frag_a a;
+    frag_b b;
+    frag_c c;
+    for (int e = 0; e < 4; e++) c.at(e) = 0.0f;
+    if (mode == 0) { for (int i = 0; i < 4; i++) a.at(i) = 0u; out[lane] = (float)a.at(4); return; }
+    ldmatrix_x4(a.at(0), a.at(1), a.at(2), a.at(3), p);
+    if (mode == 1) { mma_m16n8k16_bf16(c, a, b, c); return; }
+    b.at(0) = a.at(0);
+    b.at(1) = a.at(1);
+    if (mode == 2) {
+        frag_a *sh = (frag_a *)(void *)stash;
+        if (lane == 0) *sh = a;
+        __syncwarp();
+        frag_a other = *sh;
+        mma_m16n8k16_bf16(c, other, b, c);
+    }
+    preg *r[4] = { &a.at(0), &a.at(1), &a.at(2), &a.at(3) };
+    if (mode == 3) cudaemu_ldmatrix(__FILE__, __LINE__, 4, lane == 7, r, p);
+    if (mode == 4) ldmatrix_x4(a.at(0), a.at(1), a.at(2), a.at(3), (const char *)p + 8);
+    if (mode == 5) ldmatrix_x4(a.at(0), a.at(1), a.at(2), a.at(3), out);
+    if (mode == 6) {
+        if (lane < 16) ldmatrix_x4(a.at(0), a.at(1), a.at(2), a.at(3), p);
+        else mma_m16n8k16_bf16(c, a, b, c);
+    }
+    out[lane] = c.at(0);
+}
+TEST(ptx_fragment_misuse_faults_name_the_site) {
+    float *d = dev_floats(64);
+    k_ptx_misuse<<<1, 32>>>(d, 0);
+    expect_fault("a fragment index outside the lane's registers", "index 4");
+    ASSERT_CONTAINS(cudaemu_last_fault(), "test_cudaemu.cu:");
+    k_ptx_misuse<<<1, 32>>>(d, 1);
+    expect_fault("mma on a B fragment nothing wrote", "B fragment register 0 is not the lane's own (never written");
+    k_ptx_misuse<<<1, 32>>>(d, 2);
+    expect_fault("mma on another lane's A fragment", "written by lane 0");
+    k_ptx_misuse<<<1, 32>>>(d, 3);
+    expect_fault("lanes disagree on .trans", "disagree");
+    k_ptx_misuse<<<1, 32>>>(d, 4);
+    expect_fault("a misaligned ldmatrix row", "not 16-byte aligned");
+    k_ptx_misuse<<<1, 32>>>(d, 5);
+    expect_fault("ldmatrix from global memory", "not in the block's shared memory");
+    k_ptx_misuse<<<1, 32>>>(d, 6);
+    expect_fault("ldmatrix against mma in one warp", "divergent");
+    k_ptx_misuse<<<1, 32>>>(d, 7);   /* the same kernel used correctly: no fault */
+    CK(cudaGetLastError());
+}
+
+/* cp.async: 64 threads copy 16 bytes each of src into shared memory (warp 0 commits before it looks, warp 1
+ * after) and record what shared memory holds before any wait and after wait_group 0; then each copies again with
+ * zero fill (8 of 16 source bytes for odd threads, none for even ones) as one group and a plain copy as a second
+ * group, and records both areas after wait_group 1: the first group landed, the second not yet.
+ * mode 1: ldmatrix straight after the copies (the wait missing): a fault. mode 2: exit with copies pending. */
+__global__ void k_cp_async(float *out, const float *src, int mode) {
+    __shared__ float sh[512];
+    const int t = threadIdx.x;
+    for (int i = t; i < 512; i += 64) sh[i] = -1.0f;
+    __syncthreads();
+    cp_async_16(sh + 4 * t, src + 4 * t, 16);
+    if (t / 32 == 0) cp_async_commit();
+    if (mode == 2) return;
+    if (mode == 1) {
+        preg r0, r1, r2, r3;
+        ldmatrix_x4(r0, r1, r2, r3, (const char *)sh + 16 * (t % 32));
+    }
+    out[t] = sh[4 * t];                                   /* before any wait */
+    if (t / 32 == 1) cp_async_commit();
+    cp_async_wait<0>();
+    __syncthreads();
+    out[64 + t] = sh[4 * t];                              /* after the wait */
+    __syncthreads();
+    cp_async_16(sh + 4 * t, src + 4 * t, t % 2 ? 8 : 0);  /* zero fill */
+    cp_async_commit();
+    cp_async_16(sh + 256 + 4 * t, src + 4 * t, 16);
+    cp_async_commit();
+    cp_async_wait<1>();
+    __syncthreads();
+    for (int k = 0; k < 4; k++) {
+        out[128 + 4 * t + k] = sh[4 * t + k];
+        out[384 + 4 * t + k] = sh[256 + 4 * t + k];
+    }
+    cp_async_wait<0>();
+}
+TEST(cp_async_data_visible_only_after_the_wait) {
+    float hs[256], ho[640];
+    for (int i = 0; i < 256; i++) hs[i] = (float)(i + 1);
+    float *src = dev_floats(256), *out = dev_floats(640);
+    CK(cudaMemcpy(src, hs, sizeof hs, cudaMemcpyHostToDevice));
+    k_cp_async<<<1, 64>>>(out, src, 0);
+    CK(cudaGetLastError());
+    CK(cudaMemcpy(ho, out, sizeof ho, cudaMemcpyDeviceToHost));
+    int before = 0, after = 0, fill = 0, second = 0;
+    for (int t = 0; t < 64; t++) {
+        before += ho[t] == -1.0f;
+        after += ho[64 + t] == hs[4 * t];
+        for (int k = 0; k < 4; k++) {
+            fill += ho[128 + 4 * t + k] == (t % 2 && k < 2 ? hs[4 * t + k] : 0.0f);
+            second += ho[384 + 4 * t + k] == -1.0f;
+        }
+    }
+    printf("cp.async: %d of 64 destinations still old before the wait, %d of 64 copied after it; after wait_group 1: "
+           "%d of 256 zero-filled elements right, %d of 256 of the newest group still old\n", before, after, fill, second);
+    ASSERT_EQ_INT(64, before);
+    ASSERT_EQ_INT(64, after);
+    ASSERT_EQ_INT(256, fill);
+    ASSERT_EQ_INT(256, second);
+    ASSERT_EQ_INT(0, cudaemu_faults());
+    k_cp_async<<<1, 64>>>(out, src, 1);
+    expect_fault("ldmatrix before the cp.async wait", "cp.async wait missing");
+    k_cp_async<<<1, 64>>>(out, src, 2);
+    expect_fault("exit with copies pending", "never completed by a wait_group");
+}

@@ -586,7 +586,7 @@ if [ -z "${SKIP_NCU:-}" ] && [ $BUILT_BF16 = 1 ]; then
   if [ -n "${CUDAEMU:-}" ]; then record "attention ncu" INFO "not run: no hardware counters in the dry run"
   elif [ -z "$NCU" ]; then record "attention ncu" INFO "not run: ncu not found"
   elif want 40 "attention ncu"; then
-    lim 120 "$NCU" --clock-control none --target-processes all --kernel-name regex:'k_fa_(fwd|dkv|dq)' --launch-count 3 \
+    lim 120 "$NCU" --clock-control none --target-processes all --kernel-name regex:'k_f[am]_(fwd|dkv|dq)' --launch-count 3 \
       --section SpeedOfLight --section Occupancy --section LaunchStats \
       --metrics l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum,l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum,l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum,smsp__inst_executed_op_ldsm.sum \
       "$BENCH" --flash-only --flash-heads 12 --B 8 --T "$T" >"$LOGDIR/attention_ncu.txt" 2>&1; rc=$?

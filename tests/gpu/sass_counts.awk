@@ -24,11 +24,11 @@ END {
   print "|---|---|---|---|---|---|---|---|"
   for (i = 1; i <= nf; i++) {
     f = order[i]
-    if (f !~ /k_fa_/) continue
-    name = f; sub(/^_Z[0-9]+/, "", name); sub(/EvP.*/, "", name); sub(/ILi/, "<", name); gsub(/ELi/, ",", name); sub(/E$/, ">", name)
+    if (f !~ /k_f[am]_/) continue   # k_fm_*: the bf16 build's kernels; k_fa_*: the fp32 build's
+    name = f; sub(/^_Z[0-9]+/, "", name); sub(/EvP.*/, "", name); sub(/ILi/, "<", name); gsub(/ELi/, ",", name); gsub(/ELb/, ",b", name); sub(/E$/, ">", name)
     printf "| %s | %d | %d | %d | %d | %d | %d | %d |\n", name, ldsm[f], lds[f], ld[f], hmma[f], sts[f], ldg[f], loc[f]
     tl += ldsm[f]; ts += lds[f]; tg += ld[f]; th += hmma[f]; tloc += loc[f]; nk++
   }
-  printf "%d k_fa_ kernels: LDSM %d, LDS %d, generic LD %d, HMMA %d, LDL/STL %d: %s\n", nk, tl, ts, tg, th, tloc, \
+  printf "%d fused attention kernels: LDSM %d, LDS %d, generic LD %d, HMMA %d, LDL/STL %d: %s\n", nk, tl, ts, tg, th, tloc, \
     (nk == 0 ? "no k_fa_ kernel found" : tl > 0 ? sprintf("LDSM in use, %.0f%% of LDSM+LDS+LD", 100 * tl / (tl + ts + tg)) : "no LDSM: the fragment loads are LDS/LD")
 }

@@ -470,6 +470,8 @@ TEST(flash_attention_head_dim_128) { need_device(); flash_case(1, 129, 256, 2); 
 TEST(flash_attention_head_dim_192) { need_device(); flash_case(1, 100, 384, 2); }
 TEST(flash_attention_head_dim_256) { need_device(); flash_case(1, 130, 256, 1); flash_case(3, 70, 256, 1); }
 TEST(flash_attention_generic_head_dims_48_80) { need_device(); flash_case(1, 90, 96, 2); flash_case(1, 77, 160, 2); }
+/* d % 8 != 0: the rows cannot move as 16-byte cp.async chunks, so the plain-load path fills the same buffers */
+TEST(flash_attention_odd_head_dims_20_33) { need_device(); flash_case(1, 75, 40, 2); flash_case(2, 67, 66, 2); }
 TEST(flash_attention_refuses_head_size_above_256) {
     need_device();
     ASSERT_TRUE(prism_cuda_flash_attention_supports(256) && prism_cuda_flash_attention_supports(48));
