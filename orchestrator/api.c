@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "jobstate.h"
 #include "logesc.h"
 #include "metrics.h"
 #include "static.h"
@@ -322,7 +323,7 @@ static void worker_job_op(api_ctx *c, int op) {
         json_t *result = json_object_get(c->body, "result");
         if (!result) { http_response_error(c->res, 400, "result: required object (result.json) is missing"); return; }
         if ((rc = write_begin(c->a)) >= 0) rc = queue_complete(q, c->id, tok, result);
-        if (rc >= 0) reply = json_pack("{s:I, s:s}", "job_id", (json_int_t)c->id, "state", "done");
+        if (rc >= 0) reply = json_pack("{s:I, s:s}", "job_id", (json_int_t)c->id, "state", jobstate_name(JOB_DONE));
         break;
     }
     default: {
@@ -341,7 +342,7 @@ static void worker_job_op(api_ctx *c, int op) {
     if (op == W_COMPLETE || op == W_FAIL)
         fprintf(stderr, "prism-sweep serve: event=%s job=%lld state=%s\n", op == W_COMPLETE ? "complete" : "fail", c->id,
                 json_string_value(json_object_get(reply, "state")));
-    if (op == W_FAIL && !strcmp(json_string_value(json_object_get(reply, "state")), "failed")) api_halving_tick(c->a, "fail");
+    if (op == W_FAIL && !strcmp(json_string_value(json_object_get(reply, "state")), jobstate_name(JOB_FAILED))) api_halving_tick(c->a, "fail");
     api_reply_json(c->res, 200, reply);
 }
 
@@ -415,8 +416,8 @@ static void admin_op(api_ctx *c, int op) {
     fprintf(stderr, "prism-sweep serve: event=%s %s=%lld\n", names[op], op >= A_PAUSE ? "sweep" : "job", c->id);
     json_t *o;
     switch (op) {
-    case A_CANCEL: o = json_pack("{s:I, s:s}", "job_id", (json_int_t)c->id, "state", "cancelled"); break;
-    case A_REQUEUE: o = json_pack("{s:I, s:s}", "job_id", (json_int_t)c->id, "state", "queued"); break;
+    case A_CANCEL: o = json_pack("{s:I, s:s}", "job_id", (json_int_t)c->id, "state", jobstate_name(JOB_CANCELLED)); break;
+    case A_REQUEUE: o = json_pack("{s:I, s:s}", "job_id", (json_int_t)c->id, "state", jobstate_name(JOB_QUEUED)); break;
     case A_PRIO: o = json_pack("{s:I, s:I}", "job_id", (json_int_t)c->id, "priority", (json_int_t)prio); break;
     case A_PAUSE: o = json_pack("{s:I, s:s}", "sweep_id", (json_int_t)c->id, "state", "paused"); break;
     case A_RESUME: o = json_pack("{s:I, s:s}", "sweep_id", (json_int_t)c->id, "state", "active"); break;

@@ -42,7 +42,7 @@ static json_t *doubles(const double *v, int n) {
 
 static json_t *row_json(const ranking *rk, const ranking_row *x) {
     json_t *counts = json_object(), *vl = json_array();
-    for (int q = 0; q < RANKING_NSTATES; q++) json_object_set_new(counts, ranking_states[q], json_integer(x->counts[q]));
+    for (int q = 0; q < RANKING_NSTATES; q++) json_object_set_new(counts, jobstate_name((job_state)q), json_integer(x->counts[q]));
     for (int k = 0; k < x->nseeds; k++) {
         json_t *e = json_pack("{s:I, s:o}", "seed", (json_int_t)x->seed[k], "val_loss", num_or_null(x->val[k]));
         json_object_set_new(e, "val_loss_se", num_or_null(x->val_se[k]));

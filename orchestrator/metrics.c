@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "jobstate.h"
 #include "util.h"
 #include "views.h"
 
@@ -55,12 +56,11 @@ void metrics_prometheus(api_ctx *c) {
     api *a = c->a;
     http_buf b = {0};
     buf_printf(&b, "# HELP prism_jobs Jobs per state.\n# TYPE prism_jobs gauge\n");
-    static const char *const states[] = { "queued", "leased", "done", "failed", "cancelled" };
     sqlite3_stmt *s = views_prepare(c, "SELECT count(*) FROM jobs WHERE state = ?1");
     if (!s) { http_buf_free(&b); return; }
-    for (int i = 0; i < 5; i++) {
+    for (int i = 0; i < JOB_NSTATES; i++) {   /* every state, paused and pruned included */
         sqlite3_reset(s);
-        sqlite3_bind_text(s, 1, states[i], -1, SQLITE_STATIC);
+        sqlite3_bind_text(s, 1, jobstate_name((job_state)i), -1, SQLITE_STATIC);
         int rc = sqlite3_step(s);
         if (rc != SQLITE_ROW) {   /* a read error, not zero jobs */
             http_response_error(c->res, 500, "database read failed (jobs per state): %s", sqlite3_errmsg(a->st->db));
@@ -69,7 +69,7 @@ void metrics_prometheus(api_ctx *c) {
             return;
         }
         long long n = sqlite3_column_int64(s, 0);
-        buf_printf(&b, "prism_jobs{state=\"%s\"} %lld\n", states[i], n);
+        buf_printf(&b, "prism_jobs{state=\"%s\"} %lld\n", jobstate_name((job_state)i), n);
     }
     sqlite3_finalize(s);
     buf_printf(&b, "# HELP prism_leases_granted_total Leases granted since start.\n# TYPE prism_leases_granted_total counter\n"

@@ -26,6 +26,7 @@
 #include "result.h"
 #include "sweeps.h"
 #include "util.h"
+#include "jobstate.h"
 
 enum {
     S_WORKER_FIND, S_WORKER_UPD, S_WORKER_INS, S_WORKER_EXISTS, S_WORKER_SEEN,
@@ -36,6 +37,12 @@ enum {
     S_WORKER_SEEN_LAZY, S_WORKER_STOPPED, S_WORKER_FAILED, S_WORKER_OK, S_REQUEUE_SWEEP, S_SWEEP_PROGRESS, S_JOB_TEXT,
     S_COUNT
 };
+
+
+/* 1 when a jobs.state value read from the table is state (jobstate.h's name for it). */
+static int is_state(const char *value, job_state state) {
+    return value && strcmp(value, jobstate_name(state)) == 0;
+}
 
 static const char *const SQL[S_COUNT] = {
     [S_WORKER_FIND] = "SELECT id FROM workers WHERE name = ?1 AND host = ?2 ORDER BY id LIMIT 1",
@@ -334,7 +341,7 @@ static int conflict(queue *q, long long job, const lease_row *r) {
  * The worker's last_seen_at is rewritten only when it is older than TTL/8 (the workers view counts a worker
  * alive for two TTLs), so a box's eight devices do not rewrite its row on every heartbeat. */
 static int renew_row(queue *q, long long job, const lease_row *r, double *expires, int lazy) {
-    if (!r->token_ok || strcmp(r->state, "leased") != 0) return conflict(q, job, r);
+    if (!r->token_ok || !is_state(r->state, JOB_LEASED)) return conflict(q, job, r);
     double now = store_now(), lnow = queue_clock(q);
     if (lazy && r->expires >= lnow + q->lease_ttl / 2 && r->expires <= lnow + q->lease_ttl) {
         *expires = r->expires;
@@ -508,7 +515,7 @@ int queue_checkpoint(queue *q, long long job, const char *token, const char *pat
     lease_row r;
     int rc = lease_read(q, job, token, &r);
     if (rc < 0) return rc;
-    if (!r.token_ok || strcmp(r.state, "leased") != 0) return conflict(q, job, &r);
+    if (!r.token_ok || !is_state(r.state, JOB_LEASED)) return conflict(q, job, &r);
     long long steps = r.steps;
     if (steps > 0 && step > steps) {
         snprintf(q->err, sizeof q->err, "step: %lld is past the job's train.steps %lld", step, steps);
@@ -558,8 +565,8 @@ int queue_complete(queue *q, long long job, const char *token, json_t *result) {
     lease_row r;
     int rc = lease_read(q, job, token, &r);
     if (rc < 0) return rc;
-    if (r.token_ok && strcmp(r.state, "done") == 0) return STORE_OK;   /* same token again: idempotent */
-    if (!r.token_ok || strcmp(r.state, "leased") != 0) return conflict(q, job, &r);
+    if (r.token_ok && is_state(r.state, JOB_DONE)) return STORE_OK;   /* same token again: idempotent */
+    if (!r.token_ok || !is_state(r.state, JOB_LEASED)) return conflict(q, job, &r);
     if (r.stop_at_step >= 0) {   /* a lease to a halving rung ends only in the rung report */
         snprintf(q->state, sizeof q->state, "%s", r.state);
         snprintf(q->err, sizeof q->err, "job %lld is leased to stop at step %lld (a halving rung), not to run to train.steps "
@@ -649,11 +656,11 @@ int queue_fail(queue *q, long long job, const char *token, const char *error, in
     lease_row r;
     int rc = lease_read(q, job, token, &r);
     if (rc < 0) return rc;
-    if (r.token_ok && (strcmp(r.state, "failed") == 0 || strcmp(r.state, "queued") == 0)) {
-        *new_state = strcmp(r.state, "failed") == 0 ? "failed" : "queued";   /* repeated: idempotent */
+    if (r.token_ok && (is_state(r.state, JOB_FAILED) || is_state(r.state, JOB_QUEUED))) {
+        *new_state = jobstate_name(is_state(r.state, JOB_FAILED) ? JOB_FAILED : JOB_QUEUED);   /* repeated: idempotent */
         return STORE_OK;
     }
-    if (!r.token_ok || strcmp(r.state, "leased") != 0) return conflict(q, job, &r);
+    if (!r.token_ok || !is_state(r.state, JOB_LEASED)) return conflict(q, job, &r);
     int again = retryable && (r.attempt - r.attempt_base) < q->max_attempts;
     sqlite3_stmt *s = S(q, again ? S_REQUEUE_FAIL : S_FAIL);
     if (!s) return STORE_EIO;
@@ -667,7 +674,7 @@ int queue_fail(queue *q, long long job, const char *token, const char *error, in
     sqlite3_bind_double(s, 4, now);
     if ((rc = run(q, s, "fail")) < 0) return rc;
     if (!retryable && (rc = worker_failed(q, r.worker_id, msg)) < 0) return rc;
-    *new_state = again ? "queued" : "failed";
+    *new_state = jobstate_name(again ? JOB_QUEUED : JOB_FAILED);
     if (!again) q->jobs_failed++;
     return STORE_OK;
 }
@@ -724,7 +731,7 @@ int queue_grace(queue *q, double now, int *n) {
 
 /* ---- admin --------------------------------------------------------------------------------------- */
 
-static int job_state(queue *q, long long job, char state[16]) {
+static int read_job_state(queue *q, long long job, char state[16]) {
     sqlite3_stmt *s = S(q, S_JOB_STATE);
     if (!s) return STORE_EIO;
     sqlite3_bind_int64(s, 1, job);
@@ -738,10 +745,10 @@ static int job_state(queue *q, long long job, char state[16]) {
 
 int queue_cancel(queue *q, long long job) {
     char st[16];
-    int rc = job_state(q, job, st);
+    int rc = read_job_state(q, job, st);
     if (rc < 0) return rc;
-    if (strcmp(st, "cancelled") == 0) return STORE_OK;
-    if (strcmp(st, "queued") != 0 && strcmp(st, "leased") != 0 && strcmp(st, "paused") != 0) {
+    if (is_state(st, JOB_CANCELLED)) return STORE_OK;
+    if (!is_state(st, JOB_QUEUED) && !is_state(st, JOB_LEASED) && !is_state(st, JOB_PAUSED)) {
         snprintf(q->state, sizeof q->state, "%s", st);
         snprintf(q->err, sizeof q->err, "job %lld is %s: only queued, leased or paused jobs can be cancelled", job, st);
         return STORE_ECONFLICT;
@@ -755,10 +762,10 @@ int queue_cancel(queue *q, long long job) {
 
 int queue_requeue(queue *q, long long job) {
     char st[16];
-    int rc = job_state(q, job, st);
+    int rc = read_job_state(q, job, st);
     if (rc < 0) return rc;
-    if (strcmp(st, "queued") == 0) return STORE_OK;
-    if (strcmp(st, "failed") != 0 && strcmp(st, "cancelled") != 0) {
+    if (is_state(st, JOB_QUEUED)) return STORE_OK;
+    if (!is_state(st, JOB_FAILED) && !is_state(st, JOB_CANCELLED)) {
         snprintf(q->state, sizeof q->state, "%s", st);
         snprintf(q->err, sizeof q->err, "job %lld is %s: only failed or cancelled jobs can be requeued", job, st);
         return STORE_ECONFLICT;
@@ -771,7 +778,7 @@ int queue_requeue(queue *q, long long job) {
 }
 
 int queue_requeue_sweep(queue *q, long long sweep, const char *state, const char *error_like, json_t *ids) {
-    if (!state || (strcmp(state, "failed") != 0 && strcmp(state, "cancelled") != 0)) {
+    if (!is_state(state, JOB_FAILED) && !is_state(state, JOB_CANCELLED)) {
         snprintf(q->err, sizeof q->err, "state: \"failed\" or \"cancelled\" (the jobs to requeue), not \"%.40s\"",
                  state ? state : "");
         return STORE_EINVAL;
@@ -796,7 +803,7 @@ int queue_requeue_sweep(queue *q, long long sweep, const char *state, const char
 
 int queue_set_priority(queue *q, long long job, long long priority) {
     char st[16];
-    int rc = job_state(q, job, st);
+    int rc = read_job_state(q, job, st);
     if (rc < 0) return rc;
     sqlite3_stmt *s = S(q, S_PRIO);
     if (!s) return STORE_EIO;

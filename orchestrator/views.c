@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "jobstate.h"
 #include "leaderboard.h"
 #include "sweeps.h"
 
@@ -172,12 +173,11 @@ static json_t *sweep_json(api *a, const sweeps_info *v, int alive, double now) {
     /* no ETA while nothing runs (a paused sweep whose leased jobs ended, or one whose jobs all stopped) */
     json_t *eta = remaining <= 0 ? json_real(0) : rate > 0 && v->counts.leased > 0 ? json_real(remaining / rate) : json_null();
     const sweeps_counts *n = &v->counts;
-    json_t *o = json_pack("{s:I, s:s, s:s, s:I, s:f, s:I, s:{s:I, s:I, s:I, s:I, s:I}, s:I, s:i, s:I, s:I, "
+    json_t *o = json_pack("{s:I, s:s, s:s, s:I, s:f, s:I, s:o, s:I, s:i, s:I, s:I, "
                           "s:{s:f, s:I, s:I, s:f}, s:o}",
                           "id", (json_int_t)v->id, "name", v->name, "state", v->state, "priority", (json_int_t)v->priority,
                           "created_at", v->created_at, "schedules", (json_int_t)v->n_schedules,
-                          "counts", "queued", (json_int_t)n->queued, "leased", (json_int_t)n->leased,
-                          "done", (json_int_t)n->done, "failed", (json_int_t)n->failed, "cancelled", (json_int_t)n->cancelled,
+                          "counts", sweeps_states_json(n),   /* every job state (jobstate.h) */
                           "total", (json_int_t)n->total, "workers_alive", alive,
                           "steps_done", (json_int_t)v->steps_done, "steps_total", (json_int_t)v->steps_total,
                           "throughput", "window_s", window, "jobs_done", (json_int_t)v->jobs_done_since,
@@ -186,9 +186,6 @@ static json_t *sweep_json(api *a, const sweeps_info *v, int alive, double now) {
                           "eta_s", eta);
     api_rate *r = rate_of(a, v->id);
     json_object_set_new(json_object_get(o, "throughput"), "resumed_at", r->resumed_at > 0 ? json_real(r->resumed_at) : json_null());
-    json_t *cn = json_object_get(o, "counts");   /* successive halving: at a rung awaiting promotion, and not promoted */
-    json_object_set_new(cn, "paused", json_integer(n->paused));
-    json_object_set_new(cn, "pruned", json_integer(n->pruned));
     return o;
 }
 
@@ -214,8 +211,14 @@ static json_t *sweeps_query(api_ctx *c, long long only) {
 void views_sweeps_list(api_ctx *c) {
     json_t *arr = sweeps_query(c, 0);
     if (!arr) return;
-    api_reply_json(c->res, 200, json_pack("{s:o, s:i, s:f}", "sweeps", arr, "workers_alive", views_workers_alive(c->a),
-                                          "now", store_now()));
+    json_t *names = json_array(), *halving = json_array();   /* the job states (jobstate.h): the page's vocabulary */
+    for (int k = 0; k < JOB_NSTATES; k++) {
+        json_array_append_new(names, json_string(jobstate_name((job_state)k)));
+        if (jobstate_is_halving((job_state)k)) json_array_append_new(halving, json_string(jobstate_name((job_state)k)));
+    }
+    api_reply_json(c->res, 200, json_pack("{s:o, s:i, s:f, s:o, s:o}", "sweeps", arr, "workers_alive",
+                                          views_workers_alive(c->a), "now", store_now(), "job_states", names,
+                                          "halving_states", halving));
 }
 
 void views_sweep_get(api_ctx *c) {
@@ -256,9 +259,10 @@ static int sweep_exists(api_ctx *c) {
 void views_sweep_jobs(api_ctx *c) {
     char state[32] = "";
     int has_state = query_get(c->req->query, "state", state, sizeof state);
-    if (has_state && strcmp(state, "queued") && strcmp(state, "leased") && strcmp(state, "done") &&
-        strcmp(state, "failed") && strcmp(state, "cancelled") && strcmp(state, "paused") && strcmp(state, "pruned")) {
-        http_response_error(c->res, 400, "state: must be queued, leased, done, failed, cancelled, paused or pruned");
+    job_state js;
+    if (has_state && jobstate_parse(state, &js) < 0) {
+        char names[128];
+        http_response_error(c->res, 400, "state: must be %s", jobstate_list(names, sizeof names, ", ", " or "));
         return;
     }
     char num[32];
