@@ -8,14 +8,14 @@
 # Targets (fuzz/fuzz_NAME.c): request (HTTP request path), job (job JSON), spec (sweep spec), schedule
 # (schedule text + validation), shard (llm.c token shards), checkpoint (llm.c model / training-state files),
 # lease (the lease wrapper a worker reads), parquet (prism-data's parquet text-column reader and input sniffer),
-# walscan (the WAL serve reads before opening its database).
+# walscan (the WAL serve reads before opening its database), point (the worker's metrics point, heartbeat and result).
 # Each target file defines fuzz_NAME_one(); -DPRISM_LIBFUZZER adds LLVMFuzzerTestOneInput around it.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}
 SECS=${FUZZ_SECONDS:-20}
 CC_FUZZ=${CC_FUZZ:-clang}
-TARGETS=${FUZZ_TARGETS:-request job spec schedule shard checkpoint lease parquet walscan}
+TARGETS=${FUZZ_TARGETS:-request job spec schedule shard checkpoint lease parquet walscan point}
 command -v "$CC_FUZZ" >/dev/null || { echo "fuzz: $CC_FUZZ not found (apt-get install clang)" >&2; exit 2; }
 OUT=$BUILD/fuzz
 mkdir -p "$OUT/gen"
@@ -34,6 +34,7 @@ srcs() {
     shard)      echo common/shard.c common/util.c ;;
     checkpoint) ls kernels/*.c; echo common/util.c ;;
     lease)      echo common/lease.c ;;
+    point)      echo common/point.c common/heartbeat.c common/jobresult.c ;;
     parquet)    echo dataprep/parquet.c dataprep/input.c ;;
     walscan)    echo orchestrator/walscan.c ;;
   esac
@@ -41,7 +42,7 @@ srcs() {
 libs() {
   case $1 in
     request|spec) echo "$(pkg-config --cflags --libs sqlite3 libuv jansson) -lhttp_parser -lm -lpthread" ;;
-    job|lease)  echo "$(pkg-config --cflags --libs jansson) -lm" ;;
+    job|lease|point) echo "$(pkg-config --cflags --libs jansson) -lm" ;;
     checkpoint) echo "-fopenmp $(pkg-config --cflags --libs openblas) -lm -lpthread" ;;
     parquet)    echo "-lz -lzstd -lsnappy" ;;
     *)          echo "-lm" ;;

@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "heartbeat.h"
 #include "jobstate.h"
 #include "logesc.h"
 #include "metrics.h"
@@ -291,11 +292,10 @@ static void worker_job_op(api_ctx *c, int op) {
     json_t *reply = NULL;
     switch (op) {
     case W_HEARTBEAT: {
-        long long step = -1;
-        json_t *loss = json_object_get(c->body, "loss");
-        if (get_int(c, "step", 0, &step) < 0) return;
-        if ((rc = write_begin(c->a)) >= 0)
-            rc = queue_heartbeat(q, c->id, tok, step, json_is_number(loss) ? json_number_value(loss) : NAN, &expires);
+        heartbeat hb;   /* common/heartbeat.h */
+        char e[128];
+        if (heartbeat_from_json(c->body, &hb, e, sizeof e) < 0) { http_response_error(c->res, 400, "%s", e); return; }
+        if ((rc = write_begin(c->a)) >= 0) rc = queue_heartbeat(q, c->id, tok, hb.step, hb.loss, &expires);
         long long sd = 0, sj = 0;   /* the sweep's progress, for the worker's display */
         if (rc >= 0) rc = queue_sweep_progress(q, c->id, &sd, &sj);
         if (rc >= 0) reply = json_pack("{s:f, s:I, s:I}", "lease_expires_at", expires, "sweep_done", (json_int_t)sd,

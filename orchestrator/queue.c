@@ -23,6 +23,8 @@
 
 #include "auth.h"
 #include "lease.h"
+#include "jobresult.h"
+#include "point.h"
 #include "result.h"
 #include "sweeps.h"
 #include "util.h"
@@ -385,39 +387,9 @@ int queue_heartbeat(queue *q, long long job, const char *token, long long step, 
     return progress(q, job, step, loss);
 }
 
-/* Validates one metrics row; returns 0 or STORE_EINVAL with q->err naming points[i]. */
-static int check_point(queue *q, size_t i, json_t *p) {
-    const char *bad = NULL;
-    if (!json_is_object(p)) bad = "must be an object";
-    else {
-        json_t *st = json_object_get(p, "step"), *tl = json_object_get(p, "train_loss"), *vl = json_object_get(p, "val_loss");
-        if (!json_is_integer(st) || json_integer_value(st) < 0) { bad = "must be an integer >= 0"; goto step; }
-        if (json_integer_value(st) > (1LL << 40)) { bad = "must be at most 2^40"; goto step; }   /* tokens = (step+1)*B*T*A */
-        if (!tl && !vl) { bad = "needs train_loss or val_loss"; }
-        else if ((tl && !json_is_number(tl)) || (vl && !json_is_number(vl))) bad = "train_loss/val_loss must be numbers";
-        else {
-            static const char *const opt[] = { "lr", "tok_per_s", "grad_norm" };
-            static const char *const why[] = { "lr must be a number", "tok_per_s must be a number",
-                                               "grad_norm must be a number" };
-            for (int k = 0; k < 3 && !bad; k++) {
-                json_t *v = json_object_get(p, opt[k]);
-                if (v && !json_is_number(v) && !json_is_null(v)) bad = why[k];
-            }
-            json_t *tk = json_object_get(p, "tokens");
-            if (!bad && tk && !json_is_integer(tk) && !json_is_null(tk)) bad = "tokens must be an integer";
-        }
-        if (bad) { snprintf(q->err, sizeof q->err, "points[%zu]: %s", i, bad); return STORE_EINVAL; }
-        return STORE_OK;
-    step:
-        snprintf(q->err, sizeof q->err, "points[%zu].step: %s", i, bad);
-        return STORE_EINVAL;
-    }
-    snprintf(q->err, sizeof q->err, "points[%zu]: %s", i, bad);
-    return STORE_EINVAL;
-}
 
-static void bind_num_or_null(sqlite3_stmt *s, int i, json_t *v) {
-    if (json_is_number(v)) sqlite3_bind_double(s, i, json_number_value(v));
+static void bind_opt(sqlite3_stmt *s, int i, int has, double v) {
+    if (has) sqlite3_bind_double(s, i, v);
     else sqlite3_bind_null(s, i);
 }
 
@@ -427,52 +399,54 @@ int queue_metrics(queue *q, long long job, const char *token, json_t *points, in
     if (!json_is_array(points)) { snprintf(q->err, sizeof q->err, "points: must be an array"); return STORE_EINVAL; }
     size_t n = json_array_size(points);
     if (n > 10000) { snprintf(q->err, sizeof q->err, "points: at most 10000 per request (got %zu): send smaller batches", n); return STORE_EINVAL; }
+    metric_point *pt = malloc((n ? n : 1) * sizeof *pt);   /* common/point.h parses each, naming points[i] */
+    if (!pt) { snprintf(q->err, sizeof q->err, "out of memory"); return STORE_EIO; }
+    int rc = STORE_OK;
     for (size_t i = 0; i < n; i++) {
-        int rc = check_point(q, i, json_array_get(points, i));
-        if (rc < 0) return rc;
+        char where[32];
+        snprintf(where, sizeof where, "points[%zu]", i);
+        if (point_from_json(json_array_get(points, i), &pt[i], where, q->err, sizeof q->err) < 0) { rc = STORE_EINVAL; goto out; }
     }
     lease_row r;
-    int rc = lease_read(q, job, token, &r);
-    if (rc < 0) return rc;
-    for (size_t i = 0; r.steps > 0 && i < n; i++) {
-        long long st = json_integer_value(json_object_get(json_array_get(points, i), "step"));
-        if (st > r.steps) {
-            snprintf(q->err, sizeof q->err, "points[%zu].step: %lld is past the job's train.steps %lld", i, st, r.steps);
-            return STORE_EINVAL;
+    if ((rc = lease_read(q, job, token, &r)) < 0) goto out;
+    for (size_t i = 0; r.steps > 0 && i < n; i++)
+        if (pt[i].step > r.steps) {
+            snprintf(q->err, sizeof q->err, "points[%zu].step: %lld is past the job's train.steps %lld", i, pt[i].step, r.steps);
+            rc = STORE_EINVAL;
+            goto out;
         }
-    }
-    if ((rc = renew_row(q, job, &r, expires, 1)) < 0) return rc;
+    if ((rc = renew_row(q, job, &r, expires, 1)) < 0) goto out;
     long long tps = r.tokens_per_step;
     long long max_step = -1;
     double max_loss = NAN;
     for (size_t i = 0; i < n; i++) {
-        json_t *p = json_array_get(points, i);
-        long long step = json_integer_value(json_object_get(p, "step"));
+        const metric_point *p = &pt[i];
         for (int k = 0; k < 2; k++) {
-            json_t *v = json_object_get(p, k ? "val_loss" : "train_loss");
-            if (!v) continue;
+            if (!(k ? p->has_val_loss : p->has_train_loss)) continue;
+            double v = k ? p->val_loss : p->train_loss;
             sqlite3_stmt *s = S(q, S_METRIC_INS);
-            if (!s) return STORE_EIO;
+            if (!s) { rc = STORE_EIO; goto out; }
             sqlite3_bind_int64(s, 1, job);
             sqlite3_bind_int64(s, 2, r.attempt);
-            sqlite3_bind_int64(s, 3, step);
+            sqlite3_bind_int64(s, 3, p->step);
             sqlite3_bind_text(s, 4, k ? "val" : "train", -1, SQLITE_STATIC);
-            sqlite3_bind_double(s, 5, json_number_value(v));
-            bind_num_or_null(s, 6, json_object_get(p, "lr"));
-            json_t *tk = json_object_get(p, "tokens");
-            if (tps > 0) sqlite3_bind_int64(s, 7, (step + (k ? 0 : 1)) * tps);
-            else if (json_is_integer(tk)) sqlite3_bind_int64(s, 7, json_integer_value(tk));
+            sqlite3_bind_double(s, 5, v);
+            bind_opt(s, 6, p->has_lr, p->lr);
+            if (tps > 0) sqlite3_bind_int64(s, 7, (p->step + (k ? 0 : 1)) * tps);
+            else if (p->has_tokens) sqlite3_bind_int64(s, 7, p->tokens);
             else sqlite3_bind_null(s, 7);
-            bind_num_or_null(s, 8, json_object_get(p, "tok_per_s"));
-            bind_num_or_null(s, 9, k ? NULL : json_object_get(p, "grad_norm"));   /* a train point's */
-            if ((rc = run(q, s, "insert metric")) < 0) return rc;
+            bind_opt(s, 8, p->has_tok_per_s, p->tok_per_s);
+            bind_opt(s, 9, !k && p->has_grad_norm, p->grad_norm);   /* a train point's */
+            if ((rc = run(q, s, "insert metric")) < 0) goto out;
             if (sqlite3_changes(q->st->db) > 0) (*accepted)++; else (*duplicates)++;
-            if (!k && step >= max_step) { max_step = step; max_loss = json_number_value(v); }
+            if (!k && p->step >= max_step) { max_step = p->step; max_loss = v; }
         }
     }
     q->points_stored += (unsigned long long)*accepted;
-    if (max_step >= 0) return progress(q, job, max_step, max_loss);
-    return STORE_OK;
+    rc = max_step >= 0 ? progress(q, job, max_step, max_loss) : STORE_OK;
+out:
+    free(pt);
+    return rc;
 }
 
 /* A checkpoint path is only ever one a worker of this lease wrote: absolute and normalised (no ".", ".."
@@ -538,11 +512,6 @@ int queue_checkpoint(queue *q, long long job, const char *token, const char *pat
     return run(q, s, "checkpoint");
 }
 
-static json_t *first_of(json_t *o, const char *a, const char *b) {
-    json_t *v = json_object_get(o, a);
-    return v ? v : json_object_get(o, b);
-}
-
 /* The result against its job's bounds (orchestrator/result.h): STORE_OK, or STORE_EINVAL with q->err. */
 static int result_check_for_job(queue *q, long long job, const json_t *result) {
     sqlite3_stmt *s = S(q, S_JOB_TEXT);
@@ -560,8 +529,6 @@ static int result_check_for_job(queue *q, long long job, const json_t *result) {
 
 int queue_complete(queue *q, long long job, const char *token, json_t *result) {
     if (!json_is_object(result)) { snprintf(q->err, sizeof q->err, "result: must be an object (result.json)"); return STORE_EINVAL; }
-    json_t *vl = first_of(result, "val_loss", "final_val_loss");
-    json_t *ad = first_of(result, "attn_distance", "attention_distance");
     lease_row r;
     int rc = lease_read(q, job, token, &r);
     if (rc < 0) return rc;
@@ -575,19 +542,20 @@ int queue_complete(queue *q, long long job, const char *token, json_t *result) {
         return STORE_ECONFLICT;
     }
     if ((rc = result_check_for_job(q, job, result)) < 0) return rc;
+    jobresult_cols col;   /* common/jobresult.h: the stored columns (checked above, so val_loss is there) */
+    if (jobresult_columns(result, &col) < 0) { snprintf(q->err, sizeof q->err, "result.val_loss: required, a number"); return STORE_EINVAL; }
     double now = store_now();
     char *text = json_dumps(result, JSON_COMPACT);
-    char *adtext = ad && json_is_array(ad) ? json_dumps(ad, JSON_COMPACT) : NULL;
+    char *adtext = col.attn_distance ? json_dumps(col.attn_distance, JSON_COMPACT) : NULL;
     sqlite3_stmt *s = S(q, S_RESULT_INS);
     if (!s || !text) { free(text); free(adtext); return STORE_EIO; }
     sqlite3_bind_int64(s, 1, job);
     sqlite3_bind_int64(s, 2, r.attempt);
-    sqlite3_bind_double(s, 3, json_number_value(vl));
-    bind_num_or_null(s, 4, first_of(result, "tok_per_s", "tokens_per_s"));
-    bind_num_or_null(s, 5, first_of(result, "wall_s", "wall_time_s"));
-    json_t *pa = first_of(result, "params", "num_params");
-    if (json_is_integer(pa)) sqlite3_bind_int64(s, 6, json_integer_value(pa)); else sqlite3_bind_null(s, 6);
-    bind_num_or_null(s, 7, json_object_get(result, "flops_per_token"));
+    sqlite3_bind_double(s, 3, col.val_loss);
+    bind_opt(s, 4, col.has_tok_per_s, col.tok_per_s);
+    bind_opt(s, 5, col.has_wall_s, col.wall_s);
+    if (col.has_params) sqlite3_bind_int64(s, 6, col.params); else sqlite3_bind_null(s, 6);
+    bind_opt(s, 7, col.has_flops_per_token, col.flops_per_token);
     bind_text_or_null(s, 8, adtext);
     sqlite3_bind_text(s, 9, text, -1, SQLITE_TRANSIENT);
     sqlite3_bind_double(s, 10, now);

@@ -20,6 +20,7 @@
 #include "../../fuzz/fuzz_lease.c"
 #include "../../fuzz/fuzz_parquet.c"
 #include "../../fuzz/fuzz_walscan.c"
+#include "../../fuzz/fuzz_point.c"
 
 /* Runs fn on every regular file of fuzz/corpus/name; counts accepted (fn != 0) and rejected inputs. */
 static void replay(const char *name, int (*fn)(const uint8_t *, size_t), int *accepted, int *rejected) {
@@ -65,6 +66,7 @@ CORPUS_CASE(checkpoint)
 CORPUS_CASE(lease)
 CORPUS_CASE(parquet)
 CORPUS_CASE(walscan)
+CORPUS_CASE(point)
 
 /* the HTTP request target answers every input (nothing to accept or reject): it must simply survive */
 TEST(request_corpus_is_answered) {
