@@ -38,10 +38,9 @@ void api_reply_json(http_response *res, int status, json_t *o) {   /* steals o *
     res->extra_headers = "Cache-Control: no-store\r\n";
 }
 
-static void note_write_error(api *a, const char *what, const char *msg);
 
 void api_reply_store_error(api_ctx *c, int rc, const char *msg, const char *state) {
-    if (rc == STORE_EIO && c->req->method == HTTP_POST) note_write_error(c->a, c->req->path, msg);
+    if (rc == STORE_EIO && c->req->method == HTTP_POST) metrics_note_write_error(&c->a->metrics, c->req->path, msg);
     int status = rc == STORE_ENOTFOUND ? 404 : rc == STORE_ECONFLICT ? 409 : rc == STORE_EINVAL ? 400 : 500;
     if (status == 409 && state && *state) {
         api_reply_json(c->res, 409, json_pack("{s:s, s:s}", "error", msg, "state", state));
@@ -121,12 +120,6 @@ static int get_token(api_ctx *c, const char **tok) {
 
 /* ---- transactions -------------------------------------------------------------------------------- */
 
-/* Remembers a failed database write for /healthz (a full disk or an I/O error fails writes while reads
- * still work). */
-static void note_write_error(api *a, const char *what, const char *msg) {
-    snprintf(a->write_err, sizeof a->write_err, "%.100s: %.400s", what, msg && *msg ? msg : "database error");
-    a->write_err_at = store_now();
-}
 
 enum { SP_BEGIN, SP_RELEASE, SP_ROLLBACK };
 
@@ -145,11 +138,11 @@ static int savepoint_run(api *a, int i) {
 
 static int write_begin(api *a) {
     if (!a->txn_open) {
-        if (store_begin(a->st) < 0) { note_write_error(a, "BEGIN", a->st->err); return -1; }
+        if (store_begin(a->st) < 0) { metrics_note_write_error(&a->metrics, "BEGIN", a->st->err); return -1; }
         a->txn_open = 1;
         a->txn_wrote = 0;
     }
-    if (savepoint_run(a, SP_BEGIN) < 0) { note_write_error(a, "SAVEPOINT", a->st->err); return -1; }
+    if (savepoint_run(a, SP_BEGIN) < 0) { metrics_note_write_error(&a->metrics, "SAVEPOINT", a->st->err); return -1; }
     a->sp_changes0 = sqlite3_total_changes64(a->st->db);
     return 0;
 }
@@ -182,7 +175,7 @@ int api_flush(void *ud) {
     if (!a->txn_open) return 0;
     a->txn_open = 0;
     if (store_commit(a->st) < 0) {
-        note_write_error(a, "COMMIT", a->st->err);
+        metrics_note_write_error(&a->metrics, "COMMIT", a->st->err);
         char e[1024];
         fprintf(stderr, "prism-sweep serve: COMMIT failed: %s (answers dropped, clients will retry)\n",
                 log_escape(e, sizeof e, a->st->err));
@@ -192,7 +185,7 @@ int api_flush(void *ud) {
     }
     a->commits++;
     if (a->txn_wrote)
-        a->write_err_at = 0;   /* rows written and committed: /healthz is healthy from now, not 60 s later */
+        metrics_clear_write_error(&a->metrics);   /* rows written and committed: /healthz is healthy from now, not 60 s later */
     return 0;
 }
 
@@ -213,7 +206,7 @@ int api_expire(api *a) {
     int rc = queue_expire(&a->q, queue_clock(&a->q), &n);
     write_end(a, rc >= 0);
     if (rc < 0) {
-        note_write_error(a, "lease expiry", a->q.err);
+        metrics_note_write_error(&a->metrics, "lease expiry", a->q.err);
         char e[1024];
         fprintf(stderr, "prism-sweep serve: lease expiry failed: %s\n", log_escape(e, sizeof e, a->q.err));
         return rc;
@@ -411,7 +404,7 @@ static void admin_op(api_ctx *c, int op) {
     write_end(c->a, rc >= 0);
     if (rc < 0) { api_reply_store_error(c, rc, q->err[0] ? q->err : c->a->st->err, q->state); return; }
     if (op == A_CANCEL || op == A_REQUEUE) api_halving_tick(c->a, op == A_CANCEL ? "cancel" : "requeue");
-    if (op == A_RESUME) views_rate_restart(c->a, c->id, store_now());
+    if (op == A_RESUME) views_rate_restart(&c->a->views, c->id, store_now());
     static const char *const names[] = { "cancel", "requeue", "priority", "pause", "resume", "sweep-priority" };
     fprintf(stderr, "prism-sweep serve: event=%s %s=%lld\n", names[op], op >= A_PAUSE ? "sweep" : "job", c->id);
     json_t *o;
@@ -611,7 +604,7 @@ void api_handle(void *ud, http_request *req, http_response *res) {
     api *a = ud;
     dispatch(a, req, res);
     if (!res->status) http_response_error(res, 500, "internal error: no answer");
-    metrics_record(a, req, res);
+    metrics_record(&a->metrics, req, res);
 }
 
 int api_init(api *a, store *st, const auth_tokens *tokens, const api_config *cfg, char *err, size_t errlen) {

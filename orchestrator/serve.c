@@ -99,7 +99,7 @@ static void serve_durable_failed(void *ud) {
 }
 
 /* api.metrics_extra: the server's connection figures and the longest COMMIT on the loop. */
-static void serve_metrics(void *ud, http_buf *out) {
+static void serve_metrics(void *ud, buf *out) {
     serve_state *s = ud;
     http_server *h = &s->srv;
     char t[3072];
@@ -127,7 +127,7 @@ static void serve_metrics(void *ud, http_buf *out) {
         "prism_wal_loop_checkpoint_seconds_sum %.6f\n",
         h->nconns, h->nanon, h->accepted, h->rejected, h->evicted, h->anon_timeouts, h->flush_max_s, h->flush_over_10ms,
         s->wal.checkpoints, s->wal.failures, s->wal.max_s, s->wal.wal_pages_max, s->wal.loop_checkpoints, s->wal.loop_max_s, s->wal.loop_sum_s);
-    if (n > 0) http_buf_append(out, t, (size_t)(n < (int)sizeof t ? n : (int)sizeof t - 1), (size_t)-1 / 2);
+    if (n > 0) buf_append(out, t, (size_t)(n < (int)sizeof t ? n : (int)sizeof t - 1), BUF_MAX);
     n = snprintf(t, sizeof t, "# HELP prism_commit_seconds Time the event loop spent in group COMMITs (and the WAL "
                  "checkpoints run inside them).\n# TYPE prism_commit_seconds summary\nprism_commit_seconds_sum %.6f\n"
                  "prism_commit_seconds_count %lu\n"
@@ -139,7 +139,7 @@ static void serve_metrics(void *ud, http_buf *out) {
                  "# HELP prism_sync_off_loop Whether COMMITs are synced off the event loop (0: synchronous=FULL inside "
                  "each COMMIT).\n# TYPE prism_sync_off_loop gauge\nprism_sync_off_loop %d\n",
                  h->flush_sum_s, h->flushes, h->sync_sum_s, h->syncs, h->sync_max_s, s->wal.durable);
-    if (n > 0) http_buf_append(out, t, (size_t)(n < (int)sizeof t ? n : (int)sizeof t - 1), (size_t)-1 / 2);
+    if (n > 0) buf_append(out, t, (size_t)(n < (int)sizeof t ? n : (int)sizeof t - 1), BUF_MAX);
 }
 
 static void on_stopped(void *ud) {   /* ud is the api handed to the server: find its serve_state */

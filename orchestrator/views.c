@@ -9,6 +9,7 @@
  * progress (steps) is the jobs.steps column, the job model's (common/jobmodel.h), filled at create.
  */
 #include "views.h"
+#include "api.h"
 
 #include <errno.h>
 #include <stdint.h>
@@ -128,34 +129,34 @@ int views_workers_alive(api *a) {
     return n;
 }
 
-static api_rate *rate_of(api *a, long long sweep) {
-    for (int i = 0; i < 16; i++) if (a->rates[i].sweep == sweep) return &a->rates[i];
-    api_rate *r = &a->rates[sweep % 16];
+static views_rate *rate_of(views_state *v, long long sweep) {
+    for (int i = 0; i < VIEWS_RATE_SLOTS; i++) if (v->rates[i].sweep == sweep) return &v->rates[i];
+    views_rate *r = &v->rates[sweep % VIEWS_RATE_SLOTS];
     memset(r, 0, sizeof *r);
     r->sweep = sweep;
     return r;
 }
 
-void views_rate_restart(api *a, long long sweep, double now) {
-    api_rate *r = rate_of(a, sweep);
+void views_rate_restart(views_state *v, long long sweep, double now) {
+    views_rate *r = rate_of(v, sweep);
     r->n = r->head = 0;
     r->resumed_at = now;
 }
 
 /* Records (now, steps) for the sweep and returns steps/s over its samples of the last 600 s since its last
  * resume (-1: unknown). */
-static double sweep_rate(api *a, long long sweep, long long steps, double now, double *window) {
-    api_rate *r = rate_of(a, sweep);
-    int last = (r->head + API_RATE_SAMPLES - 1) % API_RATE_SAMPLES;
+static double sweep_rate(views_state *v, long long sweep, long long steps, double now, double *window) {
+    views_rate *r = rate_of(v, sweep);
+    int last = (r->head + VIEWS_RATE_SAMPLES - 1) % VIEWS_RATE_SAMPLES;
     if (r->n == 0 || now - r->s[last].t >= 2.0) {
         r->s[r->head].t = now;
         r->s[r->head].steps = steps;
-        r->head = (r->head + 1) % API_RATE_SAMPLES;
-        if (r->n < API_RATE_SAMPLES) r->n++;
+        r->head = (r->head + 1) % VIEWS_RATE_SAMPLES;
+        if (r->n < VIEWS_RATE_SAMPLES) r->n++;
     }
     int oldest = -1;
     for (int k = r->n; k >= 1; k--) {
-        int i = (r->head + API_RATE_SAMPLES - k) % API_RATE_SAMPLES;
+        int i = (r->head + VIEWS_RATE_SAMPLES - k) % VIEWS_RATE_SAMPLES;
         if (now - r->s[i].t <= 600) { oldest = i; break; }
     }
     if (oldest < 0 || now - r->s[oldest].t < 1.0) { *window = 0; return -1; }
@@ -168,7 +169,7 @@ static double sweep_rate(api *a, long long sweep, long long steps, double now, d
  * own samples of steps_done. */
 static json_t *sweep_json(api *a, const sweeps_info *v, int alive, double now) {
     double window = 0;
-    double rate = sweep_rate(a, v->id, v->steps_done, now, &window);
+    double rate = sweep_rate(&a->views, v->id, v->steps_done, now, &window);
     long long remaining = v->steps_total - v->steps_done;
     /* no ETA while nothing runs (a paused sweep whose leased jobs ended, or one whose jobs all stopped) */
     json_t *eta = remaining <= 0 ? json_real(0) : rate > 0 && v->counts.leased > 0 ? json_real(remaining / rate) : json_null();
@@ -184,7 +185,7 @@ static json_t *sweep_json(api *a, const sweeps_info *v, int alive, double now) {
                           "steps", (json_int_t)(rate > 0 ? (long long)(rate * window + 0.5) : 0),
                           "steps_per_s", rate > 0 ? rate : 0.0,
                           "eta_s", eta);
-    api_rate *r = rate_of(a, v->id);
+    views_rate *r = rate_of(&a->views, v->id);
     json_object_set_new(json_object_get(o, "throughput"), "resumed_at", r->resumed_at > 0 ? json_real(r->resumed_at) : json_null());
     return o;
 }
@@ -322,9 +323,9 @@ void views_job_metrics(api_ctx *c) {
     sqlite3_bind_int64(s, 3, since);
     static const char *const names[] = { "step", "value", "tokens", "lr", "tok_per_s", "attempt", "grad_norm" };
     if (strcmp(fmt, "csv") == 0) {
-        http_buf b = {0};
+        buf b = {0};
         const char *hdr = "step,value,tokens,lr,tok_per_s,attempt,grad_norm\n";
-        http_buf_append(&b, hdr, strlen(hdr), SIZE_MAX / 2);
+        buf_append(&b, hdr, strlen(hdr), BUF_MAX);
         while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
             char line[256];
             int n = 0;
@@ -333,12 +334,12 @@ void views_job_metrics(api_ctx *c) {
                 n += snprintf(line + n, sizeof line - n, "%s%s", i ? "," : "", t);
             }
             n += snprintf(line + n, sizeof line - n, "\n");
-            http_buf_append(&b, line, (size_t)n, SIZE_MAX / 2);
+            buf_append(&b, line, (size_t)n, BUF_MAX);
         }
         sqlite3_finalize(s);
-        if (read_done(c, rc, "metrics") < 0) { http_buf_free(&b); return; }
+        if (read_done(c, rc, "metrics") < 0) { buf_free(&b); return; }
         http_response_set(c->res, 200, "text/csv; charset=utf-8", b.data ? b.data : "", b.len);
-        http_buf_free(&b);
+        buf_free(&b);
         return;
     }
     json_t *pts = json_array();
