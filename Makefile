@@ -27,8 +27,21 @@ PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 
 CFLAGS   ?= $(OPT) -g
+# Every folder's headers for the tests, benches and fuzz targets; a folder's own sources see only their layer's
+# (LAYER_INC below).
+INC_ALL  := -Icommon -Iorchestrator -Iworker -Idataprep -Ikernels
 CFLAGS   += -std=gnu11 -Wall -Wextra -Wno-unused-parameter -Wno-sign-compare -fopenmp -MMD -MP \
-            -Icommon -Iorchestrator -Iworker -Idataprep -Ikernels -I$(BUILD)/gen $(PKG_CFLAGS)
+            $(INC_ALL) -I$(BUILD)/gen $(PKG_CFLAGS)
+# ---- layers: common → kernels / orchestrator / dataprep → worker (docs/CONTRIBUTING.md) ------------------
+# A source includes its own folder, common/ and the folders below its layer, nothing else: the object rules
+# compile FOLDER/x.c with INC_FOLDER instead of INC_ALL, so an include of a folder above fails to compile, and
+# tools/layers.sh (run by `all`) also refuses one spelled with a path ("../worker/agent.h").
+INC_common       := -Icommon
+INC_kernels      := -Ikernels -Icommon
+INC_orchestrator := -Iorchestrator -Icommon
+INC_dataprep     := -Idataprep -Icommon
+INC_worker       := -Iworker -Ikernels -Iorchestrator -Idataprep -Icommon
+LAYER_CFLAGS = $(filter-out $(INC_ALL),$(CFLAGS)) $(or $(INC_$(firstword $(subst /, ,$<))),$(INC_ALL))
 # prism-data's inputs: gzip (zlib), zstd (libzstd) and snappy (parquet pages)
 COMPRESS_LIBS := -lz -lzstd -lsnappy
 LDLIBS   := $(PKG_LIBS) -lhttp_parser $(COMPRESS_LIBS) -fopenmp -lm -lpthread
@@ -105,7 +118,7 @@ BENCH_BINS := $(patsubst bench/%.c,$(BUILD)/bench/%,$(BENCH_SRC))
 # Keep every intermediate file (the emulator's generated .cpp and objects come from chained pattern rules,
 # which make would otherwise delete after each build, rebuilding them every time).
 .SECONDARY:
-all: $(PROGS) $(CUDA_SO)
+all: $(BUILD)/.layers-ok $(PROGS) $(CUDA_SO)
 	@printf '  built: %s\n' "$(PROGS)"
 	@printf '  %s\n' "$(if $(HAVE_CUDA),$(if $(CUDNN_H),✓ cuDNN attention: $(CUDNN_H) (libcudnn.so.9 opened at run time; PRISM_ATTENTION=cudnn|fused|auto),✗ cuDNN attention: cudnn.h not found$(comma) the fused kernel runs every layer),✗ cuDNN attention: no CUDA build)"
 	@printf '  %s\n' "$(if $(HAVE_CUDA),✓ CUDA backend: $(CUDA_SO) (prism-worker loads it only for a CUDA device),✗ CUDA backend: nvcc not found, prism-cuda.so not built (CPU only; --device 0 says so))"
@@ -118,9 +131,13 @@ $(BUILD)/.deps-ok: tools/deps.sh
 	@bash tools/deps.sh && mkdir -p $(BUILD) && touch $@
 
 # ---- rules ----------------------------------------------------------------------------------------
+# the include arrows between folders (tools/layers.sh): a back-arrow fails the build, naming file:line
+$(BUILD)/.layers-ok: tools/layers.sh $(wildcard common/*.[ch] kernels/*.[ch] kernels/cuda/*.cu kernels/cuda/*.h orchestrator/*.[ch] dataprep/*.[ch] worker/*.[ch])
+	@bash tools/layers.sh . && mkdir -p $(BUILD) && touch $@
+
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -c $< -o $@
+	$(CC) $(LAYER_CFLAGS) -c $< -o $@
 
 $(BUILD)/obj/%.cu.o: %.cu
 	@mkdir -p $(dir $@)
@@ -188,7 +205,7 @@ $(BUILD)/prism-worker: $(call obj,worker/main.c) $(LIB_WORKER) $(LIB_KERNELS) $(
 PIC_OBJ := $(BUILD)/obj/pic/kernels/model.o $(BUILD)/obj/pic/common/util.o
 $(BUILD)/obj/pic/%.o: %.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -fPIC -c $< -o $@
+	$(CC) $(LAYER_CFLAGS) -fPIC -c $< -o $@
 BACKEND_LDFLAGS := -shared -Wl,--version-script=kernels/cuda/backend.map -Wl,-z,defs
 $(BUILD)/prism-cuda.so: $(LIB_CUDA) $(PIC_OBJ) kernels/cuda/backend.map
 	$(CC) $(OPT) -o $@ $(BACKEND_LDFLAGS) -Wl,--whole-archive $(LIB_CUDA) -Wl,--no-whole-archive $(PIC_OBJ) \

@@ -9,14 +9,14 @@
 # (schedule text + validation), shard (llm.c token shards), checkpoint (llm.c model / training-state files),
 # lease (the lease wrapper a worker reads), parquet (prism-data's parquet text-column reader and input sniffer),
 # walscan (the WAL serve reads before opening its database), extrun (an external trainer's fd-3 protocol lines
-# and the --trainer COMMAND splitter, worker/extrun.c).
+# and the --trainer COMMAND splitter, worker/extrun.c), point (the worker's metrics point, heartbeat and result).
 # Each target file defines fuzz_NAME_one(); -DPRISM_LIBFUZZER adds LLVMFuzzerTestOneInput around it.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}
 SECS=${FUZZ_SECONDS:-20}
 CC_FUZZ=${CC_FUZZ:-clang}
-TARGETS=${FUZZ_TARGETS:-request job spec schedule shard checkpoint lease parquet walscan extrun}
+TARGETS=${FUZZ_TARGETS:-request job spec schedule shard checkpoint lease parquet walscan extrun point}
 command -v "$CC_FUZZ" >/dev/null || { echo "fuzz: $CC_FUZZ not found (apt-get install clang)" >&2; exit 2; }
 OUT=$BUILD/fuzz
 mkdir -p "$OUT/gen"
@@ -36,6 +36,7 @@ srcs() {
     checkpoint) ls kernels/*.c; echo common/util.c ;;
     lease)      echo common/lease.c common/job.c common/schedule.c common/util.c ;;   # trainer names: job.c
     extrun)     echo worker/extrun.c common/job.c common/schedule.c common/util.c common/logesc.c ;;
+    point)      echo common/point.c common/heartbeat.c common/jobresult.c ;;
     parquet)    echo dataprep/parquet.c dataprep/input.c ;;
     walscan)    echo orchestrator/walscan.c ;;
   esac
@@ -43,7 +44,7 @@ srcs() {
 libs() {
   case $1 in
     request|spec) echo "$(pkg-config --cflags --libs sqlite3 libuv jansson) -lhttp_parser -lm -lpthread" ;;
-    job|lease|extrun) echo "$(pkg-config --cflags --libs jansson) -lm" ;;
+    job|lease|extrun|point) echo "$(pkg-config --cflags --libs jansson) -lm" ;;
     checkpoint) echo "-fopenmp $(pkg-config --cflags --libs openblas) -lm -lpthread" ;;
     parquet)    echo "-lz -lzstd -lsnappy" ;;
     *)          echo "-lm" ;;

@@ -21,6 +21,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "heartbeat.h"
+#include "jobstate.h"
 #include "logesc.h"
 #include "metrics.h"
 #include "static.h"
@@ -38,10 +40,9 @@ void api_reply_json(http_response *res, int status, json_t *o) {   /* steals o *
     res->extra_headers = "Cache-Control: no-store\r\n";
 }
 
-static void note_write_error(api *a, const char *what, const char *msg);
 
 void api_reply_store_error(api_ctx *c, int rc, const char *msg, const char *state) {
-    if (rc == STORE_EIO && c->req->method == HTTP_POST) note_write_error(c->a, c->req->path, msg);
+    if (rc == STORE_EIO && c->req->method == HTTP_POST) metrics_note_write_error(&c->a->metrics, c->req->path, msg);
     int status = rc == STORE_ENOTFOUND ? 404 : rc == STORE_ECONFLICT ? 409 : rc == STORE_EINVAL ? 400 : 500;
     if (status == 409 && state && *state) {
         api_reply_json(c->res, 409, json_pack("{s:s, s:s}", "error", msg, "state", state));
@@ -121,12 +122,6 @@ static int get_token(api_ctx *c, const char **tok) {
 
 /* ---- transactions -------------------------------------------------------------------------------- */
 
-/* Remembers a failed database write for /healthz (a full disk or an I/O error fails writes while reads
- * still work). */
-static void note_write_error(api *a, const char *what, const char *msg) {
-    snprintf(a->write_err, sizeof a->write_err, "%.100s: %.400s", what, msg && *msg ? msg : "database error");
-    a->write_err_at = store_now();
-}
 
 enum { SP_BEGIN, SP_RELEASE, SP_ROLLBACK };
 
@@ -145,11 +140,11 @@ static int savepoint_run(api *a, int i) {
 
 static int write_begin(api *a) {
     if (!a->txn_open) {
-        if (store_begin(a->st) < 0) { note_write_error(a, "BEGIN", a->st->err); return -1; }
+        if (store_begin(a->st) < 0) { metrics_note_write_error(&a->metrics, "BEGIN", a->st->err); return -1; }
         a->txn_open = 1;
         a->txn_wrote = 0;
     }
-    if (savepoint_run(a, SP_BEGIN) < 0) { note_write_error(a, "SAVEPOINT", a->st->err); return -1; }
+    if (savepoint_run(a, SP_BEGIN) < 0) { metrics_note_write_error(&a->metrics, "SAVEPOINT", a->st->err); return -1; }
     a->sp_changes0 = sqlite3_total_changes64(a->st->db);
     return 0;
 }
@@ -182,7 +177,7 @@ int api_flush(void *ud) {
     if (!a->txn_open) return 0;
     a->txn_open = 0;
     if (store_commit(a->st) < 0) {
-        note_write_error(a, "COMMIT", a->st->err);
+        metrics_note_write_error(&a->metrics, "COMMIT", a->st->err);
         char e[1024];
         fprintf(stderr, "prism-sweep serve: COMMIT failed: %s (answers dropped, clients will retry)\n",
                 log_escape(e, sizeof e, a->st->err));
@@ -192,7 +187,7 @@ int api_flush(void *ud) {
     }
     a->commits++;
     if (a->txn_wrote)
-        a->write_err_at = 0;   /* rows written and committed: /healthz is healthy from now, not 60 s later */
+        metrics_clear_write_error(&a->metrics);   /* rows written and committed: /healthz is healthy from now, not 60 s later */
     return 0;
 }
 
@@ -226,7 +221,7 @@ int api_expire(api *a) {
     int rc = queue_expire(&a->q, queue_clock(&a->q), &n);
     write_end(a, rc >= 0);
     if (rc < 0) {
-        note_write_error(a, "lease expiry", a->q.err);
+        metrics_note_write_error(&a->metrics, "lease expiry", a->q.err);
         char e[1024];
         fprintf(stderr, "prism-sweep serve: lease expiry failed: %s\n", log_escape(e, sizeof e, a->q.err));
         return rc;
@@ -308,11 +303,10 @@ static void worker_job_op(api_ctx *c, int op) {
     json_t *reply = NULL;
     switch (op) {
     case W_HEARTBEAT: {
-        long long step = -1;
-        json_t *loss = json_object_get(c->body, "loss");
-        if (get_int(c, "step", 0, &step) < 0) return;
-        if ((rc = write_begin(c->a)) >= 0)
-            rc = queue_heartbeat(q, c->id, tok, step, json_is_number(loss) ? json_number_value(loss) : NAN, &expires);
+        heartbeat hb;   /* common/heartbeat.h */
+        char e[128];
+        if (heartbeat_from_json(c->body, &hb, e, sizeof e) < 0) { http_response_error(c->res, 400, "%s", e); return; }
+        if ((rc = write_begin(c->a)) >= 0) rc = queue_heartbeat(q, c->id, tok, hb.step, hb.loss, &expires);
         long long sd = 0, sj = 0;   /* the sweep's progress, for the worker's display */
         if (rc >= 0) rc = queue_sweep_progress(q, c->id, &sd, &sj);
         if (rc >= 0) reply = json_pack("{s:f, s:I, s:I}", "lease_expires_at", expires, "sweep_done", (json_int_t)sd,
@@ -340,7 +334,7 @@ static void worker_job_op(api_ctx *c, int op) {
         json_t *result = json_object_get(c->body, "result");
         if (!result) { http_response_error(c->res, 400, "result: required object (result.json) is missing"); return; }
         if ((rc = write_begin(c->a)) >= 0) rc = queue_complete(q, c->id, tok, result);
-        if (rc >= 0) reply = json_pack("{s:I, s:s}", "job_id", (json_int_t)c->id, "state", "done");
+        if (rc >= 0) reply = json_pack("{s:I, s:s}", "job_id", (json_int_t)c->id, "state", jobstate_name(JOB_DONE));
         break;
     }
     default: {
@@ -359,7 +353,7 @@ static void worker_job_op(api_ctx *c, int op) {
     if (op == W_COMPLETE || op == W_FAIL)
         fprintf(stderr, "prism-sweep serve: event=%s job=%lld state=%s\n", op == W_COMPLETE ? "complete" : "fail", c->id,
                 json_string_value(json_object_get(reply, "state")));
-    if (op == W_FAIL && !strcmp(json_string_value(json_object_get(reply, "state")), "failed")) api_halving_tick(c->a, "fail");
+    if (op == W_FAIL && !strcmp(json_string_value(json_object_get(reply, "state")), jobstate_name(JOB_FAILED))) api_halving_tick(c->a, "fail");
     if (op == W_COMPLETE) api_racing_tick(c->a, "complete", c->id);
     api_reply_json(c->res, 200, reply);
 }
@@ -430,13 +424,13 @@ static void admin_op(api_ctx *c, int op) {
     write_end(c->a, rc >= 0);
     if (rc < 0) { api_reply_store_error(c, rc, q->err[0] ? q->err : c->a->st->err, q->state); return; }
     if (op == A_CANCEL || op == A_REQUEUE) api_halving_tick(c->a, op == A_CANCEL ? "cancel" : "requeue");
-    if (op == A_RESUME) views_rate_restart(c->a, c->id, store_now());
+    if (op == A_RESUME) views_rate_restart(&c->a->views, c->id, store_now());
     static const char *const names[] = { "cancel", "requeue", "priority", "pause", "resume", "sweep-priority" };
     fprintf(stderr, "prism-sweep serve: event=%s %s=%lld\n", names[op], op >= A_PAUSE ? "sweep" : "job", c->id);
     json_t *o;
     switch (op) {
-    case A_CANCEL: o = json_pack("{s:I, s:s}", "job_id", (json_int_t)c->id, "state", "cancelled"); break;
-    case A_REQUEUE: o = json_pack("{s:I, s:s}", "job_id", (json_int_t)c->id, "state", "queued"); break;
+    case A_CANCEL: o = json_pack("{s:I, s:s}", "job_id", (json_int_t)c->id, "state", jobstate_name(JOB_CANCELLED)); break;
+    case A_REQUEUE: o = json_pack("{s:I, s:s}", "job_id", (json_int_t)c->id, "state", jobstate_name(JOB_QUEUED)); break;
     case A_PRIO: o = json_pack("{s:I, s:I}", "job_id", (json_int_t)c->id, "priority", (json_int_t)prio); break;
     case A_PAUSE: o = json_pack("{s:I, s:s}", "sweep_id", (json_int_t)c->id, "state", "paused"); break;
     case A_RESUME: o = json_pack("{s:I, s:s}", "sweep_id", (json_int_t)c->id, "state", "active"); break;
@@ -630,7 +624,7 @@ void api_handle(void *ud, http_request *req, http_response *res) {
     api *a = ud;
     dispatch(a, req, res);
     if (!res->status) http_response_error(res, 500, "internal error: no answer");
-    metrics_record(a, req, res);
+    metrics_record(&a->metrics, req, res);
 }
 
 int api_init(api *a, store *st, const auth_tokens *tokens, const api_config *cfg, char *err, size_t errlen) {

@@ -13,17 +13,16 @@
 #define PRISM_API_H
 #include "auth.h"
 #include "http.h"
+#include "metrics.h"
 #include "queue.h"
 #include "store.h"
+#include "views.h"
 
 #define API_MAX_JSON_DEPTH 32
-#define API_LAT_BUCKETS 12
-#define API_RATE_SAMPLES 128
 #define API_MAX_SPEC_BODY (1 << 20)   /* POST /api/v1/sweeps: bytes of spec (larger: 413) */
 #define API_MAX_CREATE_JOBS 5000      /* POST /api/v1/sweeps: jobs one request may create (the loop waits for it) */
 #define API_MAX_DEVICES 256            /* POST /api/v1/workers/register: devices entries (stored per worker, served by GET /workers) */
 #define API_MAX_DEVICE_NAME 128        /* ... and characters of each device name */
-#define API_WRITE_ERR_WINDOW_S 60.0   /* /healthz answers 503 for this long after a failed database write */
 
 typedef struct api_config {
     double lease_ttl;          /* seconds (--lease-ttl) */
@@ -33,13 +32,6 @@ typedef struct api_config {
     const char *web_dir;       /* static files root (--web), may be NULL */
     const char *vendor_dir;    /* Chart.js folder, default /usr/share/javascript/chart.js */
 } api_config;
-
-typedef struct api_rate {      /* per-sweep progress samples for the ETA, since the sweep's last resume */
-    long long sweep;
-    int n, head;
-    double resumed_at;         /* the last resume this server saw (0: none); samples start there */
-    struct { double t; long long steps; } s[API_RATE_SAMPLES];
-} api_rate;
 
 typedef struct api {
     store *st;                 /* borrowed */
@@ -51,16 +43,11 @@ typedef struct api {
     int txn_wrote;             /* a request's savepoint in the open transaction kept changed rows */
     long long sp_changes0;     /* sqlite3_total_changes64 when the current savepoint began */
     int stopping;
-    unsigned long long req_by_class[6];          /* 1xx..5xx */
-    unsigned long long req_by_code[600];
-    unsigned long long lat_bucket[API_LAT_BUCKETS + 1];
-    double lat_sum;
     unsigned long long commits, commit_failures;
-    api_rate rates[16];
-    char write_err[512];       /* the last failed database write (BEGIN, a statement, COMMIT), "" when none */
-    double write_err_at;       /* when (store_now), 0 when none */
+    metrics_state metrics;     /* metrics.c's: request counters, latency histogram, last write error */
+    views_state views;         /* views.c's: the ETA's rate samples */
     /* Appended to GET /metrics when set (the program's own gauges: connections, checkpoints). */
-    void (*metrics_extra)(void *ud, http_buf *out);
+    void (*metrics_extra)(void *ud, buf *out);
     void *metrics_extra_ud;
     sqlite3_stmt *sp_stmt[3];  /* SAVEPOINT req, RELEASE req, ROLLBACK TO req: prepared once, owned */
 } api;

@@ -24,6 +24,7 @@
 
 #include "cli.h"
 #include "commands.h"
+#include "jobstate.h"
 #include "store.h"
 #include "sweeps.h"
 #include "tfevents.h"
@@ -218,7 +219,7 @@ static void csv_results(FILE *f, const xjob *v, size_t n) {
         csv_str(f, j->attn);
         fputc(',', f);
         /* a done job's error belongs to an earlier attempt: the results say what the job is now */
-        csv_str(f, strcmp(j->state, "done") ? j->last_error : NULL);
+        csv_str(f, strcmp(j->state, jobstate_name(JOB_DONE)) ? j->last_error : NULL);
         fputc('\n', f);
     }
 }
@@ -247,7 +248,7 @@ static int jsonl_results(FILE *f, const xjob *v, size_t n) {
         json_object_set_new(o, "attempt", json_integer(j->attempt));
         json_object_set_new(o, "steps", json_integer(j->steps));
         json_object_set_new(o, "val_loss", j->has_result ? json_real(j->r_val) : json_null());
-        json_object_set_new(o, "last_error", j->last_error && strcmp(j->state, "done") ? json_string(j->last_error) : json_null());
+        json_object_set_new(o, "last_error", j->last_error && strcmp(j->state, jobstate_name(JOB_DONE)) ? json_string(j->last_error) : json_null());
         json_object_set_new(o, "result", res ? res : json_null());
         if (jsonl_line(f, o) < 0) return -1;
     }

@@ -17,12 +17,21 @@
 #include "commands.h"
 #include "store.h"
 #include "sweeps.h"
+#include "jobstate.h"
 
 static void print_counts(const sweeps_counts *c) {
-    printf("  queued     %8lld\n  leased     %8lld\n  done       %8lld\n  failed     %8lld\n"
-           "  cancelled  %8lld\n  paused     %8lld\n  pruned     %8lld\n  total      %8lld\n", (long long)c->queued,
-           (long long)c->leased, (long long)c->done, (long long)c->failed, (long long)c->cancelled, (long long)c->paused,
-           (long long)c->pruned, (long long)c->total);
+    for (int k = 0; k < JOB_NSTATES; k++) printf("  %-10s %8lld\n", jobstate_name((job_state)k), (long long)c->n[k]);
+    printf("  %-10s %8lld\n", "total", (long long)c->total);
+}
+
+/* The table's per-state columns: each as wide as its name, at least 7 (the numbers' width). */
+static void print_state_cells(const sweeps_counts *c) {
+    for (int k = 0; k < JOB_NSTATES; k++) {
+        int w = (int)strlen(jobstate_name((job_state)k));
+        if (c) printf(" %*lld", w < 7 ? 7 : w, (long long)c->n[k]);
+        else printf(" %*s", w < 7 ? 7 : w, jobstate_name((job_state)k));
+    }
+    putchar('\n');
 }
 
 int cmd_status(int argc, char **argv) {
@@ -103,17 +112,15 @@ int cmd_status(int argc, char **argv) {
             fputc('\n', stdout);
             json_decref(o);
         } else {
-            printf("%4s  %-24s %-7s %9s %7s %7s %7s %7s %7s %9s %7s %7s\n", "id", "name", "state", "schedules", "jobs",
-                   "queued", "leased", "done", "failed", "cancelled", "paused", "pruned");
-            for (int i = 0; i < n; i++)
-                printf("%4lld  %-24s %-7s %9lld %7lld %7lld %7lld %7lld %7lld %9lld %7lld %7lld\n", (long long)v[i].id, v[i].name,
-                       v[i].state, (long long)v[i].n_schedules, (long long)v[i].counts.total,
-                       (long long)v[i].counts.queued, (long long)v[i].counts.leased, (long long)v[i].counts.done,
-                       (long long)v[i].counts.failed, (long long)v[i].counts.cancelled, (long long)v[i].counts.paused,
-                       (long long)v[i].counts.pruned);
-            printf("%4s  %-24s %-7s %9s %7lld %7lld %7lld %7lld %7lld %9lld %7lld %7lld\n", "", "total", "", "",
-                   (long long)all.total, (long long)all.queued, (long long)all.leased, (long long)all.done,
-                   (long long)all.failed, (long long)all.cancelled, (long long)all.paused, (long long)all.pruned);
+            printf("%4s  %-24s %-7s %9s %7s", "id", "name", "state", "schedules", "jobs");
+            print_state_cells(NULL);
+            for (int i = 0; i < n; i++) {
+                printf("%4lld  %-24s %-7s %9lld %7lld", (long long)v[i].id, v[i].name, v[i].state,
+                       (long long)v[i].n_schedules, (long long)v[i].counts.total);
+                print_state_cells(&v[i].counts);
+            }
+            printf("%4s  %-24s %-7s %9s %7lld", "", "total", "", "", (long long)all.total);
+            print_state_cells(&all);
         }
         free(v);
     }

@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "auth.h"
+#include "jobstate.h"
 #include "ranking.h"
 #include "result.h"
 
@@ -383,7 +384,6 @@ int halving_tick_all(store *st, int *decided, char *err, size_t errlen) {
 
 int halving_report(store *st, long long job, const char *token, long long step, double val_loss, const char **state,
                    char *state_buf, char *err, size_t errlen) {
-    static const char *const NAMES[] = { "queued", "leased", "done", "failed", "cancelled", "paused", "pruned" };
     sqlite3_stmt *s = NULL;
     *state = NULL;
     if (sqlite3_prepare_v2(st->db, "SELECT state, lease_token, attempt, stop_at_step, checkpoint_step, rung, sweep_id, "
@@ -414,9 +414,11 @@ int halving_report(store *st, long long job, const char *token, long long step, 
     char lerr[256];
     int have_lim = result_load_limits((const char *)sqlite3_column_text(s, 8), &lim, lerr, sizeof lerr) == 0;
     sqlite3_finalize(s);
-    for (size_t i = 0; i < sizeof NAMES / sizeof NAMES[0]; i++) if (!strcmp(jstate, NAMES[i])) *state = NAMES[i];
-    if (token_ok && strcmp(jstate, "leased") != 0 && reported) return STORE_OK;   /* the same report again */
-    if (!token_ok || strcmp(jstate, "leased") != 0) {
+    job_state js;
+    if (jobstate_parse(jstate, &js) == 0) *state = jobstate_name(js);
+    int leased = *state && js == JOB_LEASED;
+    if (token_ok && !leased && reported) return STORE_OK;   /* the same report again */
+    if (!token_ok || !leased) {
         snprintf(state_buf, 16, "%s", jstate);
         if (!token_ok)
             snprintf(err, errlen, "job %lld: this lease token is not the job's current lease (state %s): the lease "
@@ -467,9 +469,8 @@ int halving_report(store *st, long long job, const char *token, long long step, 
     if (sqlite3_prepare_v2(st->db, "SELECT state FROM jobs WHERE id = ?1", -1, &s, NULL) != SQLITE_OK)
         return db_fail(st, err, errlen, "job state");
     sqlite3_bind_int64(s, 1, job);
-    if (sqlite3_step(s) == SQLITE_ROW)
-        for (size_t i = 0; i < sizeof NAMES / sizeof NAMES[0]; i++)
-            if (!strcmp((const char *)sqlite3_column_text(s, 0), NAMES[i])) *state = NAMES[i];
+    if (sqlite3_step(s) == SQLITE_ROW && jobstate_parse((const char *)sqlite3_column_text(s, 0), &js) == 0)
+        *state = jobstate_name(js);
     sqlite3_finalize(s);
     return STORE_OK;
 }

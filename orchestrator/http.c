@@ -52,30 +52,6 @@
 #include <sys/socket.h>
 #include <arpa/inet.h>
 
-/* ---- buffers ------------------------------------------------------------------------------------- */
-
-int http_buf_append(http_buf *b, const void *p, size_t n, size_t max) {
-    if (b->len + n > max) return -1;
-    if (b->len + n + 1 > b->cap) {
-        size_t cap = b->cap ? b->cap : 256;
-        while (cap < b->len + n + 1) cap *= 2;
-        char *d = realloc(b->data, cap);
-        if (!d) return -1;
-        b->data = d;
-        b->cap = cap;
-    }
-    if (n) memcpy(b->data + b->len, p, n);
-    b->len += n;
-    b->data[b->len] = 0;
-    return 0;
-}
-
-void http_buf_free(http_buf *b) {
-    free(b->data);
-    b->data = NULL;
-    b->len = b->cap = 0;
-}
-
 /* ---- responses ----------------------------------------------------------------------------------- */
 
 const char *http_status_text(int status) {
@@ -102,7 +78,7 @@ int http_response_set(http_response *res, int status, const char *content_type, 
     res->body.len = 0;
     res->status = status;
     res->content_type = content_type;
-    if (http_buf_append(&res->body, body, len, (size_t)-1 / 2) < 0) {
+    if (buf_append(&res->body, body, len, BUF_MAX) < 0) {
         res->status = 500;
         res->content_type = "application/json";
         res->body.len = 0;
@@ -208,14 +184,14 @@ static int on_headers_complete(http_parser *p) {
     }
     if (S(p)->req.expect_continue) {   /* the client waits for this before sending the body */
         static const char cont[] = "HTTP/1.1 100 Continue\r\n\r\n";
-        http_buf_append(&S(p)->out, cont, sizeof cont - 1, (size_t)-1 / 2);
+        buf_append(&S(p)->out, cont, sizeof cont - 1, BUF_MAX);
     }
     return 0;
 }
 
 static int on_body(http_parser *p, const char *at, size_t n) {
     http_request *r = &S(p)->req;
-    if (http_buf_append(&r->body, at, n, HTTP_MAX_BODY) < 0) { S(p)->pending_status = 413; return 1; }
+    if (buf_append(&r->body, at, n, HTTP_MAX_BODY) < 0) { S(p)->pending_status = 413; return 1; }
     return 0;
 }
 
@@ -232,8 +208,8 @@ static void session_emit(http_session *s, http_response *res, int keep_alive, in
         n = snprintf(head, sizeof head, "HTTP/1.1 %d %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n%sConnection: %s\r\n\r\n",
                      st, http_status_text(st), res->content_type, res->body.len,
                      res->extra_headers ? res->extra_headers : "", keep_alive ? "keep-alive" : "close");
-    if (http_buf_append(&s->out, head, (size_t)n, (size_t)-1 / 2) < 0 ||
-        (st != 204 && !head_only && res->body.len && http_buf_append(&s->out, res->body.data, res->body.len, (size_t)-1 / 2) < 0))
+    if (buf_append(&s->out, head, (size_t)n, BUF_MAX) < 0 ||
+        (st != 204 && !head_only && res->body.len && buf_append(&s->out, res->body.data, res->body.len, BUF_MAX) < 0))
         s->closing = 1;   /* out of memory: the connection dies */
 }
 
@@ -252,7 +228,7 @@ static int on_message_complete(http_parser *p) {
     if (res.close) keep_alive = 0;
     if (!res.no_state) s->out_needs_sync = 1;
     session_emit(s, &res, keep_alive, r->method == HTTP_HEAD);
-    http_buf_free(&res.body);
+    buf_free(&res.body);
     s->requests++;
     if (!keep_alive) { s->closing = 1; return 1; }   /* stop parsing what follows */
     if (s->out.len >= HTTP_MAX_OUT) http_parser_pause(p, 1);   /* pipelined flood: parse the rest later */
@@ -278,16 +254,16 @@ void http_session_init(http_session *s, http_handler_fn handler, void *ud) {
 }
 
 void http_session_release(http_session *s) {
-    http_buf_free(&s->req.body);
-    http_buf_free(&s->out);
-    http_buf_free(&s->held);
+    buf_free(&s->req.body);
+    buf_free(&s->out);
+    buf_free(&s->held);
 }
 
 void http_session_fail(http_session *s, int status, const char *msg) {
     http_response res = {0};
     http_response_error(&res, status, "%s", msg);
     session_emit(s, &res, 0, 0);
-    http_buf_free(&res.body);
+    buf_free(&res.body);
     s->closing = 1;
     s->in_message = 0;
 }
@@ -300,7 +276,7 @@ int http_session_feed(http_session *s, const char *data, size_t len) {
     if (e == HPE_PAUSED) {   /* on_message_complete: out is full; keep the rest for http_session_resume */
         http_parser_pause(&s->parser, 0);
         s->held.len = 0;
-        if (n < len && http_buf_append(&s->held, data + n, len - n, (size_t)-1 / 2) < 0) {
+        if (n < len && buf_append(&s->held, data + n, len - n, BUF_MAX) < 0) {
             s->closing = 1;   /* out of memory: answer what we have, then close */
             return -1;
         }
@@ -336,10 +312,10 @@ int http_session_feed(http_session *s, const char *data, size_t len) {
 int http_session_resume(http_session *s) {
     if (!s->paused) return 0;
     s->paused = 0;
-    http_buf in = s->held;   /* feed may hold bytes again: give it a fresh buffer */
+    buf in = s->held;   /* feed may hold bytes again: give it a fresh buffer */
     memset(&s->held, 0, sizeof s->held);
     int rc = in.len ? http_session_feed(s, in.data, in.len) : 0;
-    http_buf_free(&in);
+    buf_free(&in);
     return rc;
 }
 

@@ -37,6 +37,8 @@
 #include <stddef.h>
 #include <uv.h>
 
+#include "buf.h"
+
 #define HTTP_MAX_URL      4096
 #define HTTP_MAX_HEADERS  (16 * 1024)
 #define HTTP_MAX_BODY     (8 * 1024 * 1024)
@@ -44,15 +46,6 @@
 /* Answers a connection may have buffered (serialised, or queued for a client that is not reading) before the
  * server stops reading from it: pipelined requests cannot make the server hold unbounded output. */
 #define HTTP_MAX_OUT      (4 * 1024 * 1024)
-
-typedef struct http_buf {
-    char *data;   /* malloc'd; NULL when empty */
-    size_t len, cap;
-} http_buf;
-
-/* Appends; returns 0 or -1 (out of memory, or len would pass max; nothing appended then). */
-int http_buf_append(http_buf *b, const void *p, size_t n, size_t max);
-void http_buf_free(http_buf *b);
 
 typedef struct http_request {
     int method;                     /* enum http_method (HTTP_GET, HTTP_POST, ...) */
@@ -63,7 +56,7 @@ typedef struct http_request {
     char auth[HTTP_MAX_AUTH + 1];   /* Authorization header value, "" when absent */
     int auth_too_long;
     int expect_continue;            /* "Expect: 100-continue" was sent */
-    http_buf body;                  /* NUL-terminated when len > 0 */
+    buf body;                  /* NUL-terminated when len > 0 */
     double t_start;                 /* when its first byte arrived (util_now_s: monotonic) */
 } http_request;
 
@@ -71,7 +64,7 @@ typedef struct http_response {
     int status;                     /* 0 until set */
     const char *content_type;       /* static string */
     const char *extra_headers;      /* static string of "Name: value\r\n" lines, or NULL */
-    http_buf body;
+    buf body;
     int close;                      /* close the connection after this answer */
     int no_state;                   /* claims nothing about the database (/healthz, /metrics, the page's files):
                                      * written at once, not held for the COMMIT and sync of the batch */
@@ -88,8 +81,8 @@ typedef void (*http_handler_fn)(void *ud, http_request *req, http_response *res)
 typedef struct http_session {
     http_parser parser;
     http_request req;
-    http_buf out;                   /* serialised answers waiting to be written */
-    http_buf held;                  /* bytes read but not parsed while paused (at most one read) */
+    buf out;                   /* serialised answers waiting to be written */
+    buf held;                  /* bytes read but not parsed while paused (at most one read) */
     int paused;                     /* out reached HTTP_MAX_OUT: parsing stopped at a request boundary */
     http_handler_fn handler;
     void *ud;

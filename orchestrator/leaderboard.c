@@ -14,7 +14,7 @@
 
 #include "ranking.h"
 #include "sweeps.h"
-#include "http.h"
+#include "buf.h"
 
 /* A number, or null where it is not finite (json_real refuses inf and NaN: appended to an array, the element
  * would vanish and every later one shift — a 4-layer D_l array came back with 3 entries). */
@@ -42,7 +42,7 @@ static json_t *doubles(const double *v, int n) {
 
 static json_t *row_json(const ranking *rk, const ranking_row *x) {
     json_t *counts = json_object(), *vl = json_array();
-    for (int q = 0; q < RANKING_NSTATES; q++) json_object_set_new(counts, ranking_states[q], json_integer(x->counts[q]));
+    for (int q = 0; q < RANKING_NSTATES; q++) json_object_set_new(counts, jobstate_name((job_state)q), json_integer(x->counts[q]));
     for (int k = 0; k < x->nseeds; k++) {
         json_t *e = json_pack("{s:I, s:o}", "seed", (json_int_t)x->seed[k], "val_loss", num_or_null(x->val[k]));
         json_object_set_new(e, "val_loss_se", num_or_null(x->val_se[k]));
@@ -187,10 +187,10 @@ static size_t lb_layers(const json_t *lb) {
     return 0;
 }
 
-static int put(http_buf *b, const char *s) { return http_buf_append(b, s, strlen(s), SIZE_MAX / 2) < 0 ? -1 : 0; }
+static int put(buf *b, const char *s) { return buf_append(b, s, strlen(s), BUF_MAX) < 0 ? -1 : 0; }
 
 /* the cells after the zero-shot ones: delta_se, delta_df, method, D1..DL, dD1..dDL, dD1_ci_low.., dD1_ci_high.. */
-static int csv_tail(const json_t *r, size_t L, http_buf *b) {
+static int csv_tail(const json_t *r, size_t L, buf *b) {
     json_t *d = json_object_get(r, "delta"), *a = json_object_get(r, "attn_distance"), *da = json_object_get(r, "delta_attn_distance"),
            *dci = json_object_get(r, "delta_attn_distance_ci");
     char cell[96], se[32] = "", df[32] = "";
@@ -211,24 +211,24 @@ static int csv_tail(const json_t *r, size_t L, http_buf *b) {
 }
 
 char *leaderboard_csv(const json_t *lb) {
-    http_buf b = {0};
+    buf b = {0};
     const char *hdr = "rank,heads,is_baseline,seeds_done,seeds_total,val_loss_mean,val_loss_std,tok_per_s_mean,"
                       "delta_n,delta_mean,delta_ci_low,delta_ci_high,excludes_zero,p,p_holm,significant,provisional,tied_best,"
                       "tok_per_s_std\n";
     size_t L = lb_layers(lb);
-    if (http_buf_append(&b, hdr, strlen(hdr) - 1, SIZE_MAX / 2) < 0 ||
-        (json_object_get(lb, "halving") && http_buf_append(&b, ",rung,pruned", 12, SIZE_MAX / 2) < 0) ||
+    if (buf_append(&b, hdr, strlen(hdr) - 1, BUF_MAX) < 0 ||
+        (json_object_get(lb, "halving") && buf_append(&b, ",rung,pruned", 12, BUF_MAX) < 0) ||
         (json_object_get(lb, "racing") && put(&b, ",race_status,eliminated_round,seeds_run") < 0) ||
-        leaderboard_zero_shot_csv_header(lb, &b) < 0 || put(&b, ",delta_se,delta_df,method")) { http_buf_free(&b); return NULL; }
+        leaderboard_zero_shot_csv_header(lb, &b) < 0 || put(&b, ",delta_se,delta_df,method")) { buf_free(&b); return NULL; }
     static const char *const part[4] = { "D", "dD", "dD%zu_ci_low", "dD%zu_ci_high" };
     for (int k = 0; k < 4; k++)
         for (size_t l = 1; l <= L; l++) {
             char h[48], name[40];
             if (k < 2) snprintf(name, sizeof name, "%s%zu", part[k], l); else snprintf(name, sizeof name, part[k], l);
             snprintf(h, sizeof h, ",%s", name);
-            if (put(&b, h)) { http_buf_free(&b); return NULL; }
+            if (put(&b, h)) { buf_free(&b); return NULL; }
         }
-    if (put(&b, "\n")) { http_buf_free(&b); return NULL; }
+    if (put(&b, "\n")) { buf_free(&b); return NULL; }
     json_t *rows = json_object_get(lb, "rows");
     for (size_t i = 0; i < json_array_size(rows); i++) {
         json_t *r = json_array_get(rows, i), *d = json_object_get(r, "delta");
@@ -270,9 +270,9 @@ char *leaderboard_csv(const json_t *lb) {
                          (long long)json_integer_value(json_object_get(r, "seeds_total")), m, s, t, dn, dm, lo, hi, ex,
                          p, ph, sig, json_is_true(json_object_get(r, "provisional")) ? "true" : "false",
                          json_is_boolean(tb) ? (json_is_true(tb) ? "true" : "false") : "", ts, hv);
-        if (n < 0 || http_buf_append(&b, line, (size_t)(n < (int)sizeof line ? n : (int)sizeof line - 1), SIZE_MAX / 2) < 0 ||
+        if (n < 0 || buf_append(&b, line, (size_t)(n < (int)sizeof line ? n : (int)sizeof line - 1), BUF_MAX) < 0 ||
             leaderboard_zero_shot_csv_row(lb, r, &b) < 0 || csv_tail(r, L, &b) < 0 || put(&b, "\n")) {
-            http_buf_free(&b);
+            buf_free(&b);
             return NULL;
         }
     }
@@ -280,7 +280,7 @@ char *leaderboard_csv(const json_t *lb) {
 }
 
 /* one row of the terminal table */
-static void table_row(http_buf *b, const json_t *r, int halving) {
+static void table_row(buf *b, const json_t *r, int halving) {
     json_t *d = json_object_get(r, "delta");
     char runs[2048], rank[16] = "-", loss[64] = "-", delta[200] = "", tps[64] = "-", seeds[64], line[8192];
     heads_runs(json_object_get(r, "heads"), runs, sizeof runs);
@@ -332,11 +332,11 @@ static void table_row(http_buf *b, const json_t *r, int halving) {
     for (const char *p = delta; *p; p++) if ((unsigned char)*p == 0xe2) dextra += 2;
     int n = snprintf(line, sizeof line, "%-4s  %-*s %-9s %-*s %-*s %s\n", rank, 28 + extra, runs, seeds,
                      22 + (json_is_number(s) ? 1 : 0), loss, 60 + dextra, delta, tps);
-    http_buf_append(b, line, (size_t)(n < (int)sizeof line ? n : (int)sizeof line - 1), SIZE_MAX / 2);
+    buf_append(b, line, (size_t)(n < (int)sizeof line ? n : (int)sizeof line - 1), BUF_MAX);
 }
 
 char *leaderboard_table(const json_t *lb) {
-    http_buf b = {0};
+    buf b = {0};
     char line[8192];
     const char *arch = json_string_value(json_object_get(lb, "arch"));
     json_t *an = json_object_get(lb, "analysis"), *eq = json_object_get(an, "equal_variance"), *bg = json_object_get(an, "best_group");
@@ -362,7 +362,7 @@ char *leaderboard_table(const json_t *lb) {
                      (long long)json_integer_value(json_object_get(lb, "comparisons")),
                      (long long)json_integer_value(json_object_get(bg, "family")),
                      blocked ? "not shown worse than any other (studentized range, 95%)" : "not shown worse than any other (paired, Bonferroni)");
-    http_buf_append(&b, line, (size_t)(n < (int)sizeof line ? n : (int)sizeof line - 1), SIZE_MAX / 2);
+    buf_append(&b, line, (size_t)(n < (int)sizeof line ? n : (int)sizeof line - 1), BUF_MAX);
     const char *note = json_string_value(json_object_get(an, "note"));
     if (note) { put(&b, note); put(&b, "\n"); }
     json_t *vn = json_object_get(an, "val_noise");
@@ -371,12 +371,12 @@ char *leaderboard_table(const json_t *lb) {
                      (long long)json_integer_value(json_object_get(vn, "batches")), 100 * json_number_value(json_object_get(vn, "share")),
                      json_number_value(json_object_get(vn, "sd")), json_number_value(json_object_get(vn, "seed_sd")),
                      json_is_true(json_object_get(vn, "warn")) ? "  WARNING: more than a third of the seed-to-seed sd" : "");
-        http_buf_append(&b, line, (size_t)(n < (int)sizeof line ? n : (int)sizeof line - 1), SIZE_MAX / 2);
+        buf_append(&b, line, (size_t)(n < (int)sizeof line ? n : (int)sizeof line - 1), BUF_MAX);
     }
     json_t *hvj = json_object_get(lb, "halving"), *rows = json_object_get(lb, "rows");
     n = snprintf(line, sizeof line, "%-4s  %-28s %-9s %-22s %-60s %s\n", "rank", "schedule", "seeds", "val loss (mean ± std)",
                  "delta vs uniform [95% CI] p_holm", "tok/s (mean ± std)");
-    http_buf_append(&b, line, (size_t)n, SIZE_MAX / 2);
+    buf_append(&b, line, (size_t)n, BUF_MAX);
     /* with halving: the survivors (compared with each other), then the pruned (each at the step it was pruned); with
      * racing the eliminated ones after those (each with the seeds it had when it left: out@round) */
     json_t *rcj = json_object_get(lb, "racing");
@@ -414,7 +414,7 @@ char *leaderboard_table(const json_t *lb) {
                 }
             }
             if (n < (int)sizeof line - 1) line[n++] = '\n';
-            http_buf_append(&b, line, (size_t)n, SIZE_MAX / 2);
+            buf_append(&b, line, (size_t)n, BUF_MAX);
         }
     }
     leaderboard_zero_shot_table(lb, &b);
@@ -426,7 +426,7 @@ char *leaderboard_table(const json_t *lb) {
                      (long long)json_array_size(json_object_get(hvj, "rungs")),
                      (long long)json_integer_value(json_object_get(hvj, "tokens_spent")),
                      (long long)json_integer_value(json_object_get(hvj, "full_grid_tokens")), tr, fu, fu > 0 ? 100.0 * tr / fu : 0.0);
-        http_buf_append(&b, line, (size_t)(n < (int)sizeof line ? n : (int)sizeof line - 1), SIZE_MAX / 2);
+        buf_append(&b, line, (size_t)(n < (int)sizeof line ? n : (int)sizeof line - 1), BUF_MAX);
     }
     if (rcj) {   /* racing: what was spent against the fixed design */
         long long sp = json_integer_value(json_object_get(rcj, "seeds_spent")), fx = json_integer_value(json_object_get(rcj, "fixed_design_seeds"));
@@ -439,7 +439,7 @@ char *leaderboard_table(const json_t *lb) {
                      json_is_true(json_object_get(rcj, "finished")) ? " (finished)" : "",
                      (long long)json_integer_value(json_object_get(rcj, "survivors")),
                      (long long)json_integer_value(json_object_get(rcj, "eliminated")), sp, fx, fx > 0 ? 100.0 * sp / fx : 0.0);
-        http_buf_append(&b, line, (size_t)(n < (int)sizeof line ? n : (int)sizeof line - 1), SIZE_MAX / 2);
+        buf_append(&b, line, (size_t)(n < (int)sizeof line ? n : (int)sizeof line - 1), BUF_MAX);
     }
     const char *foot = "▲ significantly better than uniform, ▼ significantly worse (p_holm < 0.05), in every column; "
                        "= in the best group: not shown to be worse than any other schedule (it is not a claim of equality); "

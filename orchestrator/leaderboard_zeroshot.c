@@ -205,14 +205,14 @@ out:
 
 /* ---- text renderings ----------------------------------------------------------------------------- */
 
-static int put(http_buf *b, const char *s) { return http_buf_append(b, s, strlen(s), SIZE_MAX / 2) < 0 ? -1 : 0; }
+static int put(buf *b, const char *s) { return buf_append(b, s, strlen(s), BUF_MAX) < 0 ? -1 : 0; }
 
 static void fmt(char *out, size_t n, const json_t *v, const char *f) {
     if (json_is_number(v)) snprintf(out, n, f, json_number_value(v));
     else out[0] = 0;
 }
 
-int leaderboard_zero_shot_csv_header(const json_t *lb, http_buf *b) {
+int leaderboard_zero_shot_csv_header(const json_t *lb, buf *b) {
     json_t *tasks = json_object_get(lb, "zero_shot_tasks");
     for (size_t i = 0; i < json_array_size(tasks); i++) {
         const char *t = json_string_value(json_array_get(tasks, i));
@@ -224,7 +224,7 @@ int leaderboard_zero_shot_csv_header(const json_t *lb, http_buf *b) {
     return 0;
 }
 
-int leaderboard_zero_shot_csv_row(const json_t *lb, const json_t *row, http_buf *b) {
+int leaderboard_zero_shot_csv_row(const json_t *lb, const json_t *row, buf *b) {
     json_t *tasks = json_object_get(lb, "zero_shot_tasks"), *zs = json_object_get(row, "zero_shot");
     for (size_t i = 0; i < json_array_size(tasks); i++) {
         json_t *c = json_object_get(zs, json_string_value(json_array_get(tasks, i))), *d = json_object_get(c, "delta");
@@ -244,7 +244,7 @@ int leaderboard_zero_shot_csv_row(const json_t *lb, const json_t *row, http_buf 
     return 0;
 }
 
-int leaderboard_zero_shot_table(const json_t *lb, http_buf *b) {
+int leaderboard_zero_shot_table(const json_t *lb, buf *b) {
     json_t *tasks = json_object_get(lb, "zero_shot_tasks"), *rows = json_object_get(lb, "rows");
     for (size_t i = 0; i < json_array_size(tasks); i++) {
         const char *t = json_string_value(json_array_get(tasks, i));

@@ -11,7 +11,7 @@
 #define PRISM_LEADERBOARD_ZEROSHOT_H
 #include <jansson.h>
 #include <stddef.h>
-#include "http.h"
+#include "buf.h"
 #include "store.h"
 
 /* Adds the fields above to lb (leaderboard_build's object, rows carrying "schedule_id"). 0, or STORE_EIO with
@@ -20,8 +20,8 @@ int leaderboard_add_zero_shot(store *st, long long sweep_id, json_t *lb, char *e
 
 /* CSV: the extra header cells (",T_acc_mean,T_acc_norm_mean,T_acc_norm_std,T_delta_mean,T_delta_ci_low,
  * T_delta_ci_high" per task T) and one row's cells, appended to b. 0 or -1 (no memory). */
-int leaderboard_zero_shot_csv_header(const json_t *lb, http_buf *b);
-int leaderboard_zero_shot_csv_row(const json_t *lb, const json_t *row, http_buf *b);
+int leaderboard_zero_shot_csv_header(const json_t *lb, buf *b);
+int leaderboard_zero_shot_csv_row(const json_t *lb, const json_t *row, buf *b);
 /* The terminal table's zero-shot section (one block per task, rows in leaderboard order), appended to b. */
-int leaderboard_zero_shot_table(const json_t *lb, http_buf *b);
+int leaderboard_zero_shot_table(const json_t *lb, buf *b);
 #endif

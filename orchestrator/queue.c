@@ -23,9 +23,12 @@
 
 #include "auth.h"
 #include "lease.h"
+#include "jobresult.h"
+#include "point.h"
 #include "result.h"
 #include "sweeps.h"
 #include "util.h"
+#include "jobstate.h"
 
 enum {
     S_WORKER_FIND, S_WORKER_UPD, S_WORKER_INS, S_WORKER_EXISTS, S_WORKER_SEEN,
@@ -36,6 +39,12 @@ enum {
     S_WORKER_SEEN_LAZY, S_WORKER_STOPPED, S_WORKER_FAILED, S_WORKER_OK, S_REQUEUE_SWEEP, S_SWEEP_PROGRESS, S_JOB_TEXT,
     S_COUNT
 };
+
+
+/* 1 when a jobs.state value read from the table is state (jobstate.h's name for it). */
+static int is_state(const char *value, job_state state) {
+    return value && strcmp(value, jobstate_name(state)) == 0;
+}
 
 static const char *const SQL[S_COUNT] = {
     [S_WORKER_FIND] = "SELECT id FROM workers WHERE name = ?1 AND host = ?2 ORDER BY id LIMIT 1",
@@ -354,7 +363,7 @@ static int conflict(queue *q, long long job, const lease_row *r) {
  * The worker's last_seen_at is rewritten only when it is older than TTL/8 (the workers view counts a worker
  * alive for two TTLs), so a box's eight devices do not rewrite its row on every heartbeat. */
 static int renew_row(queue *q, long long job, const lease_row *r, double *expires, int lazy) {
-    if (!r->token_ok || strcmp(r->state, "leased") != 0) return conflict(q, job, r);
+    if (!r->token_ok || !is_state(r->state, JOB_LEASED)) return conflict(q, job, r);
     double now = store_now(), lnow = queue_clock(q);
     if (lazy && r->expires >= lnow + q->lease_ttl / 2 && r->expires <= lnow + q->lease_ttl) {
         *expires = r->expires;
@@ -398,39 +407,9 @@ int queue_heartbeat(queue *q, long long job, const char *token, long long step, 
     return progress(q, job, step, loss);
 }
 
-/* Validates one metrics row; returns 0 or STORE_EINVAL with q->err naming points[i]. */
-static int check_point(queue *q, size_t i, json_t *p) {
-    const char *bad = NULL;
-    if (!json_is_object(p)) bad = "must be an object";
-    else {
-        json_t *st = json_object_get(p, "step"), *tl = json_object_get(p, "train_loss"), *vl = json_object_get(p, "val_loss");
-        if (!json_is_integer(st) || json_integer_value(st) < 0) { bad = "must be an integer >= 0"; goto step; }
-        if (json_integer_value(st) > (1LL << 40)) { bad = "must be at most 2^40"; goto step; }   /* tokens = (step+1)*B*T*A */
-        if (!tl && !vl) { bad = "needs train_loss or val_loss"; }
-        else if ((tl && !json_is_number(tl)) || (vl && !json_is_number(vl))) bad = "train_loss/val_loss must be numbers";
-        else {
-            static const char *const opt[] = { "lr", "tok_per_s", "grad_norm" };
-            static const char *const why[] = { "lr must be a number", "tok_per_s must be a number",
-                                               "grad_norm must be a number" };
-            for (int k = 0; k < 3 && !bad; k++) {
-                json_t *v = json_object_get(p, opt[k]);
-                if (v && !json_is_number(v) && !json_is_null(v)) bad = why[k];
-            }
-            json_t *tk = json_object_get(p, "tokens");
-            if (!bad && tk && !json_is_integer(tk) && !json_is_null(tk)) bad = "tokens must be an integer";
-        }
-        if (bad) { snprintf(q->err, sizeof q->err, "points[%zu]: %s", i, bad); return STORE_EINVAL; }
-        return STORE_OK;
-    step:
-        snprintf(q->err, sizeof q->err, "points[%zu].step: %s", i, bad);
-        return STORE_EINVAL;
-    }
-    snprintf(q->err, sizeof q->err, "points[%zu]: %s", i, bad);
-    return STORE_EINVAL;
-}
 
-static void bind_num_or_null(sqlite3_stmt *s, int i, json_t *v) {
-    if (json_is_number(v)) sqlite3_bind_double(s, i, json_number_value(v));
+static void bind_opt(sqlite3_stmt *s, int i, int has, double v) {
+    if (has) sqlite3_bind_double(s, i, v);
     else sqlite3_bind_null(s, i);
 }
 
@@ -440,52 +419,54 @@ int queue_metrics(queue *q, long long job, const char *token, json_t *points, in
     if (!json_is_array(points)) { snprintf(q->err, sizeof q->err, "points: must be an array"); return STORE_EINVAL; }
     size_t n = json_array_size(points);
     if (n > 10000) { snprintf(q->err, sizeof q->err, "points: at most 10000 per request (got %zu): send smaller batches", n); return STORE_EINVAL; }
+    metric_point *pt = malloc((n ? n : 1) * sizeof *pt);   /* common/point.h parses each, naming points[i] */
+    if (!pt) { snprintf(q->err, sizeof q->err, "out of memory"); return STORE_EIO; }
+    int rc = STORE_OK;
     for (size_t i = 0; i < n; i++) {
-        int rc = check_point(q, i, json_array_get(points, i));
-        if (rc < 0) return rc;
+        char where[32];
+        snprintf(where, sizeof where, "points[%zu]", i);
+        if (point_from_json(json_array_get(points, i), &pt[i], where, q->err, sizeof q->err) < 0) { rc = STORE_EINVAL; goto out; }
     }
     lease_row r;
-    int rc = lease_read(q, job, token, &r);
-    if (rc < 0) return rc;
-    for (size_t i = 0; r.steps > 0 && i < n; i++) {
-        long long st = json_integer_value(json_object_get(json_array_get(points, i), "step"));
-        if (st > r.steps) {
-            snprintf(q->err, sizeof q->err, "points[%zu].step: %lld is past the job's train.steps %lld", i, st, r.steps);
-            return STORE_EINVAL;
+    if ((rc = lease_read(q, job, token, &r)) < 0) goto out;
+    for (size_t i = 0; r.steps > 0 && i < n; i++)
+        if (pt[i].step > r.steps) {
+            snprintf(q->err, sizeof q->err, "points[%zu].step: %lld is past the job's train.steps %lld", i, pt[i].step, r.steps);
+            rc = STORE_EINVAL;
+            goto out;
         }
-    }
-    if ((rc = renew_row(q, job, &r, expires, 1)) < 0) return rc;
+    if ((rc = renew_row(q, job, &r, expires, 1)) < 0) goto out;
     long long tps = r.tokens_per_step;
     long long max_step = -1;
     double max_loss = NAN;
     for (size_t i = 0; i < n; i++) {
-        json_t *p = json_array_get(points, i);
-        long long step = json_integer_value(json_object_get(p, "step"));
+        const metric_point *p = &pt[i];
         for (int k = 0; k < 2; k++) {
-            json_t *v = json_object_get(p, k ? "val_loss" : "train_loss");
-            if (!v) continue;
+            if (!(k ? p->has_val_loss : p->has_train_loss)) continue;
+            double v = k ? p->val_loss : p->train_loss;
             sqlite3_stmt *s = S(q, S_METRIC_INS);
-            if (!s) return STORE_EIO;
+            if (!s) { rc = STORE_EIO; goto out; }
             sqlite3_bind_int64(s, 1, job);
             sqlite3_bind_int64(s, 2, r.attempt);
-            sqlite3_bind_int64(s, 3, step);
+            sqlite3_bind_int64(s, 3, p->step);
             sqlite3_bind_text(s, 4, k ? "val" : "train", -1, SQLITE_STATIC);
-            sqlite3_bind_double(s, 5, json_number_value(v));
-            bind_num_or_null(s, 6, json_object_get(p, "lr"));
-            json_t *tk = json_object_get(p, "tokens");
-            if (tps > 0) sqlite3_bind_int64(s, 7, (step + (k ? 0 : 1)) * tps);
-            else if (json_is_integer(tk)) sqlite3_bind_int64(s, 7, json_integer_value(tk));
+            sqlite3_bind_double(s, 5, v);
+            bind_opt(s, 6, p->has_lr, p->lr);
+            if (tps > 0) sqlite3_bind_int64(s, 7, (p->step + (k ? 0 : 1)) * tps);
+            else if (p->has_tokens) sqlite3_bind_int64(s, 7, p->tokens);
             else sqlite3_bind_null(s, 7);
-            bind_num_or_null(s, 8, json_object_get(p, "tok_per_s"));
-            bind_num_or_null(s, 9, k ? NULL : json_object_get(p, "grad_norm"));   /* a train point's */
-            if ((rc = run(q, s, "insert metric")) < 0) return rc;
+            bind_opt(s, 8, p->has_tok_per_s, p->tok_per_s);
+            bind_opt(s, 9, !k && p->has_grad_norm, p->grad_norm);   /* a train point's */
+            if ((rc = run(q, s, "insert metric")) < 0) goto out;
             if (sqlite3_changes(q->st->db) > 0) (*accepted)++; else (*duplicates)++;
-            if (!k && step >= max_step) { max_step = step; max_loss = json_number_value(v); }
+            if (!k && p->step >= max_step) { max_step = p->step; max_loss = v; }
         }
     }
     q->points_stored += (unsigned long long)*accepted;
-    if (max_step >= 0) return progress(q, job, max_step, max_loss);
-    return STORE_OK;
+    rc = max_step >= 0 ? progress(q, job, max_step, max_loss) : STORE_OK;
+out:
+    free(pt);
+    return rc;
 }
 
 /* A checkpoint path is only ever one a worker of this lease wrote: absolute and normalised (no ".", ".."
@@ -528,7 +509,7 @@ int queue_checkpoint(queue *q, long long job, const char *token, const char *pat
     lease_row r;
     int rc = lease_read(q, job, token, &r);
     if (rc < 0) return rc;
-    if (!r.token_ok || strcmp(r.state, "leased") != 0) return conflict(q, job, &r);
+    if (!r.token_ok || !is_state(r.state, JOB_LEASED)) return conflict(q, job, &r);
     long long steps = r.steps;
     if (steps > 0 && step > steps) {
         snprintf(q->err, sizeof q->err, "step: %lld is past the job's train.steps %lld", step, steps);
@@ -551,11 +532,6 @@ int queue_checkpoint(queue *q, long long job, const char *token, const char *pat
     return run(q, s, "checkpoint");
 }
 
-static json_t *first_of(json_t *o, const char *a, const char *b) {
-    json_t *v = json_object_get(o, a);
-    return v ? v : json_object_get(o, b);
-}
-
 /* The result against its job's bounds (orchestrator/result.h): STORE_OK, or STORE_EINVAL with q->err. */
 static int result_check_for_job(queue *q, long long job, const json_t *result) {
     sqlite3_stmt *s = S(q, S_JOB_TEXT);
@@ -573,13 +549,11 @@ static int result_check_for_job(queue *q, long long job, const json_t *result) {
 
 int queue_complete(queue *q, long long job, const char *token, json_t *result) {
     if (!json_is_object(result)) { snprintf(q->err, sizeof q->err, "result: must be an object (result.json)"); return STORE_EINVAL; }
-    json_t *vl = first_of(result, "val_loss", "final_val_loss");
-    json_t *ad = first_of(result, "attn_distance", "attention_distance");
     lease_row r;
     int rc = lease_read(q, job, token, &r);
     if (rc < 0) return rc;
-    if (r.token_ok && strcmp(r.state, "done") == 0) return STORE_OK;   /* same token again: idempotent */
-    if (!r.token_ok || strcmp(r.state, "leased") != 0) return conflict(q, job, &r);
+    if (r.token_ok && is_state(r.state, JOB_DONE)) return STORE_OK;   /* same token again: idempotent */
+    if (!r.token_ok || !is_state(r.state, JOB_LEASED)) return conflict(q, job, &r);
     if (r.stop_at_step >= 0) {   /* a lease to a halving rung ends only in the rung report */
         snprintf(q->state, sizeof q->state, "%s", r.state);
         snprintf(q->err, sizeof q->err, "job %lld is leased to stop at step %lld (a halving rung), not to run to train.steps "
@@ -588,19 +562,20 @@ int queue_complete(queue *q, long long job, const char *token, json_t *result) {
         return STORE_ECONFLICT;
     }
     if ((rc = result_check_for_job(q, job, result)) < 0) return rc;
+    jobresult_cols col;   /* common/jobresult.h: the stored columns (checked above, so val_loss is there) */
+    if (jobresult_columns(result, &col) < 0) { snprintf(q->err, sizeof q->err, "result.val_loss: required, a number"); return STORE_EINVAL; }
     double now = store_now();
     char *text = json_dumps(result, JSON_COMPACT);
-    char *adtext = ad && json_is_array(ad) ? json_dumps(ad, JSON_COMPACT) : NULL;
+    char *adtext = col.attn_distance ? json_dumps(col.attn_distance, JSON_COMPACT) : NULL;
     sqlite3_stmt *s = S(q, S_RESULT_INS);
     if (!s || !text) { free(text); free(adtext); return STORE_EIO; }
     sqlite3_bind_int64(s, 1, job);
     sqlite3_bind_int64(s, 2, r.attempt);
-    sqlite3_bind_double(s, 3, json_number_value(vl));
-    bind_num_or_null(s, 4, first_of(result, "tok_per_s", "tokens_per_s"));
-    bind_num_or_null(s, 5, first_of(result, "wall_s", "wall_time_s"));
-    json_t *pa = first_of(result, "params", "num_params");
-    if (json_is_integer(pa)) sqlite3_bind_int64(s, 6, json_integer_value(pa)); else sqlite3_bind_null(s, 6);
-    bind_num_or_null(s, 7, json_object_get(result, "flops_per_token"));
+    sqlite3_bind_double(s, 3, col.val_loss);
+    bind_opt(s, 4, col.has_tok_per_s, col.tok_per_s);
+    bind_opt(s, 5, col.has_wall_s, col.wall_s);
+    if (col.has_params) sqlite3_bind_int64(s, 6, col.params); else sqlite3_bind_null(s, 6);
+    bind_opt(s, 7, col.has_flops_per_token, col.flops_per_token);
     bind_text_or_null(s, 8, adtext);
     sqlite3_bind_text(s, 9, text, -1, SQLITE_TRANSIENT);
     sqlite3_bind_double(s, 10, now);
@@ -669,11 +644,11 @@ int queue_fail(queue *q, long long job, const char *token, const char *error, in
     lease_row r;
     int rc = lease_read(q, job, token, &r);
     if (rc < 0) return rc;
-    if (r.token_ok && (strcmp(r.state, "failed") == 0 || strcmp(r.state, "queued") == 0)) {
-        *new_state = strcmp(r.state, "failed") == 0 ? "failed" : "queued";   /* repeated: idempotent */
+    if (r.token_ok && (is_state(r.state, JOB_FAILED) || is_state(r.state, JOB_QUEUED))) {
+        *new_state = jobstate_name(is_state(r.state, JOB_FAILED) ? JOB_FAILED : JOB_QUEUED);   /* repeated: idempotent */
         return STORE_OK;
     }
-    if (!r.token_ok || strcmp(r.state, "leased") != 0) return conflict(q, job, &r);
+    if (!r.token_ok || !is_state(r.state, JOB_LEASED)) return conflict(q, job, &r);
     int again = retryable && (r.attempt - r.attempt_base) < q->max_attempts;
     sqlite3_stmt *s = S(q, again ? S_REQUEUE_FAIL : S_FAIL);
     if (!s) return STORE_EIO;
@@ -687,7 +662,7 @@ int queue_fail(queue *q, long long job, const char *token, const char *error, in
     sqlite3_bind_double(s, 4, now);
     if ((rc = run(q, s, "fail")) < 0) return rc;
     if (!retryable && (rc = worker_failed(q, r.worker_id, msg)) < 0) return rc;
-    *new_state = again ? "queued" : "failed";
+    *new_state = jobstate_name(again ? JOB_QUEUED : JOB_FAILED);
     if (!again) q->jobs_failed++;
     return STORE_OK;
 }
@@ -744,7 +719,7 @@ int queue_grace(queue *q, double now, int *n) {
 
 /* ---- admin --------------------------------------------------------------------------------------- */
 
-static int job_state(queue *q, long long job, char state[16]) {
+static int read_job_state(queue *q, long long job, char state[16]) {
     sqlite3_stmt *s = S(q, S_JOB_STATE);
     if (!s) return STORE_EIO;
     sqlite3_bind_int64(s, 1, job);
@@ -758,10 +733,10 @@ static int job_state(queue *q, long long job, char state[16]) {
 
 int queue_cancel(queue *q, long long job) {
     char st[16];
-    int rc = job_state(q, job, st);
+    int rc = read_job_state(q, job, st);
     if (rc < 0) return rc;
-    if (strcmp(st, "cancelled") == 0) return STORE_OK;
-    if (strcmp(st, "queued") != 0 && strcmp(st, "leased") != 0 && strcmp(st, "paused") != 0) {
+    if (is_state(st, JOB_CANCELLED)) return STORE_OK;
+    if (!is_state(st, JOB_QUEUED) && !is_state(st, JOB_LEASED) && !is_state(st, JOB_PAUSED)) {
         snprintf(q->state, sizeof q->state, "%s", st);
         snprintf(q->err, sizeof q->err, "job %lld is %s: only queued, leased or paused jobs can be cancelled", job, st);
         return STORE_ECONFLICT;
@@ -775,10 +750,10 @@ int queue_cancel(queue *q, long long job) {
 
 int queue_requeue(queue *q, long long job) {
     char st[16];
-    int rc = job_state(q, job, st);
+    int rc = read_job_state(q, job, st);
     if (rc < 0) return rc;
-    if (strcmp(st, "queued") == 0) return STORE_OK;
-    if (strcmp(st, "failed") != 0 && strcmp(st, "cancelled") != 0) {
+    if (is_state(st, JOB_QUEUED)) return STORE_OK;
+    if (!is_state(st, JOB_FAILED) && !is_state(st, JOB_CANCELLED)) {
         snprintf(q->state, sizeof q->state, "%s", st);
         snprintf(q->err, sizeof q->err, "job %lld is %s: only failed or cancelled jobs can be requeued", job, st);
         return STORE_ECONFLICT;
@@ -791,7 +766,7 @@ int queue_requeue(queue *q, long long job) {
 }
 
 int queue_requeue_sweep(queue *q, long long sweep, const char *state, const char *error_like, json_t *ids) {
-    if (!state || (strcmp(state, "failed") != 0 && strcmp(state, "cancelled") != 0)) {
+    if (!is_state(state, JOB_FAILED) && !is_state(state, JOB_CANCELLED)) {
         snprintf(q->err, sizeof q->err, "state: \"failed\" or \"cancelled\" (the jobs to requeue), not \"%.40s\"",
                  state ? state : "");
         return STORE_EINVAL;
@@ -816,7 +791,7 @@ int queue_requeue_sweep(queue *q, long long sweep, const char *state, const char
 
 int queue_set_priority(queue *q, long long job, long long priority) {
     char st[16];
-    int rc = job_state(q, job, st);
+    int rc = read_job_state(q, job, st);
     if (rc < 0) return rc;
     sqlite3_stmt *s = S(q, S_PRIO);
     if (!s) return STORE_EIO;

@@ -29,7 +29,6 @@
 #include "racing.h"
 #include "stats.h"
 
-const char *const ranking_states[RANKING_NSTATES] = { "queued", "leased", "done", "failed", "cancelled", "paused", "pruned" };
 
 /* ---- the fit ----------------------------------------------------------------------------------------- */
 
@@ -788,8 +787,9 @@ int ranking_build(store *st, long long sweep_id, int at_rung, ranking **out, cha
         j->seed = sqlite3_column_int64(s, 1);
         j->state = -1;
         const char *stt = (const char *)sqlite3_column_text(s, 2);
-        for (int q = 0; q < RANKING_NSTATES && stt; q++) if (strcmp(stt, ranking_states[q]) == 0) j->state = q;
-        j->has[0] = j->state == 2 && sqlite3_column_type(s, 3) != SQLITE_NULL;   /* moved to the final level below */
+        job_state js;
+        if (jobstate_parse(stt, &js) == 0) j->state = (int)js;
+        j->has[0] = j->state == JOB_DONE && sqlite3_column_type(s, 3) != SQLITE_NULL;   /* moved to the final level below */
         j->lv[0] = sqlite3_column_double(s, 3);
         j->tok_per_s = sqlite3_column_type(s, 4) == SQLITE_NULL ? NAN : sqlite3_column_double(s, 4);
         j->attn = json_numbers((const char *)sqlite3_column_text(s, 5), &j->nattn, 4096);
@@ -845,7 +845,7 @@ int ranking_build(store *st, long long sweep_id, int at_rung, ranking **out, cha
             x->level = top >= 0 ? top : 0;
         }
         if (describe_row(x, jobs, k0, e, x->level == K) < 0) goto nomem;
-        x->pruned = x->counts[6] > 0;
+        x->pruned = x->counts[JOB_PRUNED] > 0;
         if (x->seeds_total > r->seeds) r->seeds = x->seeds_total;
         for (int k = k0; k < e; k++)
             for (int l = 0; l <= K; l++)

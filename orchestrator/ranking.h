@@ -30,15 +30,14 @@
 #include <jansson.h>
 #include <stddef.h>
 
+#include "jobstate.h"
 #include "store.h"
 
 #define RANKING_ALPHA 0.05          /* family-wise error rate of the marks and of the best group */
 #define RANKING_VAR_ALPHA 0.01      /* Bartlett's test below this: the paired fallback */
 #define RANKING_PAPER_EFFECT 0.0144 /* the paper's headline |Δ| (PAPER.md), for the detectable-effect sentence */
 #define RANKING_MAX_SEEDS 256       /* the blocked model's seed limit (beyond: the paired method, said so) */
-#define RANKING_NSTATES 7
-
-extern const char *const ranking_states[RANKING_NSTATES];   /* job states in column order of counts[] */
+#define RANKING_NSTATES JOB_NSTATES   /* counts[] is indexed by job_state (jobstate.h) */
 
 typedef enum { RANKING_BLOCKED = 0, RANKING_PAIRED = 1 } ranking_method;
 

@@ -1,7 +1,7 @@
 /* result.c — what a worker's result (result.json, POST .../complete) may hold, checked against its job.
  *
- * Design: one table, RESULT_KEYS, names every number the server stores or ranks: its key (and the older
- * alias), its kind (a number, an integer, an array of numbers), whether it is required or may be null, and
+ * Design: one table, RESULT_KEYS, names every number the server stores or ranks: its key (common/jobresult.h;
+ * the older aliases are gone), its kind (a number, an integer, an array of numbers), whether it is required or may be null, and
  * its bounds. A bound is either fixed (a rate, a count) or derived from the job (result_load_limits): val_loss
  * lies in [0, JOB_DIVERGED_FACTOR x ln vocab_size] — above it the run did worse than guessing uniformly and
  * is a failure, not a result (the worker's own divergence rule) — attention distances in [0, seq_len], one
@@ -16,33 +16,35 @@
 #include <string.h>
 
 #include "job.h"
+#include "jobresult.h"
 
 enum { RK_NUM, RK_INT, RK_NUM_ARRAY };
 enum { RB_FIXED, RB_VAL_LOSS, RB_SEQ_LEN, RB_STEPS };
 enum { RL_ANY, RL_LAYERS, RL_BATCHES };
 
+/* The numbers the server keeps (common/jobresult.h names them; no aliases: docs/API.md lists the dropped ones). */
 static const struct result_key {
-    const char *key, *alias;
+    const char *key;
     int kind;
     int required;         /* 1: must be present (and not null) */
     double lo, hi;        /* RB_FIXED bounds, inclusive */
     int bound;            /* RB_*: where the upper bound comes from */
     int len;              /* arrays: RL_LAYERS = exactly n_layer elements, RL_BATCHES = at most JOB_EVAL_MAX_ALL */
 } RESULT_KEYS[] = {
-    {"val_loss", "final_val_loss", RK_NUM, 1, 0, 0, RB_VAL_LOSS, RL_ANY},
-    {"train_loss", NULL, RK_NUM, 0, 0, 1e4, RB_FIXED, RL_ANY},
-    {"tok_per_s", "tokens_per_s", RK_NUM, 0, 0, 1e12, RB_FIXED, RL_ANY},
-    {"wall_s", "wall_time_s", RK_NUM, 0, 0, 1e9, RB_FIXED, RL_ANY},
-    {"params", "num_params", RK_INT, 0, 1, 1e13, RB_FIXED, RL_ANY},
-    {"flops_per_token", NULL, RK_NUM, 0, 0, 1e16, RB_FIXED, RL_ANY},
-    {"tokens", NULL, RK_INT, 0, 0, (double)JOB_MAX_TOKENS, RB_FIXED, RL_ANY},
-    {"steps", "step", RK_INT, 0, 0, 0, RB_STEPS, RL_ANY},
-    {"attn_distance", "attention_distance", RK_NUM_ARRAY, 0, 0, 0, RB_SEQ_LEN, RL_LAYERS},
+    {JOBRESULT_KEY_VAL_LOSS, RK_NUM, 1, 0, 0, RB_VAL_LOSS, RL_ANY},
+    {JOBRESULT_KEY_TRAIN_LOSS, RK_NUM, 0, 0, 1e4, RB_FIXED, RL_ANY},
+    {JOBRESULT_KEY_TOK_PER_S, RK_NUM, 0, 0, 1e12, RB_FIXED, RL_ANY},
+    {JOBRESULT_KEY_WALL_S, RK_NUM, 0, 0, 1e9, RB_FIXED, RL_ANY},
+    {JOBRESULT_KEY_PARAMS, RK_INT, 0, 1, 1e13, RB_FIXED, RL_ANY},
+    {JOBRESULT_KEY_FLOPS_PER_TOKEN, RK_NUM, 0, 0, 1e16, RB_FIXED, RL_ANY},
+    {JOBRESULT_KEY_TOKENS, RK_INT, 0, 0, (double)JOB_MAX_TOKENS, RB_FIXED, RL_ANY},
+    {JOBRESULT_KEY_STEPS, RK_INT, 0, 0, 0, RB_STEPS, RL_ANY},
+    {JOBRESULT_KEY_ATTN_DISTANCE, RK_NUM_ARRAY, 0, 0, 0, RB_SEQ_LEN, RL_LAYERS},
     /* the val sample's noise (the ranking's val share): each batch's mean loss may lie above the divergence
      * bound of the mean, so the batches get a fixed bound of their own */
-    {"val_loss_se", NULL, RK_NUM, 0, 0, 1e3, RB_FIXED, RL_ANY},
-    {"val_batches", NULL, RK_INT, 0, 1, (double)JOB_EVAL_MAX_ALL, RB_FIXED, RL_ANY},
-    {"val_loss_batches", NULL, RK_NUM_ARRAY, 0, 0, 1e4, RB_FIXED, RL_BATCHES},
+    {JOBRESULT_KEY_VAL_LOSS_SE, RK_NUM, 0, 0, 1e3, RB_FIXED, RL_ANY},
+    {JOBRESULT_KEY_VAL_BATCHES, RK_INT, 0, 1, (double)JOB_EVAL_MAX_ALL, RB_FIXED, RL_ANY},
+    {JOBRESULT_KEY_VAL_LOSS_BATCHES, RK_NUM_ARRAY, 0, 0, 1e4, RB_FIXED, RL_BATCHES},
 };
 
 int result_load_limits(const char *job_text, result_limits *out, char *err, size_t errlen) {
@@ -72,11 +74,6 @@ int result_check_val_loss(const result_limits *lim, const char *what, double v, 
     else
         snprintf(err, errlen, "%s: %g is not a loss a model can produce (a finite number >= 0)", what, v);
     return -1;
-}
-
-static json_t *get2(const json_t *o, const char *a, const char *b) {
-    json_t *v = json_object_get(o, a);
-    return v || !b ? v : json_object_get(o, b);
 }
 
 /* Checks one number of key k (element i of an array when i >= 0). */
@@ -141,7 +138,7 @@ int result_check(const json_t *result, const result_limits *lim, char *err, size
     if (!json_is_object(result)) { snprintf(err, errlen, "result: must be an object (result.json)"); return -1; }
     for (size_t n = 0; n < sizeof RESULT_KEYS / sizeof RESULT_KEYS[0]; n++) {
         const struct result_key *k = &RESULT_KEYS[n];
-        json_t *v = get2(result, k->key, k->alias);
+        json_t *v = json_object_get(result, k->key);
         if (!v || json_is_null(v)) {
             if (k->required) {
                 snprintf(err, errlen, "result.%s: required, %s", k->key, k->kind == RK_INT ? "an integer" : "a number");
@@ -169,7 +166,7 @@ int result_check(const json_t *result, const result_limits *lim, char *err, size
         for (size_t i = 0; i < json_array_size(v); i++)
             if (check_num(&ek, lim, json_array_get(v, i), (long)i, err, errlen)) return -1;
     }
-    json_t *zs = json_object_get(result, "zero_shot");
+    json_t *zs = json_object_get(result, JOBRESULT_KEY_ZERO_SHOT);
     if (zs && !json_is_null(zs) && check_zero_shot(zs, lim, err, errlen)) return -1;
     return 0;
 }

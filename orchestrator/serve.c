@@ -100,7 +100,7 @@ static void serve_durable_failed(void *ud) {
 }
 
 /* api.metrics_extra: the server's connection figures and the longest COMMIT on the loop. */
-static void serve_metrics(void *ud, http_buf *out) {
+static void serve_metrics(void *ud, buf *out) {
     serve_state *s = ud;
     http_server *h = &s->srv;
     char t[3072];
@@ -128,7 +128,7 @@ static void serve_metrics(void *ud, http_buf *out) {
         "prism_wal_loop_checkpoint_seconds_sum %.6f\n",
         h->nconns, h->nanon, h->accepted, h->rejected, h->evicted, h->anon_timeouts, h->flush_max_s, h->flush_over_10ms,
         s->wal.checkpoints, s->wal.failures, s->wal.max_s, s->wal.wal_pages_max, s->wal.loop_checkpoints, s->wal.loop_max_s, s->wal.loop_sum_s);
-    if (n > 0) http_buf_append(out, t, (size_t)(n < (int)sizeof t ? n : (int)sizeof t - 1), (size_t)-1 / 2);
+    if (n > 0) buf_append(out, t, (size_t)(n < (int)sizeof t ? n : (int)sizeof t - 1), BUF_MAX);
     n = snprintf(t, sizeof t, "# HELP prism_commit_seconds Time the event loop spent in group COMMITs (and the WAL "
                  "checkpoints run inside them).\n# TYPE prism_commit_seconds summary\nprism_commit_seconds_sum %.6f\n"
                  "prism_commit_seconds_count %lu\n"
@@ -140,7 +140,7 @@ static void serve_metrics(void *ud, http_buf *out) {
                  "# HELP prism_sync_off_loop Whether COMMITs are synced off the event loop (0: synchronous=FULL inside "
                  "each COMMIT).\n# TYPE prism_sync_off_loop gauge\nprism_sync_off_loop %d\n",
                  h->flush_sum_s, h->flushes, h->sync_sum_s, h->syncs, h->sync_max_s, s->wal.durable);
-    if (n > 0) http_buf_append(out, t, (size_t)(n < (int)sizeof t ? n : (int)sizeof t - 1), (size_t)-1 / 2);
+    if (n > 0) buf_append(out, t, (size_t)(n < (int)sizeof t ? n : (int)sizeof t - 1), BUF_MAX);
 }
 
 static void on_stopped(void *ud) {   /* ud is the api handed to the server: find its serve_state */
@@ -297,6 +297,99 @@ static int serve_check_wal(const char *db, int accept) {
     return 0;
 }
 
+/* ---- cmd_serve's sections ----------------------------------------------------------------------- */
+
+/* One server per database: an flock on DB.lock (released by the kernel even after kill -9), holding our pid
+ * as advisory text. Returns the lock's descriptor, or -1 after printing why (usage-style, exit 2). */
+static int serve_lock_path(const char *db) {
+    char lockp[1100];
+    snprintf(lockp, sizeof lockp, "%s.lock", db);
+    int lockfd = open(lockp, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    if (lockfd < 0) { cli_error("serve", "cannot create %s: %s", lockp, strerror(errno)); return -1; }
+    if (flock(lockfd, LOCK_EX | LOCK_NB) != 0) {
+        char pidtxt[32] = "?";
+        ssize_t n = pread(lockfd, pidtxt, sizeof pidtxt - 1, 0);
+        if (n > 0) { pidtxt[n] = 0; pidtxt[strcspn(pidtxt, "\n")] = 0; }
+        close(lockfd);
+        cli_error("serve", "%s is already served by another prism-sweep serve (pid %s): one server per database",
+                  db, pidtxt);
+        return -1;
+    }
+    char pidtxt[32];
+    int pn = snprintf(pidtxt, sizeof pidtxt, "%d\n", (int)getpid());
+    if (ftruncate(lockfd, 0) != 0 || pwrite(lockfd, pidtxt, (size_t)pn, 0) != pn) { /* advisory text only */ }
+    return lockfd;
+}
+
+/* Where the tokens are; the tokens themselves are never printed (stderr ends up in logs). */
+static void serve_say_tokens(const auth_tokens *tok, const char *db) {
+    if (tok->generated)
+        fprintf(stderr, "prism-sweep serve: generated tokens, kept in %s (mode 0600): worker_token= and admin_token=\n"
+                        "  the worker token is also in %s.worker-token: give that file to prism-worker --token-file\n",
+                tok->path, db);
+    else
+        fprintf(stderr, "prism-sweep serve: tokens from %s\n", tok->path);
+    if (tok->open_mode)
+        fprintf(stderr, "prism-sweep serve: warning: token file %s is readable by other users (mode 0%03o): "
+                        "chmod 600 %s\n", tok->path, tok->open_mode, tok->path);
+    if (tok->admin_generated)   /* otherwise nobody could ever use the admin routes */
+        fprintf(stderr, "prism-sweep serve: %s has no admin_token= line; the admin token for this run only is in %s "
+                        "(mode 0600)\n  (add admin_token=... to %s to keep one)\n", tok->path, tok->admin_path, tok->path);
+}
+
+/* What a restart owes: the live leases' grace, and the halving and racing decisions that were due. */
+static void serve_recover(serve_state *s, store *st) {
+    {   /* every live lease gets one TTL from now: leases that ran out while the server was down (their workers
+         * could not reach us), and expiries written before a wall-clock step, are not trusted */
+        int n = 0;
+        if (store_begin(st) == 0) {
+            if (queue_grace(&s->a.q, queue_clock(&s->a.q), &n) == 0 && store_commit(st) == 0) {
+                if (n) fprintf(stderr, "prism-sweep serve: %d live lease(s) extended by one TTL after the restart (each expires one TTL from now)\n", n);
+            } else {
+                store_rollback(st);
+            }
+        }
+    }
+    {   /* successive halving: a promotion that was due when the server stopped happens now (idempotent) */
+        int n = 0;
+        char herr[512] = "";
+        if (store_begin(st) == 0) {
+            if (halving_tick_all(st, &n, herr, sizeof herr) == 0 && store_commit(st) == 0) {
+                if (n) fprintf(stderr, "prism-sweep serve: halving: %d schedule decision(s) taken at start\n", n);
+            } else {
+                fprintf(stderr, "prism-sweep serve: halving at start: %s\n", herr[0] ? herr : st->err);
+                store_rollback(st);
+            }
+        }
+    }
+    {   /* racing: a round that was due when the server stopped is decided now (idempotent) */
+        int n = 0;
+        char rerr[512] = "";
+        if (store_begin(st) == 0) {
+            if (racing_tick_all(st, &n, rerr, sizeof rerr) == 0 && store_commit(st) == 0) {
+                if (n) fprintf(stderr, "prism-sweep serve: racing: %d round(s) decided at start\n", n);
+            } else {
+                fprintf(stderr, "prism-sweep serve: racing at start: %s\n", rerr[0] ? rerr : st->err);
+                store_rollback(st);
+            }
+        }
+    }
+}
+
+/* The listening line, and the warning for an address off this machine. */
+static void serve_say_listening(serve_state *s, const char *host, const char *db, double ttl, int max_attempts,
+                                int public_read, const char *web) {
+    fprintf(stderr, "prism-sweep serve: listening on http://%s%s%s:%d (db %s, lease TTL %g s, max attempts %d, "
+                    "read routes %s, web %s)\n", strchr(host, ':') ? "[" : "", host, strchr(host, ':') ? "]" : "",
+            http_server_port(&s->srv), db, ttl, max_attempts, public_read ? "public" : "need a token",
+            web ? web : "(none)");
+    if (!is_loopback(host))
+        fprintf(stderr, "prism-sweep serve: warning: listening on %s, off this machine, over plain HTTP: tokens and "
+                        "results cross the network unencrypted. Put TLS in front (a reverse proxy such as nginx or "
+                        "caddy terminating https:// and forwarding to a loopback --listen), or an SSH tunnel / VPN\n",
+                host);
+}
+
 int cmd_serve(int argc, char **argv) {
     const char *db = "prism.db", *listen = "127.0.0.1:8080", *token_file = NULL, *web = "web/";
     double ttl = 120, idle = 60, req_to = 30, anon_to = 5;
@@ -348,22 +441,8 @@ int cmd_serve(int argc, char **argv) {
     cli_flag *mcf = cli_find(&cmd, "--max-conns");
     if (serve_raise_nofile(&max_conns, mcf && mcf->seen) < 0) return 2;
 
-    /* one server per database: an flock on DB.lock, released by the kernel even after kill -9 */
-    char lockp[1100];
-    snprintf(lockp, sizeof lockp, "%s.lock", db);
-    int lockfd = open(lockp, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-    if (lockfd < 0) return cli_error("serve", "cannot create %s: %s", lockp, strerror(errno));
-    if (flock(lockfd, LOCK_EX | LOCK_NB) != 0) {
-        char pidtxt[32] = "?";
-        ssize_t n = pread(lockfd, pidtxt, sizeof pidtxt - 1, 0);
-        if (n > 0) { pidtxt[n] = 0; pidtxt[strcspn(pidtxt, "\n")] = 0; }
-        close(lockfd);
-        return cli_error("serve", "%s is already served by another prism-sweep serve (pid %s): one server per database",
-                         db, pidtxt);
-    }
-    char pidtxt[32];
-    int pn = snprintf(pidtxt, sizeof pidtxt, "%d\n", (int)getpid());
-    if (ftruncate(lockfd, 0) != 0 || pwrite(lockfd, pidtxt, (size_t)pn, 0) != pn) { /* advisory text only */ }
+    int lockfd = serve_lock_path(db);
+    if (lockfd < 0) return 2;
     /* DB.lock is keyed on the path: a hard link or a symlink to the database has another one. The lock that
      * counts is on the database file itself (serve_lock_db) */
     int dbfd = serve_lock_db(db);
@@ -395,19 +474,7 @@ int cmd_serve(int argc, char **argv) {
         status = 2;
         goto out;
     }
-    /* the tokens themselves are never printed (stderr ends up in logs): where they are is enough */
-    if (tok.generated)
-        fprintf(stderr, "prism-sweep serve: generated tokens, kept in %s (mode 0600): worker_token= and admin_token=\n"
-                        "  the worker token is also in %s.worker-token: give that file to prism-worker --token-file\n",
-                tok.path, db);
-    else
-        fprintf(stderr, "prism-sweep serve: tokens from %s\n", tok.path);
-    if (tok.open_mode)
-        fprintf(stderr, "prism-sweep serve: warning: token file %s is readable by other users (mode 0%03o): "
-                        "chmod 600 %s\n", tok.path, tok.open_mode, tok.path);
-    if (tok.admin_generated)   /* otherwise nobody could ever use the admin routes */
-        fprintf(stderr, "prism-sweep serve: %s has no admin_token= line; the admin token for this run only is in %s "
-                        "(mode 0600)\n  (add admin_token=... to %s to keep one)\n", tok.path, tok.admin_path, tok.path);
+    serve_say_tokens(&tok, db);
     api_config cfg = { .lease_ttl = ttl, .max_attempts = max_attempts, .worker_fail_limit = fail_limit,
                        .public_read = public_read || is_loopback(host), .web_dir = web };
     if (api_init(&s->a, st, &tok, &cfg, err, sizeof err) < 0) {
@@ -446,50 +513,8 @@ int cmd_serve(int argc, char **argv) {
     s->sigint.data = s->sigterm.data = s;
     uv_signal_start(&s->sigint, on_signal, SIGINT);
     uv_signal_start(&s->sigterm, on_signal, SIGTERM);
-    {   /* every live lease gets one TTL from now: leases that ran out while the server was down (their workers
-         * could not reach us), and expiries written before a wall-clock step, are not trusted */
-        int n = 0;
-        if (store_begin(st) == 0) {
-            if (queue_grace(&s->a.q, queue_clock(&s->a.q), &n) == 0 && store_commit(st) == 0) {
-                if (n) fprintf(stderr, "prism-sweep serve: %d live lease(s) extended by one TTL after the restart (each expires one TTL from now)\n", n);
-            } else {
-                store_rollback(st);
-            }
-        }
-    }
-    {   /* successive halving: a promotion that was due when the server stopped happens now (idempotent) */
-        int n = 0;
-        char herr[512] = "";
-        if (store_begin(st) == 0) {
-            if (halving_tick_all(st, &n, herr, sizeof herr) == 0 && store_commit(st) == 0) {
-                if (n) fprintf(stderr, "prism-sweep serve: halving: %d schedule decision(s) taken at start\n", n);
-            } else {
-                fprintf(stderr, "prism-sweep serve: halving at start: %s\n", herr[0] ? herr : st->err);
-                store_rollback(st);
-            }
-        }
-    }
-    {   /* racing: a round that was due when the server stopped is decided now (idempotent) */
-        int n = 0;
-        char rerr[512] = "";
-        if (store_begin(st) == 0) {
-            if (racing_tick_all(st, &n, rerr, sizeof rerr) == 0 && store_commit(st) == 0) {
-                if (n) fprintf(stderr, "prism-sweep serve: racing: %d round(s) decided at start\n", n);
-            } else {
-                fprintf(stderr, "prism-sweep serve: racing at start: %s\n", rerr[0] ? rerr : st->err);
-                store_rollback(st);
-            }
-        }
-    }
-    fprintf(stderr, "prism-sweep serve: listening on http://%s%s%s:%d (db %s, lease TTL %g s, max attempts %d, "
-                    "read routes %s, web %s)\n", strchr(host, ':') ? "[" : "", host, strchr(host, ':') ? "]" : "",
-            http_server_port(&s->srv), db, ttl, max_attempts, cfg.public_read ? "public" : "need a token",
-            web ? web : "(none)");
-    if (!is_loopback(host))
-        fprintf(stderr, "prism-sweep serve: warning: listening on %s, off this machine, over plain HTTP: tokens and "
-                        "results cross the network unencrypted. Put TLS in front (a reverse proxy such as nginx or "
-                        "caddy terminating https:// and forwarding to a loopback --listen), or an SSH tunnel / VPN\n",
-                host);
+    serve_recover(s, st);
+    serve_say_listening(s, host, db, ttl, max_attempts, cfg.public_read, web);
     fflush(stderr);
     uv_run(&s->loop, UV_RUN_DEFAULT);
     api_flush(&s->a);

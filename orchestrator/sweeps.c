@@ -244,13 +244,8 @@ int sweeps_count_states(store *st, int64_t sweep_id, sweeps_counts *c) {
     while ((step = sqlite3_step(s)) == SQLITE_ROW) {
         const char *state = (const char *)sqlite3_column_text(s, 0);
         int64_t n = sqlite3_column_int64(s, 1);
-        if (!strcmp(state, "queued")) c->queued = n;
-        else if (!strcmp(state, "leased")) c->leased = n;
-        else if (!strcmp(state, "done")) c->done = n;
-        else if (!strcmp(state, "failed")) c->failed = n;
-        else if (!strcmp(state, "cancelled")) c->cancelled = n;
-        else if (!strcmp(state, "paused")) c->paused = n;
-        else if (!strcmp(state, "pruned")) c->pruned = n;
+        job_state js;
+        if (jobstate_parse(state, &js) == 0) c->n[js] = n;
         c->total += n;
     }
     rc = step == SQLITE_DONE ? STORE_OK : store_fail(st, "count jobs");
@@ -282,9 +277,9 @@ static void fill_info(sqlite3_stmt *s, sweeps_info *info) {
     info->created_at = sqlite3_column_double(s, 4);
     info->n_schedules = sqlite3_column_int64(s, 5);
     sweeps_counts *c = &info->counts;
-    int64_t *const col[] = { &c->queued, &c->leased, &c->done, &c->failed, &c->cancelled, &c->paused, &c->pruned,
-                             &c->total, &info->steps_done, &info->steps_total, &info->jobs_done_since };   /* columns 6.. */
-    for (int k = 0; k < (int)(sizeof col / sizeof col[0]); k++) *col[k] = sqlite3_column_int64(s, 6 + k);
+    for (int k = 0; k < JOB_NSTATES; k++) c->n[k] = sqlite3_column_int64(s, 6 + k);   /* in job_state's order */
+    int64_t *const col[] = { &c->total, &info->steps_done, &info->steps_total, &info->jobs_done_since };
+    for (int k = 0; k < (int)(sizeof col / sizeof col[0]); k++) *col[k] = sqlite3_column_int64(s, 6 + JOB_NSTATES + k);
 }
 
 int sweeps_summary(store *st, int64_t sweep_id, double done_since, sweeps_info **out, int *n) {
@@ -332,11 +327,17 @@ int sweeps_list(store *st, sweeps_info **out, int *n) {
     return sweeps_summary(st, 0, store_now() - SWEEPS_DONE_WINDOW_S, out, n);
 }
 
+json_t *sweeps_states_json(const sweeps_counts *c) {
+    json_t *o = json_object();
+    if (!o) return NULL;
+    for (int k = 0; k < JOB_NSTATES; k++) json_object_set_new(o, jobstate_name((job_state)k), json_integer(c->n[k]));
+    return o;
+}
+
 json_t *sweeps_counts_json(const sweeps_counts *c) {
-    return json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "queued", (json_int_t)c->queued, "leased",
-                     (json_int_t)c->leased, "done", (json_int_t)c->done, "failed", (json_int_t)c->failed, "cancelled",
-                     (json_int_t)c->cancelled, "paused", (json_int_t)c->paused, "pruned", (json_int_t)c->pruned,
-                     "total", (json_int_t)c->total);
+    json_t *o = sweeps_states_json(c);
+    if (o) json_object_set_new(o, "total", json_integer(c->total));
+    return o;
 }
 
 json_t *sweeps_info_json(const sweeps_info *i) {

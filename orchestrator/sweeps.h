@@ -15,13 +15,25 @@
 #define PRISM_SWEEPS_H
 #include <jansson.h>
 #include <stdint.h>
+#include "jobstate.h"
 #include "spec.h"
 #include "store.h"
 
+/* Jobs per state: by name (c.queued) or by common/jobstate.h's enum (c.n[JOB_QUEUED]), the same storage. */
 typedef struct sweeps_counts {
-    int64_t queued, leased, done, failed, cancelled, total;
-    int64_t paused, pruned;   /* successive halving: stopped at a rung awaiting promotion; not promoted (terminal) */
+    union {
+        struct {
+            int64_t queued, leased, done, failed, cancelled;
+            int64_t paused, pruned;   /* successive halving: stopped at a rung awaiting promotion; not promoted */
+        };
+        int64_t n[JOB_NSTATES];
+    };
+    int64_t total;
 } sweeps_counts;
+_Static_assert(sizeof(((sweeps_counts *)0)->n) == 7 * sizeof(int64_t) &&
+               __builtin_offsetof(sweeps_counts, pruned) == JOB_PRUNED * sizeof(int64_t) &&
+               __builtin_offsetof(sweeps_counts, cancelled) == JOB_CANCELLED * sizeof(int64_t),
+               "sweeps_counts' named fields follow job_state's order");
 
 typedef struct sweeps_created {
     int64_t sweep_id;
@@ -78,8 +90,10 @@ int sweeps_list(store *st, sweeps_info **out, int *n);
 /* sweeps_summary of one sweep. STORE_ENOTFOUND (st->err says so) when there is none. */
 int sweeps_get(store *st, int64_t sweep_id, sweeps_info *info);
 
-/* {"queued":..,"leased":..,"done":..,"failed":..,"cancelled":..,"total":..} and the info object
- * {"id","name","state","priority","created_at","schedules","jobs":{counts}}; new references. */
+/* {"queued":..,"leased":..,...,"pruned":..}: every job state (jobstate.h order); sweeps_counts_json adds
+ * "total"; and the info object {"id","name","state","priority","created_at","schedules","jobs":{counts}};
+ * new references (NULL when out of memory). */
+json_t *sweeps_states_json(const sweeps_counts *c);
 json_t *sweeps_counts_json(const sweeps_counts *c);
 json_t *sweeps_info_json(const sweeps_info *info);
 

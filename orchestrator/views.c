@@ -9,6 +9,7 @@
  * progress (steps) is the jobs.steps column, the job model's (common/jobmodel.h), filled at create.
  */
 #include "views.h"
+#include "api.h"
 
 #include <errno.h>
 #include <stdint.h>
@@ -16,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "jobstate.h"
 #include "leaderboard.h"
 #include "sweeps.h"
 
@@ -127,34 +129,34 @@ int views_workers_alive(api *a) {
     return n;
 }
 
-static api_rate *rate_of(api *a, long long sweep) {
-    for (int i = 0; i < 16; i++) if (a->rates[i].sweep == sweep) return &a->rates[i];
-    api_rate *r = &a->rates[sweep % 16];
+static views_rate *rate_of(views_state *v, long long sweep) {
+    for (int i = 0; i < VIEWS_RATE_SLOTS; i++) if (v->rates[i].sweep == sweep) return &v->rates[i];
+    views_rate *r = &v->rates[sweep % VIEWS_RATE_SLOTS];
     memset(r, 0, sizeof *r);
     r->sweep = sweep;
     return r;
 }
 
-void views_rate_restart(api *a, long long sweep, double now) {
-    api_rate *r = rate_of(a, sweep);
+void views_rate_restart(views_state *v, long long sweep, double now) {
+    views_rate *r = rate_of(v, sweep);
     r->n = r->head = 0;
     r->resumed_at = now;
 }
 
 /* Records (now, steps) for the sweep and returns steps/s over its samples of the last 600 s since its last
  * resume (-1: unknown). */
-static double sweep_rate(api *a, long long sweep, long long steps, double now, double *window) {
-    api_rate *r = rate_of(a, sweep);
-    int last = (r->head + API_RATE_SAMPLES - 1) % API_RATE_SAMPLES;
+static double sweep_rate(views_state *v, long long sweep, long long steps, double now, double *window) {
+    views_rate *r = rate_of(v, sweep);
+    int last = (r->head + VIEWS_RATE_SAMPLES - 1) % VIEWS_RATE_SAMPLES;
     if (r->n == 0 || now - r->s[last].t >= 2.0) {
         r->s[r->head].t = now;
         r->s[r->head].steps = steps;
-        r->head = (r->head + 1) % API_RATE_SAMPLES;
-        if (r->n < API_RATE_SAMPLES) r->n++;
+        r->head = (r->head + 1) % VIEWS_RATE_SAMPLES;
+        if (r->n < VIEWS_RATE_SAMPLES) r->n++;
     }
     int oldest = -1;
     for (int k = r->n; k >= 1; k--) {
-        int i = (r->head + API_RATE_SAMPLES - k) % API_RATE_SAMPLES;
+        int i = (r->head + VIEWS_RATE_SAMPLES - k) % VIEWS_RATE_SAMPLES;
         if (now - r->s[i].t <= 600) { oldest = i; break; }
     }
     if (oldest < 0 || now - r->s[oldest].t < 1.0) { *window = 0; return -1; }
@@ -167,28 +169,24 @@ static double sweep_rate(api *a, long long sweep, long long steps, double now, d
  * own samples of steps_done. */
 static json_t *sweep_json(api *a, const sweeps_info *v, int alive, double now) {
     double window = 0;
-    double rate = sweep_rate(a, v->id, v->steps_done, now, &window);
+    double rate = sweep_rate(&a->views, v->id, v->steps_done, now, &window);
     long long remaining = v->steps_total - v->steps_done;
     /* no ETA while nothing runs (a paused sweep whose leased jobs ended, or one whose jobs all stopped) */
     json_t *eta = remaining <= 0 ? json_real(0) : rate > 0 && v->counts.leased > 0 ? json_real(remaining / rate) : json_null();
     const sweeps_counts *n = &v->counts;
-    json_t *o = json_pack("{s:I, s:s, s:s, s:I, s:f, s:I, s:{s:I, s:I, s:I, s:I, s:I}, s:I, s:i, s:I, s:I, "
+    json_t *o = json_pack("{s:I, s:s, s:s, s:I, s:f, s:I, s:o, s:I, s:i, s:I, s:I, "
                           "s:{s:f, s:I, s:I, s:f}, s:o}",
                           "id", (json_int_t)v->id, "name", v->name, "state", v->state, "priority", (json_int_t)v->priority,
                           "created_at", v->created_at, "schedules", (json_int_t)v->n_schedules,
-                          "counts", "queued", (json_int_t)n->queued, "leased", (json_int_t)n->leased,
-                          "done", (json_int_t)n->done, "failed", (json_int_t)n->failed, "cancelled", (json_int_t)n->cancelled,
+                          "counts", sweeps_states_json(n),   /* every job state (jobstate.h) */
                           "total", (json_int_t)n->total, "workers_alive", alive,
                           "steps_done", (json_int_t)v->steps_done, "steps_total", (json_int_t)v->steps_total,
                           "throughput", "window_s", window, "jobs_done", (json_int_t)v->jobs_done_since,
                           "steps", (json_int_t)(rate > 0 ? (long long)(rate * window + 0.5) : 0),
                           "steps_per_s", rate > 0 ? rate : 0.0,
                           "eta_s", eta);
-    api_rate *r = rate_of(a, v->id);
+    views_rate *r = rate_of(&a->views, v->id);
     json_object_set_new(json_object_get(o, "throughput"), "resumed_at", r->resumed_at > 0 ? json_real(r->resumed_at) : json_null());
-    json_t *cn = json_object_get(o, "counts");   /* successive halving: at a rung awaiting promotion, and not promoted */
-    json_object_set_new(cn, "paused", json_integer(n->paused));
-    json_object_set_new(cn, "pruned", json_integer(n->pruned));
     return o;
 }
 
@@ -214,8 +212,14 @@ static json_t *sweeps_query(api_ctx *c, long long only) {
 void views_sweeps_list(api_ctx *c) {
     json_t *arr = sweeps_query(c, 0);
     if (!arr) return;
-    api_reply_json(c->res, 200, json_pack("{s:o, s:i, s:f}", "sweeps", arr, "workers_alive", views_workers_alive(c->a),
-                                          "now", store_now()));
+    json_t *names = json_array(), *halving = json_array();   /* the job states (jobstate.h): the page's vocabulary */
+    for (int k = 0; k < JOB_NSTATES; k++) {
+        json_array_append_new(names, json_string(jobstate_name((job_state)k)));
+        if (jobstate_is_halving((job_state)k)) json_array_append_new(halving, json_string(jobstate_name((job_state)k)));
+    }
+    api_reply_json(c->res, 200, json_pack("{s:o, s:i, s:f, s:o, s:o}", "sweeps", arr, "workers_alive",
+                                          views_workers_alive(c->a), "now", store_now(), "job_states", names,
+                                          "halving_states", halving));
 }
 
 void views_sweep_get(api_ctx *c) {
@@ -256,9 +260,10 @@ static int sweep_exists(api_ctx *c) {
 void views_sweep_jobs(api_ctx *c) {
     char state[32] = "";
     int has_state = query_get(c->req->query, "state", state, sizeof state);
-    if (has_state && strcmp(state, "queued") && strcmp(state, "leased") && strcmp(state, "done") &&
-        strcmp(state, "failed") && strcmp(state, "cancelled") && strcmp(state, "paused") && strcmp(state, "pruned")) {
-        http_response_error(c->res, 400, "state: must be queued, leased, done, failed, cancelled, paused or pruned");
+    job_state js;
+    if (has_state && jobstate_parse(state, &js) < 0) {
+        char names[128];
+        http_response_error(c->res, 400, "state: must be %s", jobstate_list(names, sizeof names, ", ", " or "));
         return;
     }
     char num[32];
@@ -318,9 +323,9 @@ void views_job_metrics(api_ctx *c) {
     sqlite3_bind_int64(s, 3, since);
     static const char *const names[] = { "step", "value", "tokens", "lr", "tok_per_s", "attempt", "grad_norm" };
     if (strcmp(fmt, "csv") == 0) {
-        http_buf b = {0};
+        buf b = {0};
         const char *hdr = "step,value,tokens,lr,tok_per_s,attempt,grad_norm\n";
-        http_buf_append(&b, hdr, strlen(hdr), SIZE_MAX / 2);
+        buf_append(&b, hdr, strlen(hdr), BUF_MAX);
         while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
             char line[256];
             int n = 0;
@@ -329,12 +334,12 @@ void views_job_metrics(api_ctx *c) {
                 n += snprintf(line + n, sizeof line - n, "%s%s", i ? "," : "", t);
             }
             n += snprintf(line + n, sizeof line - n, "\n");
-            http_buf_append(&b, line, (size_t)n, SIZE_MAX / 2);
+            buf_append(&b, line, (size_t)n, BUF_MAX);
         }
         sqlite3_finalize(s);
-        if (read_done(c, rc, "metrics") < 0) { http_buf_free(&b); return; }
+        if (read_done(c, rc, "metrics") < 0) { buf_free(&b); return; }
         http_response_set(c->res, 200, "text/csv; charset=utf-8", b.data ? b.data : "", b.len);
-        http_buf_free(&b);
+        buf_free(&b);
         return;
     }
     json_t *pts = json_array();

@@ -11,13 +11,33 @@
  *
  * Contract: a view answers c->res completely — 200 with JSON (or CSV), 400 naming a bad query parameter, 404
  * for an unknown id, 500 naming the database error when a read fails (never fewer rows). Views only read
- * (the ETA's rate samples in c->a->rates aside); they own nothing after returning.
+ * (the ETA's rate samples aside); they own nothing after returning.
+ *
+ * State: views_state is this module's own: per sweep (VIEWS_RATE_SLOTS sweeps at a time, a slot reused by
+ * sweep id modulo), up to VIEWS_RATE_SAMPLES samples of (time, steps done) since its last resume, for the
+ * steps/s and ETA of the summaries. The router's struct api holds one; only this module reads or writes it.
+ * This header does not include api.h: no include circle.
  */
 #ifndef PRISM_VIEWS_H
 #define PRISM_VIEWS_H
 #include <sqlite3.h>
 
-#include "api.h"
+#define VIEWS_RATE_SLOTS 16     /* sweeps whose ETA samples are kept at once */
+#define VIEWS_RATE_SAMPLES 128  /* samples per sweep */
+
+typedef struct views_rate {     /* per-sweep progress samples for the ETA, since the sweep's last resume */
+    long long sweep;
+    int n, head;
+    double resumed_at;          /* the last resume this server saw (0: none); samples start there */
+    struct { double t; long long steps; } s[VIEWS_RATE_SAMPLES];
+} views_rate;
+
+typedef struct views_state {
+    views_rate rates[VIEWS_RATE_SLOTS];
+} views_state;
+
+typedef struct api api;           /* api.h */
+typedef struct api_ctx api_ctx;
 
 void views_sweeps_list(api_ctx *c);
 void views_sweep_get(api_ctx *c);
@@ -29,7 +49,7 @@ void views_workers(api_ctx *c);
 
 /* The sweep was resumed now: its ETA's rate restarts from here (samples before the resume, a pause's idle
  * time among them, no longer count). */
-void views_rate_restart(api *a, long long sweep, double now);
+void views_rate_restart(views_state *v, long long sweep, double now);
 /* Workers seen within two lease TTLs (0 when the read fails). */
 int views_workers_alive(api *a);
 /* sql prepared on the server's connection; NULL after answering c->res 500 naming the error. The caller

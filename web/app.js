@@ -22,7 +22,10 @@
 const POLL_MS = 2000;
 const FETCH_TIMEOUT_MS = 5000;
 const API = '/api/v1';
-const STATES = ['queued', 'leased', 'done', 'failed', 'cancelled', 'paused', 'pruned'];   // paused/pruned: halving sweeps
+/* The job states, in order, and those only halving sweeps reach: the server's vocabulary (GET /api/v1/sweeps'
+ * job_states and halving_states, common/jobstate.h), never a list of our own. */
+let STATES = [];
+let HALVING_STATES = [];
 
 const S = {
   sweeps: [],            // normalised sweeps (normSweep)
@@ -53,7 +56,7 @@ const S = {
 /* Shapes are docs/API.md's; these functions only fill defaults so rendering never meets undefined. */
 
 function normCounts(c) {
-  const out = { queued: 0, leased: 0, done: 0, failed: 0, cancelled: 0 };
+  const out = {};
   if (c) STATES.forEach((k) => { out[k] = num(c[k]) || 0; });
   out.total = STATES.reduce((a, k) => a + out[k], 0);
   return out;
@@ -183,6 +186,8 @@ async function poll() {
   S.again = false;
   try {
     const sw = await api(API + '/sweeps');
+    if (sw && Array.isArray(sw.job_states)) STATES = sw.job_states;
+    if (sw && Array.isArray(sw.halving_states)) HALVING_STATES = sw.halving_states;
     S.sweeps = ((sw && sw.sweeps) || []).map(normSweep);
     S.workersAlive = sw ? num(sw.workers_alive) : null;
     if (S.sweepId == null && S.sweeps.length) S.sweepId = S.sweeps[S.sweeps.length - 1].id;
@@ -276,7 +281,7 @@ function countsBar(c) {
     STATES.filter((k) => c[k]).map((k) => '<span class="' + k + '" style="width:' + (100 * c[k] / t).toFixed(2) + '%"></span>').join('') + '</div>';
 }
 function countsText(c) {
-  return STATES.filter((k) => c[k] || (k !== 'paused' && k !== 'pruned'))   // halving states only when there are any
+  return STATES.filter((k) => c[k] || !HALVING_STATES.includes(k))   // halving states only when there are any
     .map((k) => '<span class="c-' + k + '">' + c[k] + ' ' + k + '</span>').join(' · ');
 }
 function renderSweeps() {

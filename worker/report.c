@@ -20,6 +20,7 @@
  */
 #include "report.h"
 
+#include "heartbeat.h"
 #include "logesc.h"
 #include "slot.h"
 #include "train.h"
@@ -207,9 +208,8 @@ static void *report_thread(void *arg) {
         }
         if (rc == CLIENT_OK && util_now_s() >= next_hb) {
             pthread_mutex_lock(&s->mu);
-            json_t *body = json_pack("{s:s}", "lease_token", r->l.token);
-            if (s->view.row.step >= 0) json_object_set_new(body, "step", json_integer(s->view.row.step));
-            if (isfinite(s->view.row.loss)) json_object_set_new(body, "loss", json_real(s->view.row.loss));
+            heartbeat h = { .step = s->view.row.step, .loss = s->view.row.loss };   /* common/heartbeat.h */
+            json_t *body = heartbeat_to_json(r->l.token, &h);
             pthread_mutex_unlock(&s->mu);
             json_t *hr = NULL;
             rc = client_request(&s->rcl, "POST", r->path_heartbeat, body, -1, &hr);

@@ -21,6 +21,8 @@
 #include "shard.h"
 #include "evalfile.h"
 #include "zeroshot.h"
+#include "jobresult.h"
+#include "point.h"
 #include "util.h"
 #include <errno.h>
 #include <limits.h>
@@ -219,6 +221,16 @@ static int emit(struct run *r, json_t *row) {
     return rc;
 }
 
+/* A val point (common/point.h): {"step", "val_loss"}; NULL when out of memory (emit says so). */
+static json_t *val_point(long long step, double val_loss) {
+    metric_point p;
+    point_init(&p);
+    p.step = step;
+    p.has_val_loss = 1;
+    p.val_loss = val_loss;
+    return point_to_json(&p);
+}
+
 /* Keeps only rows with step < keep_below (resume); creates the file when missing. */
 static int metrics_open(struct run *r, int keep_below) {
     char path[4200], tmp[4300];
@@ -344,34 +356,21 @@ static int fail_diverged(struct run *r, int step, double val_loss, double limit)
 
 static int write_result(struct run *r, double val_loss, double train_loss, double tps, double wall, long long tokens,
                         const double *attn, json_t *zero_shot) {
-    json_t *heads = json_array();
-    for (int l = 0; l < r->cfg.L; l++) json_array_append_new(heads, json_integer(r->cfg.heads[l]));
-    json_t *res = json_pack("{s:f, s:o, s:f, s:f, s:I, s:f, s:i, s:I, s:o, s:s}", "val_loss", val_loss,
-                            "train_loss", isfinite(train_loss) ? json_real(train_loss) : json_null(),   /* none after resuming at the end */ "tok_per_s", tps, "wall_s", wall, "params", (json_int_t)r->nparams,
-                            "flops_per_token", model_flops_per_token(&r->cfg, r->job->train.seq_len),
-                            "steps", r->job->train.steps, "tokens", (json_int_t)tokens, "heads", heads,
-                            "device", r->ops->name);
-    if (!res) return fail(r, TRAIN_ENOMEM, "out of memory building result.json");
-    json_object_set_new(res, "arch", json_string(model_arch_name(r->cfg.arch)));
+    json_t *backend = NULL;
     if (r->backend)   /* which CUDA backend object trained it (kernels/model.h) */
-        json_object_set_new(res, "backend", json_pack("{s:s, s:s, s:i, s:s}", "name", r->backend->name, "precision",
-                                                      r->backend->precision, "abi", (int)r->backend->abi, "file",
-                                                      *r->backend_file ? r->backend_file : "(linked in)"));
-    if (attn) {
-        json_t *a = json_array();
-        for (int l = 0; l < r->cfg.L; l++) json_array_append_new(a, json_real(attn[l]));
-        json_object_set_new(res, "attn_distance", a);
-    }
-    if (zero_shot) json_object_set(res, "zero_shot", zero_shot);
-    /* the final evaluation's per-batch losses and the standard error of their mean (the ranking's val noise) */
-    json_t *vb = json_array();
-    double mean = 0, ss = 0;
-    for (int i = 0; i < r->val_nb; i++) { json_array_append_new(vb, json_real(r->val_batch[i])); mean += r->val_batch[i]; }
-    mean /= r->val_nb;
-    for (int i = 0; i < r->val_nb; i++) ss += (r->val_batch[i] - mean) * (r->val_batch[i] - mean);
-    json_object_set_new(res, "val_loss_batches", vb);
-    json_object_set_new(res, "val_loss_se", r->val_nb > 1 ? json_real(sqrt(ss / (r->val_nb - 1) / r->val_nb)) : json_null());
-    json_object_set_new(res, "val_batches", json_integer(r->val_nb));
+        backend = json_pack("{s:s, s:s, s:i, s:s}", "name", r->backend->name, "precision", r->backend->precision, "abi",
+                            (int)r->backend->abi, "file", *r->backend_file ? r->backend_file : "(linked in)");
+    job_result jr = {   /* common/jobresult.h */
+        .val_loss = val_loss, .train_loss = train_loss,   /* NAN (null) after resuming at the end */
+        .tok_per_s = tps, .wall_s = wall, .params = (long long)r->nparams,
+        .flops_per_token = model_flops_per_token(&r->cfg, r->job->train.seq_len), .steps = r->job->train.steps,
+        .tokens = tokens, .heads = r->cfg.heads, .n_layer = r->cfg.L, .device = r->ops->name,
+        .arch = model_arch_name(r->cfg.arch), .attn_distance = attn, .val_batch = r->val_batch, .val_nb = r->val_nb,
+        .backend = backend, .zero_shot = zero_shot,
+    };
+    json_t *res = jobresult_to_json(&jr);
+    json_decref(backend);
+    if (!res) return fail(r, TRAIN_ENOMEM, "out of memory building result.json");
     char path[4200], tmp[4300];
     snprintf(path, sizeof path, "%s/result.json", r->o->out_dir);
     snprintf(tmp, sizeof tmp, "%s.tmp", path);
@@ -619,7 +618,7 @@ static int run_loop(struct run *r) {
             if ((rc = evaluate(r, &val_loss, NULL))) return rc;
             /* (JSON has no NaN/inf: check before building the row) */
             if (!isfinite(val_loss)) return fail(r, TRAIN_ENAN, "step %d: validation loss is %g (not finite)", step, val_loss);
-            if ((rc = emit(r, json_pack("{s:i, s:f}", "step", step, "val_loss", val_loss)))) return rc;
+            if ((rc = emit(r, val_point(step, val_loss)))) return rc;
             if (step > tr->warmup_steps && val_loss > diverged_at) return fail_diverged(r, step, val_loss, diverged_at);
         }
         if (at_rung) {
@@ -654,10 +653,11 @@ static int run_loop(struct run *r) {
         train_time += dt;
         tokens_run += tokens_per_step;
         double tps = tokens_run / (train_time > 0 ? train_time : 1e-9);
-        json_t *row = json_pack("{s:i, s:f, s:f, s:f, s:I, s:f}", "step", step, "train_loss", (double)train_loss,
-                                "lr", lr, "grad_norm", (double)gnorm, "tokens", (json_int_t)((long long)(step + 1) * tokens_per_step),
-                                "tok_per_s", tokens_per_step / (dt > 0 ? dt : 1e-9));
-        if ((rc = emit(r, row))) return rc;
+        metric_point tp = {.step = step, .has_train_loss = 1, .train_loss = (double)train_loss, .has_lr = 1, .lr = lr,
+                           .has_grad_norm = 1, .grad_norm = (double)gnorm, .has_tokens = 1,
+                           .tokens = (long long)(step + 1) * tokens_per_step, .has_tok_per_s = 1,
+                           .tok_per_s = tokens_per_step / (dt > 0 ? dt : 1e-9)};
+        if ((rc = emit(r, point_to_json(&tp)))) return rc;
         struct train_progress p = {.step = step, .steps = steps, .loss = train_loss, .tok_per_s = tps,
                                    .eta_s = (steps - step - 1) * (train_time / (step + 1 - start))};
         progress(r, &p);
@@ -671,12 +671,12 @@ static int run_loop(struct run *r) {
     if ((rc = evaluate(r, &val_loss, attn))) return rc;
     if (!isfinite(val_loss)) return fail(r, TRAIN_ENAN, "step %d: validation loss is %g (not finite)", steps, val_loss);
     if (val_loss > diverged_at) {   /* the final result, warmup or not */
-        if ((rc = emit(r, json_pack("{s:i, s:f}", "step", steps, "val_loss", val_loss)))) return rc;
+        if ((rc = emit(r, val_point(steps, val_loss)))) return rc;
         return fail_diverged(r, steps, val_loss, diverged_at);
     }
     json_t *zs = NULL;
     if ((rc = zero_shot(r, &zs))) return rc;
-    json_t *last = json_pack("{s:i, s:f}", "step", steps, "val_loss", val_loss);
+    json_t *last = val_point(steps, val_loss);
     if (last && zs) json_object_set(last, "zero_shot", zs);
     if ((rc = emit(r, last))) { json_decref(zs); return rc; }
 

@@ -21,6 +21,7 @@
 #include "../../fuzz/fuzz_parquet.c"
 #include "../../fuzz/fuzz_walscan.c"
 #include "../../fuzz/fuzz_extrun.c"
+#include "../../fuzz/fuzz_point.c"
 
 /* Runs fn on every regular file of fuzz/corpus/name; counts accepted (fn != 0) and rejected inputs. */
 static void replay(const char *name, int (*fn)(const uint8_t *, size_t), int *accepted, int *rejected) {
@@ -67,6 +68,7 @@ CORPUS_CASE(lease)
 CORPUS_CASE(parquet)
 CORPUS_CASE(walscan)
 CORPUS_CASE(extrun)
+CORPUS_CASE(point)
 
 /* the HTTP request target answers every input (nothing to accept or reject): it must simply survive */
 TEST(request_corpus_is_answered) {

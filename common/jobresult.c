@@ -1,0 +1,67 @@
+/* jobresult.c — the job result's builder and column reader (jobresult.h).
+ *
+ * Design: both sides name the keys through jobresult.h's constants, so a key the worker writes is a key the
+ * server reads; the bounds of each number depend on the job and stay with the server (orchestrator/result.c).
+ */
+#include "jobresult.h"
+
+#include <math.h>
+#include <string.h>
+
+json_t *jobresult_to_json(const job_result *r) {
+    json_t *o = json_object(), *heads = json_array(), *vb = json_array();
+    if (!o || !heads || !vb) goto oom;
+    for (int l = 0; l < r->n_layer && r->heads; l++) json_array_append_new(heads, json_integer(r->heads[l]));
+    int bad = json_object_set_new(o, JOBRESULT_KEY_VAL_LOSS, json_real(r->val_loss));
+    bad |= json_object_set_new(o, JOBRESULT_KEY_TRAIN_LOSS, isfinite(r->train_loss) ? json_real(r->train_loss) : json_null());
+    bad |= json_object_set_new(o, JOBRESULT_KEY_TOK_PER_S, json_real(r->tok_per_s));
+    bad |= json_object_set_new(o, JOBRESULT_KEY_WALL_S, json_real(r->wall_s));
+    bad |= json_object_set_new(o, JOBRESULT_KEY_PARAMS, json_integer(r->params));
+    bad |= json_object_set_new(o, JOBRESULT_KEY_FLOPS_PER_TOKEN, json_real(r->flops_per_token));
+    bad |= json_object_set_new(o, JOBRESULT_KEY_STEPS, json_integer(r->steps));
+    bad |= json_object_set_new(o, JOBRESULT_KEY_TOKENS, json_integer(r->tokens));
+    bad |= json_object_set_new(o, "heads", heads);
+    heads = NULL;
+    bad |= json_object_set_new(o, "device", json_string(r->device ? r->device : ""));
+    if (r->arch) bad |= json_object_set_new(o, "arch", json_string(r->arch));
+    if (r->backend) bad |= json_object_set(o, "backend", r->backend);
+    if (r->attn_distance) {
+        json_t *a = json_array();
+        for (int l = 0; a && l < r->n_layer; l++) json_array_append_new(a, json_real(r->attn_distance[l]));
+        bad |= json_object_set_new(o, JOBRESULT_KEY_ATTN_DISTANCE, a);
+    }
+    if (r->zero_shot) bad |= json_object_set(o, JOBRESULT_KEY_ZERO_SHOT, r->zero_shot);
+    /* the final evaluation's per-batch losses and the standard error of their mean (the ranking's val noise) */
+    double mean = 0, ss = 0;
+    for (int i = 0; i < r->val_nb; i++) { json_array_append_new(vb, json_real(r->val_batch[i])); mean += r->val_batch[i]; }
+    if (r->val_nb > 0) mean /= r->val_nb;
+    for (int i = 0; i < r->val_nb; i++) ss += (r->val_batch[i] - mean) * (r->val_batch[i] - mean);
+    bad |= json_object_set_new(o, JOBRESULT_KEY_VAL_LOSS_BATCHES, vb);
+    vb = NULL;
+    bad |= json_object_set_new(o, JOBRESULT_KEY_VAL_LOSS_SE,
+                               r->val_nb > 1 ? json_real(sqrt(ss / (r->val_nb - 1) / r->val_nb)) : json_null());
+    bad |= json_object_set_new(o, JOBRESULT_KEY_VAL_BATCHES, json_integer(r->val_nb));
+    if (bad) goto oom;
+    return o;
+oom:
+    json_decref(o);
+    json_decref(heads);
+    json_decref(vb);
+    return NULL;
+}
+
+int jobresult_columns(const json_t *result, jobresult_cols *c) {
+    memset(c, 0, sizeof *c);
+    json_t *vl = json_object_get(result, JOBRESULT_KEY_VAL_LOSS);
+    if (!json_is_object(result) || !json_is_number(vl)) return -1;
+    c->val_loss = json_number_value(vl);
+    json_t *v;
+    if ((c->has_tok_per_s = json_is_number(v = json_object_get(result, JOBRESULT_KEY_TOK_PER_S)))) c->tok_per_s = json_number_value(v);
+    if ((c->has_wall_s = json_is_number(v = json_object_get(result, JOBRESULT_KEY_WALL_S)))) c->wall_s = json_number_value(v);
+    if ((c->has_params = json_is_integer(v = json_object_get(result, JOBRESULT_KEY_PARAMS)))) c->params = json_integer_value(v);
+    if ((c->has_flops_per_token = json_is_number(v = json_object_get(result, JOBRESULT_KEY_FLOPS_PER_TOKEN))))
+        c->flops_per_token = json_number_value(v);
+    v = json_object_get(result, JOBRESULT_KEY_ATTN_DISTANCE);
+    c->attn_distance = json_is_array(v) ? v : NULL;
+    return 0;
+}

@@ -1,0 +1,66 @@
+/* point.c — the metrics point's builder and parser (point.h).
+ *
+ * Design: the optional numbers are one table (key, flag, value), so the builder writes and the parser reads the
+ * same keys; the error messages are the ones the server always gave (tests and clients match them).
+ */
+#include "point.h"
+
+#include <stdio.h>
+#include <string.h>
+
+struct opt_num { const char *key; size_t has, val; };
+#define OPT(k, f) { POINT_KEY_##k, offsetof(metric_point, has_##f), offsetof(metric_point, f) }
+static const struct opt_num OPTS[] = { OPT(LR, lr), OPT(TOK_PER_S, tok_per_s), OPT(GRAD_NORM, grad_norm) };
+#define FLAG(p, o) (*(int *)((char *)(p) + (o)->has))
+#define VAL(p, o) (*(double *)((char *)(p) + (o)->val))
+
+void point_init(metric_point *p) {
+    memset(p, 0, sizeof *p);
+    p->step = -1;
+}
+
+json_t *point_to_json(const metric_point *p) {
+    if (!p->has_train_loss && !p->has_val_loss) return NULL;
+    json_t *o = json_object();
+    if (!o) return NULL;
+    int bad = json_object_set_new(o, POINT_KEY_STEP, json_integer(p->step));
+    if (p->has_train_loss) bad |= json_object_set_new(o, POINT_KEY_TRAIN_LOSS, json_real(p->train_loss));
+    if (p->has_val_loss) bad |= json_object_set_new(o, POINT_KEY_VAL_LOSS, json_real(p->val_loss));
+    if (p->has_lr) bad |= json_object_set_new(o, POINT_KEY_LR, json_real(p->lr));
+    if (p->has_grad_norm) bad |= json_object_set_new(o, POINT_KEY_GRAD_NORM, json_real(p->grad_norm));
+    if (p->has_tokens) bad |= json_object_set_new(o, POINT_KEY_TOKENS, json_integer(p->tokens));
+    if (p->has_tok_per_s) bad |= json_object_set_new(o, POINT_KEY_TOK_PER_S, json_real(p->tok_per_s));
+    if (bad) { json_decref(o); return NULL; }
+    return o;
+}
+
+int point_from_json(const json_t *o, metric_point *p, const char *where, char *err, size_t errlen) {
+    point_init(p);
+    if (!json_is_object(o)) { snprintf(err, errlen, "%s: must be an object", where); return -1; }
+    json_t *st = json_object_get(o, POINT_KEY_STEP), *tl = json_object_get(o, POINT_KEY_TRAIN_LOSS),
+           *vl = json_object_get(o, POINT_KEY_VAL_LOSS), *tk = json_object_get(o, POINT_KEY_TOKENS);
+    if (!json_is_integer(st) || json_integer_value(st) < 0) {
+        snprintf(err, errlen, "%s.step: must be an integer >= 0", where);
+        return -1;
+    }
+    if (json_integer_value(st) > POINT_MAX_STEP) { snprintf(err, errlen, "%s.step: must be at most 2^40", where); return -1; }
+    if (!tl && !vl) { snprintf(err, errlen, "%s: needs train_loss or val_loss", where); return -1; }
+    if ((tl && !json_is_number(tl)) || (vl && !json_is_number(vl))) {
+        snprintf(err, errlen, "%s: train_loss/val_loss must be numbers", where);
+        return -1;
+    }
+    p->step = json_integer_value(st);
+    if ((p->has_train_loss = tl != NULL)) p->train_loss = json_number_value(tl);
+    if ((p->has_val_loss = vl != NULL)) p->val_loss = json_number_value(vl);
+    for (size_t k = 0; k < sizeof OPTS / sizeof OPTS[0]; k++) {
+        json_t *v = json_object_get(o, OPTS[k].key);
+        if (v && !json_is_number(v) && !json_is_null(v)) {
+            snprintf(err, errlen, "%s: %s must be a number", where, OPTS[k].key);
+            return -1;
+        }
+        if ((FLAG(p, &OPTS[k]) = json_is_number(v))) VAL(p, &OPTS[k]) = json_number_value(v);
+    }
+    if (tk && !json_is_integer(tk) && !json_is_null(tk)) { snprintf(err, errlen, "%s: tokens must be an integer", where); return -1; }
+    if ((p->has_tokens = json_is_integer(tk))) p->tokens = json_integer_value(tk);
+    return 0;
+}

@@ -1,0 +1,46 @@
+/* point.h — one metrics point: a line of a job's metrics.jsonl and an element of POST /api/v1/jobs/{id}/metrics'
+ * "points", one type both sides share (the worker builds it, the orchestrator parses it), as lease.h is for the
+ * lease.
+ *
+ *   {"step": 41, "train_loss": 3.21, "lr": 6e-4, "grad_norm": 0.9, "tokens": 172032, "tok_per_s": 51234.5}
+ *   {"step": 400, "val_loss": 3.05}                        (a val point; the last one may carry "zero_shot")
+ *
+ * Keys (POINT_KEY_*): step (integer 0..POINT_MAX_STEP, required), train_loss and val_loss (numbers; at least
+ * one), lr, grad_norm, tok_per_s (numbers or null), tokens (integer or null). Other keys ("zero_shot") are the
+ * writer's and the reader ignores them; there are no aliases.
+ *
+ * Contract.
+ * - point_init(p): no step (-1), no value.
+ * - point_to_json(p): a new object (caller decrefs) with the keys p has, in the order above; NULL when out of
+ *   memory or p has neither loss.
+ * - point_from_json(o, p, where, err, errlen): o borrowed. Returns 0 with p filled, or -1 with p unspecified and
+ *   err "WHERE.step: must be an integer >= 0" / "WHERE: grad_norm must be a number" (WHERE: e.g. "points[3]",
+ *   naming the point and its key). Nothing to free.
+ * Thread-safe; no globals.
+ */
+#ifndef PRISM_POINT_H
+#define PRISM_POINT_H
+#include <jansson.h>
+#include <stddef.h>
+
+#define POINT_MAX_STEP (1LL << 40)   /* tokens = (step + 1) x B x T x grad_accum stays far below 2^63 */
+
+#define POINT_KEY_STEP "step"
+#define POINT_KEY_TRAIN_LOSS "train_loss"
+#define POINT_KEY_VAL_LOSS "val_loss"
+#define POINT_KEY_LR "lr"
+#define POINT_KEY_GRAD_NORM "grad_norm"
+#define POINT_KEY_TOKENS "tokens"
+#define POINT_KEY_TOK_PER_S "tok_per_s"
+
+typedef struct metric_point {
+    long long step;
+    int has_train_loss, has_val_loss, has_lr, has_grad_norm, has_tokens, has_tok_per_s;
+    double train_loss, val_loss, lr, grad_norm, tok_per_s;
+    long long tokens;
+} metric_point;
+
+void point_init(metric_point *p);
+json_t *point_to_json(const metric_point *p);
+int point_from_json(const json_t *o, metric_point *p, const char *where, char *err, size_t errlen);
+#endif

@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# test_layers.sh — the include layers (tools/layers.sh, run by `make`; the Makefile's INC_<folder>): the tree
+# as committed has no back-arrow; a seeded one — by name or by path — fails naming file:line, and so does the
+# compile of a folder's source with its layer's include flags.
+# timeout: 60
+. "$(dirname "$0")/../lib.sh"
+
+# a copy of the tree's C folders (sources only) to seed
+copy_tree() {
+  D=$(tmpdir)
+  local d
+  for d in common kernels orchestrator dataprep worker; do
+    mkdir -p "$D/$d"
+    cp "$PRISM_ROOT"/$d/*.[ch] "$D/$d/"
+  done
+}
+
+t_committed_tree_has_no_back_arrow() {
+  bash "$PRISM_ROOT/tools/layers.sh" "$PRISM_ROOT" 2>"$PRISM_TEST_TMP/err" || fail "layers.sh refused the tree: $(cat "$PRISM_TEST_TMP/err")"
+}
+
+t_seeded_back_arrow_by_name_fails() {
+  copy_tree
+  printf '#include "agent.h"\n' >> "$D/orchestrator/queue.c"   # orchestrator/ reaching up into worker/
+  local out rc
+  out=$(bash "$PRISM_ROOT/tools/layers.sh" "$D" 2>&1); rc=$?
+  assert_eq 1 "$rc" "layers.sh exit on a seeded back-arrow"
+  assert_contains "$out" "orchestrator/queue.c:$(wc -l < "$D/orchestrator/queue.c"): orchestrator/ includes \"agent.h\" from worker/"
+  # and the compiler refuses it too: orchestrator/ sources see only orchestrator/ and common/
+  out=$(cd "$D" && cc -fsyntax-only -Iorchestrator -Icommon $(pkg-config --cflags sqlite3 jansson) orchestrator/queue.c 2>&1) &&
+    fail "queue.c with its layer's include flags compiled despite the back-arrow"
+  assert_contains "$out" "agent.h"
+}
+
+t_seeded_back_arrow_by_path_and_from_common_fails() {
+  copy_tree
+  printf '#include "../kernels/model.h"\n' >> "$D/common/util.h"   # common/ is the bottom: it includes nothing above
+  printf '#include "../worker/train.h"\n' >> "$D/dataprep/tokenize.c"
+  local out rc
+  out=$(bash "$PRISM_ROOT/tools/layers.sh" "$D" 2>&1); rc=$?
+  assert_eq 1 "$rc" "layers.sh exit on seeded back-arrows"
+  assert_contains "$out" "common/util.h:"
+  assert_contains "$out" "from kernels/"
+  assert_contains "$out" "dataprep/tokenize.c:"
+  assert_contains "$out" "from worker/"
+  # worker/ may include the folders below it: not an error
+  printf '#include "queue.h"\n' >> "$D/worker/slot.c"
+  sed -i '$d' "$D/common/util.h"; sed -i '$d' "$D/dataprep/tokenize.c"
+  bash "$PRISM_ROOT/tools/layers.sh" "$D" 2>"$PRISM_TEST_TMP/err" || fail "worker -> orchestrator refused: $(cat "$PRISM_TEST_TMP/err")"
+}
+
+harness_main "$@"

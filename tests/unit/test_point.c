@@ -1,0 +1,137 @@
+/* test_point.c — the worker's reports as one shape on both sides (common/point.h, heartbeat.h, jobresult.h):
+ * what the worker builds parses back the same on the server's side, every bad key is an error that names it
+ * (with the messages the server always gave), and the result carries no alias a writer does not produce. */
+#include "harness.h"
+#include "heartbeat.h"
+#include "jobresult.h"
+#include "point.h"
+
+#include <math.h>
+
+static json_t *parse(const char *text) {
+    json_error_t je;
+    json_t *o = json_loads(text, JSON_DECODE_ANY, &je);
+    if (!o) HFAIL("test JSON does not parse: %s: %s", je.text, text);
+    return o;
+}
+
+static void point_error(const char *text, const char *needle) {
+    json_t *o = parse(text);
+    metric_point p;
+    char err[256] = "";
+    if (point_from_json(o, &p, "points[3]", err, sizeof err) == 0) HFAIL("expected \"%s\", accepted: %s", needle, text);
+    ASSERT_CONTAINS(err, needle);
+    json_decref(o);
+}
+
+TEST(train_point_round_trips) {
+    metric_point p = {.step = 41, .has_train_loss = 1, .train_loss = 3.25, .has_lr = 1, .lr = 6e-4, .has_grad_norm = 1,
+                      .grad_norm = 0.5, .has_tokens = 1, .tokens = 172032, .has_tok_per_s = 1, .tok_per_s = 51234.5};
+    json_t *o = point_to_json(&p);
+    ASSERT_TRUE(o != NULL);
+    char *text = json_dumps(o, JSON_COMPACT);
+    ASSERT_STREQ("{\"step\":41,\"train_loss\":3.25,\"lr\":0.00059999999999999995,\"grad_norm\":0.5,\"tokens\":172032,"
+                 "\"tok_per_s\":51234.5}", text);
+    free(text);
+    metric_point q;
+    char err[256] = "";
+    ASSERT_EQ_INT(0, point_from_json(o, &q, "points[0]", err, sizeof err));
+    ASSERT_EQ_INT(41, q.step);
+    ASSERT_EQ_INT(1, q.has_train_loss);
+    ASSERT_EQ_INT(0, q.has_val_loss);
+    ASSERT_NEAR(3.25, q.train_loss, 0);
+    ASSERT_NEAR(6e-4, q.lr, 0);
+    ASSERT_NEAR(0.5, q.grad_norm, 0);
+    ASSERT_EQ_INT(172032, q.tokens);
+    ASSERT_NEAR(51234.5, q.tok_per_s, 0);
+    json_decref(o);
+    metric_point none;
+    point_init(&none);
+    ASSERT_TRUE(point_to_json(&none) == NULL);   /* neither loss: not a point */
+}
+
+TEST(val_point_and_nulls) {
+    json_t *o = parse("{\"step\": 400, \"val_loss\": 3.05, \"lr\": null, \"tokens\": null, \"zero_shot\": {}}");
+    metric_point p;
+    char err[256] = "";
+    ASSERT_EQ_INT(0, point_from_json(o, &p, "points[0]", err, sizeof err));
+    ASSERT_EQ_INT(1, p.has_val_loss);
+    ASSERT_EQ_INT(0, p.has_train_loss);
+    ASSERT_EQ_INT(0, p.has_lr);
+    ASSERT_EQ_INT(0, p.has_tokens);
+    json_decref(o);
+}
+
+TEST(bad_points_name_the_key) {
+    point_error("[1]", "points[3]: must be an object");
+    point_error("{\"train_loss\": 1}", "points[3].step: must be an integer >= 0");
+    point_error("{\"step\": -2, \"train_loss\": 1}", "points[3].step: must be an integer >= 0");
+    point_error("{\"step\": 1099511627777, \"train_loss\": 1}", "points[3].step: must be at most 2^40");
+    point_error("{\"step\": 1}", "points[3]: needs train_loss or val_loss");
+    point_error("{\"step\": 1, \"val_loss\": \"x\"}", "points[3]: train_loss/val_loss must be numbers");
+    point_error("{\"step\": 1, \"train_loss\": 1, \"lr\": true}", "points[3]: lr must be a number");
+    point_error("{\"step\": 1, \"train_loss\": 1, \"grad_norm\": []}", "points[3]: grad_norm must be a number");
+    point_error("{\"step\": 1, \"train_loss\": 1, \"tok_per_s\": \"fast\"}", "points[3]: tok_per_s must be a number");
+    point_error("{\"step\": 1, \"train_loss\": 1, \"tokens\": 1.5}", "points[3]: tokens must be an integer");
+}
+
+TEST(heartbeat_round_trips_and_names_bad_keys) {
+    heartbeat h = {.step = 12, .loss = 2.5}, back;
+    json_t *o = heartbeat_to_json("tok", &h);
+    ASSERT_STREQ("tok", json_string_value(json_object_get(o, "lease_token")));
+    char err[128] = "";
+    ASSERT_EQ_INT(0, heartbeat_from_json(o, &back, err, sizeof err));
+    ASSERT_EQ_INT(12, back.step);
+    ASSERT_NEAR(2.5, back.loss, 0);
+    json_decref(o);
+    heartbeat none = {.step = -1, .loss = NAN};
+    o = heartbeat_to_json("tok", &none);
+    ASSERT_EQ_INT(1, json_object_size(o));   /* token only: no step, no loss before the first step */
+    ASSERT_EQ_INT(0, heartbeat_from_json(o, &back, err, sizeof err));
+    ASSERT_EQ_INT(-1, back.step);
+    ASSERT_TRUE(isnan(back.loss));
+    json_decref(o);
+    o = parse("{\"step\": 1.5}");
+    ASSERT_EQ_INT(-1, heartbeat_from_json(o, &back, err, sizeof err));
+    ASSERT_STREQ("step: must be an integer", err);
+    json_decref(o);
+    o = parse("{\"step\": 3, \"loss\": \"low\"}");
+    ASSERT_EQ_INT(-1, heartbeat_from_json(o, &back, err, sizeof err));
+    ASSERT_STREQ("loss: must be a number", err);
+    json_decref(o);
+}
+
+TEST(result_builder_writes_what_the_server_reads) {
+    int heads[2] = {2, 4};
+    double attn[2] = {1.5, 3.0}, vb[3] = {3.0, 3.2, 3.1};
+    job_result r = {.val_loss = 3.1, .train_loss = NAN, .tok_per_s = 900, .wall_s = 12.5, .flops_per_token = 1e6,
+                    .params = 12345, .steps = 40, .tokens = 4000, .heads = heads, .n_layer = 2, .device = "cpu",
+                    .arch = "gpt2", .attn_distance = attn, .val_batch = vb, .val_nb = 3};
+    json_t *o = jobresult_to_json(&r);
+    ASSERT_TRUE(o != NULL);
+    ASSERT_TRUE(json_is_null(json_object_get(o, "train_loss")));
+    ASSERT_EQ_INT(2, json_array_size(json_object_get(o, "heads")));
+    ASSERT_EQ_INT(3, json_integer_value(json_object_get(o, "val_batches")));
+    ASSERT_NEAR(0.057735, json_number_value(json_object_get(o, "val_loss_se")), 1e-6);
+    jobresult_cols c;
+    ASSERT_EQ_INT(0, jobresult_columns(o, &c));
+    ASSERT_NEAR(3.1, c.val_loss, 0);
+    ASSERT_TRUE(c.has_tok_per_s && c.has_wall_s && c.has_params && c.has_flops_per_token);
+    ASSERT_EQ_INT(12345, c.params);
+    ASSERT_EQ_INT(2, json_array_size(c.attn_distance));
+    json_decref(o);
+}
+
+TEST(result_aliases_are_not_read) {
+    json_t *o = parse("{\"final_val_loss\": 3.0, \"tokens_per_s\": 5, \"wall_time_s\": 2, \"num_params\": 7, "
+                      "\"attention_distance\": [1]}");
+    jobresult_cols c;
+    ASSERT_EQ_INT(-1, jobresult_columns(o, &c));   /* no val_loss: final_val_loss is not it */
+    json_object_set_new(o, "val_loss", json_real(3.0));
+    ASSERT_EQ_INT(0, jobresult_columns(o, &c));
+    ASSERT_EQ_INT(0, c.has_tok_per_s);
+    ASSERT_EQ_INT(0, c.has_wall_s);
+    ASSERT_EQ_INT(0, c.has_params);
+    ASSERT_TRUE(c.attn_distance == NULL);
+    json_decref(o);
+}

@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# layers.sh ROOT — fails (exit 1) on an include that points up the layers, naming file:line and the rule.
+# Design: the layers are common → kernels / orchestrator / dataprep → worker (docs/CONTRIBUTING.md): a folder's
+# sources include their own folder, common/ and the folders below them. Each `#include "H"` of a source under
+# one of those folders is resolved as the compiler would (next to the file first, then the folders of the
+# tree); an include that resolves into a folder the source's layer may not use is a back-arrow. System and
+# generated headers (found in none of the folders) are not ours to judge. The Makefile runs it on every `make`
+# (all); tests/integration/test_layers.sh seeds a back-arrow and sees it fail.
+set -u
+root=${1:-.}
+cd "$root" || { echo "layers.sh: no folder $root" >&2; exit 2; }
+folders="common kernels orchestrator dataprep worker"
+allowed() {   # allowed FROM TO: 0 when folder FROM may include from folder TO
+  [ "$1" = "$2" ] && return 0
+  case "$1:$2" in
+    *:common) return 0 ;;
+    worker:kernels|worker:orchestrator|worker:dataprep) return 0 ;;
+  esac
+  return 1
+}
+bad=0
+for from in $folders; do
+  [ -d "$from" ] || continue
+  files=$(find "$from" -type f \( -name '*.c' -o -name '*.h' -o -name '*.cu' \) | sort)
+  [ -n "$files" ] || continue
+  # FILE:LINE:#include "H" for every quoted include of the folder, one grep for all its files
+  while IFS= read -r hit; do
+    f=${hit%%:*}; rest=${hit#*:}; n=${rest%%:*}; line=${rest#*:}
+    [[ $line =~ \"([^\"]+)\" ]] || continue
+    h=${BASH_REMATCH[1]}
+    to=""
+    if [ -f "${f%/*}/$h" ]; then   # next to the file; with a path (../worker/x.h) wherever that leads
+      if [[ $h == */* ]]; then p=$(realpath -m --relative-to=. "${f%/*}/$h"); to=${p%%/*}; else to=${f%%/*}; fi
+    else
+      for d in $from common $folders kernels/cuda; do
+        if [ -f "$d/$h" ]; then to=${d%%/*}; break; fi
+      done
+    fi
+    [ -n "$to" ] || continue
+    case " $folders " in *" $to "*) ;; *) continue ;; esac
+    if ! allowed "$from" "$to"; then
+      echo "layers: $f:$n: $from/ includes \"$h\" from $to/: a back-arrow (the layers are common -> kernels / orchestrator / dataprep -> worker; $from/ may include only $from/, common/ and the folders below it). Move the shared part down into common/ (docs/CONTRIBUTING.md)" >&2
+      bad=1
+    fi
+  done < <(grep -nH -E '^[[:space:]]*#[[:space:]]*include[[:space:]]*"' $files /dev/null)
+done
+[ $bad = 0 ] || exit 1
