@@ -19,6 +19,7 @@
 
 #include "jobstate.h"
 #include "leaderboard.h"
+#include "racing.h"
 #include "sweeps.h"
 
 /* Query parameter value (raw, not decoded) copied into out; returns 1 when present. */
@@ -247,6 +248,12 @@ void views_sweep_get(api_ctx *c) {
                                              "device_hours", sqlite3_column_double(s, 1) / 3600.0,
                                              "jobs_timed", (json_int_t)sqlite3_column_int64(s, 2)));
     sqlite3_finalize(s);
+    racing_summary rs;   /* racing (sweeps/README.md): the rounds, survivors and seeds spent, as status and the leaderboard */
+    char rerr[256];
+    if (racing_summarize(c->a->st, c->id, &rs, rerr, sizeof rerr) == 0 && rs.enabled) {
+        json_t *rj = racing_summary_json(c->a->st, c->id, &rs, rerr, sizeof rerr);
+        if (rj) json_object_set_new(o, "racing", rj);
+    }
     api_reply_json(c->res, 200, o);
 }
 

@@ -89,6 +89,8 @@ t_race_runs_end_to_end_through_workers() {
   assert_contains "$out" "racing: $R round(s) decided, finished"
   assert_contains "$out" "seeds spent $jobs ($jobs done) of the fixed design's 24"
   assert_eq "$jobs" "$("$(bin prism-sweep)" status --db "$D/prism.db" race --format json | w_json 'd["racing"]["seeds_spent"]')" "status json"
+  # the sweep's own route carries the same summary
+  assert_eq "$jobs" "$(w_get "/api/v1/sweeps/$id" | w_json 'd["racing"]["seeds_spent"]')" "GET /api/v1/sweeps/$id racing.seeds_spent"
   # the leaderboard: the API's JSON, the CSV and the table agree on each schedule's round
   w_get "/api/v1/sweeps/$id/leaderboard" > "$D/lb.json"
   "$(bin prism-sweep)" leaderboard --db "$D/prism.db" race --format csv > "$D/lb.csv"
