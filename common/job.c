@@ -93,7 +93,6 @@ void job_init(struct job_config *j) {
     strcpy(j->model.arch, "gpt2");
 }
 
-static const char *type_name(const json_t *v);
 
 static void tasks_free(struct job_eval_task *t, int n) {
     for (int i = 0; i < n && t; i++) { free(t[i].name); free(t[i].path); }
@@ -110,7 +109,7 @@ static int set_tasks(struct job_config *j, const json_t *v, char *err, size_t er
     int rc = JOB_EINVAL;
     for (size_t i = 0; i < n; i++) {
         const json_t *o = json_array_get(v, i), *nm = json_object_get(o, "name"), *pa = json_object_get(o, "path");
-        if (!json_is_object(o)) { if (err) snprintf(err, errlen, "eval.tasks[%zu]: expected an object {\"name\", \"path\"}, got %s", i, type_name(o)); goto bad; }
+        if (!json_is_object(o)) { if (err) snprintf(err, errlen, "eval.tasks[%zu]: expected an object {\"name\", \"path\"}, got %s", i, job_json_type(o)); goto bad; }
         const char *k;
         json_t *x;
         json_object_foreach((json_t *)o, k, x)
@@ -148,7 +147,7 @@ void job_release(struct job_config *j) {
     job_init(j);
 }
 
-static const char *type_name(const json_t *v) {
+const char *job_json_type(const json_t *v) {
     switch (json_typeof(v)) {
     case JSON_OBJECT: return "an object";
     case JSON_ARRAY: return "an array";
@@ -171,14 +170,14 @@ static int set_key(struct job_config *j, const char *sec, const struct key *k, c
         }
         /* fall through */
     case K_INT: {
-        if (!json_is_integer(v)) FAIL("%s.%s: expected an integer, got %s", sec, k->name, type_name(v));
+        if (!json_is_integer(v)) FAIL("%s.%s: expected an integer, got %s", sec, k->name, job_json_type(v));
         json_int_t x = json_integer_value(v);
         if (x < k->min || x > k->max) FAIL("%s.%s: must be between %.0f and %.0f, got %lld", sec, k->name, k->min, k->max, (long long)x);
         *(int *)base = (int)x;
         return 0;
     }
     case K_NUM: {
-        if (!json_is_number(v)) FAIL("%s.%s: expected a number, got %s", sec, k->name, type_name(v));
+        if (!json_is_number(v)) FAIL("%s.%s: expected a number, got %s", sec, k->name, job_json_type(v));
         double x = json_number_value(v);
         if (!isfinite(x) || x < k->min || x > k->max) FAIL("%s.%s: must be between %g and %g, got %g", sec, k->name, k->min, k->max, x);
         if (strcmp(k->name, "lr") == 0 && x <= 0) FAIL("train.lr: must be > 0, got %g", x);
@@ -186,17 +185,17 @@ static int set_key(struct job_config *j, const char *sec, const struct key *k, c
         return 0;
     }
     case K_BOOL:
-        if (!json_is_boolean(v)) FAIL("%s.%s: expected true or false, got %s", sec, k->name, type_name(v));
+        if (!json_is_boolean(v)) FAIL("%s.%s: expected true or false, got %s", sec, k->name, job_json_type(v));
         *(int *)base = json_is_true(v);
         return 0;
     case K_U64: {
         if (!json_is_integer(v) || json_integer_value(v) < 0)
-            FAIL("%s.%s: expected a non-negative integer, got %s", sec, k->name, json_is_integer(v) ? "a negative integer" : type_name(v));
+            FAIL("%s.%s: expected a non-negative integer, got %s", sec, k->name, json_is_integer(v) ? "a negative integer" : job_json_type(v));
         *(uint64_t *)base = (uint64_t)json_integer_value(v);
         return 0;
     }
     case K_STR: {
-        if (!json_is_string(v)) FAIL("%s.%s: expected a string, got %s", sec, k->name, type_name(v));
+        if (!json_is_string(v)) FAIL("%s.%s: expected a string, got %s", sec, k->name, job_json_type(v));
         const char *s = json_string_value(v);
         if (!*s) FAIL("%s.%s: must not be empty", sec, k->name);
         if (strlen(s) > 4000) FAIL("%s.%s: longer than 4000 characters", sec, k->name);
@@ -209,7 +208,7 @@ static int set_key(struct job_config *j, const char *sec, const struct key *k, c
     case K_SCHED: {
         const char *s = json_is_string(v) ? json_string_value(v) : NULL;
         if (!s || (strcmp(s, "cosine") && strcmp(s, "constant")))
-            FAIL("%s.%s: expected \"cosine\" or \"constant\", got %s%s%s", sec, k->name, s ? "\"" : type_name(v), s ? s : "", s ? "\"" : "");
+            FAIL("%s.%s: expected \"cosine\" or \"constant\", got %s%s%s", sec, k->name, s ? "\"" : job_json_type(v), s ? s : "", s ? "\"" : "");
         snprintf(j->train.lr_schedule, sizeof j->train.lr_schedule, "%s", s);
         return 0;
     }
@@ -218,12 +217,12 @@ static int set_key(struct job_config *j, const char *sec, const struct key *k, c
     case K_ARCH: {
         const char *s = json_is_string(v) ? json_string_value(v) : NULL;
         if (!s || (strcmp(s, "gpt2") && strcmp(s, "llama")))
-            FAIL("%s.%s: expected \"gpt2\" or \"llama\", got %s%s%s", sec, k->name, s ? "\"" : type_name(v), s ? s : "", s ? "\"" : "");
+            FAIL("%s.%s: expected \"gpt2\" or \"llama\", got %s%s%s", sec, k->name, s ? "\"" : job_json_type(v), s ? s : "", s ? "\"" : "");
         snprintf(j->model.arch, sizeof j->model.arch, "%s", s);
         return 0;
     }
     case K_HEADS: {
-        if (!json_is_array(v)) FAIL("model.heads: expected an array of head counts, got %s", type_name(v));
+        if (!json_is_array(v)) FAIL("model.heads: expected an array of head counts, got %s", job_json_type(v));
         size_t n = json_array_size(v);
         if (n < 1 || n > JOB_MAX_LAYERS) FAIL("model.heads: expected 1 to %d entries, got %zu", JOB_MAX_LAYERS, n);
         for (size_t i = 0; i < n; i++) {
@@ -305,7 +304,7 @@ int job_validate(const struct job_config *j, char *err, size_t errlen) {
 int job_from_json(const json_t *obj, struct job_config *out, char *err, size_t errlen) {
     job_init(out);
     int rc = JOB_EINVAL;
-    if (!json_is_object(obj)) { if (err) snprintf(err, errlen, "job: expected a JSON object, got %s", type_name(obj)); goto out; }
+    if (!json_is_object(obj)) { if (err) snprintf(err, errlen, "job: expected a JSON object, got %s", job_json_type(obj)); goto out; }
     const char *key;
     const json_t *sec;
     json_object_foreach((json_t *)obj, key, sec) {
@@ -322,7 +321,7 @@ int job_from_json(const json_t *obj, struct job_config *out, char *err, size_t e
             continue;
         }
         if (si < 0) { if (err) snprintf(err, errlen, "%s: unknown key (a job has model, train, eval, data, trainer)", key); goto out; }
-        if (!json_is_object(sec)) { if (err) snprintf(err, errlen, "%s: expected an object, got %s", key, type_name(sec)); goto out; }
+        if (!json_is_object(sec)) { if (err) snprintf(err, errlen, "%s: expected an object, got %s", key, job_json_type(sec)); goto out; }
         const char *k2;
         const json_t *v;
         json_object_foreach((json_t *)sec, k2, v) {

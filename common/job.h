@@ -97,6 +97,10 @@ struct job_config {
 /* 1 when s is a valid trainer name: 1..63 characters of [A-Za-z0-9._-], not starting with '.' or '-'. */
 int job_trainer_name_ok(const char *s);
 
+/* What kind of JSON value v is, for error messages ("an object", "a string", "a number", ...; "null" for NULL):
+ * a static string. */
+const char *job_json_type(const json_t *v);
+
 /* Fills *job with the defaults (required fields zero / NULL). job_release() is safe afterwards. */
 void job_init(struct job_config *job);
 

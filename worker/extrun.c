@@ -144,18 +144,6 @@ void extrun_line_release(extrun_line *l) {
     l->row = l->result = NULL;
 }
 
-static const char *extrun_type(const json_t *v) {
-    switch (json_typeof(v)) {
-    case JSON_OBJECT: return "an object";
-    case JSON_ARRAY: return "an array";
-    case JSON_STRING: return "a string";
-    case JSON_INTEGER: return "an integer";
-    case JSON_REAL: return "a number";
-    case JSON_TRUE: case JSON_FALSE: return "a boolean";
-    default: return "null";
-    }
-}
-
 /* The keys each event may have (besides "event"); the first `req` of them are required. */
 static const struct extrun_event {
     const char *name;
@@ -182,7 +170,7 @@ static int extrun_num(const json_t *o, const char *ev, const char *key, int requ
         snprintf(err, errlen, "%s: %s: required (a number)", ev, key);
         return -1;
     }
-    if (!json_is_number(v)) { snprintf(err, errlen, "%s: %s: must be a number, got %s", ev, key, extrun_type(v)); return -1; }
+    if (!json_is_number(v)) { snprintf(err, errlen, "%s: %s: must be a number, got %s", ev, key, job_json_type(v)); return -1; }
     double x = json_number_value(v);
     if (!isfinite(x) || x < lo) { snprintf(err, errlen, "%s: %s: must be a finite number >= %g, got %g", ev, key, lo, x); return -1; }
     *out = x;
@@ -206,7 +194,7 @@ int extrun_parse_line(const char *line, size_t len, const extrun_limits *lim, ex
         return -1;
     }
     int rc = -1;
-    if (!json_is_object(o)) { snprintf(err, errlen, "must be a JSON object, got %s", extrun_type(o)); goto out; }
+    if (!json_is_object(o)) { snprintf(err, errlen, "must be a JSON object, got %s", job_json_type(o)); goto out; }
     json_t *ev = json_object_get(o, "event");
     if (!json_is_string(ev)) {
         snprintf(err, errlen, "event: required string (train, val, checkpoint, paused, preempted, result)%s",
@@ -249,7 +237,7 @@ int extrun_parse_line(const char *line, size_t len, const extrun_limits *lim, ex
                 snprintf(err, errlen, "%s: step: %lld is outside 0..%lld (the job's train.steps is %lld%s)", E->name,
                          (long long)json_integer_value(st), top, lim->steps,
                          E->kind == EXTRUN_EV_TRAIN ? "; a train step is the 0-based step just finished" : "");
-            else snprintf(err, errlen, "%s: step: must be an integer, got %s", E->name, extrun_type(st));
+            else snprintf(err, errlen, "%s: step: must be an integer, got %s", E->name, job_json_type(st));
             goto out;
         }
         out->step = json_integer_value(st);
@@ -268,7 +256,7 @@ int extrun_parse_line(const char *line, size_t len, const extrun_limits *lim, ex
         json_t *tk = json_object_get(o, "tokens");
         if (tk && !json_is_null(tk)) {
             if (!json_is_integer(tk) || json_integer_value(tk) < 0) {
-                snprintf(err, errlen, "train: tokens: must be an integer >= 0, got %s", extrun_type(tk));
+                snprintf(err, errlen, "train: tokens: must be an integer >= 0, got %s", job_json_type(tk));
                 goto out;
             }
             if (out->row) json_object_set_new(out->row, "tokens", json_integer(json_integer_value(tk)));
@@ -289,7 +277,7 @@ int extrun_parse_line(const char *line, size_t len, const extrun_limits *lim, ex
         size_t n = json_is_string(p) ? json_string_length(p) : 0;
         if (!json_is_string(p) || n == 0 || n >= sizeof out->path || strlen(json_string_value(p)) != n) {
             snprintf(err, errlen, "checkpoint: path: must be a non-empty path (under %d bytes, no NUL) inside "
-                     "PRISM_OUT, got %s", (int)sizeof out->path, extrun_type(p));
+                     "PRISM_OUT, got %s", (int)sizeof out->path, job_json_type(p));
             goto out;
         }
         memcpy(out->path, json_string_value(p), n + 1);
@@ -297,7 +285,7 @@ int extrun_parse_line(const char *line, size_t len, const extrun_limits *lim, ex
     }
     case EXTRUN_EV_RESULT: {
         json_t *r = json_object_get(o, "result");
-        if (!json_is_object(r)) { snprintf(err, errlen, "result: result: must be an object, got %s", extrun_type(r)); goto out; }
+        if (!json_is_object(r)) { snprintf(err, errlen, "result: result: must be an object, got %s", job_json_type(r)); goto out; }
         json_t *vl = json_object_get(r, "val_loss");
         if (!vl) vl = json_object_get(r, "final_val_loss");
         if (!json_is_number(vl)) {
