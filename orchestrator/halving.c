@@ -17,6 +17,7 @@
 
 #include "auth.h"
 #include "jobstate.h"
+#include "queue.h"
 #include "ranking.h"
 #include "result.h"
 
@@ -418,14 +419,9 @@ int halving_report(store *st, long long job, const char *token, long long step, 
     if (jobstate_parse(jstate, &js) == 0) *state = jobstate_name(js);
     int leased = *state && js == JOB_LEASED;
     if (token_ok && !leased && reported) return STORE_OK;   /* the same report again */
-    if (!token_ok || !leased) {
+    if ((rc = queue_check_lease(job, jstate, token_ok, err, errlen)) < 0) {   /* queue.c's lease check */
         snprintf(state_buf, 16, "%s", jstate);
-        if (!token_ok)
-            snprintf(err, errlen, "job %lld: this lease token is not the job's current lease (state %s): the lease "
-                     "expired or the job was re-leased; stop working on it", job, jstate);
-        else
-            snprintf(err, errlen, "job %lld is %s: the lease is over; stop working on it", job, jstate);
-        return STORE_ECONFLICT;
+        return rc;
     }
     if (!has_stop) {
         snprintf(err, errlen, "job %lld has no rung to stop at (its lease had no stop_at_step): report complete instead", job);

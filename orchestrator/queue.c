@@ -346,14 +346,21 @@ static int lease_read(queue *q, long long job, const char *token, lease_row *r) 
     return STORE_OK;
 }
 
-static int conflict(queue *q, long long job, const lease_row *r) {
-    snprintf(q->state, sizeof q->state, "%s", r->state);
-    if (!r->token_ok)
-        snprintf(q->err, sizeof q->err, "job %lld: this lease token is not the job's current lease (state %s): "
-                 "the lease expired or the job was re-leased; stop working on it", job, r->state);
+int queue_check_lease(long long job, const char *state, int token_ok, char *err, size_t errlen) {
+    if (token_ok && is_state(state, JOB_LEASED)) return STORE_OK;
+    if (!token_ok)
+        snprintf(err, errlen, "job %lld: this lease token is not the job's current lease (state %s): "
+                 "the lease expired or the job was re-leased; stop working on it", job, state);
     else
-        snprintf(q->err, sizeof q->err, "job %lld is %s: the lease is over; stop working on it", job, r->state);
+        snprintf(err, errlen, "job %lld is %s: the lease is over; stop working on it", job, state);
     return STORE_ECONFLICT;
+}
+
+/* queue_check_lease on a lease_row, the job's state kept in q->state on a conflict. */
+static int lease_check(queue *q, long long job, const lease_row *r) {
+    int rc = queue_check_lease(job, r->state, r->token_ok, q->err, sizeof q->err);
+    if (rc < 0) snprintf(q->state, sizeof q->state, "%s", r->state);
+    return rc;
 }
 
 /* Requires a live lease (r, read by lease_read for the request's token); renews it. With lazy (metrics,
@@ -363,7 +370,8 @@ static int conflict(queue *q, long long job, const lease_row *r) {
  * The worker's last_seen_at is rewritten only when it is older than TTL/8 (the workers view counts a worker
  * alive for two TTLs), so a box's eight devices do not rewrite its row on every heartbeat. */
 static int renew_row(queue *q, long long job, const lease_row *r, double *expires, int lazy) {
-    if (!r->token_ok || !is_state(r->state, JOB_LEASED)) return conflict(q, job, r);
+    int rc = lease_check(q, job, r);
+    if (rc < 0) return rc;
     double now = store_now(), lnow = queue_clock(q);
     if (lazy && r->expires >= lnow + q->lease_ttl / 2 && r->expires <= lnow + q->lease_ttl) {
         *expires = r->expires;
@@ -375,7 +383,6 @@ static int renew_row(queue *q, long long job, const lease_row *r, double *expire
     sqlite3_bind_int64(s, 1, job);
     sqlite3_bind_double(s, 2, *expires);
     sqlite3_bind_double(s, 3, now);
-    int rc;
     if ((rc = run(q, s, "renew")) < 0) return rc;
     if (!r->worker_id) return STORE_OK;
     if (!(s = S(q, S_WORKER_SEEN_LAZY))) return STORE_EIO;
@@ -509,7 +516,7 @@ int queue_checkpoint(queue *q, long long job, const char *token, const char *pat
     lease_row r;
     int rc = lease_read(q, job, token, &r);
     if (rc < 0) return rc;
-    if (!r.token_ok || !is_state(r.state, JOB_LEASED)) return conflict(q, job, &r);
+    if ((rc = lease_check(q, job, &r)) < 0) return rc;
     long long steps = r.steps;
     if (steps > 0 && step > steps) {
         snprintf(q->err, sizeof q->err, "step: %lld is past the job's train.steps %lld", step, steps);
@@ -553,7 +560,7 @@ int queue_complete(queue *q, long long job, const char *token, json_t *result) {
     int rc = lease_read(q, job, token, &r);
     if (rc < 0) return rc;
     if (r.token_ok && is_state(r.state, JOB_DONE)) return STORE_OK;   /* same token again: idempotent */
-    if (!r.token_ok || !is_state(r.state, JOB_LEASED)) return conflict(q, job, &r);
+    if ((rc = lease_check(q, job, &r)) < 0) return rc;
     if (r.stop_at_step >= 0) {   /* a lease to a halving rung ends only in the rung report */
         snprintf(q->state, sizeof q->state, "%s", r.state);
         snprintf(q->err, sizeof q->err, "job %lld is leased to stop at step %lld (a halving rung), not to run to train.steps "
@@ -648,7 +655,7 @@ int queue_fail(queue *q, long long job, const char *token, const char *error, in
         *new_state = jobstate_name(is_state(r.state, JOB_FAILED) ? JOB_FAILED : JOB_QUEUED);   /* repeated: idempotent */
         return STORE_OK;
     }
-    if (!r.token_ok || !is_state(r.state, JOB_LEASED)) return conflict(q, job, &r);
+    if ((rc = lease_check(q, job, &r)) < 0) return rc;
     int again = retryable && (r.attempt - r.attempt_base) < q->max_attempts;
     sqlite3_stmt *s = S(q, again ? S_REQUEUE_FAIL : S_FAIL);
     if (!s) return STORE_EIO;

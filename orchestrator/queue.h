@@ -96,6 +96,11 @@ int queue_expire(queue *q, double now, int *n);
  * whose expiry changed. */
 int queue_grace(queue *q, double now, int *n);
 
+/* The lease check every worker report makes (this file's routes and halving.c's rung report): STORE_OK when
+ * token_ok (the request's token is the job's) and state is "leased"; else STORE_ECONFLICT with err naming the
+ * job, its state and that the worker should stop working on it. Writes err only on a conflict. */
+int queue_check_lease(long long job, const char *state, int token_ok, char *err, size_t errlen);
+
 /* Admin. */
 int queue_cancel(queue *q, long long job);
 int queue_requeue(queue *q, long long job);

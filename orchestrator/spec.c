@@ -270,173 +270,152 @@ static int too_many_jobs(char *err, size_t errlen, long long schedules, long lon
     return SPEC_ETOOBIG;
 }
 
-static int spec_from_json_max(json_t *root, long long max_jobs, sweep_spec *sp, char *err, size_t errlen) {
-    static const char *const top[] = { "name", "description", "priority", "model", "rules", "schedules", "include",
-                                       "exclude", "sample", "seeds", "train", "eval", "data", "halving", "racing", "trainer", NULL };
-    builder b = { sp, NULL, 0, NULL, 0 };
-    int *heads = NULL, rc;
-    long long x;
-    memset(sp, 0, sizeof *sp);
-    if (!json_is_object(root)) return err_at(err, errlen, "(top level): a sweep spec is a JSON object");
-    sp->root = json_incref(root);
-    if ((rc = check_keys(root, "", top, err, errlen)) < 0) goto out;
+/* ---- spec_from_json_max's sections -------------------------------------------------------------- */
 
+/* name, description, priority. */
+static int spec_parse_head(json_t *root, sweep_spec *sp, char *err, size_t errlen) {
+    long long x = 0;
+    int rc;
     json_t *v = json_object_get(root, "name");
-    if (!json_is_string(v) || !valid_name(json_string_value(v))) {
-        rc = err_at(err, errlen, "name: required, 1..127 characters of A-Z a-z 0-9 . _ -");
-        goto out;
-    }
+    if (!json_is_string(v) || !valid_name(json_string_value(v)))
+        return err_at(err, errlen, "name: required, 1..127 characters of A-Z a-z 0-9 . _ -");
     snprintf(sp->name, sizeof sp->name, "%s", json_string_value(v));
-    if ((v = json_object_get(root, "description")) && !json_is_string(v)) {
-        rc = err_at(err, errlen, "description: must be a string");
-        goto out;
-    }
-    x = 0;
-    if ((rc = get_int(root, "", "priority", 0, -1000000, 1000000, &x, err, errlen)) < 0) goto out;
+    if ((v = json_object_get(root, "description")) && !json_is_string(v))
+        return err_at(err, errlen, "description: must be a string");
+    if ((rc = get_int(root, "", "priority", 0, -1000000, 1000000, &x, err, errlen)) < 0) return rc;
     sp->priority = (int)x;
+    return 0;
+}
 
-    /* model: the shape the schedules are for; the job module checks the rest */
+/* model: the shape the schedules are for; the job module checks the rest. */
+static int spec_parse_model(json_t *root, sweep_spec *sp, char *err, size_t errlen) {
+    long long x;
+    int rc;
     json_t *model = json_object_get(root, "model");
-    if (!json_is_object(model)) { rc = err_at(err, errlen, "model: required object {n_layer, d_model, vocab_size, "
-                                              "padded_vocab_size, seq_len}"); goto out; }
-    if (json_object_get(model, "heads")) {
-        rc = err_at(err, errlen, "model.heads: the heads come from \"rules\" or \"schedules\"; remove this key");
-        goto out;
-    }
+    if (!json_is_object(model)) return err_at(err, errlen, "model: required object {n_layer, d_model, vocab_size, "
+                                              "padded_vocab_size, seq_len}");
+    if (json_object_get(model, "heads"))
+        return err_at(err, errlen, "model.heads: the heads come from \"rules\" or \"schedules\"; remove this key");
     /* a job holds at most JOB_MAX_LAYERS layers: refuse deeper models before enumerating (which could take
      * gigabytes for a spec the job check below would refuse anyway) */
-    if ((rc = get_int(model, "model", "n_layer", 1, 1, JOB_MAX_LAYERS, &x, err, errlen)) < 0) goto out;
+    if ((rc = get_int(model, "model", "n_layer", 1, 1, JOB_MAX_LAYERS, &x, err, errlen)) < 0) return rc;
     sp->n_layer = (int)x;
-    if ((rc = get_int(model, "model", "d_model", 1, 1, SCHEDULE_MAX_DMODEL, &x, err, errlen)) < 0) goto out;
+    if ((rc = get_int(model, "model", "d_model", 1, 1, SCHEDULE_MAX_DMODEL, &x, err, errlen)) < 0) return rc;
     sp->d_model = (int)x;
+    return 0;
+}
 
-    /* rules (also used for the hard checks of listed schedules) */
-    json_t *rules = json_object_get(root, "rules"), *list = json_object_get(root, "schedules");
-    json_t *sample = json_object_get(root, "sample");
-    if (sample && list) {
-        rc = err_at(err, errlen, "sample: only applies to \"rules\" (it draws from the enumerated set)");
-        goto out;
-    }
-    /* the seeds' count bounds the schedules before any is drawn (checked in full below) */
-    json_t *seeds_arr = json_object_get(root, "seeds");
-    long long nseeds_asked = json_is_array(seeds_arr) && json_array_size(seeds_arr) > 0 ? (long long)json_array_size(seeds_arr) : 1;
+/* rules (also used for the hard checks of listed schedules). */
+static int spec_parse_rules(json_t *root, sweep_spec *sp, char *err, size_t errlen) {
+    if (json_object_get(root, "sample") && json_object_get(root, "schedules"))
+        return err_at(err, errlen, "sample: only applies to \"rules\" (it draws from the enumerated set)");
     schedule_rules_default(&sp->rules);
     sp->rules.L = sp->n_layer;
     sp->rules.d_model = sp->d_model;
-    if ((rc = parse_rules(rules, sp, err, errlen)) < 0) goto out;
+    return parse_rules(json_object_get(root, "rules"), sp, err, errlen);
+}
 
-    rc = SPEC_ENOMEM;
-    b.seen = json_object();
-    b.textcap = (size_t)sp->n_layer * 12 + 16;
-    b.text = malloc(b.textcap);
-    heads = malloc(sizeof(int) * SCHEDULE_MAX_L);
-    if (!b.seen || !b.text || !heads) { err_at(err, errlen, "out of memory"); goto out; }
-
-    /* the baseline always first */
+/* The schedules: the baseline always first, then the listed ones, a sample of the rules' set, or all of it. */
+static int spec_enumerate(json_t *root, long long max_jobs, sweep_spec *sp, builder *b, int *heads, char *err,
+                          size_t errlen) {
+    json_t *list = json_object_get(root, "schedules"), *sample = json_object_get(root, "sample");
+    /* the seeds' count bounds the schedules before any is drawn (checked in full by spec_parse_seeds) */
+    json_t *seeds_arr = json_object_get(root, "seeds");
+    long long nseeds_asked = json_is_array(seeds_arr) && json_array_size(seeds_arr) > 0 ? (long long)json_array_size(seeds_arr) : 1;
+    int rc, added;
     for (int i = 0; i < sp->n_layer; i++) heads[i] = sp->rules.h_base;
-    int added;
-    if ((rc = builder_add(&b, heads, &added)) < 0) { err_at(err, errlen, "out of memory"); goto out; }
+    if ((rc = builder_add(b, heads, &added)) < 0) { err_at(err, errlen, "out of memory"); return rc; }
 
-    if (list) {
-        if ((rc = each_listed(list, "schedules", sp, heads, listed_add_list, &b, err,
-                              errlen)) < 0)
-            goto out;
-    } else if (sample) {
+    if (list) return each_listed(list, "schedules", sp, heads, listed_add_list, b, err, errlen);
+    if (sample) {
         static const char *const skeys[] = { "n", "seed", NULL };
         long long n = 0, seed = 0;
         schedule_count_t total;
-        if (!json_is_object(sample)) { rc = err_at(err, errlen, "sample: must be an object {\"n\": N, \"seed\": S}");
-                                       goto out; }
-        if ((rc = check_keys(sample, "sample", skeys, err, errlen)) < 0) goto out;
+        if (!json_is_object(sample)) return err_at(err, errlen, "sample: must be an object {\"n\": N, \"seed\": S}");
+        if ((rc = check_keys(sample, "sample", skeys, err, errlen)) < 0) return rc;
         if (schedule_count(&sp->rules, &total) < 0) total = ~(schedule_count_t)0;
         long long maxn = total > SPEC_MAX_SCHEDULES ? SPEC_MAX_SCHEDULES : (long long)total;
-        if ((rc = get_int(sample, "sample", "n", 1, 1, maxn, &n, err, errlen)) < 0) goto out;
-        if ((rc = get_int(sample, "sample", "seed", 0, 0, 9007199254740991LL, &seed, err, errlen)) < 0) goto out;
-        if (n * nseeds_asked > max_jobs) { rc = too_many_jobs(err, errlen, n, nseeds_asked, max_jobs); goto out; }
-        rc = schedule_sample(&sp->rules, (uint64_t)n, (uint64_t)seed, add_cb, &b);
-        if (rc < 0) { rc = err_at(err, errlen, "sample: cannot draw %lld schedules (error %d)", n, rc); goto out; }
-    } else {
-        schedule_count_t total;
-        int crc = schedule_count(&sp->rules, &total);
-        if (crc < 0 || total > SPEC_MAX_SCHEDULES) {
-            char num[64];
-            rc = err_at(err, errlen, "rules: %s schedules, more than %d in one sweep: tighten the rules or add "
-                        "\"sample\": {\"n\": N, \"seed\": S}", crc < 0 ? "over 2^128" :
-                        schedule_count_str(total, num, sizeof num), SPEC_MAX_SCHEDULES);
-            goto out;
-        }
-        if ((long long)total * nseeds_asked > max_jobs) {
-            rc = too_many_jobs(err, errlen, (long long)total, nseeds_asked, max_jobs);
-            goto out;
-        }
-        if ((rc = schedule_enumerate(&sp->rules, add_cb, &b)) < 0) { err_at(err, errlen, "out of memory"); goto out; }
+        if ((rc = get_int(sample, "sample", "n", 1, 1, maxn, &n, err, errlen)) < 0) return rc;
+        if ((rc = get_int(sample, "sample", "seed", 0, 0, 9007199254740991LL, &seed, err, errlen)) < 0) return rc;
+        if (n * nseeds_asked > max_jobs) return too_many_jobs(err, errlen, n, nseeds_asked, max_jobs);
+        rc = schedule_sample(&sp->rules, (uint64_t)n, (uint64_t)seed, add_cb, b);
+        if (rc < 0) return err_at(err, errlen, "sample: cannot draw %lld schedules (error %d)", n, rc);
+        return 0;
     }
-    json_t *inc = json_object_get(root, "include"), *exc = json_object_get(root, "exclude");
-    if (inc && (rc = each_listed(inc, "include", sp, heads, listed_add, &b, err, errlen)) < 0) goto out;
-    if (exc) {
-        if ((rc = each_listed(exc, "exclude", sp, heads, listed_mark_exclude, &b, err, errlen)) < 0) goto out;
-        int k = 0, L = sp->n_layer;
-        for (int i = 0; i < sp->n_schedules; i++) {
-            schedule_format(sp->heads + (size_t)i * L, L, b.text, b.textcap);
-            if (json_integer_value(json_object_get(b.seen, b.text)) < 0) continue;
-            memmove(sp->heads + (size_t)k * L, sp->heads + (size_t)i * L, sizeof(int) * L);
-            k++;
-        }
-        sp->n_schedules = k;
+    schedule_count_t total;
+    int crc = schedule_count(&sp->rules, &total);
+    if (crc < 0 || total > SPEC_MAX_SCHEDULES) {
+        char num[64];
+        return err_at(err, errlen, "rules: %s schedules, more than %d in one sweep: tighten the rules or add "
+                      "\"sample\": {\"n\": N, \"seed\": S}", crc < 0 ? "over 2^128" :
+                      schedule_count_str(total, num, sizeof num), SPEC_MAX_SCHEDULES);
     }
+    if ((long long)total * nseeds_asked > max_jobs)
+        return too_many_jobs(err, errlen, (long long)total, nseeds_asked, max_jobs);
+    if ((rc = schedule_enumerate(&sp->rules, add_cb, b)) < 0) { err_at(err, errlen, "out of memory"); return rc; }
+    return 0;
+}
 
-    /* seeds */
+/* include (added) and exclude (dropped, keeping the order of the rest). */
+static int spec_include_exclude(json_t *root, sweep_spec *sp, builder *b, int *heads, char *err, size_t errlen) {
+    json_t *inc = json_object_get(root, "include"), *exc = json_object_get(root, "exclude");
+    int rc;
+    if (inc && (rc = each_listed(inc, "include", sp, heads, listed_add, b, err, errlen)) < 0) return rc;
+    if (!exc) return 0;
+    if ((rc = each_listed(exc, "exclude", sp, heads, listed_mark_exclude, b, err, errlen)) < 0) return rc;
+    int k = 0, L = sp->n_layer;
+    for (int i = 0; i < sp->n_schedules; i++) {
+        schedule_format(sp->heads + (size_t)i * L, L, b->text, b->textcap);
+        if (json_integer_value(json_object_get(b->seen, b->text)) < 0) continue;
+        memmove(sp->heads + (size_t)k * L, sp->heads + (size_t)i * L, sizeof(int) * L);
+        k++;
+    }
+    sp->n_schedules = k;
+    return 0;
+}
+
+/* seeds: 1..SPEC_MAX_SEEDS distinct non-negative integers, within max_jobs with the schedules. */
+static int spec_parse_seeds(json_t *root, long long max_jobs, sweep_spec *sp, char *err, size_t errlen) {
     json_t *seeds = json_object_get(root, "seeds");
-    if (!json_is_array(seeds) || json_array_size(seeds) < 1 || json_array_size(seeds) > SPEC_MAX_SEEDS) {
-        rc = err_at(err, errlen, "seeds: required, an array of 1..%d distinct integers, e.g. [1337, 1338, 1339]",
-                    SPEC_MAX_SEEDS);
-        goto out;
-    }
+    if (!json_is_array(seeds) || json_array_size(seeds) < 1 || json_array_size(seeds) > SPEC_MAX_SEEDS)
+        return err_at(err, errlen, "seeds: required, an array of 1..%d distinct integers, e.g. [1337, 1338, 1339]",
+                      SPEC_MAX_SEEDS);
     sp->n_seeds = (int)json_array_size(seeds);
-    if ((long long)sp->n_schedules * sp->n_seeds > max_jobs) {
-        rc = too_many_jobs(err, errlen, sp->n_schedules, sp->n_seeds, max_jobs);
-        goto out;
-    }
+    if ((long long)sp->n_schedules * sp->n_seeds > max_jobs)
+        return too_many_jobs(err, errlen, sp->n_schedules, sp->n_seeds, max_jobs);
     sp->seeds = malloc(sizeof(int64_t) * sp->n_seeds);
-    if (!sp->seeds) { rc = err_at(err, errlen, "out of memory"); goto out; }
+    if (!sp->seeds) return err_at(err, errlen, "out of memory");
     for (int i = 0; i < sp->n_seeds; i++) {
         json_t *s = json_array_get(seeds, i);
-        if (!json_is_integer(s) || json_integer_value(s) < 0) {
-            rc = err_at(err, errlen, "seeds[%d]: must be a non-negative integer", i);
-            goto out;
-        }
+        if (!json_is_integer(s) || json_integer_value(s) < 0)
+            return err_at(err, errlen, "seeds[%d]: must be a non-negative integer", i);
         sp->seeds[i] = json_integer_value(s);
         for (int j = 0; j < i; j++)
-            if (sp->seeds[j] == sp->seeds[i]) {
-                rc = err_at(err, errlen, "seeds[%d]: %lld repeats seeds[%d] (each seed is one run per schedule)", i,
-                            (long long)sp->seeds[i], j);
-                goto out;
-            }
+            if (sp->seeds[j] == sp->seeds[i])
+                return err_at(err, errlen, "seeds[%d]: %lld repeats seeds[%d] (each seed is one run per schedule)", i,
+                              (long long)sp->seeds[i], j);
     }
+    return 0;
+}
 
-    /* train/eval/data: the job module's checks on a real job (first schedule, first seed) */
+/* train/eval/data: the job module's checks on a real job (first schedule, first seed); then halving's and
+ * racing's sections against it. */
+static int spec_check_job(json_t *root, sweep_spec *sp, char *err, size_t errlen) {
     json_t *train = json_object_get(root, "train");
-    if (!json_is_object(train)) { rc = err_at(err, errlen, "train: required object (the job's train section)");
-                                  goto out; }
-    if (json_object_get(train, "seed")) {
-        rc = err_at(err, errlen, "train.seed: each job's seed comes from the top-level \"seeds\" list; remove it");
-        goto out;
-    }
-    if (!json_is_object(json_object_get(root, "data"))) {
-        rc = err_at(err, errlen, "data: required object {\"train\": glob, \"val\": glob}");
-        goto out;
-    }
-    if (json_object_get(root, "eval") && !json_is_object(json_object_get(root, "eval"))) {
-        rc = err_at(err, errlen, "eval: must be an object {every, batches, attn_distance, tasks}");
-        goto out;
-    }
+    if (!json_is_object(train)) return err_at(err, errlen, "train: required object (the job's train section)");
+    if (json_object_get(train, "seed"))
+        return err_at(err, errlen, "train.seed: each job's seed comes from the top-level \"seeds\" list; remove it");
+    if (!json_is_object(json_object_get(root, "data")))
+        return err_at(err, errlen, "data: required object {\"train\": glob, \"val\": glob}");
+    if (json_object_get(root, "eval") && !json_is_object(json_object_get(root, "eval")))
+        return err_at(err, errlen, "eval: must be an object {every, batches, attn_distance, tasks}");
     json_t *job = spec_job_json(sp, 0, 0);
-    if (!job) { rc = err_at(err, errlen, "out of memory"); goto out; }
+    if (!job) return err_at(err, errlen, "out of memory");
     struct job_config cfg;
     char why[400];
     int jrc = job_from_json(job, &cfg, why, sizeof why);
     json_decref(job);
-    if (jrc < 0) { rc = err_at(err, errlen, "%s", why); goto out; }
+    if (jrc < 0) return err_at(err, errlen, "%s", why);
     job_sizes sizes;   /* every job of the spec shares its train section, so these are every job's */
     jobmodel_sizes(&cfg, &sizes);
     sp->steps = sizes.steps;
@@ -444,12 +423,37 @@ static int spec_from_json_max(json_t *root, long long max_jobs, sweep_spec *sp, 
     int warmup = cfg.train.warmup_steps;
     job_release(&cfg);
     halving_cfg hv;   /* successive halving: its rungs must round to distinct steps of this train.steps */
-    if (halving_parse(json_object_get(root, "halving"), sp->steps, &hv, err, errlen) < 0) { rc = SPEC_EINVAL; goto out; }
-    if ((rc = halving_check_rungs(&hv, warmup, sp->warn, sizeof sp->warn, err, errlen)) < 0) { rc = SPEC_EINVAL; goto out; }
+    if (halving_parse(json_object_get(root, "halving"), sp->steps, &hv, err, errlen) < 0) return SPEC_EINVAL;
+    if (halving_check_rungs(&hv, warmup, sp->warn, sizeof sp->warn, err, errlen) < 0) return SPEC_EINVAL;
     racing_cfg rcfg;   /* racing: max_seeds above the spec's seeds (round 1) */
     long long max_seed = 0;
     for (int i = 0; i < sp->n_seeds; i++) if (sp->seeds[i] > max_seed) max_seed = sp->seeds[i];
-    if (racing_parse(json_object_get(root, "racing"), sp->n_seeds, max_seed, &rcfg, err, errlen) < 0) { rc = SPEC_EINVAL; goto out; }
+    if (racing_parse(json_object_get(root, "racing"), sp->n_seeds, max_seed, &rcfg, err, errlen) < 0) return SPEC_EINVAL;
+    return 0;
+}
+
+static int spec_from_json_max(json_t *root, long long max_jobs, sweep_spec *sp, char *err, size_t errlen) {
+    static const char *const top[] = { "name", "description", "priority", "model", "rules", "schedules", "include",
+                                       "exclude", "sample", "seeds", "train", "eval", "data", "halving", "racing", "trainer", NULL };
+    builder b = { sp, NULL, 0, NULL, 0 };
+    int *heads = NULL, rc;
+    memset(sp, 0, sizeof *sp);
+    if (!json_is_object(root)) return err_at(err, errlen, "(top level): a sweep spec is a JSON object");
+    sp->root = json_incref(root);
+    if ((rc = check_keys(root, "", top, err, errlen)) < 0 || (rc = spec_parse_head(root, sp, err, errlen)) < 0 ||
+        (rc = spec_parse_model(root, sp, err, errlen)) < 0 || (rc = spec_parse_rules(root, sp, err, errlen)) < 0)
+        goto out;
+
+    rc = SPEC_ENOMEM;
+    b.seen = json_object();
+    b.textcap = (size_t)sp->n_layer * 12 + 16;
+    b.text = malloc(b.textcap);
+    heads = malloc(sizeof(int) * SCHEDULE_MAX_L);
+    if (!b.seen || !b.text || !heads) { err_at(err, errlen, "out of memory"); goto out; }
+    if ((rc = spec_enumerate(root, max_jobs, sp, &b, heads, err, errlen)) < 0 ||
+        (rc = spec_include_exclude(root, sp, &b, heads, err, errlen)) < 0 ||
+        (rc = spec_parse_seeds(root, max_jobs, sp, err, errlen)) < 0 || (rc = spec_check_job(root, sp, err, errlen)) < 0)
+        goto out;
     rc = SPEC_OK;
 out:
     json_decref(b.seen);

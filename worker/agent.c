@@ -142,26 +142,16 @@ static void agent_note_outcome(slot *s, int code, const char *msg) {
     pthread_mutex_unlock(&env->streak_mu);
 }
 
-/* One leased job on slot s, from the lease (borrowed) to its reported outcome. */
-static void agent_run_job(slot *s, json_t *lease_json) {
+/* ---- agent_run_job's sections ------------------------------------------------------------------- */
+
+/* The job in the lease, who trains it, and the attempt's folders: 0, or -1 after reporting (or, for a lease
+ * that names no job, logging) why this worker does not run it. *trp: the --trainer, NULL = the built-in
+ * engine. */
+static int agent_job_open(slot *s, int lrc, struct job_config *job, const extrun_trainer **trp, char *out_dir,
+                          size_t outlen, char *ckpt_dir, size_t cklen, char *err, size_t errlen) {
     slot_env *env = s->env;
     const agent_opts *o = env->o;
-    report *rp = &s->rp;
-    lease *l = &rp->l;
-    struct job_config job;
-    job_init(&job);
-    char err[2048] = "";
-    char out_dir[PATH_MAX + 64], ckpt_dir[PATH_MAX + 64];
-
-    s->jobs_taken++;
-    lease_init(l);
-    int lrc = lease_from_json(lease_json, l, err, sizeof err);
-    report_begin(s);
-    memset(&s->ck, 0, sizeof s->ck);
-    s->stop = 0;
-    s->reporter_quit = 0;
-    progress_job_begin(&s->view, s->label, l->job_id, l->attempt);
-
+    lease *l = &s->rp.l;
     if (lrc != LEASE_OK) {
         /* a lease this worker cannot read: report it when the lease names its job, else only log it */
         progress_event(s->index, "failed", "job=%lld attempt=%d bad lease: %s", l->job_id, l->attempt, err);
@@ -169,170 +159,180 @@ static void agent_run_job(slot *s, json_t *lease_json) {
         snprintf(msg, sizeof msg, "bad lease: %s", err);
         if (l->job_id > 0 && l->token[0]) agent_fail_early(s, msg, 0);
         agent_note_outcome(s, TRAIN_EINVAL, msg);
-        goto out;
+        return -1;
     }
-    int jrc = job_from_json(l->job, &job, err, sizeof err);
+    int jrc = job_from_json(l->job, job, err, errlen);
     if (jrc != JOB_OK) {
         progress_event(s->index, "failed", "job=%lld attempt=%d bad job JSON: %s", l->job_id, l->attempt, err);
         char msg[2200];
         snprintf(msg, sizeof msg, "bad job JSON: %s", err);
         agent_fail_early(s, msg, 0);
         agent_note_outcome(s, TRAIN_EINVAL, msg);
-        goto out;
+        return -1;
     }
-    job_format_heads(&job, s->view.row.schedule, sizeof s->view.row.schedule);
-    s->view.row.steps = job.train.steps;
+    job_format_heads(job, s->view.row.schedule, sizeof s->view.row.schedule);
+    s->view.row.steps = job->train.steps;
     /* who trains it: the built-in engine or one of this worker's --trainer (a server that filters leases by the
      * request's trainers never sends another; an older one might) */
-    const extrun_trainer *tr = job.trainer[0] ? extrun_find(env->trainers, job.trainer) : NULL;
-    if ((job.trainer[0] && !tr) || (!job.trainer[0] && !env->filter.builtin)) {
-        if (job.trainer[0])
-            snprintf(err, sizeof err, "this worker has no trainer \"%s\" (give it --trainer %s=COMMAND); the server "
-                     "should not have leased the job to it", job.trainer, job.trainer);
+    const extrun_trainer *tr = job->trainer[0] ? extrun_find(env->trainers, job->trainer) : NULL;
+    *trp = tr;
+    if ((job->trainer[0] && !tr) || (!job->trainer[0] && !env->filter.builtin)) {
+        if (job->trainer[0])
+            snprintf(err, errlen, "this worker has no trainer \"%s\" (give it --trainer %s=COMMAND); the server "
+                     "should not have leased the job to it", job->trainer, job->trainer);
         else
-            snprintf(err, sizeof err, "this worker does not run the built-in engine (--devices-per-job > 1, or no usable "
+            snprintf(err, errlen, "this worker does not run the built-in engine (--devices-per-job > 1, or no usable "
                      "backend for --devices %s): the server should not have leased the job to it", o->devices);
         progress_event(s->index, "failed", "job=%lld attempt=%d %s", l->job_id, l->attempt, err);
         agent_fail_early(s, err, 1);
-        goto out;
+        return -1;
     }
 
-    snprintf(out_dir, sizeof out_dir, "%s/job-%lld-a%d", env->work_dir, l->job_id, l->attempt);
+    snprintf(out_dir, outlen, "%s/job-%lld-a%d", env->work_dir, l->job_id, l->attempt);
     /* one directory per attempt: a stale holder of the lease can never touch the new holder's files */
-    snprintf(ckpt_dir, sizeof ckpt_dir, "%s/job-%lld-a%d", env->ckpt_dir, l->job_id, l->attempt);
+    snprintf(ckpt_dir, cklen, "%s/job-%lld-a%d", env->ckpt_dir, l->job_id, l->attempt);
     if (util_mkdir_p(out_dir, 0755) != 0 || util_mkdir_p(ckpt_dir, 0755) != 0) {
-        snprintf(err, sizeof err, "cannot create %.900s or %.900s: %s (check --work-dir/--checkpoint-dir)", out_dir,
+        snprintf(err, errlen, "cannot create %.900s or %.900s: %s (check --work-dir/--checkpoint-dir)", out_dir,
                  ckpt_dir, strerror(errno));
         progress_event(s->index, "failed", "job=%lld %s", l->job_id, err);
         agent_fail_early(s, err, 1);
-        goto out;
+        return -1;
     }
     struct stat cksb;
     if (lstat(ckpt_dir, &cksb) != 0 || !S_ISDIR(cksb.st_mode)) {   /* planted in a shared --checkpoint-dir */
-        snprintf(err, sizeof err, "checkpoint folder %.900s is a symlink or not a folder: not used (remove it; "
+        snprintf(err, errlen, "checkpoint folder %.900s is a symlink or not a folder: not used (remove it; "
                  "--checkpoint-dir must not be writable by others)", ckpt_dir);
         progress_event(s->index, "failed", "job=%lld %s", l->job_id, err);
         agent_fail_early(s, err, 1);
-        goto out;
+        return -1;
     }
+    return 0;
+}
 
-    /* resume: the lease offers the last reported checkpoint; use it when this box can read it */
-    const char *resume = NULL;
+/* Resume: the lease offers the last reported checkpoint; returns it when this box can read it (and notes it
+ * as acknowledged), else NULL (restart from step 0). */
+static const char *agent_job_resume(slot *s) {
+    slot_env *env = s->env;
+    lease *l = &s->rp.l;
     const char *rpath = l->has_resume ? l->resume_checkpoint : NULL;
     long long rstep = l->resume_step;
-    if (rpath) {
-        /* a missing file (another box's disk) is only unreadable; an existing one must be our own */
-        if (access(rpath, R_OK) != 0) {
-            progress_event(s->index, "resume-unreadable", "job=%lld attempt=%d checkpoint %s (step %lld) is not "
-                           "readable here (%s): restarting from step 0", l->job_id, l->attempt, rpath, rstep,
-                           strerror(errno));
-        } else if (!slot_own_checkpoint(env, l->job_id, rpath)) {
-            progress_event(s->index, "resume-refused", "job=%lld attempt=%d the offered checkpoint (step %lld) is not a "
-                           "checkpoint of this job under --checkpoint-dir %s: not read, restarting from step 0",
-                           l->job_id, l->attempt, rstep, env->ckpt_dir);
-        } else {
-            resume = rpath;
-            snprintf(s->ck.acked, sizeof s->ck.acked, "%s", rpath);
-            progress_event(s->index, "resume", "job=%lld attempt=%d resuming from step %lld (%s)", l->job_id,
-                           l->attempt, rstep, rpath);
-        }
+    if (!rpath) return NULL;
+    /* a missing file (another box's disk) is only unreadable; an existing one must be our own */
+    if (access(rpath, R_OK) != 0) {
+        progress_event(s->index, "resume-unreadable", "job=%lld attempt=%d checkpoint %s (step %lld) is not "
+                       "readable here (%s): restarting from step 0", l->job_id, l->attempt, rpath, rstep,
+                       strerror(errno));
+        return NULL;
     }
-    progress_event(s->index, "leased", "job=%lld attempt=%d schedule=%s seed=%llu steps=%d out=%s", l->job_id,
-                   l->attempt, s->view.row.schedule, (unsigned long long)job.train.seed, job.train.steps, out_dir);
+    if (!slot_own_checkpoint(env, l->job_id, rpath)) {
+        progress_event(s->index, "resume-refused", "job=%lld attempt=%d the offered checkpoint (step %lld) is not a "
+                       "checkpoint of this job under --checkpoint-dir %s: not read, restarting from step 0",
+                       l->job_id, l->attempt, rstep, env->ckpt_dir);
+        return NULL;
+    }
+    snprintf(s->ck.acked, sizeof s->ck.acked, "%s", rpath);
+    progress_event(s->index, "resume", "job=%lld attempt=%d resuming from step %lld (%s)", l->job_id,
+                   l->attempt, rstep, rpath);
+    return rpath;
+}
 
-    struct train_result res;
-    memset(&res, 0, sizeof res);
+/* Trains the job (the reporter thread running alongside); a resume checkpoint that does not load is
+ * retried once from step 0. Returns train_run's / extrun_run's code. */
+static int agent_job_train(slot *s, const extrun_trainer *tr, json_t *job_json, struct job_config *job,
+                           char *out_dir, char *ckpt_dir, const char *resume, struct train_result *res, char *err,
+                           size_t errlen) {
+    slot_env *env = s->env;
+    const agent_opts *o = env->o;
+    report *rp = &s->rp;
+    lease *l = &rp->l;
+    memset(res, 0, sizeof *res);
     /* successive halving: the lease says where this rung stops (the LR schedule stays the full run's) */
     struct train_opts to = {
         .stop_at_step = l->stop_at_step,
         .out_dir = out_dir, .device = s->device, .data_root = env->data_root, .checkpoint_dir = ckpt_dir,
         .resume = resume, .confine_data = !o->data_anywhere, .stop = &s->stop, .on_metrics = slot_on_metrics, .on_checkpoint = slot_on_checkpoint,
-        .on_progress = slot_on_progress, .ctx = s, .quiet = 1, .result = &res, .err = err, .errlen = sizeof err,
+        .on_progress = slot_on_progress, .ctx = s, .quiet = 1, .result = res, .err = err, .errlen = errlen,
     };
     s->training = 1;
     if (*env->quit) s->stop = 2;
     report_start(s);
     char tprefix[160];   /* an external trainer's log lines (worker/extrun.h) */
     snprintf(tprefix, sizeof tprefix, "prism-worker [%s] job=%lld trainer=%s", s->label, l->job_id, tr ? tr->name : "");
-    int trc = tr ? extrun_run(env->trainers, tr, l->job, &job, &to, tprefix) : train_run(&job, &to);
+    int trc = tr ? extrun_run(env->trainers, tr, job_json, job, &to, tprefix) : train_run(job, &to);
     pthread_mutex_lock(&s->mu);
     int lost = rp->lost;
     pthread_mutex_unlock(&s->mu);
     if (!tr && trc == TRAIN_ECHECKPOINT && resume && strncmp(err, "resume: ", 8) == 0 && !lost && s->stop == 0) {
         /* readable but not loadable (truncated, corrupt): like an unreadable one, start again from 0 */
         progress_event(s->index, "resume-unreadable", "job=%lld attempt=%d checkpoint %s (step %lld) does not load "
-                       "(%s): restarting from step 0", l->job_id, l->attempt, rpath, rstep, err);
+                       "(%s): restarting from step 0", l->job_id, l->attempt, resume, (long long)l->resume_step, err);
         to.resume = NULL;
         pthread_mutex_lock(&s->mu);
         s->ck.acked[0] = 0;   /* it was not loaded: not ours to supersede (or remove) */
         pthread_mutex_unlock(&s->mu);
-        trc = train_run(&job, &to);
+        trc = train_run(job, &to);
     }
     s->training = 0;
     report_stop(s);
+    return trc;
+}
 
-    if (rp->lost) {
-        progress_event(s->index, "stopped", "job=%lld attempt=%d stopped at step %ld: %s (%zu unsent metric points "
-                       "dropped)", l->job_id, l->attempt, s->view.row.step, rp->lost_reason, outbox_pending(&rp->ob));
-        goto out;
-    }
-    if (rp->refused) {   /* the token was refused: checkpointed (stop = 2) and reported nothing */
-        report_log_refused(s, &res);
-        goto out;
-    }
+/* A halving rung: metrics and the rung checkpoint first (report_outcome), then the val loss at the rung;
+ * the checkpoints stay: a promoted job resumes from this one. */
+static void agent_report_rung(slot *s, const struct train_result *res) {
+    lease *l = &s->rp.l;
+    json_t *body = json_pack("{s:i, s:f}", "step", res->paused_at, "val_loss", res->val_loss);
+    int rc = report_outcome(s, "rung", body, res);
+    json_decref(body);
+    if (rc == CLIENT_EAUTH || rc == CLIENT_EGONE) return;
+    progress_event(s->index, rc == CLIENT_OK ? "rung" : "report-error", "job=%lld attempt=%d schedule=%s step=%d "
+                   "val_loss=%.4f%s%s", l->job_id, l->attempt, s->view.row.schedule, res->paused_at, res->val_loss,
+                   rc == CLIENT_OK ? "" : " not acknowledged: ", rc == CLIENT_OK ? "" : s->cl.err);
+    s->jobs_done++;
+    agent_note_outcome(s, 0, NULL);
+}
+
+/* A finished run: its result file as `complete` (a result that cannot be read: `fail`, retryable). */
+static void agent_report_complete(slot *s, const char *out_dir, const struct train_result *res, char *err,
+                                  size_t errlen) {
+    slot_env *env = s->env;
+    lease *l = &s->rp.l;
     int rc;
-    if (trc == TRAIN_OK && res.paused_at > 0) {
-        /* a halving rung: metrics and the rung checkpoint first (report_outcome), then the val loss at the rung;
-         * the checkpoints stay: a promoted job resumes from this one */
-        json_t *body = json_pack("{s:i, s:f}", "step", res.paused_at, "val_loss", res.val_loss);
-        rc = report_outcome(s, "rung", body, &res);
+    json_t *result = agent_read_result(out_dir, err, errlen);
+    if (!result) {
+        json_t *body = json_pack("{s:s, s:b}", "error", err, "retryable", 1);
+        rc = report_outcome(s, "fail", body, res);
         json_decref(body);
-        if (rc == CLIENT_EAUTH || rc == CLIENT_EGONE) goto out;
-        progress_event(s->index, rc == CLIENT_OK ? "rung" : "report-error", "job=%lld attempt=%d schedule=%s step=%d "
-                       "val_loss=%.4f%s%s", l->job_id, l->attempt, s->view.row.schedule, res.paused_at, res.val_loss,
-                       rc == CLIENT_OK ? "" : " not acknowledged: ", rc == CLIENT_OK ? "" : s->cl.err);
-        s->jobs_done++;
-        agent_note_outcome(s, 0, NULL);
-        goto out;
+        if (rc != CLIENT_EAUTH && rc != CLIENT_EGONE) progress_event(s->index, "failed", "job=%lld %s", l->job_id, err);
+        return;
     }
-    if (trc == TRAIN_OK) {
-        json_t *result = agent_read_result(out_dir, err, sizeof err);
-        if (!result) {
-            json_t *body = json_pack("{s:s, s:b}", "error", err, "retryable", 1);
-            rc = report_outcome(s, "fail", body, &res);
-            json_decref(body);
-            if (rc != CLIENT_EAUTH && rc != CLIENT_EGONE) progress_event(s->index, "failed", "job=%lld %s", l->job_id, err);
-            goto out;
-        }
-        json_t *body = json_pack("{s:o}", "result", result);
-        rc = report_outcome(s, "complete", body, &res);
-        json_decref(body);
-        if (rc == CLIENT_EAUTH || rc == CLIENT_EGONE) goto out;
-        if (rc == CLIENT_OK) slot_remove_checkpoints(env->ckpt_dir, l->job_id);
-        if (rc == CLIENT_OK)
-            progress_event(s->index, "done", "job=%lld attempt=%d schedule=%s val_loss=%.4f tok_s=%.0f wall_s=%.1f",
-                           l->job_id, l->attempt, s->view.row.schedule, res.val_loss, res.tok_per_s, res.wall_s);
-        else
-            progress_event(s->index, "report-error", "job=%lld complete not acknowledged: %s", l->job_id, s->cl.err);
-        s->jobs_done++;
-        agent_note_outcome(s, 0, NULL);
-        goto out;
-    }
-    if (trc == TRAIN_ECANCELLED) {
-        progress_event(s->index, "stopped", "job=%lld attempt=%d cancelled at step %ld", l->job_id, l->attempt,
-                       s->view.row.step);
-        goto out;
-    }
-    /* a failure or a preemption: say why, with the retry policy of its kind */
-    int retryable;
+    json_t *body = json_pack("{s:o}", "result", result);
+    rc = report_outcome(s, "complete", body, res);
+    json_decref(body);
+    if (rc == CLIENT_EAUTH || rc == CLIENT_EGONE) return;
+    if (rc == CLIENT_OK) slot_remove_checkpoints(env->ckpt_dir, l->job_id);
+    if (rc == CLIENT_OK)
+        progress_event(s->index, "done", "job=%lld attempt=%d schedule=%s val_loss=%.4f tok_s=%.0f wall_s=%.1f",
+                       l->job_id, l->attempt, s->view.row.schedule, res->val_loss, res->tok_per_s, res->wall_s);
+    else
+        progress_event(s->index, "report-error", "job=%lld complete not acknowledged: %s", l->job_id, s->cl.err);
+    s->jobs_done++;
+    agent_note_outcome(s, 0, NULL);
+}
+
+/* A failure or a preemption: say why, with the retry policy of its kind. */
+static void agent_report_failure(slot *s, int trc, struct train_result *res, const char *err) {
+    slot_env *env = s->env;
+    lease *l = &s->rp.l;
+    int retryable, rc;
     char msg[2600];
     switch (trc) {
     case TRAIN_EPREEMPTED:
         retryable = 1;
-        if (res.checkpoint[0] && (s->ck.step != res.steps_done || !s->ck.path[0]))
-            slot_on_checkpoint(s, res.steps_done, res.checkpoint);   /* make sure the last one is reported */
+        if (res->checkpoint[0] && (s->ck.step != res->steps_done || !s->ck.path[0]))
+            slot_on_checkpoint(s, res->steps_done, res->checkpoint);   /* make sure the last one is reported */
         snprintf(msg, sizeof msg, "preempted: worker %.200s got a stop signal at step %d; checkpoint %.2000s", env->name,
-                 res.steps_done, res.checkpoint[0] ? res.checkpoint : "(none)");
+                 res->steps_done, res->checkpoint[0] ? res->checkpoint : "(none)");
         break;
     case TRAIN_ENAN: case TRAIN_EDATA: case TRAIN_EINVAL: case TRAIN_ECHECKPOINT: case TRAIN_EDIVERGED: case TRAIN_ETRAINER:
         retryable = 0;
@@ -344,9 +344,9 @@ static void agent_run_job(slot *s, json_t *lease_json) {
         break;
     }
     json_t *body = json_pack("{s:s, s:b}", "error", msg, "retryable", retryable);
-    rc = report_outcome(s, "fail", body, &res);
+    rc = report_outcome(s, "fail", body, res);
     json_decref(body);
-    if (rc == CLIENT_EAUTH || rc == CLIENT_EGONE) goto out;
+    if (rc == CLIENT_EAUTH || rc == CLIENT_EGONE) return;
     progress_event(s->index, trc == TRAIN_EPREEMPTED ? "preempted" : "failed", "job=%lld attempt=%d retryable=%d %s%s",
                    l->job_id, l->attempt, retryable, msg, rc == CLIENT_OK ? "" : " (not acknowledged)");
     if (trc != TRAIN_EPREEMPTED)   /* data, checkpoint, an unreadable job: this box's; a NaN, a divergence: the job's */
@@ -357,6 +357,52 @@ static void agent_run_job(slot *s, json_t *lease_json) {
         s->disabled = 1;
         progress_event(s->index, "device-disabled", "device %s leases no more jobs: %s", s->device, err);
     }
+}
+
+/* One leased job on slot s, from the lease (borrowed) to its reported outcome. */
+static void agent_run_job(slot *s, json_t *lease_json) {
+    slot_env *env = s->env;
+    const agent_opts *o = env->o;
+    report *rp = &s->rp;
+    lease *l = &rp->l;
+    struct job_config job;
+    job_init(&job);
+    char err[2048] = "";
+    char out_dir[PATH_MAX + 64], ckpt_dir[PATH_MAX + 64];
+    const extrun_trainer *tr = NULL;
+
+    s->jobs_taken++;
+    lease_init(l);
+    int lrc = lease_from_json(lease_json, l, err, sizeof err);
+    report_begin(s);
+    memset(&s->ck, 0, sizeof s->ck);
+    s->stop = 0;
+    s->reporter_quit = 0;
+    progress_job_begin(&s->view, s->label, l->job_id, l->attempt);
+    if (agent_job_open(s, lrc, &job, &tr, out_dir, sizeof out_dir, ckpt_dir, sizeof ckpt_dir, err, sizeof err))
+        goto out;
+    const char *resume = agent_job_resume(s);
+    progress_event(s->index, "leased", "job=%lld attempt=%d schedule=%s seed=%llu steps=%d out=%s", l->job_id,
+                   l->attempt, s->view.row.schedule, (unsigned long long)job.train.seed, job.train.steps, out_dir);
+
+    struct train_result res;
+    int trc = agent_job_train(s, tr, l->job, &job, out_dir, ckpt_dir, resume, &res, err, sizeof err);
+    if (rp->lost) {
+        progress_event(s->index, "stopped", "job=%lld attempt=%d stopped at step %ld: %s (%zu unsent metric points "
+                       "dropped)", l->job_id, l->attempt, s->view.row.step, rp->lost_reason, outbox_pending(&rp->ob));
+        goto out;
+    }
+    if (rp->refused)   /* the token was refused: checkpointed (stop = 2) and reported nothing */
+        report_log_refused(s, &res);
+    else if (trc == TRAIN_OK && res.paused_at > 0)
+        agent_report_rung(s, &res);
+    else if (trc == TRAIN_OK)
+        agent_report_complete(s, out_dir, &res, err, sizeof err);
+    else if (trc == TRAIN_ECANCELLED)
+        progress_event(s->index, "stopped", "job=%lld attempt=%d cancelled at step %ld", l->job_id, l->attempt,
+                       s->view.row.step);
+    else
+        agent_report_failure(s, trc, &res, err);
 out:
     job_release(&job);
     report_end(s);

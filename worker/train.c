@@ -1,14 +1,12 @@
-/* train.c — one training job: data loader, the AdamW loop over a model backend, evaluation, metrics,
- * training-state checkpoints and the result files.
+/* train.c — one training job: the AdamW loop over a model backend, evaluation, metrics, training-state
+ * checkpoints and the result files (the data loader is loader.c's).
  *
- * Design. Data: the train shards are cut into windows of T+1 tokens at offsets k·T inside each shard
- * (llm.c's layout: B consecutive windows are exactly llm.c's contiguous B·T+1 read). Micro-batch p takes
- * windows p·B .. p·B+B−1 of the epoch order, wrapping around: the identity order when shuffle is off, else
- * a Fisher–Yates permutation drawn from (seed, epoch). The loader's whole state is therefore the
- * micro-batch counter, which is what a checkpoint stores — a resumed run reads exactly the batches the
- * uninterrupted one would have. Validation always reads the first eval.batches sequential batches ("all": every
- * whole batch of the val split) and keeps each batch's mean loss, so the final result carries the per-batch losses
- * and their standard error (the same batches for every job: the ranking computes the paired val-sample noise).
+ * Design. Data: loader.h cuts the train shards into windows of T+1 tokens and hands out micro-batch p of the
+ * epoch order; its whole state is the micro-batch counter, which is what a checkpoint stores — a resumed run
+ * reads exactly the batches the uninterrupted one would have. Validation always reads the first eval.batches
+ * sequential batches ("all": every whole batch of the val split) and keeps each batch's mean loss, so the final
+ * result carries the per-batch losses and their standard error (the same batches for every job: the ranking
+ * computes the paired val-sample noise).
  * The loop: [stop?] → [eval if due] → zero_grad → grad_accum × forward_backward → finite? → update →
  * metrics row → [checkpoint]. All model memory is allocated by the backend before step 0; the loop
  * itself allocates nothing. Metrics rows are flushed to metrics.jsonl and handed to the callback as they
@@ -18,7 +16,7 @@
 #include "train.h"
 #include "checkpoint.h"
 #include "model.h"
-#include "shard.h"
+#include "loader.h"
 #include "evalfile.h"
 #include "zeroshot.h"
 #include "jobresult.h"
@@ -35,99 +33,6 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
-
-/* ---- data loader -------------------------------------------------------------------------------- */
-struct loader {
-    struct shard_set set;
-    int B, T;
-    size_t nwin;          /* windows of T+1 tokens */
-    size_t *cum;          /* (set.n + 1) prefix sums of windows per shard */
-    int shuffle;
-    uint64_t seed;
-    uint32_t *perm;       /* (nwin) order of the current epoch when shuffling */
-    uint64_t perm_epoch;  /* epoch perm was drawn for, UINT64_MAX = none */
-    int *inputs, *targets;/* (B*T) each */
-};
-
-static void loader_release(struct loader *ld) {
-    shard_set_close(&ld->set);
-    free(ld->cum); free(ld->perm); free(ld->inputs); free(ld->targets);
-    memset(ld, 0, sizeof *ld);
-}
-
-static int loader_init(struct loader *ld, const char *what, const char *glob, const char *root, int B, int T,
-                       int shuffle, uint64_t seed, char *err, size_t errlen) {
-    memset(ld, 0, sizeof *ld);
-    char e2[1024];
-    int rc = shard_set_open(glob, root, 0, &ld->set, e2, sizeof e2);
-    if (rc == SHARD_ENOMEM) { snprintf(err, errlen, "%s: %.900s", what, e2); return TRAIN_ENOMEM; }
-    if (rc) { snprintf(err, errlen, "%s: %.900s", what, e2); return TRAIN_EDATA; }
-    ld->B = B; ld->T = T; ld->shuffle = shuffle; ld->seed = seed; ld->perm_epoch = UINT64_MAX;
-    ld->cum = calloc(ld->set.n + 1, sizeof *ld->cum);
-    ld->inputs = malloc((size_t)B * T * sizeof(int));
-    ld->targets = malloc((size_t)B * T * sizeof(int));
-    if (!ld->cum || !ld->inputs || !ld->targets) goto oom;
-    for (int i = 0; i < ld->set.n; i++) {
-        size_t n = ld->set.shards[i].ntok;
-        ld->cum[i + 1] = ld->cum[i] + (n > (size_t)T ? (n - 1) / T : 0);
-    }
-    ld->nwin = ld->cum[ld->set.n];
-    if (ld->nwin == 0) {
-        snprintf(err, errlen, "%s: %s holds %zu tokens in %d shard(s); each shard needs at least T+1 = %d tokens",
-                 what, glob, ld->set.total, ld->set.n, T + 1);
-        loader_release(ld);
-        return TRAIN_EDATA;
-    }
-    if (ld->nwin > UINT32_MAX) { snprintf(err, errlen, "%s: more than 2^32 windows", what); loader_release(ld); return TRAIN_EDATA; }
-    if (shuffle && !(ld->perm = malloc(ld->nwin * sizeof *ld->perm))) goto oom;
-    return 0;
-oom:
-    snprintf(err, errlen, "%s: out of memory for the data loader", what);
-    loader_release(ld);
-    return TRAIN_ENOMEM;
-}
-
-static void loader_draw_perm(struct loader *ld, uint64_t epoch) {
-    uint64_t s = util_mix64(ld->seed ^ util_mix64(epoch + 0x44415441ULL));   /* "DATA" */
-    for (size_t i = 0; i < ld->nwin; i++) ld->perm[i] = (uint32_t)i;
-    for (size_t i = ld->nwin - 1; i > 0; i--) {
-        s = util_mix64(s);
-        size_t j = (size_t)(s % (i + 1));
-        uint32_t t = ld->perm[i]; ld->perm[i] = ld->perm[j]; ld->perm[j] = t;
-    }
-    ld->perm_epoch = epoch;
-}
-
-/* Fills inputs/targets with micro-batch number pos. Tokens are checked against the vocabulary here, as
- * they are used (a full scan at open would read every shard at every job start): returns 0, or
- * TRAIN_EDATA with the file, position and value in err. */
-static int loader_batch(struct loader *ld, uint64_t pos, int V, char *err, size_t errlen) {
-    int B = ld->B, T = ld->T;
-    for (int b = 0; b < B; b++) {
-        uint64_t g = pos * (uint64_t)B + (uint64_t)b;
-        size_t w = (size_t)(g % ld->nwin);
-        if (ld->shuffle) {
-            uint64_t e = g / ld->nwin;
-            if (e != ld->perm_epoch) loader_draw_perm(ld, e);
-            w = ld->perm[w];
-        }
-        int lo = 0, hi = ld->set.n - 1;    /* shard holding window w: cum[s] <= w < cum[s+1] */
-        while (lo < hi) { int mid = (lo + hi + 1) / 2; if (ld->cum[mid] <= w) lo = mid; else hi = mid - 1; }
-        const uint16_t *tok = ld->set.shards[lo].tokens + (w - ld->cum[lo]) * (size_t)T;
-        int bad = 0;
-        for (int t = 0; t <= T; t++) bad |= tok[t] >= V;
-        if (bad)
-            for (int t = 0; t <= T; t++)
-                if (tok[t] >= V) {
-                    /* (the token's value is not quoted: an error never echoes a file's contents) */
-                    snprintf(err, errlen, "%s: the token at position %zu is outside the vocabulary (model.vocab_size %d)",
-                             ld->set.shards[lo].path, (size_t)(tok - ld->set.shards[lo].tokens) + t, V);
-                    return TRAIN_EDATA;
-                }
-        for (int t = 0; t < T; t++) { ld->inputs[b * T + t] = tok[t]; ld->targets[b * T + t] = tok[t + 1]; }
-    }
-    return 0;
-}
 
 /* ---- helpers ------------------------------------------------------------------------------------ */
 
@@ -485,36 +390,53 @@ static int zero_shot(struct run *r, json_t **out) {
     return 0;
 }
 
-static int run_loop(struct run *r) {
+/* ---- run_loop's sections ------------------------------------------------------------------------ */
+
+/* The loop's running totals, from the first step to the result files. */
+struct loop_acc {
+    int start;                 /* first step (the resumed one, else 0) */
+    uint64_t data_pos;         /* next train micro-batch */
+    int paused;                /* 1: stopped at a halving rung (o->stop_at_step) */
+    double t_begin, train_time, val_loss, diverged_at;
+    long long tokens_run, tokens_per_step;
+    float train_loss;
+};
+
+/* Backend: the device's model ops, and the model configuration from the job. */
+static int run_open_backend(struct run *r, int *dev) {
     const struct job_config *job = r->job;
     const struct train_opts *o = r->o;
-    const struct job_train *tr = &job->train;
-    int B = tr->batch_size, T = tr->seq_len, accum = tr->grad_accum, steps = tr->steps, rc;
-    char root_path[4200];
-    const char *root = o->data_root;
-
-    /* backend */
-    int dev = -1;
-    r->ops = model_ops_for_device(o->device ? o->device : "cpu", &dev, r->ebuf, sizeof r->ebuf);
+    *dev = -1;
+    r->ops = model_ops_for_device(o->device ? o->device : "cpu", dev, r->ebuf, sizeof r->ebuf);
     if (!r->ops) return fail(r, TRAIN_EBACKEND, "%s", r->ebuf);
-    if (dev >= 0) {
+    if (*dev >= 0) {
         r->backend = model_backend_load(&r->backend_file, NULL, 0);   /* already loaded: says which */
         if (!o->quiet && !o->on_progress && r->backend)
-            fprintf(stderr, "device %d: CUDA backend %s (%s) from %s\n", dev, r->backend->name, r->backend->precision,
+            fprintf(stderr, "device %d: CUDA backend %s (%s) from %s\n", *dev, r->backend->name, r->backend->precision,
                     *r->backend_file ? r->backend_file : "this binary");
     }
     struct model_config *cfg = &r->cfg;
     cfg->L = job->model.n_layer; cfg->C = job->model.d_model; cfg->V = job->model.vocab_size;
-    cfg->Vp = job->model.padded_vocab_size; cfg->maxT = job->model.seq_len; cfg->B = B; cfg->T = T;
+    cfg->Vp = job->model.padded_vocab_size; cfg->maxT = job->model.seq_len;
+    cfg->B = job->train.batch_size; cfg->T = job->train.seq_len;
     memcpy(cfg->heads, job->model.heads, cfg->L * sizeof(int));
     if (strcmp(job->model.arch, "llama") == 0) {
         cfg->arch = MODEL_ARCH_LLAMA; cfg->H = job->model.ffn_hidden; cfg->rope_theta = (float)job->model.rope_theta;
     }
     r->ops = model_ops_for_arch(r->ops, cfg->arch);
     r->nparams = model_num_params(cfg);
+    return 0;
+}
 
-    /* data first: a wrong path should fail before any big allocation; a job from the network reads only
-     * below the data root */
+/* Data first: a wrong path should fail before any big allocation; a job from the network reads only
+ * below the data root. */
+static int run_open_data(struct run *r) {
+    const struct job_config *job = r->job;
+    const struct train_opts *o = r->o;
+    const struct job_train *tr = &job->train;
+    int B = tr->batch_size, T = tr->seq_len, rc;
+    char root_path[4200];
+    const char *root = o->data_root;
     char root_real[PATH_MAX] = "";
     if (o->confine_data) {
         char cwd[PATH_MAX];
@@ -555,34 +477,47 @@ static int run_loop(struct run *r) {
         (rc = file_confined("model.init", job_path(root_path, sizeof root_path, job->model.init, root), 1, root_real,
                             r->ebuf, sizeof r->ebuf)))
         return fail(r, rc, "%s", r->ebuf);
-    if ((rc = tasks_open(r))) return rc;
+    return tasks_open(r);
+}
 
+/* Output folders, the host parameter copy and the backend's model. */
+static int run_open_model(struct run *r, int dev) {
+    const struct train_opts *o = r->o;
     if (util_mkdir_p(o->out_dir, 0755)) return fail(r, TRAIN_EIO, "%s: cannot create output directory: %s", o->out_dir, strerror(errno));
     snprintf(r->ckpt_dir, sizeof r->ckpt_dir, "%s", o->checkpoint_dir ? o->checkpoint_dir : o->out_dir);
     if (util_mkdir_p(r->ckpt_dir, 0755)) return fail(r, TRAIN_EIO, "%s: cannot create checkpoint directory: %s", r->ckpt_dir, strerror(errno));
 
     r->host_p = malloc(r->nparams * sizeof(float));
     if (!r->host_p) return fail(r, TRAIN_ENOMEM, "out of memory: %zu parameters", r->nparams);
-    rc = r->ops->create(cfg, dev, &r->m, r->ebuf, sizeof r->ebuf);
+    int rc = r->ops->create(&r->cfg, dev, &r->m, r->ebuf, sizeof r->ebuf);
     if (rc == MODEL_ENOMEM) return fail(r, TRAIN_ENOMEM, "%s", r->ebuf);
     if (rc == MODEL_EINVAL) return fail(r, TRAIN_EINVAL, "%s", r->ebuf);
     if (rc) return fail(r, TRAIN_EDEVICE, "%s", r->ebuf);
+    return 0;
+}
 
-    /* initial state: resume > init file > GPT-2 init from the seed */
-    int start = 0;
-    uint64_t data_pos = 0;
+/* Initial state: resume > init file > GPT-2 init from the seed. */
+static int run_initial_state(struct run *r, int *start, uint64_t *data_pos) {
+    const struct job_config *job = r->job;
+    const struct train_opts *o = r->o;
+    const struct job_train *tr = &job->train;
+    struct model_config *cfg = &r->cfg;
+    const char *root = o->data_root;
+    char root_path[4200];
+    *start = 0;
+    *data_pos = 0;
     if (o->resume) {
         r->host_m = malloc(r->nparams * sizeof(float));
         r->host_v = malloc(r->nparams * sizeof(float));
         if (!r->host_m || !r->host_v) return fail(r, TRAIN_ENOMEM, "out of memory loading %s", o->resume);
-        struct ckpt_state want = {.seed = tr->seed, .B = B, .T = T, .grad_accum = accum}, got;
+        struct ckpt_state want = {.seed = tr->seed, .B = tr->batch_size, .T = tr->seq_len, .grad_accum = tr->grad_accum}, got;
         if (ckpt_read_state(o->resume, cfg, &want, &got, r->host_p, r->host_m, r->host_v, r->ebuf, sizeof r->ebuf))
             return fail(r, TRAIN_ECHECKPOINT, "resume: %s", r->ebuf);
-        if (got.step > steps) return fail(r, TRAIN_ECHECKPOINT, "resume: %s is at step %d, past train.steps %d", o->resume, got.step, steps);
+        if (got.step > tr->steps) return fail(r, TRAIN_ECHECKPOINT, "resume: %s is at step %d, past train.steps %d", o->resume, got.step, tr->steps);
         if (r->ops->set_params(r->m, r->host_p) || r->ops->set_opt_state(r->m, r->host_m, r->host_v))
             return fail(r, TRAIN_EDEVICE, "loading the checkpoint into the model failed: %s", model_err(r));
-        start = got.step;
-        data_pos = got.data_pos;
+        *start = got.step;
+        *data_pos = got.data_pos;
     } else if (job->model.init) {
         const char *ip = job->model.init;
         if (ip[0] != '/' && root && *root) { snprintf(root_path, sizeof root_path, "%s/%s", root, ip); ip = root_path; }
@@ -593,86 +528,103 @@ static int run_loop(struct run *r) {
         model_init_params(cfg, tr->seed, r->host_p);
         if (r->ops->set_params(r->m, r->host_p)) return fail(r, TRAIN_EDEVICE, "%s", model_err(r));
     }
-    if (o->result) { o->result->resumed_from = start; o->result->steps_done = start; }
-    if ((rc = metrics_open(r, start))) return rc;
-    const char *dump = getenv("PRISM_DUMP_BATCHES");   /* a test hook (see dump_batch) */
-    if (dump && *dump && !(r->dump = fopen(dump, "ab"))) return fail(r, TRAIN_EIO, "PRISM_DUMP_BATCHES %s: %s", dump, strerror(errno));
+    return 0;
+}
 
+/* One optimizer step: zero_grad → grad_accum × forward_backward → finite? → update → metrics row. */
+static int run_step(struct run *r, struct loop_acc *a, struct adamw_params *hp, int step) {
+    const struct train_opts *o = r->o;
+    const struct job_train *tr = &r->job->train;
+    int B = tr->batch_size, T = tr->seq_len, accum = tr->grad_accum, steps = tr->steps, rc;
+    double t0 = util_now_s();
+    if (r->ops->zero_grad(r->m)) return fail(r, TRAIN_EDEVICE, "%s", model_err(r));
+    double loss_sum = 0;
+    for (int k = 0; k < accum; k++) {
+        if (loader_batch(&r->train, a->data_pos++, r->cfg.V, r->ebuf, sizeof r->ebuf))
+            return fail(r, TRAIN_EDATA, "data.train: %s", r->ebuf);
+        if (r->dump && dump_batch(r, r->train.inputs, r->train.targets, B, T))
+            return fail(r, TRAIN_EIO, "PRISM_DUMP_BATCHES: write failed: %s", strerror(errno));
+        float l;
+        if (r->ops->forward_backward(r->m, r->train.inputs, r->train.targets, B, T, 1.0f / accum, &l))
+            return fail(r, TRAIN_EDEVICE, "step %d: forward/backward failed: %s", step, model_err(r));
+        loss_sum += l;
+    }
+    a->train_loss = (float)(loss_sum / accum);
+    if (!isfinite(a->train_loss)) return fail(r, TRAIN_ENAN, "step %d: train loss is %g (not finite); lower train.lr or enable train.grad_clip", step, a->train_loss);
+    double lr = lr_at(tr, step);
+    hp->lr = (float)lr;
+    float gnorm = 0;
+    if (r->ops->update(r->m, hp, step + 1, &gnorm))
+        return fail(r, TRAIN_EDEVICE, "step %d: update failed: %s", step, model_err(r));
+    if (!isfinite(gnorm))   /* (JSON has no inf: the row below could not be written either) */
+        return fail(r, TRAIN_ENAN, "step %d: gradient norm is %g (not finite); lower train.lr or enable train.grad_clip", step, (double)gnorm);
+    double dt = util_now_s() - t0;
+    a->train_time += dt;
+    a->tokens_run += a->tokens_per_step;
+    double tps = a->tokens_run / (a->train_time > 0 ? a->train_time : 1e-9);
+    metric_point tp = {.step = step, .has_train_loss = 1, .train_loss = (double)a->train_loss, .has_lr = 1, .lr = lr,
+                       .has_grad_norm = 1, .grad_norm = (double)gnorm, .has_tokens = 1,
+                       .tokens = (long long)(step + 1) * a->tokens_per_step, .has_tok_per_s = 1,
+                       .tok_per_s = a->tokens_per_step / (dt > 0 ? dt : 1e-9)};
+    if ((rc = emit(r, point_to_json(&tp)))) return rc;
+    struct train_progress p = {.step = step, .steps = steps, .loss = a->train_loss, .tok_per_s = tps,
+                               .eta_s = (steps - step - 1) * (a->train_time / (step + 1 - a->start))};
+    progress(r, &p);
+    if (o->result) o->result->steps_done = step + 1;
+    return 0;
+}
+
+/* The steps: [stop?] → [eval if due] → [halving rung: checkpoint, stop] → run_step → [checkpoint]. */
+static int run_steps(struct run *r, struct loop_acc *a) {
+    const struct job_config *job = r->job;
+    const struct train_opts *o = r->o;
+    const struct job_train *tr = &job->train;
+    int steps = tr->steps, rc;
     struct adamw_params hp = {.beta1 = (float)tr->beta1, .beta2 = (float)tr->beta2, .eps = (float)tr->eps,
                               .weight_decay = (float)tr->weight_decay, .grad_clip = (float)tr->grad_clip};
-    double t_begin = util_now_s(), train_time = 0, val_loss = NAN;
-    long long tokens_run = 0, tokens_per_step = (long long)B * T * accum;
-    float train_loss = NAN;
-    /* diverged: an evaluation after warmup, or the final one, worse than guessing uniformly by
-     * TRAIN_DIVERGED_FACTOR (a run fine at step 5 and at 2,863 at the end is not a result) */
-    double diverged_at = TRAIN_DIVERGED_FACTOR * log((double)cfg->V);
-    for (int step = start; step < steps; step++) {
+    for (int step = a->start; step < steps; step++) {
         int stop = o->stop ? *o->stop : 0;
         if (stop == 1) return fail(r, TRAIN_ECANCELLED, "cancelled at step %d", step);
         if (stop == 2) {
-            if ((rc = checkpoint(r, step, data_pos))) return rc;
+            if ((rc = checkpoint(r, step, a->data_pos))) return rc;
             return fail(r, TRAIN_EPREEMPTED, "stopped at step %d after writing %s", step, r->last_ckpt);
         }
         int at_rung = o->stop_at_step > 0 && step == o->stop_at_step;
         if (step == 0 || (job->eval.every > 0 && step % job->eval.every == 0) || at_rung) {
-            if ((rc = evaluate(r, &val_loss, NULL))) return rc;
+            if ((rc = evaluate(r, &a->val_loss, NULL))) return rc;
             /* (JSON has no NaN/inf: check before building the row) */
-            if (!isfinite(val_loss)) return fail(r, TRAIN_ENAN, "step %d: validation loss is %g (not finite)", step, val_loss);
-            if ((rc = emit(r, val_point(step, val_loss)))) return rc;
-            if (step > tr->warmup_steps && val_loss > diverged_at) return fail_diverged(r, step, val_loss, diverged_at);
+            if (!isfinite(a->val_loss)) return fail(r, TRAIN_ENAN, "step %d: validation loss is %g (not finite)", step, a->val_loss);
+            if ((rc = emit(r, val_point(step, a->val_loss)))) return rc;
+            if (step > tr->warmup_steps && a->val_loss > a->diverged_at) return fail_diverged(r, step, a->val_loss, a->diverged_at);
         }
         if (at_rung) {
             /* a halving rung: val loss at exactly this step (above), a training-state checkpoint, stop */
-            if ((rc = checkpoint(r, step, data_pos))) return rc;
-            if (o->result) { o->result->paused_at = step; o->result->val_loss = val_loss; o->result->steps_done = step; }
+            if ((rc = checkpoint(r, step, a->data_pos))) return rc;
+            if (o->result) { o->result->paused_at = step; o->result->val_loss = a->val_loss; o->result->steps_done = step; }
+            a->paused = 1;
             return 0;
         }
-        double t0 = util_now_s();
-        if (r->ops->zero_grad(r->m)) return fail(r, TRAIN_EDEVICE, "%s", model_err(r));
-        double loss_sum = 0;
-        for (int k = 0; k < accum; k++) {
-            if (loader_batch(&r->train, data_pos++, cfg->V, r->ebuf, sizeof r->ebuf))
-                return fail(r, TRAIN_EDATA, "data.train: %s", r->ebuf);
-            if (r->dump && dump_batch(r, r->train.inputs, r->train.targets, B, T))
-                return fail(r, TRAIN_EIO, "PRISM_DUMP_BATCHES: write failed: %s", strerror(errno));
-            float l;
-            if (r->ops->forward_backward(r->m, r->train.inputs, r->train.targets, B, T, 1.0f / accum, &l))
-                return fail(r, TRAIN_EDEVICE, "step %d: forward/backward failed: %s", step, model_err(r));
-            loss_sum += l;
-        }
-        train_loss = (float)(loss_sum / accum);
-        if (!isfinite(train_loss)) return fail(r, TRAIN_ENAN, "step %d: train loss is %g (not finite); lower train.lr or enable train.grad_clip", step, train_loss);
-        double lr = lr_at(tr, step);
-        hp.lr = (float)lr;
-        float gnorm = 0;
-        if (r->ops->update(r->m, &hp, step + 1, &gnorm))
-            return fail(r, TRAIN_EDEVICE, "step %d: update failed: %s", step, model_err(r));
-        if (!isfinite(gnorm))   /* (JSON has no inf: the row below could not be written either) */
-            return fail(r, TRAIN_ENAN, "step %d: gradient norm is %g (not finite); lower train.lr or enable train.grad_clip", step, (double)gnorm);
-        double dt = util_now_s() - t0;
-        train_time += dt;
-        tokens_run += tokens_per_step;
-        double tps = tokens_run / (train_time > 0 ? train_time : 1e-9);
-        metric_point tp = {.step = step, .has_train_loss = 1, .train_loss = (double)train_loss, .has_lr = 1, .lr = lr,
-                           .has_grad_norm = 1, .grad_norm = (double)gnorm, .has_tokens = 1,
-                           .tokens = (long long)(step + 1) * tokens_per_step, .has_tok_per_s = 1,
-                           .tok_per_s = tokens_per_step / (dt > 0 ? dt : 1e-9)};
-        if ((rc = emit(r, point_to_json(&tp)))) return rc;
-        struct train_progress p = {.step = step, .steps = steps, .loss = train_loss, .tok_per_s = tps,
-                                   .eta_s = (steps - step - 1) * (train_time / (step + 1 - start))};
-        progress(r, &p);
-        if (o->result) o->result->steps_done = step + 1;
+        if ((rc = run_step(r, a, &hp, step))) return rc;
         if (tr->checkpoint_every > 0 && (step + 1) % tr->checkpoint_every == 0 && step + 1 < steps)
-            if ((rc = checkpoint(r, step + 1, data_pos))) return rc;
+            if ((rc = checkpoint(r, step + 1, a->data_pos))) return rc;
     }
-    /* final evaluation (with attention distance when asked) */
+    return 0;
+}
+
+/* Final evaluation (with attention distance when asked), zero-shot, model.bin and the result files. */
+static int run_finish(struct run *r, struct loop_acc *a) {
+    const struct job_config *job = r->job;
+    const struct train_opts *o = r->o;
+    struct model_config *cfg = &r->cfg;
+    int steps = job->train.steps, rc;
+    double val_loss = a->val_loss;
     double *attn = NULL, attn_buf[MODEL_MAX_LAYERS];
     if (job->eval.attn_distance) attn = attn_buf;
     if ((rc = evaluate(r, &val_loss, attn))) return rc;
     if (!isfinite(val_loss)) return fail(r, TRAIN_ENAN, "step %d: validation loss is %g (not finite)", steps, val_loss);
-    if (val_loss > diverged_at) {   /* the final result, warmup or not */
+    if (val_loss > a->diverged_at) {   /* the final result, warmup or not */
         if ((rc = emit(r, val_point(steps, val_loss)))) return rc;
-        return fail_diverged(r, steps, val_loss, diverged_at);
+        return fail_diverged(r, steps, val_loss, a->diverged_at);
     }
     json_t *zs = NULL;
     if ((rc = zero_shot(r, &zs))) return rc;
@@ -683,17 +635,38 @@ static int run_loop(struct run *r) {
     if (r->ops->get_params(r->m, r->host_p)) return fail(r, TRAIN_EDEVICE, "%s", model_err(r));
     snprintf(r->path, sizeof r->path, "%s/model.bin", o->out_dir);
     if (ckpt_write_model(r->path, cfg, r->host_p, r->ebuf, sizeof r->ebuf)) { json_decref(zs); return fail(r, TRAIN_EIO, "%s", r->ebuf); }
-    double wall = util_now_s() - t_begin, tps = tokens_run / (train_time > 0 ? train_time : 1e-9);
-    rc = write_result(r, val_loss, train_loss, tps, wall, (long long)steps * tokens_per_step, attn, zs);
+    double wall = util_now_s() - a->t_begin, tps = a->tokens_run / (a->train_time > 0 ? a->train_time : 1e-9);
+    rc = write_result(r, val_loss, a->train_loss, tps, wall, (long long)steps * a->tokens_per_step, attn, zs);
     json_decref(zs);
     if (rc) return rc;
     if (o->result) {
         struct train_result *res = o->result;
-        res->val_loss = val_loss; res->train_loss = train_loss; res->tok_per_s = tps; res->wall_s = wall;
-        res->flops_per_token = model_flops_per_token(cfg, T); res->params = (long long)r->nparams;
-        res->tokens = (long long)steps * tokens_per_step; res->steps_done = steps;
+        res->val_loss = val_loss; res->train_loss = a->train_loss; res->tok_per_s = tps; res->wall_s = wall;
+        res->flops_per_token = model_flops_per_token(cfg, job->train.seq_len); res->params = (long long)r->nparams;
+        res->tokens = (long long)steps * a->tokens_per_step; res->steps_done = steps;
     }
     return 0;
+}
+
+static int run_loop(struct run *r) {
+    const struct job_train *tr = &r->job->train;
+    const struct train_opts *o = r->o;
+    int dev, rc;
+    struct loop_acc a = {.val_loss = NAN, .train_loss = NAN,
+                         .tokens_per_step = (long long)tr->batch_size * tr->seq_len * tr->grad_accum};
+    if ((rc = run_open_backend(r, &dev)) || (rc = run_open_data(r)) || (rc = run_open_model(r, dev)) ||
+        (rc = run_initial_state(r, &a.start, &a.data_pos)))
+        return rc;
+    if (o->result) { o->result->resumed_from = a.start; o->result->steps_done = a.start; }
+    if ((rc = metrics_open(r, a.start))) return rc;
+    const char *dump = getenv("PRISM_DUMP_BATCHES");   /* a test hook (see dump_batch) */
+    if (dump && *dump && !(r->dump = fopen(dump, "ab"))) return fail(r, TRAIN_EIO, "PRISM_DUMP_BATCHES %s: %s", dump, strerror(errno));
+    a.t_begin = util_now_s();
+    /* diverged: an evaluation after warmup, or the final one, worse than guessing uniformly by
+     * TRAIN_DIVERGED_FACTOR (a run fine at step 5 and at 2,863 at the end is not a result) */
+    a.diverged_at = TRAIN_DIVERGED_FACTOR * log((double)r->cfg.V);
+    if ((rc = run_steps(r, &a)) || a.paused) return rc;
+    return run_finish(r, &a);
 }
 
 int train_run(const struct job_config *job, const struct train_opts *opts) {
