@@ -337,6 +337,21 @@ static void serve_say_tokens(const auth_tokens *tok, const char *db) {
                         "(mode 0600)\n  (add admin_token=... to %s to keep one)\n", tok->path, tok->admin_path, tok->path);
 }
 
+/* One deciding pass of `what` (halving_tick_all, racing_tick_all: the same contract) in its own transaction at start;
+ * a failure is logged and rolled back, the server starts anyway (the next tick retries). */
+static void serve_decide_at_start(store *st, const char *what, int (*tick)(store *, int *, char *, size_t),
+                                  const char *done) {
+    int n = 0;
+    char err[512] = "";
+    if (store_begin(st) != 0) return;
+    if (tick(st, &n, err, sizeof err) == 0 && store_commit(st) == 0) {
+        if (n) fprintf(stderr, "prism-sweep serve: %s: %d %s at start\n", what, n, done);
+    } else {
+        fprintf(stderr, "prism-sweep serve: %s at start: %s\n", what, err[0] ? err : st->err);
+        store_rollback(st);
+    }
+}
+
 /* What a restart owes: the live leases' grace, and the halving and racing decisions that were due. */
 static void serve_recover(serve_state *s, store *st) {
     {   /* every live lease gets one TTL from now: leases that ran out while the server was down (their workers
@@ -350,30 +365,9 @@ static void serve_recover(serve_state *s, store *st) {
             }
         }
     }
-    {   /* successive halving: a promotion that was due when the server stopped happens now (idempotent) */
-        int n = 0;
-        char herr[512] = "";
-        if (store_begin(st) == 0) {
-            if (halving_tick_all(st, &n, herr, sizeof herr) == 0 && store_commit(st) == 0) {
-                if (n) fprintf(stderr, "prism-sweep serve: halving: %d schedule decision(s) taken at start\n", n);
-            } else {
-                fprintf(stderr, "prism-sweep serve: halving at start: %s\n", herr[0] ? herr : st->err);
-                store_rollback(st);
-            }
-        }
-    }
-    {   /* racing: a round that was due when the server stopped is decided now (idempotent) */
-        int n = 0;
-        char rerr[512] = "";
-        if (store_begin(st) == 0) {
-            if (racing_tick_all(st, &n, rerr, sizeof rerr) == 0 && store_commit(st) == 0) {
-                if (n) fprintf(stderr, "prism-sweep serve: racing: %d round(s) decided at start\n", n);
-            } else {
-                fprintf(stderr, "prism-sweep serve: racing at start: %s\n", rerr[0] ? rerr : st->err);
-                store_rollback(st);
-            }
-        }
-    }
+    /* a halving promotion or a racing round that was due when the server stopped is decided now (idempotent) */
+    serve_decide_at_start(st, "halving", halving_tick_all, "schedule decision(s) taken");
+    serve_decide_at_start(st, "racing", racing_tick_all, "round(s) decided");
 }
 
 /* The listening line, and the warning for an address off this machine. */
