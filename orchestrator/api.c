@@ -208,7 +208,7 @@ static void api_halving_tick(api *a, const char *after) {
     int n = 0;
     char herr[512] = "";
     if (write_begin(a) < 0) return;
-    int rc = halving_tick_all(a->st, &n, herr, sizeof herr);
+    int rc = halving_tick_all(&a->q, &n, herr, sizeof herr);
     write_end(a, rc >= 0);
     if (rc < 0) fprintf(stderr, "prism-sweep serve: halving after %s: %s\n", after, herr);
     else if (n > 0) fprintf(stderr, "prism-sweep serve: event=halving decisions=%d after=%s\n", n, after);
@@ -374,7 +374,7 @@ static void h_rung(api_ctx *c) {
     char err[512] = "", state_buf[16] = "";
     const char *state = NULL;
     int rc = write_begin(c->a);
-    if (rc >= 0) rc = halving_report(c->a->st, c->id, tok, step, json_number_value(vl), &state, state_buf, err, sizeof err);
+    if (rc >= 0) rc = halving_report(&c->a->q, c->id, tok, step, json_number_value(vl), &state, state_buf, err, sizeof err);
     if (rc >= 0 && (rc = queue_worker_succeeded(&c->a->q, c->id)) < 0) snprintf(err, sizeof err, "%s", c->a->q.err);
     write_end(c->a, rc >= 0);
     if (rc < 0) { api_reply_store_error(c, rc, err[0] ? err : c->a->st->err, state_buf); return; }

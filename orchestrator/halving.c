@@ -6,7 +6,10 @@
  * and not yet decided, inserts the decisions, then moves every paused job that has a decision — so a decision
  * happens once (its row exists) and a job paused after its schedule was decided (an admin requeue, a late
  * report) simply follows it. The ranking is the leaderboard's (ranking_build at the rung), not a copy of it.
- * Statements are prepared per call: a rung report is rare next to metrics and heartbeats.
+ * This file reads and decides; every write — the rung-0 setup, the rung report's result and pause, a decision
+ * row, a promotion or a pruning — is a statement of queue.c's table (queue_rung_*), beside the lease and the
+ * other transitions, with the one lease check and its conflict messages. The reads are prepared per call: a
+ * rung report is rare next to metrics and heartbeats.
  */
 #include "halving.h"
 
@@ -15,11 +18,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "auth.h"
 #include "jobstate.h"
 #include "queue.h"
 #include "ranking.h"
-#include "result.h"
 
 static int db_fail(store *st, char *err, size_t errlen, const char *what) {
     snprintf(err, errlen, "%s: %s", what, sqlite3_errmsg(st->db));
@@ -148,14 +149,16 @@ int halving_init_jobs(store *st, long long sweep_id, char *err, size_t errlen) {
     halving_cfg cfg;
     int rc = halving_load(st, sweep_id, &cfg, err, errlen);
     if (rc < 0 || !cfg.enabled) return rc;
-    sqlite3_stmt *s = NULL;
-    if (sqlite3_prepare_v2(st->db, "UPDATE jobs SET rung = 0, stop_at_step = ?2 WHERE sweep_id = ?1 AND rung IS NULL "
-                                   "AND attempt = 0 AND state = 'queued'", -1, &s, NULL) != SQLITE_OK)
-        return db_fail(st, err, errlen, "halving init");
-    sqlite3_bind_int64(s, 1, sweep_id);
-    sqlite3_bind_int64(s, 2, cfg.step[0]);
-    rc = sqlite3_step(s) == SQLITE_DONE ? STORE_OK : db_fail(st, err, errlen, "halving init");
-    sqlite3_finalize(s);
+    queue q;   /* the create path has no server's queue: a short-lived one for its statement */
+    queue_init(&q, st, 0, 0);
+    if ((rc = queue_rung_setup(&q, sweep_id, cfg.step[0])) < 0) snprintf(err, errlen, "%s", q.err);
+    queue_release(&q);
+    return rc;
+}
+
+/* The queue's error (q->err) as this file's err. */
+static int from_queue(const queue *q, int rc, char *err, size_t errlen) {
+    snprintf(err, errlen, "%s", q->err);
     return rc;
 }
 
@@ -241,22 +244,12 @@ static int rank_at(store *st, long long sweep, int r, sched_at *v, int n, int *b
     return STORE_OK;
 }
 
-static int insert_decision(store *st, long long sweep, int r, sched_at *x, int promoted, char *err, size_t errlen) {
-    sqlite3_stmt *s = NULL;
-    if (sqlite3_prepare_v2(st->db, "INSERT OR IGNORE INTO halving_decisions (sweep_id, rung, schedule_id, promoted, position, "
-                                   "delta, decided_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)", -1, &s, NULL) != SQLITE_OK)
-        return db_fail(st, err, errlen, "halving decision");
-    sqlite3_bind_int64(s, 1, sweep);
-    sqlite3_bind_int(s, 2, r);
-    sqlite3_bind_int64(s, 3, x->id);
-    sqlite3_bind_int(s, 4, promoted);
-    if (x->pos >= 0) sqlite3_bind_int(s, 5, x->pos + 1); else sqlite3_bind_null(s, 5);
-    if (isfinite(x->delta)) sqlite3_bind_double(s, 6, x->delta); else sqlite3_bind_null(s, 6);
-    sqlite3_bind_double(s, 7, store_now());
-    int rc = sqlite3_step(s) == SQLITE_DONE ? STORE_OK : db_fail(st, err, errlen, "halving decision");
-    sqlite3_finalize(s);
-    if (rc == STORE_OK) { x->decided = 1; x->promoted = promoted; }
-    return rc;
+static int insert_decision(queue *q, long long sweep, int r, sched_at *x, int promoted, char *err, size_t errlen) {
+    int rc = queue_rung_decide(q, sweep, r, x->id, promoted, x->pos >= 0 ? x->pos + 1 : 0, x->delta);
+    if (rc < 0) return from_queue(q, rc, err, errlen);
+    x->decided = 1;
+    x->promoted = promoted;
+    return STORE_OK;
 }
 
 static void fault_point(void) {
@@ -268,37 +261,20 @@ static void fault_point(void) {
 }
 
 /* Moves every paused job of rung r whose schedule has a decision: promoted → queued at r + 1, else pruned. */
-static int apply_decisions(store *st, long long sweep, int r, const halving_cfg *cfg, int *moved, char *err, size_t errlen) {
-    sqlite3_stmt *s = NULL;
-    double now = store_now();
-    int rc = STORE_OK;
+static int apply_decisions(queue *q, long long sweep, int r, const halving_cfg *cfg, int *moved, char *err, size_t errlen) {
+    int promoted = 0, pruned = 0;
     *moved = 0;
-    const char *sql[2] = {
-        "UPDATE jobs SET state = 'queued', rung = ?2 + 1, stop_at_step = ?3, lease_expires_at = NULL, updated_at = ?4 "
-        "WHERE sweep_id = ?1 AND rung = ?2 AND state = 'paused' AND schedule_id IN (SELECT schedule_id FROM "
-        "halving_decisions WHERE sweep_id = ?1 AND rung = ?2 AND promoted = 1)",
-        "UPDATE jobs SET state = 'pruned', lease_expires_at = NULL, updated_at = ?4, finished_at = ?4 "
-        "WHERE sweep_id = ?1 AND rung = ?2 AND state = 'paused' AND ?3 IS ?3 AND schedule_id IN (SELECT schedule_id FROM "
-        "halving_decisions WHERE sweep_id = ?1 AND rung = ?2 AND promoted = 0)",
-    };
-    for (int k = 0; k < 2 && rc == STORE_OK; k++) {
-        if (sqlite3_prepare_v2(st->db, sql[k], -1, &s, NULL) != SQLITE_OK) return db_fail(st, err, errlen, "halving apply");
-        sqlite3_bind_int64(s, 1, sweep);
-        sqlite3_bind_int(s, 2, r);
-        if (r + 1 < cfg->nrungs) sqlite3_bind_int64(s, 3, cfg->step[r + 1]); else sqlite3_bind_null(s, 3);
-        sqlite3_bind_double(s, 4, now);
-        rc = sqlite3_step(s) == SQLITE_DONE ? STORE_OK : db_fail(st, err, errlen, "halving apply");
-        if (rc == STORE_OK) *moved += sqlite3_changes(st->db);
-        sqlite3_finalize(s);
-        s = NULL;
-        if (k == 0 && *moved > 0) fault_point();   /* half of the promotion written, nothing committed */
-    }
-    return rc;
+    int rc = queue_rung_promote(q, sweep, r, r + 1 < cfg->nrungs ? cfg->step[r + 1] : -1, &promoted);
+    if (rc < 0) return from_queue(q, rc, err, errlen);
+    if (promoted > 0) fault_point();   /* half of the promotion written, nothing committed */
+    if ((rc = queue_rung_prune(q, sweep, r, &pruned)) < 0) return from_queue(q, rc, err, errlen);
+    *moved = promoted + pruned;
+    return STORE_OK;
 }
 
-static int tick_rung(store *st, long long sweep, int r, const halving_cfg *cfg, int *decided, char *err, size_t errlen) {
+static int tick_rung(queue *q, long long sweep, int r, const halving_cfg *cfg, int *decided, char *err, size_t errlen) {
     sched_at *v = NULL;
-    int n = 0, rc = rung_scheds(st, sweep, r, &v, &n, err, errlen);
+    int n = 0, rc = rung_scheds(q->st, sweep, r, &v, &n, err, errlen);
     if (rc < 0) return rc;
     int pending = 0, undecided = 0, ncomplete = 0;
     for (int i = 0; i < n; i++) {
@@ -309,7 +285,7 @@ static int tick_rung(store *st, long long sweep, int r, const halving_cfg *cfg, 
     int rung_complete = pending == 0;
     if (undecided > 0 && (rung_complete || cfg->async)) {
         int base_ranked = 0;
-        if ((rc = rank_at(st, sweep, r, v, n, &base_ranked, err, errlen)) < 0) goto out;
+        if ((rc = rank_at(q->st, sweep, r, v, n, &base_ranked, err, errlen)) < 0) goto out;
         /* no baseline value at the rung: every Δ is unknown, so nothing is decided (the rung is held; the sweep's
          * status says why, halving_held) */
         if (!base_ranked) goto apply;
@@ -324,14 +300,14 @@ static int tick_rung(store *st, long long sweep, int r, const halving_cfg *cfg, 
                 for (int j = 0; j < n; j++)
                     if (j != i && v[j].pending == 0 && v[j].pos >= 0 && (x->pos < 0 || v[j].pos < x->pos)) better++;
                 if (x->is_baseline || (x->pos >= 0 && better < top)) {
-                    if ((rc = insert_decision(st, sweep, r, x, 1, err, errlen)) < 0) goto out;
+                    if ((rc = insert_decision(q, sweep, r, x, 1, err, errlen)) < 0) goto out;
                     (*decided)++;
                 }
             }
             if (rung_complete)   /* the rest are pruned */
                 for (int i = 0; i < n; i++)
                     if (!v[i].decided && v[i].paused + v[i].other > 0) {
-                        if ((rc = insert_decision(st, sweep, r, &v[i], v[i].is_baseline && v[i].paused > 0, err, errlen)) < 0) goto out;
+                        if ((rc = insert_decision(q, sweep, r, &v[i], v[i].is_baseline && v[i].paused > 0, err, errlen)) < 0) goto out;
                         (*decided)++;
                     }
         } else {
@@ -339,29 +315,30 @@ static int tick_rung(store *st, long long sweep, int r, const halving_cfg *cfg, 
                 sched_at *x = &v[i];
                 if (x->decided || x->paused + x->other == 0) continue;
                 int promote = x->paused > 0 && (x->is_baseline || (x->pos >= 0 && x->pos < k));
-                if ((rc = insert_decision(st, sweep, r, x, promote, err, errlen)) < 0) goto out;
+                if ((rc = insert_decision(q, sweep, r, x, promote, err, errlen)) < 0) goto out;
                 (*decided)++;
             }
         }
     }
 apply:;
     int moved = 0;
-    rc = apply_decisions(st, sweep, r, cfg, &moved, err, errlen);
+    rc = apply_decisions(q, sweep, r, cfg, &moved, err, errlen);
 out:
     free(v);
     return rc;
 }
 
-int halving_tick(store *st, long long sweep_id, int *decided, char *err, size_t errlen) {
+int halving_tick(queue *q, long long sweep_id, int *decided, char *err, size_t errlen) {
     halving_cfg cfg;
-    int rc = halving_load(st, sweep_id, &cfg, err, errlen);
+    int rc = halving_load(q->st, sweep_id, &cfg, err, errlen);
     if (rc < 0 || !cfg.enabled) return rc == STORE_EINVAL ? STORE_OK : rc;
     for (int r = 0; r < cfg.nrungs; r++)
-        if ((rc = tick_rung(st, sweep_id, r, &cfg, decided, err, errlen)) < 0) return rc;
+        if ((rc = tick_rung(q, sweep_id, r, &cfg, decided, err, errlen)) < 0) return rc;
     return STORE_OK;
 }
 
-int halving_tick_all(store *st, int *decided, char *err, size_t errlen) {
+int halving_tick_all(queue *q, int *decided, char *err, size_t errlen) {
+    store *st = q->st;
     /* every halving sweep, read in pages of 256 by id (a tick writes: no cursor stays open across it) */
     long long ids[256], after = 0;
     int rc = STORE_OK;
@@ -375,7 +352,7 @@ int halving_tick_all(store *st, int *decided, char *err, size_t errlen) {
         while ((step = sqlite3_step(s)) == SQLITE_ROW) ids[n++] = sqlite3_column_int64(s, 0);
         sqlite3_finalize(s);
         if (step != SQLITE_DONE) return db_fail(st, err, errlen, "halving sweeps");
-        for (int i = 0; i < n && rc == STORE_OK; i++) rc = halving_tick(st, ids[i], decided, err, errlen);
+        for (int i = 0; i < n && rc == STORE_OK; i++) rc = halving_tick(q, ids[i], decided, err, errlen);
         if (rc < 0 || n < 256) return rc;
         after = ids[n - 1];
     }
@@ -383,91 +360,18 @@ int halving_tick_all(store *st, int *decided, char *err, size_t errlen) {
 
 /* ---- the worker's rung report -------------------------------------------------------------------- */
 
-int halving_report(store *st, long long job, const char *token, long long step, double val_loss, const char **state,
+int halving_report(queue *q, long long job, const char *token, long long step, double val_loss, const char **state,
                    char *state_buf, char *err, size_t errlen) {
-    sqlite3_stmt *s = NULL;
     *state = NULL;
-    if (sqlite3_prepare_v2(st->db, "SELECT state, lease_token, attempt, stop_at_step, checkpoint_step, rung, sweep_id, "
-                                   "(SELECT attempt FROM rung_results rr WHERE rr.job_id = jobs.id AND rr.step = ?2), job "
-                                   "FROM jobs WHERE id = ?1", -1, &s, NULL) != SQLITE_OK)
-        return db_fail(st, err, errlen, "rung report");
-    sqlite3_bind_int64(s, 1, job);
-    sqlite3_bind_int64(s, 2, step);
-    int rc = sqlite3_step(s);
-    if (rc != SQLITE_ROW) {
-        sqlite3_finalize(s);
-        if (rc == SQLITE_DONE) { snprintf(err, errlen, "no job %lld", job); return STORE_ENOTFOUND; }
-        return db_fail(st, err, errlen, "rung report");
-    }
-    char jstate[16];
-    snprintf(jstate, sizeof jstate, "%s", (const char *)sqlite3_column_text(s, 0));
-    const char *t = (const char *)sqlite3_column_text(s, 1);
-    int token_ok = t && token && auth_equal(t, token);
-    long long attempt = sqlite3_column_int64(s, 2);
-    int has_stop = sqlite3_column_type(s, 3) != SQLITE_NULL;
-    long long stop = sqlite3_column_int64(s, 3);
-    int has_ck = sqlite3_column_type(s, 4) != SQLITE_NULL;
-    long long ck = sqlite3_column_int64(s, 4);
-    int rung = sqlite3_column_int(s, 5);
-    long long sweep = sqlite3_column_int64(s, 6);
-    int reported = sqlite3_column_type(s, 7) != SQLITE_NULL && sqlite3_column_int64(s, 7) == attempt;
-    result_limits lim;
-    char lerr[256];
-    int have_lim = result_load_limits((const char *)sqlite3_column_text(s, 8), &lim, lerr, sizeof lerr) == 0;
-    sqlite3_finalize(s);
+    long long sweep = 0;
+    int repeated = 0, decided = 0;
+    int rc = queue_rung_report(q, job, token, step, val_loss, &sweep, &repeated);
+    if (rc == STORE_ECONFLICT) snprintf(state_buf, 16, "%s", q->state);
+    if (rc < 0) return from_queue(q, rc, err, errlen);
+    if (!repeated && (rc = halving_tick(q, sweep, &decided, err, errlen)) < 0) return rc;
     job_state js;
-    if (jobstate_parse(jstate, &js) == 0) *state = jobstate_name(js);
-    int leased = *state && js == JOB_LEASED;
-    if (token_ok && !leased && reported) return STORE_OK;   /* the same report again */
-    if ((rc = queue_check_lease(job, jstate, token_ok, err, errlen)) < 0) {   /* queue.c's lease check */
-        snprintf(state_buf, 16, "%s", jstate);
-        return rc;
-    }
-    if (!has_stop) {
-        snprintf(err, errlen, "job %lld has no rung to stop at (its lease had no stop_at_step): report complete instead", job);
-        return STORE_EINVAL;
-    }
-    if (step != stop) {
-        snprintf(err, errlen, "step: %lld is not the job's stop_at_step %lld", step, stop);
-        return STORE_EINVAL;
-    }
-    if (!isfinite(val_loss)) { snprintf(err, errlen, "val_loss: must be a finite number"); return STORE_EINVAL; }
-    if (have_lim && result_check_val_loss(&lim, "val_loss", val_loss, err, errlen) < 0) return STORE_EINVAL;
-    if (!has_ck || ck != step) {
-        snprintf(err, errlen, "checkpoint: report the rung's checkpoint first (POST /api/v1/jobs/%lld/checkpoint with "
-                 "step %lld): a promoted job resumes from it", job, step);
-        return STORE_EINVAL;
-    }
-    double now = store_now();
-    if (sqlite3_prepare_v2(st->db, "INSERT OR REPLACE INTO rung_results (job_id, rung, step, attempt, val_loss, reported_at) "
-                                   "VALUES (?1, ?2, ?3, ?4, ?5, ?6)", -1, &s, NULL) != SQLITE_OK)
-        return db_fail(st, err, errlen, "rung result");
-    sqlite3_bind_int64(s, 1, job);
-    sqlite3_bind_int(s, 2, rung);
-    sqlite3_bind_int64(s, 3, step);
-    sqlite3_bind_int64(s, 4, attempt);
-    sqlite3_bind_double(s, 5, val_loss);
-    sqlite3_bind_double(s, 6, now);
-    rc = sqlite3_step(s) == SQLITE_DONE ? STORE_OK : db_fail(st, err, errlen, "rung result");
-    sqlite3_finalize(s);
-    if (rc < 0) return rc;
-    if (sqlite3_prepare_v2(st->db, "UPDATE jobs SET state = 'paused', step = max(step, ?2), lease_expires_at = NULL, "
-                                   "updated_at = ?3 WHERE id = ?1", -1, &s, NULL) != SQLITE_OK)
-        return db_fail(st, err, errlen, "pause");
-    sqlite3_bind_int64(s, 1, job);
-    sqlite3_bind_int64(s, 2, step);
-    sqlite3_bind_double(s, 3, now);
-    rc = sqlite3_step(s) == SQLITE_DONE ? STORE_OK : db_fail(st, err, errlen, "pause");
-    sqlite3_finalize(s);
-    if (rc < 0) return rc;
-    int decided = 0;
-    if ((rc = halving_tick(st, sweep, &decided, err, errlen)) < 0) return rc;
-    if (sqlite3_prepare_v2(st->db, "SELECT state FROM jobs WHERE id = ?1", -1, &s, NULL) != SQLITE_OK)
-        return db_fail(st, err, errlen, "job state");
-    sqlite3_bind_int64(s, 1, job);
-    if (sqlite3_step(s) == SQLITE_ROW && jobstate_parse((const char *)sqlite3_column_text(s, 0), &js) == 0)
-        *state = jobstate_name(js);
-    sqlite3_finalize(s);
+    if ((rc = queue_job_state(q, job, &js)) < 0) return from_queue(q, rc, err, errlen);
+    *state = jobstate_name(js);
     return STORE_OK;
 }
 

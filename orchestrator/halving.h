@@ -42,6 +42,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "queue.h"
 #include "store.h"
 
 #define HALVING_MAX_RUNGS 16
@@ -70,21 +71,25 @@ int halving_check_rungs(const halving_cfg *cfg, int warmup_steps, char *warn, si
 /* The sweep's halving configuration from its stored spec (cfg->enabled 0 without one). */
 int halving_load(store *st, long long sweep_id, halving_cfg *cfg, char *err, size_t errlen);
 
-/* Puts the sweep's new jobs (rung NULL, never leased) on rung 0. No-op without halving. */
+/* Puts the sweep's new jobs (rung NULL, never leased) on rung 0 (queue_rung_setup, through a queue of its own:
+ * the create path has none). No-op without halving. */
 int halving_init_jobs(store *st, long long sweep_id, char *err, size_t errlen);
+
+/* The functions below change jobs: they take the queue whose statement table makes every transition
+ * (orchestrator/queue.h, queue_rung_*); q->st is the store they read. */
 
 /* The worker's report at a rung: the lease must be live (token), step the job's stop_at_step, and the rung
  * checkpoint at that step reported first. Stores the rung result, pauses the job, runs the promotion and applies
  * any decision already taken for the schedule. *state: the job's state afterwards ("paused", "queued",
  * "pruned"; static). Repeating the report of the same attempt answers the same, changing nothing.
  * STORE_ECONFLICT: the lease is not live (*state_buf gets the job's state); STORE_EINVAL: bad step/value. */
-int halving_report(store *st, long long job, const char *token, long long step, double val_loss, const char **state,
+int halving_report(queue *q, long long job, const char *token, long long step, double val_loss, const char **state,
                    char *state_buf, char *err, size_t errlen);
 
 /* Runs the promotion of every rung of the sweep that is due (idempotent). *decided += schedules decided. */
-int halving_tick(store *st, long long sweep_id, int *decided, char *err, size_t errlen);
+int halving_tick(queue *q, long long sweep_id, int *decided, char *err, size_t errlen);
 /* halving_tick for every sweep with halving (server start, after lease expiry, fail, cancel). */
-int halving_tick_all(store *st, int *decided, char *err, size_t errlen);
+int halving_tick_all(queue *q, int *decided, char *err, size_t errlen);
 
 /* Whether a rung of the sweep is held (above): 1 and a sentence in why (naming the rung, its step and the fix),
  * 0 when none is, negative on a read error. */

@@ -37,6 +37,8 @@ enum {
     S_EXPIRED, S_EXPIRE_Q, S_EXPIRE_F, S_JOB_STATE, S_CANCEL, S_REQUEUE, S_PRIO, S_SWEEP_STATE,
     S_SWEEP_PRIO, S_SWEEP_JOBS_PRIO, S_SWEEP_EXISTS, S_GRACE,
     S_WORKER_SEEN_LAZY, S_WORKER_STOPPED, S_WORKER_FAILED, S_WORKER_OK, S_REQUEUE_SWEEP, S_SWEEP_PROGRESS, S_JOB_TEXT,
+    /* halving's (orchestrator/halving.h) */
+    S_RUNG_SETUP, S_RUNG_ROW, S_RUNG_RESULT, S_PAUSE, S_RUNG_DECIDE, S_RUNG_PROMOTE, S_RUNG_PRUNE,
     S_COUNT
 };
 
@@ -109,6 +111,27 @@ static const char *const SQL[S_COUNT] = {
                         "RETURNING id",
     [S_SWEEP_PROGRESS] = "SELECT count(*) FILTER (WHERE state = 'done'), count(*) FROM jobs WHERE sweep_id = "
                          "(SELECT sweep_id FROM jobs WHERE id = ?1)",
+    /* halving: rung 0 for the sweep's jobs never leased (?2 = rung 0's step) */
+    [S_RUNG_SETUP] = "UPDATE jobs SET rung = 0, stop_at_step = ?2 WHERE sweep_id = ?1 AND rung IS NULL AND attempt = 0 "
+                     "AND state = 'queued'",
+    /* the rung report's row: ?2 = the reported step (the attempt that already reported it, if one did) */
+    [S_RUNG_ROW] = "SELECT state, lease_token, attempt, stop_at_step, checkpoint_step, rung, sweep_id, "
+                   "(SELECT attempt FROM rung_results rr WHERE rr.job_id = jobs.id AND rr.step = ?2), job "
+                   "FROM jobs WHERE id = ?1",
+    [S_RUNG_RESULT] = "INSERT OR REPLACE INTO rung_results (job_id, rung, step, attempt, val_loss, reported_at) "
+                      "VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+    [S_PAUSE] = "UPDATE jobs SET state = 'paused', step = max(step, ?2), lease_expires_at = NULL, updated_at = ?3 "
+                "WHERE id = ?1 AND state = 'leased'",
+    /* a decision that exists is kept (a promotion taken twice changes nothing) */
+    [S_RUNG_DECIDE] = "INSERT OR IGNORE INTO halving_decisions (sweep_id, rung, schedule_id, promoted, position, delta, "
+                      "decided_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+    /* ?3 = the next rung's step, NULL for the full run */
+    [S_RUNG_PROMOTE] = "UPDATE jobs SET state = 'queued', rung = ?2 + 1, stop_at_step = ?3, lease_expires_at = NULL, "
+                       "updated_at = ?4 WHERE sweep_id = ?1 AND rung = ?2 AND state = 'paused' AND schedule_id IN "
+                       "(SELECT schedule_id FROM halving_decisions WHERE sweep_id = ?1 AND rung = ?2 AND promoted = 1)",
+    [S_RUNG_PRUNE] = "UPDATE jobs SET state = 'pruned', lease_expires_at = NULL, updated_at = ?3, finished_at = ?3 "
+                     "WHERE sweep_id = ?1 AND rung = ?2 AND state = 'paused' AND schedule_id IN "
+                     "(SELECT schedule_id FROM halving_decisions WHERE sweep_id = ?1 AND rung = ?2 AND promoted = 0)",
 };
 
 _Static_assert(S_COUNT <= QUEUE_NSTMT, "QUEUE_NSTMT too small");
@@ -346,7 +369,10 @@ static int lease_read(queue *q, long long job, const char *token, lease_row *r) 
     return STORE_OK;
 }
 
-int queue_check_lease(long long job, const char *state, int token_ok, char *err, size_t errlen) {
+/* The lease check every worker report makes (this file's routes and the rung report): STORE_OK when token_ok
+ * (the request's token is the job's) and state is "leased"; else STORE_ECONFLICT with err naming the job, its
+ * state and that the worker should stop working on it. Writes err only on a conflict. */
+static int check_lease(long long job, const char *state, int token_ok, char *err, size_t errlen) {
     if (token_ok && is_state(state, JOB_LEASED)) return STORE_OK;
     if (!token_ok)
         snprintf(err, errlen, "job %lld: this lease token is not the job's current lease (state %s): "
@@ -356,9 +382,9 @@ int queue_check_lease(long long job, const char *state, int token_ok, char *err,
     return STORE_ECONFLICT;
 }
 
-/* queue_check_lease on a lease_row, the job's state kept in q->state on a conflict. */
+/* check_lease on a lease_row, the job's state kept in q->state on a conflict. */
 static int lease_check(queue *q, long long job, const lease_row *r) {
-    int rc = queue_check_lease(job, r->state, r->token_ok, q->err, sizeof q->err);
+    int rc = check_lease(job, r->state, r->token_ok, q->err, sizeof q->err);
     if (rc < 0) snprintf(q->state, sizeof q->state, "%s", r->state);
     return rc;
 }
@@ -724,6 +750,131 @@ int queue_grace(queue *q, double now, int *n) {
     return rc;
 }
 
+/* ---- halving's transitions (orchestrator/halving.h decides when) ----------------------------------- */
+
+int queue_rung_setup(queue *q, long long sweep, long long stop_at_step) {
+    sqlite3_stmt *s = S(q, S_RUNG_SETUP);
+    if (!s) return STORE_EIO;
+    sqlite3_bind_int64(s, 1, sweep);
+    sqlite3_bind_int64(s, 2, stop_at_step);
+    return run(q, s, "halving init");
+}
+
+/* The rung report's checks, in the order the worker can act on: the lease, then the step, the value, the
+ * checkpoint. r is the S_RUNG_ROW row. */
+static int rung_check(queue *q, long long job, sqlite3_stmt *r, int token_ok, long long step, double val_loss) {
+    const char *state = (const char *)sqlite3_column_text(r, 0);
+    if (check_lease(job, state, token_ok, q->err, sizeof q->err) < 0) {
+        snprintf(q->state, sizeof q->state, "%s", state);
+        return STORE_ECONFLICT;
+    }
+    if (sqlite3_column_type(r, 3) == SQLITE_NULL) {
+        snprintf(q->err, sizeof q->err, "job %lld has no rung to stop at (its lease had no stop_at_step): report "
+                 "complete instead", job);
+        return STORE_EINVAL;
+    }
+    long long stop = sqlite3_column_int64(r, 3);
+    if (step != stop) {
+        snprintf(q->err, sizeof q->err, "step: %lld is not the job's stop_at_step %lld", step, stop);
+        return STORE_EINVAL;
+    }
+    if (!isfinite(val_loss)) { snprintf(q->err, sizeof q->err, "val_loss: must be a finite number"); return STORE_EINVAL; }
+    result_limits lim;
+    char lerr[256];
+    if (result_load_limits((const char *)sqlite3_column_text(r, 8), &lim, lerr, sizeof lerr) == 0 &&
+        result_check_val_loss(&lim, "val_loss", val_loss, q->err, sizeof q->err) < 0)
+        return STORE_EINVAL;
+    if (sqlite3_column_type(r, 4) == SQLITE_NULL || sqlite3_column_int64(r, 4) != step) {
+        snprintf(q->err, sizeof q->err, "checkpoint: report the rung's checkpoint first (POST /api/v1/jobs/%lld/checkpoint "
+                 "with step %lld): a promoted job resumes from it", job, step);
+        return STORE_EINVAL;
+    }
+    return STORE_OK;
+}
+
+int queue_rung_report(queue *q, long long job, const char *token, long long step, double val_loss, long long *sweep,
+                      int *repeated) {
+    *sweep = 0;
+    *repeated = 0;
+    sqlite3_stmt *r = S(q, S_RUNG_ROW);
+    if (!r) return STORE_EIO;
+    sqlite3_bind_int64(r, 1, job);
+    sqlite3_bind_int64(r, 2, step);
+    int rc = sqlite3_step(r);
+    if (rc == SQLITE_DONE) {
+        sqlite3_reset(r);
+        snprintf(q->err, sizeof q->err, "no job %lld", job);
+        return STORE_ENOTFOUND;
+    }
+    if (rc != SQLITE_ROW) { sqlite3_reset(r); return fail_db(q, "rung report"); }
+    const char *t = (const char *)sqlite3_column_text(r, 1);
+    int token_ok = t && token && auth_equal(t, token);
+    long long attempt = sqlite3_column_int64(r, 2);
+    int rung = sqlite3_column_int(r, 5);
+    *sweep = sqlite3_column_int64(r, 6);
+    int reported = sqlite3_column_type(r, 7) != SQLITE_NULL && sqlite3_column_int64(r, 7) == attempt;
+    int leased = is_state((const char *)sqlite3_column_text(r, 0), JOB_LEASED);
+    if (token_ok && !leased && reported) { sqlite3_reset(r); *repeated = 1; return STORE_OK; }   /* the same report again */
+    rc = rung_check(q, job, r, token_ok, step, val_loss);
+    sqlite3_reset(r);
+    if (rc < 0) return rc;
+    double now = store_now();
+    sqlite3_stmt *s = S(q, S_RUNG_RESULT);
+    if (!s) return STORE_EIO;
+    sqlite3_bind_int64(s, 1, job);
+    sqlite3_bind_int(s, 2, rung);
+    sqlite3_bind_int64(s, 3, step);
+    sqlite3_bind_int64(s, 4, attempt);
+    sqlite3_bind_double(s, 5, val_loss);
+    sqlite3_bind_double(s, 6, now);
+    if ((rc = run(q, s, "rung result")) < 0) return rc;
+    if (!(s = S(q, S_PAUSE))) return STORE_EIO;
+    sqlite3_bind_int64(s, 1, job);
+    sqlite3_bind_int64(s, 2, step);
+    sqlite3_bind_double(s, 3, now);
+    return run(q, s, "pause");
+}
+
+int queue_rung_decide(queue *q, long long sweep, int rung, long long schedule, int promoted, int position, double delta) {
+    sqlite3_stmt *s = S(q, S_RUNG_DECIDE);
+    if (!s) return STORE_EIO;
+    sqlite3_bind_int64(s, 1, sweep);
+    sqlite3_bind_int(s, 2, rung);
+    sqlite3_bind_int64(s, 3, schedule);
+    sqlite3_bind_int(s, 4, promoted != 0);
+    if (position > 0) sqlite3_bind_int(s, 5, position); else sqlite3_bind_null(s, 5);
+    bind_opt(s, 6, isfinite(delta), delta);
+    sqlite3_bind_double(s, 7, store_now());
+    return run(q, s, "halving decision");
+}
+
+/* Runs promote (S_RUNG_PROMOTE) or prune (S_RUNG_PRUNE) over the rung; *n = jobs moved. */
+static int rung_move(queue *q, int which, long long sweep, int rung, long long next_stop, int *n) {
+    *n = 0;
+    sqlite3_stmt *s = S(q, which);
+    if (!s) return STORE_EIO;
+    double now = store_now();
+    sqlite3_bind_int64(s, 1, sweep);
+    sqlite3_bind_int(s, 2, rung);
+    if (which == S_RUNG_PROMOTE) {
+        if (next_stop >= 0) sqlite3_bind_int64(s, 3, next_stop); else sqlite3_bind_null(s, 3);
+        sqlite3_bind_double(s, 4, now);
+    } else {
+        sqlite3_bind_double(s, 3, now);
+    }
+    int rc = run(q, s, which == S_RUNG_PROMOTE ? "halving promote" : "halving prune");
+    if (rc == STORE_OK) *n = sqlite3_changes(q->st->db);
+    return rc;
+}
+
+int queue_rung_promote(queue *q, long long sweep, int rung, long long next_stop, int *n) {
+    return rung_move(q, S_RUNG_PROMOTE, sweep, rung, next_stop, n);
+}
+
+int queue_rung_prune(queue *q, long long sweep, int rung, int *n) {
+    return rung_move(q, S_RUNG_PRUNE, sweep, rung, -1, n);
+}
+
 /* ---- admin --------------------------------------------------------------------------------------- */
 
 static int read_job_state(queue *q, long long job, char state[16]) {
@@ -735,6 +886,17 @@ static int read_job_state(queue *q, long long job, char state[16]) {
     sqlite3_reset(s);
     if (rc == SQLITE_DONE) { snprintf(q->err, sizeof q->err, "no job %lld", job); return STORE_ENOTFOUND; }
     if (rc != SQLITE_ROW) return fail_db(q, "job state");
+    return STORE_OK;
+}
+
+int queue_job_state(queue *q, long long job, job_state *state) {
+    char st[16];
+    int rc = read_job_state(q, job, st);
+    if (rc < 0) return rc;
+    if (jobstate_parse(st, state) < 0) {
+        snprintf(q->err, sizeof q->err, "job %lld: unknown state \"%s\" in the store", job, st);
+        return STORE_EIO;
+    }
     return STORE_OK;
 }
 

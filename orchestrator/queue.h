@@ -18,13 +18,14 @@
 #include <jansson.h>
 #include <sqlite3.h>
 
+#include "jobstate.h"
 #include "store.h"
 
 struct lease_filter;   /* common/lease.h */
 
 enum { QUEUE_OK = 0, QUEUE_EMPTY = 1 };
 
-#define QUEUE_NSTMT 40
+#define QUEUE_NSTMT 48
 
 typedef struct queue {
     store *st;                          /* not owned */
@@ -79,7 +80,7 @@ int queue_checkpoint(queue *q, long long job, const char *token, const char *pat
 
 /* result: result.json (needs a numeric val_loss or final_val_loss; its steps, when given, must be the job's
  * train.steps). Idempotent for the same token. A lease that carries stop_at_step (a halving rung) is not
- * completed: STORE_ECONFLICT naming the rung route (only halving_report ends such a lease). */
+ * completed: STORE_ECONFLICT naming the rung route (only queue_rung_report ends such a lease). */
 int queue_complete(queue *q, long long job, const char *token, json_t *result);
 
 /* *new_state: "queued" (retryable, attempts left) or "failed" (static string). Idempotent for the token.
@@ -96,10 +97,33 @@ int queue_expire(queue *q, double now, int *n);
  * whose expiry changed. */
 int queue_grace(queue *q, double now, int *n);
 
-/* The lease check every worker report makes (this file's routes and halving.c's rung report): STORE_OK when
- * token_ok (the request's token is the job's) and state is "leased"; else STORE_ECONFLICT with err naming the
- * job, its state and that the worker should stop working on it. Writes err only on a conflict. */
-int queue_check_lease(long long job, const char *state, int token_ok, char *err, size_t errlen);
+/* ---- halving's transitions: orchestrator/halving.c decides when, these make them (halving.h has the life of a
+ * halving job). Same transaction contract and codes as above. */
+
+/* The sweep's jobs never leased (queued, attempt 0, no rung) go on rung 0, stopping at stop_at_step. */
+int queue_rung_setup(queue *q, long long sweep, long long stop_at_step);
+
+/* The worker's report at its rung (POST /api/v1/jobs/{id}/rung): the lease must be live (token), step the job's
+ * stop_at_step, val_loss finite and within the job's result bounds, and the rung checkpoint at that step reported
+ * first. Stores the rung result (rung_results) and pauses the job; *sweep = the job's sweep. The same report of
+ * the same attempt again, once the lease ended: QUEUE_OK with *repeated = 1, changing nothing.
+ * STORE_ENOTFOUND no job; STORE_ECONFLICT the lease is not live (q->state: the job's state; the message is the one
+ * every report route gives); STORE_EINVAL (q->err names step, val_loss or checkpoint and the fix). */
+int queue_rung_report(queue *q, long long job, const char *token, long long step, double val_loss, long long *sweep,
+                      int *repeated);
+
+/* Records one schedule's decision at rung (halving_decisions). A decision that exists is kept, so deciding twice
+ * changes nothing. position: the schedule's 1-based place in the rung's ranking, 0 unranked; delta NAN unknown. */
+int queue_rung_decide(queue *q, long long sweep, int rung, long long schedule, int promoted, int position, double delta);
+
+/* The paused jobs at rung of the schedules promoted there go back to queued on rung + 1, stopping at next_stop
+ * (< 0: the full run, no stop). *n = jobs moved. */
+int queue_rung_promote(queue *q, long long sweep, int rung, long long next_stop, int *n);
+/* The paused jobs at rung of the schedules not promoted there are pruned (terminal). *n = jobs moved. */
+int queue_rung_prune(queue *q, long long sweep, int rung, int *n);
+
+/* The job's state. STORE_ENOTFOUND no job. */
+int queue_job_state(queue *q, long long job, job_state *state);
 
 /* Admin. */
 int queue_cancel(queue *q, long long job);

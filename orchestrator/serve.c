@@ -337,19 +337,25 @@ static void serve_say_tokens(const auth_tokens *tok, const char *db) {
                         "(mode 0600)\n  (add admin_token=... to %s to keep one)\n", tok->path, tok->admin_path, tok->path);
 }
 
-/* One deciding pass of `what` (halving_tick_all, racing_tick_all: the same contract) in its own transaction at start;
- * a failure is logged and rolled back, the server starts anyway (the next tick retries). */
-static void serve_decide_at_start(store *st, const char *what, int (*tick)(store *, int *, char *, size_t),
+/* One deciding pass of `what` (halving_tick_all, serve_racing_tick_all: the same contract) in its own transaction
+ * at start; a failure is logged and rolled back, the server starts anyway (the next tick retries). */
+static void serve_decide_at_start(queue *q, const char *what, int (*tick)(queue *, int *, char *, size_t),
                                   const char *done) {
+    store *st = q->st;
     int n = 0;
     char err[512] = "";
     if (store_begin(st) != 0) return;
-    if (tick(st, &n, err, sizeof err) == 0 && store_commit(st) == 0) {
+    if (tick(q, &n, err, sizeof err) == 0 && store_commit(st) == 0) {
         if (n) fprintf(stderr, "prism-sweep serve: %s: %d %s at start\n", what, n, done);
     } else {
         fprintf(stderr, "prism-sweep serve: %s at start: %s\n", what, err[0] ? err : st->err);
         store_rollback(st);
     }
+}
+
+/* racing_tick_all on the queue's store (racing writes no job transition: it adds jobs, as create does). */
+static int serve_racing_tick_all(queue *q, int *decided, char *err, size_t errlen) {
+    return racing_tick_all(q->st, decided, err, errlen);
 }
 
 /* What a restart owes: the live leases' grace, and the halving and racing decisions that were due. */
@@ -366,8 +372,8 @@ static void serve_recover(serve_state *s, store *st) {
         }
     }
     /* a halving promotion or a racing round that was due when the server stopped is decided now (idempotent) */
-    serve_decide_at_start(st, "halving", halving_tick_all, "schedule decision(s) taken");
-    serve_decide_at_start(st, "racing", racing_tick_all, "round(s) decided");
+    serve_decide_at_start(&s->a.q, "halving", halving_tick_all, "schedule decision(s) taken");
+    serve_decide_at_start(&s->a.q, "racing", serve_racing_tick_all, "round(s) decided");
 }
 
 /* The listening line, and the warning for an address off this machine. */

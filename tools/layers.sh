@@ -6,6 +6,9 @@
 # tree); an include that resolves into a folder the source's layer may not use is a back-arrow. System and
 # generated headers (found in none of the folders) are not ours to judge. The Makefile runs it on every `make`
 # (all); tests/integration/test_layers.sh seeds a back-arrow and sees it fail.
+# One more rule of the same kind: a job's row changes only through orchestrator/queue.c's statement table (every
+# state transition, halving's included; store.c's migration fills excepted), so an `UPDATE jobs` spelled in any
+# other source of the tree is refused too, naming file:line.
 set -u
 root=${1:-.}
 cd "$root" || { echo "layers.sh: no folder $root" >&2; exit 2; }
@@ -44,4 +47,12 @@ for from in $folders; do
     fi
   done < <(grep -nH -E '^[[:space:]]*#[[:space:]]*include[[:space:]]*"' $files /dev/null)
 done
+# job transitions: queue.c's SQL[] only
+while IFS= read -r hit; do
+  f=${hit%%:*}; rest=${hit#*:}; n=${rest%%:*}
+  case "$f" in orchestrator/queue.c|orchestrator/store.c) continue ;; esac
+  echo "layers: $f:$n: an UPDATE of jobs outside orchestrator/queue.c: every job transition is a statement of queue.c's SQL[] table and the function that runs it (docs/CONTRIBUTING.md, \"a job state\")" >&2
+  bad=1
+done < <(for d in $folders; do [ -d "$d" ] && find "$d" -type f \( -name '*.c' -o -name '*.h' \); done | sort |
+         xargs -r grep -nHiE 'UPDATE[[:space:]]+jobs([^_[:alnum:]]|$)' /dev/null)
 [ $bad = 0 ] || exit 1

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # test_layers.sh — the include layers (tools/layers.sh, run by `make`; the Makefile's INC_<folder>): the tree
 # as committed has no back-arrow; a seeded one — by name or by path — fails naming file:line, and so does the
-# compile of a folder's source with its layer's include flags.
+# compile of a folder's source with its layer's include flags; a job UPDATE outside queue.c's table fails too.
 # timeout: 60
 . "$(dirname "$0")/../lib.sh"
 
@@ -47,6 +47,20 @@ t_seeded_back_arrow_by_path_and_from_common_fails() {
   printf '#include "queue.h"\n' >> "$D/worker/slot.c"
   sed -i '$d' "$D/common/util.h"; sed -i '$d' "$D/dataprep/tokenize.c"
   bash "$PRISM_ROOT/tools/layers.sh" "$D" 2>"$PRISM_TEST_TMP/err" || fail "worker -> orchestrator refused: $(cat "$PRISM_TEST_TMP/err")"
+}
+
+t_seeded_job_update_outside_queue_fails() {
+  copy_tree
+  # halving.c pruning jobs itself, as it did before its transitions moved into queue.c's table
+  printf 'static const char *prune = "UPDATE jobs SET state = '"'"'pruned'"'"' WHERE id = ?1";\n' >> "$D/orchestrator/halving.c"
+  local out rc
+  out=$(bash "$PRISM_ROOT/tools/layers.sh" "$D" 2>&1); rc=$?
+  assert_eq 1 "$rc" "layers.sh exit on a job UPDATE outside queue.c"
+  assert_contains "$out" "orchestrator/halving.c:$(wc -l < "$D/orchestrator/halving.c"): an UPDATE of jobs outside orchestrator/queue.c"
+  # queue.c's own table is where it belongs
+  sed -i '$d' "$D/orchestrator/halving.c"
+  printf 'static const char *prune2 = "UPDATE jobs SET state = '"'"'pruned'"'"' WHERE id = ?1";\n' >> "$D/orchestrator/queue.c"
+  bash "$PRISM_ROOT/tools/layers.sh" "$D" 2>"$PRISM_TEST_TMP/err" || fail "an UPDATE in queue.c refused: $(cat "$PRISM_TEST_TMP/err")"
 }
 
 harness_main "$@"

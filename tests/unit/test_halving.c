@@ -195,7 +195,7 @@ static const char *report_rung(store *st, queue *qu, const lease_t *l) {
     snprintf(path, sizeof path, "/ck/job-%lld-a%lld/ckpt_%lld.bin", l->job, l->attempt, l->stop);
     if (queue_checkpoint(qu, l->job, l->token, path, l->stop, &exp) != 0) HFAIL("checkpoint: %s", qu->err);
     const char *state = NULL;
-    int rc = halving_report(st, l->job, l->token, l->stop, loss_of(l, l->stop), &state, sb, err, sizeof err);
+    int rc = halving_report(qu, l->job, l->token, l->stop, loss_of(l, l->stop), &state, sb, err, sizeof err);
     if (rc != 0) HFAIL("rung report of job %lld: %d %s", l->job, rc, err);
     return state;
 }
@@ -251,10 +251,10 @@ TEST(sync_promotes_the_best_third_and_the_baseline_exactly_once) {
     /* idempotent: another tick and a repeated report change nothing */
     int decided = 0;
     char err[512], sb[16];
-    ASSERT_EQ_INT(0, halving_tick(st, 1, &decided, err, sizeof err));
+    ASSERT_EQ_INT(0, halving_tick(&qu, 1, &decided, err, sizeof err));
     ASSERT_EQ_INT(0, decided);
     const char *state = NULL;
-    ASSERT_EQ_INT(0, halving_report(st, L[0].job, L[0].token, 10, 1.0, &state, sb, err, sizeof err));
+    ASSERT_EQ_INT(0, halving_report(&qu, L[0].job, L[0].token, 10, 1.0, &state, sb, err, sizeof err));
     ASSERT_STREQ("queued", state);
     ASSERT_EQ_INT(6, (int)qv(st, "SELECT count(*) FROM halving_decisions"));
     ASSERT_EQ_INT(12, (int)qv(st, "SELECT count(*) FROM jobs"));
@@ -335,13 +335,13 @@ TEST(rung_report_is_checked) {
     ASSERT_EQ_INT(1, lease_one(&qu, wid, &l));
     char err[512], sb[16] = "";
     const char *state;
-    ASSERT_EQ_INT(STORE_EINVAL, halving_report(st, l.job, l.token, 44, 1.0, &state, sb, err, sizeof err));
+    ASSERT_EQ_INT(STORE_EINVAL, halving_report(&qu, l.job, l.token, 44, 1.0, &state, sb, err, sizeof err));
     ASSERT_CONTAINS(err, "step: 44 is not the job's stop_at_step 45");
-    ASSERT_EQ_INT(STORE_EINVAL, halving_report(st, l.job, l.token, 45, 1.0, &state, sb, err, sizeof err));
+    ASSERT_EQ_INT(STORE_EINVAL, halving_report(&qu, l.job, l.token, 45, 1.0, &state, sb, err, sizeof err));
     ASSERT_CONTAINS(err, "report the rung's checkpoint first");
-    ASSERT_EQ_INT(STORE_ECONFLICT, halving_report(st, l.job, "nope", 45, 1.0, &state, sb, err, sizeof err));
+    ASSERT_EQ_INT(STORE_ECONFLICT, halving_report(&qu, l.job, "nope", 45, 1.0, &state, sb, err, sizeof err));
     ASSERT_STREQ("leased", sb);
-    ASSERT_EQ_INT(STORE_ENOTFOUND, halving_report(st, 999, l.token, 45, 1.0, &state, sb, err, sizeof err));
+    ASSERT_EQ_INT(STORE_ENOTFOUND, halving_report(&qu, 999, l.token, 45, 1.0, &state, sb, err, sizeof err));
     ASSERT_EQ_INT(0, (int)qv(st, "SELECT count(*) FROM rung_results"));
     ASSERT_EQ_INT(1, (int)qv(st, "SELECT count(*) FROM jobs WHERE state = 'leased'"));
     queue_release(&qu);
@@ -371,7 +371,7 @@ TEST(a_failed_job_does_not_block_the_rung) {
     ASSERT_EQ_INT(0, (int)qv(st, "SELECT count(*) FROM halving_decisions"));
     int decided = 0;
     char err[512];
-    ASSERT_EQ_INT(0, halving_tick(st, 1, &decided, err, sizeof err));
+    ASSERT_EQ_INT(0, halving_tick(&qu, 1, &decided, err, sizeof err));
     ASSERT_EQ_INT(6, decided);
     ASSERT_EQ_INT(6, (int)qv(st, "SELECT count(*) FROM halving_decisions WHERE rung = 0"));
     /* ord 5 has one seed at the rung: provisional, ranked after the complete ones; ord 2 and ord 4 promoted */
@@ -399,7 +399,7 @@ TEST(a_rung_without_a_baseline_value_is_held) {
     }
     int decided = 0;
     char err[512], why[512] = "";
-    ASSERT_EQ_INT(0, halving_tick(st, 1, &decided, err, sizeof err));
+    ASSERT_EQ_INT(0, halving_tick(&qu, 1, &decided, err, sizeof err));
     ASSERT_EQ_INT(0, decided);
     ASSERT_EQ_INT(0, (int)qv(st, "SELECT count(*) FROM halving_decisions"));
     ASSERT_EQ_INT(10, (int)qv(st, "SELECT count(*) FROM jobs WHERE state = 'paused'"));
@@ -528,12 +528,15 @@ TEST(promotions_reach_every_sweep) {
     snprintf(sql, sizeof sql, "UPDATE jobs SET state = 'failed' WHERE id = (SELECT max(id) FROM jobs WHERE sweep_id = %lld)", last);
     ASSERT_EQ_INT(0, store_exec(st, sql));
     int decided = 0;
+    queue q;
+    queue_init(&q, st, 60, 3);
     ASSERT_EQ_INT(0, store_begin(st));
-    ASSERT_EQ_INT(0, halving_tick_all(st, &decided, err, sizeof err));
+    ASSERT_EQ_INT(0, halving_tick_all(&q, &decided, err, sizeof err));
     ASSERT_EQ_INT(0, store_commit(st));
     snprintf(sql, sizeof sql, "SELECT count(*) FROM halving_decisions WHERE sweep_id = %lld", last);
     ASSERT_EQ_INT(6, (int)qv(st, sql));
     ASSERT_EQ_INT(6, decided);
+    queue_release(&q);
     store_close(st);
 }
 
@@ -573,7 +576,7 @@ TEST(a_rung_report_reads_each_schedule_once) {
     const char *state = NULL;
     vm_ops = 0;
     sqlite3_progress_handler(st->db, 100, count_ops, NULL);
-    ASSERT_EQ_INT(0, halving_report(st, l.job, l.token, 45, 3.1, &state, sb, err, sizeof err));
+    ASSERT_EQ_INT(0, halving_report(&qu, l.job, l.token, 45, 3.1, &state, sb, err, sizeof err));
     sqlite3_progress_handler(st->db, 0, NULL, NULL);
     ASSERT_STREQ("paused", state);
     printf("a rung report at 600 schedules: %lld SQLite VM steps (%lld per schedule)\n", vm_ops, vm_ops / 600);

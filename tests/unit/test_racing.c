@@ -349,7 +349,7 @@ static int run_queue(store *st, queue *qu, long long wid, long long sweep) {
             snprintf(path, sizeof path, "/ck/job-%lld-a%lld/ckpt_%lld.bin", job, attempt, step);
             if (queue_checkpoint(qu, job, token, path, step, &exp) != 0) HFAIL("checkpoint: %s", qu->err);
             const char *state = NULL;
-            if (halving_report(st, job, token, step, loss_for(ord, seed) + 0.1, &state, sb, err, sizeof err) != 0)
+            if (halving_report(qu, job, token, step, loss_for(ord, seed) + 0.1, &state, sb, err, sizeof err) != 0)
                 HFAIL("rung report: %s", err);
         } else {
             json_t *r = json_pack("{s:f}", "val_loss", loss_for(ord, seed));
@@ -565,7 +565,7 @@ TEST(a_held_halving_rung_keeps_round_1_open) {
             snprintf(path, sizeof path, "/ck/job-%lld-a%lld/ckpt_%lld.bin", job, attempt, stop);
             if (queue_checkpoint(&qu, job, token, path, stop, &exp) != 0) HFAIL("checkpoint: %s", qu.err);
             const char *state = NULL;
-            if (halving_report(st, job, token, stop, loss_for(ord, seed), &state, sb, err, sizeof err) != 0) HFAIL("rung: %s", err);
+            if (halving_report(&qu, job, token, stop, loss_for(ord, seed), &state, sb, err, sizeof err) != 0) HFAIL("rung: %s", err);
         }
         int decided = 0;
         if (racing_tick(st, 1, &decided, err, sizeof err) != 0) HFAIL("racing_tick: %s", err);
