@@ -140,6 +140,16 @@ static int create_rows(store *st, const sweep_spec *sp, const char *spec_text, s
             if (sqlite3_step(ins_job) != SQLITE_DONE) { rc = store_fail(st, "insert job"); goto out; }
             out->jobs_created += sqlite3_changes(st->db);
         }
+    if (!out->sweep_is_new && out->jobs_created > 0 && json_object_get(sp->root, "racing")) {
+        /* racing's rounds pick their seeds (above the spec's) and their schedules (the survivors): jobs added from
+         * outside would collide with a round's seed or sit in no round */
+        snprintf(st->err, sizeof st->err, "sweep \"%s\" (id %lld) races (spec key \"racing\"): its rounds add seeds to "
+                 "the surviving schedules themselves, so re-creating it may not add jobs (this spec adds %lld: new seeds "
+                 "or schedules); give this spec another \"name\" for a new sweep, or raise racing.max_seeds there",
+                 sp->name, (long long)out->sweep_id, (long long)out->jobs_created);
+        rc = STORE_ECONFLICT;
+        goto out;
+    }
     if ((rc = halving_init_jobs(st, out->sweep_id, st->err, sizeof st->err)) < 0) goto out;   /* rung 0 with "halving" */
     out->schedules_total = count_rows(st, "SELECT count(*) FROM schedules WHERE sweep_id = ?1", out->sweep_id, &rc);
     if (rc < 0) goto out;

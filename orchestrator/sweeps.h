@@ -5,7 +5,9 @@
  * Idempotence comes from UNIQUE constraints, not from checks: sweeps.name, schedules(sweep_id, heads),
  * jobs(schedule_id, seed). Creating the same spec twice creates nothing the second time (counts say 0);
  * a spec with the same name that adds schedules or seeds adds just those. A spec with the same name but a
- * different model/train/eval/data is refused (STORE_ECONFLICT): its jobs would not be comparable.
+ * different model/train/eval/data is refused (STORE_ECONFLICT): its jobs would not be comparable. A racing sweep
+ * (spec key "racing") re-created with new seeds or schedules is refused too (STORE_ECONFLICT): its rounds choose
+ * their seeds and schedules themselves (orchestrator/racing.h).
  *
  * Transactions: sweeps_create runs in BEGIN IMMEDIATE..COMMIT when no transaction is open, or inside a
  * SAVEPOINT of the caller's open transaction (the server's group commit); on failure nothing of it remains.

@@ -578,3 +578,26 @@ TEST(a_held_halving_rung_keeps_round_1_open) {
     ASSERT_EQ_INT(0, (int)qv(st, "SELECT count(*) FROM racing_rounds"));
     store_close(st);
 }
+
+/* A racing sweep re-created: the same spec adds nothing and is fine; one that adds a seed (which a round would have
+ * used: round 2 trains seed 3) or a schedule is refused, naming the fix, and leaves the jobs as they were. */
+TEST(recreating_a_racing_sweep_may_not_add_jobs) {
+    queue qu;
+    long long wid;
+    store *st = racing_sweep("{\"max_seeds\": 4}", NULL, &qu, &wid);
+    sweeps_created c;
+    char err[1024] = "";
+    const char *t = tiny("[1, 2]", "{\"max_seeds\": 4}", NULL);
+    ASSERT_EQ_INT(0, sweeps_create_json(st, t, strlen(t), &c, err, sizeof err));
+    ASSERT_EQ_INT(0, (int)c.jobs_created);
+    ASSERT_EQ_INT(12, (int)qv(st, "SELECT count(*) FROM jobs"));
+    t = tiny("[1, 2, 3]", "{\"max_seeds\": 4}", NULL);
+    ASSERT_EQ_INT(STORE_ECONFLICT, sweeps_create_json(st, t, strlen(t), &c, err, sizeof err));
+    ASSERT_CONTAINS(err, "races (spec key \"racing\")");
+    ASSERT_CONTAINS(err, "this spec adds 6");
+    ASSERT_CONTAINS(err, "another \"name\"");
+    ASSERT_EQ_INT(12, (int)qv(st, "SELECT count(*) FROM jobs"));
+    ASSERT_EQ_INT(0, (int)qv(st, "SELECT count(*) FROM jobs WHERE seed = 3"));
+    queue_release(&qu);
+    store_close(st);
+}
