@@ -7,7 +7,7 @@
 # generated headers (found in none of the folders) are not ours to judge. The Makefile runs it on every `make`
 # (all); tests/integration/test_layers.sh seeds a back-arrow and sees it fail.
 # One more rule of the same kind: a job's row changes only through orchestrator/queue.c's statement table (every
-# state transition, halving's included; store.c's migration fills excepted), so an `UPDATE jobs` spelled in any
+# state transition, halving's included; store.c's migration fills excepted), so an `UPDATE jobs` in a string literal of any
 # other source of the tree is refused too, naming file:line.
 set -u
 root=${1:-.}
@@ -54,5 +54,5 @@ while IFS= read -r hit; do
   echo "layers: $f:$n: an UPDATE of jobs outside orchestrator/queue.c: every job transition is a statement of queue.c's SQL[] table and the function that runs it (docs/CONTRIBUTING.md, \"a job state\")" >&2
   bad=1
 done < <(for d in $folders; do [ -d "$d" ] && find "$d" -type f \( -name '*.c' -o -name '*.h' \); done | sort |
-         xargs -r grep -nHiE 'UPDATE[[:space:]]+jobs([^_[:alnum:]]|$)' /dev/null)
+         xargs -r grep -nHE '"[^"]*UPDATE[[:space:]]+jobs([^_[:alnum:]]|$)' /dev/null)   # in a string literal
 [ $bad = 0 ] || exit 1
