@@ -243,7 +243,10 @@ def mutate_json(rng, data, pool):
         tree = json.loads(data.split(b"\n")[0].decode("utf-8"))
     except (ValueError, RecursionError):
         return None
-    nodes = list(json_nodes(tree))
+    try:
+        nodes = list(json_nodes(tree))
+    except RecursionError:   # a tree nested past the interpreter's depth (it came back parsed): leave it
+        return None
     path, node = rng.choice(nodes)
     op = rng.randrange(7)
     if op == 6 and isinstance(node, str) and path:   # edit a string: a NUL, a surrogate, a path escape, length
@@ -335,6 +338,13 @@ class Crash(Exception):
 
 def run_one(targets, target, data, timeout):
     """True parsed / False refused with the documented error; raises Crash(description) otherwise."""
+    try:
+        return _run_one(targets, target, data, timeout)
+    except Hang:   # the alarm landed after the target returned, in the cleanup: still past the cap
+        raise Crash("hang: no answer within %gs (--timeout)" % timeout)
+
+
+def _run_one(targets, target, data, timeout):
     signal.setitimer(signal.ITIMER_REAL, timeout)
     try:
         return bool(getattr(targets, target)(data))
@@ -438,8 +448,9 @@ def main(argv):
     args = ap.parse_args(argv)
     if args.iterations < 0 or (args.seconds is not None and args.seconds < 0):
         ap.error("--iterations and --seconds must be >= 0")
-    resource.setrlimit(resource.RLIMIT_AS, (args.mem_mb << 20, resource.getrlimit(resource.RLIMIT_AS)[1]))
-    sys.setrecursionlimit(max(sys.getrecursionlimit(), 1000))
+    hard = resource.getrlimit(resource.RLIMIT_AS)[1]
+    cap = args.mem_mb << 20 if hard == resource.RLIM_INFINITY else min(args.mem_mb << 20, hard)
+    resource.setrlimit(resource.RLIMIT_AS, (cap, hard))
 
     def on_alarm(signum, frame):
         raise Hang()
