@@ -224,7 +224,8 @@ class Run:
         self._check(obj)
         try:
             line = json.dumps(obj, separators=(",", ":"), allow_nan=False) + "\n"
-        except (ValueError, TypeError, RecursionError) as e:   # NaN/Infinity, a non-JSON value or nesting in result
+            json.dumps(obj, ensure_ascii=False).encode("utf-8")   # an unpaired surrogate: the worker's jansson refuses it
+        except (ValueError, TypeError, RecursionError) as e:   # NaN/Infinity, a surrogate, a non-JSON value, nesting
             raise ProtocolError("%s: not encodable as a protocol line (%s): every value must be JSON, numbers finite"
                                 % (obj["event"], str(e)[:200] or type(e).__name__))
         if len(line.encode("utf-8")) > MAX_LINE:
