@@ -31,7 +31,6 @@ import argparse
 import copy
 import hashlib
 import json
-import math
 import os
 import random
 import resource
