@@ -24,9 +24,10 @@ enum {
     STORE_ENEWER = -5,     /* the file has a schema newer than this binary knows */
 };
 
-#define STORE_SCHEMA_VERSION 7   /* migrations in store.c: sql/schema.sql, sql/halving.sql, sql/metrics_append.sql,
-                                    sql/job_sizes.sql, sql/worker_failures.sql,
-                                    sql/grad_norm.sql, sql/racing.sql */
+/* The schema version this binary brings a store to: the number of migrations it carries, sql/001_schema.sql,
+ * sql/002_halving.sql, ... (tools/embed_sql.sh orders them by their numbers; adding one is adding its file). */
+int store_schema_version(void);
+#define STORE_SCHEMA_VERSION store_schema_version()
 
 typedef struct store {
     sqlite3 *db;     /* owned; closed by store_close */
