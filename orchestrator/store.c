@@ -16,10 +16,9 @@
 #include <sys/stat.h>
 #include <sys/time.h>
 
-/* The migrations, in order (tools/embed_sql.sh from sql/NNN_NAME.sql): migration i (1-based) brings user_version
- * from i-1 to i. They run with foreign_keys OFF (a table rebuild must not cascade its DROP into the tables that
- * reference it); it is back ON when they are done. */
-extern const struct prism_sql_migration { const char *name, *sql; } prism_sql_migrations[];
+/* The migrations, in order (store.h's prism_sql_migrations[]): migration i (1-based) brings user_version from i-1
+ * to i. They run with foreign_keys OFF (a table rebuild must not cascade its DROP into the tables that reference
+ * it); it is back ON when they are done. */
 extern const int prism_sql_migration_count;
 
 #define N_MIGRATIONS prism_sql_migration_count

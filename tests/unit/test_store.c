@@ -7,9 +7,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* tools/embed_sql.sh's table (build/gen/sql_embed.c), which orchestrator/store.c applies in order. */
-extern const struct prism_sql_migration { const char *name, *sql; } prism_sql_migrations[];
-
 static int query_int(store *st, const char *sql) {
     sqlite3_stmt *s = NULL;
     if (sqlite3_prepare_v2(st->db, sql, -1, &s, NULL) != SQLITE_OK) HFAIL("prepare %s: %s", sql, sqlite3_errmsg(st->db));
