@@ -143,7 +143,13 @@ $(BUILD)/obj/%.cu.o: %.cu
 	@mkdir -p $(dir $@)
 	$(NVCC) $(NVFLAGS) -c $< -o $@
 
-$(GEN_SQL): $(SQL_SRC) tools/embed_sql.sh
+# The migrations' names, rewritten only when the list changes: a migration renamed (renumbered) or removed, whose
+# file is no newer than the generated table, still regenerates it.
+SQL_LIST    := $(BUILD)/gen/sql_files.txt
+$(SQL_LIST): FORCE
+	@mkdir -p $(dir $@)
+	@echo '$(SQL_SRC)' | cmp -s - $@ || echo '$(SQL_SRC)' > $@
+$(GEN_SQL): $(SQL_SRC) $(SQL_LIST) tools/embed_sql.sh
 	@mkdir -p $(dir $@)
 	bash tools/embed_sql.sh $(SQL_SRC) > $@.tmp && mv $@.tmp $@
 

@@ -3,7 +3,7 @@
  *   queued → leased → done | failed | cancelled          (failed/cancelled may be requeued by an admin)
  *   leased → paused (successive halving: stopped at a rung) → queued (promoted) | pruned (not promoted)
  *
- * The names are the jobs.state column's values (sql/schema.sql, sql/halving.sql: their CHECK lists are
+ * The names are the jobs.state column's values (sql/001_schema.sql, sql/002_halving.sql: their CHECK lists are
  * tested against this table, tests/unit/test_jobstate.c), the JSON "state" of every job reply, the keys of
  * every "counts" object and the labels of /metrics' prism_jobs. The page reads them from GET /api/v1/sweeps
  * ("job_states"), never from literals of its own.

@@ -1,7 +1,8 @@
 /* point.c — the metrics point's builder and parser (point.h).
  *
- * Design: the optional numbers are one table (key, flag, value), so the builder writes and the parser reads the
- * same keys; the error messages are the ones the server always gave (tests and clients match them).
+ * Design: the optional numbers are one table (point.h's POINT_OPT_NUMS: key, flag, value) that the parser reads and
+ * the server's metrics insert is built from (orchestrator/queue.c); the builder writes the keys in the metrics.jsonl
+ * order point.h states. The error messages are the ones the server always gave (tests and clients match them).
  */
 #include "point.h"
 
@@ -9,8 +10,8 @@
 #include <string.h>
 
 struct opt_num { const char *key; size_t has, val; };
-#define OPT(k, f) { POINT_KEY_##k, offsetof(metric_point, has_##f), offsetof(metric_point, f) }
-static const struct opt_num OPTS[] = { OPT(LR, lr), OPT(TOK_PER_S, tok_per_s), OPT(GRAD_NORM, grad_norm) };
+#define OPT(k, f, train_only) { POINT_KEY_##k, offsetof(metric_point, has_##f), offsetof(metric_point, f) },
+static const struct opt_num OPTS[] = { POINT_OPT_NUMS(OPT) };
 #define FLAG(p, o) (*(int *)((char *)(p) + (o)->has))
 #define VAL(p, o) (*(double *)((char *)(p) + (o)->val))
 

@@ -33,6 +33,16 @@
 #define POINT_KEY_TOKENS "tokens"
 #define POINT_KEY_TOK_PER_S "tok_per_s"
 
+/* The optional numbers of a point, X(NAME, field, train_only): the key POINT_KEY_NAME (also the metrics table's
+ * column: orchestrator/queue.c stores every one), the double `field` with its flag `has_field`, and 1 when the
+ * server keeps it on a train point only (a val point's is stored NULL). point.c parses them by this list (null or
+ * absent: no value). A new one is a row here, its key, its field and one line of point_to_json (the key order
+ * there is the metrics.jsonl format), plus its column (a migration, sql/NNN_NAME.sql). */
+#define POINT_OPT_NUMS(X) \
+    X(LR, lr, 0) \
+    X(TOK_PER_S, tok_per_s, 0) \
+    X(GRAD_NORM, grad_norm, 1)
+
 typedef struct metric_point {
     long long step;
     int has_train_loss, has_val_loss, has_lr, has_grad_norm, has_tokens, has_tok_per_s;

@@ -118,6 +118,10 @@ static const char POINTS_SQL[] =
     "FROM metrics m JOIN jobs j ON j.id = m.job_id WHERE j.sweep_id = ?1 AND m.attempt = "
     "(SELECT max(attempt) FROM metrics m2 WHERE m2.job_id = m.job_id AND m2.kind = m.kind AND m2.step = m.step) "
     "ORDER BY m.job_id, m.kind, m.step";
+/* POINTS_SQL's columns from 3 on, in its order, which is also the CSV's and the JSONL keys' (an interface): a new
+ * one is appended to both. */
+static const char *const POINT_COLS[] = { "value", "tokens", "lr", "tok_per_s", "grad_norm", "attempt" };
+#define N_POINT_COLS ((int)(sizeof POINT_COLS / sizeof POINT_COLS[0]))
 
 static int load_jobs(store *st, long long sweep, xjob **out, size_t *n, char *err, size_t errlen) {
     sqlite3_stmt *s = NULL;
@@ -348,7 +352,9 @@ int cmd_export(int argc, char **argv) {
         snprintf(name, sizeof name, "results.%s", ext);
         if (out_open(&ro, dir, name, err, sizeof err) < 0) goto fail;
         if (format == FMT_CSV) {
-            fputs("job_id,schedule,seed,kind,step,value,tokens,lr,tok_per_s,grad_norm,attempt\n", mo.f);
+            fputs("job_id,schedule,seed,kind,step", mo.f);
+            for (int c = 0; c < N_POINT_COLS; c++) fprintf(mo.f, ",%s", POINT_COLS[c]);
+            fputc('\n', mo.f);
             csv_results(ro.f, jobs, njobs);
         } else if (jsonl_results(ro.f, jobs, njobs) < 0) {
             snprintf(err, sizeof err, "out of memory");
@@ -373,16 +379,15 @@ int cmd_export(int argc, char **argv) {
             fprintf(mo.f, "%lld,", job);
             csv_str(mo.f, j->heads);
             fprintf(mo.f, ",%lld,%s,%lld,", j->seed, kind, step);
-            for (int c = 3; c <= 8; c++) {
-                csv_num(mo.f, s, c);
-                fputc(c < 8 ? ',' : '\n', mo.f);
+            for (int c = 0; c < N_POINT_COLS; c++) {
+                csv_num(mo.f, s, 3 + c);
+                fputc(c + 1 < N_POINT_COLS ? ',' : '\n', mo.f);
             }
         } else if (format == FMT_JSONL) {
             json_t *o = job_head(j);
             json_object_set_new(o, "kind", json_string(kind));
             json_object_set_new(o, "step", json_integer(step));
-            static const char *const keys[] = { "value", "tokens", "lr", "tok_per_s", "grad_norm", "attempt" };
-            for (int c = 3; c <= 8; c++) json_object_set_new(o, keys[c - 3], col_num(s, c));
+            for (int c = 0; c < N_POINT_COLS; c++) json_object_set_new(o, POINT_COLS[c], col_num(s, 3 + c));
             if (jsonl_line(mo.f, o) < 0) { snprintf(err, sizeof err, "out of memory"); goto fail; }
         } else {
             if (!tb.open && tb_begin(&tb, dir, j, err, sizeof err) < 0) goto fail;

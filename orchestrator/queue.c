@@ -48,6 +48,10 @@ static int is_state(const char *value, job_state state) {
     return value && strcmp(value, jobstate_name(state)) == 0;
 }
 
+/* The metrics insert's optional columns, ?7 onwards in order: common/point.h's POINT_OPT_NUMS (bind_opt_nums). */
+#define METRIC_COL(K, f, train_only) ", " POINT_KEY_##K
+#define METRIC_ARG(K, f, train_only) ", ?"
+
 static const char *const SQL[S_COUNT] = {
     [S_WORKER_FIND] = "SELECT id FROM workers WHERE name = ?1 AND host = ?2 ORDER BY id LIMIT 1",
     [S_WORKER_UPD] = "UPDATE workers SET devices = ?2, last_seen_at = ?3, fail_streak = 0, stopped_reason = NULL WHERE id = ?1",
@@ -72,8 +76,8 @@ static const char *const SQL[S_COUNT] = {
     [S_RENEW] = "UPDATE jobs SET lease_expires_at = ?2, updated_at = ?3 WHERE id = ?1",
     [S_PROGRESS] = "UPDATE jobs SET step = max(step, ?2), last_loss = CASE WHEN ?2 >= step THEN coalesce(?3, last_loss) "
                    "ELSE last_loss END WHERE id = ?1",
-    [S_METRIC_INS] = "INSERT OR IGNORE INTO metrics (job_id, attempt, step, kind, value, lr, tokens, tok_per_s, grad_norm) "
-                     "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+    [S_METRIC_INS] = "INSERT OR IGNORE INTO metrics (job_id, attempt, step, kind, value, tokens" POINT_OPT_NUMS(METRIC_COL) ") "
+                     "VALUES (?1, ?2, ?3, ?4, ?5, ?6" POINT_OPT_NUMS(METRIC_ARG) ")",
     [S_CKPT] = "UPDATE jobs SET checkpoint_path = ?2, checkpoint_step = ?3, lease_expires_at = ?4, updated_at = ?5 WHERE id = ?1",
     [S_RESULT_INS] = "INSERT OR REPLACE INTO results (job_id, attempt, val_loss, tok_per_s, wall_s, params, flops_per_token, "
                      "attn_distance, result, completed_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
@@ -446,6 +450,14 @@ static void bind_opt(sqlite3_stmt *s, int i, int has, double v) {
     else sqlite3_bind_null(s, i);
 }
 
+/* Binds p's optional numbers (point.h's POINT_OPT_NUMS) to ?first onwards, in S_METRIC_INS's column order; a
+ * train-only one is NULL on a val point. */
+static void bind_opt_nums(sqlite3_stmt *s, int first, const metric_point *p, int val) {
+#define METRIC_BIND(K, f, train_only) bind_opt(s, first++, p->has_##f && !((train_only) && val), p->f);
+    POINT_OPT_NUMS(METRIC_BIND)
+#undef METRIC_BIND
+}
+
 int queue_metrics(queue *q, long long job, const char *token, json_t *points, int *accepted, int *duplicates,
                   double *expires) {
     *accepted = *duplicates = 0;
@@ -484,12 +496,10 @@ int queue_metrics(queue *q, long long job, const char *token, json_t *points, in
             sqlite3_bind_int64(s, 3, p->step);
             sqlite3_bind_text(s, 4, k ? "val" : "train", -1, SQLITE_STATIC);
             sqlite3_bind_double(s, 5, v);
-            bind_opt(s, 6, p->has_lr, p->lr);
-            if (tps > 0) sqlite3_bind_int64(s, 7, (p->step + (k ? 0 : 1)) * tps);
-            else if (p->has_tokens) sqlite3_bind_int64(s, 7, p->tokens);
-            else sqlite3_bind_null(s, 7);
-            bind_opt(s, 8, p->has_tok_per_s, p->tok_per_s);
-            bind_opt(s, 9, !k && p->has_grad_norm, p->grad_norm);   /* a train point's */
+            if (tps > 0) sqlite3_bind_int64(s, 6, (p->step + (k ? 0 : 1)) * tps);
+            else if (p->has_tokens) sqlite3_bind_int64(s, 6, p->tokens);
+            else sqlite3_bind_null(s, 6);
+            bind_opt_nums(s, 7, p, k);
             if ((rc = run(q, s, "insert metric")) < 0) goto out;
             if (sqlite3_changes(q->st->db) > 0) (*accepted)++; else (*duplicates)++;
             if (!k && p->step >= max_step) { max_step = p->step; max_loss = v; }

@@ -21,7 +21,7 @@
  * family: the schedules that completed the last rung) and later rounds train the full run at once (rung = the
  * last, no stop_at_step).
  *
- * Tables (migration 7, sql/racing.sql): racing_rounds, one row per decided round (its existence is the decision
+ * Tables (migration 7, sql/007_racing.sql): racing_rounds, one row per decided round (its existence is the decision
  * having happened: a round is never decided twice), racing_decisions, one row per round × schedule of the family
  * (eliminated or not, its seeds, Δ vs uniform and the 95% CI at that round: the page draws them narrowing).
  *

@@ -1,7 +1,8 @@
 /* store.c — opening the SQLite store and keeping its schema current.
  *
- * Design: the schema lives in sql/schema.sql and is compiled into the binary (tools/embed_sql.sh), so a
- * binary always carries the migrations it expects. PRAGMA user_version counts applied migrations; each
+ * Design: the schema lives in sql/NNN_NAME.sql, the migrations in the order of their numbers, compiled into the
+ * binary (tools/embed_sql.sh, which also makes their ordered table), so a binary always carries the migrations it
+ * expects and adding one is adding its file. PRAGMA user_version counts applied migrations; each
  * migration runs in its own transaction together with the version bump, so a crash mid-migration leaves
  * the previous version intact. journal_mode=WAL lets readers (the CLI, `sqlite3`) look while the
  * orchestrator writes; synchronous=FULL makes every COMMIT durable before we answer anyone.
@@ -15,28 +16,16 @@
 #include <sys/stat.h>
 #include <sys/time.h>
 
-extern const char prism_sql_schema[];
-extern const char prism_sql_halving[];
-extern const char prism_sql_metrics_append[];
-extern const char prism_sql_job_sizes[];
-extern const char prism_sql_worker_failures[];
-extern const char prism_sql_grad_norm[];
-extern const char prism_sql_racing[];
+/* The migrations, in order (store.h's prism_sql_migrations[]): migration i (1-based) brings user_version from i-1
+ * to i. They run with foreign_keys OFF (a table rebuild must not cascade its DROP into the tables that reference
+ * it); it is back ON when they are done. */
+extern const int prism_sql_migration_count;
 
-/* Migration i (1-based) brings user_version from i-1 to i. Migrations run with foreign_keys OFF (a table
- * rebuild must not cascade its DROP into the tables that reference it); it is back ON when they are done. */
-static const char *const migrations[] = {
-    prism_sql_schema,
-    prism_sql_halving,   /* job states paused/pruned, jobs.stop_at_step/rung, rung_results, halving_decisions */
-    prism_sql_metrics_append,   /* metrics in arrival order (rowid) with a UNIQUE index as the idempotency key */
-    prism_sql_job_sizes,   /* jobs.tokens_per_step; fill_job_sizes() then fills it and steps by the job model */
-    prism_sql_worker_failures,   /* workers.fail_streak / stopped_reason: the server stops leasing to a failing worker */
-    prism_sql_grad_norm,   /* metrics.grad_norm: the worker's gradient norm per train point */
-    prism_sql_racing,   /* racing_rounds, racing_decisions (the spec key "racing", orchestrator/racing.c) */
-};
-#define N_MIGRATIONS ((int)(sizeof migrations / sizeof migrations[0]))
+#define N_MIGRATIONS prism_sql_migration_count
 
-/* Migration 4's C half: every existing job's steps (where still 0) and tokens_per_step by the job model
+int store_schema_version(void) { return N_MIGRATIONS; }
+
+/* The C half of sql/004_job_sizes.sql: every existing job's steps (where still 0) and tokens_per_step by the job model
  * (common/jobmodel.h) from the job JSON it stores, the same numbers sweeps.c writes at create. A row whose
  * JSON is not a valid job (none that prism-sweep made) keeps its 0s. Runs inside the migration's transaction. */
 static int fill_job_sizes(store *st) {
@@ -65,10 +54,37 @@ out:
     return rc;
 }
 
-/* The C half of migration i, run after its SQL in the same transaction; NULL: none. */
-static int (*const migration_fill[])(store *) = { NULL, NULL, NULL, fill_job_sizes, NULL, NULL, NULL };
-_Static_assert(sizeof migration_fill / sizeof migration_fill[0] == sizeof migrations / sizeof migrations[0],
-               "one migration_fill entry per migration");
+/* The C halves: run after the named migration's SQL, in the same transaction. */
+static const struct { const char *migration; int (*fill)(store *); } migration_fills[] = {
+    { "job_sizes", fill_job_sizes },
+};
+
+#define N_FILLS (sizeof migration_fills / sizeof migration_fills[0])
+
+/* The index of the migration called name (sql/NNN_name.sql), or -1. */
+static int migration_index(const char *name) {
+    for (int i = 0; i < N_MIGRATIONS; i++)
+        if (!strcmp(prism_sql_migrations[i].name, name)) return i;
+    return -1;
+}
+
+/* Migration i's C half, or NULL when it has none. */
+static int (*migration_fill(int i))(store *) {
+    for (size_t k = 0; k < N_FILLS; k++)
+        if (migration_index(migration_fills[k].migration) == i) return migration_fills[k].fill;
+    return NULL;
+}
+
+/* Every C half names a migration this binary carries (a renamed sql file must not drop its fill silently). */
+static int fills_named(store *st) {
+    for (size_t k = 0; k < N_FILLS; k++)
+        if (migration_index(migration_fills[k].migration) < 0) {
+            snprintf(st->err, sizeof st->err, "store.c: migration_fills names \"%s\", which no sql/NNN_*.sql is: "
+                     "rename the entry after its migration", migration_fills[k].migration);
+            return STORE_EIO;
+        }
+    return STORE_OK;
+}
 
 double store_now(void) {
     struct timeval tv;
@@ -108,7 +124,7 @@ static int user_version(store *st, int *v) {
 
 static int migrate(store *st) {
     int v, rc;
-    if ((rc = user_version(st, &v)) < 0) return rc;
+    if ((rc = fills_named(st)) < 0 || (rc = user_version(st, &v)) < 0) return rc;
     if (v > N_MIGRATIONS) {
         snprintf(st->err, sizeof st->err, "%.400s has schema version %d but this binary knows only up to %d: "
                  "use a newer prism-sweep", st->path, v, N_MIGRATIONS);
@@ -119,7 +135,8 @@ static int migrate(store *st) {
         char bump[64];
         snprintf(bump, sizeof bump, "PRAGMA user_version = %d", i + 1);
         if ((rc = store_begin(st)) < 0) return rc;
-        if ((rc = store_exec(st, migrations[i])) < 0 || (migration_fill[i] && (rc = migration_fill[i](st)) < 0) ||
+        int (*fill)(store *) = migration_fill(i);
+        if ((rc = store_exec(st, prism_sql_migrations[i].sql)) < 0 || (fill && (rc = fill(st)) < 0) ||
             (rc = store_exec(st, bump)) < 0) {
             char why[400];
             snprintf(why, sizeof why, "%.399s", st->err);

@@ -328,20 +328,21 @@ void views_job_metrics(api_ctx *c) {
     sqlite3_bind_int64(s, 1, c->id);
     sqlite3_bind_text(s, 2, kind, -1, SQLITE_TRANSIENT);
     sqlite3_bind_int64(s, 3, since);
+    /* the SELECT's columns in its order, which is also the CSV's (an interface): a new one is appended to both */
     static const char *const names[] = { "step", "value", "tokens", "lr", "tok_per_s", "attempt", "grad_norm" };
+    const int ncol = (int)(sizeof names / sizeof names[0]);
     if (strcmp(fmt, "csv") == 0) {
         buf b = {0};
-        const char *hdr = "step,value,tokens,lr,tok_per_s,attempt,grad_norm\n";
-        buf_append(&b, hdr, strlen(hdr), BUF_MAX);
+        for (int i = 0; i < ncol; i++) {   /* the header: the names */
+            buf_puts(&b, names[i], BUF_MAX);
+            buf_puts(&b, i + 1 < ncol ? "," : "\n", BUF_MAX);
+        }
         while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
-            char line[256];
-            int n = 0;
-            for (int i = 0; i < 7; i++) {
-                const char *t = sqlite3_column_type(s, i) == SQLITE_NULL ? "" : (const char *)sqlite3_column_text(s, i);
-                n += snprintf(line + n, sizeof line - n, "%s%s", i ? "," : "", t);
+            for (int i = 0; i < ncol; i++) {   /* straight into b: no line buffer for the columns to outgrow */
+                const char *t = (const char *)sqlite3_column_text(s, i);   /* NULL for NULL: an empty field */
+                buf_puts(&b, t ? t : "", BUF_MAX);
+                buf_puts(&b, i + 1 < ncol ? "," : "\n", BUF_MAX);
             }
-            n += snprintf(line + n, sizeof line - n, "\n");
-            buf_append(&b, line, (size_t)n, BUF_MAX);
         }
         sqlite3_finalize(s);
         if (read_done(c, rc, "metrics") < 0) { buf_free(&b); return; }
@@ -353,7 +354,7 @@ void views_job_metrics(api_ctx *c) {
     long long last = -1;
     int any = 0;
     while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
-        json_array_append_new(pts, row_json(s, names, 7));
+        json_array_append_new(pts, row_json(s, names, ncol));
         last = sqlite3_column_int64(s, 0);
         any = 1;
     }

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# test_layers.sh — the include layers (tools/layers.sh, run by `make`; the Makefile's INC_<folder>): the tree
-# as committed has no back-arrow; a seeded one — by name or by path — fails naming file:line, and so does the
-# compile of a folder's source with its layer's include flags; a job UPDATE outside queue.c's table fails too.
+# test_layers.sh — the build's order checks. The include layers (tools/layers.sh, run by `make`; the Makefile's
+# INC_<folder>): the tree as committed has no back-arrow; a seeded one — by name or by path — fails naming
+# file:line, and so does the compile of a folder's source with its layer's include flags; a job UPDATE outside
+# queue.c's table fails too. The migrations' order (tools/embed_sql.sh, run by `make` on sql/NNN_NAME.sql): a
+# gap or a repeated number fails naming the file.
 # timeout: 60
 . "$(dirname "$0")/../lib.sh"
 
@@ -61,6 +63,25 @@ t_seeded_job_update_outside_queue_fails() {
   sed -i '$d' "$D/orchestrator/halving.c"
   printf 'static const char *prune2 = "UPDATE jobs SET state = '"'"'pruned'"'"' WHERE id = ?1";\n' >> "$D/orchestrator/queue.c"
   bash "$PRISM_ROOT/tools/layers.sh" "$D" 2>"$PRISM_TEST_TMP/err" || fail "an UPDATE in queue.c refused: $(cat "$PRISM_TEST_TMP/err")"
+}
+
+t_migration_gap_or_repeat_fails_embed_sql() {
+  local D out rc; D=$(tmpdir)
+  cp "$PRISM_ROOT"/sql/*.sql "$D/"
+  local n; n=$(ls "$D"/*.sql | wc -l)
+  out=$(bash "$PRISM_ROOT/tools/embed_sql.sh" "$D"/*.sql 2>&1) || fail "embed_sql.sh refused the committed migrations: $out"
+  assert_contains "$out" "const int prism_sql_migration_count = $n;"
+  assert_contains "$out" '{ "schema", prism_sql_schema },'
+  local gap; gap=$(ls "$D"/002_*.sql)
+  mv "$gap" "$PRISM_TEST_TMP/"   # 002 missing: 003 comes second
+  out=$(bash "$PRISM_ROOT/tools/embed_sql.sh" "$D"/*.sql 2>&1); rc=$?
+  assert_eq 2 "$rc" "embed_sql.sh exit on a gap"
+  assert_contains "$out" "$(ls "$D"/003_*.sql): expected number 002 here (no gaps)"
+  cp "$PRISM_TEST_TMP/$(basename "$gap")" "$D/"
+  cp "$D"/003_*.sql "$D/003_again.sql"   # two 003s
+  out=$(bash "$PRISM_ROOT/tools/embed_sql.sh" "$D"/*.sql 2>&1); rc=$?
+  assert_eq 2 "$rc" "embed_sql.sh exit on a repeated number"
+  assert_contains "$out" "$(ls "$D"/003_[!a]*.sql): number 003 is also $D/003_again.sql's"
 }
 
 harness_main "$@"

@@ -1,6 +1,6 @@
 /* test_jobstate.c — the job-state vocabulary (common/jobstate.h): every name parses back to its state, the
- * classes are what the state machine says, and the CHECK list of the jobs table a fresh store holds (schema.sql
- * widened by halving.sql) is exactly the enum's list, so a state added on one side only fails here. */
+ * classes are what the state machine says, and the CHECK list of the jobs table a fresh store holds (001_schema.sql
+ * widened by 002_halving.sql) is exactly the enum's list, so a state added on one side only fails here. */
 #include "harness.h"
 #include "jobstate.h"
 #include "store.h"

@@ -1,6 +1,11 @@
-/* test_store.c — the SQLite store opens, migrates once, and refuses what it cannot use. */
+/* test_store.c — the SQLite store opens, migrates once, and refuses what it cannot use; its migrations are the
+ * sql/NNN_NAME.sql files in the order of their names. */
 #include "harness.h"
 #include "store.h"
+
+#include <dirent.h>
+#include <stdlib.h>
+#include <string.h>
 
 static int query_int(store *st, const char *sql) {
     sqlite3_stmt *s = NULL;
@@ -23,6 +28,35 @@ TEST(open_creates_and_migrates) {
     ASSERT_EQ_INT(0, store_open(path, &st, err, sizeof err));
     ASSERT_EQ_INT(STORE_SCHEMA_VERSION, query_int(st, "PRAGMA user_version"));
     store_close(st);
+}
+
+static int by_name(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+/* The schema version is the number of .sql files in sql/, and migration i is the i-th file by name, its prefix
+ * NNN_ stripped: a table left in another order (make's wildcard is not sorted everywhere), or a count that is
+ * not the files', fails here. */
+TEST(migrations_are_the_sql_files_in_name_order) {
+    const char *root = getenv("PRISM_ROOT");
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s/sql", root && *root ? root : ".");
+    DIR *d = opendir(dir);
+    if (!d) HFAIL("cannot open %s", dir);
+    char *names[256];
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) && n < 256) {
+        size_t len = strlen(e->d_name);
+        if (len > 4 && !strcmp(e->d_name + len - 4, ".sql")) names[n++] = strdup(e->d_name);
+    }
+    closedir(d);
+    qsort(names, n, sizeof names[0], by_name);
+    ASSERT_EQ_INT(n, STORE_SCHEMA_VERSION);
+    for (int i = 0; i < n; i++) {
+        char want[256];
+        snprintf(want, sizeof want, "%03d_%s.sql", i + 1, prism_sql_migrations[i].name);
+        ASSERT_STREQ(names[i], want);
+        free(names[i]);
+    }
 }
 
 TEST(wal_mode_is_on) {

@@ -1,4 +1,4 @@
-/* test_store_metrics.c — the metrics table after sql/metrics_append.sql: a version-1 database (metrics WITHOUT
+/* test_store_metrics.c — the metrics table after sql/003_metrics_append.sql: a version-1 database (metrics WITHOUT
  * ROWID) migrates with every point kept, points take rowids in arrival order, the UNIQUE index keeps a resent
  * point out, and deleting a job still deletes its points. */
 #include "harness.h"

@@ -1,9 +1,6 @@
 -- prism-sweep store, schema version 1 (PRAGMA user_version = 1; store.c applies it and later migrations).
--- Later migrations (store.c's list): 2 = sql/halving.sql rebuilds jobs with the states 'paused' and 'pruned' and
--- the columns stop_at_step and rung, and adds rung_results and halving_decisions (successive halving).
--- 3 = sql/metrics_append.sql makes metrics a rowid table in arrival order with the idempotency key (job, attempt,
--- step, kind) as the UNIQUE index metrics_key. 4 = sql/job_sizes.sql adds jobs.tokens_per_step. 5 = sql/grad_norm.sql
--- adds metrics.grad_norm.
+-- The later migrations are sql/002_halving.sql onwards, applied in the order of their numbers (the number is the
+-- user_version each brings the file to); each one's header says what it changes, so this list is not kept here.
 -- One orchestrator process owns this file. WAL mode and foreign keys are set by store_open().
 -- Times are Unix seconds (REAL). JSON columns hold jansson-encoded text.
 
@@ -42,7 +39,7 @@ CREATE TABLE jobs (
   seed_index       INTEGER NOT NULL,         -- 0 for the spec's first seed: all first seeds lease first
   priority         INTEGER NOT NULL DEFAULT 0,
   state            TEXT NOT NULL DEFAULT 'queued'
-                   CHECK (state IN ('queued', 'leased', 'done', 'failed', 'cancelled')),  -- + 'paused', 'pruned' (halving.sql)
+                   CHECK (state IN ('queued', 'leased', 'done', 'failed', 'cancelled')),  -- + 'paused', 'pruned' (002_halving.sql)
   job              TEXT NOT NULL,            -- the job JSON a worker trains (model, train, eval, data)
   attempt          INTEGER NOT NULL DEFAULT 0, -- bumped on every lease
   attempt_base     INTEGER NOT NULL DEFAULT 0, -- attempt at the last admin requeue: --max-attempts counts from here
