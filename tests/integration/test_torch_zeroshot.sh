@@ -11,11 +11,12 @@
 # Through a server and a worker (--trainer torch) the result reaches the leaderboard's zero-shot column.
 # timeout: 300
 source "$(dirname "$0")/torch_lib.sh"
+source "$(dirname "$0")/worker_lib.sh"
 
 # write_evalfile DIR OUT [MODE]: 48 examples from DIR/data's val split (MODE long: one ending of 33 tokens)
 write_evalfile() {
   "$PY" - "$1" "$2" "${3:-}" <<'PY'
-import glob, random, struct, sys
+import glob, os, random, struct, sys
 import numpy as np
 val = np.concatenate([np.fromfile(p, dtype="<u2", offset=1024) for p in sorted(glob.glob(sys.argv[1] + "/data/synth_val_*.bin"))])
 rnd = random.Random(11)
@@ -23,11 +24,11 @@ stream, longest = [], 0
 def text(n):
     o = rnd.randrange(len(val) - n)
     return [int(t) for t in val[o:o + n]]
-T = 32
+T = int(os.environ.get("ZS_T", "32"))
 for i in range(48):
     nc = rnd.randint(2, 4)
-    clen = rnd.randint(1, 4) if i % 8 else 32 - 1          # every 8th: a 31-token ending
-    ctxlen = [T - clen, T + 1 - clen, T + 2 - clen, rnd.randint(1, 20), rnd.randint(30, 50), 1][i % 6]
+    clen = rnd.randint(1, 4) if i % 8 else T - 1           # every 8th: a (T-1)-token ending
+    ctxlen = [T - clen, T + 1 - clen, T + 2 - clen, rnd.randint(1, 20), rnd.randint(T, T + 20), 1][i % 6]
     ctxlen = max(1, ctxlen)
     seq = text(ctxlen + clen)
     ctx, ends = seq[:ctxlen], []
@@ -138,5 +139,36 @@ t_two_ranks_give_the_same_scores() {
   echo "one process: $a"; echo "two ranks:   $b"
   assert_eq "$a" "$b" "zero_shot of 1 vs 2 ranks"
   assert_eq 2 "$(grep -c '"zero_shot"' "$d/two/lines.jsonl")" "lines carrying zero_shot from two ranks (the final val and the result, once each)"
+}
+# A sweep with "trainer": "torch" and eval.tasks through a real server and worker (worker/extrun.c reads the
+# lines): the job's result.json has the trainer's zero_shot, and the leaderboard's column has its acc_norm.
+t_sweep_with_tasks_reaches_the_leaderboard() {
+  need_torch
+  w_setup
+  ZS_T=16 write_evalfile "$D" "$D/data/mc.bin"
+  w_spec "$D/spec.json" tzs '["1,1,4,4"]' '[3]' 12
+  "$PY" - "$D/spec.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1])); d["trainer"] = "torch"; d["eval"]["tasks"] = [{"name": "mc", "path": "data/mc.bin"}]
+json.dump(d, open(sys.argv[1], "w"))
+PY
+  w_server
+  local sid; sid=$(w_create "$D/spec.json")
+  w_worker wt --trainer "torch=$PY $TRAINER --threads 1" --idle-exit 1; local pw=$LAST_PID
+  w_wait 200 "the job done" w_all_done "$sid" 1
+  w_exit "$pw" 30; assert_eq 0 "$W_RC" "worker exit status"
+  local f; f=$(ls "$D"/work-wt/*/result.json "$D"/work-wt/*/*/result.json 2>/dev/null | head -n1)
+  [ -n "$f" ] || fail "no result.json under $D/work-wt: $(find "$D/work-wt" | head)"
+  local zs; zs=$(jq -c .zero_shot.mc "$f")
+  echo "result.json: $zs"
+  assert_eq 48 "$(echo "$zs" | jq .n)" "examples scored"
+  local lb; lb=$(w_get "/api/v1/sweeps/$sid/leaderboard")
+  echo "leaderboard: $(echo "$lb" | jq -c '.rows[0].zero_shot')"
+  assert_eq '["mc"]' "$(echo "$lb" | jq -c .zero_shot_tasks)" "tasks on the leaderboard"
+  local k job board   # the leaderboard's means go through SQLite's JSON (15 significant digits)
+  for k in acc acc_norm; do
+    job=$(echo "$zs" | jq ".$k"); board=$(echo "$lb" | jq ".rows[0].zero_shot.mc.${k}_mean")
+    assert_eq true "$(jq -n "($job - $board) | fabs < 1e-12")" "$k: the job's $job vs the leaderboard's $board"
+  done
 }
 harness_main "$@"
