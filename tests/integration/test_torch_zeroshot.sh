@@ -155,20 +155,24 @@ PY
   w_server
   local sid; sid=$(w_create "$D/spec.json")
   w_worker wt --trainer "torch=$PY $TRAINER --threads 1" --idle-exit 1; local pw=$LAST_PID
-  w_wait 200 "the job done" w_all_done "$sid" 1
+  # the schedule and the baseline (h_base 4): both finish, done or failed
+  w_wait 200 "both jobs finished" eval '[ $(( $(w_count '"$sid"' done) + $(w_count '"$sid"' failed) )) = 2 ]'
   w_exit "$pw" 30; assert_eq 0 "$W_RC" "worker exit status"
-  local f; f=$(ls "$D"/work-wt/*/result.json "$D"/work-wt/*/*/result.json 2>/dev/null | head -n1)
-  [ -n "$f" ] || fail "no result.json under $D/work-wt: $(find "$D/work-wt" | head)"
-  local zs; zs=$(jq -c .zero_shot.mc "$f")
-  echo "result.json: $zs"
-  assert_eq 48 "$(echo "$zs" | jq .n)" "examples scored"
-  local lb; lb=$(w_get "/api/v1/sweeps/$sid/leaderboard")
-  echo "leaderboard: $(echo "$lb" | jq -c '.rows[0].zero_shot')"
+  assert_eq 0 "$(w_count "$sid" failed)" "failed jobs ($(w_get "/api/v1/sweeps/$sid/jobs" | jq -c '[.jobs[].last_error]'))"
+  local lb f n=0; lb=$(w_get "/api/v1/sweeps/$sid/leaderboard")
+  echo "leaderboard: $(echo "$lb" | jq -c '[.rows[] | {heads, mc: .zero_shot.mc}]')"
   assert_eq '["mc"]' "$(echo "$lb" | jq -c .zero_shot_tasks)" "tasks on the leaderboard"
-  local k job board   # the leaderboard's means go through SQLite's JSON (15 significant digits)
-  for k in acc acc_norm; do
-    job=$(echo "$zs" | jq ".$k"); board=$(echo "$lb" | jq ".rows[0].zero_shot.mc.${k}_mean")
-    assert_eq true "$(jq -n "($job - $board) | fabs < 1e-12")" "$k: the job's $job vs the leaderboard's $board"
+  for f in "$D"/work-wt/*/result.json "$D"/work-wt/*/*/result.json; do
+    [ -f "$f" ] || continue
+    local zs heads k job board; zs=$(jq -c .zero_shot.mc "$f"); heads=$(jq -c .heads "$f")
+    echo "result.json of $heads: $zs"
+    assert_eq 48 "$(echo "$zs" | jq .n)" "examples scored"
+    for k in acc acc_norm; do   # the leaderboard's means go through SQLite's JSON (15 significant digits)
+      job=$(echo "$zs" | jq ".$k"); board=$(echo "$lb" | jq ".rows[] | select(.heads == $heads) | .zero_shot.mc.${k}_mean")
+      assert_eq true "$(jq -n "($job - ${board:-9}) | fabs < 1e-12")" "$k of $heads: the job's $job vs the leaderboard's $board"
+    done
+    n=$((n + 1))
   done
+  assert_eq 2 "$n" "result.json files under $D/work-wt"
 }
 harness_main "$@"
