@@ -7,7 +7,9 @@
 Design. The run is worker/train.c's loop, step for step: [stop?] -> [eval at 0, every eval.every, the rung] ->
 grad_accum x (micro-batch, forward, backward of loss/accum) -> global-norm clip (scale clip/norm when above) ->
 AdamW (decoupled decay lr*wd on the 2-D tensors only, bias correction t = step+1) at lr_at(step) -> train line ->
-[checkpoint every train.checkpoint_every]; after the last step the final evaluation, model.bin and the result.
+[checkpoint every train.checkpoint_every]; after the last step the final evaluation, the zero-shot tasks (eval.tasks,
+prism_eval.py: files checked at setup, scored on the final model; the counts all-reduced over the ranks, each of
+which scores examples i % N == rank; on the final val line and in the result), model.bin and the result.
 Data order, seed init and model files come from prism_data.py (the built-in's, so a seed means the same in both).
 A checkpoint (torch.save, tmp + fsync + rename) holds the model, AdamW's state, the step, the data position (micro-
 batches consumed) and the RNG state, with the job's shape/seed/batch fields that resuming checks; resuming from one
