@@ -126,6 +126,58 @@ PY
   bad_file "$d" label.bin "example 0: label 9 >= completion count"
 }
 
+# The reader on 400 mutated files (fixed seed: bytes flipped, header fields and lengths set to edge values, cut
+# or grown): each is an EvalFile that scores without an exception, or a JobError naming the file; never another
+# exception, never an allocation of what a header claims (a 65536-example count in a short file is one check).
+t_mutated_eval_files_are_refused_or_scored() {
+  need_torch
+  local d; d=$(tmpdir)
+  make_data "$d"
+  write_evalfile "$d" "$d/good.bin"
+  PYTHONPATH="$PRISM_ROOT/trainers/torch" "$PY" - "$d/good.bin" "$d/m.bin" <<'PY' || fail "the reader failed on a mutated file (above)"
+import random, struct, sys, traceback
+import numpy as np
+import prism_eval as pe
+from prism_data import JobError
+good, path = open(sys.argv[1], "rb").read(), sys.argv[2]
+rnd = random.Random(1)
+stub = lambda inp, tgt: (inp * 7 + tgt * 3) % 11 / 10.0   # any per-position losses
+ok = refused = 0
+for it in range(400):
+    b = bytearray(good)
+    for _ in range(rnd.randint(1, 4)):
+        k = rnd.randrange(5)
+        if k == 0 and b:
+            b[rnd.randrange(len(b))] = rnd.randrange(256)
+        elif k == 1 and len(b) > 1026:   # a uint16 field of the example stream set to an edge value
+            o = 1024 + 2 * rnd.randrange((len(b) - 1024) // 2)
+            b[o:o + 2] = struct.pack("<H", rnd.choice([0, 1, 2, 6, 7, 64, 65, 32767, 65534, 65535]))
+        elif k == 2 and len(b) >= 16:   # a header int
+            o = 4 * rnd.randrange(4)
+            b[o:o + 4] = struct.pack("<i", rnd.choice([0, 1, -1, 47, 48, 49, 65536, 65537, 2 ** 31 - 1]))
+        elif k == 3:
+            b = b[:rnd.randrange(len(b) + 1)]
+        elif k == 4:
+            b += bytes(rnd.randrange(4) * 2)
+    open(path, "wb").write(b)
+    try:
+        ef = pe.open_evalfile(path, 128)
+        pe.check_window(ef, 32)
+        c = pe.score(ef, 32, 4, stub)
+        assert c["n"] == ef.n, (c, ef.n)
+        ok += 1
+    except JobError as e:
+        assert str(e).startswith(path + ":"), "message does not start with the file: %s" % e
+        refused += 1
+    except Exception:
+        traceback.print_exc()
+        open(path + ".crash", "wb").write(b)
+        sys.exit("mutation %d: not a JobError (input kept in %s.crash)" % (it, path))
+print("400 mutated files: %d scored, %d refused with a JobError naming the file" % (ok, refused))
+assert refused > 300 and ok > 0, (ok, refused)
+PY
+}
+
 # Two CPU ranks (torchrun, gloo): each scores examples i % 2 == rank; the summed counts are one process's.
 t_two_ranks_give_the_same_scores() {
   need_torch
