@@ -49,6 +49,14 @@ open(sys.argv[2], "wb").write(struct.pack("<256i", *hdr) + struct.pack("<%dH" % 
 PY
 }
 
+# zs_dir EVALFILE: a case directory $d with the tiny dataset and the eval file $d/EVALFILE
+zs_dir() {
+  need_torch
+  d=$(tmpdir)
+  make_data "$d"
+  write_evalfile "$d" "$d/$1"
+}
+
 # zs_job FILE ARCH_JSON INIT_JSON LR TASKS_JSON
 zs_job() {
   cat > "$1" <<JSON
@@ -61,10 +69,7 @@ JSON
 
 # zs_parity ARCH_JSON: the built-in trains a model file; both engines score it
 zs_parity() {
-  need_torch
-  local d; d=$(tmpdir)
-  make_data "$d"
-  write_evalfile "$d" "$d/mc.bin"
+  local d; zs_dir mc.bin
   STEPS=40 zs_job "$d/seed.json" "$1" '' 0.01 '[]'
   builtin "$d" seed.json seedout
   zs_job "$d/job.json" "$1" ', "init": "seedout/model.bin"' 1e-30 '[{"name": "mc", "path": "mc.bin"}, {"name": "mc2", "path": "'"$d"'/mc.bin"}]'
@@ -105,10 +110,7 @@ bad_file() {
 }
 
 t_bad_eval_files_exit_2_naming_the_file() {
-  need_torch
-  local d; d=$(tmpdir)
-  make_data "$d"
-  write_evalfile "$d" "$d/good.bin"
+  local d; zs_dir good.bin
   head -c $(( $(stat -c %s "$d/good.bin") - 10 )) "$d/good.bin" > "$d/cut.bin"
   bad_file "$d" cut.bin "example 47: truncated: it says"
   head -c 1000 "$d/good.bin" > "$d/hdr.bin"
@@ -130,10 +132,7 @@ PY
 # or grown): each is an EvalFile that scores without an exception, or a JobError naming the file; never another
 # exception, never an allocation of what a header claims (a 65536-example count in a short file is one check).
 t_mutated_eval_files_are_refused_or_scored() {
-  need_torch
-  local d; d=$(tmpdir)
-  make_data "$d"
-  write_evalfile "$d" "$d/good.bin"
+  local d; zs_dir good.bin
   PYTHONPATH="$PRISM_ROOT/trainers/torch" "$PY" - "$d/good.bin" "$d/m.bin" <<'PY' || fail "the reader failed on a mutated file (above)"
 import random, struct, sys, traceback
 import numpy as np
@@ -180,10 +179,7 @@ PY
 
 # Two CPU ranks (torchrun, gloo): each scores examples i % 2 == rank; the summed counts are one process's.
 t_two_ranks_give_the_same_scores() {
-  need_torch
-  local d; d=$(tmpdir)
-  make_data "$d"
-  write_evalfile "$d" "$d/mc.bin"
+  local d; zs_dir mc.bin
   STEPS=3 zs_job "$d/job.json" '' '' 0.004 '[{"name": "mc", "path": "mc.bin"}]'
   torch_run "$d" job.json one 2>/dev/null || fail "one process failed"
   DEVICES=cpu,cpu torch_run "$d" job.json two 2> "$d/two.err" || { tail "$d/two.err"; fail "two ranks failed"; }
