@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # fuzz/run.sh — `make fuzz`: builds every libFuzzer target with clang (-fsanitize=fuzzer,address,undefined)
-# and runs each for a bounded time (FUZZ_SECONDS per target, default 20: nine targets ≈ 4 min with the builds). New corpus
+# and runs each for a bounded time (FUZZ_SECONDS per target, default 20: the twelve targets ≈ 5 min with the builds). New corpus
 # entries go to $BUILD/fuzz/corpus-NAME (the committed seeds in fuzz/corpus/NAME are only read). Crashes are
 # written to $BUILD/fuzz/NAME-crash-* and make the script fail (copy a reproducer to fuzz/corpus/NAME/ once
 # fixed: tests/unit/test_fuzz_corpus.c replays every file there in `make check`).
@@ -11,13 +11,20 @@
 # walscan (the WAL serve reads before opening its database), extrun (an external trainer's fd-3 protocol lines
 # and the --trainer COMMAND splitter, worker/extrun.c), point (the worker's metrics point, heartbeat and result).
 # Each target file defines fuzz_NAME_one(); -DPRISM_LIBFUZZER adds LLVMFuzzerTestOneInput around it.
+# Target trainer (Python, no clang): fuzz/fuzz_trainer.py, the reference PyTorch trainer's parsers (job JSON, token
+# shards, model files, fd-3 protocol lines; trainers/torch/), run when /usr/bin/python3 has numpy (skipped with a
+# note otherwise) for FUZZ_SECONDS split over its four parsers, seed FUZZ_SEED (default: the time, printed, so a
+# crash's run repeats with FUZZ_SEED=N). Reproducers go to $BUILD/fuzz/trainer-crash/; once fixed, copy one to
+# fuzz/corpus/py-NAME/ (tests/integration/test_torch_fuzz.sh replays those in `make check`).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}
 SECS=${FUZZ_SECONDS:-20}
 CC_FUZZ=${CC_FUZZ:-clang}
-TARGETS=${FUZZ_TARGETS:-request job spec schedule shard checkpoint lease parquet walscan extrun point}
-command -v "$CC_FUZZ" >/dev/null || { echo "fuzz: $CC_FUZZ not found (apt-get install clang)" >&2; exit 2; }
+TARGETS=${FUZZ_TARGETS:-request job spec schedule shard checkpoint lease parquet walscan extrun point trainer}
+PY=/usr/bin/python3
+need_cc=0; for t in $TARGETS; do [ "$t" = trainer ] || need_cc=1; done
+[ "$need_cc" = 0 ] || command -v "$CC_FUZZ" >/dev/null || { echo "fuzz: $CC_FUZZ not found (apt-get install clang)" >&2; exit 2; }
 OUT=$BUILD/fuzz
 mkdir -p "$OUT/gen"
 bash tools/embed_sql.sh sql/*.sql >"$OUT/gen/sql_embed.c"
@@ -61,7 +68,22 @@ opts() {
 }
 
 failed=()
+# the Python target: the trainer's parsers, FUZZ_SECONDS in all
+fuzz_trainer() {
+  if ! "$PY" -c 'import numpy' 2>/dev/null; then
+    echo "fuzz: trainer skipped: $PY has no numpy (apt-get install python3-numpy)"; return 0
+  fi
+  local seed=${FUZZ_SEED:-$(date +%s)}
+  echo "fuzz: running fuzz/fuzz_trainer.py for ${SECS}s (four parsers, seed $seed)"
+  if "$PY" fuzz/fuzz_trainer.py --seconds "$(awk -v s="$SECS" 'BEGIN { print s / 4 }')" --seed "$seed" \
+      --crash-dir "$OUT/trainer-crash"; then
+    echo "fuzz: trainer ran ${SECS}s without a crash"
+  else
+    echo "fuzz: trainer FAILED (seed $seed), reproducers in $OUT/trainer-crash/" >&2; failed+=(trainer)
+  fi
+}
 for t in $TARGETS; do
+  [ "$t" = trainer ] && { fuzz_trainer; continue; }
   [ -f "fuzz/fuzz_$t.c" ] || { echo "fuzz: no target fuzz/fuzz_$t.c" >&2; failed+=("$t"); continue; }
   echo "fuzz: building $OUT/fuzz_$t"
   # shellcheck disable=SC2046

@@ -33,14 +33,96 @@ DEFAULTS = {
     "eval": {"every": 0, "batches": 4, "attn_distance": False, "tasks": []},
     "data": {},
 }
-KNOWN = {
-    "model": ("n_layer", "d_model", "vocab_size", "padded_vocab_size", "seq_len", "heads", "init", "arch", "ffn_hidden",
-              "rope_theta"),
-    "train": tuple(DEFAULTS["train"]) + ("seq_len",),
-    "eval": ("every", "batches", "attn_distance", "tasks"),
-    "data": ("train", "val"),
+# every key's type and bounds, as common/job.c's key tables (set_key) check them; "trainer" is the worker's
+INT, NUM, BOOL, STR, U64 = "int", "num", "bool", "str", "u64"
+SPEC = {
+    "model": {"n_layer": (INT, 1, 240), "d_model": (INT, 1, 65536), "vocab_size": (INT, 1, 65536),
+              "padded_vocab_size": (INT, 1, 1 << 20), "seq_len": (INT, 1, 1 << 20), "heads": ("heads", 1, 65536),
+              "init": (STR,), "arch": ("one of", "gpt2", "llama"), "ffn_hidden": (INT, 1, 1 << 20),
+              "rope_theta": (INT, 1, 1 << 24)},
+    "train": {"batch_size": (INT, 1, 1 << 16), "seq_len": (INT, 1, 1 << 20), "grad_accum": (INT, 1, 1 << 16),
+              "steps": (INT, 1, 10 ** 9), "lr": (NUM, 0, 10), "lr_schedule": ("one of", "cosine", "constant"),
+              "warmup_steps": (INT, 0, 10 ** 9), "min_lr_frac": (NUM, 0, 1), "beta1": (NUM, 0, 0.999999),
+              "beta2": (NUM, 0, 0.999999999), "eps": (NUM, 1e-30, 1), "weight_decay": (NUM, 0, 10),
+              "grad_clip": (NUM, 0, 1e9), "seed": (U64,), "shuffle": (BOOL,), "checkpoint_every": (INT, 0, 10 ** 9)},
+    "eval": {"every": (INT, 0, 10 ** 9), "batches": ("batches", 1, 10 ** 6), "attn_distance": (BOOL,), "tasks": ("tasks",)},
+    "data": {"train": (STR,), "val": (STR,)},
 }
+KNOWN = {sec: tuple(keys) for sec, keys in SPEC.items()}
 REQUIRED = {"model": ("n_layer", "d_model", "vocab_size", "seq_len", "heads"), "data": ("train", "val")}
+MAX_STEP_TOKENS, MAX_TOKENS = 1 << 32, 1 << 48   # common/job.h JOB_MAX_STEP_TOKENS, JOB_MAX_TOKENS
+INT64_MAX = (1 << 63) - 1                        # a JSON integer the C side (jansson json_int_t) reads
+
+
+def json_type(v):
+    """common/job.c job_json_type: the JSON type's name for messages."""
+    if v is None:
+        return "null"
+    if isinstance(v, bool):
+        return "a boolean"
+    return {dict: "an object", list: "an array", str: "a string", int: "an integer"}.get(type(v), "a number")
+
+
+def _is_int(v):
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _show(v):
+    """v for a message, at most 40 characters (a JSON integer can have hundreds of digits)."""
+    s = str(v)
+    return s if len(s) <= 40 else s[:37] + "..."
+
+
+def _check_key(sec, k, v):
+    """JobError naming sec.k unless v has the key's type and lies in its bounds (common/job.c set_key)."""
+    kind, name = SPEC[sec][k][0], "%s.%s" % (sec, k)
+    lo, hi = (SPEC[sec][k][1:] + (None, None))[:2]
+    if kind == "batches" and isinstance(v, str):
+        if v != "all":
+            raise JobError('%s: expected an integer or "all" (the whole val split), got "%.40s"' % (name, v))
+        return
+    if kind in (INT, "batches"):
+        if not _is_int(v):
+            raise JobError("%s: expected an integer, got %s" % (name, json_type(v)))
+        if not lo <= v <= hi:
+            raise JobError("%s: must be between %d and %d, got %s" % (name, lo, hi, _show(v)))
+    elif kind == NUM:
+        if isinstance(v, bool) or not isinstance(v, (int, float)):
+            raise JobError("%s: expected a number, got %s" % (name, json_type(v)))
+        if (isinstance(v, float) and not math.isfinite(v)) or not lo <= v <= hi:
+            raise JobError("%s: must be between %g and %g, got %s" % (name, lo, hi, _show(v)))
+        if k == "lr" and v <= 0:
+            raise JobError("train.lr: must be > 0, got %g" % v)
+    elif kind == BOOL:
+        if not isinstance(v, bool):
+            raise JobError("%s: expected true or false, got %s" % (name, json_type(v)))
+    elif kind == U64:
+        if not _is_int(v) or not 0 <= v <= INT64_MAX:
+            raise JobError("%s: expected a non-negative integer (at most 2^63-1), got %s"
+                           % (name, _show(v) if _is_int(v) else json_type(v)))
+    elif kind == STR:
+        if not isinstance(v, str):
+            raise JobError("%s: expected a string, got %s" % (name, json_type(v)))
+        if not v or len(v) > 4000:
+            raise JobError("%s: must be 1 to 4000 characters, got %d" % (name, len(v)))
+        if "\0" in v or any(0xD800 <= ord(c) <= 0xDFFF for c in v):
+            raise JobError("%s: holds a NUL or an unpaired surrogate (\\u0000, \\ud800): not a path" % name)
+    elif kind == "one of":
+        if not isinstance(v, str) or v not in SPEC[sec][k][1:]:
+            raise JobError("%s: expected %s, got %s" % (name, " or ".join('"%s"' % x for x in SPEC[sec][k][1:]),
+                                                        '"%.40s"' % v if isinstance(v, str) else json_type(v)))
+    elif kind == "heads":
+        if not isinstance(v, list):
+            raise JobError("model.heads: expected an array of head counts, got %s" % json_type(v))
+        if not 1 <= len(v) <= 240:
+            raise JobError("model.heads: expected 1 to 240 entries, got %d" % len(v))
+        for i, h in enumerate(v):
+            if not _is_int(h) or not lo <= h <= hi:
+                raise JobError("model.heads[%d]: expected a positive integer head count (at most %d), got %s"
+                               % (i, hi, _show(h) if _is_int(h) else json_type(h)))
+    elif kind == "tasks":
+        if not isinstance(v, list):
+            raise JobError('eval.tasks: expected an array of {"name", "path"} objects, got %s' % json_type(v))
 
 
 def llama_default_ffn(C):
@@ -63,6 +145,7 @@ def job_normalize(raw):
         for k in val:
             if k not in KNOWN[sec]:
                 raise JobError("%s.%s: unknown key (known: %s)" % (sec, k, " ".join(KNOWN[sec])))
+            _check_key(sec, k, val[k])
     for sec in KNOWN:
         job[sec] = dict(DEFAULTS[sec])
         job[sec].update(raw.get(sec, {}))
@@ -70,9 +153,9 @@ def job_normalize(raw):
             if k not in raw.get(sec, {}):
                 raise JobError("%s.%s: required" % (sec, k))
     m, t, e = job["model"], job["train"], job["eval"]
-    if m["arch"] not in ("gpt2", "llama"):
-        raise JobError('model.arch: expected "gpt2" or "llama", got %r' % m["arch"])
     m.setdefault("padded_vocab_size", (m["vocab_size"] + 127) // 128 * 128)
+    if m["padded_vocab_size"] < m["vocab_size"]:
+        raise JobError("model.padded_vocab_size: must be >= model.vocab_size (%d), got %d" % (m["vocab_size"], m["padded_vocab_size"]))
     if m["arch"] == "llama":
         m.setdefault("ffn_hidden", llama_default_ffn(m["d_model"]))
         m.setdefault("rope_theta", 10000)
@@ -90,6 +173,13 @@ def job_normalize(raw):
             raise JobError("model.heads[%d]: head size %d is odd; llama (RoPE) needs an even head size" % (l, m["d_model"] // h))
     if not 1 <= t["seq_len"] <= m["seq_len"]:
         raise JobError("train.seq_len: must be between 1 and model.seq_len (%d), got %d" % (m["seq_len"], t["seq_len"]))
+    per_step = t["batch_size"] * t["seq_len"] * t["grad_accum"]
+    if per_step > MAX_STEP_TOKENS:
+        raise JobError("train.batch_size x train.seq_len x train.grad_accum: %d x %d x %d = %d tokens per step, at most %d"
+                       % (t["batch_size"], t["seq_len"], t["grad_accum"], per_step, MAX_STEP_TOKENS))
+    if per_step * t["steps"] > MAX_TOKENS:
+        raise JobError("train.steps: %d steps of %d tokens is %d tokens, at most %d (2^48)"
+                       % (t["steps"], per_step, per_step * t["steps"], MAX_TOKENS))
     if e["batches"] == "all":
         e["batches"] = 0
     check_tasks(e["tasks"])

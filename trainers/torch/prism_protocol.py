@@ -57,6 +57,39 @@ def _env_int(name, default=0):
         raise ProtocolError("%s: expected an integer, got %r" % (name, v))
 
 
+def load_job(path):
+    """The job JSON at PRISM_JOB as a dict, or ProtocolError naming the file and what is wrong with it. Checks only
+    what Run needs (an object; train.steps, when given, a positive integer); prism_data.job_normalize checks the rest."""
+    try:
+        with open(path, "rb") as f:
+            job = json.loads(f.read().decode("utf-8"))
+    except OSError as e:
+        raise ProtocolError("PRISM_JOB: %s: cannot read the job file (%s)" % (path, e.strerror or e))
+    except (ValueError, RecursionError) as e:   # JSONDecodeError, UnicodeDecodeError; nesting past the parser's depth
+        raise ProtocolError("PRISM_JOB: %s: not a JSON job (%s): the worker writes it as UTF-8 JSON; check the file"
+                            % (path, str(e)[:200] or type(e).__name__))
+    if not isinstance(job, dict):
+        raise ProtocolError("PRISM_JOB: %s: expected a JSON object, got %s" % (path, type(job).__name__))
+    train = job.get("train", {})
+    if not isinstance(train, dict):
+        raise ProtocolError("PRISM_JOB: %s: train: expected an object" % path)
+    steps = train.get("steps", 100)
+    if not _is_int(steps) or not 1 <= steps <= 10 ** 9:
+        raise ProtocolError("PRISM_JOB: %s: train.steps: expected an integer in 1..1000000000, got %.40r" % (path, steps))
+    return job
+
+
+def _is_int(v):
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _finite_number(v):
+    """A number the worker reads: a finite float, or an integer that fits int64 (jansson's json_int_t)."""
+    if _is_int(v):
+        return -(1 << 63) <= v < (1 << 63)
+    return isinstance(v, float) and math.isfinite(v)
+
+
 def rank():
     """This process's rank under torchrun (0 when not distributed)."""
     return int(os.environ.get("RANK", "0"))
@@ -91,13 +124,12 @@ class Run:
                                 "PRISM_JOB (the job JSON) and PRISM_OUT (its directory) and open fd 3 (3>lines.jsonl)")
         if not self.out or not os.path.isabs(self.out):
             raise ProtocolError("PRISM_OUT must be the job's directory as an absolute path, got %r" % self.out)
-        with open(self.job_path) as f:
-            self.job = json.load(f)
+        self.job = load_job(self.job_path)
         self.resume = env.get("PRISM_RESUME", "") or None
         self.stop_at_step = _env_int("PRISM_STOP_AT_STEP", 0)
         self.devices = env.get("PRISM_DEVICES", "") or "cpu"
         self.data_root = env.get("PRISM_DATA_ROOT", "") or os.getcwd()
-        self.steps = int(self.job.get("train", {}).get("steps", 100))
+        self.steps = self.job.get("train", {}).get("steps", 100)
         if self.stop_at_step < 0 or (self.stop_at_step and self.stop_at_step >= self.steps):
             raise ProtocolError("PRISM_STOP_AT_STEP: %d must be 0 or in 1..train.steps-1 (%d)" % (self.stop_at_step, self.steps - 1))
         self.stop_requested = False
@@ -160,9 +192,11 @@ class Run:
 
     # ---- lines --------------------------------------------------------------------------------------
     def _check(self, obj):
+        if not isinstance(obj, dict):
+            raise ProtocolError("line: expected a JSON object with an \"event\", got %s" % type(obj).__name__)
         ev = obj.get("event")
-        if ev not in EVENTS:
-            raise ProtocolError("event %r: unknown (known: %s)" % (ev, " ".join(EVENTS)))
+        if not isinstance(ev, str) or ev not in EVENTS:
+            raise ProtocolError("event %.40r: unknown (known: %s)" % (ev, " ".join(EVENTS)))
         req, opt = EVENTS[ev]
         for k in obj:
             if k != "event" and k not in req and k not in opt:
@@ -173,8 +207,8 @@ class Run:
         for k, v in obj.items():
             if k in ("event", "path", "result", "zero_shot") or v is None:
                 continue
-            if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
-                raise ProtocolError("%s.%s: must be a finite number, got %r" % (ev, k, v))
+            if not _finite_number(v):
+                raise ProtocolError("%s.%s: must be a finite number (an integer within int64), got %.40r" % (ev, k, v))
             if k in INT_KEYS and not isinstance(v, int):
                 raise ProtocolError("%s.%s: must be an integer, got %r" % (ev, k, v))
         if "step" in obj:
@@ -188,6 +222,9 @@ class Run:
                     raise ProtocolError("train.step: %d is past the last step %d" % (s, self.steps - 1))
         if ev == "checkpoint":
             p = obj["path"]
+            if isinstance(p, str) and ("\0" in p or any(0xD800 <= ord(c) <= 0xDFFF for c in p)):
+                raise ProtocolError("checkpoint.path: %.80r holds a NUL or an unpaired surrogate: not a file name the worker "
+                                    "can open (write the path as save() returns it)" % p)
             if not isinstance(p, str) or not self.inside_out(p):
                 raise ProtocolError("checkpoint.path: %r is not inside PRISM_OUT (%s)" % (p, self.out))
             if not os.path.isfile(p if os.path.isabs(p) else os.path.join(self.out, p)):
@@ -201,7 +238,7 @@ class Run:
             r = obj["result"]
             if isinstance(r, dict) and r.get("zero_shot") is not None:
                 _check_zero_shot(r["zero_shot"], "result.result.zero_shot")
-            if not isinstance(r, dict) or not isinstance(r.get("val_loss"), (int, float)) or not math.isfinite(r["val_loss"]):
+            if not isinstance(r, dict) or not _finite_number(r.get("val_loss")):
                 raise ProtocolError("result.result: must be an object with a finite val_loss")
         if self.done:
             raise ProtocolError("%s: a line after the terminal one" % ev)
@@ -209,7 +246,12 @@ class Run:
     def emit(self, obj):
         """Checks obj against the protocol and writes it as one line (rank 0 only)."""
         self._check(obj)
-        line = json.dumps(obj, separators=(",", ":"), allow_nan=False) + "\n"
+        try:
+            line = json.dumps(obj, separators=(",", ":"), allow_nan=False) + "\n"
+            json.dumps(obj, ensure_ascii=False).encode("utf-8")   # an unpaired surrogate: the worker's jansson refuses it
+        except (ValueError, TypeError, RecursionError) as e:   # NaN/Infinity, a surrogate, a non-JSON value, nesting
+            raise ProtocolError("%s: not encodable as a protocol line (%s): every value must be JSON, numbers finite"
+                                % (obj["event"], str(e)[:200] or type(e).__name__))
         if len(line.encode("utf-8")) > MAX_LINE:
             raise ProtocolError("%s: line of %d bytes exceeds %d" % (obj["event"], len(line), MAX_LINE))
         if obj["event"] == "train":
