@@ -213,6 +213,8 @@ def check_tasks(tasks):
             raise JobError('eval.tasks[%d].name: "%s" repeats eval.tasks[%d]' % (i, nm, seen[nm]))
         if len(pa) > 4000:
             raise JobError("eval.tasks[%d].path: longer than 4000 characters" % i)
+        if "\0" in pa or any(0xD800 <= ord(c) <= 0xDFFF for c in pa):
+            raise JobError("eval.tasks[%d].path: holds a NUL or an unpaired surrogate (\\u0000, \\ud800): not a path" % i)
         seen[nm] = i
 
 

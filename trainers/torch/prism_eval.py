@@ -52,6 +52,8 @@ def open_evalfile(path, vocab=0):
         st = os.stat(path)
     except OSError as e:
         raise JobError("%s: cannot open eval file: %s" % (path, e.strerror))
+    except ValueError:   # a NUL in the path
+        raise JobError("%r: cannot open eval file: the path holds a NUL" % path)
     if not os.path.isfile(path):
         raise JobError("%s: not a regular file" % path)
     size = st.st_size
