@@ -151,7 +151,7 @@ static const struct extrun_event {
     const char *keys[8];
 } EVENTS[] = {
     {"train", EXTRUN_EV_TRAIN, 2, {"step", "train_loss", "lr", "grad_norm", "tokens", "tok_per_s", NULL}},
-    {"val", EXTRUN_EV_VAL, 2, {"step", "val_loss", "val_loss_se", NULL}},
+    {"val", EXTRUN_EV_VAL, 2, {"step", "val_loss", "val_loss_se", "zero_shot", NULL}},
     {"checkpoint", EXTRUN_EV_CHECKPOINT, 2, {"step", "path", NULL}},
     {"paused", EXTRUN_EV_PAUSED, 2, {"step", "val_loss", NULL}},
     {"preempted", EXTRUN_EV_PREEMPTED, 1, {"step", NULL}},
@@ -175,6 +175,36 @@ static int extrun_num(const json_t *o, const char *ev, const char *key, int requ
     if (!isfinite(x) || x < lo) { snprintf(err, errlen, "%s: %s: must be a finite number >= %g, got %g", ev, key, lo, x); return -1; }
     *out = x;
     if (has) *has = 1;
+    return 0;
+}
+
+/* A final val line's zero_shot, as the built-in engine writes it: {task: {"acc", "acc_norm" in [0, 1], "n",
+ * "truncated" integers >= 0 when present}}. The server checks the result's copy against the job's task names. */
+static int extrun_zero_shot(const json_t *zs, char *err, size_t errlen) {
+    if (!json_is_object(zs)) {
+        snprintf(err, errlen, "val: zero_shot: must be an object {task: {acc, acc_norm, n, truncated}}, got %s", job_json_type(zs));
+        return -1;
+    }
+    const char *name;
+    json_t *v;
+    json_object_foreach((json_t *)zs, name, v) {
+        char esc[160];
+        log_escape(esc, sizeof esc, name);
+        if (!json_is_object(v)) { snprintf(err, errlen, "val: zero_shot.%s: must be an object {acc, acc_norm, n, truncated}", esc); return -1; }
+        static const char *const acc[2] = {"acc", "acc_norm"}, *const cnt[2] = {"n", "truncated"};
+        for (int a = 0; a < 2; a++) {
+            json_t *x = json_object_get(v, acc[a]);
+            if (!json_is_number(x) || !(json_number_value(x) >= 0 && json_number_value(x) <= 1)) {
+                snprintf(err, errlen, "val: zero_shot.%s.%s: must be a number in [0, 1]", esc, acc[a]);
+                return -1;
+            }
+            x = json_object_get(v, cnt[a]);
+            if (x && !json_is_null(x) && (!json_is_integer(x) || json_integer_value(x) < 0)) {
+                snprintf(err, errlen, "val: zero_shot.%s.%s: must be an integer >= 0", esc, cnt[a]);
+                return -1;
+            }
+        }
+    }
     return 0;
 }
 
@@ -263,12 +293,23 @@ int extrun_parse_line(const char *line, size_t len, const extrun_limits *lim, ex
         }
         break;
     }
-    case EXTRUN_EV_VAL:
+    case EXTRUN_EV_VAL: {
         if (extrun_num(o, "val", "val_loss", 1, -INFINITY, &out->val_loss, NULL, err, errlen)) goto out;
         if (extrun_num(o, "val", "val_loss_se", 0, 0, &out->val_loss_se, &out->has_val_loss_se, err, errlen)) goto out;
         out->row = json_pack("{s:I, s:f}", "step", (json_int_t)out->step, "val_loss", out->val_loss);
         if (out->row && out->has_val_loss_se) json_object_set_new(out->row, "val_loss_se", json_real(out->val_loss_se));
+        json_t *zs = json_object_get(o, "zero_shot");
+        if (zs && !json_is_null(zs)) {   /* the built-in's last val point carries it (worker/train.c run_finish) */
+            if (out->step != lim->steps) {
+                snprintf(err, errlen, "val: zero_shot: only on the final val line (step = train.steps %lld), got step %lld",
+                         lim->steps, out->step);
+                goto out;
+            }
+            if (extrun_zero_shot(zs, err, errlen)) goto out;
+            if (out->row) json_object_set_new(out->row, "zero_shot", json_deep_copy(zs));
+        }
         break;
+    }
     case EXTRUN_EV_PAUSED:
         if (extrun_num(o, "paused", "val_loss", 1, -INFINITY, &out->val_loss, NULL, err, errlen)) goto out;
         break;

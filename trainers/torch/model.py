@@ -152,6 +152,16 @@ class Model(nn.Module):
         return out
 
     def forward(self, idx, targets):
+        """The loss averaged over all B*T positions (training and validation)."""
+        return F.cross_entropy(self.logits(idx).float().reshape(-1, self.V), targets.reshape(-1))
+
+    def losses(self, idx, targets):
+        """(B, T) float32: -log p(targets[b, t] | idx[b, :t+1]) at every position (zero-shot scoring)."""
+        lg = self.logits(idx).float()
+        return F.cross_entropy(lg.reshape(-1, self.V), targets.reshape(-1), reduction="none").view(targets.shape)
+
+    def logits(self, idx):
+        """(B, T, vocab_size) logits of the tied classifier over the real vocabulary."""
         T = idx.shape[1]
         x = F.embedding(idx, self.wte)
         if self.arch == "gpt2":
@@ -162,5 +172,4 @@ class Model(nn.Module):
             x = F.layer_norm(x, (x.shape[-1],), self.lnfw, self.lnfb, EPS)
         else:
             x = rms_norm(x, self.normfw)
-        logits = F.linear(x, self.wte)[..., : self.V]
-        return F.cross_entropy(logits.float().reshape(-1, self.V), targets.reshape(-1))
+        return F.linear(x, self.wte)[..., : self.V]

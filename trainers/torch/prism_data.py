@@ -182,10 +182,40 @@ def job_normalize(raw):
                        % (t["steps"], per_step, per_step * t["steps"], MAX_TOKENS))
     if e["batches"] == "all":
         e["batches"] = 0
-    if e.get("tasks"):
-        raise JobError("eval.tasks: zero-shot tasks are not implemented by the torch reference trainer; run this job on "
-                       "the built-in engine (drop \"trainer\") or remove eval.tasks")
+    check_tasks(e["tasks"])
     return job
+
+
+TASK_NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-")
+
+
+def check_tasks(tasks):
+    """eval.tasks as common/job.c set_tasks checks it: [{"name", "path"}], at most 32, names unique (JobError)."""
+    if not isinstance(tasks, list):
+        raise JobError('eval.tasks: expected an array of {"name", "path"} objects')
+    if len(tasks) > 32:
+        raise JobError("eval.tasks: at most 32 tasks, got %d" % len(tasks))
+    seen = {}
+    for i, t in enumerate(tasks):
+        if not isinstance(t, dict):
+            raise JobError('eval.tasks[%d]: expected an object {"name", "path"}, got %s' % (i, type(t).__name__))
+        for k in t:
+            if k not in ("name", "path"):
+                raise JobError("eval.tasks[%d].%s: unknown key (known: name path)" % (i, k))
+        nm, pa = t.get("name"), t.get("path")
+        if not isinstance(nm, str):
+            raise JobError('eval.tasks[%d].name: required, a string like "hellaswag"' % i)
+        if not isinstance(pa, str) or not pa:
+            raise JobError('eval.tasks[%d].path: required, the llm.c eval file (e.g. "hellaswag_val.bin")' % i)
+        if not 1 <= len(nm) <= 63 or not set(nm) <= TASK_NAME_CHARS:
+            raise JobError('eval.tasks[%d].name: "%.80s" must be 1-63 of [A-Za-z0-9._-]' % (i, nm))
+        if nm in seen:
+            raise JobError('eval.tasks[%d].name: "%s" repeats eval.tasks[%d]' % (i, nm, seen[nm]))
+        if len(pa) > 4000:
+            raise JobError("eval.tasks[%d].path: longer than 4000 characters" % i)
+        if "\0" in pa or any(0xD800 <= ord(c) <= 0xDFFF for c in pa):
+            raise JobError("eval.tasks[%d].path: holds a NUL or an unpaired surrogate (\\u0000, \\ud800): not a path" % i)
+        seen[nm] = i
 
 
 # ---- the data order (worker/train.c) ------------------------------------------------------------------

@@ -34,7 +34,7 @@ TERMINAL = ("result", "paused", "preempted")
 # event -> (required keys, optional keys); every value but "event" and "path"/"result" is a finite number
 EVENTS = {
     "train": (("step", "train_loss"), ("lr", "grad_norm", "tokens", "tok_per_s")),
-    "val": (("step", "val_loss"), ("val_loss_se",)),
+    "val": (("step", "val_loss"), ("val_loss_se", "zero_shot")),
     "checkpoint": (("step", "path"), ()),
     "paused": (("step", "val_loss"), ()),
     "preempted": (("step",), ()),
@@ -93,6 +93,23 @@ def _finite_number(v):
 def rank():
     """This process's rank under torchrun (0 when not distributed)."""
     return int(os.environ.get("RANK", "0"))
+
+
+def _check_zero_shot(zs, where):
+    """{task: {"acc", "acc_norm" in [0, 1], "n", "truncated" integers >= 0}} (what worker/extrun.c accepts)."""
+    if not isinstance(zs, dict):
+        raise ProtocolError("%s: must be an object {task: {acc, acc_norm, n, truncated}}" % where)
+    for name, v in zs.items():
+        if not isinstance(v, dict):
+            raise ProtocolError("%s.%s: must be an object {acc, acc_norm, n, truncated}" % (where, name))
+        for k in ("acc", "acc_norm"):
+            x = v.get(k)
+            if isinstance(x, bool) or not isinstance(x, (int, float)) or not 0 <= x <= 1:
+                raise ProtocolError("%s.%s.%s: must be a number in [0, 1], got %r" % (where, name, k, x))
+        for k in ("n", "truncated"):
+            x = v.get(k)
+            if x is not None and (isinstance(x, bool) or not isinstance(x, int) or x < 0):
+                raise ProtocolError("%s.%s.%s: must be an integer >= 0, got %r" % (where, name, k, x))
 
 
 class Run:
@@ -188,7 +205,7 @@ class Run:
             if obj.get(k) is None:
                 raise ProtocolError("%s.%s: required" % (ev, k))
         for k, v in obj.items():
-            if k in ("event", "path", "result") or v is None:
+            if k in ("event", "path", "result", "zero_shot") or v is None:
                 continue
             if not _finite_number(v):
                 raise ProtocolError("%s.%s: must be a finite number (an integer within int64), got %.40r" % (ev, k, v))
@@ -212,8 +229,15 @@ class Run:
                 raise ProtocolError("checkpoint.path: %r is not inside PRISM_OUT (%s)" % (p, self.out))
             if not os.path.isfile(p if os.path.isabs(p) else os.path.join(self.out, p)):
                 raise ProtocolError("checkpoint.path: %s does not exist (write it completely before the line)" % p)
+        if obj.get("zero_shot") is not None:
+            _check_zero_shot(obj["zero_shot"], "%s.zero_shot" % ev)
+            if obj["step"] != self.steps:
+                raise ProtocolError("val.zero_shot: only on the final val line (step = train.steps %d), got step %d"
+                                    % (self.steps, obj["step"]))
         if ev == "result":
             r = obj["result"]
+            if isinstance(r, dict) and r.get("zero_shot") is not None:
+                _check_zero_shot(r["zero_shot"], "result.result.zero_shot")
             if not isinstance(r, dict) or not _finite_number(r.get("val_loss")):
                 raise ProtocolError("result.result: must be an object with a finite val_loss")
         if self.done:
@@ -241,10 +265,13 @@ class Run:
     def train(self, step, train_loss, **kw):
         self.emit(dict(event="train", step=step, train_loss=float(train_loss), **{k: v for k, v in kw.items() if v is not None}))
 
-    def val(self, step, val_loss, val_loss_se=None):
+    def val(self, step, val_loss, val_loss_se=None, zero_shot=None):
+        """A val point; zero_shot ({task: {"acc", "acc_norm", "n", "truncated"}}) only on the final one."""
         o = dict(event="val", step=step, val_loss=float(val_loss))
         if val_loss_se is not None:
             o["val_loss_se"] = float(val_loss_se)
+        if zero_shot is not None:
+            o["zero_shot"] = zero_shot
         self.emit(o)
 
     def checkpoint(self, step, path):

@@ -7,7 +7,9 @@
 Design. The run is worker/train.c's loop, step for step: [stop?] -> [eval at 0, every eval.every, the rung] ->
 grad_accum x (micro-batch, forward, backward of loss/accum) -> global-norm clip (scale clip/norm when above) ->
 AdamW (decoupled decay lr*wd on the 2-D tensors only, bias correction t = step+1) at lr_at(step) -> train line ->
-[checkpoint every train.checkpoint_every]; after the last step the final evaluation, model.bin and the result.
+[checkpoint every train.checkpoint_every]; after the last step the final evaluation, the zero-shot tasks (eval.tasks,
+prism_eval.py: files checked at setup, scored on the final model; the counts all-reduced over the ranks, each of
+which scores examples i % N == rank; on the final val line and in the result), model.bin and the result.
 Data order, seed init and model files come from prism_data.py (the built-in's, so a seed means the same in both).
 A checkpoint (torch.save, tmp + fsync + rename) holds the model, AdamW's state, the step, the data position (micro-
 batches consumed) and the RNG state, with the job's shape/seed/batch fields that resuming checks; resuming from one
@@ -39,6 +41,7 @@ import torch  # noqa: E402
 import torch.distributed as dist  # noqa: E402
 
 import prism_data as pd  # noqa: E402
+import prism_eval as pe  # noqa: E402
 import prism_protocol as pp  # noqa: E402
 from model import Model  # noqa: E402
 
@@ -194,6 +197,14 @@ class Trainer:
             raise pd.JobError("eval.batches %d exceeds the val split: data.val (%s) holds %d batches of batch_size %d: set "
                               "eval.batches to at most %d (or \"all\")" % (nb, job["data"]["val"], have, B, have))
         self.val_nb = nb
+        self.tasks = []   # (name, EvalFile): every file read and checked before step 0, as the built-in does
+        for i, task in enumerate(job["eval"]["tasks"]):
+            try:
+                ef = pe.open_evalfile(run.data_path(task["path"]), m["vocab_size"])
+                pe.check_window(ef, T)
+            except pd.JobError as e:
+                raise pd.JobError("eval.tasks[%d] (%s): %s" % (i, task["name"], e))
+            self.tasks.append((task["name"], ef))
         torch.manual_seed(t["seed"])
         self.model = Model(job, use_sdpa=self.args.attention != "math").to(self.device)
         if self.args.attention == "sdpa" and not self.model.att.use_sdpa:
@@ -300,6 +311,38 @@ class Trainer:
         self.val_batch = losses
         return sum(losses) / len(losses), dists
 
+    @torch.no_grad()
+    def zero_shot(self):
+        """{task: {acc, acc_norm, n, truncated}} of the final model (prism_eval.py; None without eval.tasks). With N
+        ranks each scores the examples i % N == rank and the counts are summed, so every rank returns the totals."""
+        if not self.tasks:
+            return None
+        self.model.eval()
+        T, B = self.job["train"]["seq_len"], self.job["train"]["batch_size"]
+
+        def losses(inp, tgt):
+            x, y = torch.from_numpy(inp).to(self.device), torch.from_numpy(tgt).to(self.device)
+            if self.bf16:
+                with torch.autocast("cuda", dtype=torch.bfloat16):
+                    return self.model.losses(x, y).float().cpu().numpy()
+            return self.model.losses(x, y).cpu().numpy()
+
+        out = {}
+        for name, ef in self.tasks:
+            t0 = time.time()
+            c = pe.score(ef, T, B, losses, self.rank, self.world)
+            if self.world > 1:
+                keys = sorted(c)
+                v = torch.tensor([float(c[k]) for k in keys], dtype=torch.float64, device=self.device)
+                dist.all_reduce(v)
+                c = {k: int(round(x)) for k, x in zip(keys, v.tolist())}
+            out[name] = pe.summary(c)
+            self.log("zero-shot %s: acc %.4f acc_norm %.4f over %d examples (%d with the context cut to T=%d), %.1f s"
+                     % (name, out[name]["acc"], out[name]["acc_norm"], out[name]["n"], out[name]["truncated"], T,
+                        time.time() - t0))
+        self.model.train()
+        return out
+
     def val_se(self):
         n = len(self.val_batch)
         if n < 2:
@@ -392,11 +435,13 @@ class Trainer:
         vl, dists = self.evaluate(attn=job["eval"]["attn_distance"])
         if not math.isfinite(vl):
             raise TrainError("step %d: validation loss is %g (not finite)" % (steps, vl))
-        if self.rank == 0:
-            run.val(steps, vl, self.val_se())
-        if vl > diverged_at:
+        if vl > diverged_at:   # the final val point, then the failure (the built-in's order)
+            if self.rank == 0:
+                run.val(steps, vl, self.val_se())
             raise TrainError("step %d: validation loss %g is above %g: the run diverged" % (steps, vl, diverged_at))
+        zs = self.zero_shot()
         if self.rank == 0:
+            run.val(steps, vl, self.val_se(), zero_shot=zs)
             pd.write_model_file(os.path.join(run.out, "model.bin"), job, self.model.get_tensors())
             res = {"val_loss": vl, "train_loss": train_loss if math.isfinite(train_loss) else None,
                    "tok_per_s": tokens_run / max(train_time, 1e-9), "wall_s": time.time() - t_begin,
@@ -406,6 +451,8 @@ class Trainer:
                    "val_loss_batches": self.val_batch, "val_loss_se": self.val_se(), "val_batches": self.val_nb}
             if dists is not None:
                 res["attn_distance"] = dists
+            if zs is not None:
+                res["zero_shot"] = zs
             run.result(res)
         return 0
 
