@@ -21,6 +21,7 @@
 #include "jobstate.h"
 #include "queue.h"
 #include "ranking.h"
+#include "sweeps.h"
 
 static int db_fail(store *st, char *err, size_t errlen, const char *what) {
     snprintf(err, errlen, "%s: %s", what, sqlite3_errmsg(st->db));
@@ -337,25 +338,16 @@ int halving_tick(queue *q, long long sweep_id, int *decided, char *err, size_t e
     return STORE_OK;
 }
 
+/* halving_tick_all's visit of one sweep */
+struct tick_all { queue *q; int *decided; char *err; size_t errlen; };
+static int tick_one(void *ctx, long long sweep) {
+    struct tick_all *t = ctx;
+    return halving_tick(t->q, sweep, t->decided, t->err, t->errlen);
+}
+
 int halving_tick_all(queue *q, int *decided, char *err, size_t errlen) {
-    store *st = q->st;
-    /* every halving sweep, read in pages of 256 by id (a tick writes: no cursor stays open across it) */
-    long long ids[256], after = 0;
-    int rc = STORE_OK;
-    for (;;) {
-        sqlite3_stmt *s = NULL;
-        int n = 0, step;
-        if (sqlite3_prepare_v2(st->db, "SELECT id FROM sweeps WHERE id > ?1 AND json_extract(spec, '$.halving') IS NOT NULL "
-                                       "ORDER BY id LIMIT 256", -1, &s, NULL) != SQLITE_OK)
-            return db_fail(st, err, errlen, "halving sweeps");
-        sqlite3_bind_int64(s, 1, after);
-        while ((step = sqlite3_step(s)) == SQLITE_ROW) ids[n++] = sqlite3_column_int64(s, 0);
-        sqlite3_finalize(s);
-        if (step != SQLITE_DONE) return db_fail(st, err, errlen, "halving sweeps");
-        for (int i = 0; i < n && rc == STORE_OK; i++) rc = halving_tick(q, ids[i], decided, err, errlen);
-        if (rc < 0 || n < 256) return rc;
-        after = ids[n - 1];
-    }
+    struct tick_all t = { q, decided, err, errlen };
+    return sweeps_each_with_key(q->st, "halving", tick_one, &t, err, errlen);
 }
 
 /* ---- the worker's rung report -------------------------------------------------------------------- */

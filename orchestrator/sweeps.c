@@ -364,3 +364,29 @@ json_t *sweeps_heads_json(const char *heads) {
     for (int l = 0; l < L; l++) json_array_append_new(a, json_integer(h[l]));
     return a;
 }
+
+int sweeps_each_with_key(store *st, const char *key, int (*fn)(void *ctx, long long sweep), void *ctx, char *err,
+                         size_t errlen) {
+    char path[72];
+    snprintf(path, sizeof path, "$.%s", key);
+    long long ids[256], after = 0;
+    for (;;) {
+        sqlite3_stmt *s = NULL;
+        int n = 0, step, rc = STORE_OK;
+        if (sqlite3_prepare_v2(st->db, "SELECT id FROM sweeps WHERE id > ?1 AND json_extract(spec, ?2) IS NOT NULL "
+                                       "ORDER BY id LIMIT 256", -1, &s, NULL) != SQLITE_OK) {
+            snprintf(err, errlen, "%s sweeps: %s", key, sqlite3_errmsg(st->db));
+            return STORE_EIO;
+        }
+        sqlite3_bind_int64(s, 1, after);
+        sqlite3_bind_text(s, 2, path, -1, SQLITE_STATIC);
+        while ((step = sqlite3_step(s)) == SQLITE_ROW) ids[n++] = sqlite3_column_int64(s, 0);
+        if (step != SQLITE_DONE) snprintf(err, errlen, "%s sweeps: %s", key, sqlite3_errmsg(st->db));
+        sqlite3_finalize(s);
+        if (step != SQLITE_DONE) return STORE_EIO;
+        for (int i = 0; i < n; i++)
+            if ((rc = fn(ctx, ids[i])) < 0) return rc;
+        if (n < 256) return STORE_OK;
+        after = ids[n - 1];
+    }
+}

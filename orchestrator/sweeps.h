@@ -78,6 +78,12 @@ int sweeps_create_json_max(store *st, const char *text, size_t len, long long ma
 /* Finds a sweep by decimal id or by name. STORE_ENOTFOUND when there is none. */
 int sweeps_find(store *st, const char *id_or_name, int64_t *id);
 
+/* Calls fn(ctx, id) for every sweep whose spec has the top-level key `key` ("halving", "racing"), in id order,
+ * reading the ids in pages of 256 so no cursor stays open while fn writes. Stops at fn's first negative return and
+ * returns it (fn's err is the caller's); STORE_EIO with err set on a read error; else STORE_OK. */
+int sweeps_each_with_key(store *st, const char *key, int (*fn)(void *ctx, long long sweep), void *ctx, char *err,
+                         size_t errlen);
+
 /* Jobs per state of one sweep (sweep_id > 0) or of all sweeps (sweep_id = 0). */
 int sweeps_count_states(store *st, int64_t sweep_id, sweeps_counts *c);
 
