@@ -3,7 +3,9 @@
 # files, fd-3 protocol lines): the committed corpora (fuzz/corpus/{job,shard,checkpoint,extrun} and py-*) replay
 # without a crash, a short fixed-seed fuzz run (deterministic: the same counts twice) finds none, and the oracle
 # catches what it claims to: a seeded parser bug (the check the protocol's array-line reproducer needs, removed),
-# an allocation sized by a shard header, a hang; train.py exits 2 on a fuzzed job. Needs /usr/bin/python3 with
+# an allocation sized by a shard header, a hang; train.py exits 2 on a fuzzed job; and the trainer's job checks
+# (prism_data.SPEC, copied from common/job.c) give job.c's verdict on the job corpora and 300 JSON mutants of the
+# valid seeds (prism-worker train --print-job is the C side), so the two cannot drift. Needs /usr/bin/python3 with
 # numpy (and torch for the train.py case); skips without.
 # timeout: 120
 source "$(dirname "$0")/../lib.sh"
@@ -107,6 +109,51 @@ t_the_trainer_exits_2_naming_the_problem_on_a_fuzzed_job() {
     assert_contains "$out" "${f#*:}"
     case "$out" in *Traceback*) fail "a traceback for ${f%%:*}" ;; esac
   done
+}
+
+# The C parser (prism-worker train JOB --print-job: exit 0 parsed, 2 refused) and the trainer's (load_job +
+# job_normalize: JobError/ProtocolError is a refusal) agree on every job of the corpora and on fixed-seed mutants.
+t_trainer_job_checks_agree_with_job_c() {
+  need_numpy
+  local d; d=$(tmpdir)
+  mkdir -p "$d/m"
+  cp "$ROOT"/fuzz/corpus/job/*.json "$ROOT"/fuzz/corpus/py-job/*.json "$d/m/"
+  ( cd "$ROOT" && "$PY" - "$d/m" > "$d/py.txt" ) <<'PYEOF' || fail "the verdict script failed: $(cat "$d/py.txt")"
+import glob, json, os, random, sys
+sys.path[:0] = ["fuzz", "trainers/torch"]
+import fuzz_trainer, prism_data, prism_protocol
+out = sys.argv[1]
+valid = [json.dumps(json.loads(open(p, "rb").read())).encode() for p in
+         ("fuzz/corpus/job/full.json", "fuzz/corpus/job/gpt2.json", "fuzz/corpus/job/llama.json",
+          "fuzz/corpus/job/minimal.json", "fuzz/corpus/job/tiny_real.json", "fuzz/corpus/py-job/llama_valid.json")]
+rng = random.Random(1)
+for i in range(300):
+    m = None
+    for _ in range(50):
+        m = fuzz_trainer.mutate_json(rng, rng.choice(valid), valid)
+        if m is not None:
+            break
+    if m is not None:
+        open(os.path.join(out, "mutant%03d.json" % i), "wb").write(m)
+for p in sorted(glob.glob(os.path.join(out, "*.json"))):
+    try:
+        prism_data.job_normalize(prism_protocol.load_job(p))
+        v = 0
+    except (prism_data.JobError, prism_protocol.ProtocolError):
+        v = 2
+    print(v, p)
+PYEOF
+  local v p c n=0 acc=0 bad=""
+  while read -r v p; do
+    "$(bin prism-worker)" train "$p" --out "$d/o" --print-job >/dev/null 2>"$d/err"; c=$?
+    n=$((n + 1)); [ "$c" = 0 ] && acc=$((acc + 1))
+    [ "$c" = "$v" ] || bad="$bad
+  $(basename "$p"): job.c exit $c, the trainer's $v ($(head -c 200 "$d/err"))"
+  done < "$d/py.txt"
+  echo "$n jobs, $acc accepted by job.c"
+  [ -z "$bad" ] || fail "the trainer's job checks and common/job.c disagree on:$bad"
+  [ "$n" -ge 300 ] || fail "only $n jobs compared"
+  [ "$acc" -ge 10 ] || fail "only $acc jobs accepted: the mutants no longer reach the key checks"
 }
 
 harness_main "$@"
