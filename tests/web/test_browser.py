@@ -245,7 +245,9 @@ def t_actions_call_api_and_need_token():
         drv.find_element("id", "act-cancel-all").click()
         wait_for(drv, "/cancel: done/.test(document.getElementById('actions-msg').textContent)", "cancelled")
         check_eq(2, state()["counts"]["cancelled"], "the queued jobs cancelled")
-        # per job: requeue one cancelled job from the jobs table
+        # per job: requeue one cancelled job from the jobs table (its row is redrawn after the cancel's refresh, which
+        # can land after the message: wait for the button, as a user would)
+        wait_for(drv, "document.querySelector(\"#jobs button[data-job-act='requeue']\")", "a requeue button in the jobs table")
         drv.find_element("css selector", "#jobs button[data-job-act='requeue']").click()
         wait_for(drv, "/requeue job [0-9]+: done/.test(document.getElementById('actions-msg').textContent)", "a job requeued")
         check_eq(1, state()["counts"]["queued"], "one job queued again")
