@@ -49,7 +49,27 @@ typedef struct ranking_obs {
     double y;                    /* the val loss at the level */
     const double *batches;       /* (nbatch) per-batch val losses, or NULL (borrowed) */
     int nbatch;
+    long long job_id;            /* the job it came from, named when screened (0 in the pure tests) */
 } ranking_obs;
+
+/* ---- the outlier screen (issue #37): a job the fit leaves out, named on every surface ---- */
+
+/* One observation the screen left out of the fit at a level. */
+typedef struct ranking_screened {
+    long long job_id, schedule_id, seed;
+    int level;                   /* 0.. (the final level is nrungs) */
+    double y;                    /* its value at the level */
+    double residual;             /* its deleted studentized residual at the step it was screened */
+    double threshold;            /* the |residual| it exceeded */
+    char reason[128];            /* one line for a person: what was seen and the rule */
+} ranking_screened;
+
+/* Screens obs[0..nobs) at one level (the same rule in ranking_compute, racing and halving; docs/STATISTICS.md):
+ * repeatedly fits the blocked model on the observations not yet screened and leaves out the one whose |deleted
+ * studentized residual| is largest while it exceeds the rule's threshold. On return out[k] is 1 for a screened
+ * observation (0 otherwise) and, when resid/thr are not NULL, resid[k] and thr[k] hold its residual and the
+ * threshold it exceeded (NAN for the rest). Returns the number screened (≥ 0), -1 on no memory (out[] all 0). */
+int ranking_screen(const ranking_obs *obs, int nobs, int nsched, unsigned char *out, double *resid, double *thr);
 
 /* val loss ~ schedule + seed by least squares at one level */
 typedef struct ranking_fit {
@@ -156,6 +176,8 @@ typedef struct ranking {
     double best_critical;        /* q (blocked) or the Bonferroni t (paired) */
     ranking_power power;
     ranking_valnoise val;
+    int nscreened;
+    ranking_screened *screened;  /* (nscreened) every level's screened jobs, level then job id (owned) */
     int nrows;
     ranking_row *rows;           /* (nrows) in rank order: level, ranked, complete, Δ, then the sweep's order */
     json_t *halving;             /* halving settings and spend, or NULL (owned) */
