@@ -134,8 +134,10 @@ static int cmp_str(const void *a, const void *b) {
     return strcmp(json_string_value(*(json_t *const *)a), json_string_value(*(json_t *const *)b));
 }
 
-/* every finished job's zero-shot scores, sorted by schedule; task names into names (first-seen order) */
-static int read_points(store *st, long long sweep_id, json_t *names, struct zs_point **out, size_t *np) {
+/* every finished job's zero-shot scores, sorted by schedule; task names into names (first-seen order). STORE_OK or
+ * STORE_EIO with err set (SQLite's message, or no memory) */
+static int read_points(store *st, long long sweep_id, json_t *names, struct zs_point **out, size_t *np, char *err,
+                       size_t errlen) {
     sqlite3_stmt *s = NULL;
     size_t cap = 0;
     int step, rc = STORE_EIO;
@@ -144,7 +146,7 @@ static int read_points(store *st, long long sweep_id, json_t *names, struct zs_p
     if (sqlite3_prepare_v2(st->db, "SELECT j.schedule_id, j.seed, json_extract(r.result, '$.zero_shot') FROM jobs j "
                                    "JOIN results r ON r.job_id = j.id WHERE j.sweep_id = ?1 AND j.state = 'done' "
                                    "AND json_valid(r.result) ORDER BY j.schedule_id, j.seed",
-                           -1, &s, NULL) != SQLITE_OK) goto out;
+                           -1, &s, NULL) != SQLITE_OK) goto dberr;
     sqlite3_bind_int64(s, 1, sweep_id);
     while ((step = sqlite3_step(s)) == SQLITE_ROW) {
         if (sqlite3_column_type(s, 2) == SQLITE_NULL) continue;
@@ -158,18 +160,23 @@ static int read_points(store *st, long long sweep_id, json_t *names, struct zs_p
                 if (*np == cap) {
                     cap = cap ? cap * 2 : 256;
                     struct zs_point *n2 = realloc(*out, cap * sizeof **out);
-                    if (!n2) { json_decref(zs); rc = -1; goto out; }
+                    if (!n2) { json_decref(zs); goto nomem; }
                     *out = n2;
                 }
                 int ti = task_index(names, task);
-                if (ti < 0) { json_decref(zs); rc = -1; goto out; }
+                if (ti < 0) { json_decref(zs); goto nomem; }
                 (*out)[(*np)++] = (struct zs_point){sqlite3_column_int64(s, 0), sqlite3_column_int64(s, 1), ti,
                                                     json_number_value(a), json_number_value(an),
                                                     json_is_integer(n) && json_integer_value(n) >= 0 ? json_integer_value(n) : -1};
             }
         json_decref(zs);
     }
-    if (step == SQLITE_DONE) rc = STORE_OK;
+    if (step == SQLITE_DONE) { rc = STORE_OK; goto out; }
+dberr:
+    snprintf(err, errlen, "leaderboard zero-shot: %s", sqlite3_errmsg(st->db));
+    goto out;
+nomem:
+    snprintf(err, errlen, "out of memory");
 out:
     sqlite3_finalize(s);
     return rc;
@@ -232,13 +239,7 @@ int leaderboard_add_zero_shot(store *st, long long sweep_id, json_t *lb, char *e
     ranking_obs *obs = NULL;
     leaderboard_zs_cmp *cmp = NULL, **fam = NULL;
     if (!names) goto nomem;
-    rc = read_points(st, sweep_id, names, &pts, &np);
-    if (rc == -1) goto nomem;
-    if (rc != STORE_OK) {
-        snprintf(err, errlen, "leaderboard zero-shot: %s", sqlite3_errmsg(st->db));
-        rc = STORE_EIO;
-        goto out;
-    }
+    if ((rc = read_points(st, sweep_id, names, &pts, &np, err, errlen)) != STORE_OK) goto out;
 
     nt = (int)json_array_size(names);
     sorted = malloc((size_t)(nt ? nt : 1) * sizeof *sorted);   /* the sorted order of the task names */
