@@ -81,7 +81,8 @@ function normDelta(d) {
   d = d || {};
   const lo = num(d.ci_low), hi = num(d.ci_high);
   return { mean: num(d.mean), lo, hi, n: num(d.n), excludes_zero: !!d.excludes_zero, p: num(d.p), p_holm: num(d.p_holm),
-    significant: !!d.significant, step: num(d.step), method: typeof d.method === 'string' ? d.method : null, df: num(d.df) };
+    significant: !!d.significant, step: num(d.step), method: typeof d.method === 'string' ? d.method : null, df: num(d.df),
+    seeds: num(d.seeds), items: num(d.items), reason: typeof d.reason === 'string' ? d.reason : null };
 }
 function normRow(r) {
   return {
@@ -108,12 +109,13 @@ function normRace(x) {
     rounds: (Array.isArray(x.rounds) ? x.rounds : []).map((e) => ({ round: num(e.round), seeds: num(e.seeds),
       delta: num(e.delta), lo: num(e.ci_low), hi: num(e.ci_high), out: !!e.eliminated })) };
 }
-/* per task: acc_norm mean ± std, acc mean, and the paired Δ acc_norm vs uniform */
+/* per task: acc_norm mean ± std, acc mean, the items scored, and Δ acc_norm vs uniform (the blocked model per task) */
 function normZeroShot(z) {
   const out = {};
   Object.keys(z && typeof z === 'object' ? z : {}).forEach((t) => {
     const c = z[t] || {};
-    out[t] = { mean: num(c.acc_norm_mean), std: num(c.acc_norm_std), acc: num(c.acc_mean), n: num(c.n), delta: normDelta(c.delta) };
+    out[t] = { mean: num(c.acc_norm_mean), std: num(c.acc_norm_std), acc: num(c.acc_mean), n: num(c.n),
+      items: num(c.items), items_max: num(c.items_max), delta: normDelta(c.delta) };
   });
   return out;
 }
@@ -360,6 +362,11 @@ function fmtP(p) {
   return p < 0.001 ? p.toExponential(1) : p.toFixed(3);
 }
 
+/* "n=ITEMS×SEEDS": the examples each of the schedule's cells scored, and its cells in the fit */
+function zeroShotN(c) {
+  const items = !isNum(c.items) ? '?' : isNum(c.items_max) && c.items_max !== c.items ? c.items + '–' + c.items_max : String(c.items);
+  return 'n=' + items + '×' + (isNum(c.delta.seeds) ? c.delta.seeds : '?');
+}
 /* zero-shot accuracy: higher is better, so a CI above zero is the good side */
 function zeroShotCell(r, task) {
   const c = r.zs && r.zs[task];
@@ -370,8 +377,9 @@ function zeroShotCell(r, task) {
   if (!r.is_baseline && isNum(c.delta.mean)) {
     const d = c.delta, cls = d.significant ? (d.mean > 0 ? 'neg' : 'pos') : '';
     html += '<br><span class="zd ' + cls + '">Δ ' + fmtSigned(d.mean, 4) + '</span>' +
-      (isNum(d.lo) && isNum(d.hi) ? ' <span class="ci">[' + fmtSigned(d.lo, 4) + ', ' + fmtSigned(d.hi, 4) + ']</span>'
-        : ' <span class="ci">(n=' + (d.n || 1) + ', no CI)</span>') +
+      (isNum(d.lo) && isNum(d.hi) ? ' <span class="ci">[' + fmtSigned(d.lo, 4) + ', ' + fmtSigned(d.hi, 4) + ']</span>' +
+        ' <span class="zn" title="items of the task × seeds of this schedule in the fit; ' + esc(d.df) + ' residual df">' + esc(zeroShotN(c)) + '</span>'
+        : ' <span class="zn">' + esc(zeroShotN(c)) + '</span> <span class="ci" title="' + esc(d.reason || 'no test') + '">(no test)</span>') +
       (isNum(d.p_holm) ? ' <span class="ph">p<sub>Holm</sub> ' + fmtP(d.p_holm) + '</span>' : '') +
       (d.significant ? ' <span class="sig ' + cls + '" title="p_holm < 0.05 (Holm over the zero-shot table): ' + (d.mean > 0 ? 'better' : 'worse') +
         ' than uniform">' + (d.mean > 0 ? '▲' : '▼') + '</span>' : '');
@@ -391,7 +399,7 @@ function renderZeroShotHead(tasks) {
     th.className = 'num sortable zs';
     th.dataset.key = 'zs:' + t;
     th.dataset.task = t;
-    th.title = t + ': zero-shot acc_norm, mean ± std over seeds; Δ vs uniform paired over seeds, 95% CI';
+    th.title = t + ': zero-shot acc_norm, mean ± std over seeds; Δ vs uniform from the blocked model (schedule + seed over the task), 95% CI, n = items × seeds';
     th.textContent = t + ' acc_norm (Δ [95% CI])';
     tr.insertBefore(th, before);
   });

@@ -42,7 +42,9 @@ t_sweep_with_tasks_reaches_the_leaderboard() {
   assert_eq '["mc"]' "$(echo "$lb" | w_json 'd["zero_shot_tasks"]')" "tasks on the leaderboard"
   assert_eq '[2, 2]' "$(echo "$lb" | w_json '[r["zero_shot"]["mc"]["n"] for r in d["rows"]]')" "seeds per row"
   assert_eq 'true' "$(echo "$lb" | w_json 'all(0 <= r["zero_shot"]["mc"]["acc_norm_mean"] <= 1 for r in d["rows"])')" "acc_norm in [0, 1]"
-  assert_eq '2' "$(echo "$lb" | w_json '[r for r in d["rows"] if not r["is_baseline"]][0]["zero_shot"]["mc"]["delta"]["n"]')" "paired n"
+  assert_eq '[2, 2, 30, 1]' "$(echo "$lb" | w_json '[[x["n"], x["seeds"], x["items"], x["df"]] for r in d["rows"] if not r["is_baseline"] for x in [r["zero_shot"]["mc"]["delta"]]][0]')" "common seeds, seeds in the fit, items, the task's df (2 × 2: 1)"
+  # complete 2 × 2: the blocked Δ is the difference of the means; a test exactly when the fit has noise
+  assert_eq 'true' "$(echo "$lb" | w_json 'all(abs(x["mean"] - (r["zero_shot"]["mc"]["acc_norm_mean"] - b["zero_shot"]["mc"]["acc_norm_mean"])) < 1e-12 and (x["method"] == "blocked") == (x["reason"] is None) == (x["ci_low"] is not None) for b in [r for r in d["rows"] if r["is_baseline"]] for r in d["rows"] if not r["is_baseline"] for x in [r["zero_shot"]["mc"]["delta"]])')" "Δ and its test"
   # each job's own result.json and last metrics row
   local f n=0
   for f in "$D"/work-wa/*/result.json "$D"/work-wa/*/*/result.json; do

@@ -7,6 +7,7 @@
  * timeout: 120
  */
 #include "harness.h"
+#include "mc_rng.h"
 #include "halving.h"
 #include "leaderboard.h"
 #include "queue.h"
@@ -102,22 +103,6 @@ TEST(look_eliminates_only_the_clearly_worse) {
 }
 
 /* ---- the simulation: a race to 10 seeds against the fixed 10-seed design -------------------------- */
-
-typedef struct { unsigned long long s; int have; double next; } rng;
-static double unif(rng *g) {
-    unsigned long long z = (g->s += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    z ^= z >> 31;
-    return ((z >> 11) + 0.5) / 9007199254740992.0;
-}
-static double gauss(rng *g) {
-    if (g->have) { g->have = 0; return g->next; }
-    double u1 = unif(g), u2 = unif(g), r = sqrt(-2 * log(u1));
-    g->next = r * sin(2 * M_PI * u2);
-    g->have = 1;
-    return r * cos(2 * M_PI * u2);
-}
 
 #define SIM_K 56
 #define SIM_N 10

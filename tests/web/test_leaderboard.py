@@ -651,17 +651,48 @@ def t_theme_follows_system():
         srv.stop()
 
 
-# Zero-shot acc_norm per (schedule, seed) for the hellaswag column: PRISM above uniform on every seed (CI above
-# zero), WIDE's CI over its 2 seeds includes zero.
+# Zero-shot acc_norm per (schedule, seed) for the hellaswag column: PRISM above uniform on every seed (the blocked
+# model's CI above zero, pooled over the task's 3 residual df), WIDE's CI includes zero; WIDE's seed 2 never finishes.
 HS = {
     (tuple(UNIFORM), 0): 0.2950, (tuple(UNIFORM), 1): 0.2990, (tuple(UNIFORM), 2): 0.2970,
     (tuple(PRISM), 0): 0.3060, (tuple(PRISM), 1): 0.3080, (tuple(PRISM), 2): 0.3075,
-    (tuple(WIDE), 0): 0.2900, (tuple(WIDE), 1): 0.3100, (tuple(WIDE), 2): 0.3000,
+    (tuple(WIDE), 0): 0.2963, (tuple(WIDE), 1): 0.2981, (tuple(WIDE), 2): 0.3000,
 }
 
 
+def blocked_deltas(values, base, seeds_of):
+    """Δ vs base by an independent dense least-squares fit of y = schedule + seed (NumPy; SciPy's t): {sched: (Δ,
+    lo, hi, p, df)} over the cells given (values[(sched, seed)], seeds_of[sched] the seeds each has)"""
+    import numpy as np
+    from scipy import stats
+    scheds = [base] + [k for k in seeds_of if k != base]
+    seeds = sorted({s for k in scheds for s in seeds_of[k]})
+    X, y = [], []
+    for i, k in enumerate(scheds):
+        for s in seeds_of[k]:
+            row = [0.0] * (len(scheds) + len(seeds) - 1)
+            row[i] = 1.0
+            if seeds.index(s) > 0:
+                row[len(scheds) + seeds.index(s) - 1] = 1.0
+            X.append(row)
+            y.append(values[(k, s)])
+    X, y = np.array(X), np.array(y)
+    inv = np.linalg.pinv(X.T @ X)
+    b = inv @ X.T @ y
+    df = len(y) - np.linalg.matrix_rank(X)
+    s2 = float(((y - X @ b) ** 2).sum()) / df
+    out = {}
+    for i, k in enumerate(scheds[1:], 1):
+        c = np.zeros(X.shape[1]); c[i], c[0] = 1, -1
+        d, se = float(c @ b), math.sqrt(s2 * float(c @ inv @ c))
+        h = stats.t.ppf(0.975, df) * se
+        out[k] = (d, d - h, d + h, 2 * stats.t.sf(abs(d / se), df), df)
+    return out
+
+
 def t_zero_shot_columns():
-    """One column per zero-shot task: acc_norm mean ± std and the paired Δ vs uniform with its 95% CI."""
+    """One column per zero-shot task: acc_norm mean ± std and Δ vs uniform from the blocked model (schedule + seed
+    over the task, WIDE's third seed missing) with its 95% CI, the item count × seeds, Holm's mark."""
     srv = Server()
     drv = None
     try:
@@ -683,16 +714,24 @@ def t_zero_shot_columns():
                                    "t => [t.dataset.heads, [t.querySelector('td.zs').textContent.trim(), t.querySelector('td.zs').dataset.excludesZero]]));")
         _, zlb = srv.call("GET", "/api/v1/sweeps/%d/leaderboard" % out["sweep_id"])
         zd = {",".join(map(str, x["heads"])): (x["zero_shot"].get("hellaswag") or {}).get("delta") for x in zlb["rows"]}
-        for sched, seeds in ((PRISM, SEEDS), (UNIFORM, SEEDS), (WIDE, [0, 1])):
+        have = {tuple(UNIFORM): SEEDS, tuple(PRISM): SEEDS, tuple(WIDE): [0, 1]}
+        exp = blocked_deltas(HS, tuple(UNIFORM), have)
+        ph = holm({k: v[3] for k, v in exp.items()})   # the family: 2 schedules × 1 task
+        check_eq(2, zlb["zero_shot_comparisons"], "the Holm family")
+        for sched in (PRISM, UNIFORM, WIDE):
+            seeds = have[tuple(sched)]
             v = [HS[(tuple(sched), s)] for s in seeds]
             want = "%s ± %s" % (f4(mean(v)), f4(sstd(v)))
             if sched != UNIFORM:
-                d = [HS[(tuple(sched), s)] - HS[(tuple(UNIFORM), s)] for s in seeds]
-                m = mean(d)
-                h = T975[len(d) - 1] * sstd(d) / math.sqrt(len(d))
+                m, lo, hi, p, df = exp[tuple(sched)]
                 api = zd[",".join(map(str, sched))]
-                want += "Δ %s [%s, %s]" % (s4(m), s4(m - h), s4(m + h)) + " pHolm %s" % fmt_p(api["p_holm"]).replace("e-0", "e-") + \
-                    (" ▲" if api["significant"] and m > 0 else " ▼" if api["significant"] else "")
+                check(abs(api["mean"] - m) < 1e-12 and abs(api["ci_low"] - lo) < 1e-9 and abs(api["p"] - p) < 1e-9 and
+                      api["df"] == df == 3, "the API's Δ of %s: %r, expected %r" % (sched, api, exp[tuple(sched)]))
+                sig = ph[tuple(sched)] < 0.05
+                check_eq(sig, api["significant"], "%s marked" % sched)
+                want += "Δ %s [%s, %s] n=10042×%d" % (s4(m), s4(lo), s4(hi), len(seeds)) + \
+                    " pHolm %s" % fmt_p(ph[tuple(sched)]).replace("e-0", "e-") + \
+                    (" ▲" if sig and m > 0 else " ▼" if sig else "")
             check_eq(want.replace(" ", ""), cells[",".join(map(str, sched))][0].replace(" ", "").replace("\n", ""),
                      "zero-shot cell of %s" % sched)
         check_eq("1", cells[P_S][1], "prism's hellaswag CI excludes zero")
@@ -704,6 +743,35 @@ def t_zero_shot_columns():
         code, body = srv.call("GET", "/api/v1/sweeps/%d/leaderboard?format=csv" % out["sweep_id"])
         check(b"hellaswag_acc_norm_mean" in body.split(b"\n")[0], "CSV header has the task's columns: %r" % body[:400])
         screenshot(drv, "leaderboard-zero-shot.png")
+        assert_no_console_errors(drv)
+    finally:
+        if drv:
+            drv.quit()
+        srv.stop()
+
+
+def t_zero_shot_one_seed_is_no_test():
+    """One seed per schedule: the zero-shot Δ has no residual df, so the cell shows Δ, the item count × 1 and
+    "(no test)" (the reason on hover), never an interval or a mark."""
+    srv = Server()
+    drv = None
+    try:
+        zsp = spec("web-zs1", [UNIFORM, PRISM], seeds=[0])
+        zsp["eval"] = dict(zsp.get("eval") or {}, tasks=[{"name": "hellaswag", "path": "hellaswag_val.bin"}])
+        out = srv.ok("POST", "/api/v1/sweeps", zsp)
+        f = Feeder(srv)
+        f.lease_all()
+        for key in sorted(f.leases):
+            f.complete(key, {"zero_shot": {"hellaswag": {"acc": HS[key] - 0.02, "acc_norm": HS[key], "n": 10042, "truncated": 0}}})
+        drv = browser()
+        open_page(drv, srv, out["sweep_id"])
+        wait_for(drv, "document.querySelectorAll('#leaderboard tbody td.zs').length === 2", "2 zero-shot cells")
+        cell = drv.execute_script("const td = document.querySelector('#leaderboard tbody tr[data-heads=\"%s\"] td.zs');"
+                                  "return [td.textContent.trim(), td.querySelector('.ci').title];" % P_S)
+        d = HS[(tuple(PRISM), 0)] - HS[(tuple(UNIFORM), 0)]
+        check_eq(("%s Δ %s n=10042×1 (no test)" % (f4(HS[(tuple(PRISM), 0)]), s4(d))).replace(" ", ""),
+                 cell[0].replace(" ", "").replace("\n", ""), "the one-seed zero-shot cell")
+        check("no residual df" in cell[1], "the reason on hover: %r" % cell[1])
         assert_no_console_errors(drv)
     finally:
         if drv:
