@@ -76,7 +76,7 @@ TEST(look_eliminates_only_the_clearly_worse) {
     ranking_obs obs[12];
     int m = 0;
     for (int i = 0; i < 4; i++)
-        for (int j = 0; j < 3; j++) obs[m++] = (ranking_obs){ i, j, 3.0 + eff[i] + 0.01 * j + jit[i][j], NULL, 0 };
+        for (int j = 0; j < 3; j++) obs[m++] = (ranking_obs){ i, j, 3.0 + eff[i] + 0.01 * j + jit[i][j], NULL, 0, 0 };
     unsigned char alive[4] = { 1, 1, 1, 1 };
     double q;
     ranking_fit f;
@@ -95,7 +95,7 @@ TEST(look_eliminates_only_the_clearly_worse) {
     ASSERT_NEAR(stats_range_quantile(0.05, 3, 6) / M_SQRT2, q, 1e-12);   /* K = 3 alive, df (4−1)(3−1) = 6 */
     /* one seed: no noise estimate, nothing eliminated */
     unsigned char alive3[4] = { 1, 1, 1, 1 };
-    ranking_obs one[4] = { { 0, 0, 3.0, NULL, 0 }, { 1, 0, 3.1, NULL, 0 }, { 2, 0, 3.2, NULL, 0 }, { 3, 0, 9.0, NULL, 0 } };
+    ranking_obs one[4] = { { 0, 0, 3.0, NULL, 0, 0 }, { 1, 0, 3.1, NULL, 0, 0 }, { 2, 0, 3.2, NULL, 0, 0 }, { 3, 0, 9.0, NULL, 0, 0 } };
     ASSERT_EQ_INT(0, racing_look(one, 4, 4, alive3, 0.05, &q, NULL));
     ASSERT_TRUE(isnan(q));
     ASSERT_TRUE(alive3[0] && alive3[1] && alive3[2] && alive3[3]);
@@ -175,6 +175,7 @@ typedef struct sim_out {
     int fixed_misses;
     int smaller_or_equal;          /* reps where the survivors are no more than the fixed design's group */
     double rounds;
+    double level;                  /* the per-round level the race tested at */
 } sim_out;
 
 static sim_out simulate(unsigned long long seed, int reps, int n0, double alpha) {
@@ -185,8 +186,10 @@ static sim_out simulate(unsigned long long seed, int reps, int n0, double alpha)
     memset(&o, 0, sizeof o);
     o.reps = reps;
     o.n0 = n0;
-    racing_cfg cfg = { 1, SIM_N, alpha, n0, n0 - 1, SIM_N - n0 + 1 };
-    double a_r = racing_round_alpha(&cfg);
+    racing_calib cal;
+    if (racing_calibrate(SIM_K, n0, SIM_N, alpha, RACING_CALIB_REPS, RACING_CALIB_SEED, &cal) != 0) HFAIL("calibrate");
+    double a_r = cal.level;   /* what a sweep of this shape stores at round 1 */
+    o.level = a_r;
     ranking_obs *obs = malloc(sizeof(ranking_obs) * SIM_K * SIM_N);
     for (int rep = 0; rep < reps; rep++) {
         for (int j = 0; j < SIM_N; j++) {
@@ -195,7 +198,7 @@ static sim_out simulate(unsigned long long seed, int reps, int n0, double alpha)
         }
         /* the fixed design: every schedule × 10 seeds */
         int m = 0;
-        for (int i = 0; i < SIM_K; i++) for (int j = 0; j < SIM_N; j++) obs[m++] = (ranking_obs){ i, j, y[i][j], NULL, 0 };
+        for (int i = 0; i < SIM_K; i++) for (int j = 0; j < SIM_N; j++) obs[m++] = (ranking_obs){ i, j, y[i][j], NULL, 0, 0 };
         int in;
         int fg = best_group(obs, m, NULL, &in, 1);
         o.fixed_group += fg;
@@ -205,7 +208,7 @@ static sim_out simulate(unsigned long long seed, int reps, int n0, double alpha)
         int race_round[SIM_K] = {0};
         memset(alive, 1, sizeof alive);
         m = 0;
-        for (int i = 0; i < SIM_K; i++) for (int j = 0; j < n0; j++) obs[m++] = (ranking_obs){ i, j, y[i][j], NULL, 0 };
+        for (int i = 0; i < SIM_K; i++) for (int j = 0; j < n0; j++) obs[m++] = (ranking_obs){ i, j, y[i][j], NULL, 0, 0 };
         int n = n0, round = 1, surv = SIM_K;
         for (;;) {
             double q;
@@ -219,7 +222,7 @@ static sim_out simulate(unsigned long long seed, int reps, int n0, double alpha)
             }
             if (surv <= 1 || n >= SIM_N) break;
             for (int i = 0; i < SIM_K; i++)
-                if (alive[i] || i == 0) obs[m++] = (ranking_obs){ i, n, y[i][n], NULL, 0 };
+                if (alive[i] || i == 0) obs[m++] = (ranking_obs){ i, n, y[i][n], NULL, 0, 0 };
             n++;
             round++;
         }
@@ -238,6 +241,7 @@ static sim_out simulate(unsigned long long seed, int reps, int n0, double alpha)
 
 static void print_sim(const sim_out *o) {
     double fixed_jobs = (double)SIM_K * SIM_N;
+    printf("level per round %.5f; ", o->level);
     printf("%d races, %d seeds in round 1, max_seeds %d, 56 schedules: jobs %.1f of the fixed design's %.0f (%.1f%%), "
            "rounds %.2f; survivors %.2f, the leaderboard's best group after the race %.2f (misses the best %.4f), the fixed "
            "design's best group %.2f (misses the best %.4f); survivors <= the fixed group in %.4f; truly best eliminated "
@@ -270,7 +274,8 @@ TEST(race_keeps_both_of_two_tied_best) {
     sim_effects(eff);
     eff[2] = 0;   /* a tie for the best */
     ranking_obs *obs = malloc(sizeof(ranking_obs) * SIM_K * SIM_N);
-    racing_cfg cfg = { 1, SIM_N, 0.05, 3, 2, SIM_N - 3 + 1 };
+    racing_calib cal;
+    if (racing_calibrate(SIM_K, 3, SIM_N, 0.05, RACING_CALIB_REPS, RACING_CALIB_SEED, &cal) != 0) HFAIL("calibrate");
     for (int rep = 0; rep < reps; rep++) {
         double y[SIM_K][SIM_N];
         for (int j = 0; j < SIM_N; j++) {
@@ -280,14 +285,14 @@ TEST(race_keeps_both_of_two_tied_best) {
         unsigned char alive[SIM_K];
         memset(alive, 1, sizeof alive);
         int m = 0, n = 3;
-        for (int i = 0; i < SIM_K; i++) for (int j = 0; j < n; j++) obs[m++] = (ranking_obs){ i, j, y[i][j], NULL, 0 };
+        for (int i = 0; i < SIM_K; i++) for (int j = 0; j < n; j++) obs[m++] = (ranking_obs){ i, j, y[i][j], NULL, 0, 0 };
         for (;;) {
             double q;
-            racing_look(obs, m, SIM_K, alive, racing_round_alpha(&cfg), &q, NULL);
+            racing_look(obs, m, SIM_K, alive, cal.level, &q, NULL);
             int surv = 0;
             for (int i = 0; i < SIM_K; i++) surv += alive[i];
             if (surv <= 1 || n >= SIM_N) break;
-            for (int i = 0; i < SIM_K; i++) if (alive[i] || i == 0) obs[m++] = (ranking_obs){ i, n, y[i][n], NULL, 0 };
+            for (int i = 0; i < SIM_K; i++) if (alive[i] || i == 0) obs[m++] = (ranking_obs){ i, n, y[i][n], NULL, 0, 0 };
             n++;
         }
         lost += !alive[1] || !alive[2];
@@ -296,6 +301,88 @@ TEST(race_keeps_both_of_two_tied_best) {
     printf("%d races with two tied best: one of them eliminated in %.4f (bound %.4f)\n", reps, (double)lost / reps,
            mc_bound(0.05, reps));
     ASSERT_LT((double)lost / reps, mc_bound(0.05, reps));
+}
+
+/* ---- the per-round level calibrated by simulation ------------------------------------------------- */
+
+/* The calibration for the documented race (56 schedules, 3 → 10 seeds, alpha 0.05): above Bonferroni, its own
+ * simulated rate ≤ alpha, deterministic (the same value twice), and within the work bound. */
+TEST(calibrated_level_for_the_56_schedule_race) {
+    racing_calib a, b;
+    ASSERT_EQ_INT(0, racing_calibrate(56, 3, 10, 0.05, RACING_CALIB_REPS, RACING_CALIB_SEED, &a));
+    printf("K 56, 3 -> 10 seeds, alpha 0.05: level %.5f (bonferroni %.5f, simulated %.5f), %s, %d reps, null rate %.4f "
+           "± %.4f, work %lld\n", a.level, 0.05 / 8, a.simulated, a.calibrated ? "calibrated" : "bonferroni", a.reps,
+           a.rate, a.rate_se, a.work);
+    ASSERT_EQ_INT(1, a.calibrated);
+    ASSERT_LT(0.05 / 8, a.level);
+    ASSERT_LT(a.rate, 0.05 + 1e-12);
+    ASSERT_LT(0.05 - 4 * a.rate_se, a.rate);          /* the bisection got close to alpha, not far below it */
+    ASSERT_EQ_INT(RACING_CALIB_REPS, a.reps);
+    ASSERT_EQ_INT(0, racing_calibrate(56, 3, 10, 0.05, RACING_CALIB_REPS, RACING_CALIB_SEED, &b));
+    ASSERT_NEAR(a.level, b.level, 0);
+}
+
+/* The cost is bounded by counting the observations fitted, not by a clock: reps × Σ_n K·n ≤ RACING_CALIB_WORK, and a
+ * race too large for RACING_CALIB_MIN_REPS replications within it falls back to Bonferroni, unsimulated. */
+/* (the work bound at 60M: 10,000 reps of the 56-schedule race = 29.1M) */
+TEST(calibration_work_is_bounded) {
+    racing_calib c;
+    ASSERT_EQ_INT(0, racing_calibrate(56, 3, 10, 0.05, RACING_CALIB_REPS, 1, &c));
+    long long per = 0;
+    for (int n = 3; n <= 10; n++) per += 56LL * n;
+    ASSERT_EQ_INT(c.reps * per, c.work);
+    ASSERT_TRUE(c.work <= RACING_CALIB_WORK);
+    ASSERT_EQ_INT(0, racing_calibrate(300, 2, 60, 0.05, RACING_CALIB_REPS, 1, &c));   /* 300 · Σ 2..60 = 548,700 a rep: 109 within the bound */
+    ASSERT_TRUE(RACING_CALIB_WORK / 548700 < RACING_CALIB_MIN_REPS);
+    ASSERT_EQ_INT(0, c.reps);
+    ASSERT_EQ_INT(0, (int)c.work);
+    ASSERT_EQ_INT(0, c.calibrated);
+    ASSERT_NEAR(0.05 / 59, c.level, 1e-15);
+    ASSERT_TRUE(isnan(c.rate));
+    ASSERT_EQ_INT(0, racing_calibrate(10, 2, 6, 0.05, 100000, 1, &c));   /* more reps asked for than the cap */
+    ASSERT_EQ_INT(RACING_CALIB_REPS, c.reps);
+}
+
+/* The global null (all 56 schedules equal, so each is truly best): races at the calibrated level, run through
+ * racing_look on sweeps drawn with another RNG stream than the calibration's (MCSEED), eliminate any schedule in at
+ * most alpha of them (+ 3 MC standard errors). The Bonferroni level's rate is printed beside it. */
+TEST(global_null_eliminates_any_schedule_at_most_alpha) {
+    int reps = getenv("MCREPS") ? atoi(getenv("MCREPS")) / 2 : 200, n0 = 3;
+    rng g = { getenv("MCSEED") ? strtoull(getenv("MCSEED"), NULL, 10) + 1000 : 1001, 0, 0 };
+    racing_calib cal;
+    if (racing_calibrate(SIM_K, n0, SIM_N, 0.05, RACING_CALIB_REPS, RACING_CALIB_SEED, &cal) != 0) HFAIL("calibrate");
+    double levels[2] = { cal.level, 0.05 / (SIM_N - n0 + 1) };
+    int any[2] = { 0, 0 };
+    ranking_obs *obs = malloc(sizeof(ranking_obs) * SIM_K * SIM_N);
+    for (int rep = 0; rep < reps; rep++) {
+        double y[SIM_K][SIM_N];
+        for (int j = 0; j < SIM_N; j++) {
+            double beta = 0.002 * gauss(&g);
+            for (int i = 0; i < SIM_K; i++) y[i][j] = 3.36 + beta + 0.002 * gauss(&g);
+        }
+        for (int w = 0; w < 2; w++) {
+            unsigned char alive[SIM_K];
+            memset(alive, 1, sizeof alive);
+            int m = 0, n = n0, out = 0;
+            for (int i = 0; i < SIM_K; i++) for (int j = 0; j < n; j++) obs[m++] = (ranking_obs){ i, j, y[i][j], NULL, 0, 0 };
+            for (;;) {
+                double q;
+                int e = racing_look(obs, m, SIM_K, alive, levels[w], &q, NULL);
+                if (e < 0) HFAIL("racing_look failed");
+                if (e > 0) { out = 1; break; }   /* the event: some truly best schedule eliminated */
+                if (n >= SIM_N) break;
+                for (int i = 0; i < SIM_K; i++) if (alive[i] || i == 0) obs[m++] = (ranking_obs){ i, n, y[i][n], NULL, 0, 0 };
+                n++;
+            }
+            any[w] += out;
+        }
+    }
+    free(obs);
+    printf("global null, 56 schedules, 3 -> 10 seeds, %d races: any eliminated at the calibrated level %.5f: %.4f "
+           "(bound %.4f); at Bonferroni's %.5f: %.4f\n", reps, levels[0], (double)any[0] / reps, mc_bound(0.05, reps),
+           levels[1], (double)any[1] / reps);
+    ASSERT_LT((double)any[0] / reps, mc_bound(0.05, reps));
+    ASSERT_TRUE(any[1] <= any[0]);   /* the calibrated level is the larger: it eliminates at least as often */
 }
 
 /* ---- a racing sweep driven through the queue ----------------------------------------------------- */
