@@ -86,9 +86,26 @@ static double look_df(int df) {
 
 int racing_look(const ranking_obs *obs, int nobs, int nsched, unsigned char *alive, double alpha, double *critical,
                 ranking_fit *fit) {
+    return racing_look_screened(obs, nobs, nsched, alive, alpha, critical, fit, NULL, NULL, NULL);
+}
+
+int racing_look_screened(const ranking_obs *obs, int nobs, int nsched, unsigned char *alive, double alpha,
+                         double *critical, ranking_fit *fit, unsigned char *screened, double *resid, double *thr) {
     ranking_fit f;
     *critical = NAN;
-    int rc = ranking_fit_compute(obs, nobs, nsched, &f);
+    /* the screen first (ranking.h): a diverged run is left out of this round's fit, named by the caller */
+    unsigned char *so = screened ? screened : calloc((size_t)(nobs ? nobs : 1), 1);
+    ranking_obs *kept = malloc((size_t)(nobs ? nobs : 1) * sizeof *kept);
+    int nkept = 0;
+    if (!so || !kept) { if (!screened) free(so); free(kept); return -1; }
+    if (ranking_screen(obs, nobs, nsched, so, resid, thr) < 0) { if (!screened) free(so); free(kept); return -1; }
+    for (int k = 0; k < nobs; k++) if (!so[k]) kept[nkept++] = obs[k];
+    if (!screened) free(so);
+    int rc = ranking_fit_compute(kept, nkept, nsched, &f);
+    /* the fit's cell table points into kept[], freed below: dropped, so no caller can follow it */
+    free(f.cell);
+    f.cell = NULL;
+    free(kept);
     if (rc < 0) return rc;
     int *fam = malloc((size_t)(nsched ? nsched : 1) * sizeof *fam), K = 0, out = 0;
     unsigned char *elim = calloc((size_t)(nsched ? nsched : 1), 1);
@@ -210,7 +227,7 @@ int racing_calibrate(int K, int n0, int max_seeds, double alpha, int reps, unsig
     double lo = bonf, hi = alpha;
     if (calib_rate(gap, reps, nlooks, df, K, lo) > alpha) hi = lo;   /* the MC sample above alpha at Bonferroni already */
     else if (calib_rate(gap, reps, nlooks, df, K, hi) <= alpha) lo = hi;
-    for (int it = 0; it < 24 && hi > lo * (1 + 1e-3); it++) {   /* to 0.1% of the level */
+    for (int it = 0; it < 24 && hi > lo * (1 + 1e-2); it++) {   /* to 1% of the level (the MC error is larger) */
         double mid = sqrt(lo * hi);
         if (calib_rate(gap, reps, nlooks, df, K, mid) <= alpha) lo = mid; else hi = mid;
     }
@@ -414,7 +431,9 @@ static int decide_round(store *st, long long sweep, const racing_cfg *cfg, int r
     rsched *v = NULL;
     ranking_obs *obs = NULL;
     int n = 0, cap = 0, nobs = 0, ocap = 0, rc = STORE_OK, step, base = -1;
-    unsigned char *alive = NULL;
+    unsigned char *alive = NULL, *scr = NULL;
+    double *sres = NULL, *sthr = NULL;
+    int nscreened = 0;
     ranking_fit fit;
     memset(&fit, 0, sizeof fit);
     int have_fit = 0;
@@ -480,7 +499,11 @@ static int decide_round(store *st, long long sweep, const racing_cfg *cfg, int r
         free(has);
         if ((rc = round_level(st, sweep, cfg, r, fam0, &alpha, err, errlen)) < 0) goto out;
     }
-    int lrc = racing_look(obs, nobs, n, alive, alpha, &q, &fit);
+    scr = calloc((size_t)(nobs ? nobs : 1), 1);
+    sres = malloc((size_t)(nobs ? nobs : 1) * sizeof *sres);
+    sthr = malloc((size_t)(nobs ? nobs : 1) * sizeof *sthr);
+    if (!scr || !sres || !sthr) { rc = STORE_EIO; snprintf(err, errlen, "out of memory"); goto out; }
+    int lrc = racing_look_screened(obs, nobs, n, alive, alpha, &q, &fit, scr, sres, sthr);
     if (lrc < 0) { rc = STORE_EIO; snprintf(err, errlen, lrc == -2 ? "racing: too many seeds for the blocked model" : "out of memory"); goto out; }
     have_fit = 1;
     int family = 0, survivors = 0;
@@ -525,6 +548,28 @@ static int decide_round(store *st, long long sweep, const racing_cfg *cfg, int r
     }
     sqlite3_finalize(s);
     s = NULL;
+    /* the jobs the screen left out of this round's fit */
+    if (sqlite3_prepare_v2(st->db, "INSERT OR IGNORE INTO racing_screened (sweep_id, round, job_id, schedule_id, seed, "
+                                   "val_loss, residual, threshold) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)", -1, &s, NULL) != SQLITE_OK) {
+        rc = db_fail(st, err, errlen, "racing screened");
+        goto out;
+    }
+    for (int k = 0; k < nobs; k++) {
+        if (!scr[k]) continue;
+        nscreened++;
+        sqlite3_reset(s);
+        sqlite3_bind_int64(s, 1, sweep);
+        sqlite3_bind_int(s, 2, r);
+        sqlite3_bind_int64(s, 3, obs[k].job_id);
+        sqlite3_bind_int64(s, 4, v[obs[k].sched].id);
+        sqlite3_bind_int64(s, 5, obs[k].seed);
+        sqlite3_bind_double(s, 6, obs[k].y);
+        if (isfinite(sres[k])) sqlite3_bind_double(s, 7, sres[k]); else sqlite3_bind_null(s, 7);
+        if (isfinite(sthr[k])) sqlite3_bind_double(s, 8, sthr[k]); else sqlite3_bind_null(s, 8);
+        if (sqlite3_step(s) != SQLITE_DONE) { rc = db_fail(st, err, errlen, "racing screened"); goto out; }
+    }
+    sqlite3_finalize(s);
+    s = NULL;
     /* the next round: one new seed for every survivor and the uniform baseline (same seed: the design stays paired) */
     int seeds = cfg->seeds0 + r - 1, created = 0, next = survivors > 1 && seeds < cfg->max_seeds;
     long long next_seed = racing_round_seed(cfg, r + 1);
@@ -538,7 +583,8 @@ static int decide_round(store *st, long long sweep, const racing_cfg *cfg, int r
     }
     fault_point();   /* the decisions and the next round's jobs written, the round row not: nothing committed */
     if (sqlite3_prepare_v2(st->db, "INSERT INTO racing_rounds (sweep_id, round, seeds, alpha, critical, family, survivors, "
-                                   "next_seed, jobs_created, decided_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+                                   "next_seed, jobs_created, decided_at, screened) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, "
+                                   "?10, ?11)",
                            -1, &s, NULL) != SQLITE_OK) {
         rc = db_fail(st, err, errlen, "racing round");
         goto out;
@@ -553,9 +599,13 @@ static int decide_round(store *st, long long sweep, const racing_cfg *cfg, int r
     if (next) sqlite3_bind_int64(s, 8, next_seed); else sqlite3_bind_null(s, 8);
     sqlite3_bind_int(s, 9, created);
     sqlite3_bind_double(s, 10, now);
+    sqlite3_bind_int(s, 11, nscreened);
     if (sqlite3_step(s) != SQLITE_DONE) rc = db_fail(st, err, errlen, "racing round");
 out:
     sqlite3_finalize(s);
+    free(scr);
+    free(sres);
+    free(sthr);
     if (have_fit) ranking_fit_release(&fit);
     free(v);
     free(obs);
@@ -655,8 +705,8 @@ static json_t *col_num(sqlite3_stmt *s, int c) {
 json_t *racing_summary_json(store *st, long long sweep_id, const racing_summary *x, char *err, size_t errlen) {
     json_t *rounds = json_array();
     sqlite3_stmt *s = NULL;
-    if (sqlite3_prepare_v2(st->db, "SELECT round, seeds, alpha, critical, family, survivors, next_seed, jobs_created FROM "
-                                   "racing_rounds WHERE sweep_id = ?1 ORDER BY round", -1, &s, NULL) != SQLITE_OK) {
+    if (sqlite3_prepare_v2(st->db, "SELECT round, seeds, alpha, critical, family, survivors, next_seed, jobs_created, screened "
+                                   "FROM racing_rounds WHERE sweep_id = ?1 ORDER BY round", -1, &s, NULL) != SQLITE_OK) {
         db_fail(st, err, errlen, "racing rounds");
         json_decref(rounds);
         return NULL;
@@ -670,15 +720,35 @@ json_t *racing_summary_json(store *st, long long sweep_id, const racing_summary 
                               "jobs_created", sqlite3_column_int(s, 7));
         json_object_set_new(o, "next_seed", sqlite3_column_type(s, 6) == SQLITE_NULL ? json_null()
                                             : json_integer(sqlite3_column_int64(s, 6)));
+        json_object_set_new(o, "screened", json_integer(sqlite3_column_int(s, 8)));
         json_array_append_new(rounds, o);
     }
     sqlite3_finalize(s);
     if (step != SQLITE_DONE) { db_fail(st, err, errlen, "racing rounds"); json_decref(rounds); return NULL; }
+    /* the jobs the screen left out, round by round */
+    json_t *scr = json_array();
+    if (sqlite3_prepare_v2(st->db, "SELECT round, job_id, schedule_id, seed, val_loss, residual, threshold FROM racing_screened "
+                                   "WHERE sweep_id = ?1 ORDER BY round, job_id", -1, &s, NULL) != SQLITE_OK) {
+        db_fail(st, err, errlen, "racing screened");
+        json_decref(rounds);
+        json_decref(scr);
+        return NULL;
+    }
+    sqlite3_bind_int64(s, 1, sweep_id);
+    while ((step = sqlite3_step(s)) == SQLITE_ROW)
+        json_array_append_new(scr, json_pack("{s:i, s:I, s:I, s:I, s:f, s:o, s:o}", "round", sqlite3_column_int(s, 0),
+                                             "job_id", (json_int_t)sqlite3_column_int64(s, 1), "schedule_id",
+                                             (json_int_t)sqlite3_column_int64(s, 2), "seed", (json_int_t)sqlite3_column_int64(s, 3),
+                                             "val_loss", sqlite3_column_double(s, 4), "residual", col_num(s, 5),
+                                             "threshold", col_num(s, 6)));
+    sqlite3_finalize(s);
+    if (step != SQLITE_DONE) { db_fail(st, err, errlen, "racing screened"); json_decref(rounds); json_decref(scr); return NULL; }
     json_t *o = json_pack("{s:i, s:f, s:f, s:i, s:i, s:i, s:b, s:i, s:i, s:I, s:I, s:I, s:o}", "max_seeds", x->max_seeds,
                           "alpha", x->alpha, "alpha_per_round", x->alpha_bonferroni, "looks", x->looks, "first_round_seeds",
                           x->seeds0, "rounds_decided", x->rounds_decided, "finished", x->finished, "survivors",
                           x->survivors, "eliminated", x->eliminated, "seeds_spent", (json_int_t)x->jobs, "seeds_done",
                           (json_int_t)x->jobs_done, "fixed_design_seeds", (json_int_t)x->fixed_jobs, "rounds", rounds);
+    if (o) json_object_set_new(o, "screened", scr); else json_decref(scr);
     if (o) {
         json_object_set_new(o, "alpha_round", num_or_null(x->alpha_round));
         json_object_set_new(o, "alpha_round_method", x->alpha_round_method[0] ? json_string(x->alpha_round_method) : json_null());

@@ -91,6 +91,12 @@ long long racing_round_seed(const racing_cfg *cfg, int round);
  * NULL. Returns the number eliminated (≥ 0), -1 on no memory, -2 with more than RANKING_MAX_SEEDS seeds. */
 int racing_look(const ranking_obs *obs, int nobs, int nsched, unsigned char *alive, double alpha, double *critical,
                 ranking_fit *fit);
+/* racing_look, which screens first: ranking_screen (the same rule as the leaderboard's) runs on obs[0..nobs) and
+ * the fit and the test use only the observations it keeps. screened (nobs, or NULL): 1 for each observation left
+ * out; resid/thr (nobs, or NULL): its deleted studentized residual and the threshold (ranking_screen). The fit
+ * returned has no cell table (cell NULL). racing_look is this with NULLs: every look screens. */
+int racing_look_screened(const ranking_obs *obs, int nobs, int nsched, unsigned char *alive, double alpha,
+                         double *critical, ranking_fit *fit, unsigned char *screened, double *resid, double *thr);
 
 /* The sweep's racing configuration from its stored spec (cfg->enabled 0 without one). */
 int racing_load(store *st, long long sweep_id, racing_cfg *cfg, char *err, size_t errlen);

@@ -176,9 +176,13 @@ typedef struct sim_out {
     int smaller_or_equal;          /* reps where the survivors are no more than the fixed design's group */
     double rounds;
     double level;                  /* the per-round level the race tested at */
+    int diverged_screened;         /* diverge: round 1 screened the diverged job */
+    double screened;               /* sum of the jobs screened at round 1 */
 } sim_out;
 
-static sim_out simulate(unsigned long long seed, int reps, int n0, double alpha) {
+/* diverge: one run of round 1, at a random cell, is +1.0 nats (a diverged job); out->diverged_screened counts the
+ * replications whose round-1 look screened exactly it */
+static sim_out simulate(unsigned long long seed, int reps, int n0, double alpha, int diverge) {
     rng g = { seed, 0, 0 };
     double eff[SIM_K], y[SIM_K][SIM_N];
     sim_effects(eff);
@@ -195,6 +199,12 @@ static sim_out simulate(unsigned long long seed, int reps, int n0, double alpha)
         for (int j = 0; j < SIM_N; j++) {
             double beta = 0.002 * gauss(&g);   /* the seed's luck, shared by every schedule */
             for (int i = 0; i < SIM_K; i++) y[i][j] = 3.36 + eff[i] + beta + 0.002 * gauss(&g);
+        }
+        int di = -1, dj = -1;
+        if (diverge) {
+            di = (int)(unif(&g) * SIM_K) % SIM_K;
+            dj = (int)(unif(&g) * n0) % n0;
+            y[di][dj] += 1.0;
         }
         /* the fixed design: every schedule × 10 seeds */
         int m = 0;
@@ -214,7 +224,15 @@ static sim_out simulate(unsigned long long seed, int reps, int n0, double alpha)
             double q;
             unsigned char before[SIM_K];
             memcpy(before, alive, sizeof before);
-            if (racing_look(obs, m, SIM_K, alive, a_r, &q, NULL) < 0) HFAIL("racing_look failed");
+            unsigned char scr[SIM_K * SIM_N];
+            memset(scr, 0, sizeof scr);
+            if (racing_look_screened(obs, m, SIM_K, alive, a_r, &q, NULL, scr, NULL, NULL) < 0) HFAIL("racing_look failed");
+            if (round == 1) {
+                int ns = 0;
+                for (int k = 0; k < m; k++) ns += scr[k];
+                o.screened += ns;
+                if (diverge && ns == 1 && scr[di * n0 + dj]) o.diverged_screened++;
+            }
             surv = 0;
             for (int i = 0; i < SIM_K; i++) {
                 surv += alive[i];
@@ -257,12 +275,29 @@ static double mc_bound(double alpha, int reps) { return alpha + 3 * sqrt(alpha *
 TEST(race_56_schedules_to_10_seeds_against_the_fixed_design) {
     int reps = getenv("MCREPS") ? atoi(getenv("MCREPS")) : 400;
     int n0 = getenv("MCSEEDS0") ? atoi(getenv("MCSEEDS0")) : 3;
-    sim_out o = simulate(getenv("MCSEED") ? strtoull(getenv("MCSEED"), NULL, 10) : 1, reps, n0, 0.05);
+    sim_out o = simulate(getenv("MCSEED") ? strtoull(getenv("MCSEED"), NULL, 10) : 1, reps, n0, 0.05, 0);
     print_sim(&o);
+    printf("jobs screened at round 1: %.4f a race\n", o.screened / o.reps);
     double frac = (double)o.race_jobs / o.reps / (SIM_K * SIM_N);
     ASSERT_LT(frac, 0.5);                                              /* ≤ 50% of the fixed design's jobs */
     ASSERT_LT(o.survivors / o.reps, o.fixed_group / o.reps + 1e-9);    /* a best group no larger on average */
     ASSERT_LT((double)o.best_eliminated / o.reps, mc_bound(0.05, o.reps));   /* the truly best eliminated ≤ alpha */
+}
+
+/* One diverged run (+1.0 nats) in round 1 at a random cell: the screen leaves it out, so the race spends about what
+ * it spends without it (≤ 50% of the fixed design's jobs; without the screen one such run inflates σ̂ and the race
+ * spent 98.8% and ended with 55 survivors) and the diverged job is the one screened. */
+TEST(race_with_one_diverged_run_screens_it) {
+    int reps = getenv("MCREPS") ? atoi(getenv("MCREPS")) : 400;
+    int n0 = getenv("MCSEEDS0") ? atoi(getenv("MCSEEDS0")) : 3;
+    sim_out o = simulate(getenv("MCSEED") ? strtoull(getenv("MCSEED"), NULL, 10) + 77 : 78, reps, n0, 0.05, 1);
+    print_sim(&o);
+    printf("diverged job screened (and only it) at round 1 in %.4f of races; jobs screened %.4f a race\n",
+           (double)o.diverged_screened / o.reps, o.screened / o.reps);
+    double frac = (double)o.race_jobs / o.reps / (SIM_K * SIM_N);
+    ASSERT_LT(frac, 0.5);
+    ASSERT_LT(0.95, (double)o.diverged_screened / o.reps);
+    ASSERT_LT((double)o.best_eliminated / o.reps, mc_bound(0.05, o.reps));
 }
 
 /* The truly best schedule ties with a second one (both at 0): racing keeps both in ≥ 1 − alpha of races and every
@@ -484,6 +519,21 @@ TEST(rounds_add_seeds_to_survivors_and_the_baseline_only) {
     ASSERT_EQ_INT(4, (int)qv(st, "SELECT next_seed FROM racing_rounds WHERE round = 2"));
     ASSERT_EQ_INT(1, (int)qv(st, "SELECT next_seed IS NULL FROM racing_rounds WHERE round = 3"));
     ASSERT_EQ_INT(4, (int)qv(st, "SELECT count(*) FROM racing_decisions WHERE round = 1 AND eliminated = 1"));
+    /* the level: calibrated once at round 1 (K = 6, 2 → 4 seeds) and the same at every round */
+    ASSERT_EQ_INT(1, (int)qv(st, "SELECT count(*) FROM racing_config"));
+    ASSERT_EQ_INT(1, (int)qv(st, "SELECT count(*) FROM racing_config WHERE method = 'calibrated' AND family = 6 AND "
+                                 "reps = 10000 AND alpha_round > bonferroni"));
+    ASSERT_EQ_INT(3, (int)qv(st, "SELECT count(*) FROM racing_rounds r JOIN racing_config c ON c.sweep_id = r.sweep_id "
+                                 "WHERE r.alpha = c.alpha_round"));
+    racing_calib cal;
+    ASSERT_EQ_INT(0, racing_calibrate(6, 2, 4, 0.05, RACING_CALIB_REPS, RACING_CALIB_SEED, &cal));
+    ASSERT_EQ_INT(1, (int)qv(st, "SELECT count(*) FROM racing_config") * (cal.calibrated == 1));
+    {
+        char sql[160];
+        snprintf(sql, sizeof sql, "SELECT count(*) FROM racing_config WHERE abs(alpha_round - %.17g) < 1e-15", cal.level);
+        ASSERT_EQ_INT(1, (int)qv(st, sql));
+    }
+    ASSERT_EQ_INT(0, (int)qv(st, "SELECT count(*) FROM racing_screened"));   /* no diverged run here */
     for (long long seed = 3; seed <= 4; seed++) {
         ASSERT_EQ_INT(3, (int)seed_jobs(st, seed, -1));   /* the two survivors and the baseline */
         for (int o = 0; o < 6; o++) ASSERT_EQ_INT(o == 0 || o == 2 || o == 4 ? 1 : 0, (int)seed_jobs(st, seed, o));
@@ -513,6 +563,11 @@ TEST(rounds_add_seeds_to_survivors_and_the_baseline_only) {
     ASSERT_EQ_INT(2, json_integer_value(json_object_get(rj, "survivors")));
     ASSERT_EQ_INT(4, json_integer_value(json_object_get(rj, "eliminated")));
     ASSERT_EQ_INT(3, (int)json_array_size(json_object_get(rj, "rounds")));
+    ASSERT_STREQ("calibrated", json_string_value(json_object_get(rj, "alpha_round_method")));
+    ASSERT_NEAR(cal.level, json_number_value(json_object_get(rj, "alpha_round")), 1e-15);
+    ASSERT_NEAR(0.05 / 3, json_number_value(json_object_get(rj, "alpha_per_round")), 1e-15);
+    ASSERT_EQ_INT(0, (int)json_array_size(json_object_get(rj, "screened")));
+    ASSERT_TRUE(json_is_array(json_object_get(rj, "screened")));
     json_t *rows = json_object_get(lb, "rows");
     int surv = 0;
     for (size_t i = 0; i < json_array_size(rows); i++) {
