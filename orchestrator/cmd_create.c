@@ -59,7 +59,7 @@ int cmd_create(int argc, char **argv) {
         if (racing_parse(json_object_get(sp.root, "racing"), sp.n_seeds, mx, &rc2, err, sizeof err) == 0 && rc2.enabled)
             printf("racing: round 1 = the %d spec seeds, then seeds %lld..%lld one per round for the schedules still in "
                    "contention and the baseline; at most %lld jobs (max_seeds x schedules); alpha %g over all rounds "
-                   "(%.4g per round)\n", sp.n_seeds, racing_round_seed(&rc2, 2), racing_round_seed(&rc2, rc2.looks),
+                   "(per round: at least alpha / looks = %.4g, calibrated by simulation when round 1 is decided)\n", sp.n_seeds, racing_round_seed(&rc2, 2), racing_round_seed(&rc2, rc2.looks),
                    (long long)rc2.max_seeds * sp.n_schedules, rc2.alpha, racing_round_alpha(&rc2));
         free(text);
         spec_release(&sp);

@@ -434,7 +434,8 @@ char *leaderboard_table(const json_t *lb) {
                      "decided%s, %lld survivor(s), %lld eliminated; seeds spent %lld of the fixed design's %lld "
                      "(max_seeds x schedules, %.1f%%)\n",
                      (long long)json_integer_value(json_object_get(rcj, "max_seeds")), json_number_value(json_object_get(rcj, "alpha")),
-                     json_number_value(json_object_get(rcj, "alpha_per_round")),
+                     json_is_number(json_object_get(rcj, "alpha_round")) ? json_number_value(json_object_get(rcj, "alpha_round"))
+                                                                         : json_number_value(json_object_get(rcj, "alpha_per_round")),
                      (long long)json_integer_value(json_object_get(rcj, "rounds_decided")),
                      json_is_true(json_object_get(rcj, "finished")) ? " (finished)" : "",
                      (long long)json_integer_value(json_object_get(rcj, "survivors")),

@@ -86,9 +86,26 @@ static double look_df(int df) {
 
 int racing_look(const ranking_obs *obs, int nobs, int nsched, unsigned char *alive, double alpha, double *critical,
                 ranking_fit *fit) {
+    return racing_look_screened(obs, nobs, nsched, alive, alpha, critical, fit, NULL, NULL, NULL);
+}
+
+int racing_look_screened(const ranking_obs *obs, int nobs, int nsched, unsigned char *alive, double alpha,
+                         double *critical, ranking_fit *fit, unsigned char *screened, double *resid, double *thr) {
     ranking_fit f;
     *critical = NAN;
-    int rc = ranking_fit_compute(obs, nobs, nsched, &f);
+    /* the screen first (ranking.h): a diverged run is left out of this round's fit, named by the caller */
+    unsigned char *so = screened ? screened : calloc((size_t)(nobs ? nobs : 1), 1);
+    ranking_obs *kept = malloc((size_t)(nobs ? nobs : 1) * sizeof *kept);
+    int nkept = 0;
+    if (!so || !kept) { if (!screened) free(so); free(kept); return -1; }
+    if (ranking_screen(obs, nobs, nsched, so, resid, thr) < 0) { if (!screened) free(so); free(kept); return -1; }
+    for (int k = 0; k < nobs; k++) if (!so[k]) kept[nkept++] = obs[k];
+    if (!screened) free(so);
+    int rc = ranking_fit_compute(kept, nkept, nsched, &f);
+    /* the fit's cell table points into kept[], freed below: dropped, so no caller can follow it */
+    free(f.cell);
+    f.cell = NULL;
+    free(kept);
     if (rc < 0) return rc;
     int *fam = malloc((size_t)(nsched ? nsched : 1) * sizeof *fam), K = 0, out = 0;
     unsigned char *elim = calloc((size_t)(nsched ? nsched : 1), 1);
@@ -124,6 +141,105 @@ done:
     free(elim);
     if (rc >= 0 && fit) *fit = f;
     else ranking_fit_release(&f);
+    return rc;
+}
+
+/* ---- the per-round level calibrated by simulation (racing.h, docs/STATISTICS.md "Racing") ---------- */
+
+/* splitmix64 and Box–Muller: a fixed seed gives the same sweeps on every machine */
+typedef struct { unsigned long long s; int have; double next; } calib_rng;
+static double calib_unif(calib_rng *g) {
+    unsigned long long z = (g->s += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    z ^= z >> 31;
+    return ((z >> 11) + 0.5) / 9007199254740992.0;
+}
+static double calib_gauss(calib_rng *g) {
+    if (g->have) { g->have = 0; return g->next; }
+    double u1 = calib_unif(g), u2 = calib_unif(g), r = sqrt(-2 * log(u1));
+    g->next = r * sin(2 * M_PI * u2);
+    g->have = 1;
+    return r * cos(2 * M_PI * u2);
+}
+
+/* The share of replications whose largest gap exceeds the look's q at level a at some look. */
+static double calib_rate(const double *gap, int reps, int nlooks, const int *df, int K, double a) {
+    double q[RACING_MAX_SEEDS + 1];
+    for (int l = 0; l < nlooks; l++) q[l] = stats_range_quantile(a, K, look_df(df[l])) / M_SQRT2;
+    int hit = 0;
+    for (int r = 0; r < reps; r++)
+        for (int l = 0; l < nlooks; l++)
+            if (gap[(size_t)r * nlooks + l] > q[l]) { hit++; break; }
+    return (double)hit / reps;
+}
+
+int racing_calibrate(int K, int n0, int max_seeds, double alpha, int reps, unsigned long long seed, racing_calib *out) {
+    memset(out, 0, sizeof *out);
+    int nlooks = max_seeds - n0 + 1;
+    double bonf = alpha / (nlooks > 0 ? nlooks : 1);
+    out->level = bonf;
+    out->simulated = out->rate = out->rate_se = NAN;
+    if (K < 2 || n0 < 2 || nlooks < 1 || max_seeds > RACING_MAX_SEEDS) return 0;
+    long long per_rep = 0;   /* observations fitted by one replication: Σ_n K·n */
+    for (int n = n0; n <= max_seeds; n++) per_rep += (long long)K * n;
+    if (reps > RACING_CALIB_REPS) reps = RACING_CALIB_REPS;
+    if ((long long)reps * per_rep > RACING_CALIB_WORK) reps = (int)(RACING_CALIB_WORK / per_rep);
+    if (reps < RACING_CALIB_MIN_REPS) return 0;   /* over the bound: Bonferroni, unsimulated */
+    double *gap = malloc((size_t)reps * nlooks * sizeof *gap), *row = malloc((size_t)K * sizeof *row);
+    int df[RACING_MAX_SEEDS + 1], rc = 0;
+    if (!gap || !row) { rc = -1; goto out; }
+    calib_rng g = { seed, 0, 0 };
+    /* Under the global null no schedule leaves before the first elimination, so until the event every look is of
+     * the complete K × n design, where the blocked fit is closed-form: τ̂_i − τ̂_j the difference of row means,
+     * Var/σ² = 2/n for every pair, RSS = Σy² − Σ_i R_i²/n − Σ_j C_j²/K + T²/(Kn), df = (K−1)(n−1). racing_look
+     * eliminates some schedule at level a iff (max − min row mean)/(σ̂·√(2/n)) > q_{1−a}(K, df)/√2, so that gap is
+     * all a look needs (tests/unit/test_racing.c runs the races through racing_look itself at the level found). */
+    for (int r = 0; r < reps; r++) {
+        /* y = N(0, 1): every schedule equal; no seed effect (the fit is exactly invariant to it), σ = 1 (scale-free) */
+        double ss = 0, tot = 0, colsq = 0;
+        for (int i = 0; i < K; i++) row[i] = 0;
+        for (int n = 1; n <= max_seeds; n++) {
+            double c = 0;
+            for (int i = 0; i < K; i++) {
+                double y = calib_gauss(&g);
+                row[i] += y;
+                c += y;
+                ss += y * y;
+            }
+            tot += c;
+            colsq += c * c;
+            if (n < n0) continue;
+            double rowsq = 0, lo = INFINITY, hi = -INFINITY;
+            for (int i = 0; i < K; i++) {
+                rowsq += row[i] * row[i];
+                lo = fmin(lo, row[i]);
+                hi = fmax(hi, row[i]);
+            }
+            int d = (K - 1) * (n - 1);
+            double rss = ss - rowsq / n - colsq / K + tot * tot / ((double)K * n), sd = sqrt(fmax(rss, 0) / d);
+            gap[(size_t)r * nlooks + n - n0] = sd > 0 ? (hi - lo) / n / (sd * sqrt(2.0 / n)) : NAN;
+            df[n - n0] = d;
+            out->work += (long long)K * n;
+        }
+    }
+    /* bisection (in log α) for the largest level whose rate is ≤ alpha: the rate grows with the level */
+    double lo = bonf, hi = alpha;
+    if (calib_rate(gap, reps, nlooks, df, K, lo) > alpha) hi = lo;   /* the MC sample above alpha at Bonferroni already */
+    else if (calib_rate(gap, reps, nlooks, df, K, hi) <= alpha) lo = hi;
+    for (int it = 0; it < 24 && hi > lo * (1 + 1e-2); it++) {   /* to 1% of the level (the MC error is larger) */
+        double mid = sqrt(lo * hi);
+        if (calib_rate(gap, reps, nlooks, df, K, mid) <= alpha) lo = mid; else hi = mid;
+    }
+    out->reps = reps;
+    out->simulated = lo;
+    out->calibrated = lo > bonf;
+    out->level = fmax(bonf, lo);
+    out->rate = calib_rate(gap, reps, nlooks, df, K, out->level);
+    out->rate_se = sqrt(out->rate * (1 - out->rate) / reps);
+out:
+    free(gap);
+    free(row);
     return rc;
 }
 
@@ -264,13 +380,60 @@ static int create_job(store *st, long long sweep, long long sched, long long see
     return rc;
 }
 
+/* The level every round of the sweep tests at: racing_config's row, or, when there is none, a new one — calibrated
+ * at round 1 with K = the family going into it, Bonferroni for a race whose round 1 was decided before migration 8
+ * (a race never changes its level midway). Written in the decision's transaction. */
+static int round_level(store *st, long long sweep, const racing_cfg *cfg, int r, int family, double *level, char *err,
+                       size_t errlen) {
+    sqlite3_stmt *s = NULL;
+    if (sqlite3_prepare_v2(st->db, "SELECT alpha_round FROM racing_config WHERE sweep_id = ?1", -1, &s, NULL) != SQLITE_OK)
+        return db_fail(st, err, errlen, "racing config");
+    sqlite3_bind_int64(s, 1, sweep);
+    int step = sqlite3_step(s);
+    if (step == SQLITE_ROW) *level = sqlite3_column_double(s, 0);
+    sqlite3_finalize(s);
+    if (step == SQLITE_ROW) return STORE_OK;
+    if (step != SQLITE_DONE) return db_fail(st, err, errlen, "racing config");
+    racing_calib c;
+    if (r == 1) {
+        if (racing_calibrate(family, cfg->seeds0, cfg->max_seeds, cfg->alpha, RACING_CALIB_REPS, RACING_CALIB_SEED, &c) < 0) {
+            snprintf(err, errlen, "out of memory");
+            return STORE_EIO;
+        }
+    } else {
+        memset(&c, 0, sizeof c);
+        c.level = racing_round_alpha(cfg);
+        c.rate = c.rate_se = NAN;
+    }
+    if (sqlite3_prepare_v2(st->db, "INSERT INTO racing_config (sweep_id, alpha_round, method, bonferroni, family, reps, "
+                                   "null_rate, null_rate_se, work, created_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+                           -1, &s, NULL) != SQLITE_OK)
+        return db_fail(st, err, errlen, "racing config");
+    sqlite3_bind_int64(s, 1, sweep);
+    sqlite3_bind_double(s, 2, c.level);
+    sqlite3_bind_text(s, 3, c.calibrated ? "calibrated" : "bonferroni", -1, SQLITE_STATIC);
+    sqlite3_bind_double(s, 4, racing_round_alpha(cfg));
+    sqlite3_bind_int(s, 5, family);
+    sqlite3_bind_int(s, 6, c.reps);
+    if (isfinite(c.rate)) sqlite3_bind_double(s, 7, c.rate); else sqlite3_bind_null(s, 7);
+    if (isfinite(c.rate_se)) sqlite3_bind_double(s, 8, c.rate_se); else sqlite3_bind_null(s, 8);
+    sqlite3_bind_int64(s, 9, c.work);
+    sqlite3_bind_double(s, 10, store_now());
+    int rc = sqlite3_step(s) == SQLITE_DONE ? STORE_OK : db_fail(st, err, errlen, "racing config");
+    sqlite3_finalize(s);
+    *level = c.level;
+    return rc;
+}
+
 /* Decides round r (its jobs are all over). */
 static int decide_round(store *st, long long sweep, const racing_cfg *cfg, int r, char *err, size_t errlen) {
     sqlite3_stmt *s = NULL;
     rsched *v = NULL;
     ranking_obs *obs = NULL;
     int n = 0, cap = 0, nobs = 0, ocap = 0, rc = STORE_OK, step, base = -1;
-    unsigned char *alive = NULL;
+    unsigned char *alive = NULL, *scr = NULL;
+    double *sres = NULL, *sthr = NULL;
+    int nscreened = 0;
     ranking_fit fit;
     memset(&fit, 0, sizeof fit);
     int have_fit = 0;
@@ -302,7 +465,7 @@ static int decide_round(store *st, long long sweep, const racing_cfg *cfg, int r
     sqlite3_finalize(s);
     s = NULL;
     /* every finished job of the sweep (eliminated schedules' too: they inform the seed effects and the noise) */
-    if (sqlite3_prepare_v2(st->db, "SELECT j.schedule_id, j.seed, r.val_loss FROM jobs j JOIN results r ON r.job_id = j.id "
+    if (sqlite3_prepare_v2(st->db, "SELECT j.schedule_id, j.seed, r.val_loss, j.id FROM jobs j JOIN results r ON r.job_id = j.id "
                                    "WHERE j.sweep_id = ?1 AND j.state = 'done' AND r.val_loss IS NOT NULL", -1, &s, NULL) != SQLITE_OK) {
         rc = db_fail(st, err, errlen, "racing results");
         goto out;
@@ -317,7 +480,7 @@ static int decide_round(store *st, long long sweep, const racing_cfg *cfg, int r
             if (!nn) { rc = STORE_EIO; snprintf(err, errlen, "out of memory"); goto out; }
             obs = nn;
         }
-        obs[nobs++] = (ranking_obs){ i, sqlite3_column_int64(s, 1), sqlite3_column_double(s, 2), NULL, 0 };
+        obs[nobs++] = (ranking_obs){ i, sqlite3_column_int64(s, 1), sqlite3_column_double(s, 2), NULL, 0, sqlite3_column_int64(s, 3) };
     }
     if (step != SQLITE_DONE) { rc = db_fail(st, err, errlen, "racing results"); goto out; }
     sqlite3_finalize(s);
@@ -326,8 +489,21 @@ static int decide_round(store *st, long long sweep, const racing_cfg *cfg, int r
     alive = malloc((size_t)(n ? n : 1));
     if (!alive) { rc = STORE_EIO; snprintf(err, errlen, "out of memory"); goto out; }
     for (int i = 0; i < n; i++) alive[i] = v[i].alive;
-    double alpha = racing_round_alpha(cfg), q = NAN;
-    int lrc = racing_look(obs, nobs, n, alive, alpha, &q, &fit);
+    double alpha, q = NAN;
+    {
+        unsigned char *has = calloc((size_t)(n ? n : 1), 1);
+        int fam0 = 0;
+        if (!has) { rc = STORE_EIO; snprintf(err, errlen, "out of memory"); goto out; }
+        for (int k = 0; k < nobs; k++) has[obs[k].sched] = 1;
+        for (int i = 0; i < n; i++) fam0 += alive[i] && has[i];
+        free(has);
+        if ((rc = round_level(st, sweep, cfg, r, fam0, &alpha, err, errlen)) < 0) goto out;
+    }
+    scr = calloc((size_t)(nobs ? nobs : 1), 1);
+    sres = malloc((size_t)(nobs ? nobs : 1) * sizeof *sres);
+    sthr = malloc((size_t)(nobs ? nobs : 1) * sizeof *sthr);
+    if (!scr || !sres || !sthr) { rc = STORE_EIO; snprintf(err, errlen, "out of memory"); goto out; }
+    int lrc = racing_look_screened(obs, nobs, n, alive, alpha, &q, &fit, scr, sres, sthr);
     if (lrc < 0) { rc = STORE_EIO; snprintf(err, errlen, lrc == -2 ? "racing: too many seeds for the blocked model" : "out of memory"); goto out; }
     have_fit = 1;
     int family = 0, survivors = 0;
@@ -372,6 +548,28 @@ static int decide_round(store *st, long long sweep, const racing_cfg *cfg, int r
     }
     sqlite3_finalize(s);
     s = NULL;
+    /* the jobs the screen left out of this round's fit */
+    if (sqlite3_prepare_v2(st->db, "INSERT OR IGNORE INTO racing_screened (sweep_id, round, job_id, schedule_id, seed, "
+                                   "val_loss, residual, threshold) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)", -1, &s, NULL) != SQLITE_OK) {
+        rc = db_fail(st, err, errlen, "racing screened");
+        goto out;
+    }
+    for (int k = 0; k < nobs; k++) {
+        if (!scr[k]) continue;
+        nscreened++;
+        sqlite3_reset(s);
+        sqlite3_bind_int64(s, 1, sweep);
+        sqlite3_bind_int(s, 2, r);
+        sqlite3_bind_int64(s, 3, obs[k].job_id);
+        sqlite3_bind_int64(s, 4, v[obs[k].sched].id);
+        sqlite3_bind_int64(s, 5, obs[k].seed);
+        sqlite3_bind_double(s, 6, obs[k].y);
+        if (isfinite(sres[k])) sqlite3_bind_double(s, 7, sres[k]); else sqlite3_bind_null(s, 7);
+        if (isfinite(sthr[k])) sqlite3_bind_double(s, 8, sthr[k]); else sqlite3_bind_null(s, 8);
+        if (sqlite3_step(s) != SQLITE_DONE) { rc = db_fail(st, err, errlen, "racing screened"); goto out; }
+    }
+    sqlite3_finalize(s);
+    s = NULL;
     /* the next round: one new seed for every survivor and the uniform baseline (same seed: the design stays paired) */
     int seeds = cfg->seeds0 + r - 1, created = 0, next = survivors > 1 && seeds < cfg->max_seeds;
     long long next_seed = racing_round_seed(cfg, r + 1);
@@ -385,7 +583,8 @@ static int decide_round(store *st, long long sweep, const racing_cfg *cfg, int r
     }
     fault_point();   /* the decisions and the next round's jobs written, the round row not: nothing committed */
     if (sqlite3_prepare_v2(st->db, "INSERT INTO racing_rounds (sweep_id, round, seeds, alpha, critical, family, survivors, "
-                                   "next_seed, jobs_created, decided_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+                                   "next_seed, jobs_created, decided_at, screened) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, "
+                                   "?10, ?11)",
                            -1, &s, NULL) != SQLITE_OK) {
         rc = db_fail(st, err, errlen, "racing round");
         goto out;
@@ -400,9 +599,13 @@ static int decide_round(store *st, long long sweep, const racing_cfg *cfg, int r
     if (next) sqlite3_bind_int64(s, 8, next_seed); else sqlite3_bind_null(s, 8);
     sqlite3_bind_int(s, 9, created);
     sqlite3_bind_double(s, 10, now);
+    sqlite3_bind_int(s, 11, nscreened);
     if (sqlite3_step(s) != SQLITE_DONE) rc = db_fail(st, err, errlen, "racing round");
 out:
     sqlite3_finalize(s);
+    free(scr);
+    free(sres);
+    free(sthr);
     if (have_fit) ranking_fit_release(&fit);
     free(v);
     free(obs);
@@ -461,7 +664,25 @@ int racing_summarize(store *st, long long sweep_id, racing_summary *out, char *e
     out->seeds0 = cfg.seeds0;
     out->looks = cfg.looks;
     out->alpha = cfg.alpha;
-    out->alpha_round = racing_round_alpha(&cfg);
+    out->alpha_bonferroni = racing_round_alpha(&cfg);
+    out->alpha_round = out->calib_rate = out->calib_rate_se = NAN;
+    {
+        sqlite3_stmt *s = NULL;
+        if (sqlite3_prepare_v2(st->db, "SELECT alpha_round, method, reps, null_rate, null_rate_se FROM racing_config WHERE "
+                                       "sweep_id = ?1", -1, &s, NULL) != SQLITE_OK)
+            return db_fail(st, err, errlen, "racing config");
+        sqlite3_bind_int64(s, 1, sweep_id);
+        int step = sqlite3_step(s);
+        if (step == SQLITE_ROW) {
+            out->alpha_round = sqlite3_column_double(s, 0);
+            snprintf(out->alpha_round_method, sizeof out->alpha_round_method, "%s", (const char *)sqlite3_column_text(s, 1));
+            out->calib_reps = sqlite3_column_int(s, 2);
+            if (sqlite3_column_type(s, 3) != SQLITE_NULL) out->calib_rate = sqlite3_column_double(s, 3);
+            if (sqlite3_column_type(s, 4) != SQLITE_NULL) out->calib_rate_se = sqlite3_column_double(s, 4);
+        }
+        sqlite3_finalize(s);
+        if (step != SQLITE_ROW && step != SQLITE_DONE) return db_fail(st, err, errlen, "racing config");
+    }
     if ((rc = last_round(st, sweep_id, &out->rounds_decided, &out->finished, err, errlen)) < 0) return rc;
     long long nsched = count1(st, "SELECT count(*) FROM schedules WHERE sweep_id = ?1", sweep_id, 0, 0, &rc, err, errlen);
     out->jobs = count1(st, "SELECT count(*) FROM jobs WHERE sweep_id = ?1", sweep_id, 0, 0, &rc, err, errlen);
@@ -484,8 +705,8 @@ static json_t *col_num(sqlite3_stmt *s, int c) {
 json_t *racing_summary_json(store *st, long long sweep_id, const racing_summary *x, char *err, size_t errlen) {
     json_t *rounds = json_array();
     sqlite3_stmt *s = NULL;
-    if (sqlite3_prepare_v2(st->db, "SELECT round, seeds, alpha, critical, family, survivors, next_seed, jobs_created FROM "
-                                   "racing_rounds WHERE sweep_id = ?1 ORDER BY round", -1, &s, NULL) != SQLITE_OK) {
+    if (sqlite3_prepare_v2(st->db, "SELECT round, seeds, alpha, critical, family, survivors, next_seed, jobs_created, screened "
+                                   "FROM racing_rounds WHERE sweep_id = ?1 ORDER BY round", -1, &s, NULL) != SQLITE_OK) {
         db_fail(st, err, errlen, "racing rounds");
         json_decref(rounds);
         return NULL;
@@ -499,15 +720,42 @@ json_t *racing_summary_json(store *st, long long sweep_id, const racing_summary 
                               "jobs_created", sqlite3_column_int(s, 7));
         json_object_set_new(o, "next_seed", sqlite3_column_type(s, 6) == SQLITE_NULL ? json_null()
                                             : json_integer(sqlite3_column_int64(s, 6)));
+        json_object_set_new(o, "screened", json_integer(sqlite3_column_int(s, 8)));
         json_array_append_new(rounds, o);
     }
     sqlite3_finalize(s);
     if (step != SQLITE_DONE) { db_fail(st, err, errlen, "racing rounds"); json_decref(rounds); return NULL; }
+    /* the jobs the screen left out, round by round */
+    json_t *scr = json_array();
+    if (sqlite3_prepare_v2(st->db, "SELECT round, job_id, schedule_id, seed, val_loss, residual, threshold FROM racing_screened "
+                                   "WHERE sweep_id = ?1 ORDER BY round, job_id", -1, &s, NULL) != SQLITE_OK) {
+        db_fail(st, err, errlen, "racing screened");
+        json_decref(rounds);
+        json_decref(scr);
+        return NULL;
+    }
+    sqlite3_bind_int64(s, 1, sweep_id);
+    while ((step = sqlite3_step(s)) == SQLITE_ROW)
+        json_array_append_new(scr, json_pack("{s:i, s:I, s:I, s:I, s:f, s:o, s:o}", "round", sqlite3_column_int(s, 0),
+                                             "job_id", (json_int_t)sqlite3_column_int64(s, 1), "schedule_id",
+                                             (json_int_t)sqlite3_column_int64(s, 2), "seed", (json_int_t)sqlite3_column_int64(s, 3),
+                                             "val_loss", sqlite3_column_double(s, 4), "residual", col_num(s, 5),
+                                             "threshold", col_num(s, 6)));
+    sqlite3_finalize(s);
+    if (step != SQLITE_DONE) { db_fail(st, err, errlen, "racing screened"); json_decref(rounds); json_decref(scr); return NULL; }
     json_t *o = json_pack("{s:i, s:f, s:f, s:i, s:i, s:i, s:b, s:i, s:i, s:I, s:I, s:I, s:o}", "max_seeds", x->max_seeds,
-                          "alpha", x->alpha, "alpha_per_round", x->alpha_round, "looks", x->looks, "first_round_seeds",
+                          "alpha", x->alpha, "alpha_per_round", x->alpha_bonferroni, "looks", x->looks, "first_round_seeds",
                           x->seeds0, "rounds_decided", x->rounds_decided, "finished", x->finished, "survivors",
                           x->survivors, "eliminated", x->eliminated, "seeds_spent", (json_int_t)x->jobs, "seeds_done",
                           (json_int_t)x->jobs_done, "fixed_design_seeds", (json_int_t)x->fixed_jobs, "rounds", rounds);
+    if (o) json_object_set_new(o, "screened", scr); else json_decref(scr);
+    if (o) {
+        json_object_set_new(o, "alpha_round", num_or_null(x->alpha_round));
+        json_object_set_new(o, "alpha_round_method", x->alpha_round_method[0] ? json_string(x->alpha_round_method) : json_null());
+        json_object_set_new(o, "alpha_round_reps", json_integer(x->calib_reps));
+        json_object_set_new(o, "alpha_round_null_rate", num_or_null(x->calib_rate));
+        json_object_set_new(o, "alpha_round_null_rate_se", num_or_null(x->calib_rate_se));
+    }
     if (o) json_object_set_new(o, "spent_fraction", num_or_null(x->fixed_jobs > 0 ? (double)x->jobs / x->fixed_jobs : NAN));
     return o;
 }

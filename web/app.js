@@ -429,7 +429,8 @@ function renderSweep() {
       '): rungs at steps ' + esc(B.halving.rung_steps.join(', ')) + '; ranked by the highest rung reached, then by Δ">tokens spent: ' +
       fmtInt(B.halving.tokens_spent) + ' of the full grid\'s ' + fmtInt(B.halving.full_grid_tokens) + '</span>' : '') +
     (B.racing ? '<br><span id="racing-spent" title="racing: alpha ' + esc(B.racing.alpha) + ' over all rounds (' +
-      esc(fmt(B.racing.alpha_per_round, 4)) + ' per round); seeds are added only to the schedules still in contention and the uniform baseline">racing: ' +
+      esc(fmt(B.racing.alpha_round != null ? B.racing.alpha_round : B.racing.alpha_per_round, 4)) + ' per round' +
+      (B.racing.alpha_round_method ? ', ' + esc(B.racing.alpha_round_method) : '') + '); seeds are added only to the schedules still in contention and the uniform baseline">racing: ' +
       esc(B.racing.rounds_decided) + ' round(s) decided' + (B.racing.finished ? ' (finished)' : '') + ', ' + esc(B.racing.survivors) +
       ' survivor(s), ' + esc(B.racing.eliminated) + ' eliminated; seeds spent ' + fmtInt(B.racing.seeds_spent) + ' of the fixed design\'s ' +
       fmtInt(B.racing.fixed_design_seeds) + ' (max_seeds × schedules)</span>' : ''));

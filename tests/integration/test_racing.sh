@@ -103,6 +103,9 @@ elim = dict(db.execute("SELECT schedule_id, round FROM racing_decisions WHERE el
 rc = lb["racing"]
 assert rc["seeds_spent"] == db.execute("SELECT count(*) FROM jobs").fetchone()[0] and rc["fixed_design_seeds"] == 24, rc
 assert rc["finished"] and rc["eliminated"] == len(elim), rc
+assert rc["alpha_round_method"] in ("calibrated", "bonferroni") and rc["alpha_round"] >= rc["alpha_per_round"], rc
+assert all(x["alpha"] == rc["alpha_round"] for x in rc["rounds"]), rc["rounds"]
+assert isinstance(rc["screened"], list) and sum(x["screened"] for x in rc["rounds"]) == len(rc["screened"]), rc
 c = {x["heads"]: x for x in csv.DictReader(open(sys.argv[2]))}
 for r in rows:
     x = r["racing"]; sid = r["schedule_id"]

@@ -77,7 +77,7 @@ TEST(look_eliminates_only_the_clearly_worse) {
     ranking_obs obs[12];
     int m = 0;
     for (int i = 0; i < 4; i++)
-        for (int j = 0; j < 3; j++) obs[m++] = (ranking_obs){ i, j, 3.0 + eff[i] + 0.01 * j + jit[i][j], NULL, 0 };
+        for (int j = 0; j < 3; j++) obs[m++] = (ranking_obs){ i, j, 3.0 + eff[i] + 0.01 * j + jit[i][j], NULL, 0, 0 };
     unsigned char alive[4] = { 1, 1, 1, 1 };
     double q;
     ranking_fit f;
@@ -96,7 +96,7 @@ TEST(look_eliminates_only_the_clearly_worse) {
     ASSERT_NEAR(stats_range_quantile(0.05, 3, 6) / M_SQRT2, q, 1e-12);   /* K = 3 alive, df (4−1)(3−1) = 6 */
     /* one seed: no noise estimate, nothing eliminated */
     unsigned char alive3[4] = { 1, 1, 1, 1 };
-    ranking_obs one[4] = { { 0, 0, 3.0, NULL, 0 }, { 1, 0, 3.1, NULL, 0 }, { 2, 0, 3.2, NULL, 0 }, { 3, 0, 9.0, NULL, 0 } };
+    ranking_obs one[4] = { { 0, 0, 3.0, NULL, 0, 0 }, { 1, 0, 3.1, NULL, 0, 0 }, { 2, 0, 3.2, NULL, 0, 0 }, { 3, 0, 9.0, NULL, 0, 0 } };
     ASSERT_EQ_INT(0, racing_look(one, 4, 4, alive3, 0.05, &q, NULL));
     ASSERT_TRUE(isnan(q));
     ASSERT_TRUE(alive3[0] && alive3[1] && alive3[2] && alive3[3]);
@@ -160,9 +160,14 @@ typedef struct sim_out {
     int fixed_misses;
     int smaller_or_equal;          /* reps where the survivors are no more than the fixed design's group */
     double rounds;
+    double level;                  /* the per-round level the race tested at */
+    int diverged_screened;         /* diverge: round 1 screened the diverged job */
+    double screened;               /* sum of the jobs screened at round 1 */
 } sim_out;
 
-static sim_out simulate(unsigned long long seed, int reps, int n0, double alpha) {
+/* diverge: one run of round 1, at a random cell, is +1.0 nats (a diverged job); out->diverged_screened counts the
+ * replications whose round-1 look screened exactly it */
+static sim_out simulate(unsigned long long seed, int reps, int n0, double alpha, int diverge) {
     rng g = { seed, 0, 0 };
     double eff[SIM_K], y[SIM_K][SIM_N];
     sim_effects(eff);
@@ -170,17 +175,25 @@ static sim_out simulate(unsigned long long seed, int reps, int n0, double alpha)
     memset(&o, 0, sizeof o);
     o.reps = reps;
     o.n0 = n0;
-    racing_cfg cfg = { 1, SIM_N, alpha, n0, n0 - 1, SIM_N - n0 + 1 };
-    double a_r = racing_round_alpha(&cfg);
+    racing_calib cal;
+    if (racing_calibrate(SIM_K, n0, SIM_N, alpha, RACING_CALIB_REPS, RACING_CALIB_SEED, &cal) != 0) HFAIL("calibrate");
+    double a_r = cal.level;   /* what a sweep of this shape stores at round 1 */
+    o.level = a_r;
     ranking_obs *obs = malloc(sizeof(ranking_obs) * SIM_K * SIM_N);
     for (int rep = 0; rep < reps; rep++) {
         for (int j = 0; j < SIM_N; j++) {
             double beta = 0.002 * gauss(&g);   /* the seed's luck, shared by every schedule */
             for (int i = 0; i < SIM_K; i++) y[i][j] = 3.36 + eff[i] + beta + 0.002 * gauss(&g);
         }
+        int di = -1, dj = -1;
+        if (diverge) {
+            di = (int)(unif(&g) * SIM_K) % SIM_K;
+            dj = (int)(unif(&g) * n0) % n0;
+            y[di][dj] += 1.0;
+        }
         /* the fixed design: every schedule × 10 seeds */
         int m = 0;
-        for (int i = 0; i < SIM_K; i++) for (int j = 0; j < SIM_N; j++) obs[m++] = (ranking_obs){ i, j, y[i][j], NULL, 0 };
+        for (int i = 0; i < SIM_K; i++) for (int j = 0; j < SIM_N; j++) obs[m++] = (ranking_obs){ i, j, y[i][j], NULL, 0, 0 };
         int in;
         int fg = best_group(obs, m, NULL, &in, 1);
         o.fixed_group += fg;
@@ -190,13 +203,21 @@ static sim_out simulate(unsigned long long seed, int reps, int n0, double alpha)
         int race_round[SIM_K] = {0};
         memset(alive, 1, sizeof alive);
         m = 0;
-        for (int i = 0; i < SIM_K; i++) for (int j = 0; j < n0; j++) obs[m++] = (ranking_obs){ i, j, y[i][j], NULL, 0 };
+        for (int i = 0; i < SIM_K; i++) for (int j = 0; j < n0; j++) obs[m++] = (ranking_obs){ i, j, y[i][j], NULL, 0, 0 };
         int n = n0, round = 1, surv = SIM_K;
         for (;;) {
             double q;
             unsigned char before[SIM_K];
             memcpy(before, alive, sizeof before);
-            if (racing_look(obs, m, SIM_K, alive, a_r, &q, NULL) < 0) HFAIL("racing_look failed");
+            unsigned char scr[SIM_K * SIM_N];
+            memset(scr, 0, sizeof scr);
+            if (racing_look_screened(obs, m, SIM_K, alive, a_r, &q, NULL, scr, NULL, NULL) < 0) HFAIL("racing_look failed");
+            if (round == 1) {
+                int ns = 0;
+                for (int k = 0; k < m; k++) ns += scr[k];
+                o.screened += ns;
+                if (diverge && ns == 1 && scr[di * n0 + dj]) o.diverged_screened++;
+            }
             surv = 0;
             for (int i = 0; i < SIM_K; i++) {
                 surv += alive[i];
@@ -204,7 +225,7 @@ static sim_out simulate(unsigned long long seed, int reps, int n0, double alpha)
             }
             if (surv <= 1 || n >= SIM_N) break;
             for (int i = 0; i < SIM_K; i++)
-                if (alive[i] || i == 0) obs[m++] = (ranking_obs){ i, n, y[i][n], NULL, 0 };
+                if (alive[i] || i == 0) obs[m++] = (ranking_obs){ i, n, y[i][n], NULL, 0, 0 };
             n++;
             round++;
         }
@@ -223,6 +244,7 @@ static sim_out simulate(unsigned long long seed, int reps, int n0, double alpha)
 
 static void print_sim(const sim_out *o) {
     double fixed_jobs = (double)SIM_K * SIM_N;
+    printf("level per round %.5f; ", o->level);
     printf("%d races, %d seeds in round 1, max_seeds %d, 56 schedules: jobs %.1f of the fixed design's %.0f (%.1f%%), "
            "rounds %.2f; survivors %.2f, the leaderboard's best group after the race %.2f (misses the best %.4f), the fixed "
            "design's best group %.2f (misses the best %.4f); survivors <= the fixed group in %.4f; truly best eliminated "
@@ -238,12 +260,29 @@ static double mc_bound(double alpha, int reps) { return alpha + 3 * sqrt(alpha *
 TEST(race_56_schedules_to_10_seeds_against_the_fixed_design) {
     int reps = getenv("MCREPS") ? atoi(getenv("MCREPS")) : 400;
     int n0 = getenv("MCSEEDS0") ? atoi(getenv("MCSEEDS0")) : 3;
-    sim_out o = simulate(getenv("MCSEED") ? strtoull(getenv("MCSEED"), NULL, 10) : 1, reps, n0, 0.05);
+    sim_out o = simulate(getenv("MCSEED") ? strtoull(getenv("MCSEED"), NULL, 10) : 1, reps, n0, 0.05, 0);
     print_sim(&o);
+    printf("jobs screened at round 1: %.4f a race\n", o.screened / o.reps);
     double frac = (double)o.race_jobs / o.reps / (SIM_K * SIM_N);
     ASSERT_LT(frac, 0.5);                                              /* ≤ 50% of the fixed design's jobs */
     ASSERT_LT(o.survivors / o.reps, o.fixed_group / o.reps + 1e-9);    /* a best group no larger on average */
     ASSERT_LT((double)o.best_eliminated / o.reps, mc_bound(0.05, o.reps));   /* the truly best eliminated ≤ alpha */
+}
+
+/* One diverged run (+1.0 nats) in round 1 at a random cell: the screen leaves it out, so the race spends about what
+ * it spends without it (≤ 50% of the fixed design's jobs; without the screen one such run inflates σ̂ and the race
+ * spent 98.8% and ended with 55 survivors) and the diverged job is the one screened. */
+TEST(race_with_one_diverged_run_screens_it) {
+    int reps = getenv("MCREPS") ? atoi(getenv("MCREPS")) : 200;   /* the screen refits: 200 keeps make check short */
+    int n0 = getenv("MCSEEDS0") ? atoi(getenv("MCSEEDS0")) : 3;
+    sim_out o = simulate(getenv("MCSEED") ? strtoull(getenv("MCSEED"), NULL, 10) + 77 : 78, reps, n0, 0.05, 1);
+    print_sim(&o);
+    printf("diverged job screened (and only it) at round 1 in %.4f of races; jobs screened %.4f a race\n",
+           (double)o.diverged_screened / o.reps, o.screened / o.reps);
+    double frac = (double)o.race_jobs / o.reps / (SIM_K * SIM_N);
+    ASSERT_LT(frac, 0.5);
+    ASSERT_LT(0.95, (double)o.diverged_screened / o.reps);
+    ASSERT_LT((double)o.best_eliminated / o.reps, mc_bound(0.05, o.reps));
 }
 
 /* The truly best schedule ties with a second one (both at 0): racing keeps both in ≥ 1 − alpha of races and every
@@ -255,7 +294,8 @@ TEST(race_keeps_both_of_two_tied_best) {
     sim_effects(eff);
     eff[2] = 0;   /* a tie for the best */
     ranking_obs *obs = malloc(sizeof(ranking_obs) * SIM_K * SIM_N);
-    racing_cfg cfg = { 1, SIM_N, 0.05, 3, 2, SIM_N - 3 + 1 };
+    racing_calib cal;
+    if (racing_calibrate(SIM_K, 3, SIM_N, 0.05, RACING_CALIB_REPS, RACING_CALIB_SEED, &cal) != 0) HFAIL("calibrate");
     for (int rep = 0; rep < reps; rep++) {
         double y[SIM_K][SIM_N];
         for (int j = 0; j < SIM_N; j++) {
@@ -265,14 +305,14 @@ TEST(race_keeps_both_of_two_tied_best) {
         unsigned char alive[SIM_K];
         memset(alive, 1, sizeof alive);
         int m = 0, n = 3;
-        for (int i = 0; i < SIM_K; i++) for (int j = 0; j < n; j++) obs[m++] = (ranking_obs){ i, j, y[i][j], NULL, 0 };
+        for (int i = 0; i < SIM_K; i++) for (int j = 0; j < n; j++) obs[m++] = (ranking_obs){ i, j, y[i][j], NULL, 0, 0 };
         for (;;) {
             double q;
-            racing_look(obs, m, SIM_K, alive, racing_round_alpha(&cfg), &q, NULL);
+            racing_look(obs, m, SIM_K, alive, cal.level, &q, NULL);
             int surv = 0;
             for (int i = 0; i < SIM_K; i++) surv += alive[i];
             if (surv <= 1 || n >= SIM_N) break;
-            for (int i = 0; i < SIM_K; i++) if (alive[i] || i == 0) obs[m++] = (ranking_obs){ i, n, y[i][n], NULL, 0 };
+            for (int i = 0; i < SIM_K; i++) if (alive[i] || i == 0) obs[m++] = (ranking_obs){ i, n, y[i][n], NULL, 0, 0 };
             n++;
         }
         lost += !alive[1] || !alive[2];
@@ -281,6 +321,88 @@ TEST(race_keeps_both_of_two_tied_best) {
     printf("%d races with two tied best: one of them eliminated in %.4f (bound %.4f)\n", reps, (double)lost / reps,
            mc_bound(0.05, reps));
     ASSERT_LT((double)lost / reps, mc_bound(0.05, reps));
+}
+
+/* ---- the per-round level calibrated by simulation ------------------------------------------------- */
+
+/* The calibration for the documented race (56 schedules, 3 → 10 seeds, alpha 0.05): above Bonferroni, its own
+ * simulated rate ≤ alpha, deterministic (the same value twice), and within the work bound. */
+TEST(calibrated_level_for_the_56_schedule_race) {
+    racing_calib a, b;
+    ASSERT_EQ_INT(0, racing_calibrate(56, 3, 10, 0.05, RACING_CALIB_REPS, RACING_CALIB_SEED, &a));
+    printf("K 56, 3 -> 10 seeds, alpha 0.05: level %.5f (bonferroni %.5f, simulated %.5f), %s, %d reps, null rate %.4f "
+           "± %.4f, work %lld\n", a.level, 0.05 / 8, a.simulated, a.calibrated ? "calibrated" : "bonferroni", a.reps,
+           a.rate, a.rate_se, a.work);
+    ASSERT_EQ_INT(1, a.calibrated);
+    ASSERT_LT(0.05 / 8, a.level);
+    ASSERT_LT(a.rate, 0.05 + 1e-12);
+    ASSERT_LT(0.05 - 4 * a.rate_se, a.rate);          /* the bisection got close to alpha, not far below it */
+    ASSERT_EQ_INT(RACING_CALIB_REPS, a.reps);
+    ASSERT_EQ_INT(0, racing_calibrate(56, 3, 10, 0.05, RACING_CALIB_REPS, RACING_CALIB_SEED, &b));
+    ASSERT_NEAR(a.level, b.level, 0);
+}
+
+/* The cost is bounded by counting the observations fitted, not by a clock: reps × Σ_n K·n ≤ RACING_CALIB_WORK, and a
+ * race too large for RACING_CALIB_MIN_REPS replications within it falls back to Bonferroni, unsimulated. */
+/* (the work bound at 60M: 10,000 reps of the 56-schedule race = 29.1M) */
+TEST(calibration_work_is_bounded) {
+    racing_calib c;
+    ASSERT_EQ_INT(0, racing_calibrate(56, 3, 10, 0.05, RACING_CALIB_REPS, 1, &c));
+    long long per = 0;
+    for (int n = 3; n <= 10; n++) per += 56LL * n;
+    ASSERT_EQ_INT(c.reps * per, c.work);
+    ASSERT_TRUE(c.work <= RACING_CALIB_WORK);
+    ASSERT_EQ_INT(0, racing_calibrate(300, 2, 60, 0.05, RACING_CALIB_REPS, 1, &c));   /* 300 · Σ 2..60 = 548,700 a rep: 109 within the bound */
+    ASSERT_TRUE(RACING_CALIB_WORK / 548700 < RACING_CALIB_MIN_REPS);
+    ASSERT_EQ_INT(0, c.reps);
+    ASSERT_EQ_INT(0, (int)c.work);
+    ASSERT_EQ_INT(0, c.calibrated);
+    ASSERT_NEAR(0.05 / 59, c.level, 1e-15);
+    ASSERT_TRUE(isnan(c.rate));
+    ASSERT_EQ_INT(0, racing_calibrate(10, 2, 6, 0.05, 100000, 1, &c));   /* more reps asked for than the cap */
+    ASSERT_EQ_INT(RACING_CALIB_REPS, c.reps);
+}
+
+/* The global null (all 56 schedules equal, so each is truly best): races at the calibrated level, run through
+ * racing_look on sweeps drawn with another RNG stream than the calibration's (MCSEED), eliminate any schedule in at
+ * most alpha of them (+ 3 MC standard errors). The Bonferroni level's rate is printed beside it. */
+TEST(global_null_eliminates_any_schedule_at_most_alpha) {
+    int reps = getenv("MCREPS") ? atoi(getenv("MCREPS")) / 2 : 200, n0 = 3;
+    rng g = { getenv("MCSEED") ? strtoull(getenv("MCSEED"), NULL, 10) + 1000 : 1001, 0, 0 };
+    racing_calib cal;
+    if (racing_calibrate(SIM_K, n0, SIM_N, 0.05, RACING_CALIB_REPS, RACING_CALIB_SEED, &cal) != 0) HFAIL("calibrate");
+    double levels[2] = { cal.level, 0.05 / (SIM_N - n0 + 1) };
+    int any[2] = { 0, 0 };
+    ranking_obs *obs = malloc(sizeof(ranking_obs) * SIM_K * SIM_N);
+    for (int rep = 0; rep < reps; rep++) {
+        double y[SIM_K][SIM_N];
+        for (int j = 0; j < SIM_N; j++) {
+            double beta = 0.002 * gauss(&g);
+            for (int i = 0; i < SIM_K; i++) y[i][j] = 3.36 + beta + 0.002 * gauss(&g);
+        }
+        for (int w = 0; w < 2; w++) {
+            unsigned char alive[SIM_K];
+            memset(alive, 1, sizeof alive);
+            int m = 0, n = n0, out = 0;
+            for (int i = 0; i < SIM_K; i++) for (int j = 0; j < n; j++) obs[m++] = (ranking_obs){ i, j, y[i][j], NULL, 0, 0 };
+            for (;;) {
+                double q;
+                int e = racing_look(obs, m, SIM_K, alive, levels[w], &q, NULL);
+                if (e < 0) HFAIL("racing_look failed");
+                if (e > 0) { out = 1; break; }   /* the event: some truly best schedule eliminated */
+                if (n >= SIM_N) break;
+                for (int i = 0; i < SIM_K; i++) if (alive[i] || i == 0) obs[m++] = (ranking_obs){ i, n, y[i][n], NULL, 0, 0 };
+                n++;
+            }
+            any[w] += out;
+        }
+    }
+    free(obs);
+    printf("global null, 56 schedules, 3 -> 10 seeds, %d races: any eliminated at the calibrated level %.5f: %.4f "
+           "(bound %.4f); at Bonferroni's %.5f: %.4f\n", reps, levels[0], (double)any[0] / reps, mc_bound(0.05, reps),
+           levels[1], (double)any[1] / reps);
+    ASSERT_LT((double)any[0] / reps, mc_bound(0.05, reps));
+    ASSERT_TRUE(any[1] <= any[0]);   /* the calibrated level is the larger: it eliminates at least as often */
 }
 
 /* ---- a racing sweep driven through the queue ----------------------------------------------------- */
@@ -382,6 +504,21 @@ TEST(rounds_add_seeds_to_survivors_and_the_baseline_only) {
     ASSERT_EQ_INT(4, (int)qv(st, "SELECT next_seed FROM racing_rounds WHERE round = 2"));
     ASSERT_EQ_INT(1, (int)qv(st, "SELECT next_seed IS NULL FROM racing_rounds WHERE round = 3"));
     ASSERT_EQ_INT(4, (int)qv(st, "SELECT count(*) FROM racing_decisions WHERE round = 1 AND eliminated = 1"));
+    /* the level: calibrated once at round 1 (K = 6, 2 → 4 seeds) and the same at every round */
+    ASSERT_EQ_INT(1, (int)qv(st, "SELECT count(*) FROM racing_config"));
+    ASSERT_EQ_INT(1, (int)qv(st, "SELECT count(*) FROM racing_config WHERE method = 'calibrated' AND family = 6 AND "
+                                 "reps = 10000 AND alpha_round > bonferroni"));
+    ASSERT_EQ_INT(3, (int)qv(st, "SELECT count(*) FROM racing_rounds r JOIN racing_config c ON c.sweep_id = r.sweep_id "
+                                 "WHERE r.alpha = c.alpha_round"));
+    racing_calib cal;
+    ASSERT_EQ_INT(0, racing_calibrate(6, 2, 4, 0.05, RACING_CALIB_REPS, RACING_CALIB_SEED, &cal));
+    ASSERT_EQ_INT(1, (int)qv(st, "SELECT count(*) FROM racing_config") * (cal.calibrated == 1));
+    {
+        char sql[160];
+        snprintf(sql, sizeof sql, "SELECT count(*) FROM racing_config WHERE abs(alpha_round - %.17g) < 1e-15", cal.level);
+        ASSERT_EQ_INT(1, (int)qv(st, sql));
+    }
+    ASSERT_EQ_INT(0, (int)qv(st, "SELECT count(*) FROM racing_screened"));   /* no diverged run here */
     for (long long seed = 3; seed <= 4; seed++) {
         ASSERT_EQ_INT(3, (int)seed_jobs(st, seed, -1));   /* the two survivors and the baseline */
         for (int o = 0; o < 6; o++) ASSERT_EQ_INT(o == 0 || o == 2 || o == 4 ? 1 : 0, (int)seed_jobs(st, seed, o));
@@ -411,6 +548,11 @@ TEST(rounds_add_seeds_to_survivors_and_the_baseline_only) {
     ASSERT_EQ_INT(2, json_integer_value(json_object_get(rj, "survivors")));
     ASSERT_EQ_INT(4, json_integer_value(json_object_get(rj, "eliminated")));
     ASSERT_EQ_INT(3, (int)json_array_size(json_object_get(rj, "rounds")));
+    ASSERT_STREQ("calibrated", json_string_value(json_object_get(rj, "alpha_round_method")));
+    ASSERT_NEAR(cal.level, json_number_value(json_object_get(rj, "alpha_round")), 1e-15);
+    ASSERT_NEAR(0.05 / 3, json_number_value(json_object_get(rj, "alpha_per_round")), 1e-15);
+    ASSERT_EQ_INT(0, (int)json_array_size(json_object_get(rj, "screened")));
+    ASSERT_TRUE(json_is_array(json_object_get(rj, "screened")));
     json_t *rows = json_object_get(lb, "rows");
     int surv = 0;
     for (size_t i = 0; i < json_array_size(rows); i++) {
