@@ -16,7 +16,7 @@
 # Everything else lives in $REALSWEEP_DIR (default /tmp/realsweep; git-ignored when inside the tree). The text only
 # has to exist where this runs: the committed fixture is the results, read by tools/realsweep_diag.py and
 # tests/integration/test_realsweep.sh. REALSWEEP_STAGE=data makes only the shards (steps 1-3), =train reuses the
-# shards of an earlier run (steps 4-5). About 40 minutes of one core on a shared 2-core machine (the training).
+# shards of an earlier run (steps 4-5), =export only exports a finished run's database (step 5). About 40 minutes of one core on a shared 2-core machine (the training).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -40,6 +40,7 @@ if [ "$STAGE" = all ] || [ "$STAGE" = data ]; then
   [ "$STAGE" = data ] && exit 0
 fi
 
+if [ "$STAGE" != export ]; then
 rm -f "$W"/prism.db*
 "$BUILD/prism-sweep" create "$FIX/spec.json" --db "$W/prism.db"
 PORT=$($PY -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
@@ -52,6 +53,7 @@ echo "realsweep: orchestrator on $URL (log $W/server.log)"
 OMP_NUM_THREADS=1 nice -n 10 "$BUILD/prism-worker" --server "$URL" --token-file "$W/prism.db.worker-token" \
   --devices cpu --name realsweep-cpu --work-dir "$W/work" --data-root "$W" --poll 0.5 --idle-exit 2
 kill -TERM "$SERVER"; wait "$SERVER" 2>/dev/null || true; trap - EXIT
+fi
 
 SWEEP=$($PY -c 'import json,sys; print(json.load(open(sys.argv[1]))["name"])' "$FIX/spec.json")
 "$BUILD/prism-sweep" status --db "$W/prism.db" "$SWEEP"
@@ -62,4 +64,5 @@ rm -rf "$W/export"
 cp "$W/export/results.jsonl" "$FIX/results.jsonl"
 grep '"kind":"val"' "$W/export/metrics.jsonl" > "$FIX/val_metrics.jsonl"
 cp "$W/data/meta.json" "$FIX/data_meta.json"
+$PY tools/realsweep_diag.py "$FIX" --write-expected "$FIX/diagnostics.json"
 du -sh "$FIX"

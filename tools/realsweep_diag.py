@@ -174,6 +174,19 @@ def last_k(d):
     return out
 
 
+def by_step(d):
+    """The blocked fit at each evaluation alone: how the noise and the order develop over training."""
+    ref = blocked(d["y"])["tau"]
+    out = {}
+    for t, step in enumerate(d["steps"]):
+        if step == 0:
+            continue                      # before any update: every seed's own initial weights, no schedule effect yet
+        ft = blocked(d["curves"][:, :, t])
+        out[str(step)] = dict(mean=float(d["curves"][:, :, t].mean()), pooled_sd=ft["s"], F_sched=ft["F_sched"],
+                              spearman=float(stats.spearmanr(ref, ft["tau"]).correlation))
+    return out
+
+
 def val_sample(d, f):
     """The val batches' share of the noise: every job evaluates the same batches, so a paired difference's
     batch-to-batch sd / sqrt(B) is the standard error the val sample alone gives it."""
@@ -241,7 +254,7 @@ def analyse(fixture):
                blocked=dict(pooled_sd=f["s"], df=f["df"], F_sched=f["F_sched"],
                             p_sched=float(stats.f.sf(f["F_sched"], K - 1, f["df"]))),
                residuals=residual_checks(f, K, n), compound_symmetry=compound_symmetry(f, d["scheds"]),
-               tukey=tukey_nonadditivity(y, f), seeds=seed_block(f, K, n), last_k=last_k(d), val_sample=val_sample(d, f),
+               tukey=tukey_nonadditivity(y, f), seeds=seed_block(f, K, n), last_k=last_k(d), by_step=by_step(d), val_sample=val_sample(d, f),
                ranking=ranking(d, f))
     # Bartlett across schedules on the residual mean squares (the leaderboard's equal-variance check)
     e = f["e"]
@@ -270,6 +283,9 @@ def flat(o):
     for k, v in o["last_k"].items():
         for m in ("pooled_sd", "F_sched", "spearman", "kendall", "sd_ratio"):
             r["last_k.%s.%s" % (k, m)] = v[m]
+    for k, v in o["by_step"].items():
+        for m in ("pooled_sd", "F_sched", "spearman"):
+            r["by_step.%s.%s" % (k, m)] = v[m]
     for row in o["ranking"]["rows"]:
         key = "ranking.%s" % ",".join(map(str, row["heads"]))
         r[key + ".delta"] = row["delta"]
@@ -317,6 +333,11 @@ def markdown(o):
         L.append("| %s | %s | %.4f | %.2f | %.1f | %.3f | %.3f |"
                  % ("final" if k == "1" else "mean of last %s" % k, ",".join(map(str, x["steps"])), x["pooled_sd"],
                     x["sd_ratio"], x["F_sched"], x["spearman"], x["kendall"]))
+    L.append("")
+    L.append("| evaluation at step | mean val loss | pooled residual sd | schedule F | Spearman vs final |")
+    L.append("|---|---|---|---|---|")
+    for k, x in o["by_step"].items():
+        L.append("| %s | %.3f | %.4f | %.1f | %.3f |" % (k, x["mean"], x["pooled_sd"], x["F_sched"], x["spearman"]))
     L.append("")
     L.append("| schedule | Δ vs uniform | t | p (Holm) | best group |")
     L.append("|---|---|---|---|---|")
