@@ -16,7 +16,7 @@
 # Everything else lives in $REALSWEEP_DIR (default /tmp/realsweep; git-ignored when inside the tree). The text only
 # has to exist where this runs: the committed fixture is the results, read by tools/realsweep_diag.py and
 # tests/integration/test_realsweep.sh. REALSWEEP_STAGE=data makes only the shards (steps 1-3), =train reuses the
-# shards of an earlier run (steps 4-5), =export only exports a finished run's database (step 5). About 40 minutes of one core on a shared 2-core machine (the training).
+# shards of an earlier run (steps 4-5), =export only exports a finished run's database (step 5). About 35 minutes of one core on a shared 2-core machine (the training: 33 minutes for this fixture).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
