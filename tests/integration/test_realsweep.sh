@@ -2,7 +2,8 @@
 # test_realsweep.sh — the real sweep in tests/fixtures/realsweep/ (12 schedules x 8 seeds trained by the CPU engine
 # on man pages, tools/realsweep.sh) and its diagnostics (tools/realsweep_diag.py): every figure matches
 # diagnostics.json, the tables in docs/STATISTICS.md ("Real runs") are the script's output on the fixture, the
-# fixture is the spec's sweep and its leaderboard's deltas are the blocked fit's, and a perturbed fixture fails.
+# fixture is the spec's sweep and its leaderboard's deltas are the blocked fit's, a perturbed fixture fails, and
+# tools/bpe_train.py (how the fixture's text was tokenized) writes a vocabulary prism-data tokenize loads.
 # timeout: 120
 . "$(dirname "$0")/../lib.sh"
 FIX=$PRISM_ROOT/tests/fixtures/realsweep
@@ -56,6 +57,30 @@ if abs(an["pooled_sd"] - o["blocked"]["pooled_sd"]) > 1e-9: bad.append("pooled s
 if abs(an["val_noise"]["sd"] - o["val_sample"]["rms_se_paired_delta"]) > 1e-9: bad.append(("val noise", an["val_noise"]["sd"], o["val_sample"]["rms_se_paired_delta"]))
 print(bad or "ok")
 sys.exit(1 if bad else 0)
+PY
+}
+
+# tools/bpe_train.py's vocabulary is one prism-data tokenize (dataprep/bpe.c) loads: learned from the repository's
+# docs, it has exactly --vocab tokens, <|endoftext|> last, and tokenizes text it has not seen.
+t_bpe_train_vocab_tokenizes() {
+  local d; d=$(tmpdir)
+  /usr/bin/python3 -c 'import json,sys; [print(json.dumps({"text": open(f, encoding="utf-8").read()})) for f in sys.argv[1:]]' \
+    "$PRISM_ROOT"/docs/*.md > "$d/corpus.jsonl"
+  /usr/bin/python3 "$PRISM_ROOT/tools/bpe_train.py" "$d/corpus.jsonl" --vocab 320 --skip-docs 1 --out "$d/vocab" || fail "bpe_train.py failed"
+  "$(bin prism-data)" tokenize "$d/corpus.jsonl" "$PRISM_ROOT/README.md" --out "$d/data" --encoder "$d/vocab/encoder.json" \
+    --bpe "$d/vocab/vocab.bpe" --val-tokens 1000 --quiet || fail "prism-data tokenize refused bpe_train.py's vocabulary"
+  /usr/bin/python3 - "$d" <<'PY' || fail "the shards are not in bpe_train.py's vocabulary"
+import json, sys
+d = sys.argv[1]
+m = json.load(open(d + "/data/meta.json"))
+enc = json.load(open(d + "/vocab/encoder.json"))
+assert m["vocab_size"] == 320 and m["eot"] == 319 and enc["<|endoftext|>"] == 319 and len(enc) == 320, (m, len(enc))
+raw = open(d + "/data/text_train_000000.bin", "rb").read()
+import struct
+toks = struct.unpack("<%dH" % ((len(raw) - 1024) // 2), raw[1024:])
+merged = {t for t in toks if 256 <= t < 319}
+assert max(toks) < 320 and len(merged) > 40, (max(toks), len(merged))
+print("ok", m["train_tokens"], "train tokens,", len(merged), "of the 63 merged tokens used")
 PY
 }
 
