@@ -12,6 +12,12 @@
  * schedule's residual df is Σ(1 − h) over its cells (what Bartlett's test weighs it by). A complete design gives
  * the textbook two-way ANOVA: τ̂_a − τ̂_b = ȳ_a· − ȳ_b·, variance 2σ²/n, df (K−1)(n−1).
  *
+ * The screen (ranking_screen, issue #37). Iteratively: fit the cells not yet screened, compute each cell's deleted
+ * (externally) studentized residual with its schedule's moderated variance as the scale (the cell deleted from the
+ * variance and from the prior, so a diverged run cannot mask itself), and leave out the largest while it exceeds
+ * t_{1−α/(2N)} at its df (Bonferroni over the level's N jobs, α = RANKING_SCREEN_ALPHA). At most a tenth of the
+ * cells, never a schedule's last cell (leverage 1), never one whose removal splits the design.
+ *
  * Levels: without halving one level (the final result); with halving each rung is a level and the final result
  * the last. Each level is fitted on every job with a value there, each schedule is compared at the level it is
  * shown at, and the best group is chosen at the highest level shown (the survivors): pruned schedules are not
@@ -34,9 +40,9 @@
 
 void ranking_fit_release(ranking_fit *f) {
     free(f->tau); free(f->r); free(f->comp); free(f->ms); free(f->dfi); free(f->u); free(f->sinv);
-    free(f->seeds); free(f->kept); free(f->y); free(f->cell);
+    free(f->seeds); free(f->kept); free(f->y); free(f->cell); free(f->beta); free(f->s2m); free(f->dfm);
     memset(f, 0, sizeof *f);
-    f->sd = f->bartlett_p = f->bartlett_stat = NAN;
+    f->sd = f->bartlett_p = f->bartlett_stat = f->d0 = f->s02 = NAN;
 }
 
 static int cmp_ll(const void *a, const void *b) {
@@ -102,7 +108,7 @@ static double quad(const ranking_fit *f, const double *v) {
 
 int ranking_fit_compute(const ranking_obs *obs, int nobs, int nsched, ranking_fit *f) {
     memset(f, 0, sizeof *f);
-    f->sd = f->bartlett_p = f->bartlett_stat = NAN;
+    f->sd = f->bartlett_p = f->bartlett_stat = f->d0 = f->s02 = NAN;
     f->nsched = nsched;
     f->nobs = nobs;
     int rc = -1, *uf = NULL;
@@ -172,9 +178,11 @@ int ranking_fit_compute(const ranking_obs *obs, int nobs, int nsched, ranking_fi
     S = calloc((size_t)(nk ? nk : 1) * (size_t)(nk ? nk : 1), sizeof *S);
     f->sinv = calloc((size_t)(nk ? nk : 1) * (size_t)(nk ? nk : 1), sizeof *f->sinv);
     Q = calloc((size_t)(nk ? nk : 1), sizeof *Q);
-    beta = calloc((size_t)(n ? n : 1), sizeof *beta);
+    beta = f->beta = calloc((size_t)(n ? n : 1), sizeof *beta);
+    f->s2m = malloc((size_t)(nsched ? nsched : 1) * sizeof *f->s2m);
+    f->dfm = malloc((size_t)(nsched ? nsched : 1) * sizeof *f->dfm);
     v = calloc((size_t)(nk ? nk : 1), sizeof *v);
-    if (!f->u || !S || !f->sinv || !Q || !beta || !v) goto out;
+    if (!f->u || !S || !f->sinv || !Q || !beta || !v || !f->s2m || !f->dfm) goto out;
     for (int j = 0; j < n; j++) if (f->kept[j] >= 0) Q[f->kept[j]] = B[j];
     for (int i = 0; i < nsched; i++) {
         if (f->r[i] == 0) continue;
@@ -227,6 +235,16 @@ int ranking_fit_compute(const ranking_obs *obs, int nobs, int nsched, ranking_fi
         f->ms[i] = f->dfi[i] > 0 ? rss_i / f->dfi[i] : NAN;
     }
     if (f->df > 0) f->sd = sqrt(f->rss / f->df);
+    /* the moderated variances (Smyth 2004): each schedule's mean square shrunk toward the prior fitted over all */
+    if (stats_eb_prior(f->ms, f->dfi, nsched, &f->d0, &f->s02) < 0) goto out;
+    for (int i = 0; i < nsched; i++) {
+        f->s2m[i] = f->dfm[i] = NAN;
+        if (f->r[i] == 0 || f->df <= 0) continue;
+        if (!isfinite(f->d0)) { f->s2m[i] = f->sd * f->sd; f->dfm[i] = f->df; continue; }   /* also d0 NAN: pooled */
+        double di = f->dfi[i] > 0 && isfinite(f->ms[i]) ? f->dfi[i] : 0, mi = di > 0 ? f->ms[i] : 0;
+        f->s2m[i] = (f->d0 * f->s02 + di * mi) / (f->d0 + di);
+        f->dfm[i] = f->d0 + di < f->df ? f->d0 + di : f->df;
+    }
     /* Bartlett over schedules with 2+ observations; with two schedules their residuals mirror each other, so the
      * test needs three */
     int groups = 0;
@@ -244,7 +262,7 @@ int ranking_fit_compute(const ranking_obs *obs, int nobs, int nsched, ranking_fi
     } else f->bartlett_groups = groups;
     rc = 0;
 out:
-    free(uf); free(T); free(B); free(S); free(Q); free(beta); free(v);
+    free(uf); free(T); free(B); free(S); free(Q); free(v);
     if (rc < 0) ranking_fit_release(f);
     return rc;
 }
@@ -266,6 +284,179 @@ double ranking_fit_var(const ranking_fit *f, int a, int b) {
         q += dj * t;
     }
     return s + q;
+}
+
+/* ---- the outlier screen ------------------------------------------------------------------------- */
+
+/* The deleted studentized residual of every cell of fit f. For cell k (schedule i, seed j) with residual e_k and
+ * leverage h_k, deleting it changes the other residuals of schedule i by h_mk·e_k/(1 − h_k), so schedule i's
+ * residual sum of squares without the cell is exact, its df dfi − 1 (the total df drops by one, nearly all of it
+ * in the cell's own schedule). The scale is schedule i's moderated variance with the cell deleted: the prior is
+ * refitted from the moments with schedule i's mean square replaced by its deleted one (so a diverged run inflates
+ * neither its own variance nor the prior's spread), and with no excess spread the pooled variance with the cell
+ * deleted, (RSS − e_k²/(1 − h_k))/(df − 1), the textbook externally studentized residual. Writes t[k] and df[k]
+ * per cell index i·nseed + j (NAN where not computable). Returns -1 on no memory. */
+static int deleted_residuals(const ranking_fit *f, double *t, double *tdf) {
+    int n = f->nseed, nk = f->nkept, K = f->nsched, rc = -1;
+    size_t cells = (size_t)K * n;
+    for (size_t c = 0; c < cells; c++) t[c] = tdf[c] = NAN;
+    if (f->df < 2) return 0;
+    double *e = malloc(cells * sizeof *e), *zi = malloc((size_t)K * sizeof *zi), *ti = malloc((size_t)K * sizeof *ti);
+    double *va = malloc((size_t)(nk ? nk : 1) * sizeof *va), *vb = malloc((size_t)(nk ? nk : 1) * sizeof *vb);
+    if (!e || !zi || !ti || !va || !vb) goto out;
+    /* the moments of e_i = log s_i² − ψ(d_i/2) + log(d_i/2) (stats_eb_prior's), to replace one schedule's term */
+    double md = 0;
+    {
+        int m = 0;
+        for (int i = 0; i < K; i++) if (f->dfi[i] > 0 && isfinite(f->ms[i])) { md += f->ms[i]; m++; }
+        md = m ? md / m : 1;   /* the floor's scale: the mean here (the median in stats_eb_prior; only zero s² meet it) */
+        if (md == 0) md = 1;
+    }
+    double se = 0, see = 0, stri = 0;
+    int m = 0;
+    for (int i = 0; i < K; i++) {
+        zi[i] = ti[i] = NAN;
+        if (!(f->dfi[i] > 0 && isfinite(f->ms[i]))) continue;
+        double x = f->ms[i] > 1e-5 * md ? f->ms[i] : 1e-5 * md;
+        zi[i] = log(x) - stats_digamma(f->dfi[i] / 2) + log(f->dfi[i] / 2);
+        ti[i] = stats_trigamma(f->dfi[i] / 2);
+        se += zi[i]; see += zi[i] * zi[i]; stri += ti[i]; m++;
+    }
+    for (int i = 0; i < K; i++)
+        for (int j = 0; j < n; j++) {
+            size_t c = (size_t)i * n + j;
+            e[c] = f->cell[c] ? f->y[c] - f->tau[i] - f->beta[j] : NAN;
+        }
+    for (int i = 0; i < K; i++) {
+        if (f->r[i] < 2) continue;
+        const double *ui = f->u + (size_t)i * nk;
+        for (int j = 0; j < n; j++) {
+            size_t c = (size_t)i * n + j;
+            if (!f->cell[c]) continue;
+            for (int b = 0; b < nk; b++) va[b] = -ui[b];
+            if (f->kept[j] >= 0) va[f->kept[j]] += 1;
+            double h = 1.0 / f->r[i] + quad(f, va);
+            if (!(1 - h > 1e-9)) continue;
+            double ek = e[c], rssi = 0;
+            for (int l = 0; l < n; l++) {   /* schedule i's residuals with the cell deleted */
+                size_t cl = (size_t)i * n + l;
+                if (l == j || !f->cell[cl]) continue;
+                for (int b = 0; b < nk; b++) vb[b] = -ui[b];
+                if (f->kept[l] >= 0) vb[f->kept[l]] += 1;
+                double hlk = 1.0 / f->r[i];
+                for (int a = 0; a < nk; a++) {
+                    if (va[a] == 0) continue;
+                    double s = 0;
+                    for (int b = 0; b < nk; b++) s += f->sinv[a * nk + b] * vb[b];
+                    hlk += va[a] * s;
+                }
+                double el = e[cl] + hlk * ek / (1 - h);
+                rssi += el * el;
+            }
+            double s2p = (f->rss - ek * ek / (1 - h)) / (f->df - 1), dfp = f->df - 1, s2 = s2p, dfk = dfp;
+            double di = f->dfi[i] - 1;
+            /* the prior with schedule i's term replaced by its deleted one */
+            double se2 = se, see2 = see, st2 = stri;
+            int m2 = m;
+            if (isfinite(zi[i])) { se2 -= zi[i]; see2 -= zi[i] * zi[i]; st2 -= ti[i]; m2--; }
+            double si2 = di > 1e-9 ? rssi / di : NAN;
+            if (di > 1e-9) {
+                double x = si2 > 1e-5 * md ? si2 : 1e-5 * md, z = log(x) - stats_digamma(di / 2) + log(di / 2);
+                se2 += z; see2 += z * z; st2 += stats_trigamma(di / 2); m2++;
+            }
+            if (m2 >= 2) {
+                double em = se2 / m2, ev = (see2 - m2 * em * em) / (m2 - 1) - st2 / m2;
+                if (ev > 0) {
+                    double d0 = 2 * stats_trigamma_inverse(ev), s02 = exp(em + stats_digamma(d0 / 2) - log(d0 / 2));
+                    double dd = di > 1e-9 ? di : 0;
+                    s2 = (d0 * s02 + dd * (dd > 0 ? si2 : 0)) / (d0 + dd);
+                    dfk = d0 + dd < dfp ? d0 + dd : dfp;
+                }
+            }
+            if (!(s2 > 0)) continue;
+            t[c] = ek / sqrt(s2 * (1 - h));
+            tdf[c] = dfk;
+        }
+    }
+    rc = 0;
+out:
+    free(e); free(zi); free(ti); free(va); free(vb);
+    return rc;
+}
+
+int ranking_screen(const ranking_obs *obs, int nobs, int nsched, unsigned char *out, double *resid, double *thr) {
+    int rc = -1, nscr = 0, ncells = 0, prev_comp = -1;
+    for (int k = 0; k < nobs; k++) {
+        out[k] = 0;
+        if (resid) resid[k] = NAN;
+        if (thr) thr[k] = NAN;
+        if (obs[k].sched >= 0 && obs[k].sched < nsched && isfinite(obs[k].y)) ncells++;
+    }
+    ranking_obs *act = malloc((size_t)(nobs ? nobs : 1) * sizeof *act);
+    int *from = malloc((size_t)(nobs ? nobs : 1) * sizeof *from);
+    unsigned char *keep = calloc((size_t)(nobs ? nobs : 1), 1);   /* 1: may not be screened (it would disconnect) */
+    double *t = NULL, *tdf = NULL;
+    ranking_fit f;
+    memset(&f, 0, sizeof f);
+    if (!act || !from || !keep) goto out;
+    int cap = ncells / 10, last = -1;   /* at most a tenth of the cells */
+    while (nscr < cap) {
+        int na = 0;
+        for (int k = 0; k < nobs; k++)
+            if (!out[k] && obs[k].sched >= 0 && obs[k].sched < nsched && isfinite(obs[k].y)) { act[na] = obs[k]; from[na++] = k; }
+        int frc = ranking_fit_compute(act, na, nsched, &f);
+        if (frc == -1) goto out;
+        if (frc == -2) break;   /* too many seeds: no blocked fit, nothing screened */
+        if (last >= 0 && f.ncomp > prev_comp) {   /* the last one screened split the design: keep it */
+            out[last] = 0; keep[last] = 1; nscr--;
+            if (resid) resid[last] = NAN;
+            if (thr) thr[last] = NAN;
+            last = -1;
+            ranking_fit_release(&f);
+            continue;
+        }
+        prev_comp = f.ncomp;
+        size_t cells = (size_t)f.nsched * f.nseed;
+        free(t); free(tdf);
+        t = malloc((cells ? cells : 1) * sizeof *t);
+        tdf = malloc((cells ? cells : 1) * sizeof *tdf);
+        if (!t || !tdf || deleted_residuals(&f, t, tdf) < 0) goto out;
+        int best = -1;
+        double best_ratio = 1, best_t = NAN, best_thr = NAN;
+        for (size_t c = 0; c < cells; c++) {
+            if (!isfinite(t[c]) || !f.cell[c]) continue;
+            int k = from[f.cell[c] - act];
+            if (keep[k]) continue;
+            double th = stats_t_quantile(1 - RANKING_SCREEN_ALPHA / (2.0 * ncells), tdf[c]), ratio = fabs(t[c]) / th;
+            if (ratio > best_ratio) { best_ratio = ratio; best = k; best_t = t[c]; best_thr = th; }
+        }
+        ranking_fit_release(&f);
+        if (best < 0) break;
+        out[best] = 1;
+        if (resid) resid[best] = best_t;
+        if (thr) thr[best] = best_thr;
+        last = best;
+        nscr++;
+    }
+    if (last >= 0 && nscr > 0) {   /* the final one screened: check it did not split the design */
+        int na = 0;
+        for (int k = 0; k < nobs; k++)
+            if (!out[k] && obs[k].sched >= 0 && obs[k].sched < nsched && isfinite(obs[k].y)) { act[na] = obs[k]; from[na++] = k; }
+        int frc = ranking_fit_compute(act, na, nsched, &f);
+        if (frc == -1) goto out;
+        if (frc == 0 && f.ncomp > prev_comp) {
+            out[last] = 0; nscr--;
+            if (resid) resid[last] = NAN;
+            if (thr) thr[last] = NAN;
+        }
+        ranking_fit_release(&f);
+    }
+    rc = nscr;
+out:
+    ranking_fit_release(&f);
+    if (rc < 0) for (int k = 0; k < nobs; k++) out[k] = 0;
+    free(act); free(from); free(keep); free(t); free(tdf);
+    return rc;
 }
 
 /* d[] = y(a, seed) − y(b, seed) over the seeds both have; returns the count */

@@ -36,6 +36,7 @@
 #define RANKING_ALPHA 0.05          /* family-wise error rate of the marks and of the best group */
 #define RANKING_VAR_ALPHA 0.01      /* Bartlett's test below this: the paired fallback */
 #define RANKING_PAPER_EFFECT 0.0144 /* the paper's headline |Δ| (PAPER.md), for the detectable-effect sentence */
+#define RANKING_SCREEN_ALPHA 0.01   /* the screen's per-level false-screen rate (Bonferroni over the level's jobs) */
 #define RANKING_MAX_SEEDS 256       /* the blocked model's seed limit (beyond: the paired method, said so) */
 #define RANKING_NSTATES JOB_NSTATES   /* counts[] is indexed by job_state (jobstate.h) */
 
@@ -92,6 +93,12 @@ typedef struct ranking_fit {
     int *kept;                   /* (nseed) index among the kept seeds, -1 for the one dropped per component */
     double bartlett_p, bartlett_stat;
     int bartlett_groups;         /* schedules the test used (2+ observations); p NAN when fewer than 3 */
+    double *beta;                /* (nseed) seed effects (0 for the dropped seed of each component) */
+    double d0, s02;              /* the empirical-Bayes prior of the schedules' variances (stats_eb_prior over ms/dfi;
+                                    d0 INFINITY: no excess spread, the moderated variance is the pooled one); NAN
+                                    without 2 schedules with residual df */
+    double *s2m, *dfm;           /* (nsched) moderated variance (d0·s0² + d_i·ms_i)/(d0 + d_i) and its df
+                                    (≤ the pooled df); the pooled sd² and df when d0 is infinite; NAN without data */
 } ranking_fit;
 
 /* Fits obs[0..nobs). Returns 0, -1 on no memory (f released), -2 when there are more than RANKING_MAX_SEEDS

@@ -309,3 +309,75 @@ double stats_t_power_ncp(double c, double df, double power) {
     double z = stats_norm_quantile(power);
     return c + z * sqrt(1 + c * c / (2 * df));
 }
+
+/* ---- polygamma and the empirical-Bayes prior of the moderated variances --------------------------- */
+
+/* ψ(x), ψ'(x), ψ''(x) for x > 0: the recurrence up to x ≥ 10, then the asymptotic series (~1e-13 relative) */
+double stats_digamma(double x) {
+    if (!(x > 0)) return NAN;
+    double s = 0;
+    while (x < 10) { s -= 1 / x; x += 1; }
+    double x2 = 1 / (x * x);
+    return s + log(x) - 0.5 / x - x2 * (1.0 / 12 - x2 * (1.0 / 120 - x2 * (1.0 / 252 - x2 * (1.0 / 240 - x2 / 132))));
+}
+
+double stats_trigamma(double x) {
+    if (!(x > 0)) return NAN;
+    double s = 0;
+    while (x < 10) { s += 1 / (x * x); x += 1; }
+    double x2 = 1 / (x * x);
+    return s + 1 / x + x2 / 2 + x2 / x * (1.0 / 6 - x2 * (1.0 / 30 - x2 * (1.0 / 42 - x2 * (1.0 / 30 - x2 * 5.0 / 66))));
+}
+
+static double tetragamma(double x) {
+    double s = 0;
+    while (x < 10) { s -= 2 / (x * x * x); x += 1; }
+    double x2 = 1 / (x * x);
+    return s - x2 - x2 / x - x2 * x2 * (0.5 - x2 * (1.0 / 6 - x2 * (1.0 / 6 - x2 * (3.0 / 10 - x2 * 5.0 / 6))));
+}
+
+double stats_trigamma_inverse(double y) {
+    if (!(y > 0)) return NAN;
+    if (y > 1e7) return 1 / sqrt(y);
+    if (y < 1e-6) return 1 / y;
+    double x = 0.5 + 1 / y;   /* Smyth's Newton iteration, monotone from this start */
+    for (int it = 0; it < 60; it++) {
+        double tri = stats_trigamma(x), dif = tri * (1 - tri / y) / tetragamma(x);
+        x += dif;
+        if (-dif / x < 1e-10) break;
+    }
+    return x;
+}
+
+int stats_eb_prior(const double *s2, const double *d, int n, double *d0, double *s02) {
+    *d0 = NAN;
+    *s02 = NAN;
+    double med[4096], *tmp = n <= 4096 ? med : malloc((size_t)n * sizeof *tmp);
+    if (!tmp) return -1;
+    int m = 0;
+    for (int i = 0; i < n; i++) if (d[i] > 0 && isfinite(s2[i]) && s2[i] >= 0) tmp[m++] = s2[i];
+    if (m < 2) { if (tmp != med) free(tmp); return m; }
+    /* limma's floor: a zero variance would put −∞ in the moments */
+    for (int i = 1; i < m; i++) { double v = tmp[i]; int j = i - 1; while (j >= 0 && tmp[j] > v) { tmp[j + 1] = tmp[j]; j--; } tmp[j + 1] = v; }
+    double md = m % 2 ? tmp[m / 2] : (tmp[m / 2 - 1] + tmp[m / 2]) / 2;
+    if (tmp != med) free(tmp);
+    if (md == 0) md = 1;
+    double se = 0, see = 0, tri = 0;
+    for (int i = 0; i < n; i++) {
+        if (!(d[i] > 0 && isfinite(s2[i]) && s2[i] >= 0)) continue;
+        double x = s2[i] > 1e-5 * md ? s2[i] : 1e-5 * md;
+        double e = log(x) - stats_digamma(d[i] / 2) + log(d[i] / 2);
+        se += e;
+        see += e * e;
+        tri += stats_trigamma(d[i] / 2);
+    }
+    double emean = se / m, evar = (see - m * emean * emean) / (m - 1) - tri / m;
+    if (evar > 0) {
+        *d0 = 2 * stats_trigamma_inverse(evar);
+        *s02 = exp(emean + stats_digamma(*d0 / 2) - log(*d0 / 2));
+    } else {
+        *d0 = INFINITY;
+        *s02 = exp(emean);
+    }
+    return m;
+}

@@ -60,3 +60,17 @@ double stats_bartlett(const double *ms, const double *df, int n, double *stat, i
  * the effect detectable with that power is this value times the comparison's standard error. */
 double stats_t_power_ncp(double c, double df, double power);
 #endif
+
+/* Digamma ψ(x) and trigamma ψ'(x) for x > 0 (NAN otherwise), ~1e-12 relative; the inverse of the trigamma (the x
+ * with ψ'(x) = y, y > 0) by Smyth's Newton iteration. */
+double stats_digamma(double x);
+double stats_trigamma(double x);
+double stats_trigamma_inverse(double y);
+
+/* The empirical-Bayes prior of variances (Smyth 2004, limma's fitFDist): s2[i] an unbiased variance with d[i] > 0
+ * residual df (entries with d ≤ 0 or a non-finite s2 are skipped; a zero s2 is floored at 1e-5 × the median).
+ * Fits s2 ~ s0²·F(d, d0) by the method of moments on log s2: *d0 = 2·ψ'⁻¹(var(e) − mean ψ'(d/2)) with
+ * e = log s2 − ψ(d/2) + log(d/2), *s02 = exp(mean e + ψ(d0/2) − log(d0/2)); when the log-variances spread no more
+ * than sampling alone explains, *d0 = INFINITY and *s02 = exp(mean e). Returns the entries used (NAN outputs below 2),
+ * -1 on no memory. The posterior of group i is (d0·s0² + d_i·s2_i)/(d0 + d_i) with d0 + d_i df. */
+int stats_eb_prior(const double *s2, const double *d, int n, double *d0, double *s02);

@@ -181,3 +181,31 @@ TEST(power_approximation_tracks_the_noncentral_t) {
     printf("power at ncp %.4f (c %.4f, df 10): %.4f by simulation\n", ncp, c, (double)hit / N);
     ASSERT_NEAR(0.8, (double)hit / N, 0.015);
 }
+
+/* values from SciPy 1.10 (scipy.special.digamma/polygamma; the prior by brentq on polygamma(1, x)) */
+TEST(polygamma_matches_scipy) {
+    ASSERT_NEAR(-3.502524222200133, stats_digamma(0.3), 1e-11);
+    ASSERT_NEAR(12.245364546107734, stats_trigamma(0.3), 1e-10);
+    ASSERT_NEAR(1.9467574842460866, stats_digamma(7.5), 1e-12);
+    ASSERT_NEAR(0.1426158966967038, stats_trigamma(7.5), 1e-12);
+    ASSERT_NEAR(7.5, stats_trigamma_inverse(0.1426158966967038), 1e-8);
+    ASSERT_NEAR(0.3, stats_trigamma_inverse(12.245364546107734), 1e-9);
+    ASSERT_TRUE(isnan(stats_digamma(0)));
+}
+
+TEST(eb_prior_matches_scipy) {
+    const double s2[] = {0.8, 1.3, 9.9, 0.1, 1.1, 25.0, 0.7, 1.9}, d[] = {2, 2, 2, 2, 1.5, 2, 3, 2.5};
+    double d0, s02;
+    ASSERT_EQ_INT(8, stats_eb_prior(s2, d, 8, &d0, &s02));
+    ASSERT_NEAR(2.3961504738969035, d0, 1e-7);
+    ASSERT_NEAR(1.7234830036397162, s02, 1e-8);
+}
+
+TEST(eb_prior_without_excess_spread_is_infinite) {
+    /* identical variances spread less than sampling alone explains: d0 = ∞, s0² = exp(mean e), e = log s² − ψ(1) */
+    const double s2[] = {1.0, 1.0, 1.0, 1.0}, d[] = {2, 2, 2, 2};
+    double d0, s02;
+    ASSERT_EQ_INT(4, stats_eb_prior(s2, d, 4, &d0, &s02));
+    ASSERT_TRUE(isinf(d0));
+    ASSERT_NEAR(1.7810724179901979, s02, 1e-11);   /* exp(γ) */
+}
