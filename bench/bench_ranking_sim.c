@@ -15,8 +15,8 @@
 #include "ranking_sim.h"
 
 static const char *pct(char *buf, double v) {
-    if (isnan(v)) snprintf(buf, 32, "—");
-    else snprintf(buf, 32, "%.3f", v);
+    if (isnan(v)) snprintf(buf, 48, "—");
+    else snprintf(buf, 48, "%.3f", v);
     return buf;
 }
 
@@ -28,24 +28,26 @@ int main(void) {
            SIM_K, SIM_N, SIM_RUN_SD, SIM_SEED_SD, SIM_TARGET, SIM_EFFECT, reps, seed);
     sim_result res[SIM_NCOND];
     printf("| condition | found | best rank 1 | best in group | group size | diverged named | null: FWER | "
-           "null: coverage | null: group size | null: any screened | paired (effect/null) | ms/sweep |\n");
-    printf("|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+           "null: coverage | null: group size | null: any screened | paired (effect/null) | ranking_screen alone: diverged / other (effect, null) | ms/sweep |\n");
+    printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
     for (int c = 0; c < SIM_NCOND; c++) {
         sim_result *r = &res[c];
         sim_condition((sim_cond)c, reps, seed, r);
         const sim_arm *e = &r->effect, *z = &r->null;
-        char b[9][32];
+        char b[10][48];
+        snprintf(b[9], sizeof b[9], "%.3f / %.3f, %.3f / %.3f", (double)e->scr_named / e->reps, (double)e->scr_other / e->reps,
+                 r->has_null ? (double)z->scr_named / z->reps : NAN, r->has_null ? (double)z->scr_other / z->reps : NAN);
         if (r->has_null) snprintf(b[6], sizeof b[6], "%.1f", z->size_sum / z->reps);
         else snprintf(b[6], sizeof b[6], "—");
         if (r->has_null) snprintf(b[8], sizeof b[8], "%.3f / %.3f", (double)e->paired / e->reps, (double)z->paired / z->reps);
         else snprintf(b[8], sizeof b[8], "%.3f / —", (double)e->paired / e->reps);
         int arms = e->reps + (r->has_null ? z->reps : 0);
-        printf("| %s | %s | %s | %s | %.2f | %s | %s | %s | %s | %s | %s | %.1f |\n", sim_cond_name[c],
+        printf("| %s | %s | %s | %s | %.2f | %s | %s | %s | %s | %s | %s | %s | %.1f |\n", sim_cond_name[c],
                pct(b[0], (double)e->found / e->reps), pct(b[1], (double)e->rank1 / e->reps),
                pct(b[2], (double)e->in_best / e->reps), e->size_sum / e->reps,
                c == SIM_DIVERGED ? pct(b[3], (double)e->diverged_named / e->reps) : "—",
                pct(b[4], sim_rate(r, SIM_M_FWER)), pct(b[5], sim_rate(r, SIM_M_COVER)),
-               b[6], pct(b[7], sim_rate(r, SIM_M_FALSE_SCREEN)), b[8],
+               b[6], pct(b[7], sim_rate(r, SIM_M_FALSE_SCREEN)), b[8], b[9],
                1e3 * (e->secs + z->secs) / arms);
         if (e->failed || z->failed) printf("!! %d + %d sweeps: ranking_compute failed\n", e->failed, z->failed);
         fflush(stdout);

@@ -24,7 +24,8 @@
  * significant vs uniform after Holm with Δ < 0), SIM_TARGET at rank 1 and in the best group, the best group's size,
  * any schedule significant vs uniform (the null arm's family-wise error), any ranked schedule shown worse
  * (best == 0: the null arm's coverage failure), any job screened other than an injected one (false alarms), the
- * injected diverged job named in ranking.screened, and the ranking falling back to paired tests.
+ * injected diverged job named in ranking.screened, the ranking falling back to paired tests, and the same two
+ * screen counts from ranking_screen called alone on the sweep (before ranking_compute).
  */
 #ifndef PRISM_RANKING_SIM_H
 #define PRISM_RANKING_SIM_H
@@ -148,6 +149,7 @@ typedef struct sim_arm {
     int false_screen;              /* any job screened other than an injected one */
     int diverged_named;            /* the injected diverged job in ranking.screened */
     int paired;                    /* the ranking fell back to paired tests (method paired) */
+    int scr_named, scr_other;      /* ranking_screen called alone: the diverged job flagged; any other flagged */
     int failed;                    /* ranking_compute returned non-zero */
     double size_sum;               /* best-group size */
     double screened_sum;           /* jobs screened */
@@ -199,6 +201,12 @@ static __attribute__((unused)) void sim_arm_run(sim_cond c, int effect, int reps
             obs[k].y += SIM_DIVERGE;
             diverged = obs[k].job_id;
         }
+        unsigned char flag[KN];
+        if (ranking_screen(obs, m, SIM_K, flag, NULL, NULL) < 0) { o->failed++; continue; }
+        int fnamed = 0, fother = 0;
+        for (int k = 0; k < m; k++) if (flag[k]) { if (obs[k].job_id == diverged) fnamed = 1; else fother = 1; }
+        o->scr_named += fnamed;
+        o->scr_other += fother;
         ranking rk;
         if (sim_rank(&rk, rows, SIM_K, SIM_N, obs, m) != 0) { o->failed++; sim_release(&rk); continue; }
         int sig = 0, worse = 0, size = 0, named = 0, other = 0;

@@ -393,7 +393,7 @@ TEST(power_sentence_says_what_the_design_cannot_detect) {
 /* 56 × 3 at run sd 0.002, seed sd 0.02; cell (sched, seed index) diverged by +1.0 nats when sched ≥ 0 */
 static int screen_sweep(unsigned long long seed, int K, int n, int bad_sched, int bad_seed, double jump, double run_sd,
                         ranking_obs *obs, unsigned char *out, double *res, double *thr) {
-    rng g = { seed, 0, 0 };
+    sim_rng g = { seed, 0, 0 };
     int m = simulate(&g, K, n, NULL, run_sd, 0.02, NULL, obs);
     for (int k = 0; k < m; k++) {
         obs[k].job_id = 1 + k;
@@ -440,7 +440,7 @@ TEST(screen_names_a_diverged_run_of_the_best_schedule) {
     /* schedule 9 is the paper's effect better, and its seed 0 diverged: the screen takes that job only */
     static ranking_obs obs[56 * 3];
     unsigned char out[56 * 3];
-    rng g = { 21, 0, 0 };
+    sim_rng g = { 21, 0, 0 };
     double eff[56] = {0};
     eff[9] = -RANKING_PAPER_EFFECT;
     int m = simulate(&g, 56, 3, eff, 0.002, 0.02, NULL, obs);
