@@ -520,8 +520,7 @@ static int cmp_items(const void *pa, const void *pb) {
     const sort_item *a = pa, *b = pb;
     if (a->row.level != b->row.level) return a->row.level > b->row.level ? -1 : 1;   /* highest rung reached first */
     if (a->has_key != b->has_key) return a->has_key ? -1 : 1;
-    if (a->has_key) {
-        if (a->row.provisional != b->row.provisional) return a->row.provisional ? 1 : -1;
+    if (a->has_key) {   /* provisional is a column, not a key: the model's estimate orders */
         if (a->key < b->key) return -1;
         if (a->key > b->key) return 1;
     }
@@ -617,9 +616,44 @@ int ranking_compute(ranking *r, ranking_obs *const *obs, const int *nobs, int nl
     double *d = malloc((size_t)(RANKING_MAX_SEEDS + 1) * sizeof *d), *praw = NULL, *padj = NULL;
     sort_item *items = NULL;
     int *fam = NULL, *orig = NULL;
-    if (!fits || !meth || !reason || !d) goto out;
+    ranking_obs **kept = calloc((size_t)(nlevels ? nlevels : 1), sizeof *kept);
+    if (!fits || !meth || !reason || !d || !kept) goto out;
+    free(r->screened);
+    r->screened = NULL;
+    r->nscreened = 0;
     for (int l = 0; l < nlevels; l++) {
-        int frc = ranking_fit_compute(obs[l], nobs[l], n, &fits[l]);
+        /* the screen: the fit of this level is on the observations it keeps; the screened are named in r->screened */
+        int no = nobs[l], nk = 0, ns;
+        unsigned char *out_ = malloc((size_t)(no ? no : 1));
+        double *res = malloc((size_t)(no ? no : 1) * sizeof *res), *thr = malloc((size_t)(no ? no : 1) * sizeof *thr);
+        kept[l] = malloc((size_t)(no ? no : 1) * sizeof *kept[l]);
+        if (!out_ || !res || !thr || !kept[l] || (ns = ranking_screen(obs[l], no, n, out_, res, thr)) < 0) {
+            free(out_); free(res); free(thr);
+            goto out;
+        }
+        if (ns > 0) {
+            ranking_screened *grow = realloc(r->screened, (size_t)(r->nscreened + ns) * sizeof *grow);
+            if (!grow) { free(out_); free(res); free(thr); goto out; }
+            r->screened = grow;
+        }
+        int ncells = 0;
+        for (int k = 0; k < no; k++) if (obs[l][k].sched >= 0 && obs[l][k].sched < n && isfinite(obs[l][k].y)) ncells++;
+        for (int k = 0; k < no; k++) {
+            if (!out_[k]) { kept[l][nk++] = obs[l][k]; continue; }
+            ranking_screened *x = &r->screened[r->nscreened++];
+            memset(x, 0, sizeof *x);
+            x->job_id = obs[l][k].job_id;
+            x->schedule_id = r->rows[obs[l][k].sched].schedule_id;
+            x->seed = obs[l][k].seed;
+            x->level = l;
+            x->y = obs[l][k].y;
+            x->residual = res[k];
+            x->threshold = thr[k];
+            snprintf(x->reason, sizeof x->reason, "val loss %.4g is %.1f residual SDs from the fit (threshold %.2f: "
+                     "Bonferroni %g%% over %d jobs)", x->y, fabs(x->residual), x->threshold, 100 * RANKING_SCREEN_ALPHA, ncells);
+        }
+        free(out_); free(res); free(thr);
+        int frc = ranking_fit_compute(kept[l], nk, n, &fits[l]);
         if (frc == -1) goto out;
         if (frc == -2) {   /* too many seeds for the blocked model: a fit of the cells only, compared in pairs */
             meth[l] = RANKING_PAIRED;
@@ -656,7 +690,8 @@ int ranking_compute(ranking *r, ranking_obs *const *obs, const int *nobs, int nl
         r->rows[i].cmp.significant = isfinite(padj[i]) && padj[i] < RANKING_ALPHA;
     }
 
-    /* order: level, ranked, complete, Δ (the mean loss without a baseline), the sweep's order */
+    /* order: level, ranked, Δ = τ̂_i − τ̂_base (the mean loss without a baseline), the sweep's order; then, once the best
+     * group is known, its members first within their level */
     items = malloc((size_t)(n ? n : 1) * sizeof *items);
     orig = malloc((size_t)(n ? n : 1) * sizeof *orig);
     if (!items || !orig) goto out;
@@ -741,6 +776,28 @@ int ranking_compute(ranking *r, ranking_obs *const *obs, const int *nobs, int nl
         }
         free(byt);
         free(pos_of);
+        /* best-group members first within their level (stable: τ̂ order kept inside each part), ranks renumbered */
+        ranking_row *tmp = malloc((size_t)n * sizeof *tmp);
+        int *otmp = malloc((size_t)n * sizeof *otmp);
+        if (!tmp || !otmp) { free(tmp); free(otmp); goto out; }
+        int w = 0;
+        for (int i = 0; i < n;) {
+            int e = i;
+            while (e < n && r->rows[e].level == r->rows[i].level) e++;
+            for (int pass = 0; pass < 3; pass++)
+                for (int k = i; k < e; k++) {
+                    const ranking_row *x = &r->rows[k];
+                    int part = x->rank > 0 && x->best == 1 ? 0 : x->rank > 0 ? 1 : 2;
+                    if (part == pass) { tmp[w] = *x; otmp[w++] = orig[k]; }
+                }
+            i = e;
+        }
+        memcpy(r->rows, tmp, (size_t)n * sizeof *tmp);
+        memcpy(orig, otmp, (size_t)n * sizeof *otmp);
+        free(tmp);
+        free(otmp);
+        int rk = 0;
+        for (int i = 0; i < n; i++) if (r->rows[i].rank > 0) r->rows[i].rank = ++rk;
     }
     /* the analysis: the fit at the best level (moved into r; the other levels are released) */
     r->fit = fits[r->best_level];
@@ -760,6 +817,11 @@ int ranking_compute(ranking *r, ranking_obs *const *obs, const int *nobs, int nl
     rc = 0;
 out:
     if (fits) for (int l = 0; l < nlevels; l++) ranking_fit_release(&fits[l]);
+    /* r->fit.cell points into the kept copies freed here: nothing after the compute reads a cell */
+    free(r->fit.cell);
+    r->fit.cell = NULL;
+    if (kept) for (int l = 0; l < nlevels; l++) free(kept[l]);
+    free(kept);
     free(fits); free(meth); free(reason); free(d); free(praw); free(padj); free(items); free(fam); free(orig);
     return rc;
 }
@@ -769,7 +831,7 @@ out:
 #define LEVELS (HALVING_MAX_RUNGS + 1)
 
 typedef struct rjob {
-    long long schedule, seed;
+    long long schedule, seed, id;
     int state;                      /* index into ranking_states, -1 unknown */
     unsigned char has[LEVELS];      /* a value at level l (rungs 0.., the final last) */
     double lv[LEVELS];
@@ -799,6 +861,12 @@ static double *json_numbers(const char *text, int *n, int cap) {
     return v;
 }
 
+static int cmp_screened(const void *pa, const void *pb) {   /* level, then job id */
+    const ranking_screened *a = pa, *b = pb;
+    if (a->level != b->level) return a->level < b->level ? -1 : 1;
+    return a->job_id < b->job_id ? -1 : a->job_id > b->job_id;
+}
+
 static int jobs_range(const rjob *jobs, int njob, long long id, int *end) {
     size_t e, lo = leaderboard_key_range(jobs, (size_t)njob, sizeof *jobs, offsetof(rjob, schedule), id, &e);
     *end = (int)e;
@@ -813,6 +881,7 @@ void ranking_free(ranking *r) {
         free(x->attn); free(x->attn_std); free(x->dattn); free(x->dattn_lo); free(x->dattn_hi);
     }
     free(r->rows);
+    free(r->screened);
     ranking_fit_release(&r->fit);
     json_decref(r->halving);
     json_decref(r->racing);
@@ -844,8 +913,9 @@ static int describe_row(ranking_row *x, const rjob *jobs, int k0, int k1, int fi
     x->L = 0;
     for (int k = k0; k < k1; k++) {
         const rjob *j = &jobs[k];
-        x->seeds_total++;
         if (j->state >= 0) x->counts[j->state]++;
+        if (j->state == JOB_CANCELLED) continue;   /* a cancelled job is no seed of the design */
+        x->seeds_total++;
         if (!j->has[x->level]) continue;
         x->seed[x->nseeds] = j->seed;
         x->val[x->nseeds] = j->lv[x->level];
@@ -912,7 +982,7 @@ int ranking_build(store *st, long long sweep_id, int at_rung, ranking **out, cha
     *out = NULL;
     sqlite3_stmt *s = NULL;
     rjob *jobs = NULL;
-    int njob = 0, rc = STORE_EIO, cap = 0, step;
+    int njob = 0, rc = STORE_EIO, cap = 0, step, design_seeds = 0;
     ranking_obs *obs[LEVELS] = {0};
     int nobs[LEVELS] = {0};
     ranking *r = calloc(1, sizeof *r);
@@ -920,7 +990,8 @@ int ranking_build(store *st, long long sweep_id, int at_rung, ranking **out, cha
     r->sweep_id = sweep_id;
     r->baseline_id = -1;
     snprintf(r->arch, sizeof r->arch, "gpt2");
-    if (sqlite3_prepare_v2(st->db, "SELECT name, json_extract(spec, '$.model.arch') FROM sweeps WHERE id = ?1", -1, &s,
+    if (sqlite3_prepare_v2(st->db, "SELECT name, json_extract(spec, '$.model.arch'), "
+                           "coalesce(json_array_length(spec, '$.seeds'), 0) FROM sweeps WHERE id = ?1", -1, &s,
                            NULL) != SQLITE_OK) goto dberr;
     sqlite3_bind_int64(s, 1, sweep_id);
     step = sqlite3_step(s);
@@ -931,6 +1002,8 @@ int ranking_build(store *st, long long sweep_id, int at_rung, ranking **out, cha
         goto out;
     }
     snprintf(r->name, sizeof r->name, "%s", (const char *)sqlite3_column_text(s, 0));
+    design_seeds = sqlite3_column_int(s, 2);   /* the spec's seeds per schedule (0: none stated: the most jobs) */
+    r->seeds = design_seeds > 0 ? design_seeds : 0;
     if (sqlite3_column_type(s, 1) == SQLITE_TEXT) snprintf(r->arch, sizeof r->arch, "%s", (const char *)sqlite3_column_text(s, 1));
     sqlite3_finalize(s);
     s = NULL;
@@ -959,7 +1032,7 @@ int ranking_build(store *st, long long sweep_id, int at_rung, ranking **out, cha
     s = NULL;
 
     if (sqlite3_prepare_v2(st->db, "SELECT j.schedule_id, j.seed, j.state, r.val_loss, r.tok_per_s, r.attn_distance, "
-                                   "json_extract(r.result, '$.val_loss_se'), json_extract(r.result, '$.val_loss_batches') "
+                                   "json_extract(r.result, '$.val_loss_se'), json_extract(r.result, '$.val_loss_batches'), j.id "
                                    "FROM jobs j LEFT JOIN results r ON r.job_id = j.id WHERE j.sweep_id = ?1 "
                                    "ORDER BY j.schedule_id, j.seed, j.id",
                            -1, &s, NULL) != SQLITE_OK) goto dberr;
@@ -976,6 +1049,7 @@ int ranking_build(store *st, long long sweep_id, int at_rung, ranking **out, cha
         memset(j, 0, sizeof *j);
         j->schedule = sqlite3_column_int64(s, 0);
         j->seed = sqlite3_column_int64(s, 1);
+        j->id = sqlite3_column_int64(s, 8);
         j->state = -1;
         const char *stt = (const char *)sqlite3_column_text(s, 2);
         job_state js;
@@ -1037,13 +1111,14 @@ int ranking_build(store *st, long long sweep_id, int at_rung, ranking **out, cha
         }
         if (describe_row(x, jobs, k0, e, x->level == K) < 0) goto nomem;
         x->pruned = x->counts[JOB_PRUNED] > 0;
-        if (x->seeds_total > r->seeds) r->seeds = x->seeds_total;
+        if (design_seeds <= 0 && x->seeds_total > r->seeds) r->seeds = x->seeds_total;
         for (int k = k0; k < e; k++)
             for (int l = 0; l <= K; l++)
                 if (jobs[k].has[l]) {
                     ranking_obs *o = &obs[l][nobs[l]++];
                     o->sched = i;
                     o->seed = jobs[k].seed;
+                    o->job_id = jobs[k].id;
                     o->y = jobs[k].lv[l];
                     o->batches = l == K ? jobs[k].batches : NULL;
                     o->nbatch = l == K ? jobs[k].nbatch : 0;
@@ -1059,8 +1134,7 @@ int ranking_build(store *st, long long sweep_id, int at_rung, ranking **out, cha
     }
     if (racing_annotate(st, r, err, errlen) < 0) goto out_rc;   /* racing: eliminated schedules leave the family */
     if (ranking_compute(r, obs, nobs, K + 1, base) < 0) goto nomem;
-    free(r->fit.cell);   /* it points into obs[], freed below: nothing after the compute reads a cell */
-    r->fit.cell = NULL;
+    if (r->nscreened > 1) qsort(r->screened, (size_t)r->nscreened, sizeof *r->screened, cmp_screened);
 
     if (K > 0) {   /* halving: its settings and the steps (tokens) spent against the full grid's */
         long long trained = 0, full = 0, tps = 0;

@@ -171,7 +171,8 @@ typedef struct ranking {
     long long sweep_id;
     char name[256], arch[16];
     long long baseline_id;       /* -1 without */
-    int seeds;                   /* the sweep's seeds per schedule (max jobs of one schedule) */
+    int seeds;                   /* the design's seeds per schedule (the spec's seeds; without them the most
+                                    non-cancelled jobs of one schedule) */
     int comparisons;             /* the Holm family against uniform */
     int best_family;             /* schedules compared for the best group */
     int best_level;              /* the level the best group is chosen at */
@@ -186,7 +187,8 @@ typedef struct ranking {
     int nscreened;
     ranking_screened *screened;  /* (nscreened) every level's screened jobs, level then job id (owned) */
     int nrows;
-    ranking_row *rows;           /* (nrows) in rank order: level, ranked, complete, Δ, then the sweep's order */
+    ranking_row *rows;           /* (nrows) in rank order: level, ranked, best group first, Δ (τ̂), the sweep's order
+                                    (provisional is a column, not a key) */
     json_t *halving;             /* halving settings and spend, or NULL (owned) */
     json_t *racing;              /* racing settings, spend and each schedule's rounds, or NULL (owned; racing.h) */
 } ranking;

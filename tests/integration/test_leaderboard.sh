@@ -78,12 +78,13 @@ def holm(ps):
         run = max(run, min(1, (m - j) * v)); out[k] = run
     return out
 ph = holm(p)
-order = sorted(names, key=lambda h: (len(done[h]) < 3, est[h]))
 # the best group: out when worse than another by more than q_0.95(3, df)/sqrt(2) standard errors
 q = stats.studentized_range.ppf(0.95, 3, df) / math.sqrt(2)
 def var(a, b):
     i, j = names.index(a), names.index(b); return s2 * (inv[i][i] + inv[j][j] - 2 * inv[i][j])
 best = {h: not any(est[h] - est[g] > q * math.sqrt(var(h, g)) for g in names if g != h) for h in names}
+# the order is the model's: best-group members first, then by the estimate (provisional is a column, not a key)
+order = sorted(names, key=lambda h: (not best[h], est[h]))
 if lb["comparisons"] != 2 or lb["tied_best_comparisons"] != 2 or lb["seeds"] != 3:
     bad.append(f"header counts {lb['comparisons']} {lb['tied_best_comparisons']} {lb['seeds']}")
 check("best group critical", q, an["best_group"]["critical"], 1e-3)
@@ -147,8 +148,8 @@ t_leaderboard_csv_and_cli() {
   assert_eq 2 "$rc" "bad format exit"
 }
 
-# A provisional schedule (2 of 4 seeds) far better than rank 1: listed after the complete ones, yet in the best
-# group (=), and rank 1 is shown worse than it — never the other way round. Through the API, the CSV and the table.
+# A provisional schedule (2 of 4 seeds) far better than the rest: rank 1 by the model's estimate (provisional is a
+# column, not a sort key), in the best group (=), and the best complete schedule is shown worse than it — never the other way round. Through the API, the CSV and the table.
 t_fewer_seeds_better_than_rank_1_is_in_the_best_group() {
   s_setup
   s_spec "$D/s.json" few '["1,1,4,4", "2,2,4,4"]' '[11, 22, 33, 44]'
@@ -166,15 +167,15 @@ t_fewer_seeds_better_than_rank_1_is_in_the_best_group() {
   done
   s_expect 200 GET "/api/v1/sweeps/$SID/leaderboard"
   echo "$BODY" | jq -c '.rows[]|{heads, rank, provisional, tied_best, vs_best}'
-  assert_eq "1,1,4,4:1:false:false 4,4,4,4:2:false:false 2,2,4,4:3:true:true" \
+  assert_eq "2,2,4,4:1:true:true 1,1,4,4:2:false:false 4,4,4,4:3:false:false" \
     "$(echo "$BODY" | jq -r '[.rows[]|"\(.heads|map(tostring)|join(",")):\(.rank):\(.provisional):\(.tied_best)"]|join(" ")')" \
     "rank, provisional, best group"
   local sid224; sid224=$(echo "$BODY" | jq '.rows[]|select(.heads==[2,2,4,4])|.schedule_id')
-  assert_eq "$sid224" "$(echo "$BODY" | jq '.rows[0].worse_than')" "rank 1 is shown worse than the provisional schedule"
+  assert_eq "$sid224" "$(echo "$BODY" | jq '.rows[1].worse_than')" "rank 2 is shown worse than the provisional schedule"
   local cli; cli=$("$(bin prism-sweep)" leaderboard --db "$DB" few) || fail "cli table"
   echo "$cli"
-  echo "$cli" | grep -Eq '^3=  +2×2 4×2 .*2/4 prov' || fail "the provisional schedule is not marked in the best group in the table"
-  echo "$cli" | grep -Eq '^1  +1×2 4×2 ' || fail "rank 1 should be shown without = (worse than the provisional schedule)"
+  echo "$cli" | grep -Eq '^1=  +2×2 4×2 .*2/4 prov' || fail "the provisional schedule is not marked in the best group in the table"
+  echo "$cli" | grep -Eq '^2  +1×2 4×2 ' || fail "rank 2 should be shown without = (worse than the provisional schedule)"
 }
 
 # An empty sweep: every schedule listed, unranked, no numbers.

@@ -38,7 +38,7 @@ TEST(block_model_balanced_is_the_two_way_anova) {
     double y[3][4] = { {3.40, 3.38, 3.41, 3.39}, {3.37, 3.36, 3.40, 3.35}, {3.42, 3.39, 3.44, 3.40} };
     ranking_obs obs[12];
     int m = 0;
-    for (int i = 0; i < 3; i++) for (int j = 0; j < 4; j++) obs[m++] = (ranking_obs){ i, 10 + j, y[i][j], NULL, 0 };
+    for (int i = 0; i < 3; i++) for (int j = 0; j < 4; j++) obs[m++] = (ranking_obs){ i, 10 + j, y[i][j], NULL, 0, 0 };
     ranking_fit f;
     ASSERT_EQ_INT(0, ranking_fit_compute(obs, m, 3, &f));
     double ri[3] = {0}, cj[4] = {0}, g = 0;
@@ -68,7 +68,7 @@ TEST(block_model_one_missing_cell_matches_yates) {
     const int t = 4, r = 3, mi = 2, mj = 1;
     ranking_obs obs[12];
     int m = 0;
-    for (int i = 0; i < t; i++) for (int j = 0; j < r; j++) if (!(i == mi && j == mj)) obs[m++] = (ranking_obs){ i, j, y[i][j], NULL, 0 };
+    for (int i = 0; i < t; i++) for (int j = 0; j < r; j++) if (!(i == mi && j == mj)) obs[m++] = (ranking_obs){ i, j, y[i][j], NULL, 0, 0 };
     double T = 0, B = 0, G = 0;
     for (int i = 0; i < t; i++) for (int j = 0; j < r; j++) {
         if (i == mi && j == mj) continue;
@@ -127,7 +127,7 @@ TEST(fit_matches_dense_least_squares) {
     memset(X, 0, sizeof X);
     for (int i = 0; i < K; i++) for (int j = 0; j < N; j++) {
         if (miss[i][j]) continue;
-        obs[m] = (ranking_obs){ i, 50 + j, 3.3 + 0.01 * i + 0.02 * j + 0.003 * sim_gauss(&g), NULL, 0 };
+        obs[m] = (ranking_obs){ i, 50 + j, 3.3 + 0.01 * i + 0.02 * j + 0.003 * sim_gauss(&g), NULL, 0, 0 };
         X[m][i] = 1;
         if (j > 0) X[m][K + j - 1] = 1;
         m++;
@@ -159,7 +159,7 @@ TEST(fit_matches_dense_least_squares) {
         }
     ranking_fit_release(&f);
     /* a schedule whose only seed nobody else has: its effect cannot be told from the seed's */
-    obs[m++] = (ranking_obs){ K, 999, 3.5, NULL, 0 };
+    obs[m++] = (ranking_obs){ K, 999, 3.5, NULL, 0, 0 };
     ASSERT_EQ_INT(0, ranking_fit_compute(obs, m, K + 1, &f));
     ASSERT_EQ_INT(2, f.ncomp);
     ASSERT_TRUE(isnan(ranking_fit_var(&f, K, 0)));
@@ -304,9 +304,9 @@ TEST(unequal_variances_fall_back_to_paired_tests) {
 }
 
 TEST(fewer_seeds_and_better_than_rank_1_is_never_shown_worse) {
-    /* 8 complete schedules × 4 seeds and schedule 8 with 2 seeds, far better than all: rank 1 is the best complete
-     * schedule, schedule 8 is listed after the complete ones (provisional) but is in the best group, and rank 1 is
-     * shown worse than it */
+    /* 8 complete schedules × 4 seeds and schedule 8 with 2 seeds, far better than all: the model's estimate orders,
+     * so schedule 8 is rank 1 though provisional (missing seeds are a column, not a sort key), it is in the best
+     * group, and the best complete schedule is shown worse than it */
     sim_rng g = { 9, 0, 0 };
     int K = 9, n = 4;
     double eff[9] = { 0, 0.001, -0.002, 0.003, 0.0, 0.002, -0.001, 0.004, -0.03 };
@@ -317,14 +317,16 @@ TEST(fewer_seeds_and_better_than_rank_1_is_never_shown_worse) {
     ranking_row rows[9];
     ranking rk;
     rank_obs(&rk, rows, K, n, obs, m);
-    const ranking_row *p = row_of(&rk, 8), *first = &rk.rows[0];
-    printf("rank 1 = schedule %lld (best %d, worse than %lld); schedule 8: rank %d provisional %d best %d delta %.4f p_holm %.3g\n",
-           first->schedule_id, first->best, first->worse_than, p->rank, p->provisional, p->best, p->cmp.mean, p->cmp.p_holm);
+    const ranking_row *p = row_of(&rk, 8), *first = &rk.rows[0], *second = &rk.rows[1];
+    printf("rank 1 = schedule %lld (provisional %d best %d); rank 2 = schedule %lld (best %d, worse than %lld)\n",
+           first->schedule_id, first->provisional, first->best, second->schedule_id, second->best, second->worse_than);
+    ASSERT_EQ_INT(8, first->schedule_id);
+    ASSERT_EQ_INT(1, p->rank);
     ASSERT_TRUE(p->provisional);
     ASSERT_EQ_INT(1, p->best);
-    ASSERT_TRUE(first->schedule_id != 8);
-    ASSERT_EQ_INT(0, first->best);
-    ASSERT_EQ_INT(8, first->worse_than);
+    ASSERT_EQ_INT(2, row_of(&rk, 2)->rank);   /* the best complete one (eff −0.002) next, shown worse than 8 */
+    ASSERT_EQ_INT(0, row_of(&rk, 2)->best);
+    ASSERT_EQ_INT(8, row_of(&rk, 2)->worse_than);
     /* no schedule is shown worse than one it beats */
     for (int i = 0; i < rk.nrows; i++) {
         const ranking_row *x = &rk.rows[i];
@@ -351,7 +353,7 @@ TEST(val_noise_from_per_batch_losses) {
                 if (i > 0) b[i][j][k] = b[0][j][k] + 0.05 * sim_gauss(&g);
                 mean += b[i][j][k] / NB;
             }
-            obs[m++] = (ranking_obs){ i, j, mean + 0.002 * sim_gauss(&g), b[i][j], NB };
+            obs[m++] = (ranking_obs){ i, j, mean + 0.002 * sim_gauss(&g), b[i][j], NB, 0 };
         }
     ranking_row rows[K];
     ranking rk;
@@ -416,6 +418,28 @@ static void assert_screens_exactly(int bad_sched, int bad_seed) {
             ASSERT_LT(thr[k], res[k]);
         } else ASSERT_EQ_INT(0, out[k]);
     }
+}
+
+TEST(best_group_members_are_listed_first) {
+    /* rows in order: ranked best-group members (by Δ), then the ranked rest (by Δ), then the unranked */
+    sim_rng g = { 31, 0, 0 };
+    int K = 12, n = 3;
+    double eff[12] = { 0, -0.02, 0.01, -0.019, 0.03, 0.0, 0.02, 0.015, -0.018, 0.04, 0.01, 0.0 };
+    ranking_obs obs[36];
+    int m = simulate(&g, K, n, eff, 0.002, 0.02, NULL, obs);
+    ranking_row rows[12];
+    ranking rk;
+    rank_obs(&rk, rows, K, n, obs, m);
+    int seen_out = 0;
+    for (int i = 0; i < rk.nrows; i++) {
+        const ranking_row *x = &rk.rows[i];
+        ASSERT_EQ_INT(i + 1, x->rank);
+        if (x->best == 0) seen_out = 1;
+        else if (seen_out) HFAIL("row %d (schedule %lld) is in the best group after one that is not", i, x->schedule_id);
+        if (i > 0 && x->best == rk.rows[i - 1].best) ASSERT_TRUE(rk.rows[i - 1].cmp.mean <= x->cmp.mean || x->is_baseline || rk.rows[i - 1].is_baseline);
+    }
+    ASSERT_TRUE(seen_out);
+    ranking_fit_release(&rk.fit);
 }
 
 TEST(screen_names_a_diverged_job) { assert_screens_exactly(17, 1); }

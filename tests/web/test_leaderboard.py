@@ -359,12 +359,12 @@ def t_leaderboard_rows():
         open_page(drv, srv, sid)
         wait_for(drv, "document.querySelectorAll('#leaderboard tbody tr').length === 3", "3 leaderboard rows")
         r = rows(drv)
-        # Order by the paired mean delta vs uniform, complete schedules first: PRISM (delta < 0), UNIFORM (0), then
-        # WIDE, provisional (seeds 0 and 1 done of 3).
+        # Order by the model: best group first, then the seed-adjusted delta vs uniform: PRISM, WIDE (provisional:
+        # seeds 0 and 1 done of 3; a column, not a sort key), UNIFORM.
         exp_wide_seeds = [0, 1]
-        order = [tuple(PRISM), tuple(UNIFORM), tuple(WIDE)]
+        order = [tuple(PRISM), tuple(WIDE), tuple(UNIFORM)]
         check(paired(PRISM, SEEDS)[0] < 0, "test data: prism beats uniform on average")
-        check_eq([",".join(map(str, k)) for k in order], [x["heads"] for x in r], "row order (by paired delta, provisional last)")
+        check_eq([",".join(map(str, k)) for k in order], [x["heads"] for x in r], "row order (best group, then seed-adjusted delta)")
         dP = [VAL[(tuple(PRISM), s)] - VAL[(tuple(UNIFORM), s)] for s in SEEDS]
         dW = [VAL[(tuple(WIDE), s)] - VAL[(tuple(UNIFORM), s)] for s in exp_wide_seeds]
         ph = holm({"P": p_two_sided(dP), "W": p_two_sided(dW)})
@@ -374,7 +374,7 @@ def t_leaderboard_rows():
         # the best group is the API's (tests/integration/test_leaderboard.sh checks it independently)
         _, lbj0 = srv.call("GET", "/api/v1/sweeps/%s/leaderboard" % sid)
         tbj = {",".join(map(str, x["heads"])): x["tied_best"] for x in lbj0["rows"]}
-        exp_ranks = ["1" + ("=" if tbj[P_S] else ""), "2" + ("=" if tbj[U_S] else ""), "3" + ("=" if tbj[W_S] else "")]
+        exp_ranks = ["1" + ("=" if tbj[P_S] else ""), "2" + ("=" if tbj[W_S] else ""), "3" + ("=" if tbj[U_S] else "")]
         check_eq(exp_ranks, [x["rank"] for x in r], "ranks with the best-group mark")
         hdr = drv.execute_script("return document.getElementById('stats-header').textContent;")
         check("2 comparisons against uniform" in hdr, "the header counts the comparisons: %r" % hdr)
