@@ -1197,6 +1197,13 @@ json_t *ranking_analysis_json(const ranking *r) {
                           "fallback_reason", why ? json_string(why) : json_null(),
                           "residual_df", f->df, "pooled_sd", num(f->sd), "balanced", f->balanced,
                           "observations", f->nobs, "seeds_observed", f->nseed, "equal_variance", eq);
+    json_object_set_new(a, "screened", json_integer(r->nscreened));
+    json_object_set_new(a, "screen", json_pack("{s:s, s:f}", "rule", "deleted studentized residual on the moderated "
+                        "variance above t_{1-alpha/(2N)}, N the level's jobs (Bonferroni)", "alpha", RANKING_SCREEN_ALPHA));
+    json_object_set_new(a, "variance", json_pack("{s:s, s:o, s:o, s:s}", "method", "moderated",
+                        "d0", isfinite(f->d0) ? json_real(f->d0) : json_null(),
+                        "s0", isfinite(f->s02) && isfinite(f->d0) ? json_real(sqrt(f->s02)) : json_null(),
+                        "used_by", "the screen (the comparisons use the pooled variance)"));
     json_object_set_new(a, "comparison", json_string(r->method == RANKING_BLOCKED
                         ? "pooled t (residual df), Holm over every schedule against uniform"
                         : "paired t per schedule (common seeds - 1 df), Holm over every schedule against uniform"));
