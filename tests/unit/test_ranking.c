@@ -8,53 +8,15 @@
  */
 #include "harness.h"
 #include "ranking.h"
+#include "ranking_sim.h"
 #include "stats.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-/* ---- a deterministic normal generator (SplitMix64 + Box–Muller) ---------------------------------- */
-typedef struct { unsigned long long s; int have; double next; } rng;
-static double unif(rng *g) {
-    unsigned long long z = (g->s += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    z ^= z >> 31;
-    return ((z >> 11) + 0.5) / 9007199254740992.0;
-}
-static double gauss(rng *g) {
-    if (g->have) { g->have = 0; return g->next; }
-    double u1 = unif(g), u2 = unif(g), r = sqrt(-2 * log(u1));
-    g->next = r * sin(2 * M_PI * u2);
-    g->have = 1;
-    return r * cos(2 * M_PI * u2);
-}
-
-/* ---- a ranking of given observations (schedule 0 = the uniform baseline) -------------------------- */
+/* ---- a ranking of given observations (schedule 0 = the uniform baseline): tests/ranking_sim.h ---------- */
 static void rank_obs(ranking *rk, ranking_row *rows, int K, int nseeds, ranking_obs *obs, int nobs) {
-    memset(rk, 0, sizeof *rk);
-    memset(rows, 0, (size_t)K * sizeof *rows);
-    for (int i = 0; i < K; i++) {
-        rows[i].schedule_id = i;
-        rows[i].ord = i;
-        rows[i].is_baseline = i == 0;
-        rows[i].seeds_total = nseeds;
-        rows[i].mean = NAN;
-    }
-    double *sum = calloc((size_t)K, sizeof *sum);
-    for (int k = 0; k < nobs; k++) { rows[obs[k].sched].seeds_done++; sum[obs[k].sched] += obs[k].y; }
-    for (int i = 0; i < K; i++) {
-        rows[i].provisional = rows[i].seeds_done < nseeds;
-        if (rows[i].seeds_done) rows[i].mean = sum[i] / rows[i].seeds_done;
-    }
-    free(sum);
-    rk->rows = rows;
-    rk->nrows = K;
-    rk->seeds = nseeds;
-    rk->baseline_id = 0;
-    ranking_obs *levels[1] = { obs };
-    int n[1] = { nobs };
-    if (ranking_compute(rk, levels, n, 1, 0) != 0) HFAIL("ranking_compute failed");
+    if (sim_rank(rk, rows, K, nseeds, obs, nobs) != 0) HFAIL("ranking_compute failed");
 }
 
 static const ranking_row *row_of(const ranking *rk, long long id) {
@@ -63,22 +25,10 @@ static const ranking_row *row_of(const ranking *rk, long long id) {
 }
 
 /* K schedules × n seeds, y = eff[i] + seed effect + run noise; miss (K×n, may be NULL) drops cells */
-static int simulate(rng *g, int K, int n, const double *eff, double run_sd, double seed_sd, const unsigned char *miss,
+static int simulate(sim_rng *g, int K, int n, const double *eff, double run_sd, double seed_sd, const unsigned char *miss,
                     ranking_obs *obs) {
-    double be[64];
-    for (int j = 0; j < n; j++) be[j] = seed_sd * gauss(g);
-    int m = 0;
-    for (int i = 0; i < K; i++)
-        for (int j = 0; j < n; j++) {
-            if (miss && miss[i * n + j]) continue;
-            obs[m].sched = i;
-            obs[m].seed = 1000 + j;
-            obs[m].y = 3.36 + (eff ? eff[i] : 0) + be[j] + run_sd * gauss(g);
-            obs[m].batches = NULL;
-            obs[m].nbatch = 0;
-            m++;
-        }
-    return m;
+    sim_design d = { K, n, eff, run_sd, seed_sd, NULL, 0, miss };
+    return sim_sweep(g, &d, obs);
 }
 
 /* ---- the fit ------------------------------------------------------------------------------------ */
@@ -170,14 +120,14 @@ TEST(fit_matches_dense_least_squares) {
      * β = (XᵀX)⁻¹Xᵀy, Var(τ̂_a − τ̂_b)/σ² = cᵀ(XᵀX)⁻¹c */
     enum { K = 5, N = 4, P = K + N - 1 };
     unsigned char miss[K][N] = { {0, 0, 0, 0}, {1, 0, 0, 0}, {0, 0, 1, 0}, {0, 0, 0, 0}, {0, 1, 0, 1} };
-    rng g = { 7, 0, 0 };
+    sim_rng g = { 7, 0, 0 };
     ranking_obs obs[K * N];
     int m = 0;
     double X[K * N][P];
     memset(X, 0, sizeof X);
     for (int i = 0; i < K; i++) for (int j = 0; j < N; j++) {
         if (miss[i][j]) continue;
-        obs[m] = (ranking_obs){ i, 50 + j, 3.3 + 0.01 * i + 0.02 * j + 0.003 * gauss(&g), NULL, 0, 0 };
+        obs[m] = (ranking_obs){ i, 50 + j, 3.3 + 0.01 * i + 0.02 * j + 0.003 * sim_gauss(&g), NULL, 0, 0 };
         X[m][i] = 1;
         if (j > 0) X[m][K + j - 1] = 1;
         m++;
@@ -224,7 +174,7 @@ typedef struct mc_out { int any_sig, excl_best, fallback, marked, in_best, reps;
 /* reps simulated sweeps; eff may be NULL (global null); best = the index of the truly best schedule (-1: all) */
 static mc_out monte_carlo(unsigned long long seed, int reps, int K, int n, const double *eff, int target,
                           const unsigned char *miss) {
-    rng g = { seed, 0, 0 };
+    sim_rng g = { seed, 0, 0 };
     mc_out o = {0};
     o.reps = reps;
     ranking_obs *obs = malloc((size_t)K * n * sizeof *obs);
@@ -278,8 +228,8 @@ TEST(global_null_family_wise_error_small_and_unbalanced) {
     int reps = 10000;
     mc_out a = monte_carlo(2, reps, 6, 2, NULL, -1, NULL);
     unsigned char miss[12 * 4];
-    rng g = { 99, 0, 0 };
-    for (int c = 0; c < 48; c++) miss[c] = c >= 4 && unif(&g) < 0.2;   /* the baseline keeps every seed */
+    sim_rng g = { 99, 0, 0 };
+    for (int c = 0; c < 48; c++) miss[c] = c >= 4 && sim_unif(&g) < 0.2;   /* the baseline keeps every seed */
     mc_out b = monte_carlo(3, reps, 12, 4, NULL, -1, miss);
     printf("6x2 null: any significant %.4f, drops a best %.4f, fallback %.4f; 12x4 with cells missing: %.4f, %.4f, %.4f\n",
            (double)a.any_sig / reps, (double)a.excl_best / reps, (double)a.fallback / reps, (double)b.any_sig / reps,
@@ -307,7 +257,7 @@ TEST(paper_effect_is_found_at_56x3) {
 TEST(stated_power_is_the_simulated_power) {
     /* the ranking's delta_80 for 20 × 3 at sd 0.002: a schedule that far below uniform is marked ≈ 80% of the time */
     double eff[20] = {0};
-    rng g = { 5, 0, 0 };
+    sim_rng g = { 5, 0, 0 };
     ranking_obs obs[60];
     ranking_row rows[20];
     ranking rk;
@@ -330,11 +280,11 @@ TEST(stated_power_is_the_simulated_power) {
 
 TEST(unequal_variances_fall_back_to_paired_tests) {
     /* one schedule ten times noisier than the rest: Bartlett rejects, the ranking uses paired tests and says so */
-    rng g = { 8, 0, 0 };
+    sim_rng g = { 8, 0, 0 };
     int K = 12, n = 5;
     ranking_obs obs[60];
     int m = simulate(&g, K, n, NULL, 0.002, 0.002, NULL, obs);
-    for (int k = 0; k < m; k++) if (obs[k].sched == 7) obs[k].y += 0.02 * gauss(&g);
+    for (int k = 0; k < m; k++) if (obs[k].sched == 7) obs[k].y += 0.02 * sim_gauss(&g);
     ranking_row rows[12];
     ranking rk;
     rank_obs(&rk, rows, K, n, obs, m);
@@ -357,7 +307,7 @@ TEST(fewer_seeds_and_better_than_rank_1_is_never_shown_worse) {
     /* 8 complete schedules × 4 seeds and schedule 8 with 2 seeds, far better than all: the model's estimate orders,
      * so schedule 8 is rank 1 though provisional (missing seeds are a column, not a sort key), it is in the best
      * group, and the best complete schedule is shown worse than it */
-    rng g = { 9, 0, 0 };
+    sim_rng g = { 9, 0, 0 };
     int K = 9, n = 4;
     double eff[9] = { 0, 0.001, -0.002, 0.003, 0.0, 0.002, -0.001, 0.004, -0.03 };
     unsigned char miss[36] = {0};
@@ -390,20 +340,20 @@ TEST(fewer_seeds_and_better_than_rank_1_is_never_shown_worse) {
 TEST(val_noise_from_per_batch_losses) {
     /* 3 schedules × 3 seeds, 50 val batches each; schedule − baseline batch differences have sd 0.05, so a paired
      * Δ carries a val-sample standard error of 0.05/√50 ≈ 0.0071 against run-to-run noise 0.002: the warning */
-    rng g = { 10, 0, 0 };
+    sim_rng g = { 10, 0, 0 };
     enum { K = 3, N = 3, NB = 50 };
     static double b[K][N][NB];
     ranking_obs obs[K * N];
     int m = 0;
-    for (int j = 0; j < N; j++) for (int k = 0; k < NB; k++) b[0][j][k] = 3.4 + 0.3 * gauss(&g);
+    for (int j = 0; j < N; j++) for (int k = 0; k < NB; k++) b[0][j][k] = 3.4 + 0.3 * sim_gauss(&g);
     for (int i = 0; i < K; i++)
         for (int j = 0; j < N; j++) {
             double mean = 0;
             for (int k = 0; k < NB; k++) {
-                if (i > 0) b[i][j][k] = b[0][j][k] + 0.05 * gauss(&g);
+                if (i > 0) b[i][j][k] = b[0][j][k] + 0.05 * sim_gauss(&g);
                 mean += b[i][j][k] / NB;
             }
-            obs[m++] = (ranking_obs){ i, j, mean + 0.002 * gauss(&g), b[i][j], NB, 0 };
+            obs[m++] = (ranking_obs){ i, j, mean + 0.002 * sim_gauss(&g), b[i][j], NB, 0 };
         }
     ranking_row rows[K];
     ranking rk;
@@ -422,7 +372,7 @@ TEST(val_noise_from_per_batch_losses) {
 
 TEST(power_sentence_says_what_the_design_cannot_detect) {
     /* 56 × 3 at sd 0.008 (a noisy sweep): the paper's effect is out of reach, and the sentence names the seeds */
-    rng g = { 11, 0, 0 };
+    sim_rng g = { 11, 0, 0 };
     ranking_obs obs[168];
     int m = simulate(&g, 56, 3, NULL, 0.008, 0.002, NULL, obs);
     ranking_row rows[56];
@@ -445,7 +395,7 @@ TEST(power_sentence_says_what_the_design_cannot_detect) {
 /* 56 × 3 at run sd 0.002, seed sd 0.02; cell (sched, seed index) diverged by +1.0 nats when sched ≥ 0 */
 static int screen_sweep(unsigned long long seed, int K, int n, int bad_sched, int bad_seed, double jump, double run_sd,
                         ranking_obs *obs, unsigned char *out, double *res, double *thr) {
-    rng g = { seed, 0, 0 };
+    sim_rng g = { seed, 0, 0 };
     int m = simulate(&g, K, n, NULL, run_sd, 0.02, NULL, obs);
     for (int k = 0; k < m; k++) {
         obs[k].job_id = 1 + k;
@@ -472,7 +422,7 @@ static void assert_screens_exactly(int bad_sched, int bad_seed) {
 
 TEST(best_group_members_are_listed_first) {
     /* rows in order: ranked best-group members (by Δ), then the ranked rest (by Δ), then the unranked */
-    rng g = { 31, 0, 0 };
+    sim_rng g = { 31, 0, 0 };
     int K = 12, n = 3;
     double eff[12] = { 0, -0.02, 0.01, -0.019, 0.03, 0.0, 0.02, 0.015, -0.018, 0.04, 0.01, 0.0 };
     ranking_obs obs[36];
@@ -514,7 +464,7 @@ TEST(screen_names_a_diverged_run_of_the_best_schedule) {
     /* schedule 9 is the paper's effect better, and its seed 0 diverged: the screen takes that job only */
     static ranking_obs obs[56 * 3];
     unsigned char out[56 * 3];
-    rng g = { 21, 0, 0 };
+    sim_rng g = { 21, 0, 0 };
     double eff[56] = {0};
     eff[9] = -RANKING_PAPER_EFFECT;
     int m = simulate(&g, 56, 3, eff, 0.002, 0.02, NULL, obs);
