@@ -188,7 +188,7 @@ static int task_compare(const struct zs_point *pts, const size_t *r0, const size
     int n = 0;
     for (int r = 0; r < nrows; r++)
         for (size_t k = r0[r]; k < r1[r]; k++)
-            if (pts[k].task == t) obs[n++] = (ranking_obs){r, pts[k].seed, m ? pts[k].acc : pts[k].acc_norm, NULL, 0};
+            if (pts[k].task == t) obs[n++] = (ranking_obs){r, pts[k].seed, m ? pts[k].acc : pts[k].acc_norm, NULL, 0, 0};
     int rc = leaderboard_zero_shot_compare(obs, n, nrows, base, out);
     return rc == -2 ? 0 : rc;   /* over RANKING_MAX_SEEDS seeds: no comparison (every delta null) */
 }

@@ -25,7 +25,7 @@ TEST(balanced_is_the_mean_paired_difference_with_pooled_df) {
     ranking_obs obs[9];
     int n = 0;
     for (int i = 0; i < 3; i++)
-        for (int j = 0; j < 3; j++) obs[n++] = (ranking_obs){ i, 11 * (j + 1), y[i][j], NULL, 0 };
+        for (int j = 0; j < 3; j++) obs[n++] = (ranking_obs){ i, 11 * (j + 1), y[i][j], NULL, 0, 0 };
     leaderboard_zs_cmp c[3];
     ASSERT_EQ_INT(0, leaderboard_zero_shot_compare(obs, n, 3, 0, c));
     ASSERT_EQ_INT(0, c[0].has);   /* the baseline against itself: no comparison */
@@ -63,8 +63,8 @@ TEST(missing_cell_and_disconnected_schedule) {
     int n = 0;
     for (int i = 0; i < 3; i++)
         for (int j = 0; j < 3; j++)
-            if (!isnan(y[i][j])) obs[n++] = (ranking_obs){ i, j, y[i][j], NULL, 0 };
-    obs[n++] = (ranking_obs){ 3, 99, 0.5, NULL, 0 };
+            if (!isnan(y[i][j])) obs[n++] = (ranking_obs){ i, j, y[i][j], NULL, 0, 0 };
+    obs[n++] = (ranking_obs){ 3, 99, 0.5, NULL, 0, 0 };
     leaderboard_zs_cmp c[5];
     ASSERT_EQ_INT(0, leaderboard_zero_shot_compare(obs, n, 5, 0, c));
     /* Yates' estimate of the missing value x = (K·R + n·C − G)/((K−1)(n−1)) over the other cells, then Δ from the
@@ -88,7 +88,7 @@ TEST(missing_cell_and_disconnected_schedule) {
 
 TEST(no_df_and_se_zero_are_no_test) {
     /* one seed: Δ, no df, no interval */
-    ranking_obs one[3] = { { 0, 1, 0.30, NULL, 0 }, { 1, 1, 0.33, NULL, 0 }, { 2, 1, 0.28, NULL, 0 } };
+    ranking_obs one[3] = { { 0, 1, 0.30, NULL, 0, 0 }, { 1, 1, 0.33, NULL, 0, 0 }, { 2, 1, 0.28, NULL, 0, 0 } };
     leaderboard_zs_cmp c[3];
     ASSERT_EQ_INT(0, leaderboard_zero_shot_compare(one, 3, 3, 0, c));
     ASSERT_EQ_INT(1, c[1].has);
@@ -101,7 +101,7 @@ TEST(no_df_and_se_zero_are_no_test) {
     /* exactly additive (schedule + seed, no noise; the rounding of 0.1 + 0.2 leaves ~1e-17): SE 0, no test */
     ranking_obs ex[6];
     for (int i = 0; i < 2; i++)
-        for (int j = 0; j < 3; j++) ex[i * 3 + j] = (ranking_obs){ i, j, 0.1 * (i + 1) + 0.2 * j, NULL, 0 };
+        for (int j = 0; j < 3; j++) ex[i * 3 + j] = (ranking_obs){ i, j, 0.1 * (i + 1) + 0.2 * j, NULL, 0, 0 };
     ASSERT_EQ_INT(0, leaderboard_zero_shot_compare(ex, 6, 2, 0, c));
     printf("exact fit: Δ %.17g, se %.3g, df %g\n", c[1].mean, c[1].se, c[1].df);
     ASSERT_EQ_INT(LEADERBOARD_ZS_SE_ZERO, c[1].why);
@@ -170,7 +170,7 @@ static mc_out monte_carlo(unsigned long long seed, int reps, int K, int n, doubl
                     if (round_items) v = round(v * MC_ITEMS[t]) / MC_ITEMS[t];
                     int gone = i > 0 && unif(&g) < miss;
                     y[i * n + j] = gone ? NAN : v;
-                    if (!gone) obs[no++] = (ranking_obs){ i, j, v, NULL, 0 };
+                    if (!gone) obs[no++] = (ranking_obs){ i, j, v, NULL, 0, 0 };
                 }
             leaderboard_zs_cmp *ct = c + (size_t)t * K;
             if (leaderboard_zero_shot_compare(obs, no, K, 0, ct) != 0) HFAIL("compare failed");
