@@ -286,6 +286,54 @@ double ranking_fit_var(const ranking_fit *f, int a, int b) {
     return s + q;
 }
 
+/* The contrast τ̂_a − τ̂_b = Σ_k c_k y_k is linear in the observations: with g = u_a − u_b and v = S⁻¹ g (over the
+ * kept seeds, 0 for a dropped one), c_k = [s = a]/r_a − [s = b]/r_b + u_s·v − v_j for cell k = (schedule s, seed j)
+ * (β̂ = S⁻¹Q, Q = B − Nᵀȳ, so a'τ̂ = a'ȳ − vᵀQ). Its variance with each schedule at its own moderated variance is
+ * Σ_s w_s s̃²_s, w_s = Σ_{k ∈ s} c_k²; with every s̃² equal it is ranking_fit_var · s̃² (the tests check both).
+ * When u_a = u_b (both complete, or missing the same seeds) v = 0 and only a's and b's cells enter: no scan. */
+double ranking_fit_contrast(const ranking_fit *f, int a, int b, double *df) {
+    *df = NAN;
+    if (!f->s2m || a < 0 || b < 0 || a >= f->nsched || b >= f->nsched || f->r[a] == 0 || f->r[b] == 0 ||
+        f->comp[a] != f->comp[b] || a == b || !isfinite(f->s2m[a]) || !isfinite(f->s2m[b]))
+        return NAN;
+    int nk = f->nkept, n = f->nseed, same = 1;
+    const double *ua = f->u + (size_t)a * nk, *ub = f->u + (size_t)b * nk;
+    for (int j = 0; j < nk && same; j++) same = ua[j] == ub[j];
+    if (same) {
+        double wa = f->s2m[a] / f->r[a], wb = f->s2m[b] / f->r[b], var = wa + wb;
+        double den = wa * wa / f->dfm[a] + wb * wb / f->dfm[b], d = den > 0 ? var * var / den : f->df;
+        *df = d < f->df ? d : f->df;
+        return var;
+    }
+    double vbuf[64], *v = nk <= 64 ? vbuf : malloc((size_t)nk * sizeof *v);
+    if (!v) return NAN;
+    for (int j = 0; j < nk; j++) {
+        double t = 0;
+        for (int k = 0; k < nk; k++) t += f->sinv[j * nk + k] * (ua[k] - ub[k]);
+        v[j] = t;
+    }
+    double var = 0, den = 0;
+    for (int s = 0; s < f->nsched; s++) {
+        if (f->r[s] == 0 || f->comp[s] != f->comp[a] || !isfinite(f->s2m[s])) continue;
+        const double *us = f->u + (size_t)s * nk;
+        double uv = (s == a ? 1.0 / f->r[a] : 0) - (s == b ? 1.0 / f->r[b] : 0), w = 0;
+        for (int k = 0; k < nk; k++) uv += us[k] * v[k];
+        for (int j = 0; j < n; j++) {
+            if (!f->cell[(size_t)s * n + j]) continue;
+            double c = uv - (f->kept[j] >= 0 ? v[f->kept[j]] : 0);
+            w += c * c;
+        }
+        if (w == 0) continue;
+        double x = w * f->s2m[s];
+        var += x;
+        den += x * x / f->dfm[s];
+    }
+    if (v != vbuf) free(v);
+    double d = den > 0 ? var * var / den : f->df;
+    *df = d < f->df ? d : f->df;
+    return var;
+}
+
 /* ---- the outlier screen ------------------------------------------------------------------------- */
 
 /* The deleted studentized residual of every cell of fit f. For cell k (schedule i, seed j) with residual e_k and
@@ -476,11 +524,6 @@ static void cmp_clear(ranking_cmp *c) {
     c->mean = c->sd = c->se = c->df = c->t = c->p = c->p_holm = c->ci_low = c->ci_high = NAN;
 }
 
-static ranking_method level_method(const ranking_fit *f, int *reason) {
-    *reason = 0;
-    if (isfinite(f->bartlett_p) && f->bartlett_p < RANKING_VAR_ALPHA) { *reason = 1; return RANKING_PAIRED; }
-    return RANKING_BLOCKED;
-}
 
 /* row a against row b at fit f by the method: the estimate of y_a − y_b, its SE and df */
 static void compare(const ranking_fit *f, ranking_method m, int a, int b, double *d, ranking_cmp *c) {
@@ -490,14 +533,14 @@ static void compare(const ranking_fit *f, ranking_method m, int a, int b, double
     stats_paired sp;   /* the paired differences: their sd always, their mean and SE under the paired method */
     stats_paired_test(d, c->n, &sp);
     if (c->n >= 2) c->sd = sp.sd;
-    if (m == RANKING_BLOCKED) {
-        double var = ranking_fit_var(f, a, b);
-        if (isnan(var)) return;
+    if (m == RANKING_BLOCKED) {   /* the moderated contrast: each side at its own shrunken variance */
+        if (isnan(ranking_fit_var(f, a, b))) return;
         c->has = 1;
         c->mean = f->tau[a] - f->tau[b];
-        if (f->df > 0 && isfinite(f->sd)) {
-            c->df = f->df;
-            c->se = f->sd * sqrt(var);
+        double df, var = f->df > 0 ? ranking_fit_contrast(f, a, b, &df) : NAN;
+        if (isfinite(var)) {
+            c->df = df;
+            c->se = sqrt(var);
         }
     } else {
         if (c->n == 0) return;
@@ -512,6 +555,100 @@ static void compare(const ranking_fit *f, ranking_method m, int a, int b, double
         if (c->se > 0) { c->t = c->mean / c->se; c->p = stats_t_p2(c->t, c->df); }
         else { c->t = c->mean == 0 ? 0 : c->mean > 0 ? INFINITY : -INFINITY; c->p = c->mean == 0 ? 1 : 0; }
     }
+}
+
+/* The best group's critical value from the data's own tails. Under "every schedule equal" the residuals of a seed
+ * are exchangeable across the schedules run with it, so permuting them within each seed block, refitting, and
+ * taking the largest |τ̂_i − τ̂_j| / SE_ij over the family's pairs (SE_ij the moderated contrast's, as in the
+ * group's rule) draws from the null distribution of the statistic the best group thresholds, whatever the error
+ * law. The (B+1)·(1−α) order statistic of B draws is the critical value; the group uses max(Tukey's, this). The
+ * stream is fixed (SplitMix64 from RANKING_PERM_SEED), so a ranking is a function of its data. Work is counted in
+ * pair evaluations plus fitted observations; when B·(pairs + observations) would exceed RANKING_PERM_WORK, B
+ * shrinks, and below RANKING_PERM_MIN_REPS the calibration is skipped (Tukey's alone, said so). Returns 0 (q NAN
+ * when skipped or not computable) or -1 on no memory. */
+static unsigned long long perm_next(unsigned long long *s) {
+    unsigned long long z = (*s += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+}
+static int cmp_dbl(const void *pa, const void *pb) {
+    double a = *(const double *)pa, b = *(const double *)pb;
+    return a < b ? -1 : a > b;
+}
+static int best_perm_q(const ranking_fit *f, const int *fam, int K, ranking_perm *out) {
+    memset(out, 0, sizeof *out);
+    out->q = NAN;
+    if (K < 2 || f->df < 2 || !f->beta) return 0;
+    long long pairs = (long long)K * (K - 1) / 2, per = pairs + f->nobs;
+    long long B = RANKING_PERM_REPS;
+    if (B * per > RANKING_PERM_WORK) B = RANKING_PERM_WORK / per;
+    out->planned = (int)B;
+    if (B < RANKING_PERM_MIN_REPS) { out->skipped = 1; return 0; }
+    int n = f->nseed, rc = -1;
+    ranking_obs *o = malloc((size_t)f->nobs * sizeof *o);
+    double *e = malloc((size_t)f->nobs * sizeof *e), *mx = malloc((size_t)B * sizeof *mx);
+    int *start = malloc((size_t)(n + 1) * sizeof *start);
+    ranking_fit g;
+    memset(&g, 0, sizeof g);
+    if (!o || !e || !mx || !start) goto out;
+    /* the cells by seed (blocks), with their residuals */
+    int m = 0;
+    for (int j = 0; j < n; j++) {
+        start[j] = m;
+        for (int i = 0; i < f->nsched; i++) {
+            size_t c = (size_t)i * n + j;
+            if (!f->cell[c]) continue;
+            o[m] = (ranking_obs){ .sched = i, .seed = f->seeds[j], .job_id = 0 };
+            e[m++] = f->y[c] - f->tau[i] - f->beta[j];
+        }
+    }
+    start[n] = m;
+    unsigned long long st = RANKING_PERM_SEED ^ ((unsigned long long)m << 32) ^ (unsigned long long)K;
+    for (long long b = 0; b < B; b++) {
+        for (int j = 0; j < n; j++) {   /* Fisher–Yates within the block */
+            int lo = start[j], len = start[j + 1] - lo;
+            for (int k = len - 1; k > 0; k--) {
+                int r = (int)(perm_next(&st) % (unsigned long long)(k + 1));
+                double t = e[lo + k]; e[lo + k] = e[lo + r]; e[lo + r] = t;
+            }
+            for (int k = 0; k < len; k++) o[lo + k].y = e[lo + k];
+        }
+        if (ranking_fit_compute(o, m, f->nsched, &g) < 0) goto out;
+        out->work += m;
+        double best = 0;
+        for (int a = 0; a < K; a++)
+            for (int c = a + 1; c < K; c++) {
+                double df, v = ranking_fit_contrast(&g, fam[a], fam[c], &df);
+                out->work++;
+                if (!(v > 0)) continue;
+                double z = fabs(g.tau[fam[a]] - g.tau[fam[c]]) / sqrt(v);
+                if (z > best) best = z;
+            }
+        ranking_fit_release(&g);
+        mx[b] = best;
+    }
+    qsort(mx, (size_t)B, sizeof *mx, cmp_dbl);
+    long long k = (long long)ceil((1 - RANKING_ALPHA) * (double)(B + 1)) - 1;
+    if (k > B - 1) k = B - 1;
+    out->q = mx[k];
+    out->reps = (int)B;
+    rc = 0;
+out:
+    ranking_fit_release(&g);
+    free(o); free(e); free(mx); free(start);
+    return rc;
+}
+
+/* Tukey's q_{1−α}(K, df)/√2 at df rounded down (a cache of the integer df's; conservative) */
+static double tukey_q(int K, double df) {
+    if (!(df >= 1)) return NAN;
+    return stats_range_quantile(RANKING_ALPHA, K > 1 ? K : 2, floor(df)) / M_SQRT2;
+}
+/* a pair's critical value in the best group: Tukey's at its df, or the permutation's when that is larger */
+static double pair_critical(int K, double df, double qperm) {
+    double q = tukey_q(K, df);
+    return isfinite(qperm) && !(qperm <= q) ? qperm : q;
 }
 
 typedef struct sort_item { ranking_row row; double key; int has_key; } sort_item;
@@ -661,7 +798,8 @@ int ranking_compute(ranking *r, ranking_obs *const *obs, const int *nobs, int nl
             ranking_fit_release(&fits[l]);
             continue;
         }
-        meth[l] = level_method(&fits[l], &reason[l]);
+        meth[l] = RANKING_BLOCKED;   /* unequal variances are the moderated contrasts' business: no fallback */
+        reason[l] = 0;
     }
     /* the best group's level: the highest shown by a schedule with a value */
     r->best_level = 0;
@@ -725,14 +863,19 @@ int ranking_compute(ranking *r, ranking_obs *const *obs, const int *nobs, int nl
             fam[K++] = i;
     r->best_family = K;
     r->best_critical = NAN;
+    memset(&r->perm, 0, sizeof r->perm);
+    r->perm.q = r->tukey_critical = NAN;
     if (K > 0 && f->tau) {
-        double q = NAN;
-        if (m == RANKING_BLOCKED && f->df > 0) q = stats_range_quantile(RANKING_ALPHA, K > 1 ? K : 2, f->df) / M_SQRT2;
-        r->best_critical = q;
+        double q = NAN;   /* the blocked rule's critical value at the pooled df (reported); pairs use their own df */
+        if (m == RANKING_BLOCKED && f->df > 0) q = tukey_q(K, f->df);
+        r->tukey_critical = q;
         /* fam[] holds positions in rows[]; their fit indices are orig[] */
         int *byt = malloc((size_t)K * sizeof *byt);
         if (!byt) goto out;
         for (int a = 0; a < K; a++) byt[a] = orig[fam[a]];
+        if (m == RANKING_BLOCKED && best_perm_q(f, byt, K, &r->perm) < 0) { free(byt); goto out; }
+        if (isfinite(r->perm.q) && isfinite(q) && r->perm.q > q) q = r->perm.q;
+        r->best_critical = q;
         if (m == RANKING_BLOCKED) sort_by_tau(byt, K, f->tau);
         int *pos_of = malloc((size_t)n * sizeof *pos_of);
         if (!pos_of) { free(byt); goto out; }
@@ -748,7 +891,7 @@ int ranking_compute(ranking *r, ranking_obs *const *obs, const int *nobs, int nl
                 x->vs_best_n = c.n;
                 x->vs_best_mean = c.mean;
                 x->vs_best_se = c.se;
-                if (m == RANKING_BLOCKED) x->vs_best_margin = q * c.se;
+                if (m == RANKING_BLOCKED) x->vs_best_margin = pair_critical(K, c.df, r->perm.q) * c.se;
                 else if (c.n >= 2 && K > 1) x->vs_best_margin = stats_t_quantile(1 - RANKING_ALPHA / ((double)K * (K - 1)), c.n - 1) * c.se;
             }
             if (m == RANKING_BLOCKED) {
@@ -756,8 +899,8 @@ int ranking_compute(ranking *r, ranking_obs *const *obs, const int *nobs, int nl
                 for (int b = 0; b < K && byt[b] != i; b++) {
                     int j = byt[b];
                     if (!(f->tau[j] < f->tau[i])) break;
-                    double var = ranking_fit_var(f, i, j);
-                    if (isfinite(var) && f->tau[i] - f->tau[j] > q * f->sd * sqrt(var)) {
+                    double df, var = ranking_fit_contrast(f, i, j, &df);
+                    if (isfinite(var) && f->tau[i] - f->tau[j] > pair_critical(K, df, r->perm.q) * sqrt(var)) {
                         x->best = 0;
                         x->worse_than = r->rows[pos_of[j]].schedule_id;
                         break;

@@ -37,6 +37,10 @@
 #define RANKING_VAR_ALPHA 0.01      /* Bartlett's test below this: the paired fallback */
 #define RANKING_PAPER_EFFECT 0.0144 /* the paper's headline |Δ| (PAPER.md), for the detectable-effect sentence */
 #define RANKING_SCREEN_ALPHA 0.01   /* the screen's per-level false-screen rate (Bonferroni over the level's jobs) */
+#define RANKING_PERM_REPS 400       /* permutations that calibrate the best group's critical value (heavy tails) */
+#define RANKING_PERM_MIN_REPS 100   /* fewer within the cost cap: no calibration (Tukey's alone, said so) */
+#define RANKING_PERM_WORK 4000000LL /* the calibration's cost cap: permutations × (family pairs + observations) */
+#define RANKING_PERM_SEED 0x5052534d50524d31ULL   /* the permutations' fixed stream: a ranking is a function of its data */
 #define RANKING_MAX_SEEDS 256       /* the blocked model's seed limit (beyond: the paired method, said so) */
 #define RANKING_NSTATES JOB_NSTATES   /* counts[] is indexed by job_state (jobstate.h) */
 
@@ -106,6 +110,11 @@ typedef struct ranking_fit {
 int ranking_fit_compute(const ranking_obs *obs, int nobs, int nsched, ranking_fit *f);
 /* Var(τ̂_a − τ̂_b)/σ²; NAN when a or b has no data or they are in different components. */
 double ranking_fit_var(const ranking_fit *f, int a, int b);
+/* Var(τ̂_a − τ̂_b) with each schedule at its own moderated variance s2m (not divided by σ²): Σ_s w_s s̃²_s over the
+ * contrast's coefficients on the observations, and in *df its Satterthwaite df (Σ w s̃²)² / Σ (w s̃²)²/dfm, at most
+ * the pooled df. NAN (and *df NAN) when a or b has no data or no variance, a = b, or they are in different
+ * components. Allocates nothing for the common case (a and b miss the same seeds); else at most nkept doubles. */
+double ranking_fit_contrast(const ranking_fit *f, int a, int b, double *df);
 void ranking_fit_release(ranking_fit *f);
 
 /* one schedule against the uniform baseline at its level */
@@ -119,6 +128,15 @@ typedef struct ranking_cmp {
     int significant;             /* p_holm < RANKING_ALPHA */
     int method;                  /* ranking_method used */
 } ranking_cmp;
+
+/* the best group's permutation calibration (ranking.c, best_perm_q) */
+typedef struct ranking_perm {
+    double q;                    /* the (B+1)(1−α) order statistic of max |Δ|/SE over the family's pairs; NAN: none */
+    int reps;                    /* permutations drawn (0: none) */
+    int planned;                 /* permutations the cost cap allowed */
+    int skipped;                 /* 1: the family was too large for RANKING_PERM_MIN_REPS within RANKING_PERM_WORK */
+    long long work;              /* pair evaluations + fitted observations spent (the cost test's count) */
+} ranking_perm;
 
 /* what the design can detect (vs uniform, at the sweep's seeds) */
 typedef struct ranking_power {
@@ -181,7 +199,10 @@ typedef struct ranking {
     ranking_method method;       /* at the best group's level */
     int fallback_reason;         /* method paired: 1 Bartlett rejected, 2 too many seeds */
     ranking_fit fit;             /* the fit at best_level (owned) */
-    double best_critical;        /* q (blocked) or the Bonferroni t (paired) */
+    double best_critical;        /* q (blocked: max(Tukey's at the pooled df, the permutation's)) or the Bonferroni t
+                                    (paired); each pair uses Tukey's at its own df or the permutation's, the larger */
+    double tukey_critical;       /* Tukey's q_{0.95}(K, pooled df)/√2 (NAN: paired or no df) */
+    ranking_perm perm;           /* the best group's permutation calibration */
     ranking_power power;
     ranking_valnoise val;
     int nscreened;

@@ -128,7 +128,9 @@ static __attribute__((unused)) void sim_release(ranking *rk) {
 }
 
 /* ---- the robustness conditions ---------------------------------------------------------------------- */
-enum { SIM_K = 56, SIM_N = 3, SIM_TARGET = 17 };
+enum { SIM_K = 56, SIM_N = 3, SIM_TARGET = 17, SIM_NMAX = 16 };
+/* seeds per schedule of the conditions (SIM_N; the bench sets it from MCSEEDS to show what more seeds buy) */
+static int sim_seeds = SIM_N;
 #define SIM_RUN_SD 0.002
 #define SIM_SEED_SD 0.02
 #define SIM_EFFECT 0.0144
@@ -166,7 +168,8 @@ static double sim_now(void) {
 
 /* one arm: reps sweeps of condition c with (effect = 1) or without SIM_TARGET's effect */
 static __attribute__((unused)) void sim_arm_run(sim_cond c, int effect, int reps, unsigned long long seed, sim_arm *o) {
-    enum { KN = SIM_K * SIM_N };
+    enum { KN = SIM_K * SIM_NMAX };
+    const int N = sim_seeds >= 2 && sim_seeds <= SIM_NMAX ? sim_seeds : SIM_N;
     sim_rng g = { seed, 0, 0 };
     ranking_obs obs[KN];
     ranking_row rows[SIM_K];
@@ -182,7 +185,7 @@ static __attribute__((unused)) void sim_arm_run(sim_cond c, int effect, int reps
         if (c == SIM_SPREAD)
             for (int i = 1; i < SIM_K; i++) eff[i] = -0.004 + 0.016 * sim_unif(&g);
         if (effect) eff[SIM_TARGET] = -SIM_EFFECT;
-        if (c == SIM_MISSING) miss[SIM_TARGET * SIM_N + sim_below(&g, SIM_N)] = 1;
+        if (c == SIM_MISSING) miss[SIM_TARGET * N + sim_below(&g, N)] = 1;
         if (c == SIM_NOISY) {   /* a random quarter: the first 14 of a partial Fisher–Yates shuffle */
             int idx[SIM_K];
             for (int i = 0; i < SIM_K; i++) idx[i] = i;
@@ -193,7 +196,7 @@ static __attribute__((unused)) void sim_arm_run(sim_cond c, int effect, int reps
                 scale[idx[i]] = 3;
             }
         }
-        sim_design d = { SIM_K, SIM_N, eff, SIM_RUN_SD, SIM_SEED_SD, scale, c == SIM_T3, miss };
+        sim_design d = { SIM_K, N, eff, SIM_RUN_SD, SIM_SEED_SD, scale, c == SIM_T3, miss };
         int m = sim_sweep(&g, &d, obs);
         long long diverged = -1;
         if (c == SIM_DIVERGED) {
@@ -208,7 +211,7 @@ static __attribute__((unused)) void sim_arm_run(sim_cond c, int effect, int reps
         o->scr_named += fnamed;
         o->scr_other += fother;
         ranking rk;
-        if (sim_rank(&rk, rows, SIM_K, SIM_N, obs, m) != 0) { o->failed++; sim_release(&rk); continue; }
+        if (sim_rank(&rk, rows, SIM_K, N, obs, m) != 0) { o->failed++; sim_release(&rk); continue; }
         int sig = 0, worse = 0, size = 0, named = 0, other = 0;
         for (int i = 0; i < rk.nrows; i++) {
             const ranking_row *x = &rk.rows[i];
