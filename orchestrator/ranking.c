@@ -106,6 +106,21 @@ static double quad(const ranking_fit *f, const double *v) {
     return s;
 }
 
+/* The moderated variances (Smyth 2004): each schedule's mean square shrunk toward the prior fitted over all.
+ * Reads ms, dfi, r, sd, df; writes d0, s02, s2m, dfm. Returns -1 on no memory. */
+static int moderate(ranking_fit *f) {
+    if (stats_eb_prior(f->ms, f->dfi, f->nsched, &f->d0, &f->s02) < 0) return -1;
+    for (int i = 0; i < f->nsched; i++) {
+        f->s2m[i] = f->dfm[i] = NAN;
+        if (f->r[i] == 0 || f->df <= 0) continue;
+        if (!isfinite(f->d0)) { f->s2m[i] = f->sd * f->sd; f->dfm[i] = f->df; continue; }   /* also d0 NAN: pooled */
+        double di = f->dfi[i] > 0 && isfinite(f->ms[i]) ? f->dfi[i] : 0, mi = di > 0 ? f->ms[i] : 0;
+        f->s2m[i] = (f->d0 * f->s02 + di * mi) / (f->d0 + di);
+        f->dfm[i] = f->d0 + di < f->df ? f->d0 + di : f->df;
+    }
+    return 0;
+}
+
 int ranking_fit_compute(const ranking_obs *obs, int nobs, int nsched, ranking_fit *f) {
     memset(f, 0, sizeof *f);
     f->sd = f->bartlett_p = f->bartlett_stat = f->d0 = f->s02 = NAN;
@@ -235,16 +250,7 @@ int ranking_fit_compute(const ranking_obs *obs, int nobs, int nsched, ranking_fi
         f->ms[i] = f->dfi[i] > 0 ? rss_i / f->dfi[i] : NAN;
     }
     if (f->df > 0) f->sd = sqrt(f->rss / f->df);
-    /* the moderated variances (Smyth 2004): each schedule's mean square shrunk toward the prior fitted over all */
-    if (stats_eb_prior(f->ms, f->dfi, nsched, &f->d0, &f->s02) < 0) goto out;
-    for (int i = 0; i < nsched; i++) {
-        f->s2m[i] = f->dfm[i] = NAN;
-        if (f->r[i] == 0 || f->df <= 0) continue;
-        if (!isfinite(f->d0)) { f->s2m[i] = f->sd * f->sd; f->dfm[i] = f->df; continue; }   /* also d0 NAN: pooled */
-        double di = f->dfi[i] > 0 && isfinite(f->ms[i]) ? f->dfi[i] : 0, mi = di > 0 ? f->ms[i] : 0;
-        f->s2m[i] = (f->d0 * f->s02 + di * mi) / (f->d0 + di);
-        f->dfm[i] = f->d0 + di < f->df ? f->d0 + di : f->df;
-    }
+    if (moderate(f) < 0) goto out;
     /* Bartlett over schedules with 2+ observations; with two schedules their residuals mirror each other, so the
      * test needs three */
     int groups = 0;
@@ -576,6 +582,47 @@ static int cmp_dbl(const void *pa, const void *pb) {
     double a = *(const double *)pa, b = *(const double *)pb;
     return a < b ? -1 : a > b;
 }
+/* The fit of f's design to other values y[] (nsched × nseed, the same cells): the design's parts (u, S⁻¹,
+ * leverages, dfi) do not depend on y, so only T, B, β̂, τ̂, the mean squares and the moderation are recomputed —
+ * O(cells · nkept). g is f's shallow copy with its own tau, beta, ms, s2m, dfm (the caller's arrays) and y. */
+static int fit_refit(const ranking_fit *f, ranking_fit *g, double *y, double *T, double *Q) {
+    int n = f->nseed, nk = f->nkept, K = f->nsched;
+    for (int i = 0; i < K; i++) T[i] = 0;
+    for (int b = 0; b < nk; b++) Q[b] = 0;
+    for (int i = 0; i < K; i++)
+        for (int j = 0; j < n; j++) if (f->cell[(size_t)i * n + j]) T[i] += y[(size_t)i * n + j];
+    for (int i = 0; i < K; i++)
+        for (int j = 0; j < n; j++) {
+            int a = f->kept[j];
+            if (a < 0 || !f->cell[(size_t)i * n + j]) continue;
+            Q[a] += y[(size_t)i * n + j] - T[i] / f->r[i];
+        }
+    for (int j = 0; j < n; j++) {
+        int a = f->kept[j];
+        double s = 0;
+        if (a >= 0) for (int b = 0; b < nk; b++) s += f->sinv[a * nk + b] * Q[b];
+        g->beta[j] = s;
+    }
+    g->rss = 0;
+    for (int i = 0; i < K; i++) {
+        g->tau[i] = g->ms[i] = NAN;
+        if (f->r[i] == 0) continue;
+        double t = T[i];
+        for (int j = 0; j < n; j++) if (f->cell[(size_t)i * n + j]) t -= g->beta[j];
+        g->tau[i] = t / f->r[i];
+        double rss = 0;
+        for (int j = 0; j < n; j++) {
+            if (!f->cell[(size_t)i * n + j]) continue;
+            double e = y[(size_t)i * n + j] - g->tau[i] - g->beta[j];
+            rss += e * e;
+        }
+        g->rss += rss;
+        g->ms[i] = f->dfi[i] > 0 ? rss / f->dfi[i] : NAN;
+    }
+    g->sd = f->df > 0 ? sqrt(g->rss / f->df) : NAN;
+    return moderate(g);
+}
+
 static int best_perm_q(const ranking_fit *f, const int *fam, int K, ranking_perm *out) {
     memset(out, 0, sizeof *out);
     out->q = NAN;
@@ -585,21 +632,38 @@ static int best_perm_q(const ranking_fit *f, const int *fam, int K, ranking_perm
     if (B * per > RANKING_PERM_WORK) B = RANKING_PERM_WORK / per;
     out->planned = (int)B;
     if (B < RANKING_PERM_MIN_REPS) { out->skipped = 1; return 0; }
-    int n = f->nseed, rc = -1;
-    ranking_obs *o = malloc((size_t)f->nobs * sizeof *o);
+    int n = f->nseed, K0 = f->nsched, rc = -1;
+    size_t cells = (size_t)K0 * n;
     double *e = malloc((size_t)f->nobs * sizeof *e), *mx = malloc((size_t)B * sizeof *mx);
-    int *start = malloc((size_t)(n + 1) * sizeof *start);
-    ranking_fit g;
-    memset(&g, 0, sizeof g);
-    if (!o || !e || !mx || !start) goto out;
+    double *y = malloc(cells * sizeof *y), *T = malloc((size_t)K0 * sizeof *T), *Q = malloc((size_t)(f->nkept + 1) * sizeof *Q);
+    double *tau = malloc((size_t)K0 * sizeof *tau), *ms = malloc((size_t)K0 * sizeof *ms);
+    double *s2m = malloc((size_t)K0 * sizeof *s2m), *dfm = malloc((size_t)K0 * sizeof *dfm), *beta = malloc((size_t)n * sizeof *beta);
+    int *start = malloc((size_t)(n + 1) * sizeof *start), *at = malloc((size_t)f->nobs * sizeof *at);
+    int *pat = malloc((size_t)K * sizeof *pat);
+    double *w = malloc((size_t)K * sizeof *w);
+    if (!e || !mx || !y || !T || !Q || !tau || !ms || !s2m || !dfm || !beta || !start || !at || !pat || !w) goto out;
+    for (int a = 0; a < K; a++) {   /* pat[a]: the first member whose seeds are a's (same u row) */
+        const double *ua = f->u + (size_t)fam[a] * f->nkept;
+        pat[a] = a;
+        for (int c = 0; c < a && pat[a] == a; c++) {
+            if (pat[c] != c || f->comp[fam[c]] != f->comp[fam[a]]) continue;
+            const double *uc = f->u + (size_t)fam[c] * f->nkept;
+            int same = 1;
+            for (int k = 0; k < f->nkept && same; k++) same = ua[k] == uc[k];
+            if (same) pat[a] = c;
+        }
+    }
+    ranking_fit g = *f;   /* the design's parts borrowed; the y-dependent ones are ours */
+    g.tau = tau; g.ms = ms; g.s2m = s2m; g.dfm = dfm; g.beta = beta; g.y = y;
     /* the cells by seed (blocks), with their residuals */
     int m = 0;
     for (int j = 0; j < n; j++) {
         start[j] = m;
-        for (int i = 0; i < f->nsched; i++) {
+        for (int i = 0; i < K0; i++) {
             size_t c = (size_t)i * n + j;
+            y[c] = f->y[c];
             if (!f->cell[c]) continue;
-            o[m] = (ranking_obs){ .sched = i, .seed = f->seeds[j], .job_id = 0 };
+            at[m] = (int)c;
             e[m++] = f->y[c] - f->tau[i] - f->beta[j];
         }
     }
@@ -612,21 +676,25 @@ static int best_perm_q(const ranking_fit *f, const int *fam, int K, ranking_perm
                 int r = (int)(perm_next(&st) % (unsigned long long)(k + 1));
                 double t = e[lo + k]; e[lo + k] = e[lo + r]; e[lo + r] = t;
             }
-            for (int k = 0; k < len; k++) o[lo + k].y = e[lo + k];
+            for (int k = 0; k < len; k++) y[at[lo + k]] = e[lo + k];
         }
-        if (ranking_fit_compute(o, m, f->nsched, &g) < 0) goto out;
+        if (fit_refit(f, &g, y, T, Q) < 0) goto out;
         out->work += m;
-        double best = 0;
-        for (int a = 0; a < K; a++)
+        /* the largest studentized pair: members missing the same seeds (pat equal) have Var = s̃²_a/r_a + s̃²_c/r_c,
+         * the rest go through ranking_fit_contrast */
+        double best2 = 0;
+        for (int a = 0; a < K; a++) w[a] = g.s2m[fam[a]] / f->r[fam[a]];
+        for (int a = 0; a < K; a++) {
+            double ta = g.tau[fam[a]], wa = w[a];
             for (int c = a + 1; c < K; c++) {
-                double df, v = ranking_fit_contrast(&g, fam[a], fam[c], &df);
-                out->work++;
-                if (!(v > 0)) continue;
-                double z = fabs(g.tau[fam[a]] - g.tau[fam[c]]) / sqrt(v);
-                if (z > best) best = z;
+                double v, d = ta - g.tau[fam[c]];
+                if (pat[a] == pat[c]) v = wa + w[c];
+                else { double df; v = ranking_fit_contrast(&g, fam[a], fam[c], &df); }
+                if (v > 0 && d * d > best2 * v) best2 = d * d / v;
             }
-        ranking_fit_release(&g);
-        mx[b] = best;
+        }
+        out->work += pairs;
+        mx[b] = sqrt(best2);
     }
     qsort(mx, (size_t)B, sizeof *mx, cmp_dbl);
     long long k = (long long)ceil((1 - RANKING_ALPHA) * (double)(B + 1)) - 1;
@@ -635,8 +703,8 @@ static int best_perm_q(const ranking_fit *f, const int *fam, int K, ranking_perm
     out->reps = (int)B;
     rc = 0;
 out:
-    ranking_fit_release(&g);
-    free(o); free(e); free(mx); free(start);
+    free(e); free(mx); free(y); free(T); free(Q); free(tau); free(ms); free(s2m); free(dfm); free(beta); free(start); free(at);
+    free(pat); free(w);
     return rc;
 }
 
@@ -679,21 +747,27 @@ static void sort_by_tau(int *idx, int n, const double *tau) {
     }
 }
 
-void ranking_design_power(int K, int seeds, int m, double sd, ranking_method method, double effect, ranking_power *pw) {
+/* the power search behind ranking_design_power and the fitted design's figure: df(n) is the design's residual df
+ * ((K−1)(n−1) blocked, n − 1 paired) or, with df_at > 0, the fitted contrast's df scaled by (n − 1)/(seeds − 1) */
+static void power_search(int K, int seeds, int m, double sd, ranking_method method, double df_at, double effect,
+                         ranking_power *pw) {
     memset(pw, 0, sizeof *pw);
     pw->seeds = seeds;
     pw->m = m;
     pw->sd = sd;
-    pw->critical = pw->min_significant = pw->delta80 = pw->df = NAN;
+    pw->critical = pw->min_significant = pw->delta80 = pw->df = pw->contrast_se = NAN;
     if (m < 1) m = 1;
     if (!isfinite(sd) || !(sd > 0) || seeds < 2) return;
     for (int n = 2; n <= 1000; n++) {
-        double df = method == RANKING_BLOCKED && K >= 2 ? (double)(K - 1) * (n - 1) : n - 1;
+        double df = df_at > 0 ? df_at * (n - 1) / (seeds - 1)
+                  : method == RANKING_BLOCKED && K >= 2 ? (double)(K - 1) * (n - 1) : n - 1;
+        if (df < 1) df = 1;
         double c = stats_t_quantile(1 - RANKING_ALPHA / (2.0 * m), df);
         double se = sd * sqrt(2.0 / n), d80 = stats_t_power_ncp(c, df, 0.8) * se;
         if (n == seeds) {
             pw->df = df;
             pw->critical = c;
+            pw->contrast_se = se;
             pw->min_significant = c * se;
             pw->delta80 = d80;
             pw->paper_detectable = d80 <= effect;
@@ -703,15 +777,47 @@ void ranking_design_power(int K, int seeds, int m, double sd, ranking_method met
     }
 }
 
-/* the design's power against uniform at its seeds, with the sweep's own noise estimate */
-static void compute_power(ranking *r, int K) {
-    ranking_design_power(K, r->seeds, r->comparisons, r->fit.sd, r->method, RANKING_PAPER_EFFECT, &r->power);
+void ranking_design_power(int K, int seeds, int m, double sd, ranking_method method, double effect, ranking_power *pw) {
+    power_search(K, seeds, m, sd, method, 0, effect, pw);
+    snprintf(pw->test, sizeof pw->test, "%s", method == RANKING_BLOCKED ? "pooled t" : "paired t");
+}
+
+/* What the fitted design can detect: the median over the schedules of their contrast against uniform (its
+ * moderated variance and Satterthwaite df, as the tests use them), at the design's seeds. The sd reported is the
+ * run-to-run sd that gives that contrast in a complete design, √(V·seeds/2). The paired method (too many seeds)
+ * and a fit without a baseline contrast use the design's formula at the pooled sd. */
+static void compute_power(ranking *r, const ranking_row *byorig, int base, int K) {
+    const ranking_fit *f = &r->fit;
+    int m = 0;
+    double *v = NULL, *dfs = NULL;
+    if (r->method == RANKING_BLOCKED && base >= 0 && f->s2m && f->df > 0) {
+        v = malloc((size_t)(f->nsched ? f->nsched : 1) * sizeof *v);
+        dfs = malloc((size_t)(f->nsched ? f->nsched : 1) * sizeof *dfs);
+        if (v && dfs)
+            for (int i = 0; i < f->nsched; i++) {
+                if (i == base || byorig[i].level != r->best_level) continue;
+                double df, x = ranking_fit_contrast(f, i, base, &df);
+                if (isfinite(x) && x > 0 && isfinite(df)) { v[m] = x; dfs[m++] = df; }
+            }
+    }
+    if (m == 0 || r->seeds < 2) {
+        ranking_design_power(K, r->seeds, r->comparisons, f->sd, r->method, RANKING_PAPER_EFFECT, &r->power);
+    } else {
+        qsort(v, (size_t)m, sizeof *v, cmp_dbl);
+        qsort(dfs, (size_t)m, sizeof *dfs, cmp_dbl);
+        double vm = m % 2 ? v[m / 2] : (v[m / 2 - 1] + v[m / 2]) / 2, dm = m % 2 ? dfs[m / 2] : (dfs[m / 2 - 1] + dfs[m / 2]) / 2;
+        power_search(K, r->seeds, r->comparisons, sqrt(vm * r->seeds / 2), r->method, dm, RANKING_PAPER_EFFECT, &r->power);
+        snprintf(r->power.test, sizeof r->power.test, "%s", isfinite(f->d0)
+                 ? "moderated t" : "pooled t");
+    }
+    free(v);
+    free(dfs);
 }
 
 static void compute_valnoise(ranking *r, const ranking_fit *f, const ranking_row *rows, int base) {
     ranking_valnoise *v = &r->val;
     memset(v, 0, sizeof *v);
-    v->sd = v->seed_sd = v->share = NAN;
+    v->sd = v->seed_sd = v->share = v->sd_mean = v->seed_sd_mean = v->share_mean = NAN;
     if (base < 0) return;
     double sum = 0;
     int hist_n = 0, hist_c = 0;
@@ -741,7 +847,46 @@ static void compute_valnoise(ranking *r, const ranking_fit *f, const ranking_row
     if (isfinite(f->sd)) {
         v->seed_sd = M_SQRT2 * f->sd;
         v->share = v->seed_sd > 0 ? v->sd * v->sd / (v->seed_sd * v->seed_sd) : NAN;
-        v->warn = v->sd > v->seed_sd / 3;
+    }
+    /* The estimate is a seed average, and the val batches are the same for every seed: the val sample's error in a
+     * schedule's Δ does not average out over seeds while the seeds' does. So per schedule the batch-wise difference
+     * averaged over its common seeds, d_k = mean_j (a_jk − b_jk), gives the val sample's SE of the averaged Δ,
+     * sd_k(d)/√nb, against the seeds' √2·σ/√n; the warning is on that ratio. */
+    double se2 = 0, sd2 = 0;
+    int ns = 0;
+    for (int i = 0; i < f->nsched && isfinite(f->sd); i++) {
+        if (i == base || rows[i].level != r->best_level) continue;
+        int nb = 0, nj = 0;
+        for (int j = 0; j < f->nseed; j++) {
+            const ranking_obs *a = f->cell[(size_t)i * f->nseed + j], *b = f->cell[(size_t)base * f->nseed + j];
+            if (!a || !b || !a->batches || !b->batches || a->nbatch != b->nbatch || a->nbatch != hist_n) continue;
+            nb = hist_n;
+            nj++;
+        }
+        if (nj == 0 || nb < 2) continue;
+        double mean = 0, ss = 0;
+        for (int k = 0; k < nb; k++) {
+            double dk = 0;
+            for (int j = 0; j < f->nseed; j++) {
+                const ranking_obs *a = f->cell[(size_t)i * f->nseed + j], *b = f->cell[(size_t)base * f->nseed + j];
+                if (!a || !b || !a->batches || !b->batches || a->nbatch != nb || b->nbatch != nb) continue;
+                dk += a->batches[k] - b->batches[k];
+            }
+            dk /= nj;
+            double dl = dk - mean;   /* Welford */
+            mean += dl / (k + 1);
+            ss += dl * (dk - mean);
+        }
+        se2 += ss / (nb - 1) / nb;
+        sd2 += 2 * f->sd * f->sd / nj;
+        ns++;
+    }
+    if (ns > 0) {
+        v->schedules = ns;
+        v->sd_mean = sqrt(se2 / ns);
+        v->seed_sd_mean = sqrt(sd2 / ns);
+        v->share_mean = v->seed_sd_mean > 0 ? v->sd_mean * v->sd_mean / (v->seed_sd_mean * v->seed_sd_mean) : NAN;
+        v->warn = v->sd_mean > v->seed_sd_mean / 3;
     }
 }
 
@@ -947,14 +1092,17 @@ int ranking_compute(ranking *r, ranking_obs *const *obs, const int *nobs, int nl
     memset(&fits[r->best_level], 0, sizeof fits[r->best_level]);
     int kfit = 0;
     for (int i = 0; i < r->fit.nsched && r->fit.r; i++) if (r->fit.r[i] > 0) kfit++;
-    compute_power(r, kfit);
     {
-        /* the val noise reads rows in the fit's (original) order */
+        /* the power and the val noise read rows in the fit's (original) order */
         ranking_row *byorig = malloc((size_t)(n ? n : 1) * sizeof *byorig);
         if (!byorig) goto out;
         for (int i = 0; i < n; i++) byorig[orig[i]] = r->rows[i];
+        compute_power(r, byorig, base, kfit);
         if (r->fit.cell) compute_valnoise(r, &r->fit, byorig, base);
-        else { memset(&r->val, 0, sizeof r->val); r->val.sd = r->val.seed_sd = r->val.share = NAN; }
+        else {
+            memset(&r->val, 0, sizeof r->val);
+            r->val.sd = r->val.seed_sd = r->val.share = r->val.sd_mean = r->val.seed_sd_mean = r->val.share_mean = NAN;
+        }
         free(byorig);
     }
     rc = 0;
@@ -1332,8 +1480,11 @@ json_t *ranking_analysis_json(const ranking *r) {
         eq = json_pack("{s:s, s:o, s:i, s:f, s:f, s:b}", "test", "bartlett", "statistic", num(f->bartlett_stat),
                        "df", f->bartlett_groups - 1, "p", f->bartlett_p, "alpha", RANKING_VAR_ALPHA,
                        "passed", f->bartlett_p >= RANKING_VAR_ALPHA);
-    const char *why = r->fallback_reason == 1 ? "Bartlett's test rejected equal variances across schedules"
-                    : r->fallback_reason == 2 ? "more seeds than the blocked model takes" : NULL;
+    if (json_is_object(eq))
+        json_object_set_new(eq, "role", json_string("diagnostic: unequal variances are carried by the moderated "
+                                                    "contrasts, nothing falls back"));
+    const char *why = r->fallback_reason == 2 ? "more seeds than the blocked model takes" : NULL;
+    int moderated = isfinite(f->d0);
     json_t *a = json_pack("{s:s, s:s, s:o, s:i, s:o, s:b, s:i, s:i, s:o}",
                           "method", r->method == RANKING_BLOCKED ? "blocked" : "paired",
                           "model", "val_loss ~ schedule + seed (least squares over every finished job)",
@@ -1346,22 +1497,35 @@ json_t *ranking_analysis_json(const ranking *r) {
     json_object_set_new(a, "variance", json_pack("{s:s, s:o, s:o, s:s}", "method", "moderated",
                         "d0", isfinite(f->d0) ? json_real(f->d0) : json_null(),
                         "s0", isfinite(f->s02) && isfinite(f->d0) ? json_real(sqrt(f->s02)) : json_null(),
-                        "used_by", "the screen (the comparisons use the pooled variance)"));
-    json_object_set_new(a, "comparison", json_string(r->method == RANKING_BLOCKED
-                        ? "pooled t (residual df), Holm over every schedule against uniform"
-                        : "paired t per schedule (common seeds - 1 df), Holm over every schedule against uniform"));
-    json_object_set_new(a, "best_group", json_pack("{s:s, s:i, s:o, s:i, s:I}",
+                        "used_by", moderated ? "the screen, the comparisons against uniform, the best group and the "
+                        "detectable effect (each schedule at its own moderated variance)" : "the screen and the comparisons "
+                        "(no excess spread between the schedules' variances: the moderated variance is the pooled one)"));
+    json_object_set_new(a, "comparison", json_string(r->method != RANKING_BLOCKED
+                        ? "paired t per schedule (common seeds - 1 df), Holm over every schedule against uniform"
+                        : moderated ? "moderated t (each side at its own shrunken variance, Satterthwaite df), Holm over "
+                        "every schedule against uniform" : "pooled t (residual df), Holm over every schedule against uniform"));
+    const ranking_perm *pm = &r->perm;
+    json_object_set_new(a, "best_group", json_pack("{s:s, s:i, s:o, s:i, s:I, s:o, s:o, s:{s:s, s:o, s:i, s:i, s:b, s:I}}",
                         "method", r->method == RANKING_BLOCKED ? (f->balanced ? "tukey" : "tukey-kramer") : "bonferroni-paired",
                         "family", r->best_family, "critical", num(r->best_critical),
-                        "level", r->best_level, "step", (json_int_t)(r->nrungs > 0 ? r->rung_step[r->best_level] : 0)));
-    json_object_set_new(a, "detectable", json_pack("{s:i, s:i, s:o, s:o, s:o, s:o, s:f, s:b, s:o}", "seeds", p->seeds,
+                        "level", r->best_level, "step", (json_int_t)(r->nrungs > 0 ? r->rung_step[r->best_level] : 0),
+                        "tukey_critical", num(r->tukey_critical), "permutation_critical", num(pm->q),
+                        "calibration", "method", pm->reps > 0 ? "residual permutation within seed blocks"
+                        : pm->skipped ? "none: the family is too large for the calibration's cost cap" : "none",
+                        "critical", num(pm->q), "reps", pm->reps, "planned", pm->planned, "skipped", pm->skipped,
+                        "work", (json_int_t)pm->work));
+    json_object_set_new(a, "detectable", json_pack("{s:s, s:o, s:i, s:i, s:o, s:o, s:o, s:o, s:f, s:b, s:o}",
+                        "test", p->test, "contrast_se", num(p->contrast_se), "seeds", p->seeds,
                         "comparisons", p->m, "df", num(p->df), "critical", num(p->critical),
                         "min_significant_delta", num(p->min_significant), "delta_80", num(p->delta80),
                         "paper_effect", RANKING_PAPER_EFFECT, "paper_effect_detectable", p->paper_detectable,
                         "seeds_for_paper_effect", p->seeds_for_paper > 0 ? json_integer(p->seeds_for_paper) : json_null()));
     json_object_set_new(a, "val_noise", v->pairs == 0 ? json_null()
-                        : json_pack("{s:i, s:i, s:o, s:o, s:o, s:b}", "pairs", v->pairs, "batches", v->batches,
-                                    "sd", num(v->sd), "seed_sd", num(v->seed_sd), "share", num(v->share), "warn", v->warn));
+                        : json_pack("{s:i, s:i, s:o, s:o, s:o, s:b, s:i, s:o, s:o, s:o}", "pairs", v->pairs,
+                                    "batches", v->batches, "sd", num(v->sd), "seed_sd", num(v->seed_sd),
+                                    "share", num(v->share), "warn", v->warn, "schedules", v->schedules,
+                                    "sd_mean", num(v->sd_mean), "seed_sd_mean", num(v->seed_sd_mean),
+                                    "share_mean", num(v->share_mean)));
     char note[1024];
     ranking_power_sentence(r, note, sizeof note);
     json_object_set_new(a, "note", json_string(note));
@@ -1381,15 +1545,15 @@ void ranking_power_sentence(const ranking *r, char *buf, size_t n) {
     }
     ADD("With %d seeds, %d comparisons against uniform and a run-to-run sd of %.4f (%s, %.0f df), |delta| must exceed "
         "%.4f to be significant and about %.4f is detected with 80%% power; ", p->seeds, p->m, p->sd,
-        r->method == RANKING_BLOCKED ? "pooled over the sweep" : "paired, per schedule", p->df, p->min_significant,
-        p->delta80);
+        r->method != RANKING_BLOCKED ? "paired t, per schedule" : !strcmp(p->test, "moderated t")
+        ? "moderated t, the median schedule's contrast" : "pooled over the sweep", p->df, p->min_significant, p->delta80);
     if (p->paper_detectable) ADD("the paper's effect (%.4f) is within reach.", RANKING_PAPER_EFFECT);
     else if (p->seeds_for_paper > 0)
         ADD("the paper's effect (%.4f) is below what this design can detect: about %d seeds per schedule would reach it.",
             RANKING_PAPER_EFFECT, p->seeds_for_paper);
     else ADD("the paper's effect (%.4f) is below what this design can detect, even at 1000 seeds.", RANKING_PAPER_EFFECT);
     if (r->val.warn)
-        ADD(" The val sample alone adds %.4f to a paired delta's sd (seed-to-seed %.4f): evaluate more val batches "
-            "(\"eval\": {\"batches\": \"all\"}).", r->val.sd, r->val.seed_sd);
+        ADD(" The val sample alone adds %.4f to a seed-averaged delta's sd (the seeds %.4f), and more seeds do not "
+            "reduce it: evaluate more val batches (\"eval\": {\"batches\": \"all\"}).", r->val.sd_mean, r->val.seed_sd_mean);
 #undef ADD
 }

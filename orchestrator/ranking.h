@@ -141,7 +141,10 @@ typedef struct ranking_perm {
 /* what the design can detect (vs uniform, at the sweep's seeds) */
 typedef struct ranking_power {
     int seeds, m;                /* seeds per schedule; comparisons against uniform (Holm family) */
-    double sd, df;               /* run-to-run sd and its df */
+    double sd, df;               /* run-to-run sd and its df (the fitted design: the sd that gives the median
+                                    contrast's variance, √(V·seeds/2), and that contrast's df) */
+    double contrast_se;          /* SE of a typical Δ: sd·√(2/seeds) */
+    char test[80];               /* the test the figures are for ("moderated t ...", "pooled t", "paired t") */
     double critical;             /* Holm's first-step |t| */
     double min_significant;      /* |Δ| significant whatever the rest: critical · sd·√(2/seeds) */
     double delta80;              /* |Δ| detected with 80% power (approximate) */
@@ -154,7 +157,12 @@ typedef struct ranking_valnoise {
     double sd;                   /* RMS standard error of a paired Δ from the val sample alone */
     double seed_sd;              /* sd of one seed's paired Δ (√2 · pooled sd) */
     double share;                /* sd² / seed_sd²: the val sample's share of a paired Δ's variance */
-    int warn;                    /* sd > seed_sd / 3 */
+    int schedules;               /* schedules with per-batch losses on common seeds with the baseline */
+    double sd_mean;              /* RMS over those of the val sample's SE of the seed-averaged Δ (batch-wise
+                                    differences averaged over the common seeds: it does not shrink with seeds) */
+    double seed_sd_mean;         /* RMS of the seeds' SE of that Δ, √2·pooled sd/√(common seeds) */
+    double share_mean;           /* sd_mean² / seed_sd_mean² */
+    int warn;                    /* sd_mean > seed_sd_mean / 3 (the seed-averaged Δ the tests use) */
     int batches;                 /* val batches per result (the most common) */
 } ranking_valnoise;
 

@@ -278,8 +278,10 @@ TEST(stated_power_is_the_simulated_power) {
     ASSERT_LT((double)o.marked / reps, 0.88);
 }
 
-TEST(unequal_variances_fall_back_to_paired_tests) {
-    /* one schedule ten times noisier than the rest: Bartlett rejects, the ranking uses paired tests and says so */
+TEST(unequal_variances_keep_the_blocked_model_with_moderated_ses) {
+    /* one schedule ten times noisier than the rest (replaces "unequal variances fall back to paired tests", which
+     * asserted the cliff issue #37 removes): Bartlett still rejects and says so, but nothing falls back — the
+     * ranking stays blocked, the noisy schedule carries its own larger SE and fewer df, the quiet ones keep theirs */
     sim_rng g = { 8, 0, 0 };
     int K = 12, n = 5;
     ranking_obs obs[60];
@@ -288,19 +290,118 @@ TEST(unequal_variances_fall_back_to_paired_tests) {
     ranking_row rows[12];
     ranking rk;
     rank_obs(&rk, rows, K, n, obs, m);
-    printf("Bartlett p %.3g, method %s, reason %d\n", rk.fit.bartlett_p, rk.method == RANKING_PAIRED ? "paired" : "blocked",
-           rk.fallback_reason);
+    const ranking_row *q = row_of(&rk, 3), *x = row_of(&rk, 7);
+    printf("Bartlett p %.3g, method %s, reason %d, d0 %.3g; SE quiet %.5f (df %.1f), noisy %.5f (df %.1f), pooled df %d\n",
+           rk.fit.bartlett_p, rk.method == RANKING_PAIRED ? "paired" : "blocked", rk.fallback_reason, rk.fit.d0,
+           q->cmp.se, q->cmp.df, x->cmp.se, x->cmp.df, rk.fit.df);
     ASSERT_LT(rk.fit.bartlett_p, RANKING_VAR_ALPHA);
-    ASSERT_EQ_INT(RANKING_PAIRED, rk.method);
-    ASSERT_EQ_INT(1, rk.fallback_reason);
-    const ranking_row *x = row_of(&rk, 3);
-    ASSERT_EQ_INT(RANKING_PAIRED, x->cmp.method);
-    ASSERT_NEAR(n - 1, x->cmp.df, 0);   /* the paired df, not the pooled one */
+    ASSERT_EQ_INT(RANKING_BLOCKED, rk.method);
+    ASSERT_EQ_INT(0, rk.fallback_reason);
+    ASSERT_TRUE(isfinite(rk.fit.d0));
+    ASSERT_EQ_INT(RANKING_BLOCKED, x->cmp.method);
+    ASSERT_TRUE(x->cmp.se > 3 * q->cmp.se);       /* the noisy one's own variance, not the pooled one */
+    ASSERT_TRUE(x->cmp.df < q->cmp.df);
+    ASSERT_TRUE(q->cmp.df <= rk.fit.df);
+    /* the quiet schedule's SE is near what the quiet schedules alone give: √(2·s²/n) with s the quiet pool */
+    double quiet = 0;
+    int nq = 0;
+    for (int i = 0; i < K; i++) if (i != 7) { quiet += rk.fit.s2m[i]; nq++; }
+    quiet /= nq;
+    ASSERT_NEAR(sqrt(2 * quiet / n), q->cmp.se, 0.5 * sqrt(2 * quiet / n));
     json_t *a = ranking_analysis_json(&rk);
-    ASSERT_STREQ("paired", json_string_value(json_object_get(a, "method")));
-    ASSERT_CONTAINS(json_string_value(json_object_get(a, "fallback_reason")), "Bartlett");
+    printf("comparison: %s\n", json_string_value(json_object_get(a, "comparison")));
+    ASSERT_STREQ("blocked", json_string_value(json_object_get(a, "method")));
+    ASSERT_TRUE(json_is_null(json_object_get(a, "fallback_reason")));
+    ASSERT_CONTAINS(json_string_value(json_object_get(a, "comparison")), "moderated t");
+    ASSERT_CONTAINS(json_string_value(json_object_get(json_object_get(a, "equal_variance"), "role")), "diagnostic");
     json_decref(a);
-    ranking_fit_release(&rk.fit);
+    sim_release(&rk);
+}
+
+TEST(moderated_contrast_is_the_sum_over_its_cells) {
+    /* τ̂_a − τ̂_b is linear in y: its coefficient on cell k is the contrast of the fit to the unit vector e_k. With
+     * those (computed here by K·n refits), Var = Σ c_k² s̃²_{sched k} and the Satterthwaite df must be
+     * ranking_fit_contrast's, for pairs that miss different seeds (the general path) and the same ones (the short
+     * one); with every s̃² equal to s², Var = s²·ranking_fit_var */
+    sim_rng g = { 21, 0, 0 };
+    int K = 7, n = 5;
+    unsigned char miss[35] = {0};
+    miss[1 * 5 + 0] = miss[2 * 5 + 3] = miss[2 * 5 + 4] = miss[5 * 5 + 1] = 1;
+    ranking_obs obs[35];
+    double scale[7] = { 1, 3, 1, 0.5, 1, 2, 1 };
+    sim_design d = { K, n, NULL, 0.002, 0.01, scale, 0, miss };
+    int m = sim_sweep(&g, &d, obs);
+    ranking_fit f;
+    ASSERT_EQ_INT(0, ranking_fit_compute(obs, m, K, &f));
+    ASSERT_TRUE(isfinite(f.d0));   /* unequal spread: the moderated variances differ */
+    static const int pairs[][2] = { { 1, 0 }, { 2, 1 }, { 5, 2 }, { 3, 0 }, { 6, 4 } };
+    for (size_t p = 0; p < sizeof pairs / sizeof pairs[0]; p++) {
+        int a = pairs[p][0], b = pairs[p][1];
+        double var = 0, den = 0, w[7] = {0};
+        for (int k = 0; k < m; k++) {
+            ranking_obs u[35];
+            memcpy(u, obs, (size_t)m * sizeof *u);
+            for (int l = 0; l < m; l++) u[l].y = l == k;
+            ranking_fit fu;
+            ASSERT_EQ_INT(0, ranking_fit_compute(u, m, K, &fu));
+            double c = fu.tau[a] - fu.tau[b];
+            w[obs[k].sched] += c * c;
+            ranking_fit_release(&fu);
+        }
+        for (int i = 0; i < K; i++) { var += w[i] * f.s2m[i]; den += w[i] * f.s2m[i] * w[i] * f.s2m[i] / f.dfm[i]; }
+        double sdf = var * var / den, want_df = sdf < f.df ? sdf : f.df, df, got = ranking_fit_contrast(&f, a, b, &df);
+        printf("%d-%d: var %.6g (cells %.6g), df %.4f (cells %.4f)\n", a, b, got, var, df, want_df);
+        ASSERT_NEAR(var, got, 1e-12 * var);
+        ASSERT_NEAR(want_df, df, 1e-9 * want_df);
+        /* equal variances: the homoscedastic formula */
+        double sum = 0;
+        for (int i = 0; i < K; i++) sum += w[i];
+        ASSERT_NEAR(ranking_fit_var(&f, a, b), sum, 1e-12);
+    }
+    double df;
+    ASSERT_TRUE(isnan(ranking_fit_contrast(&f, 3, 3, &df)));
+    ASSERT_TRUE(isnan(df));
+    ranking_fit_release(&f);
+}
+
+TEST(best_group_permutation_counts_its_work_within_the_cap) {
+    /* the calibration's cost is pairs + observations per permutation, RANKING_PERM_REPS of them at 56 × 3; a
+     * family too large for RANKING_PERM_MIN_REPS within RANKING_PERM_WORK is not calibrated (Tukey's alone, said
+     * so); the stream is fixed, so the same data give the same critical value */
+    sim_rng g = { 31, 0, 0 };
+    enum { K1 = 56, N1 = 3, K2 = 400 };
+    static ranking_obs obs[K2 * N1];
+    static ranking_row rows[K2];
+    int m = simulate(&g, K1, N1, NULL, 0.002, 0.02, NULL, obs);
+    ranking rk;
+    rank_obs(&rk, rows, K1, N1, obs, m);
+    long long pairs = (long long)K1 * (K1 - 1) / 2, want = (long long)RANKING_PERM_REPS * (pairs + m);
+    double q1 = rk.perm.q;
+    printf("56x3: reps %d, work %lld (want %lld), q perm %.4f, Tukey %.4f, used %.4f\n", rk.perm.reps, rk.perm.work,
+           want, rk.perm.q, rk.tukey_critical, rk.best_critical);
+    ASSERT_EQ_INT(RANKING_PERM_REPS, rk.perm.reps);
+    ASSERT_EQ_INT(want, rk.perm.work);
+    ASSERT_TRUE(isfinite(rk.perm.q) && rk.perm.q > 2);
+    ASSERT_NEAR(rk.perm.q > rk.tukey_critical ? rk.perm.q : rk.tukey_critical, rk.best_critical, 0);
+    sim_release(&rk);
+    rank_obs(&rk, rows, K1, N1, obs, m);
+    ASSERT_NEAR(q1, rk.perm.q, 0);   /* a function of the data */
+    sim_release(&rk);
+    m = simulate(&g, K2, N1, NULL, 0.002, 0.02, NULL, obs);
+    rank_obs(&rk, rows, K2, N1, obs, m);
+    long long per = (long long)K2 * (K2 - 1) / 2 + m;
+    printf("400x3: planned %d (cap %lld / %lld per permutation), skipped %d, work %lld, used %.4f = Tukey %.4f\n",
+           rk.perm.planned, RANKING_PERM_WORK, per, rk.perm.skipped, rk.perm.work, rk.best_critical, rk.tukey_critical);
+    ASSERT_EQ_INT(RANKING_PERM_WORK / per, rk.perm.planned);
+    ASSERT_TRUE(rk.perm.planned < RANKING_PERM_MIN_REPS);
+    ASSERT_EQ_INT(1, rk.perm.skipped);
+    ASSERT_EQ_INT(0, rk.perm.work);
+    ASSERT_NEAR(rk.tukey_critical, rk.best_critical, 0);
+    json_t *a = ranking_analysis_json(&rk);
+    ASSERT_CONTAINS(json_string_value(json_object_get(json_object_get(json_object_get(a, "best_group"), "calibration"),
+                                                      "method")), "too large");
+    json_decref(a);
+    sim_release(&rk);
 }
 
 TEST(fewer_seeds_and_better_than_rank_1_is_never_shown_worse) {
