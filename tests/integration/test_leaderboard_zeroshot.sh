@@ -146,7 +146,7 @@ assert all(abs(a - b) < 1.5e-6 for a, b in zip(w, got)), (w, got)
 assert r[28:32] == ["100", "3", "3", "blocked"], r[28:32]
 PY
   assert_eq 49 "$(head -n1 "$D/lb.csv" | tr "," "\n" | wc -l)" "csv columns (the last: screened)"
-  assert_eq 48 "$(echo "$row" | sed 's/"[^"]*"/H/' | tr ',' '\n' | wc -l)" "csv cells in a row"
+  assert_eq 49 "$(echo "$row" | sed 's/"[^"]*"/H/' | tr ',' '\n' | wc -l)" "csv cells in a row"
   local cli; cli=$("$(bin prism-sweep)" leaderboard --db "$DB" "$SID" --format csv) || fail "cli csv"
   assert_eq "$(cat "$D/lb.csv")" "$cli" "CLI csv = API csv"
   cli=$("$(bin prism-sweep)" leaderboard --db "$DB" zs --format json) || fail "cli json"
