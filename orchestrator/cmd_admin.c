@@ -146,7 +146,7 @@ static int cmd_admin_run(const admin_cmd *ac, int argc, char **argv) {
     if (!by_job && !ac->sweep_route) return cli_error(ac->name, "--job ID is required (usage: prism-sweep %s %s)", ac->name, ac->synopsis);
     if (npos != want) return cli_error(ac->name, "expected %s (got %d argument%s)", ac->synopsis, npos, npos == 1 ? "" : "s");
     if ((ac->needs & TAKES_STATE) && !by_job && !state)
-        return cli_error(ac->name, "--state failed (or cancelled, or screened) is required with SWEEP: which jobs to requeue");
+        return cli_error(ac->name, "--state failed (or cancelled) is required with SWEEP: which jobs to requeue (--state screened: the done jobs the outlier screen left out)");
     if (state && like && strcmp(state, "screened") == 0)
         return cli_error(ac->name, "--error-like selects failed or cancelled jobs, not with --state screened");
     if (by_job && (state || like)) return cli_error(ac->name, "--state / --error-like select jobs of a SWEEP, not with --job");
