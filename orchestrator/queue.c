@@ -967,6 +967,15 @@ int queue_job_sweep(queue *q, long long job, long long *sweep) {
     return rc == SQLITE_ROW ? STORE_OK : fail_db(q, "job sweep");
 }
 
+/* Runs statement i on ?1 = job and, when now is not NAN, ?2 = now. */
+static int run_job(queue *q, int i, long long job, double now, const char *what) {
+    sqlite3_stmt *s = S(q, i);
+    if (!s) return STORE_EIO;
+    sqlite3_bind_int64(s, 1, job);
+    if (!isnan(now)) sqlite3_bind_double(s, 2, now);
+    return run(q, s, what);
+}
+
 int queue_requeue_screened(queue *q, long long job, const char *screened) {
     char st[16];
     int rc = read_job_state(q, job, st);
@@ -985,14 +994,8 @@ int queue_requeue_screened(queue *q, long long job, const char *screened) {
     sqlite3_bind_int64(s, 1, job);
     sqlite3_bind_double(s, 2, now);
     sqlite3_bind_text(s, 3, screened, -1, SQLITE_TRANSIENT);
-    if ((rc = run(q, s, "keep the old result")) < 0) return rc;
-    if (!(s = S(q, S_RESULT_DEL))) return STORE_EIO;
-    sqlite3_bind_int64(s, 1, job);
-    if ((rc = run(q, s, "old result")) < 0) return rc;
-    if (!(s = S(q, S_REQUEUE_DONE))) return STORE_EIO;
-    sqlite3_bind_int64(s, 1, job);
-    sqlite3_bind_double(s, 2, now);
-    return run(q, s, "requeue screened");
+    if ((rc = run(q, s, "keep the old result")) < 0 || (rc = run_job(q, S_RESULT_DEL, job, NAN, "old result")) < 0) return rc;
+    return run_job(q, S_REQUEUE_DONE, job, now, "requeue screened");
 }
 
 int queue_requeue_sweep(queue *q, long long sweep, const char *state, const char *error_like, json_t *ids) {

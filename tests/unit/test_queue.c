@@ -231,11 +231,11 @@ TEST(admin_cancel_requeue_priority_and_paused_sweeps) {
 
 TEST(requeue_screened_keeps_the_old_result_and_trains_again_from_the_start) {
     fixture f;
-    setup(&f, 60, 3);
-    lease l;
-    ASSERT_TRUE(take(&f, &l));
     double exp;
     char ck[128];
+    lease l;
+    setup(&f, 60, 3);
+    ASSERT_TRUE(take(&f, &l));
     snprintf(ck, sizeof ck, "/ck/job-%lld-a1/resume-40.bin", l.job);
     if (TX(&f, queue_checkpoint(&f.q, l.job, l.token, ck, 40, &exp)) != 0) HFAIL("checkpoint: %s", f.q.err);
     json_t *r = json_pack("{s:f, s:i}", "val_loss", 4.25, "steps", 50);

@@ -270,7 +270,6 @@ def t_screened_panel_requeues_with_the_token():
     button asks first, needs the admin token, and queues the job again (the API says so)."""
     import random
     srv = tl.Server()
-    drv = None
     try:
         scheds = [tl.UNIFORM, tl.PRISM, tl.WIDE, [3, 3] + [12] * 10, [4, 4] + [12] * 10, [6, 6] + [12] * 10]
         sid = srv.ok("POST", "/api/v1/sweeps", tl.spec("web-screened", scheds, seeds=[0, 1, 2, 3]))["sweep_id"]
@@ -291,38 +290,44 @@ def t_screened_panel_requeues_with_the_token():
         scr = srv.ok("GET", "/api/v1/sweeps/%d/leaderboard" % sid, token=None)["screened"]
         check_eq([out_job], [x["job_id"] for x in scr], "the API screens the diverged job")
         drv = tl.browser()
-        tl.open_page(drv, srv, sid)
-        wait_for(drv, "document.querySelectorAll('#screened tbody tr').length === 1", "the screened panel's one row")
-        cells = js(drv, "Array.from(document.querySelectorAll('#screened tbody tr td')).map(function (c) { return c.textContent; })")
-        check_eq(str(out_job), cells[0], "the job")
-        check_eq(js(drv, "rle(%s)" % json.dumps(tl.PRISM)), cells[1], "its schedule")
-        check_eq("1", cells[2], "its seed")
-        check_eq(tl.f4(scr[0]["val_loss"]), cells[3], "its val loss")
-        check(cells[4].startswith("+%.2f" % scr[0]["residual"]), "its residual: %r vs %r" % (cells[4], scr[0]["residual"]))
-        check_eq(scr[0]["reason"], cells[5], "its reason")
-        check_eq("Requeue", cells[6], "the Requeue button")
-        drv.execute_script("window.__confirms = []; window.confirm = function (m) { window.__confirms.push(m); return true; };")
-        job_state = lambda: srv.ok("GET", "/api/v1/jobs/%d" % out_job, token=None)["state"]
-        drv.find_element("id", "requeue-screened-%d" % out_job).click()   # no token yet: refused here
-        msg = wait_for(drv, "document.getElementById('actions-msg').textContent", "the refusal")
-        check("Refused" in msg and "admin token" in msg, "refusal text: %r" % msg)
-        check_eq("done", job_state(), "nothing sent without the token")
-        drv.find_element("css selector", "#actions summary").click()
-        wait_for(drv, "document.getElementById('admin-token')", "the token field")
-        drv.find_element("id", "admin-token").send_keys(ADMIN_TOKEN)
-        drv.find_element("id", "admin-token-save").click()
-        wait_for(drv, "document.getElementById('requeue-screened-%d')" % out_job, "the Requeue button again")
-        drv.find_element("id", "requeue-screened-%d" % out_job).click()
-        wait_for(drv, "/requeue screened job %d: done/.test(document.getElementById('actions-msg').textContent)" % out_job, "requeued")
-        check_eq("queued", job_state(), "the screened job is queued again (API)")
-        check(any("Requeue screened job %d" % out_job in m for m in js(drv, "window.__confirms")), "asked first")
-        wait_for(drv, "document.getElementById('screened-panel').hidden", "the panel gone: nothing screened while it runs again")
-        tl.screenshot(drv, "browser-screened.png")
-        tl.assert_no_console_errors(drv)
-    finally:
-        if drv:
+        try:
+            screened_panel(srv, drv, sid, out_job, scr[0])
+        finally:
             drv.quit()
+    finally:
         srv.stop()
+
+
+def screened_panel(srv, drv, sid, out_job, x):
+    """t_screened_panel_requeues_with_the_token's page: the panel's row is x (the API's), and its button requeues."""
+    tl.open_page(drv, srv, sid)
+    wait_for(drv, "document.querySelectorAll('#screened tbody tr').length === 1", "the screened panel's one row")
+    cells = js(drv, "Array.from(document.querySelectorAll('#screened tbody tr td')).map(function (c) { return c.textContent; })")
+    check_eq(str(out_job), cells[0], "the job")
+    check_eq(js(drv, "rle(%s)" % json.dumps(tl.PRISM)), cells[1], "its schedule")
+    check_eq("1", cells[2], "its seed")
+    check_eq(tl.f4(x["val_loss"]), cells[3], "its val loss")
+    check(cells[4].startswith("+%.2f" % x["residual"]), "its residual: %r vs %r" % (cells[4], x["residual"]))
+    check_eq(x["reason"], cells[5], "its reason")
+    check_eq("Requeue", cells[6], "the Requeue button")
+    drv.execute_script("window.__confirms = []; window.confirm = function (m) { window.__confirms.push(m); return true; };")
+    job_state = lambda: srv.ok("GET", "/api/v1/jobs/%d" % out_job, token=None)["state"]
+    drv.find_element("id", "requeue-screened-%d" % out_job).click()   # no token yet: refused here
+    msg = wait_for(drv, "document.getElementById('actions-msg').textContent", "the refusal")
+    check("Refused" in msg and "admin token" in msg, "refusal text: %r" % msg)
+    check_eq("done", job_state(), "nothing sent without the token")
+    drv.find_element("css selector", "#actions summary").click()
+    wait_for(drv, "document.getElementById('admin-token')", "the token field")
+    drv.find_element("id", "admin-token").send_keys(ADMIN_TOKEN)
+    drv.find_element("id", "admin-token-save").click()
+    wait_for(drv, "document.getElementById('requeue-screened-%d')" % out_job, "the Requeue button again")
+    drv.find_element("id", "requeue-screened-%d" % out_job).click()
+    wait_for(drv, "/requeue screened job %d: done/.test(document.getElementById('actions-msg').textContent)" % out_job, "requeued")
+    check_eq("queued", job_state(), "the screened job is queued again (API)")
+    check(any("Requeue screened job %d" % out_job in m for m in js(drv, "window.__confirms")), "asked first")
+    wait_for(drv, "document.getElementById('screened-panel').hidden", "the panel gone: nothing screened while it runs again")
+    tl.screenshot(drv, "browser-screened.png")
+    tl.assert_no_console_errors(drv)
 
 
 def t_narrow_420_no_horizontal_scroll():
