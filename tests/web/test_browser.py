@@ -310,6 +310,8 @@ def screened_panel(srv, drv, sid, out_job, x):
     check(cells[4].startswith("+%.2f" % x["residual"]), "its residual: %r vs %r" % (cells[4], x["residual"]))
     check_eq(x["reason"], cells[5], "its reason")
     check_eq("Requeue", cells[6], "the Requeue button")
+    js(drv, "document.getElementById('screened-panel').scrollIntoView()")
+    tl.screenshot(drv, "browser-screened.png")
     drv.execute_script("window.__confirms = []; window.confirm = function (m) { window.__confirms.push(m); return true; };")
     job_state = lambda: srv.ok("GET", "/api/v1/jobs/%d" % out_job, token=None)["state"]
     drv.find_element("id", "requeue-screened-%d" % out_job).click()   # no token yet: refused here
@@ -326,7 +328,6 @@ def screened_panel(srv, drv, sid, out_job, x):
     check_eq("queued", job_state(), "the screened job is queued again (API)")
     check(any("Requeue screened job %d" % out_job in m for m in js(drv, "window.__confirms")), "asked first")
     wait_for(drv, "document.getElementById('screened-panel').hidden", "the panel gone: nothing screened while it runs again")
-    tl.screenshot(drv, "browser-screened.png")
     tl.assert_no_console_errors(drv)
 
 
