@@ -13,6 +13,7 @@
 #include "util.h"
 #include "halving.h"
 #include "racing.h"
+#include "ranking.h"
 #include "lease.h"
 
 #include <errno.h>
@@ -407,21 +408,52 @@ static void h_sweep_create(api_ctx *c) {
 
 enum { A_CANCEL, A_REQUEUE, A_PRIO, A_PAUSE, A_RESUME, A_SWEEP_PRIO };
 
+/* The current ranking of sweep (ranking_build, every schedule at its level) and its screened jobs that are done:
+ * the jobs a requeue may train again (issue #37). On 0 *rk is the ranking (ranking_free) or NULL on an error. */
+static int screened_ranking(api_ctx *c, long long sweep, ranking **rk) {
+    char err[512] = "";
+    int rc = ranking_build(c->a->st, sweep, -1, rk, err, sizeof err);
+    if (rc < 0) { *rk = NULL; api_reply_store_error(c, rc, err, NULL); }
+    return rc;
+}
+
+/* The screen's reason for job in rk, or NULL: it is not screened. */
+static const char *screened_reason(const ranking *rk, long long job) {
+    for (int i = 0; rk && i < rk->nscreened; i++) if (rk->screened[i].job_id == job) return rk->screened[i].reason;
+    return NULL;
+}
+
+/* A done job's requeue needs the current screen's verdict (queue_requeue_screened): read it before the write.
+ * 0 and *rk (NULL for a job that is not done), or -1 answered. */
+static int requeue_verdict(api_ctx *c, ranking **rk) {
+    queue *q = &c->a->q;
+    job_state js;
+    long long sweep = 0;
+    *rk = NULL;
+    int rc = queue_job_state(q, c->id, &js);
+    if (rc >= 0 && js == JOB_DONE) rc = queue_job_sweep(q, c->id, &sweep);
+    if (rc < 0) { api_reply_store_error(c, rc, q->err, NULL); return -1; }
+    return js == JOB_DONE && screened_ranking(c, sweep, rk) < 0 ? -1 : 0;
+}
+
 static void admin_op(api_ctx *c, int op) {
     queue *q = &c->a->q;
     q->err[0] = q->state[0] = 0;
     long long prio = 0;
     if ((op == A_PRIO || op == A_SWEEP_PRIO) && get_int(c, "priority", 1, &prio) < 0) return;
+    ranking *rk = NULL;
+    if (op == A_REQUEUE && requeue_verdict(c, &rk) < 0) return;
     int rc = write_begin(c->a);
     if (rc >= 0) switch (op) {
         case A_CANCEL: rc = queue_cancel(q, c->id); break;
-        case A_REQUEUE: rc = queue_requeue(q, c->id); break;
+        case A_REQUEUE: rc = queue_requeue_screened(q, c->id, screened_reason(rk, c->id)); break;
         case A_PRIO: rc = queue_set_priority(q, c->id, prio); break;
         case A_PAUSE: rc = queue_sweep_set_state(q, c->id, "paused"); break;
         case A_RESUME: rc = queue_sweep_set_state(q, c->id, "active"); break;
         default: rc = queue_sweep_set_priority(q, c->id, prio); break;
         }
     write_end(c->a, rc >= 0);
+    ranking_free(rk);
     if (rc < 0) { api_reply_store_error(c, rc, q->err[0] ? q->err : c->a->st->err, q->state); return; }
     if (op == A_CANCEL || op == A_REQUEUE) api_halving_tick(c->a, op == A_CANCEL ? "cancel" : "requeue");
     if (op == A_RESUME) views_rate_restart(&c->a->views, c->id, store_now());
@@ -439,18 +471,40 @@ static void admin_op(api_ctx *c, int op) {
     api_reply_json(c->res, 200, o);
 }
 
-/* POST /api/v1/sweeps/{id}/requeue {"state": "failed"|"cancelled", "error_like": str?}: every such job of the
- * sweep back to queued, in one transaction. */
+/* Every done job of rk's screened list back to queued (queue_requeue_screened), its ids appended to ids. */
+static int requeue_screened_all(queue *q, const ranking *rk, json_t *ids) {
+    for (int i = 0; i < rk->nscreened; i++) {
+        const ranking_screened *x = &rk->screened[i];
+        job_state js;
+        int rc = queue_job_state(q, x->job_id, &js), seen = 0;
+        if (rc < 0) return rc;
+        for (size_t k = 0; k < json_array_size(ids); k++) seen |= json_integer_value(json_array_get(ids, k)) == x->job_id;
+        if (js != JOB_DONE || seen) continue;   /* screened at two levels, or not finished (a halving rung) */
+        if ((rc = queue_requeue_screened(q, x->job_id, x->reason)) < 0) return rc;
+        if (json_array_append_new(ids, json_integer(x->job_id)) < 0) { snprintf(q->err, sizeof q->err, "out of memory"); return STORE_EIO; }
+    }
+    return STORE_OK;
+}
+
+/* POST /api/v1/sweeps/{id}/requeue {"state": "failed"|"cancelled"|"screened", "error_like": str?}: every such job
+ * of the sweep back to queued, in one transaction ("screened": the done jobs the current ranking's outlier screen
+ * leaves out, each trained again; error_like does not apply). */
 static void h_sweep_requeue(api_ctx *c) {
     const char *state, *like = NULL;
     if (get_str(c, "state", 1, &state) < 0 || get_str(c, "error_like", 0, &like) < 0) return;
     if (like && strlen(like) > 1000) { http_response_error(c->res, 400, "error_like: at most 1000 characters"); return; }
     queue *q = &c->a->q;
+    q->err[0] = 0;
+    int screened = strcmp(state, "screened") == 0;
+    if (screened && like) { http_response_error(c->res, 400, "error_like: only with state failed or cancelled"); return; }
+    ranking *rk = NULL;
+    if (screened && screened_ranking(c, c->id, &rk) < 0) return;
     json_t *ids = json_array();
-    if (!ids) { http_response_error(c->res, 500, "out of memory"); return; }
+    if (!ids) { ranking_free(rk); http_response_error(c->res, 500, "out of memory"); return; }
     int rc = write_begin(c->a);
-    if (rc >= 0) rc = queue_requeue_sweep(q, c->id, state, like, ids);
+    if (rc >= 0) rc = screened ? requeue_screened_all(q, rk, ids) : queue_requeue_sweep(q, c->id, state, like, ids);
     write_end(c->a, rc >= 0);
+    ranking_free(rk);
     if (rc < 0) { json_decref(ids); api_reply_store_error(c, rc, q->err[0] ? q->err : c->a->st->err, NULL); return; }
     size_t n = json_array_size(ids);
     if (n) api_halving_tick(c->a, "requeue");

@@ -1,6 +1,7 @@
 /* cmd_admin.c — the admin API as commands: `prism-sweep requeue | cancel | pause | resume | priority`.
  *
  *   prism-sweep requeue SWEEP --state failed [--error-like TEXT]   every failed job of SWEEP (one call, one transaction)
+ *   prism-sweep requeue SWEEP --state screened                    every done job the leaderboard's outlier screen left out
  *   prism-sweep requeue --job ID | cancel --job ID                 one job
  *   prism-sweep pause SWEEP | resume SWEEP                         a sweep leases nothing / again
  *   prism-sweep priority SWEEP N | priority --job ID N             a sweep (and its queued jobs) or one job
@@ -39,9 +40,11 @@ typedef struct admin_cmd {
 
 static const admin_cmd admin_cmds[] = {
     { "requeue", NEED_SWEEP | TAKES_STATE, "/api/v1/sweeps/%lld/requeue", "/api/v1/jobs/%lld/requeue",
-      "SWEEP --state failed|cancelled [--error-like TEXT] | --job ID",
+      "SWEEP --state failed|cancelled|screened [--error-like TEXT] | --job ID",
       "Put failed (or cancelled) jobs back in the queue, attempts counted afresh: every such job of SWEEP whose last\n"
-      "error contains TEXT, in one request and one transaction; or the one job --job ID." },
+      "error contains TEXT, in one request and one transaction; or the one job --job ID. --state screened: every done\n"
+      "job the leaderboard's outlier screen leaves out (its \"screened\" list) is trained again from the start; its old\n"
+      "result is kept in the store (requeued_results). --job ID takes such a job too." },
     { "cancel", 0, NULL, "/api/v1/jobs/%lld/cancel", "--job ID",
       "Cancel a queued or leased job (its worker stops it at its next heartbeat). To stop a whole sweep, pause it." },
     { "pause", NEED_SWEEP, "/api/v1/sweeps/%lld/pause", NULL, "SWEEP",
@@ -124,8 +127,8 @@ static int cmd_admin_run(const admin_cmd *ac, int argc, char **argv) {
         { "--retry-for", CLI_DOUBLE, &retry, "15", "seconds to retry refused connections, timeouts and 5xx", 0, 1e6, NULL, 0 },
         { ac->job_route ? "--job" : "--no-job-form", CLI_INT64, &job, "", "one job (its id) instead of a sweep", 1,
           9.2e18, NULL, 0 },
-        { (ac->needs & TAKES_STATE) ? "--state" : "--no-state", CLI_CHOICE, &state, "", "the jobs to requeue",
-          0, 0, "failed|cancelled", 0 },
+        { (ac->needs & TAKES_STATE) ? "--state" : "--no-state", CLI_CHOICE, &state, "", "the jobs to requeue "
+          "(screened: the done jobs the leaderboard's outlier screen leaves out)", 0, 0, "failed|cancelled|screened", 0 },
         { (ac->needs & TAKES_STATE) ? "--error-like" : "--no-error-like", CLI_STR, &like, "any", "only jobs whose last "
           "error contains TEXT (plain text, case-sensitive)", 0, 0, NULL, 0 },
         { 0 },
@@ -143,7 +146,9 @@ static int cmd_admin_run(const admin_cmd *ac, int argc, char **argv) {
     if (!by_job && !ac->sweep_route) return cli_error(ac->name, "--job ID is required (usage: prism-sweep %s %s)", ac->name, ac->synopsis);
     if (npos != want) return cli_error(ac->name, "expected %s (got %d argument%s)", ac->synopsis, npos, npos == 1 ? "" : "s");
     if ((ac->needs & TAKES_STATE) && !by_job && !state)
-        return cli_error(ac->name, "--state failed (or cancelled) is required with SWEEP: which jobs to requeue");
+        return cli_error(ac->name, "--state failed (or cancelled) is required with SWEEP: which jobs to requeue (--state screened: the done jobs the outlier screen left out)");
+    if (state && like && strcmp(state, "screened") == 0)
+        return cli_error(ac->name, "--error-like selects failed or cancelled jobs, not with --state screened");
     if (by_job && (state || like)) return cli_error(ac->name, "--state / --error-like select jobs of a SWEEP, not with --job");
     long long value = 0;
     if (ac->needs & NEED_VALUE) {

@@ -3,7 +3,9 @@
  *
  * Design: a read of the store through sweeps.h's one sweep summary (sweeps_summary, behind sweeps_get and
  * sweeps_list), the same the server's GET /api/v1/sweeps[/{id}] serves in its own JSON shape;
- * the database must already exist, so a mistyped --db is an error rather than a new empty file.
+ * the database must already exist, so a mistyped --db is an error rather than a new empty file. Each sweep's
+ * screened jobs (the leaderboard's outlier screen, issue #37) come from its ranking (ranking_build): their number
+ * ("screened" in JSON) and, in text, a line naming them and the requeue command.
  */
 #include <jansson.h>
 #include <stdio.h>
@@ -14,6 +16,7 @@
 #include "cli.h"
 #include "halving.h"
 #include "racing.h"
+#include "ranking.h"
 #include "commands.h"
 #include "store.h"
 #include "sweeps.h"
@@ -34,13 +37,28 @@ static void print_state_cells(const sweeps_counts *c) {
     putchar('\n');
 }
 
+/* The sweep's screened jobs (its current ranking's); -1 when the ranking could not be built (err says why). */
+static int screened_count(store *st, long long id, ranking **rk, char *err, size_t errlen) {
+    if (ranking_build(st, id, -1, rk, err, errlen) < 0) { *rk = NULL; return -1; }
+    return (*rk)->nscreened;
+}
+
+/* One line naming rk's screened jobs and how to train them again (nothing when there are none). */
+static void print_screened_hint(const ranking *rk, const char *sweep) {
+    if (!rk || rk->nscreened == 0) return;
+    printf("screened: %d job%s left out of the ranking as outliers (", rk->nscreened, rk->nscreened == 1 ? "" : "s");
+    for (int i = 0; i < rk->nscreened && i < 8; i++)
+        printf("%sjob %lld seed %lld val_loss %.4f", i ? ", " : "", rk->screened[i].job_id, rk->screened[i].seed, rk->screened[i].y);
+    printf("%s); train again: prism-sweep requeue %s --state screened\n", rk->nscreened > 8 ? ", ..." : "", sweep);
+}
+
 int cmd_status(int argc, char **argv) {
     const char *db = "prism.db", *format = "text";
     cli_flag flags[] = {
         { "--db", CLI_STR, &db, "prism.db", "the SQLite store (must exist)", 0, 0, 0, 0 },
         { "--format", CLI_CHOICE, &format, "text", "output: text, or JSON (one sweep: {id, name, state, priority, "
-          "created_at, schedules, jobs: {queued, leased, done, failed, cancelled, paused, pruned, total}}; all: {sweeps: [..], "
-          "jobs: {..}})", 0, 0, "text|json", 0 },
+          "created_at, schedules, jobs: {queued, leased, done, failed, cancelled, paused, pruned, total}, screened}; all: "
+          "{sweeps: [..], jobs: {..}})", 0, 0, "text|json", 0 },
         { 0 },
     };
     cli_cmd cmd = { "status", "[--db FILE] [SWEEP]",
@@ -75,6 +93,10 @@ int cmd_status(int argc, char **argv) {
         } else if (json) {
             json_t *o = sweeps_info_json(&info);
             char why[512], e2[256];
+            ranking *rk = NULL;
+            int ns = screened_count(st, id, &rk, e2, sizeof e2);
+            json_object_set_new(o, "screened", ns >= 0 ? json_integer(ns) : json_null());
+            ranking_free(rk);
             if (halving_held(st, id, why, sizeof why, e2, sizeof e2) > 0) json_object_set_new(o, "held", json_string(why));
             racing_summary rs;
             if (racing_summarize(st, id, &rs, e2, sizeof e2) == 0 && rs.enabled) {
@@ -96,6 +118,9 @@ int cmd_status(int argc, char **argv) {
                        "%lld (%lld done) of the fixed design's %lld (max_seeds x schedules, %.1f%%)\n", rs.rounds_decided,
                        rs.finished ? ", finished" : "", rs.max_seeds, rs.alpha, rs.survivors, rs.eliminated, rs.jobs,
                        rs.jobs_done, rs.fixed_jobs, rs.fixed_jobs > 0 ? 100.0 * rs.jobs / rs.fixed_jobs : 0.0);
+            ranking *rk = NULL;
+            if (screened_count(st, id, &rk, e2, sizeof e2) >= 0) print_screened_hint(rk, info.name);
+            ranking_free(rk);
         }
     } else {
         sweeps_info *v = NULL;
@@ -106,7 +131,14 @@ int cmd_status(int argc, char **argv) {
             status = 1;
         } else if (json) {
             json_t *arr = json_array();
-            for (int i = 0; i < n; i++) json_array_append_new(arr, sweeps_info_json(&v[i]));
+            for (int i = 0; i < n; i++) {
+                json_t *o = sweeps_info_json(&v[i]);
+                ranking *rk = NULL;
+                int ns = screened_count(st, v[i].id, &rk, err, sizeof err);
+                json_object_set_new(o, "screened", ns >= 0 ? json_integer(ns) : json_null());
+                ranking_free(rk);
+                json_array_append_new(arr, o);
+            }
             json_t *o = json_pack("{s:o, s:o}", "sweeps", arr, "jobs", sweeps_counts_json(&all));
             json_dumpf(o, stdout, JSON_PRESERVE_ORDER);
             fputc('\n', stdout);
@@ -121,6 +153,14 @@ int cmd_status(int argc, char **argv) {
             }
             printf("%4s  %-24s %-7s %9s %7lld", "", "total", "", "", (long long)all.total);
             print_state_cells(&all);
+            for (int i = 0; i < n; i++) {   /* the sweeps with screened jobs: one line each */
+                ranking *rk = NULL;
+                if (screened_count(st, v[i].id, &rk, err, sizeof err) > 0) {
+                    printf("sweep %lld %s: ", (long long)v[i].id, v[i].name);
+                    print_screened_hint(rk, v[i].name);
+                }
+                ranking_free(rk);
+            }
         }
         free(v);
     }

@@ -111,20 +111,46 @@ static json_t *row_json(const ranking *rk, const ranking_row *x) {
     return row;
 }
 
+/* The jobs the outlier screen left out (ranking.screened, issue #37), each with its schedule's heads, and the
+ * count of each row's (its "screened"). */
+static json_t *screened_json(const ranking *rk, json_t *rows) {
+    json_t *a = json_array();
+    for (int k = 0; a && k < rk->nscreened; k++) {
+        const ranking_screened *x = &rk->screened[k];
+        const ranking_row *row = NULL;
+        for (int i = 0; i < rk->nrows; i++) if (rk->rows[i].schedule_id == x->schedule_id) row = &rk->rows[i];
+        json_t *e = json_pack("{s:I, s:I, s:o, s:I, s:i, s:o, s:o, s:o, s:s}", "job_id", (json_int_t)x->job_id,
+                              "schedule_id", (json_int_t)x->schedule_id, "heads", row ? sweeps_heads_json(row->heads) : json_null(),
+                              "seed", (json_int_t)x->seed, "level", x->level, "val_loss", num_or_null(x->y),
+                              "residual", num_or_null(x->residual), "threshold", num_or_null(x->threshold), "reason", x->reason);
+        if (!e || json_array_append_new(a, e)) { json_decref(a); return NULL; }
+        for (size_t i = 0; row && i < json_array_size(rows); i++) {
+            json_t *r = json_array_get(rows, i);
+            if (json_integer_value(json_object_get(r, "schedule_id")) == x->schedule_id)
+                json_object_set_new(r, "screened", json_integer(json_integer_value(json_object_get(r, "screened")) + 1));
+        }
+    }
+    return a;
+}
+
 json_t *leaderboard_from_ranking(const ranking *rk) {
     json_t *rows = json_array();
     for (int i = 0; i < rk->nrows; i++) {
         json_t *row = row_json(rk, &rk->rows[i]);
+        if (row) json_object_set_new(row, "screened", json_integer(0));   /* counted by screened_json */
         if (!row || json_array_append_new(rows, row)) { json_decref(rows); return NULL; }
     }
+    json_t *scr = screened_json(rk, rows);
+    if (!scr) { json_decref(rows); return NULL; }
     json_t *lb = json_pack("{s:I, s:s, s:o, s:i, s:i, s:i, s:f, s:o}", "sweep_id", (json_int_t)rk->sweep_id, "name", rk->name,
                            "baseline_schedule_id", rk->baseline_id >= 0 ? json_integer(rk->baseline_id) : json_null(),
                            "seeds", rk->seeds, "comparisons", rk->comparisons,
                            "tied_best_comparisons", rk->best_family > 0 ? rk->best_family - 1 : 0, "alpha", RANKING_ALPHA,
                            "rows", rows);
-    if (!lb) return NULL;
+    if (!lb) { json_decref(scr); return NULL; }
     json_object_set_new(lb, "arch", json_string(rk->arch));   /* the spec's model.arch ("gpt2" when absent) */
     json_object_set_new(lb, "analysis", ranking_analysis_json(rk));
+    json_object_set_new(lb, "screened", scr);
     if (rk->halving) json_object_set(lb, "halving", rk->halving);
     if (rk->racing) {   /* the race's settings and spend; each schedule's rounds are in its row */
         json_t *rc = json_deep_copy(rk->racing);
@@ -228,7 +254,7 @@ char *leaderboard_csv(const json_t *lb) {
             snprintf(h, sizeof h, ",%s", name);
             if (put(&b, h)) { buf_free(&b); return NULL; }
         }
-    if (put(&b, "\n")) { buf_free(&b); return NULL; }
+    if (put(&b, ",screened\n")) { buf_free(&b); return NULL; }   /* the last column: the row's screened jobs */
     json_t *rows = json_object_get(lb, "rows");
     for (size_t i = 0; i < json_array_size(rows); i++) {
         json_t *r = json_array_get(rows, i), *d = json_object_get(r, "delta");
@@ -271,7 +297,8 @@ char *leaderboard_csv(const json_t *lb) {
                          p, ph, sig, json_is_true(json_object_get(r, "provisional")) ? "true" : "false",
                          json_is_boolean(tb) ? (json_is_true(tb) ? "true" : "false") : "", ts, hv);
         if (n < 0 || buf_append(&b, line, (size_t)(n < (int)sizeof line ? n : (int)sizeof line - 1), BUF_MAX) < 0 ||
-            leaderboard_zero_shot_csv_row(lb, r, &b) < 0 || csv_tail(r, L, &b) < 0 || put(&b, "\n")) {
+            leaderboard_zero_shot_csv_row(lb, r, &b) < 0 || csv_tail(r, L, &b) < 0 ||
+            (snprintf(line, sizeof line, ",%lld\n", (long long)json_integer_value(json_object_get(r, "screened"))), put(&b, line))) {
             buf_free(&b);
             return NULL;
         }
@@ -332,6 +359,33 @@ static void table_row(buf *b, const json_t *r, int halving) {
     for (const char *p = delta; *p; p++) if ((unsigned char)*p == 0xe2) dextra += 2;
     int n = snprintf(line, sizeof line, "%-4s  %-*s %-9s %-*s %-*s %s\n", rank, 28 + extra, runs, seeds,
                      22 + (json_is_number(s) ? 1 : 0), loss, 60 + dextra, delta, tps);
+    buf_append(b, line, (size_t)(n < (int)sizeof line ? n : (int)sizeof line - 1), BUF_MAX);
+}
+
+/* The jobs the outlier screen left out, and how to train them again; nothing when there are none. */
+static void screened_table(const json_t *lb, buf *b) {
+    json_t *scr = json_object_get(lb, "screened"), *x;
+    size_t i;
+    if (json_array_size(scr) == 0) return;
+    char line[1024], runs[2048], sweep[300];
+    int n = snprintf(line, sizeof line, "\nscreened: %zu job%s left out of the fit as outliers (not in any estimate above):\n"
+                     "  %-8s %-28s %-6s %-10s %-9s %s\n", json_array_size(scr), json_array_size(scr) == 1 ? "" : "s",
+                     "job", "schedule", "seed", "val loss", "residual", "reason");
+    buf_append(b, line, (size_t)(n < (int)sizeof line ? n : (int)sizeof line - 1), BUF_MAX);
+    json_array_foreach(scr, i, x) {
+        heads_runs(json_object_get(x, "heads"), runs, sizeof runs);
+        int extra = 0;
+        for (const char *p = runs; *p; p++) if ((unsigned char)*p == 0xc3) extra++;
+        char v[32] = "", r[32] = "";
+        fmt_num(v, sizeof v, json_object_get(x, "val_loss"), "%.4f");
+        fmt_num(r, sizeof r, json_object_get(x, "residual"), "%+.2f");
+        n = snprintf(line, sizeof line, "  %-8lld %-*s %-6lld %-10s %-9s %s\n", (long long)json_integer_value(json_object_get(x, "job_id")),
+                     28 + extra, runs, (long long)json_integer_value(json_object_get(x, "seed")), v, r,
+                     json_string_value(json_object_get(x, "reason")));
+        buf_append(b, line, (size_t)(n < (int)sizeof line ? n : (int)sizeof line - 1), BUF_MAX);
+    }
+    snprintf(sweep, sizeof sweep, "%s", json_string_value(json_object_get(lb, "name")));
+    n = snprintf(line, sizeof line, "  to train them again (the old result is kept): prism-sweep requeue %s --state screened\n", sweep);
     buf_append(b, line, (size_t)(n < (int)sizeof line ? n : (int)sizeof line - 1), BUF_MAX);
 }
 
@@ -418,6 +472,7 @@ char *leaderboard_table(const json_t *lb) {
         }
     }
     leaderboard_zero_shot_table(lb, &b);
+    screened_table(lb, &b);
     if (hvj) {   /* successive halving: what was spent against the full grid */
         long long tr = json_integer_value(json_object_get(hvj, "steps_trained")), fu = json_integer_value(json_object_get(hvj, "full_grid_steps"));
         n = snprintf(line, sizeof line, "halving (eta %lld, %s): ranked by the highest rung reached (rN; the full run is r%lld), "

@@ -37,6 +37,8 @@ enum {
     S_EXPIRED, S_EXPIRE_Q, S_EXPIRE_F, S_JOB_STATE, S_CANCEL, S_REQUEUE, S_PRIO, S_SWEEP_STATE,
     S_SWEEP_PRIO, S_SWEEP_JOBS_PRIO, S_SWEEP_EXISTS, S_GRACE,
     S_WORKER_SEEN_LAZY, S_WORKER_STOPPED, S_WORKER_FAILED, S_WORKER_OK, S_REQUEUE_SWEEP, S_SWEEP_PROGRESS, S_JOB_TEXT,
+    /* a screened job requeued (queue_requeue_screened) */
+    S_JOB_SWEEP, S_RESULT_KEEP, S_RESULT_DEL, S_REQUEUE_DONE,
     /* halving's (orchestrator/halving.h) */
     S_RUNG_SETUP, S_RUNG_ROW, S_RUNG_RESULT, S_PAUSE, S_RUNG_DECIDE, S_RUNG_PROMOTE, S_RUNG_PRUNE,
     S_COUNT
@@ -115,6 +117,16 @@ static const char *const SQL[S_COUNT] = {
                         "RETURNING id",
     [S_SWEEP_PROGRESS] = "SELECT count(*) FILTER (WHERE state = 'done'), count(*) FROM jobs WHERE sweep_id = "
                          "(SELECT sweep_id FROM jobs WHERE id = ?1)",
+    [S_JOB_SWEEP] = "SELECT sweep_id FROM jobs WHERE id = ?1",
+    /* the old result, kept (sql/009_requeued_results.sql); ?3 = the screen's reason */
+    [S_RESULT_KEEP] = "INSERT OR REPLACE INTO requeued_results (job_id, attempt, val_loss, tok_per_s, result, completed_at, "
+                      "requeued_at, reason) SELECT job_id, attempt, val_loss, tok_per_s, result, completed_at, ?2, ?3 "
+                      "FROM results WHERE job_id = ?1",
+    [S_RESULT_DEL] = "DELETE FROM results WHERE job_id = ?1",
+    /* trained again from the start: no checkpoint of the old run to resume from, no progress */
+    [S_REQUEUE_DONE] = "UPDATE jobs SET state = 'queued', attempt_base = attempt, finished_at = NULL, lease_expires_at = NULL, "
+                       "checkpoint_path = NULL, checkpoint_step = NULL, step = 0, last_loss = NULL, updated_at = ?2 "
+                       "WHERE id = ?1 AND state = 'done'",
     /* halving: rung 0 for the sweep's jobs never leased (?2 = rung 0's step) */
     [S_RUNG_SETUP] = "UPDATE jobs SET rung = 0, stop_at_step = ?2 WHERE sweep_id = ?1 AND rung IS NULL AND attempt = 0 "
                      "AND state = 'queued'",
@@ -944,9 +956,51 @@ int queue_requeue(queue *q, long long job) {
     return run(q, s, "requeue");
 }
 
+int queue_job_sweep(queue *q, long long job, long long *sweep) {
+    sqlite3_stmt *s = S(q, S_JOB_SWEEP);
+    if (!s) return STORE_EIO;
+    sqlite3_bind_int64(s, 1, job);
+    int rc = sqlite3_step(s);
+    if (rc == SQLITE_ROW) *sweep = sqlite3_column_int64(s, 0);
+    sqlite3_reset(s);
+    if (rc == SQLITE_DONE) { snprintf(q->err, sizeof q->err, "no job %lld", job); return STORE_ENOTFOUND; }
+    return rc == SQLITE_ROW ? STORE_OK : fail_db(q, "job sweep");
+}
+
+/* Runs statement i on ?1 = job and, when now is not NAN, ?2 = now. */
+static int run_job(queue *q, int i, long long job, double now, const char *what) {
+    sqlite3_stmt *s = S(q, i);
+    if (!s) return STORE_EIO;
+    sqlite3_bind_int64(s, 1, job);
+    if (!isnan(now)) sqlite3_bind_double(s, 2, now);
+    return run(q, s, what);
+}
+
+int queue_requeue_screened(queue *q, long long job, const char *screened) {
+    char st[16];
+    int rc = read_job_state(q, job, st);
+    if (rc < 0) return rc;
+    if (!is_state(st, JOB_DONE)) return queue_requeue(q, job);
+    if (!screened) {
+        snprintf(q->state, sizeof q->state, "%s", st);
+        snprintf(q->err, sizeof q->err, "job %lld is done and the leaderboard's outlier screen does not leave it out: its "
+                 "result counts as it is. Only failed or cancelled jobs, or a done job the leaderboard lists under "
+                 "\"screened\", can be requeued (more seeds: add them to the spec and create it again)", job);
+        return STORE_ECONFLICT;
+    }
+    double now = store_now();
+    sqlite3_stmt *s = S(q, S_RESULT_KEEP);
+    if (!s) return STORE_EIO;
+    sqlite3_bind_int64(s, 1, job);
+    sqlite3_bind_double(s, 2, now);
+    sqlite3_bind_text(s, 3, screened, -1, SQLITE_TRANSIENT);
+    if ((rc = run(q, s, "keep the old result")) < 0 || (rc = run_job(q, S_RESULT_DEL, job, NAN, "old result")) < 0) return rc;
+    return run_job(q, S_REQUEUE_DONE, job, now, "requeue screened");
+}
+
 int queue_requeue_sweep(queue *q, long long sweep, const char *state, const char *error_like, json_t *ids) {
     if (!is_state(state, JOB_FAILED) && !is_state(state, JOB_CANCELLED)) {
-        snprintf(q->err, sizeof q->err, "state: \"failed\" or \"cancelled\" (the jobs to requeue), not \"%.40s\"",
+        snprintf(q->err, sizeof q->err, "state: \"failed\", \"cancelled\" or \"screened\" (the jobs to requeue), not \"%.40s\"",
                  state ? state : "");
         return STORE_EINVAL;
     }

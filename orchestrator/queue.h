@@ -132,6 +132,16 @@ int queue_requeue(queue *q, long long job);
  * (NULL or "": any), as queue_requeue does one; appends their ids to the array ids. One statement: the
  * caller's transaction makes it all or nothing. STORE_EINVAL for another state, STORE_ENOTFOUND no sweep. */
 int queue_requeue_sweep(queue *q, long long sweep, const char *state, const char *error_like, json_t *ids);
+/* The job's sweep. STORE_ENOTFOUND no job. */
+int queue_job_sweep(queue *q, long long job, long long *sweep);
+/* queue_requeue that also takes a done job the leaderboard's outlier screen leaves out (issue #37). screened: the
+ * caller's verdict from the current ranking (ranking_build: ranking.screened), the screen's reason for this job, or
+ * NULL when it is not screened. A done job with a reason: its results row moves to requeued_results (the old value,
+ * attempt and time kept with the reason; the ranking reads results only, so nothing of it counts in the new run's
+ * ranking), and the job is queued to train again from the start (no checkpoint, step 0; a halving job keeps its
+ * rung, so halving's decisions stand). A done job without one: STORE_ECONFLICT, q->err names the rule and the fix.
+ * Another state: as queue_requeue. Three statements: the caller's transaction makes them one. */
+int queue_requeue_screened(queue *q, long long job, const char *screened);
 /* The job's worker succeeded (a rung reached): its failure streak is cleared. */
 int queue_worker_succeeded(queue *q, long long job);
 int queue_set_priority(queue *q, long long job, long long priority);

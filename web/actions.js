@@ -1,6 +1,7 @@
 /* actions.js — admin actions on the selected sweep and its jobs, through the existing admin routes
- * (docs/API.md): pause / resume, priority, requeue every failed job, cancel every queued or leased job, and per
- * job cancel / requeue.
+ * (docs/API.md): pause / resume, priority, requeue every failed job, cancel every queued or leased job, per
+ * job cancel / requeue, and the panel of the jobs the leaderboard's outlier screen left out (issue #37), each with
+ * a Requeue button (POST /api/v1/jobs/{id}/requeue: the server requeues a done job only while the screen names it).
  *
  * The admin token is entered once and kept in this tab's sessionStorage (gone with the tab; never in the URL,
  * never in localStorage); it goes only into the Authorization header of these POSTs. Without it an action is
@@ -109,4 +110,34 @@ function onJobAction(ev) {
   if (!b) return;
   const id = b.dataset.job, act = b.dataset.jobAct;
   runAction(act + ' job ' + id, (act === 'cancel' ? 'Cancel' : 'Requeue') + ' job ' + id + '?', (t) => postEach([API + '/jobs/' + id + '/' + act], t));
+}
+
+/* the jobs the outlier screen left out of the fit, each with its Requeue button (trains it again; the server
+ * keeps the old result) */
+function renderScreened(sw) {
+  const box = $('#screened-panel');
+  if (!box) return;
+  const list = (S.board && S.board.screened) || [];
+  if (!list.length) { box.hidden = true; setHTML(box, ''); return; }
+  box.hidden = false;
+  const state = new Map(S.jobs.map((j) => [String(j.id), j.state]));
+  setHTML(box, '<h3>Screened: ' + list.length + ' job' + (list.length === 1 ? '' : 's') + ' left out of the fit as outliers</h3>' +
+    '<table class="jobs" id="screened"><thead><tr><th>job</th><th>schedule</th><th class="num">seed</th><th class="num">val loss</th>' +
+    '<th class="num">residual</th><th>reason</th><th></th></tr></thead><tbody>' +
+    list.map((x) => '<tr data-job="' + esc(x.job_id) + '"><td class="num">' + esc(x.job_id) + '</td><td><span class="rle">' + esc(rle(x.heads)) +
+      '</span></td><td class="num">' + esc(x.seed) + '</td><td class="num val">' + fmt(x.val_loss, 4) + '</td><td class="num">' +
+      fmtSigned(x.residual, 2) + ' <span class="muted">(&gt; ' + fmt(x.threshold, 2) + ')</span></td><td class="muted">' + esc(x.reason) +
+      '</td><td>' + (state.get(String(x.job_id)) === 'done'
+        ? '<button type="button" class="job-act" data-screened-job="' + esc(x.job_id) + '" id="requeue-screened-' + esc(x.job_id) + '">Requeue</button>'
+        : '<span class="badge ' + esc(state.get(String(x.job_id)) || '') + '">' + esc(state.get(String(x.job_id)) || '') + '</span>') +
+      '</td></tr>').join('') + '</tbody></table>' +
+    '<p class="muted">Requeue trains the job again from the start (the admin token is needed); its old result is kept in the store. ' +
+    'CLI: <code>prism-sweep requeue ' + esc(sw.name) + ' --state screened</code></p>');
+}
+function onScreenedAction(ev) {
+  const b = ev.target.closest('button[data-screened-job]');
+  if (!b) return;
+  const id = b.dataset.screenedJob;
+  runAction('requeue screened job ' + id, 'Requeue screened job ' + id + '? It trains again from the start; its old result is kept.',
+    (t) => postEach([API + '/jobs/' + id + '/requeue'], t));
 }

@@ -127,7 +127,14 @@ function normBoard(b) {
     analysis: b && b.analysis && typeof b.analysis === 'object' ? b.analysis : null,
     arch: b && typeof b.arch === 'string' ? b.arch : null,
     halving: b && b.halving && typeof b.halving === 'object' ? normHalving(b.halving) : null,
-    racing: b && b.racing && typeof b.racing === 'object' ? b.racing : null };
+    racing: b && b.racing && typeof b.racing === 'object' ? b.racing : null,
+    screened: (b && Array.isArray(b.screened) ? b.screened : []).map(normScreened) };
+}
+/* a job the outlier screen left out of the fit (issue #37) */
+function normScreened(x) {
+  return { job_id: num(x.job_id), schedule_id: num(x.schedule_id), heads: Array.isArray(x.heads) ? x.heads.map(num) : [],
+    seed: num(x.seed), level: num(x.level), val_loss: num(x.val_loss), residual: num(x.residual),
+    threshold: num(x.threshold), reason: String(x.reason || '') };
 }
 /* successive halving: rung steps (the last = the full run) and the tokens spent against the full grid's */
 function normHalving(h) {
@@ -506,6 +513,7 @@ function renderSweep() {
       + 'each Δ is measured at the step after @.' : '';
   }
   renderRaceRounds(rows);
+  renderScreened(sw);
   renderSpec(S.detail);
   renderActions(sw);
 }
@@ -904,6 +912,7 @@ function init() {
   lb.querySelector('tbody').addEventListener('change', onPick);
   $('#actions').addEventListener('click', onSweepAction);
   $('#jobs tbody').addEventListener('click', onJobAction);
+  $('#screened-panel').addEventListener('click', onScreenedAction);
   const openFrom = (ev) => {
     const g = ev.target.closest('[data-schedule]');
     if (g) openSchedule(g.dataset.schedule);

@@ -125,7 +125,7 @@ t_leaderboard_csv_and_cli() {
   lb_fill
   CODE=$(curl -s -o "$D/lb.csv" -w '%{http_code} %{content_type}' "$URL/api/v1/sweeps/$SID/leaderboard?format=csv")
   assert_eq "200 text/csv; charset=utf-8" "$CODE" "csv answer"
-  assert_eq "rank,heads,is_baseline,seeds_done,seeds_total,val_loss_mean,val_loss_std,tok_per_s_mean,delta_n,delta_mean,delta_ci_low,delta_ci_high,excludes_zero,p,p_holm,significant,provisional,tied_best,tok_per_s_std,delta_se,delta_df,method,D1,D2,D3,D4,dD1,dD2,dD3,dD4,dD1_ci_low,dD2_ci_low,dD3_ci_low,dD4_ci_low,dD1_ci_high,dD2_ci_high,dD3_ci_high,dD4_ci_high" \
+  assert_eq "rank,heads,is_baseline,seeds_done,seeds_total,val_loss_mean,val_loss_std,tok_per_s_mean,delta_n,delta_mean,delta_ci_low,delta_ci_high,excludes_zero,p,p_holm,significant,provisional,tied_best,tok_per_s_std,delta_se,delta_df,method,D1,D2,D3,D4,dD1,dD2,dD3,dD4,dD1_ci_low,dD2_ci_low,dD3_ci_low,dD4_ci_low,dD1_ci_high,dD2_ci_high,dD3_ci_high,dD4_ci_high,screened" \
     "$(head -n1 "$D/lb.csv")" "csv header"
   assert_eq 4 "$(wc -l <"$D/lb.csv")" "csv lines"
   assert_contains "$(sed -n 2p "$D/lb.csv")" '1,"1,1,4,4",false,3,3,3.360'

@@ -145,8 +145,8 @@ print("csv:", r[19:32])
 assert all(abs(a - b) < 1.5e-6 for a, b in zip(w, got)), (w, got)
 assert r[28:32] == ["100", "3", "3", "blocked"], r[28:32]
 PY
-  assert_eq 48 "$(head -n1 "$D/lb.csv" | tr "," "\n" | wc -l)" "csv columns"
-  assert_eq 48 "$(echo "$row" | sed 's/"[^"]*"/H/' | tr ',' '\n' | wc -l)" "csv cells in a row"
+  assert_eq 49 "$(head -n1 "$D/lb.csv" | tr "," "\n" | wc -l)" "csv columns (the last: screened)"
+  assert_eq 49 "$(echo "$row" | sed 's/"[^"]*"/H/' | tr ',' '\n' | wc -l)" "csv cells in a row"
   local cli; cli=$("$(bin prism-sweep)" leaderboard --db "$DB" "$SID" --format csv) || fail "cli csv"
   assert_eq "$(cat "$D/lb.csv")" "$cli" "CLI csv = API csv"
   cli=$("$(bin prism-sweep)" leaderboard --db "$DB" zs --format json) || fail "cli json"
@@ -202,7 +202,7 @@ t_no_tasks_no_columns() {
   s_server
   s_expect 200 GET "/api/v1/sweeps/$sid/leaderboard"
   assert_eq "[] {} 0" "$(s_json '"\(.zero_shot_tasks|tojson) \(.rows[0].zero_shot|tojson) \(.zero_shot_comparisons)"')" "no tasks"
-  assert_eq "rank,heads,is_baseline,seeds_done,seeds_total,val_loss_mean,val_loss_std,tok_per_s_mean,delta_n,delta_mean,delta_ci_low,delta_ci_high,excludes_zero,p,p_holm,significant,provisional,tied_best,tok_per_s_std,delta_se,delta_df,method" \
+  assert_eq "rank,heads,is_baseline,seeds_done,seeds_total,val_loss_mean,val_loss_std,tok_per_s_mean,delta_n,delta_mean,delta_ci_low,delta_ci_high,excludes_zero,p,p_holm,significant,provisional,tied_best,tok_per_s_std,delta_se,delta_df,method,screened" \
     "$(curl -s "$URL/api/v1/sweeps/$sid/leaderboard?format=csv" | head -n1)" "csv header"
 }
 harness_main "$@"

@@ -585,3 +585,49 @@ TEST(a_rung_report_reads_each_schedule_once) {
     queue_release(&qu);
     store_close(st);
 }
+
+/* A done job of the full run that the outlier screen names, requeued (queue_requeue_screened, issue #37): it trains
+ * the full run again from the start, halving's decisions stand, a tick decides nothing new, and the sweep finishes. */
+TEST(a_requeued_screened_job_runs_the_full_run_again) {
+    queue qu;
+    long long wid;
+    store *st = halving_sweep("[1, 2]", "{\"eta\": 3, \"rungs\": [0.111, 0.333]}", &qu, &wid);
+    lease_t l;
+    long long last_done = 0;
+    while (lease_one(&qu, wid, &l)) {
+        if (l.has_stop) report_rung(st, &qu, &l);
+        else { complete(&qu, &l); last_done = l.job; }
+    }
+    ASSERT_EQ_INT(4, (int)qv(st, "SELECT count(*) FROM jobs WHERE state = 'done'"));
+    long long decisions = qv(st, "SELECT count(*) FROM halving_decisions"), rungs = qv(st, "SELECT count(*) FROM rung_results");
+    char sql[256], err[512];
+    snprintf(sql, sizeof sql, "SELECT rung FROM jobs WHERE id = %lld", last_done);
+    long long rung = qv(st, sql);
+    ASSERT_EQ_INT(2, (int)rung);   /* the full run's rung */
+    ASSERT_EQ_INT(0, queue_requeue_screened(&qu, last_done, "val loss 9.9 is 80 residual SDs from the fit"));
+    snprintf(sql, sizeof sql, "SELECT count(*) FROM jobs WHERE id = %lld AND state = 'queued' AND rung = 2 AND "
+             "stop_at_step IS NULL AND checkpoint_path IS NULL", last_done);
+    ASSERT_EQ_INT(1, (int)qv(st, sql));
+    int n = 0;   /* promotions made by the tick (it adds to it) */
+    ASSERT_EQ_INT(0, halving_tick_all(&qu, &n, err, sizeof err));
+    ASSERT_EQ_INT(0, n);
+    ASSERT_EQ_INT(decisions, qv(st, "SELECT count(*) FROM halving_decisions"));
+    ASSERT_EQ_INT(rungs, qv(st, "SELECT count(*) FROM rung_results"));   /* the rungs it reported stand */
+    ASSERT_TRUE(lease_one(&qu, wid, &l));
+    ASSERT_EQ_INT(last_done, l.job);
+    ASSERT_TRUE(!l.has_stop);     /* the full run */
+    ASSERT_TRUE(!l.has_resume);   /* from the start */
+    complete(&qu, &l);
+    ASSERT_EQ_INT(0, lease_one(&qu, wid, &l));
+    ASSERT_EQ_INT(4, (int)qv(st, "SELECT count(*) FROM jobs WHERE state = 'done'"));
+    ASSERT_EQ_INT(0, halving_tick_all(&qu, &n, err, sizeof err));
+    json_t *lb = NULL;
+    ASSERT_EQ_INT(0, leaderboard_build(st, 1, &lb, err, sizeof err));
+    json_t *top = json_array_get(json_object_get(lb, "rows"), 0);
+    ASSERT_EQ_INT(2, (int)json_integer_value(json_object_get(top, "rung")));
+    ASSERT_EQ_INT(2, (int)json_integer_value(json_object_get(top, "seeds_done")));
+    ASSERT_EQ_INT(1, (int)qv(st, "SELECT count(*) FROM requeued_results"));
+    json_decref(lb);
+    queue_release(&qu);
+    store_close(st);
+}

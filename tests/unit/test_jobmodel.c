@@ -80,6 +80,7 @@ TEST(migration_fills_older_rows_by_the_c_model) {
     /* back to schema version 3: no tokens_per_step column, steps as a version that filled them at lease left them,
      * and one row whose JSON is not a job */
     ASSERT_EQ_INT(0, store_exec(st, "ALTER TABLE jobs DROP COLUMN tokens_per_step"));
+    ASSERT_EQ_INT(0, store_exec(st, "DROP TABLE requeued_results"));                            /* migration 9 */
     ASSERT_EQ_INT(0, store_exec(st, "DROP TABLE racing_screened; DROP TABLE racing_config"));     /* migration 8 */
     ASSERT_EQ_INT(0, store_exec(st, "DROP TABLE racing_decisions; DROP TABLE racing_rounds"));   /* migration 7 */
     ASSERT_EQ_INT(0, store_exec(st, "ALTER TABLE metrics DROP COLUMN grad_norm"));   /* migration 6 */

@@ -228,3 +228,50 @@ TEST(admin_cancel_requeue_priority_and_paused_sweeps) {
     ASSERT_EQ_INT(2, l.attempt);
     teardown(&f);
 }
+
+TEST(requeue_screened_keeps_the_old_result_and_trains_again_from_the_start) {
+    fixture f;
+    double exp;
+    char ck[128];
+    lease l;
+    setup(&f, 60, 3);
+    ASSERT_TRUE(take(&f, &l));
+    snprintf(ck, sizeof ck, "/ck/job-%lld-a1/resume-40.bin", l.job);
+    if (TX(&f, queue_checkpoint(&f.q, l.job, l.token, ck, 40, &exp)) != 0) HFAIL("checkpoint: %s", f.q.err);
+    json_t *r = json_pack("{s:f, s:i}", "val_loss", 4.25, "steps", 50);
+    ASSERT_EQ_INT(0, TX(&f, queue_complete(&f.q, l.job, l.token, r)));
+    json_decref(r);
+    /* done and not screened: refused, naming the rule and the fix; nothing changed */
+    ASSERT_EQ_INT(STORE_ECONFLICT, TX(&f, queue_requeue_screened(&f.q, l.job, NULL)));
+    ASSERT_STREQ("done", f.q.state);
+    ASSERT_TRUE(strstr(f.q.err, "outlier screen does not leave it out") != NULL);
+    ASSERT_EQ_INT(STORE_ECONFLICT, TX(&f, queue_requeue(&f.q, l.job)));   /* the plain requeue refuses done jobs */
+    ASSERT_EQ_INT(1, qv(f.st, "SELECT count(*) FROM results"));
+    ASSERT_EQ_INT(0, qv(f.st, "SELECT count(*) FROM requeued_results"));
+    /* screened: the result moves to requeued_results with the reason, the job is queued without its checkpoint */
+    ASSERT_EQ_INT(0, TX(&f, queue_requeue_screened(&f.q, l.job, "val loss 4.25 is 60 residual SDs from the fit")));
+    ASSERT_STREQ("queued", state_of(&f, l.job));
+    ASSERT_EQ_INT(0, qv(f.st, "SELECT count(*) FROM results"));
+    char sql[256];
+    snprintf(sql, sizeof sql, "SELECT count(*) FROM requeued_results WHERE job_id = %lld AND attempt = 1 AND val_loss = 4.25 "
+             "AND reason LIKE 'val loss 4.25%%' AND completed_at > 0 AND requeued_at >= completed_at", l.job);
+    ASSERT_EQ_INT(1, qv(f.st, sql));
+    snprintf(sql, sizeof sql, "SELECT count(*) FROM jobs WHERE id = %lld AND checkpoint_path IS NULL AND step = 0 "
+             "AND finished_at IS NULL AND attempt_base = 1", l.job);
+    ASSERT_EQ_INT(1, qv(f.st, sql));
+    ASSERT_EQ_INT(0, TX(&f, queue_requeue_screened(&f.q, l.job, "again")));   /* queued already: nothing to do */
+    ASSERT_EQ_INT(1, qv(f.st, "SELECT count(*) FROM requeued_results"));
+    lease l2;
+    ASSERT_TRUE(take(&f, &l2));
+    ASSERT_EQ_INT(l.job, l2.job);                            /* first again (same seed order), from the start */
+    ASSERT_EQ_INT(2, l2.attempt);
+    ASSERT_EQ_INT(0, l2.has_resume);
+    r = json_pack("{s:f, s:i}", "val_loss", 3.25, "steps", 50);
+    ASSERT_EQ_INT(0, TX(&f, queue_complete(&f.q, l2.job, l2.token, r)));
+    json_decref(r);
+    snprintf(sql, sizeof sql, "SELECT count(*) FROM results WHERE job_id = %lld AND attempt = 2 AND val_loss = 3.25", l.job);
+    ASSERT_EQ_INT(1, qv(f.st, sql));
+    ASSERT_EQ_INT(1, qv(f.st, "SELECT count(*) FROM requeued_results WHERE val_loss = 4.25"));   /* the old one stays */
+    ASSERT_EQ_INT(STORE_ENOTFOUND, TX(&f, queue_requeue_screened(&f.q, 999999, "x")));
+    teardown(&f);
+}

@@ -265,6 +265,72 @@ def t_actions_call_api_and_need_token():
         srv.stop()
 
 
+def t_screened_panel_requeues_with_the_token():
+    """The jobs the outlier screen left out are listed (schedule, seed, val loss, residual, reason); the Requeue
+    button asks first, needs the admin token, and queues the job again (the API says so)."""
+    import random
+    srv = tl.Server()
+    try:
+        scheds = [tl.UNIFORM, tl.PRISM, tl.WIDE, [3, 3] + [12] * 10, [4, 4] + [12] * 10, [6, 6] + [12] * 10]
+        sid = srv.ok("POST", "/api/v1/sweeps", tl.spec("web-screened", scheds, seeds=[0, 1, 2, 3]))["sweep_id"]
+        wid = srv.ok("POST", "/api/v1/workers/register", {"name": "web-test", "host": "localhost", "devices": ["cpu"]},
+                     tl.WORKER_TOKEN)["worker_id"]
+        rng, out_job = random.Random(37), None
+        while True:
+            code, ls = srv.call("POST", "/api/v1/lease", {"worker_id": wid}, tl.WORKER_TOKEN)
+            if code == 204:
+                break
+            h = list(ls["heads"])
+            v = 3.37 - 0.001 * scheds.index(h) + 0.003 * ls["seed"] + rng.gauss(0, 0.002)
+            if h == tl.PRISM and ls["seed"] == 1:   # a diverged run: +1.0 nats
+                v += 1.0
+                out_job = ls["job_id"]
+            srv.ok("POST", "/api/v1/jobs/%d/complete" % ls["job_id"], {"lease_token": ls["lease_token"],
+                   "result": {"val_loss": v, "tok_per_s": 1000.0}}, tl.WORKER_TOKEN)
+        scr = srv.ok("GET", "/api/v1/sweeps/%d/leaderboard" % sid, token=None)["screened"]
+        check_eq([out_job], [x["job_id"] for x in scr], "the API screens the diverged job")
+        drv = tl.browser()
+        try:
+            screened_panel(srv, drv, sid, out_job, scr[0])
+        finally:
+            drv.quit()
+    finally:
+        srv.stop()
+
+
+def screened_panel(srv, drv, sid, out_job, x):
+    """t_screened_panel_requeues_with_the_token's page: the panel's row is x (the API's), and its button requeues."""
+    tl.open_page(drv, srv, sid)
+    wait_for(drv, "document.querySelectorAll('#screened tbody tr').length === 1", "the screened panel's one row")
+    cells = js(drv, "Array.from(document.querySelectorAll('#screened tbody tr td')).map(function (c) { return c.textContent; })")
+    check_eq(str(out_job), cells[0], "the job")
+    check_eq(js(drv, "rle(%s)" % json.dumps(tl.PRISM)), cells[1], "its schedule")
+    check_eq("1", cells[2], "its seed")
+    check_eq(tl.f4(x["val_loss"]), cells[3], "its val loss")
+    check(cells[4].startswith("+%.2f" % x["residual"]), "its residual: %r vs %r" % (cells[4], x["residual"]))
+    check_eq(x["reason"], cells[5], "its reason")
+    check_eq("Requeue", cells[6], "the Requeue button")
+    js(drv, "document.getElementById('screened-panel').scrollIntoView()")
+    tl.screenshot(drv, "browser-screened.png")
+    drv.execute_script("window.__confirms = []; window.confirm = function (m) { window.__confirms.push(m); return true; };")
+    job_state = lambda: srv.ok("GET", "/api/v1/jobs/%d" % out_job, token=None)["state"]
+    drv.find_element("id", "requeue-screened-%d" % out_job).click()   # no token yet: refused here
+    msg = wait_for(drv, "document.getElementById('actions-msg').textContent", "the refusal")
+    check("Refused" in msg and "admin token" in msg, "refusal text: %r" % msg)
+    check_eq("done", job_state(), "nothing sent without the token")
+    drv.find_element("css selector", "#actions summary").click()
+    wait_for(drv, "document.getElementById('admin-token')", "the token field")
+    drv.find_element("id", "admin-token").send_keys(ADMIN_TOKEN)
+    drv.find_element("id", "admin-token-save").click()
+    wait_for(drv, "document.getElementById('requeue-screened-%d')" % out_job, "the Requeue button again")
+    drv.find_element("id", "requeue-screened-%d" % out_job).click()
+    wait_for(drv, "/requeue screened job %d: done/.test(document.getElementById('actions-msg').textContent)" % out_job, "requeued")
+    check_eq("queued", job_state(), "the screened job is queued again (API)")
+    check(any("Requeue screened job %d" % out_job in m for m in js(drv, "window.__confirms")), "asked first")
+    wait_for(drv, "document.getElementById('screened-panel').hidden", "the panel gone: nothing screened while it runs again")
+    tl.assert_no_console_errors(drv)
+
+
 def t_narrow_420_no_horizontal_scroll():
     """At 420 px the page does not scroll sideways; the wide table scrolls inside its box; charts fit."""
     def run(srv, drv, sid, f):
