@@ -8,11 +8,11 @@ FIXTURE_DIR holds spec.json, results.jsonl and val_metrics.jsonl (tools/realswee
 fresh database (BUILD_DIR/prism-sweep create spec.json), starts BUILD_DIR/prism-sweep serve on a free loopback port
 and, acting as one worker over the worker HTTP API (docs/API.md: register, lease, metrics, complete), leases every
 job and posts, for each, the val points and the result object that the fixture recorded for its schedule's heads
-and seed (matched by heads + seed, not by job id) — so the server stores them as if it had trained them. Every
-stored result and val curve is read back (GET /api/v1/jobs/{id}, .../metrics?kind=val) and must equal the
-fixture's exactly (floats compared as doubles). Then it writes OUT_DIR/leaderboard.json
-(prism-sweep leaderboard --format json) and OUT_DIR/leaderboard.txt (the table) and stops the server (SIGTERM,
-exit 0 expected).
+and seed (matched by heads + seed, not by job id; floats sent at full precision) — so the server stores them as if
+it had trained them. It writes OUT_DIR/leaderboard.json (prism-sweep leaderboard --format json) and
+OUT_DIR/leaderboard.txt (the table), stops the server (SIGTERM, exit 0 expected), and exports the database again
+(prism-sweep export --format jsonl, the command that wrote the fixture): every results.jsonl row and val point must
+equal the fixture's, every key and every double exactly.
 
 To refresh the committed leaderboard after a ranking change:
     tools/realsweep_replay.py tests/fixtures/realsweep build /tmp/replay && cp /tmp/replay/leaderboard.* tests/fixtures/realsweep/
@@ -135,24 +135,38 @@ def replay(api, jobs):
     return done
 
 
-def check_stored(api, jobs, done):
-    """Every stored result and val curve equals the fixture's (exact doubles); returns how many values compared."""
+def check_export(sweep_cli, db, sweep, fix, work):
+    """prism-sweep export --format jsonl (doubles at 17 digits, as the fixture was written; the HTTP read routes
+    print 15) of the replayed database: every results.jsonl row and every val point of metrics.jsonl must equal the
+    fixture's row of the same heads + seed and step, every key and exact double. Returns how many doubles compared."""
+    out = os.path.join(work, "export")
+    subprocess.run([sweep_cli, "export", sweep, "--db", db, "--format", "jsonl", "--out", out], check=True,
+                   stdout=subprocess.DEVNULL)
+    key = lambda r: (tuple(r["heads"]), r["seed"]) + ((r["step"],) if "step" in r else ())
     n = 0
-    for jid, key in sorted(done.items()):
-        result, pts = jobs[key]
-        got = api.ok("GET", "/api/v1/jobs/%d" % jid)
-        if got["result"] != result:
-            diff = sorted(k for k in set(result) | set(got["result"]) if result.get(k) != got["result"].get(k))
-            raise RuntimeError("job %d (heads %s seed %d): the stored result differs in %s" % ((jid,) + key + (diff,)))
-        if got["val_loss"] != result["val_loss"]:
-            raise RuntimeError("job %d: stored val_loss %r, the fixture's %r" % (jid, got["val_loss"], result["val_loss"]))
-        curve = api.ok("GET", "/api/v1/jobs/%d/metrics?kind=val" % jid)["points"]
-        want = [(p["step"], p["value"], p["tokens"]) for p in pts]
-        have = [(p["step"], p["value"], p["tokens"]) for p in curve]
-        if have != want:
-            raise RuntimeError("job %d (heads %s seed %d): stored val curve %s, the fixture's %s" % ((jid,) + key + (have, want)))
-        n += 1 + len(result.get("val_loss_batches") or []) + len(want)
+    for name, mine, kind in (("results.jsonl", "results.jsonl", None), ("val_metrics.jsonl", "metrics.jsonl", "val")):
+        want = {key(r): r for r in read_jsonl(os.path.join(fix, name))}
+        have = {key(r): r for r in read_jsonl(os.path.join(out, mine)) if kind is None or r["kind"] == kind}
+        if set(want) != set(have):
+            raise RuntimeError("export's %s: %d rows, the fixture's %s %d (%d not in both)" % (
+                mine, len(have), name, len(want), len(set(want) ^ set(have))))
+        for k in sorted(want):
+            if have[k] != want[k]:
+                diff = sorted(c for c in set(want[k]) | set(have[k]) if want[k].get(c) != have[k].get(c))
+                raise RuntimeError("heads %s seed %d%s: export's %s differs from the fixture's %s in %s: %s vs %s" % (
+                    k[0], k[1], " step %d" % k[2] if len(k) > 2 else "", mine, name, diff,
+                    json.dumps({c: have[k].get(c) for c in diff})[:600], json.dumps({c: want[k].get(c) for c in diff})[:600]))
+            n += floats(want[k])
     return n
+
+
+def floats(v):
+    """How many doubles a JSON value holds."""
+    if isinstance(v, dict):
+        return sum(floats(x) for x in v.values())
+    if isinstance(v, list):
+        return sum(floats(x) for x in v)
+    return isinstance(v, float)
 
 
 def main():
@@ -200,7 +214,6 @@ def main():
         with open(db + ".worker-token") as f:
             api = Api(port, f.read().strip())
         done = replay(api, jobs)
-        compared = check_stored(api, jobs, done)
         for name, fmt in (("leaderboard.json", ["--format", "json"]), ("leaderboard.txt", [])):
             out = subprocess.run([sweep_cli, "leaderboard", "--db", db, sweep] + fmt, check=True,
                                  stdout=subprocess.PIPE).stdout
@@ -211,11 +224,12 @@ def main():
         server = None
         if rc != 0:
             raise RuntimeError("the server exited with status %d after SIGTERM" % rc)
+        compared = check_export(sweep_cli, db, sweep, a.fixture, work)
         if a.keep_db:
             for suffix in ("", ".tokens", ".worker-token"):
                 shutil.copy2(db + suffix, os.path.join(a.out, "prism.db" + suffix))
         if not a.quiet:
-            print("realsweep_replay: %d jobs replayed, %d values read back exactly, %s/leaderboard.json and "
+            print("realsweep_replay: %d jobs replayed, %d doubles read back exactly, %s/leaderboard.json and "
                   "leaderboard.txt written (%.1f s)" % (len(done), compared, a.out, time.time() - t0))
     except (RuntimeError, OSError, subprocess.CalledProcessError, subprocess.TimeoutExpired, KeyError) as e:
         if server is not None:
