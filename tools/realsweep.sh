@@ -16,7 +16,9 @@
 # Everything else lives in $REALSWEEP_DIR (default /tmp/realsweep; git-ignored when inside the tree). The text only
 # has to exist where this runs: the committed fixture is the results, read by tools/realsweep_diag.py and
 # tests/integration/test_realsweep.sh. REALSWEEP_STAGE=data makes only the shards (steps 1-3), =train reuses the
-# shards of an earlier run (steps 4-5), =export only exports a finished run's database (step 5). About 35 minutes of one core on a shared 2-core machine (the training: 33 minutes for this fixture).
+# shards of an earlier run (steps 4-5), =export only exports a finished run's database (step 5),
+# =leaderboard trains nothing: after a ranking change it re-derives leaderboard.json/txt from the committed results
+# (tools/realsweep_replay.py FIXTURE BUILD $REALSWEEP_DIR/replay, then copied into the fixture; a few seconds). About 35 minutes of one core on a shared 2-core machine (the training: 33 minutes for this fixture).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -27,6 +29,11 @@ PY=/usr/bin/python3
 mkdir -p "$W"
 
 STAGE=${REALSWEEP_STAGE:-all}
+if [ "$STAGE" = leaderboard ]; then
+  $PY tools/realsweep_replay.py "$FIX" "$BUILD" "$W/replay"
+  cp "$W/replay/leaderboard.json" "$W/replay/leaderboard.txt" "$FIX/"
+  exit 0
+fi
 if [ "$STAGE" = all ] || [ "$STAGE" = data ]; then
   rm -rf "$W/man" "$W/data" "$W/vocab"; mkdir -p "$W/man"
   for f in /usr/share/man/man5/*.gz; do

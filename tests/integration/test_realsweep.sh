@@ -2,9 +2,11 @@
 # test_realsweep.sh — the real sweep in tests/fixtures/realsweep/ (12 schedules x 8 seeds trained by the CPU engine
 # on man pages, tools/realsweep.sh) and its diagnostics (tools/realsweep_diag.py): every figure matches
 # diagnostics.json, the tables in docs/STATISTICS.md ("Real runs") are the script's output on the fixture, the
-# fixture is the spec's sweep and its leaderboard's deltas are the blocked fit's, a perturbed fixture fails, and
-# tools/bpe_train.py (how the fixture's text was tokenized) writes a vocabulary prism-data tokenize loads.
-# timeout: 120
+# fixture is the spec's sweep and its leaderboard's deltas are the blocked fit's, the committed leaderboard is the
+# current build's (tools/realsweep_replay.py replays the 96 results through serve: a few seconds), a perturbed
+# fixture fails, and tools/bpe_train.py (how the fixture's text was tokenized) writes a vocabulary prism-data
+# tokenize loads.
+# timeout: 120 (per case; the slowest, the replay, takes well under 30 s on a shared 2-core machine)
 . "$(dirname "$0")/../lib.sh"
 FIX=$PRISM_ROOT/tests/fixtures/realsweep
 DIAG=$PRISM_ROOT/tools/realsweep_diag.py
@@ -107,5 +109,40 @@ PY
   echo "$out" | head -5
   assert_eq 1 "$rc" "a perturbed fixture's exit"
   assert_contains "$out" "differ from"
+}
+# The committed leaderboard.json / leaderboard.txt are the current build's: tools/realsweep_replay.py replays the
+# fixture's results through prism-sweep serve (a fresh database, one worker posting each job's recorded val points
+# and result) and prints the leaderboard again. They must be equal, but for the fields listed in IGNORED (none
+# differ between runs today: the leaderboard holds no time, host or wall time; tok_per_s is the recorded result's).
+# After a ranking change: tools/realsweep_replay.py tests/fixtures/realsweep build /tmp/replay and copy
+# /tmp/replay/leaderboard.* into the fixture (tests/fixtures/realsweep/README.md).
+t_leaderboard_is_the_replays() {
+  local d; d=$(tmpdir)
+  /usr/bin/python3 "$PRISM_ROOT/tools/realsweep_replay.py" "$FIX" "$PRISM_BUILD" "$d/out" \
+    || fail "tools/realsweep_replay.py failed"
+  /usr/bin/python3 - "$FIX/leaderboard.json" "$d/out/leaderboard.json" <<'PY' || fail "the committed leaderboard.json is not the replay's (refresh it: tests/fixtures/realsweep/README.md)"
+import json, sys
+IGNORED = set()   # key names that legitimately differ between runs: none (see above)
+def walk(a, b, path, out):
+    if isinstance(a, dict) and isinstance(b, dict):
+        for k in sorted(set(a) | set(b)):
+            if k in IGNORED: continue
+            if k not in a or k not in b: out.append((path + "." + k, a.get(k, "<absent>"), b.get(k, "<absent>")))
+            else: walk(a[k], b[k], path + "." + k, out)
+    elif isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
+        for i, (x, y) in enumerate(zip(a, b)): walk(x, y, "%s[%d]" % (path, i), out)
+    elif a != b or type(a) != type(b):
+        out.append((path, a, b))
+committed, replay = (json.load(open(f)) for f in sys.argv[1:3])
+out = []
+walk(committed, replay, "", out)
+for p, a, b in out[:40]: print("%s: committed %s, replay %s" % (p or ".", json.dumps(a)[:200], json.dumps(b)[:200]))
+print("%d differences%s" % (len(out), " (first 40 shown)" if len(out) > 40 else ""))
+sys.exit(1 if out else 0)
+PY
+  # the table holds no time either: every line must be equal
+  diff -u "$FIX/leaderboard.txt" "$d/out/leaderboard.txt" \
+    || fail "the committed leaderboard.txt (-) is not the replay's (+) (refresh it: tests/fixtures/realsweep/README.md)"
+  echo "leaderboard.json and leaderboard.txt are the replay's"
 }
 harness_main "$@"
