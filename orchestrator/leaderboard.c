@@ -400,7 +400,14 @@ char *leaderboard_table(const json_t *lb) {
     fmt_num(sd, sizeof sd, json_object_get(an, "pooled_sd"), "%.5f");
     if (json_is_object(eq))
         snprintf(eqs, sizeof eqs, "Bartlett's test of equal variances p = %.3g (%s)", json_number_value(json_object_get(eq, "p")),
-                 json_is_true(json_object_get(eq, "passed")) ? "passed" : "rejected");
+                 json_is_true(json_object_get(eq, "passed")) ? "passed" : "rejected: each schedule carries its own variance");
+    const char *cmp = json_string_value(json_object_get(an, "comparison"));
+    int moderated = cmp && strstr(cmp, "moderated");
+    double qp = json_number_value(json_object_get(bg, "permutation_critical")), qt = json_number_value(json_object_get(bg, "tukey_critical"));
+    char bgs[160];
+    snprintf(bgs, sizeof bgs, "not shown worse than any other (studentized range, 95%%%s)",
+             json_is_number(json_object_get(bg, "permutation_critical")) && qp > qt
+             ? "; critical value raised by permutation to the data's tails" : "");
     int n = snprintf(line, sizeof line,
                      "leaderboard of sweep %lld (%s, %s): %lld seeds per schedule\n"
                      "method: %s; residual df %lld, pooled sd %s; %s%s%s\n"
@@ -408,23 +415,27 @@ char *leaderboard_table(const json_t *lb) {
                      "(p_holm); best group (=) over %lld schedules: %s\n",
                      (long long)json_integer_value(json_object_get(lb, "sweep_id")), json_string_value(json_object_get(lb, "name")),
                      arch ? arch : "gpt2", (long long)json_integer_value(json_object_get(lb, "seeds")),
-                     blocked ? "blocked model val_loss ~ schedule + seed over every finished job, pooled t"
-                             : "paired t-tests per schedule (fallback)",
+                     !blocked ? "paired t-tests per schedule (fallback)" : moderated
+                     ? "blocked model val_loss ~ schedule + seed over every finished job, moderated t per schedule (Satterthwaite df)"
+                     : "blocked model val_loss ~ schedule + seed over every finished job, pooled t",
                      (long long)json_integer_value(json_object_get(an, "residual_df")), sd, eqs,
                      json_is_string(json_object_get(an, "fallback_reason")) ? "; fallback: " : "",
                      json_is_string(json_object_get(an, "fallback_reason")) ? json_string_value(json_object_get(an, "fallback_reason")) : "",
                      (long long)json_integer_value(json_object_get(lb, "comparisons")),
                      (long long)json_integer_value(json_object_get(bg, "family")),
-                     blocked ? "not shown worse than any other (studentized range, 95%)" : "not shown worse than any other (paired, Bonferroni)");
+                     blocked ? bgs : "not shown worse than any other (paired, Bonferroni)");
     buf_append(&b, line, (size_t)(n < (int)sizeof line ? n : (int)sizeof line - 1), BUF_MAX);
     const char *note = json_string_value(json_object_get(an, "note"));
     if (note) { put(&b, note); put(&b, "\n"); }
     json_t *vn = json_object_get(an, "val_noise");
     if (json_is_object(vn)) {
-        n = snprintf(line, sizeof line, "val sample: %lld batches; its share of a paired delta's variance %.0f%% (sd %.5f vs seed-to-seed %.5f)%s\n",
+        n = snprintf(line, sizeof line, "val sample: %lld batches; its share of a paired delta's variance %.0f%% (sd %.5f vs "
+                     "seed-to-seed %.5f), of a seed-averaged delta's %.0f%% (sd %.5f vs the seeds' %.5f)%s\n",
                      (long long)json_integer_value(json_object_get(vn, "batches")), 100 * json_number_value(json_object_get(vn, "share")),
                      json_number_value(json_object_get(vn, "sd")), json_number_value(json_object_get(vn, "seed_sd")),
-                     json_is_true(json_object_get(vn, "warn")) ? "  WARNING: more than a third of the seed-to-seed sd" : "");
+                     100 * json_number_value(json_object_get(vn, "share_mean")), json_number_value(json_object_get(vn, "sd_mean")),
+                     json_number_value(json_object_get(vn, "seed_sd_mean")),
+                     json_is_true(json_object_get(vn, "warn")) ? "  WARNING: more than a third of the seeds' sd" : "");
         buf_append(&b, line, (size_t)(n < (int)sizeof line ? n : (int)sizeof line - 1), BUF_MAX);
     }
     json_t *hvj = json_object_get(lb, "halving"), *rows = json_object_get(lb, "rows");

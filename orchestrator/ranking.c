@@ -570,7 +570,9 @@ static void compare(const ranking_fit *f, ranking_method m, int a, int b, double
  * law. The (B+1)·(1−α) order statistic of B draws is the critical value; the group uses max(Tukey's, this). The
  * stream is fixed (SplitMix64 from RANKING_PERM_SEED), so a ranking is a function of its data. Work is counted in
  * pair evaluations plus fitted observations; when B·(pairs + observations) would exceed RANKING_PERM_WORK, B
- * shrinks, and below RANKING_PERM_MIN_REPS the calibration is skipped (Tukey's alone, said so). Returns 0 (q NAN
+ * shrinks, and below RANKING_PERM_MIN_REPS the calibration is skipped (Tukey's alone, said so). Below
+ * RANKING_PERM_MIN_DF residual df it is not tried: with a few cells per block the permutations are few and their
+ * refitted variances near zero, so the quantile only inflates what Tukey's already bounds under normality. Returns 0 (q NAN
  * when skipped or not computable) or -1 on no memory. */
 static unsigned long long perm_next(unsigned long long *s) {
     unsigned long long z = (*s += 0x9e3779b97f4a7c15ULL);
@@ -626,7 +628,8 @@ static int fit_refit(const ranking_fit *f, ranking_fit *g, double *y, double *T,
 static int best_perm_q(const ranking_fit *f, const int *fam, int K, ranking_perm *out) {
     memset(out, 0, sizeof *out);
     out->q = NAN;
-    if (K < 2 || f->df < 2 || !f->beta) return 0;
+    if (K < 2 || !f->beta) return 0;
+    if (f->df < RANKING_PERM_MIN_DF) { out->small = 1; return 0; }   /* too few cells per block to permute usefully */
     long long pairs = (long long)K * (K - 1) / 2, per = pairs + f->nobs;
     long long B = RANKING_PERM_REPS;
     if (B * per > RANKING_PERM_WORK) B = RANKING_PERM_WORK / per;
@@ -713,10 +716,19 @@ static double tukey_q(int K, double df) {
     if (!(df >= 1)) return NAN;
     return stats_range_quantile(RANKING_ALPHA, K > 1 ? K : 2, floor(df)) / M_SQRT2;
 }
-/* a pair's critical value in the best group: Tukey's at its df, or the permutation's when that is larger */
-static double pair_critical(int K, double df, double qperm) {
-    double q = tukey_q(K, df);
-    return isfinite(qperm) && !(qperm <= q) ? qperm : q;
+/* A pair's SE and critical value in the best group. Calibrated (the permutation ran): the moderated contrast's SE
+ * and the larger of Tukey's q at its df and the permutation's. Otherwise (a small design, a family over the cost
+ * cap): Tukey–Kramer on the pooled variance, exact under equal normal errors — with few cells the prior's spread
+ * is too noisy to moderate the group's pairs (docs/STATISTICS.md: 0.085 drops at 6 × 2 under the null). Returns
+ * the margin q·SE (NAN when not computable). */
+static double pair_margin(const ranking_fit *f, const ranking *r, int K, int i, int j) {
+    if (r->perm.reps > 0) {
+        double df, var = ranking_fit_contrast(f, i, j, &df), q = tukey_q(K, df);
+        if (isfinite(r->perm.q) && !(r->perm.q <= q)) q = r->perm.q;
+        return isfinite(var) ? q * sqrt(var) : NAN;
+    }
+    double var = ranking_fit_var(f, i, j);
+    return isfinite(var) && isfinite(f->sd) ? r->tukey_critical * f->sd * sqrt(var) : NAN;
 }
 
 typedef struct sort_item { ranking_row row; double key; int has_key; } sort_item;
@@ -1036,7 +1048,7 @@ int ranking_compute(ranking *r, ranking_obs *const *obs, const int *nobs, int nl
                 x->vs_best_n = c.n;
                 x->vs_best_mean = c.mean;
                 x->vs_best_se = c.se;
-                if (m == RANKING_BLOCKED) x->vs_best_margin = pair_critical(K, c.df, r->perm.q) * c.se;
+                if (m == RANKING_BLOCKED) x->vs_best_margin = pair_margin(f, r, K, i, first);
                 else if (c.n >= 2 && K > 1) x->vs_best_margin = stats_t_quantile(1 - RANKING_ALPHA / ((double)K * (K - 1)), c.n - 1) * c.se;
             }
             if (m == RANKING_BLOCKED) {
@@ -1044,8 +1056,8 @@ int ranking_compute(ranking *r, ranking_obs *const *obs, const int *nobs, int nl
                 for (int b = 0; b < K && byt[b] != i; b++) {
                     int j = byt[b];
                     if (!(f->tau[j] < f->tau[i])) break;
-                    double df, var = ranking_fit_contrast(f, i, j, &df);
-                    if (isfinite(var) && f->tau[i] - f->tau[j] > pair_critical(K, df, r->perm.q) * sqrt(var)) {
+                    double margin = pair_margin(f, r, K, i, j);
+                    if (isfinite(margin) && f->tau[i] - f->tau[j] > margin) {
                         x->best = 0;
                         x->worse_than = r->rows[pos_of[j]].schedule_id;
                         break;
@@ -1511,7 +1523,8 @@ json_t *ranking_analysis_json(const ranking *r) {
                         "level", r->best_level, "step", (json_int_t)(r->nrungs > 0 ? r->rung_step[r->best_level] : 0),
                         "tukey_critical", num(r->tukey_critical), "permutation_critical", num(pm->q),
                         "calibration", "method", pm->reps > 0 ? "residual permutation within seed blocks"
-                        : pm->skipped ? "none: the family is too large for the calibration's cost cap" : "none",
+                        : pm->skipped ? "none: the family is too large for the calibration's cost cap"
+                        : pm->small ? "none: fewer residual df than the calibration needs (Tukey's alone)" : "none",
                         "critical", num(pm->q), "reps", pm->reps, "planned", pm->planned, "skipped", pm->skipped,
                         "work", (json_int_t)pm->work));
     json_object_set_new(a, "detectable", json_pack("{s:s, s:o, s:i, s:i, s:o, s:o, s:o, s:o, s:f, s:b, s:o}",
@@ -1554,6 +1567,7 @@ void ranking_power_sentence(const ranking *r, char *buf, size_t n) {
     else ADD("the paper's effect (%.4f) is below what this design can detect, even at 1000 seeds.", RANKING_PAPER_EFFECT);
     if (r->val.warn)
         ADD(" The val sample alone adds %.4f to a seed-averaged delta's sd (the seeds %.4f), and more seeds do not "
-            "reduce it: evaluate more val batches (\"eval\": {\"batches\": \"all\"}).", r->val.sd_mean, r->val.seed_sd_mean);
+            "reduce it: evaluate more val batches (\"eval\": {\"batches\": \"all\"}) or a larger val split.", r->val.sd_mean,
+            r->val.seed_sd_mean);
 #undef ADD
 }

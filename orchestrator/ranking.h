@@ -39,6 +39,7 @@
 #define RANKING_SCREEN_ALPHA 0.01   /* the screen's per-level false-screen rate (Bonferroni over the level's jobs) */
 #define RANKING_PERM_REPS 400       /* permutations that calibrate the best group's critical value (heavy tails) */
 #define RANKING_PERM_MIN_REPS 100   /* fewer within the cost cap: no calibration (Tukey's alone, said so) */
+#define RANKING_PERM_MIN_DF 30      /* the calibration needs this many residual df (a 56 × 3 sweep has 110) */
 #define RANKING_PERM_WORK 4000000LL /* the calibration's cost cap: permutations × (family pairs + observations) */
 #define RANKING_PERM_SEED 0x5052534d50524d31ULL   /* the permutations' fixed stream: a ranking is a function of its data */
 #define RANKING_MAX_SEEDS 256       /* the blocked model's seed limit (beyond: the paired method, said so) */
@@ -135,6 +136,7 @@ typedef struct ranking_perm {
     int reps;                    /* permutations drawn (0: none) */
     int planned;                 /* permutations the cost cap allowed */
     int skipped;                 /* 1: the family was too large for RANKING_PERM_MIN_REPS within RANKING_PERM_WORK */
+    int small;                   /* 1: fewer than RANKING_PERM_MIN_DF residual df: not tried */
     long long work;              /* pair evaluations + fitted observations spent (the cost test's count) */
 } ranking_perm;
 
