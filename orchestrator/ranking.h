@@ -8,19 +8,25 @@
  * losses are fitted by least squares to  y = schedule effect + seed effect + ε,  over every job with a value
  * there (a missing cell is handled, not dropped). The residual variance is pooled over the whole sweep:
  * residual df = observations − schedules − seeds + components ((K−1)(n−1) when complete).
- *   vs uniform   Δ_i = τ̂_i − τ̂_base with its model standard error; pooled t with the residual df, two-sided p,
- *                Holm over every non-baseline schedule of the sweep (the family counts schedules without a value).
+ *   vs uniform   Δ_i = τ̂_i − τ̂_base with its moderated SE: each schedule's residual mean square shrunk toward an
+ *                empirical-Bayes prior over all (Smyth 2004; the pooled variance when they spread no more than
+ *                chance), the contrast's variance Σ over its cells c_k²·s̃²_sched (ranking_fit_contrast), t with the
+ *                Satterthwaite df (≤ the residual df), two-sided p, Holm over every non-baseline schedule of the
+ *                sweep (the family counts schedules without a value).
  *   best group   a schedule leaves it only when it is significantly WORSE than some other schedule:
- *                τ̂_i − τ̂_j > q·SE_ij for some j, q = the studentized range quantile q_{0.95}(K, df)/√2 (Tukey;
- *                Tukey–Kramer when unbalanced). Every truly best schedule, ties included, stays in the group with
- *                probability ≥ 95%. Membership means "not shown to be worse", not "as good".
- *   variance     Bartlett's test on the residual mean squares by schedule (each with its own residual df); below
- *                RANKING_VAR_ALPHA the ranking falls back to per-pair paired t-tests (df = common seeds − 1), Holm
- *                against uniform, Bonferroni over the K(K−1) ordered pairs for the best group, and says so.
- *   detectable   the smallest |Δ| that is significant whatever the other schedules do (Holm's first step), the
- *                |Δ| detectable with 80% power, and the seeds the paper's effect (RANKING_PAPER_EFFECT) needs.
+ *                τ̂_i − τ̂_j > q·SE_ij for some j. With ≥ RANKING_PERM_MIN_DF residual df: SE_ij moderated and q the
+ *                larger of Tukey's q_{0.95}(K, df_ij)/√2 and the 95% quantile of max |Δ|/SE under residual
+ *                permutations within seed blocks (heavy tails; cost-capped). Below: Tukey–Kramer on the pooled
+ *                variance. Every truly best schedule, ties included, stays in the group with probability ≥ 95%.
+ *                Membership means "not shown to be worse", not "as good".
+ *   variance     Bartlett's test on the residual mean squares by schedule, a diagnostic only: nothing falls back.
+ *                The paired per-pair method remains for more than RANKING_MAX_SEEDS seeds.
+ *   detectable   from the fitted design: the median schedule's contrast against uniform (moderated variance,
+ *                df), the smallest |Δ| significant whatever the others do (Holm's first step), the |Δ| detected
+ *                with 80% power, and the seeds the paper's effect (RANKING_PAPER_EFFECT) needs.
  *   val noise    from each result's per-batch val losses (the same batches for every job): the standard error of
- *                a paired Δ that the val sample alone contributes, against the seed-to-seed sd of a paired Δ.
+ *                the seed-averaged Δ that the val sample alone contributes (it does not shrink with seeds),
+ *                against the seeds' standard error of that Δ.
  *
  * Ownership: ranking_build returns a ranking the caller frees with ranking_free; every pointer inside is owned
  * by it. Nothing here writes to the store.
@@ -34,7 +40,7 @@
 #include "store.h"
 
 #define RANKING_ALPHA 0.05          /* family-wise error rate of the marks and of the best group */
-#define RANKING_VAR_ALPHA 0.01      /* Bartlett's test below this: the paired fallback */
+#define RANKING_VAR_ALPHA 0.01      /* Bartlett's test below this: "rejected" in the diagnostic (no fallback) */
 #define RANKING_PAPER_EFFECT 0.0144 /* the paper's headline |Δ| (PAPER.md), for the detectable-effect sentence */
 #define RANKING_SCREEN_ALPHA 0.01   /* the screen's per-level false-screen rate (Bonferroni over the level's jobs) */
 #define RANKING_PERM_REPS 400       /* permutations that calibrate the best group's critical value (heavy tails) */
@@ -207,7 +213,7 @@ typedef struct ranking {
     int nrungs;                  /* halving rungs (0 without halving) */
     long long rung_step[17];     /* step of each level (rung_step[nrungs] = train.steps) */
     ranking_method method;       /* at the best group's level */
-    int fallback_reason;         /* method paired: 1 Bartlett rejected, 2 too many seeds */
+    int fallback_reason;         /* method paired: 2 too many seeds (1, Bartlett rejected, is no longer used) */
     ranking_fit fit;             /* the fit at best_level (owned) */
     double best_critical;        /* q (blocked: max(Tukey's at the pooled df, the permutation's)) or the Bonferroni t
                                     (paired); each pair uses Tukey's at its own df or the permutation's, the larger */
