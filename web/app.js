@@ -348,7 +348,7 @@ function deltaCell(r) {
   const cls = d.significant ? (d.mean < 0 ? 'neg' : 'pos') : '';
   const ci = isNum(d.lo) && isNum(d.hi) ? ' <span class="ci">[' + fmtSigned(d.lo, 4) + ', ' + fmtSigned(d.hi, 4) + ']</span>'
     : ' <span class="ci">(n=' + (d.n || 1) + ', no test)</span>';
-  const ph = isNum(d.p_holm) ? ' <span class="ph" title="' + (d.method === 'paired' ? 'paired' : 'pooled (blocked model)') + ' t-test p = ' + fmtP(d.p) + ', Holm-adjusted over ' +
+  const ph = isNum(d.p_holm) ? ' <span class="ph" title="' + (d.method === 'paired' ? 'paired' : S.board && S.board.analysis && /moderated/.test(S.board.analysis.comparison || '') ? 'moderated (blocked model, each schedule at its own shrunken variance)' : 'pooled (blocked model)') + ' t-test p = ' + fmtP(d.p) + ', Holm-adjusted over ' +
     (S.board && isNum(S.board.comparisons) ? S.board.comparisons : '?') + ' comparisons">p<sub>Holm</sub> ' + fmtP(d.p_holm) + '</span>' : '';
   const mark = d.significant
     ? ' <span class="sig ' + cls + '" title="p_holm < 0.05: ' + (d.mean < 0 ? 'better' : 'worse') + ' than uniform">' + (d.mean < 0 ? '▲' : '▼') + '</span>'
@@ -362,7 +362,8 @@ function analysisText(a) {
   if (!a) return 'the paired mean Δ';
   const sd = isNum(num(a.pooled_sd)) ? ', pooled sd ' + fmt(num(a.pooled_sd), 5) : '';
   if (a.method === 'paired') return 'paired t-tests per schedule' + (a.fallback_reason ? ': ' + esc(a.fallback_reason) : '') + sd;
-  return 'blocked model val loss ~ schedule + seed, ' + esc(a.residual_df) + ' residual df' + sd;
+  const mod = /moderated/.test(a.comparison || '') ? ', moderated t per schedule' : '';
+  return 'blocked model val loss ~ schedule + seed, ' + esc(a.residual_df) + ' residual df' + sd + mod;
 }
 function fmtP(p) {
   if (!isNum(p)) return '—';
