@@ -202,3 +202,38 @@ TEST(fail_cost_is_flat) { flat("fail"); }
 TEST(rung_cost_is_flat) { flat_or_known("rung", "halving_tick aggregates the rung's jobs on every report"); }
 
 
+
+/* The counters stay exact through the paths no worker route takes: cancel, requeue (a job, a sweep's failed jobs),
+ * expiry, priority, and a sweep deleted (its jobs cascade). */
+TEST(counters_follow_every_change) {
+    build(SMALL, 0);
+    char err[512];
+    store_cost c;
+    json_t *o = call("POST", "/api/v1/workers/register", "{\"name\": \"w1\"}", &c);
+    long long wid = json_integer_value(json_object_get(o, "worker_id"));
+    json_decref(o);
+    leased a, b, d;
+    lease(wid, &a, &c);
+    lease(wid, &b, &c);
+    lease(wid, &d, &c);
+    job_op(&a, "heartbeat", "\"step\": 5", &c);
+    job_op(&b, "fail", "\"error\": \"boom\", \"retryable\": false", &c);
+    queue *q = &A.q;
+    ASSERT_EQ_INT(0, store_begin(ST));
+    ASSERT_EQ_INT(0, queue_cancel(q, a.job));
+    ASSERT_EQ_INT(0, queue_requeue(q, a.job));
+    json_t *ids = json_array();
+    ASSERT_EQ_INT(0, queue_requeue_sweep(q, 1, "failed", NULL, ids));
+    json_decref(ids);
+    ASSERT_EQ_INT(0, queue_sweep_set_priority(q, 1, 3));
+    int n = 0;
+    ASSERT_EQ_INT(0, queue_expire(q, queue_clock(q) + 3600, &n));
+    ASSERT_EQ_INT(1, n);   /* d's lease */
+    ASSERT_EQ_INT(0, store_commit(ST));
+    if (sweeps_counts_verify(ST, err, sizeof err) != 0) HFAIL("after the admin changes: %s", err);
+    ASSERT_EQ_INT(SMALL, qv(ST, "SELECT n FROM sweep_counts WHERE state = 'queued'"));
+    ASSERT_EQ_INT(0, store_exec(ST, "DELETE FROM sweeps WHERE id = 1"));
+    ASSERT_EQ_INT(0, qv(ST, "SELECT count(*) FROM jobs"));
+    ASSERT_EQ_INT(0, qv(ST, "SELECT count(*) FROM sweep_counts"));
+    teardown();
+}
