@@ -529,34 +529,37 @@ typedef struct route {
     const char *pattern;        /* segments after /api/v1, '#' = id */
     int auth;
     void (*fn)(api_ctx *);
+    const char *name;           /* its label in /metrics (prism_route_*{route="NAME"}) */
 } route;
 
-/* GET routes answer from views.c (read views); POST routes from the write handlers above. */
+/* GET routes answer from views.c (read views); POST routes from the write handlers above. At most
+ * METRICS_MAX_ROUTES of them (their cost is counted by index). */
 static const route routes[] = {
-    { HTTP_POST, "workers/register", R_WORKER, h_register },
-    { HTTP_POST, "lease", R_WORKER, h_lease },
-    { HTTP_POST, "jobs/#/heartbeat", R_WORKER, h_heartbeat },
-    { HTTP_POST, "jobs/#/metrics", R_WORKER, h_metrics_post },
-    { HTTP_POST, "jobs/#/checkpoint", R_WORKER, h_checkpoint },
-    { HTTP_POST, "jobs/#/complete", R_WORKER, h_complete },
-    { HTTP_POST, "jobs/#/fail", R_WORKER, h_fail },
-    { HTTP_POST, "jobs/#/rung", R_WORKER, h_rung },
-    { HTTP_POST, "jobs/#/cancel", R_ADMIN, h_cancel },
-    { HTTP_POST, "jobs/#/requeue", R_ADMIN, h_requeue },
-    { HTTP_POST, "jobs/#/priority", R_ADMIN, h_priority },
-    { HTTP_POST, "sweeps", R_ADMIN, h_sweep_create },
-    { HTTP_POST, "sweeps/#/pause", R_ADMIN, h_pause },
-    { HTTP_POST, "sweeps/#/resume", R_ADMIN, h_resume },
-    { HTTP_POST, "sweeps/#/priority", R_ADMIN, h_sweep_priority },
-    { HTTP_POST, "sweeps/#/requeue", R_ADMIN, h_sweep_requeue },
-    { HTTP_GET, "sweeps", R_READ, views_sweeps_list },
-    { HTTP_GET, "sweeps/#", R_READ, views_sweep_get },
-    { HTTP_GET, "sweeps/#/jobs", R_READ, views_sweep_jobs },
-    { HTTP_GET, "sweeps/#/leaderboard", R_READ, views_leaderboard },
-    { HTTP_GET, "jobs/#", R_READ, views_job_get },
-    { HTTP_GET, "jobs/#/metrics", R_READ, views_job_metrics },
-    { HTTP_GET, "workers", R_READ, views_workers },
+    { HTTP_POST, "workers/register", R_WORKER, h_register, "register" },
+    { HTTP_POST, "lease", R_WORKER, h_lease, "lease" },
+    { HTTP_POST, "jobs/#/heartbeat", R_WORKER, h_heartbeat, "heartbeat" },
+    { HTTP_POST, "jobs/#/metrics", R_WORKER, h_metrics_post, "metrics" },
+    { HTTP_POST, "jobs/#/checkpoint", R_WORKER, h_checkpoint, "checkpoint" },
+    { HTTP_POST, "jobs/#/complete", R_WORKER, h_complete, "complete" },
+    { HTTP_POST, "jobs/#/fail", R_WORKER, h_fail, "fail" },
+    { HTTP_POST, "jobs/#/rung", R_WORKER, h_rung, "rung" },
+    { HTTP_POST, "jobs/#/cancel", R_ADMIN, h_cancel, "cancel" },
+    { HTTP_POST, "jobs/#/requeue", R_ADMIN, h_requeue, "requeue" },
+    { HTTP_POST, "jobs/#/priority", R_ADMIN, h_priority, "priority" },
+    { HTTP_POST, "sweeps", R_ADMIN, h_sweep_create, "sweep_create" },
+    { HTTP_POST, "sweeps/#/pause", R_ADMIN, h_pause, "sweep_pause" },
+    { HTTP_POST, "sweeps/#/resume", R_ADMIN, h_resume, "sweep_resume" },
+    { HTTP_POST, "sweeps/#/priority", R_ADMIN, h_sweep_priority, "sweep_priority" },
+    { HTTP_POST, "sweeps/#/requeue", R_ADMIN, h_sweep_requeue, "sweep_requeue" },
+    { HTTP_GET, "sweeps", R_READ, views_sweeps_list, "sweeps" },
+    { HTTP_GET, "sweeps/#", R_READ, views_sweep_get, "sweep" },
+    { HTTP_GET, "sweeps/#/jobs", R_READ, views_sweep_jobs, "sweep_jobs" },
+    { HTTP_GET, "sweeps/#/leaderboard", R_READ, views_leaderboard, "leaderboard" },
+    { HTTP_GET, "jobs/#", R_READ, views_job_get, "job" },
+    { HTTP_GET, "jobs/#/metrics", R_READ, views_job_metrics, "job_metrics" },
+    { HTTP_GET, "workers", R_READ, views_workers, "workers" },
 };
+_Static_assert(sizeof routes / sizeof routes[0] <= METRICS_MAX_ROUTES, "METRICS_MAX_ROUTES too small");
 
 /* Matches segs against pattern; fills *id for '#'. */
 static int match(const char *pattern, const char *const *seg, int nseg, long long *id) {
@@ -623,6 +626,7 @@ static void dispatch(api *a, http_request *req, http_response *res) {
         path_known |= routes[i].method == HTTP_GET ? 1 : 2;
         if (routes[i].method == req->method || (routes[i].method == HTTP_GET && req->method == HTTP_HEAD)) {
             hit = &routes[i];
+            a->route = (int)i;
             c.id = id;
             break;
         }
@@ -676,7 +680,14 @@ static void dispatch(api *a, http_request *req, http_response *res) {
 
 void api_handle(void *ud, http_request *req, http_response *res) {
     api *a = ud;
+    store_cost c0 = store_cost_now(a->st);
+    a->route = -1;
     dispatch(a, req, res);
+    store_cost c1 = store_cost_now(a->st);
+    a->last_cost.vm_steps = c1.vm_steps - c0.vm_steps;
+    a->last_cost.rows = c1.rows - c0.rows;
+    if (a->route >= 0)
+        metrics_route_cost(&a->metrics, a->route, routes[a->route].name, a->last_cost.vm_steps, a->last_cost.rows);
     if (!res->status) http_response_error(res, 500, "internal error: no answer");
     metrics_record(&a->metrics, req, res);
 }

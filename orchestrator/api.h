@@ -50,6 +50,8 @@ typedef struct api {
     void (*metrics_extra)(void *ud, buf *out);
     void *metrics_extra_ud;
     sqlite3_stmt *sp_stmt[3];  /* SAVEPOINT req, RELEASE req, ROLLBACK TO req: prepared once, owned */
+    int route;                 /* the index of the route being handled in api.c's table, -1 none (metrics_route_cost) */
+    store_cost last_cost;      /* what the last request handled cost (VM steps, rows written), its COMMIT aside */
 } api;
 
 /* One routed request as the router hands it to a handler: api.c's write handlers, views.c, static.c and

@@ -18,6 +18,13 @@
 
 #define METRICS_LAT_BUCKETS 12
 #define METRICS_WRITE_ERR_WINDOW_S 60.0   /* /healthz answers 503 for this long after a failed database write */
+#define METRICS_MAX_ROUTES 32             /* the API's routes (api.c's table) whose cost is counted */
+
+/* One API route's requests and what their statements cost (store.h: store_cost), since start. */
+typedef struct metrics_route {
+    const char *name;                     /* static: the route's label ("heartbeat", "lease", "sweep_jobs", ...) */
+    unsigned long long requests, vm_steps, rows;
+} metrics_route;
 
 typedef struct metrics_state {
     unsigned long long req_by_class[6];   /* 1xx..5xx */
@@ -26,6 +33,7 @@ typedef struct metrics_state {
     double lat_sum;
     char write_err[512];                  /* the last failed database write (BEGIN, a statement, COMMIT), "" when none */
     double write_err_at;                  /* when (store_now), 0 when none */
+    metrics_route route[METRICS_MAX_ROUTES];   /* by the router's route index; name NULL: none answered yet */
 } metrics_state;
 
 typedef struct api_ctx api_ctx;   /* api.h */
@@ -33,6 +41,8 @@ typedef struct api_ctx api_ctx;   /* api.h */
 void metrics_healthz(api_ctx *c);
 void metrics_prometheus(api_ctx *c);
 void metrics_record(metrics_state *m, const http_request *req, const http_response *res);
+/* Adds one request of route i (0 <= i < METRICS_MAX_ROUTES, named name) and its cost to m. */
+void metrics_route_cost(metrics_state *m, int i, const char *name, unsigned long long vm_steps, unsigned long long rows);
 void metrics_note_write_error(metrics_state *m, const char *what, const char *msg);
 void metrics_clear_write_error(metrics_state *m);
 #endif

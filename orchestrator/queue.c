@@ -7,7 +7,9 @@
  *
  * Lease order: ORDER BY priority DESC, seed_index, is_baseline DESC, schedule ord, id over queued jobs of
  * active sweeps: every schedule's first seed before any second seed, the uniform baseline first at each seed.
- * The jobs_queue index serves the (state, priority, seed_index) prefix; only one seed level is sorted.
+ * The jobs_queue index is that order (jobs.lease_ord stands for the schedule's is_baseline and ord): the pick reads
+ * from the first queued job on and stops at the first one a worker can take, whatever the sweep's size. The
+ * sweep's progress (the heartbeat's answer) is read from sweep_counts, kept by triggers (sql/010_sweep_counts.sql).
  * Steps and tokens per step are the jobs' columns (the job model's, common/jobmodel.h, filled at create).
  *
  * Size (~720 lines): every transition shares the statement cache S(), the lease check (lease_read, renew_row)
@@ -61,12 +63,13 @@ static const char *const SQL[S_COUNT] = {
     [S_WORKER_EXISTS] = "UPDATE workers SET last_seen_at = ?2 WHERE id = ?1",
     [S_WORKER_SEEN] = "UPDATE workers SET last_seen_at = ?2 WHERE id = (SELECT worker_id FROM jobs WHERE id = ?1)",
     [S_LEASE_PICK] =
-        "SELECT j.id FROM jobs j INDEXED BY jobs_queue JOIN sweeps s ON s.id = j.sweep_id JOIN schedules sc ON sc.id = j.schedule_id "
+        "SELECT j.id FROM jobs j INDEXED BY jobs_queue JOIN sweeps s ON s.id = j.sweep_id "
         "WHERE j.state = 'queued' AND s.state = 'active' "
         /* the worker's engines (lease.h): ?1 = it has the built-in engine, ?2 = its trainers as a JSON array */
         "AND CASE WHEN json_extract(j.job, '$.trainer') IS NULL THEN ?1 "
         "ELSE json_extract(j.job, '$.trainer') IN (SELECT value FROM json_each(?2)) END "
-        "ORDER BY j.priority DESC, j.seed_index, sc.is_baseline DESC, sc.ord, j.id LIMIT 1",
+        /* = priority DESC, seed_index, is_baseline DESC, schedule ord, id (lease_ord: sql/010_sweep_counts.sql) */
+        "ORDER BY j.priority DESC, j.seed_index, j.lease_ord, j.id LIMIT 1",
     [S_LEASE_TAKE] =
         "UPDATE jobs SET state = 'leased', attempt = attempt + 1, lease_token = ?2, lease_expires_at = ?3, "
         "worker_id = ?4, device = ?5, updated_at = ?6, finished_at = NULL WHERE id = ?1 AND state = 'queued'",
@@ -115,8 +118,9 @@ static const char *const SQL[S_COUNT] = {
     [S_REQUEUE_SWEEP] = "UPDATE jobs SET state = 'queued', attempt_base = attempt, finished_at = NULL, lease_expires_at = NULL, "
                         "updated_at = ?2 WHERE sweep_id = ?1 AND state = ?3 AND (?4 IS NULL OR instr(coalesce(last_error, ''), ?4) > 0) "
                         "RETURNING id",
-    [S_SWEEP_PROGRESS] = "SELECT count(*) FILTER (WHERE state = 'done'), count(*) FROM jobs WHERE sweep_id = "
-                         "(SELECT sweep_id FROM jobs WHERE id = ?1)",
+    /* the per-sweep counters (sql/010_sweep_counts.sql): a few rows, not a count of every job */
+    [S_SWEEP_PROGRESS] = "SELECT coalesce(sum(n) FILTER (WHERE state = 'done'), 0), coalesce(sum(n), 0) FROM sweep_counts "
+                         "WHERE sweep_id = (SELECT sweep_id FROM jobs WHERE id = ?1)",
     [S_JOB_SWEEP] = "SELECT sweep_id FROM jobs WHERE id = ?1",
     /* the old result, kept (sql/009_requeued_results.sql); ?3 = the screen's reason */
     [S_RESULT_KEEP] = "INSERT OR REPLACE INTO requeued_results (job_id, attempt, val_loss, tok_per_s, result, completed_at, "

@@ -6,6 +6,10 @@
  * migration runs in its own transaction together with the version bump, so a crash mid-migration leaves
  * the previous version intact. journal_mode=WAL lets readers (the CLI, `sqlite3`) look while the
  * orchestrator writes; synchronous=FULL makes every COMMIT durable before we answer anyone.
+ *
+ * Cost accounting (store_cost_now): a SQLITE_TRACE_PROFILE callback, which SQLite calls once per statement run
+ * when it finishes or is reset, adds the run's VM steps to st->vm_steps and zeroes the statement's counter, so
+ * every statement on the connection is counted once, whichever module prepared it.
  */
 #include "store.h"
 #include "jobmodel.h"
@@ -107,6 +111,17 @@ int store_exec(store *st, const char *sql) {
     return STORE_OK;
 }
 
+/* SQLITE_TRACE_PROFILE: statement p finished (or was reset): its VM steps since the last reading. */
+static int cost_trace(unsigned kind, void *ud, void *p, void *x) {
+    if (kind == SQLITE_TRACE_PROFILE) ((store *)ud)->vm_steps += (unsigned)sqlite3_stmt_status(p, SQLITE_STMTSTATUS_VM_STEP, 1);
+    return 0;
+}
+
+store_cost store_cost_now(const store *st) {
+    store_cost c = { st->vm_steps, (unsigned long long)sqlite3_total_changes64(st->db) };
+    return c;
+}
+
 int store_begin(store *st) { return store_exec(st, "BEGIN IMMEDIATE"); }
 int store_commit(store *st) { return store_exec(st, "COMMIT"); }
 void store_rollback(store *st) {
@@ -192,6 +207,7 @@ int store_open(const char *path, store **out, char *errbuf, size_t errlen) {
     }
     sqlite3_busy_timeout(st->db, 5000);
     sqlite3_extended_result_codes(st->db, 1);
+    sqlite3_trace_v2(st->db, SQLITE_TRACE_PROFILE, cost_trace, st);
     if ((rc = refuse_foreign(st)) < 0) goto out;   /* before anything is changed (WAL mode is a change) */
     if ((rc = store_exec(st, "PRAGMA journal_mode=WAL")) < 0 ||
         (rc = store_exec(st, "PRAGMA synchronous=FULL")) < 0 ||

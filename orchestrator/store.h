@@ -37,7 +37,15 @@ typedef struct store {
     char path[1024];
     char err[512];   /* last error message */
     int immutable;   /* store_open_readonly read it as immutable (read-only media) */
+    unsigned long long vm_steps;   /* SQLite VM steps of every statement finished on db since open (store_cost) */
 } store;
+
+/* What the statements run on st->db have cost since it was opened: VM steps (sqlite3_stmt_status
+ * SQLITE_STMTSTATUS_VM_STEP of every statement, summed as each one finishes or is reset, triggers included) and
+ * rows written (sqlite3_total_changes64). A machine-independent measure of a request's work: the difference of
+ * two readings around it (the API's per-route cost in /metrics, tests/unit/test_hotpath_cost.c). */
+typedef struct store_cost { unsigned long long vm_steps, rows; } store_cost;
+store_cost store_cost_now(const store *st);
 
 /* Opens (creating if needed) the database at path and migrates it. On success *out is a new store the
  * caller frees with store_close(). On failure *out is NULL, errbuf holds the reason, returns < 0. */

@@ -248,7 +248,8 @@ int sweeps_count_states(store *st, int64_t sweep_id, sweeps_counts *c) {
     sqlite3_stmt *s = NULL;
     int rc, step;
     memset(c, 0, sizeof *c);
-    if ((rc = prep(st, &s, "SELECT state, count(*) FROM jobs WHERE ?1 = 0 OR sweep_id = ?1 GROUP BY state")) < 0)
+    /* the per-sweep counters (sql/010_sweep_counts.sql), not a count of every job */
+    if ((rc = prep(st, &s, "SELECT state, sum(n) FROM sweep_counts WHERE ?1 = 0 OR sweep_id = ?1 GROUP BY state")) < 0)
         return rc;
     sqlite3_bind_int64(s, 1, sweep_id);
     while ((step = sqlite3_step(s)) == SQLITE_ROW) {
@@ -264,19 +265,53 @@ int sweeps_count_states(store *st, int64_t sweep_id, sweeps_counts *c) {
 }
 
 /* One row per sweep: counts per state, steps done and in total, jobs done since ?2. Steps are the jobs.steps
- * column (the job model's train.steps, filled at create); total() sums in floating point (never an overflow
- * error); a job counts at most its own steps, a pruned one ends at its rung, a cancelled one counts nothing. */
+ * column (the job model's train.steps, filled at create); a job counts at most its own steps, a pruned one ends at
+ * its rung, a cancelled one counts nothing. The counts and the steps of every job not leased are the sweep's
+ * counters (sql/010_sweep_counts.sql, a row per state); the leased jobs' steps (they move with every heartbeat) and
+ * the jobs done since ?2 are read through the jobs_sweep index: as many rows as run now or finished lately. */
 static const char SUMMARY_SQL[] =
-    "SELECT s.id, s.name, s.state, s.priority, s.created_at, "
-    " (SELECT count(*) FROM schedules WHERE sweep_id = s.id), "
-    " coalesce(sum(j.state = 'queued'), 0), coalesce(sum(j.state = 'leased'), 0), coalesce(sum(j.state = 'done'), 0), "
-    " coalesce(sum(j.state = 'failed'), 0), coalesce(sum(j.state = 'cancelled'), 0), "
-    " coalesce(sum(j.state = 'paused'), 0), coalesce(sum(j.state = 'pruned'), 0), count(j.id), "
-    " CAST(total(CASE WHEN j.state = 'cancelled' THEN 0 WHEN j.state = 'done' THEN j.steps "
-    "   ELSE min(j.step, coalesce(nullif(j.steps, 0), j.step)) END) AS INTEGER), "
-    " CAST(total(CASE WHEN j.state = 'cancelled' THEN 0 WHEN j.state = 'pruned' THEN j.step ELSE j.steps END) AS INTEGER), "
-    " coalesce(sum(j.state = 'done' AND j.finished_at > ?2), 0) "
-    "FROM sweeps s LEFT JOIN jobs j ON j.sweep_id = s.id WHERE (?1 = 0 OR s.id = ?1) GROUP BY s.id ORDER BY s.id";
+    "SELECT s.id, s.name, s.state, s.priority, s.created_at, s.schedules, "
+    " coalesce(sum(c.n) FILTER (WHERE c.state = 'queued'), 0), coalesce(sum(c.n) FILTER (WHERE c.state = 'leased'), 0), "
+    " coalesce(sum(c.n) FILTER (WHERE c.state = 'done'), 0), coalesce(sum(c.n) FILTER (WHERE c.state = 'failed'), 0), "
+    " coalesce(sum(c.n) FILTER (WHERE c.state = 'cancelled'), 0), coalesce(sum(c.n) FILTER (WHERE c.state = 'paused'), 0), "
+    " coalesce(sum(c.n) FILTER (WHERE c.state = 'pruned'), 0), coalesce(sum(c.n), 0), "
+    " coalesce(sum(c.steps_done), 0) + (SELECT CAST(total(min(j.step, coalesce(nullif(j.steps, 0), j.step))) AS INTEGER) "
+    "   FROM jobs j WHERE j.sweep_id = s.id AND j.state = 'leased'), "
+    " coalesce(sum(c.steps_total), 0) + (SELECT CAST(total(j.steps) AS INTEGER) FROM jobs j WHERE j.sweep_id = s.id AND "
+    "   j.state = 'leased'), "
+    " (SELECT count(*) FROM jobs j WHERE j.sweep_id = s.id AND j.state = 'done' AND j.finished_at > ?2) "
+    "FROM sweeps s LEFT JOIN sweep_counts c ON c.sweep_id = s.id WHERE (?1 = 0 OR s.id = ?1) GROUP BY s.id ORDER BY s.id";
+
+int sweeps_counts_verify(store *st, char *err, size_t errlen) {
+    /* every (sweep, state) whose counter row differs from the jobs themselves, either way */
+    static const char sql[] =
+        "WITH j AS (SELECT sweep_id, state, count(*) AS n, "
+        "   CAST(total(CASE state WHEN 'leased' THEN 0 WHEN 'cancelled' THEN 0 WHEN 'pruned' THEN step ELSE steps END) AS INTEGER) AS t, "
+        "   CAST(total(CASE state WHEN 'leased' THEN 0 WHEN 'cancelled' THEN 0 WHEN 'done' THEN steps "
+        "     ELSE min(step, coalesce(nullif(steps, 0), step)) END) AS INTEGER) AS d FROM jobs GROUP BY sweep_id, state), "
+        " c AS (SELECT sweep_id, state, n, steps_total AS t, steps_done AS d FROM sweep_counts WHERE n != 0 OR steps_total != 0 "
+        "   OR steps_done != 0) "
+        "SELECT 'jobs', * FROM (SELECT * FROM j EXCEPT SELECT * FROM c) UNION ALL "
+        "SELECT 'counters', * FROM (SELECT * FROM c EXCEPT SELECT * FROM j) UNION ALL "
+        "SELECT 'schedules', id, '', schedules, (SELECT count(*) FROM schedules WHERE sweep_id = sweeps.id), 0 FROM sweeps "
+        "WHERE schedules != (SELECT count(*) FROM schedules WHERE sweep_id = sweeps.id) LIMIT 1";
+    sqlite3_stmt *s = NULL;
+    int rc = prep(st, &s, sql);
+    if (rc < 0) { snprintf(err, errlen, "%s", st->err); return rc; }
+    int step = sqlite3_step(s);
+    if (step == SQLITE_ROW) {
+        snprintf(err, errlen, "sweep %lld state %s: %s says n=%lld steps_total=%lld steps_done=%lld, the other side differs",
+                 (long long)sqlite3_column_int64(s, 1), (const char *)sqlite3_column_text(s, 2),
+                 (const char *)sqlite3_column_text(s, 0), (long long)sqlite3_column_int64(s, 3),
+                 (long long)sqlite3_column_int64(s, 4), (long long)sqlite3_column_int64(s, 5));
+        rc = STORE_ECONFLICT;
+    } else if (step != SQLITE_DONE) {
+        rc = store_fail(st, "verify counters");
+        snprintf(err, errlen, "%s", st->err);
+    }
+    sqlite3_finalize(s);
+    return rc;
+}
 
 static void fill_info(sqlite3_stmt *s, sweeps_info *info) {
     memset(info, 0, sizeof *info);

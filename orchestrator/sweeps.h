@@ -98,6 +98,12 @@ int sweeps_list(store *st, sweeps_info **out, int *n);
 /* sweeps_summary of one sweep. STORE_ENOTFOUND (st->err says so) when there is none. */
 int sweeps_get(store *st, int64_t sweep_id, sweeps_info *info);
 
+/* The invariant behind every O(1) count (sql/010_sweep_counts.sql): each sweep's counter rows (jobs per state, their
+ * steps) equal count(*) and the sums over its jobs GROUP BY state, and sweeps.schedules its schedules. Returns 0;
+ * STORE_ECONFLICT with err naming the first (sweep, state) that differs; STORE_EIO. Reads every job: for tests and
+ * checks, never a request. */
+int sweeps_counts_verify(store *st, char *err, size_t errlen);
+
 /* {"queued":..,"leased":..,...,"pruned":..}: every job state (jobstate.h order); sweeps_counts_json adds
  * "total"; and the info object {"id","name","state","priority","created_at","schedules","jobs":{counts}};
  * new references (NULL when out of memory). */

@@ -10,6 +10,7 @@
 #include "spec.h"
 #include "store.h"
 #include "sweeps.h"
+#define PRISM_TEST_CHECK_COUNTERS   /* every store_close checks the per-sweep counters */
 #include "store_test_lib.h"
 
 #define TINY_MODEL "\"model\": {\"n_layer\": 4, \"d_model\": 64, \"vocab_size\": 256, \"padded_vocab_size\": 256, " \

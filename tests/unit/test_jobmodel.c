@@ -80,6 +80,15 @@ TEST(migration_fills_older_rows_by_the_c_model) {
     /* back to schema version 3: no tokens_per_step column, steps as a version that filled them at lease left them,
      * and one row whose JSON is not a job */
     ASSERT_EQ_INT(0, store_exec(st, "ALTER TABLE jobs DROP COLUMN tokens_per_step"));
+    ASSERT_EQ_INT(0, store_exec(st, "DROP TRIGGER jobs_count_ins; DROP TRIGGER jobs_count_del; DROP TRIGGER jobs_count_upd; "
+                                "DROP TRIGGER jobs_lease_ord_ins; DROP TRIGGER schedules_count_ins; "
+                                "DROP TRIGGER schedules_count_del; DROP TABLE sweep_counts; "
+                                "ALTER TABLE sweeps DROP COLUMN schedules; DROP INDEX jobs_queue; "
+                                "ALTER TABLE jobs DROP COLUMN lease_ord; "
+                                "CREATE INDEX jobs_queue ON jobs (state, priority DESC, seed_index, id); DROP INDEX jobs_sweep; "
+                                "CREATE INDEX jobs_sweep ON jobs (sweep_id, state)"));   /* migration 10 */
+    ASSERT_EQ_INT(0, store_exec(st, "UPDATE jobs SET state = 'done', step = 30 WHERE id = 2; "
+                                "UPDATE jobs SET state = 'leased', step = 7 WHERE id = 3"));   /* counted by migration 10 */
     ASSERT_EQ_INT(0, store_exec(st, "DROP TABLE requeued_results"));                            /* migration 9 */
     ASSERT_EQ_INT(0, store_exec(st, "DROP TABLE racing_screened; DROP TABLE racing_config"));     /* migration 8 */
     ASSERT_EQ_INT(0, store_exec(st, "DROP TABLE racing_decisions; DROP TABLE racing_rounds"));   /* migration 7 */
@@ -94,6 +103,14 @@ TEST(migration_fills_older_rows_by_the_c_model) {
     ASSERT_EQ_INT(STORE_SCHEMA_VERSION, qv(st, "PRAGMA user_version"));
     ASSERT_EQ_INT(n - 1, qv(st, "SELECT count(*) FROM jobs WHERE steps = 30 AND tokens_per_step = 8 * 40 * 3"));
     ASSERT_EQ_INT(1, qv(st, "SELECT count(*) FROM jobs WHERE id = 1 AND steps = 0 AND tokens_per_step = 0"));
+    /* migration 10: the counters of the rows there were, the lease order and the schedules of every sweep */
+    if (sweeps_counts_verify(st, err, sizeof err) != 0) HFAIL("counters after the migration: %s", err);
+    ASSERT_EQ_INT(n, qv(st, "SELECT sum(n) FROM sweep_counts"));
+    ASSERT_EQ_INT(1, qv(st, "SELECT n FROM sweep_counts WHERE state = 'done'"));
+    ASSERT_EQ_INT(30, qv(st, "SELECT steps_done FROM sweep_counts WHERE state = 'done'"));
+    ASSERT_EQ_INT(0, qv(st, "SELECT count(*) FROM jobs j JOIN schedules sc ON sc.id = j.schedule_id WHERE "
+                            "j.lease_ord != (1 - sc.is_baseline) * 4294967296 + sc.ord"));
+    ASSERT_EQ_INT(qv(st, "SELECT count(*) FROM schedules"), qv(st, "SELECT sum(schedules) FROM sweeps"));
     store_close(st);
 }
 

@@ -6,6 +6,7 @@
 #include "queue.h"
 #include "store.h"
 #include "sweeps.h"
+#define PRISM_TEST_CHECK_COUNTERS   /* every store_close checks the per-sweep counters */
 #include "store_test_lib.h"
 
 #include <math.h>
