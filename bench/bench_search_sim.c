@@ -63,11 +63,11 @@ int main(void) {
             ss_sweep_init(&w, &s, truth, seed);
             surrogate_opts o = { .features = feat, .kernel = kern, .seed = seed };
             int chosen[3];
-            if (ss_search_surrogate(&w, M, K, ck, nck, &o, chosen) != 0) { fprintf(stderr, "search failed\n"); return 1; }
+            if (ss_search_surrogate(&w, M, K, ck, nck, &o, chosen, NULL) != 0) { fprintf(stderr, "search failed\n"); return 1; }
             for (int c = 0; c < nck; c++) {
                 rs[c * reps + rep] = truth[chosen[c]] - tmin;
                 ts[c] += ss_top1(&s, truth, chosen[c]);
-                int rnd = ss_search_random(&w, ck[c], seed * 7 + c);
+                int rnd = ss_search_random(&w, ck[c], seed * 7 + c, NULL);
                 if (rnd < 0) { fprintf(stderr, "random failed\n"); return 1; }
                 rr[c * reps + rep] = truth[rnd] - tmin;
                 tr[c] += ss_top1(&s, truth, rnd);

@@ -22,7 +22,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define JITTER 1e-10      /* relative to σ_f²: added to the kernel diagonal (also to the joint draw's) */
 #define LCB_Z 2.5         /* the subset screen's quantile: μ̂ − z σ̂ */
 #define GRID_ELL 12       /* lengthscales: median distance × 2^(−3 .. +2.5) */
 #define GRID_SF2 11       /* signal variances: var(y) × 10^(−2 .. +1.5) */
@@ -133,7 +132,7 @@ static int fit_at(const surrogate_model *m, const double *D, double sf2, double 
     int n = m->n;
     for (int i = 0; i < n; i++)
         for (int j = 0; j <= i; j++)
-            a[i * n + j] = sf2 * kern(m->kernel, D[i * n + j] / ell) + (i == j ? m->noise[i] + JITTER * sf2 : 0);
+            a[i * n + j] = sf2 * kern(m->kernel, D[i * n + j] / ell) + (i == j ? m->noise[i] + SURROGATE_JITTER * sf2 : 0);
     if (cholesky(a, n) != 0) return -1;
     for (int i = 0; i < n; i++) tmp[i] = 1;
     solve_lower(a, n, tmp);                    /* tmp = L⁻¹ 1 */
@@ -358,7 +357,7 @@ int surrogate_propose(const surrogate_model *m, int K, const surrogate_opts *opt
     if (!S0) goto out;
     memcpy(S0, S, (size_t)nj * nj * sizeof *S);
     int ok = 0;
-    for (double jit = JITTER; jit <= 1e-2 && !ok; jit *= 100) {
+    for (double jit = SURROGATE_JITTER; jit <= 1e-2 && !ok; jit *= 100) {
         memcpy(S, S0, (size_t)nj * nj * sizeof *S);
         for (int a = 0; a < nj; a++) S[a * nj + a] += jit * m->sf2;
         ok = cholesky(S, nj) == 0;

@@ -48,6 +48,7 @@ enum { SURROGATE_K_MATERN52 = 0, SURROGATE_K_SE = 1 };
 #define SURROGATE_CAP 5000        /* default candidate cap: score the whole valid set up to this many */
 #define SURROGATE_SUBSET 400      /* default size of the jointly sampled untrained subset */
 #define SURROGATE_DRAWS 256       /* default Thompson draws for the probability of improvement */
+#define SURROGATE_JITTER 1e-10    /* × σ_f², added to the kernel matrix's diagonal (also to the joint draw's) */
 
 typedef struct surrogate_opts {
     int features;     /* SURROGATE_F_*, 0 = LOGDIM */

@@ -168,9 +168,10 @@ static __attribute__((unused)) int ss_estimates(const ss_sweep *w, const int *id
     return best;
 }
 
-/* the surrogate search: chosen[c] = the grid index chosen at checkpoint budget ck[c] (ascending); 0 or -1 */
+/* the surrogate search: chosen[c] = the grid index chosen at checkpoint budget ck[c] (ascending); trained (may be
+ * NULL, room for ck[nck − 1]) gets the grid indices trained, in order; 0 or -1 */
 static __attribute__((unused)) int ss_search_surrogate(const ss_sweep *w, int M, int K, const int *ck, int nck,
-                                                       const surrogate_opts *o, int *chosen) {
+                                                       const surrogate_opts *o, int *chosen, int *trained) {
     const ss_space *s = w->s;
     int L = s->L, cap = ck[nck - 1], n = 0, c = 0, rc = -1;
     int *idx = malloc((size_t)cap * sizeof *idx), *hb = malloc((size_t)cap * L * sizeof *hb);
@@ -193,6 +194,7 @@ static __attribute__((unused)) int ss_search_surrogate(const ss_sweep *w, int M,
         if (got < 1) goto out;
         for (int i = 0; i < got; i++, n++) idx[n] = ss_index(s, hb + (size_t)n * L);
     }
+    if (trained) memcpy(trained, idx, (size_t)n * sizeof *idx);
     rc = 0;
 out:
     free(idx); free(hb); free(est); free(se);
@@ -205,14 +207,16 @@ static __attribute__((unused)) int ss_pick_add(const int *h, int L, void *ctx) {
     p->idx[p->n++] = ss_index(p->s, h);
     return 0;
 }
-/* uniform random search of budget schedules: the chosen grid index, or -1 */
-static __attribute__((unused)) int ss_search_random(const ss_sweep *w, int budget, uint64_t seed) {
+/* uniform random search of budget schedules: the chosen grid index, or -1; trained (may be NULL, room for budget)
+ * gets the grid indices trained */
+static __attribute__((unused)) int ss_search_random(const ss_sweep *w, int budget, uint64_t seed, int *trained) {
     ss_pick p = { malloc((size_t)budget * sizeof(int)), 0, w->s };
     double *est = malloc((size_t)budget * sizeof *est), *se = malloc((size_t)budget * sizeof *se);
     int r = -1;
     if (p.idx && est && se && schedule_sample(&w->s->r, (uint64_t)budget, seed, ss_pick_add, &p) == 0) {
         int b = ss_estimates(w, p.idx, p.n, est, se);
         if (b >= 0) r = p.idx[b];
+        if (trained) memcpy(trained, p.idx, (size_t)p.n * sizeof *p.idx);
     }
     free(p.idx); free(est); free(se);
     return r;
