@@ -53,13 +53,13 @@ int surrogate_dim(const schedule_rules *r, int features) {
     int allowed[SCHEDULE_MAX_ALLOWED * 64], na = schedule_allowed_heads(r, allowed, (int)(sizeof allowed / sizeof *allowed));
     int nt = 0;
     for (int i = 0; i < na; i++) nt += allowed[i] < r->h_base;
-    if (features == 0) features = SURROGATE_F_LOGDIM;
+    if (features == 0) features = SURROGATE_F_DEFAULT;
     if (features < SURROGATE_F_LOGDIM || features > SURROGATE_F_BOTH) return SURROGATE_EINVAL;
     return (features & SURROGATE_F_LOGDIM ? r->L : 0) + (features & SURROGATE_F_TRANS ? nt : 0);
 }
 
 int surrogate_features(const schedule_rules *r, int features, const int *heads, double *x) {
-    if (features == 0) features = SURROGATE_F_LOGDIM;
+    if (features == 0) features = SURROGATE_F_DEFAULT;
     if (features < SURROGATE_F_LOGDIM || features > SURROGATE_F_BOTH || r->L < 1) return SURROGATE_EINVAL;
     int k = 0;
     if (features & SURROGATE_F_LOGDIM)
@@ -166,7 +166,7 @@ int surrogate_fit(surrogate_model *m, const schedule_rules *rules, const int *he
     if (resolve(rules, &m->rules) != 0) return SURROGATE_EINVAL;
     m->L = m->rules.L;
     m->n = n;
-    m->features = o.features ? o.features : SURROGATE_F_LOGDIM;
+    m->features = o.features ? o.features : SURROGATE_F_DEFAULT;
     m->kernel = o.kernel;
     if (m->kernel != SURROGATE_K_MATERN52 && m->kernel != SURROGATE_K_SE) return SURROGATE_EINVAL;
     m->dim = surrogate_dim(&m->rules, m->features);
@@ -298,6 +298,7 @@ int surrogate_propose(const surrogate_model *m, int K, const surrogate_opts *opt
     int draws = o.draws > 0 ? o.draws : SURROGATE_DRAWS, L = m->L, n = m->n, dim = m->dim;
     if (draws < K) draws = K;
     surrogate_outlook lk = { .best_mean = NAN, .best_sd = NAN, .p_beat = NAN };
+    lk.best_trained = -1;
     cands c;
     int rc = candidates(&m->rules, cap, o.seed, &c, &lk.exhaustive);
     if (rc != 0) return rc;
@@ -314,6 +315,12 @@ int surrogate_propose(const surrogate_model *m, int K, const surrogate_opts *opt
     int nprop = 0;
     rc = SURROGATE_ENOMEM;
     if (!ord || !cm || !ks || !xc) goto out;
+    for (int i = 0; i < n; i++) {   /* the trained schedules' posterior: the recommendation */
+        double var, mean = post_at(m, m->x + (size_t)i * dim, ks, &var);
+        if (lk.best_trained < 0 || mean < lk.best_trained_mean) {
+            lk.best_trained = i; lk.best_trained_mean = mean; lk.best_trained_sd = sqrt(var);
+        }
+    }
     int best = -1;
     for (int j = 0; j < nc; j++) {
         double var;
@@ -401,7 +408,7 @@ int surrogate_initial_design(const schedule_rules *rules, int M, const surrogate
     schedule_rules r;
     surrogate_opts o = opts ? *opts : (surrogate_opts){ 0 };
     if (M < 0 || (M > 0 && !out) || resolve(rules, &r) != 0) return SURROGATE_EINVAL;
-    int feat = o.features ? o.features : SURROGATE_F_LOGDIM, dim = surrogate_dim(&r, feat), L = r.L;
+    int feat = o.features ? o.features : SURROGATE_F_DEFAULT, dim = surrogate_dim(&r, feat), L = r.L;
     if (dim < 1) return SURROGATE_EINVAL;
     if (M == 0) return 0;
     cands c;

@@ -15,7 +15,10 @@
  * Features (SURROGATE_F_*). LOGDIM: per layer log2(d_model/h_l) (L numbers). TRANS: the schedule's transition
  * depths, for each allowed head count v below h_base the number of layers with h_l ≤ v, weighted by the log2
  * head-dim step from v to the next allowed count (so its L1 geometry equals LOGDIM's, its Euclidean one does
- * not). BOTH: the two concatenated. The default is LOGDIM, chosen by bench/bench_search_sim (docs/SEARCH.md).
+ * not). BOTH: the two concatenated. The default is BOTH: on bench/bench_search_sim's 12 cells (2 landscapes × 2
+ * shapes × 3 budgets, 30 repetitions) it had the lowest mean regret summed over the cells (0.0119 against 0.0141
+ * for TRANS and 0.0193 for LOGDIM) and the highest mean P(top 1%); most single cells are within Monte Carlo noise,
+ * the clearest gap is LOGDIM's at the smallest L=12 budget (docs/SEARCH.md, "Features").
  *
  * Acquisition. Candidates: every valid schedule when the count is ≤ opts.cap, else a uniform sample of cap
  * (schedule_sample, seeded by opts.seed); trained schedules never count as candidates. The untrained candidates
@@ -43,6 +46,7 @@ enum {
 };
 
 enum { SURROGATE_F_LOGDIM = 1, SURROGATE_F_TRANS = 2, SURROGATE_F_BOTH = 3 };
+#define SURROGATE_F_DEFAULT SURROGATE_F_BOTH   /* by measurement: docs/SEARCH.md, "Features" */
 enum { SURROGATE_K_MATERN52 = 0, SURROGATE_K_SE = 1 };
 
 #define SURROGATE_CAP 5000        /* default candidate cap: score the whole valid set up to this many */
@@ -51,7 +55,7 @@ enum { SURROGATE_K_MATERN52 = 0, SURROGATE_K_SE = 1 };
 #define SURROGATE_JITTER 1e-10    /* × σ_f², added to the kernel matrix's diagonal (also to the joint draw's) */
 
 typedef struct surrogate_opts {
-    int features;     /* SURROGATE_F_*, 0 = LOGDIM */
+    int features;     /* SURROGATE_F_*, 0 = SURROGATE_F_DEFAULT */
     int kernel;       /* SURROGATE_K_* */
     int cap;          /* candidates; 0 = SURROGATE_CAP */
     int subset;       /* 0 = SURROGATE_SUBSET */
@@ -93,6 +97,10 @@ typedef struct surrogate_outlook {
     int subset;             /* untrained candidates in the joint draws */
     int draws;              /* joint draws made */
     double best_mean, best_sd;   /* the predicted best untrained schedule (lowest posterior mean) */
+    int best_trained;       /* the trained schedule (index into the fit's inputs) with the lowest posterior mean: the
+                               recommendation to show, less exposed to the winner's curse than the lowest raw
+                               estimate (docs/SEARCH.md, the bench's "pm" rule) */
+    double best_trained_mean, best_trained_sd;
     double p_beat;          /* P(some untrained schedule beats the best trained by more than δ), from the draws;
                                NAN without untrained candidates */
 } surrogate_outlook;

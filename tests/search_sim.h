@@ -168,36 +168,51 @@ static __attribute__((unused)) int ss_estimates(const ss_sweep *w, const int *id
     return best;
 }
 
-/* the surrogate search: chosen[c] = the grid index chosen at checkpoint budget ck[c] (ascending); trained (may be
- * NULL, room for ck[nck − 1]) gets the grid indices trained, in order; 0 or -1 */
+/* the surrogate search: chosen[c] = the grid index chosen at checkpoint budget ck[c] (ascending) by the lowest
+ * estimate among the trained; chosen_pm (may be NULL) the one with the lowest posterior mean of the surrogate fitted
+ * on them (the shrunken estimate); trained (may be NULL, room for ck[nck − 1]) the grid indices trained, in order.
+ * 0 or -1 */
 static __attribute__((unused)) int ss_search_surrogate(const ss_sweep *w, int M, int K, const int *ck, int nck,
-                                                       const surrogate_opts *o, int *chosen, int *trained) {
+                                                       const surrogate_opts *o, int *chosen, int *chosen_pm,
+                                                       int *trained) {
     const ss_space *s = w->s;
     int L = s->L, cap = ck[nck - 1], n = 0, c = 0, rc = -1;
     int *idx = malloc((size_t)cap * sizeof *idx), *hb = malloc((size_t)cap * L * sizeof *hb);
-    double *est = malloc((size_t)cap * sizeof *est), *se = malloc((size_t)cap * sizeof *se);
-    if (!idx || !hb || !est || !se) goto out;
+    double *est = malloc((size_t)cap * sizeof *est), *se = malloc((size_t)cap * sizeof *se),
+           *pm = malloc((size_t)cap * sizeof *pm);
+    if (!idx || !hb || !est || !se || !pm) goto out;
     int m0 = surrogate_initial_design(&s->r, M < ck[0] ? M : ck[0], o, hb);
     if (m0 < 1) goto out;
     for (; n < m0; n++) idx[n] = ss_index(s, hb + (size_t)n * L);
     while (c < nck) {
         int b = ss_estimates(w, idx, n, est, se);
         if (b < 0) goto out;
-        while (c < nck && n >= ck[c]) chosen[c++] = idx[b];
-        if (c == nck) break;
         surrogate_model m;
         for (int i = 0; i < n; i++) memcpy(hb + (size_t)i * L, s->heads + (size_t)idx[i] * L, (size_t)L * sizeof *hb);
         if (surrogate_fit(&m, &s->r, hb, est, se, n, o) != 0) goto out;
-        int k = K < ck[c] - n ? K : ck[c] - n;
-        int got = surrogate_propose(&m, k, o, hb + (size_t)n * L, NULL, NULL);
+        if (n >= ck[c]) {
+            int bp = 0;
+            if (chosen_pm && surrogate_predict(&m, hb, n, pm, NULL) == 0)
+                for (int i = 1; i < n; i++) if (pm[i] < pm[bp]) bp = i;
+            for (; c < nck && n >= ck[c]; c++) {
+                chosen[c] = idx[b];
+                if (chosen_pm) chosen_pm[c] = idx[bp];
+            }
+        }
+        int got = 0;
+        if (c < nck) {
+            int k = K < ck[c] - n ? K : ck[c] - n;
+            got = surrogate_propose(&m, k, o, hb + (size_t)n * L, NULL, NULL);
+        }
         surrogate_release(&m);
+        if (c == nck) break;
         if (got < 1) goto out;
         for (int i = 0; i < got; i++, n++) idx[n] = ss_index(s, hb + (size_t)n * L);
     }
     if (trained) memcpy(trained, idx, (size_t)n * sizeof *idx);
     rc = 0;
 out:
-    free(idx); free(hb); free(est); free(se);
+    free(idx); free(hb); free(est); free(se); free(pm);
     return rc;
 }
 

@@ -185,6 +185,7 @@ TEST(proposals_are_valid_distinct_untrained_and_deterministic) {
     ASSERT_TRUE(lk.p_beat >= 0 && lk.p_beat <= 1);
     ASSERT_TRUE(isfinite(lk.best_mean) && lk.best_sd >= 0);
     check_proposals(train, M, best, 1);   /* the predicted best untrained is untrained */
+    ASSERT_TRUE(lk.best_trained >= 0 && lk.best_trained < M && isfinite(lk.best_trained_mean) && lk.best_trained_sd >= 0);
     ASSERT_EQ_INT(K, propose36(&o, M, K, train, out2, NULL, NULL));
     ASSERT_TRUE(memcmp(out, out2, sizeof out) == 0);
     /* a δ beyond every gap: no draw beats the best trained by that much */
@@ -295,7 +296,7 @@ TEST(finds_the_true_best_more_often_than_random_on_a_smooth_landscape) {
         ss_sweep_init(&w, &s, truth, seed);
         surrogate_opts o = { .seed = seed };
         int chosen;
-        ASSERT_EQ_INT(0, ss_search_surrogate(&w, 3, 2, ck, 1, &o, &chosen, tr_s));
+        ASSERT_EQ_INT(0, ss_search_surrogate(&w, 3, 2, ck, 1, &o, &chosen, NULL, tr_s));
         int rnd = ss_search_random(&w, ck[0], seed * 7, tr_r);
         ASSERT_TRUE(rnd >= 0);
         for (int i = 0; i < ck[0]; i++) { found_s += tr_s[i] == best; found_r += tr_r[i] == best; }
