@@ -13,9 +13,12 @@
  *    negligible chance of being a draw's argmin, so the joint draw is exact on the subset and the rest is ignored.
  *    Independent joint draws give the batch its diversity; an argmin already proposed falls back to the draw's next
  *    best, so the batch is distinct.
- *  - Everything is plain C (a hand-written Cholesky): n is small, and the module stays free of the linker's BLAS.
+ *  - Everything is plain C (stats_cholesky, shared with the blocked model): n is small, and the module needs no
+ *    BLAS.
  */
 #include "surrogate.h"
+
+#include "stats.h"
 
 #include <float.h>
 #include <math.h>
@@ -25,23 +28,6 @@
 #define LCB_Z 2.5         /* the subset screen's quantile: μ̂ − z σ̂ */
 #define GRID_ELL 12       /* lengthscales: median distance × 2^(−3 .. +2.5) */
 #define GRID_SF2 11       /* signal variances: var(y) × 10^(−2 .. +1.5) */
-
-/* ---- a deterministic generator (SplitMix64, Box–Muller) ------------------------------------------------ */
-typedef struct { uint64_t s; int have; double next; } srng;
-static double srng_unif(srng *g) {
-    uint64_t z = (g->s += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    z ^= z >> 31;
-    return ((z >> 11) + 0.5) / 9007199254740992.0;
-}
-static double srng_gauss(srng *g) {
-    if (g->have) { g->have = 0; return g->next; }
-    double u1 = srng_unif(g), u2 = srng_unif(g), r = sqrt(-2 * log(u1));
-    g->next = r * sin(2 * M_PI * u2);
-    g->have = 1;
-    return r * cos(2 * M_PI * u2);
-}
 
 /* ---- features --------------------------------------------------------------------------------------- */
 static int resolve(const schedule_rules *in, schedule_rules *out) {
@@ -89,22 +75,6 @@ static double kern(int kernel, double r) {   /* r = distance / ℓ, unit varianc
     double s = sqrt(5.0) * r;
     return (1 + s + s * s / 3) * exp(-s);
 }
-/* in-place lower Cholesky of a (n × n, row-major; the upper triangle is left alone); 0 or -1 if not PD */
-static int cholesky(double *a, int n) {
-    for (int j = 0; j < n; j++) {
-        double d = a[j * n + j];
-        for (int k = 0; k < j; k++) d -= a[j * n + k] * a[j * n + k];
-        if (!(d > 0) || !isfinite(d)) return -1;
-        d = sqrt(d);
-        a[j * n + j] = d;
-        for (int i = j + 1; i < n; i++) {
-            double s = a[i * n + j];
-            for (int k = 0; k < j; k++) s -= a[i * n + k] * a[j * n + k];
-            a[i * n + j] = s / d;
-        }
-    }
-    return 0;
-}
 static void solve_lower(const double *l, int n, double *b) {   /* b ← L⁻¹ b */
     for (int i = 0; i < n; i++) {
         double s = b[i];
@@ -133,7 +103,7 @@ static int fit_at(const surrogate_model *m, const double *D, double sf2, double 
     for (int i = 0; i < n; i++)
         for (int j = 0; j <= i; j++)
             a[i * n + j] = sf2 * kern(m->kernel, D[i * n + j] / ell) + (i == j ? m->noise[i] + SURROGATE_JITTER * sf2 : 0);
-    if (cholesky(a, n) != 0) return -1;
+    if (stats_cholesky(a, n, 0) != 0) return -1;
     for (int i = 0; i < n; i++) tmp[i] = 1;
     solve_lower(a, n, tmp);                    /* tmp = L⁻¹ 1 */
     memcpy(alpha, m->y, (size_t)n * sizeof *alpha);
@@ -367,14 +337,14 @@ int surrogate_propose(const surrogate_model *m, int K, const surrogate_opts *opt
     for (double jit = SURROGATE_JITTER; jit <= 1e-2 && !ok; jit *= 100) {
         memcpy(S, S0, (size_t)nj * nj * sizeof *S);
         for (int a = 0; a < nj; a++) S[a * nj + a] += jit * m->sf2;
-        ok = cholesky(S, nj) == 0;
+        ok = stats_cholesky(S, nj, 0) == 0;
     }
     free(S0);
     if (!ok) { rc = SURROGATE_ENUM; goto out; }
-    srng g = { o.seed ^ 0x53555252474154ULL, 0, 0 };
+    stats_rng g = { o.seed ^ 0x53555252474154ULL, 0, 0 };
     int beat = 0;
     for (int d = 0; d < draws; d++) {
-        for (int a = 0; a < nj; a++) z[a] = srng_gauss(&g);
+        for (int a = 0; a < nj; a++) z[a] = stats_rng_gauss(&g);
         for (int a = 0; a < nj; a++) {
             double s = mj[a];
             for (int b = 0; b <= a; b++) s += S[a * nj + b] * z[b];
