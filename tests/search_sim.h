@@ -170,11 +170,12 @@ static __attribute__((unused)) int ss_estimates(const ss_sweep *w, const int *id
 
 /* the surrogate search: chosen[c] = the grid index chosen at checkpoint budget ck[c] (ascending) by the lowest
  * estimate among the trained; chosen_pm (may be NULL) the one with the lowest posterior mean of the surrogate fitted
- * on them (the shrunken estimate); trained (may be NULL, room for ck[nck − 1]) the grid indices trained, in order.
+ * on them (the shrunken estimate); trained (may be NULL, room for ck[nck − 1]) the grid indices trained, in order;
+ * look (may be NULL) the outlook of the model fitted at the last checkpoint (P(beat by opts.delta) included).
  * 0 or -1 */
 static __attribute__((unused)) int ss_search_surrogate(const ss_sweep *w, int M, int K, const int *ck, int nck,
                                                        const surrogate_opts *o, int *chosen, int *chosen_pm,
-                                                       int *trained) {
+                                                       int *trained, surrogate_outlook *look) {
     const ss_space *s = w->s;
     int L = s->L, cap = ck[nck - 1], n = 0, c = 0, rc = -1;
     int *idx = malloc((size_t)cap * sizeof *idx), *hb = malloc((size_t)cap * L * sizeof *hb);
@@ -203,6 +204,9 @@ static __attribute__((unused)) int ss_search_surrogate(const ss_sweep *w, int M,
         if (c < nck) {
             int k = K < ck[c] - n ? K : ck[c] - n;
             got = surrogate_propose(&m, k, o, hb + (size_t)n * L, NULL, NULL);
+        } else if (look && surrogate_propose(&m, 0, o, NULL, look, NULL) < 0) {
+            surrogate_release(&m);
+            goto out;
         }
         surrogate_release(&m);
         if (c == nck) break;

@@ -296,7 +296,7 @@ TEST(finds_the_true_best_more_often_than_random_on_a_smooth_landscape) {
         ss_sweep_init(&w, &s, truth, seed);
         surrogate_opts o = { .seed = seed };
         int chosen;
-        ASSERT_EQ_INT(0, ss_search_surrogate(&w, 3, 2, ck, 1, &o, &chosen, NULL, tr_s));
+        ASSERT_EQ_INT(0, ss_search_surrogate(&w, 3, 2, ck, 1, &o, &chosen, NULL, tr_s, NULL));
         int rnd = ss_search_random(&w, ck[0], seed * 7, tr_r);
         ASSERT_TRUE(rnd >= 0);
         for (int i = 0; i < ck[0]; i++) { found_s += tr_s[i] == best; found_r += tr_r[i] == best; }
