@@ -106,8 +106,9 @@ typedef struct surrogate_outlook {
 } surrogate_outlook;
 
 /* Proposes up to K schedules into out[K × L] (distinct, valid, never one of the model's trained ones), and
- * fills *look (may be NULL) and best_heads[L] (may be NULL: the predicted best untrained schedule). Returns
- * how many were proposed (fewer than K only when fewer untrained candidates exist), or < 0. */
+ * fills *look (may be NULL) and best_heads[L] (may be NULL: the predicted best untrained schedule). K = 0 (out may
+ * then be NULL) computes only the outlook. Returns how many were proposed (fewer than K only when fewer untrained
+ * candidates exist), or < 0. The same model, K and opts (seed included) give the same proposals. */
 int surrogate_propose(const surrogate_model *m, int K, const surrogate_opts *opts, int *out,
                       surrogate_outlook *look, int *best_heads);
 
