@@ -28,6 +28,8 @@
 #define LCB_Z 2.5         /* the subset screen's quantile: μ̂ − z σ̂ */
 #define GRID_ELL 12       /* lengthscales: median distance × 2^(−3 .. +2.5) */
 #define GRID_SF2 11       /* signal variances: var(y) × 10^(−2 .. +1.5) */
+#define GRID_SG2 4        /* nugget variances: var(y) × {0, 0.03, 0.1, 0.3} */
+static const double grid_sg2[GRID_SG2] = { 0, 0.03, 0.1, 0.3 };
 
 /* ---- features --------------------------------------------------------------------------------------- */
 static int resolve(const schedule_rules *in, schedule_rules *out) {
@@ -75,6 +77,11 @@ static double kern(int kernel, double r) {   /* r = distance / ℓ, unit varianc
     double s = sqrt(5.0) * r;
     return (1 + s + s * s / 3) * exp(-s);
 }
+/* the prior covariance of two schedules at feature distance d: the smooth part, plus the nugget when they are the
+ * same schedule (d = 0: the features are injective on schedules) */
+static double cov(int kernel, double sf2, double sg2, double ell, double d) {
+    return sf2 * kern(kernel, d / ell) + (d == 0 ? sg2 : 0);
+}
 static void solve_lower(const double *l, int n, double *b) {   /* b ← L⁻¹ b */
     for (int i = 0; i < n; i++) {
         double s = b[i];
@@ -97,12 +104,12 @@ static int cmp_double(const void *a, const void *b) {
 }
 
 /* σ_f² k(D/ℓ) + diag(noise) + jitter into a and its Cholesky; then the GLS mean, α and the log likelihood */
-static int fit_at(const surrogate_model *m, const double *D, double sf2, double ell, double *a, double *tmp,
-                  double *mu, double *alpha, double *ll) {
+static int fit_at(const surrogate_model *m, const double *D, double sf2, double sg2, double ell, double *a,
+                  double *tmp, double *mu, double *alpha, double *ll) {
     int n = m->n;
     for (int i = 0; i < n; i++)
         for (int j = 0; j <= i; j++)
-            a[i * n + j] = sf2 * kern(m->kernel, D[i * n + j] / ell) + (i == j ? m->noise[i] + SURROGATE_JITTER * sf2 : 0);
+            a[i * n + j] = cov(m->kernel, sf2, sg2, ell, D[i * n + j]) + (i == j ? m->noise[i] + SURROGATE_JITTER * sf2 : 0);
     if (stats_cholesky(a, n, 0) != 0) return -1;
     for (int i = 0; i < n; i++) tmp[i] = 1;
     solve_lower(a, n, tmp);                    /* tmp = L⁻¹ 1 */
@@ -176,16 +183,18 @@ int surrogate_fit(surrogate_model *m, const schedule_rules *rules, const int *he
     if (nd) { qsort(dv, nd, sizeof *dv, cmp_double); med = dv[nd / 2]; }
     double v0 = vy > 0 ? vy : (vn > 0 ? vn : 1e-6);
     m->loglik = -INFINITY;
-    for (int ie = 0; ie < GRID_ELL; ie++)
-        for (int is = 0; is < GRID_SF2; is++) {
-            double ell = med * pow(2.0, -3 + 0.5 * ie), sf2 = v0 * pow(10.0, -2 + 0.35 * is), mu, ll;
-            if (fit_at(m, D, sf2, ell, a, tmp, &mu, al, &ll) != 0) continue;
-            if (ll > m->loglik) {   /* strict: ties keep the earlier grid point */
-                m->loglik = ll; m->mu = mu; m->sf2 = sf2; m->ell = ell;
-                memcpy(m->alpha, al, (size_t)n * sizeof *al);
-                memcpy(m->chol, a, nn * sizeof *a);
+    for (int ig = 0; ig < GRID_SG2; ig++)
+        for (int ie = 0; ie < GRID_ELL; ie++)
+            for (int is = 0; is < GRID_SF2; is++) {
+                double ell = med * pow(2.0, -3 + 0.5 * ie), sf2 = v0 * pow(10.0, -2 + 0.35 * is), sg2 = v0 * grid_sg2[ig];
+                double mu, ll;
+                if (fit_at(m, D, sf2, sg2, ell, a, tmp, &mu, al, &ll) != 0) continue;
+                if (ll > m->loglik) {   /* strict: ties keep the earlier grid point */
+                    m->loglik = ll; m->mu = mu; m->sf2 = sf2; m->sg2 = sg2; m->ell = ell;
+                    memcpy(m->alpha, al, (size_t)n * sizeof *al);
+                    memcpy(m->chol, a, nn * sizeof *a);
+                }
             }
-        }
     rc = isfinite(m->loglik) ? 0 : SURROGATE_ENUM;
 out:
     free(D); free(a); free(tmp); free(al); free(dv);
@@ -198,14 +207,14 @@ out:
 static double post_at(const surrogate_model *m, const double *x, double *ks, double *var) {
     double mean = m->mu;
     for (int i = 0; i < m->n; i++) {
-        ks[i] = m->sf2 * kern(m->kernel, dist(m->x + (size_t)i * m->dim, x, m->dim) / m->ell);
+        ks[i] = cov(m->kernel, m->sf2, m->sg2, m->ell, dist(m->x + (size_t)i * m->dim, x, m->dim));
         mean += ks[i] * m->alpha[i];
     }
     if (var) {
         solve_lower(m->chol, m->n, ks);
         double s = 0;
         for (int i = 0; i < m->n; i++) s += ks[i] * ks[i];
-        *var = fmax(0, m->sf2 - s);
+        *var = fmax(0, m->sf2 + m->sg2 - s);
     }
     return mean;
 }
@@ -324,7 +333,7 @@ int surrogate_propose(const surrogate_model *m, int K, const surrogate_opts *opt
     }
     for (int a = 0; a < nj; a++)
         for (int b = 0; b <= a; b++) {
-            double s = m->sf2 * kern(m->kernel, dist(J + (size_t)a * dim, J + (size_t)b * dim, dim) / m->ell);
+            double s = cov(m->kernel, m->sf2, m->sg2, m->ell, dist(J + (size_t)a * dim, J + (size_t)b * dim, dim));
             const double *va = V + (size_t)a * n, *vb = V + (size_t)b * n;
             for (int i = 0; i < n; i++) s -= va[i] * vb[i];
             S[a * nj + b] = s;

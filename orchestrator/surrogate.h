@@ -74,6 +74,7 @@ typedef struct surrogate_model {
     double *chol;           /* (n × n) lower Cholesky factor of σ_f² K + diag(noise) */
     double *alpha;          /* (n) (σ_f² K + N)⁻¹ (y − μ) */
     double mu, sf2, ell;    /* the fitted constant mean, signal variance and lengthscale */
+    double sg2;             /* the nugget: the variance of a per-schedule term the features do not explain */
     double loglik;          /* log marginal likelihood at the optimum (μ profiled) */
 } surrogate_model;
 

@@ -78,12 +78,13 @@ TEST(posterior_equals_a_dense_computation) {
     ASSERT_TRUE(m.sf2 > 0 && m.ell > 0 && isfinite(m.loglik));
     double mean[T], var[T];
     ASSERT_EQ_INT(0, surrogate_predict(&m, q, T, mean, var));
-    /* dense: C = σ² K + diag(se²) + jitter; μ = 1ᵀC⁻¹y / 1ᵀC⁻¹1; mean = μ + k*ᵀ C⁻¹ (y − μ); var = σ² − k*ᵀ C⁻¹ k* */
+    /* dense: C = σ² K + diag(σ_g² + se²) + jitter; μ = 1ᵀC⁻¹y / 1ᵀC⁻¹1; mean = μ + k*ᵀ C⁻¹ (y − μ);
+     * var = σ² + σ_g² − k*ᵀ C⁻¹ k* */
     double C[N * N], A[N * N], b[N], ones[N];
     for (int i = 0; i < N; i++)
         for (int j = 0; j < N; j++)
             C[i * N + j] = m.sf2 * matern(fdist(&r, h + i * 12, h + j * 12) / m.ell) +
-                           (i == j ? se[i] * se[i] + SURROGATE_JITTER * m.sf2 : 0);
+                           (i == j ? m.sg2 + se[i] * se[i] + SURROGATE_JITTER * m.sf2 : 0);
     memcpy(A, C, sizeof A);
     for (int i = 0; i < N; i++) ones[i] = 1;
     gauss_solve(A, ones, N);
@@ -99,7 +100,7 @@ TEST(posterior_equals_a_dense_computation) {
     memcpy(A, C, sizeof A);
     gauss_solve(A, res, N);
     for (int t = 0; t < T; t++) {
-        double k[N], kk[N], mt = mu, vt = m.sf2;
+        double k[N], kk[N], mt = mu, vt = m.sf2 + m.sg2;   /* the queries are none of the trained: no nugget term */
         for (int i = 0; i < N; i++) k[i] = kk[i] = m.sf2 * matern(fdist(&r, h + i * 12, q + t * 12) / m.ell);
         for (int i = 0; i < N; i++) mt += k[i] * res[i];
         memcpy(A, C, sizeof A);
