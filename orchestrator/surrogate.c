@@ -5,9 +5,11 @@
  *    O(n³) inference is cheap, and with ≤ 150 noisy points an ARD kernel over 36 layers has more hyperparameters
  *    than the data can pin down; a shared lengthscale over per-layer log head dims is what neighbouring schedules
  *    behaving alike means. The noise is not learned: each estimate comes with its SE from the ranking, used as is
- *    (heteroscedastic), so a schedule with a missing seed counts for less. The constant mean is profiled out by
- *    GLS; (σ_f², ℓ) by a fixed log grid around data-derived scales (the variance of y, the median distance among
- *    the trained features), which makes the fit a function of its inputs (no optimiser state, no start point).
+ *    (heteroscedastic), so a schedule with a missing seed counts for less. A nugget σ_g² (a per-schedule term the
+ *    features do not explain) keeps the pooling from overriding a schedule's own evidence on rough landscapes
+ *    (measured: docs/SEARCH.md). The constant mean is profiled out by GLS; (σ_f², σ_g², ℓ) by a fixed grid around
+ *    data-derived scales (the variance of y, the median distance among the trained features), which makes the fit
+ *    a function of its inputs (no optimiser state, no start point).
  *  - Why Thompson sampling on a screened subset: a joint draw over 3,610 candidates needs a 3,610² Cholesky per
  *    fit; the candidates whose 2.5σ lower bound is not among the best SURROGATE_SUBSET are, under the model, a
  *    negligible chance of being a draw's argmin, so the joint draw is exact on the subset and the rest is ignored.

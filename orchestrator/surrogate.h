@@ -7,10 +7,12 @@
  * common offset is absorbed) and its standard error se[i] > 0 (heteroscedastic: each observation's noise variance
  * is se[i]²; a schedule with fewer seeds simply has a larger se).
  *
- * The model. y_i = μ + f(x_i) + e_i, e_i ~ N(0, se_i²), f ~ GP(0, σ_f² k(‖x − x'‖/ℓ)), k Matérn-5/2 (default) or
- * squared exponential with one shared lengthscale over the features x (below). μ is the GLS constant mean given
- * (σ_f², ℓ); (σ_f², ℓ) maximise the marginal likelihood over a fixed log-spaced grid (deterministic: the same
- * inputs give the same model on every machine). Exact Cholesky, O(n³) per grid point: meant for n ≤ a few hundred.
+ * The model. y_i = μ + f(x_i) + g_i + e_i, e_i ~ N(0, se_i²), f ~ GP(0, σ_f² k(‖x − x'‖/ℓ)), k Matérn-5/2
+ * (default) or squared exponential with one shared lengthscale over the features x (below), g_i ~ N(0, σ_g²) a
+ * per-schedule nugget (shared by repeated observations of one schedule). μ is the GLS constant mean given
+ * (σ_f², σ_g², ℓ); those maximise the marginal likelihood over a fixed grid (deterministic: the same inputs give the
+ * same model on every machine). Predictions are of the latent μ + f + g. Exact Cholesky, O(n³) per grid point:
+ * meant for n ≤ a few hundred.
  *
  * Features (SURROGATE_F_*). LOGDIM: per layer log2(d_model/h_l) (L numbers). TRANS: the schedule's transition
  * depths, for each allowed head count v below h_base the number of layers with h_l ≤ v, weighted by the log2
