@@ -18,9 +18,9 @@
  * depths, for each allowed head count v below h_base the number of layers with h_l ≤ v, weighted by the log2
  * head-dim step from v to the next allowed count (so its L1 geometry equals LOGDIM's, its Euclidean one does
  * not). BOTH: the two concatenated. The default is BOTH: on bench/bench_search_sim's 12 cells (2 landscapes × 2
- * shapes × 3 budgets, 30 repetitions) it had the lowest mean regret summed over the cells (0.0119 against 0.0141
- * for TRANS and 0.0193 for LOGDIM) and the highest mean P(top 1%); most single cells are within Monte Carlo noise,
- * the clearest gap is LOGDIM's at the smallest L=12 budget (docs/SEARCH.md, "Features").
+ * shapes × 3 budgets, 30 repetitions) it had the lowest mean regret summed over the cells (0.0116 against 0.0129
+ * for TRANS and 0.0194 for LOGDIM, the lowest-estimate rule) and the highest mean P(top 1%); most single cells are
+ * within Monte Carlo noise, the clearest gap is LOGDIM's at the smallest L=12 budget (docs/SEARCH.md, "Features").
  *
  * Acquisition. Candidates: every valid schedule when the count is ≤ opts.cap, else a uniform sample of cap
  * (schedule_sample, seeded by opts.seed); trained schedules never count as candidates. The untrained candidates
