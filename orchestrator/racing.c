@@ -147,21 +147,6 @@ done:
 /* ---- the per-round level calibrated by simulation (racing.h, docs/STATISTICS.md "Racing") ---------- */
 
 /* splitmix64 and Box–Muller: a fixed seed gives the same sweeps on every machine */
-typedef struct { unsigned long long s; int have; double next; } calib_rng;
-static double calib_unif(calib_rng *g) {
-    unsigned long long z = (g->s += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    z ^= z >> 31;
-    return ((z >> 11) + 0.5) / 9007199254740992.0;
-}
-static double calib_gauss(calib_rng *g) {
-    if (g->have) { g->have = 0; return g->next; }
-    double u1 = calib_unif(g), u2 = calib_unif(g), r = sqrt(-2 * log(u1));
-    g->next = r * sin(2 * M_PI * u2);
-    g->have = 1;
-    return r * cos(2 * M_PI * u2);
-}
 
 /* The share of replications whose largest gap exceeds the look's q at level a at some look. */
 static double calib_rate(const double *gap, int reps, int nlooks, const int *df, int K, double a) {
@@ -189,7 +174,7 @@ int racing_calibrate(int K, int n0, int max_seeds, double alpha, int reps, unsig
     double *gap = malloc((size_t)reps * nlooks * sizeof *gap), *row = malloc((size_t)K * sizeof *row);
     int df[RACING_MAX_SEEDS + 1], rc = 0;
     if (!gap || !row) { rc = -1; goto out; }
-    calib_rng g = { seed, 0, 0 };
+    stats_rng g = { seed, 0, 0 };
     /* Under the global null no schedule leaves before the first elimination, so until the event every look is of
      * the complete K × n design, where the blocked fit is closed-form: τ̂_i − τ̂_j the difference of row means,
      * Var/σ² = 2/n for every pair, RSS = Σy² − Σ_i R_i²/n − Σ_j C_j²/K + T²/(Kn), df = (K−1)(n−1). racing_look
@@ -202,7 +187,7 @@ int racing_calibrate(int K, int n0, int max_seeds, double alpha, int reps, unsig
         for (int n = 1; n <= max_seeds; n++) {
             double c = 0;
             for (int i = 0; i < K; i++) {
-                double y = calib_gauss(&g);
+                double y = stats_rng_gauss(&g);
                 row[i] += y;
                 c += y;
                 ss += y * y;

@@ -66,18 +66,7 @@ static int uf_find(int *p, int x) {
 
 /* In-place Cholesky of the n×n SPD a (lower), then its inverse into inv. Returns -1 when not positive definite. */
 static int spd_inverse(double *a, int n, double *inv) {
-    for (int j = 0; j < n; j++) {
-        double d = a[j * n + j];
-        for (int k = 0; k < j; k++) d -= a[j * n + k] * a[j * n + k];
-        if (!(d > 1e-12)) return -1;
-        d = sqrt(d);
-        a[j * n + j] = d;
-        for (int i = j + 1; i < n; i++) {
-            double s = a[i * n + j];
-            for (int k = 0; k < j; k++) s -= a[i * n + k] * a[j * n + k];
-            a[i * n + j] = s / d;
-        }
-    }
+    if (stats_cholesky(a, n, 1e-12) != 0) return -1;
     for (int c = 0; c < n; c++) {   /* solve L Lᵀ x = e_c column by column */
         double *x = inv + (size_t)c * n;
         for (int i = 0; i < n; i++) {

@@ -381,3 +381,35 @@ int stats_eb_prior(const double *s2, const double *d, int n, double *d0, double 
     }
     return m;
 }
+
+int stats_cholesky(double *a, int n, double min_pivot) {
+    for (int j = 0; j < n; j++) {
+        double d = a[j * n + j];
+        for (int k = 0; k < j; k++) d -= a[j * n + k] * a[j * n + k];
+        if (!(d > min_pivot) || !isfinite(d)) return -1;
+        d = sqrt(d);
+        a[j * n + j] = d;
+        for (int i = j + 1; i < n; i++) {
+            double s = a[i * n + j];
+            for (int k = 0; k < j; k++) s -= a[i * n + k] * a[j * n + k];
+            a[i * n + j] = s / d;
+        }
+    }
+    return 0;
+}
+
+double stats_rng_unif(stats_rng *g) {
+    unsigned long long z = (g->s += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    z ^= z >> 31;
+    return ((z >> 11) + 0.5) / 9007199254740992.0;
+}
+
+double stats_rng_gauss(stats_rng *g) {
+    if (g->have) { g->have = 0; return g->next; }
+    double u1 = stats_rng_unif(g), u2 = stats_rng_unif(g), r = sqrt(-2 * log(u1));
+    g->next = r * sin(2 * M_PI * u2);
+    g->have = 1;
+    return r * cos(2 * M_PI * u2);
+}

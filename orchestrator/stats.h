@@ -74,3 +74,14 @@ double stats_trigamma_inverse(double y);
  * than sampling alone explains, *d0 = INFINITY and *s02 = exp(mean e). Returns the entries used (NAN outputs below 2),
  * -1 on no memory. The posterior of group i is (d0·s0² + d_i·s2_i)/(d0 + d_i) with d0 + d_i df. */
 int stats_eb_prior(const double *s2, const double *d, int n, double *d0, double *s02);
+
+/* In-place lower Cholesky factor of the n×n symmetric a (row-major; reads the lower triangle, leaves the strict
+ * upper one as it was). Returns 0, or -1 when a pivot is not above min_pivot or not finite (not positive definite;
+ * a is then partly overwritten). The blocked model's seed system (ranking.c) and the surrogate (surrogate.c). */
+int stats_cholesky(double *a, int n, double min_pivot);
+
+/* A deterministic generator: SplitMix64 for uniforms in (0, 1), Box–Muller for standard normals; the same seed
+ * gives the same stream on every machine. Initialise as (stats_rng){ seed, 0, 0 }. */
+typedef struct { unsigned long long s; int have; double next; } stats_rng;
+double stats_rng_unif(stats_rng *g);
+double stats_rng_gauss(stats_rng *g);

@@ -1,0 +1,431 @@
+/* surrogate.c — a Gaussian process over the schedule space and batch Thompson sampling (surrogate.h).
+ *
+ * Design note.
+ *  - Why a GP with one shared lengthscale: the sweeps it serves train tens to a few hundred schedules, so exact
+ *    O(n³) inference is cheap, and with ≤ 150 noisy points an ARD kernel over 36 layers has more hyperparameters
+ *    than the data can pin down; a shared lengthscale over per-layer log head dims is what neighbouring schedules
+ *    behaving alike means. The noise is not learned: each estimate comes with its SE from the ranking, used as is
+ *    (heteroscedastic), so a schedule with a missing seed counts for less. A nugget σ_g² (a per-schedule term the
+ *    features do not explain) keeps the pooling from overriding a schedule's own evidence on rough landscapes
+ *    (measured: docs/SEARCH.md). The constant mean is profiled out by GLS; (σ_f², σ_g², ℓ) by a fixed grid around
+ *    data-derived scales (the variance of y, the median distance among the trained features), which makes the fit
+ *    a function of its inputs (no optimiser state, no start point).
+ *  - Why Thompson sampling on a screened subset: a joint draw over 3,610 candidates needs a 3,610² Cholesky per
+ *    fit; the candidates whose 2.5σ lower bound is not among the best SURROGATE_SUBSET are, under the model, a
+ *    negligible chance of being a draw's argmin, so the joint draw is exact on the subset and the rest is ignored.
+ *    Independent joint draws give the batch its diversity; an argmin already proposed falls back to the draw's next
+ *    best, so the batch is distinct.
+ *  - Everything is plain C (stats_cholesky, shared with the blocked model): n is small, and the module needs no
+ *    BLAS.
+ */
+#include "surrogate.h"
+
+#include "stats.h"
+
+#include <float.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define LCB_Z 2.5         /* the subset screen's quantile: μ̂ − z σ̂ */
+#define GRID_ELL 12       /* lengthscales: median distance × 2^(−3 .. +2.5) */
+#define GRID_SF2 11       /* signal variances: var(y) × 10^(−2 .. +1.5) */
+#define GRID_SG2 4        /* nugget variances: var(y) × {0, 0.03, 0.1, 0.3} */
+static const double grid_sg2[GRID_SG2] = { 0, 0.03, 0.1, 0.3 };
+
+/* ---- features --------------------------------------------------------------------------------------- */
+static int resolve(const schedule_rules *in, schedule_rules *out) {
+    *out = *in;
+    return schedule_rules_resolve(out, NULL, NULL, 0) == 0 ? 0 : SURROGATE_EINVAL;
+}
+
+int surrogate_dim(const schedule_rules *r, int features) {
+    int allowed[SCHEDULE_MAX_ALLOWED * 64], na = schedule_allowed_heads(r, allowed, (int)(sizeof allowed / sizeof *allowed));
+    int nt = 0;
+    for (int i = 0; i < na; i++) nt += allowed[i] < r->h_base;
+    if (features == 0) features = SURROGATE_F_DEFAULT;
+    if (features < SURROGATE_F_LOGDIM || features > SURROGATE_F_BOTH) return SURROGATE_EINVAL;
+    return (features & SURROGATE_F_LOGDIM ? r->L : 0) + (features & SURROGATE_F_TRANS ? nt : 0);
+}
+
+int surrogate_features(const schedule_rules *r, int features, const int *heads, double *x) {
+    if (features == 0) features = SURROGATE_F_DEFAULT;
+    if (features < SURROGATE_F_LOGDIM || features > SURROGATE_F_BOTH || r->L < 1) return SURROGATE_EINVAL;
+    int k = 0;
+    if (features & SURROGATE_F_LOGDIM)
+        for (int l = 0; l < r->L; l++) {
+            if (heads[l] < 1) return SURROGATE_EINVAL;
+            x[k++] = log2((double)r->d_model / heads[l]);
+        }
+    if (features & SURROGATE_F_TRANS) {
+        int allowed[SCHEDULE_MAX_ALLOWED * 64], na = schedule_allowed_heads(r, allowed, (int)(sizeof allowed / sizeof *allowed));
+        for (int i = 0; i < na && allowed[i] < r->h_base; i++) {
+            int next = i + 1 < na ? allowed[i + 1] : r->h_base, c = 0;
+            for (int l = 0; l < r->L; l++) c += heads[l] <= allowed[i];
+            x[k++] = c * log2((double)next / allowed[i]);
+        }
+    }
+    return k;
+}
+
+/* ---- the kernel and dense linear algebra --------------------------------------------------------------- */
+static double dist(const double *a, const double *b, int dim) {
+    double s = 0;
+    for (int i = 0; i < dim; i++) { double d = a[i] - b[i]; s += d * d; }
+    return sqrt(s);
+}
+static double kern(int kernel, double r) {   /* r = distance / ℓ, unit variance */
+    if (kernel == SURROGATE_K_SE) return exp(-0.5 * r * r);
+    double s = sqrt(5.0) * r;
+    return (1 + s + s * s / 3) * exp(-s);
+}
+/* the prior covariance of two schedules at feature distance d: the smooth part, plus the nugget when they are the
+ * same schedule (d = 0: the features are injective on schedules) */
+static double cov(int kernel, double sf2, double sg2, double ell, double d) {
+    return sf2 * kern(kernel, d / ell) + (d == 0 ? sg2 : 0);
+}
+static void solve_lower(const double *l, int n, double *b) {   /* b ← L⁻¹ b */
+    for (int i = 0; i < n; i++) {
+        double s = b[i];
+        for (int k = 0; k < i; k++) s -= l[i * n + k] * b[k];
+        b[i] = s / l[i * n + i];
+    }
+}
+static void solve_upper(const double *l, int n, double *b) {   /* b ← L⁻ᵀ b */
+    for (int i = n - 1; i >= 0; i--) {
+        double s = b[i];
+        for (int k = i + 1; k < n; k++) s -= l[k * n + i] * b[k];
+        b[i] = s / l[i * n + i];
+    }
+}
+
+/* ---- the fit ------------------------------------------------------------------------------------------- */
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* σ_f² k(D/ℓ) + diag(noise) + jitter into a and its Cholesky; then the GLS mean, α and the log likelihood */
+static int fit_at(const surrogate_model *m, const double *D, double sf2, double sg2, double ell, double *a,
+                  double *tmp, double *mu, double *alpha, double *ll) {
+    int n = m->n;
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j <= i; j++)
+            a[i * n + j] = cov(m->kernel, sf2, sg2, ell, D[i * n + j]) + (i == j ? m->noise[i] + SURROGATE_JITTER * sf2 : 0);
+    if (stats_cholesky(a, n, 0) != 0) return -1;
+    for (int i = 0; i < n; i++) tmp[i] = 1;
+    solve_lower(a, n, tmp);                    /* tmp = L⁻¹ 1 */
+    memcpy(alpha, m->y, (size_t)n * sizeof *alpha);
+    solve_lower(a, n, alpha);                  /* alpha = L⁻¹ y */
+    double s11 = 0, s1y = 0;
+    for (int i = 0; i < n; i++) { s11 += tmp[i] * tmp[i]; s1y += tmp[i] * alpha[i]; }
+    *mu = s1y / s11;
+    double q = 0, logdet = 0;
+    for (int i = 0; i < n; i++) {
+        alpha[i] -= *mu * tmp[i];              /* L⁻¹ (y − μ) */
+        q += alpha[i] * alpha[i];
+        logdet += log(a[i * n + i]);
+    }
+    *ll = -0.5 * q - logdet - 0.5 * n * log(2 * M_PI);
+    solve_upper(a, n, alpha);                  /* (K + N)⁻¹ (y − μ) */
+    return 0;
+}
+
+void surrogate_release(surrogate_model *m) {
+    if (!m) return;
+    free(m->x); free(m->heads); free(m->y); free(m->noise); free(m->chol); free(m->alpha);
+    memset(m, 0, sizeof *m);
+}
+
+int surrogate_fit(surrogate_model *m, const schedule_rules *rules, const int *heads, const double *y,
+                  const double *se, int n, const surrogate_opts *opts) {
+    memset(m, 0, sizeof *m);
+    surrogate_opts o = opts ? *opts : (surrogate_opts){ 0 };
+    if (n < 1 || !heads || !y || !se) return SURROGATE_EINVAL;
+    if (resolve(rules, &m->rules) != 0) return SURROGATE_EINVAL;
+    m->L = m->rules.L;
+    m->n = n;
+    m->features = o.features ? o.features : SURROGATE_F_DEFAULT;
+    m->kernel = o.kernel;
+    if (m->kernel != SURROGATE_K_MATERN52 && m->kernel != SURROGATE_K_SE) return SURROGATE_EINVAL;
+    m->dim = surrogate_dim(&m->rules, m->features);
+    if (m->dim < 1) return SURROGATE_EINVAL;
+    for (int i = 0; i < n; i++)
+        if (!isfinite(y[i]) || !isfinite(se[i]) || se[i] < 0) return SURROGATE_EINVAL;
+    size_t nn = (size_t)n * n;
+    m->x = malloc((size_t)n * m->dim * sizeof *m->x);
+    m->heads = malloc((size_t)n * m->L * sizeof *m->heads);
+    m->y = malloc((size_t)n * sizeof *m->y);
+    m->noise = malloc((size_t)n * sizeof *m->noise);
+    m->chol = malloc(nn * sizeof *m->chol);
+    m->alpha = malloc((size_t)n * sizeof *m->alpha);
+    double *D = malloc(nn * sizeof *D), *a = malloc(nn * sizeof *a), *tmp = malloc((size_t)n * sizeof *tmp),
+           *al = malloc((size_t)n * sizeof *al), *dv = malloc((nn / 2 + 1) * sizeof *dv);
+    int rc = SURROGATE_ENOMEM;
+    if (!m->x || !m->heads || !m->y || !m->noise || !m->chol || !m->alpha || !D || !a || !tmp || !al || !dv) goto out;
+    rc = SURROGATE_EINVAL;
+    memcpy(m->heads, heads, (size_t)n * m->L * sizeof *m->heads);
+    memcpy(m->y, y, (size_t)n * sizeof *m->y);
+    double ybar = 0, vy = 0, vn = 0;
+    for (int i = 0; i < n; i++) {
+        if (surrogate_features(&m->rules, m->features, heads + (size_t)i * m->L, m->x + (size_t)i * m->dim) != m->dim)
+            goto out;
+        m->noise[i] = se[i] * se[i];
+        ybar += y[i] / n;
+        vn += m->noise[i] / n;
+    }
+    for (int i = 0; i < n; i++) vy += (y[i] - ybar) * (y[i] - ybar) / (n > 1 ? n - 1 : 1);
+    size_t nd = 0;
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j <= i; j++) {
+            D[i * n + j] = D[j * n + i] = dist(m->x + (size_t)i * m->dim, m->x + (size_t)j * m->dim, m->dim);
+            if (j < i && D[i * n + j] > 0) dv[nd++] = D[i * n + j];
+        }
+    double med = 1;
+    if (nd) { qsort(dv, nd, sizeof *dv, cmp_double); med = dv[nd / 2]; }
+    double v0 = vy > 0 ? vy : (vn > 0 ? vn : 1e-6);
+    m->loglik = -INFINITY;
+    for (int ig = 0; ig < GRID_SG2; ig++)
+        for (int ie = 0; ie < GRID_ELL; ie++)
+            for (int is = 0; is < GRID_SF2; is++) {
+                double ell = med * pow(2.0, -3 + 0.5 * ie), sf2 = v0 * pow(10.0, -2 + 0.35 * is), sg2 = v0 * grid_sg2[ig];
+                double mu, ll;
+                if (fit_at(m, D, sf2, sg2, ell, a, tmp, &mu, al, &ll) != 0) continue;
+                if (ll > m->loglik) {   /* strict: ties keep the earlier grid point */
+                    m->loglik = ll; m->mu = mu; m->sf2 = sf2; m->sg2 = sg2; m->ell = ell;
+                    memcpy(m->alpha, al, (size_t)n * sizeof *al);
+                    memcpy(m->chol, a, nn * sizeof *a);
+                }
+            }
+    rc = isfinite(m->loglik) ? 0 : SURROGATE_ENUM;
+out:
+    free(D); free(a); free(tmp); free(al); free(dv);
+    if (rc != 0) surrogate_release(m);
+    return rc;
+}
+
+/* ---- prediction ---------------------------------------------------------------------------------------- */
+/* k(X, x) σ_f² into ks[n]; mean; and v = L⁻¹ ks (the variance's reduction ‖v‖²) */
+static double post_at(const surrogate_model *m, const double *x, double *ks, double *var) {
+    double mean = m->mu;
+    for (int i = 0; i < m->n; i++) {
+        ks[i] = cov(m->kernel, m->sf2, m->sg2, m->ell, dist(m->x + (size_t)i * m->dim, x, m->dim));
+        mean += ks[i] * m->alpha[i];
+    }
+    if (var) {
+        solve_lower(m->chol, m->n, ks);
+        double s = 0;
+        for (int i = 0; i < m->n; i++) s += ks[i] * ks[i];
+        *var = fmax(0, m->sf2 + m->sg2 - s);
+    }
+    return mean;
+}
+
+int surrogate_predict(const surrogate_model *m, const int *heads, int k, double *mean, double *var) {
+    if (!m || !m->n || k < 0 || !heads || !mean) return SURROGATE_EINVAL;
+    double *ks = malloc((size_t)m->n * sizeof *ks), *x = malloc((size_t)m->dim * sizeof *x);
+    int rc = ks && x ? 0 : SURROGATE_ENOMEM;
+    for (int j = 0; j < k && rc == 0; j++) {
+        if (surrogate_features(&m->rules, m->features, heads + (size_t)j * m->L, x) != m->dim) { rc = SURROGATE_EINVAL; break; }
+        mean[j] = post_at(m, x, ks, var ? &var[j] : NULL);
+    }
+    free(ks); free(x);
+    return rc;
+}
+
+/* ---- candidates ---------------------------------------------------------------------------------------- */
+typedef struct { int L, n, cap; int *heads; } cands;
+static int cand_add(const int *heads, int L, void *ctx) {
+    cands *c = ctx;
+    if (c->n == c->cap) {
+        int cap = c->cap ? 2 * c->cap : 256;
+        int *h = realloc(c->heads, (size_t)cap * L * sizeof *h);
+        if (!h) return -1;
+        c->heads = h; c->cap = cap;
+    }
+    memcpy(c->heads + (size_t)c->n++ * L, heads, (size_t)L * sizeof *heads);
+    return 0;
+}
+/* every valid schedule (≤ cap) or a uniform sample of cap; *exhaustive says which */
+static int candidates(const schedule_rules *r, int cap, uint64_t seed, cands *c, int *exhaustive) {
+    schedule_count_t cnt;
+    memset(c, 0, sizeof *c);
+    c->L = r->L;
+    if (schedule_count(r, &cnt) != 0 || cnt == 0) return SURROGATE_ESPACE;
+    *exhaustive = cnt <= (schedule_count_t)cap;
+    int rc = *exhaustive ? schedule_enumerate(r, cand_add, c) : schedule_sample(r, (uint64_t)cap, seed, cand_add, c);
+    if (rc != 0) { free(c->heads); c->heads = NULL; return rc == -1 ? SURROGATE_ENOMEM : SURROGATE_ESPACE; }
+    return 0;
+}
+static int is_trained(const surrogate_model *m, const int *h) {
+    for (int i = 0; i < m->n; i++)
+        if (memcmp(m->heads + (size_t)i * m->L, h, (size_t)m->L * sizeof *h) == 0) return 1;
+    return 0;
+}
+
+typedef struct { double key; int idx; } keyed;
+static int cmp_keyed(const void *a, const void *b) {
+    const keyed *x = a, *y = b;
+    if (x->key != y->key) return x->key < y->key ? -1 : 1;
+    return (x->idx > y->idx) - (x->idx < y->idx);
+}
+
+/* ---- proposals ----------------------------------------------------------------------------------------- */
+int surrogate_propose(const surrogate_model *m, int K, const surrogate_opts *opts, int *out,
+                      surrogate_outlook *look, int *best_heads) {
+    if (!m || !m->n || K < 0 || (K > 0 && !out)) return SURROGATE_EINVAL;
+    surrogate_opts o = opts ? *opts : (surrogate_opts){ 0 };
+    int cap = o.cap > 0 ? o.cap : SURROGATE_CAP, sub = o.subset > 0 ? o.subset : SURROGATE_SUBSET;
+    int draws = o.draws > 0 ? o.draws : SURROGATE_DRAWS, L = m->L, n = m->n, dim = m->dim;
+    if (draws < K) draws = K;
+    surrogate_outlook lk = { .best_mean = NAN, .best_sd = NAN, .p_beat = NAN };
+    lk.best_trained = -1;
+    cands c;
+    int rc = candidates(&m->rules, cap, o.seed, &c, &lk.exhaustive);
+    if (rc != 0) return rc;
+    /* drop the trained ones, in place */
+    int nc = 0;
+    for (int j = 0; j < c.n; j++)
+        if (!is_trained(m, c.heads + (size_t)j * L)) memmove(c.heads + (size_t)nc++ * L, c.heads + (size_t)j * L, (size_t)L * sizeof *c.heads);
+    lk.ncand = nc;
+    keyed *ord = malloc((size_t)(nc ? nc : 1) * sizeof *ord);
+    double *cm = malloc((size_t)(nc ? nc : 1) * sizeof *cm), *ks = malloc((size_t)n * sizeof *ks),
+           *xc = malloc((size_t)(nc ? nc : 1) * dim * sizeof *xc);
+    double *J = NULL, *S = NULL, *V = NULL, *mj = NULL, *z = NULL, *f = NULL;
+    unsigned char *taken = NULL;
+    int nprop = 0;
+    rc = SURROGATE_ENOMEM;
+    if (!ord || !cm || !ks || !xc) goto out;
+    for (int i = 0; i < n; i++) {   /* the trained schedules' posterior: the recommendation */
+        double var, mean = post_at(m, m->x + (size_t)i * dim, ks, &var);
+        if (lk.best_trained < 0 || mean < lk.best_trained_mean) {
+            lk.best_trained = i; lk.best_trained_mean = mean; lk.best_trained_sd = sqrt(var);
+        }
+    }
+    int best = -1;
+    for (int j = 0; j < nc; j++) {
+        double var;
+        surrogate_features(&m->rules, m->features, c.heads + (size_t)j * L, xc + (size_t)j * dim);
+        cm[j] = post_at(m, xc + (size_t)j * dim, ks, &var);
+        ord[j] = (keyed){ cm[j] - LCB_Z * sqrt(var), j };
+        if (best < 0 || cm[j] < cm[best]) { best = j; lk.best_mean = cm[j]; lk.best_sd = sqrt(var); }
+    }
+    if (best >= 0 && best_heads) memcpy(best_heads, c.heads + (size_t)best * L, (size_t)L * sizeof *best_heads);
+    if (nc == 0) { rc = 0; goto out; }
+    qsort(ord, nc, sizeof *ord, cmp_keyed);
+    if (sub < K) sub = K;
+    if (sub > nc) sub = nc;
+    lk.subset = sub;
+    /* the joint posterior over J = the subset's candidates, then the trained schedules */
+    int nj = sub + n;
+    J = malloc((size_t)nj * dim * sizeof *J);
+    S = malloc((size_t)nj * nj * sizeof *S);
+    V = malloc((size_t)nj * n * sizeof *V);
+    mj = malloc((size_t)nj * sizeof *mj);
+    z = malloc((size_t)nj * sizeof *z);
+    f = malloc((size_t)nj * sizeof *f);
+    taken = calloc((size_t)sub, 1);
+    if (!J || !S || !V || !mj || !z || !f || !taken) goto out;
+    for (int a = 0; a < nj; a++) {
+        const double *src = a < sub ? xc + (size_t)ord[a].idx * dim : m->x + (size_t)(a - sub) * dim;
+        memcpy(J + (size_t)a * dim, src, (size_t)dim * sizeof *J);
+        double *v = V + (size_t)a * n;
+        mj[a] = post_at(m, J + (size_t)a * dim, v, NULL);
+        solve_lower(m->chol, n, v);       /* post_at left σ_f² k(X, x_a) in v */
+    }
+    for (int a = 0; a < nj; a++)
+        for (int b = 0; b <= a; b++) {
+            double s = cov(m->kernel, m->sf2, m->sg2, m->ell, dist(J + (size_t)a * dim, J + (size_t)b * dim, dim));
+            const double *va = V + (size_t)a * n, *vb = V + (size_t)b * n;
+            for (int i = 0; i < n; i++) s -= va[i] * vb[i];
+            S[a * nj + b] = s;
+        }
+    /* jitter, raised until the (possibly near-singular) posterior covariance factors */
+    double *S0 = malloc((size_t)nj * nj * sizeof *S0);
+    if (!S0) goto out;
+    memcpy(S0, S, (size_t)nj * nj * sizeof *S);
+    int ok = 0;
+    for (double jit = SURROGATE_JITTER; jit <= 1e-2 && !ok; jit *= 100) {
+        memcpy(S, S0, (size_t)nj * nj * sizeof *S);
+        for (int a = 0; a < nj; a++) S[a * nj + a] += jit * m->sf2;
+        ok = stats_cholesky(S, nj, 0) == 0;
+    }
+    free(S0);
+    if (!ok) { rc = SURROGATE_ENUM; goto out; }
+    stats_rng g = { o.seed ^ 0x53555252474154ULL, 0, 0 };
+    int beat = 0;
+    for (int d = 0; d < draws; d++) {
+        for (int a = 0; a < nj; a++) z[a] = stats_rng_gauss(&g);
+        for (int a = 0; a < nj; a++) {
+            double s = mj[a];
+            for (int b = 0; b <= a; b++) s += S[a * nj + b] * z[b];
+            f[a] = s;
+        }
+        double mu_u = INFINITY, mu_t = INFINITY;
+        int arg = -1;
+        for (int a = 0; a < sub; a++) {
+            mu_u = fmin(mu_u, f[a]);
+            if (!taken[a] && (arg < 0 || f[a] < f[arg])) arg = a;
+        }
+        for (int a = sub; a < nj; a++) mu_t = fmin(mu_t, f[a]);
+        beat += mu_u < mu_t - o.delta;
+        if (d < K && arg >= 0) {
+            taken[arg] = 1;
+            memcpy(out + (size_t)nprop++ * L, c.heads + (size_t)ord[arg].idx * L, (size_t)L * sizeof *out);
+        }
+    }
+    lk.draws = draws;
+    lk.p_beat = (double)beat / draws;
+    rc = nprop;
+out:
+    if (look && rc >= 0) *look = lk;
+    free(c.heads); free(ord); free(cm); free(ks); free(xc);
+    free(J); free(S); free(V); free(mj); free(z); free(f); free(taken);
+    return rc;
+}
+
+/* ---- the initial design -------------------------------------------------------------------------------- */
+int surrogate_initial_design(const schedule_rules *rules, int M, const surrogate_opts *opts, int *out) {
+    schedule_rules r;
+    surrogate_opts o = opts ? *opts : (surrogate_opts){ 0 };
+    if (M < 0 || (M > 0 && !out) || resolve(rules, &r) != 0) return SURROGATE_EINVAL;
+    int feat = o.features ? o.features : SURROGATE_F_DEFAULT, dim = surrogate_dim(&r, feat), L = r.L;
+    if (dim < 1) return SURROGATE_EINVAL;
+    if (M == 0) return 0;
+    cands c;
+    int exh, rc = candidates(&r, o.cap > 0 ? o.cap : SURROGATE_CAP, o.seed, &c, &exh);
+    if (rc != 0) return rc;
+    /* the baseline first (a sample may lack it: it is put in front) */
+    int *base = malloc((size_t)L * sizeof *base);
+    double *x = malloc((size_t)(c.n + 1) * dim * sizeof *x), *mind = malloc((size_t)(c.n + 1) * sizeof *mind);
+    rc = SURROGATE_ENOMEM;
+    if (!base || !x || !mind) goto out;
+    if (schedule_unrank(&r, 0, base) != 0) { rc = SURROGATE_ESPACE; goto out; }
+    if (exh || memcmp(c.heads, base, (size_t)L * sizeof *base) == 0) {
+        /* enumeration order: rank 0 is already first */
+    } else {
+        if (cand_add(base, L, &c) != 0) goto out;
+        memmove(c.heads + L, c.heads, (size_t)(c.n - 1) * L * sizeof *c.heads);
+        memcpy(c.heads, base, (size_t)L * sizeof *base);
+    }
+    for (int j = 0; j < c.n; j++) surrogate_features(&r, feat, c.heads + (size_t)j * L, x + (size_t)j * dim);
+    int got = 0, pick = 0;
+    for (int j = 0; j < c.n; j++) mind[j] = INFINITY;
+    while (got < M && got < c.n) {
+        memcpy(out + (size_t)got++ * L, c.heads + (size_t)pick * L, (size_t)L * sizeof *out);
+        mind[pick] = -1;
+        int nxt = -1;
+        for (int j = 0; j < c.n; j++) {
+            if (mind[j] < 0) continue;
+            double d = dist(x + (size_t)j * dim, x + (size_t)pick * dim, dim);
+            if (d < mind[j]) mind[j] = d;
+            if (nxt < 0 || mind[j] > mind[nxt]) nxt = j;
+        }
+        if (nxt < 0) break;
+        pick = nxt;
+    }
+    rc = got;
+out:
+    free(c.heads); free(base); free(x); free(mind);
+    return rc;
+}
