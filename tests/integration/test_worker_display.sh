@@ -49,8 +49,11 @@ check_pane() {
 }
 
 t_display_fits_80_and_160_columns() {
+  # 9,000 steps (~6 s a job here; 4 digits, so the 80-column line keeps its val loss): the capture comes 2 s
+  # after the first val loss, and a 3,000-step job could finish inside those 2 s on an idle machine, leaving the
+  # pane on the idle line (CI 2026-12-03, twice)
   w_setup
-  w_spec "$D/spec.json" tty '["4,4,4,4", "2,2,4,4", "1,1,4,4"]' '[1, 2]' 3000
+  w_spec "$D/spec.json" tty '["4,4,4,4", "2,2,4,4", "1,1,4,4"]' '[1, 2]' 9000
   w_server
   w_create "$D/spec.json" > /dev/null
   display_at 80
