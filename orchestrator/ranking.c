@@ -563,16 +563,6 @@ static void compare(const ranking_fit *f, ranking_method m, int a, int b, double
  * RANKING_PERM_MIN_DF residual df it is not tried: with a few cells per block the permutations are few and their
  * refitted variances near zero, so the quantile only inflates what Tukey's already bounds under normality. Returns 0 (q NAN
  * when skipped or not computable) or -1 on no memory. */
-static unsigned long long perm_next(unsigned long long *s) {
-    unsigned long long z = (*s += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-}
-static int cmp_dbl(const void *pa, const void *pb) {
-    double a = *(const double *)pa, b = *(const double *)pb;
-    return a < b ? -1 : a > b;
-}
 /* The fit of f's design to other values y[] (nsched × nseed, the same cells): the design's parts (u, S⁻¹,
  * leverages, dfi) do not depend on y, so only T, B, β̂, τ̂, the mean squares and the moderation are recomputed —
  * O(cells · nkept). g is f's shallow copy with its own tau, beta, ms, s2m, dfm (the caller's arrays) and y. */
@@ -660,12 +650,12 @@ static int best_perm_q(const ranking_fit *f, const int *fam, int K, ranking_perm
         }
     }
     start[n] = m;
-    unsigned long long st = RANKING_PERM_SEED ^ ((unsigned long long)m << 32) ^ (unsigned long long)K;
+    stats_rng st = { RANKING_PERM_SEED ^ ((unsigned long long)m << 32) ^ (unsigned long long)K, 0, 0 };
     for (long long b = 0; b < B; b++) {
         for (int j = 0; j < n; j++) {   /* Fisher–Yates within the block */
             int lo = start[j], len = start[j + 1] - lo;
             for (int k = len - 1; k > 0; k--) {
-                int r = (int)(perm_next(&st) % (unsigned long long)(k + 1));
+                int r = (int)(stats_rng_next(&st) % (unsigned long long)(k + 1));
                 double t = e[lo + k]; e[lo + k] = e[lo + r]; e[lo + r] = t;
             }
             for (int k = 0; k < len; k++) y[at[lo + k]] = e[lo + k];
@@ -688,7 +678,7 @@ static int best_perm_q(const ranking_fit *f, const int *fam, int K, ranking_perm
         out->work += pairs;
         mx[b] = sqrt(best2);
     }
-    qsort(mx, (size_t)B, sizeof *mx, cmp_dbl);
+    qsort(mx, (size_t)B, sizeof *mx, stats_cmp_double);
     long long k = (long long)ceil((1 - RANKING_ALPHA) * (double)(B + 1)) - 1;
     if (k > B - 1) k = B - 1;
     out->q = mx[k];
@@ -804,8 +794,8 @@ static void compute_power(ranking *r, const ranking_row *byorig, int base, int K
     if (m == 0 || r->seeds < 2) {
         ranking_design_power(K, r->seeds, r->comparisons, f->sd, r->method, RANKING_PAPER_EFFECT, &r->power);
     } else {
-        qsort(v, (size_t)m, sizeof *v, cmp_dbl);
-        qsort(dfs, (size_t)m, sizeof *dfs, cmp_dbl);
+        qsort(v, (size_t)m, sizeof *v, stats_cmp_double);
+        qsort(dfs, (size_t)m, sizeof *dfs, stats_cmp_double);
         double vm = m % 2 ? v[m / 2] : (v[m / 2 - 1] + v[m / 2]) / 2, dm = m % 2 ? dfs[m / 2] : (dfs[m / 2 - 1] + dfs[m / 2]) / 2;
         power_search(K, r->seeds, r->comparisons, sqrt(vm * r->seeds / 2), r->method, dm, RANKING_PAPER_EFFECT, &r->power);
         snprintf(r->power.test, sizeof r->power.test, "%s", isfinite(f->d0)

@@ -398,12 +398,20 @@ int stats_cholesky(double *a, int n, double min_pivot) {
     return 0;
 }
 
-double stats_rng_unif(stats_rng *g) {
+unsigned long long stats_rng_next(stats_rng *g) {
     unsigned long long z = (g->s += 0x9e3779b97f4a7c15ULL);
     z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
     z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    z ^= z >> 31;
-    return ((z >> 11) + 0.5) / 9007199254740992.0;
+    return z ^ (z >> 31);
+}
+
+double stats_rng_unif(stats_rng *g) {
+    return ((stats_rng_next(g) >> 11) + 0.5) / 9007199254740992.0;
+}
+
+int stats_cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
 }
 
 double stats_rng_gauss(stats_rng *g) {

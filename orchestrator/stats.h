@@ -80,8 +80,12 @@ int stats_eb_prior(const double *s2, const double *d, int n, double *d0, double 
  * a is then partly overwritten). The blocked model's seed system (ranking.c) and the surrogate (surrogate.c). */
 int stats_cholesky(double *a, int n, double min_pivot);
 
+/* qsort comparator of doubles, ascending (NAN compares equal to everything: keep it out of the array). */
+int stats_cmp_double(const void *a, const void *b);
+
 /* A deterministic generator: SplitMix64 for uniforms in (0, 1), Box–Muller for standard normals; the same seed
  * gives the same stream on every machine. Initialise as (stats_rng){ seed, 0, 0 }. */
 typedef struct { unsigned long long s; int have; double next; } stats_rng;
+unsigned long long stats_rng_next(stats_rng *g);   /* the next 64-bit SplitMix64 word */
 double stats_rng_unif(stats_rng *g);
 double stats_rng_gauss(stats_rng *g);

@@ -100,11 +100,6 @@ static void solve_upper(const double *l, int n, double *b) {   /* b ← L⁻ᵀ 
 }
 
 /* ---- the fit ------------------------------------------------------------------------------------------- */
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 /* σ_f² k(D/ℓ) + diag(noise) + jitter into a and its Cholesky; then the GLS mean, α and the log likelihood */
 static int fit_at(const surrogate_model *m, const double *D, double sf2, double sg2, double ell, double *a,
                   double *tmp, double *mu, double *alpha, double *ll) {
@@ -182,7 +177,7 @@ int surrogate_fit(surrogate_model *m, const schedule_rules *rules, const int *he
             if (j < i && D[i * n + j] > 0) dv[nd++] = D[i * n + j];
         }
     double med = 1;
-    if (nd) { qsort(dv, nd, sizeof *dv, cmp_double); med = dv[nd / 2]; }
+    if (nd) { qsort(dv, nd, sizeof *dv, stats_cmp_double); med = dv[nd / 2]; }
     double v0 = vy > 0 ? vy : (vn > 0 ? vn : 1e-6);
     m->loglik = -INFINITY;
     for (int ig = 0; ig < GRID_SG2; ig++)
