@@ -162,26 +162,19 @@ int search_initial_design(const search_cfg *cfg, const schedule_rules *rules, in
 /* ---- the decision ------------------------------------------------------------------------------- */
 
 typedef struct ssched {
-    long long id;
+    long long id;           /* ascending */
     int is_baseline;
     int *heads;           /* (L), into the decision's heads array */
 } ssched;
 
-static int sched_index(const ssched *v, int n, long long id) {
-    int lo = 0, hi = n;   /* v[] is ordered by id */
-    while (lo < hi) {
-        int mid = lo + (hi - lo) / 2;
-        if (v[mid].id < id) lo = mid + 1; else hi = mid;
-    }
-    return lo < n && v[lo].id == id ? lo : -1;
+static int cmp_ll(const void *a, const void *b) {
+    long long x = *(const long long *)a, y = *(const long long *)b;
+    return (x > y) - (x < y);
 }
-
-static void fault_point(void) {
-    const char *f = getenv("PRISM_FAULT_SEARCH");
-    if (f && strcmp(f, "abort") == 0) {
-        fprintf(stderr, "prism-sweep serve: PRISM_FAULT_SEARCH=abort: aborting inside a search decision (test hook)\n");
-        abort();
-    }
+/* the index of id in ids[0..n) (ascending), or -1 */
+static int id_index(const long long *ids, int n, long long id) {
+    const long long *p = bsearch(&id, ids, (size_t)n, sizeof *ids, cmp_ll);
+    return p ? (int)(p - ids) : -1;
 }
 
 static void bind_num(sqlite3_stmt *s, int i, double v) {
@@ -282,7 +275,7 @@ out:
 }
 
 /* The previous batch's proposals, now trained: their realised Δ against the Δ they were proposed on. */
-static int heldout(store *st, long long sweep, int batch, const ssched *v, int n, const int *tix, const double *y,
+static int heldout(store *st, long long sweep, int batch, const long long *ids, int n, const int *tix, const double *y,
                    const double *se, double yref, int *hn, double *rmse, double *zrms, char *err, size_t errlen) {
     sqlite3_stmt *s = NULL;
     *hn = 0;
@@ -296,7 +289,7 @@ static int heldout(store *st, long long sweep, int batch, const ssched *v, int n
     double se2 = 0, z2 = 0;
     int step;
     while ((step = sqlite3_step(s)) == SQLITE_ROW) {
-        int i = sched_index(v, n, sqlite3_column_int64(s, 0));
+        int i = id_index(ids, n, sqlite3_column_int64(s, 0));
         if (i < 0 || tix[i] < 0 || sqlite3_column_type(s, 1) == SQLITE_NULL) continue;
         double e = (y[tix[i]] - yref) - sqlite3_column_double(s, 1), sd = sqlite3_column_double(s, 2);
         double var = sd * sd + se[tix[i]] * se[tix[i]];
@@ -318,9 +311,9 @@ static int decide_batch(store *st, long long sweep, const sweep_spec *sp, const 
     ranking_obs *obs = NULL, *kept = NULL;
     int *heads = NULL, *tix = NULL, *H = NULL, *excl = NULL, *prop = NULL, *best_u = NULL;
     double *y = NULL, *se = NULL, *pm = NULL, *pv = NULL, *lm = NULL, *ls = NULL, *qm = NULL, *qv = NULL;
-    long long *ids = NULL;
+    long long *ids = NULL, *pids = NULL;
     unsigned char *scr = NULL;
-    int n = 0, cap = 0, nobs = 0, ocap = 0, rc = STORE_OK, step, L = sp->n_layer, base = -1;
+    int n = 0, cap = 0, nobs = 0, rc = STORE_OK, step, L = sp->n_layer, base = -1;
     ranking_fit fit;
     memset(&fit, 0, sizeof fit);
     int have_fit = 0;
@@ -357,26 +350,10 @@ static int decide_batch(store *st, long long sweep, const sweep_spec *sp, const 
     sqlite3_finalize(s);
     s = NULL;
     for (int i = 0; i < n; i++) v[i].heads = heads + (size_t)i * L;
-    if (sqlite3_prepare_v2(st->db, "SELECT j.schedule_id, j.seed, r.val_loss, j.id FROM jobs j JOIN results r ON r.job_id = j.id "
-                                   "WHERE j.sweep_id = ?1 AND j.state = 'done' AND r.val_loss IS NOT NULL", -1, &s, NULL) != SQLITE_OK) {
-        rc = db_fail(st, err, errlen, "search results");
-        goto out;
-    }
-    sqlite3_bind_int64(s, 1, sweep);
-    while ((step = sqlite3_step(s)) == SQLITE_ROW) {
-        int i = sched_index(v, n, sqlite3_column_int64(s, 0));
-        if (i < 0) continue;
-        if (nobs == ocap) {
-            ocap = ocap ? ocap * 2 : 256;
-            ranking_obs *no = realloc(obs, (size_t)ocap * sizeof *obs);
-            if (!no) { rc = oom(err, errlen); goto out; }
-            obs = no;
-        }
-        obs[nobs++] = (ranking_obs){ i, sqlite3_column_int64(s, 1), sqlite3_column_double(s, 2), NULL, 0, sqlite3_column_int64(s, 3) };
-    }
-    if (step != SQLITE_DONE) { rc = db_fail(st, err, errlen, "search results"); goto out; }
-    sqlite3_finalize(s);
-    s = NULL;
+    ids = malloc((size_t)(n ? n : 1) * sizeof *ids);
+    if (!ids) { rc = oom(err, errlen); goto out; }
+    for (int i = 0; i < n; i++) ids[i] = v[i].id;
+    if ((rc = ranking_load_final(st, sweep, ids, n, &obs, &nobs, err, errlen)) < 0) goto out;
     /* the leaderboard's outlier screen, then the blocked model on what it keeps */
     scr = calloc((size_t)(nobs ? nobs : 1), 1);
     kept = malloc((size_t)(nobs ? nobs : 1) * sizeof *kept);
@@ -425,8 +402,8 @@ static int decide_batch(store *st, long long sweep, const sweep_spec *sp, const 
     ls = malloc((size_t)nt * sizeof *ls);
     qm = malloc((size_t)(K ? K : 1) * sizeof *qm);
     qv = malloc((size_t)(K ? K : 1) * sizeof *qv);
-    ids = malloc((size_t)(K ? K : 1) * sizeof *ids);
-    if (!prop || !best_u || !pm || !pv || !lm || !ls || !qm || !qv || !ids) { rc = oom(err, errlen); goto out; }
+    pids = malloc((size_t)(K ? K : 1) * sizeof *pids);
+    if (!prop || !best_u || !pm || !pv || !lm || !ls || !qm || !qv || !pids) { rc = oom(err, errlen); goto out; }
     surrogate_outlook look;
     int np = surrogate_propose(&m, K, &o, K ? prop : NULL, &look, best_u);
     if (np < 0) { snprintf(err, errlen, "search: the surrogate's proposal failed (error %d)", np); rc = STORE_EIO; goto out; }
@@ -449,13 +426,13 @@ static int decide_batch(store *st, long long sweep, const sweep_spec *sp, const 
     }
     int hn;
     double hr, hz;
-    if ((rc = heldout(st, sweep, b - 1, v, n, tix, y, se, yref, &hn, &hr, &hz, err, errlen)) < 0) goto out;
+    if ((rc = heldout(st, sweep, b - 1, ids, n, tix, y, se, yref, &hn, &hr, &hz, err, errlen)) < 0) goto out;
     int created = 0;
     if (np > 0) {
         if (surrogate_predict(&m, prop, np, qm, qv) < 0) { rc = oom(err, errlen); goto out; }
-        if ((rc = insert_batch(st, sweep, sp, prop, np, ids, &created, err, errlen)) < 0) goto out;
+        if ((rc = insert_batch(st, sweep, sp, prop, np, pids, &created, err, errlen)) < 0) goto out;
     }
-    fault_point();   /* the batch's schedules and jobs written, its row not: nothing committed */
+    store_fault_point("PRISM_FAULT_SEARCH", "a search decision");   /* the batch's schedules and jobs written, its row not: nothing committed */
     double now = store_now();
     if (sqlite3_prepare_v2(st->db, "INSERT INTO search_proposals (sweep_id, schedule_id, batch, pos, pred_mean, pred_sd) "
                                    "VALUES (?1, ?2, ?3, ?4, ?5, ?6) ON CONFLICT DO NOTHING", -1, &s, NULL) != SQLITE_OK) {
@@ -465,7 +442,7 @@ static int decide_batch(store *st, long long sweep, const sweep_spec *sp, const 
     for (int i = 0; i < np; i++) {
         sqlite3_reset(s);
         sqlite3_bind_int64(s, 1, sweep);
-        sqlite3_bind_int64(s, 2, ids[i]);
+        sqlite3_bind_int64(s, 2, pids[i]);
         sqlite3_bind_int(s, 3, b);
         sqlite3_bind_int(s, 4, i);
         bind_num(s, 5, qm[i] - ref);
@@ -552,7 +529,7 @@ out:
     if (have_fit) ranking_fit_release(&fit);
     surrogate_release(&m);
     free(v); free(heads); free(obs); free(kept); free(scr); free(tix); free(H); free(excl); free(y); free(se);
-    free(prop); free(best_u); free(pm); free(pv); free(lm); free(ls); free(qm); free(qv); free(ids);
+    free(prop); free(best_u); free(pm); free(pv); free(lm); free(ls); free(qm); free(qv); free(ids); free(pids);
     return rc;
 }
 
@@ -604,15 +581,8 @@ int search_job_done(store *st, long long job, int *decided, char *err, size_t er
     return sweep > 0 ? search_tick(st, sweep, decided, err, errlen) : STORE_OK;
 }
 
-struct tick_all { store *st; int *decided; char *err; size_t errlen; };
-static int tick_one(void *ctx, long long sweep) {
-    struct tick_all *t = ctx;
-    return search_tick(t->st, sweep, t->decided, t->err, t->errlen);
-}
-
 int search_tick_all(store *st, int *decided, char *err, size_t errlen) {
-    struct tick_all t = { st, decided, err, errlen };
-    return sweeps_each_with_key(st, "search", tick_one, &t, err, errlen);
+    return sweeps_tick_each(st, "search", search_tick, decided, err, errlen);
 }
 
 /* ---- what it shows ------------------------------------------------------------------------------ */

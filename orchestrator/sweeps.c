@@ -436,3 +436,15 @@ int sweeps_each_with_key(store *st, const char *key, int (*fn)(void *ctx, long l
         after = ids[n - 1];
     }
 }
+
+struct tick_each { store *st; int (*tick)(store *, long long, int *, char *, size_t); int *decided; char *err; size_t errlen; };
+static int tick_one(void *ctx, long long sweep) {
+    struct tick_each *t = ctx;
+    return t->tick(t->st, sweep, t->decided, t->err, t->errlen);
+}
+
+int sweeps_tick_each(store *st, const char *key, int (*tick)(store *, long long, int *, char *, size_t), int *decided,
+                     char *err, size_t errlen) {
+    struct tick_each t = { st, tick, decided, err, errlen };
+    return sweeps_each_with_key(st, key, tick_one, &t, err, errlen);
+}

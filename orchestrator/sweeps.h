@@ -84,6 +84,11 @@ int sweeps_find(store *st, const char *id_or_name, int64_t *id);
 int sweeps_each_with_key(store *st, const char *key, int (*fn)(void *ctx, long long sweep), void *ctx, char *err,
                          size_t errlen);
 
+/* sweeps_each_with_key calling tick(st, sweep, decided, err, errlen) for each sweep with key (racing_tick_all,
+ * search_tick_all). Stops at the first negative return and returns it. */
+int sweeps_tick_each(store *st, const char *key, int (*tick)(store *, long long, int *, char *, size_t), int *decided,
+                     char *err, size_t errlen);
+
 /* Jobs per state of one sweep (sweep_id > 0) or of all sweeps (sweep_id = 0). */
 int sweeps_count_states(store *st, int64_t sweep_id, sweeps_counts *c);
 
