@@ -207,70 +207,19 @@ static int load_spec(store *st, long long sweep, sweep_spec *sp, search_cfg *cfg
     return rc;
 }
 
-/* The new schedules out[0..k) and their jobs (every seed, seed-major: the create path's order). */
+/* The new schedules out[0..k) and their jobs: the create path's rows (sweeps_add_rows) over the proposals. */
 static int insert_batch(store *st, long long sweep, const sweep_spec *sp, const int *out, int k, long long *ids,
                         int *jobs, char *err, size_t errlen) {
-    sqlite3_stmt *ord = NULL, *ins = NULL, *get = NULL, *job = NULL;
-    int L = sp->n_layer, rc = STORE_OK;
-    char *canon = malloc((size_t)L * 12 + 16);
-    if (!canon) return oom(err, errlen);
-    if (sqlite3_prepare_v2(st->db, "SELECT coalesce(max(ord), -1) FROM schedules WHERE sweep_id = ?1", -1, &ord, NULL) != SQLITE_OK ||
-        sqlite3_prepare_v2(st->db, "INSERT INTO schedules (sweep_id, heads, is_baseline, ord) VALUES (?1, ?2, 0, ?3) "
-                                   "ON CONFLICT (sweep_id, heads) DO NOTHING", -1, &ins, NULL) != SQLITE_OK ||
-        sqlite3_prepare_v2(st->db, "SELECT id FROM schedules WHERE sweep_id = ?1 AND heads = ?2", -1, &get, NULL) != SQLITE_OK ||
-        sqlite3_prepare_v2(st->db, "INSERT INTO jobs (sweep_id, schedule_id, seed, seed_index, priority, job, steps, "
-                                   "created_at, updated_at, tokens_per_step) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?8, ?9) "
-                                   "ON CONFLICT (schedule_id, seed) DO NOTHING", -1, &job, NULL) != SQLITE_OK) {
-        rc = db_fail(st, err, errlen, "search batch");
-        goto out;
-    }
-    sqlite3_bind_int64(ord, 1, sweep);
-    if (sqlite3_step(ord) != SQLITE_ROW) { rc = db_fail(st, err, errlen, "search batch"); goto out; }
-    int next = sqlite3_column_int(ord, 0) + 1;
-    for (int i = 0; i < k; i++) {
-        schedule_format(out + (size_t)i * L, L, canon, (size_t)L * 12 + 16);
-        sqlite3_reset(ins);
-        sqlite3_bind_int64(ins, 1, sweep);
-        sqlite3_bind_text(ins, 2, canon, -1, SQLITE_TRANSIENT);
-        sqlite3_bind_int(ins, 3, next + i);
-        sqlite3_reset(get);
-        sqlite3_bind_int64(get, 1, sweep);
-        sqlite3_bind_text(get, 2, canon, -1, SQLITE_TRANSIENT);
-        if (sqlite3_step(ins) != SQLITE_DONE || sqlite3_step(get) != SQLITE_ROW) {
-            rc = db_fail(st, err, errlen, "search schedule");
-            goto out;
-        }
-        ids[i] = sqlite3_column_int64(get, 0);
-    }
-    sweep_spec t = *sp;   /* the create path's job JSON over the proposals (borrowed: nothing of t is freed) */
+    sweep_spec t = *sp;   /* borrowed: nothing of t is freed */
     t.heads = (int *)out;
     t.n_schedules = k;
-    double now = store_now();
-    for (int j = 0; j < sp->n_seeds; j++)
-        for (int i = 0; i < k; i++) {
-            json_t *jj = spec_job_json(&t, i, j);
-            char *text = jj ? json_dumps(jj, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(15)) : NULL;
-            json_decref(jj);
-            if (!text) { rc = oom(err, errlen); goto out; }
-            sqlite3_reset(job);
-            sqlite3_bind_int64(job, 1, sweep);
-            sqlite3_bind_int64(job, 2, ids[i]);
-            sqlite3_bind_int64(job, 3, sp->seeds[j]);
-            sqlite3_bind_int(job, 4, j);
-            sqlite3_bind_int(job, 5, sp->priority);
-            sqlite3_bind_text(job, 6, text, -1, free);
-            sqlite3_bind_int64(job, 7, sp->steps);
-            sqlite3_bind_double(job, 8, now);
-            sqlite3_bind_int64(job, 9, sp->tokens_per_step);
-            if (sqlite3_step(job) != SQLITE_DONE) { rc = db_fail(st, err, errlen, "search job"); goto out; }
-            *jobs += sqlite3_changes(st->db);
-        }
-out:
-    sqlite3_finalize(ord);
-    sqlite3_finalize(ins);
-    sqlite3_finalize(get);
-    sqlite3_finalize(job);
-    free(canon);
+    int64_t sc = 0, jc = 0, *ids64 = malloc((size_t)(k ? k : 1) * sizeof *ids64);
+    if (!ids64) return oom(err, errlen);
+    int rc = sweeps_add_rows(st, sweep, &t, ids64, &sc, &jc);
+    if (rc < 0) snprintf(err, errlen, "search batch: %s", st->err);
+    for (int i = 0; i < k && rc == 0; i++) ids[i] = ids64[i];
+    free(ids64);
+    *jobs += (int)jc;
     return rc;
 }
 

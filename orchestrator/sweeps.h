@@ -66,6 +66,13 @@ typedef struct sweeps_info {
 /* Creates sp's sweep (spec_text is stored as the sweep's spec; it may be NULL: then sp->root is dumped). */
 int sweeps_create(store *st, const sweep_spec *sp, const char *spec_text, sweeps_created *out);
 
+/* Adds sp's schedules (sp->heads[0..n_schedules), each new one at the sweep's next ord) and every schedule × seed job
+ * (seed-major, the create path's job JSON) to sweep sweep_id; rows that exist are kept (ON CONFLICT DO NOTHING).
+ * ids (n_schedules entries, or NULL): each schedule's id on return. *schedules_created and *jobs_created grow by the
+ * rows inserted. In the caller's transaction (sweeps_create's, a search batch's). Returns 0 or STORE_EIO (st->err). */
+int sweeps_add_rows(store *st, int64_t sweep_id, const sweep_spec *sp, int64_t *ids, int64_t *schedules_created,
+                    int64_t *jobs_created);
+
 /* Parse + validate + create, the one function behind `prism-sweep create` and POST /api/v1/sweeps.
  * Returns 0; STORE_EINVAL when the spec is bad (err names the JSON path: HTTP 400, CLI exit 2);
  * STORE_ECONFLICT for a same-name sweep with other model/train/eval/data (HTTP 409); STORE_EIO. */
