@@ -127,9 +127,10 @@ int halving_check_rungs(const halving_cfg *cfg, int warmup_steps, char *warn, si
 int halving_load(store *st, long long sweep_id, halving_cfg *cfg, char *err, size_t errlen) {
     memset(cfg, 0, sizeof *cfg);
     sqlite3_stmt *s = NULL;
-    /* train.steps: the jobs' steps column (the job model's, filled at create; every job of a sweep has the same) */
+    /* train.steps: the jobs' steps column (the job model's, filled at create; every job of a sweep has the same, so
+     * the first job with one is read, not all of them: the rung report runs this on every call) */
     if (sqlite3_prepare_v2(st->db, "SELECT json_extract(spec, '$.halving'), "
-                                   "(SELECT coalesce(max(steps), 0) FROM jobs WHERE sweep_id = sweeps.id) "
+                                   "coalesce((SELECT steps FROM jobs WHERE sweep_id = sweeps.id AND steps > 0 LIMIT 1), 0) "
                                    "FROM sweeps WHERE id = ?1", -1, &s, NULL) != SQLITE_OK)
         return db_fail(st, err, errlen, "halving config");
     sqlite3_bind_int64(s, 1, sweep_id);
@@ -265,9 +266,36 @@ static int apply_decisions(queue *q, long long sweep, int r, const halving_cfg *
     return STORE_OK;
 }
 
+/* 1 when rung r has nothing to decide or apply now, by its counters (migration 12) and whether any schedule was
+ * decided there: no paused job (nothing to promote or prune) while jobs are still to report or the rung was decided,
+ * or, in sync mode, jobs still to report and no decision yet (sync decides only a complete rung). One indexed read,
+ * whatever the rung's size; the full pass (rung_scheds, the ranking) runs only when this says 0. A rung that never
+ * held a job is skipped too. */
+static int rung_idle(store *st, long long sweep, int r, const halving_cfg *cfg, int *idle, char *err, size_t errlen) {
+    sqlite3_stmt *s = NULL;
+    *idle = 0;
+    if (sqlite3_prepare_v2(st->db, "SELECT c.pending, c.paused, EXISTS (SELECT 1 FROM halving_decisions d WHERE d.sweep_id = ?1 "
+                                   "AND d.rung = ?2) FROM halving_rung_counts c WHERE c.sweep_id = ?1 AND c.rung = ?2", -1, &s,
+                           NULL) != SQLITE_OK)
+        return db_fail(st, err, errlen, "rung counts");
+    sqlite3_bind_int64(s, 1, sweep);
+    sqlite3_bind_int(s, 2, r);
+    int step = sqlite3_step(s), rc = STORE_OK;
+    if (step == SQLITE_ROW) {
+        long long pending = sqlite3_column_int64(s, 0), paused = sqlite3_column_int64(s, 1);
+        int any = sqlite3_column_int(s, 2);
+        *idle = (paused == 0 && (pending > 0 || any)) || (!cfg->async && pending > 0 && !any);
+    } else if (step == SQLITE_DONE) *idle = 1;
+    else rc = db_fail(st, err, errlen, "rung counts");
+    sqlite3_finalize(s);
+    return rc;
+}
+
 static int tick_rung(queue *q, long long sweep, int r, const halving_cfg *cfg, int *decided, char *err, size_t errlen) {
     sched_at *v = NULL;
-    int n = 0, rc = rung_scheds(q->st, sweep, r, &v, &n, err, errlen);
+    int idle, n = 0, rc = rung_idle(q->st, sweep, r, cfg, &idle, err, errlen);
+    if (rc < 0 || idle) return rc;
+    rc = rung_scheds(q->st, sweep, r, &v, &n, err, errlen);
     if (rc < 0) return rc;
     int pending = 0, undecided = 0, ncomplete = 0;
     for (int i = 0; i < n; i++) {
