@@ -13,7 +13,7 @@
 #      with one thread under nice -n 10, until nothing is left
 #   5. the fixture: prism-sweep export --format jsonl (results.jsonl, metrics.jsonl filtered to the val points),
 #      the leaderboard JSON and text (prism-sweep leaderboard), data/meta.json
-# Everything else lives in $REALSWEEP_DIR (default /tmp/realsweep; git-ignored when inside the tree). The text only
+# Steps 4 and 5 are tools/cpusweep_lib.sh's (shared with tools/searchsweep.sh). Everything else lives in $REALSWEEP_DIR (default /tmp/realsweep; git-ignored when inside the tree). The text only
 # has to exist where this runs: the committed fixture is the results, read by tools/realsweep_diag.py and
 # tests/integration/test_realsweep.sh. REALSWEEP_STAGE=data makes only the shards (steps 1-3), =train reuses the
 # shards of an earlier run (steps 4-5), =export only exports a finished run's database (step 5),
@@ -26,12 +26,12 @@ BUILD=${BUILD:-build}
 W=${REALSWEEP_DIR:-/tmp/realsweep}
 FIX=tests/fixtures/realsweep
 PY=/usr/bin/python3
+. tools/cpusweep_lib.sh
 mkdir -p "$W"
 
 STAGE=${REALSWEEP_STAGE:-all}
 if [ "$STAGE" = leaderboard ]; then
-  $PY tools/realsweep_replay.py "$FIX" "$BUILD" "$W/replay"
-  cp "$W/replay/leaderboard.json" "$W/replay/leaderboard.txt" "$FIX/"
+  cpusweep_leaderboard
   exit 0
 fi
 if [ "$STAGE" = all ] || [ "$STAGE" = data ]; then
@@ -47,29 +47,7 @@ if [ "$STAGE" = all ] || [ "$STAGE" = data ]; then
   [ "$STAGE" = data ] && exit 0
 fi
 
-if [ "$STAGE" != export ]; then
-rm -f "$W"/prism.db*
-"$BUILD/prism-sweep" create "$FIX/spec.json" --db "$W/prism.db"
-PORT=$($PY -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-URL="http://127.0.0.1:$PORT"
-setsid "$BUILD/prism-sweep" serve --db "$W/prism.db" --listen "127.0.0.1:$PORT" > "$W/server.log" 2>&1 &
-SERVER=$!
-trap 'kill -TERM $SERVER 2>/dev/null; wait $SERVER 2>/dev/null || true' EXIT
-for _ in $(seq 1 100); do curl -sf "$URL/healthz" >/dev/null 2>&1 && break; sleep 0.1; done
-echo "realsweep: orchestrator on $URL (log $W/server.log)"
-OMP_NUM_THREADS=1 nice -n 10 "$BUILD/prism-worker" --server "$URL" --token-file "$W/prism.db.worker-token" \
-  --devices cpu --name realsweep-cpu --work-dir "$W/work" --data-root "$W" --poll 0.5 --idle-exit 2
-kill -TERM "$SERVER"; wait "$SERVER" 2>/dev/null || true; trap - EXIT
-fi
-
-SWEEP=$($PY -c 'import json,sys; print(json.load(open(sys.argv[1]))["name"])' "$FIX/spec.json")
-"$BUILD/prism-sweep" status --db "$W/prism.db" "$SWEEP"
-rm -rf "$W/export"
-"$BUILD/prism-sweep" export "$SWEEP" --db "$W/prism.db" --format jsonl --out "$W/export"
-"$BUILD/prism-sweep" leaderboard --db "$W/prism.db" "$SWEEP" --format json > "$FIX/leaderboard.json"
-"$BUILD/prism-sweep" leaderboard --db "$W/prism.db" "$SWEEP" > "$FIX/leaderboard.txt"
-cp "$W/export/results.jsonl" "$FIX/results.jsonl"
-grep '"kind":"val"' "$W/export/metrics.jsonl" > "$FIX/val_metrics.jsonl"
-cp "$W/data/meta.json" "$FIX/data_meta.json"
+if [ "$STAGE" != export ]; then cpusweep_train "$W" 10 realsweep-cpu; fi
+cpusweep_export "$W/data"
 $PY tools/realsweep_diag.py "$FIX" --write-expected "$FIX/diagnostics.json"
 du -sh "$FIX"
