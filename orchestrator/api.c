@@ -13,6 +13,7 @@
 #include "util.h"
 #include "halving.h"
 #include "racing.h"
+#include "search.h"
 #include "ranking.h"
 #include "lease.h"
 
@@ -192,8 +193,8 @@ int api_flush(void *ud) {
     return 0;
 }
 
-/* Racing: decides every due round (of job's sweep, or of every sweep when job is 0) in its own savepoint
- * (orchestrator/racing.h). */
+/* Racing, then a surrogate search: decides every due round and batch (of job's sweep, or of every sweep when job
+ * is 0), each in its own savepoint (orchestrator/racing.h, orchestrator/search.h). */
 static void api_racing_tick(api *a, const char *after, long long job) {
     int n = 0;
     char rerr[512] = "";
@@ -202,6 +203,15 @@ static void api_racing_tick(api *a, const char *after, long long job) {
     write_end(a, rc >= 0);
     if (rc < 0) fprintf(stderr, "prism-sweep serve: racing after %s: %s\n", after, rerr);
     else if (n > 0) fprintf(stderr, "prism-sweep serve: event=racing rounds=%d after=%s\n", n, after);
+    /* a surrogate search: the next batch, when the last job of one is over (orchestrator/search.h), in its own
+     * savepoint (a failed search decision does not undo a racing round) */
+    n = 0;
+    rerr[0] = 0;
+    if (write_begin(a) < 0) return;
+    rc = job > 0 ? search_job_done(a->st, job, &n, rerr, sizeof rerr) : search_tick_all(a->st, &n, rerr, sizeof rerr);
+    write_end(a, rc >= 0);
+    if (rc < 0) fprintf(stderr, "prism-sweep serve: search after %s: %s\n", after, rerr);
+    else if (n > 0) fprintf(stderr, "prism-sweep serve: event=search batches=%d after=%s\n", n, after);
 }
 
 /* Successive halving: runs every due promotion in its own savepoint (orchestrator/halving.h). */

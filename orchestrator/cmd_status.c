@@ -16,6 +16,8 @@
 #include "cli.h"
 #include "halving.h"
 #include "racing.h"
+#include "search.h"
+#include "buf.h"
 #include "ranking.h"
 #include "commands.h"
 #include "store.h"
@@ -103,6 +105,8 @@ int cmd_status(int argc, char **argv) {
                 json_t *rj = racing_summary_json(st, id, &rs, e2, sizeof e2);
                 if (rj) json_object_set_new(o, "racing", rj);
             }
+            json_t *sj = NULL;   /* a surrogate search: progress, recommendation, outlook (search.h) */
+            if (search_summary_json(st, id, &sj, e2, sizeof e2) == 0 && sj) json_object_set_new(o, "search", sj);
             json_dumpf(o, stdout, JSON_PRESERVE_ORDER);
             fputc('\n', stdout);
             json_decref(o);
@@ -118,6 +122,13 @@ int cmd_status(int argc, char **argv) {
                        "%lld (%lld done) of the fixed design's %lld (max_seeds x schedules, %.1f%%)\n", rs.rounds_decided,
                        rs.finished ? ", finished" : "", rs.max_seeds, rs.alpha, rs.survivors, rs.eliminated, rs.jobs,
                        rs.jobs_done, rs.fixed_jobs, rs.fixed_jobs > 0 ? 100.0 * rs.jobs / rs.fixed_jobs : 0.0);
+            json_t *sj = NULL;   /* a surrogate search: the recommendation and best-so-far against schedules trained */
+            if (search_summary_json(st, id, &sj, e2, sizeof e2) == 0 && sj) {
+                buf tb = {0};
+                if (search_summary_text(sj, &tb, 1 << 20) == 0 && tb.data) fputs(tb.data, stdout);
+                buf_free(&tb);
+                json_decref(sj);
+            }
             ranking *rk = NULL;
             if (screened_count(st, id, &rk, e2, sizeof e2) >= 0) print_screened_hint(rk, info.name);
             ranking_free(rk);

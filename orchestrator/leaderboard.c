@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "ranking.h"
+#include "search.h"
 #include "sweeps.h"
 #include "buf.h"
 
@@ -75,6 +76,12 @@ static json_t *row_json(const ranking *rk, const ranking_row *x) {
                               "rounds", h ? json_object_get(h, "rounds") : json_array());
         if (!h) json_decref(json_object_get(o, "rounds"));   /* the fresh [] : O took its own reference */
         json_object_set_new(row, "racing", o);
+    }
+    if (rk->search) {   /* a surrogate search: the model's shrunken estimate of this trained schedule (null: none yet) */
+        char key[32];
+        snprintf(key, sizeof key, "%lld", x->schedule_id);
+        json_t *h = json_object_get(json_object_get(rk->search, "by_schedule"), key);
+        json_object_set_new(row, "surrogate", h ? json_deep_copy(h) : json_null());
     }
     json_t *delta = json_null();
     const ranking_cmp *c = &x->cmp;
@@ -156,6 +163,11 @@ json_t *leaderboard_from_ranking(const ranking *rk) {
         json_t *rc = json_deep_copy(rk->racing);
         json_object_del(rc, "schedules");
         json_object_set_new(lb, "racing", rc);
+    }
+    if (rk->search) {   /* the search's settings and progress; each schedule's posterior is in its row */
+        json_t *sc = json_deep_copy(rk->search);
+        json_object_del(sc, "by_schedule");
+        json_object_set_new(lb, "search", sc);
     }
     return lb;
 }
@@ -508,6 +520,8 @@ char *leaderboard_table(const json_t *lb) {
                      (long long)json_integer_value(json_object_get(rcj, "eliminated")), sp, fx, fx > 0 ? 100.0 * sp / fx : 0.0);
         buf_append(&b, line, (size_t)(n < (int)sizeof line ? n : (int)sizeof line - 1), BUF_MAX);
     }
+    if (json_is_object(json_object_get(lb, "search")))   /* a surrogate search: its recommendation and progress */
+        search_summary_text(json_object_get(lb, "search"), &b, BUF_MAX);
     const char *foot = "▲ significantly better than uniform, ▼ significantly worse (p_holm < 0.05), in every column; "
                        "= in the best group: not shown to be worse than any other schedule (it is not a claim of equality); "
                        "prov = provisional: fewer finished seeds than the sweep's, listed after the complete schedules\n";

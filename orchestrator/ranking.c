@@ -33,6 +33,7 @@
 #include "halving.h"
 #include "leaderboard.h"
 #include "racing.h"
+#include "search.h"
 #include "stats.h"
 
 
@@ -1167,6 +1168,7 @@ void ranking_free(ranking *r) {
     ranking_fit_release(&r->fit);
     json_decref(r->halving);
     json_decref(r->racing);
+    json_decref(r->search);
     free(r);
 }
 
@@ -1415,6 +1417,7 @@ int ranking_build(store *st, long long sweep_id, int at_rung, ranking **out, cha
         }
     }
     if (racing_annotate(st, r, err, errlen) < 0) goto out_rc;   /* racing: eliminated schedules leave the family */
+    if (search_annotate(st, r, err, errlen) < 0) goto out_rc;   /* a surrogate search: its progress and posteriors */
     if (ranking_compute(r, obs, nobs, K + 1, base) < 0) goto nomem;
     if (r->nscreened > 1) qsort(r->screened, (size_t)r->nscreened, sizeof *r->screened, cmp_screened);
 

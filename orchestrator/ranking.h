@@ -228,6 +228,8 @@ typedef struct ranking {
                                     (provisional is a column, not a key) */
     json_t *halving;             /* halving settings and spend, or NULL (owned) */
     json_t *racing;              /* racing settings, spend and each schedule's rounds, or NULL (owned; racing.h) */
+    json_t *search;              /* a surrogate search's progress and each trained schedule's posterior, or NULL
+                                    (owned; search.h) */
 } ranking;
 
 /* Pure: computes ranks, comparisons and the best group of rows[] (already filled with the descriptive fields,

@@ -43,6 +43,7 @@
 #include "walscan.h"
 #include "halving.h"
 #include "racing.h"
+#include "search.h"
 #include "logesc.h"
 
 typedef struct serve_state {
@@ -358,6 +359,11 @@ static int serve_racing_tick_all(queue *q, int *decided, char *err, size_t errle
     return racing_tick_all(q->st, decided, err, errlen);
 }
 
+/* search_tick_all on the queue's store (a search adds schedules and jobs, as create does). */
+static int serve_search_tick_all(queue *q, int *decided, char *err, size_t errlen) {
+    return search_tick_all(q->st, decided, err, errlen);
+}
+
 /* What a restart owes: the live leases' grace, and the halving and racing decisions that were due. */
 static void serve_recover(serve_state *s, store *st) {
     {   /* every live lease gets one TTL from now: leases that ran out while the server was down (their workers
@@ -374,6 +380,7 @@ static void serve_recover(serve_state *s, store *st) {
     /* a halving promotion or a racing round that was due when the server stopped is decided now (idempotent) */
     serve_decide_at_start(&s->a.q, "halving", halving_tick_all, "schedule decision(s) taken");
     serve_decide_at_start(&s->a.q, "racing", serve_racing_tick_all, "round(s) decided");
+    serve_decide_at_start(&s->a.q, "search", serve_search_tick_all, "batch(es) decided");
 }
 
 /* The listening line, and the warning for an address off this machine. */

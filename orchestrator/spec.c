@@ -10,6 +10,7 @@
 #include "spec.h"
 #include "halving.h"
 #include "racing.h"
+#include "search.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -322,7 +323,26 @@ static int spec_enumerate(json_t *root, long long max_jobs, sweep_spec *sp, buil
     /* the seeds' count bounds the schedules before any is drawn (checked in full by spec_parse_seeds) */
     json_t *seeds_arr = json_object_get(root, "seeds");
     long long nseeds_asked = json_is_array(seeds_arr) && json_array_size(seeds_arr) > 0 ? (long long)json_array_size(seeds_arr) : 1;
-    int rc, added;
+    int rc = 0, added;
+    search_cfg scfg;   /* a surrogate search: its initial design (the baseline first), not the rules' whole set */
+    if (search_parse(json_object_get(root, "search"), &sp->rules, (int)nseeds_asked, &scfg, err, errlen) < 0) return SPEC_EINVAL;
+    if (scfg.enabled) {
+        static const char *const alone[] = { "schedules", "sample", "include", "exclude", "racing", "halving", NULL };
+        for (int k = 0; alone[k]; k++)
+            if (json_object_get(root, alone[k]))
+                return err_at(err, errlen, "search: a surrogate search proposes its own schedules from the rules' whole "
+                              "valid set and is not combined with \"%s\" (not supported yet): remove \"%s\", or "
+                              "\"search\" for a grid", alone[k], alone[k]);
+        if ((long long)scfg.init * nseeds_asked > max_jobs) return too_many_jobs(err, errlen, scfg.init, nseeds_asked, max_jobs);
+        int *design = malloc(sizeof(int) * (size_t)scfg.init * sp->n_layer);
+        if (!design) return err_at(err, errlen, "out of memory");
+        int got = search_initial_design(&scfg, &sp->rules, design, err, errlen);
+        for (int i = 0; i < got && rc >= 0; i++) rc = builder_add(b, design + (size_t)i * sp->n_layer, &added);
+        free(design);
+        if (got < 0) return SPEC_EINVAL;
+        if (rc < 0) { err_at(err, errlen, "out of memory"); return rc; }
+        return 0;
+    }
     for (int i = 0; i < sp->n_layer; i++) heads[i] = sp->rules.h_base;
     if ((rc = builder_add(b, heads, &added)) < 0) { err_at(err, errlen, "out of memory"); return rc; }
 
@@ -434,7 +454,7 @@ static int spec_check_job(json_t *root, sweep_spec *sp, char *err, size_t errlen
 
 static int spec_from_json_max(json_t *root, long long max_jobs, sweep_spec *sp, char *err, size_t errlen) {
     static const char *const top[] = { "name", "description", "priority", "model", "rules", "schedules", "include",
-                                       "exclude", "sample", "seeds", "train", "eval", "data", "halving", "racing", "trainer", NULL };
+                                       "exclude", "sample", "seeds", "train", "eval", "data", "halving", "racing", "search", "trainer", NULL };
     builder b = { sp, NULL, 0, NULL, 0 };
     int *heads = NULL, rc;
     memset(sp, 0, sizeof *sp);

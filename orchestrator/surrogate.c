@@ -228,6 +228,26 @@ int surrogate_predict(const surrogate_model *m, const int *heads, int k, double 
     return rc;
 }
 
+int surrogate_loo(const surrogate_model *m, double *mean, double *sd) {
+    if (!m || !m->n || !mean || !sd) return SURROGATE_EINVAL;
+    int n = m->n;
+    double *e = malloc((size_t)n * sizeof *e);
+    if (!e) return SURROGATE_ENOMEM;
+    /* [C⁻¹]_ii = ‖L⁻¹ e_i‖²; the held-out mean y_i − α_i / [C⁻¹]_ii, its variance 1 / [C⁻¹]_ii (Rasmussen &
+     * Williams §5.4.2; the constant mean stays the full-data GLS one) */
+    for (int i = 0; i < n; i++) {
+        memset(e, 0, (size_t)n * sizeof *e);
+        e[i] = 1;
+        solve_lower(m->chol, n, e);
+        double d = 0;
+        for (int k = i; k < n; k++) d += e[k] * e[k];   /* L⁻¹ e_i is zero above i */
+        mean[i] = m->y[i] - m->alpha[i] / d;
+        sd[i] = sqrt(1 / d);
+    }
+    free(e);
+    return 0;
+}
+
 /* ---- candidates ---------------------------------------------------------------------------------------- */
 typedef struct { int L, n, cap; int *heads; } cands;
 static int cand_add(const int *heads, int L, void *ctx) {
@@ -252,9 +272,11 @@ static int candidates(const schedule_rules *r, int cap, uint64_t seed, cands *c,
     if (rc != 0) { free(c->heads); c->heads = NULL; return rc == -1 ? SURROGATE_ENOMEM : SURROGATE_ESPACE; }
     return 0;
 }
-static int is_trained(const surrogate_model *m, const int *h) {
+static int is_trained(const surrogate_model *m, const surrogate_opts *o, const int *h) {
     for (int i = 0; i < m->n; i++)
         if (memcmp(m->heads + (size_t)i * m->L, h, (size_t)m->L * sizeof *h) == 0) return 1;
+    for (int i = 0; o->exclude && i < o->nexclude; i++)
+        if (memcmp(o->exclude + (size_t)i * m->L, h, (size_t)m->L * sizeof *h) == 0) return 1;
     return 0;
 }
 
@@ -281,7 +303,7 @@ int surrogate_propose(const surrogate_model *m, int K, const surrogate_opts *opt
     /* drop the trained ones, in place */
     int nc = 0;
     for (int j = 0; j < c.n; j++)
-        if (!is_trained(m, c.heads + (size_t)j * L)) memmove(c.heads + (size_t)nc++ * L, c.heads + (size_t)j * L, (size_t)L * sizeof *c.heads);
+        if (!is_trained(m, &o, c.heads + (size_t)j * L)) memmove(c.heads + (size_t)nc++ * L, c.heads + (size_t)j * L, (size_t)L * sizeof *c.heads);
     lk.ncand = nc;
     keyed *ord = malloc((size_t)(nc ? nc : 1) * sizeof *ord);
     double *cm = malloc((size_t)(nc ? nc : 1) * sizeof *cm), *ks = malloc((size_t)n * sizeof *ks),

@@ -64,6 +64,9 @@ typedef struct surrogate_opts {
     int draws;        /* 0 = SURROGATE_DRAWS (at least K are always drawn) */
     double delta;     /* the δ of P(beat best trained by more than δ) (≥ 0) */
     uint64_t seed;    /* the RNG of the draws and of the candidate sample */
+    const int *exclude;   /* (nexclude × L) schedules never to propose beyond the trained ones (e.g. in the sweep
+                             without a value yet: all their jobs failed), or NULL; borrowed */
+    int nexclude;
 } surrogate_opts;
 
 typedef struct surrogate_model {
@@ -119,6 +122,11 @@ int surrogate_propose(const surrogate_model *m, int K, const surrogate_opts *opt
  * greedy maximin over the feature distance among the valid set (a uniform sample of opts.cap when larger; ties
  * to the earlier candidate in enumeration order). Returns how many (min(M, count)), or < 0. */
 int surrogate_initial_design(const schedule_rules *rules, int M, const surrogate_opts *opts, int *out);
+
+/* Leave-one-out over the model's n observations, with its hyperparameters kept: mean[i] and sd[i] are the
+ * predictive mean and sd of observation i from the other n − 1 (sd includes its noise se_i and the nugget), in
+ * closed form from the fit's Cholesky factor (O(n³)). Returns 0 or < 0. */
+int surrogate_loo(const surrogate_model *m, double *mean, double *sd);
 
 void surrogate_release(surrogate_model *m);
 #endif

@@ -150,6 +150,17 @@ static int create_rows(store *st, const sweep_spec *sp, const char *spec_text, s
         rc = STORE_ECONFLICT;
         goto out;
     }
+    {   /* a surrogate search: its batches choose the schedules; a re-created spec may not add any */
+        const char *strat = json_string_value(json_object_get(json_object_get(sp->root, "search"), "strategy"));
+        if (!out->sweep_is_new && out->jobs_created > 0 && strat && strcmp(strat, "surrogate") == 0) {
+            snprintf(st->err, sizeof st->err, "sweep \"%s\" (id %lld) is a surrogate search (spec key \"search\"): its "
+                     "batches choose the schedules, so re-creating it may not add jobs (this spec adds %lld: another "
+                     "initial design or new seeds); give this spec another \"name\" for a new search",
+                     sp->name, (long long)out->sweep_id, (long long)out->jobs_created);
+            rc = STORE_ECONFLICT;
+            goto out;
+        }
+    }
     if ((rc = halving_init_jobs(st, out->sweep_id, st->err, sizeof st->err)) < 0) goto out;   /* rung 0 with "halving" */
     out->schedules_total = count_rows(st, "SELECT count(*) FROM schedules WHERE sweep_id = ?1", out->sweep_id, &rc);
     if (rc < 0) goto out;

@@ -20,6 +20,7 @@
 #include "jobstate.h"
 #include "leaderboard.h"
 #include "racing.h"
+#include "search.h"
 #include "sweeps.h"
 
 /* Query parameter value (raw, not decoded) copied into out; returns 1 when present. */
@@ -254,6 +255,8 @@ void views_sweep_get(api_ctx *c) {
         json_t *rj = racing_summary_json(c->a->st, c->id, &rs, rerr, sizeof rerr);
         if (rj) json_object_set_new(o, "racing", rj);
     }
+    json_t *sj = NULL;   /* a surrogate search (search.h): its progress, recommendation and outlook */
+    if (search_summary_json(c->a->st, c->id, &sj, rerr, sizeof rerr) == 0 && sj) json_object_set_new(o, "search", sj);
     api_reply_json(c->res, 200, o);
 }
 

@@ -80,6 +80,8 @@ TEST(migration_fills_older_rows_by_the_c_model) {
     /* back to schema version 3: no tokens_per_step column, steps as a version that filled them at lease left them,
      * and one row whose JSON is not a job */
     ASSERT_EQ_INT(0, store_exec(st, "ALTER TABLE jobs DROP COLUMN tokens_per_step"));
+    ASSERT_EQ_INT(0, store_exec(st, "DROP TABLE search_predictions; DROP TABLE search_proposals; "
+                                "DROP TABLE search_batches"));   /* migration 11 */
     ASSERT_EQ_INT(0, store_exec(st, "DROP TRIGGER jobs_count_ins; DROP TRIGGER jobs_count_del; DROP TRIGGER jobs_count_upd; "
                                 "DROP TRIGGER jobs_lease_ord_ins; DROP TRIGGER schedules_count_ins; "
                                 "DROP TRIGGER schedules_count_del; DROP TABLE sweep_counts; "
@@ -111,6 +113,9 @@ TEST(migration_fills_older_rows_by_the_c_model) {
     ASSERT_EQ_INT(0, qv(st, "SELECT count(*) FROM jobs j JOIN schedules sc ON sc.id = j.schedule_id WHERE "
                             "j.lease_ord != (1 - sc.is_baseline) * 4294967296 + sc.ord"));
     ASSERT_EQ_INT(qv(st, "SELECT count(*) FROM schedules"), qv(st, "SELECT sum(schedules) FROM sweeps"));
+    /* migration 11: the search's tables, empty */
+    ASSERT_EQ_INT(0, qv(st, "SELECT count(*) FROM search_batches") + qv(st, "SELECT count(*) FROM search_proposals") +
+                     qv(st, "SELECT count(*) FROM search_predictions"));
     store_close(st);
 }
 

@@ -113,6 +113,51 @@ TEST(posterior_equals_a_dense_computation) {
     surrogate_release(&m);   /* a released model releases again as a no-op */
 }
 
+/* Leave-one-out (surrogate_loo, closed form from the Cholesky factor) against refitting by hand: for each i, the
+ * GP with the same hyperparameters and constant mean on the other n − 1 points predicts observation i with mean
+ * μ + k_iᵀ C₋ᵢ⁻¹ (y₋ᵢ − μ) and variance C_ii − k_iᵀ C₋ᵢ⁻¹ k_i (Gaussian elimination here). */
+TEST(leave_one_out_equals_refitting_without_each_point) {
+    schedule_rules r;
+    rules12(&r);
+    enum { N = 7 };
+    int h[N * 12];
+    double y[N], se[N], lm[N], ls[N];
+    for (int i = 0; i < N; i++) {
+        ASSERT_EQ_INT(0, schedule_unrank(&r, (schedule_count_t)(i * 7 + 1), h + i * 12));
+        y[i] = smooth_y(&r, h + i * 12) + 0.002 * ((i * 5) % 3 - 1);
+        se[i] = 0.001 * (1 + i % 2);
+    }
+    surrogate_model m;
+    ASSERT_EQ_INT(0, surrogate_fit(&m, &r, h, y, se, N, NULL));
+    ASSERT_EQ_INT(0, surrogate_loo(&m, lm, ls));
+    double C[N * N];
+    for (int i = 0; i < N; i++)
+        for (int j = 0; j < N; j++)
+            C[i * N + j] = m.sf2 * matern(fdist(&r, h + i * 12, h + j * 12) / m.ell) +
+                           (i == j ? m.sg2 + se[i] * se[i] + SURROGATE_JITTER * m.sf2 : 0);
+    for (int i = 0; i < N; i++) {
+        enum { M = N - 1 };
+        double A[M * M], b[M], k[M], kk[M];
+        int ix[M], c = 0;
+        for (int j = 0; j < N; j++) if (j != i) ix[c++] = j;
+        for (int a = 0; a < M; a++) {
+            for (int bb = 0; bb < M; bb++) A[a * M + bb] = C[ix[a] * N + ix[bb]];
+            b[a] = y[ix[a]] - m.mu;
+            k[a] = kk[a] = C[i * N + ix[a]];
+        }
+        double A2[M * M];
+        memcpy(A2, A, sizeof A);
+        gauss_solve(A, b, M);
+        gauss_solve(A2, kk, M);
+        double mean = m.mu, var = C[i * N + i];
+        for (int a = 0; a < M; a++) { mean += k[a] * b[a]; var -= k[a] * kk[a]; }
+        printf("loo %d: closed form %.9f ± %.9f, refit %.9f ± %.9f\n", i, lm[i], ls[i], mean, sqrt(var));
+        ASSERT_NEAR(mean, lm[i], 1e-9);
+        ASSERT_NEAR(sqrt(var), ls[i], 1e-9);
+    }
+    surrogate_release(&m);
+}
+
 TEST(interpolates_noiseless_points) {
     schedule_rules r;
     rules12(&r);
@@ -310,4 +355,18 @@ TEST(finds_the_true_best_more_often_than_random_on_a_smooth_landscape) {
     ASSERT_LT(reg_s, reg_r);
     free(truth);
     ss_space_free(&s);
+}
+
+/* opts.exclude: schedules in the sweep without a value are never proposed, like the trained ones. */
+TEST(excluded_schedules_are_never_proposed) {
+    enum { M = 20, K = 12 };
+    int train[M * 36], out[K * 36], out2[K * 36];
+    surrogate_opts o = { .seed = 7 };
+    ASSERT_EQ_INT(K, propose36(&o, M, K, train, out, NULL, NULL));
+    o.exclude = out;          /* exclude the first proposal run's schedules: the second proposes none of them */
+    o.nexclude = K;
+    ASSERT_EQ_INT(K, propose36(&o, M, K, train, out2, NULL, NULL));
+    check_proposals(train, M, out2, K);
+    for (int a = 0; a < K; a++)
+        for (int b = 0; b < K; b++) ASSERT_TRUE(memcmp(out2 + a * 36, out + b * 36, 36 * sizeof(int)) != 0);
 }

@@ -1,0 +1,814 @@
+/* search.c — adaptive search (search.h): the spec key, the batch decision transaction and what it shows.
+ *
+ * Design: the state of a search is the sweep's schedules and jobs plus search_batches (one row per decided batch),
+ * as racing's is its rounds: search_tick() derives everything from those rows. The due check is one read (the
+ * sweep's pending jobs from sweep_counts, migration 10, and its last batch row), so the hook on every completed
+ * job costs the same whatever the sweep's size; only a due batch parses the stored spec and reads the results. A
+ * decision writes the batch's schedules (INSERT .. ON CONFLICT DO NOTHING on schedules(sweep_id, heads)), their
+ * jobs (the create path's job JSON, spec_job_json), the proposals, the predictions and last the batch row, in the
+ * caller's transaction: interrupted before the commit it leaves nothing, and the row's primary key makes it once.
+ * The fit is the ranking module's (ranking_screen, ranking_fit_compute) and the model the surrogate's, not copies.
+ * The surrogate's fit costs O(n³) per grid point (n trained schedules): about 0.1 s at n = 150 on one core, once
+ * per batch, inside the server's loop (as racing's calibration is).
+ */
+#include "search.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "buf.h"
+#include "spec.h"
+#include "surrogate.h"
+#include "sweeps.h"
+
+static int db_fail(store *st, char *err, size_t errlen, const char *what) {
+    snprintf(err, errlen, "%s: %s", what, sqlite3_errmsg(st->db));
+    return STORE_EIO;
+}
+
+static int oom(char *err, size_t errlen) {
+    snprintf(err, errlen, "out of memory");
+    return STORE_EIO;
+}
+
+/* ---- the spec key -------------------------------------------------------------------------------- */
+
+static int bad(char *err, size_t errlen, const char *msg) {
+    snprintf(err, errlen, "%s", msg);
+    return -1;
+}
+
+int search_parse(const json_t *v, const schedule_rules *rules, int n_seeds, search_cfg *cfg, char *err, size_t errlen) {
+    static const char *const keys[] = { "strategy", "budget", "batch", "init", "delta", "stop_p", "seed", "features", NULL };
+    memset(cfg, 0, sizeof *cfg);
+    cfg->stop_p = NAN;
+    if (!v) return 0;
+    if (!json_is_object(v))
+        return bad(err, errlen, "search: must be an object {\"strategy\": \"surrogate\", \"budget\": 60, \"batch\": 10, "
+                                "\"init\": 10}");
+    const char *k;
+    json_t *x;
+    json_object_foreach((json_t *)v, k, x) {
+        int ok = 0;
+        for (int i = 0; keys[i]; i++) ok |= strcmp(k, keys[i]) == 0;
+        if (!ok) {
+            snprintf(err, errlen, "search.%.100s: unknown key (expected one of: strategy, budget, batch, init, delta, "
+                     "stop_p, seed, features)", k);
+            return -1;
+        }
+    }
+    json_t *st = json_object_get(v, "strategy");
+    const char *strategy = st ? json_string_value(st) : "grid";
+    if (!strategy || (strcmp(strategy, "grid") && strcmp(strategy, "surrogate")))
+        return bad(err, errlen, "search.strategy: must be \"grid\" (train every schedule of the rules: the default) or "
+                                "\"surrogate\" (a model proposes which to train, batch by batch)");
+    if (strcmp(strategy, "grid") == 0) {
+        json_object_foreach((json_t *)v, k, x)
+            if (strcmp(k, "strategy")) {
+                snprintf(err, errlen, "search.%.100s: only with \"strategy\": \"surrogate\" (a grid trains every "
+                         "schedule); remove it or set the strategy", k);
+                return -1;
+            }
+        return 0;
+    }
+    if (n_seeds < 2)
+        return bad(err, errlen, "search: a surrogate search needs at least 2 seeds (\"seeds\": [0, 1]): the blocked "
+                                "model's run-to-run noise is what weighs each schedule's estimate");
+    schedule_count_t cnt;
+    if (schedule_count(rules, &cnt) != 0) cnt = (schedule_count_t)1 << 62;
+    long long space = cnt > ((schedule_count_t)1 << 62) ? (1LL << 62) : (long long)cnt;
+    json_t *b = json_object_get(v, "budget"), *ba = json_object_get(v, "batch"), *in = json_object_get(v, "init");
+    if (!json_is_integer(b) || json_integer_value(b) < 2 || json_integer_value(b) > SPEC_MAX_SCHEDULES) {
+        snprintf(err, errlen, "search.budget: required, an integer in 2..%d: the schedules trained at most, the "
+                 "initial design included, e.g. 60", SPEC_MAX_SCHEDULES);
+        return -1;
+    }
+    long long budget = json_integer_value(b);
+    if (budget >= space) {
+        snprintf(err, errlen, "search.budget: %lld is not below the rules' %lld valid schedules: train the grid "
+                 "(remove \"search\"), or give a budget below %lld", budget, space, space);
+        return -1;
+    }
+    long long init = budget < SEARCH_DEFAULT_INIT ? budget : SEARCH_DEFAULT_INIT, batch = SEARCH_DEFAULT_BATCH;
+    if (in && (!json_is_integer(in) || json_integer_value(in) < 2 || json_integer_value(in) > budget)) {
+        snprintf(err, errlen, "search.init: must be an integer in 2..%lld (the budget): the initial design's size, "
+                 "the uniform baseline included", budget);
+        return -1;
+    }
+    if (in) init = json_integer_value(in);
+    if (ba && (!json_is_integer(ba) || json_integer_value(ba) < 1 || json_integer_value(ba) > budget)) {
+        snprintf(err, errlen, "search.batch: must be an integer in 1..%lld (the budget): schedules per batch; a "
+                 "batch is proposed when the previous one is over, so give about GPUs / seeds", budget);
+        return -1;
+    }
+    if (ba) batch = json_integer_value(ba);
+    double delta = SEARCH_DEFAULT_DELTA, stop_p = NAN;
+    json_t *d = json_object_get(v, "delta"), *sp = json_object_get(v, "stop_p"), *sd = json_object_get(v, "seed");
+    if (d) {
+        delta = json_is_number(d) ? json_number_value(d) : NAN;
+        if (!(delta >= 0 && delta < 1))
+            return bad(err, errlen, "search.delta: must be a number in [0, 1), e.g. 0.001: the val-loss margin by which an "
+                                    "untrained schedule must beat the recommended one to count");
+    }
+    if (sp) {
+        stop_p = json_is_number(sp) ? json_number_value(sp) : NAN;
+        if (!(stop_p > 0 && stop_p < 1))
+            return bad(err, errlen, "search.stop_p: must be a number in (0, 1), e.g. 0.05: stop once the model's "
+                                    "probability that an untrained schedule beats the recommended by delta is below it");
+    }
+    if (sd && (!json_is_integer(sd) || json_integer_value(sd) < 0))
+        return bad(err, errlen, "search.seed: must be a non-negative integer (the RNG of the candidate sample and the "
+                                "draws)");
+    int feat = SURROGATE_F_DEFAULT;
+    json_t *f = json_object_get(v, "features");
+    if (f) {
+        const char *fs = json_string_value(f);
+        feat = !fs ? 0 : !strcmp(fs, "both") ? SURROGATE_F_BOTH : !strcmp(fs, "logdim") ? SURROGATE_F_LOGDIM
+                                                                  : !strcmp(fs, "trans") ? SURROGATE_F_TRANS : 0;
+        if (!feat)
+            return bad(err, errlen, "search.features: must be \"both\" (the default), \"logdim\" (per-layer log2 head "
+                                    "dims) or \"trans\" (the transition depths)");
+    }
+    cfg->enabled = 1;
+    cfg->budget = (int)budget;
+    cfg->init = (int)init;
+    cfg->batch = (int)batch;
+    cfg->delta = delta;
+    cfg->stop_p = stop_p;
+    cfg->seed = sd ? (uint64_t)json_integer_value(sd) : 0;
+    cfg->features = feat;
+    cfg->space = space;
+    return 0;
+}
+
+static surrogate_opts opts_of(const search_cfg *cfg, int batch) {
+    surrogate_opts o;
+    memset(&o, 0, sizeof o);
+    o.features = cfg->features;
+    o.delta = cfg->delta;
+    o.seed = cfg->seed + 0x9E3779B97F4A7C15ULL * (uint64_t)batch;   /* each batch its own draws, all reproducible */
+    return o;
+}
+
+int search_initial_design(const search_cfg *cfg, const schedule_rules *rules, int *out, char *err, size_t errlen) {
+    surrogate_opts o = opts_of(cfg, 0);
+    int got = surrogate_initial_design(rules, cfg->init, &o, out);
+    if (got < 0) snprintf(err, errlen, "search: cannot draw the initial design (surrogate error %d)", got);
+    return got;
+}
+
+/* ---- the decision ------------------------------------------------------------------------------- */
+
+typedef struct ssched {
+    long long id;
+    int is_baseline;
+    int *heads;           /* (L), into the decision's heads array */
+} ssched;
+
+static int sched_index(const ssched *v, int n, long long id) {
+    int lo = 0, hi = n;   /* v[] is ordered by id */
+    while (lo < hi) {
+        int mid = lo + (hi - lo) / 2;
+        if (v[mid].id < id) lo = mid + 1; else hi = mid;
+    }
+    return lo < n && v[lo].id == id ? lo : -1;
+}
+
+static void fault_point(void) {
+    const char *f = getenv("PRISM_FAULT_SEARCH");
+    if (f && strcmp(f, "abort") == 0) {
+        fprintf(stderr, "prism-sweep serve: PRISM_FAULT_SEARCH=abort: aborting inside a search decision (test hook)\n");
+        abort();
+    }
+}
+
+static void bind_num(sqlite3_stmt *s, int i, double v) {
+    if (isfinite(v)) sqlite3_bind_double(s, i, v); else sqlite3_bind_null(s, i);
+}
+
+/* The stored spec of the sweep, parsed. */
+static int load_spec(store *st, long long sweep, sweep_spec *sp, search_cfg *cfg, char *err, size_t errlen) {
+    sqlite3_stmt *s = NULL;
+    if (sqlite3_prepare_v2(st->db, "SELECT spec FROM sweeps WHERE id = ?1", -1, &s, NULL) != SQLITE_OK)
+        return db_fail(st, err, errlen, "search spec");
+    sqlite3_bind_int64(s, 1, sweep);
+    int rc = STORE_OK;
+    if (sqlite3_step(s) == SQLITE_ROW) {
+        const char *text = (const char *)sqlite3_column_text(s, 0);
+        char why[600];
+        if (spec_parse(text, strlen(text), sp, why, sizeof why) < 0) {
+            snprintf(err, errlen, "search: the sweep's stored spec no longer parses: %s", why);
+            rc = STORE_EINVAL;
+        } else if (search_parse(json_object_get(sp->root, "search"), &sp->rules, sp->n_seeds, cfg, why, sizeof why) < 0) {
+            snprintf(err, errlen, "search: %s", why);
+            spec_release(sp);
+            rc = STORE_EINVAL;
+        }
+    } else {
+        snprintf(err, errlen, "no sweep %lld", sweep);
+        rc = STORE_ENOTFOUND;
+    }
+    sqlite3_finalize(s);
+    return rc;
+}
+
+/* The new schedules out[0..k) and their jobs (every seed, seed-major: the create path's order). */
+static int insert_batch(store *st, long long sweep, const sweep_spec *sp, const int *out, int k, long long *ids,
+                        int *jobs, char *err, size_t errlen) {
+    sqlite3_stmt *ord = NULL, *ins = NULL, *get = NULL, *job = NULL;
+    int L = sp->n_layer, rc = STORE_OK;
+    char *canon = malloc((size_t)L * 12 + 16);
+    if (!canon) return oom(err, errlen);
+    if (sqlite3_prepare_v2(st->db, "SELECT coalesce(max(ord), -1) FROM schedules WHERE sweep_id = ?1", -1, &ord, NULL) != SQLITE_OK ||
+        sqlite3_prepare_v2(st->db, "INSERT INTO schedules (sweep_id, heads, is_baseline, ord) VALUES (?1, ?2, 0, ?3) "
+                                   "ON CONFLICT (sweep_id, heads) DO NOTHING", -1, &ins, NULL) != SQLITE_OK ||
+        sqlite3_prepare_v2(st->db, "SELECT id FROM schedules WHERE sweep_id = ?1 AND heads = ?2", -1, &get, NULL) != SQLITE_OK ||
+        sqlite3_prepare_v2(st->db, "INSERT INTO jobs (sweep_id, schedule_id, seed, seed_index, priority, job, steps, "
+                                   "created_at, updated_at, tokens_per_step) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?8, ?9) "
+                                   "ON CONFLICT (schedule_id, seed) DO NOTHING", -1, &job, NULL) != SQLITE_OK) {
+        rc = db_fail(st, err, errlen, "search batch");
+        goto out;
+    }
+    sqlite3_bind_int64(ord, 1, sweep);
+    if (sqlite3_step(ord) != SQLITE_ROW) { rc = db_fail(st, err, errlen, "search batch"); goto out; }
+    int next = sqlite3_column_int(ord, 0) + 1;
+    for (int i = 0; i < k; i++) {
+        schedule_format(out + (size_t)i * L, L, canon, (size_t)L * 12 + 16);
+        sqlite3_reset(ins);
+        sqlite3_bind_int64(ins, 1, sweep);
+        sqlite3_bind_text(ins, 2, canon, -1, SQLITE_TRANSIENT);
+        sqlite3_bind_int(ins, 3, next + i);
+        sqlite3_reset(get);
+        sqlite3_bind_int64(get, 1, sweep);
+        sqlite3_bind_text(get, 2, canon, -1, SQLITE_TRANSIENT);
+        if (sqlite3_step(ins) != SQLITE_DONE || sqlite3_step(get) != SQLITE_ROW) {
+            rc = db_fail(st, err, errlen, "search schedule");
+            goto out;
+        }
+        ids[i] = sqlite3_column_int64(get, 0);
+    }
+    sweep_spec t = *sp;   /* the create path's job JSON over the proposals (borrowed: nothing of t is freed) */
+    t.heads = (int *)out;
+    t.n_schedules = k;
+    double now = store_now();
+    for (int j = 0; j < sp->n_seeds; j++)
+        for (int i = 0; i < k; i++) {
+            json_t *jj = spec_job_json(&t, i, j);
+            char *text = jj ? json_dumps(jj, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(15)) : NULL;
+            json_decref(jj);
+            if (!text) { rc = oom(err, errlen); goto out; }
+            sqlite3_reset(job);
+            sqlite3_bind_int64(job, 1, sweep);
+            sqlite3_bind_int64(job, 2, ids[i]);
+            sqlite3_bind_int64(job, 3, sp->seeds[j]);
+            sqlite3_bind_int(job, 4, j);
+            sqlite3_bind_int(job, 5, sp->priority);
+            sqlite3_bind_text(job, 6, text, -1, free);
+            sqlite3_bind_int64(job, 7, sp->steps);
+            sqlite3_bind_double(job, 8, now);
+            sqlite3_bind_int64(job, 9, sp->tokens_per_step);
+            if (sqlite3_step(job) != SQLITE_DONE) { rc = db_fail(st, err, errlen, "search job"); goto out; }
+            *jobs += sqlite3_changes(st->db);
+        }
+out:
+    sqlite3_finalize(ord);
+    sqlite3_finalize(ins);
+    sqlite3_finalize(get);
+    sqlite3_finalize(job);
+    free(canon);
+    return rc;
+}
+
+/* The previous batch's proposals, now trained: their realised Δ against the Δ they were proposed on. */
+static int heldout(store *st, long long sweep, int batch, const ssched *v, int n, const int *tix, const double *y,
+                   const double *se, double yref, int *hn, double *rmse, double *zrms, char *err, size_t errlen) {
+    sqlite3_stmt *s = NULL;
+    *hn = 0;
+    *rmse = *zrms = NAN;
+    if (!isfinite(yref)) return STORE_OK;
+    if (sqlite3_prepare_v2(st->db, "SELECT schedule_id, pred_mean, pred_sd FROM search_proposals WHERE sweep_id = ?1 AND "
+                                   "batch = ?2", -1, &s, NULL) != SQLITE_OK)
+        return db_fail(st, err, errlen, "search proposals");
+    sqlite3_bind_int64(s, 1, sweep);
+    sqlite3_bind_int(s, 2, batch);
+    double se2 = 0, z2 = 0;
+    int step;
+    while ((step = sqlite3_step(s)) == SQLITE_ROW) {
+        int i = sched_index(v, n, sqlite3_column_int64(s, 0));
+        if (i < 0 || tix[i] < 0 || sqlite3_column_type(s, 1) == SQLITE_NULL) continue;
+        double e = (y[tix[i]] - yref) - sqlite3_column_double(s, 1), sd = sqlite3_column_double(s, 2);
+        double var = sd * sd + se[tix[i]] * se[tix[i]];
+        se2 += e * e;
+        z2 += var > 0 ? e * e / var : 0;
+        (*hn)++;
+    }
+    sqlite3_finalize(s);
+    if (step != SQLITE_DONE) return db_fail(st, err, errlen, "search proposals");
+    if (*hn) { *rmse = sqrt(se2 / *hn); *zrms = sqrt(z2 / *hn); }
+    return STORE_OK;
+}
+
+/* Decides batch b. *skipped = 1 (nothing written) while fewer than 2 schedules have a value. */
+static int decide_batch(store *st, long long sweep, const sweep_spec *sp, const search_cfg *cfg, int b, int *skipped,
+                        char *err, size_t errlen) {
+    sqlite3_stmt *s = NULL;
+    ssched *v = NULL;
+    ranking_obs *obs = NULL, *kept = NULL;
+    int *heads = NULL, *tix = NULL, *H = NULL, *excl = NULL, *prop = NULL, *best_u = NULL;
+    double *y = NULL, *se = NULL, *pm = NULL, *pv = NULL, *lm = NULL, *ls = NULL, *qm = NULL, *qv = NULL;
+    long long *ids = NULL;
+    unsigned char *scr = NULL;
+    int n = 0, cap = 0, nobs = 0, ocap = 0, rc = STORE_OK, step, L = sp->n_layer, base = -1;
+    ranking_fit fit;
+    memset(&fit, 0, sizeof fit);
+    int have_fit = 0;
+    surrogate_model m;
+    memset(&m, 0, sizeof m);
+    *skipped = 0;
+    if (sqlite3_prepare_v2(st->db, "SELECT id, is_baseline, heads FROM schedules WHERE sweep_id = ?1 ORDER BY id", -1, &s,
+                           NULL) != SQLITE_OK)
+        return db_fail(st, err, errlen, "search schedules");
+    sqlite3_bind_int64(s, 1, sweep);
+    while ((step = sqlite3_step(s)) == SQLITE_ROW) {
+        if (n == cap) {
+            cap = cap ? cap * 2 : 64;
+            ssched *nv = realloc(v, (size_t)cap * sizeof *v);
+            int *nh = realloc(heads, (size_t)cap * L * sizeof *heads);
+            if (nv) v = nv;
+            if (nh) heads = nh;
+            if (!nv || !nh) { rc = oom(err, errlen); goto out; }
+        }
+        int got = 0;
+        char why[128];
+        if (schedule_parse((const char *)sqlite3_column_text(s, 2), heads + (size_t)n * L, L, &got, why, sizeof why) != 0 ||
+            got != L) {
+            snprintf(err, errlen, "search: schedule %lld: its heads do not parse at L=%d", (long long)sqlite3_column_int64(s, 0), L);
+            rc = STORE_EIO;
+            goto out;
+        }
+        v[n].id = sqlite3_column_int64(s, 0);
+        v[n].is_baseline = sqlite3_column_int(s, 1);
+        if (v[n].is_baseline) base = n;
+        n++;
+    }
+    if (step != SQLITE_DONE) { rc = db_fail(st, err, errlen, "search schedules"); goto out; }
+    sqlite3_finalize(s);
+    s = NULL;
+    for (int i = 0; i < n; i++) v[i].heads = heads + (size_t)i * L;
+    if (sqlite3_prepare_v2(st->db, "SELECT j.schedule_id, j.seed, r.val_loss, j.id FROM jobs j JOIN results r ON r.job_id = j.id "
+                                   "WHERE j.sweep_id = ?1 AND j.state = 'done' AND r.val_loss IS NOT NULL", -1, &s, NULL) != SQLITE_OK) {
+        rc = db_fail(st, err, errlen, "search results");
+        goto out;
+    }
+    sqlite3_bind_int64(s, 1, sweep);
+    while ((step = sqlite3_step(s)) == SQLITE_ROW) {
+        int i = sched_index(v, n, sqlite3_column_int64(s, 0));
+        if (i < 0) continue;
+        if (nobs == ocap) {
+            ocap = ocap ? ocap * 2 : 256;
+            ranking_obs *no = realloc(obs, (size_t)ocap * sizeof *obs);
+            if (!no) { rc = oom(err, errlen); goto out; }
+            obs = no;
+        }
+        obs[nobs++] = (ranking_obs){ i, sqlite3_column_int64(s, 1), sqlite3_column_double(s, 2), NULL, 0, sqlite3_column_int64(s, 3) };
+    }
+    if (step != SQLITE_DONE) { rc = db_fail(st, err, errlen, "search results"); goto out; }
+    sqlite3_finalize(s);
+    s = NULL;
+    /* the leaderboard's outlier screen, then the blocked model on what it keeps */
+    scr = calloc((size_t)(nobs ? nobs : 1), 1);
+    kept = malloc((size_t)(nobs ? nobs : 1) * sizeof *kept);
+    if (!scr || !kept) { rc = oom(err, errlen); goto out; }
+    int nscreened = nobs ? ranking_screen(obs, nobs, n, scr, NULL, NULL) : 0, nk = 0;
+    if (nscreened < 0) { rc = oom(err, errlen); goto out; }
+    for (int k = 0; k < nobs; k++) if (!scr[k]) kept[nk++] = obs[k];
+    int frc = ranking_fit_compute(kept, nk, n, &fit);
+    if (frc < 0) { snprintf(err, errlen, frc == -2 ? "search: too many seeds for the blocked model" : "out of memory"); rc = STORE_EIO; goto out; }
+    have_fit = 1;
+    /* the fit's inputs: every schedule with a value (τ̂, √(s̃²/r)); the rest of the sweep is never proposed again */
+    tix = malloc((size_t)(n ? n : 1) * sizeof *tix);
+    H = malloc((size_t)(n ? n : 1) * L * sizeof *H);
+    excl = malloc((size_t)(n ? n : 1) * L * sizeof *excl);
+    y = malloc((size_t)(n ? n : 1) * sizeof *y);
+    se = malloc((size_t)(n ? n : 1) * sizeof *se);
+    if (!tix || !H || !excl || !y || !se) { rc = oom(err, errlen); goto out; }
+    int nt = 0, nx = 0;
+    for (int i = 0; i < n; i++) {
+        tix[i] = -1;
+        if (fit.r[i] > 0 && isfinite(fit.tau[i])) {
+            double e = sqrt(fit.s2m[i] / fit.r[i]);
+            if (!isfinite(e)) e = isfinite(fit.sd) ? fit.sd / sqrt(fit.r[i]) : 0;
+            memcpy(H + (size_t)nt * L, v[i].heads, (size_t)L * sizeof *H);
+            y[nt] = fit.tau[i];
+            se[nt] = e;
+            tix[i] = nt++;
+        } else {
+            memcpy(excl + (size_t)nx++ * L, v[i].heads, (size_t)L * sizeof *excl);
+        }
+    }
+    if (nt < 2) { *skipped = 1; goto out; }
+    surrogate_opts o = opts_of(cfg, b);
+    o.exclude = excl;
+    o.nexclude = nx;
+    int src = surrogate_fit(&m, &sp->rules, H, y, se, nt, &o);
+    if (src < 0) { snprintf(err, errlen, "search: the surrogate's fit failed (error %d)", src); rc = src == SURROGATE_ENOMEM ? oom(err, errlen) : STORE_EIO; goto out; }
+    int K = cfg->budget - n;
+    if (K > cfg->batch) K = cfg->batch;
+    if (K < 0) K = 0;
+    prop = malloc((size_t)(K ? K : 1) * L * sizeof *prop);
+    best_u = malloc((size_t)L * sizeof *best_u);
+    pm = malloc((size_t)nt * sizeof *pm);
+    pv = malloc((size_t)nt * sizeof *pv);
+    lm = malloc((size_t)nt * sizeof *lm);
+    ls = malloc((size_t)nt * sizeof *ls);
+    qm = malloc((size_t)(K ? K : 1) * sizeof *qm);
+    qv = malloc((size_t)(K ? K : 1) * sizeof *qv);
+    ids = malloc((size_t)(K ? K : 1) * sizeof *ids);
+    if (!prop || !best_u || !pm || !pv || !lm || !ls || !qm || !qv || !ids) { rc = oom(err, errlen); goto out; }
+    surrogate_outlook look;
+    int np = surrogate_propose(&m, K, &o, K ? prop : NULL, &look, best_u);
+    if (np < 0) { snprintf(err, errlen, "search: the surrogate's proposal failed (error %d)", np); rc = STORE_EIO; goto out; }
+    const char *stop = NULL;
+    if (K == 0) stop = "budget";
+    else if (np == 0) stop = "space";
+    else if (isfinite(cfg->stop_p) && isfinite(look.p_beat) && look.p_beat < cfg->stop_p) { stop = "p_beat"; np = 0; }
+    /* the trained schedules' posterior, Δ vs the baseline's posterior (the baseline is always in the design) */
+    if (surrogate_predict(&m, H, nt, pm, pv) < 0 || surrogate_loo(&m, lm, ls) < 0) { rc = oom(err, errlen); goto out; }
+    double ref = 0, refv;
+    if (base >= 0 && surrogate_predict(&m, v[base].heads, 1, &ref, &refv) < 0) { rc = oom(err, errlen); goto out; }
+    double yref = base >= 0 && tix[base] >= 0 ? y[tix[base]] : NAN;
+    double l2 = 0, z2 = 0;
+    int best_est = 0;
+    for (int t = 0; t < nt; t++) {
+        double e = y[t] - lm[t];
+        l2 += e * e;
+        z2 += ls[t] > 0 ? e * e / (ls[t] * ls[t]) : 0;
+        if (y[t] < y[best_est]) best_est = t;
+    }
+    int hn;
+    double hr, hz;
+    if ((rc = heldout(st, sweep, b - 1, v, n, tix, y, se, yref, &hn, &hr, &hz, err, errlen)) < 0) goto out;
+    int created = 0;
+    if (np > 0) {
+        if (surrogate_predict(&m, prop, np, qm, qv) < 0) { rc = oom(err, errlen); goto out; }
+        if ((rc = insert_batch(st, sweep, sp, prop, np, ids, &created, err, errlen)) < 0) goto out;
+    }
+    fault_point();   /* the batch's schedules and jobs written, its row not: nothing committed */
+    double now = store_now();
+    if (sqlite3_prepare_v2(st->db, "INSERT INTO search_proposals (sweep_id, schedule_id, batch, pos, pred_mean, pred_sd) "
+                                   "VALUES (?1, ?2, ?3, ?4, ?5, ?6) ON CONFLICT DO NOTHING", -1, &s, NULL) != SQLITE_OK) {
+        rc = db_fail(st, err, errlen, "search proposals");
+        goto out;
+    }
+    for (int i = 0; i < np; i++) {
+        sqlite3_reset(s);
+        sqlite3_bind_int64(s, 1, sweep);
+        sqlite3_bind_int64(s, 2, ids[i]);
+        sqlite3_bind_int(s, 3, b);
+        sqlite3_bind_int(s, 4, i);
+        bind_num(s, 5, qm[i] - ref);
+        bind_num(s, 6, sqrt(qv[i]));
+        if (sqlite3_step(s) != SQLITE_DONE) { rc = db_fail(st, err, errlen, "search proposals"); goto out; }
+    }
+    sqlite3_finalize(s);
+    s = NULL;
+    if (sqlite3_prepare_v2(st->db, "INSERT INTO search_predictions (sweep_id, batch, schedule_id, estimate, estimate_se, mean, sd) "
+                                   "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)", -1, &s, NULL) != SQLITE_OK) {
+        rc = db_fail(st, err, errlen, "search predictions");
+        goto out;
+    }
+    for (int i = 0; i < n; i++) {
+        int t = tix[i];
+        if (t < 0) continue;
+        sqlite3_reset(s);
+        sqlite3_bind_int64(s, 1, sweep);
+        sqlite3_bind_int(s, 2, b);
+        sqlite3_bind_int64(s, 3, v[i].id);
+        bind_num(s, 4, y[t] - yref);
+        bind_num(s, 5, se[t]);
+        sqlite3_bind_double(s, 6, pm[t] - ref);
+        sqlite3_bind_double(s, 7, sqrt(fmax(0, pv[t])));
+        if (sqlite3_step(s) != SQLITE_DONE) { rc = db_fail(st, err, errlen, "search predictions"); goto out; }
+    }
+    sqlite3_finalize(s);
+    s = NULL;
+    long long rec_id = -1, est_id = -1;
+    for (int i = 0; i < n; i++) {
+        if (tix[i] == look.best_trained) rec_id = v[i].id;
+        if (tix[i] == best_est) est_id = v[i].id;
+    }
+    char *bu = NULL;
+    if (isfinite(look.best_mean)) {
+        bu = malloc((size_t)L * 12 + 16);
+        if (!bu) { rc = oom(err, errlen); goto out; }
+        schedule_format(best_u, L, bu, (size_t)L * 12 + 16);
+    }
+    if (sqlite3_prepare_v2(st->db, "INSERT INTO search_batches (sweep_id, batch, schedules, trained, proposed, jobs_created, "
+                                   "stop_reason, recommended_id, recommended_mean, recommended_sd, best_estimate_id, "
+                                   "best_untrained, best_untrained_mean, best_untrained_sd, p_beat, delta, candidates, "
+                                   "exhaustive, loo_rmse, loo_z_rms, heldout_n, heldout_rmse, heldout_z_rms, screened, mu, "
+                                   "sf2, ell, sg2, loglik, decided_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, "
+                                   "?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28, "
+                                   "?29, ?30)", -1, &s, NULL) != SQLITE_OK) {
+        free(bu);
+        rc = db_fail(st, err, errlen, "search batch");
+        goto out;
+    }
+    sqlite3_bind_int64(s, 1, sweep);
+    sqlite3_bind_int(s, 2, b);
+    sqlite3_bind_int(s, 3, n);
+    sqlite3_bind_int(s, 4, nt);
+    sqlite3_bind_int(s, 5, np);
+    sqlite3_bind_int(s, 6, created);
+    if (stop) sqlite3_bind_text(s, 7, stop, -1, SQLITE_STATIC); else sqlite3_bind_null(s, 7);
+    if (rec_id > 0) sqlite3_bind_int64(s, 8, rec_id); else sqlite3_bind_null(s, 8);
+    bind_num(s, 9, look.best_trained_mean - ref);
+    bind_num(s, 10, look.best_trained_sd);
+    if (est_id > 0) sqlite3_bind_int64(s, 11, est_id); else sqlite3_bind_null(s, 11);
+    if (bu) sqlite3_bind_text(s, 12, bu, -1, free); else sqlite3_bind_null(s, 12);
+    bind_num(s, 13, look.best_mean - ref);
+    bind_num(s, 14, look.best_sd);
+    bind_num(s, 15, look.p_beat);
+    sqlite3_bind_double(s, 16, cfg->delta);
+    sqlite3_bind_int(s, 17, look.ncand);
+    sqlite3_bind_int(s, 18, look.exhaustive);
+    bind_num(s, 19, sqrt(l2 / nt));
+    bind_num(s, 20, sqrt(z2 / nt));
+    sqlite3_bind_int(s, 21, hn);
+    bind_num(s, 22, hr);
+    bind_num(s, 23, hz);
+    sqlite3_bind_int(s, 24, nscreened);
+    bind_num(s, 25, m.mu);
+    bind_num(s, 26, m.sf2);
+    bind_num(s, 27, m.ell);
+    bind_num(s, 28, m.sg2);
+    bind_num(s, 29, m.loglik);
+    sqlite3_bind_double(s, 30, now);
+    if (sqlite3_step(s) != SQLITE_DONE) rc = db_fail(st, err, errlen, "search batch");
+out:
+    sqlite3_finalize(s);
+    if (have_fit) ranking_fit_release(&fit);
+    surrogate_release(&m);
+    free(v); free(heads); free(obs); free(kept); free(scr); free(tix); free(H); free(excl); free(y); free(se);
+    free(prop); free(best_u); free(pm); free(pv); free(lm); free(ls); free(qm); free(qv); free(ids);
+    return rc;
+}
+
+/* Is a batch due? One read: a surrogate search at all, its last batch, whether it ended, and the pending jobs. */
+static int due(store *st, long long sweep, int *is_search, int *last, int *is_due, char *err, size_t errlen) {
+    sqlite3_stmt *s = NULL;
+    *is_search = *last = *is_due = 0;
+    if (sqlite3_prepare_v2(st->db, "SELECT instr(spec, '\"surrogate\"') > 0, "
+                                   "(SELECT coalesce(max(batch), 0) FROM search_batches WHERE sweep_id = ?1), "
+                                   "(SELECT stop_reason IS NOT NULL FROM search_batches WHERE sweep_id = ?1 ORDER BY batch "
+                                   "DESC LIMIT 1), "
+                                   "(SELECT coalesce(sum(n), 0) FROM sweep_counts WHERE sweep_id = ?1 AND state IN ('queued', "
+                                   "'leased', 'paused')) FROM sweeps WHERE id = ?1", -1, &s, NULL) != SQLITE_OK)
+        return db_fail(st, err, errlen, "search state");
+    sqlite3_bind_int64(s, 1, sweep);
+    int step = sqlite3_step(s), rc = STORE_OK;
+    if (step == SQLITE_ROW) {
+        *is_search = sqlite3_column_int(s, 0);
+        *last = sqlite3_column_int(s, 1);
+        *is_due = *is_search && !sqlite3_column_int(s, 2) && sqlite3_column_int64(s, 3) == 0;
+    } else if (step != SQLITE_DONE) rc = db_fail(st, err, errlen, "search state");
+    sqlite3_finalize(s);
+    return rc;
+}
+
+int search_tick(store *st, long long sweep_id, int *decided, char *err, size_t errlen) {
+    int is_search, last, is_due;
+    int rc = due(st, sweep_id, &is_search, &last, &is_due, err, errlen);
+    if (rc < 0 || !is_due) return rc;
+    sweep_spec sp;
+    search_cfg cfg;
+    if ((rc = load_spec(st, sweep_id, &sp, &cfg, err, errlen)) < 0) return rc;
+    int skipped = 0;
+    if (cfg.enabled) {
+        rc = decide_batch(st, sweep_id, &sp, &cfg, last + 1, &skipped, err, errlen);
+        if (rc == STORE_OK && !skipped) (*decided)++;
+    }
+    spec_release(&sp);
+    return rc;
+}
+
+int search_job_done(store *st, long long job, int *decided, char *err, size_t errlen) {
+    sqlite3_stmt *s = NULL;
+    if (sqlite3_prepare_v2(st->db, "SELECT sweep_id FROM jobs WHERE id = ?1", -1, &s, NULL) != SQLITE_OK)
+        return db_fail(st, err, errlen, "search job");
+    sqlite3_bind_int64(s, 1, job);
+    long long sweep = sqlite3_step(s) == SQLITE_ROW ? sqlite3_column_int64(s, 0) : 0;
+    sqlite3_finalize(s);
+    return sweep > 0 ? search_tick(st, sweep, decided, err, errlen) : STORE_OK;
+}
+
+struct tick_all { store *st; int *decided; char *err; size_t errlen; };
+static int tick_one(void *ctx, long long sweep) {
+    struct tick_all *t = ctx;
+    return search_tick(t->st, sweep, t->decided, t->err, t->errlen);
+}
+
+int search_tick_all(store *st, int *decided, char *err, size_t errlen) {
+    struct tick_all t = { st, decided, err, errlen };
+    return sweeps_each_with_key(st, "search", tick_one, &t, err, errlen);
+}
+
+/* ---- what it shows ------------------------------------------------------------------------------ */
+
+static json_t *col_num(sqlite3_stmt *s, int c) {
+    return sqlite3_column_type(s, c) == SQLITE_NULL ? json_null() : json_real(sqlite3_column_double(s, c));
+}
+static json_t *col_text(sqlite3_stmt *s, int c) {
+    return sqlite3_column_type(s, c) == SQLITE_NULL ? json_null() : json_string((const char *)sqlite3_column_text(s, c));
+}
+static json_t *num_or_null(double v) { return isfinite(v) ? json_real(v) : json_null(); }
+
+int search_summary_json(store *st, long long sweep_id, json_t **out, char *err, size_t errlen) {
+    *out = NULL;
+    int is_search, last, is_due;
+    int rc = due(st, sweep_id, &is_search, &last, &is_due, err, errlen);
+    if (rc < 0 || !is_search) return rc;
+    sweep_spec sp;
+    search_cfg cfg;
+    if ((rc = load_spec(st, sweep_id, &sp, &cfg, err, errlen)) < 0) return rc == STORE_EINVAL ? STORE_OK : rc;
+    spec_release(&sp);
+    if (!cfg.enabled) return STORE_OK;
+    sqlite3_stmt *s = NULL;
+    json_t *o = json_object(), *batches = json_array();
+    if (!o || !batches) { json_decref(o); json_decref(batches); return oom(err, errlen); }
+    json_object_set_new(o, "strategy", json_string("surrogate"));
+    json_object_set_new(o, "budget", json_integer(cfg.budget));
+    json_object_set_new(o, "batch", json_integer(cfg.batch));
+    json_object_set_new(o, "init", json_integer(cfg.init));
+    json_object_set_new(o, "delta", json_real(cfg.delta));
+    json_object_set_new(o, "stop_p", num_or_null(cfg.stop_p));
+    json_object_set_new(o, "space", json_integer(cfg.space));
+    /* the sweep's schedules and those with a finished job (the fit's candidates) */
+    if (sqlite3_prepare_v2(st->db, "SELECT (SELECT count(*) FROM schedules WHERE sweep_id = ?1), (SELECT count(DISTINCT "
+                                   "j.schedule_id) FROM jobs j JOIN results r ON r.job_id = j.id WHERE j.sweep_id = ?1 AND "
+                                   "j.state = 'done')", -1, &s, NULL) != SQLITE_OK) {
+        json_decref(o); json_decref(batches);
+        return db_fail(st, err, errlen, "search counts");
+    }
+    sqlite3_bind_int64(s, 1, sweep_id);
+    if (sqlite3_step(s) == SQLITE_ROW) {
+        json_object_set_new(o, "schedules", json_integer(sqlite3_column_int64(s, 0)));
+        json_object_set_new(o, "trained", json_integer(sqlite3_column_int64(s, 1)));
+    }
+    sqlite3_finalize(s);
+    s = NULL;
+    if (sqlite3_prepare_v2(st->db, "SELECT b.batch, b.schedules, b.trained, b.proposed, b.stop_reason, rs.heads, "
+                                   "b.recommended_mean, b.recommended_sd, es.heads, b.best_untrained, b.best_untrained_mean, "
+                                   "b.best_untrained_sd, b.p_beat, b.loo_rmse, b.loo_z_rms, b.heldout_n, b.heldout_rmse, "
+                                   "b.heldout_z_rms, b.candidates, b.exhaustive, b.decided_at, b.screened, b.jobs_created "
+                                   "FROM search_batches b LEFT JOIN schedules rs ON rs.id = b.recommended_id LEFT JOIN "
+                                   "schedules es ON es.id = b.best_estimate_id WHERE b.sweep_id = ?1 ORDER BY b.batch",
+                           -1, &s, NULL) != SQLITE_OK) {
+        json_decref(o); json_decref(batches);
+        return db_fail(st, err, errlen, "search batches");
+    }
+    sqlite3_bind_int64(s, 1, sweep_id);
+    int step, finished = 0;
+    json_t *lastb = NULL;
+    while ((step = sqlite3_step(s)) == SQLITE_ROW) {
+        json_t *e = json_object();
+        json_object_set_new(e, "batch", json_integer(sqlite3_column_int(s, 0)));
+        json_object_set_new(e, "schedules", json_integer(sqlite3_column_int(s, 1)));
+        json_object_set_new(e, "trained", json_integer(sqlite3_column_int(s, 2)));
+        json_object_set_new(e, "proposed", json_integer(sqlite3_column_int(s, 3)));
+        json_object_set_new(e, "jobs_created", json_integer(sqlite3_column_int(s, 22)));
+        json_object_set_new(e, "stop_reason", col_text(s, 4));
+        json_object_set_new(e, "recommended", col_text(s, 5));
+        json_object_set_new(e, "recommended_mean", col_num(s, 6));
+        json_object_set_new(e, "recommended_sd", col_num(s, 7));
+        json_object_set_new(e, "best_estimate", col_text(s, 8));
+        json_object_set_new(e, "best_untrained", col_text(s, 9));
+        json_object_set_new(e, "best_untrained_mean", col_num(s, 10));
+        json_object_set_new(e, "best_untrained_sd", col_num(s, 11));
+        json_object_set_new(e, "p_beat", col_num(s, 12));
+        json_object_set_new(e, "loo_rmse", col_num(s, 13));
+        json_object_set_new(e, "loo_z_rms", col_num(s, 14));
+        json_object_set_new(e, "heldout_n", json_integer(sqlite3_column_int(s, 15)));
+        json_object_set_new(e, "heldout_rmse", col_num(s, 16));
+        json_object_set_new(e, "heldout_z_rms", col_num(s, 17));
+        json_object_set_new(e, "candidates", json_integer(sqlite3_column_int(s, 18)));
+        json_object_set_new(e, "exhaustive", json_boolean(sqlite3_column_int(s, 19)));
+        json_object_set_new(e, "decided_at", json_real(sqlite3_column_double(s, 20)));
+        json_object_set_new(e, "screened", json_integer(sqlite3_column_int(s, 21)));
+        finished = sqlite3_column_type(s, 4) != SQLITE_NULL;
+        json_array_append_new(batches, e);
+        lastb = e;
+    }
+    sqlite3_finalize(s);
+    if (step != SQLITE_DONE) { json_decref(o); json_decref(batches); return db_fail(st, err, errlen, "search batches"); }
+    json_object_set_new(o, "batches_decided", json_integer(json_array_size(batches)));
+    json_object_set_new(o, "finished", json_boolean(finished));
+    json_object_set_new(o, "stop_reason", lastb ? json_incref(json_object_get(lastb, "stop_reason")) : json_null());
+    if (lastb) {
+        json_object_set_new(o, "as_of_batch", json_incref(json_object_get(lastb, "batch")));
+        json_object_set_new(o, "recommended", json_pack("{s:O, s:O, s:O}", "heads", json_object_get(lastb, "recommended"),
+                                                        "mean", json_object_get(lastb, "recommended_mean"), "sd",
+                                                        json_object_get(lastb, "recommended_sd")));
+        json_object_set_new(o, "predicted_best_untrained",
+                            json_is_null(json_object_get(lastb, "best_untrained")) ? json_null() :
+                            json_pack("{s:O, s:O, s:O}", "heads", json_object_get(lastb, "best_untrained"), "mean",
+                                      json_object_get(lastb, "best_untrained_mean"), "sd", json_object_get(lastb, "best_untrained_sd")));
+        json_object_set_new(o, "p_beat", json_incref(json_object_get(lastb, "p_beat")));
+        json_object_set_new(o, "fit", json_pack("{s:O, s:O, s:O, s:O, s:O}", "n", json_object_get(lastb, "trained"),
+                                                "loo_rmse", json_object_get(lastb, "loo_rmse"), "loo_z_rms",
+                                                json_object_get(lastb, "loo_z_rms"), "heldout_n", json_object_get(lastb, "heldout_n"),
+                                                "heldout_rmse", json_object_get(lastb, "heldout_rmse")));
+    } else {
+        json_object_set_new(o, "as_of_batch", json_null());
+        json_object_set_new(o, "recommended", json_null());
+        json_object_set_new(o, "predicted_best_untrained", json_null());
+        json_object_set_new(o, "p_beat", json_null());
+        json_object_set_new(o, "fit", json_null());
+    }
+    json_object_set_new(o, "batches", batches);
+    *out = o;
+    return STORE_OK;
+}
+
+int search_annotate(store *st, ranking *r, char *err, size_t errlen) {
+    json_t *o = NULL;
+    int rc = search_summary_json(st, r->sweep_id, &o, err, errlen);
+    if (rc < 0 || !o) return rc;
+    json_t *by = json_object();
+    sqlite3_stmt *s = NULL;
+    if (!by) { json_decref(o); return oom(err, errlen); }
+    if (sqlite3_prepare_v2(st->db, "SELECT schedule_id, mean, sd, estimate, estimate_se, batch FROM search_predictions WHERE "
+                                   "sweep_id = ?1 AND batch = (SELECT max(batch) FROM search_batches WHERE sweep_id = ?1)",
+                           -1, &s, NULL) != SQLITE_OK) {
+        json_decref(o); json_decref(by);
+        return db_fail(st, err, errlen, "search predictions");
+    }
+    sqlite3_bind_int64(s, 1, r->sweep_id);
+    int step;
+    while ((step = sqlite3_step(s)) == SQLITE_ROW) {
+        char key[32];
+        double mean = sqlite3_column_double(s, 1), sd = sqlite3_column_double(s, 2);
+        snprintf(key, sizeof key, "%lld", (long long)sqlite3_column_int64(s, 0));
+        json_object_set_new(by, key, json_pack("{s:f, s:f, s:f, s:f, s:o, s:o, s:i}", "mean", mean, "sd", sd, "lo",
+                                               mean - 1.959963984540054 * sd, "hi", mean + 1.959963984540054 * sd,
+                                               "estimate", col_num(s, 3), "estimate_se", col_num(s, 4), "batch",
+                                               sqlite3_column_int(s, 5)));
+    }
+    sqlite3_finalize(s);
+    if (step != SQLITE_DONE) { json_decref(o); json_decref(by); return db_fail(st, err, errlen, "search predictions"); }
+    json_object_set_new(o, "by_schedule", by);
+    json_decref(r->search);
+    r->search = o;
+    return STORE_OK;
+}
+
+static double jnum(const json_t *o, const char *k) {
+    json_t *v = json_object_get(o, k);
+    return json_is_number(v) ? json_number_value(v) : NAN;
+}
+
+int search_summary_text(const json_t *o, buf *b, size_t max) {
+    if (!o) return 0;
+    const char *stop = json_string_value(json_object_get(o, "stop_reason"));
+    int rc = buf_printf(b, max, "search (surrogate; budget %lld schedules, init %lld, batch %lld; %lld valid schedules): %lld "
+                        "batch(es) decided, %lld schedules in the sweep, %lld with a value%s%s%s\n",
+                        (long long)json_integer_value(json_object_get(o, "budget")), (long long)json_integer_value(json_object_get(o, "init")),
+                        (long long)json_integer_value(json_object_get(o, "batch")), (long long)json_integer_value(json_object_get(o, "space")),
+                        (long long)json_integer_value(json_object_get(o, "batches_decided")),
+                        (long long)json_integer_value(json_object_get(o, "schedules")),
+                        (long long)json_integer_value(json_object_get(o, "trained")), stop ? "; finished (" : "",
+                        stop ? (!strcmp(stop, "budget") ? "the budget is spent" : !strcmp(stop, "space") ? "no untrained schedule left"
+                                : "no untrained schedule is likely to beat the recommended: stop_p") : "", stop ? ")" : "");
+    json_t *rec = json_object_get(o, "recommended"), *bu = json_object_get(o, "predicted_best_untrained"), *fit = json_object_get(o, "fit");
+    if (json_is_object(rec))
+        rc |= buf_printf(b, max, "  recommended (lowest model mean among the trained, as of batch %lld): %s, delta vs uniform %+.5f "
+                         "± %.5f (the model's)\n", (long long)json_integer_value(json_object_get(o, "as_of_batch")),
+                         json_string_value(json_object_get(rec, "heads")), jnum(rec, "mean"), jnum(rec, "sd"));
+    else rc |= buf_printf(b, max, "  no batch decided yet: the first comes when the initial design's jobs are over\n");
+    if (json_is_object(bu))
+        rc |= buf_printf(b, max, "  predicted best untrained: %s, %+.5f ± %.5f; P(an untrained schedule beats the recommended by "
+                         "more than %g) = %.2f (a model's belief, not a test)\n", json_string_value(json_object_get(bu, "heads")),
+                         jnum(bu, "mean"), jnum(bu, "sd"), jnum(o, "delta"), jnum(o, "p_beat"));
+    if (json_is_object(fit)) {
+        rc |= buf_printf(b, max, "  fit: leave-one-out RMSE %.5f (z rms %.2f; about 1 when calibrated) over %lld schedules",
+                         jnum(fit, "loo_rmse"), jnum(fit, "loo_z_rms"), (long long)json_integer_value(json_object_get(fit, "n")));
+        if (json_integer_value(json_object_get(fit, "heldout_n")) > 0)
+            rc |= buf_printf(b, max, "; held out (the previous batch's %lld, predicted before they were trained) RMSE %.5f",
+                             (long long)json_integer_value(json_object_get(fit, "heldout_n")), jnum(fit, "heldout_rmse"));
+        rc |= buf_printf(b, max, "\n");
+    }
+    json_t *bs = json_object_get(o, "batches");
+    if (json_array_size(bs)) rc |= buf_printf(b, max, "  %-5s %-7s %-8s %-11s %-8s %s\n", "batch", "trained", "proposed",
+                                              "rec. delta", "P(beat)", "recommended");
+    for (size_t i = 0; i < json_array_size(bs); i++) {
+        json_t *e = json_array_get(bs, i);
+        rc |= buf_printf(b, max, "  %-5lld %-7lld %-8lld %+-11.5f %-8.2f %s\n", (long long)json_integer_value(json_object_get(e, "batch")),
+                         (long long)json_integer_value(json_object_get(e, "trained")),
+                         (long long)json_integer_value(json_object_get(e, "proposed")), jnum(e, "recommended_mean"),
+                         jnum(e, "p_beat"), json_is_string(json_object_get(e, "recommended")) ?
+                         json_string_value(json_object_get(e, "recommended")) : "-");
+    }
+    return rc ? -1 : 0;
+}
