@@ -44,6 +44,7 @@ at every budget).
   SEARCH_DBDIR=/dev/shm    where the temporary databases go
   SEARCH_TPE_ENCODING=depth  TPE's encoding: depth (transition depths) or blocks (each head count's run length)
   SEARCH_TPE_MULTIVARIATE=1  0: TPE's independent (per-parameter) Parzen estimators
+  (the defaults were chosen by measurement at L=36: docs/SEARCH.md, "Through the server")
   BUILD=build              the build with prism-sweep (or PRISM_BUILD, as bench/run.sh sets)
 Exit 0 whether or not the goal is met (the figures are the result); 1 when something failed (the server's log
 tail on stderr).
@@ -410,6 +411,7 @@ def summarise(space, truths, chosen, reps):
 
 
 def main():
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # unwinds through the finally that stops the server
     reps = int(os.environ.get("SEARCH_REPS", "30"))
     scen = [int(c) for c in os.environ.get("SEARCH_SCEN", "0,1,2,3").replace(",", "") if c in "0123"]
     arms = [a for a in os.environ.get("SEARCH_ARMS", "surrogate,random,tpe").split(",") if a]
@@ -465,11 +467,11 @@ def main():
                     secs[a] += time.time() - t0
             except (RuntimeError, OSError, KeyError, ValueError, subprocess.CalledProcessError) as e:
                 if srv is not None:
-                    tail = srv.log_tail()
-                    srv.stop()
-                    sys.stderr.write(tail)
+                    sys.stderr.write(srv.log_tail())
                 die("scenario %d rep %d: %s" % (sc, rep, e))
-            srv.stop()
+            finally:  # on SIGTERM / Ctrl-C too: no server outlives the bench
+                if srv is not None:
+                    srv.stop()
         for n_i, n in enumerate(ck):
             bud = str(n) if big else "%d (%d%%)" % (n, 10 * (n_i + 1))
             res = {}
