@@ -253,21 +253,13 @@ static int insert_decision(queue *q, long long sweep, int r, sched_at *x, int pr
     return STORE_OK;
 }
 
-static void fault_point(void) {
-    const char *f = getenv("PRISM_FAULT_PROMOTION");
-    if (f && strcmp(f, "abort") == 0) {
-        fprintf(stderr, "prism-sweep serve: PRISM_FAULT_PROMOTION=abort: aborting inside a promotion (test hook)\n");
-        abort();
-    }
-}
-
 /* Moves every paused job of rung r whose schedule has a decision: promoted → queued at r + 1, else pruned. */
 static int apply_decisions(queue *q, long long sweep, int r, const halving_cfg *cfg, int *moved, char *err, size_t errlen) {
     int promoted = 0, pruned = 0;
     *moved = 0;
     int rc = queue_rung_promote(q, sweep, r, r + 1 < cfg->nrungs ? cfg->step[r + 1] : -1, &promoted);
     if (rc < 0) return from_queue(q, rc, err, errlen);
-    if (promoted > 0) fault_point();   /* half of the promotion written, nothing committed */
+    if (promoted > 0) store_fault_point("PRISM_FAULT_PROMOTION", "a promotion");   /* half of the promotion written, nothing committed */
     if ((rc = queue_rung_prune(q, sweep, r, &pruned)) < 0) return from_queue(q, rc, err, errlen);
     *moved = promoted + pruned;
     return STORE_OK;

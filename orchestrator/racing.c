@@ -296,23 +296,6 @@ typedef struct rsched {
     unsigned char family;     /* in it with a value (decided at this round) */
 } rsched;
 
-static int sched_index(const rsched *v, int n, long long id) {
-    int lo = 0, hi = n;   /* v[] is ordered by id */
-    while (lo < hi) {
-        int mid = lo + (hi - lo) / 2;
-        if (v[mid].id < id) lo = mid + 1; else hi = mid;
-    }
-    return lo < n && v[lo].id == id ? lo : -1;
-}
-
-static void fault_point(void) {
-    const char *f = getenv("PRISM_FAULT_RACING");
-    if (f && strcmp(f, "abort") == 0) {
-        fprintf(stderr, "prism-sweep serve: PRISM_FAULT_RACING=abort: aborting inside a racing decision (test hook)\n");
-        abort();
-    }
-}
-
 /* The next round's job of schedule id with seed: a copy of its first job with train.seed replaced. */
 static int create_job(store *st, long long sweep, long long sched, long long seed, int seed_index, const halving_cfg *hv,
                       int *created, char *err, size_t errlen) {
@@ -415,7 +398,7 @@ static int decide_round(store *st, long long sweep, const racing_cfg *cfg, int r
     sqlite3_stmt *s = NULL;
     rsched *v = NULL;
     ranking_obs *obs = NULL;
-    int n = 0, cap = 0, nobs = 0, ocap = 0, rc = STORE_OK, step, base = -1;
+    int n = 0, cap = 0, nobs = 0, rc = STORE_OK, step, base = -1;
     unsigned char *alive = NULL, *scr = NULL;
     double *sres = NULL, *sthr = NULL;
     int nscreened = 0;
@@ -450,26 +433,14 @@ static int decide_round(store *st, long long sweep, const racing_cfg *cfg, int r
     sqlite3_finalize(s);
     s = NULL;
     /* every finished job of the sweep (eliminated schedules' too: they inform the seed effects and the noise) */
-    if (sqlite3_prepare_v2(st->db, "SELECT j.schedule_id, j.seed, r.val_loss, j.id FROM jobs j JOIN results r ON r.job_id = j.id "
-                                   "WHERE j.sweep_id = ?1 AND j.state = 'done' AND r.val_loss IS NOT NULL", -1, &s, NULL) != SQLITE_OK) {
-        rc = db_fail(st, err, errlen, "racing results");
-        goto out;
+    {
+        long long *ids = malloc((size_t)(n ? n : 1) * sizeof *ids);
+        if (!ids) { rc = STORE_EIO; snprintf(err, errlen, "out of memory"); goto out; }
+        for (int i = 0; i < n; i++) ids[i] = v[i].id;
+        rc = ranking_load_final(st, sweep, ids, n, &obs, &nobs, err, errlen);
+        free(ids);
+        if (rc < 0) goto out;
     }
-    sqlite3_bind_int64(s, 1, sweep);
-    while ((step = sqlite3_step(s)) == SQLITE_ROW) {
-        int i = sched_index(v, n, sqlite3_column_int64(s, 0));
-        if (i < 0) continue;
-        if (nobs == ocap) {
-            ocap = ocap ? ocap * 2 : 256;
-            ranking_obs *nn = realloc(obs, (size_t)ocap * sizeof *obs);
-            if (!nn) { rc = STORE_EIO; snprintf(err, errlen, "out of memory"); goto out; }
-            obs = nn;
-        }
-        obs[nobs++] = (ranking_obs){ i, sqlite3_column_int64(s, 1), sqlite3_column_double(s, 2), NULL, 0, sqlite3_column_int64(s, 3) };
-    }
-    if (step != SQLITE_DONE) { rc = db_fail(st, err, errlen, "racing results"); goto out; }
-    sqlite3_finalize(s);
-    s = NULL;
 
     alive = malloc((size_t)(n ? n : 1));
     if (!alive) { rc = STORE_EIO; snprintf(err, errlen, "out of memory"); goto out; }
@@ -566,7 +537,7 @@ static int decide_round(store *st, long long sweep, const racing_cfg *cfg, int r
             if ((rc = create_job(st, sweep, v[i].id, next_seed, lo, &hv, &created, err, errlen)) < 0) goto out;
         }
     }
-    fault_point();   /* the decisions and the next round's jobs written, the round row not: nothing committed */
+    store_fault_point("PRISM_FAULT_RACING", "a racing decision");   /* the decisions and the next round's jobs written, the round row not: nothing committed */
     if (sqlite3_prepare_v2(st->db, "INSERT INTO racing_rounds (sweep_id, round, seeds, alpha, critical, family, survivors, "
                                    "next_seed, jobs_created, decided_at, screened) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, "
                                    "?10, ?11)",
@@ -625,16 +596,8 @@ int racing_job_done(store *st, long long job, int *decided, char *err, size_t er
     return racing_tick(st, sweep, decided, err, errlen);
 }
 
-/* racing_tick_all's visit of one sweep */
-struct tick_all { store *st; int *decided; char *err; size_t errlen; };
-static int tick_one(void *ctx, long long sweep) {
-    struct tick_all *t = ctx;
-    return racing_tick(t->st, sweep, t->decided, t->err, t->errlen);
-}
-
 int racing_tick_all(store *st, int *decided, char *err, size_t errlen) {
-    struct tick_all t = { st, decided, err, errlen };
-    return sweeps_each_with_key(st, "racing", tick_one, &t, err, errlen);
+    return sweeps_tick_each(st, "racing", racing_tick, decided, err, errlen);
 }
 
 /* ---- what the race spent ------------------------------------------------------------------------- */

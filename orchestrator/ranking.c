@@ -1553,3 +1553,40 @@ void ranking_power_sentence(const ranking *r, char *buf, size_t n) {
             r->val.seed_sd_mean);
 #undef ADD
 }
+
+int ranking_load_final(store *st, long long sweep_id, const long long *ids, int n, ranking_obs **obs, int *nobs,
+                       char *err, size_t errlen) {
+    sqlite3_stmt *s = NULL;
+    ranking_obs *v = NULL;
+    int cap = 0, k = 0, step;
+    *obs = NULL;
+    *nobs = 0;
+    if (sqlite3_prepare_v2(st->db, "SELECT j.schedule_id, j.seed, r.val_loss, j.id FROM jobs j JOIN results r ON r.job_id = j.id "
+                                   "WHERE j.sweep_id = ?1 AND j.state = 'done' AND r.val_loss IS NOT NULL", -1, &s, NULL) != SQLITE_OK) {
+        snprintf(err, errlen, "results: %s", sqlite3_errmsg(st->db));
+        return STORE_EIO;
+    }
+    sqlite3_bind_int64(s, 1, sweep_id);
+    while ((step = sqlite3_step(s)) == SQLITE_ROW) {
+        long long id = sqlite3_column_int64(s, 0);
+        int lo = 0, hi = n;   /* ids[] ascending */
+        while (lo < hi) {
+            int mid = lo + (hi - lo) / 2;
+            if (ids[mid] < id) lo = mid + 1; else hi = mid;
+        }
+        if (lo >= n || ids[lo] != id) continue;
+        if (k == cap) {
+            cap = cap ? cap * 2 : 256;
+            ranking_obs *nv = realloc(v, (size_t)cap * sizeof *v);
+            if (!nv) { free(v); sqlite3_finalize(s); snprintf(err, errlen, "out of memory"); return STORE_EIO; }
+            v = nv;
+        }
+        v[k++] = (ranking_obs){ lo, sqlite3_column_int64(s, 1), sqlite3_column_double(s, 2), NULL, 0, sqlite3_column_int64(s, 3) };
+    }
+    if (step != SQLITE_DONE) snprintf(err, errlen, "results: %s", sqlite3_errmsg(st->db));
+    sqlite3_finalize(s);
+    if (step != SQLITE_DONE) { free(v); return STORE_EIO; }
+    *obs = v;
+    *nobs = k;
+    return STORE_OK;
+}

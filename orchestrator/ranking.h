@@ -246,6 +246,12 @@ void ranking_design_power(int K, int seeds, int m, double sd, ranking_method met
 /* Reads the sweep and ranks it: at_rung < 0 each schedule at the highest level it reached, else every schedule
  * at level at_rung. Returns 0 and a new *out, STORE_ENOTFOUND (no such sweep) or STORE_EIO (message in err). */
 int ranking_build(store *st, long long sweep_id, int at_rung, ranking **out, char *err, size_t errlen);
+/* Every done job of the sweep with a final val loss, as observations of the schedules ids[0..n) (ascending; sched
+ * = the index in ids; a job of a schedule not in ids is skipped), batches NULL: racing's rounds and the search's
+ * batches fit these. *obs is the caller's to free (NULL when none), *nobs their count. Returns 0, or STORE_EIO with
+ * err set and nothing to free. */
+int ranking_load_final(store *st, long long sweep_id, const long long *ids, int n, ranking_obs **obs, int *nobs,
+                       char *err, size_t errlen);
 void ranking_free(ranking *r);
 
 /* The analysis as JSON ("analysis" in docs/API.md). New reference. */

@@ -162,26 +162,19 @@ int search_initial_design(const search_cfg *cfg, const schedule_rules *rules, in
 /* ---- the decision ------------------------------------------------------------------------------- */
 
 typedef struct ssched {
-    long long id;
+    long long id;           /* ascending */
     int is_baseline;
     int *heads;           /* (L), into the decision's heads array */
 } ssched;
 
-static int sched_index(const ssched *v, int n, long long id) {
-    int lo = 0, hi = n;   /* v[] is ordered by id */
-    while (lo < hi) {
-        int mid = lo + (hi - lo) / 2;
-        if (v[mid].id < id) lo = mid + 1; else hi = mid;
-    }
-    return lo < n && v[lo].id == id ? lo : -1;
+static int cmp_ll(const void *a, const void *b) {
+    long long x = *(const long long *)a, y = *(const long long *)b;
+    return (x > y) - (x < y);
 }
-
-static void fault_point(void) {
-    const char *f = getenv("PRISM_FAULT_SEARCH");
-    if (f && strcmp(f, "abort") == 0) {
-        fprintf(stderr, "prism-sweep serve: PRISM_FAULT_SEARCH=abort: aborting inside a search decision (test hook)\n");
-        abort();
-    }
+/* the index of id in ids[0..n) (ascending), or -1 */
+static int id_index(const long long *ids, int n, long long id) {
+    const long long *p = bsearch(&id, ids, (size_t)n, sizeof *ids, cmp_ll);
+    return p ? (int)(p - ids) : -1;
 }
 
 static void bind_num(sqlite3_stmt *s, int i, double v) {
@@ -214,75 +207,24 @@ static int load_spec(store *st, long long sweep, sweep_spec *sp, search_cfg *cfg
     return rc;
 }
 
-/* The new schedules out[0..k) and their jobs (every seed, seed-major: the create path's order). */
+/* The new schedules out[0..k) and their jobs: the create path's rows (sweeps_add_rows) over the proposals. */
 static int insert_batch(store *st, long long sweep, const sweep_spec *sp, const int *out, int k, long long *ids,
                         int *jobs, char *err, size_t errlen) {
-    sqlite3_stmt *ord = NULL, *ins = NULL, *get = NULL, *job = NULL;
-    int L = sp->n_layer, rc = STORE_OK;
-    char *canon = malloc((size_t)L * 12 + 16);
-    if (!canon) return oom(err, errlen);
-    if (sqlite3_prepare_v2(st->db, "SELECT coalesce(max(ord), -1) FROM schedules WHERE sweep_id = ?1", -1, &ord, NULL) != SQLITE_OK ||
-        sqlite3_prepare_v2(st->db, "INSERT INTO schedules (sweep_id, heads, is_baseline, ord) VALUES (?1, ?2, 0, ?3) "
-                                   "ON CONFLICT (sweep_id, heads) DO NOTHING", -1, &ins, NULL) != SQLITE_OK ||
-        sqlite3_prepare_v2(st->db, "SELECT id FROM schedules WHERE sweep_id = ?1 AND heads = ?2", -1, &get, NULL) != SQLITE_OK ||
-        sqlite3_prepare_v2(st->db, "INSERT INTO jobs (sweep_id, schedule_id, seed, seed_index, priority, job, steps, "
-                                   "created_at, updated_at, tokens_per_step) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?8, ?9) "
-                                   "ON CONFLICT (schedule_id, seed) DO NOTHING", -1, &job, NULL) != SQLITE_OK) {
-        rc = db_fail(st, err, errlen, "search batch");
-        goto out;
-    }
-    sqlite3_bind_int64(ord, 1, sweep);
-    if (sqlite3_step(ord) != SQLITE_ROW) { rc = db_fail(st, err, errlen, "search batch"); goto out; }
-    int next = sqlite3_column_int(ord, 0) + 1;
-    for (int i = 0; i < k; i++) {
-        schedule_format(out + (size_t)i * L, L, canon, (size_t)L * 12 + 16);
-        sqlite3_reset(ins);
-        sqlite3_bind_int64(ins, 1, sweep);
-        sqlite3_bind_text(ins, 2, canon, -1, SQLITE_TRANSIENT);
-        sqlite3_bind_int(ins, 3, next + i);
-        sqlite3_reset(get);
-        sqlite3_bind_int64(get, 1, sweep);
-        sqlite3_bind_text(get, 2, canon, -1, SQLITE_TRANSIENT);
-        if (sqlite3_step(ins) != SQLITE_DONE || sqlite3_step(get) != SQLITE_ROW) {
-            rc = db_fail(st, err, errlen, "search schedule");
-            goto out;
-        }
-        ids[i] = sqlite3_column_int64(get, 0);
-    }
-    sweep_spec t = *sp;   /* the create path's job JSON over the proposals (borrowed: nothing of t is freed) */
+    sweep_spec t = *sp;   /* borrowed: nothing of t is freed */
     t.heads = (int *)out;
     t.n_schedules = k;
-    double now = store_now();
-    for (int j = 0; j < sp->n_seeds; j++)
-        for (int i = 0; i < k; i++) {
-            json_t *jj = spec_job_json(&t, i, j);
-            char *text = jj ? json_dumps(jj, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(15)) : NULL;
-            json_decref(jj);
-            if (!text) { rc = oom(err, errlen); goto out; }
-            sqlite3_reset(job);
-            sqlite3_bind_int64(job, 1, sweep);
-            sqlite3_bind_int64(job, 2, ids[i]);
-            sqlite3_bind_int64(job, 3, sp->seeds[j]);
-            sqlite3_bind_int(job, 4, j);
-            sqlite3_bind_int(job, 5, sp->priority);
-            sqlite3_bind_text(job, 6, text, -1, free);
-            sqlite3_bind_int64(job, 7, sp->steps);
-            sqlite3_bind_double(job, 8, now);
-            sqlite3_bind_int64(job, 9, sp->tokens_per_step);
-            if (sqlite3_step(job) != SQLITE_DONE) { rc = db_fail(st, err, errlen, "search job"); goto out; }
-            *jobs += sqlite3_changes(st->db);
-        }
-out:
-    sqlite3_finalize(ord);
-    sqlite3_finalize(ins);
-    sqlite3_finalize(get);
-    sqlite3_finalize(job);
-    free(canon);
+    int64_t sc = 0, jc = 0, *ids64 = malloc((size_t)(k ? k : 1) * sizeof *ids64);
+    if (!ids64) return oom(err, errlen);
+    int rc = sweeps_add_rows(st, sweep, &t, ids64, &sc, &jc);
+    if (rc < 0) snprintf(err, errlen, "search batch: %s", st->err);
+    for (int i = 0; i < k && rc == 0; i++) ids[i] = ids64[i];
+    free(ids64);
+    *jobs += (int)jc;
     return rc;
 }
 
 /* The previous batch's proposals, now trained: their realised Δ against the Δ they were proposed on. */
-static int heldout(store *st, long long sweep, int batch, const ssched *v, int n, const int *tix, const double *y,
+static int heldout(store *st, long long sweep, int batch, const long long *ids, int n, const int *tix, const double *y,
                    const double *se, double yref, int *hn, double *rmse, double *zrms, char *err, size_t errlen) {
     sqlite3_stmt *s = NULL;
     *hn = 0;
@@ -296,7 +238,7 @@ static int heldout(store *st, long long sweep, int batch, const ssched *v, int n
     double se2 = 0, z2 = 0;
     int step;
     while ((step = sqlite3_step(s)) == SQLITE_ROW) {
-        int i = sched_index(v, n, sqlite3_column_int64(s, 0));
+        int i = id_index(ids, n, sqlite3_column_int64(s, 0));
         if (i < 0 || tix[i] < 0 || sqlite3_column_type(s, 1) == SQLITE_NULL) continue;
         double e = (y[tix[i]] - yref) - sqlite3_column_double(s, 1), sd = sqlite3_column_double(s, 2);
         double var = sd * sd + se[tix[i]] * se[tix[i]];
@@ -318,9 +260,9 @@ static int decide_batch(store *st, long long sweep, const sweep_spec *sp, const 
     ranking_obs *obs = NULL, *kept = NULL;
     int *heads = NULL, *tix = NULL, *H = NULL, *excl = NULL, *prop = NULL, *best_u = NULL;
     double *y = NULL, *se = NULL, *pm = NULL, *pv = NULL, *lm = NULL, *ls = NULL, *qm = NULL, *qv = NULL;
-    long long *ids = NULL;
+    long long *ids = NULL, *pids = NULL;
     unsigned char *scr = NULL;
-    int n = 0, cap = 0, nobs = 0, ocap = 0, rc = STORE_OK, step, L = sp->n_layer, base = -1;
+    int n = 0, cap = 0, nobs = 0, rc = STORE_OK, step, L = sp->n_layer, base = -1;
     ranking_fit fit;
     memset(&fit, 0, sizeof fit);
     int have_fit = 0;
@@ -357,26 +299,10 @@ static int decide_batch(store *st, long long sweep, const sweep_spec *sp, const 
     sqlite3_finalize(s);
     s = NULL;
     for (int i = 0; i < n; i++) v[i].heads = heads + (size_t)i * L;
-    if (sqlite3_prepare_v2(st->db, "SELECT j.schedule_id, j.seed, r.val_loss, j.id FROM jobs j JOIN results r ON r.job_id = j.id "
-                                   "WHERE j.sweep_id = ?1 AND j.state = 'done' AND r.val_loss IS NOT NULL", -1, &s, NULL) != SQLITE_OK) {
-        rc = db_fail(st, err, errlen, "search results");
-        goto out;
-    }
-    sqlite3_bind_int64(s, 1, sweep);
-    while ((step = sqlite3_step(s)) == SQLITE_ROW) {
-        int i = sched_index(v, n, sqlite3_column_int64(s, 0));
-        if (i < 0) continue;
-        if (nobs == ocap) {
-            ocap = ocap ? ocap * 2 : 256;
-            ranking_obs *no = realloc(obs, (size_t)ocap * sizeof *obs);
-            if (!no) { rc = oom(err, errlen); goto out; }
-            obs = no;
-        }
-        obs[nobs++] = (ranking_obs){ i, sqlite3_column_int64(s, 1), sqlite3_column_double(s, 2), NULL, 0, sqlite3_column_int64(s, 3) };
-    }
-    if (step != SQLITE_DONE) { rc = db_fail(st, err, errlen, "search results"); goto out; }
-    sqlite3_finalize(s);
-    s = NULL;
+    ids = malloc((size_t)(n ? n : 1) * sizeof *ids);
+    if (!ids) { rc = oom(err, errlen); goto out; }
+    for (int i = 0; i < n; i++) ids[i] = v[i].id;
+    if ((rc = ranking_load_final(st, sweep, ids, n, &obs, &nobs, err, errlen)) < 0) goto out;
     /* the leaderboard's outlier screen, then the blocked model on what it keeps */
     scr = calloc((size_t)(nobs ? nobs : 1), 1);
     kept = malloc((size_t)(nobs ? nobs : 1) * sizeof *kept);
@@ -425,8 +351,8 @@ static int decide_batch(store *st, long long sweep, const sweep_spec *sp, const 
     ls = malloc((size_t)nt * sizeof *ls);
     qm = malloc((size_t)(K ? K : 1) * sizeof *qm);
     qv = malloc((size_t)(K ? K : 1) * sizeof *qv);
-    ids = malloc((size_t)(K ? K : 1) * sizeof *ids);
-    if (!prop || !best_u || !pm || !pv || !lm || !ls || !qm || !qv || !ids) { rc = oom(err, errlen); goto out; }
+    pids = malloc((size_t)(K ? K : 1) * sizeof *pids);
+    if (!prop || !best_u || !pm || !pv || !lm || !ls || !qm || !qv || !pids) { rc = oom(err, errlen); goto out; }
     surrogate_outlook look;
     int np = surrogate_propose(&m, K, &o, K ? prop : NULL, &look, best_u);
     if (np < 0) { snprintf(err, errlen, "search: the surrogate's proposal failed (error %d)", np); rc = STORE_EIO; goto out; }
@@ -449,13 +375,13 @@ static int decide_batch(store *st, long long sweep, const sweep_spec *sp, const 
     }
     int hn;
     double hr, hz;
-    if ((rc = heldout(st, sweep, b - 1, v, n, tix, y, se, yref, &hn, &hr, &hz, err, errlen)) < 0) goto out;
+    if ((rc = heldout(st, sweep, b - 1, ids, n, tix, y, se, yref, &hn, &hr, &hz, err, errlen)) < 0) goto out;
     int created = 0;
     if (np > 0) {
         if (surrogate_predict(&m, prop, np, qm, qv) < 0) { rc = oom(err, errlen); goto out; }
-        if ((rc = insert_batch(st, sweep, sp, prop, np, ids, &created, err, errlen)) < 0) goto out;
+        if ((rc = insert_batch(st, sweep, sp, prop, np, pids, &created, err, errlen)) < 0) goto out;
     }
-    fault_point();   /* the batch's schedules and jobs written, its row not: nothing committed */
+    store_fault_point("PRISM_FAULT_SEARCH", "a search decision");   /* the batch's schedules and jobs written, its row not: nothing committed */
     double now = store_now();
     if (sqlite3_prepare_v2(st->db, "INSERT INTO search_proposals (sweep_id, schedule_id, batch, pos, pred_mean, pred_sd) "
                                    "VALUES (?1, ?2, ?3, ?4, ?5, ?6) ON CONFLICT DO NOTHING", -1, &s, NULL) != SQLITE_OK) {
@@ -465,7 +391,7 @@ static int decide_batch(store *st, long long sweep, const sweep_spec *sp, const 
     for (int i = 0; i < np; i++) {
         sqlite3_reset(s);
         sqlite3_bind_int64(s, 1, sweep);
-        sqlite3_bind_int64(s, 2, ids[i]);
+        sqlite3_bind_int64(s, 2, pids[i]);
         sqlite3_bind_int(s, 3, b);
         sqlite3_bind_int(s, 4, i);
         bind_num(s, 5, qm[i] - ref);
@@ -552,7 +478,7 @@ out:
     if (have_fit) ranking_fit_release(&fit);
     surrogate_release(&m);
     free(v); free(heads); free(obs); free(kept); free(scr); free(tix); free(H); free(excl); free(y); free(se);
-    free(prop); free(best_u); free(pm); free(pv); free(lm); free(ls); free(qm); free(qv); free(ids);
+    free(prop); free(best_u); free(pm); free(pv); free(lm); free(ls); free(qm); free(qv); free(ids); free(pids);
     return rc;
 }
 
@@ -604,15 +530,8 @@ int search_job_done(store *st, long long job, int *decided, char *err, size_t er
     return sweep > 0 ? search_tick(st, sweep, decided, err, errlen) : STORE_OK;
 }
 
-struct tick_all { store *st; int *decided; char *err; size_t errlen; };
-static int tick_one(void *ctx, long long sweep) {
-    struct tick_all *t = ctx;
-    return search_tick(t->st, sweep, t->decided, t->err, t->errlen);
-}
-
 int search_tick_all(store *st, int *decided, char *err, size_t errlen) {
-    struct tick_all t = { st, decided, err, errlen };
-    return sweeps_each_with_key(st, "search", tick_one, &t, err, errlen);
+    return sweeps_tick_each(st, "search", search_tick, decided, err, errlen);
 }
 
 /* ---- what it shows ------------------------------------------------------------------------------ */

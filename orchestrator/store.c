@@ -333,3 +333,11 @@ void store_close(store *st) {
     if (st->db) sqlite3_close_v2(st->db);
     free(st);
 }
+
+void store_fault_point(const char *var, const char *what) {
+    const char *f = getenv(var);
+    if (f && strcmp(f, "abort") == 0) {
+        fprintf(stderr, "prism-sweep serve: %s=abort: aborting inside %s (test hook)\n", var, what);
+        abort();
+    }
+}

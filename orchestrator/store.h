@@ -70,4 +70,9 @@ int store_exec(store *st, const char *sql);
 int store_fail(store *st, const char *what);
 
 double store_now(void);                 /* Unix seconds, sub-second precision */
+
+/* The decisions' test hook: when the environment variable var is "abort", prints "prism-sweep serve: VAR=abort:
+ * aborting inside WHAT (test hook)" on stderr and aborts the process (tests kill the server inside an uncommitted
+ * decision with it: PRISM_FAULT_PROMOTION, PRISM_FAULT_RACING, PRISM_FAULT_SEARCH). Otherwise nothing. */
+void store_fault_point(const char *var, const char *what);
 #endif

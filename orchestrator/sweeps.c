@@ -49,23 +49,14 @@ static int64_t count_rows(store *st, const char *sql, int64_t id, int *rc) {
     return n;
 }
 
-static int create_rows(store *st, const sweep_spec *sp, const char *spec_text, sweeps_created *out) {
-    sqlite3_stmt *ins_sweep = NULL, *get_sweep = NULL, *ins_sched = NULL, *get_sched = NULL, *ins_job = NULL;
-    sqlite3_stmt *max_ord = NULL;
-    char *dumped = NULL, *canon = NULL;
+int sweeps_add_rows(store *st, int64_t sweep_id, const sweep_spec *sp, int64_t *ids, int64_t *schedules_created,
+                    int64_t *jobs_created) {
+    sqlite3_stmt *ins_sched = NULL, *get_sched = NULL, *ins_job = NULL, *max_ord = NULL;
+    char *canon = NULL;
     int64_t *sched_ids = NULL;
-    int rc;
+    int rc, L = sp->n_layer;
     double now = store_now();
-    int L = sp->n_layer;
-    if (!spec_text) {
-        dumped = json_dumps(sp->root, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
-        if (!dumped) { snprintf(st->err, sizeof st->err, "out of memory"); return STORE_EIO; }
-        spec_text = dumped;
-    }
-    if ((rc = prep(st, &ins_sweep, "INSERT INTO sweeps (name, spec, priority, created_at) VALUES (?1, ?2, ?3, ?4) "
-                                   "ON CONFLICT (name) DO NOTHING")) < 0 ||
-        (rc = prep(st, &get_sweep, "SELECT id, spec FROM sweeps WHERE name = ?1")) < 0 ||
-        (rc = prep(st, &ins_sched, "INSERT INTO schedules (sweep_id, heads, is_baseline, ord) VALUES (?1, ?2, ?3, ?4) "
+    if ((rc = prep(st, &ins_sched, "INSERT INTO schedules (sweep_id, heads, is_baseline, ord) VALUES (?1, ?2, ?3, ?4) "
                                    "ON CONFLICT (sweep_id, heads) DO NOTHING")) < 0 ||
         (rc = prep(st, &get_sched, "SELECT id FROM schedules WHERE sweep_id = ?1 AND heads = ?2")) < 0 ||
         (rc = prep(st, &max_ord, "SELECT coalesce(max(ord), -1) FROM schedules WHERE sweep_id = ?1")) < 0 ||
@@ -73,7 +64,73 @@ static int create_rows(store *st, const sweep_spec *sp, const char *spec_text, s
                                  "created_at, updated_at, tokens_per_step) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?8, ?9) "
                                  "ON CONFLICT (schedule_id, seed) DO NOTHING")) < 0)
         goto out;
+    sqlite3_bind_int64(max_ord, 1, sweep_id);
+    if (sqlite3_step(max_ord) != SQLITE_ROW) { rc = store_fail(st, "max ord"); goto out; }
+    int next_ord = sqlite3_column_int(max_ord, 0) + 1;   /* a new sweep's schedules take ord 0, 1, ...: the spec's order */
+    size_t cap = (size_t)L * 12 + 16;
+    canon = malloc(cap);
+    sched_ids = ids ? ids : malloc(sizeof(int64_t) * (sp->n_schedules ? sp->n_schedules : 1));
+    if (!canon || !sched_ids) { snprintf(st->err, sizeof st->err, "out of memory"); rc = STORE_EIO; goto out; }
+    for (int i = 0; i < sp->n_schedules; i++) {
+        schedule_format(sp->heads + (size_t)i * L, L, canon, cap);
+        sqlite3_reset(ins_sched);
+        sqlite3_bind_int64(ins_sched, 1, sweep_id);
+        sqlite3_bind_text(ins_sched, 2, canon, -1, SQLITE_STATIC);
+        sqlite3_bind_int(ins_sched, 3, spec_is_baseline(sp, i));
+        sqlite3_bind_int(ins_sched, 4, next_ord);
+        if (sqlite3_step(ins_sched) != SQLITE_DONE) { rc = store_fail(st, "insert schedule"); goto out; }
+        if (sqlite3_changes(st->db) > 0) { (*schedules_created)++; next_ord++; }
+        sqlite3_reset(get_sched);
+        sqlite3_bind_int64(get_sched, 1, sweep_id);
+        sqlite3_bind_text(get_sched, 2, canon, -1, SQLITE_STATIC);
+        if (sqlite3_step(get_sched) != SQLITE_ROW) { rc = store_fail(st, "find schedule"); goto out; }
+        sched_ids[i] = sqlite3_column_int64(get_sched, 0);
+    }
+    /* jobs seed-major (every schedule's first seed, then the second ...): job ids follow the lease order */
+    for (int j = 0; j < sp->n_seeds; j++)
+        for (int i = 0; i < sp->n_schedules; i++) {
+            json_t *job = spec_job_json(sp, i, j);
+            char *text = job ? json_dumps(job, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(15)) : NULL;
+            json_decref(job);
+            if (!text) { snprintf(st->err, sizeof st->err, "out of memory"); rc = STORE_EIO; goto out; }
+            sqlite3_reset(ins_job);
+            sqlite3_bind_int64(ins_job, 1, sweep_id);
+            sqlite3_bind_int64(ins_job, 2, sched_ids[i]);
+            sqlite3_bind_int64(ins_job, 3, sp->seeds[j]);
+            sqlite3_bind_int(ins_job, 4, j);
+            sqlite3_bind_int(ins_job, 5, sp->priority);
+            sqlite3_bind_text(ins_job, 6, text, -1, free);
+            sqlite3_bind_int64(ins_job, 7, sp->steps);   /* the job model's numbers (spec.c) */
+            sqlite3_bind_double(ins_job, 8, now);
+            sqlite3_bind_int64(ins_job, 9, sp->tokens_per_step);
+            if (sqlite3_step(ins_job) != SQLITE_DONE) { rc = store_fail(st, "insert job"); goto out; }
+            *jobs_created += sqlite3_changes(st->db);
+        }
+    rc = STORE_OK;
+out:
+    sqlite3_finalize(ins_sched);
+    sqlite3_finalize(get_sched);
+    sqlite3_finalize(max_ord);
+    sqlite3_finalize(ins_job);
+    free(canon);
+    if (sched_ids != ids) free(sched_ids);
+    return rc;
+}
 
+static int create_rows(store *st, const sweep_spec *sp, const char *spec_text, sweeps_created *out) {
+    sqlite3_stmt *ins_sweep = NULL, *get_sweep = NULL;
+    char *dumped = NULL;
+    int rc;
+    double now = store_now();
+    if (!spec_text) {
+        dumped = json_dumps(sp->root, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+        if (!dumped) { snprintf(st->err, sizeof st->err, "out of memory"); return STORE_EIO; }
+        spec_text = dumped;
+    }
+    if ((rc = prep(st, &ins_sweep, "INSERT INTO sweeps (name, spec, priority, created_at) VALUES (?1, ?2, ?3, ?4) "
+                                   "ON CONFLICT (name) DO NOTHING")) < 0 ||
+        (rc = prep(st, &get_sweep, "SELECT id, spec FROM sweeps WHERE name = ?1")) < 0)
+        goto out;
     sqlite3_bind_text(ins_sweep, 1, sp->name, -1, SQLITE_STATIC);
     sqlite3_bind_text(ins_sweep, 2, spec_text, -1, SQLITE_STATIC);
     sqlite3_bind_int(ins_sweep, 3, sp->priority);
@@ -93,53 +150,7 @@ static int create_rows(store *st, const sweep_spec *sp, const char *spec_text, s
             goto out;
         }
     }
-    int ord_base = 0;
-    if (!out->sweep_is_new) {
-        sqlite3_bind_int64(max_ord, 1, out->sweep_id);
-        if (sqlite3_step(max_ord) != SQLITE_ROW) { rc = store_fail(st, "max ord"); goto out; }
-        ord_base = sqlite3_column_int(max_ord, 0) + 1;
-    }
-    size_t cap = (size_t)L * 12 + 16;
-    canon = malloc(cap);
-    if (!canon) { snprintf(st->err, sizeof st->err, "out of memory"); rc = STORE_EIO; goto out; }
-    sched_ids = malloc(sizeof(int64_t) * (sp->n_schedules ? sp->n_schedules : 1));
-    if (!sched_ids) { snprintf(st->err, sizeof st->err, "out of memory"); rc = STORE_EIO; goto out; }
-    int next_ord = ord_base;
-    for (int i = 0; i < sp->n_schedules; i++) {
-        schedule_format(sp->heads + (size_t)i * L, L, canon, cap);
-        sqlite3_reset(ins_sched);
-        sqlite3_bind_int64(ins_sched, 1, out->sweep_id);
-        sqlite3_bind_text(ins_sched, 2, canon, -1, SQLITE_STATIC);
-        sqlite3_bind_int(ins_sched, 3, spec_is_baseline(sp, i));
-        sqlite3_bind_int(ins_sched, 4, out->sweep_is_new ? i : next_ord);
-        if (sqlite3_step(ins_sched) != SQLITE_DONE) { rc = store_fail(st, "insert schedule"); goto out; }
-        if (sqlite3_changes(st->db) > 0) { out->schedules_created++; next_ord++; }
-        sqlite3_reset(get_sched);
-        sqlite3_bind_int64(get_sched, 1, out->sweep_id);
-        sqlite3_bind_text(get_sched, 2, canon, -1, SQLITE_STATIC);
-        if (sqlite3_step(get_sched) != SQLITE_ROW) { rc = store_fail(st, "find schedule"); goto out; }
-        sched_ids[i] = sqlite3_column_int64(get_sched, 0);
-    }
-    /* jobs seed-major (every schedule's first seed, then the second ...): job ids follow the lease order */
-    for (int j = 0; j < sp->n_seeds; j++)
-        for (int i = 0; i < sp->n_schedules; i++) {
-            json_t *job = spec_job_json(sp, i, j);
-            char *text = job ? json_dumps(job, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(15)) : NULL;
-            json_decref(job);
-            if (!text) { snprintf(st->err, sizeof st->err, "out of memory"); rc = STORE_EIO; goto out; }
-            sqlite3_reset(ins_job);
-            sqlite3_bind_int64(ins_job, 1, out->sweep_id);
-            sqlite3_bind_int64(ins_job, 2, sched_ids[i]);
-            sqlite3_bind_int64(ins_job, 3, sp->seeds[j]);
-            sqlite3_bind_int(ins_job, 4, j);
-            sqlite3_bind_int(ins_job, 5, sp->priority);
-            sqlite3_bind_text(ins_job, 6, text, -1, free);
-            sqlite3_bind_int64(ins_job, 7, sp->steps);   /* the job model's numbers (spec.c) */
-            sqlite3_bind_double(ins_job, 8, now);
-            sqlite3_bind_int64(ins_job, 9, sp->tokens_per_step);
-            if (sqlite3_step(ins_job) != SQLITE_DONE) { rc = store_fail(st, "insert job"); goto out; }
-            out->jobs_created += sqlite3_changes(st->db);
-        }
+    if ((rc = sweeps_add_rows(st, out->sweep_id, sp, NULL, &out->schedules_created, &out->jobs_created)) < 0) goto out;
     if (!out->sweep_is_new && out->jobs_created > 0 && json_object_get(sp->root, "racing")) {
         /* racing's rounds pick their seeds (above the spec's) and their schedules (the survivors): jobs added from
          * outside would collide with a round's seed or sit in no round */
@@ -170,13 +181,7 @@ static int create_rows(store *st, const sweep_spec *sp, const char *spec_text, s
 out:
     sqlite3_finalize(ins_sweep);
     sqlite3_finalize(get_sweep);
-    sqlite3_finalize(ins_sched);
-    sqlite3_finalize(get_sched);
-    sqlite3_finalize(max_ord);
-    sqlite3_finalize(ins_job);
     free(dumped);
-    free(canon);
-    free(sched_ids);
     return rc;
 }
 
@@ -435,4 +440,16 @@ int sweeps_each_with_key(store *st, const char *key, int (*fn)(void *ctx, long l
         if (n < 256) return STORE_OK;
         after = ids[n - 1];
     }
+}
+
+struct tick_each { store *st; int (*tick)(store *, long long, int *, char *, size_t); int *decided; char *err; size_t errlen; };
+static int tick_one(void *ctx, long long sweep) {
+    struct tick_each *t = ctx;
+    return t->tick(t->st, sweep, t->decided, t->err, t->errlen);
+}
+
+int sweeps_tick_each(store *st, const char *key, int (*tick)(store *, long long, int *, char *, size_t), int *decided,
+                     char *err, size_t errlen) {
+    struct tick_each t = { st, tick, decided, err, errlen };
+    return sweeps_each_with_key(st, key, tick_one, &t, err, errlen);
 }

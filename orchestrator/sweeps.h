@@ -66,6 +66,13 @@ typedef struct sweeps_info {
 /* Creates sp's sweep (spec_text is stored as the sweep's spec; it may be NULL: then sp->root is dumped). */
 int sweeps_create(store *st, const sweep_spec *sp, const char *spec_text, sweeps_created *out);
 
+/* Adds sp's schedules (sp->heads[0..n_schedules), each new one at the sweep's next ord) and every schedule × seed job
+ * (seed-major, the create path's job JSON) to sweep sweep_id; rows that exist are kept (ON CONFLICT DO NOTHING).
+ * ids (n_schedules entries, or NULL): each schedule's id on return. *schedules_created and *jobs_created grow by the
+ * rows inserted. In the caller's transaction (sweeps_create's, a search batch's). Returns 0 or STORE_EIO (st->err). */
+int sweeps_add_rows(store *st, int64_t sweep_id, const sweep_spec *sp, int64_t *ids, int64_t *schedules_created,
+                    int64_t *jobs_created);
+
 /* Parse + validate + create, the one function behind `prism-sweep create` and POST /api/v1/sweeps.
  * Returns 0; STORE_EINVAL when the spec is bad (err names the JSON path: HTTP 400, CLI exit 2);
  * STORE_ECONFLICT for a same-name sweep with other model/train/eval/data (HTTP 409); STORE_EIO. */
@@ -83,6 +90,11 @@ int sweeps_find(store *st, const char *id_or_name, int64_t *id);
  * returns it (fn's err is the caller's); STORE_EIO with err set on a read error; else STORE_OK. */
 int sweeps_each_with_key(store *st, const char *key, int (*fn)(void *ctx, long long sweep), void *ctx, char *err,
                          size_t errlen);
+
+/* sweeps_each_with_key calling tick(st, sweep, decided, err, errlen) for each sweep with key (racing_tick_all,
+ * search_tick_all). Stops at the first negative return and returns it. */
+int sweeps_tick_each(store *st, const char *key, int (*tick)(store *, long long, int *, char *, size_t), int *decided,
+                     char *err, size_t errlen);
 
 /* Jobs per state of one sweep (sweep_id > 0) or of all sweeps (sweep_id = 0). */
 int sweeps_count_states(store *st, int64_t sweep_id, sweeps_counts *c);

@@ -14,7 +14,7 @@
  * Files: the page loads classic scripts in order (index.html): util.js (helpers, the API calls), charts.js (the
  * shared Chart.js options and the every-series tooltip), one file per view — forest.js (forest plot, staircase
  * overlay), heatmap.js (D_l / ΔD_l), curves.js (overlaid curves with seed bands and smoothing), spec.js (spec
- * and cost), actions.js (admin actions) — and this one: state, normalisation, polling, the leaderboard and
+ * and cost), actions.js (admin actions), search.js (a surrogate search's panel, chart and column) — and this one: state, normalisation, polling, the leaderboard and
  * jobs tables, the detail view, routing and UI.
  */
 'use strict';
@@ -100,6 +100,7 @@ function normRow(r) {
     zs: normZeroShot(r.zero_shot),
     rung: num(r.rung), pruned: !!r.pruned,   // halving: the rung the row is at, and pruned schedules
     race: normRace(r.racing),                // racing: survivor or the round it left, its Δ round by round
+    sg: normSurrogate(r.surrogate),          // search: the surrogate's estimate of this trained schedule (search.js)
   };
 }
 /* racing: {status, out (the round it was eliminated at, or null), seeds, rounds: [{round, seeds, delta, lo, hi, out}]} */
@@ -128,6 +129,7 @@ function normBoard(b) {
     arch: b && typeof b.arch === 'string' ? b.arch : null,
     halving: b && b.halving && typeof b.halving === 'object' ? normHalving(b.halving) : null,
     racing: b && b.racing && typeof b.racing === 'object' ? b.racing : null,
+    search: normSearch(b && b.search),
     screened: (b && Array.isArray(b.screened) ? b.screened : []).map(normScreened) };
 }
 /* a job the outlier screen left out of the fit (issue #37) */
@@ -338,6 +340,7 @@ const SORTERS = {
   seeds: (r) => r.seeds_done,
   delta: (r) => (isNum(r.delta.mean) ? r.delta.mean : Infinity),
   tps: (r) => (isNum(r.tok_per_s) ? r.tok_per_s : -Infinity),
+  surrogate: (r) => (r.sg && isNum(r.sg.mean) ? r.sg.mean : Infinity),
   state: (r) => r.state,
 };
 
@@ -462,6 +465,8 @@ function renderSweep() {
   }
   const tasks = S.board && S.board.tasks ? S.board.tasks : [];
   renderZeroShotHead(tasks);
+  const search = !!(S.board && S.board.search);
+  renderSurrogateHead(search);
   const zsKey = S.sort.key.indexOf('zs:') === 0 ? S.sort.key.slice(3) : null;
   const key = S.sort.key, dir = S.sort.dir;
   const f = zsKey != null ? (r) => (r.zs && r.zs[zsKey] && isNum(r.zs[zsKey].mean) ? r.zs[zsKey].mean : -Infinity)
@@ -482,13 +487,14 @@ function renderSweep() {
     const sel = String(r.schedule_id) === String(S.scheduleId);
     const cls = (r.is_baseline ? 'baseline ' : '') + (sel ? 'selected ' : '') + (r.provisional && r.rank ? 'provisional ' : '') +
       (r.tied_best ? 'tied-best ' : '') + (r.pruned ? 'pruned' : '') + (first ? ' first-pruned' : '') +
-      (r.race && isNum(r.race.out) ? ' eliminated' : '');
+      (r.race && isNum(r.race.out) ? ' eliminated' : '') + (search && isRecommended(r) ? ' recommended' : '');
     html += '<tr tabindex="0" data-schedule="' + esc(r.schedule_id) + '" data-heads="' + esc(r.heads.join(',')) + '" class="' + cls + '">' +
       '<td class="num rank"' + (r.tied_best ? ' title="best group: not shown to be worse than any other schedule (not a claim of equality)"'
         : r.pruned ? ' title="pruned by halving: not compared with the survivors"' : '') + '>' +
         (r.rank || '—') + (r.tied_best ? '<span class="tied">=</span>' : '') + '</td>' +
       '<td><div class="sched">' + staircase(r.heads, { base: r.is_baseline, w: Math.max(2, 72 / (r.heads.length || 1)) }) +
-      '<span class="rle">' + esc(rle(r.heads)) + '</span>' + (r.is_baseline ? '<span class="tag">uniform</span>' : '') + '</div></td>' +
+      '<span class="rle">' + esc(rle(r.heads)) + '</span>' + (r.is_baseline ? '<span class="tag">uniform</span>' : '') +
+      (search && isRecommended(r) ? '<span class="tag rec" title="the search\'s recommendation: the lowest model mean among the trained">★ recommended</span>' : '') + '</div></td>' +
       '<td class="num val">' + (isNum(r.mean) ? fmt(r.mean, 4) + (isNum(r.std) ? ' <span class="pm">± ' + fmt(r.std, 4) + '</span>' : '') : '—') + '</td>' +
       '<td class="num seeds">' + r.seeds_done + (r.seeds_total ? '/' + r.seeds_total : '') +
         (r.provisional && r.rank ? ' <span class="prov" title="provisional: fewer finished seeds than the sweep\'s; listed after the complete schedules">prov</span>' : '') +
@@ -498,7 +504,7 @@ function renderSweep() {
         (r.race ? (isNum(r.race.out) ? ' <span class="race out" title="eliminated by racing at round ' + r.race.out +
           ' (significantly worse than another schedule still in the race); not compared with the survivors">out@' + r.race.out + '</span>'
           : r.race.status === 'survivor' ? ' <span class="race survivor" title="racing: still in contention">survivor</span>' : '') : '') + '</td>' +
-      deltaCell(r) +
+      deltaCell(r) + (search ? surrogateCell(r) : '') +
       tasks.map((t) => zeroShotCell(r, t)).join('') +
       '<td class="num tps">' + fmtTokS(r.tok_per_s) + (isNum(r.tok_per_s_std) ? ' <span class="pm">± ' + fmtTokS(r.tok_per_s_std) + '</span>' : '') + '</td>' +
       '<td class="state"><span class="badge ' + esc(r.state) + '">' + esc(r.state) + '</span>' +
@@ -514,6 +520,7 @@ function renderSweep() {
       + 'each Δ is measured at the step after @.' : '';
   }
   renderRaceRounds(rows);
+  renderSearch();
   renderScreened(sw);
   renderSpec(S.detail);
   renderActions(sw);
@@ -863,6 +870,7 @@ function applyTheme(t) {
   if (t) document.documentElement.dataset.theme = t; else delete document.documentElement.dataset.theme;
   try { if (t) localStorage.setItem('prism-theme', t); else localStorage.removeItem('prism-theme'); } catch (e) { /* private mode */ }
   destroyCharts();
+  renderSearch();
   if (S.scheduleId != null) refreshDetail().catch((e) => setOnline(false, e));
   refreshOverlay(false).catch((e) => setOnline(false, e));
 }

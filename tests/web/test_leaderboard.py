@@ -914,6 +914,124 @@ def t_racing_rounds_and_eliminated_rows():
         srv.stop()
 
 
+def search_spec(name, search, seeds=(1, 2)):
+    """tests/integration/test_search.sh's s_spec: L=12, d=768 under the default rules (53 valid schedules)."""
+    return {"name": name, "seeds": list(seeds), "search": search,
+            "model": {"n_layer": 12, "d_model": 768, "vocab_size": 50257, "padded_vocab_size": 50304, "seq_len": 1024},
+            "train": {"batch_size": 8, "seq_len": 1024, "steps": 100, "lr": 0.0006},
+            "eval": {"every": 100}, "data": {"train": "data/t_*.bin", "val": "data/v_*.bin"}}
+
+
+def s5(x):
+    return ("+" if x > 0 else "") + ("%.5f" % x).replace("-", "\u2212")
+
+
+def t_search_panel_and_progress():
+    """A real surrogate search (test_search.sh's synthetic worker over the worker API, run until the search is over):
+    the Search panel says what the leaderboard JSON's `search` says (settings, batches decided, trained, why it
+    finished, the recommended schedule and its model mean ± sd, the predicted best untrained with P(beat), the fit),
+    the chart has one point per batch (x = schedules trained, y = the recommendation's mean), every trained row shows
+    its surrogate mean ± sd and the recommended row is marked; nothing past 420 px; a sweep without search shows none."""
+    srv = Server()
+    drv = wk = None
+    try:
+        sid = srv.ok("POST", "/api/v1/sweeps", search_spec("web-search", {"strategy": "surrogate", "budget": 16, "batch": 4,
+                                                                         "init": 6}))["sweep_id"]
+        tok = os.path.join(srv.dir, "worker-token")
+        with open(tok, "w") as f:
+            f.write(WORKER_TOKEN + "\n")
+        wk = subprocess.Popen(["/usr/bin/python3", os.path.join(ROOT, "tests", "integration", "search_worker.py"), str(srv.port), tok,
+                               "--quiet", "--idle-exit", "60"], stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
+        deadline = time.time() + 60
+        while True:
+            g = srv.ok("GET", "/api/v1/sweeps/%d" % sid, token=None)
+            if g.get("search", {}).get("finished") and not any(g["counts"].get(k) for k in ("queued", "leased")):
+                break
+            check(time.time() < deadline and wk.poll() is None, "the search did not finish (worker rc %r): %r" % (wk.poll(), g.get("search")))
+            time.sleep(0.2)
+        wk.terminate()
+        wk.wait(5)
+        plain = srv.ok("POST", "/api/v1/sweeps", spec("web-plain", [UNIFORM, PRISM], seeds=[0]))["sweep_id"]
+        lb = srv.ok("GET", "/api/v1/sweeps/%d/leaderboard" % sid, token=None)
+        se = lb["search"]
+        check_eq(16, se["schedules"], "the search's schedules (its budget)")
+        check(se["batches_decided"] >= 3 and se["finished"], "several batches, finished: %r" % se)
+        drv = browser()
+        open_page(drv, srv, sid)
+        wait_for(drv, "!document.getElementById('search-panel').hidden && document.getElementById('search-finished')", "the search panel")
+        txt = lambda i: drv.execute_script("var e = document.getElementById('%s'); return e ? e.textContent : null;" % i)
+        for k, i in (("budget", "budget"), ("init", "init"), ("batch", "batch"), ("space", "space"), ("batches_decided", "decided"),
+                     ("schedules", "schedules"), ("trained", "trained")):
+            check_eq(str(se[k]), txt("search-" + i), "the panel's " + k)
+        check_eq(se["stop_reason"], drv.execute_script("return document.getElementById('search-finished').dataset.reason;"), "why it finished")
+        check("finished (the budget is spent)" in txt("search-line"), txt("search-line"))
+        heads = lambda h: ",".join(str(int(x)) for x in h.replace(" ", ",").split(",") if x)
+        rec = se["recommended"]
+        check_eq(heads(rec["heads"]), drv.execute_script("return document.getElementById('search-rec-heads').dataset.heads;"), "recommended heads")
+        check_eq(s5(rec["mean"]), txt("search-rec-mean"), "recommended model mean")
+        check_eq("%.5f" % rec["sd"], txt("search-rec-sd"), "recommended model sd")
+        check("as of batch %d" % se["as_of_batch"] in txt("search-rec"), txt("search-rec"))
+        bu = se["predicted_best_untrained"]
+        if bu:
+            check_eq(heads(bu["heads"]), drv.execute_script("return document.getElementById('search-untrained-heads').dataset.heads;"), "best untrained")
+            check_eq(s5(bu["mean"]), txt("search-untrained-mean"), "best untrained mean")
+            check_eq("%.2f" % se["p_beat"], txt("search-pbeat"), "P(beat)")
+        else:
+            check(txt("search-untrained") is None, "no best-untrained line without one")
+        fit = se["fit"]
+        check_eq("%.5f" % fit["loo_rmse"], txt("search-loo"), "leave-one-out RMSE")
+        check_eq("%.2f" % fit["loo_z_rms"], txt("search-z"), "leave-one-out z rms")
+        check_eq(fit["heldout_n"] > 0, txt("search-heldout") is not None, "the held-out part iff heldout_n > 0")
+        if fit["heldout_n"] > 0:
+            check("RMSE %.5f" % fit["heldout_rmse"] in txt("search-heldout"), txt("search-heldout"))
+        # the chart: one point per batch, x = schedules trained, y = the recommendation's model mean
+        pts = wait_for(drv, """(function () { var c = Chart.getChart('chart-search'); if (!c) return null;
+            var d = c.data.datasets.filter(function (x) { return x.main; })[0]; return d && d.data.map(function (p) { return [p.x, p.y]; }); })()""",
+                       "the search chart")
+        check_eq(len(se["batches"]), len(pts), "one chart point per batch")
+        for b, p in zip(se["batches"], pts):
+            check(b["trained"] == p[0] and abs(b["recommended_mean"] - p[1]) < 1e-12, "batch %d point %r vs %r" % (b["batch"], p, b))
+        check(drv.execute_script("return Chart.getChart('chart-search').data.datasets.some(function (d) { return d.band; });"), "a ± sd band")
+        # the table: the model Δ column, each trained row's surrogate mean ± sd, the recommended row marked
+        check(drv.execute_script("return !!document.querySelector('#leaderboard th.surrogate');"), "the model Δ column")
+        want = {",".join(map(str, r["heads"])): r.get("surrogate") for r in lb["rows"]}
+        got = drv.execute_script("""return Array.from(document.querySelectorAll('#leaderboard tbody tr')).map(function (tr) {
+          return [tr.dataset.heads, tr.querySelector('td.surrogate').textContent.trim(), tr.classList.contains('recommended'),
+                  !!tr.querySelector('.tag.rec')]; });""")
+        check_eq(len(lb["rows"]), len(got), "one table row per leaderboard row")
+        check(sum(1 for w in want.values() if w) >= 10, "most rows carry a surrogate: %r" % want)
+        for h, cell, is_rec, tag in got:
+            sg = want[h]
+            check_eq(s5(sg["mean"]) + " ± " + "%.5f" % sg["sd"] if sg else "—", cell, "model Δ of " + h)
+            check_eq(h == heads(rec["heads"]), is_rec, "the recommended mark on " + h)
+            check_eq(is_rec, tag, "the recommended tag on " + h)
+        screenshot(drv, "leaderboard-search.png")
+        # 420 px: the panel wraps, nothing past the right edge outside a scrolling box
+        drv.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", {"width": 420, "height": 900, "deviceScaleFactor": 1, "mobile": False})
+        wait_for(drv, "window.innerWidth === 420", "a 420 px viewport")
+        w = drv.execute_script("return [document.documentElement.scrollWidth, document.body.scrollWidth];")
+        check(w[0] <= 420 and w[1] <= 420, "page width at 420 px: %r" % w)
+        wide = drv.execute_script("""return Array.from(document.querySelectorAll('#search-panel *')).filter(e => e.offsetParent !== null &&
+               e.getBoundingClientRect().right > window.innerWidth + 0.5).map(e => e.tagName + '#' + e.id).slice(0, 8);""")
+        check_eq([], wide, "search panel elements past the right edge")
+        drv.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
+        # a sweep without search: no panel, no column
+        open_page(drv, srv, plain)
+        wait_for(drv, "document.getElementById('sweep-title').textContent.indexOf('web-plain') >= 0 && "
+                 "document.querySelectorAll('#leaderboard tbody tr').length === 2", "the plain sweep")
+        check(drv.execute_script("return document.getElementById('search-panel').hidden;"), "no Search panel on a sweep without search")
+        check(not drv.execute_script("return !!document.querySelector('#leaderboard .surrogate, #leaderboard tr.recommended');"),
+              "no model Δ column on a sweep without search")
+        assert_no_console_errors(drv)
+    finally:
+        if wk and wk.poll() is None:
+            wk.kill()
+            wk.wait()
+        if drv:
+            drv.quit()
+        srv.stop()
+
+
 CASES = {name[2:]: fn for name, fn in sorted(globals().items()) if name.startswith("t_") and callable(fn)}
 
 if __name__ == "__main__":
