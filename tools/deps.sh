@@ -42,6 +42,8 @@ check "SciPy (python3-scipy, tests)" python3-scipy  /usr/bin/python3 -c "import 
 check "PyTorch (python3-torch, the reference trainer)" python3-torch /usr/bin/python3 -c 'import torch, torch.distributed'
 check "tmux (tests)"            tmux                 command -v tmux
 check "protobuf (python3-protobuf, tests)" python3-protobuf /usr/bin/python3 -c 'import google.protobuf'
+check "NumPy (python3-numpy, bench)" python3-numpy   /usr/bin/python3 -c 'import numpy'
+check "Optuna (python3-optuna, bench: TPE in bench_search_server.py)" python3-optuna /usr/bin/python3 -c 'import optuna'
 if [ "${1:-}" = "--fuzz" ]; then   # make fuzz: clang with libFuzzer's runtime
   check "clang"                 clang                command -v clang
   check "libFuzzer runtime"     libclang-rt-14-dev   compgen -G '/usr/lib/llvm-*/lib/clang/*/lib/linux/libclang_rt.fuzzer-x86_64.a'

@@ -78,10 +78,35 @@ class Api:
                     raise
 
     def ok(self, method, path, body=None, want=200):
+        """the reply of a request answered with want (a status, or a tuple of them); else RuntimeError"""
         code, reply = self.call(method, path, body)
-        if code != want:
-            raise RuntimeError("%s %s: HTTP %d, expected %d: %s" % (method, path, code, want, reply))
+        if code not in (want if isinstance(want, tuple) else (want,)):
+            raise RuntimeError("%s %s: HTTP %d, expected %s: %s" % (method, path, code, want, reply))
         return reply
+
+
+def start_server(sweep_cli, db, log):
+    """prism-sweep serve on db at a free loopback port, its output to the open file log, once /healthz answers:
+    (the Popen, the port). RuntimeError when it exits or does not answer within 10 s (the process is then killed)."""
+    port = free_port()
+    server = subprocess.Popen([sweep_cli, "serve", "--db", db, "--listen", "127.0.0.1:%d" % port],
+                              stdout=log, stderr=log, start_new_session=True)
+    for _ in range(200):
+        if server.poll() is not None:
+            raise RuntimeError("the server exited with status %d" % server.returncode)
+        try:
+            c = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
+            c.request("GET", "/healthz")
+            up = c.getresponse().status == 200
+            c.close()
+            if up:
+                return server, port
+        except OSError:
+            pass
+        time.sleep(0.05)
+    server.kill()
+    server.wait()
+    raise RuntimeError("the server did not answer /healthz within 10 s")
 
 
 def fixture_jobs(fix):
@@ -192,25 +217,8 @@ def main():
     t0 = time.time()
     try:
         subprocess.run([sweep_cli, "create", spec_path, "--db", db], check=True, stdout=subprocess.DEVNULL)
-        port = free_port()
         log = open(log_path, "w")
-        server = subprocess.Popen([sweep_cli, "serve", "--db", db, "--listen", "127.0.0.1:%d" % port],
-                                  stdout=log, stderr=log, start_new_session=True)
-        for _ in range(200):
-            if server.poll() is not None:
-                raise RuntimeError("the server exited with status %d" % server.returncode)
-            try:
-                c = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
-                c.request("GET", "/healthz")
-                up = c.getresponse().status == 200
-                c.close()
-                if up:
-                    break
-            except OSError:
-                pass
-            time.sleep(0.05)
-        else:
-            raise RuntimeError("the server did not answer /healthz within 10 s")
+        server, port = start_server(sweep_cli, db, log)
         with open(db + ".worker-token") as f:
             api = Api(port, f.read().strip())
         done = replay(api, jobs)
