@@ -14,6 +14,9 @@
 # that directory's static library, so adding a module needs no Makefile edit.
 # BUILD=dir puts every output under dir (several builds can share one tree).
 
+# `make` with no target builds the programs: `all`, whatever rule comes first below (the version header's did).
+.DEFAULT_GOAL := all
+
 BUILD    ?= build
 CC       ?= cc
 NVCC     ?= $(shell command -v nvcc 2>/dev/null || ls /usr/local/cuda/bin/nvcc 2>/dev/null)

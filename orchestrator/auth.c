@@ -76,7 +76,7 @@ static int write_private(const char *path, const char *content, char *err, size_
 
 static int read_tokens(auth_tokens *t, const char *path, char *err, size_t errlen) {
     struct stat sb;
-    if (stat(path, &sb) == 0) t->open_mode = (unsigned)(sb.st_mode & 077);
+    if (stat(path, &sb) == 0 && (sb.st_mode & 077)) t->open_mode = (unsigned)(sb.st_mode & 0777);   /* 0644, as ls shows it */
     FILE *f = fopen(path, "r");
     if (!f) { snprintf(err, errlen, "cannot read token file %s: %s", path, strerror(errno)); return -1; }
     char line[512], bare[512] = "";

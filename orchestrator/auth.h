@@ -19,7 +19,8 @@ typedef struct auth_tokens {
     int admin_generated;        /* 1 when --token-file had no admin_token line: random for this run only */
     char path[1100];            /* where they were read from / written to */
     char admin_path[1200];      /* with admin_generated: the 0600 file holding the run's admin token */
-    unsigned open_mode;         /* the token file's group/other permission bits (st_mode & 077); 0 = private */
+    unsigned open_mode;         /* the token file's permission bits (st_mode & 0777) when group or other may read
+                                   or write it; 0 = private */
 } auth_tokens;
 
 enum { AUTH_NONE = 0, AUTH_WORKER = 1, AUTH_ADMIN = 2 };

@@ -17,7 +17,7 @@ void rules_cli_init(rules_cli *rc) {
     rc->max_head_dim = d.max_head_dim;
     rc->pow2 = d.pow2;
     rc->min_block = d.min_block;
-    rc->max_block = d.max_block;
+    rc->max_block = -1;   /* not given: the default, raised to --min-block when that is above it */
     rc->min_baseline = d.min_baseline;
     rc->heads = NULL;
 }
@@ -45,7 +45,10 @@ int rules_cli_resolve(const char *cmd, const rules_cli *rc, schedule_rules *r) {
     r->max_head_dim = rc->max_head_dim;
     r->pow2 = rc->pow2;
     r->min_block = rc->min_block;
-    r->max_block = rc->max_block;
+    /* --max-block not given: the default (schedule_rules_default's), raised to --min-block when that is above it
+     * (`--min-block 5` alone is not an error about a flag the user did not give) */
+    if (rc->max_block >= 0) r->max_block = rc->max_block;
+    else if (r->max_block != 0 && r->max_block < r->min_block) r->max_block = r->min_block;
     r->min_baseline = rc->min_baseline;
     if (rc->heads) {
         char err[200];

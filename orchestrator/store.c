@@ -202,7 +202,16 @@ int store_open(const char *path, store **out, char *errbuf, size_t errlen) {
     snprintf(st->path, sizeof st->path, "%s", path);
     if (sqlite3_open_v2(path, &st->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX, NULL)
         != SQLITE_OK) {
-        snprintf(st->err, sizeof st->err, "cannot open %s: %s", path, st->db ? sqlite3_errmsg(st->db) : "no memory");
+        char dir[sizeof st->path];   /* the common cause, named: the database's folder is not there */
+        struct stat sb;
+        snprintf(dir, sizeof dir, "%s", path);
+        char *slash = strrchr(dir, '/');
+        if (slash && slash != dir) *slash = 0;
+        if (slash && slash != dir && stat(dir, &sb) != 0)
+            snprintf(st->err, sizeof st->err, "cannot open %.140s: its folder %.140s does not exist (create it first: "
+                     "mkdir -p %.140s)", path, dir, dir);
+        else
+            snprintf(st->err, sizeof st->err, "cannot open %s: %s", path, st->db ? sqlite3_errmsg(st->db) : "no memory");
         goto out;
     }
     sqlite3_busy_timeout(st->db, 5000);

@@ -69,7 +69,7 @@ static int agent_read_token(const char *path, char *tok, size_t len) {
     struct stat sb;
     if (fstat(fileno(f), &sb) == 0 && (sb.st_mode & 077))
         fprintf(stderr, "prism-worker: warning: token file %s is readable by other users (mode 0%03o): chmod 600 %s\n",
-                path, (unsigned)(sb.st_mode & 077), path);
+                path, (unsigned)(sb.st_mode & 0777), path);   /* the whole mode, as ls shows it: 0644 */
     char line[1024];
     tok[0] = 0;
     int found = 0;

@@ -224,6 +224,20 @@ t_create_and_status_error_paths() {
   expect_usage_error "already exists with a different train" "$PS" create "$d/other.json" --db "$d/p.db"
   expect_usage_error "--db $d/nope.db: no such file" "$PS" status --db "$d/nope.db"
   expect_usage_error "no sweep with id or name \"zzz\"" "$PS" status --db "$d/p.db" zzz
+  # a --db in a folder that is not there: said so, with the fix (not SQLite's "unable to open database file")
+  run "$PS" create "$ROOT/sweeps/tiny-cpu.json" --db "$d/no/such/dir/p.db"
+  [ "$RC" != 0 ] || fail "create into a missing folder succeeded"
+  assert_contains "$ERR" "cannot open $d/no/such/dir/p.db: its folder $d/no/such/dir does not exist (create it first: mkdir -p $d/no/such/dir)"
+}
+
+# --min-block above the default --max-block (4), with no --max-block given: the default is raised to it, not an
+# error about a flag the user did not give; an explicit --max-block below --min-block stays an error.
+t_min_block_alone_raises_the_default_max_block() {
+  run "$PS" enumerate --min-block 5 --count
+  assert_eq 0 "$RC" "enumerate --min-block 5 exit status ($ERR)"
+  assert_eq "$("$PS" enumerate --min-block 5 --max-block 5 --count)" "$OUT" "--min-block 5 alone = --min-block 5 --max-block 5"
+  [ "$OUT" -gt 0 ] || fail "no schedule"
+  expect_usage_error "--max-block must be 0 (no bound) or in 5..4096" "$PS" enumerate --min-block 5 --max-block 4
 }
 
 harness_main "$@"

@@ -272,11 +272,11 @@ t_tokens_not_printed_and_open_modes_warned() {
   chmod 644 "$DB.tokens"
   : >"$D/server.log"
   s_server
-  assert_contains "$(cat "$D/server.log")" "warning: token file $DB.tokens is readable by other users (mode 0044): chmod 600 $DB.tokens"
+  assert_contains "$(cat "$D/server.log")" "warning: token file $DB.tokens is readable by other users (mode 0644): chmod 600 $DB.tokens"
   chmod 644 "$DB.worker-token"
   local out; out=$(timeout 5 "$(bin prism-worker)" --server "$URL" --token-file "$DB.worker-token" --work-dir "$D/wk" \
     --idle-exit 0.5 --poll 0.1 --progress log 2>&1) || true
-  assert_contains "$out" "warning: token file $DB.worker-token is readable by other users (mode 0044)"
+  assert_contains "$out" "warning: token file $DB.worker-token is readable by other users (mode 0644)"
 }
 
 # Off loopback the server says that the traffic is plain HTTP and how to put TLS in front.
