@@ -37,6 +37,8 @@ typedef struct launch_slurm_opts {
     int nodes, gpus_per_node, idle_exit, signal_lead, cpus_per_task;
     const char *sbatch_args[LAUNCH_MAX_SBATCH_ARGS];   /* --sbatch-arg, each an #SBATCH line as given */
     int n_sbatch_args;
+    char **worker_args;               /* after `--`: passed to every task's prism-worker as given (argv's) */
+    int n_worker_args;
 } launch_slurm_opts;
 
 /* Appends printf output to a growing string; returns 0 or -1 (out of memory). */
@@ -151,7 +153,11 @@ static int launch_render_slurm(const launch_slurm_opts *o, char **out) {
                 ok &= sbuf_printf(&b, " --idle-exit %d", o->idle_exit) == 0;
                 if (o->setup) ok &= sbuf_printf(&b, " --setup ") == 0 && sbuf_quoted(&b, o->setup) == 0;
                 if (o->gpus_per_node == 0) ok &= sbuf_printf(&b, " --devices cpu") == 0;
-                ok &= sbuf_printf(&b, " \"$@\"\n") == 0;
+                ok &= sbuf_printf(&b, " \"$@\"") == 0;
+                if (o->n_worker_args) ok &= sbuf_printf(&b, " --") == 0;   /* the script hands what follows to the worker */
+                for (int i = 0; i < o->n_worker_args; i++)
+                    ok &= sbuf_printf(&b, " ") == 0 && sbuf_quoted(&b, o->worker_args[i]) == 0;
+                ok &= sbuf_printf(&b, "\n") == 0;
             }
         } else {
             ok &= sbuf_printf(&b, "%.*s", (int)len, line) == 0;
@@ -264,17 +270,22 @@ static int launch_slurm(int argc, char **argv) {
         { 0 },
     };
     cli_cmd cmd = { "launch slurm", "--server URL --token-file F --nodes N --gpus-per-node G [--partition P "
-                    "--time T --account A] [--submit]",
+                    "--time T --account A] [--submit] [-- WORKER FLAGS...]",
                     "Print a SLURM batch script that runs prism-worker on N nodes as an array job (one task per\n"
                     "node, one training job per GPU, SIGTERM 120 s before the time limit so a checkpoint is written\n"
-                    "first, --requeue), or submit it with sbatch (--submit) and print the job id.",
+                    "first, --requeue), or submit it with sbatch (--submit) and print the job id. Flags after --\n"
+                    "go to every task's prism-worker as given (e.g. -- --data-root /shared/prism).",
                     flags, NULL };
     const char *c = "launch slurm";
     /* --sbatch-arg may be given many times: taken out of argv here, in order; the table entry is for --help */
     int kept = 1;
     for (int i = 1; i < argc; i++) {
         const char *v = NULL;
-        if (strcmp(argv[i], "--") == 0) { while (i < argc) argv[kept++] = argv[i++]; break; }
+        if (strcmp(argv[i], "--") == 0) {   /* the rest is every task's prism-worker's own flags (--data-root ...) */
+            o.worker_args = argv + i + 1;
+            o.n_worker_args = argc - i - 1;
+            break;
+        }
         if (strcmp(argv[i], "--sbatch-arg") == 0) {
             if (i + 1 >= argc) return cli_error(c, "--sbatch-arg needs a value, e.g. --sbatch-arg=--qos=high");
             v = argv[++i];

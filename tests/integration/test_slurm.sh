@@ -178,6 +178,13 @@ t_launch_prints_the_array_script() {
   s=$("$(bin prism-sweep)" launch slurm --server http://h:1 --token-file "$D/wt" --nodes 1 --gpus-per-node 0 2>/dev/null)
   echo "$s" | grep -q -- '^#SBATCH --gres' && fail "--gpus-per-node 0 still asks for GPUs"
   assert_contains "$s" "--idle-exit 300 --devices cpu \"\$@\""
+  # flags after -- reach every task's prism-worker as given (README §4 and DEPLOY write `-- --data-root /shared/prism`)
+  s=$("$(bin prism-sweep)" launch slurm --server http://h:1 --token-file "$D/wt" --gpus-per-node 0 -- --data-root "/shared/my prism" \
+        --fail-limit 5 2>/dev/null) || fail "launch slurm -- --data-root ... refused"
+  assert_contains "$s" "--devices cpu \"\$@\" -- '--data-root' '/shared/my prism' '--fail-limit' '5'"
+  echo "$s" | bash -n || fail "the script with worker flags does not parse"
+  local wcmd; wcmd=$(echo "$s" | PRISM_SBATCH_DRY_RUN=1 bash 2>/dev/null | tail -n1)
+  assert_contains "$wcmd" "--progress log --data-root /shared/my\\ prism --fail-limit 5"
   # bad input
   expect_exit2() { local want=$1; shift; local out rc=0; out=$("$(bin prism-sweep)" "$@" 2>&1 >/dev/null) || rc=$?
     assert_eq 2 "$rc" "exit status of: $*"; assert_contains "$out" "$want"; }
