@@ -117,7 +117,7 @@ TEST_BINS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(TEST_SRC))
 BENCH_SRC := $(wildcard bench/bench_*.c)
 BENCH_BINS := $(patsubst bench/%.c,$(BUILD)/bench/%,$(BENCH_SRC))
 
-.PHONY: all deps check demo bench fuzz sanitize clean
+.PHONY: all deps check demo bench fuzz sanitize clean install
 # Keep every intermediate file (the emulator's generated .cpp and objects come from chained pattern rules,
 # which make would otherwise delete after each build, rebuilding them every time).
 .SECONDARY:
@@ -296,6 +296,15 @@ sanitize: $(BUILD)/.deps-ok
 fuzz:
 	@bash tools/deps.sh --fuzz
 	@BUILD=$(BUILD) bash fuzz/run.sh
+
+# make install [PREFIX=/usr/local] [DESTDIR=]: the programs (and the CUDA backend beside prism-worker, which loads
+# it from there) into PREFIX/bin, the page into PREFIX/share/prism-sweep/web, where an installed `prism-sweep serve`
+# finds it without --web (orchestrator/serve.c).
+PREFIX ?= /usr/local
+install: all
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/prism-sweep/web
+	install -m 0755 $(PROGS) $(wildcard $(CUDA_SO)) $(DESTDIR)$(PREFIX)/bin/
+	install -m 0644 $(wildcard web/*.*) $(DESTDIR)$(PREFIX)/share/prism-sweep/web/
 
 clean:
 	rm -rf $(BUILD)

@@ -389,7 +389,7 @@ static void serve_say_listening(serve_state *s, const char *host, const char *db
     fprintf(stderr, "prism-sweep serve: listening on http://%s%s%s:%d (db %s, lease TTL %g s, max attempts %d, "
                     "read routes %s, web %s)\n", strchr(host, ':') ? "[" : "", host, strchr(host, ':') ? "]" : "",
             http_server_port(&s->srv), db, ttl, max_attempts, public_read ? "public" : "need a token",
-            web ? web : "(none)");
+            web ? web : "(none: no web/ here, beside the build or in PREFIX/share/prism-sweep; give --web DIR or make install)");
     if (!is_loopback(host))
         fprintf(stderr, "prism-sweep serve: warning: listening on %s, off this machine, over plain HTTP: tokens and "
                         "results cross the network unencrypted. Put TLS in front (a reverse proxy such as nginx or "
@@ -437,11 +437,19 @@ int cmd_serve(int argc, char **argv) {
     static char beside_exe[PATH_MAX];
     if (stat(web, &sb) != 0 || !S_ISDIR(sb.st_mode)) {
         if (wf && wf->seen) return cli_error("serve", "--web %s: not a folder (give the folder holding index.html)", web);
-        /* default folder absent here: try the checkout the binary was built in (BUILD/prism-sweep → web/) */
-        ssize_t n = readlink("/proc/self/exe", beside_exe, sizeof beside_exe - 16);
+        /* default folder absent here: the checkout the binary was built in (BUILD/prism-sweep → web/), else where
+         * `make install` puts it (PREFIX/bin/prism-sweep → PREFIX/share/prism-sweep/web) */
+        ssize_t n = readlink("/proc/self/exe", beside_exe, sizeof beside_exe - 40);
         char *slash = n > 0 ? (beside_exe[n] = 0, strrchr(beside_exe, '/')) : NULL;
-        if (slash) strcpy(slash, "/../web");
-        web = slash && stat(beside_exe, &sb) == 0 && S_ISDIR(sb.st_mode) ? beside_exe : NULL;   /* else API only */
+        web = NULL;   /* neither: API only (the listening line says so) */
+        if (slash) {
+            strcpy(slash, "/../web");
+            if (stat(beside_exe, &sb) == 0 && S_ISDIR(sb.st_mode)) web = beside_exe;
+            else {
+                strcpy(slash, "/../share/prism-sweep/web");
+                if (stat(beside_exe, &sb) == 0 && S_ISDIR(sb.st_mode)) web = beside_exe;
+            }
+        }
     }
     signal(SIGPIPE, SIG_IGN);
     signal(SIGXFSZ, SIG_IGN);   /* a file-size limit fails the write (EFBIG, an error we report) instead of killing us */

@@ -609,7 +609,7 @@ t_default_web_folder_beside_the_binary() {
   SPID=$!; S_PIDS+=("$SPID")
   URL="http://127.0.0.1:$PORT"
   s_wait_up
-  grep -q "web (none)" "$D/server2.log" || fail "expected API only: $(cat "$D/server2.log")"
+  grep -q "web (none: no web/ here" "$D/server2.log" || fail "expected API only: $(cat "$D/server2.log")"
   s_expect 404 GET / "" -
 }
 
