@@ -45,6 +45,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <dirent.h>
 
 #define SHARD_MAX_TOKENS 100000000ULL
 #define SYNTH_DOC_MAX 1024
@@ -311,13 +312,47 @@ static int valid_name(const char *s) {
     return 1;
 }
 
+/* The shards of an earlier run in dir: files NAME_train_*.bin and NAME_val_*.bin. Counts them (*n) and names the
+ * first (first, len); with del, deletes each (and meta.json, which described them). Returns 0, or -1 with errno
+ * (a shard that cannot be deleted). A missing dir has none. */
+static int old_shards(const char *dir, const char *name, int del, int *n, char *first, size_t len) {
+    *n = 0;
+    first[0] = 0;
+    DIR *d = opendir(dir);
+    if (!d) return 0;
+    size_t nl = strlen(name);
+    struct dirent *e;
+    int rc = 0;
+    while ((e = readdir(d))) {
+        const char *f = e->d_name;
+        size_t fl = strlen(f);
+        if (fl < nl + 5 || strncmp(f, name, nl) || strcmp(f + fl - 4, ".bin") ||
+            (strncmp(f + nl, "_train_", 7) && strncmp(f + nl, "_val_", 5)))
+            continue;
+        if (!(*n)++) snprintf(first, len, "%s", f);
+        if (del) {
+            char path[4096];
+            snprintf(path, sizeof path, "%s/%s", dir, f);
+            if (unlink(path) != 0) { rc = -1; break; }
+        }
+    }
+    closedir(d);
+    if (del && rc == 0 && *n) {
+        char meta[4096];
+        snprintf(meta, sizeof meta, "%s/meta.json", dir);
+        if (unlink(meta) != 0 && errno != ENOENT) rc = -1;
+    }
+    return rc;
+}
+
 static int cmd_tokenize(int argc, char **argv) {
     const char *out = NULL, *enc = NULL, *bpef = NULL, *fmt = "auto", *name = "text", *column = "text";
     long long val = 1000000, shard = (long long)TOKENIZE_MAX_SHARD, threads = sysconf(_SC_NPROCESSORS_ONLN);
-    int quiet = 0;
+    int quiet = 0, force = 0;
     if (threads < 1) threads = 1;
     cli_flag flags[] = {
         {"--out", CLI_STR, &out, "", "output directory (required)", 0, 0, 0, 0},
+        {"--force", CLI_BOOL, &force, "off", "delete the shards (NAME_train_*.bin, NAME_val_*.bin) and meta.json an earlier run left in DIR first; without it such shards are an error", 0, 0, 0, 0},
         {"--encoder", CLI_STR, &enc, "", "GPT-2's encoder.json (required)", 0, 0, 0, 0},
         {"--bpe", CLI_STR, &bpef, "", "GPT-2's vocab.bpe (required)", 0, 0, 0, 0},
         {"--format", CLI_CHOICE, &fmt, "auto", "auto: parquet by its magic, .jsonl/.json (also .gz/.zst) JSONL, others text", 0, 0,
@@ -351,6 +386,22 @@ static int cmd_tokenize(int argc, char **argv) {
     if (val > shard) { fprintf(stderr, "prism-data tokenize: --val-tokens %lld exceeds --shard-tokens %lld (the val split is one shard)\n", val, shard); return 2; }
     for (int i = 0; i < npos; i++)
         if (access(pos[i], R_OK)) { fprintf(stderr, "prism-data tokenize: %s: cannot read: %s\n", pos[i], strerror(errno)); return 2; }
+    {   /* an earlier run's shards: a spec's glob (data/text_train_*.bin) would read them beside the new ones */
+        int nold = 0;
+        char first[512];
+        old_shards(out, name, 0, &nold, first, sizeof first);
+        if (nold && !force) {
+            fprintf(stderr, "prism-data tokenize: %s already holds %d shard(s) of an earlier run (%s%s): the specs' glob "
+                    "%s/%s_train_*.bin would read them together with the new ones; give another --out or --name, or "
+                    "--force to delete them first\n", out, nold, first, nold > 1 ? ", ..." : "", out, name);
+            return 2;
+        }
+        if (nold && old_shards(out, name, 1, &nold, first, sizeof first) != 0) {
+            fprintf(stderr, "prism-data tokenize: --force: cannot delete the old shards in %s: %s\n", out, strerror(errno));
+            return 1;
+        }
+        if (nold && !quiet) fprintf(stderr, "prism-data tokenize: --force: deleted %d old shard(s) and meta.json in %s\n", nold, out);
+    }
     struct bpe *b = NULL;
     int rc = load_bpe("tokenize", enc, bpef, &b);
     if (rc) return rc;

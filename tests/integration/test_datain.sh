@@ -215,6 +215,38 @@ t_binary_inputs_are_refused_naming_the_format() {
   refuse "$d" delta.parquet "" "values in DELTA_BYTE_ARRAY"
 }
 
+# Tokenizing again into the same folder: an earlier run's shards would stay beside the new ones and the specs' glob
+# would read both (a silent mix of two datasets). Refused (exit 2, naming the shards and the fix) unless --force,
+# which deletes them and meta.json first; another --name in the same folder is not affected.
+t_earlier_shards_are_refused_or_replaced_with_force() {
+  local d; d=$(tmpdir); make_vocab "$d"; make_rows "$d" uniq
+  tok "$d" data rows.jsonl
+  local n1; n1=$(ls "$d/data" | grep -c '^text_.*\.bin$')
+  [ "$n1" -ge 3 ] || fail "only $n1 shards"
+  head -n 300 "$d/rows.jsonl" > "$d/small.jsonl"
+  local out rc=0
+  out=$(cd "$d" && "$(bin prism-data)" tokenize small.jsonl --out data --encoder encoder.json --bpe vocab.bpe \
+        --val-tokens 3000 --shard-tokens 20000 --quiet 2>&1) || rc=$?
+  assert_eq 2 "$rc" "exit status over an earlier run's shards"
+  assert_contains "$out" "data already holds $n1 shard(s) of an earlier run"
+  assert_contains "$out" "or --force to delete them first"
+  assert_eq "$n1" "$(ls "$d/data" | grep -c '^text_.*\.bin$')" "shards left after the refusal"
+  tok "$d" data small.jsonl --force
+  local n2; n2=$(ls "$d/data" | grep -c '^text_.*\.bin$')
+  tok "$d" once small.jsonl
+  same_shards_any "$d" once data
+  assert_eq "$(jq -c '[.documents, .train_tokens, .val_tokens]' "$d/once/meta.json")" \
+            "$(jq -c '[.documents, .train_tokens, .val_tokens]' "$d/data/meta.json")" "meta.json after --force"
+  tok "$d" data small.jsonl --name other   # another prefix beside them: no conflict
+  echo "first run $n1 shards; after --force $n2, the same files as a fresh folder's"
+}
+# the same shard files in DIR/A and DIR/B (any number of them)
+same_shards_any() {
+  local d=$1 a=$2 b=$3 f
+  assert_eq "$(ls "$d/$a" | grep -c '^text_.*\.bin$')" "$(ls "$d/$b" | grep -c '^text_.*\.bin$')" "shard count $a vs $b"
+  for f in "$d/$a"/text_*.bin; do cmp -s "$f" "$d/$b/$(basename "$f")" || fail "$b/$(basename "$f") differs"; done
+}
+
 t_name_column_and_spec_globs() {
   npm_setup
   local d; d=$(tmpdir); make_vocab "$d"; make_rows "$d" uniq
