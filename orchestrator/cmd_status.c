@@ -114,6 +114,10 @@ int cmd_status(int argc, char **argv) {
             printf("sweep %lld \"%s\" (%s, priority %d): %lld schedules, %lld jobs\n", (long long)info.id, info.name,
                    info.state, info.priority, (long long)info.n_schedules, (long long)info.counts.total);
             print_counts(&info.counts);
+            /* the steps done and left (README §5, what a sweep costs), as sweeps_summary counts them */
+            printf("steps: %lld of %lld trained, %lld left (%.1f%%)\n", (long long)info.steps_done,
+                   (long long)info.steps_total, (long long)(info.steps_total - info.steps_done),
+                   info.steps_total > 0 ? 100.0 * info.steps_done / info.steps_total : 0.0);
             char why[512], e2[256];   /* a halving rung that cannot be decided, and why */
             if (halving_held(st, id, why, sizeof why, e2, sizeof e2) > 0) printf("held: %s\n", why);
             racing_summary rs;   /* racing: the rounds, the survivors and the seeds spent against the fixed design */

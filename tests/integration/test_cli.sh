@@ -198,6 +198,7 @@ t_create_and_status() {
   assert_eq 0 "$RC" "status"
   assert_contains "$OUT" "sweep 1 \"tiny-cpu\" (active, priority 0): 6 schedules, 12 jobs"
   assert_eq "9 1 2 0 0" "$(printf '%s\n' "$OUT" | awk '$1~/^(queued|leased|done|failed|cancelled)$/{printf "%s%s", s, $2; s=" "}')" "counts"
+  assert_contains "$OUT" "steps: 4000 of 24000 trained, 20000 left (16.7%)"   # README §5: the steps done and left
   run "$PS" status --db "$d/p.db" --format json 1
   assert_eq "9 1 2 0 0 12" "$(printf '%s' "$OUT" | $PY -c 'import json,sys; j=json.load(sys.stdin)["jobs"]; print(j["queued"], j["leased"], j["done"], j["failed"], j["cancelled"], j["total"])')" "json counts"
   run "$PS" status --db "$d/p.db"
