@@ -685,7 +685,7 @@ async function fetchCurve(job) {
     c = { attempt: job.attempt, complete: false, val: new Map(), train: new Map(), since: { val: -1, train: -1 } };
     S.curves.set(job.id, c);
   }
-  const doneBefore = job.state === 'done' || job.state === 'failed' || job.state === 'cancelled';
+  const doneBefore = job.state === 'done' || job.state === 'failed' || job.state === 'cancelled' || job.state === 'pruned';
   for (const kind of ['val', 'train']) {
     const body = await api(API + '/jobs/' + job.id + '/metrics?kind=' + kind + '&since=' + c.since[kind]);
     ((body && body.points) || []).forEach((p) => {

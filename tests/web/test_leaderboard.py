@@ -837,6 +837,14 @@ def t_halving_pruned_rows_and_tokens():
         marks = wait_for(drv, "document.getElementById('chart-val').dataset.rungs", "rung markers on the val curve")
         check_eq(str(10 * TOK_PER_STEP), marks, "rung marker position (tokens)")
         check_eq(marks, drv.execute_script("return document.getElementById('chart-train').dataset.rungs;"), "train curve markers")
+        # a pruned job is over: its curves are fetched once (val, train), not again on every 2 s refresh
+        jobs = srv.ok("GET", "/api/v1/sweeps/%d/jobs" % sid)["jobs"]
+        pruned = [str(j["id"]) for j in jobs if j["state"] == "pruned"]
+        check_eq(2, len(pruned), "pruned jobs")
+        time.sleep(5)   # two more refreshes
+        n = drv.execute_script("return performance.getEntriesByType('resource').filter(function (e) { "
+                               "return /\\/jobs\\/(%s)\\/metrics/.test(e.name); }).length;" % "|".join(pruned))
+        check(n == 2 * len(pruned), "the pruned jobs' curves were fetched %d times (expected %d: once each kind)" % (n, 2 * len(pruned)))
         screenshot(drv, "leaderboard-halving.png")
         assert_no_console_errors(drv)
     finally:
