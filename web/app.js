@@ -310,7 +310,7 @@ function renderSweeps() {
     const w = sw.workers_alive;
     html += '<tr data-sweep="' + esc(sw.id) + '" class="' + (sel ? 'selected' : '') + '">' +
       '<td><a href="#sweep=' + esc(sw.id) + '">' + esc(sw.name) + '</a></td>' +
-      '<td>' + esc(sw.state) + '</td>' +
+      '<td class="sweep-state">' + stateText(sw) + '</td>' +
       '<td>' + countsBar(sw.counts) + '</td>' +
       '<td class="counts">' + countsText(sw.counts) +
       (isNum(sw.steps_total) && sw.steps_total > 0 ? ' · <span class="steps-pct">' + Math.floor(100 * sw.steps_done / sw.steps_total) + '% of steps</span>' : '') + '</td>' +
@@ -318,6 +318,16 @@ function renderSweeps() {
       '<td class="num eta">' + etaText(sw) + '</td></tr>';
   });
   setHTML(box, html + '</tbody></table>');
+}
+
+/* The sweep's state as a reader means it: "finished" once nothing is left to run (every job done, failed, cancelled
+ * or pruned), whatever the admin state (active/paused: in the title); else the admin state. */
+function stateText(sw) {
+  const c = sw.counts;
+  const open = c.queued + c.leased + (c.paused || 0);
+  if (c.total && !open)
+    return '<span title="nothing left to run (admin state: ' + esc(sw.state) + ')">' + (c.failed ? 'ended' : 'finished') + '</span>';
+  return esc(sw.state);
 }
 
 /* The ETA as the server computes it (its own rate since the sweep's last resume), or what is true instead. */

@@ -837,6 +837,9 @@ def t_halving_pruned_rows_and_tokens():
         marks = wait_for(drv, "document.getElementById('chart-val').dataset.rungs", "rung markers on the val curve")
         check_eq(str(10 * TOK_PER_STEP), marks, "rung marker position (tokens)")
         check_eq(marks, drv.execute_script("return document.getElementById('chart-train').dataset.rungs;"), "train curve markers")
+        # the sweep is over (every job done or pruned): its state reads finished, not the admin state "active"
+        st = drv.execute_script("return document.querySelector('#sweeps tr[data-sweep=\"%d\"] .sweep-state').textContent;" % sid)
+        check_eq("finished", st, "the finished sweep's state cell")
         # a pruned job is over: its curves are fetched once (val, train), not again on every 2 s refresh
         jobs = srv.ok("GET", "/api/v1/sweeps/%d/jobs" % sid)["jobs"]
         pruned = [str(j["id"]) for j in jobs if j["state"] == "pruned"]
