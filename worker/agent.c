@@ -558,6 +558,15 @@ int agent_run(const agent_opts *o) {
         fprintf(stderr, "prism-worker: --server %s: must start with http:// or https://\n", o->server);
         return 2;
     }
+    {   /* the base URL, not the API's: every route is appended to it (…/api/v1/api/v1/lease would be a 404) */
+        size_t n = strlen(o->server);
+        while (n > 0 && o->server[n - 1] == '/') n--;
+        if (n >= 7 && strncmp(o->server + n - 7, "/api/v1", 7) == 0) {
+            fprintf(stderr, "prism-worker: --server %s: give the server's base URL, without /api/v1 (--server %.*s): "
+                    "the worker adds the routes itself\n", o->server, (int)(n - 7), o->server);
+            return 2;
+        }
+    }
     if (!o->token_file) { fprintf(stderr, "prism-worker: --token-file F is required (the server writes <db>.worker-token)\n"); return 2; }
     agent *ag = calloc(1, sizeof *ag);
     if (!ag) return 1;

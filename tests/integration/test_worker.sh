@@ -260,6 +260,10 @@ t_bad_flags_exit_2() {
   assert_eq 2 "$rc" "missing token file"; assert_contains "$out" "--token-file /nonexistent"
   rc=0; out=$("$(bin prism-worker)" --server 127.0.0.1:8080 --token-file /dev/null 2>&1) || rc=$?
   assert_eq 2 "$rc" "server without scheme"; assert_contains "$out" "http://"
+  # the API's URL instead of the server's: said so with the base URL to give (it was a 404 on every route)
+  rc=0; out=$("$(bin prism-worker)" --server http://127.0.0.1:8080/api/v1/ --token-file /dev/null 2>&1) || rc=$?
+  assert_eq 2 "$rc" "--server .../api/v1"
+  assert_contains "$out" "give the server's base URL, without /api/v1 (--server http://127.0.0.1:8080)"
   local d; d=$(tmpdir); echo tok > "$d/t"
   rc=0; out=$("$(bin prism-worker)" --server http://127.0.0.1:1 --token-file "$d/t" --devices gpu0 2>&1) || rc=$?
   assert_eq 2 "$rc" "bad device"; assert_contains "$out" "'gpu0'"
