@@ -32,6 +32,8 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
+#include <netdb.h>
+#include <sys/socket.h>
 #include <uv.h>
 
 #include "api.h"
@@ -302,6 +304,28 @@ static int serve_check_wal(const char *db, int accept) {
 
 /* One server per database: an flock on DB.lock (released by the kernel even after kill -9), holding our pid
  * as advisory text. Returns the lock's descriptor, or -1 after printing why (usage-style, exit 2). */
+/* Whether host:port can be bound now, before anything is created: a port in use ends the start with nothing written
+ * (no database, no token files). A probe (bind, then close): the real listen comes later and reports its own error.
+ * Returns 0, or -1 with the message printed. Port 0 (any) is not probed. */
+static int serve_probe_port(const char *host, int port) {
+    if (port == 0) return 0;
+    struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICHOST }, *ai = NULL;
+    char ps[16];
+    snprintf(ps, sizeof ps, "%d", port);
+    if (getaddrinfo(host, ps, &hints, &ai) != 0 || !ai) return 0;   /* a name, not an address: the listen resolves it */
+    int fd = socket(ai->ai_family, SOCK_STREAM, 0), one = 1, rc = 0, e = 0;
+    if (fd >= 0) {
+        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);   /* as libuv's listen: only a live listener blocks */
+        if (bind(fd, ai->ai_addr, ai->ai_addrlen) != 0) { e = errno; rc = e == EADDRINUSE ? -1 : 0; }
+        close(fd);
+    }
+    freeaddrinfo(ai);
+    if (rc < 0)
+        fprintf(stderr, "prism-sweep serve: --listen %s%s%s:%d: %s (is another server running? pick another --listen); "
+                "nothing was created\n", strchr(host, ':') ? "[" : "", host, strchr(host, ':') ? "]" : "", port, strerror(e));
+    return rc;
+}
+
 static int serve_lock_path(const char *db) {
     char lockp[1100];
     snprintf(lockp, sizeof lockp, "%s.lock", db);
@@ -456,6 +480,7 @@ int cmd_serve(int argc, char **argv) {
     cli_flag *mcf = cli_find(&cmd, "--max-conns");
     if (serve_raise_nofile(&max_conns, mcf && mcf->seen) < 0) return 2;
 
+    if (serve_probe_port(host, port) < 0) return 2;
     int lockfd = serve_lock_path(db);
     if (lockfd < 0) return 2;
     /* DB.lock is keyed on the path: a hard link or a symlink to the database has another one. The lock that

@@ -405,6 +405,21 @@ t_one_server_per_database_file() {
   s_expect 200 GET /api/v1/jobs/1
 }
 
+# A --listen port another process listens on: exit 2 before anything is created (no database, no token files).
+t_port_in_use_creates_nothing() {
+  s_setup
+  local port; port=$(free_port)
+  /usr/bin/python3 -c 'import socket,sys,time; s=socket.socket(); s.bind(("127.0.0.1", int(sys.argv[1]))); s.listen(); time.sleep(30)' "$port" &
+  local holder=$!; S_PIDS+=("$holder")
+  local i; for i in $(seq 1 50); do (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break; sleep 0.1; done
+  mkdir -p "$D/new"
+  local rc=0 out; out=$(timeout 10 "$(bin prism-sweep)" serve --db "$D/new/p.db" --listen "127.0.0.1:$port" 2>&1) || rc=$?
+  kill "$holder" 2>/dev/null
+  assert_eq 2 "$rc" "serve on a port in use ($out)"
+  assert_contains "$out" "--listen 127.0.0.1:$port: Address already in use (is another server running? pick another --listen); nothing was created"
+  assert_eq "" "$(ls "$D/new")" "files created before the refusal"
+}
+
 # POST /api/v1/sweeps creates a sweep from a spec (admin), idempotently; bad specs are 400 naming the path.
 t_post_sweep() {
   s_setup
