@@ -217,6 +217,13 @@ int client_request(client *c, const char *method, const char *path, json_t *body
             fprintf(stderr, "prism-worker%s%s: %s; retrying with backoff\n", *c->who ? " " : "", c->who,
                     log_escape(e, sizeof e, c->err));
             c->failing = 1;
+            c->failing_since = c->failing_told = util_now_s();
+        } else if (util_now_s() - c->failing_told >= CLIENT_REMIND_S) {
+            char e[4 * sizeof c->err];
+            c->failing_told = util_now_s();
+            fprintf(stderr, "prism-worker%s%s: still cannot reach the server after %.0f s (%s); retrying, a job in hand "
+                    "keeps training and its reports are sent once the server answers\n", *c->who ? " " : "", c->who,
+                    c->failing_told - c->failing_since, log_escape(e, sizeof e, c->err));
         }
         double delay = c->opts.backoff_initial_s * (double)(1u << (n < 20 ? n : 20));
         if (delay > c->opts.backoff_max_s) delay = c->opts.backoff_max_s;

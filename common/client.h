@@ -35,6 +35,8 @@ enum {
     CLIENT_EGONE = -8,      /* 404: the job (or its sweep) is not on the server any more */
 };
 
+#define CLIENT_REMIND_S 30.0   /* seconds between "still cannot reach" lines while the server stays unreachable */
+
 typedef struct client_opts {
     long connect_timeout_ms;   /* default 3000 */
     long timeout_ms;           /* whole request, default 30000 */
@@ -51,6 +53,10 @@ typedef struct client {
     unsigned rng;               /* jitter state */
     volatile int *abort;        /* optional: non-zero stops retrying (CLIENT_ESTOPPED); not owned */
     int failing;                /* 1 while the server is unreachable (to log once, then on recovery) */
+    double failing_since;       /* when this failure began, and when it was last said (a reminder every
+                                 * CLIENT_REMIND_S while it lasts: a worker is never silent for long while the
+                                 * server is down) */
+    double failing_told;
     const char *who;            /* log prefix, not owned (e.g. "cpu") */
     long status;                /* HTTP status of the last answer (0: none) */
     char req[160];              /* "METHOD PATH" of the last request (for messages) */

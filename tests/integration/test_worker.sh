@@ -274,6 +274,18 @@ t_bad_flags_exit_2() {
   assert_contains "$out" "--data-root"
 }
 
+# A server that stays unreachable is said at once and again every CLIENT_REMIND_S (30 s) while it lasts, not
+# only once (a worker looked dead for over a minute while its server was down).
+t_unreachable_server_is_said_again() {
+  local d; d=$(tmpdir); echo tok > "$d/t"; chmod 600 "$d/t"
+  local port; port=$(free_port)
+  local out; out=$(timeout 40 "$(bin prism-worker)" --server "http://127.0.0.1:$port" --token-file "$d/t" --devices cpu \
+    --work-dir "$d/w" 2>&1)
+  echo "$out"
+  assert_contains "$out" "Couldn't connect to server; retrying with backoff"
+  assert_contains "$out" "still cannot reach the server after 3"
+}
+
 # On a TTY the agent draws one live line per device (redrawn in place) with job, schedule, step/steps,
 # loss, tok/s and ETA.
 t_tty_shows_live_line_per_device() {
