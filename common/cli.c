@@ -54,25 +54,78 @@ static const char *type_hint(const cli_flag *f) {
     }
 }
 
+/* "  LEFT  TEXT" with TEXT wrapped at word boundaries so that no line passes CLI_USAGE_WIDTH columns (a word longer
+ * than a line is left whole), the continuation lines indented to the text's column. Columns are counted in bytes
+ * that do not continue a UTF-8 character. */
+#define CLI_USAGE_WIDTH 100
+#define CLI_USAGE_COL 29
+static size_t cols(const char *s, size_t n) {
+    size_t c = 0;
+    for (size_t i = 0; i < n; i++) c += ((unsigned char)s[i] & 0xC0) != 0x80;
+    return c;
+}
+static void usage_wrapped(FILE *o, const char *left, const char *text) {
+    int col = fprintf(o, "  %-26s ", left);
+    const char *p = text;
+    int first = 1;
+    while (*p) {
+        while (*p == ' ') p++;
+        const char *e = p;
+        while (*e && *e != ' ') e++;
+        size_t w = cols(p, (size_t)(e - p));
+        if (!first && col + 1 + (int)w > CLI_USAGE_WIDTH) { fprintf(o, "\n%*s", CLI_USAGE_COL, ""); col = CLI_USAGE_COL; first = 1; }
+        if (!first) { fputc(' ', o); col++; }
+        fwrite(p, 1, (size_t)(e - p), o);
+        col += (int)w;
+        first = 0;
+        p = e;
+    }
+    fputc('\n', o);
+}
+
+/* text's lines as given, each one longer than CLI_USAGE_WIDTH wrapped at word boundaries (no indent). */
+static void text_wrapped(FILE *o, const char *text) {
+    for (const char *line = text; *line;) {
+        const char *nl = strchr(line, '\n'), *end = nl ? nl : line + strlen(line);
+        int col = 0, first = 1;
+        for (const char *p = line; p < end;) {
+            while (p < end && *p == ' ' && !first) p++;
+            const char *e = p;
+            while (e < end && *e != ' ') e++;
+            if (first) { while (e < end && *e == ' ') e++; while (e < end && *e != ' ') e++; }   /* leading spaces stay */
+            size_t w = cols(p, (size_t)(e - p));
+            if (!first && col + 1 + (int)w > CLI_USAGE_WIDTH) { fputc('\n', o); col = 0; first = 1; }
+            else if (!first) { fputc(' ', o); col++; }
+            fwrite(p, 1, (size_t)(e - p), o);
+            col += (int)w;
+            first = 0;
+            p = e;
+        }
+        fputc('\n', o);
+        line = nl ? nl + 1 : end;
+    }
+}
+
 void cli_usage(const cli_cmd *cmd, FILE *o) {
-    fprintf(o, "usage: %s %s%s%s\n\n%s\n", prog_of(cmd), cmd->name, *cmd->name ? " " : "", cmd->synopsis,
-            cmd->summary);
+    fprintf(o, "usage: %s %s%s%s\n\n", prog_of(cmd), cmd->name, *cmd->name ? " " : "", cmd->synopsis);
+    text_wrapped(o, cmd->summary);
     if (!cmd->flags || !cmd->flags[0].name) return;
     fprintf(o, "\nflags (default in brackets):\n");
     for (const cli_flag *f = cmd->flags; f->name; f++) {
-        char left[96];
+        char left[96], text[2048];
         const char *h = type_hint(f);
         snprintf(left, sizeof left, "%s%s%s", f->name, *h ? " " : "", h);
-        fprintf(o, "  %-26s %s [%s]", left, f->help, f->def ? f->def : "");
+        int n = snprintf(text, sizeof text, "%s [%s]", f->help, f->def ? f->def : "");
+        if (n < 0 || n >= (int)sizeof text) n = (int)sizeof text - 1;
         if ((f->type == CLI_INT || f->type == CLI_INT64) && f->min < f->max)
-            fprintf(o, " (range %lld..%lld)", (long long)f->min, (long long)f->max);
+            snprintf(text + n, sizeof text - (size_t)n, " (range %lld..%lld)", (long long)f->min, (long long)f->max);
         else if (f->type == CLI_COUNT && f->min < f->max)
-            fprintf(o, " (range %lld..%lld; k, M, G suffixes)", (long long)f->min, (long long)f->max);
+            snprintf(text + n, sizeof text - (size_t)n, " (range %lld..%lld; k, M, G suffixes)", (long long)f->min, (long long)f->max);
         else if (f->type == CLI_DOUBLE && f->min < f->max)
-            fprintf(o, " (range %g..%g)", f->min, f->max);
-        fputc('\n', o);
+            snprintf(text + n, sizeof text - (size_t)n, " (range %g..%g)", f->min, f->max);
+        usage_wrapped(o, left, text);
     }
-    fprintf(o, "  %-26s %s\n", "--help", "print this help and exit");
+    usage_wrapped(o, "--help", "print this help and exit");
 }
 
 static int range_err(const cli_cmd *cmd, const cli_flag *f, const char *kind, const char *v) {

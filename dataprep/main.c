@@ -473,7 +473,7 @@ static int cmd_evalfile(int argc, char **argv) {
         {"--encoder", CLI_STR, &enc, "", "GPT-2's encoder.json (required but for llm.c eval files)", 0, 0, 0, 0},
         {"--bpe", CLI_STR, &bpef, "", "GPT-2's vocab.bpe (required but for llm.c eval files)", 0, 0, 0, 0},
         {0}};
-    cli_cmd cmd = {"evalfile", "--from FILE --out FILE.bin [--task NAME] --encoder encoder.json --bpe vocab.bpe",
+    cli_cmd cmd = {"evalfile", "--from FILE --out FILE.bin [--task NAME] --encoder F --bpe F",
                    "A zero-shot task for a job's eval.tasks, as an llm.c multiple-choice eval file (GPT-2 BPE), from\n"
                    "the task's own JSONL: HellaSwag (ctx_a, ctx_b, activity_label, endings, label), PIQA (goal, sol1,\n"
                    "sol2; label, or --labels), ARC-Easy/Challenge (question.stem, question.choices, answerKey),\n"
@@ -578,10 +578,10 @@ out:
 }
 
 static const struct { const char *name; int (*fn)(int, char **); const char *summary; } commands[] = {
-    {"synth", cmd_synth, "synthetic language with local and long-range structure: --out DIR --tokens N --vocab V --seed S"},
+    {"synth", cmd_synth, "a synthetic language with local and long-range structure: --out DIR --tokens N"},
     {"bytes", cmd_bytes, "text files to byte-level shards (vocab 256): FILE... --out DIR"},
-    {"tokenize", cmd_tokenize, "text or JSONL to GPT-2 BPE shards: FILE... --out DIR --encoder encoder.json --bpe vocab.bpe"},
-    {"evalfile", cmd_evalfile, "a benchmark's JSONL (HellaSwag, PIQA, ARC, WinoGrande) to an llm.c eval file: --from F --out F.bin --task NAME --encoder .. --bpe .."},
+    {"tokenize", cmd_tokenize, "text, JSONL or parquet to GPT-2 BPE shards: FILE... --out DIR --encoder F --bpe F"},
+    {"evalfile", cmd_evalfile, "a benchmark's JSONL (HellaSwag, PIQA, ARC, WinoGrande) to an llm.c eval file"},
 };
 
 int main(int argc, char **argv) {

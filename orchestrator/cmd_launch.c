@@ -269,8 +269,8 @@ static int launch_slurm(int argc, char **argv) {
           "(--signal=B:TERM@S): time to finish a step and checkpoint", 1, 65535, 0, 0 },
         { 0 },
     };
-    cli_cmd cmd = { "launch slurm", "--server URL --token-file F --nodes N --gpus-per-node G [--partition P "
-                    "--time T --account A] [--submit] [-- WORKER FLAGS...]",
+    cli_cmd cmd = { "launch slurm", "--server URL --token-file F --nodes N --gpus-per-node G [flags]\n"
+                    "                           [--submit] [-- WORKER FLAGS...]",
                     "Print a SLURM batch script that runs prism-worker on N nodes as an array job (one task per\n"
                     "node, one training job per GPU, SIGTERM 120 s before the time limit so a checkpoint is written\n"
                     "first, --requeue), or submit it with sbatch (--submit) and print the job id. Flags after --\n"

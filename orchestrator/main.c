@@ -22,11 +22,11 @@ static const command commands[] = {
     /* ---- orchestrator daemon --------------------------------------------------------------------- */
     { "serve", cmd_serve, "run the HTTP/JSON orchestrator (leases, metrics, results, the page)" },
     { "leaderboard", cmd_leaderboard, "rank a sweep's schedules against the uniform baseline" },
-    { "power", cmd_power, "what a sweep of a spec can detect before it runs (smallest significant delta, seeds needed)" },
-    { "export", cmd_export, "write a sweep's metrics and results as csv, jsonl or TensorBoard event files (--out DIR)" },
+    { "power", cmd_power, "what a spec's sweep can detect before it runs (smallest significant delta, seeds)" },
+    { "export", cmd_export, "write a sweep's metrics and results as csv, jsonl or TensorBoard files (--out DIR)" },
     { "launch", cmd_launch, "start a fleet of workers on a cluster: launch slurm prints (or submits) an array job" },
     /* ---- the admin API of a running server (cmd_admin.c) ------------------------------------------ */
-    { "requeue", cmd_requeue, "put a sweep's failed jobs back in the queue (--state failed [--error-like TEXT]), or --job ID" },
+    { "requeue", cmd_requeue, "put failed jobs back in the queue (--state failed [--error-like T]), or --job ID" },
     { "cancel", cmd_cancel, "cancel a queued or leased job (--job ID)" },
     { "pause", cmd_pause, "stop leasing a sweep's jobs" },
     { "resume", cmd_resume, "lease a paused sweep's jobs again" },

@@ -148,6 +148,28 @@ t_help_lists_every_flag_with_default() {
   assert_contains "$OUT" "--dry-run"
 }
 
+# Every program's and command's --help fits 100 columns (flag texts and summaries wrapped by cli.c; serve's summary
+# was one 297-column line).
+t_every_help_fits_100_columns() {
+  local PW PD; PW="$(dirname "$PS")/prism-worker"; PD="$(dirname "$PS")/prism-data"
+  local c n=0 out
+  for c in "" enumerate validate create status serve leaderboard power export launch "launch slurm" requeue cancel pause \
+           resume priority; do
+    out=$($PS $c --help 2>&1); n=$((n + 1))
+    echo "$out" | $PY -c 'import sys; bad = [l for l in sys.stdin.read().split("\n") if len(l) > 100]; sys.exit("%d line(s) over 100 columns: %r" % (len(bad), bad[:2]) if bad else 0)' \
+      || fail "prism-sweep $c --help"
+  done
+  for c in "" synth bytes tokenize evalfile; do
+    out=$("$PD" $c --help 2>&1); n=$((n + 1))
+    echo "$out" | $PY -c 'import sys; bad = [l for l in sys.stdin.read().split("\n") if len(l) > 100]; sys.exit("%r" % bad[:2] if bad else 0)' || fail "prism-data $c --help"
+  done
+  for c in "" train; do
+    out=$("$PW" $c --help 2>&1); n=$((n + 1))
+    echo "$out" | $PY -c 'import sys; bad = [l for l in sys.stdin.read().split("\n") if len(l) > 100]; sys.exit("%r" % bad[:2] if bad else 0)' || fail "prism-worker $c --help"
+  done
+  echo "$n help texts, every line within 100 columns"
+}
+
 t_enumerate_error_paths() {
   expect_usage_error "--L must be an integer in 1..4096 (got \"0\")" "$PS" enumerate --L 0
   expect_usage_error "--L must be an integer in 1..4096 (got \"abc\")" "$PS" enumerate --L abc
