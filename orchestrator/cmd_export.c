@@ -7,7 +7,8 @@
  * each format writes them as they come:
  *   csv          DIR/metrics.csv (one row per point) and DIR/results.csv (one row per job)
  *   jsonl        DIR/metrics.jsonl and DIR/results.jsonl, the same rows as JSON objects
- *   tensorboard  DIR/<run>/events.out.tfevents.<t>.prism-sweep, one run per job (run = job<ID>_<rle>_seed<S>),
+ *   tensorboard  DIR/<run>/events.out.tfevents.<t>.prism-sweep, one run per job (run = job<ID>_<rle>_seed<S>, ID
+ *                zero-padded to the sweep's largest id's digits so that the runs sort as the jobs),
  *                tags train/loss, train/lr, train/tok_per_s, train/grad_norm, val/loss at each step, and
  *                result/val_loss, result/tok_per_s at the job's last step (tfevents.c writes the files)
  * and every format writes DIR/sweep.json (id, name, the spec as given). Each file is written to a temporary
@@ -260,12 +261,17 @@ static int jsonl_results(FILE *f, const xjob *v, size_t n) {
 }
 
 /* TensorBoard: one writer per job, opened at its first point (or result). */
-typedef struct tbstate { tfevents w; int open; size_t job; } tbstate;
+typedef struct tbstate {
+    tfevents w;
+    int open;
+    size_t job;
+    int idw;          /* digits of the sweep's largest job id: run names are zero-padded to it, so they sort by id */
+} tbstate;
 
 static int tb_begin(tbstate *t, const char *dir, const xjob *j, char *err, size_t errlen) {
     char rle[400], run[4200], path[4400];
     heads_rle(j->heads, rle, sizeof rle);
-    snprintf(run, sizeof run, "%s/job%lld_%s_seed%lld", dir, j->id, rle, j->seed);
+    snprintf(run, sizeof run, "%s/job%0*lld_%s_seed%lld", dir, t->idw, j->id, rle, j->seed);
     if (util_mkdir_p(run, 0755) < 0) { snprintf(err, errlen, "%s: mkdir failed: %s", run, strerror(errno)); return -1; }
     snprintf(path, sizeof path, "%s/events.out.tfevents.%lld.prism-sweep", run, (long long)j->created_at);
     if (tfevents_open(&t->w, path, j->created_at) < 0) { snprintf(err, errlen, "%s", t->w.err); tfevents_abort(&t->w); return -1; }
@@ -344,6 +350,7 @@ int cmd_export(int argc, char **argv) {
         goto out;
     }
     if (load_jobs(st, sweep, &jobs, &njobs, err, sizeof err) < 0 || write_sweep_json(st, sweep, dir, err, sizeof err) < 0) goto fail;
+    for (long long m = njobs ? jobs[njobs - 1].id : 0; m > 0; m /= 10) tb.idw++;   /* jobs are in id order */
     if (format != FMT_TB) {
         const char *ext = format == FMT_CSV ? "csv" : "jsonl";
         char name[32];

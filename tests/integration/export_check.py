@@ -109,6 +109,9 @@ def records(path):
 def check_tensorboard():
     Event = event_class()
     runs = sorted(glob.glob(os.path.join(out, "*", "events.out.tfevents.*")))
+    # the run names sort as the job ids (zero-padded: job10 after job9, not before job1)
+    ids = [int(os.path.basename(os.path.dirname(p)).split("_")[0][3:]) for p in runs]
+    eq(sorted(ids), ids, "runs in name order are in job id order")
     got = {}
     seen_jobs = set()
     for path in runs:

@@ -74,6 +74,19 @@ t_grad_norm_stored() {
   assert_eq 3 "$(sqlite3 "$DB" "SELECT count(*) FROM metrics")" "the refused batch stored nothing"
 }
 
+# TensorBoard run names sort as the job ids: zero-padded to the largest id's digits (job01 .. job12, not job1,
+# job10, job11, job12, job2, ...); 12 jobs with a result each.
+t_export_tensorboard_runs_sort_by_job_id() {
+  /usr/bin/python3 -c 'import google.protobuf' 2>/dev/null || fail "python3-protobuf missing: run make deps"
+  s_setup
+  s_spec "$D/s.json" many '["4,4,4,4", "2,4,4,4", "1,4,4,4", "2,2,4,4", "1,2,4,4", "1,1,4,4"]' '[0, 1]' 10
+  s_create "$D/s.json" >/dev/null
+  sqlite3 "$DB" "UPDATE jobs SET state = 'done', finished_at = 1e9; INSERT INTO results (job_id, attempt, val_loss, result, completed_at) SELECT id, 1, 3.0 + id / 100.0, json_object('val_loss', 3.0 + id / 100.0), 1e9 FROM jobs"
+  "$(bin prism-sweep)" export many --db "$DB" --format tensorboard --out "$D/tb" >/dev/null || fail "export tensorboard"
+  local names; names=$(ls "$D/tb" | grep '^job' | cut -d_ -f1 | tr '\n' ' ')
+  assert_eq "job01 job02 job03 job04 job05 job06 job07 job08 job09 job10 job11 job12 " "$names" "run names in ls order"
+}
+
 t_export_csv() {
   fed
   local out; out=$("$(bin prism-sweep)" export "$SID" --db "$DB" --format csv --out "$D/csv") || fail "export: $out"
