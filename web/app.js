@@ -439,11 +439,21 @@ function renderSweep() {
   const c = sw.counts;
   const B = S.board || {};
   const nTied = rows.filter((r) => r.tied_best).length;
+  /* ▲ and = answer two questions with two tests; when they seem to disagree (a schedule ▲ better than uniform while
+   * uniform is in the best group), one sentence says why both hold */
+  const nBetter = rows.filter((r) => r.delta && r.delta.significant && r.delta.mean < 0).length;
+  const baseTied = rows.some((r) => r.is_baseline && r.tied_best);
+  const reconcile = nBetter && baseTied
+    ? '<br><span id="sig-vs-best">' + nBetter + ' schedule(s) ▲ better than uniform, and uniform still in the best group: ▲ tests ' +
+      'each schedule against uniform alone (Holm over ' + esc(B.comparisons) + ' comparisons), = tests every pair at once ' +
+      '(studentized range over the best group\'s family), a higher bar: both hold, and neither says which of the = schedules is best.</span>'
+    : '';
   setHTML($('#sweep-summary'), (B.arch ? '<span id="sweep-arch">' + esc(B.arch) + '</span> · ' : '') + rows.length + ' schedules · ' + c.total + ' jobs (' + countsText(c) + ')' +
     (isNum(B.comparisons) ? '<br><span id="stats-header">ranked by Δ vs uniform (' + analysisText(B.analysis) + '); ' + B.comparisons +
       ' comparisons against uniform, p Holm-adjusted (▲ better / ▼ worse only when p<sub>Holm</sub> &lt; 0.05, in every column); best group (=): ' +
       nTied + ' schedule(s) not shown to be worse than any other (of ' + ((isNum(B.tied_best_comparisons) ? B.tied_best_comparisons : 0) + 1) +
       ' compared); provisional = fewer finished seeds than the sweep\'s ' + (isNum(B.seeds) ? B.seeds : '') + '</span>' +
+      reconcile +
       (B.analysis && B.analysis.note ? '<br><span id="power-note">' + esc(B.analysis.note) + '</span>' : '') +
       '' : '') +
     (B.halving ? '<br><span id="halving-tokens" title="successive halving, eta ' + esc(B.halving.eta) + ' (' + esc(B.halving.mode) +
