@@ -151,26 +151,23 @@ static int create_rows(store *st, const sweep_spec *sp, const char *spec_text, s
         }
     }
     if ((rc = sweeps_add_rows(st, out->sweep_id, sp, NULL, &out->schedules_created, &out->jobs_created)) < 0) goto out;
-    if (!out->sweep_is_new && out->jobs_created > 0 && json_object_get(sp->root, "racing")) {
-        /* racing's rounds pick their seeds (above the spec's) and their schedules (the survivors): jobs added from
-         * outside would collide with a round's seed or sit in no round */
-        snprintf(st->err, sizeof st->err, "sweep \"%s\" (id %lld) races (spec key \"racing\"): its rounds add seeds to "
-                 "the surviving schedules themselves, so re-creating it may not add jobs (this spec adds %lld: new seeds "
-                 "or schedules); give this spec another \"name\" for a new sweep, or raise racing.max_seeds there",
-                 sp->name, (long long)out->sweep_id, (long long)out->jobs_created);
-        rc = STORE_ECONFLICT;
-        goto out;
-    }
-    {   /* a surrogate search: its batches choose the schedules; a re-created spec may not add any */
+    if (!out->sweep_is_new && out->jobs_created > 0) {
+        /* a sweep whose own decisions add its jobs may not be grown from outside: racing's rounds pick their seeds
+         * (above the spec's) and schedules (the survivors), so an added job would collide with a round's seed or sit
+         * in no round; a surrogate search's batches choose the schedules */
         const char *strat = json_string_value(json_object_get(json_object_get(sp->root, "search"), "strategy"));
-        if (!out->sweep_is_new && out->jobs_created > 0 && strat && strcmp(strat, "surrogate") == 0) {
+        int racing = json_object_get(sp->root, "racing") != NULL, search = strat && strcmp(strat, "surrogate") == 0;
+        if (racing)
+            snprintf(st->err, sizeof st->err, "sweep \"%s\" (id %lld) races (spec key \"racing\"): its rounds add seeds "
+                     "to the surviving schedules themselves, so re-creating it may not add jobs (this spec adds %lld: new "
+                     "seeds or schedules); give this spec another \"name\" for a new sweep, or raise racing.max_seeds there",
+                     sp->name, (long long)out->sweep_id, (long long)out->jobs_created);
+        else if (search)
             snprintf(st->err, sizeof st->err, "sweep \"%s\" (id %lld) is a surrogate search (spec key \"search\"): its "
                      "batches choose the schedules, so re-creating it may not add jobs (this spec adds %lld: another "
                      "initial design or new seeds); give this spec another \"name\" for a new search",
                      sp->name, (long long)out->sweep_id, (long long)out->jobs_created);
-            rc = STORE_ECONFLICT;
-            goto out;
-        }
+        if (racing || search) { rc = STORE_ECONFLICT; goto out; }
     }
     if ((rc = halving_init_jobs(st, out->sweep_id, st->err, sizeof st->err)) < 0) goto out;   /* rung 0 with "halving" */
     out->schedules_total = count_rows(st, "SELECT count(*) FROM schedules WHERE sweep_id = ?1", out->sweep_id, &rc);

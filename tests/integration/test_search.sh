@@ -13,16 +13,7 @@ source "$(dirname "$0")/worker_lib.sh"
 SW="$(dirname "$0")/search_worker.py"
 
 # s_setup: a case directory with tokens, no data (nothing is trained).
-s_setup() {
-  D=$(tmpdir)
-  PORT=$(free_port)
-  URL="http://127.0.0.1:$PORT"
-  WTOK=$(od -An -tx1 -N16 /dev/urandom | tr -d ' \n')
-  ATOK=$(od -An -tx1 -N16 /dev/urandom | tr -d ' \n')
-  printf 'worker_token=%s\nadmin_token=%s\n' "$WTOK" "$ATOK" > "$D/tokens"
-  printf '%s\n' "$WTOK" > "$D/worker-token"
-  chmod 600 "$D/tokens" "$D/worker-token"
-}
+s_setup() { w_tokens; }
 
 # s_spec FILE NAME SEARCH_JSON [SEEDS_JSON] [EXTRA top-level JSON members]: L=12, d=768, the default rules (53
 # schedules).

@@ -7,8 +7,8 @@ W_PIDS=()
 w_cleanup() { local p; for p in "${W_PIDS[@]}"; do kill -KILL "$p" 2>/dev/null; done; }
 trap w_cleanup EXIT
 
-# w_setup: a fresh case directory $D with tokens and a synthetic dataset in $D/data (shared per run).
-w_setup() {
+# w_tokens: a fresh case directory $D, a free port ($PORT, $URL) and tokens ($D/tokens, $D/worker-token).
+w_tokens() {
   D=$(tmpdir)
   PORT=$(free_port)
   URL="http://127.0.0.1:$PORT"
@@ -17,6 +17,11 @@ w_setup() {
   printf 'worker_token=%s\nadmin_token=%s\n' "$WTOK" "$ATOK" > "$D/tokens"
   printf '%s\n' "$WTOK" > "$D/worker-token"
   chmod 600 "$D/tokens" "$D/worker-token"
+}
+
+# w_setup: w_tokens and a synthetic dataset in $D/data.
+w_setup() {
+  w_tokens
   "$(bin prism-data)" synth --out "$D/data" --tokens 60000 --vocab 64 --seed 7 > "$D/synth.log" 2>&1 \
     || { cat "$D/synth.log"; fail "prism-data synth failed"; }
   TRAIN_GLOB=$(w_shard_glob train)
