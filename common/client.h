@@ -96,9 +96,11 @@ static inline int client_refusal(const client *c, int rc) {
 typedef struct outbox {
     pthread_mutex_t mu;
     pthread_mutex_t flush_mu;   /* one flush at a time */
-    json_t *points;             /* array, oldest first; owned */
+    json_t *points;             /* array, oldest first; owned; [0, head) already sent (null), compacted now and then */
+    size_t head;                /* the first pending point: removing a batch is O(batch), not O(outbox) */
     long long sent;             /* points acknowledged so far */
     long long rejected;         /* points the server refused as malformed (400/413/422...): logged and dropped */
+    long long pushed;           /* points ever pushed */
 } outbox;
 
 int outbox_init(outbox *o);              /* 0 or CLIENT_ENOMEM */
@@ -106,11 +108,16 @@ void outbox_release(outbox *o);          /* drops whatever is left */
 /* Appends a point (the reference is stolen, also on failure). */
 int outbox_push(outbox *o, json_t *point);
 size_t outbox_pending(outbox *o);
-/* Sends the pending points to POST path as {"lease_token": T, "points": [...]} in batches of at most
- * max_batch, oldest first, until the outbox is empty. A batch leaves the outbox only on a 2xx, or on a
+/* Points that have left the outbox (acknowledged, or refused as malformed): pushed − pending. A caller that notes
+ * `pushed` when some event happens (a checkpoint) knows every point before it has left once this reaches it. */
+long long outbox_out(outbox *o);
+/* Sends the points pending when it is called to POST path as {"lease_token": T, "points": [...]} in batches
+ * of at most max_batch, oldest first. Points pushed while it runs wait for the next flush: a trainer that
+ * pushes faster than the server answers cannot keep the caller (the reporter, whose checkpoint report and
+ * heartbeat come after the flush) in here for the rest of the job. A batch leaves the outbox only on a 2xx, or on a
  * 4xx that says the points themselves are malformed (400, 413, 422: any 4xx but 401, 403, 404 and 409;
  * they are counted in `rejected`, logged on stderr and dropped, since no resend can succeed). Returns
- * CLIENT_OK when empty, else the failing batch's code, the points staying, in order, for the next flush:
+ * CLIENT_OK when those points are out, else the failing batch's code, the points staying, in order, for the next flush:
  * CLIENT_ECONFLICT (409), CLIENT_EAUTH (401/403: the worker's token is refused), CLIENT_EGONE (404: the job
  * is gone), CLIENT_ENET, CLIENT_ESTOPPED. */
 int outbox_flush(outbox *o, client *c, const char *path, const char *lease_token, size_t max_batch,

@@ -148,8 +148,18 @@ void report_token_refused(slot *s, const client *c) {
     pthread_mutex_unlock(&s->mu);
 }
 
+/* 1 when no checkpoint waits, or the one that waits has every point of its steps out of the outbox. */
+static int ckpt_covered(slot *s) {
+    pthread_mutex_lock(&s->mu);
+    int pending = s->ck.pending;
+    long long need = s->ck.covered;
+    pthread_mutex_unlock(&s->mu);
+    return !pending || outbox_out(&s->rp.ob) >= need;
+}
+
 int report_send_checkpoint(slot *s, client *c, double retry_for_s) {
     slot_ckpt *ck = &s->ck;
+    if (!ckpt_covered(s)) return CLIENT_OK;   /* not before its points: the next flush sends them, then it */
     pthread_mutex_lock(&s->mu);
     if (!ck->pending) { pthread_mutex_unlock(&s->mu); return CLIENT_OK; }
     json_t *body = json_pack("{s:s, s:s, s:i}", "lease_token", s->rp.l.token, "path", ck->path, "step", ck->step);
@@ -201,7 +211,11 @@ static void *report_thread(void *arg) {
         int rc = CLIENT_OK;
         if (now >= next_flush || pending) {
             /* metrics first: the checkpoint's step is then already covered by stored points */
+            /* a flush sends the points pending when it starts (a fast trainer cannot keep the reporter in it); a
+             * checkpoint written meanwhile has points past that, pushed before it: a second flush sends them */
             rc = outbox_flush(&r->ob, &s->rcl, r->path_metrics, r->l.token, REPORT_BATCH, -1);
+            if (rc == CLIENT_OK && !ckpt_covered(s))
+                rc = outbox_flush(&r->ob, &s->rcl, r->path_metrics, r->l.token, REPORT_BATCH, -1);
             if (rc == CLIENT_OK) rc = report_send_checkpoint(s, &s->rcl, -1);
             next_flush = util_now_s() + fl;
             if (rc == CLIENT_OK) report_log_progress(s);

@@ -121,6 +121,9 @@ void slot_on_checkpoint(void *ctx, int step, const char *path) {
         unlink(ck->path);
     snprintf(ck->path, sizeof ck->path, "%s", use);
     ck->step = step;
+    pthread_mutex_lock(&s->rp.ob.mu);   /* the trainer pushes and writes checkpoints: every point of its steps is in */
+    ck->covered = s->rp.ob.pushed;
+    pthread_mutex_unlock(&s->rp.ob.mu);
     ck->pending = 1;
     ck->tried = 0;
     pthread_cond_signal(&s->cv);

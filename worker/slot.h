@@ -78,6 +78,8 @@ typedef struct slot_ckpt {
     int tried;                      /* path was posted at least once: the server may hold it even without an
                                      * answer we could read, so it stays until a newer one is acknowledged */
     int step;
+    long long covered;              /* the outbox's `pushed` when it was written: its steps' points are the first
+                                     * `covered`; it is reported only once they have left (report.c) */
     char path[PATH_MAX];
     char acked[PATH_MAX];           /* the checkpoint the server last acknowledged (what it offers as resume) */
 } slot_ckpt;

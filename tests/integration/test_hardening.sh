@@ -354,9 +354,11 @@ t_diverged_run_is_failed_not_ranked() {
 # during the reporter's pause, then the server never hears of the newer one: the stored file must exist.
 t_checkpoint_posted_without_answer_is_kept() {
   w_setup
-  w_spec "$D/s.json" race '["4,4,4,4"]' '[1]' 4000 20
-  # batch 64: steps slow enough that the reporter drains the metrics between checkpoints (at batch 16 a fast,
-  # idle machine trained all 4000 steps before the first checkpoint went out, and the job ended first)
+  # 100k steps: the job cannot end before the worker is killed, however fast the machine (CI once trained
+  # to step 3980 of 4000 before the first checkpoint went out: the reporter's metric flush then ran until
+  # the outbox was empty, which a trainer faster than the proxy kept from happening; outbox_flush now
+  # sends what was pending when it began, test_client covers it). Batch 64 keeps the steps slow.
+  w_spec "$D/s.json" race '["4,4,4,4"]' '[1]' 100000 20
   sed -i 's/"every": 10/"every": 5000/; s/"batch_size": 2/"batch_size": 64/' "$D/s.json"
   w_server
   w_create "$D/s.json" >/dev/null

@@ -304,6 +304,55 @@ TEST(outbox_batches_and_survives_5xx) {
     client_release(&c);
 }
 
+/* A trainer that pushes while the reporter flushes: the pusher adds 10 points as soon as the first of 5
+ * single-point batches is acknowledged. The flush sends the 5 it found and returns; the 10 wait (before,
+ * it sent until the outbox was empty, so a trainer faster than the server kept the reporter, and with it
+ * the checkpoint report and the heartbeat, inside the flush until the job ended). */
+typedef struct { outbox *ob; int pushed; } late_pusher;
+
+static void *late_push(void *arg) {
+    late_pusher *p = arg;
+    for (int i = 0; i < 200000; i++) {   /* up to 20 s */
+        pthread_mutex_lock(&p->ob->mu);
+        long long sent = p->ob->sent;
+        pthread_mutex_unlock(&p->ob->mu);
+        if (sent >= 1) break;
+        struct timespec ts = { 0, 100000 };
+        nanosleep(&ts, NULL);
+    }
+    for (int i = 0; i < 10; i++) outbox_push(p->ob, json_pack("{s:i}", "step", 100 + i));
+    p->pushed = 1;
+    return NULL;
+}
+
+TEST(outbox_flush_sends_what_was_pending_not_what_arrives_meanwhile) {
+    mock_start(0);
+    client c;
+    fast_client(&c, mock_url, "sekret");
+    outbox ob;
+    ASSERT_EQ_INT(0, outbox_init(&ob));
+    for (int i = 0; i < 5; i++) outbox_push(&ob, json_pack("{s:i}", "step", i));
+    late_pusher p = { &ob, 0 };
+    pthread_t t;
+    ASSERT_EQ_INT(0, pthread_create(&t, NULL, late_push, &p));
+    ASSERT_EQ_INT(CLIENT_OK, outbox_flush(&ob, &c, "/points", "tok", 1, 5));
+    long long sent_by_first = ob.sent;
+    pthread_join(t, NULL);
+    ASSERT_EQ_INT(1, p.pushed);
+    ASSERT_EQ_INT(5, (int)sent_by_first);
+    ASSERT_EQ_INT(10, (int)outbox_pending(&ob));
+    ASSERT_EQ_INT(CLIENT_OK, outbox_flush(&ob, &c, "/points", "tok", 100, 5));
+    ASSERT_EQ_INT(0, (int)outbox_pending(&ob));
+    json_t *l = mock_log();
+    json_t *pts = json_object_get(l, "points");
+    ASSERT_EQ_INT(15, (int)json_array_size(pts));
+    for (int i = 0; i < 5; i++) ASSERT_EQ_INT(i, (int)json_integer_value(json_array_get(pts, i)));
+    ASSERT_EQ_INT(100, (int)json_integer_value(json_array_get(pts, 5)));
+    json_decref(l);
+    outbox_release(&ob);
+    client_release(&c);
+}
+
 TEST(outbox_conflict_keeps_points_and_reports) {
     mock_start(0);
     client c;
@@ -433,5 +482,31 @@ TEST(client_refusal_names_token_and_gone_job) {
     ASSERT_EQ_INT(CLIENT_OK, client_refusal(&c, rc));
     json_decref(body);
     client_release(&bad);
+    client_release(&c);
+}
+
+/* 9,000 points in batches of 1,000: the sent ones are released from the front and the rest compacted into a new
+ * array halfway (outbox_drop_head); every point reaches the server once, in order, also the ones pushed after. */
+TEST(outbox_sends_every_point_once_in_order_across_compaction) {
+    mock_start(0);
+    client c;
+    fast_client(&c, mock_url, "sekret");
+    outbox ob;
+    ASSERT_EQ_INT(0, outbox_init(&ob));
+    for (int i = 0; i < 9000; i++) outbox_push(&ob, json_pack("{s:i}", "step", i));
+    ASSERT_EQ_INT(CLIENT_OK, outbox_flush(&ob, &c, "/points", "tok", 1000, 10));
+    ASSERT_EQ_INT(0, (int)outbox_pending(&ob));
+    ASSERT_TRUE(json_array_size(ob.points) < 9000);   /* compacted: the sent points are not all still held */
+    for (int i = 9000; i < 9003; i++) outbox_push(&ob, json_pack("{s:i}", "step", i));
+    ASSERT_EQ_INT(3, (int)outbox_pending(&ob));
+    ASSERT_EQ_INT(9000, (int)outbox_out(&ob));
+    ASSERT_EQ_INT(CLIENT_OK, outbox_flush(&ob, &c, "/points", "tok", 1000, 10));
+    ASSERT_EQ_INT(9003, (int)outbox_out(&ob));
+    json_t *l = mock_log();
+    json_t *pts = json_object_get(l, "points");
+    ASSERT_EQ_INT(9003, (int)json_array_size(pts));
+    for (int i = 0; i < 9003; i++) ASSERT_EQ_INT(i, (int)json_integer_value(json_array_get(pts, i)));
+    json_decref(l);
+    outbox_release(&ob);
     client_release(&c);
 }
