@@ -91,10 +91,11 @@ int cmd_create(int argc, char **argv) {
         printf("created sweep %lld \"%s\": %lld schedules x %d seeds = %lld jobs queued\n", (long long)c.sweep_id,
                c.name, (long long)c.schedules_created, c.n_seeds, (long long)c.jobs_created);
         search_cfg sc;   /* a surrogate search: those are its initial design; the server proposes the rest */
-        if (search_parse(json_object_get(sp.root, "search"), &sp.rules, sp.n_seeds, &sc, err, sizeof err) == 0 && sc.enabled)
-            printf("search: the initial design of a surrogate search over %lld valid schedules; `prism-sweep serve` "
-                   "proposes the next %d each time a batch is over, up to %d schedules (%lld jobs at most)\n",
-                   sc.space, sc.batch, sc.budget, (long long)sc.budget * sp.n_seeds);
+        if (search_parse(json_object_get(sp.root, "search"), json_object_get(sp.root, "train"), &sp.rules, sp.n_seeds, &sc, err, sizeof err) == 0 && sc.enabled)
+            printf("search: the initial design of a surrogate search over %lld valid schedules%s%s; `prism-sweep serve` "
+                   "proposes the next %d each time a batch is over, up to %d %s (%lld jobs at most)\n",
+                   sc.space, sc.naxes ? " at values of train." : "", sc.naxes ? sc.keys[0] : "", sc.batch, sc.budget,
+                   sc.naxes ? "candidates" : "schedules", (long long)sc.budget * sp.n_seeds);
     } else if (c.jobs_created == 0 && c.schedules_created == 0) {
         printf("sweep %lld \"%s\" already exists: nothing new created (%lld schedules, %lld jobs)\n",
                (long long)c.sweep_id, c.name, (long long)c.schedules_total, (long long)c.jobs_total);

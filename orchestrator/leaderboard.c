@@ -55,6 +55,10 @@ static json_t *row_json(const ranking *rk, const ranking_row *x) {
                             "seeds_total", x->seeds_total, "counts", counts, "val_loss_mean", num_or_null(x->mean),
                             "val_loss_std", num_or_null(x->std), "val_losses", vl, "tok_per_s_mean", num_or_null(x->tps_mean));
     if (!row) return NULL;
+    if (x->train && *x->train) {   /* a search over train keys: the values this candidate trained at */
+        json_t *t = json_loads(x->train, 0, NULL);
+        if (t) json_object_set_new(row, "train", t);
+    }
     json_object_set_new(row, "attn_distance", x->L > 0 ? doubles(x->attn, x->L) : json_null());
     int nseed_attn = 0;
     for (int l = 0; l < x->L; l++) if (isfinite(x->attn_std[l])) nseed_attn = 1;
@@ -210,6 +214,19 @@ static void heads_runs(const json_t *h, char *out, size_t n) {
     }
 }
 
+/* heads_runs, then a search candidate's train values: "4×2 8×2 lr=0.0012 warmup_steps=40" */
+static void row_label(const json_t *r, char *out, size_t n) {
+    heads_runs(json_object_get(r, "heads"), out, n);
+    const char *k;
+    json_t *v;
+    size_t o = strlen(out);
+    json_object_foreach(json_object_get(r, "train"), k, v) {
+        if (o + 48 >= n) break;
+        if (json_is_integer(v)) o += (size_t)snprintf(out + o, n - o, " %s=%lld", k, (long long)json_integer_value(v));
+        else o += (size_t)snprintf(out + o, n - o, " %s=%.3g", k, json_number_value(v));
+    }
+}
+
 static void fmt_num(char *out, size_t n, const json_t *v, const char *f) {
     if (json_is_number(v)) snprintf(out, n, f, json_number_value(v));
     else out[0] = 0;
@@ -254,9 +271,13 @@ char *leaderboard_csv(const json_t *lb) {
                       "delta_n,delta_mean,delta_ci_low,delta_ci_high,excludes_zero,p,p_holm,significant,provisional,tied_best,"
                       "tok_per_s_std\n";
     size_t L = lb_layers(lb);
+    int with_train = 0;   /* a search over train keys: one more cell, the row's train values as JSON */
+    for (size_t i = 0; i < json_array_size(json_object_get(lb, "rows")); i++)
+        with_train |= json_object_get(json_array_get(json_object_get(lb, "rows"), i), "train") != NULL;
     if (buf_append(&b, hdr, strlen(hdr) - 1, BUF_MAX) < 0 ||
         (json_object_get(lb, "halving") && buf_append(&b, ",rung,pruned", 12, BUF_MAX) < 0) ||
         (json_object_get(lb, "racing") && put(&b, ",race_status,eliminated_round,seeds_run") < 0) ||
+        (with_train && put(&b, ",train") < 0) ||
         leaderboard_zero_shot_csv_header(lb, &b) < 0 || put(&b, ",delta_se,delta_df,method")) { buf_free(&b); return NULL; }
     static const char *const part[4] = { "D", "dD", "dD%zu_ci_low", "dD%zu_ci_high" };
     for (int k = 0; k < 4; k++)
@@ -289,7 +310,7 @@ char *leaderboard_csv(const json_t *lb) {
         }
         fmt_num(ts, sizeof ts, json_object_get(r, "tok_per_s_std"), "%.1f");
         json_t *tb = json_object_get(r, "tied_best");   /* empty: not compared (pruned, or no value) */
-        char hv[128] = "";   /* halving sweeps: two more cells, rung and pruned */
+        char hv[512] = "";   /* halving sweeps: two more cells, rung and pruned */
         if (json_object_get(lb, "halving"))
             snprintf(hv, sizeof hv, ",%lld,%s", (long long)json_integer_value(json_object_get(r, "rung")),
                      json_is_true(json_object_get(r, "pruned")) ? "true" : "false");
@@ -300,6 +321,18 @@ char *leaderboard_csv(const json_t *lb) {
             size_t u = strlen(hv);
             snprintf(hv + u, sizeof hv - u, ",%s,%s,%lld", json_string_value(json_object_get(rr, "status")), e,
                      (long long)json_integer_value(json_object_get(rr, "seeds_run")));
+        }
+        if (with_train) {   /* {"lr":0.001} as a CSV cell: quoted, its quotes doubled */
+            char *t = json_object_get(r, "train") ? json_dumps(json_object_get(r, "train"), JSON_COMPACT | JSON_SORT_KEYS) : NULL;
+            size_t u = strlen(hv);
+            if (u + 2 < sizeof hv) hv[u++] = ',';
+            if (t) {
+                if (u + 1 < sizeof hv) hv[u++] = '"';
+                for (const char *c = t; *c && u + 3 < sizeof hv; c++) { if (*c == '"') hv[u++] = '"'; hv[u++] = *c; }
+                if (u + 1 < sizeof hv) hv[u++] = '"';
+            }
+            hv[u] = 0;
+            free(t);
         }
         char line[8192];
         int n = snprintf(line, sizeof line, "%s,\"%s\",%s,%lld,%lld,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s%s", rank, heads,
@@ -322,7 +355,7 @@ char *leaderboard_csv(const json_t *lb) {
 static void table_row(buf *b, const json_t *r, int halving) {
     json_t *d = json_object_get(r, "delta");
     char runs[2048], rank[16] = "-", loss[64] = "-", delta[200] = "", tps[64] = "-", seeds[64], line[8192];
-    heads_runs(json_object_get(r, "heads"), runs, sizeof runs);
+    row_label(r, runs, sizeof runs);
     json_t *tb = json_object_get(r, "tied_best");
     if (json_is_integer(json_object_get(r, "rank")))
         snprintf(rank, sizeof rank, "%lld%s", (long long)json_integer_value(json_object_get(r, "rank")), json_is_true(tb) ? "=" : "");
@@ -478,7 +511,7 @@ char *leaderboard_table(const json_t *lb) {
                    *ci = json_object_get(r, "delta_attn_distance_ci");
             if (!json_is_array(a)) continue;
             char runs[2048];
-            heads_runs(json_object_get(r, "heads"), runs, sizeof runs);
+            row_label(r, runs, sizeof runs);
             n = snprintf(line, sizeof line, "  %s:", runs);
             for (size_t l = 0; l < json_array_size(a) && n < (int)sizeof line - 96; l++) {
                 n += snprintf(line + n, sizeof line - (size_t)n, " %.2f", json_number_value(json_array_get(a, l)));

@@ -1160,7 +1160,7 @@ void ranking_free(ranking *r) {
     if (!r) return;
     for (int i = 0; i < r->nrows; i++) {
         ranking_row *x = &r->rows[i];
-        free(x->heads); free(x->seed); free(x->val); free(x->val_se);
+        free(x->heads); free(x->train); free(x->seed); free(x->val); free(x->val_se);
         free(x->attn); free(x->attn_std); free(x->dattn); free(x->dattn_lo); free(x->dattn_hi);
     }
     free(r->rows);
@@ -1292,7 +1292,7 @@ int ranking_build(store *st, long long sweep_id, int at_rung, ranking **out, cha
     sqlite3_finalize(s);
     s = NULL;
 
-    if (sqlite3_prepare_v2(st->db, "SELECT id, heads, is_baseline, ord FROM schedules WHERE sweep_id = ?1 ORDER BY ord, id",
+    if (sqlite3_prepare_v2(st->db, "SELECT id, heads, is_baseline, ord, train FROM schedules WHERE sweep_id = ?1 ORDER BY ord, id",
                            -1, &s, NULL) != SQLITE_OK) goto dberr;
     sqlite3_bind_int64(s, 1, sweep_id);
     while ((step = sqlite3_step(s)) == SQLITE_ROW) {
@@ -1306,6 +1306,7 @@ int ranking_build(store *st, long long sweep_id, int at_rung, ranking **out, cha
         memset(x, 0, sizeof *x);
         x->schedule_id = sqlite3_column_int64(s, 0);
         if (!(x->heads = strdup((const char *)sqlite3_column_text(s, 1)))) goto nomem;
+        if (!(x->train = strdup((const char *)sqlite3_column_text(s, 4)))) goto nomem;
         x->is_baseline = sqlite3_column_int(s, 2);
         x->ord = sqlite3_column_int(s, 3);
         x->mean = x->std = x->tps_mean = x->tps_std = NAN;

@@ -177,6 +177,7 @@ typedef struct ranking_valnoise {
 typedef struct ranking_row {
     long long schedule_id;
     char *heads;                 /* canonical text (owned) */
+    char *train;                 /* schedules.train: "" or the train values a search set ({"lr":0.001}; owned) */
     int is_baseline, ord;
     int level;                   /* the level shown (0 without halving; with halving 0..rungs, rungs = final) */
     int counts[RANKING_NSTATES];

@@ -4,7 +4,7 @@
  * as racing's is its rounds: search_tick() derives everything from those rows. The due check is one read (the
  * sweep's pending jobs from sweep_counts, migration 10, and its last batch row), so the hook on every completed
  * job costs the same whatever the sweep's size; only a due batch parses the stored spec and reads the results. A
- * decision writes the batch's schedules (INSERT .. ON CONFLICT DO NOTHING on schedules(sweep_id, heads)), their
+ * decision writes the batch's schedules (INSERT .. ON CONFLICT DO NOTHING on schedules(sweep_id, heads, train); train holds a candidate's values of "dims"), their
  * jobs (the create path's job JSON, spec_job_json), the proposals, the predictions and last the batch row, in the
  * caller's transaction: interrupted before the commit it leaves nothing, and the row's primary key makes it once.
  * The fit is the ranking module's (ranking_screen, ranking_fit_compute) and the model the surrogate's, not copies.
@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "buf.h"
+#include "job.h"
 #include "spec.h"
 #include "surrogate.h"
 #include "sweeps.h"
@@ -40,8 +41,124 @@ static int bad(char *err, size_t errlen, const char *msg) {
     return -1;
 }
 
-int search_parse(const json_t *v, const schedule_rules *rules, int n_seeds, search_cfg *cfg, char *err, size_t errlen) {
-    static const char *const keys[] = { "strategy", "budget", "batch", "init", "delta", "stop_p", "seed", "features", NULL };
+/* The train keys a search may vary: numbers that change neither the job's tokens nor its cost (steps, batch_size and
+ * seq_len would, and the blocked model compares schedules at equal budgets). */
+static const struct { const char *key; int integer, log; } searchable[] = {
+    {"lr", 0, 1}, {"warmup_steps", 1, 0}, {"min_lr_frac", 0, 0}, {"beta1", 0, 0}, {"beta2", 0, 0},
+    {"weight_decay", 0, 0}, {"grad_clip", 0, 0}, {NULL, 0, 0}};
+
+/* the job default of a searchable key (common/job.c's job_init) */
+static double job_default(const char *key) {
+    struct job_config j;
+    job_init(&j);
+    double v = !strcmp(key, "lr") ? j.train.lr : !strcmp(key, "warmup_steps") ? j.train.warmup_steps
+             : !strcmp(key, "min_lr_frac") ? j.train.min_lr_frac : !strcmp(key, "beta1") ? j.train.beta1
+             : !strcmp(key, "beta2") ? j.train.beta2 : !strcmp(key, "weight_decay") ? j.train.weight_decay
+             : j.train.grad_clip;
+    job_release(&j);
+    return v;
+}
+
+static int parse_dims(const json_t *d, const json_t *train, search_cfg *cfg, char *err, size_t errlen) {
+    if (!json_is_object(d) || json_object_size(d) == 0)
+        return bad(err, errlen, "search.dims: must be an object of train keys and ranges, e.g. {\"train.lr\": {\"min\": "
+                                "0.0003, \"max\": 0.003, \"scale\": \"log\"}}");
+    const char *k;
+    json_t *r;
+    json_object_foreach((json_t *)d, k, r) {
+        int w = -1;
+        if (strncmp(k, "train.", 6) == 0)
+            for (int i = 0; searchable[i].key; i++) if (!strcmp(k + 6, searchable[i].key)) w = i;
+        if (w < 0) {
+            snprintf(err, errlen, "search.dims.%.60s: not a searchable key (searchable: train.lr, train.warmup_steps, "
+                     "train.min_lr_frac, train.beta1, train.beta2, train.weight_decay, train.grad_clip; steps, "
+                     "batch_size and seq_len change a run's cost, which the ranking holds equal)", k);
+            return -1;
+        }
+        if (cfg->naxes == SURROGATE_MAX_AXES) {
+            snprintf(err, errlen, "search.dims: at most %d keys (the surrogate's fit needs data per dimension)",
+                     SURROGATE_MAX_AXES);
+            return -1;
+        }
+        surrogate_axis a = { .integer = searchable[w].integer, .log = searchable[w].log };
+        json_t *lo = NULL, *hi = NULL, *sc = NULL;
+        if (json_is_array(r) && json_array_size(r) == 2) { lo = json_array_get(r, 0); hi = json_array_get(r, 1); }
+        else if (json_is_object(r)) {
+            const char *rk;
+            json_t *rv;
+            json_object_foreach(r, rk, rv)
+                if (strcmp(rk, "min") && strcmp(rk, "max") && strcmp(rk, "scale")) {
+                    snprintf(err, errlen, "search.dims.%.60s.%.40s: unknown key (expected min, max, scale)", k, rk);
+                    return -1;
+                }
+            lo = json_object_get(r, "min"); hi = json_object_get(r, "max"); sc = json_object_get(r, "scale");
+        }
+        if (!json_is_number(lo) || !json_is_number(hi) || !(json_number_value(lo) < json_number_value(hi)) ||
+            !isfinite(json_number_value(lo)) || !isfinite(json_number_value(hi))) {
+            snprintf(err, errlen, "search.dims.%.60s: must be {\"min\": A, \"max\": B, \"scale\": \"log\"|\"linear\"} "
+                     "or [A, B] with numbers A < B", k);
+            return -1;
+        }
+        a.lo = json_number_value(lo);
+        a.hi = json_number_value(hi);
+        if (sc) {
+            const char *s = json_string_value(sc);
+            if (!s || (strcmp(s, "log") && strcmp(s, "linear"))) {
+                snprintf(err, errlen, "search.dims.%.60s.scale: must be \"log\" or \"linear\"", k);
+                return -1;
+            }
+            a.log = !strcmp(s, "log");
+        }
+        if (a.integer && (a.lo != floor(a.lo) || a.hi != floor(a.hi))) {
+            snprintf(err, errlen, "search.dims.%.60s: an integer key: give integer min and max", k);
+            return -1;
+        }
+        if (a.log && a.lo <= 0) {
+            snprintf(err, errlen, "search.dims.%.60s: a log scale needs min > 0 (got %g); give \"scale\": \"linear\" "
+                     "or a positive min", k, a.lo);
+            return -1;
+        }
+        json_t *given = train ? json_object_get(train, k + 6) : NULL;
+        double base = json_is_number(given) ? json_number_value(given) : job_default(k + 6);
+        if (!(base >= a.lo && base <= a.hi)) {
+            snprintf(err, errlen, "search.dims.%.60s: the spec's %.60s (%g%s) is outside [%g, %g]: the uniform baseline "
+                     "trains at the spec's own values; widen the range or change %.60s", k, k, base,
+                     given ? "" : ", the default", a.lo, a.hi, k);
+            return -1;
+        }
+        cfg->axes[cfg->naxes] = a;
+        cfg->base[cfg->naxes] = base;
+        snprintf(cfg->keys[cfg->naxes], SEARCH_KEY_MAX, "%s", k + 6);
+        cfg->naxes++;
+    }
+    return 0;
+}
+
+json_t *search_train_json(const search_cfg *cfg, const double *u) {
+    json_t *o = json_object();
+    for (int k = 0; o && k < cfg->naxes; k++) {
+        double v = u ? surrogate_axis_value(&cfg->axes[k], u[k]) : cfg->base[k];
+        json_t *x = cfg->axes[k].integer ? json_integer((json_int_t)llround(v)) : json_real(v);
+        if (json_object_set_new(o, cfg->keys[k], x) < 0) { json_decref(o); return NULL; }
+    }
+    return o;
+}
+
+int search_train_coords(const search_cfg *cfg, const char *text, double *u) {
+    json_t *o = text && *text ? json_loads(text, 0, NULL) : json_object();
+    if (!json_is_object(o)) { json_decref(o); return -1; }
+    for (int k = 0; k < cfg->naxes; k++) {
+        json_t *x = json_object_get(o, cfg->keys[k]);
+        u[k] = surrogate_axis_unit(&cfg->axes[k], json_is_number(x) ? json_number_value(x) : cfg->base[k]);
+    }
+    json_decref(o);
+    return 0;
+}
+
+int search_parse(const json_t *v, const json_t *train, const schedule_rules *rules, int n_seeds, search_cfg *cfg,
+                 char *err, size_t errlen) {
+    static const char *const keys[] = { "strategy", "budget", "batch", "init", "delta", "stop_p", "seed", "features",
+                                        "dims", NULL };
     memset(cfg, 0, sizeof *cfg);
     cfg->stop_p = NAN;
     if (!v) return 0;
@@ -55,7 +172,7 @@ int search_parse(const json_t *v, const schedule_rules *rules, int n_seeds, sear
         for (int i = 0; keys[i]; i++) ok |= strcmp(k, keys[i]) == 0;
         if (!ok) {
             snprintf(err, errlen, "search.%.100s: unknown key (expected one of: strategy, budget, batch, init, delta, "
-                     "stop_p, seed, features)", k);
+                     "stop_p, seed, features, dims)", k);
             return -1;
         }
     }
@@ -86,7 +203,9 @@ int search_parse(const json_t *v, const schedule_rules *rules, int n_seeds, sear
         return -1;
     }
     long long budget = json_integer_value(b);
-    if (budget >= space) {
+    json_t *dims = json_object_get(v, "dims");
+    if (dims && parse_dims(dims, train, cfg, err, errlen) < 0) return -1;
+    if (budget >= space && cfg->naxes == 0) {
         snprintf(err, errlen, "search.budget: %lld is not below the rules' %lld valid schedules: train the grid "
                  "(remove \"search\"), or give a budget below %lld", budget, space, space);
         return -1;
@@ -147,13 +266,20 @@ static surrogate_opts opts_of(const search_cfg *cfg, int batch) {
     surrogate_opts o;
     memset(&o, 0, sizeof o);
     o.features = cfg->features;
+    o.naxes = cfg->naxes;
+    o.axes = cfg->axes;
     o.delta = cfg->delta;
     o.seed = cfg->seed + 0x9E3779B97F4A7C15ULL * (uint64_t)batch;   /* each batch its own draws, all reproducible */
     return o;
 }
 
-int search_initial_design(const search_cfg *cfg, const schedule_rules *rules, int *out, char *err, size_t errlen) {
+int search_initial_design(const search_cfg *cfg, const schedule_rules *rules, int *out, double *out_u, char *err,
+                          size_t errlen) {
     surrogate_opts o = opts_of(cfg, 0);
+    double bu[SURROGATE_MAX_AXES];
+    for (int k = 0; k < cfg->naxes; k++) bu[k] = surrogate_axis_unit(&cfg->axes[k], cfg->base[k]);
+    o.base_u = bu;
+    o.out_u = out_u;
     int got = surrogate_initial_design(rules, cfg->init, &o, out);
     if (got < 0) snprintf(err, errlen, "search: cannot draw the initial design (surrogate error %d)", got);
     return got;
@@ -194,7 +320,7 @@ static int load_spec(store *st, long long sweep, sweep_spec *sp, search_cfg *cfg
         if (spec_parse(text, strlen(text), sp, why, sizeof why) < 0) {
             snprintf(err, errlen, "search: the sweep's stored spec no longer parses: %s", why);
             rc = STORE_EINVAL;
-        } else if (search_parse(json_object_get(sp->root, "search"), &sp->rules, sp->n_seeds, cfg, why, sizeof why) < 0) {
+        } else if (search_parse(json_object_get(sp->root, "search"), json_object_get(sp->root, "train"), &sp->rules, sp->n_seeds, cfg, why, sizeof why) < 0) {
             snprintf(err, errlen, "search: %s", why);
             spec_release(sp);
             rc = STORE_EINVAL;
@@ -208,14 +334,25 @@ static int load_spec(store *st, long long sweep, sweep_spec *sp, search_cfg *cfg
 }
 
 /* The new schedules out[0..k) and their jobs: the create path's rows (sweeps_add_rows) over the proposals. */
-static int insert_batch(store *st, long long sweep, const sweep_spec *sp, const int *out, int k, long long *ids,
-                        int *jobs, char *err, size_t errlen) {
-    sweep_spec t = *sp;   /* borrowed: nothing of t is freed */
+static int insert_batch(store *st, long long sweep, const sweep_spec *sp, const search_cfg *cfg, const int *out,
+                        const double *out_u, int k, long long *ids, int *jobs, char *err, size_t errlen) {
+    sweep_spec t = *sp;   /* borrowed: nothing of t is freed but its own train_over */
     t.heads = (int *)out;
     t.n_schedules = k;
+    t.train_over = NULL;
+    if (cfg->naxes) {   /* each proposal's train values */
+        t.train_over = json_array();
+        for (int i = 0; t.train_over && i < k; i++)
+            if (json_array_append_new(t.train_over, search_train_json(cfg, out_u + (size_t)i * cfg->naxes)) < 0) {
+                json_decref(t.train_over);
+                t.train_over = NULL;
+            }
+        if (!t.train_over) return oom(err, errlen);
+    }
     int64_t sc = 0, jc = 0, *ids64 = malloc((size_t)(k ? k : 1) * sizeof *ids64);
-    if (!ids64) return oom(err, errlen);
+    if (!ids64) { json_decref(t.train_over); return oom(err, errlen); }
     int rc = sweeps_add_rows(st, sweep, &t, ids64, &sc, &jc);
+    json_decref(t.train_over);
     if (rc < 0) snprintf(err, errlen, "search batch: %s", st->err);
     for (int i = 0; i < k && rc == 0; i++) ids[i] = ids64[i];
     free(ids64);
@@ -260,6 +397,8 @@ static int decide_batch(store *st, long long sweep, const sweep_spec *sp, const 
     ranking_obs *obs = NULL, *kept = NULL;
     int *heads = NULL, *tix = NULL, *H = NULL, *excl = NULL, *prop = NULL, *best_u = NULL;
     double *y = NULL, *se = NULL, *pm = NULL, *pv = NULL, *lm = NULL, *ls = NULL, *qm = NULL, *qv = NULL;
+    double *uc = NULL, *U = NULL, *EU = NULL, *prop_u = NULL, best_c[SURROGATE_MAX_AXES];   /* coordinates (dims) */
+    int P = cfg->naxes, P1 = P ? P : 1;
     long long *ids = NULL, *pids = NULL;
     unsigned char *scr = NULL;
     int n = 0, cap = 0, nobs = 0, rc = STORE_OK, step, L = sp->n_layer, base = -1;
@@ -269,8 +408,8 @@ static int decide_batch(store *st, long long sweep, const sweep_spec *sp, const 
     surrogate_model m;
     memset(&m, 0, sizeof m);
     *skipped = 0;
-    if (sqlite3_prepare_v2(st->db, "SELECT id, is_baseline, heads FROM schedules WHERE sweep_id = ?1 ORDER BY id", -1, &s,
-                           NULL) != SQLITE_OK)
+    if (sqlite3_prepare_v2(st->db, "SELECT id, is_baseline, heads, train FROM schedules WHERE sweep_id = ?1 ORDER BY id",
+                           -1, &s, NULL) != SQLITE_OK)
         return db_fail(st, err, errlen, "search schedules");
     sqlite3_bind_int64(s, 1, sweep);
     while ((step = sqlite3_step(s)) == SQLITE_ROW) {
@@ -278,9 +417,17 @@ static int decide_batch(store *st, long long sweep, const sweep_spec *sp, const 
             cap = cap ? cap * 2 : 64;
             ssched *nv = realloc(v, (size_t)cap * sizeof *v);
             int *nh = realloc(heads, (size_t)cap * L * sizeof *heads);
+            double *nu = realloc(uc, (size_t)cap * P1 * sizeof *uc);
             if (nv) v = nv;
             if (nh) heads = nh;
-            if (!nv || !nh) { rc = oom(err, errlen); goto out; }
+            if (nu) uc = nu;
+            if (!nv || !nh || !nu) { rc = oom(err, errlen); goto out; }
+        }
+        if (P && search_train_coords(cfg, (const char *)sqlite3_column_text(s, 3), uc + (size_t)n * P) != 0) {
+            snprintf(err, errlen, "search: schedule %lld: its train values are not a JSON object",
+                     (long long)sqlite3_column_int64(s, 0));
+            rc = STORE_EIO;
+            goto out;
         }
         int got = 0;
         char why[128];
@@ -319,7 +466,9 @@ static int decide_batch(store *st, long long sweep, const sweep_spec *sp, const 
     excl = malloc((size_t)(n ? n : 1) * L * sizeof *excl);
     y = malloc((size_t)(n ? n : 1) * sizeof *y);
     se = malloc((size_t)(n ? n : 1) * sizeof *se);
-    if (!tix || !H || !excl || !y || !se) { rc = oom(err, errlen); goto out; }
+    U = malloc((size_t)(n ? n : 1) * P1 * sizeof *U);
+    EU = malloc((size_t)(n ? n : 1) * P1 * sizeof *EU);
+    if (!tix || !H || !excl || !y || !se || !U || !EU) { rc = oom(err, errlen); goto out; }
     int nt = 0, nx = 0;
     for (int i = 0; i < n; i++) {
         tix[i] = -1;
@@ -327,10 +476,12 @@ static int decide_batch(store *st, long long sweep, const sweep_spec *sp, const 
             double e = sqrt(fit.s2m[i] / fit.r[i]);
             if (!isfinite(e)) e = isfinite(fit.sd) ? fit.sd / sqrt(fit.r[i]) : 0;
             memcpy(H + (size_t)nt * L, v[i].heads, (size_t)L * sizeof *H);
+            if (P) memcpy(U + (size_t)nt * P, uc + (size_t)i * P, (size_t)P * sizeof *U);
             y[nt] = fit.tau[i];
             se[nt] = e;
             tix[i] = nt++;
         } else {
+            if (P) memcpy(EU + (size_t)nx * P, uc + (size_t)i * P, (size_t)P * sizeof *EU);
             memcpy(excl + (size_t)nx++ * L, v[i].heads, (size_t)L * sizeof *excl);
         }
     }
@@ -338,6 +489,8 @@ static int decide_batch(store *st, long long sweep, const sweep_spec *sp, const 
     surrogate_opts o = opts_of(cfg, b);
     o.exclude = excl;
     o.nexclude = nx;
+    o.u = P ? U : NULL;
+    o.exclude_u = P ? EU : NULL;
     int src = surrogate_fit(&m, &sp->rules, H, y, se, nt, &o);
     if (src < 0) { snprintf(err, errlen, "search: the surrogate's fit failed (error %d)", src); rc = src == SURROGATE_ENOMEM ? oom(err, errlen) : STORE_EIO; goto out; }
     int K = cfg->budget - n;
@@ -352,7 +505,10 @@ static int decide_batch(store *st, long long sweep, const sweep_spec *sp, const 
     qm = malloc((size_t)(K ? K : 1) * sizeof *qm);
     qv = malloc((size_t)(K ? K : 1) * sizeof *qv);
     pids = malloc((size_t)(K ? K : 1) * sizeof *pids);
-    if (!prop || !best_u || !pm || !pv || !lm || !ls || !qm || !qv || !pids) { rc = oom(err, errlen); goto out; }
+    prop_u = malloc((size_t)(K ? K : 1) * P1 * sizeof *prop_u);
+    if (!prop || !best_u || !pm || !pv || !lm || !ls || !qm || !qv || !pids || !prop_u) { rc = oom(err, errlen); goto out; }
+    o.out_u = P ? prop_u : NULL;
+    o.best_u = P ? best_c : NULL;
     surrogate_outlook look;
     int np = surrogate_propose(&m, K, &o, K ? prop : NULL, &look, best_u);
     if (np < 0) { snprintf(err, errlen, "search: the surrogate's proposal failed (error %d)", np); rc = STORE_EIO; goto out; }
@@ -361,9 +517,12 @@ static int decide_batch(store *st, long long sweep, const sweep_spec *sp, const 
     else if (np == 0) stop = "space";
     else if (isfinite(cfg->stop_p) && isfinite(look.p_beat) && look.p_beat < cfg->stop_p) { stop = "p_beat"; np = 0; }
     /* the trained schedules' posterior, Δ vs the baseline's posterior (the baseline is always in the design) */
-    if (surrogate_predict(&m, H, nt, pm, pv) < 0 || surrogate_loo(&m, lm, ls) < 0) { rc = oom(err, errlen); goto out; }
+    if (surrogate_predict_at(&m, H, o.u, nt, pm, pv) < 0 || surrogate_loo(&m, lm, ls) < 0) { rc = oom(err, errlen); goto out; }
     double ref = 0, refv;
-    if (base >= 0 && surrogate_predict(&m, v[base].heads, 1, &ref, &refv) < 0) { rc = oom(err, errlen); goto out; }
+    if (base >= 0 && surrogate_predict_at(&m, v[base].heads, P ? uc + (size_t)base * P : NULL, 1, &ref, &refv) < 0) {
+        rc = oom(err, errlen);
+        goto out;
+    }
     double yref = base >= 0 && tix[base] >= 0 ? y[tix[base]] : NAN;
     double l2 = 0, z2 = 0;
     int best_est = 0;
@@ -378,8 +537,8 @@ static int decide_batch(store *st, long long sweep, const sweep_spec *sp, const 
     if ((rc = heldout(st, sweep, b - 1, ids, n, tix, y, se, yref, &hn, &hr, &hz, err, errlen)) < 0) goto out;
     int created = 0;
     if (np > 0) {
-        if (surrogate_predict(&m, prop, np, qm, qv) < 0) { rc = oom(err, errlen); goto out; }
-        if ((rc = insert_batch(st, sweep, sp, prop, np, pids, &created, err, errlen)) < 0) goto out;
+        if (surrogate_predict_at(&m, prop, o.out_u, np, qm, qv) < 0) { rc = oom(err, errlen); goto out; }
+        if ((rc = insert_batch(st, sweep, sp, cfg, prop, prop_u, np, pids, &created, err, errlen)) < 0) goto out;
     }
     store_fault_point("PRISM_FAULT_SEARCH", "a search decision");   /* the batch's schedules and jobs written, its row not: nothing committed */
     double now = store_now();
@@ -435,9 +594,9 @@ static int decide_batch(store *st, long long sweep, const sweep_spec *sp, const 
                                    "stop_reason, recommended_id, recommended_mean, recommended_sd, best_estimate_id, "
                                    "best_untrained, best_untrained_mean, best_untrained_sd, p_beat, delta, candidates, "
                                    "exhaustive, loo_rmse, loo_z_rms, heldout_n, heldout_rmse, heldout_z_rms, screened, mu, "
-                                   "sf2, ell, sg2, loglik, decided_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, "
-                                   "?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28, "
-                                   "?29, ?30)", -1, &s, NULL) != SQLITE_OK) {
+                                   "sf2, ell, sg2, loglik, decided_at, best_untrained_train) VALUES (?1, ?2, ?3, ?4, ?5, ?6, "
+                                   "?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, "
+                                   "?25, ?26, ?27, ?28, ?29, ?30, ?31)", -1, &s, NULL) != SQLITE_OK) {
         free(bu);
         rc = db_fail(st, err, errlen, "search batch");
         goto out;
@@ -472,6 +631,14 @@ static int decide_batch(store *st, long long sweep, const sweep_spec *sp, const 
     bind_num(s, 28, m.sg2);
     bind_num(s, 29, m.loglik);
     sqlite3_bind_double(s, 30, now);
+    char *bt = NULL;
+    if (P && isfinite(look.best_mean)) {
+        json_t *t = search_train_json(cfg, best_c);
+        bt = t ? json_dumps(t, JSON_COMPACT | JSON_SORT_KEYS | JSON_REAL_PRECISION(15)) : NULL;
+        json_decref(t);
+        if (!bt) { rc = oom(err, errlen); goto out; }
+    }
+    if (bt) sqlite3_bind_text(s, 31, bt, -1, free); else sqlite3_bind_null(s, 31);
     if (sqlite3_step(s) != SQLITE_DONE) rc = db_fail(st, err, errlen, "search batch");
 out:
     sqlite3_finalize(s);
@@ -479,6 +646,7 @@ out:
     surrogate_release(&m);
     free(v); free(heads); free(obs); free(kept); free(scr); free(tix); free(H); free(excl); free(y); free(se);
     free(prop); free(best_u); free(pm); free(pv); free(lm); free(ls); free(qm); free(qv); free(ids); free(pids);
+    free(uc); free(U); free(EU); free(prop_u);
     return rc;
 }
 
@@ -564,6 +732,14 @@ int search_summary_json(store *st, long long sweep_id, json_t **out, char *err, 
     json_object_set_new(o, "delta", json_real(cfg.delta));
     json_object_set_new(o, "stop_p", num_or_null(cfg.stop_p));
     json_object_set_new(o, "space", json_integer(cfg.space));
+    if (cfg.naxes) {   /* the train keys searched too: {"lr": {"min", "max", "scale", "integer", "baseline"}} */
+        json_t *dims = json_object();
+        for (int k = 0; k < cfg.naxes; k++)
+            json_object_set_new(dims, cfg.keys[k], json_pack("{s:f, s:f, s:s, s:b, s:f}", "min", cfg.axes[k].lo, "max",
+                                                             cfg.axes[k].hi, "scale", cfg.axes[k].log ? "log" : "linear",
+                                                             "integer", cfg.axes[k].integer, "baseline", cfg.base[k]));
+        json_object_set_new(o, "dims", dims);
+    }
     /* the sweep's schedules and those with a finished job (the fit's candidates) */
     if (sqlite3_prepare_v2(st->db, "SELECT (SELECT count(*) FROM schedules WHERE sweep_id = ?1), (SELECT count(DISTINCT "
                                    "j.schedule_id) FROM jobs j JOIN results r ON r.job_id = j.id WHERE j.sweep_id = ?1 AND "
@@ -581,8 +757,8 @@ int search_summary_json(store *st, long long sweep_id, json_t **out, char *err, 
     if (sqlite3_prepare_v2(st->db, "SELECT b.batch, b.schedules, b.trained, b.proposed, b.stop_reason, rs.heads, "
                                    "b.recommended_mean, b.recommended_sd, es.heads, b.best_untrained, b.best_untrained_mean, "
                                    "b.best_untrained_sd, b.p_beat, b.loo_rmse, b.loo_z_rms, b.heldout_n, b.heldout_rmse, "
-                                   "b.heldout_z_rms, b.candidates, b.exhaustive, b.decided_at, b.screened, b.jobs_created "
-                                   "FROM search_batches b LEFT JOIN schedules rs ON rs.id = b.recommended_id LEFT JOIN "
+                                   "b.heldout_z_rms, b.candidates, b.exhaustive, b.decided_at, b.screened, b.jobs_created, "
+                                   "rs.train, es.train, b.best_untrained_train FROM search_batches b LEFT JOIN schedules rs ON rs.id = b.recommended_id LEFT JOIN "
                                    "schedules es ON es.id = b.best_estimate_id WHERE b.sweep_id = ?1 ORDER BY b.batch",
                            -1, &s, NULL) != SQLITE_OK) {
         json_decref(o); json_decref(batches);
@@ -616,6 +792,14 @@ int search_summary_json(store *st, long long sweep_id, json_t **out, char *err, 
         json_object_set_new(e, "exhaustive", json_boolean(sqlite3_column_int(s, 19)));
         json_object_set_new(e, "decided_at", json_real(sqlite3_column_double(s, 20)));
         json_object_set_new(e, "screened", json_integer(sqlite3_column_int(s, 21)));
+        if (cfg.naxes) {   /* with dims each candidate also names its train values */
+            static const char *const tk[3] = { "recommended_train", "best_estimate_train", "best_untrained_train" };
+            for (int c = 0; c < 3; c++) {
+                const char *t = (const char *)sqlite3_column_text(s, 23 + c);
+                json_t *tj = t && *t ? json_loads(t, 0, NULL) : NULL;
+                json_object_set_new(e, tk[c], tj ? tj : json_null());
+            }
+        }
         finished = sqlite3_column_type(s, 4) != SQLITE_NULL;
         json_array_append_new(batches, e);
         lastb = e;
@@ -627,13 +811,17 @@ int search_summary_json(store *st, long long sweep_id, json_t **out, char *err, 
     json_object_set_new(o, "stop_reason", lastb ? json_incref(json_object_get(lastb, "stop_reason")) : json_null());
     if (lastb) {
         json_object_set_new(o, "as_of_batch", json_incref(json_object_get(lastb, "batch")));
-        json_object_set_new(o, "recommended", json_pack("{s:O, s:O, s:O}", "heads", json_object_get(lastb, "recommended"),
-                                                        "mean", json_object_get(lastb, "recommended_mean"), "sd",
-                                                        json_object_get(lastb, "recommended_sd")));
-        json_object_set_new(o, "predicted_best_untrained",
-                            json_is_null(json_object_get(lastb, "best_untrained")) ? json_null() :
-                            json_pack("{s:O, s:O, s:O}", "heads", json_object_get(lastb, "best_untrained"), "mean",
-                                      json_object_get(lastb, "best_untrained_mean"), "sd", json_object_get(lastb, "best_untrained_sd")));
+        json_t *rec = json_pack("{s:O, s:O, s:O}", "heads", json_object_get(lastb, "recommended"), "mean",
+                                json_object_get(lastb, "recommended_mean"), "sd", json_object_get(lastb, "recommended_sd"));
+        json_t *pbu = json_is_null(json_object_get(lastb, "best_untrained")) ? json_null() :
+                      json_pack("{s:O, s:O, s:O}", "heads", json_object_get(lastb, "best_untrained"), "mean",
+                                json_object_get(lastb, "best_untrained_mean"), "sd", json_object_get(lastb, "best_untrained_sd"));
+        if (cfg.naxes) {
+            json_object_set(rec, "train", json_object_get(lastb, "recommended_train"));
+            if (json_is_object(pbu)) json_object_set(pbu, "train", json_object_get(lastb, "best_untrained_train"));
+        }
+        json_object_set_new(o, "recommended", rec);
+        json_object_set_new(o, "predicted_best_untrained", pbu);
         json_object_set_new(o, "p_beat", json_incref(json_object_get(lastb, "p_beat")));
         json_object_set_new(o, "fit", json_pack("{s:O, s:O, s:O, s:O, s:O}", "n", json_object_get(lastb, "trained"),
                                                 "loo_rmse", json_object_get(lastb, "loo_rmse"), "loo_z_rms",
@@ -688,8 +876,23 @@ static double jnum(const json_t *o, const char *k) {
     return json_is_number(v) ? json_number_value(v) : NAN;
 }
 
+/* " at lr=0.0012 warmup_steps=40" for a candidate's train values (t an object), "" otherwise */
+static const char *train_words(const json_t *t, char *out, size_t n) {
+    const char *k;
+    json_t *v;
+    size_t o = 0;
+    out[0] = 0;
+    json_object_foreach((json_t *)t, k, v) {
+        if (o + 48 >= n) break;
+        if (json_is_integer(v)) o += (size_t)snprintf(out + o, n - o, "%s %s=%lld", o ? "" : " at", k, (long long)json_integer_value(v));
+        else o += (size_t)snprintf(out + o, n - o, "%s %s=%.3g", o ? "" : " at", k, json_number_value(v));
+    }
+    return out;
+}
+
 int search_summary_text(const json_t *o, buf *b, size_t max) {
     if (!o) return 0;
+    char tw[256];
     const char *stop = json_string_value(json_object_get(o, "stop_reason"));
     int rc = buf_printf(b, max, "search (surrogate; budget %lld schedules, init %lld, batch %lld; %lld valid schedules): %lld "
                         "batch(es) decided, %lld schedules in the sweep, %lld with a value%s%s%s\n",
@@ -701,15 +904,24 @@ int search_summary_text(const json_t *o, buf *b, size_t max) {
                         stop ? (!strcmp(stop, "budget") ? "the budget is spent" : !strcmp(stop, "space") ? "no untrained schedule left"
                                 : "no untrained schedule is likely to beat the recommended: stop_p") : "", stop ? ")" : "");
     json_t *rec = json_object_get(o, "recommended"), *bu = json_object_get(o, "predicted_best_untrained"), *fit = json_object_get(o, "fit");
+    const char *dk;
+    json_t *dv;
+    json_object_foreach(json_object_get(o, "dims"), dk, dv)
+        rc |= buf_printf(b, max, "  searched with the schedule: train.%s in [%g, %g] (%s scale; the baseline at %g)\n", dk,
+                         jnum(dv, "min"), jnum(dv, "max"), json_string_value(json_object_get(dv, "scale")), jnum(dv, "baseline"));
     if (json_is_object(rec))
         rc |= buf_printf(b, max, "  recommended (lowest model mean among the trained, as of batch %lld): %s, delta vs uniform %+.5f "
                          "± %.5f (the model's)\n", (long long)json_integer_value(json_object_get(o, "as_of_batch")),
                          json_string_value(json_object_get(rec, "heads")), jnum(rec, "mean"), jnum(rec, "sd"));
+    if (json_is_object(json_object_get(rec, "train")))
+        rc |= buf_printf(b, max, "    (trained%s)\n", train_words(json_object_get(rec, "train"), tw, sizeof tw));
     else rc |= buf_printf(b, max, "  no batch decided yet: the first comes when the initial design's jobs are over\n");
     if (json_is_object(bu))
         rc |= buf_printf(b, max, "  predicted best untrained: %s, %+.5f ± %.5f; P(an untrained schedule beats the recommended by "
                          "more than %g) = %.2f (a model's belief, not a test)\n", json_string_value(json_object_get(bu, "heads")),
                          jnum(bu, "mean"), jnum(bu, "sd"), jnum(o, "delta"), jnum(o, "p_beat"));
+    if (json_is_object(bu) && json_is_object(json_object_get(bu, "train")))
+        rc |= buf_printf(b, max, "    (untrained%s)\n", train_words(json_object_get(bu, "train"), tw, sizeof tw));
     if (json_is_object(fit)) {
         rc |= buf_printf(b, max, "  fit: leave-one-out RMSE %.5f (z rms %.2f; about 1 when calibrated) over %lld schedules",
                          jnum(fit, "loo_rmse"), jnum(fit, "loo_z_rms"), (long long)json_integer_value(json_object_get(fit, "n")));
@@ -723,11 +935,12 @@ int search_summary_text(const json_t *o, buf *b, size_t max) {
                                               "rec. delta", "P(beat)", "recommended");
     for (size_t i = 0; i < json_array_size(bs); i++) {
         json_t *e = json_array_get(bs, i);
-        rc |= buf_printf(b, max, "  %-5lld %-7lld %-8lld %+-11.5f %-8.2f %s\n", (long long)json_integer_value(json_object_get(e, "batch")),
+        rc |= buf_printf(b, max, "  %-5lld %-7lld %-8lld %+-11.5f %-8.2f %s%s\n", (long long)json_integer_value(json_object_get(e, "batch")),
                          (long long)json_integer_value(json_object_get(e, "trained")),
                          (long long)json_integer_value(json_object_get(e, "proposed")), jnum(e, "recommended_mean"),
                          jnum(e, "p_beat"), json_is_string(json_object_get(e, "recommended")) ?
-                         json_string_value(json_object_get(e, "recommended")) : "-");
+                         json_string_value(json_object_get(e, "recommended")) : "-",
+                         train_words(json_object_get(e, "recommended_train"), tw, sizeof tw));
     }
     return rc ? -1 : 0;
 }

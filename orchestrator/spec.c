@@ -316,6 +316,30 @@ static int spec_parse_rules(json_t *root, sweep_spec *sp, char *err, size_t errl
     return parse_rules(json_object_get(root, "rules"), sp, err, errlen);
 }
 
+/* A search with dims: its initial design's points (schedule and train values) as sp's schedules and train_over (the
+ * first one the baseline, at the spec's values; a repeated point is kept once). */
+static int design_with_dims(sweep_spec *sp, const search_cfg *cfg, const int *design, const double *du, int got) {
+    int L = sp->n_layer, n = 0;
+    sp->heads = malloc(sizeof(int) * (size_t)got * L);
+    sp->train_over = json_array();
+    sp->train_base = search_train_json(cfg, NULL);
+    if (!sp->heads || !sp->train_over || !sp->train_base) return SPEC_ENOMEM;
+    for (int i = 0; i < got; i++) {
+        json_t *t = i == 0 ? json_deep_copy(sp->train_base) : search_train_json(cfg, du + (size_t)i * cfg->naxes);
+        if (!t) return SPEC_ENOMEM;
+        int dup = 0;
+        for (int q = 0; q < n && !dup; q++)
+            dup = !memcmp(sp->heads + (size_t)q * L, design + (size_t)i * L, sizeof(int) * L) &&
+                  json_equal(json_array_get(sp->train_over, (size_t)q), t);
+        if (dup) { json_decref(t); continue; }
+        memcpy(sp->heads + (size_t)n * L, design + (size_t)i * L, sizeof(int) * L);
+        if (json_array_append_new(sp->train_over, t) < 0) return SPEC_ENOMEM;
+        n++;
+    }
+    sp->n_schedules = n;
+    return SPEC_OK;
+}
+
 /* The schedules: the baseline always first, then the listed ones, a sample of the rules' set, or all of it. */
 static int spec_enumerate(json_t *root, long long max_jobs, sweep_spec *sp, builder *b, int *heads, char *err,
                           size_t errlen) {
@@ -325,7 +349,9 @@ static int spec_enumerate(json_t *root, long long max_jobs, sweep_spec *sp, buil
     long long nseeds_asked = json_is_array(seeds_arr) && json_array_size(seeds_arr) > 0 ? (long long)json_array_size(seeds_arr) : 1;
     int rc = 0, added;
     search_cfg scfg;   /* a surrogate search: its initial design (the baseline first), not the rules' whole set */
-    if (search_parse(json_object_get(root, "search"), &sp->rules, (int)nseeds_asked, &scfg, err, errlen) < 0) return SPEC_EINVAL;
+    if (search_parse(json_object_get(root, "search"), json_object_get(root, "train"), &sp->rules, (int)nseeds_asked,
+                     &scfg, err, errlen) < 0)
+        return SPEC_EINVAL;
     if (scfg.enabled) {
         static const char *const alone[] = { "schedules", "sample", "include", "exclude", "racing", "halving", NULL };
         for (int k = 0; alone[k]; k++)
@@ -335,10 +361,13 @@ static int spec_enumerate(json_t *root, long long max_jobs, sweep_spec *sp, buil
                               "\"search\" for a grid", alone[k], alone[k]);
         if ((long long)scfg.init * nseeds_asked > max_jobs) return too_many_jobs(err, errlen, scfg.init, nseeds_asked, max_jobs);
         int *design = malloc(sizeof(int) * (size_t)scfg.init * sp->n_layer);
-        if (!design) return err_at(err, errlen, "out of memory");
-        int got = search_initial_design(&scfg, &sp->rules, design, err, errlen);
-        for (int i = 0; i < got && rc >= 0; i++) rc = builder_add(b, design + (size_t)i * sp->n_layer, &added);
+        double *du = malloc(sizeof(double) * (size_t)scfg.init * (scfg.naxes ? scfg.naxes : 1));
+        if (!design || !du) { free(design); free(du); return err_at(err, errlen, "out of memory"); }
+        int got = search_initial_design(&scfg, &sp->rules, design, du, err, errlen);
+        if (scfg.naxes && got > 0) rc = design_with_dims(sp, &scfg, design, du, got);
+        else for (int i = 0; i < got && rc >= 0; i++) rc = builder_add(b, design + (size_t)i * sp->n_layer, &added);
         free(design);
+        free(du);
         if (got < 0) return SPEC_EINVAL;
         if (rc < 0) { err_at(err, errlen, "out of memory"); return rc; }
         return 0;
@@ -429,6 +458,26 @@ static int spec_check_job(json_t *root, sweep_spec *sp, char *err, size_t errlen
         return err_at(err, errlen, "data: required object {\"train\": glob, \"val\": glob}");
     if (json_object_get(root, "eval") && !json_is_object(json_object_get(root, "eval")))
         return err_at(err, errlen, "eval: must be an object {every, batches, attn_distance, tasks}");
+    if (sp->train_over) {   /* a search over train keys: a job at either end of every range is a valid job */
+        search_cfg sc;
+        char why0[400];
+        if (search_parse(json_object_get(root, "search"), train, &sp->rules, sp->n_seeds, &sc, why0, sizeof why0) < 0)
+            return err_at(err, errlen, "%s", why0);
+        for (int end = 0; end < 2; end++) {
+            double u[SURROGATE_MAX_AXES];
+            for (int k = 0; k < sc.naxes; k++) u[k] = end;
+            json_t *t = search_train_json(&sc, u), *job = t ? spec_job_json(sp, 0, 0) : NULL;
+            if (!job) { json_decref(t); return err_at(err, errlen, "out of memory"); }
+            json_object_update(json_object_get(job, "train"), t);
+            json_decref(t);
+            struct job_config jc;
+            int jrc = job_from_json(job, &jc, why0, sizeof why0);
+            json_decref(job);
+            if (jrc < 0) return err_at(err, errlen, "search.dims: a job at the ranges' %s is not valid: %s",
+                                       end ? "maxima" : "minima", why0);
+            job_release(&jc);
+        }
+    }
     json_t *job = spec_job_json(sp, 0, 0);
     if (!job) return err_at(err, errlen, "out of memory");
     struct job_config cfg;
@@ -541,6 +590,8 @@ int spec_load(const char *path, sweep_spec *sp, char **text_out, char *err, size
 void spec_release(sweep_spec *sp) {
     if (!sp) return;
     json_decref(sp->root);
+    json_decref(sp->train_over);
+    json_decref(sp->train_base);
     free(sp->heads);
     free(sp->seeds);
     memset(sp, 0, sizeof *sp);
@@ -548,7 +599,14 @@ void spec_release(sweep_spec *sp) {
 
 int spec_is_baseline(const sweep_spec *sp, int i) {
     return schedule_is_uniform(sp->heads + (size_t)i * sp->n_layer, sp->n_layer) &&
-           sp->heads[(size_t)i * sp->n_layer] == sp->rules.h_base;
+           sp->heads[(size_t)i * sp->n_layer] == sp->rules.h_base &&
+           (!sp->train_over || json_equal(json_array_get(sp->train_over, (size_t)i), sp->train_base));
+}
+
+char *spec_train_text(const sweep_spec *sp, int i) {
+    json_t *o = sp->train_over ? json_array_get(sp->train_over, (size_t)i) : NULL;
+    if (!o || json_object_size(o) == 0) return strdup("");
+    return json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS | JSON_REAL_PRECISION(15));
 }
 
 json_t *spec_job_json(const sweep_spec *sp, int i, int j) {
@@ -562,6 +620,8 @@ json_t *spec_job_json(const sweep_spec *sp, int i, int j) {
     if (json_object_set_new(model, "heads", heads) < 0) { heads = NULL; goto fail; }
     heads = NULL;
     if (json_object_set_new(train, "seed", json_integer(sp->seeds ? sp->seeds[j] : 0)) < 0) goto fail;
+    json_t *over = sp->train_over ? json_array_get(sp->train_over, (size_t)i) : NULL;
+    if (over && json_object_update(train, over) < 0) goto fail;
     if (json_object_set_new(job, "model", model) < 0) { model = NULL; goto fail; }
     model = NULL;
     if (json_object_set_new(job, "train", train) < 0) { train = NULL; goto fail; }

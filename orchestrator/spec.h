@@ -49,6 +49,9 @@ typedef struct sweep_spec {
     int *heads;              /* [n_schedules][n_layer], in ord order; owned */
     int n_seeds;
     int64_t *seeds;          /* [n_seeds]; owned */
+    json_t *train_over;      /* a search over train keys ("search.dims"): [n_schedules] objects, the train keys each
+                                schedule's jobs set (the baseline's: the spec's own values); NULL otherwise; owned */
+    json_t *train_base;      /* the baseline's object of train_over, or NULL; owned */
     char warn[512];          /* a warning for the user (e.g. an early halving rung), "" when none; `create` prints it */
 } sweep_spec;
 
@@ -63,9 +66,12 @@ int spec_parse_max(const char *text, size_t len, long long max_jobs, sweep_spec 
 int spec_load(const char *path, sweep_spec *sp, char **text_out, char *err, size_t errlen);
 void spec_release(sweep_spec *sp);   /* frees what *sp owns and zeroes it; a zeroed spec is fine */
 
-/* 1 when schedule i is the uniform baseline. */
+/* 1 when schedule i is the uniform baseline (with train_over: at the spec's own train values). */
 int spec_is_baseline(const sweep_spec *sp, int i);
-/* The job JSON of schedule i × seed j (the job format: model with heads, train with seed, eval, data).
+/* The canonical text of schedule i's train_over object (sorted keys, compact: the schedules.train column), "" without
+ * one. Returns a malloc'd string (the caller frees), NULL when out of memory. */
+char *spec_train_text(const sweep_spec *sp, int i);
+/* The job JSON of schedule i × seed j (the job format: model with heads, train with seed and train_over[i], eval, data).
  * Returns a new reference, or NULL when out of memory. */
 json_t *spec_job_json(const sweep_spec *sp, int i, int j);
 #endif

@@ -27,7 +27,10 @@
  * with the lowest marginal quantile μ̂ − 2.5σ̂ (at most opts.subset of them) and the trained ones get a joint
  * posterior; batch Thompson sampling draws K joint samples (a fixed-seed RNG) and takes each draw's argmin among
  * the untrained, not yet proposed candidates (a draw whose argmin is taken falls back to its next best). The same
- * draws (opts.draws of them) estimate P(min over untrained < min over trained − δ).
+ * draws (opts.draws of them) estimate P(min over untrained < min over trained − δ). With numeric axes each
+ * candidate schedule is paired with uniform random coordinates (every valid schedule several times, up to 16, when
+ * the set is small), and the best trained points' schedules are paired again with their coordinates perturbed
+ * (local refinement along the axes); coordinates are quantized (surrogate_axis_value) before scoring.
  *
  * Ownership. surrogate_fit fills a caller's surrogate_model whose arrays it owns (surrogate_release frees them;
  * release on a zeroed or released model is a no-op). Every other output goes to caller-provided arrays.
@@ -56,6 +59,20 @@ enum { SURROGATE_K_MATERN52 = 0, SURROGATE_K_SE = 1 };
 #define SURROGATE_DRAWS 256       /* default Thompson draws for the probability of improvement */
 #define SURROGATE_JITTER 1e-10    /* × σ_f², added to the kernel matrix's diagonal (also to the joint draw's) */
 
+/* A numeric search dimension beyond the heads (a train key such as lr, issue #38): a point's coordinate u in
+ * [0, 1] maps to lo + u (hi − lo), or on a log scale to lo (hi / lo)^u (log: lo > 0). Values are quantized, so a
+ * proposal is a value a person can read and type: integer axes round to the nearest integer, real ones to 3
+ * significant digits; a proposed u is always unit(value(u)), so two proposals of one value are the same point. */
+#define SURROGATE_MAX_AXES 4
+typedef struct surrogate_axis {
+    double lo, hi;    /* lo < hi */
+    int log;          /* 1: log scale */
+    int integer;      /* 1: integer values */
+} surrogate_axis;
+/* The quantized value at u (clamped to [0, 1]), and the coordinate of a value (clamped to the range). */
+double surrogate_axis_value(const surrogate_axis *a, double u);
+double surrogate_axis_unit(const surrogate_axis *a, double value);
+
 typedef struct surrogate_opts {
     int features;     /* SURROGATE_F_*, 0 = SURROGATE_F_DEFAULT */
     int kernel;       /* SURROGATE_K_* */
@@ -67,6 +84,19 @@ typedef struct surrogate_opts {
     const int *exclude;   /* (nexclude × L) schedules never to propose beyond the trained ones (e.g. in the sweep
                              without a value yet: all their jobs failed), or NULL; borrowed */
     int nexclude;
+    /* Numeric axes (naxes 0: heads only, the model of the top). A point is then heads[L] plus u[naxes] in [0, 1];
+     * the kernel's distance is √(‖x − x'‖² + w² ‖u − u'‖²) with the axes' weight w fitted with the other
+     * hyperparameters (a grid around the schedule features' median distance), so the data say how much a step
+     * along the axes counts against a step in the schedule. */
+    int naxes;
+    const surrogate_axis *axes;   /* (naxes); copied by surrogate_fit */
+    const double *u;              /* surrogate_fit: (n × naxes) the trained points' coordinates; borrowed */
+    const double *exclude_u;      /* (nexclude × naxes) the excluded points' coordinates */
+    const double *base_u;         /* surrogate_initial_design: the baseline's coordinates (the spec's own values);
+                                     NULL = 0.5 each */
+    double *out_u;                /* surrogate_propose / surrogate_initial_design: (K × naxes) the chosen points'
+                                     coordinates, written beside out; required when naxes > 0 */
+    double *best_u;               /* surrogate_propose: the predicted best untrained point's coordinates, or NULL */
 } surrogate_opts;
 
 typedef struct surrogate_model {
@@ -81,6 +111,10 @@ typedef struct surrogate_model {
     double mu, sf2, ell;    /* the fitted constant mean, signal variance and lengthscale */
     double sg2;             /* the nugget: the variance of a per-schedule term the features do not explain */
     double loglik;          /* log marginal likelihood at the optimum (μ profiled) */
+    int naxes;              /* numeric axes (opts.naxes) */
+    surrogate_axis axes[SURROGATE_MAX_AXES];
+    double *u;              /* (n × naxes) the trained points' coordinates, or NULL without axes */
+    double wu;              /* the fitted weight of the axes in the distance (0 without axes) */
 } surrogate_model;
 
 /* The feature vector of one schedule into x (room for surrogate_dim). Returns its dimension, or SURROGATE_EINVAL.
@@ -95,6 +129,8 @@ int surrogate_fit(surrogate_model *m, const schedule_rules *rules, const int *he
 /* Posterior of the latent μ + f at k schedules heads[k × L]: mean[k] and variance var[k] (var may be NULL).
  * Applied to the trained schedules it is their shrunken estimate. Returns 0 or < 0. */
 int surrogate_predict(const surrogate_model *m, const int *heads, int k, double *mean, double *var);
+/* The same at k points heads[k × L], u[k × naxes] (u may be NULL only for a model without axes). */
+int surrogate_predict_at(const surrogate_model *m, const int *heads, const double *u, int k, double *mean, double *var);
 
 /* What a caller shows next to the ranking. */
 typedef struct surrogate_outlook {

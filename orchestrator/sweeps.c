@@ -56,9 +56,9 @@ int sweeps_add_rows(store *st, int64_t sweep_id, const sweep_spec *sp, int64_t *
     int64_t *sched_ids = NULL;
     int rc, L = sp->n_layer;
     double now = store_now();
-    if ((rc = prep(st, &ins_sched, "INSERT INTO schedules (sweep_id, heads, is_baseline, ord) VALUES (?1, ?2, ?3, ?4) "
-                                   "ON CONFLICT (sweep_id, heads) DO NOTHING")) < 0 ||
-        (rc = prep(st, &get_sched, "SELECT id FROM schedules WHERE sweep_id = ?1 AND heads = ?2")) < 0 ||
+    if ((rc = prep(st, &ins_sched, "INSERT INTO schedules (sweep_id, heads, is_baseline, ord, train) VALUES (?1, ?2, ?3, "
+                                   "?4, ?5) ON CONFLICT (sweep_id, heads, train) DO NOTHING")) < 0 ||
+        (rc = prep(st, &get_sched, "SELECT id FROM schedules WHERE sweep_id = ?1 AND heads = ?2 AND train = ?3")) < 0 ||
         (rc = prep(st, &max_ord, "SELECT coalesce(max(ord), -1) FROM schedules WHERE sweep_id = ?1")) < 0 ||
         (rc = prep(st, &ins_job, "INSERT INTO jobs (sweep_id, schedule_id, seed, seed_index, priority, job, steps, "
                                  "created_at, updated_at, tokens_per_step) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?8, ?9) "
@@ -73,7 +73,10 @@ int sweeps_add_rows(store *st, int64_t sweep_id, const sweep_spec *sp, int64_t *
     if (!canon || !sched_ids) { snprintf(st->err, sizeof st->err, "out of memory"); rc = STORE_EIO; goto out; }
     for (int i = 0; i < sp->n_schedules; i++) {
         schedule_format(sp->heads + (size_t)i * L, L, canon, cap);
+        char *tt = spec_train_text(sp, i);
+        if (!tt) { snprintf(st->err, sizeof st->err, "out of memory"); rc = STORE_EIO; goto out; }
         sqlite3_reset(ins_sched);
+        sqlite3_bind_text(ins_sched, 5, tt, -1, free);   /* freed by SQLite once unbound */
         sqlite3_bind_int64(ins_sched, 1, sweep_id);
         sqlite3_bind_text(ins_sched, 2, canon, -1, SQLITE_STATIC);
         sqlite3_bind_int(ins_sched, 3, spec_is_baseline(sp, i));
@@ -83,6 +86,9 @@ int sweeps_add_rows(store *st, int64_t sweep_id, const sweep_spec *sp, int64_t *
         sqlite3_reset(get_sched);
         sqlite3_bind_int64(get_sched, 1, sweep_id);
         sqlite3_bind_text(get_sched, 2, canon, -1, SQLITE_STATIC);
+        char *tt2 = spec_train_text(sp, i);
+        if (!tt2) { snprintf(st->err, sizeof st->err, "out of memory"); rc = STORE_EIO; goto out; }
+        sqlite3_bind_text(get_sched, 3, tt2, -1, free);
         if (sqlite3_step(get_sched) != SQLITE_ROW) { rc = store_fail(st, "find schedule"); goto out; }
         sched_ids[i] = sqlite3_column_int64(get_sched, 0);
     }

@@ -87,6 +87,7 @@ function normDelta(d) {
 function normRow(r) {
   return {
     schedule_id: r.schedule_id, heads: parseHeads(r.heads), is_baseline: !!r.is_baseline,
+    train: r.train && typeof r.train === 'object' ? r.train : null,
     seeds_done: num(r.seeds_done) || 0, seeds_total: num(r.seeds_total),
     mean: num(r.val_loss_mean), std: num(r.val_loss_std), tok_per_s: num(r.tok_per_s_mean), tok_per_s_std: num(r.tok_per_s_std),
     provisional: !!r.provisional, tied_best: !!r.tied_best, vs_best: r.vs_best || null,
@@ -514,6 +515,7 @@ function renderSweep() {
         (r.rank || '—') + (r.tied_best ? '<span class="tied">=</span>' : '') + '</td>' +
       '<td><div class="sched">' + staircase(r.heads, { base: r.is_baseline, w: Math.max(2, 72 / (r.heads.length || 1)) }) +
       '<span class="rle">' + esc(rle(r.heads)) + '</span>' + (r.is_baseline ? '<span class="tag">uniform</span>' : '') +
+      (r.train ? '<span class="tag train" title="the train values this candidate trained at (the search\'s dims)">' + esc(trainWords(r.train)) + '</span>' : '') +
       (search && isRecommended(r) ? '<span class="tag rec" title="the search\'s recommendation: the lowest model mean among the trained">★ recommended</span>' : '') + '</div></td>' +
       '<td class="num val">' + (isNum(r.mean) ? fmt(r.mean, 4) + (isNum(r.std) ? ' <span class="pm">± ' + fmt(r.std, 4) + '</span>' : '') : '—') + '</td>' +
       '<td class="num seeds">' + r.seeds_done + (r.seeds_total ? '/' + r.seeds_total : '') +

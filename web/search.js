@@ -12,13 +12,15 @@
 function normSearch(x) {
   if (!x || typeof x !== 'object') return null;
   const est = (e) => (e && typeof e === 'object' && typeof e.heads === 'string'
-    ? { heads: parseHeads(e.heads), mean: num(e.mean), sd: num(e.sd) } : null);
+    ? { heads: parseHeads(e.heads), mean: num(e.mean), sd: num(e.sd), train: e.train && typeof e.train === 'object' ? e.train : null } : null);
+  const dims = x.dims && typeof x.dims === 'object' ? Object.keys(x.dims).map((k) => ({ key: k, min: num(x.dims[k].min),
+    max: num(x.dims[k].max), scale: String(x.dims[k].scale || ''), baseline: num(x.dims[k].baseline) })) : [];
   const fit = x.fit && typeof x.fit === 'object' ? { n: num(x.fit.n), loo_rmse: num(x.fit.loo_rmse),
     loo_z_rms: num(x.fit.loo_z_rms), heldout_n: num(x.fit.heldout_n) || 0, heldout_rmse: num(x.fit.heldout_rmse) } : null;
   return { budget: num(x.budget), batch: num(x.batch), init: num(x.init), delta: num(x.delta), stop_p: num(x.stop_p),
     space: num(x.space), schedules: num(x.schedules), trained: num(x.trained), decided: num(x.batches_decided) || 0,
     finished: !!x.finished, stop_reason: typeof x.stop_reason === 'string' ? x.stop_reason : null,
-    as_of: num(x.as_of_batch), rec: est(x.recommended), untrained: est(x.predicted_best_untrained), p_beat: num(x.p_beat), fit,
+    dims, as_of: num(x.as_of_batch), rec: est(x.recommended), untrained: est(x.predicted_best_untrained), p_beat: num(x.p_beat), fit,
     batches: (Array.isArray(x.batches) ? x.batches : []).map((b) => ({ batch: num(b.batch), trained: num(b.trained),
       proposed: num(b.proposed), rec: typeof b.recommended === 'string' ? parseHeads(b.recommended) : null,
       mean: num(b.recommended_mean), sd: num(b.recommended_sd), p_beat: num(b.p_beat) })) };
@@ -29,7 +31,10 @@ function normSurrogate(x) {
 }
 
 const SEARCH_STOPS = { budget: 'the budget is spent', space: 'no untrained schedule left' };
-const isRecommended = (r) => !!(S.board && S.board.search && S.board.search.rec && r.heads.join(',') === S.board.search.rec.heads.join(','));
+const isRecommended = (r) => !!(S.board && S.board.search && S.board.search.rec && r.heads.join(',') === S.board.search.rec.heads.join(',') &&
+  trainWords(r.train) === trainWords(S.board.search.rec.train));
+/* " at lr=0.0012" after a candidate's schedule, in a span of its own (id-train) for the tests */
+const trainAt = (t, id) => (t ? ' at <span id="' + id + '-train">' + esc(trainWords(t)) + '</span>' : '');
 /* "−0.01234 ± 0.00100" (5 decimals, as the status text), each number in its own span for the tests */
 const meanSd = (m, sd, id) => '<span class="sm"' + (id ? ' id="' + id + '-mean"' : '') + '>' + fmtSigned(m, 5) + '</span> <span class="pm">± <span' +
   (id ? ' id="' + id + '-sd"' : '') + '>' + fmt(sd, 5) + '</span></span>';
@@ -43,13 +48,17 @@ function searchText(g) {
     (g.finished ? '; <span id="search-finished" data-reason="' + esc(g.stop_reason || '') + '">finished (' +
       esc(SEARCH_STOPS[g.stop_reason] || 'no untrained schedule is likely to beat the recommended: P(beat) < stop_p ' + fmt(g.stop_p, 3)) + ')</span>'
       : ' <span class="muted">(running: the next batch is decided when every job of the sweep is over)</span>') + '</p>';
+  if (g.dims.length)
+    html += '<p id="search-dims">searched with the schedule: ' + g.dims.map((d) => 'train.' + esc(d.key) + ' in [' + esc(String(d.min)) + ', ' +
+      esc(String(d.max)) + '] (' + esc(d.scale) + ' scale; the baseline at ' + esc(String(d.baseline)) + ')').join('; ') + '</p>';
   html += g.rec
     ? '<p id="search-rec" title="the trained schedule with the lowest model mean: less exposed to the winner\'s curse than the lowest raw estimate">' +
       '<span class="search-star">★</span> recommended (lowest model mean among the trained, as of batch ' + esc(g.as_of) + '): ' +
-      headsSpan(g.rec.heads, 'search-rec-heads') + ', Δ vs uniform ' + meanSd(g.rec.mean, g.rec.sd, 'search-rec') + ' (the model\'s)</p>'
+      headsSpan(g.rec.heads, 'search-rec-heads') + trainAt(g.rec.train, 'search-rec') + ', Δ vs uniform ' + meanSd(g.rec.mean, g.rec.sd, 'search-rec') + ' (the model\'s)</p>'
     : '<p id="search-rec" class="muted">no batch decided yet: the first comes when the initial design\'s jobs are over</p>';
   if (g.untrained)
-    html += '<p id="search-untrained">predicted best untrained: ' + headsSpan(g.untrained.heads, 'search-untrained-heads') + ', ' +
+    html += '<p id="search-untrained">predicted best untrained: ' + headsSpan(g.untrained.heads, 'search-untrained-heads') +
+      trainAt(g.untrained.train, 'search-untrained') + ', ' +
       meanSd(g.untrained.mean, g.untrained.sd, 'search-untrained') + '; <span title="a model\'s belief, not a test">P(an untrained schedule beats ' +
       'the recommended by more than ' + esc(isNum(g.delta) ? String(g.delta) : '?') + ') = <span id="search-pbeat">' + fmt(g.p_beat, 2) + '</span></span></p>';
   const f = g.fit;

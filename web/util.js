@@ -55,6 +55,13 @@ function rle(heads) {
   }
   return out.join(' ');
 }
+/* A search candidate's train values (the leaderboard's `train`, "search.dims"): {lr: 0.0012} -> "lr=0.0012"; "" for none.
+ * Three significant digits, as the server quantizes them and `prism-sweep leaderboard` prints them. */
+function trainWords(t) {
+  if (!t || typeof t !== 'object') return '';
+  return Object.keys(t).filter((k) => typeof t[k] === 'number').map((k) =>
+    k + '=' + (Number.isInteger(t[k]) && Math.abs(t[k]) >= 1 ? String(t[k]) : String(Number(t[k].toPrecision(3))))).join(' ');
+}
 /* The schedule as a staircase: one column per layer, its height the layer's head count. */
 function staircase(heads, opts) {
   const o = Object.assign({ w: 6, h: 22, base: false }, opts || {});

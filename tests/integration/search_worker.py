@@ -4,7 +4,7 @@ complete, fail) that trains nothing: each leased job's val loss comes from a syn
 so a surrogate search (orchestrator/search.h) can be driven through the real server in seconds.
 
     search_worker.py PORT TOKEN_FILE [--idle-exit S] [--max-jobs N] [--fail-every N] [--job-delay S] [--rough]
-                     [--quiet]
+                     [--lr-opt LR] [--quiet]
 
 val_loss = 3.36 + truth(heads) + seed effect (sd 0.02, shared by every schedule) + run noise (sd 0.002, a hash of
 heads and seed: the same cell always gives the same value, in every run). truth: additive over layers,
@@ -12,7 +12,8 @@ heads and seed: the same cell always gives the same value, in every run). truth:
 is about 0.03 (the paper's gaps); --rough adds a hashed per-schedule term (sd 0.003). d_model comes from the
 job's model. --fail-every N reports every Nth leased job as failed (retryable false): a failed job must not stop
 or corrupt the search. It exits 0 after --idle-exit seconds (default 3) of empty leases, or after --max-jobs
-jobs; 1 on a protocol error. Prints one line per job unless --quiet; at the end `jobs=N failed=M`.
+jobs; 1 on a protocol error. --lr-opt LR adds 0.05 (log10(lr / LR))² for the job's train.lr (a search over
+"search.dims" train.lr: the best schedule at the best learning rate). Prints one line per job unless --quiet; at the end `jobs=N failed=M`.
 """
 import argparse
 import hashlib
@@ -58,6 +59,7 @@ def main():
     ap.add_argument("--fail-every", type=int, default=0)
     ap.add_argument("--rough", action="store_true")
     ap.add_argument("--job-delay", type=float, default=0.0, help="seconds between a lease and its answer")
+    ap.add_argument("--lr-opt", type=float, default=0.0)
     ap.add_argument("--quiet", action="store_true")
     a = ap.parse_args()
     with open(a.token_file) as f:
@@ -87,6 +89,8 @@ def main():
             time.sleep(a.job_delay)
         d_model = lease["job"]["model"]["d_model"] if "job" in lease else int(os.environ.get("SEARCH_DMODEL", "768"))
         v = val_loss(heads, seed, d_model, a.rough)
+        if a.lr_opt:
+            v += 0.05 * math.log10(lease["job"]["train"]["lr"] / a.lr_opt) ** 2
         api.ok("POST", "/api/v1/jobs/%d/complete" % jid, {"lease_token": tok, "result": {"val_loss": v}})
         if not a.quiet:
             print("job %d heads %s seed %d val_loss %.6f" % (jid, ",".join(map(str, heads)), seed, v), flush=True)

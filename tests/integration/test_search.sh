@@ -139,6 +139,86 @@ PY
   assert_contains "$(cat "$D/lb.txt")" "predicted best untrained:"
 }
 
+# "search.dims": the learning rate searched with the schedule. The worker's landscape adds 0.05 (log10(lr / 0.002))²
+# to the schedule's truth, so the best lies at lr 0.002 while the spec's own lr (the uniform baseline's) is 0.0006.
+# A candidate is a schedule at a learning rate: its schedules row holds the value, its jobs train at it, the same
+# schedule can come back at another value; the search moves its proposals towards 0.002 and recommends near it; the
+# leaderboard, its table and CSV, status and the sweep's route name each candidate's learning rate.
+t_search_over_the_learning_rate() {
+  s_setup
+  w_server
+  s_spec "$D/spec.json" lr '{"strategy": "surrogate", "budget": 24, "batch": 4, "init": 8, "dims": {"train.lr": {"min": 0.0001, "max": 0.01, "scale": "log"}}}'
+  local id; id=$(w_create "$D/spec.json")
+  assert_eq 8 "$(sql "SELECT count(*) FROM schedules")" "the initial design's candidates"
+  assert_eq '{"lr":0.0006}' "$(sql "SELECT train FROM schedules WHERE is_baseline = 1")" "the baseline at the spec's lr"
+  s_worker --lr-opt 0.002
+  w_wait 120 "the search ends" search_over
+  "$(bin prism-sweep)" status --db "$D/prism.db" lr > "$D/st.txt"; cat "$D/st.txt"
+  "$(bin prism-sweep)" leaderboard --db "$D/prism.db" lr > "$D/lb.txt"
+  "$(bin prism-sweep)" leaderboard --db "$D/prism.db" lr --format csv > "$D/lb.csv"
+  w_get "/api/v1/sweeps/$id" > "$D/sw.json"
+  w_get "/api/v1/sweeps/$id/leaderboard" > "$D/lb.json"
+  /usr/bin/python3 - "$D/prism.db" "$D/sw.json" "$D/lb.json" "$D/lb.csv" <<'PY' || fail "a search over the learning rate"
+import csv, json, math, sqlite3, sys
+db = sqlite3.connect(sys.argv[1])
+sw = json.load(open(sys.argv[2]))["search"]; lb = json.load(open(sys.argv[3]))
+q = lambda s, *a: db.execute(s, a).fetchall()
+sc = q("SELECT id, heads, is_baseline, train FROM schedules ORDER BY id")
+assert len(sc) == 24, len(sc)
+assert len({(h, t) for _, h, _, t in sc}) == 24, "a candidate twice"
+assert [b for _, _, b, _ in sc].count(1) == 1 and sc[0][2] == 1, "one baseline, the first"
+lr = {i: json.loads(t)["lr"] for i, _, _, t in sc}
+for i, h, b, t in sc[1:]:
+    v = lr[i]
+    assert 1e-4 <= v <= 1e-2 and float("%.3g" % v) == v, ("lr not a 3-digit value in the range", t)
+for sid, job in q("SELECT schedule_id, job FROM jobs"):
+    assert json.loads(job)["train"]["lr"] == lr[sid], ("a job trains at another lr than its candidate's", sid)
+    assert json.loads(job)["train"]["steps"] == 100
+assert q("SELECT count(*) FROM jobs")[0][0] == 48
+dist = lambda ids: sum(abs(math.log10(lr[i] / 0.002)) for i in ids) / len(ids)
+init = [i for i, _, b, _ in sc[:8] if not b]
+late = [i for (i,) in q("SELECT schedule_id FROM search_proposals WHERE batch >= (SELECT max(batch) - 2 FROM search_proposals)")]
+print("mean |log10(lr/0.002)|: initial design %.3f, the last batches' proposals %.3f" % (dist(init), dist(late)))
+assert dist(late) < 0.5 * dist(init), "the proposals did not move towards the best learning rate"
+d = sw["dims"]["lr"]
+assert d["min"] == 1e-4 and d["max"] == 1e-2 and d["scale"] == "log" and d["baseline"] == 0.0006 and not d["integer"], d
+rec = sw["recommended"]
+assert 0.001 <= rec["train"]["lr"] <= 0.004, ("recommended far from the best lr", rec)
+assert "lr" in sw["predicted_best_untrained"]["train"], sw["predicted_best_untrained"]
+assert all("recommended_train" in b for b in sw["batches"])
+rows = lb["rows"]
+assert len(rows) == 24 and all(r["train"]["lr"] == lr[r["schedule_id"]] for r in rows), "leaderboard rows' train"
+cr = list(csv.DictReader(open(sys.argv[4])))
+assert len(cr) == 24 and all(json.loads(r["train"])["lr"] > 0 for r in cr), "CSV train column"
+print("recommended", rec)
+PY
+  assert_contains "$(cat "$D/st.txt")" "searched with the schedule: train.lr in [0.0001, 0.01] (log scale; the baseline at 0.0006)"
+  assert_contains "$(cat "$D/st.txt")" "(trained at lr="
+  assert_contains "$(cat "$D/lb.txt")" "lr=0.0006"
+}
+
+# A bad "dims" is refused naming the key; nothing is created.
+t_bad_dims_are_refused_naming_the_key() {
+  s_setup
+  local bad want rc
+  while IFS='|' read -r bad want; do
+    s_spec "$D/b.json" b "{\"strategy\": \"surrogate\", \"budget\": 10, \"dims\": $bad}"
+    rc=0; "$(bin prism-sweep)" create "$D/b.json" --db "$D/prism.db" >"$D/out" 2>"$D/err" || rc=$?
+    assert_eq 2 "$rc" "exit status for dims $bad ($(cat "$D/err"))"
+    assert_contains "$(cat "$D/err")" "$want"
+  done <<'CASES'
+{"train.steps": [10, 100]}|search.dims.train.steps: not a searchable key
+{"train.lr": [0.001, 0.01]}|search.dims.train.lr: the spec's train.lr (0.0006) is outside [0.001, 0.01]
+{"train.lr": {"min": 0.0001, "max": 0.01, "scale": "cubic"}}|search.dims.train.lr.scale: must be "log" or "linear"
+{"train.lr": [0.01, 0.0001]}|search.dims.train.lr: must be
+{"train.warmup_steps": [0.5, 20]}|search.dims.train.warmup_steps: an integer key
+{"train.weight_decay": {"min": 0, "max": 1, "scale": "log"}}|search.dims.train.weight_decay: a log scale needs min > 0
+{"train.lr": [0.0001, 0.01], "train.beta2": [0.9, 1.5]}|search.dims: a job at the ranges' maxima is not valid
+[1, 2]|search.dims: must be an object
+CASES
+  [ ! -f "$D/prism.db" ] || assert_eq 0 "$(sql "SELECT count(*) FROM sweeps")" "nothing created"
+}
+
 # The proposals are a function of the results and the spec (seeded draws): two sweeps of the same spec whose jobs
 # get the same values propose the same schedules, batch by batch.
 t_same_results_give_the_same_proposals() {
@@ -182,6 +262,29 @@ t_server_killed_inside_a_search_decision_loses_and_repeats_nothing() {
   w_wait 120 "the search ends after the restart" search_over
   check_search srch 20 6 4 2
   assert_eq 1 "$(sql "SELECT count(*) FROM search_batches WHERE batch = 1")" "batch 1 decided once"
+}
+
+# The same kill inside a decision with "dims" (a candidate is a schedule at a learning rate): the aborted batch left
+# nothing; after the restart every batch is decided once and no candidate (heads and train values) is twice.
+t_search_over_train_keys_survives_a_kill_inside_a_decision() {
+  s_setup
+  export PRISM_FAULT_SEARCH=abort
+  w_server
+  unset PRISM_FAULT_SEARCH
+  local first=$SERVER_PID
+  s_spec "$D/spec.json" lrk '{"strategy": "surrogate", "budget": 16, "batch": 4, "init": 8, "dims": {"train.lr": [0.0001, 0.01]}}'
+  w_create "$D/spec.json" >/dev/null
+  IDLE=2 s_worker --lr-opt 0.002
+  w_exit "$first" 60
+  grep -q "aborting inside a search decision" "$D/server.log" || { w_dump; fail "the server did not stop inside a decision (rc $W_RC)"; }
+  assert_eq "0 0 8 16" "$(sql "SELECT (SELECT count(*) FROM search_batches) || ' ' || (SELECT count(*) FROM search_proposals) || ' ' || (SELECT count(*) FROM schedules) || ' ' || (SELECT count(*) FROM jobs)")" "batches, proposals, candidates, jobs after the abort"
+  w_exit "$LAST_PID" 20
+  w_server --lease-ttl 1
+  s_worker --lr-opt 0.002
+  w_wait 120 "the search ends after the restart" search_over
+  assert_eq "1 2 3" "$(sql "SELECT group_concat(batch, ' ') FROM (SELECT batch FROM search_batches ORDER BY batch)")" "batches, each once"
+  assert_eq "16 16 32" "$(sql "SELECT count(*) || ' ' || count(DISTINCT heads || '|' || train) || ' ' || (SELECT count(*) FROM jobs) FROM schedules")" "candidates, distinct, jobs"
+  assert_eq 0 "$(sql "SELECT count(*) FROM jobs j JOIN schedules s ON s.id = j.schedule_id WHERE json_extract(j.job, '\$.train.lr') != json_extract(s.train, '\$.lr')")" "jobs at their candidate's lr"
 }
 
 # SIGKILL at random moments of a running search (during decisions, leases, completions), then a restart, until it

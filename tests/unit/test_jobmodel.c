@@ -80,6 +80,21 @@ TEST(migration_fills_older_rows_by_the_c_model) {
     /* back to schema version 3: no tokens_per_step column, steps as a version that filled them at lease left them,
      * and one row whose JSON is not a job */
     ASSERT_EQ_INT(0, store_exec(st, "ALTER TABLE jobs DROP COLUMN tokens_per_step"));
+    /* migration 13: schedules without `train`, unique on (sweep_id, heads) as before; the triggers migration 10 made */
+    ASSERT_EQ_INT(0, store_exec(st, "PRAGMA foreign_keys=OFF; ALTER TABLE search_batches DROP COLUMN best_untrained_train; "
+                                "DROP TRIGGER jobs_lease_ord_ins; CREATE TABLE schedules_old (id INTEGER PRIMARY KEY, "
+                                "sweep_id INTEGER NOT NULL REFERENCES sweeps(id) ON DELETE CASCADE, heads TEXT NOT NULL, "
+                                "is_baseline INTEGER NOT NULL DEFAULT 0, ord INTEGER NOT NULL, UNIQUE (sweep_id, heads)); "
+                                "INSERT INTO schedules_old SELECT id, sweep_id, heads, is_baseline, ord FROM schedules; "
+                                "DROP TABLE schedules; ALTER TABLE schedules_old RENAME TO schedules; "
+                                "CREATE TRIGGER schedules_count_ins AFTER INSERT ON schedules BEGIN UPDATE sweeps SET "
+                                "schedules = schedules + 1 WHERE id = new.sweep_id; END; "
+                                "CREATE TRIGGER schedules_count_del AFTER DELETE ON schedules BEGIN UPDATE sweeps SET "
+                                "schedules = schedules - 1 WHERE id = old.sweep_id; END; "
+                                "CREATE TRIGGER jobs_lease_ord_ins AFTER INSERT ON jobs BEGIN UPDATE jobs SET lease_ord = "
+                                "(SELECT (1 - sc.is_baseline) * 4294967296 + sc.ord FROM schedules sc WHERE sc.id = "
+                                "new.schedule_id) WHERE id = new.id; END; PRAGMA foreign_keys=ON"));
+    long long nsched = qv(st, "SELECT count(*) FROM schedules");
     ASSERT_EQ_INT(0, store_exec(st, "DROP TRIGGER jobs_rung_ins; DROP TRIGGER jobs_rung_del; DROP TRIGGER jobs_rung_upd; "
                                 "DROP TABLE halving_rung_counts"));   /* migration 12 */
     ASSERT_EQ_INT(0, store_exec(st, "DROP TABLE search_predictions; DROP TABLE search_proposals; "
@@ -115,6 +130,15 @@ TEST(migration_fills_older_rows_by_the_c_model) {
     ASSERT_EQ_INT(0, qv(st, "SELECT count(*) FROM jobs j JOIN schedules sc ON sc.id = j.schedule_id WHERE "
                             "j.lease_ord != (1 - sc.is_baseline) * 4294967296 + sc.ord"));
     ASSERT_EQ_INT(qv(st, "SELECT count(*) FROM schedules"), qv(st, "SELECT sum(schedules) FROM sweeps"));
+    /* migration 13: every schedule kept, with its jobs, train '' ; the same heads at other train values is a new row */
+    ASSERT_EQ_INT(nsched, qv(st, "SELECT count(*) FROM schedules WHERE train = ''"));
+    ASSERT_EQ_INT(n, qv(st, "SELECT count(*) FROM jobs j JOIN schedules sc ON sc.id = j.schedule_id"));
+    ASSERT_EQ_INT(0, store_exec(st, "INSERT INTO schedules (sweep_id, heads, ord, train) SELECT sweep_id, heads, 99, "
+                                "'{\"lr\":0.001}' FROM schedules WHERE id = (SELECT min(id) FROM schedules)"));
+    ASSERT_EQ_INT(nsched + 1, qv(st, "SELECT sum(schedules) FROM sweeps"));
+    ASSERT_TRUE(store_exec(st, "INSERT INTO schedules (sweep_id, heads, ord, train) SELECT sweep_id, heads, 98, "
+                           "'' FROM schedules WHERE id = (SELECT min(id) FROM schedules)") != 0);   /* still unique */
+    ASSERT_EQ_INT(0, qv(st, "SELECT count(*) FROM search_batches WHERE best_untrained_train IS NOT NULL"));
     /* migration 12: no halving job in this store, so no rung counter */
     ASSERT_EQ_INT(0, qv(st, "SELECT count(*) FROM halving_rung_counts"));
     /* migration 11: the search's tables, empty */

@@ -370,3 +370,67 @@ TEST(excluded_schedules_are_never_proposed) {
     for (int a = 0; a < K; a++)
         for (int b = 0; b < K; b++) ASSERT_TRUE(memcmp(out2 + a * 36, out + b * 36, 36 * sizeof(int)) != 0);
 }
+
+/* Numeric axes (the spec's "search.dims"): values are quantized (3 significant digits; integers) and their
+ * coordinates round-trip; the initial design starts at the baseline's coordinates; a search over L=12 schedules × a
+ * log-scale learning rate whose truth is a bowl in log lr (optimum 0.002) proposes valid, quantized, distinct points
+ *  and converges on the optimum's lr. */
+TEST(axes_quantize_and_the_search_finds_the_best_learning_rate) {
+    surrogate_axis lr = { 1e-4, 1e-2, 1, 0 }, wu = { 0, 200, 0, 1 };
+    ASSERT_NEAR(1e-4, surrogate_axis_value(&lr, 0), 1e-18);
+    ASSERT_NEAR(1e-2, surrogate_axis_value(&lr, 1), 1e-15);
+    ASSERT_NEAR(0.001, surrogate_axis_value(&lr, 0.5), 1e-15);          /* the geometric middle */
+    ASSERT_NEAR(0.00123, surrogate_axis_value(&lr, surrogate_axis_unit(&lr, 0.0012345)), 1e-15);   /* 3 digits */
+    ASSERT_NEAR(0.5, surrogate_axis_unit(&lr, 0.001), 1e-12);
+    ASSERT_NEAR(1, surrogate_axis_unit(&lr, 5), 0);                      /* clamped */
+    ASSERT_NEAR(37, surrogate_axis_value(&wu, 0.1826), 0);               /* 36.52 rounds to 37 */
+    schedule_rules r;
+    rules12(&r);
+    int L = r.L, M = 8, N = 40;
+    int heads[64 * 12];
+    double u[64], y[64], se[64], base = surrogate_axis_unit(&lr, 0.0006);
+    surrogate_opts o;
+    memset(&o, 0, sizeof o);
+    o.naxes = 1;
+    o.axes = &lr;
+    o.base_u = &base;
+    o.out_u = u;
+    o.seed = 3;
+    ASSERT_EQ_INT(M, surrogate_initial_design(&r, M, &o, heads));
+    ASSERT_NEAR(base, u[0], 0);                                         /* the baseline at the spec's lr */
+    for (int l = 0; l < L; l++) ASSERT_EQ_INT(r.h_base, heads[l]);
+    int n = M;
+    double truth_lr = log10(0.002);
+    while (n < N) {
+        for (int i = 0; i < n; i++) {
+            double d = log10(surrogate_axis_value(&lr, u[i])) - truth_lr;
+            y[i] = smooth_y(&r, heads + i * L) + 0.02 * d * d + 0.0005 * sin(7.0 * i);
+            se[i] = 0.001;
+        }
+        surrogate_model m;
+        surrogate_opts f = o;
+        f.u = u;
+        f.out_u = u + n;
+        ASSERT_EQ_INT(0, surrogate_fit(&m, &r, heads, y, se, n, &f));
+        ASSERT_TRUE(m.wu > 0);
+        int got = surrogate_propose(&m, 4, &f, heads + n * L, NULL, NULL);
+        ASSERT_EQ_INT(4, got);
+        for (int k = n; k < n + got; k++) {
+            ASSERT_TRUE(u[k] >= 0 && u[k] <= 1);
+            double v = surrogate_axis_value(&lr, u[k]);
+            ASSERT_NEAR(surrogate_axis_unit(&lr, v), u[k], 0);          /* a quantized point */
+            ASSERT_EQ_INT(0, schedule_validate(&r, heads + k * L, L, NULL));
+            for (int j = 0; j < k; j++)
+                ASSERT_TRUE(memcmp(heads + j * L, heads + k * L, sizeof(int) * L) != 0 || u[j] != u[k]);
+        }
+        surrogate_release(&m);
+        n += got;
+    }
+    /* the last 8 proposals' learning rates are within a factor 2 of the optimum, the initial design's are not */
+    double far_init = 0, far_late = 0;
+    for (int i = 1; i < M; i++) far_init += fabs(log10(surrogate_axis_value(&lr, u[i])) - truth_lr) / (M - 1);
+    for (int i = N - 8; i < N; i++) far_late += fabs(log10(surrogate_axis_value(&lr, u[i])) - truth_lr) / 8;
+    printf("mean |log10(lr / 0.002)|: initial design %.3f, last 8 proposals %.3f\n", far_init, far_late);
+    ASSERT_TRUE(far_late < log10(2.0));
+    ASSERT_TRUE(far_late < 0.5 * far_init);
+}

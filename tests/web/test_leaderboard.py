@@ -954,6 +954,16 @@ def s5(x):
     return ("+" if x > 0 else "") + ("%.5f" % x).replace("-", "\u2212")
 
 
+def stop_search_case(wk, drv, srv):
+    """The end of a search case: the synthetic worker, the browser and the server, whichever started."""
+    if wk and wk.poll() is None:
+        wk.kill()
+        wk.wait()
+    if drv:
+        drv.quit()
+    srv.stop()
+
+
 def t_search_panel_and_progress():
     """A real surrogate search (test_search.sh's synthetic worker over the worker API, run until the search is over):
     the Search panel says what the leaderboard JSON's `search` says (settings, batches decided, trained, why it
@@ -1052,12 +1062,56 @@ def t_search_panel_and_progress():
               "no model Δ column on a sweep without search")
         assert_no_console_errors(drv)
     finally:
-        if wk and wk.poll() is None:
-            wk.kill()
-            wk.wait()
-        if drv:
-            drv.quit()
-        srv.stop()
+        stop_search_case(wk, drv, srv)
+
+
+def t_search_with_dims_names_each_candidates_lr():
+    """A search over the learning rate too ("search.dims"): the panel says what is searched and at which lr the
+    recommended and the predicted best untrained are; each table row tags its candidate's lr (the same schedule may
+    appear at two), as the leaderboard JSON's `train`; only the recommended candidate (schedule and lr) is marked."""
+    srv = Server()
+    drv = wk = None
+    try:
+        sid = srv.ok("POST", "/api/v1/sweeps", search_spec("web-dims", {"strategy": "surrogate", "budget": 12, "batch": 3, "init": 6,
+                                                                       "dims": {"train.lr": [0.0001, 0.01]}}))["sweep_id"]
+        tok = os.path.join(srv.dir, "worker-token")
+        with open(tok, "w") as f:
+            f.write(WORKER_TOKEN + "\n")
+        wk = subprocess.Popen(["/usr/bin/python3", os.path.join(ROOT, "tests", "integration", "search_worker.py"), str(srv.port), tok,
+                               "--quiet", "--idle-exit", "60", "--lr-opt", "0.002"], stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
+        deadline = time.time() + 60
+        while True:
+            g = srv.ok("GET", "/api/v1/sweeps/%d" % sid, token=None)
+            if g.get("search", {}).get("finished") and not any(g["counts"].get(k) for k in ("queued", "leased")):
+                break
+            check(time.time() < deadline and wk.poll() is None, "the search did not finish: %r" % g.get("search"))
+            time.sleep(0.2)
+        wk.terminate()
+        wk.wait(5)
+        lb = srv.ok("GET", "/api/v1/sweeps/%d/leaderboard" % sid, token=None)
+        se = lb["search"]
+        words = lambda t: " ".join("%s=%s" % (k, ("%.3g" % v)) for k, v in t.items())
+        drv = browser()
+        open_page(drv, srv, sid)
+        wait_for(drv, "!document.getElementById('search-panel').hidden && document.getElementById('search-finished')", "the search panel")
+        txt = lambda i: drv.execute_script("var e = document.getElementById('%s'); return e ? e.textContent : null;" % i)
+        check_eq("searched with the schedule: train.lr in [0.0001, 0.01] (log scale; the baseline at 0.0006)", txt("search-dims"), "the dims line")
+        check_eq(words(se["recommended"]["train"]), txt("search-rec-train"), "the recommended candidate's lr")
+        if se["predicted_best_untrained"]:
+            check_eq(words(se["predicted_best_untrained"]["train"]), txt("search-untrained-train"), "the best untrained candidate's lr")
+        want = {str(r["schedule_id"]): r for r in lb["rows"]}
+        got = drv.execute_script("""return Array.from(document.querySelectorAll('#leaderboard tbody tr')).map(function (tr) {
+          var t = tr.querySelector('.tag.train'); return [tr.dataset.schedule, t ? t.textContent : null, tr.classList.contains('recommended')]; });""")
+        check_eq(len(lb["rows"]), len(got), "one table row per candidate")
+        rec = se["recommended"]
+        for sid_, tag, is_rec in got:
+            r = want[sid_]
+            check_eq(words(r["train"]), tag, "the lr tag of candidate " + sid_)
+            check_eq(",".join(map(str, r["heads"])) == rec["heads"] and r["train"] == rec["train"], is_rec, "the recommended mark on " + sid_)
+        check_eq(1, sum(1 for _, _, x in got if x), "exactly one recommended row")
+        assert_no_console_errors(drv)
+    finally:
+        stop_search_case(wk, drv, srv)
 
 
 CASES = {name[2:]: fn for name, fn in sorted(globals().items()) if name.startswith("t_") and callable(fn)}
