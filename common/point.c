@@ -63,5 +63,18 @@ int point_from_json(const json_t *o, metric_point *p, const char *where, char *e
     }
     if (tk && !json_is_integer(tk) && !json_is_null(tk)) { snprintf(err, errlen, "%s: tokens must be an integer", where); return -1; }
     if ((p->has_tokens = json_is_integer(tk))) p->tokens = json_integer_value(tk);
+    /* every number as the job's own bounds allow (a cross-entropy, the job's lr range): 1e308 is not a loss */
+    const struct { int has; double v, lo, hi; const char *key; } b[] = {
+        {p->has_train_loss, p->train_loss, 0, POINT_MAX_LOSS, POINT_KEY_TRAIN_LOSS},
+        {p->has_val_loss, p->val_loss, 0, POINT_MAX_LOSS, POINT_KEY_VAL_LOSS},
+        {p->has_lr, p->lr, 0, 10, POINT_KEY_LR},
+        {p->has_grad_norm, p->grad_norm, 0, 1e30, POINT_KEY_GRAD_NORM},
+        {p->has_tok_per_s, p->tok_per_s, 0, 1e12, POINT_KEY_TOK_PER_S},
+        {p->has_tokens, (double)p->tokens, 0, 9.2e18, POINT_KEY_TOKENS}};
+    for (size_t k = 0; k < sizeof b / sizeof b[0]; k++)
+        if (b[k].has && !(b[k].v >= b[k].lo && b[k].v <= b[k].hi)) {
+            snprintf(err, errlen, "%s.%s: %g is outside [%g, %g]", where, b[k].key, b[k].v, b[k].lo, b[k].hi);
+            return -1;
+        }
     return 0;
 }

@@ -24,6 +24,7 @@
 #include <stddef.h>
 
 #define POINT_MAX_STEP (1LL << 40)   /* tokens = (step + 1) x B x T x grad_accum stays far below 2^63 */
+#define POINT_MAX_LOSS 1e6           /* a cross-entropy in nats: a diverged run's loss is far below, 1e308 is noise */
 
 #define POINT_KEY_STEP "step"
 #define POINT_KEY_TRAIN_LOSS "train_loss"

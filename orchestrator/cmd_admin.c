@@ -99,18 +99,21 @@ static int admin_find_sweep(const char *cmd, client *c, const char *arg, double 
     if (rc != CLIENT_OK) return admin_fail(cmd, c, rc);
     json_t *arr = json_object_get(resp, "sweeps"), *v;
     size_t i;
-    long long by_id = 0;
+    long long by_id = 0, by_name = 0;
     *id = 0;
     json_array_foreach(arr, i, v) {
         long long sid = json_integer_value(json_object_get(v, "id"));
         const char *name = json_string_value(json_object_get(v, "name"));
-        if (name && strcmp(name, arg) == 0) { *id = sid; break; }
+        if (name && strcmp(name, arg) == 0) by_name = sid;
         char buf[32];
         snprintf(buf, sizeof buf, "%lld", sid);
         if (strcmp(buf, arg) == 0) by_id = sid;
     }
     json_decref(resp);
-    if (!*id) *id = by_id;
+    if (by_id && by_name && by_id != by_name)   /* sweeps_find's rule: the text must name one sweep */
+        return cli_error(cmd, "\"%s\" is the id of sweep %lld and the name of sweep %lld: give %lld for sweep %lld, or "
+                         "sweep %lld's name for sweep %lld", arg, by_id, by_name, by_name, by_name, by_id, by_id);
+    *id = by_id ? by_id : by_name;
     if (!*id) return cli_error(cmd, "no sweep \"%s\" on the server (prism-sweep status --db DB lists them)", arg);
     return 0;
 }

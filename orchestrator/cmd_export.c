@@ -68,14 +68,20 @@ static void out_abort(xout *o) {
     o->f = NULL;
 }
 
-/* A CSV field: quoted when it holds a comma, quote, CR or LF (quotes doubled). */
+/* A CSV text field: quoted when it holds a comma, quote, CR or LF (quotes doubled). Text that comes from a worker or
+ * a trainer (an error message) is not trusted: a cell starting with = + - @ TAB or CR is what a spreadsheet runs as a
+ * formula, so it gets a leading ' (OWASP's CSV injection advice), and control bytes other than LF (ESC sequences
+ * for a terminal that cats the file) are written as spaces. Numbers are never written through here. */
 static void csv_str(FILE *f, const char *s) {
     if (!s) return;
-    if (!strpbrk(s, ",\"\r\n")) { fputs(s, f); return; }
+    int formula = strchr("=+-@\t\r", *s) != NULL && *s, ctl = 0;
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) ctl |= (*p < 0x20 && *p != '\n') || *p == 0x7f;
+    if (!formula && !ctl && !strpbrk(s, ",\"\r\n")) { fputs(s, f); return; }
     fputc('"', f);
-    for (; *s; s++) {
-        if (*s == '"') fputc('"', f);
-        fputc(*s, f);
+    if (formula) fputc('\'', f);
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        if (*p == '"') fputc('"', f);
+        fputc((*p < 0x20 && *p != '\n') || *p == 0x7f ? ' ' : *p, f);
     }
     fputc('"', f);
 }
@@ -273,6 +279,12 @@ static int tb_begin(tbstate *t, const char *dir, const xjob *j, char *err, size_
     heads_rle(j->heads, rle, sizeof rle);
     snprintf(run, sizeof run, "%s/job%0*lld_%s_seed%lld", dir, t->idw, j->id, rle, j->seed);
     if (util_mkdir_p(run, 0755) < 0) { snprintf(err, errlen, "%s: mkdir failed: %s", run, strerror(errno)); return -1; }
+    struct stat sb;   /* a run folder is ours: one planted as a symlink would take the writes outside --out */
+    if (lstat(run, &sb) != 0 || !S_ISDIR(sb.st_mode)) {
+        snprintf(err, errlen, "%s: is a symlink or not a folder (export did not make it): remove it, or export into an "
+                 "empty --out", run);
+        return -1;
+    }
     snprintf(path, sizeof path, "%s/events.out.tfevents.%lld.prism-sweep", run, (long long)j->created_at);
     if (tfevents_open(&t->w, path, j->created_at) < 0) { snprintf(err, errlen, "%s", t->w.err); tfevents_abort(&t->w); return -1; }
     t->open = 1;
@@ -342,7 +354,7 @@ int cmd_export(int argc, char **argv) {
     int rc = sweeps_find(st, pos[0], &sweep);
     if (rc < 0) {
         fprintf(stderr, "prism-sweep export: %s%s\n", st->err, rc == STORE_ENOTFOUND ? " (prism-sweep status lists the sweeps)" : "");
-        status = rc == STORE_ENOTFOUND ? 2 : 1;
+        status = rc == STORE_ENOTFOUND || rc == STORE_EINVAL ? 2 : 1;
         goto out;
     }
     if (util_mkdir_p(dir, 0755) < 0) {

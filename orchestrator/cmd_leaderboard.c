@@ -16,13 +16,18 @@
 #include "commands.h"
 #include "leaderboard.h"
 #include "store.h"
+#include "sweeps.h"
 
+/* SWEEP by sweeps_find (the rule of every command), or the newest sweep */
 static int find_sweep(store *st, const char *arg, long long *id) {
+    if (arg) {
+        int64_t v = 0;
+        int frc = sweeps_find(st, arg, &v);
+        *id = v;
+        return frc;
+    }
     sqlite3_stmt *s = NULL;
-    const char *sql = arg ? "SELECT id FROM sweeps WHERE name = ?1 OR CAST(id AS TEXT) = ?1 ORDER BY name = ?1 DESC LIMIT 1"
-                          : "SELECT id FROM sweeps ORDER BY id DESC LIMIT 1";
-    if (sqlite3_prepare_v2(st->db, sql, -1, &s, NULL) != SQLITE_OK) return STORE_EIO;
-    if (arg) sqlite3_bind_text(s, 1, arg, -1, SQLITE_TRANSIENT);
+    if (sqlite3_prepare_v2(st->db, "SELECT id FROM sweeps ORDER BY id DESC LIMIT 1", -1, &s, NULL) != SQLITE_OK) return STORE_EIO;
     int rc = sqlite3_step(s);
     if (rc == SQLITE_ROW) *id = sqlite3_column_int64(s, 0);
     sqlite3_finalize(s);
@@ -63,6 +68,7 @@ int cmd_leaderboard(int argc, char **argv) {
                            "(prism-sweep create SPEC.json)", npos ? pos[0] : "", db);
         goto out;
     }
+    if (rc == STORE_EINVAL) { status = cli_error("leaderboard", "%s", st->err); goto out; }
     if (rc < 0 || (rc = leaderboard_build(st, id, &lb, err, sizeof err)) < 0) {
         fprintf(stderr, "prism-sweep leaderboard: %s\n", rc == STORE_EIO && !lb ? (err[0] ? err : sqlite3_errmsg(st->db)) : err);
         goto out;

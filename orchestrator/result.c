@@ -122,14 +122,26 @@ static int check_zero_shot(const json_t *zs, const result_limits *lim, char *err
             return -1;
         }
         if (!json_is_object(v)) { snprintf(err, errlen, "result.zero_shot.%s: must be an object {acc, acc_norm}", name); return -1; }
-        static const char *const acc[2] = { "acc", "acc_norm" };
+        static const char *const acc[2] = { "acc", "acc_norm" }, *const cnt[2] = { "n", "truncated" };
         for (int a = 0; a < 2; a++) {
             json_t *x = json_object_get(v, acc[a]);
             if (!json_is_number(x) || !(json_number_value(x) >= 0 && json_number_value(x) <= 1)) {
                 snprintf(err, errlen, "result.zero_shot.%s.%s: must be a number in [0, 1]", name, acc[a]);
                 return -1;
             }
+            x = json_object_get(v, cnt[a]);   /* the items scored and cut: counts, as the worker's engine writes them */
+            if (x && !json_is_null(x) && (!json_is_integer(x) || json_integer_value(x) < 0 || json_integer_value(x) > 1000000000)) {
+                snprintf(err, errlen, "result.zero_shot.%s.%s: must be an integer in [0, 1e9]", name, cnt[a]);
+                return -1;
+            }
         }
+        const char *vk;
+        json_t *vv;
+        json_object_foreach(v, vk, vv)
+            if (strcmp(vk, "acc") && strcmp(vk, "acc_norm") && strcmp(vk, "n") && strcmp(vk, "truncated")) {
+                snprintf(err, errlen, "result.zero_shot.%s: unknown key (expected acc, acc_norm, n, truncated)", name);
+                return -1;
+            }
     }
     return 0;
 }

@@ -280,6 +280,10 @@ static int spec_parse_head(json_t *root, sweep_spec *sp, char *err, size_t errle
     json_t *v = json_object_get(root, "name");
     if (!json_is_string(v) || !valid_name(json_string_value(v)))
         return err_at(err, errlen, "name: required, 1..127 characters of A-Z a-z 0-9 . _ -");
+    const char *nm = json_string_value(v);
+    if (strspn(nm, "0123456789") == strlen(nm))   /* every command takes SWEEP as an id or a name */
+        return err_at(err, errlen, "name: \"%s\" is a number, which every command would read as a sweep id; give a "
+                      "name with a letter, e.g. \"sweep-%s\"", nm, nm);
     snprintf(sp->name, sizeof sp->name, "%s", json_string_value(v));
     if ((v = json_object_get(root, "description")) && !json_is_string(v))
         return err_at(err, errlen, "description: must be a string");

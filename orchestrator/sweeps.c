@@ -249,13 +249,22 @@ int sweeps_find(store *st, const char *id_or_name, int64_t *id) {
     char *end = NULL;
     long long n = strtoll(id_or_name, &end, 10);
     int numeric = *id_or_name && !*end && n > 0;
-    if ((rc = prep(st, &s, "SELECT id FROM sweeps WHERE id = ?1 OR name = ?2 ORDER BY (id = ?1) DESC LIMIT 1")) < 0)
+    if ((rc = prep(st, &s, "SELECT id FROM sweeps WHERE id = ?1 OR name = ?2 ORDER BY id LIMIT 2")) < 0)
         return rc;
     sqlite3_bind_int64(s, 1, numeric ? n : -1);
     sqlite3_bind_text(s, 2, id_or_name, -1, SQLITE_STATIC);
     int step = sqlite3_step(s);
-    if (step == SQLITE_ROW) { *id = sqlite3_column_int64(s, 0); rc = STORE_OK; }
-    else if (step == SQLITE_DONE) {
+    if (step == SQLITE_ROW) {
+        *id = sqlite3_column_int64(s, 0);
+        rc = STORE_OK;
+        if ((step = sqlite3_step(s)) == SQLITE_ROW) {   /* one sweep's id, another's name (made before names were checked) */
+            long long a = *id, b = sqlite3_column_int64(s, 0), by_name = a == n ? b : a;
+            snprintf(st->err, sizeof st->err, "\"%s\" is the id of sweep %lld and the name of sweep %lld: give %lld for "
+                     "sweep %lld, or sweep %lld's name for sweep %lld", id_or_name, n, by_name, by_name, by_name, n, n);
+            rc = STORE_EINVAL;
+        }
+        step = SQLITE_ROW;
+    } else if (step == SQLITE_DONE) {
         snprintf(st->err, sizeof st->err, "no sweep with id or name \"%s\"", id_or_name);
         rc = STORE_ENOTFOUND;
     } else rc = store_fail(st, "find sweep");

@@ -82,7 +82,9 @@ int sweeps_create_json(store *st, const char *text, size_t len, sweeps_created *
 int sweeps_create_json_max(store *st, const char *text, size_t len, long long max_jobs, int *too_big,
                            sweeps_created *out, char *err, size_t errlen);
 
-/* Finds a sweep by decimal id or by name. STORE_ENOTFOUND when there is none. */
+/* Finds a sweep by decimal id or by name: the one rule of every command that takes SWEEP. STORE_ENOTFOUND when there
+ * is none; STORE_EINVAL (st->err says which to give) when the text is one sweep's id and another's name (names that
+ * are numbers are refused at create, but an older database may hold one). */
 int sweeps_find(store *st, const char *id_or_name, int64_t *id);
 
 /* Calls fn(ctx, id) for every sweep whose spec has the top-level key `key` ("halving", "racing"), in id order,

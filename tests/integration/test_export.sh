@@ -114,6 +114,39 @@ t_export_tensorboard() {
   /usr/bin/python3 "$CHECK" "$DB" "$D/tb" tensorboard "$SID" || fail "tensorboard export differs from the database"
 }
 
+# A failed job's error comes from a worker or a trainer: in results.csv a cell that a spreadsheet would run as a
+# formula (=HYPERLINK(...)) starts with ' and no control byte but LF (an ESC sequence) is written; the text is kept.
+t_export_csv_neutralises_formulas_and_control_bytes() {
+  s_setup
+  s_spec "$D/s.json" inj '["4,4,4,4"]' '[0, 1]' 10
+  s_create "$D/s.json" >/dev/null
+  sqlite3 "$DB" "UPDATE jobs SET state = 'failed', last_error = '=HYPERLINK(\"http://evil.example\",\"ok\")' || char(27) || '[31m red' || char(10) || 'line 2' WHERE id = 1; UPDATE jobs SET state = 'failed', last_error = '-2+3' WHERE id = 2"
+  "$(bin prism-sweep)" export inj --db "$DB" --format csv --out "$D/csv" >/dev/null || fail "export csv"
+  ! grep -q $'\x1b' "$D/csv/results.csv" || fail "an ESC byte reached results.csv"
+  /usr/bin/python3 - "$D/csv/results.csv" <<'PY' || fail "the neutralised cells"
+import csv, sys
+rows = {r["job_id"]: r["last_error"] for r in csv.DictReader(open(sys.argv[1], newline=""))}
+assert rows["1"] == "'=HYPERLINK(\"http://evil.example\",\"ok\") [31m red\nline 2", repr(rows["1"])
+assert rows["2"] == "'-2+3", repr(rows["2"])
+PY
+}
+
+# A run folder planted under --out as a symlink (to a folder elsewhere) is refused, not followed: nothing is
+# written through it.
+t_export_tensorboard_does_not_follow_a_planted_symlink() {
+  /usr/bin/python3 -c 'import google.protobuf' 2>/dev/null || fail "python3-protobuf missing: run make deps"
+  s_setup
+  s_spec "$D/s.json" sym '["4,4,4,4"]' '[0]' 10
+  s_create "$D/s.json" >/dev/null
+  sqlite3 "$DB" "UPDATE jobs SET state = 'done', finished_at = 1e9; INSERT INTO results (job_id, attempt, val_loss, result, completed_at) SELECT id, 1, 3.0, json_object('val_loss', 3.0), 1e9 FROM jobs"
+  mkdir -p "$D/tb" "$D/elsewhere"
+  ln -s "$D/elsewhere" "$D/tb/job1_4x4_seed0"
+  local rc=0; "$(bin prism-sweep)" export sym --db "$DB" --format tensorboard --out "$D/tb" >"$D/out" 2>"$D/err" || rc=$?
+  [ "$rc" != 0 ] || fail "export followed the planted symlink (exit 0)"
+  assert_contains "$(cat "$D/err")" "job1_4x4_seed0: is a symlink or not a folder (export did not make it)"
+  assert_eq "" "$(ls -A "$D/elsewhere")" "nothing written through the symlink"
+}
+
 t_export_bad_input() {
   fed
   local x; x=$(bin prism-sweep)

@@ -126,6 +126,36 @@ t_not_a_prism_server_exits_2() {
   assert_contains "$(cat "$D/w3.log")" "retrying with backoff"
 }
 
+# One rule for SWEEP in every command (sweeps_find): a name that is a number is refused at create, and where an
+# older database holds one ("1" naming sweep 2 while sweep 1 exists) status, export, leaderboard and the admin
+# commands all refuse "1" naming both sweeps, and all take 2 for the renamed one.
+t_a_sweep_named_like_an_id_is_refused_everywhere() {
+  w_setup
+  w_spec "$D/a.json" a '["4,4,4,4"]' '[1]' 6
+  w_spec "$D/b.json" b '["4,4,4,4"]' '[1]' 6
+  w_spec "$D/n.json" 42 '["4,4,4,4"]' '[1]' 6
+  local x; x=$(bin prism-sweep)
+  local rc=0; "$x" create "$D/n.json" --db "$D/prism.db" 2>"$D/err" >/dev/null || rc=$?
+  assert_eq 2 "$rc" "create of a sweep named 42"
+  assert_contains "$(cat "$D/err")" 'name: "42" is a number, which every command would read as a sweep id'
+  "$x" create "$D/a.json" --db "$D/prism.db" >/dev/null && "$x" create "$D/b.json" --db "$D/prism.db" >/dev/null || fail "create a, b"
+  sqlite3 "$D/prism.db" "UPDATE sweeps SET name = '1' WHERE name = 'b'"
+  local want='"1" is the id of sweep 1 and the name of sweep 2: give 2 for sweep 2, or sweep 1'"'"'s name for sweep 1'
+  for c in "status 1" "leaderboard 1" "export 1 --out $D/o"; do
+    rc=0; $x $c --db "$D/prism.db" >/dev/null 2>"$D/err" || rc=$?
+    assert_eq 2 "$rc" "$c: exit"
+    assert_contains "$(cat "$D/err")" "$want"
+  done
+  assert_contains "$("$x" status 2 --db "$D/prism.db")" 'sweep 2 "1"'
+  "$x" leaderboard 2 --db "$D/prism.db" >/dev/null || fail "leaderboard 2"
+  w_server
+  rc=0; ADMIN pause 1 >/dev/null 2>"$D/err" || rc=$?
+  assert_eq 2 "$rc" "pause 1: exit"
+  assert_contains "$(cat "$D/err")" "$want"
+  ADMIN pause 2 >/dev/null 2>&1 || fail "pause 2"
+  assert_eq "active paused" "$(sqlite3 "$D/prism.db" "SELECT group_concat(state, ' ') FROM (SELECT state FROM sweeps ORDER BY id)")" "only sweep 2 paused"
+}
+
 # The admin commands: pause, resume, priority (sweep and job), cancel and requeue one job; errors: no --state,
 # an unknown sweep, a wrong token (2), no server (1).
 t_admin_commands() {

@@ -73,6 +73,13 @@ TEST(bad_points_name_the_key) {
     point_error("{\"step\": 1, \"train_loss\": 1, \"grad_norm\": []}", "points[3]: grad_norm must be a number");
     point_error("{\"step\": 1, \"train_loss\": 1, \"tok_per_s\": \"fast\"}", "points[3]: tok_per_s must be a number");
     point_error("{\"step\": 1, \"train_loss\": 1, \"tokens\": 1.5}", "points[3]: tokens must be an integer");
+    /* numbers as the job's bounds allow (issue #44: 1e308 losses and a negative lr were stored) */
+    point_error("{\"step\": 1, \"train_loss\": 1e308}", "points[3].train_loss: 1e+308 is outside [0, 1e+06]");
+    point_error("{\"step\": 1, \"val_loss\": -1e308}", "points[3].val_loss: -1e+308 is outside [0, 1e+06]");
+    point_error("{\"step\": 1, \"train_loss\": 1, \"lr\": -0.001}", "points[3].lr: -0.001 is outside [0, 10]");
+    point_error("{\"step\": 1, \"train_loss\": 1, \"grad_norm\": -1}", "points[3].grad_norm: -1 is outside [0, 1e+30]");
+    point_error("{\"step\": 1, \"train_loss\": 1, \"tok_per_s\": 1e15}", "points[3].tok_per_s: 1e+15 is outside [0, 1e+12]");
+    point_error("{\"step\": 1, \"train_loss\": 1, \"tokens\": -5}", "points[3].tokens: -5 is outside [0, 9.2e+18]");
 }
 
 TEST(heartbeat_round_trips_and_names_bad_keys) {
