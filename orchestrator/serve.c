@@ -271,18 +271,24 @@ static int serve_check_wal(const char *db, int accept) {
     }
     if (w.lost_commits == 0) return 0;
     char msg[1024];
-    snprintf(msg, sizeof msg, "%s-wal is damaged: frame %lld of %lld breaks its checksum chain, and %lld committed "
-             "transaction(s) in the %lld frame(s) from there on would be dropped by SQLite's recovery (the %lld "
-             "transaction(s) before it are kept)", db, w.first_bad, w.frames, w.lost_commits, w.lost_frames,
-             w.valid_commits);
+    if (w.header_damaged)
+        snprintf(msg, sizeof msg, "%s-wal is damaged: its header's checksum does not match, so SQLite's recovery would "
+                 "ignore the whole WAL and drop %lld committed transaction(s) in its %lld frame(s)", db, w.lost_commits,
+                 w.lost_frames);
+    else
+        snprintf(msg, sizeof msg, "%s-wal is damaged: frame %lld of %lld breaks its checksum chain, and %lld committed "
+                 "transaction(s) in the %lld frame(s) from there on would be dropped by SQLite's recovery (the %lld "
+                 "transaction(s) before it are kept)", db, w.first_bad, w.frames, w.lost_commits, w.lost_frames,
+                 w.valid_commits);
     if (!accept) {
         fprintf(stderr, "prism-sweep serve: %s. Nothing was changed. Restore the database from a backup, or start "
                         "with --accept-wal-loss to serve what is left (a copy of the WAL is kept first)\n", msg);
         return -1;
     }
-    char src[4200], dst[4300];
-    snprintf(src, sizeof src, "%s-wal", db);
-    snprintf(dst, sizeof dst, "%s-wal.corrupt-%lld", db, (long long)time(NULL));
+    char src[4200], dst[4300], real[4096];
+    const char *at = realpath(db, real) ? real : db;   /* the WAL SQLite uses: beside the resolved file */
+    snprintf(src, sizeof src, "%s-wal", at);
+    snprintf(dst, sizeof dst, "%s-wal.corrupt-%lld", at, (long long)time(NULL));
     FILE *in = fopen(src, "rb"), *out = in ? fopen(dst, "wbx") : NULL;
     int ok = in && out;
     char buf[65536];

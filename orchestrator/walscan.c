@@ -8,7 +8,13 @@
  * is valid when its salts are the header's and the running checksum matches. SQLite keeps the frames up to the
  * last valid commit frame. After the first frame that breaks the chain, the frames that still carry this
  * generation's salts belong to transactions written after it; the commit frames among them were committed
- * (acknowledged) transactions that recovery would drop. The file is read in 1 MiB pieces: a WAL may be large.
+ * (acknowledged) transactions that recovery would drop. A frame whose salts are not the header's ends the WAL
+ * only if no frame of this generation follows it (after a restart the older generation's frames come last, never
+ * before the current one's): a flipped salt byte is a break like a flipped page byte. A header whose checksum does
+ * not match makes SQLite ignore the whole WAL; when the frames' own chain verifies from the stored checksum, or from
+ * the header recomputed with the first frame's salts (a flipped sequence, salt or checksum byte), every commit in it
+ * is lost. The WAL is the one SQLite opens: beside the database's resolved path (a symlinked path included).
+ * The file is read in 1 MiB pieces: a WAL may be large.
  */
 #include "walscan.h"
 
@@ -31,10 +37,44 @@ static void wal_sum(int big, const unsigned char *p, size_t n, uint32_t s[2]) {
     }
 }
 
+/* A header whose checksum fails: the chain the frames carry, from either seed, with the first frame's salts. Counts
+ * its commits into out (all lost: SQLite ignores the WAL). Rewinds f to the first frame. */
+static void header_lost(FILE *f, const unsigned char *h0, int big, int page, unsigned char *frame, walscan_result *out) {
+    size_t fsz = 24 + (size_t)page;
+    if (fseek(f, 32, SEEK_SET) != 0 || fread(frame, 1, fsz, f) != fsz) return;
+    unsigned char h[32];
+    memcpy(h, h0, 32);
+    memcpy(h + 16, frame + 8, 8);   /* the generation's salts, as its frames carry them */
+    uint32_t seeds[2][2] = { { be32(h + 24), be32(h + 28) }, { 0, 0 } };
+    wal_sum(big, h, 24, seeds[1]);
+    for (int k = 0; k < 2; k++) {
+        uint32_t s[2] = { seeds[k][0], seeds[k][1] };
+        long long frames = 0, commits = 0, cframes = 0;
+        if (fseek(f, 32, SEEK_SET) != 0) return;
+        while (fread(frame, 1, fsz, f) == fsz) {
+            if (memcmp(frame + 8, h + 16, 8) != 0) break;
+            uint32_t t[2] = { s[0], s[1] };
+            wal_sum(big, frame, 8, t);
+            wal_sum(big, frame + 24, (size_t)page, t);
+            if (t[0] != be32(frame + 16) || t[1] != be32(frame + 20)) break;
+            s[0] = t[0]; s[1] = t[1];
+            frames++;
+            if (be32(frame + 4) != 0) { commits++; cframes = frames; }
+        }
+        if (commits > 0) {
+            out->header_damaged = 1;
+            out->lost_commits = commits;
+            out->lost_frames = cframes;
+            return;
+        }
+    }
+}
+
 int walscan_check(const char *db_path, walscan_result *out, char *err, size_t errlen) {
     memset(out, 0, sizeof *out);
-    char path[4200];
-    snprintf(path, sizeof path, "%s-wal", db_path);
+    char path[4200], real[4096];
+    /* SQLite resolves the database's symlinks and keeps the WAL beside the file itself */
+    snprintf(path, sizeof path, "%s-wal", realpath(db_path, real) ? real : db_path);
     FILE *f = fopen(path, "rb");
     if (!f) {
         if (errno == ENOENT) return 0;
@@ -56,14 +96,17 @@ int walscan_check(const char *db_path, walscan_result *out, char *err, size_t er
     int big = magic & 1;
     uint32_t s[2] = {0, 0};
     wal_sum(big, h, 24, s);
-    if (s[0] != be32(h + 24) || s[1] != be32(h + 28)) { out->bad_header = 1; goto out; }
     out->page_size = page;
     size_t fsz = 24 + (size_t)page;
     if (!(frame = malloc(fsz))) { snprintf(err, errlen, "%s: out of memory", path); rc = -1; goto out; }
-    int broken = 0, ended = 0;
+    if (s[0] != be32(h + 24) || s[1] != be32(h + 28)) {
+        out->bad_header = 1;
+        header_lost(f, h, big, page, frame, out);
+        goto out;
+    }
+    int broken = 0;
     for (long long k = 1; fread(frame, 1, fsz, f) == fsz; k++) {
         out->frames++;
-        if (ended) continue;
         int salts = memcmp(frame + 8, h + 16, 8) == 0;
         int commit = be32(frame + 4) != 0;
         if (!broken) {
@@ -75,7 +118,11 @@ int walscan_check(const char *db_path, walscan_result *out, char *err, size_t er
                 if (commit) { out->valid_frames = k; out->valid_commits++; }
                 continue;
             }
-            if (!salts) { ended = 1; continue; }   /* an older generation's frames: the WAL ends here */
+            if (!salts) {   /* an older generation's frames end the WAL, unless this generation's follow */
+                broken = 1;
+                out->first_bad = k;
+                continue;
+            }
             broken = 1;
             out->first_bad = k;
             out->lost_frames++;

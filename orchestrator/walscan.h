@@ -9,7 +9,8 @@
  *   cannot be read (a WAL that is not one at all is not an error: SQLite ignores it; out->bad_header = 1).
  *   out->lost_commits > 0 means committed transactions follow the first frame that breaks the checksum chain:
  *   SQLite would drop them. Frames of an older WAL generation (other salts) and an uncommitted tail (a crash in
- *   the middle of a transaction) are not losses.
+ *   the middle of a transaction) are not losses. A damaged header over frames that verify (header_damaged) loses
+ *   every commit in them. The WAL read is the resolved database path's (DB through a symlink included).
  */
 #ifndef PRISM_WALSCAN_H
 #define PRISM_WALSCAN_H
@@ -17,6 +18,8 @@
 
 typedef struct walscan_result {
     int exists, bad_header;
+    int header_damaged;       /* the header's checksum fails but its frames' chain holds: SQLite drops them all
+                                 (lost_commits of them committed; first_bad 0) */
     long long frames;         /* whole frames in the file */
     long long valid_frames;   /* frames up to the last commit whose checksum chain holds (what SQLite keeps) */
     long long valid_commits;

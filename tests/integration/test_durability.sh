@@ -221,4 +221,68 @@ PY
   s_expect 200 GET /healthz
 }
 
+# wal_fixture NAME: a created sweep and 40 committed transactions left in DB-wal (not checkpointed); the WAL copied
+# to $D/wal.clean.
+wal_fixture() {
+  s_setup
+  s_spec "$D/s.json" "$1" '["4,4,4,4"]' '[1]'
+  s_create "$D/s.json" >/dev/null
+  /usr/bin/python3 - "$DB" <<'PY'
+import os, sqlite3, sys
+c = sqlite3.connect(sys.argv[1], isolation_level=None)
+c.execute("PRAGMA wal_autocheckpoint=0")
+for i in range(40):   # 40 committed transactions, each its own frames
+    c.execute("INSERT INTO workers (name, host, devices, registered_at, last_seen_at) VALUES (?, 'h', '[]', 0, 0)", ("w%d" % i,))
+os._exit(0)   # no close: the WAL stays as it is, not checkpointed
+PY
+  [ -s "$DB-wal" ] || fail "no WAL left to damage"
+  cp "$DB-wal" "$D/wal.clean"
+}
+# wal_flip WHERE: flips one bit of $DB-wal from the clean copy; WHERE is "header OFFSET" or "frame K OFFSET" (K 1-based,
+# OFFSET into the frame, its 24-byte header first).
+wal_flip() {
+  /usr/bin/python3 - "$D/wal.clean" "$DB-wal" "$@" <<'PY'
+import struct, sys
+b = bytearray(open(sys.argv[1], "rb").read())
+page = struct.unpack(">I", b[8:12])[0]
+off = int(sys.argv[4]) if sys.argv[3] == "header" else 32 + (int(sys.argv[4]) - 1) * (24 + page) + int(sys.argv[5])
+b[off] ^= 0x01
+open(sys.argv[2], "wb").write(b)
+PY
+}
+# serve_refuses DBPATH WANT: serve over DBPATH exits 1 naming the damage; the WAL is left as it was.
+serve_refuses() {
+  cp "$DB-wal" "$D/wal.before"
+  PORT=$(free_port)
+  local rc=0 out; out=$(timeout 20 "$(bin prism-sweep)" serve --db "$1" --listen "127.0.0.1:$PORT" 2>&1) || rc=$?
+  echo "$out"
+  assert_eq 1 "$rc" "serve over a damaged WAL ($2)"
+  assert_contains "$out" "$2"
+  assert_contains "$out" "Nothing was changed"
+  cmp -s "$DB-wal" "$D/wal.before" || fail "the WAL was changed by a refused start"
+}
+
+# The damage SQLite's recovery would drop without a word, each refused at start (issue #44): a frame's salt (the
+# chain ends there but this generation's frames follow), the header's checkpoint sequence, salt or checksum (SQLite
+# ignores the whole WAL), and a flipped page byte with the database served through a symlink (the WAL is beside the
+# resolved file).
+t_salt_header_and_symlink_damage_is_detected_at_start() {
+  wal_fixture walsalt
+  wal_flip frame 4 8
+  serve_refuses "$DB" "-wal is damaged: frame 4 of"
+  local off
+  for off in 12 16 24; do
+    wal_flip header "$off"
+    serve_refuses "$DB" "its header's checksum does not match, so SQLite's recovery would ignore the whole WAL and drop"
+  done
+  cp "$D/wal.clean" "$DB-wal"
+  wal_flip frame 4 100
+  ln -s "$DB" "$D/link.db"
+  serve_refuses "$D/link.db" "-wal is damaged: frame 4 of"
+  cp "$D/wal.clean" "$DB-wal"
+  s_server
+  s_expect 200 GET /healthz
+  assert_eq 40 "$(sqlite3 "$DB" "SELECT count(*) FROM workers")" "every transaction of the undamaged WAL"
+}
+
 harness_main "$@"
