@@ -67,6 +67,12 @@ int cmd_create(int argc, char **argv) {
         return 0;
     }
     store *st = NULL;
+    if (store_served_elsewhere(db, err, sizeof err)) {   /* before anything is written through this name */
+        fprintf(stderr, "prism-sweep create: --db %s\n", err);
+        free(text);
+        spec_release(&sp);
+        return 2;
+    }
     if (store_open(db, &st, err, sizeof err) < 0) {
         fprintf(stderr, "prism-sweep create: --db %s: %s\n", db, err);
         free(text);

@@ -242,11 +242,10 @@ static int is_loopback(const char *host) {
  * SQLite closes another descriptor of the file (as a POSIX record lock would be), and reaches the file server
  * on NFS. Creates the file when absent (SQLite takes an empty file as a new database). Returns the descriptor
  * to keep open while serving, or -1 after printing why (exit 2). */
-#define SERVE_DB_LOCK_BYTE 0x50000000LL
 static int serve_lock_db(const char *db) {
     int fd = open(db, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
     if (fd < 0) return cli_error("serve", "cannot open %s: %s", db, strerror(errno)), -1;
-    struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = SERVE_DB_LOCK_BYTE, .l_len = 1 };
+    struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = STORE_SERVE_LOCK_BYTE, .l_len = 1 };
     if (fcntl(fd, F_OFD_SETLK, &fl) == 0) return fd;
     int e = errno;
     close(fd);

@@ -11,14 +11,20 @@
  * when it finishes or is reset, adds the run's VM steps to st->vm_steps and zeroes the statement's counter, so
  * every statement on the connection is counted once, whichever module prepared it.
  */
+#define _GNU_SOURCE   /* F_OFD_GETLK */
 #include "store.h"
 #include "jobmodel.h"
 
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/time.h>
+#include <unistd.h>
 
 /* The migrations, in order (store.h's prism_sql_migrations[]): migration i (1-based) brings user_version from i-1
  * to i. They run with foreign_keys OFF (a table rebuild must not cascade its DROP into the tables that reference
@@ -349,4 +355,32 @@ void store_fault_point(const char *var, const char *what) {
         fprintf(stderr, "prism-sweep serve: %s=abort: aborting inside %s (test hook)\n", var, what);
         abort();
     }
+}
+
+/* ---- served under another name ---------------------------------------------------------------------- */
+
+/* PATH.lock is flock-held (by a server: it holds LOCK_EX while serving) */
+static int lock_file_held(const char *db) {
+    char p[PATH_MAX + 8];
+    snprintf(p, sizeof p, "%s.lock", db);
+    int fd = open(p, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return 0;
+    int held = flock(fd, LOCK_SH | LOCK_NB) != 0 && errno == EWOULDBLOCK;
+    close(fd);   /* releases a shared lock we got */
+    return held;
+}
+
+int store_served_elsewhere(const char *path, char *err, size_t errlen) {
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return 0;
+    struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = STORE_SERVE_LOCK_BYTE, .l_len = 1 };
+    int served = fcntl(fd, F_OFD_GETLK, &fl) == 0 && fl.l_type != F_UNLCK;
+    close(fd);
+    if (!served) return 0;
+    char real[PATH_MAX];
+    if (lock_file_held(path) || (realpath(path, real) && lock_file_held(real))) return 0;
+    snprintf(err, errlen, "%s is being served by prism-sweep serve under another name (a hard link, a bind mount or "
+             "another path to the same file): SQLite keeps one WAL per name, so what this writes would never reach the "
+             "server. Give --db the path the server was started with", path);
+    return 1;
 }

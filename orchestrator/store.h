@@ -51,6 +51,15 @@ store_cost store_cost_now(const store *st);
  * caller frees with store_close(). On failure *out is NULL, errbuf holds the reason, returns < 0. */
 int store_open(const char *path, store **out, char *errbuf, size_t errlen);
 void store_close(store *st);            /* NULL is fine */
+
+/* prism-sweep serve's lock on the database file itself (an OFD lock on this one byte, far past SQLite's lock bytes):
+ * it follows the inode, whatever path names the file (orchestrator/serve.c). */
+#define STORE_SERVE_LOCK_BYTE 0x50000000LL
+/* 1 when the file at path is served (the lock above is held) under another name than path: path's PATH.lock (and
+ * its resolved path's) is not the server's. SQLite keeps one WAL per name, so a write through this name would go to
+ * a WAL the server never reads, and come back as a stale replay later; a CLI writer refuses it (err says what to
+ * give). 0 when not served, served under this name, or no such file. */
+int store_served_elsewhere(const char *path, char *err, size_t errlen);
 /* Opens an existing prism-sweep database read-only, for the read commands: nothing is created or
  * migrated. A file that is not SQLite, has no prism-sweep schema (user_version 0, no sweeps/jobs tables)
  * or an older/newer one is refused (STORE_EINVAL / STORE_ENEWER) with the reason in errbuf; a file that cannot

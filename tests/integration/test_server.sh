@@ -375,6 +375,28 @@ t_sigterm_graceful() {
   assert_eq leased "$(sqlite3 "$DB" "SELECT state FROM jobs WHERE id = $JOB")" "lease kept"
 }
 
+# create through another name of a served database (a hard link: its own WAL, which the server never reads and a
+# later open would replay over newer data) is refused before anything is written; through the server's own path,
+# or a symlink to it (SQLite resolves it: the same WAL), it works (issue #44, "a stale replay").
+t_create_through_another_name_of_a_served_database_is_refused() {
+  s_setup
+  s_spec "$D/s.json" first '["4,4,4,4"]' '[1]'
+  s_create "$D/s.json" >/dev/null
+  s_server
+  ln "$DB" "$D/hard.db"
+  ln -s "$DB" "$D/sym.db"
+  s_spec "$D/t.json" second '["4,4,4,4"]' '[1]'
+  local rc=0 out; out=$("$(bin prism-sweep)" create "$D/t.json" --db "$D/hard.db" 2>&1) || rc=$?
+  assert_eq 2 "$rc" "create through a hard link of the served database ($out)"
+  assert_contains "$out" "is being served by prism-sweep serve under another name"
+  [ ! -e "$D/hard.db-wal" ] || fail "create wrote a WAL of its own beside the hard link"
+  "$(bin prism-sweep)" create "$D/t.json" --db "$D/sym.db" >/dev/null || fail "create through a symlink to the served path"
+  s_spec "$D/u.json" third '["4,4,4,4"]' '[1]'
+  "$(bin prism-sweep)" create "$D/u.json" --db "$DB" >/dev/null || fail "create through the served path"
+  s_expect 200 GET /api/v1/sweeps
+  assert_eq "first second third" "$(echo "$BODY" | jq -r '[.sweeps[].name] | sort | join(" ")')" "the server sees every sweep"
+}
+
 # One server per database file, whatever path names it: a second serve through a hard link or a symlink to
 # the database exits 2 naming the cause (two writers corrupted it); the first keeps serving and the file is
 # intact; once the first stops, the link path can be served.
