@@ -52,7 +52,7 @@ static int is_state(const char *value, job_state state) {
     return value && strcmp(value, jobstate_name(state)) == 0;
 }
 
-/* The job's next change cursor (sql/013_job_changes.sql: its sweep's largest rev + 1, a seek on jobs_rev), set by the
+/* The job's next change cursor (sql/014_job_changes.sql: its sweep's largest rev + 1, a seek on jobs_rev), set by the
  * worker routes' UPDATEs themselves: the trigger that catches every other change would write the row a second time. */
 #define NEXT_REV_VALUE "(SELECT max(j2.rev) + 1 FROM jobs j2 WHERE j2.sweep_id = jobs.sweep_id)"
 #define NEXT_REV "rev = " NEXT_REV_VALUE
@@ -92,7 +92,7 @@ static const char *const SQL[S_COUNT] = {
     [S_CKPT] = "UPDATE jobs SET checkpoint_path = ?2, checkpoint_step = ?3, lease_expires_at = ?4, updated_at = ?5, "
                "rev = CASE WHEN ?3 IS NOT checkpoint_step THEN " NEXT_REV_VALUE " ELSE rev END WHERE id = ?1",
     /* an UPSERT, not a REPLACE: a result reported again fires the update trigger that keeps the sweep's device
-     * time (sql/013_job_changes.sql), where a REPLACE would delete the old row without firing any */
+     * time (sql/014_job_changes.sql), where a REPLACE would delete the old row without firing any */
     [S_RESULT_INS] = "INSERT INTO results (job_id, attempt, val_loss, tok_per_s, wall_s, params, flops_per_token, "
                      "attn_distance, result, completed_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10) "
                      "ON CONFLICT (job_id) DO UPDATE SET attempt = excluded.attempt, val_loss = excluded.val_loss, "

@@ -297,7 +297,7 @@ static const char SUMMARY_SQL[] =
 
 int sweeps_counts_verify(store *st, char *err, size_t errlen) {
     /* every (sweep, state) whose counter row differs from the jobs themselves, either way; a sweep whose results
-     * counter differs from its results (sql/013_job_changes.sql: the count exact, the seconds within rounding); a
+     * counter differs from its results (sql/014_job_changes.sql: the count exact, the seconds within rounding); a
      * change cursor (rev) two jobs of a sweep share */
     static const char sql[] =
         "WITH j AS (SELECT sweep_id, state, count(*) AS n, "

@@ -8,7 +8,7 @@
  * file adds what only a live server knows: workers alive, steps/s and the ETA from its own samples. Job
  * progress (steps) is the jobs.steps column, the job model's (common/jobmodel.h), filled at create.
  * What the page polls costs what changed, not the sweep's size (issue #39): the jobs list answers ?since=CURSOR from
- * the jobs_rev index (jobs.rev: sql/013_job_changes.sql), and a sweep's cost is read from counters.
+ * the jobs_rev index (jobs.rev: sql/014_job_changes.sql), and a sweep's cost is read from counters.
  */
 #include "views.h"
 #include "api.h"
@@ -245,7 +245,7 @@ void views_sweep_get(api_ctx *c) {
     json_object_set_new(o, "spec", spec ? spec : json_null());
     /* what the sweep has cost so far: tokens trained by every job (failed and cancelled ones too: they were
      * spent) and the device time the finished jobs reported (result wall_s; running jobs count once done). Read
-     * from the counters (sql/013_job_changes.sql: sweep_counts.tokens, sweep_results), the leased jobs' tokens live
+     * from the counters (sql/014_job_changes.sql: sweep_counts.tokens, sweep_results), the leased jobs' tokens live
      * (jobs_sweep: as many rows as the sweep's running jobs): O(1) in the sweep's size. */
     s = id_row(c, "sweep", "SELECT (SELECT coalesce(sum(tokens), 0) FROM sweep_counts WHERE sweep_id = sw.id) + "
                "(SELECT coalesce(sum(min(j.step, coalesce(nullif(j.steps, 0), j.step)) * j.tokens_per_step), 0) "
@@ -274,7 +274,7 @@ static int sweep_exists(api_ctx *c) {
     return 0;
 }
 
-/* The sweep's change cursor now: the rev of its latest change of a job (sql/013_job_changes.sql: the end of its range
+/* The sweep's change cursor now: the rev of its latest change of a job (sql/014_job_changes.sql: the end of its range
  * of jobs_rev); -1 after answering 500. */
 static long long jobs_cursor(api_ctx *c) {
     sqlite3_stmt *s = views_prepare(c, "SELECT coalesce(max(rev), 0) FROM jobs INDEXED BY jobs_rev WHERE sweep_id = ?1");

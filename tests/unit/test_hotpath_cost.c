@@ -4,7 +4,7 @@
  * on one of 100,000, and its cost is read from the store's accounting (store.h: store_cost_now, the SQLite VM steps of
  * every statement the request ran, triggers included, and the rows it wrote): a count a fast machine cannot hide.
  * Both sides are printed; the big sweep may cost at most a few percent (and a small constant) more. The sweep's
- * per-state counters (sql/010_sweep_counts.sql, sql/013_job_changes.sql) are checked against count(*) and the sums
+ * per-state counters (sql/010_sweep_counts.sql, sql/014_job_changes.sql) are checked against count(*) and the sums
  * after every scenario; the jobs route's ?since= answers exactly the jobs changed after the cursor.
  * timeout: 120
  */

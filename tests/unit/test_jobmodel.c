@@ -82,7 +82,7 @@ TEST(migration_fills_older_rows_by_the_c_model) {
     ASSERT_EQ_INT(0, store_exec(st, "DROP TRIGGER jobs_rev_upd; DROP TRIGGER results_cost_ins; DROP TRIGGER results_cost_del; "
                                 "DROP TRIGGER results_cost_upd; DROP TABLE sweep_results; DROP TRIGGER jobs_count_ins; "
                                 "DROP TRIGGER jobs_count_del; DROP TRIGGER jobs_count_upd; DROP TRIGGER jobs_lease_ord_ins; "
-                                "DROP INDEX jobs_rev; ALTER TABLE jobs DROP COLUMN rev"));   /* migration 13 (and 10's triggers) */
+                                "DROP INDEX jobs_rev; ALTER TABLE jobs DROP COLUMN rev"));   /* migration 14 (and 10's triggers) */
     ASSERT_EQ_INT(0, store_exec(st, "ALTER TABLE jobs DROP COLUMN tokens_per_step"));
     ASSERT_EQ_INT(0, store_exec(st, "DROP TRIGGER jobs_rung_ins; DROP TRIGGER jobs_rung_del; DROP TRIGGER jobs_rung_upd; "
                                 "DROP TABLE halving_rung_counts"));   /* migration 12 */
@@ -118,7 +118,7 @@ TEST(migration_fills_older_rows_by_the_c_model) {
     ASSERT_EQ_INT(0, qv(st, "SELECT count(*) FROM jobs j JOIN schedules sc ON sc.id = j.schedule_id WHERE "
                             "j.lease_ord != (1 - sc.is_baseline) * 4294967296 + sc.ord"));
     ASSERT_EQ_INT(qv(st, "SELECT count(*) FROM schedules"), qv(st, "SELECT sum(schedules) FROM sweeps"));
-    /* migration 13: each job's change cursor its id (distinct within its sweep: checked above), the done job's
+    /* migration 14: each job's change cursor its id (distinct within its sweep: checked above), the done job's
      * tokens counted (sweeps_counts_verify above checks every state's) */
     ASSERT_EQ_INT(n, qv(st, "SELECT count(*) FROM jobs WHERE rev = id"));
     ASSERT_EQ_INT(30 * 8 * 40 * 3, qv(st, "SELECT tokens FROM sweep_counts WHERE state = 'done'"));

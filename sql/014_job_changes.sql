@@ -1,4 +1,4 @@
--- prism-sweep store, migration 13: the page's polling in O(what changed) (issue #39). The leaderboard page polls
+-- prism-sweep store, migration 14: the page's polling in O(what changed) (issue #39). The leaderboard page polls
 -- GET /api/v1/sweeps/{id}/jobs every 2 s (46.7 MB for 100,000 jobs) and GET /api/v1/sweeps/{id}, whose `cost`
 -- summed every job and result of the sweep.
 --
