@@ -52,6 +52,11 @@ static int is_state(const char *value, job_state state) {
     return value && strcmp(value, jobstate_name(state)) == 0;
 }
 
+/* The job's next change cursor (sql/014_job_changes.sql: its sweep's largest rev + 1, a seek on jobs_rev), set by the
+ * worker routes' UPDATEs themselves: the trigger that catches every other change would write the row a second time. */
+#define NEXT_REV_VALUE "(SELECT max(j2.rev) + 1 FROM jobs j2 WHERE j2.sweep_id = jobs.sweep_id)"
+#define NEXT_REV "rev = " NEXT_REV_VALUE
+
 /* The metrics insert's optional columns, ?7 onwards in order: common/point.h's POINT_OPT_NUMS (bind_opt_nums). */
 #define METRIC_COL(K, f, train_only) ", " POINT_KEY_##K
 #define METRIC_ARG(K, f, train_only) ", ?"
@@ -72,7 +77,7 @@ static const char *const SQL[S_COUNT] = {
         "ORDER BY j.priority DESC, j.seed_index, j.lease_ord, j.id LIMIT 1",
     [S_LEASE_TAKE] =
         "UPDATE jobs SET state = 'leased', attempt = attempt + 1, lease_token = ?2, lease_expires_at = ?3, "
-        "worker_id = ?4, device = ?5, updated_at = ?6, finished_at = NULL WHERE id = ?1 AND state = 'queued'",
+        "worker_id = ?4, device = ?5, updated_at = ?6, finished_at = NULL, " NEXT_REV " WHERE id = ?1 AND state = 'queued'",
     [S_LEASE_ROW] =
         "SELECT j.attempt, j.sweep_id, j.schedule_id, j.seed, sc.heads, j.job, j.checkpoint_path, j.checkpoint_step, j.stop_at_step "
         "FROM jobs j JOIN schedules sc ON sc.id = j.schedule_id WHERE j.id = ?1",
@@ -80,18 +85,26 @@ static const char *const SQL[S_COUNT] = {
                     "stop_at_step FROM jobs WHERE id = ?1",
     [S_RENEW] = "UPDATE jobs SET lease_expires_at = ?2, updated_at = ?3 WHERE id = ?1",
     [S_PROGRESS] = "UPDATE jobs SET step = max(step, ?2), last_loss = CASE WHEN ?2 >= step THEN coalesce(?3, last_loss) "
-                   "ELSE last_loss END WHERE id = ?1",
+                   "ELSE last_loss END, rev = CASE WHEN ?2 > step OR (?2 = step AND ?3 IS NOT NULL AND ?3 IS NOT last_loss) "
+                   "THEN " NEXT_REV_VALUE " ELSE rev END WHERE id = ?1",
     [S_METRIC_INS] = "INSERT OR IGNORE INTO metrics (job_id, attempt, step, kind, value, tokens" POINT_OPT_NUMS(METRIC_COL) ") "
                      "VALUES (?1, ?2, ?3, ?4, ?5, ?6" POINT_OPT_NUMS(METRIC_ARG) ")",
-    [S_CKPT] = "UPDATE jobs SET checkpoint_path = ?2, checkpoint_step = ?3, lease_expires_at = ?4, updated_at = ?5 WHERE id = ?1",
-    [S_RESULT_INS] = "INSERT OR REPLACE INTO results (job_id, attempt, val_loss, tok_per_s, wall_s, params, flops_per_token, "
-                     "attn_distance, result, completed_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+    [S_CKPT] = "UPDATE jobs SET checkpoint_path = ?2, checkpoint_step = ?3, lease_expires_at = ?4, updated_at = ?5, "
+               "rev = CASE WHEN ?3 IS NOT checkpoint_step THEN " NEXT_REV_VALUE " ELSE rev END WHERE id = ?1",
+    /* an UPSERT, not a REPLACE: a result reported again fires the update trigger that keeps the sweep's device
+     * time (sql/014_job_changes.sql), where a REPLACE would delete the old row without firing any */
+    [S_RESULT_INS] = "INSERT INTO results (job_id, attempt, val_loss, tok_per_s, wall_s, params, flops_per_token, "
+                     "attn_distance, result, completed_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10) "
+                     "ON CONFLICT (job_id) DO UPDATE SET attempt = excluded.attempt, val_loss = excluded.val_loss, "
+                     "tok_per_s = excluded.tok_per_s, wall_s = excluded.wall_s, params = excluded.params, "
+                     "flops_per_token = excluded.flops_per_token, attn_distance = excluded.attn_distance, "
+                     "result = excluded.result, completed_at = excluded.completed_at",
     [S_DONE] = "UPDATE jobs SET state = 'done', step = max(step, steps), finished_at = ?2, updated_at = ?2, "
-               "lease_expires_at = NULL WHERE id = ?1",
+               "lease_expires_at = NULL, " NEXT_REV " WHERE id = ?1",
     [S_FAIL] = "UPDATE jobs SET state = 'failed', last_error = ?2, retryable = ?3, finished_at = ?4, updated_at = ?4, "
-               "lease_expires_at = NULL WHERE id = ?1",
+               "lease_expires_at = NULL, " NEXT_REV " WHERE id = ?1",
     [S_REQUEUE_FAIL] = "UPDATE jobs SET state = 'queued', last_error = ?2, retryable = ?3, updated_at = ?4, "
-                       "lease_expires_at = NULL WHERE id = ?1",
+                       "lease_expires_at = NULL, " NEXT_REV " WHERE id = ?1",
     [S_EXPIRED] = "SELECT id, attempt, attempt_base, last_error FROM jobs WHERE state = 'leased' AND lease_expires_at < ?1",
     [S_EXPIRE_Q] = "UPDATE jobs SET state = 'queued', last_error = ?2, lease_expires_at = NULL, updated_at = ?3 "
                    "WHERE id = ?1 AND state = 'leased'",
@@ -140,7 +153,7 @@ static const char *const SQL[S_COUNT] = {
                    "FROM jobs WHERE id = ?1",
     [S_RUNG_RESULT] = "INSERT OR REPLACE INTO rung_results (job_id, rung, step, attempt, val_loss, reported_at) "
                       "VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-    [S_PAUSE] = "UPDATE jobs SET state = 'paused', step = max(step, ?2), lease_expires_at = NULL, updated_at = ?3 "
+    [S_PAUSE] = "UPDATE jobs SET state = 'paused', step = max(step, ?2), lease_expires_at = NULL, updated_at = ?3, " NEXT_REV " "
                 "WHERE id = ?1 AND state = 'leased'",
     /* a decision that exists is kept (a promotion taken twice changes nothing) */
     [S_RUNG_DECIDE] = "INSERT OR IGNORE INTO halving_decisions (sweep_id, rung, schedule_id, promoted, position, delta, "

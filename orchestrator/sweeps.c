@@ -311,27 +311,41 @@ static const char SUMMARY_SQL[] =
     "FROM sweeps s LEFT JOIN sweep_counts c ON c.sweep_id = s.id WHERE (?1 = 0 OR s.id = ?1) GROUP BY s.id ORDER BY s.id";
 
 int sweeps_counts_verify(store *st, char *err, size_t errlen) {
-    /* every (sweep, state) whose counter row differs from the jobs themselves, either way */
+    /* every (sweep, state) whose counter row differs from the jobs themselves, either way; a sweep whose results
+     * counter differs from its results (sql/014_job_changes.sql: the count exact, the seconds within rounding); a
+     * change cursor (rev) two jobs of a sweep share */
     static const char sql[] =
         "WITH j AS (SELECT sweep_id, state, count(*) AS n, "
         "   CAST(total(CASE state WHEN 'leased' THEN 0 WHEN 'cancelled' THEN 0 WHEN 'pruned' THEN step ELSE steps END) AS INTEGER) AS t, "
         "   CAST(total(CASE state WHEN 'leased' THEN 0 WHEN 'cancelled' THEN 0 WHEN 'done' THEN steps "
-        "     ELSE min(step, coalesce(nullif(steps, 0), step)) END) AS INTEGER) AS d FROM jobs GROUP BY sweep_id, state), "
-        " c AS (SELECT sweep_id, state, n, steps_total AS t, steps_done AS d FROM sweep_counts WHERE n != 0 OR steps_total != 0 "
-        "   OR steps_done != 0) "
+        "     ELSE min(step, coalesce(nullif(steps, 0), step)) END) AS INTEGER) AS d, "
+        "   coalesce(sum(CASE state WHEN 'leased' THEN 0 ELSE min(step, coalesce(nullif(steps, 0), step)) * tokens_per_step END), 0) "
+        "     AS k FROM jobs GROUP BY sweep_id, state), "
+        " c AS (SELECT sweep_id, state, n, steps_total AS t, steps_done AS d, tokens AS k FROM sweep_counts WHERE n != 0 "
+        "   OR steps_total != 0 OR steps_done != 0 OR tokens != 0), "
+        " r AS (SELECT j.sweep_id, count(r.wall_s) AS timed, total(r.wall_s) AS wall_s FROM results r JOIN jobs j ON j.id = r.job_id "
+        "   GROUP BY j.sweep_id) "
         "SELECT 'jobs', * FROM (SELECT * FROM j EXCEPT SELECT * FROM c) UNION ALL "
         "SELECT 'counters', * FROM (SELECT * FROM c EXCEPT SELECT * FROM j) UNION ALL "
-        "SELECT 'schedules', id, '', schedules, (SELECT count(*) FROM schedules WHERE sweep_id = sweeps.id), 0 FROM sweeps "
-        "WHERE schedules != (SELECT count(*) FROM schedules WHERE sweep_id = sweeps.id) LIMIT 1";
+        "SELECT 'schedules', id, '', schedules, (SELECT count(*) FROM schedules WHERE sweep_id = sweeps.id), 0, 0 FROM sweeps "
+        "WHERE schedules != (SELECT count(*) FROM schedules WHERE sweep_id = sweeps.id) UNION ALL "
+        "SELECT 'results', s.id, '', coalesce(sr.timed, 0), coalesce(r.timed, 0), CAST(coalesce(sr.wall_s, 0) AS INTEGER), "
+        "   CAST(coalesce(r.wall_s, 0) AS INTEGER) FROM sweeps s LEFT JOIN sweep_results sr ON sr.sweep_id = s.id "
+        "   LEFT JOIN r ON r.sweep_id = s.id WHERE coalesce(sr.timed, 0) != coalesce(r.timed, 0) "
+        "   OR abs(coalesce(sr.wall_s, 0) - coalesce(r.wall_s, 0)) > 1e-6 * max(1, abs(coalesce(r.wall_s, 0))) UNION ALL "
+        "SELECT 'rev', sweep_id, min(id), rev, count(*), 0, 0 FROM jobs GROUP BY sweep_id, rev HAVING count(*) > 1 OR rev < 1 "
+        "LIMIT 1";
     sqlite3_stmt *s = NULL;
     int rc = prep(st, &s, sql);
     if (rc < 0) { snprintf(err, errlen, "%s", st->err); return rc; }
     int step = sqlite3_step(s);
     if (step == SQLITE_ROW) {
-        snprintf(err, errlen, "sweep %lld state %s: %s says n=%lld steps_total=%lld steps_done=%lld, the other side differs",
+        snprintf(err, errlen, "sweep %lld state/job %s: %s says %lld %lld %lld %lld (n, steps_total, steps_done, tokens; "
+                 "results: counted, actual, seconds counted, actual; rev: rev, jobs), the other side differs",
                  (long long)sqlite3_column_int64(s, 1), (const char *)sqlite3_column_text(s, 2),
                  (const char *)sqlite3_column_text(s, 0), (long long)sqlite3_column_int64(s, 3),
-                 (long long)sqlite3_column_int64(s, 4), (long long)sqlite3_column_int64(s, 5));
+                 (long long)sqlite3_column_int64(s, 4), (long long)sqlite3_column_int64(s, 5),
+                 (long long)sqlite3_column_int64(s, 6));
         rc = STORE_ECONFLICT;
     } else if (step != SQLITE_DONE) {
         rc = store_fail(st, "verify counters");

@@ -7,6 +7,8 @@
  * never fewer rows. The sweep summary is sweeps.c's (sweeps_summary, shared with `prism-sweep status`); this
  * file adds what only a live server knows: workers alive, steps/s and the ETA from its own samples. Job
  * progress (steps) is the jobs.steps column, the job model's (common/jobmodel.h), filled at create.
+ * What the page polls costs what changed, not the sweep's size (issue #39): the jobs list answers ?since=CURSOR from
+ * the jobs_rev index (jobs.rev: sql/014_job_changes.sql), and a sweep's cost is read from counters.
  */
 #include "views.h"
 #include "api.h"
@@ -117,8 +119,10 @@ static const char *const job_names[] = {
     "worker_id", "worker", "device", "step", "steps", "last_loss", "val_loss", "last_error", "checkpoint_step",
     "lease_expires_at", "created_at", "updated_at", "finished_at", "!job", "checkpoint_path", "!result",
 };
-#define JOB_FROM " FROM jobs j JOIN schedules sc ON sc.id = j.schedule_id LEFT JOIN workers w ON w.id = j.worker_id " \
-                 "LEFT JOIN results r ON r.job_id = j.id "
+#define JOB_JOINS "JOIN schedules sc ON sc.id = j.schedule_id LEFT JOIN workers w ON w.id = j.worker_id " \
+                  "LEFT JOIN results r ON r.job_id = j.id "
+#define JOB_FROM " FROM jobs j " JOB_JOINS
+#define JOB_FROM_REV " FROM jobs j INDEXED BY jobs_rev " JOB_JOINS   /* the changes since a cursor: a range of jobs_rev */
 
 int views_workers_alive(api *a) {
     sqlite3_stmt *s = NULL;
@@ -240,10 +244,13 @@ void views_sweep_get(api_ctx *c) {
     sqlite3_finalize(s);
     json_object_set_new(o, "spec", spec ? spec : json_null());
     /* what the sweep has cost so far: tokens trained by every job (failed and cancelled ones too: they were
-     * spent) and the device time the finished jobs reported (result wall_s; running jobs count once done) */
-    s = id_row(c, "sweep", "SELECT CAST(total(min(j.step, CASE WHEN j.steps > 0 THEN j.steps ELSE j.step END) * j.tokens_per_step) "
-               "AS INTEGER), total(r.wall_s), count(r.wall_s) FROM sweeps sw LEFT JOIN jobs j ON j.sweep_id = sw.id "
-               "LEFT JOIN results r ON r.job_id = j.id WHERE sw.id = ?1");
+     * spent) and the device time the finished jobs reported (result wall_s; running jobs count once done). Read
+     * from the counters (sql/014_job_changes.sql: sweep_counts.tokens, sweep_results), the leased jobs' tokens live
+     * (jobs_sweep: as many rows as the sweep's running jobs): O(1) in the sweep's size. */
+    s = id_row(c, "sweep", "SELECT (SELECT coalesce(sum(tokens), 0) FROM sweep_counts WHERE sweep_id = sw.id) + "
+               "(SELECT coalesce(sum(min(j.step, coalesce(nullif(j.steps, 0), j.step)) * j.tokens_per_step), 0) "
+               "FROM jobs j WHERE j.sweep_id = sw.id AND j.state = 'leased'), coalesce(r.wall_s, 0), coalesce(r.timed, 0) "
+               "FROM sweeps sw LEFT JOIN sweep_results r ON r.sweep_id = sw.id WHERE sw.id = ?1");
     if (!s) { json_decref(o); return; }
     json_object_set_new(o, "cost", json_pack("{s:I, s:f, s:I}", "tokens_trained", (json_int_t)sqlite3_column_int64(s, 0),
                                              "device_hours", sqlite3_column_double(s, 1) / 3600.0,
@@ -267,6 +274,23 @@ static int sweep_exists(api_ctx *c) {
     return 0;
 }
 
+/* The sweep's change cursor now: the rev of its latest change of a job (sql/014_job_changes.sql: the end of its range
+ * of jobs_rev); -1 after answering 500. */
+static long long jobs_cursor(api_ctx *c) {
+    sqlite3_stmt *s = views_prepare(c, "SELECT coalesce(max(rev), 0) FROM jobs INDEXED BY jobs_rev WHERE sweep_id = ?1");
+    if (!s) return -1;
+    sqlite3_bind_int64(s, 1, c->id);
+    int rc = sqlite3_step(s);
+    long long n = rc == SQLITE_ROW ? sqlite3_column_int64(s, 0) : -1;
+    if (rc != SQLITE_ROW) read_done(c, rc == SQLITE_DONE ? SQLITE_ERROR : rc, "jobs cursor");
+    sqlite3_finalize(s);
+    return n;
+}
+
+/* GET sweeps/{id}/jobs: every job of the sweep in the lease order (?state= &limit= &offset=), or with ?since=CURSOR
+ * only those changed after the cursor, oldest change first (?limit= pages: "more" and the cursor to go on from).
+ * Either answer carries "cursor", to pass as since next time, and "full": true when the answer is the whole list
+ * (no since, or a since ahead of this database's cursor: the client's copy is of another database). */
 void views_sweep_jobs(api_ctx *c) {
     char state[32] = "";
     int has_state = query_get(c->req->query, "state", state, sizeof state);
@@ -276,27 +300,62 @@ void views_sweep_jobs(api_ctx *c) {
         http_response_error(c->res, 400, "state: must be %s", jobstate_list(names, sizeof names, ", ", " or "));
         return;
     }
-    char num[32];
-    long long limit = -1, offset = 0;
+    char num[32], off[32];
+    long long limit = -1, offset = 0, since = -1;
+    int has_offset = query_get(c->req->query, "offset", off, sizeof off);
     if ((query_get(c->req->query, "limit", num, sizeof num) && (parse_ll(num, &limit) < 0 || limit < 0)) ||
-        (query_get(c->req->query, "offset", num, sizeof num) && (parse_ll(num, &offset) < 0 || offset < 0))) {
+        (has_offset && (parse_ll(off, &offset) < 0 || offset < 0))) {
         http_response_error(c->res, 400, "limit and offset: must be integers >= 0");
         return;
     }
+    int has_since = query_get(c->req->query, "since", num, sizeof num);
+    if (has_since && (parse_ll(num, &since) < 0 || since < 0)) {
+        http_response_error(c->res, 400, "since: must be the cursor (an integer >= 0) of an earlier answer of this route");
+        return;
+    }
+    if (has_since && has_state) {
+        http_response_error(c->res, 400, "state with since: a job that changed out of the state would not be reported; "
+                            "ask since= alone and filter on the client");
+        return;
+    }
+    if (has_since && has_offset) {
+        http_response_error(c->res, 400, "offset with since: page the changes with limit= and each answer's cursor as "
+                            "the next since=");
+        return;
+    }
     if (sweep_exists(c) < 0) return;
-    sqlite3_stmt *s = views_prepare(c, "SELECT " JOB_COLS JOB_FROM "WHERE j.sweep_id = ?1 AND (?2 IS NULL OR j.state = ?2) "
-                              "ORDER BY j.priority DESC, j.seed_index, sc.is_baseline DESC, sc.ord, j.id LIMIT ?3 OFFSET ?4");
+    long long cursor = jobs_cursor(c);
+    if (cursor < 0) return;
+    int full = !has_since || since > cursor;   /* a cursor ahead of ours: the whole list, in the order of changes */
+    if (has_since && since > cursor) since = 0;
+    sqlite3_stmt *s = has_since
+        ? views_prepare(c, "SELECT " JOB_COLS ", j.rev" JOB_FROM_REV "WHERE j.sweep_id = ?1 AND j.rev > ?2 "
+                           "ORDER BY j.rev LIMIT ?3")
+        : views_prepare(c, "SELECT " JOB_COLS JOB_FROM "WHERE j.sweep_id = ?1 AND (?2 IS NULL OR j.state = ?2) "
+                           "ORDER BY j.priority DESC, j.seed_index, sc.is_baseline DESC, sc.ord, j.id LIMIT ?3 OFFSET ?4");
     if (!s) return;
     sqlite3_bind_int64(s, 1, c->id);
-    if (has_state) sqlite3_bind_text(s, 2, state, -1, SQLITE_TRANSIENT);
-    sqlite3_bind_int64(s, 3, limit);
-    sqlite3_bind_int64(s, 4, offset);
+    if (has_since) {
+        sqlite3_bind_int64(s, 2, since);
+        sqlite3_bind_int64(s, 3, limit < 0 ? -1 : limit + 1);   /* one more than asked: whether there are more */
+    } else {
+        if (has_state) sqlite3_bind_text(s, 2, state, -1, SQLITE_TRANSIENT);
+        sqlite3_bind_int64(s, 3, limit);
+        sqlite3_bind_int64(s, 4, offset);
+    }
     json_t *arr = json_array();
-    int rc;
-    while ((rc = sqlite3_step(s)) == SQLITE_ROW) json_array_append_new(arr, row_json(s, job_names, 23));
+    int rc, more = 0;
+    long long last_rev = since;   /* the cursor a paged answer stops at: its last job's change */
+    while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+        if (has_since && limit >= 0 && (long long)json_array_size(arr) == limit) { more = 1; rc = SQLITE_DONE; break; }
+        json_array_append_new(arr, row_json(s, job_names, 23));
+        if (has_since) last_rev = sqlite3_column_int64(s, 23);
+    }
     sqlite3_finalize(s);
     if (read_done(c, rc, "jobs") < 0) { json_decref(arr); return; }
-    api_reply_json(c->res, 200, json_pack("{s:o}", "jobs", arr));
+    json_t *o = json_pack("{s:o, s:I, s:b}", "jobs", arr, "cursor", (json_int_t)(more ? last_rev : cursor), "full", full);
+    if (has_since) json_object_set_new(o, "more", json_boolean(more));
+    api_reply_json(c->res, 200, o);
 }
 
 void views_job_get(api_ctx *c) {

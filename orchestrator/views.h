@@ -2,7 +2,7 @@
  *
  *   GET sweeps                 views_sweeps_list   {sweeps: [summary..], workers_alive, now}
  *   GET sweeps/{id}            views_sweep_get     one summary with its spec
- *   GET sweeps/{id}/jobs       views_sweep_jobs    ?state= &limit= &offset=
+ *   GET sweeps/{id}/jobs       views_sweep_jobs    ?state= &limit= &offset=, or ?since=CURSOR &limit= (changes)
  *   GET sweeps/{id}/leaderboard views_leaderboard  ?format=json|csv
  *   GET jobs/{id}              views_job_get       the job row with its job JSON, checkpoint and result
  *   GET jobs/{id}/metrics      views_job_metrics   ?kind=val|train &since=STEP &format=json|csv

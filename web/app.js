@@ -2,9 +2,11 @@
  *
  * Design: one `S` state object and one poll loop. Every POLL_MS the loop fetches only small summaries from
  * the orchestrator's read API (sweeps, the selected sweep's leaderboard and jobs) and re-renders a table only
- * when its content changed. Loss curves are the only large data: for each job on screen the page keeps the points it
- * already holds (per kind, keyed by step) and asks only for what came after (`metrics?kind=K&since=STEP`), so a
- * live sweep costs a few hundred bytes a poll, not whole curves. Everything the server sends is normalised once
+ * when its content changed. The jobs list is fetched whole once per sweep, then only the jobs changed since the
+ * cursor of the last answer (`jobs?since=CURSOR`), merged into the ones held (S.jobsSync): an idle poll of a sweep of
+ * 100,000 jobs costs bytes, not 46 MB. Loss curves are the only large data: for each job on screen the page keeps the
+ * points it already holds (per kind, keyed by step) and asks only for what came after (`metrics?kind=K&since=STEP`),
+ * so a live sweep costs a few hundred bytes a poll, not whole curves. Everything the server sends is normalised once
  * (the `norm*` functions) so the rest of the page does not care about optional keys.
  *
  * Rendering is plain DOM built from escaped strings; the schedule staircase is a tiny SVG; every plot is a
@@ -34,6 +36,7 @@ const S = {
   scheduleId: null,      // schedule open in the detail view
   board: null,           // normalised leaderboard of the selected sweep
   jobs: [],              // normalised jobs of the selected sweep
+  jobsSync: { sweep: null, cursor: null, byId: new Map() }, // the jobs held (id -> job, the server's order) and their cursor
   sort: { key: 'rank', dir: 1 },
   jobsFilter: '',
   curves: new Map(),     // job id -> { attempt, complete, val: Map(step -> {v, tokens}), train: Map, since: {val, train} }
@@ -74,6 +77,7 @@ function normJob(j) {
     id: j.id, schedule_id: j.schedule_id, heads: parseHeads(j.heads), seed: j.seed, is_baseline: !!j.is_baseline,
     state: j.state || 'queued', worker: j.worker || (j.worker_id != null ? 'worker ' + j.worker_id : ''),
     worker_id: j.worker_id, attempt: num(j.attempt) || 0, step: num(j.step) || 0, steps: num(j.steps) || 0,
+    priority: num(j.priority) || 0,
     last_loss: num(j.last_loss), error: j.last_error || '', val_loss: num(j.val_loss),
   };
 }
@@ -190,6 +194,34 @@ function baselineRow(rows) { return rows.find((r) => r.is_baseline) || null; }
 
 /* ---------------------------------------------------------------- polling */
 
+/* The jobs of the sweep: the whole list when none of it is held (another sweep, or no cursor yet), else the jobs
+ * changed since the cursor of the last answer (docs/API.md: GET /sweeps/{id}/jobs?since=). */
+function fetchJobs(sweep) {
+  const k = S.jobsSync;
+  const held = k.sweep === String(sweep) && k.cursor != null;
+  return api(API + '/sweeps/' + sweep + '/jobs' + (held ? '?since=' + encodeURIComponent(k.cursor) : ''));
+}
+
+/* Merges an answer of fetchJobs into the jobs held and sets S.jobs. A new job or a changed priority moves the list's
+ * order (the server's: priority, seed, schedule): the whole list is fetched again at once. */
+function applyJobs(sweep, body) {
+  const k = S.jobsSync, list = (body && Array.isArray(body.jobs)) ? body.jobs : [];
+  let reorder = false;
+  if (!body || body.full !== false || k.sweep !== String(sweep)) {   // the whole list (or a server without cursors)
+    k.byId = new Map(list.map((j) => [String(j.id), normJob(j)]));
+    k.sweep = String(sweep);
+  } else {
+    list.forEach((j) => {
+      const n = normJob(j), old = k.byId.get(String(j.id));
+      if (!old || old.priority !== n.priority) reorder = true;
+      k.byId.set(String(j.id), n);
+    });
+  }
+  k.cursor = !reorder && body && body.cursor != null ? body.cursor : null;
+  if (reorder) S.again = true;
+  S.jobs = Array.from(k.byId.values());
+}
+
 /* One poll. A call while one is in flight (a click) makes the running poll start another as soon as it ends;
  * an answer for a sweep the user has left meanwhile is dropped. */
 async function poll() {
@@ -208,12 +240,12 @@ async function poll() {
       const asked = S.sweepId;
       const [board, jobs, detail] = await Promise.all([
         api(API + '/sweeps/' + asked + '/leaderboard'),
-        api(API + '/sweeps/' + asked + '/jobs'),
+        fetchJobs(asked),
         api(API + '/sweeps/' + asked),
       ]);
       if (String(asked) !== String(S.sweepId)) { S.again = true; return; }
       S.board = normBoard(board);
-      S.jobs = ((jobs && jobs.jobs) || []).map(normJob);
+      applyJobs(asked, jobs);
       S.detail = detail;
     } else {
       S.board = null; S.jobs = []; S.detail = null;

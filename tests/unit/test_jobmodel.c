@@ -79,10 +79,15 @@ TEST(migration_fills_older_rows_by_the_c_model) {
     long long n = qv(st, "SELECT count(*) FROM jobs");
     /* back to schema version 3: no tokens_per_step column, steps as a version that filled them at lease left them,
      * and one row whose JSON is not a job */
+    ASSERT_EQ_INT(0, store_exec(st, "DROP TRIGGER jobs_rev_upd; DROP TRIGGER results_cost_ins; DROP TRIGGER results_cost_del; "
+                                "DROP TRIGGER results_cost_upd; DROP TABLE sweep_results; DROP TRIGGER jobs_count_ins; "
+                                "DROP TRIGGER jobs_count_del; DROP TRIGGER jobs_count_upd; DROP TRIGGER jobs_lease_ord_ins; "
+                                "DROP INDEX jobs_rev; ALTER TABLE jobs DROP COLUMN rev"));   /* migration 14 (and 10's triggers) */
     ASSERT_EQ_INT(0, store_exec(st, "ALTER TABLE jobs DROP COLUMN tokens_per_step"));
-    /* migration 13: schedules without `train`, unique on (sweep_id, heads) as before; the triggers migration 10 made */
+    /* migration 13: schedules without `train`, unique on (sweep_id, heads) as before; the triggers on it migration 10 made
+     * (jobs_lease_ord_ins, which reads it, is gone with migration 14's undo above) */
     ASSERT_EQ_INT(0, store_exec(st, "PRAGMA foreign_keys=OFF; ALTER TABLE search_batches DROP COLUMN best_untrained_train; "
-                                "DROP TRIGGER jobs_lease_ord_ins; CREATE TABLE schedules_old (id INTEGER PRIMARY KEY, "
+                                "CREATE TABLE schedules_old (id INTEGER PRIMARY KEY, "
                                 "sweep_id INTEGER NOT NULL REFERENCES sweeps(id) ON DELETE CASCADE, heads TEXT NOT NULL, "
                                 "is_baseline INTEGER NOT NULL DEFAULT 0, ord INTEGER NOT NULL, UNIQUE (sweep_id, heads)); "
                                 "INSERT INTO schedules_old SELECT id, sweep_id, heads, is_baseline, ord FROM schedules; "
@@ -90,17 +95,13 @@ TEST(migration_fills_older_rows_by_the_c_model) {
                                 "CREATE TRIGGER schedules_count_ins AFTER INSERT ON schedules BEGIN UPDATE sweeps SET "
                                 "schedules = schedules + 1 WHERE id = new.sweep_id; END; "
                                 "CREATE TRIGGER schedules_count_del AFTER DELETE ON schedules BEGIN UPDATE sweeps SET "
-                                "schedules = schedules - 1 WHERE id = old.sweep_id; END; "
-                                "CREATE TRIGGER jobs_lease_ord_ins AFTER INSERT ON jobs BEGIN UPDATE jobs SET lease_ord = "
-                                "(SELECT (1 - sc.is_baseline) * 4294967296 + sc.ord FROM schedules sc WHERE sc.id = "
-                                "new.schedule_id) WHERE id = new.id; END; PRAGMA foreign_keys=ON"));
+                                "schedules = schedules - 1 WHERE id = old.sweep_id; END; PRAGMA foreign_keys=ON"));
     long long nsched = qv(st, "SELECT count(*) FROM schedules");
     ASSERT_EQ_INT(0, store_exec(st, "DROP TRIGGER jobs_rung_ins; DROP TRIGGER jobs_rung_del; DROP TRIGGER jobs_rung_upd; "
                                 "DROP TABLE halving_rung_counts"));   /* migration 12 */
     ASSERT_EQ_INT(0, store_exec(st, "DROP TABLE search_predictions; DROP TABLE search_proposals; "
                                 "DROP TABLE search_batches"));   /* migration 11 */
-    ASSERT_EQ_INT(0, store_exec(st, "DROP TRIGGER jobs_count_ins; DROP TRIGGER jobs_count_del; DROP TRIGGER jobs_count_upd; "
-                                "DROP TRIGGER jobs_lease_ord_ins; DROP TRIGGER schedules_count_ins; "
+    ASSERT_EQ_INT(0, store_exec(st, "DROP TRIGGER schedules_count_ins; "
                                 "DROP TRIGGER schedules_count_del; DROP TABLE sweep_counts; "
                                 "ALTER TABLE sweeps DROP COLUMN schedules; DROP INDEX jobs_queue; "
                                 "ALTER TABLE jobs DROP COLUMN lease_ord; "
@@ -130,6 +131,10 @@ TEST(migration_fills_older_rows_by_the_c_model) {
     ASSERT_EQ_INT(0, qv(st, "SELECT count(*) FROM jobs j JOIN schedules sc ON sc.id = j.schedule_id WHERE "
                             "j.lease_ord != (1 - sc.is_baseline) * 4294967296 + sc.ord"));
     ASSERT_EQ_INT(qv(st, "SELECT count(*) FROM schedules"), qv(st, "SELECT sum(schedules) FROM sweeps"));
+    /* migration 14: each job's change cursor its id (distinct within its sweep: checked above), the done job's
+     * tokens counted (sweeps_counts_verify above checks every state's) */
+    ASSERT_EQ_INT(n, qv(st, "SELECT count(*) FROM jobs WHERE rev = id"));
+    ASSERT_EQ_INT(30 * 8 * 40 * 3, qv(st, "SELECT tokens FROM sweep_counts WHERE state = 'done'"));
     /* migration 13: every schedule kept, with its jobs, train '' ; the same heads at other train values is a new row */
     ASSERT_EQ_INT(nsched, qv(st, "SELECT count(*) FROM schedules WHERE train = ''"));
     ASSERT_EQ_INT(n, qv(st, "SELECT count(*) FROM jobs j JOIN schedules sc ON sc.id = j.schedule_id"));

@@ -570,6 +570,17 @@ def t_live_update():
         check("since=-1" in mine[0], "first request fetches everything: %r" % mine[0])
         check(any("since=%d" % (STEPS // 2) in u for u in mine[1:]),
               "later requests ask only for steps after %d: %r" % (STEPS // 2, mine))
+        # The jobs list too: fetched whole once, then only the jobs changed since the last answer's cursor, merged in
+        # the server's order (the completed job shows done; the table equals the whole list).
+        wait_for(drv, "(document.querySelector('#jobs tbody tr[data-job=\"%d\"]') || {dataset: {}}).dataset.state === 'done'" % job,
+                 "job %d done in the jobs table" % job)
+        jurls = drv.execute_script("return performance.getEntriesByType('resource').map(e => e.name)"
+                                   ".filter(u => u.indexOf('/sweeps/%s/jobs') >= 0);" % sid)
+        check(len(jurls) >= 2 and "since=" not in jurls[0], "the first jobs request fetches the whole list: %r" % jurls[:3])
+        check(all("since=" in u for u in jurls[1:]), "later jobs requests ask only for changes: %r" % jurls)
+        full = srv.ok("GET", "/api/v1/sweeps/%s/jobs" % sid)["jobs"]
+        shown = drv.execute_script("return Array.from(document.querySelectorAll('#jobs tbody tr')).map(t => t.dataset.job + '|' + t.dataset.state);")
+        check_eq(["%d|%s" % (j["id"], j["state"]) for j in full], shown, "the jobs table against the whole list")
         assert_no_console_errors(drv)
     finally:
         if drv:
