@@ -29,6 +29,8 @@ OUT=$BUILD/fuzz
 mkdir -p "$OUT/gen"
 bash tools/embed_sql.sh sql/*.sql >"$OUT/gen/sql_embed.c"
 bash tools/embed_text.sh deploy/slurm/prism-worker.sbatch >"$OUT/gen/deploy_embed.c"   # `launch slurm` prints it
+# common/version.c's header, which the Makefile writes into $BUILD/gen: a clean clone has none before `make`
+printf '#define PRISM_VERSION_STRING "%s"\n' "$(git describe --always --dirty --tags 2>/dev/null || echo fuzz)" >"$OUT/gen/version_gen.h"
 FLAGS=(-g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -std=gnu11 -DPRISM_LIBFUZZER
        -Icommon -Iorchestrator -Iworker -Ikernels -Idataprep -I"$OUT/gen")
 
@@ -50,7 +52,7 @@ srcs() {
 }
 libs() {
   case $1 in
-    request|spec) echo "$(pkg-config --cflags --libs sqlite3 libuv jansson) -lhttp_parser -lm -lpthread" ;;
+    request|spec) echo "$(pkg-config --cflags --libs sqlite3 libuv jansson libcurl) -lhttp_parser -lm -lpthread" ;;
     job|lease|extrun|point) echo "$(pkg-config --cflags --libs jansson) -lm" ;;
     checkpoint) echo "-fopenmp $(pkg-config --cflags --libs openblas) -lm -lpthread" ;;
     parquet)    echo "-lz -lzstd -lsnappy" ;;

@@ -41,6 +41,10 @@ static void wal_sum(int big, const unsigned char *p, size_t n, uint32_t s[2]) {
  * its commits into out (all lost: SQLite ignores the WAL). Rewinds f to the first frame. */
 static void header_lost(FILE *f, const unsigned char *h0, int big, int page, unsigned char *frame, walscan_result *out) {
     size_t fsz = 24 + (size_t)page;
+    if (fseek(f, 0, SEEK_END) == 0) {   /* whole frames in the file, as the normal scan counts them */
+        long end = ftell(f);
+        out->frames = end > 32 ? (long long)((size_t)(end - 32) / fsz) : 0;
+    }
     if (fseek(f, 32, SEEK_SET) != 0 || fread(frame, 1, fsz, f) != fsz) return;
     unsigned char h[32];
     memcpy(h, h0, 32);

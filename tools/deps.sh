@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Reports ✓/✗ for every dependency; installs the missing Debian packages when run as root,
 # otherwise prints the one apt-get line to run. Exit 0 when everything needed is present.
-# --fuzz also checks what `make fuzz` needs (clang, libFuzzer).
+# (--fuzz is accepted and changes nothing: clang and libFuzzer, which `make fuzz` needs, are always checked.)
 set -u
 missing=()
 check() { # check LABEL PACKAGE TEST-COMMAND...
@@ -44,10 +44,9 @@ check "tmux (tests)"            tmux                 command -v tmux
 check "protobuf (python3-protobuf, tests)" python3-protobuf /usr/bin/python3 -c 'import google.protobuf'
 check "NumPy (python3-numpy, bench)" python3-numpy   /usr/bin/python3 -c 'import numpy'
 check "Optuna (python3-optuna, bench: TPE in bench_search_server.py)" python3-optuna /usr/bin/python3 -c 'import optuna'
-if [ "${1:-}" = "--fuzz" ]; then   # make fuzz: clang with libFuzzer's runtime
-  check "clang"                 clang                command -v clang
-  check "libFuzzer runtime"     libclang-rt-14-dev   compgen -G '/usr/lib/llvm-*/lib/clang/*/lib/linux/libclang_rt.fuzzer-x86_64.a'
-fi
+# make fuzz, and tests/integration/test_fuzz_build.sh in make check: clang with libFuzzer's runtime
+check "clang (make fuzz, tests)" clang               command -v clang
+check "libFuzzer runtime (make fuzz, tests)" libclang-rt-14-dev compgen -G '/usr/lib/llvm-*/lib/clang/*/lib/linux/libclang_rt.fuzzer-x86_64.a'
 nv=$(command -v nvcc 2>/dev/null || ls /usr/local/cuda/bin/nvcc 2>/dev/null)
 if [ -n "$nv" ]; then printf '  \342\234\223 nvcc (%s): the CUDA backend prism-cuda.so will be built (prism-worker loads it only for a CUDA device)\n' "$nv"
 else printf '  \342\234\227 nvcc: not found, the CUDA backend prism-cuda.so is not built (CPU build only)\n'; fi
