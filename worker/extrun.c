@@ -7,6 +7,8 @@
  * every 100 ms to look at the stop flag, the silence timer and the child (waitid WNOWAIT: the leader stays a
  * zombie, so its pid, the group's id, cannot be reused before the group has been SIGKILLed and the leader
  * reaped). A third pipe, close-on-exec, carries an execvp errno back, so a wrong COMMAND is named as such.
+ * The trainer gets descriptors 0-3 and nothing else: the child marks every other one close-on-exec before
+ * execvp (extrun_cloexec_from), so it can neither read the worker's connection to the server nor keep it.
  * Lines are parsed by extrun_parse_line() (pure, fuzzed: fuzz/fuzz_extrun.c) and then checked against the
  * run's state (steps increasing, stops, one terminal line); the first bad line SIGKILLs the group and fails
  * the job. Checkpoints are hard-linked (copied when the checkpoint folder is another filesystem) to
@@ -29,13 +31,17 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 extern char **environ;
+
+#define EXTRUN_CLOSE_RANGE_CLOEXEC (1U << 2)   /* linux/close_range.h's CLOSE_RANGE_CLOEXEC */
 
 /* ---- the command line ---------------------------------------------------------------------------- */
 
@@ -718,9 +724,29 @@ static char **extrun_env(const extrun_state *st, const char *job_path) {
     return env;
 }
 
+/* Marks every descriptor from `from` up close-on-exec (the child, after its dup2s onto 0..3): the trainer gets
+ * only the protocol's 0-3, never the worker's own (libcurl's TCP connection to the server and its socketpair,
+ * checkpoint and log files, whatever the worker inherited), whichever thread opened them and with or without
+ * O_CLOEXEC. Close-on-exec rather than closed: errw must stay open until execvp succeeds. close_range (Linux
+ * 5.11) in one call; else each descriptor below maxfd (the RLIMIT_NOFILE the parent read before fork). Only
+ * async-signal-safe calls (raw syscalls, fcntl). */
+static void extrun_cloexec_from(int from, int maxfd) {
+#ifdef SYS_close_range
+    if (syscall(SYS_close_range, (unsigned)from, ~0U, EXTRUN_CLOSE_RANGE_CLOEXEC) == 0) return;
+#endif
+    for (int fd = from; fd < maxfd; fd++) fcntl(fd, F_SETFD, FD_CLOEXEC);   /* EBADF for the closed ones */
+}
+
+/* The highest descriptor number + 1 extrun_cloexec_from's fallback walks (read in the parent, before fork). */
+static int extrun_maxfd(void) {
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur > (1u << 20)) return 1 << 20;
+    return (int)rl.rlim_cur;
+}
+
 /* In the child, between fork and exec: only async-signal-safe calls. fd3w/logw are the pipes' write ends,
- * errw the close-on-exec pipe the execvp errno goes back on. */
-static void extrun_child(const extrun_trainer *t, char **env, int fd3w, int logw, int errw, pid_t parent) {
+ * errw the close-on-exec pipe the execvp errno goes back on; maxfd from extrun_maxfd. */
+static void extrun_child(const extrun_trainer *t, char **env, int fd3w, int logw, int errw, pid_t parent, int maxfd) {
     setpgid(0, 0);
     /* the worker killed (-9): the trainer goes with it rather than training for no one */
     prctl(PR_SET_PDEATHSIG, SIGKILL);
@@ -740,6 +766,7 @@ static void extrun_child(const extrun_trainer *t, char **env, int fd3w, int logw
         (void)w;
         _exit(127);
     }
+    extrun_cloexec_from(4, maxfd);
     environ = env;
     execvp(t->argv[0], t->argv);
     int e = errno;
@@ -821,9 +848,10 @@ int extrun_run(const extrun_set *set, const extrun_trainer *t, const json_t *job
     if (stop0) { rc = stop0 == 2 ? TRAIN_EPREEMPTED : TRAIN_ECANCELLED; goto out; }   /* stopped before it began */
     fflush(stderr);
     pid_t parent = getpid();
+    int maxfd = extrun_maxfd();
     st.pid = fork();
     if (st.pid < 0) { snprintf(err, errlen, "fork: %s", strerror(errno)); rc = TRAIN_ENOMEM; goto out; }
-    if (st.pid == 0) extrun_child(t, env, fd3[1], lg[1], ep[1], parent);
+    if (st.pid == 0) extrun_child(t, env, fd3[1], lg[1], ep[1], parent, maxfd);
     setpgid(st.pid, st.pid);   /* both sides: the group exists before either signals it */
     close(fd3[1]); close(lg[1]); close(ep[1]);
     fd3[1] = lg[1] = ep[1] = -1;

@@ -2,7 +2,8 @@
  * starting COMMAND and reading its protocol lines (docs/TRAINERS.md is the protocol; this is its worker side).
  *
  * The trainer runs in its own process group with stdin /dev/null, stdout/stderr into the worker's log (each
- * line prefixed), and fd 3 a pipe of JSON lines: train / val / checkpoint points and one terminal line
+ * line prefixed), no other descriptor of the worker's (4 and up are close-on-exec in the child), and fd 3 a pipe
+ * of JSON lines: train / val / checkpoint points and one terminal line
  * (result | paused | preempted). extrun_run() feeds them to the same callbacks as the built-in engine
  * (train_opts.on_metrics, on_checkpoint, on_progress), watches train_opts.stop (1: SIGTERM to the group, SIGKILL
  * after the grace; 2: SIGTERM, the trainer checkpoints and says "preempted"), and whatever happens, returns only
