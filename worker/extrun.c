@@ -214,6 +214,41 @@ static int extrun_zero_shot(const json_t *zs, char *err, size_t errlen) {
     return 0;
 }
 
+/* Keys a result may not carry: the job, attempt, lease and worker are the worker's and the server's to name
+ * (the complete call's URL and lease token say which job it is), and "backend" describes the built-in CUDA
+ * engine's library, which an external trainer does not run. Refused rather than overwritten: a trainer that
+ * sends them means something by them, and a silent rewrite would hide the mistake. */
+static const char *const EXTRUN_RESULT_RESERVED[] = {"job", "job_id", "sweep_id", "schedule_id", "attempt",
+                                                     "lease_token", "worker", "worker_id", "backend", NULL};
+
+/* Every key of a result, at any depth, at most EXTRUN_KEY_MAX bytes, none reserved at the top. 0 or -1 with err. */
+static int extrun_result_keys(const json_t *v, int depth, char *err, size_t errlen) {
+    const char *k;
+    json_t *x;
+    size_t i;
+    if (json_is_array(v)) {
+        json_array_foreach((json_t *)v, i, x) if (extrun_result_keys(x, depth + 1, err, errlen)) return -1;
+        return 0;
+    }
+    if (!json_is_object(v)) return 0;
+    json_object_foreach((json_t *)v, k, x) {
+        char esc[160];
+        if (strlen(k) > EXTRUN_KEY_MAX) {
+            snprintf(err, errlen, "result: a key of %zu bytes (\"%.40s...\"): keys are at most %d bytes", strlen(k),
+                     log_escape(esc, sizeof esc, k), EXTRUN_KEY_MAX);
+            return -1;
+        }
+        for (int r = 0; depth == 0 && EXTRUN_RESULT_RESERVED[r]; r++)
+            if (strcmp(k, EXTRUN_RESULT_RESERVED[r]) == 0) {
+                snprintf(err, errlen, "result: result.%s: a trainer may not set it (the worker and the server know "
+                         "which job, attempt, worker and backend this is)", k);
+                return -1;
+            }
+        if (extrun_result_keys(x, depth + 1, err, errlen)) return -1;
+    }
+    return 0;
+}
+
 int extrun_parse_line(const char *line, size_t len, const extrun_limits *lim, extrun_line *out, char *err,
                       size_t errlen) {
     memset(out, 0, sizeof *out);
@@ -333,6 +368,7 @@ int extrun_parse_line(const char *line, size_t len, const extrun_limits *lim, ex
     case EXTRUN_EV_RESULT: {
         json_t *r = json_object_get(o, "result");
         if (!json_is_object(r)) { snprintf(err, errlen, "result: result: must be an object, got %s", job_json_type(r)); goto out; }
+        if (extrun_result_keys(r, 0, err, errlen)) goto out;
         json_t *vl = json_object_get(r, "val_loss");
         if (!vl) vl = json_object_get(r, "final_val_loss");
         if (!json_is_number(vl)) {
