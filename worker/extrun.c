@@ -4,7 +4,8 @@
  * process it starts (torchrun's ranks, a shell's children) is signalled together. The device thread that
  * calls extrun_run() is the only reader: a poll() loop over two pipes (fd 3: protocol lines; stdout+stderr:
  * log lines, prefixed and escaped onto the worker's stderr, the last ones kept for an error message), waking
- * every 100 ms to look at the stop flag, the silence timer and the child (waitid WNOWAIT: the leader stays a
+ * every 100 ms, and after at most EXTRUN_TURN_S of reading however fast the trainer writes, to look at the stop
+ * flag, the silence timer and the child (waitid WNOWAIT: the leader stays a
  * zombie, so its pid, the group's id, cannot be reused before the group has been SIGKILLed and the leader
  * reaped). A third pipe, close-on-exec, carries an execvp errno back, so a wrong COMMAND is named as such.
  * The trainer gets descriptors 0-3 and nothing else: the child marks every other one close-on-exec before
@@ -399,6 +400,8 @@ out:
 /* ---- the run ---------------------------------------------------------------------------------------- */
 
 #define EXTRUN_TAIL 1200   /* bytes of the trainer's last log lines kept for an error message */
+#define EXTRUN_TURN_S 0.05 /* the longest a pipe is read before the stop flag and the timers are looked at again */
+#define EXTRUN_DRAIN_S 1.0 /* the longest the pipes are read once the trainer's group is gone */
 
 typedef struct extrun_state {
     const extrun_set *set;
@@ -420,6 +423,7 @@ typedef struct extrun_state {
     int failed;                      /* a TRAIN_E* code once the run is judged a failure */
     char why[1800];
     long long resume_step, last_train, last_val, last_ckpt;
+    long long ckpt_repeats;          /* checkpoint lines of the step already taken (extrun_on_checkpoint) */
     int terminal;                    /* the EXTRUN_EV_* of the terminal line, 0 before it */
     int paused_at;
     double paused_val, train_loss, tok_per_s;
@@ -514,7 +518,10 @@ static int extrun_copy_file(const char *src, const char *dst) {
 }
 
 /* A checkpoint line: its file must exist inside PRISM_OUT (resolved: symlinks, ".."); it becomes
- * CKPT/ckpt_STEP.bin (a hard link, or a copy) and is handed to on_checkpoint. */
+ * CKPT/ckpt_STEP.bin (a hard link, or a copy) and is handed to on_checkpoint. A line of the step this run has
+ * already taken a checkpoint of is a repeat: checked like any, then only counted (the state of a step is the
+ * state of that step, e.g. a checkpoint again on SIGTERM right after a periodic one): a flood of them costs
+ * neither a link nor a report to the server (641k lines were 3,568 checkpoint POSTs). */
 static void extrun_on_checkpoint(extrun_state *st, const extrun_line *l) {
     const struct train_opts *o = st->o;
     char joined[2 * PATH_MAX + 2], real[PATH_MAX];
@@ -544,6 +551,7 @@ static void extrun_on_checkpoint(extrun_state *st, const extrun_line *l) {
                     st->lineno, l->step, st->last_ckpt);
         return;
     }
+    if (st->ckpt_path[0] && l->step == st->last_ckpt) { st->ckpt_repeats++; return; }
     char dst[PATH_MAX + 64], tmp[PATH_MAX + 96];
     snprintf(dst, sizeof dst, "%.4000s/ckpt_%lld.bin", o->checkpoint_dir, l->step);
     snprintf(tmp, sizeof tmp, "%s.tmp", dst);
@@ -681,9 +689,12 @@ static void extrun_on_line(extrun_state *st, const char *line, size_t len) {
     extrun_line_release(&l);
 }
 
-/* Reads what fd 3 has; whole lines go to extrun_on_line. Returns 0, or -1 at EOF (fd closed). */
-static int extrun_read_fd3(extrun_state *st) {
+/* Reads what fd 3 has, until it has nothing more or `until` (util_now_s) has passed: a trainer that writes
+ * faster than its lines are handled cannot keep the caller from its stop flag and timers. Whole lines go to
+ * extrun_on_line. Returns 0, or -1 at EOF (fd closed). */
+static int extrun_read_fd3(extrun_state *st, double until) {
     for (;;) {
+        if (util_now_s() >= until) return 0;
         if (st->blen >= EXTRUN_LINE_MAX) {
             extrun_fail(st, TRAIN_ETRAINER, "line %lld: longer than %d bytes (a protocol line is at most %d bytes with "
                         "its newline)", st->lineno + 1, EXTRUN_LINE_MAX, EXTRUN_LINE_MAX);
@@ -693,7 +704,11 @@ static int extrun_read_fd3(extrun_state *st) {
         ssize_t r = read(st->fd3, st->buf + st->blen, EXTRUN_LINE_MAX - st->blen);
         if (r < 0) return errno == EINTR ? 0 : errno == EAGAIN ? 0 : -1;
         if (r == 0) {
-            if (st->blen > 0 && !st->failed)   /* a last line without its newline */
+            /* a last line without its newline; after our own SIGTERM, a line the stop cut short */
+            if (st->blen > 0 && st->term_sent)
+                fprintf(stderr, "%s: line %lld: ends without a newline after the stop (SIGTERM): dropped\n",
+                        st->prefix, st->lineno + 1);
+            else if (st->blen > 0 && !st->failed)
                 extrun_fail(st, TRAIN_ETRAINER, "line %lld: ends without a newline (fd 3 was closed mid-line)",
                             st->lineno + 1);
             st->blen = 0;
@@ -710,9 +725,11 @@ static int extrun_read_fd3(extrun_state *st) {
     }
 }
 
-/* Reads the trainer's stdout/stderr into prefixed log lines. Returns 0, or -1 at EOF. */
-static int extrun_read_log(extrun_state *st) {
+/* Reads the trainer's stdout/stderr into prefixed log lines, until it has nothing more or `until` has passed
+ * (as extrun_read_fd3). Returns 0, or -1 at EOF. */
+static int extrun_read_log(extrun_state *st, double until) {
     for (;;) {
+        if (util_now_s() >= until) return 0;
         ssize_t r = read(st->fdlog, st->logbuf + st->loglen, sizeof st->logbuf - 1 - st->loglen);
         if (r < 0) return errno == EINTR || errno == EAGAIN ? 0 : -1;
         if (r == 0) {
@@ -917,8 +934,10 @@ int extrun_run(const extrun_set *set, const extrun_trainer *t, const json_t *job
         if (st.fdlog >= 0) p[np++] = (struct pollfd){ st.fdlog, POLLIN, 0 };
         if (np) poll(p, (nfds_t)np, 100);
         else { struct timespec ts = { 0, 50000000 }; nanosleep(&ts, NULL); }
-        if (st.fd3 >= 0 && extrun_read_fd3(&st) < 0) { close(st.fd3); st.fd3 = -1; }
-        if (st.fdlog >= 0 && extrun_read_log(&st) < 0) { close(st.fdlog); st.fdlog = -1; }
+        /* each pipe gets a turn of at most EXTRUN_TURN_S, then the stop flag and the timers are looked at */
+        double turn = util_now_s();
+        if (st.fd3 >= 0 && extrun_read_fd3(&st, turn + EXTRUN_TURN_S) < 0) { close(st.fd3); st.fd3 = -1; }
+        if (st.fdlog >= 0 && extrun_read_log(&st, util_now_s() + EXTRUN_TURN_S) < 0) { close(st.fdlog); st.fdlog = -1; }
         double now = util_now_s();
         int stop = o->stop ? *o->stop : 0;
         if (stop && !st.term_sent && !st.failed) {
@@ -944,10 +963,15 @@ int extrun_run(const extrun_set *set, const extrun_trainer *t, const json_t *job
         memset(&si, 0, sizeof si);
         if (waitid(P_PID, (id_t)st.pid, &si, WEXITED | WNOHANG | WNOWAIT) == 0 && si.si_pid == st.pid) exited = 1;
     }
-    /* the leader is a zombie: what it wrote before it exited is in the pipes; then no one of its group stays */
-    if (st.fd3 >= 0) extrun_read_fd3(&st);
-    if (st.fdlog >= 0) extrun_read_log(&st);
+    /* the leader is a zombie: no one of its group stays; what they wrote is in the pipes, read for at most
+     * EXTRUN_DRAIN_S (a process outside the group, a setsid grandchild, may still hold fd 3 and write) */
     kill(-st.pid, SIGKILL);
+    double drain = util_now_s() + EXTRUN_DRAIN_S;
+    if (st.fd3 >= 0) extrun_read_fd3(&st, drain);
+    if (st.fdlog >= 0) extrun_read_log(&st, drain);
+    if (st.ckpt_repeats)
+        fprintf(stderr, "%s: %lld checkpoint lines repeated the step of the checkpoint already taken: not linked or "
+                "reported again\n", st.prefix, st.ckpt_repeats);
     int status = 0;
     while (waitpid(st.pid, &status, 0) < 0 && errno == EINTR) {}
     st.pid = -1;
