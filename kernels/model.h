@@ -116,8 +116,9 @@ extern const struct model_backend prism_model_backend;   /* kernels/cuda/model_c
 
 /* The CUDA backend of this process, loaded on first use (thread-safe; later calls return the same result):
  * the backend linked into the binary when there is one (the kernel tests), else the object above. NULL when it
- * cannot be had, with one message in err naming the file and the fix (absent file, not loadable, no
- * MODEL_BACKEND_SYMBOL, another ABI). *path (if path) = the file loaded ("" when linked in), owned by the
+ * cannot be had, with one message in err naming the file and the fix (absent file, not a regular file, not
+ * loadable, no MODEL_BACKEND_SYMBOL or one that is not a data object of this struct's size, another ABI, a NULL
+ * name, device_check, model table or model_ops entry). *path (if path) = the file loaded ("" when linked in), owned by the
  * loader, valid until exit. Never called on a CPU run. */
 const struct model_backend *model_backend_load(const char **path, char *err, size_t errlen);
 /* The file model_backend_load() would load: $PRISM_CUDA_BACKEND, else MODEL_BACKEND_FILE next to the binary.

@@ -7,14 +7,22 @@
  * (the kernel tests, bench_cuda_gpt2, tests/gpu/run.sh's builds) already holds prism_model_backend; the weak
  * reference below finds it, and nothing is loaded.
  *
- * Checks, each failure one message naming the file and the fix: the file exists; dlopen succeeds (its CUDA
- * libraries resolve); it exports MODEL_BACKEND_SYMBOL; its ABI version and struct sizes are this binary's; then,
- * per device, the backend's own device_check (driver present, index in range). The outcome of the first load,
+ * Checks, each failure one message naming the file and the fix: the file exists and is a regular file (dlopen
+ * of a FIFO blocks until someone writes to it; a directory or a device is no backend either); dlopen succeeds
+ * (its CUDA libraries resolve); it exports MODEL_BACKEND_SYMBOL as an object of at least the 4 bytes of the ABI
+ * version (dladdr1's ELF symbol size: a 1-byte symbol would be read past), and then, its ABI version matching,
+ * of exactly sizeof(struct model_backend); its struct sizes are this binary's; its names and both model_ops
+ * tables are there with every entry set (a table of NULLs crashed the first job after its lease); then, per
+ * device, the backend's own device_check (driver present, index in range). The agent loads it before it
+ * registers (worker/agent.c), so a bad backend is exit 2 there, never a leased job. The outcome of the first load,
  * success or failure, is kept for the life of the process (the object is never closed: its tables are used
  * until exit), under a mutex since the agent's device threads may ask at once.
  */
+#define _GNU_SOURCE   /* dladdr1 */
 #include "model.h"
 #include <dlfcn.h>
+#include <link.h>
+#include <sys/stat.h>
 #include <errno.h>
 #include <limits.h>
 #include <pthread.h>
@@ -64,6 +72,24 @@ int model_backend_path(char *out, size_t outlen, char *err, size_t errlen) {
     return 0;
 }
 
+/* 1 when every entry of ops is set (its name and each function but none). */
+static int backend_ops_complete(const model_ops *o) {
+    return o && o->name && o->create && o->free && o->error && o->get_params && o->set_params && o->get_opt_state &&
+           o->set_opt_state && o->get_grads && o->zero_grad && o->forward_backward && o->forward_loss && o->update &&
+           o->forward_losses;
+}
+
+/* The size in bytes of the ELF symbol at addr (the one dlsym found), or 0 when it cannot be told or is no data
+ * object (a function, an ifunc). */
+static size_t backend_symbol_size(const void *addr) {
+    Dl_info info;
+    const ElfW(Sym) *sym = NULL;
+    if (!dladdr1(addr, &info, (void **)&sym, RTLD_DL_SYMENT) || !sym || !info.dli_sname ||
+        strcmp(info.dli_sname, MODEL_BACKEND_SYMBOL) != 0 || (sym->st_info & 0xf) != STT_OBJECT)   /* ELF{32,64}_ST_TYPE */
+        return 0;
+    return (size_t)sym->st_size;
+}
+
 /* Opens and checks g_path; 0 or -1 with g_err set. */
 static int backend_open(void) {
     const char *how = getenv(MODEL_BACKEND_ENV) && *getenv(MODEL_BACKEND_ENV)
@@ -74,6 +100,17 @@ static int backend_open(void) {
                  "CUDA device. Fix: build it with `make` on a machine with nvcc (it is written next to prism-worker), "
                  "copy it next to this binary, or set %s=/path/to/%s; " FIX_ANY,
                  g_path, how, MODEL_BACKEND_ENV, MODEL_BACKEND_FILE);
+        return -1;
+    }
+    struct stat sb;
+    memset(&sb, 0, sizeof sb);   /* a failed stat: "not a file" */
+    if (stat(g_path, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+        snprintf(g_err, sizeof g_err,
+                 "CUDA backend %s %s is not a regular file (%s): a backend is the shared object %s built by `make`. "
+                 "Fix: point %s at that file; " FIX_ANY, g_path, how,
+                 S_ISFIFO(sb.st_mode) ? "a FIFO" : S_ISDIR(sb.st_mode) ? "a directory" :
+                 S_ISCHR(sb.st_mode) || S_ISBLK(sb.st_mode) ? "a device" : S_ISSOCK(sb.st_mode) ? "a socket" : "not a file",
+                 MODEL_BACKEND_FILE, MODEL_BACKEND_ENV);
         return -1;
     }
     dlerror();
@@ -95,6 +132,16 @@ static int backend_open(void) {
         dlclose(h);
         return -1;
     }
+    size_t symsize = backend_symbol_size(b);
+    if (symsize < sizeof b->abi || (b->abi == MODEL_BACKEND_ABI && symsize != sizeof *b)) {
+        snprintf(g_err, sizeof g_err,
+                 "%s %s is not a prism CUDA backend: its symbol %s is %s%zu byte(s), a struct model_backend is %zu. "
+                 "Fix: point %s at the %s built by `make` with this prism-worker; " FIX_ANY, g_path, how,
+                 MODEL_BACKEND_SYMBOL, symsize ? "" : "no data object of ", symsize, sizeof *b, MODEL_BACKEND_ENV,
+                 MODEL_BACKEND_FILE);
+        dlclose(h);
+        return -1;
+    }
     char sizes[160] = "";   /* read only once the version matches: before that the layout is unknown */
     if (b->abi == MODEL_BACKEND_ABI && (b->size != sizeof *b || b->ops_size != sizeof(model_ops) ||
                                         b->config_size != sizeof(struct model_config)))
@@ -110,9 +157,11 @@ static int backend_open(void) {
         dlclose(h);
         return -1;
     }
-    if (!b->gpt2 || !b->llama || !b->device_check) {
-        snprintf(g_err, sizeof g_err, "CUDA backend %s %s has an incomplete table (a NULL entry). Fix: rebuild it "
-                 "with `make`; " FIX_ANY, g_path, how);
+    if (!b->name || !b->precision || !b->device_check || !backend_ops_complete(b->gpt2) ||
+        !backend_ops_complete(b->llama)) {
+        snprintf(g_err, sizeof g_err, "CUDA backend %s %s has an incomplete table (%s). Fix: rebuild it with "
+                 "`make`; " FIX_ANY, g_path, how, !b->name || !b->precision || !b->device_check ? "a NULL entry" :
+                 !b->gpt2 || !b->llama ? "a NULL model table" : "a model table with a NULL function");
         dlclose(h);
         return -1;
     }

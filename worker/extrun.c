@@ -4,9 +4,12 @@
  * process it starts (torchrun's ranks, a shell's children) is signalled together. The device thread that
  * calls extrun_run() is the only reader: a poll() loop over two pipes (fd 3: protocol lines; stdout+stderr:
  * log lines, prefixed and escaped onto the worker's stderr, the last ones kept for an error message), waking
- * every 100 ms to look at the stop flag, the silence timer and the child (waitid WNOWAIT: the leader stays a
+ * every 100 ms, and after at most EXTRUN_TURN_S of reading however fast the trainer writes, to look at the stop
+ * flag, the silence timer and the child (waitid WNOWAIT: the leader stays a
  * zombie, so its pid, the group's id, cannot be reused before the group has been SIGKILLed and the leader
  * reaped). A third pipe, close-on-exec, carries an execvp errno back, so a wrong COMMAND is named as such.
+ * The trainer gets descriptors 0-3 and nothing else: the child marks every other one close-on-exec before
+ * execvp (extrun_cloexec_from), so it can neither read the worker's connection to the server nor keep it.
  * Lines are parsed by extrun_parse_line() (pure, fuzzed: fuzz/fuzz_extrun.c) and then checked against the
  * run's state (steps increasing, stops, one terminal line); the first bad line SIGKILLs the group and fails
  * the job. Checkpoints are hard-linked (copied when the checkpoint folder is another filesystem) to
@@ -29,13 +32,17 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 extern char **environ;
+
+#define EXTRUN_CLOSE_RANGE_CLOEXEC (1U << 2)   /* linux/close_range.h's CLOSE_RANGE_CLOEXEC */
 
 /* ---- the command line ---------------------------------------------------------------------------- */
 
@@ -208,6 +215,41 @@ static int extrun_zero_shot(const json_t *zs, char *err, size_t errlen) {
     return 0;
 }
 
+/* Keys a result may not carry: the job, attempt, lease and worker are the worker's and the server's to name
+ * (the complete call's URL and lease token say which job it is), and "backend" describes the built-in CUDA
+ * engine's library, which an external trainer does not run. Refused rather than overwritten: a trainer that
+ * sends them means something by them, and a silent rewrite would hide the mistake. */
+static const char *const EXTRUN_RESULT_RESERVED[] = {"job", "job_id", "sweep_id", "schedule_id", "attempt",
+                                                     "lease_token", "worker", "worker_id", "backend", NULL};
+
+/* Every key of a result, at any depth, at most EXTRUN_KEY_MAX bytes, none reserved at the top. 0 or -1 with err. */
+static int extrun_result_keys(const json_t *v, int depth, char *err, size_t errlen) {
+    const char *k;
+    json_t *x;
+    size_t i;
+    if (json_is_array(v)) {
+        json_array_foreach((json_t *)v, i, x) if (extrun_result_keys(x, depth + 1, err, errlen)) return -1;
+        return 0;
+    }
+    if (!json_is_object(v)) return 0;
+    json_object_foreach((json_t *)v, k, x) {
+        char esc[160];
+        if (strlen(k) > EXTRUN_KEY_MAX) {
+            snprintf(err, errlen, "result: a key of %zu bytes (\"%.40s...\"): keys are at most %d bytes", strlen(k),
+                     log_escape(esc, sizeof esc, k), EXTRUN_KEY_MAX);
+            return -1;
+        }
+        for (int r = 0; depth == 0 && EXTRUN_RESULT_RESERVED[r]; r++)
+            if (strcmp(k, EXTRUN_RESULT_RESERVED[r]) == 0) {
+                snprintf(err, errlen, "result: result.%s: a trainer may not set it (the worker and the server know "
+                         "which job, attempt, worker and backend this is)", k);
+                return -1;
+            }
+        if (extrun_result_keys(x, depth + 1, err, errlen)) return -1;
+    }
+    return 0;
+}
+
 int extrun_parse_line(const char *line, size_t len, const extrun_limits *lim, extrun_line *out, char *err,
                       size_t errlen) {
     memset(out, 0, sizeof *out);
@@ -327,6 +369,7 @@ int extrun_parse_line(const char *line, size_t len, const extrun_limits *lim, ex
     case EXTRUN_EV_RESULT: {
         json_t *r = json_object_get(o, "result");
         if (!json_is_object(r)) { snprintf(err, errlen, "result: result: must be an object, got %s", job_json_type(r)); goto out; }
+        if (extrun_result_keys(r, 0, err, errlen)) goto out;
         json_t *vl = json_object_get(r, "val_loss");
         if (!vl) vl = json_object_get(r, "final_val_loss");
         if (!json_is_number(vl)) {
@@ -357,6 +400,8 @@ out:
 /* ---- the run ---------------------------------------------------------------------------------------- */
 
 #define EXTRUN_TAIL 1200   /* bytes of the trainer's last log lines kept for an error message */
+#define EXTRUN_TURN_S 0.05 /* the longest a pipe is read before the stop flag and the timers are looked at again */
+#define EXTRUN_DRAIN_S 1.0 /* the longest the pipes are read once the trainer's group is gone */
 
 typedef struct extrun_state {
     const extrun_set *set;
@@ -378,6 +423,7 @@ typedef struct extrun_state {
     int failed;                      /* a TRAIN_E* code once the run is judged a failure */
     char why[1800];
     long long resume_step, last_train, last_val, last_ckpt;
+    long long ckpt_repeats;          /* checkpoint lines of the step already taken (extrun_on_checkpoint) */
     int terminal;                    /* the EXTRUN_EV_* of the terminal line, 0 before it */
     int paused_at;
     double paused_val, train_loss, tok_per_s;
@@ -472,7 +518,10 @@ static int extrun_copy_file(const char *src, const char *dst) {
 }
 
 /* A checkpoint line: its file must exist inside PRISM_OUT (resolved: symlinks, ".."); it becomes
- * CKPT/ckpt_STEP.bin (a hard link, or a copy) and is handed to on_checkpoint. */
+ * CKPT/ckpt_STEP.bin (a hard link, or a copy) and is handed to on_checkpoint. A line of the step this run has
+ * already taken a checkpoint of is a repeat: checked like any, then only counted (the state of a step is the
+ * state of that step, e.g. a checkpoint again on SIGTERM right after a periodic one): a flood of them costs
+ * neither a link nor a report to the server (641k lines were 3,568 checkpoint POSTs). */
 static void extrun_on_checkpoint(extrun_state *st, const extrun_line *l) {
     const struct train_opts *o = st->o;
     char joined[2 * PATH_MAX + 2], real[PATH_MAX];
@@ -502,6 +551,7 @@ static void extrun_on_checkpoint(extrun_state *st, const extrun_line *l) {
                     st->lineno, l->step, st->last_ckpt);
         return;
     }
+    if (st->ckpt_path[0] && l->step == st->last_ckpt) { st->ckpt_repeats++; return; }
     char dst[PATH_MAX + 64], tmp[PATH_MAX + 96];
     snprintf(dst, sizeof dst, "%.4000s/ckpt_%lld.bin", o->checkpoint_dir, l->step);
     snprintf(tmp, sizeof tmp, "%s.tmp", dst);
@@ -639,9 +689,12 @@ static void extrun_on_line(extrun_state *st, const char *line, size_t len) {
     extrun_line_release(&l);
 }
 
-/* Reads what fd 3 has; whole lines go to extrun_on_line. Returns 0, or -1 at EOF (fd closed). */
-static int extrun_read_fd3(extrun_state *st) {
+/* Reads what fd 3 has, until it has nothing more or `until` (util_now_s) has passed: a trainer that writes
+ * faster than its lines are handled cannot keep the caller from its stop flag and timers. Whole lines go to
+ * extrun_on_line. Returns 0, or -1 at EOF (fd closed). */
+static int extrun_read_fd3(extrun_state *st, double until) {
     for (;;) {
+        if (util_now_s() >= until) return 0;
         if (st->blen >= EXTRUN_LINE_MAX) {
             extrun_fail(st, TRAIN_ETRAINER, "line %lld: longer than %d bytes (a protocol line is at most %d bytes with "
                         "its newline)", st->lineno + 1, EXTRUN_LINE_MAX, EXTRUN_LINE_MAX);
@@ -651,7 +704,11 @@ static int extrun_read_fd3(extrun_state *st) {
         ssize_t r = read(st->fd3, st->buf + st->blen, EXTRUN_LINE_MAX - st->blen);
         if (r < 0) return errno == EINTR ? 0 : errno == EAGAIN ? 0 : -1;
         if (r == 0) {
-            if (st->blen > 0 && !st->failed)   /* a last line without its newline */
+            /* a last line without its newline; after our own SIGTERM, a line the stop cut short */
+            if (st->blen > 0 && st->term_sent)
+                fprintf(stderr, "%s: line %lld: ends without a newline after the stop (SIGTERM): dropped\n",
+                        st->prefix, st->lineno + 1);
+            else if (st->blen > 0 && !st->failed)
                 extrun_fail(st, TRAIN_ETRAINER, "line %lld: ends without a newline (fd 3 was closed mid-line)",
                             st->lineno + 1);
             st->blen = 0;
@@ -668,9 +725,11 @@ static int extrun_read_fd3(extrun_state *st) {
     }
 }
 
-/* Reads the trainer's stdout/stderr into prefixed log lines. Returns 0, or -1 at EOF. */
-static int extrun_read_log(extrun_state *st) {
+/* Reads the trainer's stdout/stderr into prefixed log lines, until it has nothing more or `until` has passed
+ * (as extrun_read_fd3). Returns 0, or -1 at EOF. */
+static int extrun_read_log(extrun_state *st, double until) {
     for (;;) {
+        if (util_now_s() >= until) return 0;
         ssize_t r = read(st->fdlog, st->logbuf + st->loglen, sizeof st->logbuf - 1 - st->loglen);
         if (r < 0) return errno == EINTR || errno == EAGAIN ? 0 : -1;
         if (r == 0) {
@@ -718,9 +777,29 @@ static char **extrun_env(const extrun_state *st, const char *job_path) {
     return env;
 }
 
+/* Marks every descriptor from `from` up close-on-exec (the child, after its dup2s onto 0..3): the trainer gets
+ * only the protocol's 0-3, never the worker's own (libcurl's TCP connection to the server and its socketpair,
+ * checkpoint and log files, whatever the worker inherited), whichever thread opened them and with or without
+ * O_CLOEXEC. Close-on-exec rather than closed: errw must stay open until execvp succeeds. close_range (Linux
+ * 5.11) in one call; else each descriptor below maxfd (the RLIMIT_NOFILE the parent read before fork). Only
+ * async-signal-safe calls (raw syscalls, fcntl). */
+static void extrun_cloexec_from(int from, int maxfd) {
+#ifdef SYS_close_range
+    if (syscall(SYS_close_range, (unsigned)from, ~0U, EXTRUN_CLOSE_RANGE_CLOEXEC) == 0) return;
+#endif
+    for (int fd = from; fd < maxfd; fd++) fcntl(fd, F_SETFD, FD_CLOEXEC);   /* EBADF for the closed ones */
+}
+
+/* The highest descriptor number + 1 extrun_cloexec_from's fallback walks (read in the parent, before fork). */
+static int extrun_maxfd(void) {
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur > (1u << 20)) return 1 << 20;
+    return (int)rl.rlim_cur;
+}
+
 /* In the child, between fork and exec: only async-signal-safe calls. fd3w/logw are the pipes' write ends,
- * errw the close-on-exec pipe the execvp errno goes back on. */
-static void extrun_child(const extrun_trainer *t, char **env, int fd3w, int logw, int errw, pid_t parent) {
+ * errw the close-on-exec pipe the execvp errno goes back on; maxfd from extrun_maxfd. */
+static void extrun_child(const extrun_trainer *t, char **env, int fd3w, int logw, int errw, pid_t parent, int maxfd) {
     setpgid(0, 0);
     /* the worker killed (-9): the trainer goes with it rather than training for no one */
     prctl(PR_SET_PDEATHSIG, SIGKILL);
@@ -740,6 +819,7 @@ static void extrun_child(const extrun_trainer *t, char **env, int fd3w, int logw
         (void)w;
         _exit(127);
     }
+    extrun_cloexec_from(4, maxfd);
     environ = env;
     execvp(t->argv[0], t->argv);
     int e = errno;
@@ -821,9 +901,10 @@ int extrun_run(const extrun_set *set, const extrun_trainer *t, const json_t *job
     if (stop0) { rc = stop0 == 2 ? TRAIN_EPREEMPTED : TRAIN_ECANCELLED; goto out; }   /* stopped before it began */
     fflush(stderr);
     pid_t parent = getpid();
+    int maxfd = extrun_maxfd();
     st.pid = fork();
     if (st.pid < 0) { snprintf(err, errlen, "fork: %s", strerror(errno)); rc = TRAIN_ENOMEM; goto out; }
-    if (st.pid == 0) extrun_child(t, env, fd3[1], lg[1], ep[1], parent);
+    if (st.pid == 0) extrun_child(t, env, fd3[1], lg[1], ep[1], parent, maxfd);
     setpgid(st.pid, st.pid);   /* both sides: the group exists before either signals it */
     close(fd3[1]); close(lg[1]); close(ep[1]);
     fd3[1] = lg[1] = ep[1] = -1;
@@ -853,8 +934,10 @@ int extrun_run(const extrun_set *set, const extrun_trainer *t, const json_t *job
         if (st.fdlog >= 0) p[np++] = (struct pollfd){ st.fdlog, POLLIN, 0 };
         if (np) poll(p, (nfds_t)np, 100);
         else { struct timespec ts = { 0, 50000000 }; nanosleep(&ts, NULL); }
-        if (st.fd3 >= 0 && extrun_read_fd3(&st) < 0) { close(st.fd3); st.fd3 = -1; }
-        if (st.fdlog >= 0 && extrun_read_log(&st) < 0) { close(st.fdlog); st.fdlog = -1; }
+        /* each pipe gets a turn of at most EXTRUN_TURN_S, then the stop flag and the timers are looked at */
+        double turn = util_now_s();
+        if (st.fd3 >= 0 && extrun_read_fd3(&st, turn + EXTRUN_TURN_S) < 0) { close(st.fd3); st.fd3 = -1; }
+        if (st.fdlog >= 0 && extrun_read_log(&st, util_now_s() + EXTRUN_TURN_S) < 0) { close(st.fdlog); st.fdlog = -1; }
         double now = util_now_s();
         int stop = o->stop ? *o->stop : 0;
         if (stop && !st.term_sent && !st.failed) {
@@ -880,10 +963,15 @@ int extrun_run(const extrun_set *set, const extrun_trainer *t, const json_t *job
         memset(&si, 0, sizeof si);
         if (waitid(P_PID, (id_t)st.pid, &si, WEXITED | WNOHANG | WNOWAIT) == 0 && si.si_pid == st.pid) exited = 1;
     }
-    /* the leader is a zombie: what it wrote before it exited is in the pipes; then no one of its group stays */
-    if (st.fd3 >= 0) extrun_read_fd3(&st);
-    if (st.fdlog >= 0) extrun_read_log(&st);
+    /* the leader is a zombie: no one of its group stays; what they wrote is in the pipes, read for at most
+     * EXTRUN_DRAIN_S (a process outside the group, a setsid grandchild, may still hold fd 3 and write) */
     kill(-st.pid, SIGKILL);
+    double drain = util_now_s() + EXTRUN_DRAIN_S;
+    if (st.fd3 >= 0) extrun_read_fd3(&st, drain);
+    if (st.fdlog >= 0) extrun_read_log(&st, drain);
+    if (st.ckpt_repeats)
+        fprintf(stderr, "%s: %lld checkpoint lines repeated the step of the checkpoint already taken: not linked or "
+                "reported again\n", st.prefix, st.ckpt_repeats);
     int status = 0;
     while (waitpid(st.pid, &status, 0) < 0 && errno == EINTR) {}
     st.pid = -1;

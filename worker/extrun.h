@@ -2,7 +2,8 @@
  * starting COMMAND and reading its protocol lines (docs/TRAINERS.md is the protocol; this is its worker side).
  *
  * The trainer runs in its own process group with stdin /dev/null, stdout/stderr into the worker's log (each
- * line prefixed), and fd 3 a pipe of JSON lines: train / val / checkpoint points and one terminal line
+ * line prefixed), no other descriptor of the worker's (4 and up are close-on-exec in the child), and fd 3 a pipe
+ * of JSON lines: train / val / checkpoint points and one terminal line
  * (result | paused | preempted). extrun_run() feeds them to the same callbacks as the built-in engine
  * (train_opts.on_metrics, on_checkpoint, on_progress), watches train_opts.stop (1: SIGTERM to the group, SIGKILL
  * after the grace; 2: SIGTERM, the trainer checkpoints and says "preempted"), and whatever happens, returns only
@@ -19,7 +20,9 @@
  *   after a failure. extrun_set_release(set) frees it; extrun_find(set, name): the trainer, or NULL.
  * - extrun_parse_line(line, len, lim, out, err, errlen): one protocol line (without its newline) checked
  *   against the job's limits: one JSON object, a known "event", only that event's keys, numbers finite, steps in
- *   0..lim->steps (train: below it), a checkpoint path a non-empty string. Returns the EXTRUN_EV_* kind with *out
+ *   0..lim->steps (train: below it), a checkpoint path a non-empty string, a result's keys at most EXTRUN_KEY_MAX
+ *   bytes at any depth and none naming the job, attempt, lease, worker or backend (job_id, backend, ...: refused,
+ *   not overwritten). Returns the EXTRUN_EV_* kind with *out
  *   filled (out->result a new reference for "result": extrun_line_release), or -1 with err naming the key;
  *   EXTRUN_ENAN (-2) when the line is not JSON because of a NaN or an Infinity. Stateless: the order of lines
  *   (steps increasing, one terminal line) is extrun_run's.
@@ -44,6 +47,7 @@
 #include <stddef.h>
 
 #define EXTRUN_LINE_MAX 65536          /* bytes of one fd-3 line with its newline */
+#define EXTRUN_KEY_MAX 64               /* bytes of a key in a result line's object, at any depth */
 #define EXTRUN_ENAN (-2)
 
 enum { EXTRUN_EV_TRAIN = 1, EXTRUN_EV_VAL, EXTRUN_EV_CHECKPOINT, EXTRUN_EV_PAUSED, EXTRUN_EV_PREEMPTED,

@@ -7,7 +7,8 @@ wrote: {"step": S}), stops at PRISM_STOP_AT_STEP (val, checkpoint, paused), chec
 train.checkpoint_every steps (ckpt/step_N.json, temp file + rename), on SIGTERM finishes the step, checkpoints
 and says "preempted". Its "loss" is a function of the step, the schedule and the seed, so a sweep has a
 leaderboard. --bad MODE misbehaves in one way when the job's seed is --bad-seed (default 1), after --bad-after
-steps: crash, hang, garbage, huge, nan, escape, noresult, backwards, over, unknown. --spawn starts a child
+steps: crash, hang, garbage, huge, nan, escape, noresult, backwards, over, unknown, resultjob, resultbackend,
+resultlongkey. --spawn starts a child
 (`sleep 300`) in its process group and writes both pids to $PRISM_OUT/pids. --ledger FILE appends
 "ATTEMPT_DIR STEP" for every step it trains.
 """
@@ -93,6 +94,14 @@ for s in range(start, end):
             emit(event="train", step=steps + 5, train_loss=1.0)
         if bad == "unknown":
             emit(event="train", step=s, train_loss=1.0, losss=2.0)
+        if bad == "resultjob":     # a result that names another job
+            emit(event="result", result={"val_loss": 1.0, "steps": steps, "job_id": 999})
+        if bad == "resultbackend": # a spoofed CUDA backend
+            emit(event="result", result={"val_loss": 1.0, "steps": steps, "backend": {"name": "prism-cuda", "version": 9}})
+        if bad == "resultlongkey": # a 60 KB key
+            emit(event="result", result={"val_loss": 1.0, "steps": steps, "k" * 60000: 1})
+        if bad.startswith("result"):   # ends as a trainer that finished would: that result is all it says
+            sys.exit(0)
         time.sleep(2)   # the worker must have stopped it by now
     if a.step_s:
         time.sleep(a.step_s)

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # test_cuda_backend.sh — the CUDA backend is a shared object that prism-worker loads only for a CUDA device
 # (kernels/model.h, kernels/model_backend.c): no program links a CUDA library; a CUDA device without a usable
-# backend (no file, not a backend, another ABI, no device) is one message naming the file and the fix, exit 2,
+# backend (no file, not a regular file, not a backend, another ABI, a short symbol, NULL tables, no device) is
+# one message naming the file and the fix, exit 2,
 # and CPU runs of the same binary are untouched; the emulator's worker runs on the emulated backend object.
 # timeout: 180
 source "$(dirname "$0")/../lib.sh"
@@ -84,6 +85,57 @@ t_backend_of_another_abi_or_not_a_backend_is_refused() {
   PRISM_CUDA_BACKEND=$d/prism-cuda.so expect_exit2 "$d/o" "$(bin prism-worker)" train job.json --out "$d/o" --device 0
   assert_contains "$ERR" "CUDA backend $d/prism-cuda.so (named by PRISM_CUDA_BACKEND) cannot be loaded"
   assert_contains "$ERR" "ldd $d/prism-cuda.so"
+}
+
+# A FIFO, a backend whose model tables are all NULLs and a 1-byte symbol are refused at load, each with one
+# message and exit 2, promptly (the FIFO hung the worker 20 s; the NULL tables crashed the first job after its
+# lease, rc 139; the 1-byte symbol was read past): by `prism-worker train`, and by the agent before it registers.
+t_fifo_null_tables_and_short_symbol_are_refused() {
+  local d; d=$(tmpdir); job "$d"; cd "$d"
+  mkfifo "$d/fifo.so"
+  PRISM_CUDA_BACKEND=$d/fifo.so expect_exit2 "$d/o" timeout 10 "$(bin prism-worker)" train job.json --out "$d/o" --device 0
+  assert_contains "$ERR" "CUDA backend $d/fifo.so (named by PRISM_CUDA_BACKEND) is not a regular file (a FIFO)"
+  mkdir "$d/dir.so"
+  PRISM_CUDA_BACKEND=$d/dir.so expect_exit2 "$d/o" "$(bin prism-worker)" train job.json --out "$d/o" --device 0
+  assert_contains "$ERR" "is not a regular file (a directory)"
+  # the right version and sizes, device_check fine, but every model_ops entry NULL (or one of them)
+  cat > "$d/nullops.c" <<'C'
+#include "model.h"
+static int ok(int device, char *err, size_t errlen) { (void)device; (void)err; (void)errlen; return 0; }
+static int create(const struct model_config *c, int d, model **out, char *e, size_t n) { (void)c; (void)d; (void)e; (void)n; *out = 0; return -1; }
+static const model_ops none = {0};
+#ifdef ONE_NULL
+static const model_ops one = { "cuda", create, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 };
+#define TABLE &one
+#else
+#define TABLE &none
+#endif
+__attribute__((visibility("default"))) const struct model_backend prism_model_backend = {
+    MODEL_BACKEND_ABI, sizeof(struct model_backend), sizeof(model_ops), sizeof(struct model_config), "cuda", "bf16",
+    TABLE, TABLE, ok,
+};
+C
+  cc -shared -fPIC -I"$PRISM_ROOT/kernels" -o "$d/nullops.so" "$d/nullops.c" || fail "cc nullops.so"
+  cc -shared -fPIC -DONE_NULL -I"$PRISM_ROOT/kernels" -o "$d/onenull.so" "$d/nullops.c" || fail "cc onenull.so"
+  local so
+  for so in nullops onenull; do
+    PRISM_CUDA_BACKEND=$d/$so.so expect_exit2 "$d/o" "$(bin prism-worker)" train job.json --out "$d/o" --device 0
+    assert_contains "$ERR" "CUDA backend $d/$so.so (named by PRISM_CUDA_BACKEND) has an incomplete table (a model table with a NULL function)"
+  done
+  echo tok > "$d/token"; chmod 600 "$d/token"
+  PRISM_CUDA_BACKEND=$d/nullops.so expect_exit2 "$d/wk" "$(bin prism-worker)" --server http://127.0.0.1:9 \
+    --token-file "$d/token" --devices 0 --work-dir "$d/wk"
+  assert_contains "$ERR" "--devices 0: CUDA backend $d/nullops.so (named by PRISM_CUDA_BACKEND) has an incomplete table"
+  # the symbol is one byte (and, with the name right, a function is no table either)
+  printf '__attribute__((visibility("default"))) const char prism_model_backend = 1;\n' > "$d/short.c"
+  printf '__attribute__((visibility("default"))) int prism_model_backend(void) { return 1; }\n' > "$d/func.c"
+  cc -shared -fPIC -o "$d/short.so" "$d/short.c" || fail "cc short.so"
+  cc -shared -fPIC -o "$d/func.so" "$d/func.c" || fail "cc func.so"
+  PRISM_CUDA_BACKEND=$d/short.so expect_exit2 "$d/o" "$(bin prism-worker)" train job.json --out "$d/o" --device 0
+  assert_contains "$ERR" "$d/short.so (named by PRISM_CUDA_BACKEND) is not a prism CUDA backend: its symbol prism_model_backend is 1 byte(s)"
+  PRISM_CUDA_BACKEND=$d/func.so expect_exit2 "$d/o" "$(bin prism-worker)" train job.json --out "$d/o" --device 0
+  assert_contains "$ERR" "its symbol prism_model_backend is no data object of 0 byte(s)"
+  [ "$(echo "$ERR" | grep -c .)" = 1 ] || fail "expected one line of error, got: $ERR"
 }
 
 # prism-worker.emu-* is the ordinary prism-worker loading the emulator's backend object: result.json names the

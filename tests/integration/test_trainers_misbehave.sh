@@ -3,7 +3,8 @@
 # cause, and nothing else: the sweep's other job is trained, the failed job's points before the bad line are
 # kept, the worker goes on leasing, and no process of the trainer's group (it starts a child) is left.
 # Cases: crash, hang (--trainer-timeout), garbage, a huge line, NaN, a checkpoint outside PRISM_OUT, exit 0
-# without a result, steps going backwards, a step past the job's, an unknown key; a COMMAND that does not exist.
+# without a result, steps going backwards, a step past the job's, an unknown key, a result naming the job or the
+# backend or with a 60 KB key; a COMMAND that does not exist.
 # Real `prism-sweep serve`, a real `prism-worker`, the fake trainer (tests/integration/fake_trainer.py).
 # timeout: 90
 . "$(dirname "$0")/../lib.sh"
@@ -46,6 +47,13 @@ t_checkpoint_outside_its_dir() { misbehave escape "line 3: checkpoint: path \"..
 t_exit0_without_result() { misbehave noresult "trainer fake: exited 0 without a result line (after 2 lines on fd 3)"; }
 t_steps_backwards() { misbehave backwards "line 3: train: step 0 does not come after step 1"; }
 t_step_past_the_job() { misbehave over "line 3: train: step: 17 is outside 0..11 (the job's train.steps is 12"; }
+# A result may not name the job (another one's id), the backend (a spoofed CUDA library) or carry a 60 KB key: the
+# job fails naming it, and nothing of that result is stored.
+t_result_names_a_job() { misbehave resultjob "line 3: result: result.job_id: a trainer may not set it"; \
+                         assert_eq None "$(tr_job 1 'd.get("result")')" "the refused result stored"; }
+t_result_spoofs_the_backend() { misbehave resultbackend "line 3: result: result.backend: a trainer may not set it"; }
+t_result_key_too_long() { misbehave resultlongkey "line 3: result: a key of 60000 bytes (\"kkkk"; \
+                          assert_contains "$(tr_job 1 'd["last_error"]')" "keys are at most 64 bytes"; }
 t_unknown_key() { misbehave unknown "line 3: train: unknown key \"losss\" (known: step train_loss lr grad_norm tokens tok_per_s)"; }
 
 # A COMMAND that cannot be started: both jobs fail naming the program and the flag to fix.

@@ -190,6 +190,49 @@ TEST(protocol_lines_checked) {
     ASSERT_EQ_INT(EXTRUN_ENAN, extrun_parse_line(nan, strlen(nan), &lim, &l, err, sizeof err));
 }
 
+/* A result may not name the job, attempt, lease, worker or backend (another job's id, a spoofed backend), nor
+ * carry a key over EXTRUN_KEY_MAX bytes at any depth; the built-in's keys (device, heads, arch, zero_shot task
+ * names up to 63 bytes) pass. */
+TEST(protocol_result_keys) {
+    extrun_limits lim = { 10 };
+    extrun_line l;
+    char err[1024];
+    const char *ok = "{\"event\":\"result\",\"result\":{\"val_loss\":1,\"steps\":10,\"device\":\"cuda\",\"arch\":"
+                     "\"gpt2\",\"heads\":[2,2],\"zero_shot\":{\"t23456789012345678901234567890123456789012345678901234567890123\":"
+                     "{\"acc\":0.5,\"acc_norm\":0.5}}}}";
+    ASSERT_EQ_INT(EXTRUN_EV_RESULT, extrun_parse_line(ok, strlen(ok), &lim, &l, err, sizeof err));
+    extrun_line_release(&l);
+    static const char *const reserved[] = { "job", "job_id", "sweep_id", "schedule_id", "attempt", "lease_token",
+                                            "worker", "worker_id", "backend" };
+    for (int i = 0; i < 9; i++) {
+        char line[256], want[128];
+        snprintf(line, sizeof line, "{\"event\":\"result\",\"result\":{\"val_loss\":1,\"%s\":999}}", reserved[i]);
+        snprintf(want, sizeof want, "result: result.%s: a trainer may not set it", reserved[i]);
+        ASSERT_EQ_INT(-1, extrun_parse_line(line, strlen(line), &lim, &l, err, sizeof err));
+        ASSERT_CONTAINS(err, want);
+    }
+    /* the same names deeper down are data (a task may be called "job"), but no key may be long */
+    const char *deep = "{\"event\":\"result\",\"result\":{\"val_loss\":1,\"zero_shot\":{\"job\":{\"acc\":0,\"acc_norm\":0}}}}";
+    ASSERT_EQ_INT(EXTRUN_EV_RESULT, extrun_parse_line(deep, strlen(deep), &lim, &l, err, sizeof err));
+    extrun_line_release(&l);
+    char big[70000];
+    for (int depth = 0; depth < 3; depth++) {
+        char key[EXTRUN_KEY_MAX + 2];
+        memset(key, 'k', EXTRUN_KEY_MAX + 1);
+        key[EXTRUN_KEY_MAX + 1] = 0;
+        snprintf(big, sizeof big, depth == 0 ? "{\"event\":\"result\",\"result\":{\"val_loss\":1,\"%s\":1}}" :
+                 depth == 1 ? "{\"event\":\"result\",\"result\":{\"val_loss\":1,\"x\":{\"%s\":1}}}" :
+                 "{\"event\":\"result\",\"result\":{\"val_loss\":1,\"x\":[{\"%s\":1}]}}", key);
+        ASSERT_EQ_INT(-1, extrun_parse_line(big, strlen(big), &lim, &l, err, sizeof err));
+        ASSERT_CONTAINS(err, "result: a key of 65 bytes");
+        ASSERT_CONTAINS(err, "keys are at most 64 bytes");
+        key[EXTRUN_KEY_MAX] = 0;   /* 64 bytes: accepted */
+        snprintf(big, sizeof big, "{\"event\":\"result\",\"result\":{\"val_loss\":1,\"x\":{\"%s\":1}}}", key);
+        ASSERT_EQ_INT(EXTRUN_EV_RESULT, extrun_parse_line(big, strlen(big), &lim, &l, err, sizeof err));
+        extrun_line_release(&l);
+    }
+}
+
 /* The final val line may carry zero_shot (as the built-in's last val point does): it reaches the metrics row. */
 TEST(protocol_val_zero_shot) {
     extrun_limits lim = { 10 };
