@@ -285,15 +285,60 @@ static int reserve_buf(struct chunk *c, size_t need) {
     return 0;
 }
 
-/* Where a text chunk of n bytes may end: the last i >= from with buf[i] == ' ', buf[i−1] printable ASCII and
- * buf[i+1] an ASCII letter (GPT-2's pattern starts a piece at i and no piece crosses it). 0 when there is none.
- * from lets a caller that found none in a shorter buffer look only at what was added (linear, not quadratic). */
-static size_t safe_cut(const char *b, size_t n, size_t from) {
+/* The code point of the UTF-8 character starting at b[i] (all of it before n), its length in *len; -1 when it is
+ * invalid (overlong, a surrogate, past U+10FFFF, a stray continuation byte) or cut off by n. */
+static long utf8_at(const unsigned char *b, size_t n, size_t i, int *len) {
+    unsigned c = b[i];
+    int k = c < 0x80 ? 1 : c >= 0xc2 && c < 0xe0 ? 2 : c >= 0xe0 && c < 0xf0 ? 3 : c >= 0xf0 && c < 0xf5 ? 4 : 0;
+    if (!k || i + (size_t)k > n) return -1;
+    long v = k == 1 ? c : c & (0x3f >> (k - 1));
+    for (int j = 1; j < k; j++) {
+        if ((b[i + j] & 0xc0) != 0x80) return -1;
+        v = v << 6 | (b[i + j] & 0x3f);
+    }
+    static const long lo[5] = {0, 0, 0x80, 0x800, 0x10000};
+    if (v < lo[k] || v > 0x10ffff || (v >= 0xd800 && v < 0xe000)) return -1;
+    *len = k;
+    return v;
+}
+
+/* White space for GPT-2's \s (PCRE2 with UCP: Unicode's separators and \t \n \v \f \r), and a few more that
+ * only ever prevent a cut (U+001C..1F, NEL, U+180E, U+200B, U+FEFF). */
+static int is_space_cp(long c) {
+    return (c >= 0x09 && c <= 0x0d) || (c >= 0x1c && c <= 0x20) || c == 0x85 || c == 0xa0 || c == 0x1680 ||
+           c == 0x180e || (c >= 0x2000 && c <= 0x200b) || c == 0x2028 || c == 0x2029 || c == 0x202f ||
+           c == 0x205f || c == 0x3000 || c == 0xfeff;
+}
+
+/* A valid character that is not white space starts at b[i] (before n) / ends just before b[e]. */
+static int solid_at(const unsigned char *b, size_t n, size_t i) {
+    int k;
+    long c = i < n ? utf8_at(b, n, i, &k) : -1;
+    return c >= 0 && !is_space_cp(c);
+}
+static int solid_before(const unsigned char *b, size_t e) {
+    for (int k = 1; k <= 4 && (size_t)k <= e; k++) {
+        int len;
+        long c = utf8_at(b, e, e - (size_t)k, &len);
+        if (c >= 0 && len == k) return !is_space_cp(c);
+        if ((b[e - (size_t)k] & 0xc0) != 0x80) return 0;   /* a lead byte that does not end at e */
+    }
+    return 0;
+}
+
+/* Where a text chunk of n bytes may end: the last i >= from where GPT-2's pattern starts a piece whatever follows
+ * and no piece crosses: buf[i] == ' ' after a printable ASCII character and before an ASCII letter, or buf[i−1] a
+ * line break between two characters that are not white space (the break is then a piece of its own, "\n", both
+ * in the whole text and at a chunk's end), so CJK text and other text without spaces is cut at its lines. 0 when
+ * there is none. from lets a caller that found none in a shorter buffer look only at what was added (linear). */
+static size_t safe_cut(const char *buf, size_t n, size_t from) {
+    const unsigned char *b = (const unsigned char *)buf;
     if (n < 3) return 0;
     if (from < 1) from = 1;
     for (size_t i = n - 2; i >= from; i--) {
-        unsigned char prev = (unsigned char)b[i - 1], next = (unsigned char)b[i + 1];
+        unsigned char prev = b[i - 1], next = b[i + 1];
         if (b[i] == ' ' && prev > 0x20 && prev < 0x7f && ((next | 0x20) >= 'a' && (next | 0x20) <= 'z')) return i;
+        if (prev == '\n' && i >= 2 && solid_before(b, i - 1) && solid_at(b, n, i)) return i;
     }
     return 0;
 }
@@ -320,7 +365,8 @@ static int read_text(struct pipe *p, int fi, const struct input *in, char *err, 
         for (;;) {   /* read until a safe cut exists past the chunk size, or the file ends */
             if (c->len > TOKENIZE_MAX_DOC)
                 RFAIL(TOKENIZE_EINPUT, "%s: more than %u MiB of text (from byte %zu) with no place to cut it into chunks "
-                      "(a space between a printable ASCII character and a letter), which would be held whole: the most "
+                      "(a space between a printable ASCII character and a letter, or a line break between two "
+                      "characters that are not spaces), which would be held whole: the most "
                       "is %u MiB (TOKENIZE_MAX_DOC); split the file, or put spaces between its words",
                       p->o->inputs[fi], TOKENIZE_MAX_DOC >> 20, (size_t)p->st->bytes - c->len, TOKENIZE_MAX_DOC >> 20);
             if ((rc = reserve_buf(c, c->len + cb))) RFAIL(rc, "out of memory");
@@ -330,7 +376,7 @@ static int read_text(struct pipe *p, int fi, const struct input *in, char *err, 
             p->st->bytes += got;
             if (got < cb) { eof = 1; break; }
             if (c->len >= cb && (cut = safe_cut(c->buf, c->len, scanned)) > 0) break;
-            scanned = c->len >= 2 ? c->len - 2 : 0;
+            scanned = c->len >= 4 ? c->len - 4 : 0;   /* a character at a cut may be 4 bytes */
         }
         size_t end = eof ? c->len : cut;
         if (!eof) {

@@ -13,8 +13,9 @@
  * at most TOKENIZE_MAX_DOC (refused beyond, naming the cap), a BPE piece at most BPE_MAX_PIECE, and parquet's
  * bomb caps are parquet.h's. Order is the input order whatever the thread count (the output is identical
  * for 1 or N threads). A text document is cut into chunks only before a space that follows a printable ASCII
- * character and precedes an ASCII letter, where GPT-2's pattern always starts a new piece, so the tokens are
- * those of the whole document.
+ * character and precedes an ASCII letter, or after a line break between two characters that are not white space,
+ * where GPT-2's pattern always starts a new piece and no piece crosses, so the tokens are those of the whole
+ * document.
  */
 #ifndef PRISM_TOKENIZE_H
 #define PRISM_TOKENIZE_H

@@ -93,7 +93,7 @@ t_long_lines_and_runs_are_refused_within_memory() {
 }
 
 # Below the caps nothing changes: 16 copies of a 1 MiB value (16 MiB decoded from a few hundred bytes, under the
-# 64 MiB floor), a 31 MiB JSONL line of words, a 900 KiB run of spaces.
+# 64 MiB floor), a 31 MiB JSONL line of words, a 900 KiB run of spaces, 34 MiB of CJK text (cut at its lines).
 t_repetition_and_long_documents_below_the_caps_are_read() {
   local d; d=$(tmpdir); make_vocab "$d"
   gen "$d/rep.parquet" --codec zstd --fill text dict $((1 << 20)) 16
@@ -106,6 +106,12 @@ t_repetition_and_long_documents_below_the_caps_are_read() {
   assert_eq 0 "$RC" "exit status for ok.jsonl ($ERR)"
   assert_eq 2 "$(jq .documents "$d/o-ok.jsonl/meta.json")" "documents of ok.jsonl"
   [ "$RSS_KB" -le "$CAP_KB" ] || fail "ok.jsonl: max RSS $RSS_KB KiB"
+  # 34 MiB of CJK lines with no ASCII space: over the 32 MiB a stretch without a cut may take, but cut at its lines
+  /usr/bin/python3 -c "import sys; sys.stdout.write(('\u65e5\u672c\u8a9e\u306e\u6587\u3002' * 20 + '\n') * (34 * 1024 * 1024 // 361 + 1))" > "$d/cjk.txt"
+  [ "$(stat -c %s "$d/cjk.txt")" -gt $((34 << 20)) ] || fail "cjk.txt is $(stat -c %s "$d/cjk.txt") bytes"
+  tok_measured "$d" cjk.txt
+  assert_eq 0 "$RC" "exit status for cjk.txt ($ERR)"
+  [ "$RSS_KB" -le "$CAP_KB" ] || fail "cjk.txt: max RSS $RSS_KB KiB"
 }
 
 # gzip(1) accepts members back to back and zero bytes after the last one (gzip -t: exit 0); so does tokenize, to
