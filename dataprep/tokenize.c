@@ -406,7 +406,7 @@ struct lines { FILE *f; char *buf; size_t start, end, cap; int eof; };
 static int next_line(struct lines *l, const char **line, size_t *n) {
     size_t scan = l->start;
     for (;;) {
-        char *nl = memchr(l->buf + scan, '\n', l->end - scan);
+        char *nl = l->end > scan ? memchr(l->buf + scan, '\n', l->end - scan) : NULL;   /* buf is NULL at first */
         if (nl || (l->eof && l->end > l->start)) {
             size_t e = nl ? (size_t)(nl - l->buf) + 1 : l->end;
             *line = l->buf + l->start;

@@ -89,6 +89,7 @@ static void same_stream(const char *out, const uint16_t *want, size_t nw, int tr
     ASSERT_EQ_INT(train_shards, n);
     size_t cap = 16 * nw + 16, k = 0;
     char *e2 = malloc(cap), *got = malloc(strlen(val) + strlen(train) + 2);
+    if (!e2 || !got) HFAIL("out of memory");
     for (size_t i = 0; i < nw; i++) k += snprintf(e2 + k, cap - k, "%s%u", i ? " " : "", want[i]);
     sprintf(got, "%s %s", val, train);
     if (strcmp(e2, got)) {
