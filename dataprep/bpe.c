@@ -7,7 +7,8 @@
  * Merging one piece: a doubly linked list of its tokens and a min-heap of adjacent pairs keyed by (rank,
  * position); popping the lowest rank, leftmost first, and skipping stale entries merges every occurrence of the
  * best pair left to right before any pair of higher rank — GPT-2's loop — in O(n log n) even for pathological
- * pieces (a megabyte of spaces). Each context keeps a bounded cache of short pieces already encoded (text
+ * pieces (a megabyte of spaces); pieces over BPE_MAX_PIECE are refused before any scratch is grown for them, so a
+ * context's memory is bounded whatever the text. Each context keeps a bounded cache of short pieces already encoded (text
  * repeats its words); it is emptied when half full, so memory stays fixed.
  */
 #include "bpe.h"
@@ -422,6 +423,7 @@ static long merge_piece(struct bpe_ctx *c, const unsigned char *p, size_t n) {
 
 static int encode_piece(struct bpe_ctx *c, const unsigned char *p, size_t n, uint16_t **toks, size_t *nt, size_t *cap) {
     if (n == 0) return 0;
+    if (n > BPE_MAX_PIECE) return BPE_ETOOLONG;
     if (n == 1) { int t = c->b->byte_id[p[0]]; return append(toks, nt, cap, &t, 1); }
     struct cache_ent *e = NULL;
     uint64_t h = 0;

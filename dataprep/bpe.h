@@ -18,7 +18,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-enum { BPE_OK = 0, BPE_EIO = -1, BPE_EFORMAT = -2, BPE_ENOMEM = -3 };
+enum { BPE_OK = 0, BPE_EIO = -1, BPE_EFORMAT = -2, BPE_ENOMEM = -3, BPE_ETOOLONG = -4 };
+/* The longest piece merged: merging costs ~30 bytes of memory a byte of the piece (a megabyte of spaces or of
+ * letters with no break is one piece), so longer ones are refused rather than risk gigabytes. */
+#define BPE_MAX_PIECE (1u << 20)
 
 struct bpe;
 struct bpe_ctx;
@@ -38,8 +41,8 @@ const unsigned char *bpe_token_bytes(const struct bpe *b, int id, size_t *len);
 struct bpe_ctx *bpe_ctx_new(const struct bpe *b);
 void bpe_ctx_free(struct bpe_ctx *c);
 
-/* Appends the tokens of text[0..len) to *toks (*n used, *cap allocated; realloc'd as needed). 0 or BPE_ENOMEM
- * (then *toks still holds what was appended before). */
+/* Appends the tokens of text[0..len) to *toks (*n used, *cap allocated; realloc'd as needed). 0, BPE_ENOMEM, or
+ * BPE_ETOOLONG (a piece longer than BPE_MAX_PIECE, not merged); then *toks still holds what was appended before. */
 int bpe_encode(struct bpe_ctx *c, const char *text, size_t len, uint16_t **toks, size_t *n, size_t *cap);
 
 /* The pattern's pieces of text, for tests and tools: calls fn(arg, offset, length) for each, in order. 0, or

@@ -5,6 +5,10 @@
  * libzstd's streaming decoder (frames back to back). input_open fills the peek buffer first (up to
  * INPUT_SNIFF_BYTES of the decoded text), sniffs it, and refuses a binary format before a single byte reaches
  * the tokenizer, so the same check covers a plain file and the inside of a .gz or .zst.
+ * gzip is read as gzip(1) reads it: members back to back, then optionally zero bytes to the end (tape or block
+ * padding, which gzip -t accepts silently); anything else after a member is refused as trailing garbage. Memory
+ * is the fixed buffers here whatever the stream declares: inflate and ZSTD_decompressStream write into the
+ * caller's buffer, so a bomb costs time only until the reader's own caps (tokenize.h) stop it.
  */
 #define _GNU_SOURCE   /* fopencookie */
 #include "input.h"
@@ -28,6 +32,9 @@ struct src {
     int raw_eof, done;
     z_stream z;
     int z_live;
+    int zpad;                       /* 1: in zero padding after the last gzip member */
+    long members;                   /* gzip members finished */
+    uint64_t in_pos;                /* compressed bytes consumed before inbuf */
     ZSTD_DStream *zs;
     size_t zs_ret;                  /* last ZSTD_decompressStream return: 0 at a frame's end */
     char err[256];
@@ -73,6 +80,7 @@ static ssize_t src_decode(struct src *s, uint8_t *buf, size_t n) {
     for (;;) {
         if (s->done) return 0;
         if (s->in_off == s->in_len && !s->raw_eof) {
+            s->in_pos += s->in_len;
             s->in_len = fread(s->inbuf, 1, IN_BUF, s->raw);
             s->in_off = 0;
             if (s->in_len == 0) {
@@ -85,6 +93,19 @@ static ssize_t src_decode(struct src *s, uint8_t *buf, size_t n) {
             if (!s->z_live) {                       /* between members: the end, or the next member */
                 if (avail == 0 && s->raw_eof) { s->done = 1; return 0; }
                 if (avail == 0) continue;
+                if (s->members && (s->zpad || s->inbuf[s->in_off] == 0)) {   /* zero padding, to the end */
+                    const uint8_t *q = s->inbuf + s->in_off, *e = s->inbuf + s->in_len;
+                    while (q < e && *q == 0) q++;
+                    if (q < e) {
+                        snprintf(s->err, sizeof s->err, "trailing garbage after %ld gzip member(s): byte %llu is 0x%02x "
+                                 "after zero padding (gzip accepts zeros there, nothing else)", s->members,
+                                 (unsigned long long)(s->in_pos + (size_t)(q - s->inbuf)), *q);
+                        return -1;
+                    }
+                    s->zpad = 1;
+                    s->in_off = s->in_len;
+                    continue;
+                }
                 if (inflateInit2(&s->z, 15 + 16) != Z_OK) { snprintf(s->err, sizeof s->err, "out of memory (zlib)"); return -1; }
                 s->z_live = 1;
             }
@@ -95,9 +116,14 @@ static ssize_t src_decode(struct src *s, uint8_t *buf, size_t n) {
             int zr = inflate(&s->z, Z_NO_FLUSH);
             s->in_off = s->in_len - s->z.avail_in;
             size_t out = n - s->z.avail_out;
-            if (zr == Z_STREAM_END) { inflateEnd(&s->z); s->z_live = 0; }
+            if (zr == Z_STREAM_END) { inflateEnd(&s->z); s->z_live = 0; s->members++; }
             else if (zr != Z_OK && zr != Z_BUF_ERROR) {
-                snprintf(s->err, sizeof s->err, "corrupt gzip data: %s", s->z.msg ? s->z.msg : "inflate failed");
+                if (s->members && s->z.msg && strstr(s->z.msg, "header"))   /* where a next member should start */
+                    snprintf(s->err, sizeof s->err, "trailing garbage after %ld gzip member(s) at byte %llu: not another "
+                             "member (gzip itself only warns and ignores it; cut the file after the last member)",
+                             s->members, (unsigned long long)(s->in_pos + s->in_off - s->z.total_in));
+                else
+                    snprintf(s->err, sizeof s->err, "corrupt gzip data: %s", s->z.msg ? s->z.msg : "inflate failed");
                 return -1;
             }
             if (out) return (ssize_t)out;

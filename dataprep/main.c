@@ -546,6 +546,7 @@ static int cmd_evalfile(int argc, char **argv) {
             rc = bpe_encode(bc, ex.choice[k], strlen(ex.choice[k]), &toks[k + 1], &ntok[k + 1], &cap[k + 1]);
             lens[k] = (int)ntok[k + 1];
         }
+        if (rc == BPE_ETOOLONG) { fprintf(stderr, "prism-data evalfile: %s:%ld: a piece of text over %u MiB with no break (BPE_MAX_PIECE)\n", from, lineno, BPE_MAX_PIECE >> 20); rc = 2; goto out; }
         if (rc) { fprintf(stderr, "prism-data evalfile: out of memory\n"); rc = 1; goto out; }
         if (ntok[0] > 30000) { fprintf(stderr, "prism-data evalfile: %s:%ld: the context is %zu tokens, too long for the format\n", from, lineno, ntok[0]); rc = 2; goto out; }
         if (ex.label < 0 || ex.label >= ex.nchoice) {

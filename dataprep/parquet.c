@@ -9,7 +9,11 @@
  *    values: PLAIN byte arrays (4-byte little-endian length, bytes) or dictionary indices (a bit-width byte and
  *    the RLE/bit-packed hybrid) into the dictionary page's values;
  *  - iteration: parquet_next() walks row groups → pages → the page's non-null values, decoding one page at a
- *    time into an array of (pointer, length) pairs into the page (or dictionary) buffer.
+ *    time: a PLAIN page is checked whole and then walked value by value, a dictionary-encoded page keeps only
+ *    its indices (4 bytes a value), so a page of millions of tiny values costs no array of (pointer, length).
+ * Bombs (parquet.h): each page's declared size is checked against its compressed bytes before it is
+ * decompressed, and each data page's decoded size (4 + length a value, what PLAIN would take) is added to its
+ * column chunk's and the file's before any of its values is handed out, so a refusal comes before the output.
  */
 #include "parquet.h"
 #include <snappy-c.h>
@@ -155,8 +159,10 @@ struct parquet_reader {
     size_t dict_cap, page_cap;
     struct val *dict;
     size_t ndict, dict_alloc;
-    struct val *vals;
-    size_t nvals, vals_cap, next_val;
+    size_t nvals, next_val;          /* the current data page's non-null values */
+    int dict_vals;                   /* 1: they are dictionary indices in idx; 0: PLAIN values from plain_p */
+    const uint8_t *plain_p;
+    uint64_t rg_decoded, file_decoded;   /* decoded bytes (4 + length a value) of the chunk and the file so far */
     uint32_t *idx;                   /* def levels / dictionary indices scratch */
     size_t idx_cap;
     uint8_t *defs;
@@ -213,6 +219,30 @@ static int parse_col_chunk(struct tc *t, struct chunk_meta *m, int *type, int *e
         else tc_skip(t, ft, 2);
     }
     return have;
+}
+
+/* Column chunks of one column never share bytes in a file a writer made; row groups that point at one page
+ * would multiply it (the decoded-size caps count per chunk). Sorted copies of (start, size, row group). */
+struct span { int64_t start, size; int g; };
+static int span_cmp(const void *a, const void *b) {
+    const struct span *x = a, *y = b;
+    return x->start < y->start ? -1 : x->start > y->start;
+}
+static int check_disjoint(const struct parquet_reader *r, char *err, size_t errlen) {
+    if (r->nrg < 2) return 0;
+    struct span *sp = malloc((size_t)r->nrg * sizeof *sp);
+    if (!sp) return fail(err, errlen, PARQUET_ENOMEM, "out of memory");
+    for (int g = 0; g < r->nrg; g++) sp[g] = (struct span){r->rg[g].start, r->rg[g].size, g};
+    qsort(sp, (size_t)r->nrg, sizeof *sp, span_cmp);
+    int rc = 0;
+    for (int i = 1; i < r->nrg && !rc; i++)
+        if (sp[i - 1].size > 0 && sp[i].size > 0 && sp[i].start < sp[i - 1].start + sp[i - 1].size)
+            rc = fail(err, errlen, PARQUET_EFORMAT, "row groups %d and %d: their column chunks share bytes (from offset %lld): "
+                      "no writer does that; a bomb does, to have one page read again and again",
+                      sp[i - 1].g < sp[i].g ? sp[i - 1].g : sp[i].g, sp[i - 1].g < sp[i].g ? sp[i].g : sp[i - 1].g,
+                      (long long)sp[i].start);
+    free(sp);
+    return rc;
 }
 
 static int parse_footer(struct parquet_reader *r, const uint8_t *p, size_t n, const char *column, char *err,
@@ -293,7 +323,7 @@ static int parse_footer(struct parquet_reader *r, const uint8_t *p, size_t n, co
             return fail(err, errlen, PARQUET_EFORMAT, "row group %d: the column chunk (offset %lld, %lld bytes) lies outside the file (%zu bytes)",
                         g, (long long)m->start, (long long)m->size, r->len);
     }
-    return 0;
+    return check_disjoint(r, err, errlen);
 }
 
 int parquet_open(const uint8_t *data, size_t len, const char *column, struct parquet_reader **out, char *err,
@@ -324,7 +354,6 @@ void parquet_close(struct parquet_reader *r) {
     free(r->dict_buf);
     free(r->page_buf);
     free(r->dict);
-    free(r->vals);
     free(r->idx);
     free(r->defs);
     free(r);
@@ -456,27 +485,21 @@ static int rle_decode(const uint8_t *p, size_t n, int bw, uint32_t *out, size_t 
     return 0;
 }
 
-static int ensure_vals(struct parquet_reader *r, size_t n) {
-    if (n <= r->vals_cap) return 0;
-    struct val *v = realloc(r->vals, n * sizeof *v);
-    if (!v) return -1;
-    r->vals = v;
-    r->vals_cap = n;
-    return 0;
-}
+static uint32_t le32(const uint8_t *p) { return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24; }
 
-/* n PLAIN byte arrays from p[0..len) into out (pointers into p). 0 or -1. */
-static int plain_decode(const uint8_t *p, size_t len, size_t n, struct val *out) {
+/* n PLAIN byte arrays from p[0..len): into out (pointers into p) when out is given. The bytes they take (4 +
+ * length each), or -1 when they run past len. */
+static int64_t plain_decode(const uint8_t *p, size_t len, size_t n, struct val *out) {
     size_t o = 0;
     for (size_t i = 0; i < n; i++) {
         if (len - o < 4) return -1;
-        uint32_t l = (uint32_t)p[o] | (uint32_t)p[o + 1] << 8 | (uint32_t)p[o + 2] << 16 | (uint32_t)p[o + 3] << 24;
+        uint32_t l = le32(p + o);
         o += 4;
         if (l > len - o) return -1;
-        out[i] = (struct val){p + o, l};
+        if (out) out[i] = (struct val){p + o, l};
         o += l;
     }
-    return 0;
+    return (int64_t)o;
 }
 
 /* err = "row group G, page P: " + the message */
@@ -492,7 +515,39 @@ static int page_fail(const struct parquet_reader *r, char *err, size_t errlen, i
 #define PFAIL(code, ...) page_fail(r, err, errlen, code, __VA_ARGS__)
 #define PARQUET_MAX_PAGE_VALUES (1 << 24)
 
-/* Reads the page at r->pos: a dictionary page replaces the dictionary, a data page fills r->vals. */
+/* A compressed page that declares more than PARQUET_BOMB_RATIO times its bytes, beyond PARQUET_BOMB_FLOOR:
+ * refused before a byte of it is decompressed. */
+static int page_bomb(const struct parquet_reader *r, int codec, int64_t csize, int64_t usize, char *err, size_t errlen) {
+    if (codec == CODEC_NONE || usize <= (int64_t)PARQUET_BOMB_FLOOR || usize <= (int64_t)PARQUET_BOMB_RATIO * csize) return 0;
+    return PFAIL(PARQUET_EUNSUPPORTED, "a %s page of %lld bytes declares %lld decompressed (%.0fx): over %dx and %u MiB "
+                 "is a decompression bomb, refused before decompressing; a genuine file of such pages can be rewritten "
+                 "with the writer's default (1 MiB) pages", codec_name(codec), (long long)csize, (long long)usize,
+                 (double)usize / (double)(csize ? csize : 1), PARQUET_BOMB_RATIO, PARQUET_BOMB_FLOOR >> 20);
+}
+
+/* Adds a data page's decoded bytes to its column chunk's and the file's, refusing a page over PARQUET_MAX_PAGE
+ * and a chunk or file past PARQUET_BOMB_RATIO times its bytes beyond PARQUET_BOMB_FLOOR. */
+static int count_decoded(struct parquet_reader *r, uint64_t page, size_t nvals, char *err, size_t errlen) {
+    const struct chunk_meta *m = &r->rg[r->cur_rg];
+    if (page > PARQUET_MAX_PAGE)
+        return PFAIL(PARQUET_EUNSUPPORTED, "a data page's %zu values decode to %.1f MiB (4 + length each), more than a "
+                     "page may (%u MiB): a dictionary bomb, or a file to rewrite with smaller pages", nvals,
+                     page / 1048576.0, PARQUET_MAX_PAGE >> 20);
+    r->rg_decoded += page;
+    r->file_decoded += page;
+    const char *what = NULL;
+    uint64_t got = 0, in = 0;
+    if (r->rg_decoded > PARQUET_BOMB_FLOOR && r->rg_decoded / PARQUET_BOMB_RATIO > (uint64_t)m->size)
+        what = "the column chunk's", got = r->rg_decoded, in = (uint64_t)m->size;
+    else if (r->file_decoded > PARQUET_BOMB_FLOOR && r->file_decoded / PARQUET_BOMB_RATIO > (uint64_t)r->len)
+        what = "the file's", got = r->file_decoded, in = (uint64_t)r->len;
+    if (!what) return 0;
+    return PFAIL(PARQUET_EUNSUPPORTED, "%s values decode to %.1f MiB from %llu bytes (over %dx, beyond %u MiB): a "
+                 "decompression or dictionary bomb, refused; genuine text repeated that often is worth deduplicating "
+                 "first", what, got / 1048576.0, (unsigned long long)in, PARQUET_BOMB_RATIO, PARQUET_BOMB_FLOOR >> 20);
+}
+
+/* Reads the page at r->pos: a dictionary page replaces the dictionary, a data page becomes the current values. */
 static int read_page(struct parquet_reader *r, char *err, size_t errlen) {
     const struct chunk_meta *m = &r->rg[r->cur_rg];
     struct tc t = {r->data + r->pos, r->data + r->end, 0};
@@ -506,9 +561,14 @@ static int read_page(struct parquet_reader *r, char *err, size_t errlen) {
     const uint8_t *src = r->data + body;
     r->nvals = r->next_val = 0;
     if (h.type == PAGE_INDEX) return 0;
+    int brc = page_bomb(r, h.type == PAGE_DATA_V2 && !h.is_compressed ? CODEC_NONE : m->codec, h.csize, h.usize, err, errlen);
+    if (brc) return brc;
     if (h.type == PAGE_DICT) {
         if (h.encoding != ENC_PLAIN && h.encoding != ENC_PLAIN_DICTIONARY)
             return PFAIL(PARQUET_EUNSUPPORTED, "a dictionary page in %s", encoding_name(h.encoding));
+        if (h.num_values > (int64_t)PARQUET_MAX_DICT)
+            return PFAIL(PARQUET_EUNSUPPORTED, "a dictionary of %d entries (the most is %u; writers fall back to PLAIN "
+                         "pages near 1 MiB of dictionary): a dictionary bomb, or a file to rewrite", h.num_values, PARQUET_MAX_DICT);
         int rc = decompress(m->codec, src, (size_t)h.csize, (size_t)h.usize, &r->dict_buf, &r->dict_cap, err, errlen);
         if (rc) return rc;
         if ((size_t)h.num_values > (size_t)h.usize / 4 + 1) return PFAIL(PARQUET_EFORMAT, "a dictionary of %d values in %lld bytes", h.num_values, (long long)h.usize);
@@ -518,7 +578,7 @@ static int read_page(struct parquet_reader *r, char *err, size_t errlen) {
             r->dict = d;
             r->dict_alloc = (size_t)h.num_values;
         }
-        if (plain_decode(r->dict_buf, (size_t)h.usize, (size_t)h.num_values, r->dict))
+        if (plain_decode(r->dict_buf, (size_t)h.usize, (size_t)h.num_values, r->dict) < 0)
             return PFAIL(PARQUET_EFORMAT, "the dictionary's values run past the page");
         r->ndict = (size_t)h.num_values;
         return 0;
@@ -571,9 +631,13 @@ static int read_page(struct parquet_reader *r, char *err, size_t errlen) {
         }
     }
     if (h.encoding == ENC_PLAIN && nonnull > vals_len / 4) return PFAIL(PARQUET_EFORMAT, "%zu values cannot fit %zu bytes", nonnull, vals_len);
-    if (nonnull && ensure_vals(r, nonnull)) return PFAIL(PARQUET_ENOMEM, "out of memory");
+    uint64_t decoded = 0;
     if (h.encoding == ENC_PLAIN) {
-        if (plain_decode(vals, vals_len, nonnull, r->vals)) return PFAIL(PARQUET_EFORMAT, "the PLAIN values run past the page");
+        int64_t used = plain_decode(vals, vals_len, nonnull, NULL);
+        if (used < 0) return PFAIL(PARQUET_EFORMAT, "the PLAIN values run past the page");
+        decoded = (uint64_t)used;
+        r->dict_vals = 0;
+        r->plain_p = vals;
     } else if (h.encoding == ENC_RLE_DICTIONARY || h.encoding == ENC_PLAIN_DICTIONARY) {
         if (!r->dict) return PFAIL(PARQUET_EFORMAT, "dictionary-encoded values without a dictionary page");
         if (nonnull) {
@@ -588,12 +652,15 @@ static int read_page(struct parquet_reader *r, char *err, size_t errlen) {
             if (rle_decode(vals + 1, vals_len - 1, bw, r->idx, nonnull)) return PFAIL(PARQUET_EFORMAT, "the dictionary indices are truncated");
             for (size_t i = 0; i < nonnull; i++) {
                 if (r->idx[i] >= r->ndict) return PFAIL(PARQUET_EFORMAT, "dictionary index %u of a %zu-entry dictionary", r->idx[i], r->ndict);
-                r->vals[i] = r->dict[r->idx[i]];
+                decoded += 4 + (uint64_t)r->dict[r->idx[i]].n;
             }
         }
+        r->dict_vals = 1;
     } else {
         return PFAIL(PARQUET_EUNSUPPORTED, "values in %s (PLAIN and dictionary encodings are supported)", encoding_name(h.encoding));
     }
+    int crc = count_decoded(r, decoded, nonnull, err, errlen);
+    if (crc) return crc;
     r->nvals = nonnull;
     return 0;
 }
@@ -601,9 +668,16 @@ static int read_page(struct parquet_reader *r, char *err, size_t errlen) {
 int parquet_next(struct parquet_reader *r, const uint8_t **val, size_t *vlen, char *err, size_t errlen) {
     if (r->state_rc) return fail(err, errlen, r->state_rc, "the reader stopped at an earlier error");
     for (;;) {
-        if (r->next_val < r->nvals) {
-            *val = r->vals[r->next_val].p;
-            *vlen = r->vals[r->next_val].n;
+        if (r->next_val < r->nvals) {   /* checked whole by read_page */
+            if (r->dict_vals) {
+                const struct val *d = &r->dict[r->idx[r->next_val]];
+                *val = d->p;
+                *vlen = d->n;
+            } else {
+                *vlen = le32(r->plain_p);
+                *val = r->plain_p + 4;
+                r->plain_p += 4 + *vlen;
+            }
             r->next_val++;
             return 1;
         }
@@ -624,6 +698,7 @@ int parquet_next(struct parquet_reader *r, const uint8_t **val, size_t *vlen, ch
         r->pos = m->start;
         r->end = m->start + m->size;
         r->seen = 0;
+        r->rg_decoded = 0;
         r->page_no = 0;
         r->ndict = 0;
         r->nvals = r->next_val = 0;

@@ -10,6 +10,13 @@
  *
  * The file is a memory image (the caller mmaps it); nothing is copied out of it except decompressed pages.
  * Every offset and length read from the file is checked against the image, so any byte string is safe to give.
+ * Bombs are refused (PARQUET_EUNSUPPORTED, naming the cap) before they cost memory or output: a compressed page
+ * that declares more than PARQUET_BOMB_RATIO times its bytes and more than PARQUET_BOMB_FLOOR (checked before it
+ * is decompressed), a dictionary of more than PARQUET_MAX_DICT entries, a data page whose values decode (counted
+ * as PLAIN would store them: 4 + length each) to more than PARQUET_MAX_PAGE, a column chunk or a file whose
+ * values so far decode to more than PARQUET_BOMB_RATIO times its bytes and PARQUET_BOMB_FLOOR, and column chunks
+ * that share bytes (row groups reusing one page). Memory is one decompressed page, the dictionary (16 bytes an
+ * entry) and 4 bytes a value of the current page: values are handed out one at a time, not expanded.
  */
 #ifndef PRISM_PARQUET_H
 #define PRISM_PARQUET_H
@@ -17,7 +24,11 @@
 #include <stdint.h>
 
 enum { PARQUET_OK = 0, PARQUET_EFORMAT = -2, PARQUET_ENOMEM = -3, PARQUET_EUNSUPPORTED = -4 };
-#define PARQUET_MAX_PAGE (1u << 28)   /* the largest (uncompressed) page accepted: 256 MiB */
+/* Caps against decompression and dictionary bombs (a few KB that declare gigabytes). */
+#define PARQUET_MAX_PAGE (1u << 28)   /* a page, decompressed, and a data page's values, decoded: 256 MiB each */
+#define PARQUET_MAX_DICT (1u << 22)   /* entries of a dictionary page (writers stop near 1 MiB of dictionary) */
+#define PARQUET_BOMB_RATIO 1000       /* decoded bytes per byte of input beyond PARQUET_BOMB_FLOOR: a bomb */
+#define PARQUET_BOMB_FLOOR (64u << 20)
 
 struct parquet_reader;
 

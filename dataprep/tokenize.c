@@ -7,6 +7,10 @@
  * array, and the writer consumes finished chunks strictly in sequence, appending their tokens to the val split
  * first and then to the train split, writing a shard each time one fills. A slot is refilled only after the
  * writer has consumed it, which bounds memory and keeps the output independent of the thread count.
+ * Bounds against one huge document (a bomb decompresses to one): a JSONL line, a parquet value, or a stretch of
+ * text with no safe place to cut is held whole, so each is refused past TOKENIZE_MAX_DOC (JSONL lines are read
+ * through a bounded line buffer, not getline); BPE refuses a piece past BPE_MAX_PIECE. The reader therefore holds
+ * at most 2·threads + 2 chunks of chunk_bytes + TOKENIZE_MAX_DOC.
  */
 #include "tokenize.h"
 #include "input.h"
@@ -110,7 +114,16 @@ static void encode_chunk(const struct tokenize_opts *o, struct bpe_ctx *bc, stru
             }
             c->toks[c->ntok++] = (uint16_t)eot;
         }
-        if (bpe_encode(bc, text, len, &c->toks, &c->ntok, &c->tokcap)) {
+        int brc = bpe_encode(bc, text, len, &c->toks, &c->ntok, &c->tokcap);
+        if (brc == BPE_ETOOLONG) {
+            char where[48] = "";
+            if (s->line) snprintf(where, sizeof where, (s->flags & SEG_JSON) ? ":%ld" : " (document %ld)", s->line);
+            snprintf(c->err, sizeof c->err, "%s%s: a run of text over %u MiB that GPT-2's pattern keeps as one piece "
+                     "(spaces, or letters with no space, digit or punctuation): merging costs ~30 bytes of memory a "
+                     "byte, so the most is %u MiB (BPE_MAX_PIECE); break the run up or leave that document out",
+                     o->inputs[s->file], where, BPE_MAX_PIECE >> 20, BPE_MAX_PIECE >> 20);
+            c->rc = TOKENIZE_EINPUT;
+        } else if (brc) {
             snprintf(c->err, sizeof c->err, "%s: out of memory encoding", o->inputs[s->file]);
             c->rc = TOKENIZE_ENOMEM;
         }
@@ -272,13 +285,60 @@ static int reserve_buf(struct chunk *c, size_t need) {
     return 0;
 }
 
-/* Where a text chunk of n bytes may end: the last i with buf[i] == ' ', buf[i−1] printable ASCII and buf[i+1] an
- * ASCII letter (GPT-2's pattern starts a piece at i and no piece crosses it). 0 when there is none. */
-static size_t safe_cut(const char *b, size_t n) {
+/* The code point of the UTF-8 character starting at b[i] (all of it before n), its length in *len; -1 when it is
+ * invalid (overlong, a surrogate, past U+10FFFF, a stray continuation byte) or cut off by n. */
+static long utf8_at(const unsigned char *b, size_t n, size_t i, int *len) {
+    unsigned c = b[i];
+    int k = c < 0x80 ? 1 : c >= 0xc2 && c < 0xe0 ? 2 : c >= 0xe0 && c < 0xf0 ? 3 : c >= 0xf0 && c < 0xf5 ? 4 : 0;
+    if (!k || i + (size_t)k > n) return -1;
+    long v = k == 1 ? c : c & (0x3f >> (k - 1));
+    for (int j = 1; j < k; j++) {
+        if ((b[i + j] & 0xc0) != 0x80) return -1;
+        v = v << 6 | (b[i + j] & 0x3f);
+    }
+    static const long lo[5] = {0, 0, 0x80, 0x800, 0x10000};
+    if (v < lo[k] || v > 0x10ffff || (v >= 0xd800 && v < 0xe000)) return -1;
+    *len = k;
+    return v;
+}
+
+/* White space for GPT-2's \s (PCRE2 with UCP: Unicode's separators and \t \n \v \f \r), and a few more that
+ * only ever prevent a cut (U+001C..1F, NEL, U+180E, U+200B, U+FEFF). */
+static int is_space_cp(long c) {
+    return (c >= 0x09 && c <= 0x0d) || (c >= 0x1c && c <= 0x20) || c == 0x85 || c == 0xa0 || c == 0x1680 ||
+           c == 0x180e || (c >= 0x2000 && c <= 0x200b) || c == 0x2028 || c == 0x2029 || c == 0x202f ||
+           c == 0x205f || c == 0x3000 || c == 0xfeff;
+}
+
+/* A valid character that is not white space starts at b[i] (before n) / ends just before b[e]. */
+static int solid_at(const unsigned char *b, size_t n, size_t i) {
+    int k;
+    long c = i < n ? utf8_at(b, n, i, &k) : -1;
+    return c >= 0 && !is_space_cp(c);
+}
+static int solid_before(const unsigned char *b, size_t e) {
+    for (int k = 1; k <= 4 && (size_t)k <= e; k++) {
+        int len;
+        long c = utf8_at(b, e, e - (size_t)k, &len);
+        if (c >= 0 && len == k) return !is_space_cp(c);
+        if ((b[e - (size_t)k] & 0xc0) != 0x80) return 0;   /* a lead byte that does not end at e */
+    }
+    return 0;
+}
+
+/* Where a text chunk of n bytes may end: the last i >= from where GPT-2's pattern starts a piece whatever follows
+ * and no piece crosses: buf[i] == ' ' after a printable ASCII character and before an ASCII letter, or buf[i−1] a
+ * line break between two characters that are not white space (the break is then a piece of its own, "\n", both
+ * in the whole text and at a chunk's end), so CJK text and other text without spaces is cut at its lines. 0 when
+ * there is none. from lets a caller that found none in a shorter buffer look only at what was added (linear). */
+static size_t safe_cut(const char *buf, size_t n, size_t from) {
+    const unsigned char *b = (const unsigned char *)buf;
     if (n < 3) return 0;
-    for (size_t i = n - 2; i >= 1; i--) {
-        unsigned char prev = (unsigned char)b[i - 1], next = (unsigned char)b[i + 1];
+    if (from < 1) from = 1;
+    for (size_t i = n - 2; i >= from; i--) {
+        unsigned char prev = b[i - 1], next = b[i + 1];
         if (b[i] == ' ' && prev > 0x20 && prev < 0x7f && ((next | 0x20) >= 'a' && (next | 0x20) <= 'z')) return i;
+        if (prev == '\n' && i >= 2 && solid_before(b, i - 1) && solid_at(b, n, i)) return i;
     }
     return 0;
 }
@@ -301,15 +361,22 @@ static int read_text(struct pipe *p, int fi, const struct input *in, char *err, 
         c->len = ncarry;
         ncarry = 0;
         int eof = 0;
-        size_t cut = 0;
+        size_t cut = 0, scanned = 0;
         for (;;) {   /* read until a safe cut exists past the chunk size, or the file ends */
+            if (c->len > TOKENIZE_MAX_DOC)
+                RFAIL(TOKENIZE_EINPUT, "%s: more than %u MiB of text (from byte %zu) with no place to cut it into chunks "
+                      "(a space between a printable ASCII character and a letter, or a line break between two "
+                      "characters that are not spaces), which would be held whole: the most "
+                      "is %u MiB (TOKENIZE_MAX_DOC); split the file, or put spaces between its words",
+                      p->o->inputs[fi], TOKENIZE_MAX_DOC >> 20, (size_t)p->st->bytes - c->len, TOKENIZE_MAX_DOC >> 20);
             if ((rc = reserve_buf(c, c->len + cb))) RFAIL(rc, "out of memory");
             size_t got = fread(c->buf + c->len, 1, cb, f);
             c->len += got;
             if (ferror(f)) RFAIL(TOKENIZE_EINPUT, "%s: read failed: %s", p->o->inputs[fi], read_error(in));
             p->st->bytes += got;
             if (got < cb) { eof = 1; break; }
-            if (c->len >= cb && (cut = safe_cut(c->buf, c->len)) > 0) break;
+            if (c->len >= cb && (cut = safe_cut(c->buf, c->len, scanned)) > 0) break;
+            scanned = c->len >= 4 ? c->len - 4 : 0;   /* a character at a cut may be 4 bytes */
         }
         size_t end = eof ? c->len : cut;
         if (!eof) {
@@ -331,18 +398,60 @@ out:
     return rc;
 }
 
+/* A line reader that holds at most TOKENIZE_MAX_DOC + 1 bytes: getline would grow to any line's length. */
+struct lines { FILE *f; char *buf; size_t start, end, cap; int eof; };
+
+/* The next line (with its '\n', if any) in *line / *n: 1, 0 at the end, -1 on a read error, -2 for a line
+ * longer than TOKENIZE_MAX_DOC (nothing of it kept), -3 on no memory. */
+static int next_line(struct lines *l, const char **line, size_t *n) {
+    size_t scan = l->start;
+    for (;;) {
+        char *nl = l->end > scan ? memchr(l->buf + scan, '\n', l->end - scan) : NULL;   /* buf is NULL at first */
+        if (nl || (l->eof && l->end > l->start)) {
+            size_t e = nl ? (size_t)(nl - l->buf) + 1 : l->end;
+            *line = l->buf + l->start;
+            *n = e - l->start;
+            l->start = e;
+            return 1;
+        }
+        if (l->eof) return 0;
+        if (l->end - l->start > TOKENIZE_MAX_DOC) return -2;
+        if (l->start) {   /* move the partial line to the front */
+            memmove(l->buf, l->buf + l->start, l->end - l->start);
+            l->end -= l->start;
+            l->start = 0;
+        }
+        scan = l->end;
+        if (l->cap - l->end < (1 << 16)) {
+            size_t nc = l->cap ? 2 * l->cap : 1 << 20;
+            if (nc > (size_t)TOKENIZE_MAX_DOC + (1 << 17)) nc = (size_t)TOKENIZE_MAX_DOC + (1 << 17);
+            if (nc <= l->cap) return -2;
+            char *b = realloc(l->buf, nc);
+            if (!b) return -3;
+            l->buf = b;
+            l->cap = nc;
+        }
+        size_t got = fread(l->buf + l->end, 1, l->cap - l->end, l->f);
+        l->end += got;
+        if (got == 0) {
+            if (ferror(l->f)) return -1;
+            l->eof = 1;
+        }
+    }
+}
+
 static int read_jsonl(struct pipe *p, int fi, const struct input *in, char *err, size_t errlen) {
-    FILE *f = in->f;
     int rc = 0;
     struct chunk *c = NULL;
-    char *line = NULL;
-    size_t lcap = 0;
-    ssize_t n;
+    struct lines lr = {.f = in->f};
+    const char *line;
+    size_t n;
+    int k;
     long lineno = 0;
-    while ((n = getline(&line, &lcap, f)) >= 0) {
+    while ((k = next_line(&lr, &line, &n)) == 1) {
         lineno++;
-        p->st->bytes += (size_t)n;
-        size_t len = (size_t)n;
+        p->st->bytes += n;
+        size_t len = n;
         while (len && (line[len - 1] == '\n' || line[len - 1] == '\r')) len--;
         size_t s = 0;
         while (s < len && (line[s] == ' ' || line[s] == '\t')) s++;
@@ -355,11 +464,16 @@ static int read_jsonl(struct pipe *p, int fi, const struct input *in, char *err,
         p->st->documents++;
         if (c->len >= p->o->chunk_bytes) { submit(p, c); c = NULL; }
     }
-    if (ferror(f)) RFAIL(TOKENIZE_EINPUT, "%s: read failed: %s", p->o->inputs[fi], read_error(in));
+    if (k == -1) RFAIL(TOKENIZE_EINPUT, "%s: read failed: %s", p->o->inputs[fi], read_error(in));
+    if (k == -3) RFAIL(TOKENIZE_ENOMEM, "out of memory");
+    if (k == -2)
+        RFAIL(TOKENIZE_EINPUT, "%s:%ld: a line of more than %u MiB: one JSONL document is held whole to be parsed, so "
+              "the most is %u MiB (TOKENIZE_MAX_DOC); split the document over several lines (objects)",
+              p->o->inputs[fi], lineno + 1, TOKENIZE_MAX_DOC >> 20, TOKENIZE_MAX_DOC >> 20);
     if (c) { submit(p, c); c = NULL; }
 out:
     if (c) { c->nseg = 0; submit(p, c); }   /* an empty chunk keeps the sequence whole */
-    free(line);
+    free(lr.buf);
     return rc;
 }
 
@@ -378,6 +492,7 @@ static int read_parquet(struct pipe *p, int fi, char *err, size_t errlen) {
     if (map == MAP_FAILED) RFAIL(TOKENIZE_EINPUT, "%s: cannot map: %s", path, strerror(errno));
     madvise(map, (size_t)sb.st_size, MADV_SEQUENTIAL);
     int pr = parquet_open(map, (size_t)sb.st_size, text_key(p->o), &r, perr, sizeof perr);
+    size_t docs0 = p->st->documents;
     if (pr) RFAIL(pr == PARQUET_ENOMEM ? TOKENIZE_ENOMEM : TOKENIZE_EINPUT, "%s: parquet: %s", path, perr);
     for (;;) {
         const uint8_t *v;
@@ -385,8 +500,12 @@ static int read_parquet(struct pipe *p, int fi, char *err, size_t errlen) {
         int k = parquet_next(r, &v, &n, perr, sizeof perr);
         if (k < 0) RFAIL(k == PARQUET_ENOMEM ? TOKENIZE_ENOMEM : TOKENIZE_EINPUT, "%s: parquet: %s", path, perr);
         if (k == 0) break;
+        if (n > TOKENIZE_MAX_DOC)
+            RFAIL(TOKENIZE_EINPUT, "%s: parquet: value %zu of the column is %.1f MiB: one document is held whole to be "
+                  "tokenized, so the most is %u MiB (TOKENIZE_MAX_DOC); split it over several rows",
+                  path, (size_t)p->st->documents - docs0 + 1, n / 1048576.0, TOKENIZE_MAX_DOC >> 20);
         if (!c && (rc = next_slot(p, &c, err, errlen))) goto out;
-        if ((rc = reserve_buf(c, c->len + n + 1)) || (rc = add_seg(c, c->len, n, SEG_DOC, fi, 0))) RFAIL(rc, "out of memory");
+        if ((rc = reserve_buf(c, c->len + n + 1)) || (rc = add_seg(c, c->len, n, SEG_DOC, fi, (long)(p->st->documents - docs0 + 1)))) RFAIL(rc, "out of memory");
         memcpy(c->buf + c->len, v, n);
         c->len += n;
         p->st->bytes += n;

@@ -9,10 +9,13 @@
  * they fill (temp file, fsync, rename), and meta.json {"kind","vocab_size","eot","documents","bytes",
  * "train_tokens","val_tokens","train_glob","val_glob"}.
  * Memory: one shard buffer per split (grown up to shard_tokens / val_tokens) plus 2·threads + 2 chunks of about
- * chunk_bytes of text in flight. Order is the input order whatever the thread count (the output is identical
+ * chunk_bytes of text in flight; a document held whole (a JSONL line, a parquet value, text with no safe cut) is
+ * at most TOKENIZE_MAX_DOC (refused beyond, naming the cap), a BPE piece at most BPE_MAX_PIECE, and parquet's
+ * bomb caps are parquet.h's. Order is the input order whatever the thread count (the output is identical
  * for 1 or N threads). A text document is cut into chunks only before a space that follows a printable ASCII
- * character and precedes an ASCII letter, where GPT-2's pattern always starts a new piece, so the tokens are
- * those of the whole document.
+ * character and precedes an ASCII letter, or after a line break between two characters that are not white space,
+ * where GPT-2's pattern always starts a new piece and no piece crosses, so the tokens are those of the whole
+ * document.
  */
 #ifndef PRISM_TOKENIZE_H
 #define PRISM_TOKENIZE_H
@@ -23,6 +26,8 @@
 enum { TOKENIZE_OK = 0, TOKENIZE_EIO = -1, TOKENIZE_EINPUT = -2, TOKENIZE_ENOMEM = -3 };
 enum { TOKENIZE_AUTO = 0, TOKENIZE_TEXT = 1, TOKENIZE_JSONL = 2, TOKENIZE_PARQUET = 3 };
 #define TOKENIZE_MAX_SHARD 100000000ULL
+/* The most text held whole: a JSONL line, a parquet value, a stretch of text with no safe cut (32 MiB). */
+#define TOKENIZE_MAX_DOC (32u << 20)
 
 struct tokenize_opts {
     const struct bpe *bpe;        /* required */

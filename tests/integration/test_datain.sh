@@ -6,6 +6,7 @@
 # The npm install must succeed: a failure fails the case (PRISM_NPM_OFFLINE=1 turns an unreachable registry into
 # a skip, for machines with no network at all). timeout: 300
 source "$(dirname "$0")/../lib.sh"
+source "$(dirname "$0")/data_lib.sh"
 
 NPM_DIR=${PRISM_NPM_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/prism-sweep/npm}
 WRITE=$PRISM_ROOT/tests/integration/parquet_write.mjs
@@ -27,25 +28,6 @@ npm_setup() {
     if [ "${PRISM_NPM_OFFLINE:-}" = 1 ] && ! npm ping >/dev/null 2>&1; then skip "the npm registry is unreachable and PRISM_NPM_OFFLINE=1"; fi
     fail "npm install of the parquet writers failed (rc $rc): $(tail -5 "$NPM_DIR/npm.log" 2>/dev/null)"
   fi
-}
-
-# A byte-level GPT-2-format vocabulary (256 byte tokens, a few merges, <|endoftext|>) in $1.
-make_vocab() {
-  /usr/bin/python3 - "$1" <<'PY'
-import json, sys
-d = sys.argv[1]
-bs = list(range(33, 127)) + list(range(161, 173)) + list(range(174, 256))
-cs = bs[:]; n = 0
-for b in range(256):
-    if b not in bs: bs.append(b); cs.append(256 + n); n += 1
-u = {b: chr(c) for b, c in zip(bs, cs)}
-enc = {u[b]: b for b in range(256)}
-merges = [("\u0120", "t"), ("h", "e"), ("\u0120t", "he"), ("\u0120", "a"), ("i", "n"), ("\u0120", "s")]
-for i, (a, b) in enumerate(merges): enc[a + b] = 256 + i
-enc["<|endoftext|>"] = 256 + len(merges)
-json.dump(enc, open(d + "/encoder.json", "w"))
-open(d + "/vocab.bpe", "w").write("#version: 0.2\n" + "".join(f"{a} {b}\n" for a, b in merges))
-PY
 }
 
 # rows.json in $1 (a JSON array: strings, a few nulls) and rows.jsonl (the same rows, nulls left out).

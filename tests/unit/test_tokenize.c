@@ -81,6 +81,52 @@ static char *corpus_doc(uint32_t *s, size_t len) {
     return d;
 }
 
+/* The val and train shards in out, read back in order, are want[0..nw) (with train_shards train shards). */
+static void same_stream(const char *out, const uint16_t *want, size_t nw, int train_shards, int threads) {
+    int n;
+    char *val = read_tokens(out, "text_val_*.bin", &n, 20000);
+    char *train = read_tokens(out, "text_train_*.bin", &n, 20000);
+    ASSERT_EQ_INT(train_shards, n);
+    size_t cap = 16 * nw + 16, k = 0;
+    char *e2 = malloc(cap), *got = malloc(strlen(val) + strlen(train) + 2);
+    if (!e2 || !got) HFAIL("out of memory");
+    for (size_t i = 0; i < nw; i++) k += snprintf(e2 + k, cap - k, "%s%u", i ? " " : "", want[i]);
+    sprintf(got, "%s %s", val, train);
+    if (strcmp(e2, got)) {
+        size_t d = 0;
+        while (e2[d] == got[d]) d++;
+        HFAIL("threads %d: the stream differs from the whole-document encoding at character %zu", threads, d);
+    }
+    free(e2); free(got); free(val); free(train);
+}
+
+/* tokenize_run of inputs into out := DIR/outTHREADS (20000-token shards, a 5000-token val split) */
+static void tokenize_into(char out[4300], const char *dir, const struct bpe *b, char **inputs, int ninputs, int threads,
+                          size_t chunk_bytes, struct tokenize_stats *st) {
+    char err[512];
+    snprintf(out, 4300, "%s/out%d", dir, threads);
+    mkdir(out, 0755);
+    struct tokenize_opts o = {.bpe = b, .inputs = inputs, .ninputs = ninputs, .out_dir = out, .shard_tokens = 20000,
+                              .val_tokens = 5000, .threads = threads, .chunk_bytes = chunk_bytes};
+    if (tokenize_run(&o, st, err, sizeof err)) HFAIL("threads %d: %s", threads, err);
+}
+
+/* tokenize_run at 1 and 3 threads gives want[0..nw) from ndocs documents in more than min_chunks chunks */
+static void same_tokens_at_1_and_3_threads(const char *dir, const struct bpe *b, char **inputs, int ninputs, size_t chunk_bytes,
+                                           const uint16_t *want, size_t nw, size_t ndocs, size_t min_chunks) {
+    for (int threads = 1; threads <= 3; threads += 2) {
+        char out[4300];
+        struct tokenize_stats st;
+        tokenize_into(out, dir, b, inputs, ninputs, threads, chunk_bytes, &st);
+        ASSERT_EQ_INT(nw, st.tokens);
+        ASSERT_EQ_INT(ndocs, st.documents);
+        ASSERT_LT(min_chunks, st.chunks);
+        ASSERT_EQ_INT(5000, st.val_tokens);
+        ASSERT_EQ_INT((nw - 5000 + 19999) / 20000, st.train_shards);
+        same_stream(out, want, nw, st.train_shards, threads);
+    }
+}
+
 TEST(same_tokens_for_any_thread_count_and_chunking) {
     char enc[4200], bpe[4200], err[512];
     const char *dir = write_vocab(enc, bpe, sizeof enc, -1, NULL);
@@ -129,37 +175,56 @@ TEST(same_tokens_for_any_thread_count_and_chunking) {
         ASSERT_EQ_INT(0, bpe_encode(c, t, strlen(t), &want, &nw, &cw));
     }
     bpe_ctx_free(c);
-    for (int threads = 1; threads <= 3; threads += 2) {
-        char out[4300];
-        snprintf(out, sizeof out, "%s/out%d", dirc, threads);
-        mkdir(out, 0755);
-        struct tokenize_opts o = {.bpe = b, .inputs = inputs, .ninputs = 4, .out_dir = out, .shard_tokens = 20000,
-                                  .val_tokens = 5000, .threads = threads, .chunk_bytes = 4096};
-        struct tokenize_stats st;
-        if (tokenize_run(&o, &st, err, sizeof err)) HFAIL("threads %d: %s", threads, err);
-        ASSERT_EQ_INT(nw, st.tokens);
-        ASSERT_EQ_INT(203, st.documents);
-        ASSERT_LT(75, st.chunks);      /* 375 KB of text in 4 KB chunks: the documents were cut */
-        ASSERT_EQ_INT(5000, st.val_tokens);
-        ASSERT_EQ_INT((nw - 5000 + 19999) / 20000, st.train_shards);
-        int n;
-        char *val = read_tokens(out, "text_val_*.bin", &n, 20000);
-        char *train = read_tokens(out, "text_train_*.bin", &n, 20000);
-        ASSERT_EQ_INT(st.train_shards, n);
-        size_t cap = 16 * nw + 16, k = 0;
-        char *e2 = malloc(cap), *got = malloc(strlen(val) + strlen(train) + 2);
-        for (size_t i = 0; i < nw; i++) k += snprintf(e2 + k, cap - k, "%s%u", i ? " " : "", want[i]);
-        sprintf(got, "%s %s", val, train);
-        if (strcmp(e2, got)) {
-            size_t d = 0;
-            while (e2[d] == got[d]) d++;
-            HFAIL("threads %d: the stream differs from the whole-document encoding at character %zu", threads, d);
-        }
-        free(e2); free(got); free(val); free(train);
-    }
+    same_tokens_at_1_and_3_threads(dirc, b, inputs, 4, 4096, want, nw, 203, 75);   /* 375 KB in 4 KB chunks: cut */
     for (int i = 0; i < 4; i++) free(inputs[i]);
     for (int i = 0; i < 3; i++) free(docs[i]);
     for (int i = 0; i < 200; i++) free(lines[i]);
+    free(want);
+    free(dirc);
+    bpe_free(b);
+}
+
+/* Text without ASCII spaces (CJK, lines of it) is cut at line breaks between two non-space characters, to the
+ * tokens of the whole document: every kind of neighbour a break can have (Unicode spaces, U+2028, stray
+ * bytes, tabs, ASCII spaces, blank lines, a 4-byte character) beside it. */
+TEST(text_without_spaces_is_cut_at_line_breaks_to_the_same_tokens) {
+    char enc[4200], bpe[4200], err[512];
+    const char *dir = write_vocab(enc, bpe, sizeof enc, -1, NULL);
+    char *dirc = strdup(dir);
+    /* merges across white space ("\n\n", " \n"), so a piece cut in the wrong place gives other tokens */
+    json_t *eo = json_load_file(enc, 0, NULL);
+    json_object_set_new(eo, "\xc4\x8a\xc4\x8a", json_integer(EOT_ID + 1));
+    json_object_set_new(eo, "\xc4\xa0\xc4\x8a", json_integer(EOT_ID + 2));
+    if (!eo || json_dump_file(eo, enc, 0)) HFAIL("cannot rewrite %s", enc);
+    json_decref(eo);
+    FILE *vf = fopen(bpe, "a");
+    fprintf(vf, "\xc4\x8a \xc4\x8a\n\xc4\xa0 \xc4\x8a\n");
+    fclose(vf);
+    struct bpe *b = NULL;
+    if (bpe_load(enc, bpe, &b, err, sizeof err)) HFAIL("%s", err);
+    static const char *words[] = {"\xe6\x97\xa5\xe6\x9c\xac\xe8\xaa\x9e", "\xe4\xb8\xad\xe6\x96\x87",
+                                  "\xe3\x80\x82", "\n", "\n", "\n\n", "\xe3\x80\x80", " ",
+                                  "\xe2\x80\xa8", "\xff", "\t", "x", "12", "\xf0\x9f\x98\x80", "\xc2\xa0", "x1"};
+    size_t len = 200000, n = 0;
+    char *doc = malloc(len + 32);
+    uint32_t r = 9;
+    while (n < len) {
+        r = r * 1103515245u + 12345u;
+        n += (size_t)snprintf(doc + n, 32, "%s", words[(r >> 16) % 16]);
+    }
+    doc[n] = 0;
+    write_file(dirc, "cjk.txt", doc);
+    char *inputs[1] = {malloc(4300)};
+    snprintf(inputs[0], 4300, "%s/cjk.txt", dirc);
+    struct bpe_ctx *c = bpe_ctx_new(b);
+    uint16_t *want = malloc(2 * 1024);
+    size_t nw = 0, cw = 1024;
+    want[nw++] = 267;
+    ASSERT_EQ_INT(0, bpe_encode(c, doc, n, &want, &nw, &cw));
+    bpe_ctx_free(c);
+    same_tokens_at_1_and_3_threads(dirc, b, inputs, 1, 1024, want, nw, 1, 100);   /* 200 KB in 1 KB chunks: cut at its lines */
+    free(inputs[0]);
+    free(doc);
     free(want);
     free(dirc);
     bpe_free(b);
