@@ -217,14 +217,8 @@ static void heads_runs(const json_t *h, char *out, size_t n) {
 /* heads_runs, then a search candidate's train values: "4×2 8×2 lr=0.0012 warmup_steps=40" */
 static void row_label(const json_t *r, char *out, size_t n) {
     heads_runs(json_object_get(r, "heads"), out, n);
-    const char *k;
-    json_t *v;
     size_t o = strlen(out);
-    json_object_foreach(json_object_get(r, "train"), k, v) {
-        if (o + 48 >= n) break;
-        if (json_is_integer(v)) o += (size_t)snprintf(out + o, n - o, " %s=%lld", k, (long long)json_integer_value(v));
-        else o += (size_t)snprintf(out + o, n - o, " %s=%.3g", k, json_number_value(v));
-    }
+    search_train_words(json_object_get(r, "train"), "", out + o, n - o);
 }
 
 static void fmt_num(char *out, size_t n, const json_t *v, const char *f) {

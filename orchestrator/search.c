@@ -876,19 +876,19 @@ static double jnum(const json_t *o, const char *k) {
     return json_is_number(v) ? json_number_value(v) : NAN;
 }
 
-/* " at lr=0.0012 warmup_steps=40" for a candidate's train values (t an object), "" otherwise */
-static const char *train_words(const json_t *t, char *out, size_t n) {
+const char *search_train_words(const json_t *t, const char *lead, char *out, size_t n) {
     const char *k;
     json_t *v;
     size_t o = 0;
     out[0] = 0;
     json_object_foreach((json_t *)t, k, v) {
         if (o + 48 >= n) break;
-        if (json_is_integer(v)) o += (size_t)snprintf(out + o, n - o, "%s %s=%lld", o ? "" : " at", k, (long long)json_integer_value(v));
-        else o += (size_t)snprintf(out + o, n - o, "%s %s=%.3g", o ? "" : " at", k, json_number_value(v));
+        if (json_is_integer(v)) o += (size_t)snprintf(out + o, n - o, "%s %s=%lld", o ? "" : lead, k, (long long)json_integer_value(v));
+        else o += (size_t)snprintf(out + o, n - o, "%s %s=%.3g", o ? "" : lead, k, json_number_value(v));
     }
     return out;
 }
+static const char *train_words(const json_t *t, char *out, size_t n) { return search_train_words(t, " at", out, n); }
 
 int search_summary_text(const json_t *o, buf *b, size_t max) {
     if (!o) return 0;

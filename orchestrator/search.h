@@ -106,6 +106,9 @@ int search_summary_json(store *st, long long sweep_id, json_t **out, char *err, 
 int search_annotate(store *st, ranking *r, char *err, size_t errlen);
 /* The search object as text for a person (status, the leaderboard's footer): settings, the recommendation, the
  * outlook, the fit's checks and the progress table. Appends to b (max bytes at most). Returns 0 or -1. */
+/* A candidate's train values as words after lead: (" at", {"lr": 0.0012}) -> " at lr=0.0012" (3 significant digits,
+ * integers whole); "" for t NULL or empty. Writes out[n], returns out. */
+const char *search_train_words(const json_t *t, const char *lead, char *out, size_t n);
 struct buf;
 int search_summary_text(const json_t *o, struct buf *b, size_t max);
 #endif

@@ -73,22 +73,21 @@ int sweeps_add_rows(store *st, int64_t sweep_id, const sweep_spec *sp, int64_t *
     if (!canon || !sched_ids) { snprintf(st->err, sizeof st->err, "out of memory"); rc = STORE_EIO; goto out; }
     for (int i = 0; i < sp->n_schedules; i++) {
         schedule_format(sp->heads + (size_t)i * L, L, canon, cap);
-        char *tt = spec_train_text(sp, i);
+        char *tt = spec_train_text(sp, i);   /* this schedule's train values: both statements bind it */
         if (!tt) { snprintf(st->err, sizeof st->err, "out of memory"); rc = STORE_EIO; goto out; }
         sqlite3_reset(ins_sched);
-        sqlite3_bind_text(ins_sched, 5, tt, -1, free);   /* freed by SQLite once unbound */
+        sqlite3_bind_text(ins_sched, 5, tt, -1, SQLITE_TRANSIENT);
         sqlite3_bind_int64(ins_sched, 1, sweep_id);
         sqlite3_bind_text(ins_sched, 2, canon, -1, SQLITE_STATIC);
         sqlite3_bind_int(ins_sched, 3, spec_is_baseline(sp, i));
         sqlite3_bind_int(ins_sched, 4, next_ord);
-        if (sqlite3_step(ins_sched) != SQLITE_DONE) { rc = store_fail(st, "insert schedule"); goto out; }
+        if (sqlite3_step(ins_sched) != SQLITE_DONE) { free(tt); rc = store_fail(st, "insert schedule"); goto out; }
         if (sqlite3_changes(st->db) > 0) { (*schedules_created)++; next_ord++; }
         sqlite3_reset(get_sched);
         sqlite3_bind_int64(get_sched, 1, sweep_id);
         sqlite3_bind_text(get_sched, 2, canon, -1, SQLITE_STATIC);
-        char *tt2 = spec_train_text(sp, i);
-        if (!tt2) { snprintf(st->err, sizeof st->err, "out of memory"); rc = STORE_EIO; goto out; }
-        sqlite3_bind_text(get_sched, 3, tt2, -1, free);
+        sqlite3_bind_text(get_sched, 3, tt, -1, SQLITE_TRANSIENT);
+        free(tt);
         if (sqlite3_step(get_sched) != SQLITE_ROW) { rc = store_fail(st, "find schedule"); goto out; }
         sched_ids[i] = sqlite3_column_int64(get_sched, 0);
     }
