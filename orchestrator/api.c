@@ -184,6 +184,7 @@ int api_flush(void *ud) {
         fprintf(stderr, "prism-sweep serve: COMMIT failed: %s (answers dropped, clients will retry)\n",
                 log_escape(e, sizeof e, a->st->err));
         store_rollback(a->st);
+        views_release(&a->views);   /* entries built inside the rolled-back transaction: their revs will be reused */
         a->commit_failures++;
         return -1;
     }
@@ -723,6 +724,7 @@ int api_init(api *a, store *st, const auth_tokens *tokens, const api_config *cfg
 void api_release(api *a) {
     if (a->txn_open) { store_rollback(a->st); a->txn_open = 0; }
     queue_release(&a->q);
+    views_release(&a->views);
     for (int i = 0; i < 3; i++) {
         sqlite3_finalize(a->sp_stmt[i]);
         a->sp_stmt[i] = NULL;

@@ -457,12 +457,14 @@ void views_workers(api_ctx *c) {
     api_reply_json(c->res, 200, json_pack("{s:o}", "workers", arr));
 }
 
+void views_release(views_state *v) { lbcache_release(&v->lb); }
+
 void views_leaderboard(api_ctx *c) {
     char fmt[16] = "json", err[512] = "";
     query_get(c->req->query, "format", fmt, sizeof fmt);
     if (strcmp(fmt, "json") && strcmp(fmt, "csv")) { http_response_error(c->res, 400, "format: must be json or csv"); return; }
     json_t *lb = NULL;
-    int rc = leaderboard_build(c->a->st, c->id, &lb, err, sizeof err);
+    int rc = lbcache_get(&c->a->views.lb, c->a->st, c->id, &lb, err, sizeof err);   /* the cache's: read only */
     if (rc < 0) { api_reply_store_error(c, rc, err, NULL); return; }
     if (strcmp(fmt, "csv") == 0) {
         char *csv = leaderboard_csv(lb);

@@ -15,12 +15,15 @@
  *
  * State: views_state is this module's own: per sweep (VIEWS_RATE_SLOTS sweeps at a time, a slot reused by
  * sweep id modulo), up to VIEWS_RATE_SAMPLES samples of (time, steps done) since its last resume, for the
- * steps/s and ETA of the summaries. The router's struct api holds one; only this module reads or writes it.
+ * steps/s and ETA of the summaries, and the last leaderboard of up to LBCACHE_SLOTS sweeps (lbcache.h: answered
+ * again while the sweep's sweep_ranking.rev has not moved). The router's struct api holds one; only this module reads or writes it.
  * This header does not include api.h: no include circle.
  */
 #ifndef PRISM_VIEWS_H
 #define PRISM_VIEWS_H
 #include <sqlite3.h>
+
+#include "lbcache.h"
 
 #define VIEWS_RATE_SLOTS 16     /* sweeps whose ETA samples are kept at once */
 #define VIEWS_RATE_SAMPLES 128  /* samples per sweep */
@@ -34,6 +37,7 @@ typedef struct views_rate {     /* per-sweep progress samples for the ETA, since
 
 typedef struct views_state {
     views_rate rates[VIEWS_RATE_SLOTS];
+    lbcache lb;                 /* the last leaderboard per sweep (lbcache.h) */
 } views_state;
 
 typedef struct api api;           /* api.h */
@@ -50,6 +54,9 @@ void views_workers(api_ctx *c);
 /* The sweep was resumed now: its ETA's rate restarts from here (samples before the resume, a pause's idle
  * time among them, no longer count). */
 void views_rate_restart(views_state *v, long long sweep, double now);
+
+/* Frees what views_state holds (the leaderboard cache); v is empty and usable after. */
+void views_release(views_state *v);
 /* Workers seen within two lease TTLs (0 when the read fails). */
 int views_workers_alive(api *a);
 /* sql prepared on the server's connection; NULL after answering c->res 500 naming the error. The caller

@@ -16,6 +16,7 @@
 #include "store.h"
 #include "sweeps.h"
 #include "store_test_lib.h"
+#include "leaderboard.h"
 
 #define SPEC_HEAD "{ \"name\": \"big\", \"model\": {\"n_layer\": 4, \"d_model\": 64, \"vocab_size\": 256, " \
                   "\"padded_vocab_size\": 256, \"seq_len\": 64}, \"rules\": {\"h_base\": 4, \"max_head_dim\": 0, " \
@@ -266,10 +267,9 @@ static void page_flat_or_known(const char *route, const char *path, const char *
 TEST(sweeps_cost_is_flat) { page_flat_or_known("sweeps", "/api/v1/sweeps", NULL); }
 TEST(sweep_cost_is_flat) { page_flat_or_known("sweep", "/api/v1/sweeps/1", NULL); }
 TEST(jobs_since_cost_is_flat) { page_flat_or_known("jobs?since", "/api/v1/sweeps/1/jobs?since=%lld", NULL); }
-/* the leaderboard ranks every result of the sweep (ranking.c): its own part of issue #39 */
-TEST(leaderboard_cost_is_known_to_grow) {
-    page_flat_or_known("leaderboard", "/api/v1/sweeps/1/leaderboard", "the ranking reads every job and result");
-}
+/* the leaderboard ranks every result of the sweep (ranking.c); a poll while nothing it shows changed is answered
+ * from the server's last build (lbcache.h), keyed by sweep_ranking.rev (sql/015_ranking_rev.sql) */
+TEST(leaderboard_cost_is_flat) { page_flat_or_known("leaderboard", "/api/v1/sweeps/1/leaderboard", NULL); }
 
 /* The ids of an answer's jobs, ascending, as "1,5,7". */
 static void ids_of(json_t *o, char *out, size_t n) {
@@ -440,5 +440,142 @@ TEST(counters_follow_every_change) {
     ASSERT_EQ_INT(0, store_exec(ST, "DELETE FROM sweeps WHERE id = 1"));
     ASSERT_EQ_INT(0, qv(ST, "SELECT count(*) FROM jobs"));
     ASSERT_EQ_INT(0, qv(ST, "SELECT count(*) FROM sweep_counts"));
+    teardown();
+}
+
+
+/* ---- the leaderboard cache (orchestrator/lbcache.h) ---- */
+
+static long long rank_rev(void) { return qv(ST, "SELECT rev FROM sweep_ranking WHERE sweep_id = 1"); }
+
+/* GET leaderboard and a fresh leaderboard_build of the same state, both as sorted JSON text: equal, printed when not. */
+static void leaderboard_is_fresh(const char *after) {
+    json_t *got = call("GET", "/api/v1/sweeps/1/leaderboard", NULL, NULL), *want = NULL;
+    char err[512];
+    ASSERT_EQ_INT(0, leaderboard_build(ST, 1, &want, err, sizeof err));
+    char *g = json_dumps(got, JSON_SORT_KEYS | JSON_COMPACT), *w = json_dumps(want, JSON_SORT_KEYS | JSON_COMPACT);
+    if (!g || !w || strcmp(g, w)) HFAIL("after %s the route answered\n  %.400s\nbut the database ranks\n  %.400s", after, g, w);
+    free(g);
+    free(w);
+    json_decref(got);
+    json_decref(want);
+}
+
+/* With every build cheap (always rebuilt once the rev moves), the route answers exactly what a build of the
+ * database gives after each change a worker or an admin path makes; what the leaderboard does not show (a
+ * heartbeat, a metrics batch, a checkpoint, a priority) leaves the rev, and the cached answer, where they were;
+ * a repeated poll is a hit. */
+TEST(leaderboard_cache_answers_every_change) {
+    build(SMALL, 0);
+    A.views.lb.cheap_s = 1e9;
+    leaderboard_is_fresh("the start");
+    unsigned long long b0 = A.views.lb.builds;
+    leaderboard_is_fresh("nothing");
+    ASSERT_EQ_INT(b0, A.views.lb.builds);   /* the second poll: no build */
+    ASSERT_TRUE(A.views.lb.hits >= 1);
+    json_t *o = call("POST", "/api/v1/workers/register", "{\"name\": \"w1\"}", NULL);
+    long long wid = json_integer_value(json_object_get(o, "worker_id"));
+    json_decref(o);
+    leased a, b, d;
+    long long r0 = rank_rev();
+    lease(wid, &a, NULL);
+    ASSERT_TRUE(rank_rev() > r0);
+    leaderboard_is_fresh("a lease");
+    r0 = rank_rev();
+    job_op(&a, "heartbeat", "\"step\": 5, \"loss\": 4.5", NULL);
+    job_op(&a, "metrics", "\"points\": [{\"step\": 6, \"train_loss\": 3.5}]", NULL);
+    checkpoint(&a, 6, NULL);
+    printf("rev after lease %lld, after heartbeat + metrics + checkpoint %lld\n", r0, rank_rev());
+    ASSERT_EQ_INT(r0, rank_rev());
+    b0 = A.views.lb.builds;
+    leaderboard_is_fresh("a heartbeat, metrics and a checkpoint");
+    ASSERT_EQ_INT(b0, A.views.lb.builds);
+    lease(wid, &b, NULL);
+    job_op(&b, "complete", "\"result\": {\"val_loss\": 2.5, \"steps\": 90, \"wall_s\": 12.5}", NULL);
+    leaderboard_is_fresh("a complete");
+    job_op(&a, "complete", "\"result\": {\"val_loss\": 2.75, \"steps\": 90}", NULL);
+    leaderboard_is_fresh("the baseline's complete");
+    lease(wid, &d, NULL);
+    job_op(&d, "fail", "\"error\": \"boom\", \"retryable\": false", NULL);
+    leaderboard_is_fresh("a fail");
+    queue *q = &A.q;
+    ASSERT_EQ_INT(0, store_begin(ST));
+    ASSERT_EQ_INT(0, queue_requeue(q, d.job));
+    ASSERT_EQ_INT(0, store_commit(ST));
+    leaderboard_is_fresh("a requeue");
+    ASSERT_EQ_INT(0, store_begin(ST));
+    ASSERT_EQ_INT(0, queue_requeue_screened(q, b.job, "an outlier"));
+    ASSERT_EQ_INT(0, store_commit(ST));
+    leaderboard_is_fresh("a result requeued as an outlier");
+    r0 = rank_rev();
+    ASSERT_EQ_INT(0, store_begin(ST));
+    ASSERT_EQ_INT(0, queue_sweep_set_priority(q, 1, 3));
+    ASSERT_EQ_INT(0, store_commit(ST));
+    ASSERT_EQ_INT(r0, rank_rev());
+    ASSERT_EQ_INT(0, store_exec(ST, "UPDATE results SET val_loss = 2.0 WHERE job_id = (SELECT min(job_id) FROM results)"));
+    leaderboard_is_fresh("a result changed by another writer");
+    ASSERT_EQ_INT(0, store_exec(ST, "UPDATE sweeps SET name = 'renamed' WHERE id = 1"));
+    leaderboard_is_fresh("a rename");
+    /* the sweep deleted and a new one given its id: another key */
+    ASSERT_EQ_INT(0, store_exec(ST, "DELETE FROM sweeps WHERE id = 1"));
+    ASSERT_EQ_INT(0, qv(ST, "SELECT count(*) FROM sweep_ranking"));
+    int st;
+    json_decref(request("GET", "/api/v1/sweeps/1/leaderboard", NULL, NULL, &st));
+    ASSERT_EQ_INT(404, st);
+    sweeps_created cr;
+    char err[512];
+    const char *spec = SPEC_PLAIN;
+    if (sweeps_create_json(ST, spec, strlen(spec), &cr, err, sizeof err) != 0) HFAIL("create: %s", err);
+    ASSERT_EQ_INT(1, cr.sweep_id);
+    leaderboard_is_fresh("a new sweep with the old one's id");
+    teardown();
+}
+
+/* The tests' clock: each call moves it by clock_step; clock_jump moves it at once. */
+static double clock_t0, clock_step;
+static double test_clock(void) { return clock_t0 += clock_step; }
+
+static long long done_count(json_t *lb) {
+    long long n = 0;
+    json_t *rows = json_object_get(lb, "rows");
+    for (size_t i = 0; i < json_array_size(rows); i++)
+        n += json_integer_value(json_object_get(json_object_get(json_array_get(rows, i), "counts"), "done"));
+    return n;
+}
+
+static long long polled_done(void) {
+    json_t *o = call("GET", "/api/v1/sweeps/1/leaderboard", NULL, NULL);
+    long long n = done_count(o);
+    json_decref(o);
+    return n;
+}
+
+/* A ranking that costs (here: every build takes 0.2 s of the tests' clock) is built again after a change only once
+ * LBCACHE_DUTY build times have passed, and an unchanged one after LBCACHE_MAX_AGE_S. */
+TEST(leaderboard_rebuild_waits_for_its_duty) {
+    build(SMALL, 0);
+    clock_t0 = 1000;
+    clock_step = 0.2;
+    A.views.lb.clock = test_clock;
+    ASSERT_EQ_INT(0, polled_done());
+    ASSERT_EQ_INT(1, A.views.lb.builds);
+    json_t *o = call("POST", "/api/v1/workers/register", "{\"name\": \"w1\"}", NULL);
+    long long wid = json_integer_value(json_object_get(o, "worker_id"));
+    json_decref(o);
+    leased a;
+    lease(wid, &a, NULL);
+    job_op(&a, "complete", "\"result\": {\"val_loss\": 2.5, \"steps\": 90}", NULL);
+    long long stale = polled_done();   /* 0.2 s after a build of 0.2 s: not due (2 s) */
+    printf("done right after the change: %lld (builds %llu)\n", stale, A.views.lb.builds);
+    ASSERT_EQ_INT(0, stale);
+    ASSERT_EQ_INT(1, A.views.lb.builds);
+    clock_t0 += LBCACHE_DUTY * 0.2;
+    ASSERT_EQ_INT(1, polled_done());
+    ASSERT_EQ_INT(2, A.views.lb.builds);
+    ASSERT_EQ_INT(1, polled_done());   /* unchanged: a hit */
+    ASSERT_EQ_INT(2, A.views.lb.builds);
+    clock_t0 += LBCACHE_MAX_AGE_S;
+    ASSERT_EQ_INT(1, polled_done());
+    ASSERT_EQ_INT(3, A.views.lb.builds);
     teardown();
 }

@@ -79,6 +79,16 @@ TEST(migration_fills_older_rows_by_the_c_model) {
     long long n = qv(st, "SELECT count(*) FROM jobs");
     /* back to schema version 3: no tokens_per_step column, steps as a version that filled them at lease left them,
      * and one row whose JSON is not a job */
+    /* migration 15: its table and every trigger that writes it (they are on many tables) */
+    sqlite3_stmt *q = NULL;
+    ASSERT_EQ_INT(SQLITE_OK, sqlite3_prepare_v2(st->db, "SELECT group_concat('DROP TRIGGER ' || name, '; ') FROM sqlite_master "
+                                                "WHERE type = 'trigger' AND sql LIKE '%sweep_ranking%'", -1, &q, NULL));
+    ASSERT_EQ_INT(SQLITE_ROW, sqlite3_step(q));
+    char *drops = strdup((const char *)sqlite3_column_text(q, 0));
+    sqlite3_finalize(q);
+    ASSERT_EQ_INT(0, store_exec(st, drops));
+    free(drops);
+    ASSERT_EQ_INT(0, store_exec(st, "DROP TABLE sweep_ranking"));
     ASSERT_EQ_INT(0, store_exec(st, "DROP TRIGGER jobs_rev_upd; DROP TRIGGER results_cost_ins; DROP TRIGGER results_cost_del; "
                                 "DROP TRIGGER results_cost_upd; DROP TABLE sweep_results; DROP TRIGGER jobs_count_ins; "
                                 "DROP TRIGGER jobs_count_del; DROP TRIGGER jobs_count_upd; DROP TRIGGER jobs_lease_ord_ins; "
@@ -131,10 +141,14 @@ TEST(migration_fills_older_rows_by_the_c_model) {
     ASSERT_EQ_INT(0, qv(st, "SELECT count(*) FROM jobs j JOIN schedules sc ON sc.id = j.schedule_id WHERE "
                             "j.lease_ord != (1 - sc.is_baseline) * 4294967296 + sc.ord"));
     ASSERT_EQ_INT(qv(st, "SELECT count(*) FROM schedules"), qv(st, "SELECT sum(schedules) FROM sweeps"));
+    /* migration 15: one leaderboard revision per sweep, moved by the triggers */
+    ASSERT_EQ_INT(qv(st, "SELECT count(*) FROM sweeps"), qv(st, "SELECT count(*) FROM sweep_ranking WHERE rev = 1"));
     /* migration 14: each job's change cursor its id (distinct within its sweep: checked above), the done job's
      * tokens counted (sweeps_counts_verify above checks every state's) */
     ASSERT_EQ_INT(n, qv(st, "SELECT count(*) FROM jobs WHERE rev = id"));
     ASSERT_EQ_INT(30 * 8 * 40 * 3, qv(st, "SELECT tokens FROM sweep_counts WHERE state = 'done'"));
+    ASSERT_EQ_INT(0, store_exec(st, "UPDATE jobs SET state = 'failed' WHERE id = 3"));
+    ASSERT_EQ_INT(2, qv(st, "SELECT rev FROM sweep_ranking WHERE sweep_id = (SELECT sweep_id FROM jobs WHERE id = 3)"));
     /* migration 13: every schedule kept, with its jobs, train '' ; the same heads at other train values is a new row */
     ASSERT_EQ_INT(nsched, qv(st, "SELECT count(*) FROM schedules WHERE train = ''"));
     ASSERT_EQ_INT(n, qv(st, "SELECT count(*) FROM jobs j JOIN schedules sc ON sc.id = j.schedule_id"));
