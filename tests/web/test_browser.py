@@ -512,12 +512,7 @@ def t_numpy_trainer_extras_on_the_page():
             check_eq([want[metric]], got, "the %s curve on the page = the API's points" % metric)
         tl.assert_no_console_errors(drv)
     finally:
-        if wk and wk.poll() is None:
-            wk.kill()
-            wk.wait()
-        if drv:
-            drv.quit()
-        srv.stop()
+        tl.stop_search_case(wk, drv, srv)   # the worker, the browser and the server, whichever started
 
 
 CASES = {name[2:]: fn for name, fn in sorted(globals().items()) if name.startswith("t_") and callable(fn)}
