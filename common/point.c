@@ -6,6 +6,7 @@
  */
 #include "point.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -31,6 +32,7 @@ json_t *point_to_json(const metric_point *p) {
     if (p->has_grad_norm) bad |= json_object_set_new(o, POINT_KEY_GRAD_NORM, json_real(p->grad_norm));
     if (p->has_tokens) bad |= json_object_set_new(o, POINT_KEY_TOKENS, json_integer(p->tokens));
     if (p->has_tok_per_s) bad |= json_object_set_new(o, POINT_KEY_TOK_PER_S, json_real(p->tok_per_s));
+    if (p->extra) bad |= json_object_set_new(o, POINT_KEY_EXTRA, json_deep_copy(p->extra));
     if (bad) { json_decref(o); return NULL; }
     return o;
 }
@@ -63,6 +65,11 @@ int point_from_json(const json_t *o, metric_point *p, const char *where, char *e
     }
     if (tk && !json_is_integer(tk) && !json_is_null(tk)) { snprintf(err, errlen, "%s: tokens must be an integer", where); return -1; }
     if ((p->has_tokens = json_is_integer(tk))) p->tokens = json_integer_value(tk);
+    json_t *ex = json_object_get(o, POINT_KEY_EXTRA);
+    if (ex && !json_is_null(ex)) {
+        if (point_extra_check(ex, where, err, errlen) < 0) return -1;
+        if (json_object_size(ex)) p->extra = ex;   /* {}: none */
+    }
     /* every number as the job's own bounds allow (a cross-entropy, the job's lr range): 1e308 is not a loss */
     const struct { int has; double v, lo, hi; const char *key; } b[] = {
         {p->has_train_loss, p->train_loss, 0, POINT_MAX_LOSS, POINT_KEY_TRAIN_LOSS},
@@ -76,5 +83,50 @@ int point_from_json(const json_t *o, metric_point *p, const char *where, char *e
             snprintf(err, errlen, "%s.%s: %g is outside [%g, %g]", where, b[k].key, b[k].v, b[k].lo, b[k].hi);
             return -1;
         }
+    return 0;
+}
+
+/* A name of an extra metric: [A-Za-z0-9_./-]{1,POINT_EXTRA_NAME_MAX}; a TensorBoard tag, a CSV header and a page
+ * label as it is, with nothing to escape. */
+static int extra_name_ok(const char *k) {
+    size_t n = strlen(k);
+    if (n < 1 || n > POINT_EXTRA_NAME_MAX) return 0;
+    for (size_t i = 0; i < n; i++) {
+        char c = k[i];
+        if (!((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '.' ||
+              c == '/' || c == '-'))
+            return 0;
+    }
+    return 1;
+}
+
+int point_extra_check(const json_t *extra, const char *where, char *err, size_t errlen) {
+    if (!json_is_object(extra)) {
+        snprintf(err, errlen, "%s.extra: must be an object {name: number}", where);
+        return -1;
+    }
+    size_t n = json_object_size(extra);
+    if (n > POINT_EXTRA_MAX) {
+        snprintf(err, errlen, "%s.extra: %zu names: at most %d", where, n, POINT_EXTRA_MAX);
+        return -1;
+    }
+    const char *k;
+    json_t *v;
+    json_object_foreach((json_t *)extra, k, v) {
+        if (!extra_name_ok(k)) {
+            char shown[POINT_EXTRA_NAME_MAX + 1];   /* the name's first bytes, its printable ones only */
+            size_t m = 0;
+            for (const char *c = k; *c && m < POINT_EXTRA_NAME_MAX; c++) shown[m++] = (*c >= 0x20 && *c < 0x7f) ? *c : '?';
+            shown[m] = 0;
+            snprintf(err, errlen, "%s.extra: name \"%s\"%s: names are 1 to %d characters of A-Z a-z 0-9 _ . / -", where,
+                     shown, strlen(k) > POINT_EXTRA_NAME_MAX ? "..." : "", POINT_EXTRA_NAME_MAX);
+            return -1;
+        }
+        double x = json_is_number(v) ? json_number_value(v) : NAN;
+        if (!json_is_number(v) || !isfinite(x) || fabs(x) > POINT_EXTRA_ABS_MAX) {
+            snprintf(err, errlen, "%s.extra.%s: must be a finite number", where, k);
+            return -1;
+        }
+    }
     return 0;
 }

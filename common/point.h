@@ -6,7 +6,8 @@
  *   {"step": 400, "val_loss": 3.05}                        (a val point; the last one may carry "zero_shot")
  *
  * Keys (POINT_KEY_*): step (integer 0..POINT_MAX_STEP, required), train_loss and val_loss (numbers; at least
- * one), lr, grad_norm, tok_per_s (numbers or null), tokens (integer or null). Other keys ("zero_shot") are the
+ * one), lr, grad_norm, tok_per_s (numbers or null), tokens (integer or null), extra (an external trainer's own
+ * metrics: an object {NAME: number}, or null; point_extra_check's bounds). Other keys ("zero_shot") are the
  * writer's and the reader ignores them; there are no aliases.
  *
  * Contract.
@@ -16,6 +17,12 @@
  * - point_from_json(o, p, where, err, errlen): o borrowed. Returns 0 with p filled, or -1 with p unspecified and
  *   err "WHERE.step: must be an integer >= 0" / "WHERE: grad_norm must be a number" (WHERE: e.g. "points[3]",
  *   naming the point and its key). Nothing to free.
+ * - point_extra_check(extra, where, err, errlen): the one check of an `extra` object, the worker's (an external
+ *   trainer's train/val/result lines, worker/extrun.c) and the server's (the metrics route, a result at complete):
+ *   an object of at most POINT_EXTRA_MAX names ({} is none) matching [A-Za-z0-9_./-]{1,POINT_EXTRA_NAME_MAX}, each a finite number
+ *   in [-POINT_EXTRA_ABS_MAX, POINT_EXTRA_ABS_MAX]. Returns 0, or -1 with err "WHERE.extra: ..." naming the name.
+ *   A point's extra is borrowed from the parsed object (metric_point.extra; NULL when absent or null): it lives
+ *   as long as that object. point_to_json writes a copy of it.
  * Thread-safe; no globals.
  */
 #ifndef PRISM_POINT_H
@@ -33,6 +40,11 @@
 #define POINT_KEY_GRAD_NORM "grad_norm"
 #define POINT_KEY_TOKENS "tokens"
 #define POINT_KEY_TOK_PER_S "tok_per_s"
+#define POINT_KEY_EXTRA "extra"
+
+#define POINT_EXTRA_MAX 16          /* names in one extra object */
+#define POINT_EXTRA_NAME_MAX 64     /* bytes of a name */
+#define POINT_EXTRA_ABS_MAX 1e300   /* a finite number, printable and parseable again */
 
 /* The optional numbers of a point, X(NAME, field, train_only): the key POINT_KEY_NAME (also the metrics table's
  * column: orchestrator/queue.c stores every one), the double `field` with its flag `has_field`, and 1 when the
@@ -49,9 +61,11 @@ typedef struct metric_point {
     int has_train_loss, has_val_loss, has_lr, has_grad_norm, has_tokens, has_tok_per_s;
     double train_loss, val_loss, lr, grad_norm, tok_per_s;
     long long tokens;
+    const json_t *extra;   /* borrowed: the parsed object's "extra", or the builder's; NULL: none */
 } metric_point;
 
 void point_init(metric_point *p);
 json_t *point_to_json(const metric_point *p);
 int point_from_json(const json_t *o, metric_point *p, const char *where, char *err, size_t errlen);
+int point_extra_check(const json_t *extra, const char *where, char *err, size_t errlen);
 #endif

@@ -5,11 +5,13 @@
  * schedule, seed, state, result), then one query streams the sweep's metric points ordered by job, kind and
  * step — the curve the API serves (for a step several attempts reported, the latest attempt's point) — and
  * each format writes them as they come:
- *   csv          DIR/metrics.csv (one row per point) and DIR/results.csv (one row per job)
- *   jsonl        DIR/metrics.jsonl and DIR/results.jsonl, the same rows as JSON objects
+ *   csv          DIR/metrics.csv (one row per point), DIR/results.csv (one row per job) and DIR/extras.csv (an
+ *                external trainer's own metrics, long format: one row per point and name)
+ *   jsonl        DIR/metrics.jsonl and DIR/results.jsonl, the same rows as JSON objects (a point's "extra" with it)
  *   tensorboard  DIR/<run>/events.out.tfevents.<t>.prism-sweep, one run per job (run = job<ID>_<rle>_seed<S>, ID
  *                zero-padded to the sweep's largest id's digits so that the runs sort as the jobs),
- *                tags train/loss, train/lr, train/tok_per_s, train/grad_norm, val/loss at each step, and
+ *                tags train/loss, train/lr, train/tok_per_s, train/grad_norm, val/loss at each step, a train
+ *                point's extras as extra/NAME and a val point's as val/extra/NAME, and
  *                result/val_loss, result/tok_per_s at the job's last step (tfevents.c writes the files)
  * and every format writes DIR/sweep.json (id, name, the spec as given). Each file is written to a temporary
  * name, fsynced and renamed (util_commit_file), so DIR never holds half a file; the summary line is printed
@@ -26,6 +28,7 @@
 #include "cli.h"
 #include "commands.h"
 #include "jobstate.h"
+#include "point.h"
 #include "store.h"
 #include "sweeps.h"
 #include "tfevents.h"
@@ -121,7 +124,7 @@ static const char JOBS_SQL[] =
     "WHERE j.sweep_id = ?1 ORDER BY j.id";
 
 static const char POINTS_SQL[] =
-    "SELECT m.job_id, m.kind, m.step, m.value, m.tokens, m.lr, m.tok_per_s, m.grad_norm, m.attempt "
+    "SELECT m.job_id, m.kind, m.step, m.value, m.tokens, m.lr, m.tok_per_s, m.grad_norm, m.attempt, m.extra "
     "FROM metrics m JOIN jobs j ON j.id = m.job_id WHERE j.sweep_id = ?1 AND m.attempt = "
     "(SELECT max(attempt) FROM metrics m2 WHERE m2.job_id = m.job_id AND m2.kind = m.kind AND m2.step = m.step) "
     "ORDER BY m.job_id, m.kind, m.step";
@@ -129,6 +132,15 @@ static const char POINTS_SQL[] =
  * one is appended to both. */
 static const char *const POINT_COLS[] = { "value", "tokens", "lr", "tok_per_s", "grad_norm", "attempt" };
 #define N_POINT_COLS ((int)(sizeof POINT_COLS / sizeof POINT_COLS[0]))
+#define POINT_EXTRA_COL (3 + N_POINT_COLS)   /* m.extra: JSON text {name: number} or NULL (sql/016_metric_extras.sql) */
+
+/* The point's extras as stored (the server checked them: common/point.h point_extra_check), or NULL. */
+static json_t *point_extra(sqlite3_stmt *s) {
+    const unsigned char *t = sqlite3_column_text(s, POINT_EXTRA_COL);
+    json_t *o = t ? json_loads((const char *)t, 0, NULL) : NULL;
+    if (o && !json_is_object(o)) { json_decref(o); o = NULL; }
+    return o;
+}
 
 static int load_jobs(store *st, long long sweep, xjob **out, size_t *n, char *err, size_t errlen) {
     sqlite3_stmt *s = NULL;
@@ -318,7 +330,7 @@ int cmd_export(int argc, char **argv) {
     const char *db = "prism.db", *fmt = "csv", *dir = "";
     cli_flag flags[] = {
         { "--db", CLI_STR, &db, "prism.db", "the SQLite store (must exist)", 0, 0, NULL, 0 },
-        { "--format", CLI_CHOICE, &fmt, "csv", "csv (metrics.csv, results.csv), jsonl (metrics.jsonl, results.jsonl) "
+        { "--format", CLI_CHOICE, &fmt, "csv", "csv (metrics.csv, results.csv, extras.csv), jsonl (metrics.jsonl, results.jsonl) "
           "or tensorboard (one event-file run per job)", 0, 0, "csv|jsonl|tensorboard", 0 },
         { "--out", CLI_STR, &dir, "", "the folder to write (created; files of the same name are replaced)", 0, 0, NULL, 0 },
         { 0 },
@@ -349,7 +361,7 @@ int cmd_export(int argc, char **argv) {
     size_t njobs = 0;
     long long npoints = 0;
     sqlite3_stmt *s = NULL;
-    xout mo = { 0 }, ro = { 0 };
+    xout mo = { 0 }, ro = { 0 }, eo = { 0 };
     tbstate tb = { 0 };
     int rc = sweeps_find(st, pos[0], &sweep);
     if (rc < 0) {
@@ -375,6 +387,8 @@ int cmd_export(int argc, char **argv) {
             for (int c = 0; c < N_POINT_COLS; c++) fprintf(mo.f, ",%s", POINT_COLS[c]);
             fputc('\n', mo.f);
             csv_results(ro.f, jobs, njobs);
+            if (out_open(&eo, dir, "extras.csv", err, sizeof err) < 0) goto fail;
+            fputs("job_id,schedule,seed,kind,step,name,value\n", eo.f);
         } else if (jsonl_results(ro.f, jobs, njobs) < 0) {
             snprintf(err, sizeof err, "out of memory");
             goto fail;
@@ -402,11 +416,22 @@ int cmd_export(int argc, char **argv) {
                 csv_num(mo.f, s, 3 + c);
                 fputc(c + 1 < N_POINT_COLS ? ',' : '\n', mo.f);
             }
+            json_t *ex = point_extra(s);
+            const char *name;
+            json_t *v;
+            json_object_foreach(ex, name, v) {   /* names are [A-Za-z0-9_./-]: nothing to quote */
+                fprintf(eo.f, "%lld,", job);
+                csv_str(eo.f, j->heads);
+                fprintf(eo.f, ",%lld,%s,%lld,%s,%.17g\n", j->seed, kind, step, name, json_number_value(v));
+            }
+            json_decref(ex);
         } else if (format == FMT_JSONL) {
             json_t *o = job_head(j);
             json_object_set_new(o, "kind", json_string(kind));
             json_object_set_new(o, "step", json_integer(step));
             for (int c = 0; c < N_POINT_COLS; c++) json_object_set_new(o, POINT_COLS[c], col_num(s, 3 + c));
+            json_t *ex = point_extra(s);
+            if (ex) json_object_set_new(o, "extra", ex);
             if (jsonl_line(mo.f, o) < 0) { snprintf(err, sizeof err, "out of memory"); goto fail; }
         } else {
             if (!tb.open && tb_begin(&tb, dir, j, err, sizeof err) < 0) goto fail;
@@ -421,13 +446,27 @@ int cmd_export(int argc, char **argv) {
                     goto fail;
                 }
             }
+            json_t *ex = point_extra(s);
+            const char *name;
+            json_t *v;
+            json_object_foreach(ex, name, v) {
+                char tag[POINT_EXTRA_NAME_MAX + 16];
+                snprintf(tag, sizeof tag, "%sextra/%s", train ? "" : "val/", name);
+                if (tfevents_scalar(&tb.w, j->updated_at, step, tag, (float)json_number_value(v)) < 0) {
+                    snprintf(err, sizeof err, "%s", tb.w.err);
+                    json_decref(ex);
+                    goto fail;
+                }
+            }
+            json_decref(ex);
         }
     }
     if (rc != SQLITE_DONE) goto sqlfail;
     if (format == FMT_TB) {
         for (; ji < njobs; ji++)   /* the last job with points, and any after it */
             if (tb_finish(&tb, dir, &jobs[ji], err, sizeof err) < 0) goto fail;
-    } else if (out_commit(&mo, err, sizeof err) < 0 || out_commit(&ro, err, sizeof err) < 0) goto fail;
+    } else if (out_commit(&mo, err, sizeof err) < 0 || out_commit(&ro, err, sizeof err) < 0 ||
+               out_commit(&eo, err, sizeof err) < 0) goto fail;
     printf("exported sweep %lld: %zu jobs, %lld metric points, as %s, to %s\n", (long long)sweep, njobs, npoints, fmt, dir);
     status = 0;
     goto out;
@@ -440,6 +479,7 @@ out:
     if (tb.open) tfevents_abort(&tb.w);
     out_abort(&mo);
     out_abort(&ro);
+    out_abort(&eo);
     sqlite3_finalize(s);
     free_jobs(jobs, njobs);
     store_close(st);

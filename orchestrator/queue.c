@@ -35,7 +35,7 @@
 enum {
     S_WORKER_FIND, S_WORKER_UPD, S_WORKER_INS, S_WORKER_EXISTS, S_WORKER_SEEN,
     S_LEASE_PICK, S_LEASE_TAKE, S_LEASE_ROW, S_JOB_LEASE, S_RENEW, S_PROGRESS,
-    S_METRIC_INS, S_CKPT, S_RESULT_INS, S_DONE, S_FAIL, S_REQUEUE_FAIL,
+    S_METRIC_INS, S_METRIC_INS_X, S_CKPT, S_RESULT_INS, S_DONE, S_FAIL, S_REQUEUE_FAIL,
     S_EXPIRED, S_EXPIRE_Q, S_EXPIRE_F, S_JOB_STATE, S_CANCEL, S_REQUEUE, S_PRIO, S_SWEEP_STATE,
     S_SWEEP_PRIO, S_SWEEP_JOBS_PRIO, S_SWEEP_EXISTS, S_GRACE,
     S_WORKER_SEEN_LAZY, S_WORKER_STOPPED, S_WORKER_FAILED, S_WORKER_OK, S_REQUEUE_SWEEP, S_SWEEP_PROGRESS, S_JOB_TEXT,
@@ -89,6 +89,9 @@ static const char *const SQL[S_COUNT] = {
                    "THEN " NEXT_REV_VALUE " ELSE rev END WHERE id = ?1",
     [S_METRIC_INS] = "INSERT OR IGNORE INTO metrics (job_id, attempt, step, kind, value, tokens" POINT_OPT_NUMS(METRIC_COL) ") "
                      "VALUES (?1, ?2, ?3, ?4, ?5, ?6" POINT_OPT_NUMS(METRIC_ARG) ")",
+    /* the same with the point's extra (sql/016_metric_extras.sql) as the last parameter: only a point that has one */
+    [S_METRIC_INS_X] = "INSERT OR IGNORE INTO metrics (job_id, attempt, step, kind, value, tokens" POINT_OPT_NUMS(METRIC_COL)
+                       ", extra) VALUES (?1, ?2, ?3, ?4, ?5, ?6" POINT_OPT_NUMS(METRIC_ARG) ", ?)",
     [S_CKPT] = "UPDATE jobs SET checkpoint_path = ?2, checkpoint_step = ?3, lease_expires_at = ?4, updated_at = ?5, "
                "rev = CASE WHEN ?3 IS NOT checkpoint_step THEN " NEXT_REV_VALUE " ELSE rev END WHERE id = ?1",
     /* an UPSERT, not a REPLACE: a result reported again fires the update trigger that keeps the sweep's device
@@ -518,7 +521,9 @@ int queue_metrics(queue *q, long long job, const char *token, json_t *points, in
         for (int k = 0; k < 2; k++) {
             if (!(k ? p->has_val_loss : p->has_train_loss)) continue;
             double v = k ? p->val_loss : p->train_loss;
-            sqlite3_stmt *s = S(q, S_METRIC_INS);
+            /* a point's extra goes on its train row, or its val row when it has no train loss (sql/016) */
+            int with_extra = p->extra && (k == 0 || !p->has_train_loss);
+            sqlite3_stmt *s = S(q, with_extra ? S_METRIC_INS_X : S_METRIC_INS);
             if (!s) { rc = STORE_EIO; goto out; }
             sqlite3_bind_int64(s, 1, job);
             sqlite3_bind_int64(s, 2, r.attempt);
@@ -529,6 +534,12 @@ int queue_metrics(queue *q, long long job, const char *token, json_t *points, in
             else if (p->has_tokens) sqlite3_bind_int64(s, 6, p->tokens);
             else sqlite3_bind_null(s, 6);
             bind_opt_nums(s, 7, p, k);
+            char *ex = NULL;
+            if (with_extra) {
+                ex = json_dumps(p->extra, JSON_COMPACT | JSON_REAL_PRECISION(17));
+                if (!ex) { snprintf(q->err, sizeof q->err, "out of memory"); rc = STORE_EIO; goto out; }
+                sqlite3_bind_text(s, sqlite3_bind_parameter_count(s), ex, -1, free);
+            }
             if ((rc = run(q, s, "insert metric")) < 0) goto out;
             if (sqlite3_changes(q->st->db) > 0) (*accepted)++; else (*duplicates)++;
             if (!k && p->step >= max_step) { max_step = p->step; max_loss = v; }

@@ -17,6 +17,7 @@
 
 #include "job.h"
 #include "jobresult.h"
+#include "point.h"
 
 enum { RK_NUM, RK_INT, RK_NUM_ARRAY };
 enum { RB_FIXED, RB_VAL_LOSS, RB_SEQ_LEN, RB_STEPS };
@@ -180,5 +181,7 @@ int result_check(const json_t *result, const result_limits *lim, char *err, size
     }
     json_t *zs = json_object_get(result, JOBRESULT_KEY_ZERO_SHOT);
     if (zs && !json_is_null(zs) && check_zero_shot(zs, lim, err, errlen)) return -1;
+    json_t *ex = json_object_get(result, POINT_KEY_EXTRA);   /* an external trainer's own metrics: the points' rule */
+    if (ex && !json_is_null(ex) && point_extra_check(ex, "result", err, errlen)) return -1;
     return 0;
 }

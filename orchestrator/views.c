@@ -382,7 +382,7 @@ void views_job_metrics(api_ctx *c) {
     int rc;
     long long attempt = sqlite3_column_int64(s, 0);
     sqlite3_finalize(s);
-    s = views_prepare(c, "SELECT m.step, m.value, m.tokens, m.lr, m.tok_per_s, m.attempt, m.grad_norm FROM metrics m "
+    s = views_prepare(c, "SELECT m.step, m.value, m.tokens, m.lr, m.tok_per_s, m.attempt, m.grad_norm, m.extra FROM metrics m "
                 "WHERE m.job_id = ?1 AND m.kind = ?2 AND m.step > ?3 AND m.attempt = "
                 "(SELECT max(attempt) FROM metrics m2 WHERE m2.job_id = m.job_id AND m2.step = m.step AND m2.kind = m.kind) "
                 "ORDER BY m.step");
@@ -391,8 +391,10 @@ void views_job_metrics(api_ctx *c) {
     sqlite3_bind_text(s, 2, kind, -1, SQLITE_TRANSIENT);
     sqlite3_bind_int64(s, 3, since);
     /* the SELECT's columns in its order, which is also the CSV's (an interface): a new one is appended to both */
-    static const char *const names[] = { "step", "value", "tokens", "lr", "tok_per_s", "attempt", "grad_norm" };
-    const int ncol = (int)(sizeof names / sizeof names[0]);
+    static const char *const names[] = { "step", "value", "tokens", "lr", "tok_per_s", "attempt", "grad_norm", "!extra" };
+    /* the CSV has the numeric columns only; the JSON also a point's "extra" {name: number}, absent when it has none
+     * (an external trainer's own metrics, sql/016_metric_extras.sql) */
+    const int ncol = (int)(sizeof names / sizeof names[0]) - 1;
     if (strcmp(fmt, "csv") == 0) {
         buf b = {0};
         for (int i = 0; i < ncol; i++) {   /* the header: the names */
@@ -416,7 +418,9 @@ void views_job_metrics(api_ctx *c) {
     long long last = -1;
     int any = 0;
     while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
-        json_array_append_new(pts, row_json(s, names, ncol));
+        json_t *row = row_json(s, names, ncol + 1);
+        if (json_is_null(json_object_get(row, "extra"))) json_object_del(row, "extra");
+        json_array_append_new(pts, row);
         last = sqlite3_column_int64(s, 0);
         any = 1;
     }

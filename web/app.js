@@ -39,7 +39,8 @@ const S = {
   jobsSync: { sweep: null, cursor: null, byId: new Map() }, // the jobs held (id -> job, the server's order) and their cursor
   sort: { key: 'rank', dir: 1 },
   jobsFilter: '',
-  curves: new Map(),     // job id -> { attempt, complete, val: Map(step -> {v, tokens}), train: Map, since: {val, train} }
+  curves: new Map(),     // job id -> { attempt, complete, val: Map(step -> {v, tokens, extra}), train: Map, since: {val, train} }
+  extraPick: '',         // the extra metric plotted in the detail view: 'KIND:NAME' (a trainer's own, docs/TRAINERS.md)
   charts: {},            // Chart.js instances of the detail view
   zoom: { val: false, train: false }, // loss charts showing only the second half of training
   detail: null,          // GET /sweeps/{id} of the selected sweep (spec, cost)
@@ -704,6 +705,7 @@ function ensureCharts() {
   if (S.charts.val) return true;
   S.charts.val = new Chart($('#chart-val'), { type: 'line', data: { datasets: [] }, options: lineOptions('tokens', 'val loss'), plugins: [RUNG_MARKERS] });
   S.charts.train = new Chart($('#chart-train'), { type: 'line', data: { datasets: [] }, options: lineOptions('tokens', 'train loss'), plugins: [RUNG_MARKERS] });
+  S.charts.extra = new Chart($('#chart-extra'), { type: 'line', data: { datasets: [] }, options: lineOptions('tokens', 'extra metric') });
   const distOpts = lineOptions('layer', 'mean distance (tokens)');
   distOpts.scales.x.ticks.stepSize = 1;
   distOpts.elements.point.radius = 3;
@@ -745,18 +747,38 @@ async function fetchCurve(job) {
     ((body && body.points) || []).forEach((p) => {
       const step = num(p.step), v = num(p.value);
       if (step == null || v == null) return;
-      c[kind].set(step, { v, tokens: num(p.tokens) });
+      c[kind].set(step, { v, tokens: num(p.tokens), extra: normExtra(p.extra) });
       if (step > c.since[kind]) c.since[kind] = step;
     });
   }
   c.complete = doneBefore;
   return c;
 }
-function seriesOf(job, kind) {
+/* A point's extra metrics {name: number} (numbers only), or null. */
+function normExtra(e) {
+  if (!e || typeof e !== 'object' || Array.isArray(e)) return null;
+  const out = {};
+  let any = false;
+  Object.keys(e).forEach((k) => { const v = num(e[k]); if (v != null) { out[k] = v; any = true; } });
+  return any ? out : null;
+}
+/* A job's curve of `kind`: its loss, or with `name` its extra metric of that name (points without it left out). */
+function seriesOf(job, kind, name) {
   const c = S.curves.get(job.id);
   if (!c) return [];
   return Array.from(c[kind].entries()).sort((a, b) => a[0] - b[0])
-    .map(([step, p]) => ({ x: isNum(p.tokens) ? p.tokens : step, y: p.v }));
+    .map(([step, p]) => ({ x: isNum(p.tokens) ? p.tokens : step, y: name ? (p.extra ? p.extra[name] : undefined) : p.v }))
+    .filter((p) => !name || isNum(p.y));
+}
+/* The extra metrics the jobs' held points carry, as 'KIND:NAME', sorted. */
+function extraNames(jobs) {
+  const names = new Set();
+  jobs.forEach((j) => {
+    const c = S.curves.get(j.id);
+    if (!c) return;
+    ['train', 'val'].forEach((kind) => c[kind].forEach((p) => { if (p.extra) Object.keys(p.extra).forEach((k) => names.add(kind + ':' + k)); }));
+  });
+  return Array.from(names).sort();
 }
 /* Mean over seeds at every x any seed reached (each seed's curve is on the same step grid). */
 function meanSeries(list) {
@@ -769,11 +791,11 @@ function meanSeries(list) {
   return Array.from(acc.entries()).sort((a, b) => a[0] - b[0]).map(([x, a]) => ({ x, y: a[0] / a[1] }));
 }
 
-function curveDatasets(kind, mine, base, isBase) {
+function curveDatasets(kind, mine, base, isBase, name) {
   const cMine = css('--accent'), cBase = css('--base');
   const ds = [];
   const add = (jobs, colour, label, dashed) => {
-    const withData = jobs.map((j) => ({ j, s: seriesOf(j, kind) })).filter((x) => x.s.length);
+    const withData = jobs.map((j) => ({ j, s: seriesOf(j, kind, name) })).filter((x) => x.s.length);
     const per = withData.map((x) => x.s);
     withData.forEach((x) => ds.push({ label: label + ' seed ' + x.j.seed, data: x.s, faint: true, borderColor: withAlpha(colour, 0.28),
       backgroundColor: withAlpha(colour, 0.28), borderWidth: 1, pointRadius: 0 }));
@@ -836,6 +858,7 @@ async function refreshDetail() {
   applyZoom(S.charts.train, S.zoom.train);
   S.charts.val.update('none');
   S.charts.train.update('none');
+  renderExtraChart(started, mine, baseJobs, row.is_baseline);
   // Attention distance: the schedule's D_l and the baseline's, and ΔD_l.
   const cMine = css('--accent'), cBase = css('--base');
   const distDs = [];
@@ -857,6 +880,27 @@ async function refreshDetail() {
   chartNote('chart-ddist', dd ? null : row.is_baseline ? 'ΔDₗ compares a schedule with this baseline: open another schedule.'
     : 'Needs Dₗ of this schedule and of the baseline (a finished seed of each).');
   S.charts.ddist.update('none');
+}
+
+/* The trainer's own metrics (a train/val line's "extra"): a selector of the names the held points carry and the
+ * chosen one's curves, as the loss charts draw theirs. Hidden while no point has any. */
+function renderExtraChart(started, mine, baseJobs, isBase) {
+  const names = extraNames(started);
+  const fig = $('#extra-figure'), sel = $('#extra-pick');
+  fig.hidden = !names.length;
+  if (!names.length) { S.charts.extra.data.datasets = []; S.charts.extra.update('none'); return; }
+  if (names.indexOf(S.extraPick) < 0) S.extraPick = names[0];
+  const have = Array.from(sel.options).map((o) => o.value);
+  if (have.join('\n') !== names.join('\n')) {
+    setHTML(sel, names.map((n) => { const i = n.indexOf(':'); return '<option value="' + esc(n) + '">' + esc(n.slice(i + 1) + ' (' + n.slice(0, i) + ')') + '</option>'; }).join(''));
+  }
+  sel.value = S.extraPick;
+  const i = S.extraPick.indexOf(':'), kind = S.extraPick.slice(0, i), name = S.extraPick.slice(i + 1);
+  S.charts.extra.options.scales.y.title.text = name + ' (' + kind + ')';
+  S.charts.extra.data.datasets = curveDatasets(kind, mine, baseJobs, isBase, name);
+  S.charts.extra.$metric = S.extraPick;
+  chartNote('chart-extra', S.charts.extra.data.datasets.length ? null : 'This schedule\'s points do not carry ' + name + '.');
+  S.charts.extra.update('none');
 }
 
 /* An explanation over a chart that has nothing to draw (null: the chart has data). */
@@ -1001,6 +1045,7 @@ function init() {
   }));
   $('#home').addEventListener('click', (ev) => { ev.preventDefault(); closeSchedule(); });
   $('#jobs-filter').addEventListener('change', (ev) => { S.jobsFilter = ev.target.value; renderJobs(); });
+  $('#extra-pick').addEventListener('change', (ev) => { S.extraPick = ev.target.value; refreshDetail(); });
   window.addEventListener('hashchange', () => { readHash(); poll(); });
   readHash();
   poll();

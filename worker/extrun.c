@@ -20,6 +20,7 @@
 #include "extrun.h"
 
 #include "logesc.h"
+#include "point.h"
 #include "util.h"
 
 #include <errno.h>
@@ -157,8 +158,8 @@ static const struct extrun_event {
     int kind, req;
     const char *keys[8];
 } EVENTS[] = {
-    {"train", EXTRUN_EV_TRAIN, 2, {"step", "train_loss", "lr", "grad_norm", "tokens", "tok_per_s", NULL}},
-    {"val", EXTRUN_EV_VAL, 2, {"step", "val_loss", "val_loss_se", "zero_shot", NULL}},
+    {"train", EXTRUN_EV_TRAIN, 2, {"step", "train_loss", "lr", "grad_norm", "tokens", "tok_per_s", "extra", NULL}},
+    {"val", EXTRUN_EV_VAL, 2, {"step", "val_loss", "val_loss_se", "zero_shot", "extra", NULL}},
     {"checkpoint", EXTRUN_EV_CHECKPOINT, 2, {"step", "path", NULL}},
     {"paused", EXTRUN_EV_PAUSED, 2, {"step", "val_loss", NULL}},
     {"preempted", EXTRUN_EV_PREEMPTED, 1, {"step", NULL}},
@@ -212,6 +213,17 @@ static int extrun_zero_shot(const json_t *zs, char *err, size_t errlen) {
             }
         }
     }
+    return 0;
+}
+
+/* A train or val line's (or a result's) own metrics, "extra": {name: number}, checked by the server's own rule
+ * (common/point.h point_extra_check) and copied into the metrics row. Absent or null: nothing. 0 or -1 with err. */
+static int extrun_extra(const json_t *o, const char *where, json_t *row, char *err, size_t errlen) {
+    json_t *ex = json_object_get(o, POINT_KEY_EXTRA);
+    if (!ex || json_is_null(ex)) return 0;
+    if (point_extra_check(ex, where, err, errlen) < 0) return -1;
+    if (!json_object_size(ex)) return 0;   /* {}: none */
+    if (row && json_object_set_new(row, POINT_KEY_EXTRA, json_deep_copy(ex)) < 0) { snprintf(err, errlen, "out of memory"); return -1; }
     return 0;
 }
 
@@ -333,6 +345,7 @@ int extrun_parse_line(const char *line, size_t len, const extrun_limits *lim, ex
             }
             if (out->row) json_object_set_new(out->row, "tokens", json_integer(json_integer_value(tk)));
         }
+        if (extrun_extra(o, "train", out->row, err, errlen)) goto out;
         break;
     }
     case EXTRUN_EV_VAL: {
@@ -350,6 +363,7 @@ int extrun_parse_line(const char *line, size_t len, const extrun_limits *lim, ex
             if (extrun_zero_shot(zs, err, errlen)) goto out;
             if (out->row) json_object_set_new(out->row, "zero_shot", json_deep_copy(zs));
         }
+        if (extrun_extra(o, "val", out->row, err, errlen)) goto out;
         break;
     }
     case EXTRUN_EV_PAUSED:
@@ -370,6 +384,7 @@ int extrun_parse_line(const char *line, size_t len, const extrun_limits *lim, ex
         json_t *r = json_object_get(o, "result");
         if (!json_is_object(r)) { snprintf(err, errlen, "result: result: must be an object, got %s", job_json_type(r)); goto out; }
         if (extrun_result_keys(r, 0, err, errlen)) goto out;
+        if (extrun_extra(r, "result: result", NULL, err, errlen)) goto out;
         json_t *vl = json_object_get(r, "val_loss");
         if (!vl) vl = json_object_get(r, "final_val_loss");
         if (!json_is_number(vl)) {

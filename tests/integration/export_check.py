@@ -5,6 +5,8 @@
 #   data, computed here bit by bit) and every Event is decoded with Debian's python3-protobuf from a descriptor
 #   built here (Event/Summary/Value as TensorFlow's event.proto and summary.proto number them).
 #   csv / jsonl: every row parsed and compared.
+# A point's extra metrics (metrics.extra, an external trainer's {name: number}) too: TensorBoard tags extra/NAME
+# (train) and val/extra/NAME (val), extras.csv (long: a row per point and name), metrics.jsonl's "extra".
 # Expected points: per (job, kind, step) the latest attempt's, the curve the API serves. Exit 0, or 1 naming
 # the first difference (both sides printed).
 import csv
@@ -33,12 +35,16 @@ jobs = {r[0]: r for r in con.execute(
     "SELECT j.id, sc.heads, j.seed, j.state, j.steps, r.val_loss, r.tok_per_s FROM jobs j JOIN schedules sc ON "
     "sc.id = j.schedule_id LEFT JOIN results r ON r.job_id = j.id WHERE j.sweep_id = ?", (sweep,))}
 pts = {}
-for job, kind, step, value, tokens, lr, tps, gn, att in con.execute(
-        "SELECT m.job_id, m.kind, m.step, m.value, m.tokens, m.lr, m.tok_per_s, m.grad_norm, m.attempt FROM metrics m "
+extras = {}   # (job, kind, step) -> {name: value} of the point exported (the latest attempt's)
+for job, kind, step, value, tokens, lr, tps, gn, att, ex in con.execute(
+        "SELECT m.job_id, m.kind, m.step, m.value, m.tokens, m.lr, m.tok_per_s, m.grad_norm, m.attempt, m.extra FROM metrics m "
         "JOIN jobs j ON j.id = m.job_id WHERE j.sweep_id = ?", (sweep,)):
     k = (job, kind, step)
     if k not in pts or pts[k][-1] < att:
         pts[k] = (value, tokens, lr, tps, gn, att)
+        extras.pop(k, None)
+        if ex is not None:
+            extras[k] = json.loads(ex)
 if not pts:
     fail("the database has no points for sweep %d: the test fed nothing" % sweep)
 
@@ -142,6 +148,9 @@ def check_tensorboard():
             for tag, x in (("train/lr", lr), ("train/tok_per_s", tps), ("train/grad_norm", gn)):
                 if x is not None:
                     want[(job, tag, step)] = f32(x)
+    for (job, kind, step), ex in extras.items():
+        for name, x in ex.items():
+            want[(job, ("extra/" if kind == "train" else "val/extra/") + name, step)] = f32(x)
     for job, r in jobs.items():
         if r[5] is not None:
             want[(job, "result/val_loss", r[4])] = f32(r[5])
@@ -151,15 +160,19 @@ def check_tensorboard():
     for k in want:
         eq(want[k], got[k], "value of %r" % (k,))
     n_gn = sum(1 for k in got if k[1] == "train/grad_norm")
-    if not n_gn:
+    if not n_gn and any(v[4] is not None for v in pts.values()):
         fail("no train/grad_norm points in the event files")
-    print("tensorboard: %d runs, %d scalars (%d grad_norm) equal the database's" % (len(runs), len(got), n_gn))
+    n_ex = sum(1 for k in got if "extra/" in k[1])
+    print("tensorboard: %d runs, %d scalars (%d grad_norm, %d extra) equal the database's" % (len(runs), len(got), n_gn, n_ex))
 
 
 def num(s, integer=False):
     if s == "":
         return None
     return int(s) if integer else float(s)
+
+
+got_ex = {}   # the extras the export holds, (job, kind, step) -> {name: value}
 
 
 def check_rows(rows):
@@ -169,13 +182,16 @@ def check_rows(rows):
         if k in got:
             fail("point %r listed twice" % (k,))
         got[k] = (r["value"], r["tokens"], r["lr"], r["tok_per_s"], r["grad_norm"], r["attempt"])
+        if fmt == "jsonl" and "extra" in r:
+            got_ex[k] = r["extra"]
         j = jobs[r["job_id"]]
         eq(j[1], r["schedule"], "schedule of job %d" % r["job_id"])
         eq(j[2], r["seed"], "seed of job %d" % r["job_id"])
     eq(sorted(pts), sorted(got), "the (job, kind, step) points exported")
     for k in pts:
         eq(pts[k], got[k], "point %r (value, tokens, lr, tok_per_s, grad_norm, attempt)" % (k,))
-    print("%s: %d points equal the database's" % (fmt, len(got)))
+    eq(extras, got_ex, "the points' extra metrics exported")
+    print("%s: %d points (%d with extras) equal the database's" % (fmt, len(got), len(got_ex)))
 
 
 def check_csv():
@@ -187,6 +203,15 @@ def check_csv():
                  "step": int(r["step"]), "value": num(r["value"]), "tokens": num(r["tokens"], True), "lr": num(r["lr"]),
                  "tok_per_s": num(r["tok_per_s"]), "grad_norm": num(r["grad_norm"]), "attempt": int(r["attempt"])}
                 for r in rd]
+    with open(os.path.join(out, "extras.csv"), newline="") as f:
+        rd = csv.DictReader(f)
+        eq(["job_id", "schedule", "seed", "kind", "step", "name", "value"], rd.fieldnames, "extras.csv header")
+        for r in rd:
+            k = (int(r["job_id"]), r["kind"], int(r["step"]))
+            if r["name"] in got_ex.setdefault(k, {}):
+                fail("extras.csv: %r name %s twice" % (k, r["name"]))
+            got_ex[k][r["name"]] = float(r["value"])
+            eq(jobs[k[0]][1], r["schedule"], "extras.csv: schedule of job %d" % k[0])
     check_rows(rows)
     with open(os.path.join(out, "results.csv"), newline="") as f:
         res = {int(r["job_id"]): r for r in csv.DictReader(f)}

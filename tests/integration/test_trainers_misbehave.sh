@@ -54,7 +54,7 @@ t_result_names_a_job() { misbehave resultjob "line 3: result: result.job_id: a t
 t_result_spoofs_the_backend() { misbehave resultbackend "line 3: result: result.backend: a trainer may not set it"; }
 t_result_key_too_long() { misbehave resultlongkey "line 3: result: a key of 60000 bytes (\"kkkk"; \
                           assert_contains "$(tr_job 1 'd["last_error"]')" "keys are at most 64 bytes"; }
-t_unknown_key() { misbehave unknown "line 3: train: unknown key \"losss\" (known: step train_loss lr grad_norm tokens tok_per_s)"; }
+t_unknown_key() { misbehave unknown "line 3: train: unknown key \"losss\" (known: step train_loss lr grad_norm tokens tok_per_s extra)"; }
 
 # A COMMAND that cannot be started: both jobs fail naming the program and the flag to fix.
 t_command_not_found() {

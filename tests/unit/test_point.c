@@ -7,6 +7,7 @@
 #include "point.h"
 
 #include <math.h>
+#include <string.h>
 
 static json_t *parse(const char *text) {
     json_error_t je;
@@ -80,6 +81,49 @@ TEST(bad_points_name_the_key) {
     point_error("{\"step\": 1, \"train_loss\": 1, \"grad_norm\": -1}", "points[3].grad_norm: -1 is outside [0, 1e+30]");
     point_error("{\"step\": 1, \"train_loss\": 1, \"tok_per_s\": 1e15}", "points[3].tok_per_s: 1e+15 is outside [0, 1e+12]");
     point_error("{\"step\": 1, \"train_loss\": 1, \"tokens\": -5}", "points[3].tokens: -5 is outside [0, 9.2e+18]");
+}
+
+/* An external trainer's own metrics: parsed (borrowed from the object), written back by the builder, and every
+ * bound of point_extra_check (the worker's and the server's one rule) refused naming the name. */
+TEST(extra_metrics_round_trip_and_bounds) {
+    json_t *o = parse("{\"step\": 3, \"train_loss\": 2.5, \"extra\": {\"tokens_per_s\": 1234.5, \"lr/scale.0-x_y\": -0.25}}");
+    metric_point p;
+    char err[256] = "";
+    ASSERT_EQ_INT(0, point_from_json(o, &p, "points[0]", err, sizeof err));
+    ASSERT_TRUE(p.extra != NULL);
+    ASSERT_NEAR(-0.25, json_number_value(json_object_get(p.extra, "lr/scale.0-x_y")), 0);
+    json_t *back = point_to_json(&p);
+    char *text = json_dumps(back, JSON_COMPACT | JSON_SORT_KEYS);
+    printf("built: %s\n", text);
+    ASSERT_STREQ("{\"extra\":{\"lr/scale.0-x_y\":-0.25,\"tokens_per_s\":1234.5},\"step\":3,\"train_loss\":2.5}", text);
+    free(text);
+    json_decref(back);
+    json_decref(o);
+    o = parse("{\"step\": 3, \"train_loss\": 2.5, \"extra\": {}}");   /* {} and null: none */
+    ASSERT_EQ_INT(0, point_from_json(o, &p, "points[0]", err, sizeof err));
+    ASSERT_TRUE(p.extra == NULL);
+    json_decref(o);
+    point_error("{\"step\": 3, \"train_loss\": 2.5, \"extra\": [1]}", "points[3].extra: must be an object {name: number}");
+    point_error("{\"step\": 3, \"train_loss\": 2.5, \"extra\": {\"a b\": 1}}", "points[3].extra: name \"a b\": names are 1 to 64");
+    point_error("{\"step\": 3, \"train_loss\": 2.5, \"extra\": {\"\": 1}}", "points[3].extra: name \"\"");
+    point_error("{\"step\": 3, \"train_loss\": 2.5, \"extra\": {\"x\": \"1\"}}", "points[3].extra.x: must be a finite number");
+    point_error("{\"step\": 3, \"train_loss\": 2.5, \"extra\": {\"x\": null}}", "points[3].extra.x: must be a finite number");
+    char big[512] = "{\"step\": 3, \"train_loss\": 2.5, \"extra\": {";
+    for (int i = 0; i < POINT_EXTRA_MAX + 1; i++)
+        snprintf(big + strlen(big), sizeof big - strlen(big), "%s\"m%d\": %d", i ? ", " : "", i, i);
+    strcat(big, "}}");
+    point_error(big, "points[3].extra: 17 names: at most 16");
+    char name[POINT_EXTRA_NAME_MAX + 2];
+    memset(name, 'n', sizeof name - 1);
+    name[sizeof name - 1] = 0;   /* 65 characters */
+    char longer[256];
+    snprintf(longer, sizeof longer, "{\"step\": 3, \"train_loss\": 2.5, \"extra\": {\"%s\": 1}}", name);
+    point_error(longer, "\"...: names are 1 to 64");
+    name[POINT_EXTRA_NAME_MAX] = 0;   /* 64: allowed */
+    snprintf(longer, sizeof longer, "{\"step\": 3, \"train_loss\": 2.5, \"extra\": {\"%s\": 1}}", name);
+    o = parse(longer);
+    ASSERT_EQ_INT(0, point_from_json(o, &p, "points[0]", err, sizeof err));
+    json_decref(o);
 }
 
 TEST(heartbeat_round_trips_and_names_bad_keys) {

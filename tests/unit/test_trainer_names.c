@@ -190,6 +190,39 @@ TEST(protocol_lines_checked) {
     ASSERT_EQ_INT(EXTRUN_ENAN, extrun_parse_line(nan, strlen(nan), &lim, &l, err, sizeof err));
 }
 
+/* A train or val line's (and a result's) "extra": checked by the server's rule (common/point.h), copied into the
+ * metrics row; {} is none; a bad one fails naming the line's event and the name. */
+TEST(protocol_extra_metrics) {
+    extrun_limits lim = { 10 };
+    extrun_line l;
+    char err[1024];
+    const char *tr = "{\"event\":\"train\",\"step\":1,\"train_loss\":3,\"extra\":{\"tokens_per_s\":99.5,\"lr_scale\":0.5}}";
+    ASSERT_EQ_INT(EXTRUN_EV_TRAIN, extrun_parse_line(tr, strlen(tr), &lim, &l, err, sizeof err));
+    char *row = json_dumps(l.row, JSON_COMPACT | JSON_SORT_KEYS);
+    printf("row: %s\n", row);
+    ASSERT_STREQ("{\"extra\":{\"lr_scale\":0.5,\"tokens_per_s\":99.5},\"step\":1,\"train_loss\":3.0}", row);
+    free(row);
+    extrun_line_release(&l);
+    const char *va = "{\"event\":\"val\",\"step\":10,\"val_loss\":3,\"extra\":{}}";
+    ASSERT_EQ_INT(EXTRUN_EV_VAL, extrun_parse_line(va, strlen(va), &lim, &l, err, sizeof err));
+    ASSERT_TRUE(json_object_get(l.row, "extra") == NULL);
+    extrun_line_release(&l);
+    const char *res = "{\"event\":\"result\",\"result\":{\"val_loss\":1,\"steps\":10,\"extra\":{\"mfu\":0.4}}}";
+    ASSERT_EQ_INT(EXTRUN_EV_RESULT, extrun_parse_line(res, strlen(res), &lim, &l, err, sizeof err));
+    extrun_line_release(&l);
+    static const char *const bad[][2] = {
+        { "{\"event\":\"train\",\"step\":1,\"train_loss\":3,\"extra\":{\"a b\":1}}", "train.extra: name \"a b\": names are" },
+        { "{\"event\":\"val\",\"step\":1,\"val_loss\":3,\"extra\":{\"x\":true}}", "val.extra.x: must be a finite number" },
+        { "{\"event\":\"result\",\"result\":{\"val_loss\":1,\"extra\":7}}", "result: result.extra: must be an object" },
+        { "{\"event\":\"paused\",\"step\":1,\"val_loss\":3,\"extra\":{}}", "paused: unknown key \"extra\"" },
+    };
+    for (int i = 0; i < 4; i++) {
+        ASSERT_EQ_INT(-1, extrun_parse_line(bad[i][0], strlen(bad[i][0]), &lim, &l, err, sizeof err));
+        printf("refused: %s\n", err);
+        ASSERT_CONTAINS(err, bad[i][1]);
+    }
+}
+
 /* A result may not name the job, attempt, lease, worker or backend (another job's id, a spoofed backend), nor
  * carry a key over EXTRUN_KEY_MAX bytes at any depth; the built-in's keys (device, heads, arch, zero_shot task
  * names up to 63 bytes) pass. */

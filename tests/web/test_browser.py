@@ -425,6 +425,96 @@ def t_spec_and_cost():
     session(run)
 
 
+def t_extra_metric_selector_plots_the_trainer_metrics():
+    """A trainer's own metrics (a point's "extra") get a selector of the names present in the detail view; the chosen
+    one's curve is the API's points: x the tokens, y the extra's value."""
+    def run(srv, drv, sid, f):
+        ls = f.leases[(tuple(WIDE), 2)]   # the job left running: its later points carry extras
+        tok = {"lease_token": ls["lease_token"]}
+        first = tl.STEPS // 2 + 1
+        pts = [{"step": s, "train_loss": 3.5 - 0.01 * s, "extra": {"lr_scale": 1.0 - s / 100.0, "tokens_per_s": 1000.0 + s}}
+               for s in range(first, first + 4)]
+        pts.append({"step": first + 1, "val_loss": 3.4, "extra": {"ppl": 29.96}})
+        srv.ok("POST", "/api/v1/jobs/%d/metrics" % ls["job_id"], dict(tok, points=pts), tl.WORKER_TOKEN)
+        api = {k: srv.ok("GET", "/api/v1/jobs/%d/metrics?kind=%s" % (ls["job_id"], k), token=None)["points"] for k in ("train", "val")}
+        want = {k: [{"x": p["tokens"], "y": p["extra"][n]} for p in api[k] if "extra" in p and n in p["extra"]]
+                for k, n in (("train", "lr_scale"), ("val", "ppl"))}
+        print("API extras: %r" % want)
+        check_eq(4, len(want["train"]), "train points with lr_scale in the API")
+        wid = js(drv, "document.querySelector('#leaderboard tr[data-heads=\"%s\"]').dataset.schedule" % W_S)
+        tl.open_page(drv, srv, sid, "&schedule=%s" % wid)
+        wait_for(drv, "Chart.getChart('chart-extra') && !document.getElementById('extra-figure').hidden", "the extra metric chart")
+        opts = js(drv, "Array.from(document.querySelectorAll('#extra-pick option')).map(o => [o.value, o.textContent])")
+        check_eq([["train:lr_scale", "lr_scale (train)"], ["train:tokens_per_s", "tokens_per_s (train)"], ["val:ppl", "ppl (val)"]],
+                 opts, "the selector lists the names present")
+        got = js(drv, "Chart.getChart('chart-extra').data.datasets.map(d => ({label: d.label, faint: !!d.faint, data: d.data}))")
+        print("page datasets: %r" % got)
+        seeds = [d for d in got if d["faint"]]
+        check_eq(1, len(seeds), "one seed has the metric")
+        check_eq(want["train"], seeds[0]["data"], "the lr_scale curve drawn = the API's points")
+        drv.execute_script("var s = document.getElementById('extra-pick'); s.value = 'val:ppl'; s.dispatchEvent(new Event('change'));")
+        wait_for(drv, "Chart.getChart('chart-extra').$metric === 'val:ppl'", "the chart switched to ppl")
+        got = js(drv, "Chart.getChart('chart-extra').data.datasets.filter(d => d.faint).map(d => d.data)")
+        check_eq([want["val"]], got, "the ppl curve drawn = the API's points")
+        check_eq("ppl (val)", js(drv, "Chart.getChart('chart-extra').options.scales.y.title.text"), "the y axis names the metric")
+        # a schedule whose points carry no extras shows no selector
+        pid = js(drv, "document.querySelector('#leaderboard tr[data-heads=\"%s\"]').dataset.schedule" % P_S)
+        tl.open_page(drv, srv, sid, "&schedule=%s" % pid)
+        wait_for(drv, "Chart.getChart('chart-val') && Chart.getChart('chart-val').data.datasets.length > 0", "the prism detail charts")
+        check(js(drv, "document.getElementById('extra-figure').hidden"), "no extra chart for a schedule without extras")
+    session(run)
+
+
+def t_numpy_trainer_extras_on_the_page():
+    """A third-party-style numpy trainer (tests/integration/numpy_trainer.py) trained a sweep through a real
+    prism-worker: the page's extra-metric chart draws its lr_scale, and then its val ppl, exactly as the API serves them."""
+    import subprocess
+    srv = tl.Server()
+    drv = wk = None
+    try:
+        sp = tl.spec("web-numpy", [tl.UNIFORM, tl.PRISM], seeds=[0])
+        sp["trainer"] = "numpy"
+        sid = srv.ok("POST", "/api/v1/sweeps", sp)["sweep_id"]
+        tokf = os.path.join(srv.dir, "worker-token")
+        with open(tokf, "w") as fh:
+            fh.write(tl.WORKER_TOKEN + "\n")
+        os.chmod(tokf, 0o600)
+        trainer = "numpy=/usr/bin/python3 " + os.path.join(tl.ROOT, "tests", "integration", "numpy_trainer.py")
+        log = open(os.path.join(srv.dir, "worker.log"), "w")
+        wk = subprocess.Popen([os.path.join(tl.BUILD, "prism-worker"), "--server", srv.base, "--token-file", tokf,
+                               "--devices", "cpu", "--name", "numpy", "--work-dir", os.path.join(srv.dir, "work"),
+                               "--data-root", srv.dir, "--poll", "0.2", "--heartbeat", "0.5", "--flush", "0.3",
+                               "--progress", "log", "--idle-exit", "1", "--trainer", trainer], stdout=log, stderr=subprocess.STDOUT)
+        rc = wk.wait(90)
+        jobs = srv.ok("GET", "/api/v1/sweeps/%d/jobs" % sid, token=None)["jobs"]
+        if rc != 0 or any(j["state"] != "done" for j in jobs):
+            fail("the numpy trainer's sweep: worker exit %r, jobs %r\n%s" % (rc, [(j["id"], j["state"], j["last_error"]) for j in jobs],
+                                                                          open(log.name).read()[-3000:]))
+        mine = [j for j in jobs if j["heads"] == tl.PRISM][0]
+        api = {k: srv.ok("GET", "/api/v1/jobs/%d/metrics?kind=%s" % (mine["id"], k), token=None)["points"] for k in ("train", "val")}
+        want = {"train:lr_scale": [{"x": p["tokens"], "y": p["extra"]["lr_scale"]} for p in api["train"]],
+                "val:ppl": [{"x": p["tokens"], "y": p["extra"]["ppl"]} for p in api["val"]]}
+        check_eq(tl.STEPS, len(want["train:lr_scale"]), "train points with lr_scale")
+        drv = tl.browser()
+        tl.open_page(drv, srv, sid)
+        wait_for(drv, "document.querySelector('#leaderboard tr[data-heads=\"%s\"]')" % P_S, "the prism row")
+        pid = js(drv, "document.querySelector('#leaderboard tr[data-heads=\"%s\"]').dataset.schedule" % P_S)
+        tl.open_page(drv, srv, sid, "&schedule=%s" % pid)
+        wait_for(drv, "Chart.getChart('chart-extra') && !document.getElementById('extra-figure').hidden", "the extra metric chart")
+        check_eq(["train:lr_scale", "train:tokens_per_s", "val:ppl"],
+                 js(drv, "Array.from(document.querySelectorAll('#extra-pick option')).map(o => o.value)"), "the names the trainer logged")
+        for metric in ("train:lr_scale", "val:ppl"):
+            drv.execute_script("var s = document.getElementById('extra-pick'); s.value = '%s'; s.dispatchEvent(new Event('change'));" % metric)
+            wait_for(drv, "Chart.getChart('chart-extra').$metric === '%s'" % metric, "the chart showing " + metric)
+            got = js(drv, "Chart.getChart('chart-extra').data.datasets.filter(d => d.faint && d.label.indexOf('this schedule') === 0).map(d => d.data)")
+            print("%s: page %d points, API %d" % (metric, len(got[0]) if got else 0, len(want[metric])))
+            check_eq(4, len(js(drv, "Chart.getChart('chart-extra').data.datasets")), "this schedule's and the baseline's seed and mean")
+            check_eq([want[metric]], got, "the %s curve on the page = the API's points" % metric)
+        tl.assert_no_console_errors(drv)
+    finally:
+        tl.stop_search_case(wk, drv, srv)   # the worker, the browser and the server, whichever started
+
+
 CASES = {name[2:]: fn for name, fn in sorted(globals().items()) if name.startswith("t_") and callable(fn)}
 
 if __name__ == "__main__":
