@@ -126,6 +126,25 @@ static int check_num(const struct result_key *k, const result_limits *lim, const
     return 0;
 }
 
+int result_check_scores(const json_t *v, const char *what, int capped, char *err, size_t errlen) {
+    static const char *const acc[2] = { "acc", "acc_norm" }, *const cnt[2] = { "n", "truncated" };
+    for (int a = 0; a < 2; a++) {
+        json_t *x = json_object_get(v, acc[a]);
+        if (!json_is_number(x) || !(json_number_value(x) >= 0 && json_number_value(x) <= 1)) {
+            snprintf(err, errlen, "%s.%s: must be a number in [0, 1]", what, acc[a]);
+            return -1;
+        }
+        x = json_object_get(v, cnt[a]);   /* the items scored and cut: counts, as the worker's engine writes them */
+        if (x && !json_is_null(x) && (!json_is_integer(x) || json_integer_value(x) < 0 ||
+                                      (capped && json_integer_value(x) > 1000000000))) {
+            snprintf(err, errlen, capped ? "%s.%s: must be an integer in [0, 1e9]" : "%s.%s: must be an integer >= 0",
+                     what, cnt[a]);
+            return -1;
+        }
+    }
+    return 0;
+}
+
 static int check_zero_shot(const json_t *zs, const result_limits *lim, char *err, size_t errlen) {
     if (!json_is_object(zs)) { snprintf(err, errlen, "result.zero_shot: must be an object {task: {acc, acc_norm}}"); return -1; }
     const char *name;
@@ -143,19 +162,9 @@ static int check_zero_shot(const json_t *zs, const result_limits *lim, char *err
             return -1;
         }
         if (!json_is_object(v)) { snprintf(err, errlen, "result.zero_shot.%s: must be an object {acc, acc_norm}", name); return -1; }
-        static const char *const acc[2] = { "acc", "acc_norm" }, *const cnt[2] = { "n", "truncated" };
-        for (int a = 0; a < 2; a++) {
-            json_t *x = json_object_get(v, acc[a]);
-            if (!json_is_number(x) || !(json_number_value(x) >= 0 && json_number_value(x) <= 1)) {
-                snprintf(err, errlen, "result.zero_shot.%s.%s: must be a number in [0, 1]", name, acc[a]);
-                return -1;
-            }
-            x = json_object_get(v, cnt[a]);   /* the items scored and cut: counts, as the worker's engine writes them */
-            if (x && !json_is_null(x) && (!json_is_integer(x) || json_integer_value(x) < 0 || json_integer_value(x) > 1000000000)) {
-                snprintf(err, errlen, "result.zero_shot.%s.%s: must be an integer in [0, 1e9]", name, cnt[a]);
-                return -1;
-            }
-        }
+        char what[96];
+        snprintf(what, sizeof what, "result.zero_shot.%s", name);
+        if (result_check_scores(v, what, 1, err, errlen)) return -1;
         const char *vk;
         json_t *vv;
         json_object_foreach(v, vk, vv)

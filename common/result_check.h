@@ -13,6 +13,9 @@
  *   naming the key (result.attn_distance[2]: ...) and the bound. Unknown keys are kept, unchecked.
  * - result_limits_from_job(job, out): the same bounds from a parsed job (the worker's). Nothing to free.
  * - result_check_val_loss(lim, what, v, err, errlen): the val-loss bound alone (a halving rung's report).
+ * - result_check_scores(v, what, capped, err, errlen): one zero-shot task's scores (v an object): acc and acc_norm
+ *   numbers in [0, 1], n and truncated (when present, not null) integers >= 0 (capped: at most 1e9). 0, or -1
+ *   with err "WHAT.acc: must be a number in [0, 1]" (the val line's check, worker/extrun.c, shares it).
  * - result_diverged(result, lim): 1 when the result's val_loss is a finite number above lim->val_loss_max (the run
  *   diverged: a failure of the job's own, reported as "diverged: ..."), else 0.
  * - result_error_is_outcome(error): 1 when a job's error text (POST .../fail "error") is an outcome of the job
@@ -44,5 +47,6 @@ int result_check(const json_t *result, const result_limits *lim, char *err, size
 void result_limits_from_job(const struct job_config *job, result_limits *out);
 int result_diverged(const json_t *result, const result_limits *lim);
 int result_error_is_outcome(const char *error);
+int result_check_scores(const json_t *v, const char *what, int capped, char *err, size_t errlen);
 int result_check_val_loss(const result_limits *lim, const char *what, double v, char *err, size_t errlen);
 #endif

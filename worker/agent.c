@@ -13,6 +13,9 @@
  * finishes the step, writes a checkpoint and returns TRAIN_EPREEMPTED; the slot sends its metrics, the
  * checkpoint, and `fail` retryable (so the job is re-queued at once with `resume`), then the agent exits 0.
  * A second signal exits at once (the lease then simply expires).
+ * Results: before `complete` (and a rung's val loss before `/rung`) the worker applies the server's own rules
+ * (common/result_check.h), so a result the server would refuse fails its job at once, not retryable, with the
+ * rule's message; a 4xx on complete / rung all the same with the server's. Nothing is left leased until its TTL.
  */
 #include "agent.h"
 #include "util.h"
@@ -31,6 +34,7 @@
 #include <curl/curl.h>
 #include <errno.h>
 #include <limits.h>
+#include <math.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -278,21 +282,6 @@ static int agent_job_train(slot *s, const extrun_trainer *tr, json_t *job_json, 
     return trc;
 }
 
-/* A halving rung: metrics and the rung checkpoint first (report_outcome), then the val loss at the rung;
- * the checkpoints stay: a promoted job resumes from this one. */
-static void agent_report_rung(slot *s, const struct train_result *res) {
-    lease *l = &s->rp.l;
-    json_t *body = json_pack("{s:i, s:f}", "step", res->paused_at, "val_loss", res->val_loss);
-    int rc = report_outcome(s, "rung", body, res);
-    json_decref(body);
-    if (rc == CLIENT_EAUTH || rc == CLIENT_EGONE) return;
-    progress_event(s->index, rc == CLIENT_OK ? "rung" : "report-error", "job=%lld attempt=%d schedule=%s step=%d "
-                   "val_loss=%.4f%s%s", l->job_id, l->attempt, s->view.row.schedule, res->paused_at, res->val_loss,
-                   rc == CLIENT_OK ? "" : " not acknowledged: ", rc == CLIENT_OK ? "" : s->cl.err);
-    s->jobs_done++;
-    agent_note_outcome(s, 0, NULL);
-}
-
 /* A result that is not reported as done: `fail`, not retryable, with why (the rule it breaks, or the server's
  * refusal). A result of an external trainer reads "trainer failed: trainer NAME: ..." like its other failures
  * (requeue --error-like 'trainer failed'); the streak counts it (a trainer that writes a bad result writes it
@@ -360,6 +349,37 @@ static void agent_report_complete(slot *s, const struct job_config *job, const e
                        l->job_id, l->attempt, s->view.row.schedule, res->val_loss, res->tok_per_s, res->wall_s);
     else
         progress_event(s->index, "report-error", "job=%lld complete not acknowledged: %s", l->job_id, s->cl.err);
+    s->jobs_done++;
+    agent_note_outcome(s, 0, NULL);
+}
+
+/* A halving rung: metrics and the rung checkpoint first (report_outcome), then the val loss at the rung;
+ * the checkpoints stay: a promoted job resumes from this one. The val loss is checked first with the server's
+ * bound (common/result_check.h): above it the run diverged ("diverged: ..."), and a val loss the server refuses
+ * (or a 400 on the rung report) fails the job at once with the message, instead of leaving it leased. */
+static void agent_report_rung(slot *s, const struct job_config *job, const extrun_trainer *tr,
+                              struct train_result *res) {
+    lease *l = &s->rp.l;
+    result_limits lim;
+    result_limits_from_job(job, &lim);
+    char why[1200];
+    if (result_check_val_loss(&lim, "paused.val_loss", res->val_loss, why, sizeof why) < 0) {
+        if (isfinite(res->val_loss) && res->val_loss > lim.val_loss_max) agent_report_failure(s, TRAIN_EDIVERGED, res, why);
+        else agent_fail_result(s, tr, res, why);
+        return;
+    }
+    json_t *body = json_pack("{s:i, s:f}", "step", res->paused_at, "val_loss", res->val_loss);
+    int rc = report_outcome(s, "rung", body, res);
+    json_decref(body);
+    if (rc == CLIENT_EAUTH || rc == CLIENT_EGONE) return;
+    if (rc == CLIENT_EREJECTED) {
+        snprintf(why, sizeof why, "the server refused the rung report: %.900s", s->cl.err);
+        agent_fail_result(s, tr, res, why);
+        return;
+    }
+    progress_event(s->index, rc == CLIENT_OK ? "rung" : "report-error", "job=%lld attempt=%d schedule=%s step=%d "
+                   "val_loss=%.4f%s%s", l->job_id, l->attempt, s->view.row.schedule, res->paused_at, res->val_loss,
+                   rc == CLIENT_OK ? "" : " not acknowledged: ", rc == CLIENT_OK ? "" : s->cl.err);
     s->jobs_done++;
     agent_note_outcome(s, 0, NULL);
 }
@@ -441,7 +461,7 @@ static void agent_run_job(slot *s, json_t *lease_json) {
     if (rp->refused)   /* the token was refused: checkpointed (stop = 2) and reported nothing */
         report_log_refused(s, &res);
     else if (trc == TRAIN_OK && res.paused_at > 0)
-        agent_report_rung(s, &res);
+        agent_report_rung(s, &job, tr, &res);
     else if (trc == TRAIN_OK)
         agent_report_complete(s, &job, tr, out_dir, &res, err, sizeof err);
     else if (trc == TRAIN_ECANCELLED)

@@ -20,6 +20,7 @@
 #include "extrun.h"
 
 #include "logesc.h"
+#include "result_check.h"
 #include "util.h"
 
 #include <errno.h>
@@ -200,19 +201,9 @@ static int extrun_zero_shot(const json_t *zs, char *err, size_t errlen) {
         char esc[160];
         log_escape(esc, sizeof esc, name);
         if (!json_is_object(v)) { snprintf(err, errlen, "val: zero_shot.%s: must be an object {acc, acc_norm, n, truncated}", esc); return -1; }
-        static const char *const acc[2] = {"acc", "acc_norm"}, *const cnt[2] = {"n", "truncated"};
-        for (int a = 0; a < 2; a++) {
-            json_t *x = json_object_get(v, acc[a]);
-            if (!json_is_number(x) || !(json_number_value(x) >= 0 && json_number_value(x) <= 1)) {
-                snprintf(err, errlen, "val: zero_shot.%s.%s: must be a number in [0, 1]", esc, acc[a]);
-                return -1;
-            }
-            x = json_object_get(v, cnt[a]);
-            if (x && !json_is_null(x) && (!json_is_integer(x) || json_integer_value(x) < 0)) {
-                snprintf(err, errlen, "val: zero_shot.%s.%s: must be an integer >= 0", esc, cnt[a]);
-                return -1;
-            }
-        }
+        char what[200];
+        snprintf(what, sizeof what, "val: zero_shot.%s", esc);
+        if (result_check_scores(v, what, 0, err, errlen)) return -1;   /* the server's own rule (common/result_check.h) */
     }
     return 0;
 }

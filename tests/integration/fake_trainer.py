@@ -9,7 +9,7 @@ and says "preempted". Its "loss" is a function of the step, the schedule and the
 leaderboard. --bad MODE misbehaves in one way when the job's seed is --bad-seed (default 1), after --bad-after
 steps: crash, hang, garbage, huge, nan, escape, noresult, backwards, over, unknown, resultjob, resultbackend,
 resultlongkey, resultparams (the server's rules refuse it: params 0), resultdiverged (val_loss 9 > 1.1 ln 64),
-failoom / faildiverged (a "failed" line: oom retryable, diverged not); and, ending in a valid result:
+failoom / faildiverged (a "failed" line: oom retryable, diverged not), pauseddiverged (a rung's val loss 9); and, ending in a valid result:
 heartbeat (3 s of keep-alive lines between two steps), lineafter (a line after the result, then it hangs),
 slowexit (it hangs after the result). --bad-seed 0: every job misbehaves (or a comma list of seeds). --spawn starts a child
 (`sleep 300`) in its process group and writes both pids to $PRISM_OUT/pids. --ledger FILE appends
@@ -84,7 +84,7 @@ for s in range(start, end):
             emit(event="failed", reason="diverged", retryable=False,
                  message="step %d: validation loss 9.1 is above 4.57 (the trainer's own check)" % s)
         sys.exit(1)
-    elif bad and bad not in ("heartbeat", "lineafter", "slowexit") and s - start == a.bad_after:
+    elif bad and bad not in ("heartbeat", "lineafter", "slowexit", "pauseddiverged") and s - start == a.bad_after:
         if bad == "crash":
             print("fake trainer: Traceback: boom at step %d" % s, file=sys.stderr, flush=True)
             sys.exit(3)
@@ -137,6 +137,8 @@ for s in range(start, end):
         sys.exit(0)
 
 vl = loss_at(end) + 0.05
+if bad == "pauseddiverged" and end < steps:   # a rung's val loss worse than guessing
+    vl = 9.0
 emit(event="val", step=end, val_loss=vl, val_loss_se=0.01)
 if end < steps:
     checkpoint(end)

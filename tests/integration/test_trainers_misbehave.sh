@@ -87,6 +87,22 @@ t_failed_event_diverged() {
 # A result whose val_loss is worse than guessing is a divergence too, found before complete.
 t_result_diverged() { misbehave resultdiverged "diverged: result.val_loss: 9 is above 4.57"; }
 
+# A rung (halving) whose val loss is worse than guessing: the worker checks it with the server's bound and fails
+# the job "diverged: ..." at once. Before: the server's 400 on the rung report was a report-error, and the job
+# stayed leased until its TTL.
+t_rung_diverged() {
+  w_setup
+  w_server
+  tr_spec "$D/spec.json" rd '["4,4,4,4", "2,2,4,4", "1,1,4,4"]' '[1]' 40 0 fake '{"halving": {"eta": 3, "rungs": [0.5]}}'
+  local sid; sid=$(w_create "$D/spec.json")
+  w_worker wa --trainer "fake=$FAKE --bad pauseddiverged" --idle-exit 2 --fail-limit 0
+  w_exit "$LAST_PID" 60
+  echo "failed $(w_count "$sid" failed); job 1: $(tr_job 1 'd["state"]') $(tr_job 1 'd.get("last_error")')"
+  assert_eq 3 "$(w_count "$sid" failed)" "failed jobs"
+  assert_contains "$(tr_job 1 'd["last_error"]')" "diverged: paused.val_loss: 9 is above 4.57477"
+  assert_not_contains "$(cat "$D/wa.log")" "report-error" "worker log"
+}
+
 # Neither fail limit counts a divergence: 3 jobs in a row diverge on one worker (--fail-limit 2, the server's
 # --worker-fail-limit 2) and it leases all three and the fourth, which trains. Before: the server refused its
 # lease after two ("stopped"), and the worker's own limit counted them as trainer failures.
