@@ -27,7 +27,7 @@
 #define JOB_MAX_STEP_TOKENS (1LL << 32)   /* train.batch_size x seq_len x grad_accum, at most */
 #define JOB_MAX_TOKENS (1LL << 48)        /* ... x train.steps, at most: sums of tokens and steps cannot overflow */
 /* A run diverged when its val loss is above this x ln(vocab_size), worse than guessing uniformly: the worker
- * stops it (worker/train.c) and the server refuses it as a result (orchestrator/result.c). */
+ * stops it (worker/train.c) and the server refuses it as a result (common/result_check.c). */
 #define JOB_DIVERGED_FACTOR 1.1
 #define JOB_MAX_LAYERS 240   /* llm.c header slots 8..247 hold per-layer heads (see kernels/checkpoint.h) */
 

@@ -1,7 +1,8 @@
 /* jobresult.c — the job result's builder and column reader (jobresult.h).
  *
  * Design: both sides name the keys through jobresult.h's constants, so a key the worker writes is a key the
- * server reads; the bounds of each number depend on the job and stay with the server (orchestrator/result.c).
+ * server reads; the bounds of each number depend on the job and are common/result_check.c's, applied by the
+ * server and by the worker before it reports.
  */
 #include "jobresult.h"
 

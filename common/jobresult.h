@@ -1,6 +1,6 @@
 /* jobresult.h — a job's result (result.json, the body of POST /api/v1/jobs/{id}/complete's "result"), one type
  * both sides share: the worker builds it (jobresult_to_json), the orchestrator reads the columns it stores
- * (jobresult_columns) after orchestrator/result.c has checked every number against the job's bounds.
+ * (jobresult_columns) after common/result_check.c has checked every number against the job's bounds.
  *
  *   {"val_loss": 3.05, "train_loss": 3.11, "tok_per_s": 51234.5, "wall_s": 812.4, "params": 124475904,
  *    "flops_per_token": 7.5e8, "steps": 400, "tokens": 6553600, "heads": [3, 3, 6, ...], "device": "cpu",
@@ -16,7 +16,7 @@
  *   val_loss_se null with fewer than two batches); NULL when out of memory. r is unchanged.
  * - jobresult_columns(result, c): result borrowed. Fills c with what the results table stores (has_* 0 for a
  *   key absent or not of its type; attn_distance borrowed from result, NULL unless an array). Returns 0, or -1
- *   when result is not an object or has no numeric val_loss (orchestrator/result.c's result_check says why).
+ *   when result is not an object or has no numeric val_loss (common/result_check.c's result_check says why).
  * Thread-safe; no globals.
  */
 #ifndef PRISM_JOBRESULT_H

@@ -44,8 +44,11 @@ int fuzz_extrun_one(const uint8_t *data, size_t size) {
         FUZZ_CHECK(err[0] != 0 && memchr(err, 0, sizeof err) != NULL);
         FUZZ_CHECK(l.row == NULL && l.result == NULL);
     } else {
-        FUZZ_CHECK(rc >= EXTRUN_EV_TRAIN && rc <= EXTRUN_EV_RESULT && rc == l.event);
-        if (rc != EXTRUN_EV_RESULT) FUZZ_CHECK(l.step >= 0 && l.step <= 100);
+        FUZZ_CHECK(rc >= EXTRUN_EV_TRAIN && rc <= EXTRUN_EV_FAILED && rc == l.event);
+        if (rc != EXTRUN_EV_RESULT && rc != EXTRUN_EV_HEARTBEAT && rc != EXTRUN_EV_FAILED)
+            FUZZ_CHECK(l.step >= 0 && l.step <= 100);
+        if (rc == EXTRUN_EV_FAILED)   /* a reason that reads safely in an error; a message cut and NUL-terminated */
+            FUZZ_CHECK(job_trainer_name_ok(l.reason) && memchr(l.message, 0, sizeof l.message) != NULL);
         if (rc == EXTRUN_EV_TRAIN) FUZZ_CHECK(l.step < 100 && isfinite(l.train_loss) && fe_row_ok(l.row, l.step));
         if (rc == EXTRUN_EV_VAL)
             FUZZ_CHECK(isfinite(l.val_loss) && fe_row_ok(l.row, l.step) && (!l.has_val_loss_se || l.val_loss_se >= 0));

@@ -119,7 +119,7 @@ static int task_index(json_t *names, const char *name) {
 }
 
 /* A task name as the job format allows it, [A-Za-z0-9._-]{1,63}: the only text a result adds to the CSV header,
- * the terminal table and the page. Results stored before the server checked names (orchestrator/result.c) may
+ * the terminal table and the page. Results stored before the server checked names (common/result_check.c) may
  * hold anything (newlines, =HYPERLINK(...), ANSI escapes): such a task is left out of every surface. */
 static int task_name_ok(const char *s) {
     size_t n = 0;

@@ -27,7 +27,7 @@
 #include "lease.h"
 #include "jobresult.h"
 #include "point.h"
-#include "result.h"
+#include "result_check.h"
 #include "sweeps.h"
 #include "util.h"
 #include "jobstate.h"
@@ -615,7 +615,7 @@ int queue_checkpoint(queue *q, long long job, const char *token, const char *pat
     return run(q, s, "checkpoint");
 }
 
-/* The result against its job's bounds (orchestrator/result.h): STORE_OK, or STORE_EINVAL with q->err. */
+/* The result against its job's bounds (common/result_check.h): STORE_OK, or STORE_EINVAL with q->err. */
 static int result_check_for_job(queue *q, long long job, const json_t *result) {
     sqlite3_stmt *s = S(q, S_JOB_TEXT);
     if (!s) return STORE_EIO;
@@ -744,7 +744,10 @@ int queue_fail(queue *q, long long job, const char *token, const char *error, in
     sqlite3_bind_int(s, 3, retryable ? 1 : 0);
     sqlite3_bind_double(s, 4, now);
     if ((rc = run(q, s, "fail")) < 0) return rc;
-    if (!retryable && (rc = worker_failed(q, r.worker_id, msg)) < 0) return rc;
+    /* a divergence or a non-finite loss is the job's outcome, not the worker's fault (common/result_check.h): the
+     * job trained, which clears the worker's streak as a completed one does; any other failure without retry counts */
+    if (!retryable && result_error_is_outcome(msg)) { if ((rc = queue_worker_succeeded(q, job)) < 0) return rc; }
+    else if (!retryable && (rc = worker_failed(q, r.worker_id, msg)) < 0) return rc;
     *new_state = jobstate_name(again ? JOB_QUEUED : JOB_FAILED);
     if (!again) q->jobs_failed++;
     return STORE_OK;

@@ -13,6 +13,9 @@
  * finishes the step, writes a checkpoint and returns TRAIN_EPREEMPTED; the slot sends its metrics, the
  * checkpoint, and `fail` retryable (so the job is re-queued at once with `resume`), then the agent exits 0.
  * A second signal exits at once (the lease then simply expires).
+ * Results: before `complete` (and a rung's val loss before `/rung`) the worker applies the server's own rules
+ * (common/result_check.h), so a result the server would refuse fails its job at once, not retryable, with the
+ * rule's message; a 4xx on complete / rung all the same with the server's. Nothing is left leased until its TTL.
  */
 #include "agent.h"
 #include "util.h"
@@ -24,12 +27,14 @@
 #include "model.h"
 #include "progress.h"
 #include "report.h"
+#include "result_check.h"
 #include "slot.h"
 #include "train.h"
 
 #include <curl/curl.h>
 #include <errno.h>
 #include <limits.h>
+#include <math.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -277,24 +282,32 @@ static int agent_job_train(slot *s, const extrun_trainer *tr, json_t *job_json, 
     return trc;
 }
 
-/* A halving rung: metrics and the rung checkpoint first (report_outcome), then the val loss at the rung;
- * the checkpoints stay: a promoted job resumes from this one. */
-static void agent_report_rung(slot *s, const struct train_result *res) {
+/* A result that is not reported as done: `fail`, not retryable, with why (the rule it breaks, or the server's
+ * refusal). A result of an external trainer reads "trainer failed: trainer NAME: ..." like its other failures
+ * (requeue --error-like 'trainer failed'); the streak counts it (a trainer that writes a bad result writes it
+ * for every job). */
+static void agent_fail_result(slot *s, const extrun_trainer *tr, const struct train_result *res, const char *why) {
     lease *l = &s->rp.l;
-    json_t *body = json_pack("{s:i, s:f}", "step", res->paused_at, "val_loss", res->val_loss);
-    int rc = report_outcome(s, "rung", body, res);
+    char msg[2600];
+    if (tr) snprintf(msg, sizeof msg, "%s: trainer %s: %.2400s", train_strerror(TRAIN_ETRAINER), tr->name, why);
+    else snprintf(msg, sizeof msg, "%.2500s", why);
+    json_t *body = json_pack("{s:s, s:b}", "error", msg, "retryable", 0);
+    int rc = report_outcome(s, "fail", body, res);
     json_decref(body);
     if (rc == CLIENT_EAUTH || rc == CLIENT_EGONE) return;
-    progress_event(s->index, rc == CLIENT_OK ? "rung" : "report-error", "job=%lld attempt=%d schedule=%s step=%d "
-                   "val_loss=%.4f%s%s", l->job_id, l->attempt, s->view.row.schedule, res->paused_at, res->val_loss,
-                   rc == CLIENT_OK ? "" : " not acknowledged: ", rc == CLIENT_OK ? "" : s->cl.err);
-    s->jobs_done++;
-    agent_note_outcome(s, 0, NULL);
+    progress_event(s->index, "failed", "job=%lld attempt=%d retryable=0 %s%s", l->job_id, l->attempt, msg,
+                   rc == CLIENT_OK ? "" : " (not acknowledged)");
+    agent_note_outcome(s, tr ? TRAIN_ETRAINER : TRAIN_EINVAL, msg);
 }
 
-/* A finished run: its result file as `complete` (a result that cannot be read: `fail`, retryable). */
-static void agent_report_complete(slot *s, const char *out_dir, const struct train_result *res, char *err,
-                                  size_t errlen) {
+static void agent_report_failure(slot *s, int trc, struct train_result *res, const char *err);
+
+/* A finished run: its result file as `complete` (a result that cannot be read: `fail`, retryable). The result is
+ * checked first with the server's own rules (common/result_check.h): one the server would refuse fails its job
+ * now with the rule's message (a val_loss above the divergence bound as "diverged: ..."), and a 400 from
+ * complete all the same with the server's, instead of leaving the job leased until its TTL. */
+static void agent_report_complete(slot *s, const struct job_config *job, const extrun_trainer *tr, const char *out_dir,
+                                  struct train_result *res, char *err, size_t errlen) {
     slot_env *env = s->env;
     lease *l = &s->rp.l;
     int rc;
@@ -306,16 +319,67 @@ static void agent_report_complete(slot *s, const char *out_dir, const struct tra
         if (rc != CLIENT_EAUTH && rc != CLIENT_EGONE) progress_event(s->index, "failed", "job=%lld %s", l->job_id, err);
         return;
     }
+    result_limits lim;
+    result_limits_from_job(job, &lim);
+    char why[1200];
+    /* test hook (tests/integration/test_trainers_misbehave.sh): send the result unchecked, so the server's refusal
+     * is what the worker meets; never set it in production */
+    const char *skip = getenv("PRISM_FAULT_SKIP_RESULT_CHECK");
+    if (!(skip && strcmp(skip, "1") == 0) && result_check(result, &lim, why, sizeof why) < 0) {
+        int diverged = result_diverged(result, &lim);
+        json_decref(result);
+        if (diverged) { agent_report_failure(s, TRAIN_EDIVERGED, res, why); return; }
+        snprintf(err, errlen, "invalid result: %s (result.json is kept in %.600s)", why, out_dir);
+        agent_fail_result(s, tr, res, err);
+        return;
+    }
     json_t *body = json_pack("{s:o}", "result", result);
     rc = report_outcome(s, "complete", body, res);
     json_decref(body);
     if (rc == CLIENT_EAUTH || rc == CLIENT_EGONE) return;
+    if (rc == CLIENT_EREJECTED) {   /* a 400 (its rules), 413...: no resend can succeed, its message fails the job */
+        snprintf(err, errlen, "the server refused the result: %.900s (result.json is kept in %.600s)", s->cl.err,
+                 out_dir);
+        agent_fail_result(s, tr, res, err);
+        return;
+    }
     if (rc == CLIENT_OK) slot_remove_checkpoints(env->ckpt_dir, l->job_id);
     if (rc == CLIENT_OK)
         progress_event(s->index, "done", "job=%lld attempt=%d schedule=%s val_loss=%.4f tok_s=%.0f wall_s=%.1f",
                        l->job_id, l->attempt, s->view.row.schedule, res->val_loss, res->tok_per_s, res->wall_s);
     else
         progress_event(s->index, "report-error", "job=%lld complete not acknowledged: %s", l->job_id, s->cl.err);
+    s->jobs_done++;
+    agent_note_outcome(s, 0, NULL);
+}
+
+/* A halving rung: metrics and the rung checkpoint first (report_outcome), then the val loss at the rung;
+ * the checkpoints stay: a promoted job resumes from this one. The val loss is checked first with the server's
+ * bound (common/result_check.h): above it the run diverged ("diverged: ..."), and a val loss the server refuses
+ * (or a 400 on the rung report) fails the job at once with the message, instead of leaving it leased. */
+static void agent_report_rung(slot *s, const struct job_config *job, const extrun_trainer *tr,
+                              struct train_result *res) {
+    lease *l = &s->rp.l;
+    result_limits lim;
+    result_limits_from_job(job, &lim);
+    char why[1200];
+    if (result_check_val_loss(&lim, "paused.val_loss", res->val_loss, why, sizeof why) < 0) {
+        if (isfinite(res->val_loss) && res->val_loss > lim.val_loss_max) agent_report_failure(s, TRAIN_EDIVERGED, res, why);
+        else agent_fail_result(s, tr, res, why);
+        return;
+    }
+    json_t *body = json_pack("{s:i, s:f}", "step", res->paused_at, "val_loss", res->val_loss);
+    int rc = report_outcome(s, "rung", body, res);
+    json_decref(body);
+    if (rc == CLIENT_EAUTH || rc == CLIENT_EGONE) return;
+    if (rc == CLIENT_EREJECTED) {
+        snprintf(why, sizeof why, "the server refused the rung report: %.900s", s->cl.err);
+        agent_fail_result(s, tr, res, why);
+        return;
+    }
+    progress_event(s->index, rc == CLIENT_OK ? "rung" : "report-error", "job=%lld attempt=%d schedule=%s step=%d "
+                   "val_loss=%.4f%s%s", l->job_id, l->attempt, s->view.row.schedule, res->paused_at, res->val_loss,
+                   rc == CLIENT_OK ? "" : " not acknowledged: ", rc == CLIENT_OK ? "" : s->cl.err);
     s->jobs_done++;
     agent_note_outcome(s, 0, NULL);
 }
@@ -335,7 +399,7 @@ static void agent_report_failure(slot *s, int trc, struct train_result *res, con
                  res->steps_done, res->checkpoint[0] ? res->checkpoint : "(none)");
         break;
     case TRAIN_ENAN: case TRAIN_EDATA: case TRAIN_EINVAL: case TRAIN_ECHECKPOINT: case TRAIN_EDIVERGED: case TRAIN_ETRAINER:
-        retryable = 0;
+        retryable = trc == TRAIN_ETRAINER && res->retryable;   /* a trainer's "failed" line may say a retry can help */
         snprintf(msg, sizeof msg, "%s: %s", train_strerror(trc), err);
         break;
     default:   /* out of memory, device, I/O: another box may do better */
@@ -349,9 +413,11 @@ static void agent_report_failure(slot *s, int trc, struct train_result *res, con
     if (rc == CLIENT_EAUTH || rc == CLIENT_EGONE) return;
     progress_event(s->index, trc == TRAIN_EPREEMPTED ? "preempted" : "failed", "job=%lld attempt=%d retryable=%d %s%s",
                    l->job_id, l->attempt, retryable, msg, rc == CLIENT_OK ? "" : " (not acknowledged)");
-    if (trc != TRAIN_EPREEMPTED)   /* data, checkpoint, an unreadable job: this box's; a NaN, a divergence: the job's */
-        agent_note_outcome(s, trc == TRAIN_EDATA || trc == TRAIN_ECHECKPOINT || trc == TRAIN_EINVAL ||
-                           trc == TRAIN_ETRAINER ? trc : 0, msg);
+    /* data, checkpoint, an unreadable job, a broken trainer: this box's; a NaN, a divergence (result_error_is_outcome),
+     * a failure a retry may cure: not counted */
+    if (trc != TRAIN_EPREEMPTED)
+        agent_note_outcome(s, !retryable && !result_error_is_outcome(msg) && (trc == TRAIN_EDATA || trc == TRAIN_ECHECKPOINT ||
+                           trc == TRAIN_EINVAL || trc == TRAIN_ETRAINER) ? trc : 0, msg);
     if (trc == TRAIN_EDEVICE || trc == TRAIN_EBACKEND) {
         /* a device that cannot train would fail every job it leases: take it out of service */
         s->disabled = 1;
@@ -395,9 +461,9 @@ static void agent_run_job(slot *s, json_t *lease_json) {
     if (rp->refused)   /* the token was refused: checkpointed (stop = 2) and reported nothing */
         report_log_refused(s, &res);
     else if (trc == TRAIN_OK && res.paused_at > 0)
-        agent_report_rung(s, &res);
+        agent_report_rung(s, &job, tr, &res);
     else if (trc == TRAIN_OK)
-        agent_report_complete(s, out_dir, &res, err, sizeof err);
+        agent_report_complete(s, &job, tr, out_dir, &res, err, sizeof err);
     else if (trc == TRAIN_ECANCELLED)
         progress_event(s->index, "stopped", "job=%lld attempt=%d cancelled at step %ld", l->job_id, l->attempt,
                        s->view.row.step);

@@ -21,6 +21,7 @@
 
 #include "logesc.h"
 #include "point.h"
+#include "result_check.h"
 #include "util.h"
 
 #include <errno.h>
@@ -164,6 +165,8 @@ static const struct extrun_event {
     {"paused", EXTRUN_EV_PAUSED, 2, {"step", "val_loss", NULL}},
     {"preempted", EXTRUN_EV_PREEMPTED, 1, {"step", NULL}},
     {"result", EXTRUN_EV_RESULT, 1, {"result", NULL}},
+    {"heartbeat", EXTRUN_EV_HEARTBEAT, 0, {NULL}},                       /* keep-alive: the trainer is busy */
+    {"failed", EXTRUN_EV_FAILED, 1, {"reason", "retryable", "message", NULL}},   /* the trainer says why it fails */
 };
 #define NEVENTS (int)(sizeof EVENTS / sizeof EVENTS[0])
 
@@ -199,19 +202,9 @@ static int extrun_zero_shot(const json_t *zs, char *err, size_t errlen) {
         char esc[160];
         log_escape(esc, sizeof esc, name);
         if (!json_is_object(v)) { snprintf(err, errlen, "val: zero_shot.%s: must be an object {acc, acc_norm, n, truncated}", esc); return -1; }
-        static const char *const acc[2] = {"acc", "acc_norm"}, *const cnt[2] = {"n", "truncated"};
-        for (int a = 0; a < 2; a++) {
-            json_t *x = json_object_get(v, acc[a]);
-            if (!json_is_number(x) || !(json_number_value(x) >= 0 && json_number_value(x) <= 1)) {
-                snprintf(err, errlen, "val: zero_shot.%s.%s: must be a number in [0, 1]", esc, acc[a]);
-                return -1;
-            }
-            x = json_object_get(v, cnt[a]);
-            if (x && !json_is_null(x) && (!json_is_integer(x) || json_integer_value(x) < 0)) {
-                snprintf(err, errlen, "val: zero_shot.%s.%s: must be an integer >= 0", esc, cnt[a]);
-                return -1;
-            }
-        }
+        char what[200];
+        snprintf(what, sizeof what, "val: zero_shot.%s", esc);
+        if (result_check_scores(v, what, 0, err, errlen)) return -1;   /* the server's own rule (common/result_check.h) */
     }
     return 0;
 }
@@ -281,7 +274,8 @@ int extrun_parse_line(const char *line, size_t len, const extrun_limits *lim, ex
     if (!json_is_object(o)) { snprintf(err, errlen, "must be a JSON object, got %s", job_json_type(o)); goto out; }
     json_t *ev = json_object_get(o, "event");
     if (!json_is_string(ev)) {
-        snprintf(err, errlen, "event: required string (train, val, checkpoint, paused, preempted, result)%s",
+        snprintf(err, errlen, "event: required string (train, val, checkpoint, paused, preempted, result, "
+                 "heartbeat, failed)%s",
                  ev ? ", got another type" : "");
         goto out;
     }
@@ -289,7 +283,8 @@ int extrun_parse_line(const char *line, size_t len, const extrun_limits *lim, ex
     for (int i = 0; i < NEVENTS; i++) if (strcmp(EVENTS[i].name, json_string_value(ev)) == 0) E = &EVENTS[i];
     if (!E) {
         char esc[160];
-        snprintf(err, errlen, "event: unknown event \"%s\" (known: train val checkpoint paused preempted result)",
+        snprintf(err, errlen, "event: unknown event \"%s\" (known: train val checkpoint paused preempted result "
+                 "heartbeat failed)",
                  log_escape(esc, sizeof esc, json_string_value(ev)));
         goto out;
     }
@@ -313,7 +308,7 @@ int extrun_parse_line(const char *line, size_t len, const extrun_limits *lim, ex
             goto out;
         }
     out->event = E->kind;
-    if (E->kind != EXTRUN_EV_RESULT) {
+    if (E->kind != EXTRUN_EV_RESULT && E->kind != EXTRUN_EV_HEARTBEAT && E->kind != EXTRUN_EV_FAILED) {
         json_t *st = json_object_get(o, "step");
         long long top = E->kind == EXTRUN_EV_TRAIN ? lim->steps - 1 : lim->steps;
         if (!json_is_integer(st) || json_integer_value(st) < 0 || json_integer_value(st) > top) {
@@ -401,6 +396,27 @@ int extrun_parse_line(const char *line, size_t len, const extrun_limits *lim, ex
         out->result = json_incref(r);
         break;
     }
+    case EXTRUN_EV_FAILED: {
+        /* reason: a word (oom, diverged, nccl, ...), as a trainer name is spelled, so it reads safely in an error */
+        json_t *rs = json_object_get(o, "reason"), *rt = json_object_get(o, "retryable"), *m = json_object_get(o, "message");
+        if (!json_is_string(rs) || !job_trainer_name_ok(json_string_value(rs))) {
+            snprintf(err, errlen, "failed: reason: must be a word of 1-63 [A-Za-z0-9._-] (oom, diverged, nccl, ...), "
+                     "got %s", json_is_string(rs) ? "another string" : job_json_type(rs));
+            goto out;
+        }
+        if (rt && !json_is_null(rt) && !json_is_boolean(rt)) {
+            snprintf(err, errlen, "failed: retryable: must be true or false, got %s", job_json_type(rt));
+            goto out;
+        }
+        if (m && !json_is_null(m) && !json_is_string(m)) {
+            snprintf(err, errlen, "failed: message: must be a string, got %s", job_json_type(m));
+            goto out;
+        }
+        snprintf(out->reason, sizeof out->reason, "%s", json_string_value(rs));
+        out->retryable = json_is_true(rt);
+        if (json_is_string(m)) log_escape(out->message, sizeof out->message, json_string_value(m));
+        break;
+    }
     default:
         break;
     }
@@ -440,6 +456,8 @@ typedef struct extrun_state {
     long long resume_step, last_train, last_val, last_ckpt;
     long long ckpt_repeats;          /* checkpoint lines of the step already taken (extrun_on_checkpoint) */
     int terminal;                    /* the EXTRUN_EV_* of the terminal line, 0 before it */
+    int warned;                      /* a warning after a result / failed line was printed (extrun_fail) */
+    extrun_line failed_line;         /* the "failed" line: reason, retryable, message */
     int paused_at;
     double paused_val, train_loss, tok_per_s;
     char out_real[PATH_MAX], ckpt_path[PATH_MAX + 64];
@@ -448,11 +466,21 @@ typedef struct extrun_state {
 static void extrun_fail(extrun_state *st, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static void extrun_fail(extrun_state *st, int code, const char *fmt, ...) {
     if (st->failed) return;   /* the first cause is the one that counts */
-    st->failed = code;
+    char why[sizeof st->why];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(st->why, sizeof st->why, fmt, ap);
+    vsnprintf(why, sizeof why, fmt, ap);
     va_end(ap);
+    if (st->terminal == EXTRUN_EV_RESULT || st->terminal == EXTRUN_EV_FAILED) {
+        /* the line that decides the job is in: what follows (a line, a slow exit) cannot undo it; the group goes */
+        if (!st->warned)
+            fprintf(stderr, "%s: warning: %s: ignored, after its %s line (which stands); its process group is "
+                    "killed\n", st->prefix, why, st->terminal == EXTRUN_EV_RESULT ? "result" : "failed");
+        st->warned = 1;
+    } else {
+        st->failed = code;
+        memcpy(st->why, why, sizeof why);
+    }
     if (!st->kill_sent && st->pid > 0) { kill(-st->pid, SIGKILL); st->kill_sent = 1; }
 }
 
@@ -670,6 +698,12 @@ static void extrun_on_line(extrun_state *st, const char *line, size_t len) {
         break;
     case EXTRUN_EV_PREEMPTED:
         st->terminal = ev;
+        break;
+    case EXTRUN_EV_HEARTBEAT:   /* alive: last_line_at (the --trainer-timeout clock) is all it moves */
+        break;
+    case EXTRUN_EV_FAILED:
+        st->terminal = ev;
+        st->failed_line = l;    /* its text fields only: it owns no reference */
         break;
     case EXTRUN_EV_RESULT: {
         if (stop_at) {
@@ -996,6 +1030,28 @@ int extrun_run(const extrun_set *set, const extrun_trainer *t, const json_t *job
     char last[EXTRUN_TAIL + 240];
     snprintf(last, sizeof last, tail[0] ? "; its last log lines: %s" : "%s", tail);
     if (st.mode == 1) { rc = TRAIN_ECANCELLED; snprintf(err, errlen, "cancelled"); goto out; }
+    if (!st.failed && st.terminal == EXTRUN_EV_FAILED) {   /* the trainer said why: its reason, its retry policy */
+        const extrun_line *f = &st.failed_line;
+        if (strcmp(f->reason, "diverged") == 0 || strcmp(f->reason, "nan") == 0) {
+            /* the job's own outcome, as the built-in engine reports it: "diverged: MESSAGE", never retried */
+            rc = strcmp(f->reason, "diverged") == 0 ? TRAIN_EDIVERGED : TRAIN_ENAN;
+            snprintf(err, errlen, "%s", f->message[0] ? f->message : "the trainer reports it (no message)");
+        } else {
+            rc = TRAIN_ETRAINER;
+            if (o->result) o->result->retryable = f->retryable;
+            snprintf(err, errlen, "trainer %s: failed (%s, %s)%s%s", t->name, f->reason, f->retryable ? "retryable" :
+                     "not retryable", f->message[0] ? ": " : "", f->message);
+        }
+        goto out;
+    }
+    if (!st.failed && st.terminal == EXTRUN_EV_RESULT) {   /* the result stands, however the trainer ended */
+        if (!st.warned && !(WIFEXITED(status) && WEXITSTATUS(status) == 0))
+            fprintf(stderr, "%s: warning: the trainer %s %d after its result line: the result stands\n", st.prefix,
+                    WIFEXITED(status) ? "exited with status" : "was killed by signal",
+                    WIFEXITED(status) ? WEXITSTATUS(status) : WIFSIGNALED(status) ? WTERMSIG(status) : status);
+        rc = TRAIN_OK;
+        goto out;
+    }
     if (st.failed) {
         rc = st.failed;
         snprintf(err, errlen, "trainer %s: %s", t->name, st.why);

@@ -3,8 +3,10 @@
  *
  * The trainer runs in its own process group with stdin /dev/null, stdout/stderr into the worker's log (each
  * line prefixed), no other descriptor of the worker's (4 and up are close-on-exec in the child), and fd 3 a pipe
- * of JSON lines: train / val / checkpoint points and one terminal line
- * (result | paused | preempted). extrun_run() feeds them to the same callbacks as the built-in engine
+ * of JSON lines: train / val / checkpoint points, heartbeats (keep-alive) and one terminal line
+ * (result | paused | preempted | failed). A valid result stands whatever follows it: a line after it, or an exit
+ * later than the grace or not 0, is a warning on stderr and the group is killed; a "failed" line says why the run
+ * failed and whether a retry may do better ("diverged" reads as the built-in's divergence). extrun_run() feeds them to the same callbacks as the built-in engine
  * (train_opts.on_metrics, on_checkpoint, on_progress), watches train_opts.stop (1: SIGTERM to the group, SIGKILL
  * after the grace; 2: SIGTERM, the trainer checkpoints and says "preempted"), and whatever happens, returns only
  * after the whole process group is gone (killed with SIGKILL, the leader reaped).
@@ -31,9 +33,11 @@
  *   PRISM_OUT) are linked (copied across filesystems) to o->checkpoint_dir/ckpt_STEP.bin and passed to
  *   o->on_checkpoint; the result line becomes o->out_dir/result.json. Returns TRAIN_OK (result; or a rung:
  *   o->result->paused_at), TRAIN_EPREEMPTED (stop = 2, or the trainer said "preempted": o->result->checkpoint is
- *   the last checkpoint, "" if none), TRAIN_ECANCELLED (stop = 1), TRAIN_ENAN, or TRAIN_ETRAINER with o->err
+ *   the last checkpoint, "" if none), TRAIN_ECANCELLED (stop = 1), TRAIN_ENAN, TRAIN_EDIVERGED (a "failed" line of
+ *   reason "diverged": o->err is its message; reason "nan": TRAIN_ENAN), or TRAIN_ETRAINER with o->err
  *   naming the cause (the line number and key, the exit status or signal with the last log lines, the
- *   silence of --trainer-timeout, a checkpoint outside PRISM_OUT).
+ *   silence of --trainer-timeout, a checkpoint outside PRISM_OUT; a "failed" line: its reason and message, with
+ *   o->result->retryable its "retryable").
  */
 #ifndef PRISM_EXTRUN_H
 #define PRISM_EXTRUN_H
@@ -50,8 +54,10 @@
 #define EXTRUN_KEY_MAX 64               /* bytes of a key in a result line's object, at any depth */
 #define EXTRUN_ENAN (-2)
 
+#define EXTRUN_MESSAGE_MAX 1024        /* bytes of a "failed" line's message kept */
+
 enum { EXTRUN_EV_TRAIN = 1, EXTRUN_EV_VAL, EXTRUN_EV_CHECKPOINT, EXTRUN_EV_PAUSED, EXTRUN_EV_PREEMPTED,
-       EXTRUN_EV_RESULT };
+       EXTRUN_EV_RESULT, EXTRUN_EV_HEARTBEAT, EXTRUN_EV_FAILED };
 
 typedef struct extrun_trainer {
     char name[JOB_TRAINER_MAX];
@@ -78,6 +84,9 @@ typedef struct extrun_line {
     json_t *row;                       /* train/val: the metrics row for the outbox (owned) */
     char path[PATH_MAX];               /* checkpoint: as the trainer wrote it */
     json_t *result;                    /* result: the result object (owned) */
+    char reason[JOB_TRAINER_MAX];      /* failed: the trainer's reason (oom, diverged, nccl, ...) */
+    int retryable;                     /* failed: "retryable": true */
+    char message[EXTRUN_MESSAGE_MAX];  /* failed: its message, "" when none (cut to fit) */
 } extrun_line;
 
 int extrun_split_command(const char *cmd, char ***argv, char *err, size_t errlen);

@@ -20,6 +20,7 @@
 #include "evalfile.h"
 #include "zeroshot.h"
 #include "jobresult.h"
+#include "result_check.h"
 #include "point.h"
 #include "util.h"
 #include <errno.h>
@@ -41,14 +42,14 @@ const char *train_strerror(int code) {
     case TRAIN_OK: return "ok";
     case TRAIN_EINVAL: return "invalid job";
     case TRAIN_EDATA: return "bad data";
-    case TRAIN_ENAN: return "loss is not finite";
+    case TRAIN_ENAN: return RESULT_ERR_NOT_FINITE;   /* common/result_check.h: neither fail limit counts it */
     case TRAIN_ENOMEM: return "out of memory";
     case TRAIN_ECANCELLED: return "cancelled";
     case TRAIN_EPREEMPTED: return "stopped after checkpoint";
     case TRAIN_EIO: return "i/o error";
     case TRAIN_ECHECKPOINT: return "bad checkpoint";
     case TRAIN_EDEVICE: return "device error";
-    case TRAIN_EDIVERGED: return "diverged";
+    case TRAIN_EDIVERGED: return RESULT_ERR_DIVERGED;
     case TRAIN_EBACKEND: return "device unavailable";
     case TRAIN_ETRAINER: return "trainer failed";
     default: return "unknown error";

@@ -57,6 +57,7 @@ struct train_result {
     int paused_at;          /* > 0: stopped at opts->stop_at_step (val_loss is the loss there), no result.json */
     int resumed_from;       /* step the run resumed from, 0 when fresh */
     char checkpoint[4096];  /* last checkpoint written ("" if none) */
+    int retryable;          /* TRAIN_ETRAINER: the trainer called its failure retryable (a "failed" line) */
 };
 
 #define TRAIN_DIVERGED_FACTOR JOB_DIVERGED_FACTOR   /* diverged: val loss > 1.1 x ln(vocab_size) after warmup */

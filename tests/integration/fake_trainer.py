@@ -8,7 +8,10 @@ train.checkpoint_every steps (ckpt/step_N.json, temp file + rename), on SIGTERM 
 and says "preempted". Its "loss" is a function of the step, the schedule and the seed, so a sweep has a
 leaderboard. --bad MODE misbehaves in one way when the job's seed is --bad-seed (default 1), after --bad-after
 steps: crash, hang, garbage, huge, nan, escape, noresult, backwards, over, unknown, resultjob, resultbackend,
-resultlongkey. --spawn starts a child
+resultlongkey, resultparams (the server's rules refuse it: params 0), resultdiverged (val_loss 9 > 1.1 ln 64),
+failoom / faildiverged (a "failed" line: oom retryable, diverged not), pauseddiverged (a rung's val loss 9); and, ending in a valid result:
+heartbeat (3 s of keep-alive lines between two steps), lineafter (a line after the result, then it hangs),
+slowexit (it hangs after the result). --bad-seed 0: every job misbehaves (or a comma list of seeds). --spawn starts a child
 (`sleep 300`) in its process group and writes both pids to $PRISM_OUT/pids. --ledger FILE appends
 "ATTEMPT_DIR STEP" for every step it trains.
 """
@@ -17,7 +20,7 @@ import argparse, json, math, os, signal, subprocess, sys, time
 ap = argparse.ArgumentParser()
 ap.add_argument("--step-s", type=float, default=0.0)
 ap.add_argument("--bad", default="")
-ap.add_argument("--bad-seed", type=int, default=1)
+ap.add_argument("--bad-seed", default="1")   # a seed, a comma list of them, or 0: every job
 ap.add_argument("--bad-after", type=int, default=2)
 ap.add_argument("--spawn", action="store_true")
 ap.add_argument("--ledger", default="")
@@ -37,7 +40,8 @@ heads = job["model"]["heads"]
 every = job["train"].get("checkpoint_every", 0)
 stop_at = int(os.environ.get("PRISM_STOP_AT_STEP", "0") or 0)
 end = stop_at if 0 < stop_at < steps else steps
-bad = a.bad if seed == a.bad_seed else ""
+bad_seeds = [int(x) for x in a.bad_seed.split(",")]
+bad = a.bad if 0 in bad_seeds or seed in bad_seeds else ""
 print("fake trainer: devices=%s resume=%s stop_at=%s data_root=%s" % (os.environ.get("PRISM_DEVICES"),
       os.environ.get("PRISM_RESUME"), stop_at, os.environ.get("PRISM_DATA_ROOT")), file=sys.stderr, flush=True)
 
@@ -69,7 +73,18 @@ def checkpoint(s):
 
 t0 = time.time()
 for s in range(start, end):
-    if bad and s - start == a.bad_after:
+    if bad == "heartbeat" and s - start == a.bad_after:   # busy (a long eval, a compile) but alive
+        for _ in range(12):
+            time.sleep(0.25)
+            emit(event="heartbeat")
+    elif bad in ("failoom", "faildiverged") and s - start == a.bad_after:
+        if bad == "failoom":
+            emit(event="failed", reason="oom", retryable=True, message="CUDA out of memory (tried to allocate 2.00 GiB)")
+        else:
+            emit(event="failed", reason="diverged", retryable=False,
+                 message="step %d: validation loss 9.1 is above 4.57 (the trainer's own check)" % s)
+        sys.exit(1)
+    elif bad and bad not in ("heartbeat", "lineafter", "slowexit", "pauseddiverged") and s - start == a.bad_after:
         if bad == "crash":
             print("fake trainer: Traceback: boom at step %d" % s, file=sys.stderr, flush=True)
             sys.exit(3)
@@ -100,6 +115,10 @@ for s in range(start, end):
             emit(event="result", result={"val_loss": 1.0, "steps": steps, "backend": {"name": "prism-cuda", "version": 9}})
         if bad == "resultlongkey": # a 60 KB key
             emit(event="result", result={"val_loss": 1.0, "steps": steps, "k" * 60000: 1})
+        if bad == "resultparams":  # a result the server's rules refuse (issue #40's zombie repro)
+            emit(event="result", result={"val_loss": 3.0, "steps": steps, "params": 0})
+        if bad == "resultdiverged": # worse than guessing: a divergence, not a result
+            emit(event="result", result={"val_loss": 9.0, "steps": steps})
         if bad.startswith("result"):   # ends as a trainer that finished would: that result is all it says
             sys.exit(0)
         time.sleep(2)   # the worker must have stopped it by now
@@ -118,6 +137,8 @@ for s in range(start, end):
         sys.exit(0)
 
 vl = loss_at(end) + 0.05
+if bad == "pauseddiverged" and end < steps:   # a rung's val loss worse than guessing
+    vl = 9.0
 emit(event="val", step=end, val_loss=vl, val_loss_se=0.01)
 if end < steps:
     checkpoint(end)
@@ -126,3 +147,7 @@ if end < steps:
 emit(event="result", result={"val_loss": vl, "train_loss": loss_at(end - 1), "tok_per_s": 1000.0,
                              "wall_s": time.time() - t0, "steps": steps, "params": 1000, "tokens": steps * 32,
                              "val_loss_se": 0.01})
+if bad == "lineafter":   # a trailing line (wandb.finish() printing on the wrong fd, a second summary)
+    emit(event="train", step=0, train_loss=1.0)
+if bad in ("lineafter", "slowexit"):   # an upload, an NCCL teardown that never ends
+    time.sleep(300)

@@ -6,7 +6,8 @@ TERMINAL when given). Prints the events; exit 1 naming the first violation."""
 import json, math, os, sys
 
 KEYS = {"train": {"step", "train_loss", "lr", "grad_norm", "tokens", "tok_per_s"}, "val": {"step", "val_loss", "val_loss_se"},
-        "checkpoint": {"step", "path"}, "paused": {"step", "val_loss"}, "preempted": {"step"}, "result": {"result"}}
+        "checkpoint": {"step", "path"}, "paused": {"step", "val_loss"}, "preempted": {"step"}, "result": {"result"},
+        "heartbeat": set(), "failed": {"reason", "retryable", "message"}}
 RESULT = {"val_loss", "train_loss", "tok_per_s", "wall_s", "params", "flops_per_token", "steps", "tokens", "heads", "device",
           "arch", "val_loss_batches", "val_loss_se", "val_batches", "attn_distance"}
 path, out, steps = sys.argv[1], os.path.realpath(sys.argv[2]), int(sys.argv[3])
@@ -37,7 +38,9 @@ for n, b in enumerate(lines):
         r = o["result"]
         assert set(r) <= RESULT and {"val_loss", "steps", "tokens", "val_loss_batches"} <= set(r), sorted(r)
         assert r["steps"] == steps and math.isfinite(r["val_loss"])
-    if ev in ("result", "paused", "preempted"):
+    if ev == "failed":
+        assert isinstance(o["reason"], str) and isinstance(o.get("retryable", False), bool), "line %d: %r" % (n, o)
+    if ev in ("result", "paused", "preempted", "failed"):
         terminal.append((n, ev))
 assert newest is None or os.path.isfile(newest), "the newest checkpoint %s does not exist" % newest
 print("events:", " ".join("%s%s" % (json.loads(b)["event"], ("@%d" % json.loads(b)["step"]) if "step" in json.loads(b) else "") for b in lines))

@@ -78,6 +78,38 @@ t_server_stops_leasing_to_failing_worker() {
   assert_eq None "$(w_get /api/v1/workers | w_json 'd["workers"][0]["stopped_reason"]')" "stopped_reason after register"
 }
 
+# A divergence or a non-finite loss is the job's outcome, not the worker's (common/result_check.h): the server's
+# --worker-fail-limit does not count it. A worker (plain curl) fails 3 jobs in a row "diverged: ..." and one
+# "loss is not finite: ..." with --worker-fail-limit 2 and still gets its next lease. Before: 409 "stopped" after 2.
+t_server_does_not_count_divergences() {
+  w_setup
+  w_spec "$D/spec.json" dv '["4,4,4,4"]' '[1, 2, 3, 4, 5]' 6
+  w_server --worker-fail-limit 2
+  w_create "$D/spec.json" > /dev/null
+  curl -s -X POST -H "Authorization: Bearer $WTOK" -d '{"name": "w", "host": "h", "devices": ["cpu"]}' \
+    "$URL/api/v1/workers/register" > "$D/reg.json"
+  local wid; wid=$(w_json 'd["worker_id"]' < "$D/reg.json")
+  local i code job tok err
+  for i in 1 2 3 4; do
+    code=$(curl -s -o "$D/lease.json" -w '%{http_code}' -X POST -H "Authorization: Bearer $WTOK" \
+      -d "{\"worker_id\": $wid}" "$URL/api/v1/lease")
+    echo "lease $i: HTTP $code"
+    assert_eq 200 "$code" "lease $i after $((i - 1)) divergences: $(cat "$D/lease.json")"
+    job=$(w_json 'd["job_id"]' < "$D/lease.json"); tok=$(w_json 'd["lease_token"]' < "$D/lease.json")
+    err="diverged: step 4: validation loss 9 is above 4.57"
+    [ "$i" = 4 ] && err="loss is not finite: step 3: train loss nan"
+    code=$(curl -s -o "$D/fail.json" -w '%{http_code}' -X POST -H "Authorization: Bearer $WTOK" \
+      -d "{\"lease_token\": \"$tok\", \"error\": \"$err\", \"retryable\": false}" "$URL/api/v1/jobs/$job/fail")
+    assert_eq 200 "$code" "fail of job $job: $(cat "$D/fail.json")"
+  done
+  local w; w=$(w_get /api/v1/workers)
+  echo "fail_streak $(echo "$w" | w_json 'd["workers"][0]["fail_streak"]'), stopped_reason $(echo "$w" | w_json 'd["workers"][0]["stopped_reason"]')"
+  assert_eq 0 "$(echo "$w" | w_json 'd["workers"][0]["fail_streak"]')" "fail_streak after divergences"
+  code=$(curl -s -o "$D/lease.json" -w '%{http_code}' -X POST -H "Authorization: Bearer $WTOK" \
+    -d "{\"worker_id\": $wid}" "$URL/api/v1/lease")
+  assert_eq 200 "$code" "the fifth lease: $(cat "$D/lease.json")"
+}
+
 # A --server that is not a prism-sweep server, or another scheme, is exit 2 at once; a refused connection is
 # retried (it can get better).
 t_not_a_prism_server_exits_2() {

@@ -108,12 +108,12 @@ t_bad_input_exits_2_naming_it() {
   [ ! -s "$d/o/lines.jsonl" ] || fail "lines were written: $(cat "$d/o/lines.jsonl")"
 }
 
-# The helper module refuses what the worker would refuse, naming the key, before anything is written.
-t_protocol_module_refuses_bad_lines() {
-  need_torch
-  local d; d=$(tmpdir)
+# pp_run DIR: the Python on stdin after a prelude (r: a Run of a 5-step job, its fd 3 DIR/lines; refused(f, what):
+# f raises a ProtocolError naming what), with the module's directory as argv[1].
+pp_run() {
+  local d=$1
   echo '{"train": {"steps": 5}}' > "$d/job.json"
-  PRISM_JOB="$d/job.json" PRISM_OUT="$d" "$PY" - "$PRISM_ROOT/trainers/torch" 3>"$d/lines" <<'PY' || fail "the module accepted a bad line (above)"
+  { cat <<'PY'
 import sys; sys.path.insert(0, sys.argv[1])
 import prism_protocol as pp
 r = pp.Run()
@@ -121,6 +121,16 @@ def refused(f, what):
     try: f()
     except pp.ProtocolError as e: print("refused:", e); assert what in str(e), (what, str(e)); return
     raise AssertionError("accepted: " + what)
+PY
+    cat; } > "$d/module_case.py"
+  PRISM_JOB="$d/job.json" PRISM_OUT="$d" "$PY" "$d/module_case.py" "$PRISM_ROOT/trainers/torch" 3>"$d/lines"
+}
+
+# The helper module refuses what the worker would refuse, naming the key, before anything is written.
+t_protocol_module_refuses_bad_lines() {
+  need_torch
+  local d; d=$(tmpdir)
+  pp_run "$d" <<'PY' || fail "the module accepted a bad line (above)"
 refused(lambda: r.train(0, float("nan")), "train.train_loss: must be a finite number")
 refused(lambda: r.emit({"event": "train", "step": 0, "train_loss": 1.0, "loss": 2}), "train.loss: unknown key")
 refused(lambda: r.emit({"event": "hello"}), "unknown")
@@ -132,5 +142,75 @@ r.preempted(1); refused(lambda: r.val(1, 1.0), "after the terminal one")
 PY
   assert_eq '{"event":"train","step":0,"train_loss":2.0}
 {"event":"preempted","step":1}' "$(cat "$d/lines")" "the lines written"
+}
+# Its own divergence check ends in a "failed" line (reason diverged, not retryable: the worker reports
+# "diverged: MESSAGE" as the built-in's), after the val point that diverged, and exit 1. Before: a bare exit 1,
+# which the worker could only read as a crash.
+t_divergence_ends_in_a_failed_line() {
+  need_torch
+  local d rc; d=$(tmpdir)
+  make_data "$d"
+  write_job "$d/job.json"; sed -i 's/"lr": 0.004/"lr": 10/' "$d/job.json"
+  torch_run "$d" job.json o; rc=$?
+  assert_eq 1 $rc "exit status of a diverged run"
+  check "$d/o/lines.jsonl" "$d/o" 10 failed
+  "$PY" - "$d/o/lines.jsonl" <<'PY2' || fail "not a val point then a failed line of reason diverged: $(tail -2 "$d/o/lines.jsonl")"
+import json, sys
+l = [json.loads(x) for x in open(sys.argv[1])]
+print(l[-2]); print(l[-1])
+assert l[-2]["event"] == "val" and l[-1]["event"] == "failed" and l[-1]["reason"] == "diverged" and l[-1]["retryable"] is False
+assert "the run diverged" in l[-1]["message"] and ("step %d:" % l[-2]["step"]) in l[-1]["message"]
+PY2
+}
+
+# A CUDA out-of-memory error (simulated: train_step raises torch's message) ends in a "failed" line of reason
+# oom, retryable, so the worker requeues the job rather than failing it for good.
+t_out_of_memory_is_a_retryable_failed_line() {
+  need_torch
+  local d rc; d=$(tmpdir)
+  make_data "$d"
+  write_job "$d/job.json"
+  cat > "$d/oom.py" <<PY2
+import sys; sys.path.insert(0, "$PRISM_ROOT/trainers/torch")
+import train
+def oom(self, step):
+    raise RuntimeError("CUDA out of memory. Tried to allocate 2.00 GiB (GPU 0; 79.15 GiB total capacity)")
+train.Trainer.train_step = oom
+sys.exit(train.main(sys.argv[1:]))
+PY2
+  TRAINER="$d/oom.py" torch_run "$d" job.json o; rc=$?
+  assert_eq 1 $rc "exit status after an OOM"
+  check "$d/o/lines.jsonl" "$d/o" 10 failed
+  local last; last=$(tail -n1 "$d/o/lines.jsonl"); echo "last line: $last"
+  assert_contains "$last" '"event":"failed","reason":"oom","retryable":true,"message":"CUDA out of memory. Tried to allocate 2.00 GiB'
+}
+
+# The module refuses the result keys the worker refuses (worker/extrun.c: the job's, the worker's, "backend";
+# keys over 64 bytes at any depth) and checks the failed line; heartbeat and failed are lines it writes.
+t_protocol_module_refuses_what_the_worker_refuses() {
+  need_torch
+  local d; d=$(tmpdir)
+  pp_run "$d" <<'PY2' || fail "the module accepted a bad line (above)"
+for k in ("job", "job_id", "sweep_id", "schedule_id", "attempt", "lease_token", "worker", "worker_id", "backend"):
+    refused(lambda: r.result({"val_loss": 1.0, k: 1}), "result.result.%s: a trainer may not set it" % k)
+refused(lambda: r.result({"val_loss": 1.0, "k" * 65: 1}), "a key of 65 bytes")
+refused(lambda: r.result({"val_loss": 1.0, "deep": [{"k" * 70: 1}]}), "a key of 70 bytes")
+refused(lambda: r.failed("out of memory"), "failed.reason: must be a word")
+refused(lambda: r.emit({"event": "failed", "reason": "oom", "retryable": 1}), "failed.retryable: must be true or false")
+refused(lambda: r.emit({"event": "heartbeat", "step": 1}), "heartbeat.step: unknown key")
+import re   # the lists are the worker's: read from worker/extrun.c, so neither side drifts
+src = open(sys.argv[1] + "/../../worker/extrun.c").read() + open(sys.argv[1] + "/../../worker/extrun.h").read()
+c = re.findall(r'"([a-z_]+)"', re.search(r"EXTRUN_RESULT_RESERVED\[\] = \{(.*?)\};", src, re.S).group(1))
+print("reserved in worker/extrun.c:", c, "in prism_protocol:", list(pp.RESULT_RESERVED))
+assert tuple(c) == pp.RESULT_RESERVED
+assert int(re.search(r"#define EXTRUN_KEY_MAX (\d+)", src).group(1)) == pp.MAX_KEY
+r.heartbeat()
+r.train(0, 2.0)
+r.failed("nccl", "rank 1 timed out", retryable=True)
+refused(lambda: r.heartbeat(), "after the terminal one")
+PY2
+  assert_eq '{"event":"heartbeat"}
+{"event":"train","step":0,"train_loss":2.0}
+{"event":"failed","reason":"nccl","retryable":true,"message":"rank 1 timed out"}' "$(cat "$d/lines")" "the lines written"
 }
 harness_main "$@"

@@ -1,4 +1,4 @@
-/* test_result.c — results are bounded by what a model of the job can produce (orchestrator/result.c, checked
+/* test_result.c — results are bounded by what a model of the job can produce (common/result_check.c, checked
  * by queue_complete and the rung report): absurd finite numbers (±1e308), a diverged val loss, an attention
  * distance array of the wrong length, zero-shot task names the job does not have; and the leaderboard never
  * drops an array element (an overflowed average is null in its place). Real SQLite file, the real queue.

@@ -18,6 +18,8 @@ FIFO (PRISM_PROTOCOL_FIFO, set by trainers/torch/train.py) takes its place.
         run.train(step, loss, lr=lr, grad_norm=gn, tokens=(step + 1) * tokens_per_step, tok_per_s=tps)
     run.val(steps, val_loss, val_loss_se)
     run.result({...})                    # the keys of the built-in engine's result.json
+    # or, instead of a result: run.failed("oom", str(e), retryable=True) / run.failed("diverged", why)
+    # and during a long pause (a compile, a long eval): run.heartbeat()
 
 Environment: PRISM_JOB (path of the job JSON), PRISM_OUT (the job's directory, absolute), PRISM_RESUME (a checkpoint
 this trainer reported earlier, or empty), PRISM_STOP_AT_STEP (0 = the job's train.steps), PRISM_DEVICES (`cpu` or
@@ -26,11 +28,17 @@ CUDA ordinals `0,1`), PRISM_DATA_ROOT (the job's relative data paths resolve aga
 import json
 import math
 import os
+import re
 import signal
 import tempfile
 
 MAX_LINE = 65536
-TERMINAL = ("result", "paused", "preempted")
+MAX_KEY = 64   # bytes of a key in a result, at any depth (worker/extrun.h EXTRUN_KEY_MAX)
+# the result keys the worker refuses at the top (worker/extrun.c EXTRUN_RESULT_RESERVED): which job, attempt and
+# worker a result belongs to is the worker's and the server's to say, "backend" is the built-in CUDA engine's
+RESULT_RESERVED = ("job", "job_id", "sweep_id", "schedule_id", "attempt", "lease_token", "worker", "worker_id", "backend")
+REASON = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]{0,62}\Z")   # a failed line's reason: oom, diverged, nccl, ...
+TERMINAL = ("result", "paused", "preempted", "failed")
 # event -> (required keys, optional keys); every value but "event" and "path"/"result" is a finite number
 EVENTS = {
     "train": (("step", "train_loss"), ("lr", "grad_norm", "tokens", "tok_per_s")),
@@ -39,6 +47,8 @@ EVENTS = {
     "paused": (("step", "val_loss"), ()),
     "preempted": (("step",), ()),
     "result": (("result",), ()),
+    "heartbeat": ((), ()),
+    "failed": (("reason",), ("retryable", "message")),
 }
 INT_KEYS = ("step", "tokens")
 
@@ -110,6 +120,21 @@ def _check_zero_shot(zs, where):
             x = v.get(k)
             if x is not None and (isinstance(x, bool) or not isinstance(x, int) or x < 0):
                 raise ProtocolError("%s.%s.%s: must be an integer >= 0, got %r" % (where, name, k, x))
+
+
+def _check_keys(v, where):
+    """Every key of a result, at any depth, at most MAX_KEY bytes (the worker refuses longer ones)."""
+    stack = [v]
+    while stack:
+        x = stack.pop()
+        if isinstance(x, dict):
+            for k, y in x.items():
+                if not isinstance(k, str) or len(k.encode("utf-8", "surrogatepass")) > MAX_KEY:
+                    raise ProtocolError("%s: a key of %d bytes (%.40r...): keys are at most %d bytes"
+                                        % (where, len(str(k).encode("utf-8", "surrogatepass")), k, MAX_KEY))
+                stack.append(y)
+        elif isinstance(x, (list, tuple)):
+            stack.extend(x)
 
 
 class Run:
@@ -205,7 +230,7 @@ class Run:
             if obj.get(k) is None:
                 raise ProtocolError("%s.%s: required" % (ev, k))
         for k, v in obj.items():
-            if k in ("event", "path", "result", "zero_shot") or v is None:
+            if k in ("event", "path", "result", "zero_shot", "reason", "retryable", "message") or v is None:
                 continue
             if not _finite_number(v):
                 raise ProtocolError("%s.%s: must be a finite number (an integer within int64), got %.40r" % (ev, k, v))
@@ -234,8 +259,22 @@ class Run:
             if obj["step"] != self.steps:
                 raise ProtocolError("val.zero_shot: only on the final val line (step = train.steps %d), got step %d"
                                     % (self.steps, obj["step"]))
+        if ev == "failed":
+            if not isinstance(obj["reason"], str) or not REASON.match(obj["reason"]):
+                raise ProtocolError("failed.reason: must be a word of 1-63 [A-Za-z0-9._-] (oom, diverged, nccl, ...), "
+                                    "got %.40r" % (obj["reason"],))
+            if obj.get("retryable") is not None and not isinstance(obj["retryable"], bool):
+                raise ProtocolError("failed.retryable: must be true or false, got %.40r" % (obj["retryable"],))
+            if obj.get("message") is not None and not isinstance(obj["message"], str):
+                raise ProtocolError("failed.message: must be a string, got %.40r" % (obj["message"],))
         if ev == "result":
             r = obj["result"]
+            if isinstance(r, dict):
+                for k in RESULT_RESERVED:
+                    if k in r:
+                        raise ProtocolError("result.result.%s: a trainer may not set it (the worker and the server know "
+                                            "which job, attempt, worker and backend this is)" % k)
+                _check_keys(r, "result.result")
             if isinstance(r, dict) and r.get("zero_shot") is not None:
                 _check_zero_shot(r["zero_shot"], "result.result.zero_shot")
             if not isinstance(r, dict) or not _finite_number(r.get("val_loss")):
@@ -285,6 +324,18 @@ class Run:
 
     def result(self, result):
         self.emit(dict(event="result", result=result))
+
+    def heartbeat(self):
+        """A keep-alive: the trainer is busy but alive (it resets the worker's --trainer-timeout clock)."""
+        self.emit(dict(event="heartbeat"))
+
+    def failed(self, reason, message="", retryable=False):
+        """The run failed and the trainer knows why: reason "diverged" reads as the built-in engine's divergence
+        ("diverged: MESSAGE", never retried); retryable=True (a CUDA OOM, an NCCL timeout) lets the job be leased again."""
+        o = dict(event="failed", reason=reason, retryable=bool(retryable))
+        if message:
+            o["message"] = str(message)
+        self.emit(o)
 
     def close(self):
         if self._fh is not None:

@@ -50,7 +50,23 @@ CKPT_FORMAT = "prism-sweep torch trainer state"
 
 
 class TrainError(Exception):
-    pass
+    """A failure the trainer names on fd 3 with a "failed" line: reason (diverged, nan, oom), retryable."""
+    reason, retryable = "error", False
+
+
+class Diverged(TrainError):
+    reason = "diverged"   # the worker reports it as the built-in engine's divergence: "diverged: MESSAGE"
+
+
+class NotFinite(TrainError):
+    reason = "nan"        # read as "loss is not finite: MESSAGE"
+
+
+def is_oom(e):
+    """A CUDA (or host) out-of-memory error: another box, or this one later, may do better (retryable)."""
+    oom = getattr(torch.cuda, "OutOfMemoryError", None)
+    return (oom is not None and isinstance(e, oom)) or (isinstance(e, (RuntimeError, MemoryError)) and
+                                                        "out of memory" in str(e).lower())
 
 
 def lr_at(t, step):
@@ -408,11 +424,11 @@ class Trainer:
             if step == 0 or (every > 0 and step % every == 0) or at_rung:
                 vl, _ = self.evaluate()
                 if not math.isfinite(vl):
-                    raise TrainError("step %d: validation loss is %g (not finite)" % (step, vl))
+                    raise NotFinite("step %d: validation loss is %g (not finite)" % (step, vl))
                 if self.rank == 0:
                     run.val(step, vl, self.val_se())
                 if step > t["warmup_steps"] and vl > diverged_at:
-                    raise TrainError("step %d: validation loss %g is above %g (%.1f x ln %d, guessing uniformly) after "
+                    raise Diverged("step %d: validation loss %g is above %g (%.1f x ln %d, guessing uniformly) after "
                                      "warmup: the run diverged; lower train.lr or raise train.warmup_steps"
                                      % (step, vl, diverged_at, DIVERGED_FACTOR, V))
             if at_rung:
@@ -434,11 +450,11 @@ class Trainer:
                 self.save_checkpoint(step + 1)
         vl, dists = self.evaluate(attn=job["eval"]["attn_distance"])
         if not math.isfinite(vl):
-            raise TrainError("step %d: validation loss is %g (not finite)" % (steps, vl))
+            raise NotFinite("step %d: validation loss is %g (not finite)" % (steps, vl))
         if vl > diverged_at:   # the final val point, then the failure (the built-in's order)
             if self.rank == 0:
                 run.val(steps, vl, self.val_se())
-            raise TrainError("step %d: validation loss %g is above %g: the run diverged" % (steps, vl, diverged_at))
+            raise Diverged("step %d: validation loss %g is above %g: the run diverged" % (steps, vl, diverged_at))
         zs = self.zero_shot()
         if self.rank == 0:
             run.val(steps, vl, self.val_se(), zero_shot=zs)
@@ -490,13 +506,27 @@ def main(argv):
             n = max(args.nproc, 1)
         if n > 1:
             return launch(n, argv)
+    tr = None
     try:
-        return Trainer(args).main()
+        tr = Trainer(args)
+        return tr.main()
     except (pd.JobError, pp.ProtocolError) as e:
         print("torch trainer: %s" % e, file=sys.stderr, flush=True)
         return 2
-    except TrainError as e:
+    except Exception as e:   # a cause the worker should read: a "failed" line (docs/TRAINERS.md) before exit 1
+        if isinstance(e, TrainError):
+            reason, retryable = e.reason, e.retryable
+        elif is_oom(e):
+            reason, retryable = "oom", True
+        else:
+            raise   # a bug: the traceback, and the worker reports a crash
         print("torch trainer: %s" % e, file=sys.stderr, flush=True)
+        run = getattr(tr, "run", None)
+        if run is not None and not run.done:
+            try:
+                run.failed(reason, str(e)[:900], retryable=retryable)
+            except (pp.ProtocolError, OSError):
+                pass
         return 1
 
 

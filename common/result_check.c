@@ -1,4 +1,5 @@
-/* result.c — what a worker's result (result.json, POST .../complete) may hold, checked against its job.
+/* result_check.c — what a worker's result (result.json, POST .../complete) may hold, checked against its job:
+ * the server's rules, which the worker applies too before it reports a result (result_check.h).
  *
  * Design: one table, RESULT_KEYS, names every number the server stores or ranks: its key (common/jobresult.h;
  * the older aliases are gone), its kind (a number, an integer, an array of numbers), whether it is required or may be null, and
@@ -9,7 +10,7 @@
  * function: its task names must be the job's eval.tasks names (already [A-Za-z0-9._-]{1,63}), so no text a
  * worker invents reaches a CSV header or a terminal, and accuracies lie in [0, 1].
  */
-#include "result.h"
+#include "result_check.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -48,6 +49,17 @@ static const struct result_key {
     {JOBRESULT_KEY_VAL_LOSS_BATCHES, RK_NUM_ARRAY, 0, 0, 1e4, RB_FIXED, RL_BATCHES},
 };
 
+void result_limits_from_job(const struct job_config *j, result_limits *out) {
+    memset(out, 0, sizeof *out);
+    out->n_layer = j->model.n_layer;
+    out->vocab_size = j->model.vocab_size;
+    out->seq_len = j->train.seq_len > 0 ? j->train.seq_len : j->model.seq_len;
+    out->steps = j->train.steps;
+    out->val_loss_max = JOB_DIVERGED_FACTOR * log((double)(j->model.vocab_size > 1 ? j->model.vocab_size : 2));
+    out->ntasks = j->eval.ntasks < RESULT_MAX_TASKS ? j->eval.ntasks : RESULT_MAX_TASKS;
+    for (int i = 0; i < out->ntasks; i++) snprintf(out->tasks[i], sizeof out->tasks[i], "%s", j->eval.tasks[i].name);
+}
+
 int result_load_limits(const char *job_text, result_limits *out, char *err, size_t errlen) {
     struct job_config j;
     memset(out, 0, sizeof *out);
@@ -55,15 +67,24 @@ int result_load_limits(const char *job_text, result_limits *out, char *err, size
         if (!job_text) snprintf(err, errlen, "the job has no job JSON");
         return -1;
     }
-    out->n_layer = j.model.n_layer;
-    out->vocab_size = j.model.vocab_size;
-    out->seq_len = j.train.seq_len > 0 ? j.train.seq_len : j.model.seq_len;
-    out->steps = j.train.steps;
-    out->val_loss_max = JOB_DIVERGED_FACTOR * log((double)(j.model.vocab_size > 1 ? j.model.vocab_size : 2));
-    out->ntasks = j.eval.ntasks < RESULT_MAX_TASKS ? j.eval.ntasks : RESULT_MAX_TASKS;
-    for (int i = 0; i < out->ntasks; i++) snprintf(out->tasks[i], sizeof out->tasks[i], "%s", j.eval.tasks[i].name);
+    result_limits_from_job(&j, out);
     job_release(&j);
     return 0;
+}
+
+int result_diverged(const json_t *result, const result_limits *lim) {
+    json_t *v = json_object_get(result, JOBRESULT_KEY_VAL_LOSS);
+    return json_is_number(v) && isfinite(json_number_value(v)) && json_number_value(v) > lim->val_loss_max;
+}
+
+/* error begins with prefix followed by ':' */
+static int result_has_prefix(const char *error, const char *prefix) {
+    size_t n = strlen(prefix);
+    return strncmp(error, prefix, n) == 0 && error[n] == ':';
+}
+
+int result_error_is_outcome(const char *error) {
+    return error && (result_has_prefix(error, RESULT_ERR_DIVERGED) || result_has_prefix(error, RESULT_ERR_NOT_FINITE));
 }
 
 int result_check_val_loss(const result_limits *lim, const char *what, double v, char *err, size_t errlen) {
@@ -106,6 +127,25 @@ static int check_num(const struct result_key *k, const result_limits *lim, const
     return 0;
 }
 
+int result_check_scores(const json_t *v, const char *what, int capped, char *err, size_t errlen) {
+    static const char *const acc[2] = { "acc", "acc_norm" }, *const cnt[2] = { "n", "truncated" };
+    for (int a = 0; a < 2; a++) {
+        json_t *x = json_object_get(v, acc[a]);
+        if (!json_is_number(x) || !(json_number_value(x) >= 0 && json_number_value(x) <= 1)) {
+            snprintf(err, errlen, "%s.%s: must be a number in [0, 1]", what, acc[a]);
+            return -1;
+        }
+        x = json_object_get(v, cnt[a]);   /* the items scored and cut: counts, as the worker's engine writes them */
+        if (x && !json_is_null(x) && (!json_is_integer(x) || json_integer_value(x) < 0 ||
+                                      (capped && json_integer_value(x) > 1000000000))) {
+            snprintf(err, errlen, capped ? "%s.%s: must be an integer in [0, 1e9]" : "%s.%s: must be an integer >= 0",
+                     what, cnt[a]);
+            return -1;
+        }
+    }
+    return 0;
+}
+
 static int check_zero_shot(const json_t *zs, const result_limits *lim, char *err, size_t errlen) {
     if (!json_is_object(zs)) { snprintf(err, errlen, "result.zero_shot: must be an object {task: {acc, acc_norm}}"); return -1; }
     const char *name;
@@ -123,19 +163,9 @@ static int check_zero_shot(const json_t *zs, const result_limits *lim, char *err
             return -1;
         }
         if (!json_is_object(v)) { snprintf(err, errlen, "result.zero_shot.%s: must be an object {acc, acc_norm}", name); return -1; }
-        static const char *const acc[2] = { "acc", "acc_norm" }, *const cnt[2] = { "n", "truncated" };
-        for (int a = 0; a < 2; a++) {
-            json_t *x = json_object_get(v, acc[a]);
-            if (!json_is_number(x) || !(json_number_value(x) >= 0 && json_number_value(x) <= 1)) {
-                snprintf(err, errlen, "result.zero_shot.%s.%s: must be a number in [0, 1]", name, acc[a]);
-                return -1;
-            }
-            x = json_object_get(v, cnt[a]);   /* the items scored and cut: counts, as the worker's engine writes them */
-            if (x && !json_is_null(x) && (!json_is_integer(x) || json_integer_value(x) < 0 || json_integer_value(x) > 1000000000)) {
-                snprintf(err, errlen, "result.zero_shot.%s.%s: must be an integer in [0, 1e9]", name, cnt[a]);
-                return -1;
-            }
-        }
+        char what[96];
+        snprintf(what, sizeof what, "result.zero_shot.%s", name);
+        if (result_check_scores(v, what, 1, err, errlen)) return -1;
         const char *vk;
         json_t *vv;
         json_object_foreach(v, vk, vv)
