@@ -20,19 +20,32 @@ static int prep(store *st, sqlite3_stmt **s, const char *sql) {
     return STORE_OK;
 }
 
-/* Same model/train/eval/data as the stored spec? */
+/* Same model/train/eval/data/trainer as the stored spec? The trainer (its name and args) is part of what a job is:
+ * "torch" and {"name": "torch"} are the same, any other difference is not. */
+static json_t *trainer_norm(json_t *t) {
+    if (json_is_object(t)) {
+        json_t *args = json_object_get(t, "args");
+        if (!args || json_object_size(args) == 0) return json_incref(json_object_get(t, "name"));
+    }
+    return json_incref(t);
+}
+
 static int same_job_sections(const char *stored, const sweep_spec *sp, char *which, size_t len) {
-    static const char *const keys[] = { "model", "train", "eval", "data" };
+    static const char *const keys[] = { "model", "train", "eval", "data", "trainer" };
     json_t *old = json_loads(stored, 0, NULL);
     int same = 1;
     which[0] = 0;
-    for (int i = 0; i < 4; i++) {
+    for (int i = 0; i < 5; i++) {
         json_t *a = old ? json_object_get(old, keys[i]) : NULL, *b = json_object_get(sp->root, keys[i]);
+        a = i == 4 ? trainer_norm(a) : json_incref(a);
+        b = i == 4 ? trainer_norm(b) : json_incref(b);
         if (!(a == NULL && b == NULL) && !(a && b && json_equal(a, b))) {
             if (!same) strncat(which, ", ", len - strlen(which) - 1);
             strncat(which, keys[i], len - strlen(which) - 1);
             same = 0;
         }
+        json_decref(a);
+        json_decref(b);
     }
     json_decref(old);
     return same;

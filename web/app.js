@@ -489,6 +489,7 @@ function renderSweep() {
       reconcile +
       (B.analysis && B.analysis.note ? '<br><span id="power-note">' + esc(B.analysis.note) + '</span>' : '') +
       '' : '') +
+    (B.trainer_note ? '<br><span id="trainer-note" class="warn">⚠ ' + esc(B.trainer_note) + '</span>' : '') +
     (B.halving ? '<br><span id="halving-tokens" title="successive halving, eta ' + esc(B.halving.eta) + ' (' + esc(B.halving.mode) +
       '): rungs at steps ' + esc(B.halving.rung_steps.join(', ')) + '; ranked by the highest rung reached, then by Δ">tokens spent: ' +
       fmtInt(B.halving.tokens_spent) + ' of the full grid\'s ' + fmtInt(B.halving.full_grid_tokens) + '</span>' : '') +

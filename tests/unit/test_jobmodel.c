@@ -79,8 +79,12 @@ TEST(migration_fills_older_rows_by_the_c_model) {
     long long n = qv(st, "SELECT count(*) FROM jobs");
     /* back to schema version 3: no tokens_per_step column, steps as a version that filled them at lease left them,
      * and one row whose JSON is not a job */
-    ASSERT_EQ_INT(0, store_exec(st, "DROP TRIGGER jobs_rev_upd; DROP TRIGGER results_cost_ins; DROP TRIGGER results_cost_del; "
-                                "DROP TRIGGER results_cost_upd; DROP TABLE sweep_results; DROP TRIGGER jobs_count_ins; "
+    ASSERT_EQ_INT(0, store_exec(st, "DROP TRIGGER results_cost_ins; DROP TRIGGER results_cost_del; "
+                                "DROP TRIGGER results_cost_upd; ALTER TABLE sweep_results DROP COLUMN setup_s; "
+                                "ALTER TABLE results DROP COLUMN setup_s; ALTER TABLE results DROP COLUMN trainer_command; "
+                                "ALTER TABLE results DROP COLUMN trainer_version"));   /* migration 17 */
+    ASSERT_EQ_INT(0, store_exec(st, "DROP TRIGGER jobs_rev_upd; "
+                                "DROP TABLE sweep_results; DROP TRIGGER jobs_count_ins; "
                                 "DROP TRIGGER jobs_count_del; DROP TRIGGER jobs_count_upd; DROP TRIGGER jobs_lease_ord_ins; "
                                 "DROP INDEX jobs_rev; ALTER TABLE jobs DROP COLUMN rev"));   /* migration 14 (and 10's triggers) */
     ASSERT_EQ_INT(0, store_exec(st, "ALTER TABLE jobs DROP COLUMN tokens_per_step"));
