@@ -135,6 +135,7 @@ function normBoard(b) {
     halving: b && b.halving && typeof b.halving === 'object' ? normHalving(b.halving) : null,
     racing: b && b.racing && typeof b.racing === 'object' ? b.racing : null,
     search: normSearch(b && b.search),
+    trainer_note: b && typeof b.trainer_note === 'string' ? b.trainer_note : null,   /* results of 2+ trainer identities */
     screened: (b && Array.isArray(b.screened) ? b.screened : []).map(normScreened) };
 }
 /* a job the outlier screen left out of the fit (issue #37) */
