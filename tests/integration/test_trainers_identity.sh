@@ -76,6 +76,10 @@ t_mixed_trainer_identities_are_said() {
   assert_contains "$note" "$D/seen v2"
   local st; st=$("$(bin prism-sweep)" status "$sid" --db "$D/prism.db" 2>&1)
   assert_contains "$st" "WARNING: results from 2 trainer identities"
+  local tb; tb=$("$(bin prism-sweep)" leaderboard "$sid" --db "$D/prism.db" 2>&1)
+  assert_contains "$tb" "WARNING: results from 2 trainer identities"
+  assert_eq '"results from 2' "$("$(bin prism-sweep)" status "$sid" --db "$D/prism.db" --format json | w_json 'json.dumps(d["trainer_note"])' | cut -c1-15)" \
+    "status --json trainer_note"
   # the page shows trainer_note: tests/web/test_leaderboard.py mixed_trainer_identities_warned
 }
 
