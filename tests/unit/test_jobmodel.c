@@ -72,6 +72,29 @@ TEST(create_fills_the_columns) {
     store_close(st);
 }
 
+/* Migration 17: sweep_results.setup_s follows its results' setup_s through insert, update and delete, and
+ * sweeps_counts_verify catches a counter that does not. */
+TEST(setup_s_counted_per_sweep) {
+    store *st = created("setup.db");
+    char err[1024];
+    ASSERT_EQ_INT(0, store_exec(st, "INSERT INTO results (job_id, attempt, val_loss, wall_s, setup_s, result, completed_at) "
+                                "VALUES (1, 1, 3.0, 10, 2.5, '{}', 0), (2, 1, 3.1, 20, NULL, '{}', 0)"));
+    printf("setup_s %lld (x10), wall_s %lld\n", qv(st, "SELECT CAST(setup_s * 10 AS INTEGER) FROM sweep_results"),
+           qv(st, "SELECT CAST(wall_s AS INTEGER) FROM sweep_results"));
+    ASSERT_EQ_INT(25, qv(st, "SELECT CAST(setup_s * 10 AS INTEGER) FROM sweep_results"));
+    ASSERT_EQ_INT(30, qv(st, "SELECT CAST(wall_s AS INTEGER) FROM sweep_results"));
+    ASSERT_EQ_INT(0, store_exec(st, "UPDATE results SET setup_s = 4 WHERE job_id = 2"));
+    ASSERT_EQ_INT(65, qv(st, "SELECT CAST(setup_s * 10 AS INTEGER) FROM sweep_results"));
+    ASSERT_EQ_INT(0, store_exec(st, "DELETE FROM results WHERE job_id = 1"));
+    ASSERT_EQ_INT(40, qv(st, "SELECT CAST(setup_s * 10 AS INTEGER) FROM sweep_results"));
+    if (sweeps_counts_verify(st, err, sizeof err) != 0) HFAIL("counters: %s", err);
+    ASSERT_EQ_INT(0, store_exec(st, "UPDATE sweep_results SET setup_s = 99"));
+    ASSERT_TRUE(sweeps_counts_verify(st, err, sizeof err) != 0);
+    printf("a wrong setup_s counter: %s\n", err);
+    ASSERT_EQ_INT(0, store_exec(st, "UPDATE sweep_results SET setup_s = 4"));
+    store_close(st);
+}
+
 TEST(migration_fills_older_rows_by_the_c_model) {
     store *st = created("old.db");
     char path[4200], err[1024];
