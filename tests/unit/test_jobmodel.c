@@ -77,16 +77,21 @@ TEST(create_fills_the_columns) {
 TEST(setup_s_counted_per_sweep) {
     store *st = created("setup.db");
     char err[1024];
-    ASSERT_EQ_INT(0, store_exec(st, "INSERT INTO results (job_id, attempt, val_loss, wall_s, setup_s, result, completed_at) "
-                                "VALUES (1, 1, 3.0, 10, 2.5, '{}', 0), (2, 1, 3.1, 20, NULL, '{}', 0)"));
-    printf("setup_s %lld (x10), wall_s %lld\n", qv(st, "SELECT CAST(setup_s * 10 AS INTEGER) FROM sweep_results"),
-           qv(st, "SELECT CAST(wall_s AS INTEGER) FROM sweep_results"));
-    ASSERT_EQ_INT(25, qv(st, "SELECT CAST(setup_s * 10 AS INTEGER) FROM sweep_results"));
-    ASSERT_EQ_INT(30, qv(st, "SELECT CAST(wall_s AS INTEGER) FROM sweep_results"));
-    ASSERT_EQ_INT(0, store_exec(st, "UPDATE results SET setup_s = 4 WHERE job_id = 2"));
-    ASSERT_EQ_INT(65, qv(st, "SELECT CAST(setup_s * 10 AS INTEGER) FROM sweep_results"));
-    ASSERT_EQ_INT(0, store_exec(st, "DELETE FROM results WHERE job_id = 1"));
-    ASSERT_EQ_INT(40, qv(st, "SELECT CAST(setup_s * 10 AS INTEGER) FROM sweep_results"));
+    static const struct { const char *sql; long long setup_x10, wall_s; } steps[] = {   /* each change, the counters after */
+        { "INSERT INTO results (job_id, attempt, val_loss, wall_s, setup_s, result, completed_at) "
+          "VALUES (1, 1, 3.0, 10, 2.5, '{}', 0), (2, 1, 3.1, 20, NULL, '{}', 0)", 25, 30 },
+        { "UPDATE results SET setup_s = 4 WHERE job_id = 2", 65, 30 },
+        { "DELETE FROM results WHERE job_id = 1", 40, 20 },
+    };
+    for (size_t i = 0; i < sizeof steps / sizeof steps[0]; i++) {
+        ASSERT_EQ_INT(0, store_exec(st, steps[i].sql));
+        long long su = qv(st, "SELECT CAST(setup_s * 10 AS INTEGER) FROM sweep_results");
+        long long wa = qv(st, "SELECT CAST(wall_s AS INTEGER) FROM sweep_results");
+        printf("after \"%.40s...\": setup_s x10 %lld (want %lld), wall_s %lld (want %lld)\n", steps[i].sql, su,
+               steps[i].setup_x10, wa, steps[i].wall_s);
+        ASSERT_EQ_INT(steps[i].setup_x10, su);
+        ASSERT_EQ_INT(steps[i].wall_s, wa);
+    }
     if (sweeps_counts_verify(st, err, sizeof err) != 0) HFAIL("counters: %s", err);
     ASSERT_EQ_INT(0, store_exec(st, "UPDATE sweep_results SET setup_s = 99"));
     ASSERT_TRUE(sweeps_counts_verify(st, err, sizeof err) != 0);
