@@ -143,6 +143,7 @@ void job_release(struct job_config *j) {
     free(j->model.init);
     free(j->data.train);
     free(j->data.val);
+    free(j->trainer_args);
     tasks_free(j->eval.tasks, j->eval.ntasks);
     job_init(j);
 }
@@ -320,7 +321,14 @@ int job_from_json(const json_t *obj, struct job_config *out, char *err, size_t e
             snprintf(out->trainer, sizeof out->trainer, "%s", json_string_value(sec));
             continue;
         }
-        if (si < 0) { if (err) snprintf(err, errlen, "%s: unknown key (a job has model, train, eval, data, trainer)", key); goto out; }
+        if (si < 0 && strcmp(key, "trainer_args") == 0) {   /* the trainer's own options, passed on untouched */
+            if (job_trainer_args_check(sec, "trainer_args", err, errlen) < 0) goto out;
+            free(out->trainer_args);
+            out->trainer_args = json_dumps(sec, JSON_COMPACT | JSON_SORT_KEYS | JSON_REAL_PRECISION(17));
+            if (!out->trainer_args) { if (err) snprintf(err, errlen, "trainer_args: out of memory"); rc = JOB_ENOMEM; goto out; }
+            continue;
+        }
+        if (si < 0) { if (err) snprintf(err, errlen, "%s: unknown key (a job has model, train, eval, data, trainer, trainer_args)", key); goto out; }
         if (!json_is_object(sec)) { if (err) snprintf(err, errlen, "%s: expected an object, got %s", key, job_json_type(sec)); goto out; }
         const char *k2;
         const json_t *v;
@@ -361,6 +369,11 @@ int job_from_json(const json_t *obj, struct job_config *out, char *err, size_t e
     }
     if (out->model.padded_vocab_size == 0) out->model.padded_vocab_size = (out->model.vocab_size + 127) / 128 * 128;
     if (out->train.seq_len == 0) out->train.seq_len = out->model.seq_len;
+    if (out->trainer_args && !out->trainer[0]) {
+        if (err) snprintf(err, errlen, "trainer_args: only for a job with a \"trainer\" (the built-in engine takes none); "
+                          "remove it or name the trainer");
+        goto out;
+    }
     rc = job_validate(out, err, errlen);
 out:
     if (rc) job_release(out);
@@ -431,7 +444,45 @@ json_t *job_to_json(const struct job_config *j) {
     }
     json_t *o = json_pack("{s:o, s:o, s:o, s:o}", "model", model, "train", train, "eval", eval, "data", data);
     if (o && j->trainer[0] && json_object_set_new(o, "trainer", json_string(j->trainer)) < 0) { json_decref(o); o = NULL; }
+    if (o && j->trainer_args) {
+        json_t *a = json_loads(j->trainer_args, 0, NULL);
+        if (!a || json_object_set_new(o, "trainer_args", a) < 0) { json_decref(o); o = NULL; }
+    }
     return o;
+}
+
+static int arg_name_ok(const char *s) {
+    size_t n = strlen(s);
+    if (n < 1 || n > JOB_TRAINER_ARG_NAME_MAX) return 0;
+    for (size_t i = 0; i < n; i++)
+        if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= 'A' && s[i] <= 'Z') || (s[i] >= '0' && s[i] <= '9') ||
+              s[i] == '.' || s[i] == '_' || s[i] == '-')) return 0;
+    return 1;
+}
+
+int job_trainer_args_check(const json_t *args, const char *what, char *err, size_t errlen) {
+    if (!json_is_object(args))
+        FAIL("%s: must be an object of the trainer's options ({\"dropout\": 0.1, ...}), got %s", what, job_json_type(args));
+    if (json_object_size(args) > JOB_TRAINER_ARGS_MAX)
+        FAIL("%s: %zu keys, at most %d; pass the rest in a config file the trainer reads", what, json_object_size(args),
+             JOB_TRAINER_ARGS_MAX);
+    const char *k;
+    const json_t *v;
+    json_object_foreach((json_t *)args, k, v) {
+        if (!arg_name_ok(k))
+            FAIL("%s: key \"%.80s\" is not a name: 1-%d characters of [A-Za-z0-9_.-]; rename it", what, k,
+                 JOB_TRAINER_ARG_NAME_MAX);
+        if (json_is_string(v)) {
+            if (json_string_length(v) > JOB_TRAINER_ARG_STR_MAX)
+                FAIL("%s.%s: a string of %zu bytes, at most %d; pass a path to a file instead", what, k,
+                     json_string_length(v), JOB_TRAINER_ARG_STR_MAX);
+        } else if (json_is_number(v)) {
+            if (!isfinite(json_number_value(v))) FAIL("%s.%s: must be a finite number", what, k);
+        } else if (!json_is_boolean(v))
+            FAIL("%s.%s: must be a string, a number or a boolean, got %s (nest no objects, arrays or null: give each "
+                 "option its own key)", what, k, job_json_type(v));
+    }
+    return 0;
 }
 
 int job_trainer_name_ok(const char *s) {
@@ -448,6 +499,7 @@ int job_copy(struct job_config *dst, const struct job_config *src) {
     dst->model.init = src->model.init ? strdup(src->model.init) : NULL;
     dst->data.train = src->data.train ? strdup(src->data.train) : NULL;
     dst->data.val = src->data.val ? strdup(src->data.val) : NULL;
+    dst->trainer_args = src->trainer_args ? strdup(src->trainer_args) : NULL;
     dst->eval.tasks = NULL;
     dst->eval.ntasks = 0;
     int task_oom = 0;
@@ -464,7 +516,8 @@ int job_copy(struct job_config *dst, const struct job_config *src) {
         }
     }
     if (task_oom || (src->model.init && !dst->model.init) || (src->data.train && !dst->data.train) ||
-        (src->data.val && !dst->data.val)) {
+        (src->data.val && !dst->data.val) ||
+        (src->trainer_args && !dst->trainer_args)) {
         job_release(dst);
         return JOB_ENOMEM;
     }

@@ -10,7 +10,8 @@
  *                "seed", "shuffle", "checkpoint_every" },
  *     "eval":  { "every", "batches", "attn_distance", "tasks"?: [{"name", "path"}, ...] },
  *     "data":  { "train": "glob", "val": "glob" },
- *     "trainer"?: "NAME" }    the external trainer that trains it (docs/TRAINERS.md); absent = the built-in engine
+ *     "trainer"?: "NAME",     the external trainer that trains it (docs/TRAINERS.md); absent = the built-in engine
+ *     "trainer_args"?: { "NAME": scalar, ... } }   that trainer's own options (the spec's trainer.args); needs "trainer"
  *
  * Required: model.{n_layer, d_model, vocab_size, seq_len, heads}, data.{train, val}. Everything else has
  * the default job_init() sets (listed next to each field below). Unknown keys, wrong types and bad values
@@ -86,13 +87,22 @@ struct job_data {
 };
 
 #define JOB_TRAINER_MAX 64          /* trainer name with its NUL */
+#define JOB_TRAINER_ARGS_MAX 32     /* trainer_args: at most this many keys */
+#define JOB_TRAINER_ARG_NAME_MAX 64 /* ... each name 1..64 of [A-Za-z0-9_.-] */
+#define JOB_TRAINER_ARG_STR_MAX 256 /* ... a string value at most this many bytes; numbers finite; booleans */
 struct job_config {
     struct job_model model;
     struct job_train train;
     struct job_eval eval;
     struct job_data data;
     char trainer[JOB_TRAINER_MAX];  /* "" = the built-in engine; else a worker's --trainer NAME (job_trainer_name_ok) */
+    char *trainer_args;             /* the trainer's options as compact JSON with sorted keys, NULL = none (owned) */
 };
+
+/* Checks a trainer's options (the spec's trainer.args, the job's trainer_args): an object of at most
+ * JOB_TRAINER_ARGS_MAX keys named [A-Za-z0-9_.-]{1,64}, each a string of at most JOB_TRAINER_ARG_STR_MAX bytes, a
+ * finite number or a boolean. 0, or JOB_EINVAL with err naming WHAT.KEY and the fix. */
+int job_trainer_args_check(const json_t *args, const char *what, char *err, size_t errlen);
 
 /* 1 when s is a valid trainer name: 1..63 characters of [A-Za-z0-9._-], not starting with '.' or '-'. */
 int job_trainer_name_ok(const char *s);

@@ -62,6 +62,9 @@ int jobresult_columns(const json_t *result, jobresult_cols *c) {
     if ((c->has_params = json_is_integer(v = json_object_get(result, JOBRESULT_KEY_PARAMS)))) c->params = json_integer_value(v);
     if ((c->has_flops_per_token = json_is_number(v = json_object_get(result, JOBRESULT_KEY_FLOPS_PER_TOKEN))))
         c->flops_per_token = json_number_value(v);
+    if ((c->has_setup_s = json_is_number(v = json_object_get(result, JOBRESULT_KEY_SETUP_S)))) c->setup_s = json_number_value(v);
+    c->trainer_command = json_string_value(json_object_get(result, JOBRESULT_KEY_TRAINER_COMMAND));
+    c->trainer_version = json_string_value(json_object_get(result, JOBRESULT_KEY_TRAINER_VERSION));
     v = json_object_get(result, JOBRESULT_KEY_ATTN_DISTANCE);
     c->attn_distance = json_is_array(v) ? v : NULL;
     return 0;

@@ -36,6 +36,12 @@
 #define JOBRESULT_KEY_VAL_BATCHES "val_batches"
 #define JOBRESULT_KEY_VAL_LOSS_BATCHES "val_loss_batches"
 #define JOBRESULT_KEY_ZERO_SHOT "zero_shot"
+/* an external trainer's run (docs/TRAINERS.md): its start-up before the first step, seconds (device time beside
+ * wall_s: the sweep's device_hours counts both), and who produced the result (the worker's --trainer COMMAND and the
+ * version the trainer declared; the trainer itself may not set these two) */
+#define JOBRESULT_KEY_SETUP_S "setup_s"
+#define JOBRESULT_KEY_TRAINER_COMMAND "trainer_command"
+#define JOBRESULT_KEY_TRAINER_VERSION "trainer_version"
 
 typedef struct job_result {
     double val_loss;
@@ -53,10 +59,11 @@ typedef struct job_result {
 
 typedef struct jobresult_cols {
     double val_loss;
-    int has_tok_per_s, has_wall_s, has_params, has_flops_per_token;
-    double tok_per_s, wall_s, flops_per_token;
+    int has_tok_per_s, has_wall_s, has_params, has_flops_per_token, has_setup_s;
+    double tok_per_s, wall_s, flops_per_token, setup_s;
     long long params;
     const json_t *attn_distance;
+    const char *trainer_command, *trainer_version;   /* borrowed from result; NULL: none */
 } jobresult_cols;
 
 json_t *jobresult_to_json(const job_result *r);

@@ -47,6 +47,7 @@ static const struct result_key {
     {JOBRESULT_KEY_VAL_LOSS_SE, RK_NUM, 0, 0, 1e3, RB_FIXED, RL_ANY},
     {JOBRESULT_KEY_VAL_BATCHES, RK_INT, 0, 1, (double)JOB_EVAL_MAX_ALL, RB_FIXED, RL_ANY},
     {JOBRESULT_KEY_VAL_LOSS_BATCHES, RK_NUM_ARRAY, 0, 0, 1e4, RB_FIXED, RL_BATCHES},
+    {JOBRESULT_KEY_SETUP_S, RK_NUM, 0, 0, 1e9, RB_FIXED, RL_ANY},
 };
 
 void result_limits_from_job(const struct job_config *j, result_limits *out) {

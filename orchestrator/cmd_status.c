@@ -15,6 +15,7 @@
 
 #include "cli.h"
 #include "halving.h"
+#include "leaderboard.h"
 #include "racing.h"
 #include "search.h"
 #include "buf.h"
@@ -107,6 +108,12 @@ int cmd_status(int argc, char **argv) {
             }
             json_t *sj = NULL;   /* a surrogate search: progress, recommendation, outlook (search.h) */
             if (search_summary_json(st, id, &sj, e2, sizeof e2) == 0 && sj) json_object_set_new(o, "search", sj);
+            json_t *ids = NULL;   /* who trained its results (leaderboard.h), and the warning when they are mixed */
+            char tnote[1024];
+            if (leaderboard_trainer_identities(st, id, &ids, tnote, sizeof tnote, e2, sizeof e2) == 0) {
+                json_object_set_new(o, "trainer_identities", ids);
+                if (tnote[0]) json_object_set_new(o, "trainer_note", json_string(tnote));
+            }
             json_dumpf(o, stdout, JSON_PRESERVE_ORDER);
             fputc('\n', stdout);
             json_decref(o);
@@ -133,6 +140,11 @@ int cmd_status(int argc, char **argv) {
                 buf_free(&tb);
                 json_decref(sj);
             }
+            json_t *ids = NULL;   /* results of more than one trainer identity in one ranking: said, not silent */
+            char tnote[1024];
+            if (leaderboard_trainer_identities(st, id, &ids, tnote, sizeof tnote, e2, sizeof e2) == 0 && tnote[0])
+                printf("WARNING: %s\n", tnote);
+            json_decref(ids);
             ranking *rk = NULL;
             if (screened_count(st, id, &rk, e2, sizeof e2) >= 0) print_screened_hint(rk, info.name);
             ranking_free(rk);

@@ -176,6 +176,49 @@ json_t *leaderboard_from_ranking(const ranking *rk) {
     return lb;
 }
 
+int leaderboard_trainer_identities(store *st, long long sweep_id, json_t **out, char *note, size_t notelen, char *err,
+                                   size_t errlen) {
+    sqlite3_stmt *s = NULL;
+    *out = NULL;
+    if (notelen) note[0] = 0;
+    if (sqlite3_prepare_v2(st->db, "SELECT r.trainer_command, r.trainer_version, count(*) FROM results r "
+                           "JOIN jobs j ON j.id = r.job_id WHERE j.sweep_id = ?1 AND j.state = 'done' "
+                           "GROUP BY 1, 2 ORDER BY 3 DESC, 1, 2", -1, &s, NULL) != SQLITE_OK) {
+        snprintf(err, errlen, "trainer identities: %s", sqlite3_errmsg(st->db));
+        return STORE_EIO;
+    }
+    sqlite3_bind_int64(s, 1, sweep_id);
+    json_t *a = json_array();
+    int step;
+    while (a && (step = sqlite3_step(s)) == SQLITE_ROW) {
+        const char *cmd = (const char *)sqlite3_column_text(s, 0), *ver = (const char *)sqlite3_column_text(s, 1);
+        json_t *o = json_pack("{s:o, s:o, s:I}", "command", cmd ? json_string(cmd) : json_null(),
+                              "version", ver ? json_string(ver) : json_null(), "jobs", (json_int_t)sqlite3_column_int64(s, 2));
+        if (!o || json_array_append_new(a, o) < 0) { json_decref(a); a = NULL; }
+    }
+    if (a && step != SQLITE_DONE) {
+        snprintf(err, errlen, "trainer identities: %s", sqlite3_errmsg(st->db));
+        json_decref(a);
+        sqlite3_finalize(s);
+        return STORE_EIO;
+    }
+    sqlite3_finalize(s);
+    if (!a) { snprintf(err, errlen, "out of memory"); return STORE_EIO; }
+    size_t n = json_array_size(a), i;
+    json_t *x;
+    int w = n > 1 ? snprintf(note, notelen, "results from %zu trainer identities (one ranking mixes them):", n) : 0;
+    json_array_foreach(a, i, x) {
+        if (n < 2 || w < 0 || (size_t)w >= notelen) break;
+        const char *cmd = json_string_value(json_object_get(x, "command"));
+        const char *ver = json_string_value(json_object_get(x, "version"));
+        w += snprintf(note + w, notelen - w, "%s %lld job(s) by %s%.200s%s%s%.60s", i ? ";" : "",
+                      (long long)json_integer_value(json_object_get(x, "jobs")), cmd ? "'" : "",
+                      cmd ? cmd : "the built-in engine", cmd ? "'" : "", ver ? " version " : "", ver ? ver : "");
+    }
+    *out = a;
+    return STORE_OK;
+}
+
 int leaderboard_build(store *st, long long sweep_id, json_t **out, char *err, size_t errlen) {
     *out = NULL;
     ranking *rk = NULL;
@@ -189,6 +232,15 @@ int leaderboard_build(store *st, long long sweep_id, json_t **out, char *err, si
         *out = NULL;
         return STORE_EIO;
     }
+    json_t *ids = NULL;   /* who trained the results: more than one (command, version) is said at the top */
+    char note[1024];
+    if (leaderboard_trainer_identities(st, sweep_id, &ids, note, sizeof note, err, errlen) < 0) {
+        json_decref(*out);
+        *out = NULL;
+        return STORE_EIO;
+    }
+    json_object_set_new(*out, "trainer_identities", ids);
+    if (note[0]) json_object_set_new(*out, "trainer_note", json_string(note));
     return STORE_OK;
 }
 
@@ -466,6 +518,8 @@ char *leaderboard_table(const json_t *lb) {
     buf_append(&b, line, (size_t)(n < (int)sizeof line ? n : (int)sizeof line - 1), BUF_MAX);
     const char *note = json_string_value(json_object_get(an, "note"));
     if (note) { put(&b, note); put(&b, "\n"); }
+    const char *tnote = json_string_value(json_object_get(lb, "trainer_note"));
+    if (tnote) { put(&b, "WARNING: "); put(&b, tnote); put(&b, "\n"); }
     json_t *vn = json_object_get(an, "val_noise");
     if (json_is_object(vn)) {
         n = snprintf(line, sizeof line, "val sample: %lld batches; its share of a paired delta's variance %.0f%% (sd %.5f vs "

@@ -22,6 +22,13 @@ json_t *leaderboard_from_ranking(const struct ranking *rk);
  * grid's) and ranks by that rung first (highest first); each Δ is measured at its row's rung ("delta.step"), and
  * pruned schedules are not compared with the survivors ("tied_best" null). */
 
+/* Who produced the finished results of sweep_id (migration 17: each result's trainer_command and trainer_version,
+ * null for the built-in engine): *out a new array of {"command", "version", "jobs"}, most jobs first; note gets
+ * "results from N trainer identities: ..." when there is more than one (mixed in one ranking), else "". Reads only;
+ * STORE_OK or STORE_EIO with err. leaderboard_build adds both ("trainer_identities", "trainer_note" when mixed). */
+int leaderboard_trainer_identities(store *st, long long sweep_id, json_t **out, char *note, size_t notelen, char *err,
+                                   size_t errlen);
+
 /* The leaderboard as CSV text (header line first; docs/API.md). malloc'd, caller frees; NULL on no memory. */
 char *leaderboard_csv(const json_t *lb);
 /* A human table for the terminal. malloc'd, caller frees. */

@@ -97,11 +97,13 @@ static const char *const SQL[S_COUNT] = {
     /* an UPSERT, not a REPLACE: a result reported again fires the update trigger that keeps the sweep's device
      * time (sql/014_job_changes.sql), where a REPLACE would delete the old row without firing any */
     [S_RESULT_INS] = "INSERT INTO results (job_id, attempt, val_loss, tok_per_s, wall_s, params, flops_per_token, "
-                     "attn_distance, result, completed_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10) "
+                     "attn_distance, result, completed_at, setup_s, trainer_command, trainer_version) "
+                     "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13) "
                      "ON CONFLICT (job_id) DO UPDATE SET attempt = excluded.attempt, val_loss = excluded.val_loss, "
                      "tok_per_s = excluded.tok_per_s, wall_s = excluded.wall_s, params = excluded.params, "
                      "flops_per_token = excluded.flops_per_token, attn_distance = excluded.attn_distance, "
-                     "result = excluded.result, completed_at = excluded.completed_at",
+                     "result = excluded.result, completed_at = excluded.completed_at, setup_s = excluded.setup_s, "
+                     "trainer_command = excluded.trainer_command, trainer_version = excluded.trainer_version",
     [S_DONE] = "UPDATE jobs SET state = 'done', step = max(step, steps), finished_at = ?2, updated_at = ?2, "
                "lease_expires_at = NULL, " NEXT_REV " WHERE id = ?1",
     [S_FAIL] = "UPDATE jobs SET state = 'failed', last_error = ?2, retryable = ?3, finished_at = ?4, updated_at = ?4, "
@@ -662,6 +664,9 @@ int queue_complete(queue *q, long long job, const char *token, json_t *result) {
     bind_text_or_null(s, 8, adtext);
     sqlite3_bind_text(s, 9, text, -1, SQLITE_TRANSIENT);
     sqlite3_bind_double(s, 10, now);
+    bind_opt(s, 11, col.has_setup_s, col.setup_s);
+    bind_text_or_null(s, 12, col.trainer_command);
+    bind_text_or_null(s, 13, col.trainer_version);
     rc = run(q, s, "insert result");
     free(text);
     free(adtext);

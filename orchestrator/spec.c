@@ -505,6 +505,25 @@ static int spec_check_job(json_t *root, sweep_spec *sp, char *err, size_t errlen
     return 0;
 }
 
+/* "trainer": "NAME" or {"name": "NAME", "args": {...}}: the object's keys and args here (the spec's names in the
+ * messages), the name by job.c with the rest of the job (spec_check_job). */
+static int spec_parse_trainer(json_t *root, char *err, size_t errlen) {
+    static const char *const keys[] = { "name", "args", NULL };
+    json_t *t = json_object_get(root, "trainer");
+    if (!t || json_is_string(t)) return SPEC_OK;
+    if (!json_is_object(t))
+        return err_at(err, errlen, "trainer: must be a trainer name (\"torch\") or an object {\"name\": \"torch\", "
+                                   "\"args\": {...}}, got %s", job_json_type(t));
+    int rc = check_keys(t, "trainer", keys, err, errlen);
+    if (rc < 0) return rc;
+    if (!json_is_string(json_object_get(t, "name")))
+        return err_at(err, errlen, "trainer.name: required, the trainer name that workers offer with --trainer "
+                                   "NAME=COMMAND");
+    json_t *args = json_object_get(t, "args");
+    if (args && job_trainer_args_check(args, "trainer.args", err, errlen) < 0) return SPEC_EINVAL;
+    return SPEC_OK;
+}
+
 static int spec_from_json_max(json_t *root, long long max_jobs, sweep_spec *sp, char *err, size_t errlen) {
     static const char *const top[] = { "name", "description", "priority", "model", "rules", "schedules", "include",
                                        "exclude", "sample", "seeds", "train", "eval", "data", "halving", "racing", "search", "trainer", NULL };
@@ -513,7 +532,8 @@ static int spec_from_json_max(json_t *root, long long max_jobs, sweep_spec *sp, 
     memset(sp, 0, sizeof *sp);
     if (!json_is_object(root)) return err_at(err, errlen, "(top level): a sweep spec is a JSON object");
     sp->root = json_incref(root);
-    if ((rc = check_keys(root, "", top, err, errlen)) < 0 || (rc = spec_parse_head(root, sp, err, errlen)) < 0 ||
+    if ((rc = check_keys(root, "", top, err, errlen)) < 0 || (rc = spec_parse_trainer(root, err, errlen)) < 0 ||
+        (rc = spec_parse_head(root, sp, err, errlen)) < 0 ||
         (rc = spec_parse_model(root, sp, err, errlen)) < 0 || (rc = spec_parse_rules(root, sp, err, errlen)) < 0)
         goto out;
 
@@ -634,7 +654,10 @@ json_t *spec_job_json(const sweep_spec *sp, int i, int j) {
     eval = NULL;
     if (json_object_set_new(job, "data", data) < 0) { data = NULL; goto fail; }
     json_t *trainer = json_object_get(sp->root, "trainer");   /* an external trainer (docs/TRAINERS.md); checked by job.c */
+    json_t *targs = json_is_object(trainer) ? json_object_get(trainer, "args") : NULL;
+    if (json_is_object(trainer)) trainer = json_object_get(trainer, "name");   /* {"name", "args"}: the job's two keys */
     if (trainer && json_object_set(job, "trainer", trainer) < 0) { data = NULL; goto fail; }
+    if (targs && json_object_size(targs) > 0 && json_object_set(job, "trainer_args", targs) < 0) { data = NULL; goto fail; }
     return job;
 fail:
     json_decref(job);

@@ -20,19 +20,32 @@ static int prep(store *st, sqlite3_stmt **s, const char *sql) {
     return STORE_OK;
 }
 
-/* Same model/train/eval/data as the stored spec? */
+/* Same model/train/eval/data/trainer as the stored spec? The trainer (its name and args) is part of what a job is:
+ * "torch" and {"name": "torch"} are the same, any other difference is not. */
+static json_t *trainer_norm(json_t *t) {
+    if (json_is_object(t)) {
+        json_t *args = json_object_get(t, "args");
+        if (!args || json_object_size(args) == 0) return json_incref(json_object_get(t, "name"));
+    }
+    return json_incref(t);
+}
+
 static int same_job_sections(const char *stored, const sweep_spec *sp, char *which, size_t len) {
-    static const char *const keys[] = { "model", "train", "eval", "data" };
+    static const char *const keys[] = { "model", "train", "eval", "data", "trainer" };
     json_t *old = json_loads(stored, 0, NULL);
     int same = 1;
     which[0] = 0;
-    for (int i = 0; i < 4; i++) {
+    for (int i = 0; i < 5; i++) {
         json_t *a = old ? json_object_get(old, keys[i]) : NULL, *b = json_object_get(sp->root, keys[i]);
+        a = i == 4 ? trainer_norm(a) : json_incref(a);
+        b = i == 4 ? trainer_norm(b) : json_incref(b);
         if (!(a == NULL && b == NULL) && !(a && b && json_equal(a, b))) {
             if (!same) strncat(which, ", ", len - strlen(which) - 1);
             strncat(which, keys[i], len - strlen(which) - 1);
             same = 0;
         }
+        json_decref(a);
+        json_decref(b);
     }
     json_decref(old);
     return same;
@@ -322,7 +335,8 @@ int sweeps_counts_verify(store *st, char *err, size_t errlen) {
         "     AS k FROM jobs GROUP BY sweep_id, state), "
         " c AS (SELECT sweep_id, state, n, steps_total AS t, steps_done AS d, tokens AS k FROM sweep_counts WHERE n != 0 "
         "   OR steps_total != 0 OR steps_done != 0 OR tokens != 0), "
-        " r AS (SELECT j.sweep_id, count(r.wall_s) AS timed, total(r.wall_s) AS wall_s FROM results r JOIN jobs j ON j.id = r.job_id "
+        " r AS (SELECT j.sweep_id, count(r.wall_s) AS timed, total(r.wall_s) AS wall_s, total(r.setup_s) AS setup_s "
+        "   FROM results r JOIN jobs j ON j.id = r.job_id "
         "   GROUP BY j.sweep_id) "
         "SELECT 'jobs', * FROM (SELECT * FROM j EXCEPT SELECT * FROM c) UNION ALL "
         "SELECT 'counters', * FROM (SELECT * FROM c EXCEPT SELECT * FROM j) UNION ALL "
@@ -331,7 +345,8 @@ int sweeps_counts_verify(store *st, char *err, size_t errlen) {
         "SELECT 'results', s.id, '', coalesce(sr.timed, 0), coalesce(r.timed, 0), CAST(coalesce(sr.wall_s, 0) AS INTEGER), "
         "   CAST(coalesce(r.wall_s, 0) AS INTEGER) FROM sweeps s LEFT JOIN sweep_results sr ON sr.sweep_id = s.id "
         "   LEFT JOIN r ON r.sweep_id = s.id WHERE coalesce(sr.timed, 0) != coalesce(r.timed, 0) "
-        "   OR abs(coalesce(sr.wall_s, 0) - coalesce(r.wall_s, 0)) > 1e-6 * max(1, abs(coalesce(r.wall_s, 0))) UNION ALL "
+        "   OR abs(coalesce(sr.wall_s, 0) - coalesce(r.wall_s, 0)) > 1e-6 * max(1, abs(coalesce(r.wall_s, 0))) "
+        "   OR abs(coalesce(sr.setup_s, 0) - coalesce(r.setup_s, 0)) > 1e-6 * max(1, abs(coalesce(r.setup_s, 0))) UNION ALL "
         "SELECT 'rev', sweep_id, min(id), rev, count(*), 0, 0 FROM jobs GROUP BY sweep_id, rev HAVING count(*) > 1 OR rev < 1 "
         "LIMIT 1";
     sqlite3_stmt *s = NULL;

@@ -114,7 +114,8 @@ int sweeps_get(store *st, int64_t sweep_id, sweeps_info *info);
 
 /* The invariant behind every O(1) count (sql/010_sweep_counts.sql): each sweep's counter rows (jobs per state, their
  * steps, tokens) equal count(*) and the sums over its jobs GROUP BY state, sweeps.schedules its schedules, its
- * sweep_results row its results' device time (sql/014_job_changes.sql), and no two jobs of a sweep share a rev. Returns 0;
+ * sweep_results row its results' device time (wall_s, sql/014_job_changes.sql; setup_s, sql/017_trainer_identity.sql),
+ * and no two jobs of a sweep share a rev. Returns 0;
  * STORE_ECONFLICT with err naming the first (sweep, state) that differs; STORE_EIO. Reads every job: for tests and
  * checks, never a request. */
 int sweeps_counts_verify(store *st, char *err, size_t errlen);

@@ -244,17 +244,20 @@ void views_sweep_get(api_ctx *c) {
     sqlite3_finalize(s);
     json_object_set_new(o, "spec", spec ? spec : json_null());
     /* what the sweep has cost so far: tokens trained by every job (failed and cancelled ones too: they were
-     * spent) and the device time the finished jobs reported (result wall_s; running jobs count once done). Read
+     * spent) and the device time the finished jobs reported (result wall_s + setup_s; running jobs count once done). Read
      * from the counters (sql/014_job_changes.sql: sweep_counts.tokens, sweep_results), the leased jobs' tokens live
      * (jobs_sweep: as many rows as the sweep's running jobs): O(1) in the sweep's size. */
     s = id_row(c, "sweep", "SELECT (SELECT coalesce(sum(tokens), 0) FROM sweep_counts WHERE sweep_id = sw.id) + "
                "(SELECT coalesce(sum(min(j.step, coalesce(nullif(j.steps, 0), j.step)) * j.tokens_per_step), 0) "
-               "FROM jobs j WHERE j.sweep_id = sw.id AND j.state = 'leased'), coalesce(r.wall_s, 0), coalesce(r.timed, 0) "
+               "FROM jobs j WHERE j.sweep_id = sw.id AND j.state = 'leased'), coalesce(r.wall_s, 0) + coalesce(r.setup_s, 0), "
+               "coalesce(r.timed, 0), coalesce(r.setup_s, 0) "
                "FROM sweeps sw LEFT JOIN sweep_results r ON r.sweep_id = sw.id WHERE sw.id = ?1");
     if (!s) { json_decref(o); return; }
-    json_object_set_new(o, "cost", json_pack("{s:I, s:f, s:I}", "tokens_trained", (json_int_t)sqlite3_column_int64(s, 0),
+    /* device_hours: the results' wall_s and their trainers' start-up before the first step (setup_s, migration 17) */
+    json_object_set_new(o, "cost", json_pack("{s:I, s:f, s:I, s:f}", "tokens_trained", (json_int_t)sqlite3_column_int64(s, 0),
                                              "device_hours", sqlite3_column_double(s, 1) / 3600.0,
-                                             "jobs_timed", (json_int_t)sqlite3_column_int64(s, 2)));
+                                             "jobs_timed", (json_int_t)sqlite3_column_int64(s, 2),
+                                             "setup_hours", sqlite3_column_double(s, 3) / 3600.0));
     sqlite3_finalize(s);
     racing_summary rs;   /* racing (sweeps/README.md): the rounds, survivors and seeds spent, as status and the leaderboard */
     char rerr[256];

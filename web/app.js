@@ -136,6 +136,7 @@ function normBoard(b) {
     halving: b && b.halving && typeof b.halving === 'object' ? normHalving(b.halving) : null,
     racing: b && b.racing && typeof b.racing === 'object' ? b.racing : null,
     search: normSearch(b && b.search),
+    trainer_note: b && typeof b.trainer_note === 'string' ? b.trainer_note : null,   /* results of 2+ trainer identities */
     screened: (b && Array.isArray(b.screened) ? b.screened : []).map(normScreened) };
 }
 /* a job the outlier screen left out of the fit (issue #37) */
@@ -490,6 +491,7 @@ function renderSweep() {
       reconcile +
       (B.analysis && B.analysis.note ? '<br><span id="power-note">' + esc(B.analysis.note) + '</span>' : '') +
       '' : '') +
+    (B.trainer_note ? '<br><span id="trainer-note" class="warn">⚠ ' + esc(B.trainer_note) + '</span>' : '') +
     (B.halving ? '<br><span id="halving-tokens" title="successive halving, eta ' + esc(B.halving.eta) + ' (' + esc(B.halving.mode) +
       '): rungs at steps ' + esc(B.halving.rung_steps.join(', ')) + '; ranked by the highest rung reached, then by Δ">tokens spent: ' +
       fmtInt(B.halving.tokens_spent) + ' of the full grid\'s ' + fmtInt(B.halving.full_grid_tokens) + '</span>' : '') +

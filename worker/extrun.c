@@ -19,6 +19,7 @@
 #define _GNU_SOURCE   /* pipe2 */
 #include "extrun.h"
 
+#include "jobresult.h"
 #include "logesc.h"
 #include "point.h"
 #include "result_check.h"
@@ -126,6 +127,9 @@ int extrun_set_parse(extrun_set *set, const char *const *specs, int n, double ti
             goto bad;
         }
         snprintf(t->name, sizeof t->name, "%s", name);
+        size_t cl = strlen(eq + 1);
+        if (cl < sizeof t->command) memcpy(t->command, eq + 1, cl + 1);
+        else snprintf(t->command, sizeof t->command, "%.*s...", (int)sizeof t->command - 4, eq + 1);
         set->n++;
     }
     return 0;
@@ -167,6 +171,7 @@ static const struct extrun_event {
     {"result", EXTRUN_EV_RESULT, 1, {"result", NULL}},
     {"heartbeat", EXTRUN_EV_HEARTBEAT, 0, {NULL}},                       /* keep-alive: the trainer is busy */
     {"failed", EXTRUN_EV_FAILED, 1, {"reason", "retryable", "message", NULL}},   /* the trainer says why it fails */
+    {"start", EXTRUN_EV_START, 0, {"version", NULL}},
 };
 #define NEVENTS (int)(sizeof EVENTS / sizeof EVENTS[0])
 
@@ -225,7 +230,8 @@ static int extrun_extra(const json_t *o, const char *where, json_t *row, char *e
  * engine's library, which an external trainer does not run. Refused rather than overwritten: a trainer that
  * sends them means something by them, and a silent rewrite would hide the mistake. */
 static const char *const EXTRUN_RESULT_RESERVED[] = {"job", "job_id", "sweep_id", "schedule_id", "attempt",
-                                                     "lease_token", "worker", "worker_id", "backend", NULL};
+                                                     "lease_token", "worker", "worker_id", "backend",
+                                                     JOBRESULT_KEY_TRAINER_COMMAND, JOBRESULT_KEY_TRAINER_VERSION, NULL};
 
 /* Every key of a result, at any depth, at most EXTRUN_KEY_MAX bytes, none reserved at the top. 0 or -1 with err. */
 static int extrun_result_keys(const json_t *v, int depth, char *err, size_t errlen) {
@@ -247,7 +253,8 @@ static int extrun_result_keys(const json_t *v, int depth, char *err, size_t errl
         for (int r = 0; depth == 0 && EXTRUN_RESULT_RESERVED[r]; r++)
             if (strcmp(k, EXTRUN_RESULT_RESERVED[r]) == 0) {
                 snprintf(err, errlen, "result: result.%s: a trainer may not set it (the worker and the server know "
-                         "which job, attempt, worker and backend this is)", k);
+                         "which job, attempt, worker and backend this is; the trainer's command and version are the "
+                         "worker's to record: declare the version in a start line)", k);
                 return -1;
             }
         if (extrun_result_keys(x, depth + 1, err, errlen)) return -1;
@@ -274,7 +281,7 @@ int extrun_parse_line(const char *line, size_t len, const extrun_limits *lim, ex
     if (!json_is_object(o)) { snprintf(err, errlen, "must be a JSON object, got %s", job_json_type(o)); goto out; }
     json_t *ev = json_object_get(o, "event");
     if (!json_is_string(ev)) {
-        snprintf(err, errlen, "event: required string (train, val, checkpoint, paused, preempted, result, "
+        snprintf(err, errlen, "event: required string (start, train, val, checkpoint, paused, preempted, result, "
                  "heartbeat, failed)%s",
                  ev ? ", got another type" : "");
         goto out;
@@ -283,8 +290,8 @@ int extrun_parse_line(const char *line, size_t len, const extrun_limits *lim, ex
     for (int i = 0; i < NEVENTS; i++) if (strcmp(EVENTS[i].name, json_string_value(ev)) == 0) E = &EVENTS[i];
     if (!E) {
         char esc[160];
-        snprintf(err, errlen, "event: unknown event \"%s\" (known: train val checkpoint paused preempted result "
-                 "heartbeat failed)",
+        snprintf(err, errlen, "event: unknown event \"%s\" (known: start train val checkpoint paused preempted "
+                 "result heartbeat failed)",
                  log_escape(esc, sizeof esc, json_string_value(ev)));
         goto out;
     }
@@ -308,7 +315,8 @@ int extrun_parse_line(const char *line, size_t len, const extrun_limits *lim, ex
             goto out;
         }
     out->event = E->kind;
-    if (E->kind != EXTRUN_EV_RESULT && E->kind != EXTRUN_EV_HEARTBEAT && E->kind != EXTRUN_EV_FAILED) {
+    if (E->kind != EXTRUN_EV_RESULT && E->kind != EXTRUN_EV_HEARTBEAT && E->kind != EXTRUN_EV_FAILED &&
+        E->kind != EXTRUN_EV_START) {
         json_t *st = json_object_get(o, "step");
         long long top = E->kind == EXTRUN_EV_TRAIN ? lim->steps - 1 : lim->steps;
         if (!json_is_integer(st) || json_integer_value(st) < 0 || json_integer_value(st) > top) {
@@ -373,6 +381,23 @@ int extrun_parse_line(const char *line, size_t len, const extrun_limits *lim, ex
             goto out;
         }
         memcpy(out->path, json_string_value(p), n + 1);
+        break;
+    }
+    case EXTRUN_EV_START: {   /* who this is: an optional version string, recorded with the result */
+        json_t *v = json_object_get(o, "version");
+        if (v && !json_is_null(v)) {
+            const char *s = json_string_value(v);
+            size_t n = s ? json_string_length(v) : 0;
+            int ok = s && n >= 1 && n <= EXTRUN_VERSION_MAX && strlen(s) == n;
+            for (size_t i = 0; ok && i < n; i++) ok = s[i] >= 0x20 && s[i] < 0x7f;
+            if (!ok) {
+                snprintf(err, errlen, "start: version: must be a string of 1-%d printable ASCII characters "
+                         "(\"1.4.2\", a git hash), got %s", EXTRUN_VERSION_MAX, json_is_string(v) ? "another string" :
+                         job_json_type(v));
+                goto out;
+            }
+            memcpy(out->version, s, n + 1);
+        }
         break;
     }
     case EXTRUN_EV_RESULT: {
@@ -450,6 +475,8 @@ typedef struct extrun_state {
     size_t tail_len;
     long long lineno;
     double last_line_at, term_at, start_at, terminal_at;
+    double first_train_at;           /* when the first train line came (0: none yet): setup_s = it - start_at */
+    char version[EXTRUN_VERSION_MAX + 1]; /* the start line's version, "" when none */
     int term_sent, kill_sent, mode;  /* mode: 0 run, 1 cancel, 2 preempt */
     int failed;                      /* a TRAIN_E* code once the run is judged a failure */
     char why[1800];
@@ -617,6 +644,18 @@ static void extrun_on_checkpoint(extrun_state *st, const extrun_line *l) {
     if (o->on_checkpoint) o->on_checkpoint(o->ctx, (int)l->step, dst);
 }
 
+/* What the worker adds to a trainer's result (docs/TRAINERS.md): trainer_command (its --trainer COMMAND),
+ * trainer_version (the start line's, when given) and setup_s, the seconds from the spawn to the first train line of
+ * this run, unless the trainer reported its own (a run with no train line, resumed at its end, has none). 0 or -1. */
+static int extrun_result_identity(const extrun_state *st, json_t *r) {
+    json_t *cmd = json_string(st->t->command);   /* NULL when not UTF-8 (or cut inside a character): say so */
+    int bad = json_object_set_new(r, JOBRESULT_KEY_TRAINER_COMMAND, cmd ? cmd : json_string("(not UTF-8)"));
+    if (st->version[0]) bad |= json_object_set_new(r, JOBRESULT_KEY_TRAINER_VERSION, json_string(st->version));
+    if (!json_object_get(r, JOBRESULT_KEY_SETUP_S) && st->first_train_at > 0)
+        bad |= json_object_set_new(r, JOBRESULT_KEY_SETUP_S, json_real(st->first_train_at - st->start_at));
+    return bad ? -1 : 0;
+}
+
 /* One whole fd-3 line (without its newline). */
 static void extrun_on_line(extrun_state *st, const char *line, size_t len) {
     st->lineno++;
@@ -654,6 +693,7 @@ static void extrun_on_line(extrun_state *st, const char *line, size_t len) {
         }
         st->last_train = l.step;
         st->train_loss = l.train_loss;
+        if (st->first_train_at == 0) st->first_train_at = util_now_s();
         if (o->on_metrics) o->on_metrics(o->ctx, l.row);
         if (o->on_progress) {
             json_t *tps = json_object_get(l.row, "tok_per_s");
@@ -705,10 +745,22 @@ static void extrun_on_line(extrun_state *st, const char *line, size_t len) {
         st->terminal = ev;
         st->failed_line = l;    /* its text fields only: it owns no reference */
         break;
+    case EXTRUN_EV_START:
+        if (st->lineno != 1) {
+            extrun_fail(st, TRAIN_ETRAINER, "line %lld: start: only as the first line (it says who the trainer is, "
+                        "before any step)", st->lineno);
+            break;
+        }
+        snprintf(st->version, sizeof st->version, "%s", l.version);
+        break;
     case EXTRUN_EV_RESULT: {
         if (stop_at) {
             extrun_fail(st, TRAIN_ETRAINER, "line %lld: result: this run stops at step %d (PRISM_STOP_AT_STEP): it "
                         "ends with a paused line", st->lineno, stop_at);
+            break;
+        }
+        if (extrun_result_identity(st, l.result) < 0) {
+            extrun_fail(st, TRAIN_ENOMEM, "out of memory");
             break;
         }
         char path[PATH_MAX + 32];
@@ -803,21 +855,23 @@ static int extrun_read_log(extrun_state *st, double until) {
 }
 
 /* The trainer's environment: the worker's, without any PRISM_* it had, plus the protocol's. NULL on OOM. */
-static char **extrun_env(const extrun_state *st, const char *job_path) {
+static char **extrun_env(const extrun_state *st, const char *job_path, const char *eff_path) {
     const struct train_opts *o = st->o;
     size_t n = 0;
     while (environ[n]) n++;
-    char **env = calloc(n + 8, sizeof *env);
+    char **env = calloc(n + 10, sizeof *env);
     if (!env) return NULL;
     size_t k = 0;
     for (size_t i = 0; i < n; i++)
         if (strncmp(environ[i], "PRISM_", 6) != 0) env[k++] = strdup(environ[i]);
     char stop[32];
     snprintf(stop, sizeof stop, "%d", o->stop_at_step > 0 && o->stop_at_step < st->job->train.steps ? o->stop_at_step : 0);
-    const char *keys[] = {"PRISM_JOB", "PRISM_OUT", "PRISM_RESUME", "PRISM_STOP_AT_STEP", "PRISM_DEVICES", "PRISM_DATA_ROOT"};
+    const char *keys[] = {"PRISM_JOB", "PRISM_OUT", "PRISM_RESUME", "PRISM_STOP_AT_STEP", "PRISM_DEVICES", "PRISM_DATA_ROOT",
+                          "PRISM_JOB_EFFECTIVE", "PRISM_TRAINER_ARGS"};
     const char *vals[] = {job_path, st->out_real, o->resume ? o->resume : "", stop, o->device ? o->device : "cpu",
-                          o->data_root ? o->data_root : "."};
-    for (int i = 0; i < 6; i++) {
+                          o->data_root ? o->data_root : ".", eff_path,
+                          st->job->trainer_args ? st->job->trainer_args : "{}"};
+    for (int i = 0; i < 8; i++) {
         size_t len = strlen(keys[i]) + strlen(vals[i]) + 2;
         if ((env[k] = malloc(len))) snprintf(env[k], len, "%s=%s", keys[i], vals[i]);
         k++;
@@ -925,8 +979,9 @@ int extrun_run(const extrun_set *set, const extrun_trainer *t, const json_t *job
         st.last_ckpt = st.resume_step;   /* a new checkpoint comes after the one it resumed from */
         if (st.resume_step == 0) st.last_ckpt = -1;
     }
-    char job_path[PATH_MAX + 16], result_path[PATH_MAX + 16];
+    char job_path[PATH_MAX + 16], eff_path[PATH_MAX + 32], result_path[PATH_MAX + 16];
     snprintf(job_path, sizeof job_path, "%s/job.json", st.out_real);
+    snprintf(eff_path, sizeof eff_path, "%s/job-effective.json", st.out_real);
     snprintf(result_path, sizeof result_path, "%s/result.json", o->out_dir);
     unlink(result_path);   /* only this run's result line writes it */
     char *jt = json_dumps(job_json, JSON_INDENT(2));
@@ -936,7 +991,17 @@ int extrun_run(const extrun_set *set, const extrun_trainer *t, const json_t *job
         return TRAIN_EIO;
     }
     free(jt);
-    if (!(st.buf = malloc(EXTRUN_LINE_MAX)) || !(env = extrun_env(&st, job_path))) {
+    /* the same job normalised: every default written out, eval.batches "all" as itself (job_to_json) */
+    json_t *eff = job_to_json(job);
+    jt = eff ? json_dumps(eff, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17)) : NULL;
+    json_decref(eff);
+    if (!jt || extrun_write_file(eff_path, jt) != 0) {
+        snprintf(err, errlen, "cannot write %s: %s", eff_path, jt ? strerror(errno) : "out of memory");
+        free(jt);
+        return TRAIN_EIO;
+    }
+    free(jt);
+    if (!(st.buf = malloc(EXTRUN_LINE_MAX)) || !(env = extrun_env(&st, job_path, eff_path))) {
         free(st.buf);
         snprintf(err, errlen, "out of memory");
         return TRAIN_ENOMEM;

@@ -23,15 +23,19 @@
  * - extrun_parse_line(line, len, lim, out, err, errlen): one protocol line (without its newline) checked
  *   against the job's limits: one JSON object, a known "event", only that event's keys, numbers finite, steps in
  *   0..lim->steps (train: below it), a checkpoint path a non-empty string, a result's keys at most EXTRUN_KEY_MAX
- *   bytes at any depth and none naming the job, attempt, lease, worker or backend (job_id, backend, ...: refused,
- *   not overwritten). Returns the EXTRUN_EV_* kind with *out
+ *   bytes at any depth and none naming the job, attempt, lease, worker, backend or trainer identity (job_id,
+ *   backend, trainer_command, ...: refused, not overwritten); a "start" line's version 1..EXTRUN_VERSION_MAX
+ *   printable ASCII bytes (out->version). Returns the EXTRUN_EV_* kind with *out
  *   filled (out->result a new reference for "result": extrun_line_release), or -1 with err naming the key;
  *   EXTRUN_ENAN (-2) when the line is not JSON because of a NaN or an Infinity. Stateless: the order of lines
  *   (steps increasing, one terminal line) is extrun_run's.
  * - extrun_run(set, t, job_json, job, o, log_prefix): runs job (job_json: the lease's job object, written to
- *   PRISM_OUT/job.json) with trainer t. PRISM_OUT = o->out_dir; checkpoints the trainer reports (inside
- *   PRISM_OUT) are linked (copied across filesystems) to o->checkpoint_dir/ckpt_STEP.bin and passed to
- *   o->on_checkpoint; the result line becomes o->out_dir/result.json. Returns TRAIN_OK (result; or a rung:
+ *   PRISM_OUT/job.json; job normalised by job_to_json, to PRISM_OUT/job-effective.json = PRISM_JOB_EFFECTIVE;
+ *   job->trainer_args in PRISM_TRAINER_ARGS) with trainer t. PRISM_OUT = o->out_dir; checkpoints the trainer
+ *   reports (inside PRISM_OUT) are linked (copied across filesystems) to o->checkpoint_dir/ckpt_STEP.bin and passed
+ *   to o->on_checkpoint; an optional first "start" line gives the trainer's version; the result line becomes
+ *   o->out_dir/result.json with trainer_command (t->command), trainer_version (the start line's) and setup_s (the
+ *   trainer's, else spawn to the first train line) added; a result may not set the first two. Returns TRAIN_OK (result; or a rung:
  *   o->result->paused_at), TRAIN_EPREEMPTED (stop = 2, or the trainer said "preempted": o->result->checkpoint is
  *   the last checkpoint, "" if none), TRAIN_ECANCELLED (stop = 1), TRAIN_ENAN, TRAIN_EDIVERGED (a "failed" line of
  *   reason "diverged": o->err is its message; reason "nan": TRAIN_ENAN), or TRAIN_ETRAINER with o->err
@@ -57,11 +61,14 @@
 #define EXTRUN_MESSAGE_MAX 1024        /* bytes of a "failed" line's message kept */
 
 enum { EXTRUN_EV_TRAIN = 1, EXTRUN_EV_VAL, EXTRUN_EV_CHECKPOINT, EXTRUN_EV_PAUSED, EXTRUN_EV_PREEMPTED,
-       EXTRUN_EV_RESULT, EXTRUN_EV_HEARTBEAT, EXTRUN_EV_FAILED };
+       EXTRUN_EV_RESULT, EXTRUN_EV_HEARTBEAT, EXTRUN_EV_FAILED, EXTRUN_EV_START };
+#define EXTRUN_VERSION_MAX 128          /* bytes of a start line's "version", printable ASCII */
+#define EXTRUN_COMMAND_MAX 1024         /* bytes of --trainer's COMMAND recorded with a result (longer: cut, "...") */
 
 typedef struct extrun_trainer {
     char name[JOB_TRAINER_MAX];
     char **argv;                       /* owned, NULL-terminated */
+    char command[EXTRUN_COMMAND_MAX];  /* COMMAND as --trainer gave it: the result's trainer_command */
 } extrun_trainer;
 
 typedef struct extrun_set {
@@ -87,6 +94,7 @@ typedef struct extrun_line {
     char reason[JOB_TRAINER_MAX];      /* failed: the trainer's reason (oom, diverged, nccl, ...) */
     int retryable;                     /* failed: "retryable": true */
     char message[EXTRUN_MESSAGE_MAX];  /* failed: its message, "" when none (cut to fit) */
+    char version[EXTRUN_VERSION_MAX + 1]; /* start: the trainer's version, "" when not given */
 } extrun_line;
 
 int extrun_split_command(const char *cmd, char ***argv, char *err, size_t errlen);

@@ -2,14 +2,15 @@
 independently of trainers/torch/prism_protocol.py (which must not be the judge of itself): one JSON object a line of at
 most 65536 bytes, known events and keys, finite numbers, train steps strictly increasing and below train.steps,
 checkpoint paths inside PRISM_OUT, the newest one an existing file, exactly one terminal line and it is the last (of the kind
-TERMINAL when given). Prints the events; exit 1 naming the first violation."""
+TERMINAL when given), a start line only first. Prints the events; exit 1 naming the first violation."""
 import json, math, os, sys
 
 KEYS = {"train": {"step", "train_loss", "lr", "grad_norm", "tokens", "tok_per_s"}, "val": {"step", "val_loss", "val_loss_se"},
         "checkpoint": {"step", "path"}, "paused": {"step", "val_loss"}, "preempted": {"step"}, "result": {"result"},
-        "heartbeat": set(), "failed": {"reason", "retryable", "message"}}
+        "heartbeat": set(), "failed": {"reason", "retryable", "message"},
+        "start": {"version"}}
 RESULT = {"val_loss", "train_loss", "tok_per_s", "wall_s", "params", "flops_per_token", "steps", "tokens", "heads", "device",
-          "arch", "val_loss_batches", "val_loss_se", "val_batches", "attn_distance"}
+          "arch", "val_loss_batches", "val_loss_se", "val_batches", "attn_distance", "setup_s"}
 path, out, steps = sys.argv[1], os.path.realpath(sys.argv[2]), int(sys.argv[3])
 want = sys.argv[4] if len(sys.argv) > 4 else None
 raw = open(path, "rb").read()
@@ -22,6 +23,8 @@ for n, b in enumerate(lines):
     ev = o.pop("event")
     assert ev in KEYS, "line %d: unknown event %r" % (n, ev)
     assert set(o) <= KEYS[ev], "line %d: unknown keys %s" % (n, set(o) - KEYS[ev])
+    assert ev != "start" or n == 0, "line %d: a start line that is not the first" % n
+    assert ev != "start" or isinstance(o.get("version", "v"), str), "line %d: start.version %r" % (n, o.get("version"))
     for k, v in o.items():
         if isinstance(v, (int, float)) and not isinstance(v, bool):
             assert math.isfinite(v), "line %d: %s is %r" % (n, k, v)
@@ -38,6 +41,7 @@ for n, b in enumerate(lines):
         r = o["result"]
         assert set(r) <= RESULT and {"val_loss", "steps", "tokens", "val_loss_batches"} <= set(r), sorted(r)
         assert r["steps"] == steps and math.isfinite(r["val_loss"])
+        assert "setup_s" not in r or (math.isfinite(r["setup_s"]) and r["setup_s"] >= 0), "setup_s %r" % r.get("setup_s")
     if ev == "failed":
         assert isinstance(o["reason"], str) and isinstance(o.get("retryable", False), bool), "line %d: %r" % (n, o)
     if ev in ("result", "paused", "preempted", "failed"):

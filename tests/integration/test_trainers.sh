@@ -209,12 +209,18 @@ block = re.search(r"## A minimal trainer.*?```python\n(.*?)```", text, re.S).gro
 open(sys.argv[2], "w").write(block)
 PY
   [ -s "$D/mini.py" ] || fail "no python block under 'A minimal trainer' in docs/TRAINERS.md"
-  tr_spec "$D/spec.json" mini '["4,4,4,4"]' '[1]' 30 0 mini
+  local n; n=$(grep -cv '^$' "$D/mini.py")
+  echo "the minimal trainer: $n lines"
+  [ "$n" -le 25 ] || fail "the minimal trainer has grown to $n lines (the doc promises about 20)"
+  tr_spec "$D/spec.json" mini '["4,4,4,4"]' '[1]' 30 0 "" '{"trainer": {"name": "mini", "args": {"scale": 3.0}}}'
   local sid; sid=$(w_create "$D/spec.json")
   w_worker wa --trainer "mini=/usr/bin/python3 $D/mini.py" --idle-exit 1
   w_exit "$LAST_PID" 30; assert_eq 0 "$W_RC" "worker exit"
   assert_eq done "$(tr_job 1 'd["state"]')" "state of the minimal trainer's job"
   assert_eq "0-29/30/30" "$(w_get "/api/v1/jobs/1/metrics?kind=train" | w_steps)" "train steps"
+  # its own option (trainer.args.scale 3 instead of 4): val_loss 3 / (1 + 30/10); its start line's version
+  assert_eq "0.75 mini 1" "$(tr_job 1 '"%g %s" % (d["result"]["val_loss"], d["result"]["trainer_version"])')" \
+    "val_loss under trainer.args and the declared version"
 }
 
 harness_main "$@"

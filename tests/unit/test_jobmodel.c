@@ -72,6 +72,34 @@ TEST(create_fills_the_columns) {
     store_close(st);
 }
 
+/* Migration 17: sweep_results.setup_s follows its results' setup_s through insert, update and delete, and
+ * sweeps_counts_verify catches a counter that does not. */
+TEST(setup_s_counted_per_sweep) {
+    store *st = created("setup.db");
+    char err[1024];
+    static const struct { const char *sql; long long setup_x10, wall_s; } steps[] = {   /* each change, the counters after */
+        { "INSERT INTO results (job_id, attempt, val_loss, wall_s, setup_s, result, completed_at) "
+          "VALUES (1, 1, 3.0, 10, 2.5, '{}', 0), (2, 1, 3.1, 20, NULL, '{}', 0)", 25, 30 },
+        { "UPDATE results SET setup_s = 4 WHERE job_id = 2", 65, 30 },
+        { "DELETE FROM results WHERE job_id = 1", 40, 20 },
+    };
+    for (size_t i = 0; i < sizeof steps / sizeof steps[0]; i++) {
+        ASSERT_EQ_INT(0, store_exec(st, steps[i].sql));
+        long long su = qv(st, "SELECT CAST(setup_s * 10 AS INTEGER) FROM sweep_results");
+        long long wa = qv(st, "SELECT CAST(wall_s AS INTEGER) FROM sweep_results");
+        printf("after \"%.40s...\": setup_s x10 %lld (want %lld), wall_s %lld (want %lld)\n", steps[i].sql, su,
+               steps[i].setup_x10, wa, steps[i].wall_s);
+        ASSERT_EQ_INT(steps[i].setup_x10, su);
+        ASSERT_EQ_INT(steps[i].wall_s, wa);
+    }
+    if (sweeps_counts_verify(st, err, sizeof err) != 0) HFAIL("counters: %s", err);
+    ASSERT_EQ_INT(0, store_exec(st, "UPDATE sweep_results SET setup_s = 99"));
+    ASSERT_TRUE(sweeps_counts_verify(st, err, sizeof err) != 0);
+    printf("a wrong setup_s counter: %s\n", err);
+    ASSERT_EQ_INT(0, store_exec(st, "UPDATE sweep_results SET setup_s = 4"));
+    store_close(st);
+}
+
 TEST(migration_fills_older_rows_by_the_c_model) {
     store *st = created("old.db");
     char path[4200], err[1024];
@@ -79,6 +107,10 @@ TEST(migration_fills_older_rows_by_the_c_model) {
     long long n = qv(st, "SELECT count(*) FROM jobs");
     /* back to schema version 3: no tokens_per_step column, steps as a version that filled them at lease left them,
      * and one row whose JSON is not a job */
+    ASSERT_EQ_INT(0, store_exec(st, "DROP TRIGGER results_cost_ins; DROP TRIGGER results_cost_del; "
+                                "DROP TRIGGER results_cost_upd; ALTER TABLE sweep_results DROP COLUMN setup_s; "
+                                "ALTER TABLE results DROP COLUMN setup_s; ALTER TABLE results DROP COLUMN trainer_command; "
+                                "ALTER TABLE results DROP COLUMN trainer_version"));   /* migration 17 */
     ASSERT_EQ_INT(0, store_exec(st, "ALTER TABLE metrics DROP COLUMN extra"));   /* migration 16 */
     /* migration 15: its table and every trigger that writes it (they are on many tables) */
     sqlite3_stmt *q = NULL;
@@ -90,8 +122,8 @@ TEST(migration_fills_older_rows_by_the_c_model) {
     ASSERT_EQ_INT(0, store_exec(st, drops));
     free(drops);
     ASSERT_EQ_INT(0, store_exec(st, "DROP TABLE sweep_ranking"));
-    ASSERT_EQ_INT(0, store_exec(st, "DROP TRIGGER jobs_rev_upd; DROP TRIGGER results_cost_ins; DROP TRIGGER results_cost_del; "
-                                "DROP TRIGGER results_cost_upd; DROP TABLE sweep_results; DROP TRIGGER jobs_count_ins; "
+    ASSERT_EQ_INT(0, store_exec(st, "DROP TRIGGER jobs_rev_upd; "
+                                "DROP TABLE sweep_results; DROP TRIGGER jobs_count_ins; "
                                 "DROP TRIGGER jobs_count_del; DROP TRIGGER jobs_count_upd; DROP TRIGGER jobs_lease_ord_ins; "
                                 "DROP INDEX jobs_rev; ALTER TABLE jobs DROP COLUMN rev"));   /* migration 14 (and 10's triggers) */
     ASSERT_EQ_INT(0, store_exec(st, "ALTER TABLE jobs DROP COLUMN tokens_per_step"));

@@ -52,17 +52,103 @@ TEST(job_trainer_key_parsed_written_and_checked) {
 TEST(spec_trainer_key_reaches_every_job) {
     sweep_spec sp;
     char err[1024];
-    const char *t = SPEC(", \"trainer\": \"torch\"");
-    ASSERT_EQ_INT(0, spec_parse(t, strlen(t), &sp, err, sizeof err));
-    for (int i = 0; i < sp.n_schedules; i++) {
-        json_t *job = spec_job_json(&sp, i, 1);
-        ASSERT_STREQ("torch", json_string_value(json_object_get(job, "trainer")));
-        json_decref(job);
+    /* the string form, and the object form with args: every job gets "trainer" (and "trainer_args") */
+    const char *forms[] = { SPEC(", \"trainer\": \"torch\""),
+                            SPEC(", \"trainer\": {\"name\": \"torch\", \"args\": {\"dropout\": 0.1}}") };
+    for (int f = 0; f < 2; f++) {
+        ASSERT_EQ_INT(0, spec_parse(forms[f], strlen(forms[f]), &sp, err, sizeof err));
+        for (int i = 0; i < sp.n_schedules; i++) {
+            json_t *job = spec_job_json(&sp, i, 1), *args = json_object_get(job, "trainer_args");
+            ASSERT_STREQ("torch", json_string_value(json_object_get(job, "trainer")));
+            ASSERT_TRUE(f ? json_number_value(json_object_get(args, "dropout")) == 0.1 : args == NULL);
+            json_decref(job);
+        }
+        spec_release(&sp);
     }
-    spec_release(&sp);
-    t = SPEC(", \"trainer\": \"no/slash\"");
+    const char *t = SPEC(", \"trainer\": \"no/slash\"");
     ASSERT_TRUE(spec_parse(t, strlen(t), &sp, err, sizeof err) < 0);
     ASSERT_CONTAINS(err, "trainer: must be a trainer name");
+}
+
+/* trainer_args: an object of scalar options, checked by name and kind, written back compact with sorted keys,
+ * only beside a "trainer"; the spec's {"name", "args"} form puts both keys in every job, the string form stays. */
+TEST(trainer_args_parsed_checked_and_handed_to_every_job) {
+    struct job_config j, c;
+    char err[512];
+    ASSERT_EQ_INT(0, job_parse_json(JOB_TEXT(", \"trainer\": \"torch\", \"trainer_args\": {\"z\": true, \"dropout\": 0.1, "
+                                             "\"tag\": \"a b\"}"), &j, err, sizeof err));
+    printf("trainer_args: %s\n", j.trainer_args);
+    ASSERT_STREQ("{\"dropout\":0.10000000000000001,\"tag\":\"a b\",\"z\":true}", j.trainer_args);
+    ASSERT_EQ_INT(0, job_copy(&c, &j));
+    ASSERT_STREQ(j.trainer_args, c.trainer_args);
+    json_t *o = job_to_json(&c);
+    ASSERT_TRUE(json_is_true(json_object_get(json_object_get(o, "trainer_args"), "z")));
+    json_decref(o);
+    job_release(&c);
+    job_release(&j);
+    json_t *many = json_object();   /* 33 keys, a 257-byte string: over the bounds */
+    for (int i = 0; i < JOB_TRAINER_ARGS_MAX + 1; i++) {
+        char k[16];
+        snprintf(k, sizeof k, "k%d", i);
+        json_object_set_new(many, k, json_integer(i));
+    }
+    ASSERT_EQ_INT(JOB_EINVAL, job_trainer_args_check(many, "trainer.args", err, sizeof err));
+    ASSERT_CONTAINS(err, "trainer.args: 33 keys, at most 32");
+    json_object_clear(many);
+    char longs[JOB_TRAINER_ARG_STR_MAX + 2];
+    memset(longs, 'x', sizeof longs - 1);
+    longs[sizeof longs - 1] = 0;
+    json_object_set_new(many, "s", json_string(longs));
+    ASSERT_EQ_INT(JOB_EINVAL, job_trainer_args_check(many, "trainer.args", err, sizeof err));
+    ASSERT_CONTAINS(err, "trainer.args.s: a string of 257 bytes, at most 256");
+    json_decref(many);
+
+    sweep_spec sp;
+    char serr[1024];
+    static const struct { int spec; const char *text, *want; } bad[] = {   /* refusals naming the key */
+        { 0, JOB_TEXT(", \"trainer\": \"t\", \"trainer_args\": {\"a\": [1]}"), "trainer_args.a: must be a string, a number or a boolean, got an array" },
+        { 0, JOB_TEXT(", \"trainer\": \"t\", \"trainer_args\": {\"a\": null}"), "trainer_args.a: must be a string, a number or a boolean, got null" },
+        { 0, JOB_TEXT(", \"trainer\": \"t\", \"trainer_args\": {\"a b\": 1}"), "trainer_args: key \"a b\" is not a name" },
+        { 0, JOB_TEXT(", \"trainer\": \"t\", \"trainer_args\": 3"), "trainer_args: must be an object" },
+        { 0, JOB_TEXT(", \"trainer_args\": {\"a\": 1}"), "trainer_args: only for a job with a \"trainer\"" },
+        { 1, SPEC(", \"trainer\": {\"name\": \"torch\", \"args\": {\"dropout\": {\"p\": 1}}}"), "trainer.args.dropout: must be a string, a number or a boolean" },
+        { 1, SPEC(", \"trainer\": {\"name\": \"torch\", \"argz\": {}}"), "trainer.argz: unknown key (expected one of: name, args)" },
+        { 1, SPEC(", \"trainer\": {\"args\": {}}"), "trainer.name: required" },
+        { 1, SPEC(", \"trainer\": {\"name\": \"a/b\"}"), "trainer: must be a trainer name" },
+        { 1, SPEC(", \"trainer\": [\"torch\"]"), "trainer: must be a trainer name (\"torch\") or an object" },
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        int rc = bad[i].spec ? spec_parse(bad[i].text, strlen(bad[i].text), &sp, serr, sizeof serr)
+                             : job_parse_json(bad[i].text, &j, serr, sizeof serr);
+        printf("refused (%d): %s\n", rc, serr);
+        ASSERT_TRUE(rc < 0);
+        ASSERT_CONTAINS(serr, bad[i].want);
+    }
+}
+
+/* The trainer (name and args) is part of what a sweep's jobs are: the same name re-created with other args is a
+ * conflict naming "trainer"; "torch" and {"name": "torch"} are the same. */
+TEST(sweep_recreated_with_other_trainer_args_is_a_conflict) {
+    char path[4200];
+    snprintf(path, sizeof path, "%s/targs.db", harness_tmpdir());
+    store *st = NULL;
+    char err[1024];
+    if (store_open(path, &st, err, sizeof err) != 0) HFAIL("store_open: %s", err);
+    sweeps_created c;
+    const char *a = SPEC(", \"trainer\": {\"name\": \"torch\", \"args\": {\"dropout\": 0.1}}");
+    const char *b = SPEC(", \"trainer\": {\"name\": \"torch\", \"args\": {\"dropout\": 0.2}}");
+    const char *n1 = SPEC(", \"trainer\": \"torch\""), *n2 = SPEC(", \"trainer\": {\"name\": \"torch\"}");
+    ASSERT_EQ_INT(0, sweeps_create_json(st, a, strlen(a), &c, err, sizeof err));
+    ASSERT_EQ_INT(0, sweeps_create_json(st, a, strlen(a), &c, err, sizeof err));   /* the same again: a no-op */
+    ASSERT_EQ_INT(0, (int)c.jobs_created);
+    int rc = sweeps_create_json(st, b, strlen(b), &c, err, sizeof err);
+    printf("other args: rc %d: %s\n", rc, err);
+    ASSERT_EQ_INT(STORE_ECONFLICT, rc);
+    ASSERT_CONTAINS(err, "already exists with a different trainer");
+    store_exec(st, "DELETE FROM sweeps");
+    ASSERT_EQ_INT(0, sweeps_create_json(st, n1, strlen(n1), &c, err, sizeof err));
+    ASSERT_EQ_INT(0, sweeps_create_json(st, n2, strlen(n2), &c, err, sizeof err));
+    store_close(st);
 }
 
 TEST(lease_filter_request_keys) {
@@ -226,6 +312,27 @@ TEST(protocol_extra_metrics) {
 /* A result may not name the job, attempt, lease, worker or backend (another job's id, a spoofed backend), nor
  * carry a key over EXTRUN_KEY_MAX bytes at any depth; the built-in's keys (device, heads, arch, zero_shot task
  * names up to 63 bytes) pass. */
+/* The start line: optional, a version of printable ASCII, nothing else. */
+TEST(protocol_start_line) {
+    extrun_limits lim = { 10 };
+    extrun_line l;
+    char err[1024];
+    const char *ok = "{\"event\":\"start\",\"version\":\"mine 1.2 (abc123)\"}", *bare = "{\"event\":\"start\"}";
+    ASSERT_EQ_INT(EXTRUN_EV_START, extrun_parse_line(ok, strlen(ok), &lim, &l, err, sizeof err));
+    ASSERT_STREQ("mine 1.2 (abc123)", l.version);
+    extrun_line_release(&l);
+    ASSERT_EQ_INT(EXTRUN_EV_START, extrun_parse_line(bare, strlen(bare), &lim, &l, err, sizeof err));
+    ASSERT_STREQ("", l.version);
+    extrun_line_release(&l);
+    static const char *const bad[] = { "{\"event\":\"start\",\"version\":3}", "{\"event\":\"start\",\"version\":\"\"}",
+                                       "{\"event\":\"start\",\"version\":\"a\\nb\"}", "{\"event\":\"start\",\"step\":1}" };
+    for (int i = 0; i < 4; i++) {
+        ASSERT_EQ_INT(-1, extrun_parse_line(bad[i], strlen(bad[i]), &lim, &l, err, sizeof err));
+        printf("refused %s: %s\n", bad[i], err);
+        ASSERT_CONTAINS(err, "start: ");
+    }
+}
+
 TEST(protocol_result_keys) {
     extrun_limits lim = { 10 };
     extrun_line l;
@@ -236,8 +343,8 @@ TEST(protocol_result_keys) {
     ASSERT_EQ_INT(EXTRUN_EV_RESULT, extrun_parse_line(ok, strlen(ok), &lim, &l, err, sizeof err));
     extrun_line_release(&l);
     static const char *const reserved[] = { "job", "job_id", "sweep_id", "schedule_id", "attempt", "lease_token",
-                                            "worker", "worker_id", "backend" };
-    for (int i = 0; i < 9; i++) {
+                                            "worker", "worker_id", "backend", "trainer_command", "trainer_version" };
+    for (int i = 0; i < 11; i++) {
         char line[256], want[128];
         snprintf(line, sizeof line, "{\"event\":\"result\",\"result\":{\"val_loss\":1,\"%s\":999}}", reserved[i]);
         snprintf(want, sizeof want, "result: result.%s: a trainer may not set it", reserved[i]);

@@ -628,6 +628,30 @@ def t_empty_and_failed_sweeps():
         srv.stop()
 
 
+def t_mixed_trainer_identities_warned():
+    """Results from two trainer identities (another --trainer COMMAND and version) in one sweep: the summary says so."""
+    srv = Server()
+    drv = None
+    try:
+        out = srv.ok("POST", "/api/v1/sweeps", spec("web-mixed", [UNIFORM, PRISM], seeds=[0]))
+        f = Feeder(srv)
+        f.lease_all()
+        for i, key in enumerate(sorted(f.leases)):
+            f.complete(key, {"trainer_command": "python3 /opt/t%d/train.py" % i, "trainer_version": "v%d" % i})
+        drv = browser()
+        drv.get("%s/#sweep=%s" % (srv.base, out["sweep_id"]))
+        wait_for(drv, "document.getElementById('trainer-note')", "the mixed trainer identities warning")
+        note = drv.find_element("id", "trainer-note").text
+        print("trainer note: %r" % note)
+        check("results from 2 trainer identities" in note, "note: %r" % note)
+        check("/opt/t1/train.py" in note and "version v0" in note, "both identities named: %r" % note)
+        assert_no_console_errors(drv)
+    finally:
+        if drv:
+            drv.quit()
+        srv.stop()
+
+
 def t_server_down():
     """When the orchestrator stops answering, the page says so and keeps the last data."""
     srv = Server()

@@ -9,6 +9,7 @@ order"), the seed init (kernels/model.c: SplitMix64 -> Box-Muller in llm.c tenso
 """
 import glob
 import math
+import re
 import os
 
 import numpy as np
@@ -125,6 +126,31 @@ def _check_key(sec, k, v):
             raise JobError('eval.tasks: expected an array of {"name", "path"} objects, got %s' % json_type(v))
 
 
+TRAINER_ARGS_MAX, TRAINER_ARG_NAME_MAX, TRAINER_ARG_STR_MAX = 32, 64, 256   # common/job.h JOB_TRAINER_ARG*
+_ARG_NAME = re.compile(r"[A-Za-z0-9_.-]{1,%d}\Z" % TRAINER_ARG_NAME_MAX)
+
+
+def trainer_args_check(args, what="trainer_args"):
+    """common/job.c job_trainer_args_check: an object of scalar options, or JobError naming the key."""
+    if not isinstance(args, dict):
+        raise JobError('%s: must be an object of the trainer\'s options ({"dropout": 0.1, ...}), got %s' % (what, json_type(args)))
+    if len(args) > TRAINER_ARGS_MAX:
+        raise JobError("%s: %d keys, at most %d" % (what, len(args), TRAINER_ARGS_MAX))
+    for k, v in args.items():
+        if not _ARG_NAME.match(k):
+            raise JobError('%s: key "%s" is not a name: 1-%d characters of [A-Za-z0-9_.-]' % (what, k[:80], TRAINER_ARG_NAME_MAX))
+        if isinstance(v, str):
+            if len(v.encode("utf-8", "surrogatepass")) > TRAINER_ARG_STR_MAX:
+                raise JobError("%s.%s: a string of more than %d bytes" % (what, k, TRAINER_ARG_STR_MAX))
+        elif isinstance(v, bool):
+            pass
+        elif isinstance(v, (int, float)):
+            if not math.isfinite(v):
+                raise JobError("%s.%s: must be a finite number" % (what, k))
+        else:
+            raise JobError("%s.%s: must be a string, a number or a boolean, got %s" % (what, k, json_type(v)))
+
+
 def llama_default_ffn(C):
     h = (8 * C + 2) // 3
     return (h + 63) // 64 * 64
@@ -138,8 +164,12 @@ def job_normalize(raw):
     for sec, val in raw.items():
         if sec == "trainer":
             continue
+        if sec == "trainer_args":
+            trainer_args_check(val)
+            job["trainer_args"] = dict(val)
+            continue
         if sec not in KNOWN:
-            raise JobError("%s: unknown key (a job has model, train, eval, data, trainer)" % sec)
+            raise JobError("%s: unknown key (a job has model, train, eval, data, trainer, trainer_args)" % sec)
         if not isinstance(val, dict):
             raise JobError("%s: expected an object" % sec)
         for k in val:
@@ -152,6 +182,8 @@ def job_normalize(raw):
         for k in REQUIRED.get(sec, ()):
             if k not in raw.get(sec, {}):
                 raise JobError("%s.%s: required" % (sec, k))
+    if "trainer_args" in raw and "trainer" not in raw:
+        raise JobError('trainer_args: only for a job with a "trainer"')
     m, t, e = job["model"], job["train"], job["eval"]
     m.setdefault("padded_vocab_size", (m["vocab_size"] + 127) // 128 * 128)
     if m["padded_vocab_size"] < m["vocab_size"]:

@@ -49,7 +49,9 @@ EVENTS = {
     "result": (("result",), ()),
     "heartbeat": ((), ()),
     "failed": (("reason",), ("retryable", "message")),
+    "start": ((), ("version",)),   # optional, only as the first line: who the trainer is (recorded with the result)
 }
+VERSION_MAX = 128   # worker/extrun.h EXTRUN_VERSION_MAX: printable ASCII
 INT_KEYS = ("step", "tokens")
 
 
@@ -160,6 +162,7 @@ class Run:
         self.stop_requested = False
         self.last_train_step = -1
         self.done = False
+        self.lines = 0
         self._fh = None
         if rank() == 0:
             fifo = env.get("PRISM_PROTOCOL_FIFO", "")
@@ -232,6 +235,11 @@ class Run:
         for k, v in obj.items():
             if k in ("event", "path", "result", "zero_shot", "reason", "retryable", "message") or v is None:
                 continue
+            if k == "version":
+                if not (isinstance(v, str) and 1 <= len(v) <= VERSION_MAX and all(" " <= c <= "~" for c in v)):
+                    raise ProtocolError("start.version: must be a string of 1-%d printable ASCII characters, got %.40r"
+                                        % (VERSION_MAX, v))
+                continue
             if not _finite_number(v):
                 raise ProtocolError("%s.%s: must be a finite number (an integer within int64), got %.40r" % (ev, k, v))
             if k in INT_KEYS and not isinstance(v, int):
@@ -279,6 +287,8 @@ class Run:
                 _check_zero_shot(r["zero_shot"], "result.result.zero_shot")
             if not isinstance(r, dict) or not _finite_number(r.get("val_loss")):
                 raise ProtocolError("result.result: must be an object with a finite val_loss")
+        if ev == "start" and self.lines:
+            raise ProtocolError("start: only as the first line")
         if self.done:
             raise ProtocolError("%s: a line after the terminal one" % ev)
 
@@ -297,9 +307,14 @@ class Run:
             self.last_train_step = obj["step"]
         if obj["event"] in TERMINAL:
             self.done = True
+        self.lines += 1
         if self._fh is not None:
             self._fh.write(line)
             self._fh.flush()
+
+    def start(self, version=None):
+        """The optional first line: the trainer's version, which the worker records with the result."""
+        self.emit(dict(event="start", **({"version": version} if version is not None else {})))
 
     def train(self, step, train_loss, **kw):
         self.emit(dict(event="train", step=step, train_loss=float(train_loss), **{k: v for k, v in kw.items() if v is not None}))

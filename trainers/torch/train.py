@@ -25,15 +25,17 @@ torch.compile with --compile. PRISM_DUMP_BATCHES=FILE appends every train micro-
 to FILE, the same bytes `prism-worker train` writes with the same variable (tests compare them).
 Exit: 0 after a terminal line; 2 bad job/data/checkpoint (stderr names it); 1 a failure while training.
 """
-import argparse
-import math
-import os
-import select
-import signal
-import subprocess
-import sys
-import tempfile
 import time
+T_PROCESS = time.time()   # the setup_s of the result counts from here: imports, data, model, resume (device time)
+import argparse  # noqa: E402
+import json  # noqa: E402
+import math  # noqa: E402
+import os  # noqa: E402
+import select  # noqa: E402
+import signal  # noqa: E402
+import subprocess  # noqa: E402
+import sys  # noqa: E402
+import tempfile  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import numpy as np  # noqa: E402
@@ -98,7 +100,9 @@ def launch(nproc, argv):
     try:   # refused here, before nproc interpreters start (the ranks check it again)
         r = pp.Run()
         r.close()
-        B = pd.job_normalize(r.job)["train"]["batch_size"]
+        job = pd.job_normalize(r.job)
+        apply_trainer_args(argparse.Namespace(), job)
+        B = job["train"]["batch_size"]
     except (pd.JobError, pp.ProtocolError, OSError, ValueError) as e:
         print("torch trainer: %s" % e, file=sys.stderr)
         return 2
@@ -155,6 +159,27 @@ def launch(nproc, argv):
     return proc.returncode if proc.returncode and proc.returncode > 0 else 1
 
 
+TRAINER_VERSION = "prism-torch-trainer/1"   # the start line's version (with torch's): raise it when results change
+
+# The spec's trainer.args this trainer takes (the job's trainer_args, docs/TRAINERS.md): its command-line options,
+# set per sweep. Any other name is refused (exit 2 naming it), never ignored.
+TRAINER_ARGS = {"precision": ("auto", "fp32", "bf16"), "attention": ("auto", "sdpa", "math"), "compile": bool}
+
+
+def apply_trainer_args(args, job):
+    """Sets args' options from job["trainer_args"], or JobError naming the bad one."""
+    for k, v in sorted(job.get("trainer_args", {}).items()):
+        if k not in TRAINER_ARGS:
+            raise pd.JobError("trainer_args.%s: not an option of the torch trainer (known: %s); remove it from the "
+                              "spec's trainer.args" % (k, ", ".join(sorted(TRAINER_ARGS))))
+        kind = TRAINER_ARGS[k]
+        if kind is bool and not isinstance(v, bool):
+            raise pd.JobError("trainer_args.%s: must be true or false, got %s" % (k, pd.json_type(v)))
+        if kind is not bool and v not in kind:
+            raise pd.JobError("trainer_args.%s: expected %s, got %s" % (k, " or ".join('"%s"' % x for x in kind), json.dumps(v)))
+        setattr(args, k, v)
+
+
 # ---- the run -------------------------------------------------------------------------------------------
 class Trainer:
     def __init__(self, args):
@@ -162,6 +187,7 @@ class Trainer:
         self.run = pp.Run()
         self.run.install_sigterm()   # before the setup: a SIGTERM during it stops at step `start`, checkpointed
         self.job = pd.job_normalize(self.run.job)
+        apply_trainer_args(args, self.job)
         self.world = int(os.environ.get("WORLD_SIZE", "1"))
         self.rank = int(os.environ.get("RANK", "0"))
         devs = self.run.devices
@@ -405,13 +431,16 @@ class Trainer:
         return train_loss, lr, norm
 
     def main(self):
-        self.setup()
+        self.setup()   # a bad job, data or checkpoint exits 2 before any line
+        if self.rank == 0:   # who this is, recorded with the result (docs/TRAINERS.md, the start line)
+            self.run.start(version=TRAINER_VERSION + " torch/" + torch.__version__)
         job, run, t = self.job, self.run, self.job["train"]
         steps, every = t["steps"], job["eval"]["every"]
         V = job["model"]["vocab_size"]
         tokens_per_step = t["batch_size"] * t["seq_len"] * t["grad_accum"]
         diverged_at = DIVERGED_FACTOR * math.log(V)
         t_begin, train_time, tokens_run = time.time(), 0.0, 0
+        setup_s = t_begin - T_PROCESS   # before the first step: in no wall_s, reported so device_hours counts it
         train_loss = float("nan")
         for step in range(self.start, steps):
             if self.stop_now():
@@ -464,7 +493,8 @@ class Trainer:
                    "params": pd.num_params(job), "flops_per_token": pd.flops_per_token(job), "steps": steps,
                    "tokens": steps * tokens_per_step, "heads": list(job["model"]["heads"]),
                    "device": "cuda" if self.cuda else "cpu", "arch": job["model"]["arch"],
-                   "val_loss_batches": self.val_batch, "val_loss_se": self.val_se(), "val_batches": self.val_nb}
+                   "val_loss_batches": self.val_batch, "val_loss_se": self.val_se(), "val_batches": self.val_nb,
+                   "setup_s": setup_s}
             if dists is not None:
                 res["attn_distance"] = dists
             if zs is not None:
