@@ -13,6 +13,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "jsonout.h"
 #include "cli.h"
 #include "halving.h"
 #include "racing.h"
@@ -107,7 +108,7 @@ int cmd_status(int argc, char **argv) {
             }
             json_t *sj = NULL;   /* a surrogate search: progress, recommendation, outlook (search.h) */
             if (search_summary_json(st, id, &sj, e2, sizeof e2) == 0 && sj) json_object_set_new(o, "search", sj);
-            json_dumpf(o, stdout, JSON_PRESERVE_ORDER);
+            json_dumpf(o, stdout, JSON_PRESERVE_ORDER | JSONOUT_FLAGS);
             fputc('\n', stdout);
             json_decref(o);
         } else {
@@ -155,7 +156,7 @@ int cmd_status(int argc, char **argv) {
                 json_array_append_new(arr, o);
             }
             json_t *o = json_pack("{s:o, s:o}", "sweeps", arr, "jobs", sweeps_counts_json(&all));
-            json_dumpf(o, stdout, JSON_PRESERVE_ORDER);
+            json_dumpf(o, stdout, JSON_PRESERVE_ORDER | JSONOUT_FLAGS);
             fputc('\n', stdout);
             json_decref(o);
         } else {

@@ -19,6 +19,7 @@
 
 #include "client.h"
 #include "extrun.h"
+#include "pgrec.h"
 #include "job.h"
 #include "logesc.h"
 #include "model.h"
@@ -344,6 +345,7 @@ static void agent_report_failure(slot *s, int trc, struct train_result *res, con
         break;
     }
     json_t *body = json_pack("{s:s, s:b}", "error", msg, "retryable", retryable);
+    if (body && trc == TRAIN_EPREEMPTED) json_object_set_new(body, "preempted", json_true());   /* not an attempt used */
     rc = report_outcome(s, "fail", body, res);
     json_decref(body);
     if (rc == CLIENT_EAUTH || rc == CLIENT_EGONE) return;
@@ -607,6 +609,9 @@ int agent_run(const agent_opts *o) {
         goto out;
     }
     memcpy(env->ckpt_dir, env->ckpt_real, strlen(env->ckpt_real) + 1);   /* reported paths are then normalised */
+    /* the trainer groups a worker killed with SIGKILL left running (worker/pgrec.h), before any device leases */
+    snprintf(ag->trainers.group_dir, sizeof ag->trainers.group_dir, "%.*s/trainer-groups", PATH_MAX - 20, env->work_dir);
+    pgrec_reap_stale(ag->trainers.group_dir, o->trainer_grace_s);
     agent_opts *mo = (agent_opts *)o;   /* resolve "auto" once */
     if (mo->progress < 0) mo->progress = isatty(2) ? 1 : 0;
     progress_setup(env->nslots, o->progress == 1);

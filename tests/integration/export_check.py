@@ -33,12 +33,13 @@ jobs = {r[0]: r for r in con.execute(
     "SELECT j.id, sc.heads, j.seed, j.state, j.steps, r.val_loss, r.tok_per_s FROM jobs j JOIN schedules sc ON "
     "sc.id = j.schedule_id LEFT JOIN results r ON r.job_id = j.id WHERE j.sweep_id = ?", (sweep,))}
 pts = {}
-for job, kind, step, value, tokens, lr, tps, gn, att in con.execute(
-        "SELECT m.job_id, m.kind, m.step, m.value, m.tokens, m.lr, m.tok_per_s, m.grad_norm, m.attempt FROM metrics m "
+for job, kind, step, value, tokens, lr, tps, gn, att, se in con.execute(
+        "SELECT m.job_id, m.kind, m.step, m.value, m.tokens, m.lr, m.tok_per_s, m.grad_norm, m.attempt, m.val_loss_se "
+        "FROM metrics m "
         "JOIN jobs j ON j.id = m.job_id WHERE j.sweep_id = ?", (sweep,)):
     k = (job, kind, step)
-    if k not in pts or pts[k][-1] < att:
-        pts[k] = (value, tokens, lr, tps, gn, att)
+    if k not in pts or pts[k][5] < att:
+        pts[k] = (value, tokens, lr, tps, gn, att, se)
 if not pts:
     fail("the database has no points for sweep %d: the test fed nothing" % sweep)
 
@@ -136,8 +137,10 @@ def check_tensorboard():
                 fail("%s: tag %s step %d written twice" % (run, v.tag, e.step))
             got[k] = v.simple_value
     want = {}
-    for (job, kind, step), (value, tokens, lr, tps, gn, att) in pts.items():
+    for (job, kind, step), (value, tokens, lr, tps, gn, att, se) in pts.items():
         want[(job, kind + "/loss", step)] = f32(value)
+        if kind == "val" and se is not None:
+            want[(job, "val/loss_se", step)] = f32(se)
         if kind == "train":
             for tag, x in (("train/lr", lr), ("train/tok_per_s", tps), ("train/grad_norm", gn)):
                 if x is not None:
@@ -153,7 +156,11 @@ def check_tensorboard():
     n_gn = sum(1 for k in got if k[1] == "train/grad_norm")
     if not n_gn:
         fail("no train/grad_norm points in the event files")
-    print("tensorboard: %d runs, %d scalars (%d grad_norm) equal the database's" % (len(runs), len(got), n_gn))
+    n_se = sum(1 for k in got if k[1] == "val/loss_se")
+    if not n_se:
+        fail("no val/loss_se points in the event files")
+    print("tensorboard: %d runs, %d scalars (%d grad_norm, %d val/loss_se) equal the database's" % (len(runs), len(got),
+                                                                                                 n_gn, n_se))
 
 
 def num(s, integer=False):
@@ -168,24 +175,26 @@ def check_rows(rows):
         k = (r["job_id"], r["kind"], r["step"])
         if k in got:
             fail("point %r listed twice" % (k,))
-        got[k] = (r["value"], r["tokens"], r["lr"], r["tok_per_s"], r["grad_norm"], r["attempt"])
+        got[k] = (r["value"], r["tokens"], r["lr"], r["tok_per_s"], r["grad_norm"], r["attempt"], r["val_loss_se"])
         j = jobs[r["job_id"]]
         eq(j[1], r["schedule"], "schedule of job %d" % r["job_id"])
         eq(j[2], r["seed"], "seed of job %d" % r["job_id"])
     eq(sorted(pts), sorted(got), "the (job, kind, step) points exported")
     for k in pts:
-        eq(pts[k], got[k], "point %r (value, tokens, lr, tok_per_s, grad_norm, attempt)" % (k,))
+        eq(pts[k], got[k], "point %r (value, tokens, lr, tok_per_s, grad_norm, attempt, val_loss_se)" % (k,))
     print("%s: %d points equal the database's" % (fmt, len(got)))
 
 
 def check_csv():
     with open(os.path.join(out, "metrics.csv"), newline="") as f:
         rd = csv.DictReader(f)
-        eq(["job_id", "schedule", "seed", "kind", "step", "value", "tokens", "lr", "tok_per_s", "grad_norm", "attempt"],
+        eq(["job_id", "schedule", "seed", "kind", "step", "value", "tokens", "lr", "tok_per_s", "grad_norm", "attempt",
+            "val_loss_se"],
            rd.fieldnames, "metrics.csv header")
         rows = [{"job_id": int(r["job_id"]), "schedule": r["schedule"], "seed": int(r["seed"]), "kind": r["kind"],
                  "step": int(r["step"]), "value": num(r["value"]), "tokens": num(r["tokens"], True), "lr": num(r["lr"]),
-                 "tok_per_s": num(r["tok_per_s"]), "grad_norm": num(r["grad_norm"]), "attempt": int(r["attempt"])}
+                 "tok_per_s": num(r["tok_per_s"]), "grad_norm": num(r["grad_norm"]), "attempt": int(r["attempt"]),
+                 "val_loss_se": num(r["val_loss_se"])}
                 for r in rd]
     check_rows(rows)
     with open(os.path.join(out, "results.csv"), newline="") as f:

@@ -79,6 +79,8 @@ TEST(migration_fills_older_rows_by_the_c_model) {
     long long n = qv(st, "SELECT count(*) FROM jobs");
     /* back to schema version 3: no tokens_per_step column, steps as a version that filled them at lease left them,
      * and one row whose JSON is not a job */
+    ASSERT_EQ_INT(0, store_exec(st, "ALTER TABLE jobs DROP COLUMN preemptions; "
+                                "ALTER TABLE metrics DROP COLUMN val_loss_se"));   /* migration 15 */
     ASSERT_EQ_INT(0, store_exec(st, "DROP TRIGGER jobs_rev_upd; DROP TRIGGER results_cost_ins; DROP TRIGGER results_cost_del; "
                                 "DROP TRIGGER results_cost_upd; DROP TABLE sweep_results; DROP TRIGGER jobs_count_ins; "
                                 "DROP TRIGGER jobs_count_del; DROP TRIGGER jobs_count_upd; DROP TRIGGER jobs_lease_ord_ins; "
@@ -131,6 +133,9 @@ TEST(migration_fills_older_rows_by_the_c_model) {
     ASSERT_EQ_INT(0, qv(st, "SELECT count(*) FROM jobs j JOIN schedules sc ON sc.id = j.schedule_id WHERE "
                             "j.lease_ord != (1 - sc.is_baseline) * 4294967296 + sc.ord"));
     ASSERT_EQ_INT(qv(st, "SELECT count(*) FROM schedules"), qv(st, "SELECT sum(schedules) FROM sweeps"));
+    /* migration 15: no preemption counted yet, the val points' standard error column there (empty) */
+    ASSERT_EQ_INT(n, qv(st, "SELECT count(*) FROM jobs WHERE preemptions = 0"));
+    ASSERT_EQ_INT(0, qv(st, "SELECT count(*) FROM metrics WHERE val_loss_se IS NOT NULL"));
     /* migration 14: each job's change cursor its id (distinct within its sweep: checked above), the done job's
      * tokens counted (sweeps_counts_verify above checks every state's) */
     ASSERT_EQ_INT(n, qv(st, "SELECT count(*) FROM jobs WHERE rev = id"));
