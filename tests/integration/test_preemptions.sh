@@ -34,6 +34,11 @@ t_preempt_every_2_steps_completes_under_max_attempts_2() {
   assert_eq 12 "$(cut -d' ' -f2 "$D/ledger" | sort -u | wc -l)" "distinct steps trained over the 6 attempts"
   assert_eq 12 "$(wc -l < "$D/ledger")" "steps trained (each once: every attempt resumed from the last checkpoint)"
   assert_eq 5 "$(grep -c 'event=preempted device=cpu job=1 ' "$D/wa.log")" "preempted events in the worker's log"
+  local st; st=$("$(bin prism-sweep)" status --db "$D/prism.db" "$SID" 2>&1) || fail "status: $st"
+  echo "$st" | grep preemptions
+  assert_contains "$st" "preemptions: 5 over 1 job(s)"
+  st=$("$(bin prism-sweep)" status --db "$D/prism.db" "$SID" --format json 2>&1) || fail "status --format json: $st"
+  assert_eq '{"total": 5, "jobs": 1}' "$(echo "$st" | w_json 'd["preemptions"]')" "status --format json's preemptions"
 }
 
 # --max-preemptions 2: the third preemption fails the job for good, the error names the flag; the worker's
