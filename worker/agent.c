@@ -332,8 +332,12 @@ static void agent_report_failure(slot *s, int trc, struct train_result *res, con
         retryable = 1;
         if (res->checkpoint[0] && (s->ck.step != res->steps_done || !s->ck.path[0]))
             slot_on_checkpoint(s, res->steps_done, res->checkpoint);   /* make sure the last one is reported */
-        snprintf(msg, sizeof msg, "preempted: worker %.200s got a stop signal at step %d; checkpoint %.2000s", env->name,
-                 res->steps_done, res->checkpoint[0] ? res->checkpoint : "(none)");
+        if (s->stop || *env->quit)
+            snprintf(msg, sizeof msg, "preempted: worker %.200s got a stop signal at step %d; checkpoint %.2000s", env->name,
+                     res->steps_done, res->checkpoint[0] ? res->checkpoint : "(none)");
+        else   /* the trainer said so on its own (a spot notice, a SLURM preemption), the worker was not stopped */
+            snprintf(msg, sizeof msg, "preempted: the trainer on worker %.200s said preempted at step %d; checkpoint %.2000s",
+                     env->name, res->steps_done, res->checkpoint[0] ? res->checkpoint : "(none)");
         break;
     case TRAIN_ENAN: case TRAIN_EDATA: case TRAIN_EINVAL: case TRAIN_ECHECKPOINT: case TRAIN_EDIVERGED: case TRAIN_ETRAINER:
         retryable = 0;

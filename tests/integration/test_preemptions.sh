@@ -48,7 +48,7 @@ t_max_preemptions_fails_the_job_naming_the_flag() {
   assert_eq failed "$(echo "$JOB_JSON" | w_json 'd["state"]')" "state after the third preemption"
   assert_eq 3 "$(echo "$JOB_JSON" | w_json 'd["preemptions"]')" "preemptions"
   assert_eq 3 "$(echo "$JOB_JSON" | w_json 'd["attempt"]')" "attempts"
-  assert_contains "$(echo "$JOB_JSON" | w_json 'd["last_error"]')" "preempted 3 times and --max-preemptions 2 is used up; last: preempted:"
+  assert_contains "$(echo "$JOB_JSON" | w_json 'd["last_error"]')" "preempted 3 times and --max-preemptions 2 is used up; last: preempted: the trainer on worker wa said preempted at step 6"
   assert_eq 0 "$(w_get /api/v1/workers | w_json 'd["workers"][0]["fail_streak"]')" "the worker's failure streak"
 }
 
