@@ -378,19 +378,9 @@ static pid_t g_pid;
 static char g_db[512];
 
 static int proc_cpu(pid_t pid, double *cpu_s) {
-    char p[64], line[4096];
-    snprintf(p, sizeof p, "/proc/%d/stat", (int)pid);
-    FILE *f = fopen(p, "r");
-    if (!f) return -1;
-    size_t n = fread(line, 1, sizeof line - 1, f);
-    fclose(f);
-    line[n] = 0;
-    char *q = strrchr(line, ')');
-    if (!q) return -1;
-    unsigned long ut = 0, st = 0;
-    /* after ") ": state ppid pgrp session tty tpgid flags minflt cminflt majflt cmajflt utime stime */
-    if (sscanf(q + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &ut, &st) != 2) return -1;
-    *cpu_s = (double)(ut + st) / sysconf(_SC_CLK_TCK);
+    unsigned long long t[2];   /* utime, stime */
+    if (util_proc_stat(pid, 14, 2, t) < 0) return -1;
+    *cpu_s = (double)(t[0] + t[1]) / sysconf(_SC_CLK_TCK);
     return 0;
 }
 

@@ -11,6 +11,7 @@
  * token (401/403) says nothing about the points and a gone job (404) is the caller's to handle (like a
  * 409), so those batches stay and the code goes back to the caller.
  */
+#include "jsonout.h"
 #include "client.h"
 #include "logesc.h"
 #include "util.h"
@@ -201,7 +202,7 @@ int client_request(client *c, const char *method, const char *path, json_t *body
     snprintf(url, sizeof url, "%s%s", c->base, path);
     char *payload = NULL;
     if (body) {
-        payload = json_dumps(body, JSON_COMPACT);
+        payload = json_dumps(body, JSON_COMPACT | JSONOUT_FLAGS);
         if (!payload) return CLIENT_ENOMEM;
     }
     rbuf b = { .max = c->opts.max_response };

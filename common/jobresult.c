@@ -9,6 +9,16 @@
 #include <math.h>
 #include <string.h>
 
+int jobresult_val_se(const double *batch, int n, double *se) {
+    if (n < 2) return 0;
+    double mean = 0, ss = 0;
+    for (int i = 0; i < n; i++) mean += batch[i];
+    mean /= n;
+    for (int i = 0; i < n; i++) ss += (batch[i] - mean) * (batch[i] - mean);
+    *se = sqrt(ss / (n - 1) / n);
+    return 1;
+}
+
 json_t *jobresult_to_json(const job_result *r) {
     json_t *o = json_object(), *heads = json_array(), *vb = json_array();
     if (!o || !heads || !vb) goto oom;
@@ -33,14 +43,12 @@ json_t *jobresult_to_json(const job_result *r) {
     }
     if (r->zero_shot) bad |= json_object_set(o, JOBRESULT_KEY_ZERO_SHOT, r->zero_shot);
     /* the final evaluation's per-batch losses and the standard error of their mean (the ranking's val noise) */
-    double mean = 0, ss = 0;
-    for (int i = 0; i < r->val_nb; i++) { json_array_append_new(vb, json_real(r->val_batch[i])); mean += r->val_batch[i]; }
-    if (r->val_nb > 0) mean /= r->val_nb;
-    for (int i = 0; i < r->val_nb; i++) ss += (r->val_batch[i] - mean) * (r->val_batch[i] - mean);
+    for (int i = 0; i < r->val_nb; i++) json_array_append_new(vb, json_real(r->val_batch[i]));
     bad |= json_object_set_new(o, JOBRESULT_KEY_VAL_LOSS_BATCHES, vb);
     vb = NULL;
+    double se;
     bad |= json_object_set_new(o, JOBRESULT_KEY_VAL_LOSS_SE,
-                               r->val_nb > 1 ? json_real(sqrt(ss / (r->val_nb - 1) / r->val_nb)) : json_null());
+                               jobresult_val_se(r->val_batch, r->val_nb, &se) ? json_real(se) : json_null());
     bad |= json_object_set_new(o, JOBRESULT_KEY_VAL_BATCHES, json_integer(r->val_nb));
     if (bad) goto oom;
     return o;

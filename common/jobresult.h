@@ -67,5 +67,8 @@ typedef struct jobresult_cols {
 } jobresult_cols;
 
 json_t *jobresult_to_json(const job_result *r);
+/* The standard error of the mean of n per-batch losses (sd / sqrt(n)): 1 with *se set, 0 when n < 2 (none). The
+ * result's val_loss_se and the built-in engine's val points' (worker/train.c). */
+int jobresult_val_se(const double *batch, int n, double *se);
 int jobresult_columns(const json_t *result, jobresult_cols *c);
 #endif

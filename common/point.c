@@ -11,7 +11,7 @@
 #include <string.h>
 
 struct opt_num { const char *key; size_t has, val; };
-#define OPT(k, f, train_only) { POINT_KEY_##k, offsetof(metric_point, has_##f), offsetof(metric_point, f) },
+#define OPT(k, f, only) { POINT_KEY_##k, offsetof(metric_point, has_##f), offsetof(metric_point, f) },
 static const struct opt_num OPTS[] = { POINT_OPT_NUMS(OPT) };
 #define FLAG(p, o) (*(int *)((char *)(p) + (o)->has))
 #define VAL(p, o) (*(double *)((char *)(p) + (o)->val))
@@ -33,6 +33,7 @@ json_t *point_to_json(const metric_point *p) {
     if (p->has_tokens) bad |= json_object_set_new(o, POINT_KEY_TOKENS, json_integer(p->tokens));
     if (p->has_tok_per_s) bad |= json_object_set_new(o, POINT_KEY_TOK_PER_S, json_real(p->tok_per_s));
     if (p->extra) bad |= json_object_set_new(o, POINT_KEY_EXTRA, json_deep_copy(p->extra));
+    if (p->has_val_loss_se) bad |= json_object_set_new(o, POINT_KEY_VAL_LOSS_SE, json_real(p->val_loss_se));
     if (bad) { json_decref(o); return NULL; }
     return o;
 }
@@ -77,6 +78,7 @@ int point_from_json(const json_t *o, metric_point *p, const char *where, char *e
         {p->has_lr, p->lr, 0, 10, POINT_KEY_LR},
         {p->has_grad_norm, p->grad_norm, 0, 1e30, POINT_KEY_GRAD_NORM},
         {p->has_tok_per_s, p->tok_per_s, 0, 1e12, POINT_KEY_TOK_PER_S},
+        {p->has_val_loss_se, p->val_loss_se, 0, POINT_MAX_LOSS, POINT_KEY_VAL_LOSS_SE},
         {p->has_tokens, (double)p->tokens, 0, 9.2e18, POINT_KEY_TOKENS}};
     for (size_t k = 0; k < sizeof b / sizeof b[0]; k++)
         if (b[k].has && !(b[k].v >= b[k].lo && b[k].v <= b[k].hi)) {

@@ -3,11 +3,11 @@
  * lease.
  *
  *   {"step": 41, "train_loss": 3.21, "lr": 6e-4, "grad_norm": 0.9, "tokens": 172032, "tok_per_s": 51234.5}
- *   {"step": 400, "val_loss": 3.05}                        (a val point; the last one may carry "zero_shot")
+ *   {"step": 400, "val_loss": 3.05, "val_loss_se": 0.004}  (a val point; the last one may carry "zero_shot")
  *
  * Keys (POINT_KEY_*): step (integer 0..POINT_MAX_STEP, required), train_loss and val_loss (numbers; at least
- * one), lr, grad_norm, tok_per_s (numbers or null), tokens (integer or null), extra (an external trainer's own
- * metrics: an object {NAME: number}, or null; point_extra_check's bounds). Other keys ("zero_shot") are the
+ * one), lr, grad_norm, tok_per_s, val_loss_se (numbers or null), tokens (integer or null), extra (an external
+ * trainer's own metrics: an object {NAME: number}, or null; point_extra_check's bounds). Other keys ("zero_shot") are the
  * writer's and the reader ignores them; there are no aliases.
  *
  * Contract.
@@ -45,21 +45,24 @@
 #define POINT_EXTRA_MAX 16          /* names in one extra object */
 #define POINT_EXTRA_NAME_MAX 64     /* bytes of a name */
 #define POINT_EXTRA_ABS_MAX 1e300   /* a finite number, printable and parseable again */
+#define POINT_KEY_VAL_LOSS_SE "val_loss_se"   /* the val loss's standard error over its val batches */
 
-/* The optional numbers of a point, X(NAME, field, train_only): the key POINT_KEY_NAME (also the metrics table's
- * column: orchestrator/queue.c stores every one), the double `field` with its flag `has_field`, and 1 when the
- * server keeps it on a train point only (a val point's is stored NULL). point.c parses them by this list (null or
+/* The optional numbers of a point, X(NAME, field, only): the key POINT_KEY_NAME (also the metrics table's
+ * column: orchestrator/queue.c stores every one), the double `field` with its flag `has_field`, and which kind of
+ * point the server keeps it on (POINT_ANY, POINT_TRAIN_ONLY, POINT_VAL_ONLY; on the other kind it is stored NULL). point.c parses them by this list (null or
  * absent: no value). A new one is a row here, its key, its field and one line of point_to_json (the key order
  * there is the metrics.jsonl format), plus its column (a migration, sql/NNN_NAME.sql). */
+enum { POINT_ANY = 0, POINT_TRAIN_ONLY = 1, POINT_VAL_ONLY = 2 };
 #define POINT_OPT_NUMS(X) \
-    X(LR, lr, 0) \
-    X(TOK_PER_S, tok_per_s, 0) \
-    X(GRAD_NORM, grad_norm, 1)
+    X(LR, lr, POINT_ANY) \
+    X(TOK_PER_S, tok_per_s, POINT_ANY) \
+    X(GRAD_NORM, grad_norm, POINT_TRAIN_ONLY) \
+    X(VAL_LOSS_SE, val_loss_se, POINT_VAL_ONLY)
 
 typedef struct metric_point {
     long long step;
-    int has_train_loss, has_val_loss, has_lr, has_grad_norm, has_tokens, has_tok_per_s;
-    double train_loss, val_loss, lr, grad_norm, tok_per_s;
+    int has_train_loss, has_val_loss, has_lr, has_grad_norm, has_tokens, has_tok_per_s, has_val_loss_se;
+    double train_loss, val_loss, lr, grad_norm, tok_per_s, val_loss_se;
     long long tokens;
     const json_t *extra;   /* borrowed: the parsed object's "extra", or the builder's; NULL: none */
 } metric_point;

@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -113,4 +114,29 @@ int util_commit_file(FILE *f, const char *tmp, const char *path, char *err, size
 out:
     if (made) unlink(tmp);
     return rc;
+}
+
+int util_proc_stat(pid_t pid, int field, int n, unsigned long long *out) {
+    char path[64], line[4096];
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+    FILE *f = fopen(path, "r");
+    if (!f) return -1;
+    size_t len = fread(line, 1, sizeof line - 1, f);
+    fclose(f);
+    line[len] = 0;
+    char *p = strrchr(line, ')');   /* the command name (field 2) may hold spaces and ")" */
+    if (!p || field < 4) return -1;
+    p += 2;                          /* field 3, the state */
+    for (int k = 3; k < field; k++) {
+        p = strchr(p, ' ');
+        if (!p) return -1;
+        p++;
+    }
+    for (int i = 0; i < n; i++) {
+        char *end;
+        out[i] = strtoull(p, &end, 10);
+        if (end == p) return -1;
+        p = end;
+    }
+    return 0;
 }

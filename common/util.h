@@ -17,6 +17,9 @@
  * - util_commit_file(f, tmp, path, err, errlen) finishes a temporary file written through stdio the same
  *   way: fflush, fsync, fclose (always: f is closed on every path), rename tmp over path, fsync the
  *   directory. Returns 0, or -1 with err set as above and tmp removed.
+ * - util_proc_stat(pid, field, n, out) reads the numbers of fields field..field+n-1 of /proc/PID/stat (numbered
+ *   from 1 as proc(5) does; field >= 4, the ones after the command name and the state: 14/15 utime/stime, 22
+ *   starttime) into out. Returns 0, or -1 when PID does not run or its line cannot be read.
  * Thread-safe; no allocation.
  */
 #ifndef PRISM_UTIL_H
@@ -35,5 +38,6 @@ uint64_t util_splitmix64(uint64_t *state);
 int util_mkdir_p(const char *path, mode_t mode);
 int util_write_atomic(const char *path, const util_part *parts, int nparts, mode_t mode, char *err, size_t errlen);
 int util_commit_file(FILE *f, const char *tmp, const char *path, char *err, size_t errlen);
+int util_proc_stat(pid_t pid, int field, int n, unsigned long long *out);
 
 #endif

@@ -9,6 +9,7 @@
  * statements (they see this iteration's uncommitted writes, which are answered only after the commit too).
  * Bodies are capped by http.c; JSON is checked for nesting depth before jansson parses it.
  */
+#include "jsonout.h"
 #include "api.h"
 #include "util.h"
 #include "halving.h"
@@ -34,7 +35,7 @@
 /* ---- helpers ------------------------------------------------------------------------------------- */
 
 void api_reply_json(http_response *res, int status, json_t *o) {   /* steals o */
-    char *s = o ? json_dumps(o, JSON_COMPACT | JSON_REAL_PRECISION(15)) : NULL;
+    char *s = o ? json_dumps(o, JSON_COMPACT | JSONOUT_FLAGS) : NULL;
     json_decref(o);
     if (!s) { http_response_error(res, 500, "out of memory"); return; }
     http_response_set(res, status, "application/json", s, strlen(s));
@@ -351,11 +352,17 @@ static void worker_job_op(api_ctx *c, int op) {
     }
     default: {
         const char *err;
-        json_t *rt = json_object_get(c->body, "retryable");
+        json_t *rt = json_object_get(c->body, "retryable"), *pre = json_object_get(c->body, "preempted");
         if (get_str(c, "error", 1, &err) < 0) return;
         if (rt && !json_is_boolean(rt)) { http_response_error(c->res, 400, "retryable: must be true or false"); return; }
+        if (pre && !json_is_boolean(pre)) { http_response_error(c->res, 400, "preempted: must be true or false"); return; }
+        if (json_is_true(pre) && !json_is_true(rt)) {
+            http_response_error(c->res, 400, "preempted: true needs retryable: true (a preempted attempt is run again)");
+            return;
+        }
         const char *st = NULL;
-        if ((rc = write_begin(c->a)) >= 0) rc = queue_fail(q, c->id, tok, err, rt ? json_is_true(rt) : 0, &st);
+        int flags = (json_is_true(rt) ? QUEUE_FAIL_RETRYABLE : 0) | (json_is_true(pre) ? QUEUE_FAIL_PREEMPTED : 0);
+        if ((rc = write_begin(c->a)) >= 0) rc = queue_fail(q, c->id, tok, err, flags, &st);
         if (rc >= 0) reply = json_pack("{s:I, s:s}", "job_id", (json_int_t)c->id, "state", st);
         break;
     }
@@ -718,6 +725,7 @@ int api_init(api *a, store *st, const auth_tokens *tokens, const api_config *cfg
     }
     queue_init(&a->q, st, a->cfg.lease_ttl, a->cfg.max_attempts);
     a->q.worker_fail_limit = a->cfg.worker_fail_limit;
+    if (a->cfg.max_preemptions) a->q.max_preemptions = a->cfg.max_preemptions < 0 ? 0 : a->cfg.max_preemptions;
     return 0;
 }
 

@@ -27,6 +27,8 @@
 typedef struct api_config {
     double lease_ttl;          /* seconds (--lease-ttl) */
     int max_attempts;          /* --max-attempts */
+    int max_preemptions;       /* --max-preemptions: preempted attempts a job may have (not counted in max_attempts);
+                                * 0 (a zeroed config's): queue.h's default; < 0: none (--max-preemptions 0) */
     int worker_fail_limit;     /* --worker-fail-limit: no leases to a worker after this many failures in a row; 0 = off */
     int public_read;           /* 1: GET /api/v1/... needs no token (loopback or --public-read) */
     const char *web_dir;       /* static files root (--web), may be NULL */

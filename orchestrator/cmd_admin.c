@@ -22,6 +22,7 @@
 
 #include <curl/curl.h>
 
+#include "jsonout.h"
 #include "cli.h"
 #include "client.h"
 #include "commands.h"
@@ -199,7 +200,7 @@ static int cmd_admin_run(const admin_cmd *ac, int argc, char **argv) {
     if (json_object_get(resp, "requeued"))
         printf("requeued %lld %s job%s of sweep %s\n", (long long)json_integer_value(json_object_get(resp, "requeued")),
                state, json_integer_value(json_object_get(resp, "requeued")) == 1 ? "" : "s", pos[0]);
-    char *text = resp ? json_dumps(resp, JSON_COMPACT) : NULL;
+    char *text = resp ? json_dumps(resp, JSON_COMPACT | JSONOUT_FLAGS) : NULL;
     if (text) printf("%s\n", text);
     free(text);
     json_decref(resp);

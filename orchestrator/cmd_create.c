@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "jsonout.h"
 #include "cli.h"
 #include "commands.h"
 #include "spec.h"
@@ -90,7 +91,7 @@ int cmd_create(int argc, char **argv) {
                               c.name, "created", c.sweep_is_new, "schedules_created", (json_int_t)c.schedules_created,
                               "jobs_created", (json_int_t)c.jobs_created, "schedules", (json_int_t)c.schedules_total,
                               "jobs", (json_int_t)c.jobs_total, "seeds", c.n_seeds);
-        json_dumpf(o, stdout, JSON_PRESERVE_ORDER);
+        json_dumpf(o, stdout, JSON_PRESERVE_ORDER | JSONOUT_FLAGS);
         fputc('\n', stdout);
         json_decref(o);
     } else if (c.sweep_is_new) {

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "jsonout.h"
 #include "cli.h"
 #include "commands.h"
 #include "rules_cli.h"
@@ -53,7 +54,7 @@ static int emit(const int *heads, int L, void *vctx) {
         json_object_set_new(o, "head_dims", hd);
         json_object_set_new(o, "blocks", b);
         json_object_set_new(o, "is_baseline", json_boolean(schedule_is_uniform(heads, L)));
-        char *s = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
+        char *s = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER | JSONOUT_FLAGS);
         json_decref(o);
         if (!s) return -1;
         fputs(c->n ? ",\n" : "[\n", stdout);

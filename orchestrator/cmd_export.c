@@ -10,8 +10,8 @@
  *   jsonl        DIR/metrics.jsonl and DIR/results.jsonl, the same rows as JSON objects (a point's "extra" with it)
  *   tensorboard  DIR/<run>/events.out.tfevents.<t>.prism-sweep, one run per job (run = job<ID>_<rle>_seed<S>, ID
  *                zero-padded to the sweep's largest id's digits so that the runs sort as the jobs),
- *                tags train/loss, train/lr, train/tok_per_s, train/grad_norm, val/loss at each step, a train
- *                point's extras as extra/NAME and a val point's as val/extra/NAME, and
+ *                tags train/loss, train/lr, train/tok_per_s, train/grad_norm, val/loss, val/loss_se at each step, a
+ *                train point's extras as extra/NAME and a val point's as val/extra/NAME, and
  *                result/val_loss, result/tok_per_s at the job's last step (tfevents.c writes the files)
  * and every format writes DIR/sweep.json (id, name, the spec as given). Each file is written to a temporary
  * name, fsynced and renamed (util_commit_file), so DIR never holds half a file; the summary line is printed
@@ -25,6 +25,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "jsonout.h"
 #include "cli.h"
 #include "commands.h"
 #include "jobstate.h"
@@ -124,13 +125,13 @@ static const char JOBS_SQL[] =
     "WHERE j.sweep_id = ?1 ORDER BY j.id";
 
 static const char POINTS_SQL[] =
-    "SELECT m.job_id, m.kind, m.step, m.value, m.tokens, m.lr, m.tok_per_s, m.grad_norm, m.attempt, m.extra "
+    "SELECT m.job_id, m.kind, m.step, m.value, m.tokens, m.lr, m.tok_per_s, m.grad_norm, m.attempt, m.val_loss_se, m.extra "
     "FROM metrics m JOIN jobs j ON j.id = m.job_id WHERE j.sweep_id = ?1 AND m.attempt = "
     "(SELECT max(attempt) FROM metrics m2 WHERE m2.job_id = m.job_id AND m2.kind = m.kind AND m2.step = m.step) "
     "ORDER BY m.job_id, m.kind, m.step";
 /* POINTS_SQL's columns from 3 on, in its order, which is also the CSV's and the JSONL keys' (an interface): a new
  * one is appended to both. */
-static const char *const POINT_COLS[] = { "value", "tokens", "lr", "tok_per_s", "grad_norm", "attempt" };
+static const char *const POINT_COLS[] = { "value", "tokens", "lr", "tok_per_s", "grad_norm", "attempt", "val_loss_se" };
 #define N_POINT_COLS ((int)(sizeof POINT_COLS / sizeof POINT_COLS[0]))
 #define POINT_EXTRA_COL (3 + N_POINT_COLS)   /* m.extra: JSON text {name: number} or NULL (sql/016_metric_extras.sql) */
 
@@ -210,7 +211,7 @@ static int write_sweep_json(store *st, long long sweep, const char *dir, char *e
                           (const char *)sqlite3_column_text(s, 1), "created_at", sqlite3_column_double(s, 3),
                           "spec", spec ? spec : json_null());
     sqlite3_finalize(s);
-    char *text = o ? json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17)) : NULL;
+    char *text = o ? json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSONOUT_FLAGS) : NULL;
     json_decref(o);
     if (!text) { snprintf(err, errlen, "out of memory"); return -1; }
     char path[4200];
@@ -248,7 +249,7 @@ static void csv_results(FILE *f, const xjob *v, size_t n) {
 }
 
 static int jsonl_line(FILE *f, json_t *o) {
-    char *t = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17));
+    char *t = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER | JSONOUT_FLAGS);
     json_decref(o);
     if (!t) return -1;
     fputs(t, f);
@@ -436,10 +437,13 @@ int cmd_export(int argc, char **argv) {
         } else {
             if (!tb.open && tb_begin(&tb, dir, j, err, sizeof err) < 0) goto fail;
             int train = !strcmp(kind, "train");
-            struct { const char *tag; int col; } tags[] = {
-                { train ? "train/loss" : "val/loss", 3 }, { "train/lr", 5 }, { "train/tok_per_s", 6 }, { "train/grad_norm", 7 },
-            };
-            for (int t = 0; t < (train ? 4 : 1); t++) {
+            struct tag { const char *tag; int col; };   /* col: POINTS_SQL's */
+            static const struct tag train_tags[] = {
+                { "train/loss", 3 }, { "train/lr", 5 }, { "train/tok_per_s", 6 }, { "train/grad_norm", 7 },
+            }, val_tags[] = { { "val/loss", 3 }, { "val/loss_se", 9 } };
+            const struct tag *tags = train ? train_tags : val_tags;
+            int ntags = train ? 4 : 2;
+            for (int t = 0; t < ntags; t++) {
                 if (sqlite3_column_type(s, tags[t].col) == SQLITE_NULL) continue;
                 if (tfevents_scalar(&tb.w, j->updated_at, step, tags[t].tag, (float)sqlite3_column_double(s, tags[t].col)) < 0) {
                     snprintf(err, sizeof err, "%s", tb.w.err);

@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "jsonout.h"
 #include "cli.h"
 #include "commands.h"
 #include "leaderboard.h"
@@ -73,7 +74,7 @@ int cmd_leaderboard(int argc, char **argv) {
         fprintf(stderr, "prism-sweep leaderboard: %s\n", rc == STORE_EIO && !lb ? (err[0] ? err : sqlite3_errmsg(st->db)) : err);
         goto out;
     }
-    char *text = strcmp(fmt, "json") == 0 ? json_dumps(lb, JSON_INDENT(2) | JSON_REAL_PRECISION(15))
+    char *text = strcmp(fmt, "json") == 0 ? json_dumps(lb, JSON_INDENT(2) | JSONOUT_FLAGS)
                : strcmp(fmt, "csv") == 0 ? leaderboard_csv(lb) : leaderboard_table(lb);
     if (!text) { fprintf(stderr, "prism-sweep leaderboard: out of memory\n"); goto out; }
     fputs(text, stdout);

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "jsonout.h"
 #include "cli.h"
 #include "commands.h"
 #include "ranking.h"
@@ -69,7 +70,7 @@ int cmd_power(int argc, char **argv) {
                               "min_significant_delta", pw.min_significant, "delta_80", pw.delta80, "effect", effect,
                               "effect_detectable", pw.delta80 <= effect, "seeds_for_effect",
                               need ? json_integer(need) : json_null(), "table", tab);
-        json_dumpf(o, stdout, JSON_PRESERVE_ORDER);
+        json_dumpf(o, stdout, JSON_PRESERVE_ORDER | JSONOUT_FLAGS);
         fputc('\n', stdout);
         json_decref(o);
         return 0;

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "jsonout.h"
 #include "cli.h"
 #include "halving.h"
 #include "leaderboard.h"
@@ -24,6 +25,23 @@
 #include "store.h"
 #include "sweeps.h"
 #include "jobstate.h"
+
+/* The sweep's preempted attempts (jobs.preemptions, sql/015) and how many jobs had one: 0, or -1 on a read error. */
+static int preemptions_of(store *st, long long sweep, long long *total, long long *jobs) {
+    sqlite3_stmt *s = NULL;
+    *total = *jobs = 0;
+    int rc = -1;
+    if (sqlite3_prepare_v2(st->db, "SELECT coalesce(sum(preemptions), 0), count(*) FILTER (WHERE preemptions > 0) "
+                           "FROM jobs WHERE sweep_id = ?1", -1, &s, NULL) != SQLITE_OK) goto out;
+    sqlite3_bind_int64(s, 1, sweep);
+    if (sqlite3_step(s) != SQLITE_ROW) goto out;
+    *total = sqlite3_column_int64(s, 0);
+    *jobs = sqlite3_column_int64(s, 1);
+    rc = 0;
+out:
+    sqlite3_finalize(s);
+    return rc;
+}
 
 static void print_counts(const sweeps_counts *c) {
     for (int k = 0; k < JOB_NSTATES; k++) printf("  %-10s %8lld\n", jobstate_name((job_state)k), (long long)c->n[k]);
@@ -60,7 +78,7 @@ int cmd_status(int argc, char **argv) {
     cli_flag flags[] = {
         { "--db", CLI_STR, &db, "prism.db", "the SQLite store (must exist)", 0, 0, 0, 0 },
         { "--format", CLI_CHOICE, &format, "text", "output: text, or JSON (one sweep: {id, name, state, priority, "
-          "created_at, schedules, jobs: {queued, leased, done, failed, cancelled, paused, pruned, total}, screened}; all: "
+          "created_at, schedules, jobs: {queued, leased, done, failed, cancelled, paused, pruned, total}, screened, preemptions: {total, jobs}}; all: "
           "{sweeps: [..], jobs: {..}})", 0, 0, "text|json", 0 },
         { 0 },
     };
@@ -106,6 +124,9 @@ int cmd_status(int argc, char **argv) {
                 json_t *rj = racing_summary_json(st, id, &rs, e2, sizeof e2);
                 if (rj) json_object_set_new(o, "racing", rj);
             }
+            long long pt, pj;
+            if (preemptions_of(st, id, &pt, &pj) == 0)
+                json_object_set_new(o, "preemptions", json_pack("{s:I, s:I}", "total", (json_int_t)pt, "jobs", (json_int_t)pj));
             json_t *sj = NULL;   /* a surrogate search: progress, recommendation, outlook (search.h) */
             if (search_summary_json(st, id, &sj, e2, sizeof e2) == 0 && sj) json_object_set_new(o, "search", sj);
             json_t *ids = NULL;   /* who trained its results (leaderboard.h), and the warning when they are mixed */
@@ -114,7 +135,7 @@ int cmd_status(int argc, char **argv) {
                 json_object_set_new(o, "trainer_identities", ids);
                 if (tnote[0]) json_object_set_new(o, "trainer_note", json_string(tnote));
             }
-            json_dumpf(o, stdout, JSON_PRESERVE_ORDER);
+            json_dumpf(o, stdout, JSON_PRESERVE_ORDER | JSONOUT_FLAGS);
             fputc('\n', stdout);
             json_decref(o);
         } else {
@@ -125,6 +146,10 @@ int cmd_status(int argc, char **argv) {
             printf("steps: %lld of %lld trained, %lld left (%.1f%%)\n", (long long)info.steps_done,
                    (long long)info.steps_total, (long long)(info.steps_total - info.steps_done),
                    info.steps_total > 0 ? 100.0 * info.steps_done / info.steps_total : 0.0);
+            long long pt, pj;   /* preempted attempts: not failures, not counted in --max-attempts */
+            if (preemptions_of(st, id, &pt, &pj) == 0 && pt > 0)
+                printf("preemptions: %lld over %lld job(s) (each requeued from its checkpoint without using an attempt; "
+                       "serve --max-preemptions caps a job's)\n", pt, pj);
             char why[512], e2[256];   /* a halving rung that cannot be decided, and why */
             if (halving_held(st, id, why, sizeof why, e2, sizeof e2) > 0) printf("held: %s\n", why);
             racing_summary rs;   /* racing: the rounds, the survivors and the seeds spent against the fixed design */
@@ -167,7 +192,7 @@ int cmd_status(int argc, char **argv) {
                 json_array_append_new(arr, o);
             }
             json_t *o = json_pack("{s:o, s:o}", "sweeps", arr, "jobs", sweeps_counts_json(&all));
-            json_dumpf(o, stdout, JSON_PRESERVE_ORDER);
+            json_dumpf(o, stdout, JSON_PRESERVE_ORDER | JSONOUT_FLAGS);
             fputc('\n', stdout);
             json_decref(o);
         } else {

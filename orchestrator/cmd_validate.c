@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "jsonout.h"
 #include "cli.h"
 #include "commands.h"
 #include "rules_cli.h"
@@ -66,7 +67,7 @@ int cmd_validate(int argc, char **argv) {
                                                 rep.v[i].block, "message", rep.v[i].msg));
         json_object_set_new(o, "violations", vs);
         json_object_set_new(o, "more_violations", json_integer(rep.n_more));
-        json_dumpf(o, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+        json_dumpf(o, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSONOUT_FLAGS);
         fputc('\n', stdout);
         json_decref(o);
     } else if (n == 0) {

@@ -43,6 +43,8 @@ enum {
     S_JOB_SWEEP, S_RESULT_KEEP, S_RESULT_DEL, S_REQUEUE_DONE,
     /* halving's (orchestrator/halving.h) */
     S_RUNG_SETUP, S_RUNG_ROW, S_RUNG_RESULT, S_PAUSE, S_RUNG_DECIDE, S_RUNG_PROMOTE, S_RUNG_PRUNE,
+    /* a preempted attempt (queue_fail with QUEUE_FAIL_PREEMPTED) */
+    S_PREEMPT_Q, S_PREEMPT_F,
     S_COUNT
 };
 
@@ -58,8 +60,8 @@ static int is_state(const char *value, job_state state) {
 #define NEXT_REV "rev = " NEXT_REV_VALUE
 
 /* The metrics insert's optional columns, ?7 onwards in order: common/point.h's POINT_OPT_NUMS (bind_opt_nums). */
-#define METRIC_COL(K, f, train_only) ", " POINT_KEY_##K
-#define METRIC_ARG(K, f, train_only) ", ?"
+#define METRIC_COL(K, f, only) ", " POINT_KEY_##K
+#define METRIC_ARG(K, f, only) ", ?"
 
 static const char *const SQL[S_COUNT] = {
     [S_WORKER_FIND] = "SELECT id FROM workers WHERE name = ?1 AND host = ?2 ORDER BY id LIMIT 1",
@@ -82,7 +84,7 @@ static const char *const SQL[S_COUNT] = {
         "SELECT j.attempt, j.sweep_id, j.schedule_id, j.seed, sc.heads, j.job, j.checkpoint_path, j.checkpoint_step, j.stop_at_step "
         "FROM jobs j JOIN schedules sc ON sc.id = j.schedule_id WHERE j.id = ?1",
     [S_JOB_LEASE] = "SELECT state, lease_token, attempt, attempt_base, worker_id, lease_expires_at, steps, tokens_per_step, "
-                    "stop_at_step FROM jobs WHERE id = ?1",
+                    "stop_at_step, preemptions FROM jobs WHERE id = ?1",
     [S_RENEW] = "UPDATE jobs SET lease_expires_at = ?2, updated_at = ?3 WHERE id = ?1",
     [S_PROGRESS] = "UPDATE jobs SET step = max(step, ?2), last_loss = CASE WHEN ?2 >= step THEN coalesce(?3, last_loss) "
                    "ELSE last_loss END, rev = CASE WHEN ?2 > step OR (?2 = step AND ?3 IS NOT NULL AND ?3 IS NOT last_loss) "
@@ -110,6 +112,11 @@ static const char *const SQL[S_COUNT] = {
                "lease_expires_at = NULL, " NEXT_REV " WHERE id = ?1",
     [S_REQUEUE_FAIL] = "UPDATE jobs SET state = 'queued', last_error = ?2, retryable = ?3, updated_at = ?4, "
                        "lease_expires_at = NULL, " NEXT_REV " WHERE id = ?1",
+    /* preempted (sql/018_preemptions.sql): counted in preemptions, not in the attempts (attempt_base moves past it) */
+    [S_PREEMPT_Q] = "UPDATE jobs SET state = 'queued', last_error = ?2, retryable = 1, updated_at = ?3, lease_expires_at = NULL, "
+                    "preemptions = preemptions + 1, attempt_base = attempt_base + 1, " NEXT_REV " WHERE id = ?1",
+    [S_PREEMPT_F] = "UPDATE jobs SET state = 'failed', last_error = ?2, retryable = 1, updated_at = ?3, finished_at = ?3, "
+                    "lease_expires_at = NULL, preemptions = preemptions + 1, " NEXT_REV " WHERE id = ?1",
     [S_EXPIRED] = "SELECT id, attempt, attempt_base, last_error FROM jobs WHERE state = 'leased' AND lease_expires_at < ?1",
     [S_EXPIRE_Q] = "UPDATE jobs SET state = 'queued', last_error = ?2, lease_expires_at = NULL, updated_at = ?3 "
                    "WHERE id = ?1 AND state = 'leased'",
@@ -176,6 +183,7 @@ _Static_assert(S_COUNT <= QUEUE_NSTMT, "QUEUE_NSTMT too small");
 
 void queue_init(queue *q, store *st, double lease_ttl, int max_attempts) {
     memset(q, 0, sizeof *q);
+    q->max_preemptions = QUEUE_DEFAULT_MAX_PREEMPTIONS;
     q->clock_wall0 = store_now();
     q->clock_mono0 = util_now_s();
     q->st = st;
@@ -379,6 +387,7 @@ typedef struct lease_row {
     long long tokens_per_step;      /* B x T x grad_accum (jobs.tokens_per_step, the job model's; 0 when unknown) */
     double expires;                 /* lease_expires_at (0 when NULL) */
     long long stop_at_step;         /* halving: the lease trains to this rung's step; -1 when NULL (the full run) */
+    long long preemptions;          /* jobs.preemptions: its attempts that ended preempted */
 } lease_row;
 
 /* Reads the job's lease state and whether token is its latest lease's. */
@@ -403,6 +412,7 @@ static int lease_read(queue *q, long long job, const char *token, lease_row *r) 
     r->steps = sqlite3_column_int64(s, 6);
     r->tokens_per_step = sqlite3_column_int64(s, 7);
     r->stop_at_step = sqlite3_column_type(s, 8) == SQLITE_NULL ? -1 : sqlite3_column_int64(s, 8);
+    r->preemptions = sqlite3_column_int64(s, 9);
     sqlite3_reset(s);
     return STORE_OK;
 }
@@ -485,9 +495,10 @@ static void bind_opt(sqlite3_stmt *s, int i, int has, double v) {
 }
 
 /* Binds p's optional numbers (point.h's POINT_OPT_NUMS) to ?first onwards, in S_METRIC_INS's column order; a
- * train-only one is NULL on a val point. */
+ * train-only one is NULL on a val point, a val-only one on a train point. */
 static void bind_opt_nums(sqlite3_stmt *s, int first, const metric_point *p, int val) {
-#define METRIC_BIND(K, f, train_only) bind_opt(s, first++, p->has_##f && !((train_only) && val), p->f);
+#define METRIC_BIND(K, f, only) \
+    bind_opt(s, first++, p->has_##f && (only) != (val ? POINT_TRAIN_ONLY : POINT_VAL_ONLY), p->f);
     POINT_OPT_NUMS(METRIC_BIND)
 #undef METRIC_BIND
 }
@@ -728,7 +739,27 @@ static void utf8_cut_tail(char *s) {
     if (n - (i - 1) < need) s[i - 1] = 0;
 }
 
-int queue_fail(queue *q, long long job, const char *token, const char *error, int retryable, const char **new_state) {
+/* A preempted attempt: queued again without using an attempt, or failed once --max-preemptions is used up. */
+static int fail_preempted(queue *q, long long job, const lease_row *r, const char *msg, const char **new_state) {
+    int again = r->preemptions + 1 <= q->max_preemptions;
+    char text[2048];
+    if (again) snprintf(text, sizeof text, "%s", msg);
+    else snprintf(text, sizeof text, "preempted %lld times and --max-preemptions %d is used up; last: %s",
+                  r->preemptions + 1, q->max_preemptions, msg);
+    utf8_cut_tail(text);
+    sqlite3_stmt *s = S(q, again ? S_PREEMPT_Q : S_PREEMPT_F);
+    if (!s) return STORE_EIO;
+    sqlite3_bind_int64(s, 1, job);
+    sqlite3_bind_text(s, 2, text, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_double(s, 3, store_now());
+    int rc = run(q, s, "preempted");
+    if (rc < 0) return rc;
+    *new_state = jobstate_name(again ? JOB_QUEUED : JOB_FAILED);
+    if (!again) q->jobs_failed++;
+    return STORE_OK;
+}
+
+int queue_fail(queue *q, long long job, const char *token, const char *error, int flags, const char **new_state) {
     lease_row r;
     int rc = lease_read(q, job, token, &r);
     if (rc < 0) return rc;
@@ -737,13 +768,17 @@ int queue_fail(queue *q, long long job, const char *token, const char *error, in
         return STORE_OK;
     }
     if ((rc = lease_check(q, job, &r)) < 0) return rc;
+    int retryable = (flags & QUEUE_FAIL_RETRYABLE) != 0;
+    char msg[2048];                     /* the stored error is capped, cut on a character boundary */
+    snprintf(msg, sizeof msg, "%s", error ? error : "");
+    utf8_cut_tail(msg);
+    /* a worker before the flag says so in its text only (worker/agent.c: "preempted: worker ... got a stop signal") */
+    if (retryable && ((flags & QUEUE_FAIL_PREEMPTED) || !strncmp(msg, "preempted:", 10)))
+        return fail_preempted(q, job, &r, msg, new_state);
     int again = retryable && (r.attempt - r.attempt_base) < q->max_attempts;
     sqlite3_stmt *s = S(q, again ? S_REQUEUE_FAIL : S_FAIL);
     if (!s) return STORE_EIO;
     double now = store_now();
-    char msg[2048];                     /* the stored error is capped, cut on a character boundary */
-    snprintf(msg, sizeof msg, "%s", error ? error : "");
-    utf8_cut_tail(msg);
     sqlite3_bind_int64(s, 1, job);
     sqlite3_bind_text(s, 2, msg, -1, SQLITE_TRANSIENT);
     sqlite3_bind_int(s, 3, retryable ? 1 : 0);

@@ -25,7 +25,8 @@ struct lease_filter;   /* common/lease.h */
 
 enum { QUEUE_OK = 0, QUEUE_EMPTY = 1 };
 
-#define QUEUE_NSTMT 48
+#define QUEUE_NSTMT 50
+#define QUEUE_DEFAULT_MAX_PREEMPTIONS 100   /* serve --max-preemptions' default */
 
 typedef struct queue {
     store *st;                          /* not owned */
@@ -33,6 +34,7 @@ typedef struct queue {
     double lease_ttl;                   /* seconds */
     double clock_wall0, clock_mono0;    /* the lease clock's origin (queue_clock) */
     int max_attempts;
+    int max_preemptions;                /* a job's preempted attempts tolerated (queue_init: QUEUE_DEFAULT_MAX_PREEMPTIONS) */
     int worker_fail_limit;              /* a worker that fails this many jobs in a row without retry gets no more
                                          * leases until it registers again; 0 (queue_init's) = never */
     char err[512];
@@ -83,10 +85,14 @@ int queue_checkpoint(queue *q, long long job, const char *token, const char *pat
  * completed: STORE_ECONFLICT naming the rung route (only queue_rung_report ends such a lease). */
 int queue_complete(queue *q, long long job, const char *token, json_t *result);
 
-/* *new_state: "queued" (retryable, attempts left) or "failed" (static string). Idempotent for the token.
- * error is stored cut to under 2 KiB on a UTF-8 character boundary. A fail without retry adds one to the
+/* flags: QUEUE_FAIL_RETRYABLE (1, so a plain 0/1 "retryable" works), QUEUE_FAIL_PREEMPTED (with RETRYABLE; an
+ * error starting "preempted:" counts as one too). *new_state: "queued" (retryable, attempts left) or "failed"
+ * (static string). Idempotent for the token. error is stored cut to under 2 KiB on a UTF-8 character boundary.
+ * A preempted attempt does not count against max_attempts: it adds one to jobs.preemptions and the job fails
+ * (error naming --max-preemptions) when that passes max_preemptions. A fail without retry adds one to the
  * leasing worker's failure streak (workers.fail_streak); queue_complete and queue_worker_succeeded clear it. */
-int queue_fail(queue *q, long long job, const char *token, const char *error, int retryable, const char **new_state);
+enum { QUEUE_FAIL_RETRYABLE = 1, QUEUE_FAIL_PREEMPTED = 2 };
+int queue_fail(queue *q, long long job, const char *token, const char *error, int flags, const char **new_state);
 
 /* Returns every lease expired at now (queue_clock) to queued (or failed after max_attempts). *n = how many. */
 int queue_expire(queue *q, double now, int *n);

@@ -430,13 +430,15 @@ int cmd_serve(int argc, char **argv) {
     const char *db = "prism.db", *listen = "127.0.0.1:8080", *token_file = NULL, *web = "web/";
     double ttl = 120, idle = 60, req_to = 30, anon_to = 5;
     int accept_wal_loss = 0;
-    int max_attempts = 3, fail_limit = 3, public_read = 0, max_conns = SERVE_DEFAULT_MAX_CONNS, per_addr = 64;
+    int max_attempts = 3, max_preempt = QUEUE_DEFAULT_MAX_PREEMPTIONS, fail_limit = 3, public_read = 0, max_conns = SERVE_DEFAULT_MAX_CONNS, per_addr = 64;
     cli_flag flags[] = {
         { "--db", CLI_STR, &db, "prism.db", "the SQLite database (created if missing)", 0, 0, NULL, 0 },
         { "--listen", CLI_STR, &listen, "127.0.0.1:8080", "HOST:PORT to listen on ([::1]:PORT for IPv6; port 0 = any free)", 0, 0, NULL, 0 },
         { "--token-file", CLI_STR, &token_file, "(DB.tokens, generated)", "file with worker_token=... and admin_token=... lines", 0, 0, NULL, 0 },
         { "--lease-ttl", CLI_DOUBLE, &ttl, "120", "seconds a lease lives without a heartbeat", 0.2, 86400, NULL, 0 },
         { "--max-attempts", CLI_INT, &max_attempts, "3", "leases per job before it fails", 1, 1000, NULL, 0 },
+        { "--max-preemptions", CLI_INT, &max_preempt, "100", "preempted attempts a job may have (they do not count in "
+          "--max-attempts); the next one fails it", 0, 100000, NULL, 0 },
         { "--worker-fail-limit", CLI_INT, &fail_limit, "3", "a worker that fails N jobs in a row without retry gets no "
           "more leases until it registers again (0 = never stop one)", 0, 1000000, NULL, 0 },
         { "--web", CLI_STR, &web, "web/", "folder of the leaderboard page (static files); when web/ is not here, the one beside the binary's build folder", 0, 0, NULL, 0 },
@@ -521,6 +523,7 @@ int cmd_serve(int argc, char **argv) {
     }
     serve_say_tokens(&tok, db);
     api_config cfg = { .lease_ttl = ttl, .max_attempts = max_attempts, .worker_fail_limit = fail_limit,
+                       .max_preemptions = max_preempt ? max_preempt : -1,
                        .public_read = public_read || is_loopback(host), .web_dir = web };
     if (api_init(&s->a, st, &tok, &cfg, err, sizeof err) < 0) {
         fprintf(stderr, "prism-sweep serve: %s\n", err);

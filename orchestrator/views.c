@@ -112,13 +112,15 @@ static json_t *row_json(sqlite3_stmt *s, const char *const *names, int n) {
 
 #define JOB_COLS \
     "j.id, j.sweep_id, j.schedule_id, sc.heads, sc.is_baseline, j.seed, j.seed_index, j.priority, j.state, j.attempt, " \
+    "j.preemptions, " \
     "j.worker_id, w.name, j.device, j.step, j.steps, " \
     "j.last_loss, r.val_loss, j.last_error, j.checkpoint_step, j.lease_expires_at, j.created_at, j.updated_at, j.finished_at"
 static const char *const job_names[] = {
     "id", "sweep_id", "schedule_id", "@heads", "?is_baseline", "seed", "seed_index", "priority", "state", "attempt",
-    "worker_id", "worker", "device", "step", "steps", "last_loss", "val_loss", "last_error", "checkpoint_step",
+    "preemptions", "worker_id", "worker", "device", "step", "steps", "last_loss", "val_loss", "last_error", "checkpoint_step",
     "lease_expires_at", "created_at", "updated_at", "finished_at", "!job", "checkpoint_path", "!result",
 };
+#define JOB_NCOLS 24   /* JOB_COLS' columns (job_names' first ones); the job route adds 3 (job, checkpoint_path, result) */
 #define JOB_JOINS "JOIN schedules sc ON sc.id = j.schedule_id LEFT JOIN workers w ON w.id = j.worker_id " \
                   "LEFT JOIN results r ON r.job_id = j.id "
 #define JOB_FROM " FROM jobs j " JOB_JOINS
@@ -351,8 +353,8 @@ void views_sweep_jobs(api_ctx *c) {
     long long last_rev = since;   /* the cursor a paged answer stops at: its last job's change */
     while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
         if (has_since && limit >= 0 && (long long)json_array_size(arr) == limit) { more = 1; rc = SQLITE_DONE; break; }
-        json_array_append_new(arr, row_json(s, job_names, 23));
-        if (has_since) last_rev = sqlite3_column_int64(s, 23);
+        json_array_append_new(arr, row_json(s, job_names, JOB_NCOLS));
+        if (has_since) last_rev = sqlite3_column_int64(s, JOB_NCOLS);
     }
     sqlite3_finalize(s);
     if (read_done(c, rc, "jobs") < 0) { json_decref(arr); return; }
@@ -364,7 +366,7 @@ void views_sweep_jobs(api_ctx *c) {
 void views_job_get(api_ctx *c) {
     sqlite3_stmt *s = id_row(c, "job", "SELECT " JOB_COLS ", j.job, j.checkpoint_path, r.result" JOB_FROM "WHERE j.id = ?1");
     if (!s) return;
-    json_t *o = row_json(s, job_names, 26);
+    json_t *o = row_json(s, job_names, JOB_NCOLS + 3);
     sqlite3_finalize(s);
     api_reply_json(c->res, 200, o);
 }
@@ -385,7 +387,8 @@ void views_job_metrics(api_ctx *c) {
     int rc;
     long long attempt = sqlite3_column_int64(s, 0);
     sqlite3_finalize(s);
-    s = views_prepare(c, "SELECT m.step, m.value, m.tokens, m.lr, m.tok_per_s, m.attempt, m.grad_norm, m.extra FROM metrics m "
+    s = views_prepare(c, "SELECT m.step, m.value, m.tokens, m.lr, m.tok_per_s, m.attempt, m.grad_norm, m.val_loss_se, m.extra "
+                "FROM metrics m "
                 "WHERE m.job_id = ?1 AND m.kind = ?2 AND m.step > ?3 AND m.attempt = "
                 "(SELECT max(attempt) FROM metrics m2 WHERE m2.job_id = m.job_id AND m2.step = m.step AND m2.kind = m.kind) "
                 "ORDER BY m.step");
@@ -394,7 +397,8 @@ void views_job_metrics(api_ctx *c) {
     sqlite3_bind_text(s, 2, kind, -1, SQLITE_TRANSIENT);
     sqlite3_bind_int64(s, 3, since);
     /* the SELECT's columns in its order, which is also the CSV's (an interface): a new one is appended to both */
-    static const char *const names[] = { "step", "value", "tokens", "lr", "tok_per_s", "attempt", "grad_norm", "!extra" };
+    static const char *const names[] = { "step", "value", "tokens", "lr", "tok_per_s", "attempt", "grad_norm",
+                                          "val_loss_se", "!extra" };
     /* the CSV has the numeric columns only; the JSON also a point's "extra" {name: number}, absent when it has none
      * (an external trainer's own metrics, sql/016_metric_extras.sql) */
     const int ncol = (int)(sizeof names / sizeof names[0]) - 1;

@@ -22,6 +22,7 @@
 
 #include "client.h"
 #include "extrun.h"
+#include "pgrec.h"
 #include "job.h"
 #include "logesc.h"
 #include "model.h"
@@ -395,8 +396,12 @@ static void agent_report_failure(slot *s, int trc, struct train_result *res, con
         retryable = 1;
         if (res->checkpoint[0] && (s->ck.step != res->steps_done || !s->ck.path[0]))
             slot_on_checkpoint(s, res->steps_done, res->checkpoint);   /* make sure the last one is reported */
-        snprintf(msg, sizeof msg, "preempted: worker %.200s got a stop signal at step %d; checkpoint %.2000s", env->name,
-                 res->steps_done, res->checkpoint[0] ? res->checkpoint : "(none)");
+        if (s->stop || *env->quit)
+            snprintf(msg, sizeof msg, "preempted: worker %.200s got a stop signal at step %d; checkpoint %.2000s", env->name,
+                     res->steps_done, res->checkpoint[0] ? res->checkpoint : "(none)");
+        else   /* the trainer said so on its own (a spot notice, a SLURM preemption), the worker was not stopped */
+            snprintf(msg, sizeof msg, "preempted: the trainer on worker %.200s said preempted at step %d; checkpoint %.2000s",
+                     env->name, res->steps_done, res->checkpoint[0] ? res->checkpoint : "(none)");
         break;
     case TRAIN_ENAN: case TRAIN_EDATA: case TRAIN_EINVAL: case TRAIN_ECHECKPOINT: case TRAIN_EDIVERGED: case TRAIN_ETRAINER:
         retryable = trc == TRAIN_ETRAINER && res->retryable;   /* a trainer's "failed" line may say a retry can help */
@@ -408,6 +413,7 @@ static void agent_report_failure(slot *s, int trc, struct train_result *res, con
         break;
     }
     json_t *body = json_pack("{s:s, s:b}", "error", msg, "retryable", retryable);
+    if (body && trc == TRAIN_EPREEMPTED) json_object_set_new(body, "preempted", json_true());   /* not an attempt used */
     rc = report_outcome(s, "fail", body, res);
     json_decref(body);
     if (rc == CLIENT_EAUTH || rc == CLIENT_EGONE) return;
@@ -673,6 +679,9 @@ int agent_run(const agent_opts *o) {
         goto out;
     }
     memcpy(env->ckpt_dir, env->ckpt_real, strlen(env->ckpt_real) + 1);   /* reported paths are then normalised */
+    /* the trainer groups a worker killed with SIGKILL left running (worker/pgrec.h), before any device leases */
+    snprintf(ag->trainers.group_dir, sizeof ag->trainers.group_dir, "%.*s/trainer-groups", PATH_MAX - 20, env->work_dir);
+    pgrec_reap_stale(ag->trainers.group_dir, o->trainer_grace_s);
     agent_opts *mo = (agent_opts *)o;   /* resolve "auto" once */
     if (mo->progress < 0) mo->progress = isatty(2) ? 1 : 0;
     progress_setup(env->nslots, o->progress == 1);

@@ -17,12 +17,14 @@
  * resume-STEP.bin link, the report, the removal once superseded) takes over unchanged.
  */
 #define _GNU_SOURCE   /* pipe2 */
+#include "jsonout.h"
 #include "extrun.h"
 
 #include "jobresult.h"
 #include "logesc.h"
 #include "point.h"
 #include "result_check.h"
+#include "pgrec.h"
 #include "util.h"
 
 #include <errno.h>
@@ -765,7 +767,7 @@ static void extrun_on_line(extrun_state *st, const char *line, size_t len) {
         }
         char path[PATH_MAX + 32];
         snprintf(path, sizeof path, "%s/result.json", o->out_dir);
-        char *text = json_dumps(l.result, JSON_INDENT(2));
+        char *text = json_dumps(l.result, JSON_INDENT(2) | JSONOUT_FLAGS);
         if (!text || extrun_write_file(path, text) != 0) {
             extrun_fail(st, TRAIN_EIO, "cannot write %s: %s", path, text ? strerror(errno) : "out of memory");
             free(text);
@@ -965,6 +967,7 @@ int extrun_run(const extrun_set *set, const extrun_trainer *t, const json_t *job
     int fd3[2] = {-1, -1}, lg[2] = {-1, -1}, ep[2] = {-1, -1};
     char **env = NULL;
     int rc = TRAIN_ETRAINER;
+    char group_rec[PATH_MAX + 200] = "";   /* pgrec.h: the group's record while it runs */
 
     if (util_mkdir_p(o->out_dir, 0755) != 0 || !realpath(o->out_dir, st.out_real)) {
         snprintf(err, errlen, "cannot create %s: %s (check --work-dir)", o->out_dir, strerror(errno));
@@ -984,7 +987,7 @@ int extrun_run(const extrun_set *set, const extrun_trainer *t, const json_t *job
     snprintf(eff_path, sizeof eff_path, "%s/job-effective.json", st.out_real);
     snprintf(result_path, sizeof result_path, "%s/result.json", o->out_dir);
     unlink(result_path);   /* only this run's result line writes it */
-    char *jt = json_dumps(job_json, JSON_INDENT(2));
+    char *jt = json_dumps(job_json, JSON_INDENT(2) | JSONOUT_FLAGS);
     if (!jt || extrun_write_file(job_path, jt) != 0) {
         snprintf(err, errlen, "cannot write %s: %s", job_path, jt ? strerror(errno) : "out of memory");
         free(jt);
@@ -1020,6 +1023,11 @@ int extrun_run(const extrun_set *set, const extrun_trainer *t, const json_t *job
     if (st.pid < 0) { snprintf(err, errlen, "fork: %s", strerror(errno)); rc = TRAIN_ENOMEM; goto out; }
     if (st.pid == 0) extrun_child(t, env, fd3[1], lg[1], ep[1], parent, maxfd);
     setpgid(st.pid, st.pid);   /* both sides: the group exists before either signals it */
+    /* recorded before the trainer has done anything: a worker killed with SIGKILL kills it at its next start */
+    if (set->group_dir[0] && pgrec_write(set->group_dir, o->device ? o->device : "cpu", st.pid, group_rec,
+                                         sizeof group_rec) != 0)
+        fprintf(stderr, "%s: cannot record the trainer's process group in %s: %s (a worker killed with SIGKILL "
+                "would leave it running)\n", st.prefix, set->group_dir, strerror(errno));
     close(fd3[1]); close(lg[1]); close(ep[1]);
     fd3[1] = lg[1] = ep[1] = -1;
     int e = 0;
@@ -1150,6 +1158,7 @@ int extrun_run(const extrun_set *set, const extrun_trainer *t, const json_t *job
     else snprintf(err, errlen, "trainer %s: ended with wait status %d%s", t->name, status, last);
 out:
     if (st.pid > 0) { kill(-st.pid, SIGKILL); while (waitpid(st.pid, NULL, 0) < 0 && errno == EINTR) {} }
+    pgrec_remove(group_rec);   /* the group is killed and its leader reaped */
     for (int i = 0; i < 2; i++) {
         if (fd3[i] >= 0) close(fd3[i]);
         if (lg[i] >= 0) close(lg[i]);

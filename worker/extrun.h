@@ -76,6 +76,8 @@ typedef struct extrun_set {
     extrun_trainer t[LEASE_MAX_TRAINERS];
     double timeout_s;                  /* --trainer-timeout: the longest silence on fd 3 */
     double grace_s;                    /* --trainer-kill-grace: SIGTERM to SIGKILL */
+    char group_dir[4096];              /* where each running trainer's process group is recorded (worker/pgrec.h);
+                                        * "" (extrun_set_parse's): not recorded */
 } extrun_set;
 
 typedef struct extrun_limits {

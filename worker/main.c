@@ -8,6 +8,7 @@
  * statuses of `train`: 0 done, 1 training failed (NaN loss, I/O, device, out of memory), 2 bad input (flags,
  * job, data, checkpoint, a device that cannot be had: no CUDA backend, no driver), 3 stopped by a signal (SIGTERM: checkpoint written first; SIGINT: at once).
  */
+#include "jsonout.h"
 #include "agent.h"
 #include "cli.h"
 #include "job.h"
@@ -106,7 +107,7 @@ static int cmd_train(int argc, char **argv) {
     if (job_validate(&job, err, sizeof err)) { fprintf(stderr, "prism-worker train: %s (after flags)\n", err); goto out; }
     if (print) {
         json_t *j = job_to_json(&job);
-        char *s = j ? json_dumps(j, JSON_INDENT(2)) : NULL;
+        char *s = j ? json_dumps(j, JSON_INDENT(2) | JSONOUT_FLAGS) : NULL;
         if (s) printf("%s\n", s);
         free(s);
         json_decref(j);

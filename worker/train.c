@@ -13,6 +13,7 @@
  * are produced. On resume, rows at or after the resumed step are dropped from metrics.jsonl first, so the
  * file ends up exactly as an uninterrupted run's.
  */
+#include "jsonout.h"
 #include "train.h"
 #include "checkpoint.h"
 #include "model.h"
@@ -117,7 +118,7 @@ static int fail(struct run *r, int code, const char *fmt, ...) {
 
 static int emit(struct run *r, json_t *row) {
     if (!row) return fail(r, TRAIN_ENOMEM, "out of memory building a metrics row");
-    char *line = json_dumps(row, JSON_COMPACT);
+    char *line = json_dumps(row, JSON_COMPACT | JSONOUT_FLAGS);
     int rc = 0;
     if (!line || fprintf(r->metrics, "%s\n", line) < 0 || fflush(r->metrics))
         rc = fail(r, TRAIN_EIO, "%s/metrics.jsonl: write failed: %s", r->o->out_dir, strerror(errno));
@@ -127,13 +128,15 @@ static int emit(struct run *r, json_t *row) {
     return rc;
 }
 
-/* A val point (common/point.h): {"step", "val_loss"}; NULL when out of memory (emit says so). */
-static json_t *val_point(long long step, double val_loss) {
+/* A val point (common/point.h): {"step", "val_loss", "val_loss_se"} (the last evaluate()'s batches' standard
+ * error, when it had two or more); NULL when out of memory (emit says so). */
+static json_t *val_point(const struct run *r, long long step, double val_loss) {
     metric_point p;
     point_init(&p);
     p.step = step;
     p.has_val_loss = 1;
     p.val_loss = val_loss;
+    p.has_val_loss_se = jobresult_val_se(r->val_batch, r->val_nb, &p.val_loss_se);
     return point_to_json(&p);
 }
 
@@ -282,7 +285,7 @@ static int write_result(struct run *r, double val_loss, double train_loss, doubl
     snprintf(tmp, sizeof tmp, "%s.tmp", path);
     FILE *f = fopen(tmp, "w");
     if (!f) { json_decref(res); return fail(r, TRAIN_EIO, "%s: cannot create: %s", tmp, strerror(errno)); }
-    int rc = json_dumpf(res, f, JSON_INDENT(2) | JSON_SORT_KEYS);
+    int rc = json_dumpf(res, f, JSON_INDENT(2) | JSON_SORT_KEYS | JSONOUT_FLAGS);
     json_decref(res);
     char e[512];
     if (rc) { fclose(f); unlink(tmp); return fail(r, TRAIN_EIO, "%s: write failed", tmp); }
@@ -595,7 +598,7 @@ static int run_steps(struct run *r, struct loop_acc *a) {
             if ((rc = evaluate(r, &a->val_loss, NULL))) return rc;
             /* (JSON has no NaN/inf: check before building the row) */
             if (!isfinite(a->val_loss)) return fail(r, TRAIN_ENAN, "step %d: validation loss is %g (not finite)", step, a->val_loss);
-            if ((rc = emit(r, val_point(step, a->val_loss)))) return rc;
+            if ((rc = emit(r, val_point(r, step, a->val_loss)))) return rc;
             if (step > tr->warmup_steps && a->val_loss > a->diverged_at) return fail_diverged(r, step, a->val_loss, a->diverged_at);
         }
         if (at_rung) {
@@ -624,12 +627,12 @@ static int run_finish(struct run *r, struct loop_acc *a) {
     if ((rc = evaluate(r, &val_loss, attn))) return rc;
     if (!isfinite(val_loss)) return fail(r, TRAIN_ENAN, "step %d: validation loss is %g (not finite)", steps, val_loss);
     if (val_loss > a->diverged_at) {   /* the final result, warmup or not */
-        if ((rc = emit(r, val_point(steps, val_loss)))) return rc;
+        if ((rc = emit(r, val_point(r, steps, val_loss)))) return rc;
         return fail_diverged(r, steps, val_loss, a->diverged_at);
     }
     json_t *zs = NULL;
     if ((rc = zero_shot(r, &zs))) return rc;
-    json_t *last = val_point(steps, val_loss);
+    json_t *last = val_point(r, steps, val_loss);
     if (last && zs) json_object_set(last, "zero_shot", zs);
     if ((rc = emit(r, last))) { json_decref(zs); return rc; }
 

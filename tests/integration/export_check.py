@@ -36,12 +36,13 @@ jobs = {r[0]: r for r in con.execute(
     "sc.id = j.schedule_id LEFT JOIN results r ON r.job_id = j.id WHERE j.sweep_id = ?", (sweep,))}
 pts = {}
 extras = {}   # (job, kind, step) -> {name: value} of the point exported (the latest attempt's)
-for job, kind, step, value, tokens, lr, tps, gn, att, ex in con.execute(
-        "SELECT m.job_id, m.kind, m.step, m.value, m.tokens, m.lr, m.tok_per_s, m.grad_norm, m.attempt, m.extra FROM metrics m "
+for job, kind, step, value, tokens, lr, tps, gn, att, se, ex in con.execute(
+        "SELECT m.job_id, m.kind, m.step, m.value, m.tokens, m.lr, m.tok_per_s, m.grad_norm, m.attempt, m.val_loss_se, "
+        "m.extra FROM metrics m "
         "JOIN jobs j ON j.id = m.job_id WHERE j.sweep_id = ?", (sweep,)):
     k = (job, kind, step)
-    if k not in pts or pts[k][-1] < att:
-        pts[k] = (value, tokens, lr, tps, gn, att)
+    if k not in pts or pts[k][5] < att:
+        pts[k] = (value, tokens, lr, tps, gn, att, se)
         extras.pop(k, None)
         if ex is not None:
             extras[k] = json.loads(ex)
@@ -142,8 +143,10 @@ def check_tensorboard():
                 fail("%s: tag %s step %d written twice" % (run, v.tag, e.step))
             got[k] = v.simple_value
     want = {}
-    for (job, kind, step), (value, tokens, lr, tps, gn, att) in pts.items():
+    for (job, kind, step), (value, tokens, lr, tps, gn, att, se) in pts.items():
         want[(job, kind + "/loss", step)] = f32(value)
+        if kind == "val" and se is not None:
+            want[(job, "val/loss_se", step)] = f32(se)
         if kind == "train":
             for tag, x in (("train/lr", lr), ("train/tok_per_s", tps), ("train/grad_norm", gn)):
                 if x is not None:
@@ -163,7 +166,12 @@ def check_tensorboard():
     if not n_gn and any(v[4] is not None for v in pts.values()):
         fail("no train/grad_norm points in the event files")
     n_ex = sum(1 for k in got if "extra/" in k[1])
-    print("tensorboard: %d runs, %d scalars (%d grad_norm, %d extra) equal the database's" % (len(runs), len(got), n_gn, n_ex))
+    n_se = sum(1 for k in got if k[1] == "val/loss_se")
+    want_se = sum(1 for k, v in pts.items() if k[1] == "val" and v[6] is not None)
+    if want_se and not n_se:
+        fail("no val/loss_se points in the event files (the database has %d)" % want_se)
+    print("tensorboard: %d runs, %d scalars (%d grad_norm, %d val/loss_se, %d extra) equal the database's"
+          % (len(runs), len(got), n_gn, n_se, n_ex))
 
 
 def num(s, integer=False):
@@ -181,7 +189,7 @@ def check_rows(rows):
         k = (r["job_id"], r["kind"], r["step"])
         if k in got:
             fail("point %r listed twice" % (k,))
-        got[k] = (r["value"], r["tokens"], r["lr"], r["tok_per_s"], r["grad_norm"], r["attempt"])
+        got[k] = (r["value"], r["tokens"], r["lr"], r["tok_per_s"], r["grad_norm"], r["attempt"], r["val_loss_se"])
         if fmt == "jsonl" and "extra" in r:
             got_ex[k] = r["extra"]
         j = jobs[r["job_id"]]
@@ -189,7 +197,7 @@ def check_rows(rows):
         eq(j[2], r["seed"], "seed of job %d" % r["job_id"])
     eq(sorted(pts), sorted(got), "the (job, kind, step) points exported")
     for k in pts:
-        eq(pts[k], got[k], "point %r (value, tokens, lr, tok_per_s, grad_norm, attempt)" % (k,))
+        eq(pts[k], got[k], "point %r (value, tokens, lr, tok_per_s, grad_norm, attempt, val_loss_se)" % (k,))
     eq(extras, got_ex, "the points' extra metrics exported")
     print("%s: %d points (%d with extras) equal the database's" % (fmt, len(got), len(got_ex)))
 
@@ -197,11 +205,13 @@ def check_rows(rows):
 def check_csv():
     with open(os.path.join(out, "metrics.csv"), newline="") as f:
         rd = csv.DictReader(f)
-        eq(["job_id", "schedule", "seed", "kind", "step", "value", "tokens", "lr", "tok_per_s", "grad_norm", "attempt"],
+        eq(["job_id", "schedule", "seed", "kind", "step", "value", "tokens", "lr", "tok_per_s", "grad_norm", "attempt",
+            "val_loss_se"],
            rd.fieldnames, "metrics.csv header")
         rows = [{"job_id": int(r["job_id"]), "schedule": r["schedule"], "seed": int(r["seed"]), "kind": r["kind"],
                  "step": int(r["step"]), "value": num(r["value"]), "tokens": num(r["tokens"], True), "lr": num(r["lr"]),
-                 "tok_per_s": num(r["tok_per_s"]), "grad_norm": num(r["grad_norm"]), "attempt": int(r["attempt"])}
+                 "tok_per_s": num(r["tok_per_s"]), "grad_norm": num(r["grad_norm"]), "attempt": int(r["attempt"]),
+                 "val_loss_se": num(r["val_loss_se"])}
                 for r in rd]
     with open(os.path.join(out, "extras.csv"), newline="") as f:
         rd = csv.DictReader(f)

@@ -13,7 +13,8 @@ failoom / faildiverged (a "failed" line: oom retryable, diverged not), pauseddiv
 heartbeat (3 s of keep-alive lines between two steps), lineafter (a line after the result, then it hangs),
 slowexit (it hangs after the result). --bad-seed 0: every job misbehaves (or a comma list of seeds). --spawn starts a child
 (`sleep 300`) in its process group and writes both pids to $PRISM_OUT/pids. --ledger FILE appends
-"ATTEMPT_DIR STEP" for every step it trains.
+"ATTEMPT_DIR STEP" for every step it trains. --preempt-every N checkpoints and says "preempted" (exit 0) after
+N steps of each attempt (a spot instance taken away every N steps).
 """
 import argparse, json, math, os, signal, subprocess, sys, time
 
@@ -25,6 +26,7 @@ ap.add_argument("--bad-after", type=int, default=2)
 ap.add_argument("--spawn", action="store_true")
 ap.add_argument("--ledger", default="")
 ap.add_argument("--ignore-term", action="store_true")
+ap.add_argument("--preempt-every", type=int, default=0)
 a = ap.parse_args()
 
 out_fd = os.fdopen(3, "w", buffering=1)
@@ -131,7 +133,7 @@ for s in range(start, end):
     done = s + 1
     if every and done % every == 0 and done < end:
         checkpoint(done)
-    if term[0]:
+    if term[0] or (a.preempt_every and done - start >= a.preempt_every and done < end):
         checkpoint(done)
         emit(event="preempted", step=done)
         sys.exit(0)

@@ -9,7 +9,7 @@
 
 CHECK="$(dirname "$0")/export_check.py"
 
-# pts FROM TO SEED: train points with grad_norm for steps FROM..TO, and a val point at multiples of 5
+# pts FROM TO SEED: train points with grad_norm for steps FROM..TO, and a val point (with val_loss_se) at multiples of 5
 pts() {
   /usr/bin/python3 -c 'import json,sys
 a, b, s = map(int, sys.argv[1:])
@@ -18,7 +18,7 @@ for i in range(a, b + 1):
     p.append({"step": i, "train_loss": 5.0 - 0.1 * i + 0.01 * s + 1e-9 * i, "lr": 1e-3 * (1 - i / 20), "tok_per_s": 1000.5 + i,
               "grad_norm": 0.75 + 0.031 * i + 0.1 * s})
     if i % 5 == 0:
-        p.append({"step": i, "val_loss": 4.9 - 0.09 * i + 0.01 * s})
+        p.append({"step": i, "val_loss": 4.9 - 0.09 * i + 0.01 * s, "val_loss_se": 0.0123456789012345 + 1e-3 * i})
 print(json.dumps(p))' "$@"
 }
 
@@ -67,8 +67,8 @@ t_grad_norm_stored() {
   s_expect 200 GET "/api/v1/jobs/$JOB/metrics?kind=train"
   assert_eq "1.875 null" "$(s_json '[.points[].grad_norm|tostring]|join(" ")')" "grad_norm in the API's points"
   s_expect 200 GET "/api/v1/jobs/$JOB/metrics?kind=train&format=csv"
-  assert_eq "step,value,tokens,lr,tok_per_s,attempt,grad_norm" "$(echo "$BODY" | head -n1)" "CSV header"
-  assert_eq "0,5.5,64,,,1,1.875" "$(echo "$BODY" | sed -n 2p)" "CSV row"
+  assert_eq "step,value,tokens,lr,tok_per_s,attempt,grad_norm,val_loss_se" "$(echo "$BODY" | head -n1)" "CSV header"
+  assert_eq "0,5.5,64,,,1,1.875," "$(echo "$BODY" | sed -n 2p)" "CSV row"
   s_expect 400 POST "/api/v1/jobs/$JOB/metrics" "{\"lease_token\": \"$TOKEN\", \"points\": [{\"step\": 2, \"train_loss\": 5, \"grad_norm\": \"big\"}]}"
   assert_contains "$BODY" "points[0]: grad_norm must be a number"
   assert_eq 3 "$(sqlite3 "$DB" "SELECT count(*) FROM metrics")" "the refused batch stored nothing"

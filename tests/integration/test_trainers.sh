@@ -154,9 +154,6 @@ t_sigterm_checkpoints_and_requeues() {
   assert_eq "$ck" "$(grep -c '^job-1-a1 ' "$D/ledger")" "steps of attempt 1 = the checkpoint's step"
 }
 
-w_job_step_at_least() { # JOB STEP (leased)
-  [ "$(tr_job "$1" 'd["state"] == "leased" and d["step"] >= '"$2"'')" = true ]
-}
 w_ckpt_at_least() { # JOB STEP
   local s; s=$(tr_job "$1" 'd["checkpoint_step"] or 0')
   [ "$s" -ge "$2" ]

@@ -29,3 +29,8 @@ tr_gone() {
 
 # tr_job JOB EXPR: a Python expression over GET /api/v1/jobs/JOB.
 tr_job() { w_get "/api/v1/jobs/$1" | w_json "$2"; }
+
+# w_job_step_at_least JOB STEP: the job is leased and has reported STEP or later.
+w_job_step_at_least() {
+  [ "$(tr_job "$1" 'd["state"] == "leased" and d["step"] >= '"$2"'')" = true ]
+}

@@ -107,6 +107,8 @@ TEST(migration_fills_older_rows_by_the_c_model) {
     long long n = qv(st, "SELECT count(*) FROM jobs");
     /* back to schema version 3: no tokens_per_step column, steps as a version that filled them at lease left them,
      * and one row whose JSON is not a job */
+    ASSERT_EQ_INT(0, store_exec(st, "ALTER TABLE jobs DROP COLUMN preemptions; "
+                                "ALTER TABLE metrics DROP COLUMN val_loss_se"));   /* migration 18 */
     ASSERT_EQ_INT(0, store_exec(st, "DROP TRIGGER results_cost_ins; DROP TRIGGER results_cost_del; "
                                 "DROP TRIGGER results_cost_upd; ALTER TABLE sweep_results DROP COLUMN setup_s; "
                                 "ALTER TABLE results DROP COLUMN setup_s; ALTER TABLE results DROP COLUMN trainer_command; "
@@ -176,6 +178,9 @@ TEST(migration_fills_older_rows_by_the_c_model) {
     ASSERT_EQ_INT(qv(st, "SELECT count(*) FROM schedules"), qv(st, "SELECT sum(schedules) FROM sweeps"));
     /* migration 15: one leaderboard revision per sweep, moved by the triggers */
     ASSERT_EQ_INT(qv(st, "SELECT count(*) FROM sweeps"), qv(st, "SELECT count(*) FROM sweep_ranking WHERE rev = 1"));
+    /* migration 18: no preemption counted yet, the val points' standard error column there (empty) */
+    ASSERT_EQ_INT(n, qv(st, "SELECT count(*) FROM jobs WHERE preemptions = 0"));
+    ASSERT_EQ_INT(0, qv(st, "SELECT count(*) FROM metrics WHERE val_loss_se IS NOT NULL"));
     /* migration 14: each job's change cursor its id (distinct within its sweep: checked above), the done job's
      * tokens counted (sweeps_counts_verify above checks every state's) */
     ASSERT_EQ_INT(n, qv(st, "SELECT count(*) FROM jobs WHERE rev = id"));
