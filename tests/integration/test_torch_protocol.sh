@@ -191,26 +191,41 @@ t_protocol_module_refuses_what_the_worker_refuses() {
   need_torch
   local d; d=$(tmpdir)
   pp_run "$d" <<'PY2' || fail "the module accepted a bad line (above)"
-for k in ("job", "job_id", "sweep_id", "schedule_id", "attempt", "lease_token", "worker", "worker_id", "backend"):
+for k in ("job", "job_id", "sweep_id", "schedule_id", "attempt", "lease_token", "worker", "worker_id", "backend",
+          "trainer_command", "trainer_version"):
     refused(lambda: r.result({"val_loss": 1.0, k: 1}), "result.result.%s: a trainer may not set it" % k)
 refused(lambda: r.result({"val_loss": 1.0, "k" * 65: 1}), "a key of 65 bytes")
 refused(lambda: r.result({"val_loss": 1.0, "deep": [{"k" * 70: 1}]}), "a key of 70 bytes")
 refused(lambda: r.failed("out of memory"), "failed.reason: must be a word")
 refused(lambda: r.emit({"event": "failed", "reason": "oom", "retryable": 1}), "failed.retryable: must be true or false")
 refused(lambda: r.emit({"event": "heartbeat", "step": 1}), "heartbeat.step: unknown key")
+refused(lambda: r.train(0, 2.0, extra={"bad name": 1.0}), "train.extra: name 'bad name'")
+refused(lambda: r.train(0, 2.0, extra={"x": float("inf")}), "train.extra.x: must be a finite number")
+refused(lambda: r.train(0, 2.0, extra={"x": 1e301}), "train.extra.x: must be a finite number")
+refused(lambda: r.train(0, 2.0, extra={"n%d" % i: 1 for i in range(17)}), "train.extra: 17 names: at most 16")
+refused(lambda: r.val(0, 2.0, extra=[1]), "val.extra: must be an object")
+refused(lambda: r.result({"val_loss": 1.0, "extra": {"a b": 1}}), "result.result.extra: name")
 import re   # the lists are the worker's: read from worker/extrun.c, so neither side drifts
-src = open(sys.argv[1] + "/../../worker/extrun.c").read() + open(sys.argv[1] + "/../../worker/extrun.h").read()
-c = re.findall(r'"([a-z_]+)"', re.search(r"EXTRUN_RESULT_RESERVED\[\] = \{(.*?)\};", src, re.S).group(1))
+root = sys.argv[1] + "/../../"
+src = open(root + "worker/extrun.c").read() + open(root + "worker/extrun.h").read()
+macros = dict(re.findall(r'#define (JOBRESULT_KEY_[A-Z_]+) "([a-z_]+)"', open(root + "common/jobresult.h").read()))
+c = [m.group(1) or macros[m.group(2)] for m in re.finditer(r'"([a-z_]+)"|\b(JOBRESULT_KEY_[A-Z_]+)\b',
+     re.search(r"EXTRUN_RESULT_RESERVED\[\] = \{(.*?)\};", src, re.S).group(1))]
+ph = open(root + "common/point.h").read()
+assert int(re.search(r"#define POINT_EXTRA_MAX (\d+)", ph).group(1)) == pp.EXTRA_MAX
+assert int(re.search(r"#define POINT_EXTRA_NAME_MAX (\d+)", ph).group(1)) == 64 and pp.EXTRA_NAME.match("k" * 64) \
+    and not pp.EXTRA_NAME.match("k" * 65)
+assert float(re.search(r"#define POINT_EXTRA_ABS_MAX (\S+)", ph).group(1)) == pp.EXTRA_ABS_MAX
 print("reserved in worker/extrun.c:", c, "in prism_protocol:", list(pp.RESULT_RESERVED))
 assert tuple(c) == pp.RESULT_RESERVED
 assert int(re.search(r"#define EXTRUN_KEY_MAX (\d+)", src).group(1)) == pp.MAX_KEY
 r.heartbeat()
-r.train(0, 2.0)
+r.train(0, 2.0, extra={"mfu": 0.5})
 r.failed("nccl", "rank 1 timed out", retryable=True)
 refused(lambda: r.heartbeat(), "after the terminal one")
 PY2
   assert_eq '{"event":"heartbeat"}
-{"event":"train","step":0,"train_loss":2.0}
+{"event":"train","step":0,"train_loss":2.0,"extra":{"mfu":0.5}}
 {"event":"failed","reason":"nccl","retryable":true,"message":"rank 1 timed out"}' "$(cat "$d/lines")" "the lines written"
 }
 harness_main "$@"

@@ -15,7 +15,8 @@ FIFO (PRISM_PROTOCOL_FIFO, set by trainers/torch/train.py) takes its place.
     for step in range(start, steps):
         if run.stop_requested: path = run.save(state, step); run.checkpoint(step, path); run.preempted(step); exit(0)
         ...
-        run.train(step, loss, lr=lr, grad_norm=gn, tokens=(step + 1) * tokens_per_step, tok_per_s=tps)
+        run.train(step, loss, lr=lr, grad_norm=gn, tokens=(step + 1) * tokens_per_step, tok_per_s=tps,
+                  extra={"mfu": mfu})     # extra: your own metrics, stored, plotted and exported (optional)
     run.val(steps, val_loss, val_loss_se)
     run.result({...})                    # the keys of the built-in engine's result.json
     # or, instead of a result: run.failed("oom", str(e), retryable=True) / run.failed("diverged", why)
@@ -36,13 +37,18 @@ MAX_LINE = 65536
 MAX_KEY = 64   # bytes of a key in a result, at any depth (worker/extrun.h EXTRUN_KEY_MAX)
 # the result keys the worker refuses at the top (worker/extrun.c EXTRUN_RESULT_RESERVED): which job, attempt and
 # worker a result belongs to is the worker's and the server's to say, "backend" is the built-in CUDA engine's
-RESULT_RESERVED = ("job", "job_id", "sweep_id", "schedule_id", "attempt", "lease_token", "worker", "worker_id", "backend")
+RESULT_RESERVED = ("job", "job_id", "sweep_id", "schedule_id", "attempt", "lease_token", "worker", "worker_id", "backend",
+                   "trainer_command", "trainer_version")
+# a line's or a result's own metrics, "extra": {NAME: number} (common/point.h point_extra_check's bounds)
+EXTRA_MAX = 16          # POINT_EXTRA_MAX: names in one extra object
+EXTRA_NAME = re.compile(r"[A-Za-z0-9_./-]{1,64}\Z")   # POINT_EXTRA_NAME_MAX = 64
+EXTRA_ABS_MAX = 1e300   # POINT_EXTRA_ABS_MAX
 REASON = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]{0,62}\Z")   # a failed line's reason: oom, diverged, nccl, ...
 TERMINAL = ("result", "paused", "preempted", "failed")
 # event -> (required keys, optional keys); every value but "event" and "path"/"result" is a finite number
 EVENTS = {
-    "train": (("step", "train_loss"), ("lr", "grad_norm", "tokens", "tok_per_s")),
-    "val": (("step", "val_loss"), ("val_loss_se", "zero_shot")),
+    "train": (("step", "train_loss"), ("lr", "grad_norm", "tokens", "tok_per_s", "extra")),
+    "val": (("step", "val_loss"), ("val_loss_se", "zero_shot", "extra")),
     "checkpoint": (("step", "path"), ()),
     "paused": (("step", "val_loss"), ()),
     "preempted": (("step",), ()),
@@ -122,6 +128,22 @@ def _check_zero_shot(zs, where):
             x = v.get(k)
             if x is not None and (isinstance(x, bool) or not isinstance(x, int) or x < 0):
                 raise ProtocolError("%s.%s.%s: must be an integer >= 0, got %r" % (where, name, k, x))
+
+
+def _check_extra(ex, where):
+    """{NAME: number}: at most EXTRA_MAX names of [A-Za-z0-9_./-]{1,64}, finite numbers of magnitude <= 1e300; None or
+    {} = none (what worker/extrun.c and the server accept: common/point.c point_extra_check)."""
+    if ex is None:
+        return
+    if not isinstance(ex, dict):
+        raise ProtocolError("%s: must be an object {name: number}, got %s" % (where, type(ex).__name__))
+    if len(ex) > EXTRA_MAX:
+        raise ProtocolError("%s: %d names: at most %d" % (where, len(ex), EXTRA_MAX))
+    for k, v in ex.items():
+        if not isinstance(k, str) or not EXTRA_NAME.match(k):
+            raise ProtocolError("%s: name %.70r: names are 1 to 64 characters of A-Z a-z 0-9 _ . / -" % (where, k))
+        if not _finite_number(v) or abs(v) > EXTRA_ABS_MAX:
+            raise ProtocolError("%s.%s: must be a finite number (magnitude at most 1e300), got %.40r" % (where, k, v))
 
 
 def _check_keys(v, where):
@@ -235,6 +257,9 @@ class Run:
         for k, v in obj.items():
             if k in ("event", "path", "result", "zero_shot", "reason", "retryable", "message") or v is None:
                 continue
+            if k == "extra":
+                _check_extra(v, "%s.extra" % ev)
+                continue
             if k == "version":
                 if not (isinstance(v, str) and 1 <= len(v) <= VERSION_MAX and all(" " <= c <= "~" for c in v)):
                     raise ProtocolError("start.version: must be a string of 1-%d printable ASCII characters, got %.40r"
@@ -285,6 +310,8 @@ class Run:
                 _check_keys(r, "result.result")
             if isinstance(r, dict) and r.get("zero_shot") is not None:
                 _check_zero_shot(r["zero_shot"], "result.result.zero_shot")
+            if isinstance(r, dict):
+                _check_extra(r.get("extra"), "result.result.extra")
             if not isinstance(r, dict) or not _finite_number(r.get("val_loss")):
                 raise ProtocolError("result.result: must be an object with a finite val_loss")
         if ev == "start" and self.lines:
@@ -319,13 +346,16 @@ class Run:
     def train(self, step, train_loss, **kw):
         self.emit(dict(event="train", step=step, train_loss=float(train_loss), **{k: v for k, v in kw.items() if v is not None}))
 
-    def val(self, step, val_loss, val_loss_se=None, zero_shot=None):
-        """A val point; zero_shot ({task: {"acc", "acc_norm", "n", "truncated"}}) only on the final one."""
+    def val(self, step, val_loss, val_loss_se=None, zero_shot=None, extra=None):
+        """A val point; zero_shot ({task: {"acc", "acc_norm", "n", "truncated"}}) only on the final one; extra your
+        own metrics {name: number} (as train's extra=)."""
         o = dict(event="val", step=step, val_loss=float(val_loss))
         if val_loss_se is not None:
             o["val_loss_se"] = float(val_loss_se)
         if zero_shot is not None:
             o["zero_shot"] = zero_shot
+        if extra is not None:
+            o["extra"] = extra
         self.emit(o)
 
     def checkpoint(self, step, path):
