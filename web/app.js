@@ -78,7 +78,7 @@ function normJob(j) {
     id: j.id, schedule_id: j.schedule_id, heads: parseHeads(j.heads), seed: j.seed, is_baseline: !!j.is_baseline,
     state: j.state || 'queued', worker: j.worker || (j.worker_id != null ? 'worker ' + j.worker_id : ''),
     worker_id: j.worker_id, attempt: num(j.attempt) || 0, step: num(j.step) || 0, steps: num(j.steps) || 0,
-    priority: num(j.priority) || 0,
+    priority: num(j.priority) || 0, preemptions: num(j.preemptions) || 0,
     last_loss: num(j.last_loss), error: j.last_error || '', val_loss: num(j.val_loss),
   };
 }
@@ -639,7 +639,9 @@ function renderJobs() {
       '<td class="num">' + esc(j.seed) + '</td>' +
       '<td><span class="badge ' + esc(j.state) + '">' + esc(j.state) + '</span></td>' +
       '<td>' + esc(j.worker || '—') + '</td>' +
-      '<td class="num">' + esc(j.attempt) + '</td>' +
+      '<td class="num attempt">' + esc(j.attempt) + (j.preemptions ? ' <span class="muted preempted" title="attempts ' +
+        'stopped by a preemption: they use no attempt of serve --max-attempts, only of --max-preemptions">+' +
+        esc(j.preemptions) + ' preempted</span>' : '') + '</td>' +
       '<td class="num">' + fmtInt(j.step) + ' / ' + fmtInt(j.steps) + '<span class="mini"><span style="width:' + pct.toFixed(1) + '%"></span></span></td>' +
       '<td class="num">' + fmt(j.last_loss, 4) + '</td>' +
       // a done job's last_error is an earlier attempt's: not shown as its state (the job's JSON keeps it)

@@ -406,6 +406,38 @@ def t_truthful_text():
         srv.stop()
 
 
+def t_preempted_job_shows_its_preemptions():
+    """A job preempted twice (the worker's /fail with "preempted": true) is queued again and its row says +2 preempted
+    beside its attempt; a job never preempted says nothing more."""
+    srv = tl.Server()
+    drv = None
+    try:
+        sid = srv.ok("POST", "/api/v1/sweeps", tl.spec("web-preempt", [tl.UNIFORM, tl.PRISM], seeds=[0]))["sweep_id"]
+        f = tl.Feeder(srv)
+        ku = (tuple(tl.UNIFORM), 0)
+        for _ in range(2):
+            f.leases = {}
+            f.lease_all()
+            ls = f.leases[ku]
+            srv.ok("POST", "/api/v1/jobs/%d/fail" % ls["job_id"], {"lease_token": ls["lease_token"], "retryable": True,
+                   "preempted": True, "error": "preempted: spot instance reclaimed"}, tl.WORKER_TOKEN)
+        job = srv.ok("GET", "/api/v1/jobs/%d" % ls["job_id"])
+        check_eq((2, "queued"), (job["preemptions"], job["state"]), "the job's preemptions and state (API)")
+        drv = tl.browser()
+        tl.open_page(drv, srv, sid)
+        wait_for(drv, "document.querySelector('#jobs tbody tr[data-job=\"%d\"] td.attempt')" % ls["job_id"], "the job's row")
+        cells = js(drv, "Array.from(document.querySelectorAll('#jobs tbody tr')).map(t => [t.dataset.job, "
+                        "t.querySelector('td.attempt').textContent])")
+        got = dict(cells)
+        check("+2 preempted" in got[str(ls["job_id"])], "the preempted job's attempt cell: %r" % got[str(ls["job_id"])])
+        others = [v for k, v in got.items() if k != str(ls["job_id"])]
+        check(others and all("preempted" not in v for v in others), "the other jobs' attempt cells: %r" % others)
+    finally:
+        if drv:
+            drv.quit()
+        srv.stop()
+
+
 def t_spec_and_cost():
     """The sweep's spec and its cost so far: tokens trained as the server counts them, device-hours from wall_s."""
     def run(srv, drv, sid, f):
