@@ -394,6 +394,14 @@ static int zero_shot(struct run *r, json_t **out) {
     return 0;
 }
 
+double train_eta_s(int step, int steps, int every, double step_s, double eval_s) {
+    double left = (double)(steps - step - 1) * step_s;
+    if (eval_s < 0) return left;
+    long evals = 1;   /* the final one */
+    if (every > 0 && steps > 1) evals += (long)((steps - 1) / every) - (long)(step / every);
+    return left + (double)evals * eval_s;
+}
+
 /* ---- run_loop's sections ------------------------------------------------------------------------ */
 
 /* The loop's running totals, from the first step to the result files. */
@@ -402,6 +410,8 @@ struct loop_acc {
     uint64_t data_pos;         /* next train micro-batch */
     int paused;                /* 1: stopped at a halving rung (o->stop_at_step) */
     double t_begin, train_time, val_loss, diverged_at;
+    double eval_time;          /* seconds in the evaluations of the loop so far, */
+    int evals;                 /* and how many (the ETA's cost of one) */
     long long tokens_run, tokens_per_step;
     float train_loss;
 };
@@ -572,7 +582,8 @@ static int run_step(struct run *r, struct loop_acc *a, struct adamw_params *hp, 
                        .tok_per_s = a->tokens_per_step / (dt > 0 ? dt : 1e-9)};
     if ((rc = emit(r, point_to_json(&tp)))) return rc;
     struct train_progress p = {.step = step, .steps = steps, .loss = a->train_loss, .tok_per_s = tps,
-                               .eta_s = (steps - step - 1) * (a->train_time / (step + 1 - a->start))};
+                               .eta_s = train_eta_s(step, steps, r->job->eval.every, a->train_time / (step + 1 - a->start),
+                                                    a->evals > 0 ? a->eval_time / a->evals : -1)};
     progress(r, &p);
     if (o->result) o->result->steps_done = step + 1;
     return 0;
@@ -595,7 +606,10 @@ static int run_steps(struct run *r, struct loop_acc *a) {
         }
         int at_rung = o->stop_at_step > 0 && step == o->stop_at_step;
         if (step == 0 || (job->eval.every > 0 && step % job->eval.every == 0) || at_rung) {
+            double te = util_now_s();
             if ((rc = evaluate(r, &a->val_loss, NULL))) return rc;
+            a->eval_time += util_now_s() - te;
+            a->evals++;
             /* (JSON has no NaN/inf: check before building the row) */
             if (!isfinite(a->val_loss)) return fail(r, TRAIN_ENAN, "step %d: validation loss is %g (not finite)", step, a->val_loss);
             if ((rc = emit(r, val_point(r, step, a->val_loss)))) return rc;

@@ -96,6 +96,13 @@ struct train_opts {
 /* Runs the job to completion (or stop). See the header comment for outputs and errors. */
 int train_run(const struct job_config *job, const struct train_opts *opts);
 
+/* The time left after the step `step` (0-based) of a run of `steps` steps: the steps left at step_s each, plus the
+ * evaluations still to come at eval_s each — every `every` steps (step 0 aside, as the loop evaluates before a
+ * step s > 0 with s % every == 0) and the final one. The progress line's ETA (an 86.9 s job whose time was mostly
+ * evaluation read "14 s left" at step 50 of 300 when it counted the steps alone). eval_s < 0 (none measured
+ * yet): the steps alone. */
+double train_eta_s(int step, int steps, int every, double step_s, double eval_s);
+
 /* Names of the codes above ("bad data", "nan loss", ...). */
 const char *train_strerror(int code);
 #endif
