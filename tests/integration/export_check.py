@@ -32,7 +32,8 @@ def eq(want, got, what):
 
 con = sqlite3.connect("file:%s?mode=ro" % db, uri=True)
 jobs = {r[0]: r for r in con.execute(
-    "SELECT j.id, sc.heads, j.seed, j.state, j.steps, r.val_loss, r.tok_per_s FROM jobs j JOIN schedules sc ON "
+    "SELECT j.id, sc.heads, j.seed, j.state, j.steps, r.val_loss, r.tok_per_s, r.attn_distance, r.result FROM jobs j "
+    "JOIN schedules sc ON "
     "sc.id = j.schedule_id LEFT JOIN results r ON r.job_id = j.id WHERE j.sweep_id = ?", (sweep,))}
 pts = {}
 extras = {}   # (job, kind, step) -> {name: value} of the point exported (the latest attempt's)
@@ -159,6 +160,16 @@ def check_tensorboard():
             want[(job, "result/val_loss", r[4])] = f32(r[5])
             if r[6] is not None:
                 want[(job, "result/tok_per_s", r[4])] = f32(r[6])
+            for l, x in enumerate(json.loads(r[7]) if r[7] else []):   # the attention distance of each layer
+                if x is not None:
+                    want[(job, "result/attn_distance/layer%02d" % l, r[4])] = f32(x)
+            res = json.loads(r[8]) if r[8] else {}
+            for task, sc in (res.get("zero_shot") or {}).items():
+                for key in ("acc", "acc_norm"):
+                    if sc.get(key) is not None:
+                        want[(job, "result/zero_shot/%s/%s" % (task, key), r[4])] = f32(sc[key])
+            for name, x in (res.get("extra") or {}).items():
+                want[(job, "result/extra/" + name, r[4])] = f32(x)
     eq(sorted(want), sorted(got), "the (job, tag, step) points of the event files")
     for k in want:
         eq(want[k], got[k], "value of %r" % (k,))
@@ -170,8 +181,10 @@ def check_tensorboard():
     want_se = sum(1 for k, v in pts.items() if k[1] == "val" and v[6] is not None)
     if want_se and not n_se:
         fail("no val/loss_se points in the event files (the database has %d)" % want_se)
-    print("tensorboard: %d runs, %d scalars (%d grad_norm, %d val/loss_se, %d extra) equal the database's"
-          % (len(runs), len(got), n_gn, n_se, n_ex))
+    n_ad = sum(1 for k in got if k[1].startswith("result/attn_distance/"))
+    n_zs = sum(1 for k in got if k[1].startswith("result/zero_shot/"))
+    print("tensorboard: %d runs, %d scalars (%d grad_norm, %d val/loss_se, %d extra, %d attn_distance, %d zero_shot) "
+          "equal the database's" % (len(runs), len(got), n_gn, n_se, n_ex, n_ad, n_zs))
 
 
 def num(s, integer=False):

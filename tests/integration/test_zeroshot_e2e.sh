@@ -57,6 +57,12 @@ t_sweep_with_tasks_reaches_the_leaderboard() {
   [ $n -ge 1 ] || fail "no result.json under $D/work-wa: $(find "$D/work-wa" | head)"
   local csv; csv=$(w_get "/api/v1/sweeps/$sid/leaderboard?format=csv")
   assert_contains "$(echo "$csv" | head -n1)" ",mc_acc_mean,mc_acc_norm_mean,mc_acc_norm_std,mc_delta_mean,mc_delta_ci_low,mc_delta_ci_high"
+  # the TensorBoard export carries each job's task scores (result/zero_shot/mc/acc, acc_norm), equal to the database's
+  "$(bin prism-sweep)" export "$sid" --db "$D/prism.db" --format tensorboard --out "$D/tb" >/dev/null || fail "export"
+  local chk; chk=$(/usr/bin/python3 "$(dirname "$0")/export_check.py" "$D/prism.db" "$D/tb" tensorboard "$sid") \
+    || fail "tensorboard export differs from the database: $chk"
+  echo "$chk"
+  assert_contains "$chk" "8 zero_shot"
 }
 
 t_missing_task_file_fails_the_job_naming_it() {
