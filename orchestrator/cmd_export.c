@@ -126,7 +126,8 @@ static const char JOBS_SQL[] =
     "WHERE j.sweep_id = ?1 ORDER BY j.id";
 
 static const char POINTS_SQL[] =
-    "SELECT m.job_id, m.kind, m.step, m.value, m.tokens, m.lr, m.tok_per_s, m.grad_norm, m.attempt, m.val_loss_se, m.extra "
+    "SELECT m.job_id, m.kind, m.step, m.value, m.tokens, m.lr, m.tok_per_s, m.grad_norm, m.attempt, m.val_loss_se, m.extra, "
+    "m.t "
     "FROM metrics m JOIN jobs j ON j.id = m.job_id WHERE j.sweep_id = ?1 AND m.attempt = "
     "(SELECT max(attempt) FROM metrics m2 WHERE m2.job_id = m.job_id AND m2.kind = m.kind AND m2.step = m.step) "
     "ORDER BY m.job_id, m.kind, m.step";
@@ -135,6 +136,7 @@ static const char POINTS_SQL[] =
 static const char *const POINT_COLS[] = { "value", "tokens", "lr", "tok_per_s", "grad_norm", "attempt", "val_loss_se" };
 #define N_POINT_COLS ((int)(sizeof POINT_COLS / sizeof POINT_COLS[0]))
 #define POINT_EXTRA_COL (3 + N_POINT_COLS)   /* m.extra: JSON text {name: number} or NULL (sql/016_metric_extras.sql) */
+#define POINT_TIME_COL (4 + N_POINT_COLS)    /* m.t: Unix seconds the point was stored, NULL before migration 19 */
 
 /* The point's extras as stored (the server checked them: common/point.h point_extra_check), or NULL. */
 static json_t *point_extra(sqlite3_stmt *s) {
@@ -472,6 +474,9 @@ int cmd_export(int argc, char **argv) {
         } else {
             if (!tb.open && tb_begin(&tb, dir, j, err, sizeof err) < 0) goto fail;
             int train = !strcmp(kind, "train");
+            /* the point's own time; a point stored before migration 19 has none: the job's last update */
+            double wall = sqlite3_column_type(s, POINT_TIME_COL) == SQLITE_NULL ? j->updated_at
+                        : (double)sqlite3_column_int64(s, POINT_TIME_COL);
             struct tag { const char *tag; int col; };   /* col: POINTS_SQL's */
             static const struct tag train_tags[] = {
                 { "train/loss", 3 }, { "train/lr", 5 }, { "train/tok_per_s", 6 }, { "train/grad_norm", 7 },
@@ -480,7 +485,7 @@ int cmd_export(int argc, char **argv) {
             int ntags = train ? 4 : 2;
             for (int t = 0; t < ntags; t++) {
                 if (sqlite3_column_type(s, tags[t].col) == SQLITE_NULL) continue;
-                if (tfevents_scalar(&tb.w, j->updated_at, step, tags[t].tag, (float)sqlite3_column_double(s, tags[t].col)) < 0) {
+                if (tfevents_scalar(&tb.w, wall, step, tags[t].tag, (float)sqlite3_column_double(s, tags[t].col)) < 0) {
                     snprintf(err, sizeof err, "%s", tb.w.err);
                     goto fail;
                 }
@@ -491,7 +496,7 @@ int cmd_export(int argc, char **argv) {
             json_object_foreach(ex, name, v) {
                 char tag[POINT_EXTRA_NAME_MAX + 16];
                 snprintf(tag, sizeof tag, "%sextra/%s", train ? "" : "val/", name);
-                if (tfevents_scalar(&tb.w, j->updated_at, step, tag, (float)json_number_value(v)) < 0) {
+                if (tfevents_scalar(&tb.w, wall, step, tag, (float)json_number_value(v)) < 0) {
                     snprintf(err, sizeof err, "%s", tb.w.err);
                     json_decref(ex);
                     goto fail;

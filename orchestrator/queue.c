@@ -59,7 +59,7 @@ static int is_state(const char *value, job_state state) {
 #define NEXT_REV_VALUE "(SELECT max(j2.rev) + 1 FROM jobs j2 WHERE j2.sweep_id = jobs.sweep_id)"
 #define NEXT_REV "rev = " NEXT_REV_VALUE
 
-/* The metrics insert's optional columns, ?7 onwards in order: common/point.h's POINT_OPT_NUMS (bind_opt_nums). */
+/* The metrics insert's optional columns, ?8 onwards in order: common/point.h's POINT_OPT_NUMS (bind_opt_nums). */
 #define METRIC_COL(K, f, only) ", " POINT_KEY_##K
 #define METRIC_ARG(K, f, only) ", ?"
 
@@ -89,11 +89,12 @@ static const char *const SQL[S_COUNT] = {
     [S_PROGRESS] = "UPDATE jobs SET step = max(step, ?2), last_loss = CASE WHEN ?2 >= step THEN coalesce(?3, last_loss) "
                    "ELSE last_loss END, rev = CASE WHEN ?2 > step OR (?2 = step AND ?3 IS NOT NULL AND ?3 IS NOT last_loss) "
                    "THEN " NEXT_REV_VALUE " ELSE rev END WHERE id = ?1",
-    [S_METRIC_INS] = "INSERT OR IGNORE INTO metrics (job_id, attempt, step, kind, value, tokens" POINT_OPT_NUMS(METRIC_COL) ") "
-                     "VALUES (?1, ?2, ?3, ?4, ?5, ?6" POINT_OPT_NUMS(METRIC_ARG) ")",
+    /* ?7 = the batch's time (Unix seconds, sql/019_metrics_time.sql) */
+    [S_METRIC_INS] = "INSERT OR IGNORE INTO metrics (job_id, attempt, step, kind, value, tokens, t" POINT_OPT_NUMS(METRIC_COL) ") "
+                     "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7" POINT_OPT_NUMS(METRIC_ARG) ")",
     /* the same with the point's extra (sql/016_metric_extras.sql) as the last parameter: only a point that has one */
-    [S_METRIC_INS_X] = "INSERT OR IGNORE INTO metrics (job_id, attempt, step, kind, value, tokens" POINT_OPT_NUMS(METRIC_COL)
-                       ", extra) VALUES (?1, ?2, ?3, ?4, ?5, ?6" POINT_OPT_NUMS(METRIC_ARG) ", ?)",
+    [S_METRIC_INS_X] = "INSERT OR IGNORE INTO metrics (job_id, attempt, step, kind, value, tokens, t" POINT_OPT_NUMS(METRIC_COL)
+                       ", extra) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7" POINT_OPT_NUMS(METRIC_ARG) ", ?)",
     [S_CKPT] = "UPDATE jobs SET checkpoint_path = ?2, checkpoint_step = ?3, lease_expires_at = ?4, updated_at = ?5, "
                "rev = CASE WHEN ?3 IS NOT checkpoint_step THEN " NEXT_REV_VALUE " ELSE rev END WHERE id = ?1",
     /* an UPSERT, not a REPLACE: a result reported again fires the update trigger that keeps the sweep's device
@@ -527,6 +528,7 @@ int queue_metrics(queue *q, long long job, const char *token, json_t *points, in
         }
     if ((rc = renew_row(q, job, &r, expires, 1)) < 0) goto out;
     long long tps = r.tokens_per_step;
+    long long stored_at = (long long)store_now();   /* every point of the batch: metrics.t */
     long long max_step = -1;
     double max_loss = NAN;
     for (size_t i = 0; i < n; i++) {
@@ -546,7 +548,8 @@ int queue_metrics(queue *q, long long job, const char *token, json_t *points, in
             if (tps > 0) sqlite3_bind_int64(s, 6, (p->step + (k ? 0 : 1)) * tps);
             else if (p->has_tokens) sqlite3_bind_int64(s, 6, p->tokens);
             else sqlite3_bind_null(s, 6);
-            bind_opt_nums(s, 7, p, k);
+            sqlite3_bind_int64(s, 7, stored_at);
+            bind_opt_nums(s, 8, p, k);
             char *ex = NULL;
             if (with_extra) {
                 ex = json_dumps(p->extra, JSON_COMPACT | JSON_REAL_PRECISION(17));

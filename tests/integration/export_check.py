@@ -37,13 +37,15 @@ jobs = {r[0]: r for r in con.execute(
     "sc.id = j.schedule_id LEFT JOIN results r ON r.job_id = j.id WHERE j.sweep_id = ?", (sweep,))}
 pts = {}
 extras = {}   # (job, kind, step) -> {name: value} of the point exported (the latest attempt's)
-for job, kind, step, value, tokens, lr, tps, gn, att, se, ex in con.execute(
+times = {}    # (job, kind, step) -> metrics.t of that point
+for job, kind, step, value, tokens, lr, tps, gn, att, se, ex, t in con.execute(
         "SELECT m.job_id, m.kind, m.step, m.value, m.tokens, m.lr, m.tok_per_s, m.grad_norm, m.attempt, m.val_loss_se, "
-        "m.extra FROM metrics m "
+        "m.extra, m.t FROM metrics m "
         "JOIN jobs j ON j.id = m.job_id WHERE j.sweep_id = ?", (sweep,)):
     k = (job, kind, step)
     if k not in pts or pts[k][5] < att:
         pts[k] = (value, tokens, lr, tps, gn, att, se)
+        times[k] = t
         extras.pop(k, None)
         if ex is not None:
             extras[k] = json.loads(ex)
@@ -120,7 +122,7 @@ def check_tensorboard():
     # the run names sort as the job ids (zero-padded: job10 after job9, not before job1)
     ids = [int(os.path.basename(os.path.dirname(p)).split("_")[0][3:]) for p in runs]
     eq(sorted(ids), ids, "runs in name order are in job id order")
-    got = {}
+    got, got_wt = {}, {}
     seen_jobs = set()
     for path in runs:
         run = os.path.basename(os.path.dirname(path))
@@ -143,6 +145,7 @@ def check_tensorboard():
             if k in got:
                 fail("%s: tag %s step %d written twice" % (run, v.tag, e.step))
             got[k] = v.simple_value
+            got_wt[k] = e.wall_time
     want = {}
     for (job, kind, step), (value, tokens, lr, tps, gn, att, se) in pts.items():
         want[(job, kind + "/loss", step)] = f32(value)
@@ -173,6 +176,14 @@ def check_tensorboard():
     eq(sorted(want), sorted(got), "the (job, tag, step) points of the event files")
     for k in want:
         eq(want[k], got[k], "value of %r" % (k,))
+    # each point at its own stored time (metrics.t, sql/019_metrics_time.sql), not its job's last update
+    n_wt = 0
+    for (job, kind, step), t in times.items():
+        if t is not None:
+            eq(float(t), got_wt[(job, kind + "/loss", step)], "wall time of %r" % ((job, kind, step),))
+            n_wt += 1
+    if times and not n_wt:
+        fail("no metric point has a stored time (metrics.t)")
     n_gn = sum(1 for k in got if k[1] == "train/grad_norm")
     if not n_gn and any(v[4] is not None for v in pts.values()):
         fail("no train/grad_norm points in the event files")
@@ -184,7 +195,7 @@ def check_tensorboard():
     n_ad = sum(1 for k in got if k[1].startswith("result/attn_distance/"))
     n_zs = sum(1 for k in got if k[1].startswith("result/zero_shot/"))
     print("tensorboard: %d runs, %d scalars (%d grad_norm, %d val/loss_se, %d extra, %d attn_distance, %d zero_shot) "
-          "equal the database's" % (len(runs), len(got), n_gn, n_se, n_ex, n_ad, n_zs))
+          "equal the database's; %d points at their stored time" % (len(runs), len(got), n_gn, n_se, n_ex, n_ad, n_zs, n_wt))
 
 
 def num(s, integer=False):
