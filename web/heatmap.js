@@ -2,8 +2,9 @@
  * (rows' delta_attn_distance: the schedule's D_l minus uniform's), one row per schedule in rank order.
  *
  * SVG scaled to its box. D_l uses a sequential scale from 0 to the largest value; ΔD_l a diverging one
- * symmetric about 0 (blue: more local than uniform, orange: longer range). Every cell carries data-value (the
- * number the API sent) and a <title>; a schedule without the values gets an empty row saying so.
+ * symmetric about 0 (blue: more local than uniform, orange: longer range), drawn as a colour bar under the cells
+ * with its two ends' numbers. Every cell carries data-value (the number the API sent) and a <title>; a schedule
+ * without the values gets an empty row saying so.
  */
 'use strict';
 
@@ -28,7 +29,7 @@ function heatmapSVG(rows, mode) {
   if (!vals.length) return '';
   const max = Math.max.apply(null, vals);
   const W = 640, left = 170, right = 630, rowH = 18, top = 18;
-  const cw = (right - left) / L, H = top + list.length * rowH + 26;
+  const cw = (right - left) / L, H = top + list.length * rowH + 38;
   let s = '<svg id="heatmap" class="heatmap" data-mode="' + mode + '" viewBox="0 0 ' + W + ' ' + H + '" width="100%" role="img" aria-label="' +
     (mode === 'dd' ? 'delta attention distance' : 'attention distance') + ' by layer and schedule">';
   for (let l = 0; l < L; l++) s += '<text class="tick" x="' + (left + (l + 0.5) * cw).toFixed(1) + '" y="12" text-anchor="middle">' + (l + 1) + '</text>';
@@ -49,7 +50,19 @@ function heatmapSVG(rows, mode) {
     }
     s += '</g>';
   });
-  const yl = top + list.length * rowH + 16;
+  /* the colour bar: the scale's colours from its low end to its high end (the cells' heatColour at 11 points), the
+   * numbers of its two ends under it */
+  const yb = top + list.length * rowH + 4, dd = mode === 'dd', lo = dd ? -max : 0;
+  s += '<defs><linearGradient id="hm-grad" x1="0" x2="1" y1="0" y2="0">';
+  for (let k = 0; k <= 10; k++) {
+    const v = lo + (max - lo) * k / 10;
+    s += '<stop class="hm-stop" offset="' + (k * 10) + '%" data-value="' + v + '" stop-color="' + heatColour(v, max, dd) + '"/>';
+  }
+  s += '</linearGradient></defs><rect id="hm-bar" class="hm-bar" x="' + left + '" y="' + yb + '" width="' + (right - left) +
+    '" height="8" fill="url(#hm-grad)" data-min="' + lo + '" data-max="' + max + '"><title>colour scale: ' +
+    (dd ? 'ΔDₗ from −' + fmt(max, 1) + ' (more local than uniform) to +' + fmt(max, 1) + ' (longer range)'
+        : 'Dₗ from 0 to ' + fmt(max, 1) + ' tokens') + '</title></rect>';
+  const yl = yb + 22;
   s += '<text class="tick" x="' + left + '" y="' + yl + '">' + (mode === 'dd' ? '−' + fmt(max, 1) + ' (more local)' : '0') + '</text>' +
     '<text class="tick" x="' + right + '" y="' + yl + '" text-anchor="end">' + (mode === 'dd' ? '+' + fmt(max, 1) + ' (longer range)' : fmt(max, 1) + ' tokens') + '</text>' +
     '<text class="axis-title" x="' + ((left + right) / 2) + '" y="' + yl + '" text-anchor="middle">layer</text>';

@@ -87,6 +87,21 @@ def t_heatmap_values_equal_api():
         for h in (P_S, W_S):
             check_eq(api[h]["delta_attn_distance"], got[h], "ΔD_l cells of %s" % h)
         check(js(drv, "document.querySelector('#heatmap .hm-cell').getAttribute('fill') !== 'transparent'"), "cells are coloured")
+        # the colour bar: from -max to +max |ΔD|, its ends the colours of the cells at those values
+        bar = js(drv, "(() => { const b = document.getElementById('hm-bar'); const st = Array.from(document.querySelectorAll("
+                      "'#hm-grad stop')); return [+b.dataset.min, +b.dataset.max, st.map(x => x.getAttribute('stop-color'))]; })()")
+        dmax = max(abs(x) for h in (P_S, W_S) for x in api[h]["delta_attn_distance"] if x is not None)
+        check_eq([-dmax, dmax], [bar[0], bar[1]], "the ΔD colour bar's ends")
+        check_eq(11, len(bar[2]), "colour bar stops")
+        top = js(drv, "Array.from(document.querySelectorAll('#heatmap .hm-cell')).filter(c => c.dataset.value !== '' && "
+                      "Math.abs(+c.dataset.value) === %r).map(c => [+c.dataset.value, c.getAttribute('fill')])" % dmax)
+        check(top, "a cell holds the largest |ΔD|")
+        check_eq(bar[2][10] if top[0][0] > 0 else bar[2][0], top[0][1], "the extreme cell's colour is the bar's end")
+        drv.find_element("id", "hm-d").click()
+        wait_for(drv, "document.getElementById('heatmap').dataset.mode === 'd'", "the D_l heatmap again")
+        bar = js(drv, "[+document.getElementById('hm-bar').dataset.min, +document.getElementById('hm-bar').dataset.max]")
+        dm = max(x for r in api.values() for x in r["attn_distance"] if x is not None)
+        check_eq([0, dm], bar, "the D colour bar's ends")
     session(run)
 
 
