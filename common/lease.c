@@ -38,6 +38,10 @@ json_t *lease_to_json(const lease *l) {
         bad |= json_object_set_new(o, "resume", json_pack("{s:s, s:I}", "checkpoint", l->resume_checkpoint,
                                                           "step", (json_int_t)l->resume_step));
     if (l->stop_at_step > 0) bad |= json_object_set_new(o, "stop_at_step", json_integer(l->stop_at_step));
+    if (l->sweep_jobs > 0) {
+        bad |= json_object_set_new(o, "sweep_done", json_integer(l->sweep_done));
+        bad |= json_object_set_new(o, "sweep_jobs", json_integer(l->sweep_jobs));
+    }
     if (bad) { json_decref(o); return NULL; }
     return o;
 }
@@ -141,6 +145,8 @@ int lease_from_json(const json_t *obj, lease *l, char *err, size_t errlen) {
     v = 0;
     if (lease_get_int(obj, "stop_at_step", "stop_at_step", 0, INT_MAX, 0, &v, err, errlen)) goto fail;
     l->stop_at_step = (int)v;
+    if (lease_get_int(obj, "sweep_done", "sweep_done", 0, LLONG_MAX, 0, &l->sweep_done, err, errlen)) goto fail;
+    if (lease_get_int(obj, "sweep_jobs", "sweep_jobs", 0, LLONG_MAX, 0, &l->sweep_jobs, err, errlen)) goto fail;
     l->job = json_incref(x);
     l->heads = json_incref(heads);
     return LEASE_OK;

@@ -67,6 +67,8 @@ typedef struct lease {
     char resume_checkpoint[LEASE_PATH_MAX];
     long long resume_step;
     int stop_at_step;                    /* successive halving: stop (and report the rung) here; 0 = none */
+    long long sweep_done, sweep_jobs;    /* the sweep's jobs finished / in all when leased (the worker's display, as a
+                                          * heartbeat's answer has them); 0 when absent */
 } lease;
 
 #define LEASE_MAX_TRAINERS 32    /* trainer names in one lease request */

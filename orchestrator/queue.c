@@ -365,8 +365,10 @@ int queue_lease_for(queue *q, long long worker_id, const char *device, const lea
     }
     if (sqlite3_column_type(s, 8) != SQLITE_NULL)   /* successive halving: train to this rung's step, then report it */
         l.stop_at_step = (int)sqlite3_column_int64(s, 8);
-    json_t *o = lease_to_json(&l);
     sqlite3_reset(s);
+    /* the sweep's progress for the worker's display, current at the lease (its counters: O(1)) */
+    if (queue_sweep_progress(q, job, &l.sweep_done, &l.sweep_jobs) < 0) { lease_release(&l); return STORE_EIO; }
+    json_t *o = lease_to_json(&l);
     if (!o) { lease_release(&l); snprintf(q->err, sizeof q->err, "out of memory"); return STORE_EIO; }
     lease_release(&l);              /* o holds its own reference to the job JSON */
     if ((s = S(q, S_WORKER_SEEN))) {

@@ -451,6 +451,7 @@ static void agent_run_job(slot *s, json_t *lease_json) {
     s->stop = 0;
     s->reporter_quit = 0;
     progress_job_begin(&s->view, s->label, l->job_id, l->attempt);
+    progress_job_sweep(&s->view, l->sweep_done, l->sweep_jobs);   /* current at the lease, not a heartbeat later */
     if (agent_job_open(s, lrc, &job, &tr, out_dir, sizeof out_dir, ckpt_dir, sizeof ckpt_dir, err, sizeof err))
         goto out;
     const char *resume = agent_job_resume(s);

@@ -87,6 +87,8 @@ TEST(round_trip_builder_to_parser_keeps_every_field) {
     snprintf(a.resume_checkpoint, sizeof a.resume_checkpoint, "%s", "/x/job-42-a2/ckpt_100.bin");
     a.resume_step = 100;
     a.stop_at_step = 250;
+    a.sweep_done = 17;
+    a.sweep_jobs = 168;
     json_t *o = lease_to_json(&a);
     ASSERT_TRUE(o != NULL);
     ASSERT_EQ_INT(2, a.job->refcount);            /* the builder took its own reference; a keeps its one */
@@ -115,6 +117,8 @@ TEST(round_trip_builder_to_parser_keeps_every_field) {
     ASSERT_STREQ(a.resume_checkpoint, b.resume_checkpoint);
     ASSERT_EQ_INT(a.resume_step, b.resume_step);
     ASSERT_EQ_INT(a.stop_at_step, b.stop_at_step);
+    ASSERT_EQ_INT(a.sweep_done, b.sweep_done);   /* the sweep's progress for the worker's display */
+    ASSERT_EQ_INT(a.sweep_jobs, b.sweep_jobs);
     lease_release(&a);
     lease_release(&b);
 }

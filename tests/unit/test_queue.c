@@ -54,6 +54,12 @@ static int take(fixture *f, lease *l) {
     snprintf(l->token, sizeof l->token, "%s", json_string_value(json_object_get(o, "lease_token")));
     ASSERT_TRUE(json_is_object(json_object_get(o, "job")));
     ASSERT_TRUE(json_integer_value(json_object_get(json_object_get(json_object_get(o, "job"), "train"), "steps")) == 50);
+    char q[256];   /* the sweep's progress as of this lease (the worker's display shows it before any heartbeat) */
+    snprintf(q, sizeof q, "SELECT count(*) FROM jobs WHERE sweep_id = (SELECT sweep_id FROM jobs WHERE id = %lld)", l->job);
+    ASSERT_EQ_INT(qv(f->st, q), json_integer_value(json_object_get(o, "sweep_jobs")));
+    snprintf(q, sizeof q, "SELECT count(*) FROM jobs WHERE state = 'done' AND sweep_id = (SELECT sweep_id FROM jobs WHERE "
+             "id = %lld)", l->job);
+    ASSERT_EQ_INT(qv(f->st, q), json_integer_value(json_object_get(o, "sweep_done")));
     json_decref(o);
     char sql[128];
     snprintf(sql, sizeof sql, "SELECT seed_index FROM jobs WHERE id = %lld", l->job);
