@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -76,6 +77,16 @@ int cmd_leaderboard(int argc, char **argv) {
     }
     char *text = strcmp(fmt, "json") == 0 ? json_dumps(lb, JSON_INDENT(2) | JSONOUT_FLAGS)
                : strcmp(fmt, "csv") == 0 ? leaderboard_csv(lb) : leaderboard_table(lb);
+    if (text && !strcmp(fmt, "table")) {   /* fit the terminal: COLUMNS, else the tty's width (a pipe: as it is) */
+        int w = getenv("COLUMNS") ? atoi(getenv("COLUMNS")) : 0;
+        struct winsize ws;
+        if (w <= 0 && isatty(1) && ioctl(1, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0) w = ws.ws_col;
+        if (w > 0) {
+            char *fit = leaderboard_wrap(text, w < 40 ? 40 : w);
+            free(text);
+            text = fit;
+        }
+    }
     if (!text) { fprintf(stderr, "prism-sweep leaderboard: out of memory\n"); goto out; }
     fputs(text, stdout);
     if (strcmp(fmt, "json") == 0) fputc('\n', stdout);

@@ -609,3 +609,52 @@ char *leaderboard_table(const json_t *lb) {
     put(&b, foot);
     return b.data;
 }
+
+/* display columns of s[0..n): its UTF-8 code points (the table's ± × ▲ are one column each) */
+static int cols_of(const char *s, size_t n) {
+    int c = 0;
+    for (size_t i = 0; i < n; i++) c += ((unsigned char)s[i] & 0xC0) != 0x80;
+    return c;
+}
+
+char *leaderboard_wrap(const char *text, int width) {
+    buf b = {0};
+    const char *p = text;
+    while (*p) {
+        const char *nl = strchr(p, '\n'), *end = nl ? nl : p + strlen(p);
+        if (width <= 0 || cols_of(p, (size_t)(end - p)) <= width) {
+            if (buf_append(&b, p, (size_t)(end - p), BUF_MAX) < 0) goto nomem;
+        } else {
+            const char *q = p;   /* the rest of the line */
+            int first = 1;
+            while (q < end) {
+                int room = first ? width : width - 6, used = 0;
+                const char *cut = NULL, *x = q;
+                for (; x < end; x++) {   /* the last space that keeps the piece within room */
+                    if (((unsigned char)*x & 0xC0) != 0x80 && ++used > room) break;
+                    if (*x == ' ' && x > q) cut = x;
+                }
+                if (x >= end) cut = end;
+                else if (!cut) {   /* one word wider than the room: up to its end */
+                    cut = x;
+                    while (cut < end && *cut != ' ') cut++;
+                }
+                const char *e = cut;
+                while (e > q && e[-1] == ' ') e--;   /* no trailing blanks */
+                if ((!first && buf_append(&b, "      ", 6, BUF_MAX) < 0) || buf_append(&b, q, (size_t)(e - q), BUF_MAX) < 0)
+                    goto nomem;
+                q = cut;
+                while (q < end && *q == ' ') q++;
+                if (q < end && buf_append(&b, "\n", 1, BUF_MAX) < 0) goto nomem;
+                first = 0;
+            }
+        }
+        if (nl && buf_append(&b, "\n", 1, BUF_MAX) < 0) goto nomem;
+        p = nl ? nl + 1 : end;
+    }
+    if (buf_append(&b, "", 1, BUF_MAX) < 0) goto nomem;   /* the terminator */
+    return b.data;
+nomem:
+    buf_free(&b);
+    return NULL;
+}

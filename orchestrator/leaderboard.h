@@ -34,6 +34,11 @@ char *leaderboard_csv(const json_t *lb);
 /* A human table for the terminal. malloc'd, caller frees. */
 char *leaderboard_table(const json_t *lb);
 
+/* text with every line wider than `width` columns (UTF-8 code points) wrapped at spaces, the continuation lines
+ * indented by 6 spaces; a word wider than the room is left whole. width <= 0: a copy. malloc'd, caller frees; NULL
+ * on no memory. (`prism-sweep leaderboard` fits its table to the terminal: COLUMNS, else the tty's width.) */
+char *leaderboard_wrap(const char *text, int width);
+
 /* The run of elements of base (n elements of size bytes, sorted ascending by the long long at byte key_off) whose
  * key is id: returns its first index and sets *end one past its last (both the insertion point when none).
  * Binary search, O(log n): the leaderboard and its zero-shot columns find each schedule's rows with it. */

@@ -16,6 +16,7 @@ export PRISM_ROOT=$(pwd)
 export PRISM_TEST_TMP=$(mktemp -d /tmp/prism-tests-XXXXXX)
 trap 'rm -rf "$PRISM_TEST_TMP"' EXIT
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-2}
+unset COLUMNS LINES   # the programs fit their text to COLUMNS: a case that wants a width sets it itself
 pass=0; failn=0; skipn=0; failed=()
 
 file_timeout() { local t; t=$(head -n 15 "$1" 2>/dev/null | grep -o 'timeout: *[0-9]*' | head -n1 | grep -o '[0-9]*'); echo $(( ${t:-120} * ${TIMEOUT_SCALE:-1} )); }

@@ -141,6 +141,13 @@ t_leaderboard_csv_and_cli() {
   assert_contains "$cli" "method: blocked model val_loss ~ schedule + seed"
   assert_contains "$cli" "attention distance D_l"
   assert_contains "$cli" "the paper's effect (0.0144)"
+  # fitted to the terminal (COLUMNS): no line wider than 100 columns, the same words in the same order
+  local narrow; narrow=$(COLUMNS=100 "$(bin prism-sweep)" leaderboard --db "$DB") || fail "cli table (COLUMNS=100) failed"
+  local widest; widest=$(printf '%s\n' "$cli" | /usr/bin/python3 -c 'import sys; print(max(len(l.rstrip("\n")) for l in sys.stdin))')
+  [ "$widest" -gt 100 ] || fail "the unfitted table is only $widest columns: nothing to fit"
+  assert_eq 100 "$(printf '%s\n' "$narrow" | /usr/bin/python3 -c 'import sys; print(max(100, max(len(l.rstrip("\n")) for l in sys.stdin)))')" \
+    "the widest line at COLUMNS=100 (unfitted: $widest)"
+  assert_eq "$(echo $cli)" "$(echo $narrow)" "the fitted table's words"
   local rc=0 out; out=$("$(bin prism-sweep)" leaderboard --db "$DB" nosuch 2>&1) || rc=$?
   assert_eq 2 "$rc" "unknown sweep exit"
   assert_contains "$out" 'no sweep "nosuch"'
