@@ -4,7 +4,9 @@
  * never write each other's. A group is "ours" by the kernel's rule that a pid stays allocated while any process
  * is in the group it leads: if the group P exists and its leader P is gone, every member is the old trainer's;
  * if a process P runs, it is the old leader only with the recorded start time. Start times come from
- * /proc/PID/stat field 22 (util_proc_stat). Records are written whole (util_write_atomic).
+ * /proc/PID/stat field 22 (util_proc_stat). Records are written whole (util_write_atomic) and name the machine's
+ * boot id and host: a record of another host (a shared --work-dir) is never acted on, one of an earlier boot of this
+ * host only removed.
  */
 #define _GNU_SOURCE
 #include "pgrec.h"
@@ -19,6 +21,25 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+
+/* This machine's boot (the kernel's random boot id) and host name: a record names both, and only a record of this
+ * boot of this host is reaped. A --work-dir on a shared filesystem (a SLURM job's cwd on NFS) holds other boxes'
+ * records, whose pids mean nothing here: reaping them would signal unrelated groups of this box. */
+static void pgrec_machine(char *boot, size_t blen, char *host, size_t hlen) {
+    snprintf(boot, blen, "unknown");
+    FILE *f = fopen("/proc/sys/kernel/random/boot_id", "r");
+    if (f) {
+        char b[64];
+        if (fgets(b, sizeof b, f)) {
+            b[strcspn(b, "\n")] = 0;
+            if (b[0]) snprintf(boot, blen, "%s", b);
+        }
+        fclose(f);
+    }
+    if (gethostname(host, hlen) != 0 || !host[0]) snprintf(host, hlen, "unknown");
+    host[hlen - 1] = 0;
+    for (char *c = host; *c; c++) if (*c == ' ' || *c == '\n') *c = '_';
+}
 
 /* PID's start time (clock ticks since boot): 0, or -1 when it does not run (or /proc cannot say). */
 static int pgrec_start_time(pid_t pid, unsigned long long *start) {
@@ -39,8 +60,10 @@ int pgrec_write(const char *dir, const char *device, pid_t pgid, char *path, siz
     }
     dev[i] = 0;
     snprintf(path, pathlen, "%s/W%d-%s.pgid", dir, (int)getpid(), dev);
-    char line[160], err[512];
-    snprintf(line, sizeof line, "pgid %d leader_start %llu worker %d worker_start %llu\n", (int)pgid, lst, (int)getpid(), wst);
+    char line[512], err[512], boot[64], host[256];
+    pgrec_machine(boot, sizeof boot, host, sizeof host);
+    snprintf(line, sizeof line, "pgid %d leader_start %llu worker %d worker_start %llu boot %s host %s\n", (int)pgid, lst,
+             (int)getpid(), wst, boot, host);
     util_part part = { line, strlen(line) };
     if (util_write_atomic(path, &part, 1, 0644, err, sizeof err) != 0) { path[0] = 0; return -1; }
     return 0;
@@ -73,6 +96,8 @@ int pgrec_reap_stale(const char *dir, double grace_s) {
     if (!d) return 0;
     int n = 0;
     pid_t own = getpgrp();
+    char boot[64], host[256];
+    pgrec_machine(boot, sizeof boot, host, sizeof host);
     struct dirent *e;
     while ((e = readdir(d))) {
         size_t len = strlen(e->d_name);
@@ -83,10 +108,19 @@ int pgrec_reap_stale(const char *dir, double grace_s) {
         if (!f) continue;
         int pgid = 0, worker = 0;
         unsigned long long lst = 0, wst = 0, now_st = 0;
-        int ok = fscanf(f, "pgid %d leader_start %llu worker %d worker_start %llu", &pgid, &lst, &worker, &wst) == 4;
+        char rboot[64] = "", rhost[256] = "";
+        int ok = fscanf(f, "pgid %d leader_start %llu worker %d worker_start %llu boot %63s host %255s", &pgid, &lst,
+                        &worker, &wst, rboot, rhost) == 6;
         fclose(f);
         if (!ok || pgid <= 1 || worker <= 0) {
             fprintf(stderr, "prism-worker: %s: not a trainer group record: removed\n", path);
+            unlink(path);
+            continue;
+        }
+        if (strcmp(rhost, host) != 0) continue;   /* another box's (a shared --work-dir): its pids are not ours */
+        if (strcmp(rboot, boot) != 0) {            /* this box before a reboot: every process of it is gone */
+            fprintf(stderr, "prism-worker: event=stale-trainer-group pgid=%d of worker pid %d (%s): from before this "
+                    "machine's boot: record removed, nothing signalled\n", pgid, worker, path);
             unlink(path);
             continue;
         }

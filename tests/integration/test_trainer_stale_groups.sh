@@ -66,4 +66,30 @@ t_live_workers_groups_are_left_alone() {
   kill -0 "$pa" || fail "worker wa exited"
 }
 
+# A --work-dir on a shared filesystem holds other boxes' records: pids that mean nothing here. A record of another
+# host is left alone (the group with its id here is not signalled, the record stays for its own box); one of this
+# host before a reboot is removed without signalling anything. A group of this box stands in for both: a live
+# `sleep 300` leading its own group, recorded as another host's and as this host's previous boot.
+t_other_hosts_and_boots_records_are_left_alone() {
+  w_setup
+  w_server --lease-ttl 60
+  setsid sleep 300 & local g=$!; W_PIDS+=("$g")
+  sleep 0.2
+  local st; st=$(awk '{print $22}' /proc/$g/stat)
+  local boot; boot=$(cat /proc/sys/kernel/random/boot_id)
+  local dead=4194000; while kill -0 $dead 2>/dev/null; do dead=$((dead + 1)); done   # a worker pid that runs nowhere
+  mkdir -p "$D/work-wa/trainer-groups"
+  echo "pgid $g leader_start $st worker $dead worker_start 1 boot $boot host another-box-$$" > "$D/work-wa/trainer-groups/W$dead-cpu.pgid"
+  echo "pgid $g leader_start $st worker $dead worker_start 1 boot 00000000-0000-0000-0000-000000000000 host $(hostname)" \
+    > "$D/work-wa/trainer-groups/W$((dead + 1))-cpu.pgid"
+  w_worker wa --idle-exit 1
+  w_exit "$LAST_PID" 30; assert_eq 0 "$W_RC" "exit of the worker"
+  tr_alive "$g" || { w_dump; fail "a group of this box recorded as another host's or boot's was signalled"; }
+  assert_eq "W$dead-cpu.pgid" "$(ls "$D"/work-wa/trainer-groups/)" "the records left: the other host's only"
+  local line; line=$(grep 'event=stale-trainer-group' "$D/wa.log")
+  echo "log: $line"
+  assert_contains "$line" "from before this machine's boot: record removed, nothing signalled"
+  kill "$g"
+}
+
 harness_main "$@"
