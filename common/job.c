@@ -7,6 +7,7 @@
  */
 #include "job.h"
 #include "schedule.h"
+#include "jsonout.h"
 #include <errno.h>
 #include <math.h>
 #include <stddef.h>
@@ -324,7 +325,7 @@ int job_from_json(const json_t *obj, struct job_config *out, char *err, size_t e
         if (si < 0 && strcmp(key, "trainer_args") == 0) {   /* the trainer's own options, passed on untouched */
             if (job_trainer_args_check(sec, "trainer_args", err, errlen) < 0) goto out;
             free(out->trainer_args);
-            out->trainer_args = json_dumps(sec, JSON_COMPACT | JSON_SORT_KEYS | JSON_REAL_PRECISION(17));
+            out->trainer_args = json_dumps(sec, JSON_COMPACT | JSON_SORT_KEYS | JSONOUT_FLAGS);
             if (!out->trainer_args) { if (err) snprintf(err, errlen, "trainer_args: out of memory"); rc = JOB_ENOMEM; goto out; }
             continue;
         }

@@ -24,6 +24,7 @@
 #include <string.h>
 
 #include "auth.h"
+#include "jsonout.h"
 #include "lease.h"
 #include "jobresult.h"
 #include "point.h"
@@ -554,7 +555,7 @@ int queue_metrics(queue *q, long long job, const char *token, json_t *points, in
             bind_opt_nums(s, 8, p, k);
             char *ex = NULL;
             if (with_extra) {
-                ex = json_dumps(p->extra, JSON_COMPACT | JSON_REAL_PRECISION(17));
+                ex = json_dumps(p->extra, JSON_COMPACT | JSONOUT_FLAGS);
                 if (!ex) { snprintf(q->err, sizeof q->err, "out of memory"); rc = STORE_EIO; goto out; }
                 sqlite3_bind_text(s, sqlite3_bind_parameter_count(s), ex, -1, free);
             }

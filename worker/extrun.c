@@ -996,7 +996,7 @@ int extrun_run(const extrun_set *set, const extrun_trainer *t, const json_t *job
     free(jt);
     /* the same job normalised: every default written out, eval.batches "all" as itself (job_to_json) */
     json_t *eff = job_to_json(job);
-    jt = eff ? json_dumps(eff, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17)) : NULL;
+    jt = eff ? json_dumps(eff, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSONOUT_FLAGS) : NULL;
     json_decref(eff);
     if (!jt || extrun_write_file(eff_path, jt) != 0) {
         snprintf(err, errlen, "cannot write %s: %s", eff_path, jt ? strerror(errno) : "out of memory");
