@@ -27,7 +27,9 @@
  * Timers: one per connection. While a request is partly received it is the slow-request deadline (armed at
  * the request's first byte, not re-armed by later bytes, so a trickle cannot hold a connection); between
  * requests it is the idle timeout, re-armed by each request. For an anonymous connection (no token seen yet)
- * both are anon_timeout_s at most.
+ * both are anon_timeout_s at most. A connection whose answer is still being written is not idle while the client
+ * takes some of it in each timeout (the write queue shrank since the timer last fired), so no answer is cut for a
+ * client that reads it; one that takes nothing for a whole timeout is closed.
  *
  * Scale: nothing walks every connection per loop iteration. Connections with answers to write are on a
  * dirty list that the check walks; anonymous connections are on their own list, oldest first (the one to
@@ -43,6 +45,7 @@
 #include "util.h"
 
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -341,6 +344,8 @@ typedef struct http_conn {
     unsigned char addr[16];   /* client address (IPv4 in the first 4 bytes) */
     int addr_len;             /* 4, 16, or 0 when unknown */
     size_t ready;             /* bytes at the head of sess.out that belong to the committed batch */
+    size_t wq_seen;           /* tcp.write_queue_size when the idle timer last fired with an answer being written
+                               * (SIZE_MAX: not since it was armed) */
 } http_conn;
 
 /* ---- anonymous connections per address ------------------------------------------------------------ */
@@ -496,6 +501,17 @@ static void conn_timeout(uv_timer_t *t) {
             return;
         }
     }
+    if (c->writes > 0 && !c->sess.in_message && !c->sess.closing && c->tcp.write_queue_size < c->wq_seen) {
+        /* an answer is still being written and the client took some of it since the timer last fired: it reads, it
+         * is not idle. Cut mid-answer, the client would hold a body shorter than its Content-Length (an anonymous
+         * reader of a 308 MB answer got 4 MB of it after --anon-timeout). A reader that takes nothing for a whole
+         * timeout is cut as before. */
+        c->wq_seen = c->tcp.write_queue_size;
+        double t = c->anon && c->srv->opts.anon_timeout_s < c->srv->opts.idle_timeout_s ? c->srv->opts.anon_timeout_s
+                                                                                         : c->srv->opts.idle_timeout_s;
+        uv_timer_start(&c->timer, conn_timeout, (uint64_t)(t * 1000), 0);
+        return;
+    }
     if (c->is_dirty && !c->sess.in_message && !c->sess.closing) {
         /* its answer waits for the batch's sync (a slow disk): not silence; it is written when the sync ends */
         uv_timer_start(&c->timer, conn_timeout, 1000, 0);
@@ -515,6 +531,7 @@ static void conn_timeout(uv_timer_t *t) {
 
 static void arm_timer(http_conn *c) {
     http_server *srv = c->srv;
+    c->wq_seen = SIZE_MAX;
     double req = srv->opts.request_timeout_s, idle = srv->opts.idle_timeout_s;
     if (c->anon) {
         if (req > srv->opts.anon_timeout_s) req = srv->opts.anon_timeout_s;

@@ -11,7 +11,10 @@
 #include "lbcache.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+
+#include "jsonout.h"
 
 #include "leaderboard.h"
 #include "util.h"
@@ -65,6 +68,90 @@ static int entry_usable(const lbcache *c, const lbcache_entry *e, double created
     return e->build_s >= (c->cheap_s > 0 ? c->cheap_s : LBCACHE_CHEAP_S) && age < LBCACHE_DUTY * e->build_s;   /* changed: rebuilt when due */
 }
 
+/* Fills e with a new build (the object and its text: both owned now), freeing what it held. */
+static void entry_set(lbcache_entry *e, long long sweep_id, double created_at, long long rev, double built_at,
+                      double build_s, json_t *lb, char *text) {
+    json_decref(e->lb);
+    free(e->text);
+    *e = (lbcache_entry){ .sweep_id = sweep_id, .created_at = created_at, .rev = rev, .built_at = built_at,
+                          .build_s = build_s, .used_at = built_at, .lb = lb, .text = text,
+                          .text_len = text ? strlen(text) : 0 };
+}
+
+/* ---- a rebuild on the thread pool ---- */
+
+typedef struct lb_job {
+    uv_work_t w;
+    lbcache *c;
+    long long sweep_id;
+    double created_at;           /* the key the loop read: a build of another sweep with this id is dropped */
+    char path[4096];
+    /* filled on the pool thread */
+    int rc;
+    long long rev;               /* sweep_ranking.rev in the build's read transaction */
+    double build_s;
+    json_t *lb;
+    char *text;
+    char err[256];
+} lb_job;
+
+/* On a pool thread: a read-only connection of its own, one read transaction for the rev and the ranking. */
+static void job_work(uv_work_t *w) {
+    lb_job *j = w->data;
+    store *st = NULL;
+    double t0 = util_now_s(), created_at = 0;
+    j->rc = store_open_readonly(j->path, &st, j->err, sizeof j->err);
+    if (j->rc == STORE_OK) j->rc = store_exec(st, "BEGIN");
+    if (j->rc == STORE_OK) {
+        int found = key_read(st, j->sweep_id, &created_at, &j->rev, j->err, sizeof j->err);
+        j->rc = found < 0 ? found : (!found || created_at != j->created_at || j->rev < 0) ? STORE_ENOTFOUND : STORE_OK;
+    }
+    if (j->rc == STORE_OK) j->rc = leaderboard_build(st, j->sweep_id, &j->lb, j->err, sizeof j->err);
+    if (j->rc == STORE_OK && !(j->text = json_dumps(j->lb, JSON_COMPACT | JSONOUT_FLAGS))) j->rc = STORE_EIO;
+    if (st) {
+        store_rollback(st);   /* the read transaction */
+        store_close(st);
+    }
+    j->build_s = util_now_s() - t0;
+}
+
+/* Back on the loop: installs the build unless the entry holds a newer one (a build of the loop's meanwhile). */
+static void job_done(uv_work_t *w, int status) {
+    lb_job *j = w->data;
+    lbcache *c = j->c;
+    c->inflight--;
+    lbcache_entry *e = entry_of(c, j->sweep_id);
+    if (e) e->building = 0;
+    if (status == 0 && j->rc == STORE_OK && (!e || e->created_at != j->created_at || e->rev <= j->rev)) {
+        if (!e) e = entry_free_or_lru(c);
+        entry_set(e, j->sweep_id, j->created_at, j->rev, clock_now(c), j->build_s, j->lb, j->text);
+        c->async_builds++;
+        c->builds++;
+    } else {
+        if (status == 0 && j->rc != STORE_OK && j->rc != STORE_ENOTFOUND)
+            fprintf(stderr, "prism-sweep serve: event=leaderboard-build-failed sweep=%lld: %s (the last answer stays)\n",
+                    j->sweep_id, j->err);
+        json_decref(j->lb);
+        free(j->text);
+    }
+    free(j);
+}
+
+/* Starts e's rebuild on the pool; 0, or -1 when it could not start (the caller builds it itself). */
+static int job_start(lbcache *c, lbcache_entry *e) {
+    lb_job *j = calloc(1, sizeof *j);
+    if (!j) return -1;
+    j->c = c;
+    j->sweep_id = e->sweep_id;
+    j->created_at = e->created_at;
+    snprintf(j->path, sizeof j->path, "%s", c->db_path);
+    j->w.data = j;
+    if (uv_queue_work(c->loop, &j->w, job_work, job_done) != 0) { free(j); return -1; }
+    c->inflight++;
+    e->building = 1;
+    return 0;
+}
+
 int lbcache_get(lbcache *c, store *st, long long sweep_id, json_t **out, char *err, size_t errlen) {
     *out = NULL;
     double created_at = 0;
@@ -79,6 +166,15 @@ int lbcache_get(lbcache *c, store *st, long long sweep_id, json_t **out, char *e
         *out = json_incref(e->lb);
         return STORE_OK;
     }
+    /* due, and costly: rebuilt on the pool while this entry answers (lbcache.h) */
+    if (e && rev >= 0 && c->loop && c->db_path[0] && e->created_at == created_at &&
+        e->build_s >= (c->cheap_s > 0 ? c->cheap_s : LBCACHE_CHEAP_S) && (e->building || job_start(c, e) == 0)) {
+        e->used_at = now;
+        c->hits++;
+        c->stale_hits++;
+        *out = json_incref(e->lb);
+        return STORE_OK;
+    }
     json_t *lb = NULL;
     int rc = leaderboard_build(st, sweep_id, &lb, err, errlen);   /* an unknown sweep: its STORE_ENOTFOUND */
     if (rc < 0) return rc;
@@ -86,17 +182,27 @@ int lbcache_get(lbcache *c, store *st, long long sweep_id, json_t **out, char *e
     c->builds++;
     if (found && rev >= 0) {
         if (!e) e = entry_free_or_lru(c);
-        json_decref(e->lb);
-        *e = (lbcache_entry){ .sweep_id = sweep_id, .created_at = created_at, .rev = rev, .built_at = t1,
-                              .build_s = t1 - now, .used_at = t1, .lb = json_incref(lb) };
+        int building = e->sweep_id == sweep_id && e->building;
+        entry_set(e, sweep_id, created_at, rev, t1, t1 - now, json_incref(lb), json_dumps(lb, JSON_COMPACT | JSONOUT_FLAGS));
+        e->building = building;
     }
     *out = lb;
     return STORE_OK;
 }
 
+const char *lbcache_text(const lbcache *c, const json_t *lb, size_t *len) {
+    for (int i = 0; i < LBCACHE_SLOTS; i++)
+        if (c->e[i].sweep_id && c->e[i].lb == lb && c->e[i].text) {
+            *len = c->e[i].text_len;
+            return c->e[i].text;
+        }
+    return NULL;
+}
+
 void lbcache_release(lbcache *c) {
     for (int i = 0; i < LBCACHE_SLOTS; i++) {
         json_decref(c->e[i].lb);
+        free(c->e[i].text);
         c->e[i] = (lbcache_entry){0};
     }
 }

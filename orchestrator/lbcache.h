@@ -13,11 +13,21 @@
  * a sweep that ranks in under LBCACHE_CHEAP_S, which is always current (docs/API.md).
  *
  * Keyed by (sweep id, sweep created_at, rev): a deleted sweep's id given to a new sweep is another key.
- * Entries: LBCACHE_SLOTS sweeps, the least recently used replaced. Single-threaded (the event loop's).
+ * Entries: LBCACHE_SLOTS sweeps, the least recently used replaced. Each holds the object and its JSON text
+ * (JSON_COMPACT | JSONOUT_FLAGS), rendered once per build: a hit answers the bytes, not a json_dumps of every row.
+ *
+ * Off the loop (issue #44: a 100,000-job sweep ranks in ~2 s, and a rebuild on the event loop held every worker's
+ * heartbeat that long): with `loop` set, an entry whose build costs (build_s >= cheap_s) is rebuilt, when due, on
+ * libuv's thread pool with a read-only connection of its own (db_path, one per build: a committed snapshot, its rev
+ * read inside the same read transaction), and the loop answers the entry it has meanwhile. The new entry is
+ * installed by the loop when the build ends. A cheap sweep, or one with no entry yet, is built on the caller's
+ * thread as before. Without `loop` (the CLI, the unit tests) every build is the caller's. Otherwise single-threaded:
+ * only the loop touches the entries.
  */
 #ifndef PRISM_LBCACHE_H
 #define PRISM_LBCACHE_H
 #include <jansson.h>
+#include <uv.h>
 
 #include "store.h"
 
@@ -33,6 +43,9 @@ typedef struct lbcache_entry {
     double built_at, build_s;    /* util_now_s() at the build, and how long it took */
     double used_at;              /* last answered (LRU) */
     json_t *lb;                  /* owned: leaderboard_build's object */
+    char *text;                  /* owned: lb as the route's JSON body (NULL: render it), text_len bytes */
+    size_t text_len;
+    int building;                /* a rebuild of this sweep is on the thread pool */
 } lbcache_entry;
 
 typedef struct lbcache {
@@ -40,6 +53,10 @@ typedef struct lbcache {
     unsigned long long hits, builds;   /* answers from an entry / built (for /metrics and the tests) */
     double (*clock)(void);             /* NULL: util_now_s; the tests' own clock otherwise */
     double cheap_s;                    /* 0: LBCACHE_CHEAP_S */
+    uv_loop_t *loop;                   /* set: costly rebuilds on its thread pool; NULL: all on the caller's thread */
+    char db_path[4096];                /* the database the pool's builds open (read-only): the served path */
+    int inflight;                      /* builds on the pool not yet installed */
+    unsigned long long async_builds, stale_hits;   /* built off the loop / answered while such a build ran */
 } lbcache;
 
 /* The leaderboard of sweep_id, as leaderboard_build makes it: *out a NEW reference (the caller decrefs it and must
@@ -47,8 +64,13 @@ typedef struct lbcache {
  * failed read or no memory (err says which); *out is NULL then and the cache is as it was. */
 int lbcache_get(lbcache *c, store *st, long long sweep_id, json_t **out, char *err, size_t errlen);
 
-/* Frees every entry; c is usable after, its counters, clock and cheap_s kept (a failed COMMIT drops the entries
- * built in its transaction: api_flush). */
+/* The JSON text of the entry whose object is lb (what lbcache_get just gave), *len its length; NULL when lb is no
+ * entry's (a sweep that is not cached): the caller renders lb itself. Borrowed: valid until the next lbcache call. */
+const char *lbcache_text(const lbcache *c, const json_t *lb, size_t *len);
+
+/* Frees every entry; c is usable after, its counters, clock, cheap_s, loop and db_path kept (a failed COMMIT drops
+ * the entries built in its transaction: api_flush). A build still on the pool installs its entry when it ends (it
+ * read committed data). */
 void lbcache_release(lbcache *c);
 
 #endif

@@ -531,6 +531,8 @@ int cmd_serve(int argc, char **argv) {
         goto out;
     }
     uv_loop_init(&s->loop);
+    s->a.views.lb.loop = &s->loop;   /* a costly leaderboard is ranked again off the loop (lbcache.h) */
+    snprintf(s->a.views.lb.db_path, sizeof s->a.views.lb.db_path, "%s", st->path);
     /* the loop's connection: a page cache for a fleet's working set (jobs, index pages), checkpoints elsewhere */
     store_exec(st, "PRAGMA cache_size=-65536");
     if (walck_init(&s->wal, &s->loop, st, err, sizeof err) < 0)

@@ -292,10 +292,89 @@ static long long jobs_cursor(api_ctx *c) {
     return n;
 }
 
-/* GET sweeps/{id}/jobs: every job of the sweep in the lease order (?state= &limit= &offset=), or with ?since=CURSOR
- * only those changed after the cursor, oldest change first (?limit= pages: "more" and the cursor to go on from).
- * Either answer carries "cursor", to pass as since next time, and "full": true when the answer is the whole list
- * (no since, or a since ahead of this database's cursor: the client's copy is of another database). */
+/* Appends the rows of s (JOB_COLS, then with_rev ? j.rev) to arr while it holds fewer than want; returns the
+ * last sqlite3_step (SQLITE_ROW when it stopped at want with rows left) and sets *last_rev to the last row's rev. */
+static int jobs_rows(sqlite3_stmt *s, json_t *arr, long long want, int with_rev, long long *last_rev) {
+    int rc;
+    while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+        if ((long long)json_array_size(arr) >= want) break;
+        json_array_append_new(arr, row_json(s, job_names, JOB_NCOLS));
+        if (with_rev) *last_rev = sqlite3_column_int64(s, JOB_NCOLS);
+    }
+    return rc;
+}
+
+/* The lease-order key (priority, seed_index, lease_ord) of job `after` of this sweep into k[]; -1 after answering
+ * 400 (not a job of this sweep) or 500. */
+static int jobs_after_key(api_ctx *c, long long after, long long k[3]) {
+    sqlite3_stmt *s = views_prepare(c, "SELECT priority, seed_index, lease_ord FROM jobs WHERE id = ?1 AND sweep_id = ?2");
+    if (!s) return -1;
+    sqlite3_bind_int64(s, 1, after);
+    sqlite3_bind_int64(s, 2, c->id);
+    int rc = sqlite3_step(s);
+    if (rc == SQLITE_ROW)
+        for (int i = 0; i < 3; i++) k[i] = sqlite3_column_int64(s, i);
+    sqlite3_finalize(s);
+    if (rc == SQLITE_ROW) return 0;
+    if (read_done(c, rc, "jobs after") == 0)
+        http_response_error(c->res, 400, "after: job %lld is not a job of sweep %lld (give the last id of the previous "
+                            "answer, or leave after= out for the first page)", after, c->id);
+    return -1;
+}
+
+/* One page of the sweep's jobs in the lease order into arr: want + 1 rows are asked, so *more says whether any
+ * are left. From the start (offset rows skipped), or after job `after` (after >= 0): the rest of that job's
+ * priority level past its (seed_index, lease_ord, id), then the lower levels — each a range of jobs_list (or of
+ * jobs_list_state with a state), never a sort of the sweep. Returns 0, or -1 after answering 400/500. */
+static int jobs_page_lease(api_ctx *c, const char *state, long long want, long long offset, long long after,
+                           json_t *arr, int *more) {
+#define JOBS_LIST(ix) " FROM jobs j INDEXED BY " ix " " JOB_JOINS
+#define JOBS_ORDER " ORDER BY j.priority DESC, j.seed_index, j.lease_ord, j.id LIMIT ?3 OFFSET ?4"
+    static const char *const sql[2][2] = {   /* [state given][after given] */
+        { "SELECT " JOB_COLS JOBS_LIST("jobs_list") "WHERE j.sweep_id = ?1 AND ?2 IS NULL" JOBS_ORDER,
+          "SELECT " JOB_COLS JOBS_LIST("jobs_list") "WHERE j.sweep_id = ?1 AND ?2 IS NULL AND j.priority = ?5 AND "
+          "(j.seed_index, j.lease_ord, j.id) > (?6, ?7, ?8)" JOBS_ORDER },
+        { "SELECT " JOB_COLS JOBS_LIST("jobs_list_state") "WHERE j.sweep_id = ?1 AND j.state = ?2" JOBS_ORDER,
+          "SELECT " JOB_COLS JOBS_LIST("jobs_list_state") "WHERE j.sweep_id = ?1 AND j.state = ?2 AND j.priority = ?5 AND "
+          "(j.seed_index, j.lease_ord, j.id) > (?6, ?7, ?8)" JOBS_ORDER },
+    };
+    static const char *const lower[2] = {   /* after: the levels below the job's priority */
+        "SELECT " JOB_COLS JOBS_LIST("jobs_list") "WHERE j.sweep_id = ?1 AND ?2 IS NULL AND j.priority < ?5" JOBS_ORDER,
+        "SELECT " JOB_COLS JOBS_LIST("jobs_list_state") "WHERE j.sweep_id = ?1 AND j.state = ?2 AND j.priority < ?5" JOBS_ORDER,
+    };
+#undef JOBS_LIST
+#undef JOBS_ORDER
+    long long k[3] = {0, 0, 0};
+    if (after >= 0 && jobs_after_key(c, after, k) < 0) return -1;
+    int st = state != NULL, rc = SQLITE_DONE, last;
+    for (int part = 0; part < (after >= 0 ? 2 : 1) && (long long)json_array_size(arr) <= want; part++) {
+        sqlite3_stmt *s = views_prepare(c, part == 0 ? sql[st][after >= 0] : lower[st]);
+        if (!s) return -1;
+        sqlite3_bind_int64(s, 1, c->id);
+        if (st) sqlite3_bind_text(s, 2, state, -1, SQLITE_TRANSIENT);
+        sqlite3_bind_int64(s, 3, want + 1 - (long long)json_array_size(arr));
+        sqlite3_bind_int64(s, 4, part == 0 ? offset : 0);
+        if (after >= 0) {
+            sqlite3_bind_int64(s, 5, k[0]);
+            if (part == 0) { sqlite3_bind_int64(s, 6, k[1]); sqlite3_bind_int64(s, 7, k[2]); sqlite3_bind_int64(s, 8, after); }
+        }
+        rc = jobs_rows(s, arr, want, 0, &(long long){0});
+        last = rc;
+        sqlite3_finalize(s);
+        if (last == SQLITE_ROW) { *more = 1; return 0; }   /* a row past the page: there are more */
+        if (read_done(c, rc, "jobs") < 0) return -1;
+    }
+    *more = 0;
+    return 0;
+}
+
+/* GET sweeps/{id}/jobs: the sweep's jobs in the lease order, a page at a time (?limit=, at most VIEWS_JOBS_PAGE,
+ * the default; the next page ?after= the last job's id; ?state= filters; ?offset= up to VIEWS_JOBS_OFFSET_MAX), or
+ * with ?since=CURSOR those changed after the cursor, oldest change first (?limit= as well; the next page since= the
+ * answer's cursor). Every answer carries "more" (whether a next page has jobs), "cursor" (to pass as since later:
+ * the first page's cursor covers every change made while the pages are read) and "full": true when it is (a page of)
+ * the whole list (no since, or a since ahead of this database's cursor: the client's copy is of another database).
+ * A page is a range of an index (jobs_list, jobs_rev): its cost is the page's, whatever the sweep's size. */
 void views_sweep_jobs(api_ctx *c) {
     char state[32] = "";
     int has_state = query_get(c->req->query, "state", state, sizeof state);
@@ -305,12 +384,23 @@ void views_sweep_jobs(api_ctx *c) {
         http_response_error(c->res, 400, "state: must be %s", jobstate_list(names, sizeof names, ", ", " or "));
         return;
     }
-    char num[32], off[32];
-    long long limit = -1, offset = 0, since = -1;
+    char num[32], off[32], aft[32];
+    long long limit = VIEWS_JOBS_PAGE, offset = 0, since = -1, after = -1;
     int has_offset = query_get(c->req->query, "offset", off, sizeof off);
+    int has_after = query_get(c->req->query, "after", aft, sizeof aft);
     if ((query_get(c->req->query, "limit", num, sizeof num) && (parse_ll(num, &limit) < 0 || limit < 0)) ||
         (has_offset && (parse_ll(off, &offset) < 0 || offset < 0))) {
         http_response_error(c->res, 400, "limit and offset: must be integers >= 0");
+        return;
+    }
+    if (limit > VIEWS_JOBS_PAGE) limit = VIEWS_JOBS_PAGE;   /* a page at most: "more" says there is a next one */
+    if (offset > VIEWS_JOBS_OFFSET_MAX) {
+        http_response_error(c->res, 400, "offset: at most %d; page on with after= the last job id of the previous answer",
+                            VIEWS_JOBS_OFFSET_MAX);
+        return;
+    }
+    if (has_after && (parse_ll(aft, &after) < 0 || after < 0)) {
+        http_response_error(c->res, 400, "after: must be a job id (an integer >= 0): the last job of the previous answer");
         return;
     }
     int has_since = query_get(c->req->query, "since", num, sizeof num);
@@ -323,9 +413,13 @@ void views_sweep_jobs(api_ctx *c) {
                             "ask since= alone and filter on the client");
         return;
     }
-    if (has_since && has_offset) {
-        http_response_error(c->res, 400, "offset with since: page the changes with limit= and each answer's cursor as "
-                            "the next since=");
+    if (has_since && (has_offset || has_after)) {
+        http_response_error(c->res, 400, "%s with since: page the changes with limit= and each answer's cursor as "
+                            "the next since=", has_offset ? "offset" : "after");
+        return;
+    }
+    if (has_after && has_offset) {
+        http_response_error(c->res, 400, "after with offset: give one (after= the last job id of the previous answer)");
         return;
     }
     if (sweep_exists(c) < 0) return;
@@ -333,33 +427,29 @@ void views_sweep_jobs(api_ctx *c) {
     if (cursor < 0) return;
     int full = !has_since || since > cursor;   /* a cursor ahead of ours: the whole list, in the order of changes */
     if (has_since && since > cursor) since = 0;
-    sqlite3_stmt *s = has_since
-        ? views_prepare(c, "SELECT " JOB_COLS ", j.rev" JOB_FROM_REV "WHERE j.sweep_id = ?1 AND j.rev > ?2 "
-                           "ORDER BY j.rev LIMIT ?3")
-        : views_prepare(c, "SELECT " JOB_COLS JOB_FROM "WHERE j.sweep_id = ?1 AND (?2 IS NULL OR j.state = ?2) "
-                           "ORDER BY j.priority DESC, j.seed_index, sc.is_baseline DESC, sc.ord, j.id LIMIT ?3 OFFSET ?4");
-    if (!s) return;
-    sqlite3_bind_int64(s, 1, c->id);
-    if (has_since) {
-        sqlite3_bind_int64(s, 2, since);
-        sqlite3_bind_int64(s, 3, limit < 0 ? -1 : limit + 1);   /* one more than asked: whether there are more */
-    } else {
-        if (has_state) sqlite3_bind_text(s, 2, state, -1, SQLITE_TRANSIENT);
-        sqlite3_bind_int64(s, 3, limit);
-        sqlite3_bind_int64(s, 4, offset);
-    }
     json_t *arr = json_array();
-    int rc, more = 0;
-    long long last_rev = since;   /* the cursor a paged answer stops at: its last job's change */
-    while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
-        if (has_since && limit >= 0 && (long long)json_array_size(arr) == limit) { more = 1; rc = SQLITE_DONE; break; }
-        json_array_append_new(arr, row_json(s, job_names, JOB_NCOLS));
-        if (has_since) last_rev = sqlite3_column_int64(s, JOB_NCOLS);
+    int more = 0;
+    long long last_rev = since;   /* the cursor a page of changes stops at: its last job's change */
+    if (has_since) {
+        sqlite3_stmt *s = views_prepare(c, "SELECT " JOB_COLS ", j.rev" JOB_FROM_REV "WHERE j.sweep_id = ?1 AND j.rev > ?2 "
+                                           "ORDER BY j.rev LIMIT ?3");
+        if (!s) { json_decref(arr); return; }
+        sqlite3_bind_int64(s, 1, c->id);
+        sqlite3_bind_int64(s, 2, since);
+        sqlite3_bind_int64(s, 3, limit + 1);   /* one more than asked: whether there are more */
+        int rc = jobs_rows(s, arr, limit, 1, &last_rev);
+        sqlite3_finalize(s);
+        if (rc == SQLITE_ROW) more = 1;
+        else if (read_done(c, rc, "jobs") < 0) { json_decref(arr); return; }
+    } else if (jobs_page_lease(c, has_state ? state : NULL, limit, offset, after, arr, &more) < 0) {
+        json_decref(arr);
+        return;
     }
-    sqlite3_finalize(s);
-    if (read_done(c, rc, "jobs") < 0) { json_decref(arr); return; }
-    json_t *o = json_pack("{s:o, s:I, s:b}", "jobs", arr, "cursor", (json_int_t)(more ? last_rev : cursor), "full", full);
-    if (has_since) json_object_set_new(o, "more", json_boolean(more));
+    size_t n = json_array_size(arr);
+    json_t *o = json_pack("{s:o, s:I, s:b, s:b}", "jobs", arr, "cursor",
+                          (json_int_t)(has_since && more ? last_rev : cursor), "full", full, "more", more);
+    if (!has_since && more && n > 0)   /* the next page: after= this */
+        json_object_set(o, "after", json_object_get(json_array_get(arr, n - 1), "id"));
     api_reply_json(c->res, 200, o);
 }
 
@@ -371,15 +461,24 @@ void views_job_get(api_ctx *c) {
     api_reply_json(c->res, 200, o);
 }
 
+/* GET jobs/{id}/metrics: the job's curve of ?kind= (the latest attempt's point of each step) after ?since=STEP, a
+ * page of at most ?limit= (VIEWS_POINTS_PAGE, the default) points: JSON "more" (CSV: the header X-Prism-More: true)
+ * says there are others, from since= its last_step (the CSV's last row's step). A range of metrics_key. */
 void views_job_metrics(api_ctx *c) {
     char kind[16] = "val", since_s[32] = "-1", fmt[16] = "json";
     query_get(c->req->query, "kind", kind, sizeof kind);
     query_get(c->req->query, "format", fmt, sizeof fmt);
-    long long since = -1;
+    long long since = -1, limit = VIEWS_POINTS_PAGE;
+    char num[32];
     if (query_get(c->req->query, "since", since_s, sizeof since_s) && parse_ll(since_s, &since) < 0) {
         http_response_error(c->res, 400, "since: must be an integer step");
         return;
     }
+    if (query_get(c->req->query, "limit", num, sizeof num) && (parse_ll(num, &limit) < 0 || limit < 1)) {
+        http_response_error(c->res, 400, "limit: must be an integer >= 1 (points per answer; at most %d)", VIEWS_POINTS_PAGE);
+        return;
+    }
+    if (limit > VIEWS_POINTS_PAGE) limit = VIEWS_POINTS_PAGE;   /* a page at most: "more" says there is a next one */
     if (strcmp(kind, "val") && strcmp(kind, "train")) { http_response_error(c->res, 400, "kind: must be val or train"); return; }
     if (strcmp(fmt, "json") && strcmp(fmt, "csv")) { http_response_error(c->res, 400, "format: must be json or csv"); return; }
     sqlite3_stmt *s = id_row(c, "job", "SELECT attempt FROM jobs WHERE id = ?1");
@@ -391,11 +490,13 @@ void views_job_metrics(api_ctx *c) {
                 "FROM metrics m "
                 "WHERE m.job_id = ?1 AND m.kind = ?2 AND m.step > ?3 AND m.attempt = "
                 "(SELECT max(attempt) FROM metrics m2 WHERE m2.job_id = m.job_id AND m2.step = m.step AND m2.kind = m.kind) "
-                "ORDER BY m.step");
+                "ORDER BY m.step LIMIT ?4");
     if (!s) return;
     sqlite3_bind_int64(s, 1, c->id);
     sqlite3_bind_text(s, 2, kind, -1, SQLITE_TRANSIENT);
     sqlite3_bind_int64(s, 3, since);
+    sqlite3_bind_int64(s, 4, limit + 1);   /* one more than a page: whether there are more */
+    long long rows = 0;
     /* the SELECT's columns in its order, which is also the CSV's (an interface): a new one is appended to both */
     static const char *const names[] = { "step", "value", "tokens", "lr", "tok_per_s", "attempt", "grad_norm",
                                           "val_loss_se", "!extra" };
@@ -408,7 +509,7 @@ void views_job_metrics(api_ctx *c) {
             buf_puts(&b, names[i], BUF_MAX);
             buf_puts(&b, i + 1 < ncol ? "," : "\n", BUF_MAX);
         }
-        while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+        while ((rc = sqlite3_step(s)) == SQLITE_ROW && rows++ < limit) {
             for (int i = 0; i < ncol; i++) {   /* straight into b: no line buffer for the columns to outgrow */
                 const char *t = (const char *)sqlite3_column_text(s, i);   /* NULL for NULL: an empty field */
                 buf_puts(&b, t ? t : "", BUF_MAX);
@@ -416,15 +517,17 @@ void views_job_metrics(api_ctx *c) {
             }
         }
         sqlite3_finalize(s);
-        if (read_done(c, rc, "metrics") < 0) { buf_free(&b); return; }
+        int more = rc == SQLITE_ROW;   /* stopped at the page's end with a point left */
+        if (!more && read_done(c, rc, "metrics") < 0) { buf_free(&b); return; }
         http_response_set(c->res, 200, "text/csv; charset=utf-8", b.data ? b.data : "", b.len);
+        if (more) c->res->extra_headers = "X-Prism-More: true\r\n";   /* the next page: since= the last row's step */
         buf_free(&b);
         return;
     }
     json_t *pts = json_array();
     long long last = -1;
     int any = 0;
-    while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+    while ((rc = sqlite3_step(s)) == SQLITE_ROW && rows++ < limit) {
         json_t *row = row_json(s, names, ncol + 1);
         if (json_is_null(json_object_get(row, "extra"))) json_object_del(row, "extra");
         json_array_append_new(pts, row);
@@ -432,10 +535,11 @@ void views_job_metrics(api_ctx *c) {
         any = 1;
     }
     sqlite3_finalize(s);
-    if (read_done(c, rc, "metrics") < 0) { json_decref(pts); return; }
-    api_reply_json(c->res, 200, json_pack("{s:I, s:s, s:I, s:o, s:o}", "job_id", (json_int_t)c->id, "kind", kind,
+    int more = rc == SQLITE_ROW;
+    if (!more && read_done(c, rc, "metrics") < 0) { json_decref(pts); return; }
+    api_reply_json(c->res, 200, json_pack("{s:I, s:s, s:I, s:o, s:o, s:b}", "job_id", (json_int_t)c->id, "kind", kind,
                                       "attempt", (json_int_t)attempt, "points", pts,
-                                      "last_step", any ? json_integer(last) : json_null()));
+                                      "last_step", any ? json_integer(last) : json_null(), "more", more));
 }
 
 void views_workers(api_ctx *c) {
@@ -486,5 +590,9 @@ void views_leaderboard(api_ctx *c) {
         free(csv);
         return;
     }
-    api_reply_json(c->res, 200, lb);
+    size_t len = 0;
+    const char *text = lbcache_text(&c->a->views.lb, lb, &len);   /* rendered once per build */
+    if (!text) { api_reply_json(c->res, 200, lb); return; }
+    if (http_response_set(c->res, 200, "application/json", text, len) == 0) c->res->extra_headers = "Cache-Control: no-store\r\n";
+    json_decref(lb);
 }

@@ -2,10 +2,10 @@
  *
  *   GET sweeps                 views_sweeps_list   {sweeps: [summary..], workers_alive, now}
  *   GET sweeps/{id}            views_sweep_get     one summary with its spec
- *   GET sweeps/{id}/jobs       views_sweep_jobs    ?state= &limit= &offset=, or ?since=CURSOR &limit= (changes)
+ *   GET sweeps/{id}/jobs       views_sweep_jobs    a page: ?state= &limit= &after=ID (&offset=), or ?since=CURSOR &limit=
  *   GET sweeps/{id}/leaderboard views_leaderboard  ?format=json|csv
  *   GET jobs/{id}              views_job_get       the job row with its job JSON, checkpoint and result
- *   GET jobs/{id}/metrics      views_job_metrics   ?kind=val|train &since=STEP &format=json|csv
+ *   GET jobs/{id}/metrics      views_job_metrics   ?kind=val|train &since=STEP &limit=N &format=json|csv (a page)
  *   GET workers                views_workers       every worker with its live leases
  * A sweep summary is sweeps_summary()'s (orchestrator/sweeps.h), the one `prism-sweep status` prints.
  *
@@ -27,6 +27,12 @@
 
 #define VIEWS_RATE_SLOTS 16     /* sweeps whose ETA samples are kept at once */
 #define VIEWS_RATE_SAMPLES 128  /* samples per sweep */
+/* The most a list route answers at once (issue #44: no request holds the event loop for the sweep's size): a jobs
+ * page (?limit= above it is cut to it; "more" says there are others), the deepest ?offset= (past it, ?after=), and
+ * a curve's page of points (?since= the answer's last_step goes on). */
+#define VIEWS_JOBS_PAGE 1000
+#define VIEWS_JOBS_OFFSET_MAX 5000
+#define VIEWS_POINTS_PAGE 5000
 
 typedef struct views_rate {     /* per-sweep progress samples for the ETA, since the sweep's last resume */
     long long sweep;

@@ -197,11 +197,24 @@ function baselineRow(rows) { return rows.find((r) => r.is_baseline) || null; }
 /* ---------------------------------------------------------------- polling */
 
 /* The jobs of the sweep: the whole list when none of it is held (another sweep, or no cursor yet), else the jobs
- * changed since the cursor of the last answer (docs/API.md: GET /sweeps/{id}/jobs?since=). */
-function fetchJobs(sweep) {
+ * changed since the cursor of the last answer (docs/API.md: GET /sweeps/{id}/jobs?since=). The server answers a page
+ * at a time ("more"): the whole list goes on after= the last job of a page and keeps the first page's cursor (it covers
+ * what changed while the pages were read); the changes go on since= each page's cursor. One answer is made of them. */
+async function fetchJobs(sweep) {
   const k = S.jobsSync;
   const held = k.sweep === String(sweep) && k.cursor != null;
-  return api(API + '/sweeps/' + sweep + '/jobs' + (held ? '?since=' + encodeURIComponent(k.cursor) : ''));
+  const base = API + '/sweeps/' + sweep + '/jobs';
+  let body = await api(base + (held ? '?since=' + encodeURIComponent(k.cursor) : ''));
+  if (!body || !Array.isArray(body.jobs)) return body;
+  const all = body.jobs.slice(), first = body;
+  for (let pages = 1; body.more === true && pages < 10000; pages++) {
+    const next = body.full !== false && !held ? '?after=' + encodeURIComponent(body.after)
+      : '?since=' + encodeURIComponent(body.cursor);
+    body = await api(base + next);
+    if (!body || !Array.isArray(body.jobs)) return null;
+    body.jobs.forEach((j) => all.push(j));
+  }
+  return { jobs: all, full: first.full, cursor: held ? body.cursor : first.cursor };
 }
 
 /* Merges an answer of fetchJobs into the jobs held and sets S.jobs. A new job or a changed priority moves the list's
@@ -747,13 +760,17 @@ async function fetchCurve(job) {
   }
   const doneBefore = job.state === 'done' || job.state === 'failed' || job.state === 'cancelled' || job.state === 'pruned';
   for (const kind of ['val', 'train']) {
-    const body = await api(API + '/jobs/' + job.id + '/metrics?kind=' + kind + '&since=' + c.since[kind]);
-    ((body && body.points) || []).forEach((p) => {
-      const step = num(p.step), v = num(p.value);
-      if (step == null || v == null) return;
-      c[kind].set(step, { v, tokens: num(p.tokens), extra: normExtra(p.extra) });
-      if (step > c.since[kind]) c.since[kind] = step;
-    });
+    for (let more = true, pages = 0; more && pages < 10000; pages++) {   // a page at a time ("more": docs/API.md)
+      const body = await api(API + '/jobs/' + job.id + '/metrics?kind=' + kind + '&since=' + c.since[kind]);
+      const before = c.since[kind];
+      ((body && body.points) || []).forEach((p) => {
+        const step = num(p.step), v = num(p.value);
+        if (step == null || v == null) return;
+        c[kind].set(step, { v, tokens: num(p.tokens), extra: normExtra(p.extra) });
+        if (step > c.since[kind]) c.since[kind] = step;
+      });
+      more = !!(body && body.more === true) && c.since[kind] > before;
+    }
   }
   c.complete = doneBefore;
   return c;

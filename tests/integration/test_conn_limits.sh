@@ -109,6 +109,60 @@ print("workers still ok:", sum(ask(x, get).startswith("HTTP/1.1 200") for x in w
 
 # The soft open-file limit is raised to fit --max-conns; a hard limit too low for an explicit --max-conns is
 # exit 2 naming both fixes; the default cap is lowered to fit, with a warning.
+# An anonymous reader of a large answer that reads it slowly gets all of it: the answer outlasts --anon-timeout but
+# the client takes some of it every second, so the connection is not idle (an anonymous reader got 200 with
+# Content-Length 308,846,054 and only 4,014,977 bytes, cut by --anon-timeout). A reader that stops reading is still
+# cut, a timeout or two later.
+t_slow_anonymous_reader_gets_the_whole_answer() {
+  s_setup
+  s_spec "$D/spec.json" big '["4,4,4,4", "1,1,4,4"]' '[1]'
+  s_create "$D/spec.json" >/dev/null
+  # 20,000 more schedules, one job each: a leaderboard of ~10 MB, more than the sockets' buffers hold
+  /usr/bin/python3 - "$DB" <<'EOF_FILL'
+import sqlite3, sys
+db = sqlite3.connect(sys.argv[1])
+db.execute("WITH RECURSIVE k(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM k WHERE i < 20000) INSERT INTO schedules "
+           "(sweep_id, heads, is_baseline, ord) SELECT 1, '4,4,4,' || (4 + i), 0, 1000000 + i FROM k")
+db.execute("INSERT INTO jobs (sweep_id, schedule_id, seed, seed_index, priority, state, job, steps, tokens_per_step, "
+           "created_at, updated_at, rung, stop_at_step) SELECT t.sweep_id, sc.id, t.seed, 0, t.priority, 'queued', t.job, "
+           "t.steps, t.tokens_per_step, t.created_at, t.updated_at, t.rung, t.stop_at_step FROM schedules sc, "
+           "(SELECT * FROM jobs ORDER BY id LIMIT 1) t WHERE sc.ord >= 1000000")
+db.commit()
+EOF_FILL
+  s_server --public-read --anon-timeout 1
+  local out; out=$(timeout 90 /usr/bin/python3 -u -c '
+import socket, sys, time
+port = int(sys.argv[1])
+def fetch(pause, stop_after):
+    s = socket.socket()
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 65536)
+    s.connect(("127.0.0.1", port))
+    s.sendall(b"GET /api/v1/sweeps/1/leaderboard HTTP/1.1\r\nHost: x\r\n\r\n")
+    d, t0, cl = b"", time.time(), None
+    while True:
+        if stop_after and len(d) > stop_after: time.sleep(6); stop_after = 0
+        try: k = s.recv(65536)
+        except OSError: break
+        if not k: break
+        d += k
+        head, sep, body = d.partition(b"\r\n\r\n")
+        if sep and cl is None:
+            cl = [int(l.split(b":")[1]) for l in head.split(b"\r\n") if l.lower().startswith(b"content-length:")][0]
+        if cl is not None and len(body) >= cl: break
+        time.sleep(pause)
+    return cl or -1, len(d.partition(b"\r\n\r\n")[2]), time.time() - t0
+fetch(0, 0)   # the first answer ranks the sweep: not what is measured
+cl, got, dt = fetch(0.02, 0)
+print("slow reader: %d of %d bytes in %.1f s" % (got, cl, dt))
+print("slow reader complete:", cl > 4000000 and got == cl and dt > 2)
+cl, got, dt = fetch(0.0, 1000000)
+print("stalled reader: %d of %d bytes" % (got, cl))
+print("stalled reader cut:", 0 < got < cl)' "$PORT")
+  echo "$out"
+  assert_contains "$out" "slow reader complete: True"
+  assert_contains "$out" "stalled reader cut: True"
+}
+
 t_open_file_limit() {
   s_setup
   local hard; hard=$(ulimit -Hn)

@@ -95,8 +95,8 @@ t_orchestrator_kill9_nothing_acknowledged_lost() {
   w_worker wa; w_worker wb
   w_wait 60 "both jobs past step 400" w_both_past 400
   # what the server acknowledged so far (a 2xx means committed)
-  w_get "/api/v1/jobs/1/metrics?kind=train" > "$D/before1.json"
-  w_get "/api/v1/jobs/2/metrics?kind=train" > "$D/before2.json"
+  w_curve 1 train > "$D/before1.json"
+  w_curve 2 train > "$D/before2.json"
   local n1; n1=$(w_json 'len(d["points"])' < "$D/before1.json")
   kill -KILL "$SERVER_PID"
   sleep 1.5
@@ -104,7 +104,7 @@ t_orchestrator_kill9_nothing_acknowledged_lost() {
   w_wait 100 "both jobs done" w_all_done "$sid" 2
   local j
   for j in 1 2; do
-    w_get "/api/v1/jobs/$j/metrics?kind=train" > "$D/after$j.json"
+    w_curve "$j" train > "$D/after$j.json"
     assert_eq "0-7999/8000/8000" "$(w_steps < "$D/after$j.json")" "job $j train steps after the restart"
     # every point acknowledged before the kill is still there, unchanged
     /usr/bin/python3 - "$D/before$j.json" "$D/after$j.json" <<'EOF2' || fail "acknowledged points of job $j lost or changed"

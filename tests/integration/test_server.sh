@@ -26,6 +26,16 @@ t_lease_order_priority_pause() {
   assert_eq "1 $JOB" "$(s_json '"\(.jobs|length) \(.jobs[0].id)"')" "limit: the priority job lists first"
   s_expect 200 GET "/api/v1/sweeps/$sid/jobs?limit=2&offset=1"
   assert_eq "2 4,4,4,4@7" "$(s_json '"\(.jobs|length) \(.jobs[0]|(.heads|map(tostring)|join(","))+"@"+(.seed|tostring))"')" "offset"
+  # pages: "more" and "after" (the last job's id) go on where a page stopped, in the same order as one larger page
+  s_expect 200 GET "/api/v1/sweeps/$sid/jobs?limit=3"
+  local three; three=$(s_json '[.jobs[].id]|map(tostring)|join(",")')
+  s_expect 200 GET "/api/v1/sweeps/$sid/jobs?limit=2"
+  assert_eq "true" "$(s_json .more)" "a page with jobs after it says more"
+  local two after; two=$(s_json '[.jobs[].id]|map(tostring)|join(",")'); after=$(s_json .after)
+  s_expect 200 GET "/api/v1/sweeps/$sid/jobs?limit=1&after=$after"
+  assert_eq "$three" "$two,$(s_json '.jobs[0].id')" "after= goes on in the lease order"
+  s_expect 200 GET "/api/v1/sweeps/$sid/jobs"
+  assert_eq "false null" "$(s_json '"\(.more) \(.after)"')" "the whole list in one page: no more, no after"
   s_expect 200 POST "/api/v1/sweeps/$sid/pause" '{}' "$AT"
   s_lease "$w"; assert_eq "" "$JOB" "paused sweep leases nothing (204)"
   s_expect 200 POST "/api/v1/sweeps/$sid/resume" '{}' "$AT"
@@ -151,6 +161,15 @@ t_idempotent_metrics_and_complete() {
   s_expect 200 GET "/api/v1/jobs/$JOB/metrics?kind=train&format=csv"
   assert_contains "$BODY" "step,value,tokens,lr,tok_per_s,attempt"
   assert_eq 3 "$(echo "$BODY" | wc -l)" "csv lines"
+  # a page of the curve: JSON "more", the CSV's X-Prism-More header; since= the last step goes on
+  s_expect 200 GET "/api/v1/jobs/$JOB/metrics?kind=val&limit=1"
+  assert_eq "1 true 0" "$(s_json '"\(.points|length) \(.more) \(.last_step)"')" "a curve's first page of 1"
+  s_expect 200 GET "/api/v1/jobs/$JOB/metrics?kind=val&limit=1&since=0"
+  assert_eq "1 false 5" "$(s_json '"\(.points|length) \(.more) \(.last_step)"')" "its last page"
+  local hdr; hdr=$(curl -s -D - -o /dev/null "$URL/api/v1/jobs/$JOB/metrics?kind=val&limit=1&format=csv" -H "Authorization: Bearer $AT")
+  assert_contains "$hdr" "X-Prism-More: true"
+  hdr=$(curl -s -D - -o /dev/null "$URL/api/v1/jobs/$JOB/metrics?kind=val&format=csv" -H "Authorization: Bearer $AT")
+  case "$hdr" in *X-Prism-More*) fail "the whole curve in one page says more: $hdr";; esac
   s_expect 200 GET "/api/v1/jobs/$JOB"
   assert_eq "1 5.2" "$(s_json '"\(.step) \(.last_loss)"')" "progress from metrics"
   s_complete "$JOB" "$TOKEN" 4.25 '[1.5, 2.5, 3.5, 4.5]'

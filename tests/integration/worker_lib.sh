@@ -89,6 +89,24 @@ w_get() { curl -s -H "Authorization: Bearer $ATOK" "$URL$1"; }
 # w_post PATH JSON: POST with the admin token.
 w_post() { curl -s -X POST -H "Authorization: Bearer $ATOK" -H 'Content-Type: application/json' -d "$2" "$URL$1"; }
 
+# w_curve JOB KIND: every point of the job's curve of KIND as one {"points": [...]}, read page by page (the metrics route
+# answers a page at a time: "more", since= its last_step; docs/API.md).
+w_curve() {
+  /usr/bin/python3 - "$URL" "$ATOK" "$1" "$2" <<'EOF_CURVE'
+import json, sys, urllib.request
+url, tok, job, kind = sys.argv[1:5]
+pts, since = [], -1
+for _ in range(100000):
+    req = urllib.request.Request("%s/api/v1/jobs/%s/metrics?kind=%s&since=%d" % (url, job, kind, since),
+                                 headers={"Authorization": "Bearer " + tok})
+    d = json.load(urllib.request.urlopen(req))
+    pts += d["points"]
+    if not d.get("more"): break
+    since = d["last_step"]
+print(json.dumps({"points": pts}))
+EOF_CURVE
+}
+
 # w_json EXPR: evaluates a Python expression over the JSON on stdin (bound to d); prints the result.
 w_json() { /usr/bin/python3 -c "import json,sys; d=json.load(sys.stdin); r=($1); print(r if not isinstance(r,(dict,list,bool)) else json.dumps(r))"; }
 

@@ -17,6 +17,8 @@
 #include "sweeps.h"
 #include "store_test_lib.h"
 #include "leaderboard.h"
+#include "jsonout.h"
+#include "lbcache.h"
 
 #define SPEC_HEAD "{ \"name\": \"big\", \"model\": {\"n_layer\": 4, \"d_model\": 64, \"vocab_size\": 256, " \
                   "\"padded_vocab_size\": 256, \"seq_len\": 64}, \"rules\": {\"h_base\": 4, \"max_head_dim\": 0, " \
@@ -288,6 +290,163 @@ TEST(jobs_since_cost_is_flat) { page_flat_or_known("jobs?since", "/api/v1/sweeps
  * from the server's last build (lbcache.h), keyed by sweep_ranking.rev (sql/015_ranking_rev.sql) */
 TEST(leaderboard_cost_is_flat) { page_flat_or_known("leaderboard", "/api/v1/sweeps/1/leaderboard", NULL); }
 
+/* Each GET bad[i][0] answers 400 with an error containing bad[i][1]. */
+static void expect_400s(const char *const bad[][2], size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        int status;
+        json_t *o = request("GET", bad[i][0], NULL, NULL, &status);
+        ASSERT_EQ_INT(400, status);
+        ASSERT_CONTAINS(json_string_value(json_object_get(o, "error")), bad[i][1]);
+        json_decref(o);
+    }
+}
+
+/* The list's pages (issue #44: 100,000 jobs were one 46.7 MB answer, sorted at each request): a page of the lease order
+ * is a range of jobs_list / jobs_list_state (sql/020_jobs_list.sql), the same cost at 1,000 and 100,000 jobs, from
+ * the start, after= a job, and with a state. */
+TEST(jobs_page_cost_is_flat) { page_flat_or_known("jobs", "/api/v1/sweeps/1/jobs?limit=100", NULL); }
+TEST(jobs_page_after_cost_is_flat) { page_flat_or_known("jobs?after", "/api/v1/sweeps/1/jobs?limit=100&after=500", NULL); }
+TEST(jobs_page_state_cost_is_flat) {
+    page_flat_or_known("jobs?state", "/api/v1/sweeps/1/jobs?state=queued&limit=100&after=500", NULL);
+}
+
+/* Walks the list a page of `limit` at a time (after= each answer's "after") with the query's extra parameters and
+ * returns the ids in the order answered as "1,5,7"; every page holds at most limit jobs, "more" is false on the last
+ * one only, and every page has the first page's cursor. */
+static char *walk_pages(long long limit, const char *extra, int *pages) {
+    size_t cap = 1 << 16, len = 0;
+    char *out = calloc(1, cap), p[256];
+    long long after = -1, cursor = -1;
+    *pages = 0;
+    for (;;) {
+        if (after < 0) snprintf(p, sizeof p, "/api/v1/sweeps/1/jobs?limit=%lld%s", limit, extra);
+        else snprintf(p, sizeof p, "/api/v1/sweeps/1/jobs?limit=%lld%s&after=%lld", limit, extra, after);
+        json_t *o = call("GET", p, NULL, NULL), *jobs = json_object_get(o, "jobs");
+        ASSERT_TRUE((long long)json_array_size(jobs) <= limit);
+        long long cur = json_integer_value(json_object_get(o, "cursor"));
+        if (cursor < 0) cursor = cur;
+        ASSERT_EQ_INT(cursor, cur);
+        for (size_t i = 0; i < json_array_size(jobs); i++)
+            len += (size_t)snprintf(out + len, cap - len, "%s%lld", len ? "," : "",
+                                    (long long)json_integer_value(json_object_get(json_array_get(jobs, i), "id")));
+        ASSERT_TRUE(len < cap - 32);
+        (*pages)++;
+        int more = json_is_true(json_object_get(o, "more"));
+        if (more) after = json_integer_value(json_object_get(o, "after"));
+        else ASSERT_TRUE(json_object_get(o, "after") == NULL);
+        json_decref(o);
+        if (!more) break;
+        ASSERT_TRUE(*pages < 10000);
+    }
+    return out;
+}
+
+/* The ids of the sweep's jobs (with a state: of that state) in the lease order, by the query the list had before it
+ * was paged (a sort of the sweep's rows on the schedule's is_baseline and ord). */
+static char *lease_order(const char *state) {
+    sqlite3_stmt *q = NULL;
+    ASSERT_EQ_INT(SQLITE_OK, sqlite3_prepare_v2(ST->db, "SELECT group_concat(id, ',') FROM (SELECT j.id FROM jobs j JOIN schedules "
+                  "sc ON sc.id = j.schedule_id WHERE j.sweep_id = 1 AND (?1 IS NULL OR j.state = ?1) ORDER BY j.priority DESC, "
+                  "j.seed_index, sc.is_baseline DESC, sc.ord, j.id)", -1, &q, NULL));
+    if (state) sqlite3_bind_text(q, 1, state, -1, SQLITE_STATIC);
+    ASSERT_EQ_INT(SQLITE_ROW, sqlite3_step(q));
+    char *s = strdup(sqlite3_column_text(q, 0) ? (const char *)sqlite3_column_text(q, 0) : "");
+    sqlite3_finalize(q);
+    return s;
+}
+
+/* Page by page (after= the last job of each) the list is the lease order exactly, each job once, across three
+ * priority levels and with a state filter; a limit above the page is cut to it; bad paging parameters are 400s naming
+ * them and the fix. */
+TEST(jobs_pages_walk_the_lease_order) {
+    build(SMALL, 0);
+    ASSERT_EQ_INT(0, store_begin(ST));   /* three priority levels, and some jobs out of the queued state */
+    for (long long id = 1; id <= SMALL; id += 7) ASSERT_EQ_INT(0, queue_set_priority(&A.q, id, 5));
+    for (long long id = 3; id <= SMALL; id += 11) ASSERT_EQ_INT(0, queue_set_priority(&A.q, id, -2));
+    for (long long id = 2; id <= SMALL; id += 13) ASSERT_EQ_INT(0, queue_cancel(&A.q, id));
+    ASSERT_EQ_INT(0, store_commit(ST));
+    int pages;
+    char *got = walk_pages(37, "", &pages), *want = lease_order(NULL);
+    printf("all jobs: %d pages of 37\n", pages);
+    ASSERT_STREQ(want, got);
+    ASSERT_EQ_INT((SMALL + 36) / 37, pages);
+    free(got);
+    free(want);
+    got = walk_pages(23, "&state=queued", &pages);
+    want = lease_order("queued");
+    printf("queued jobs: %d pages of 23\n", pages);
+    ASSERT_STREQ(want, got);
+    free(got);
+    free(want);
+    json_t *o = call("GET", "/api/v1/sweeps/1/jobs?limit=5000", NULL, NULL);   /* at most a page */
+    ASSERT_EQ_INT(VIEWS_JOBS_PAGE, json_array_size(json_object_get(o, "jobs")));
+    json_decref(o);
+    static const char *const bad[][2] = {
+        { "/api/v1/sweeps/1/jobs?after=abc", "after" }, { "/api/v1/sweeps/1/jobs?after=999999", "not a job of sweep 1" },
+        { "/api/v1/sweeps/1/jobs?offset=5001", "after=" }, { "/api/v1/sweeps/1/jobs?since=1&after=5", "after with since" },
+        { "/api/v1/sweeps/1/jobs?after=5&offset=1", "after with offset" },
+    };
+    expect_400s(bad, sizeof bad / sizeof bad[0]);
+    teardown();
+}
+
+/* npoints train points of job 1 (attempt 0, steps 1..npoints), inserted in one transaction. */
+static void curve_points(long long npoints) {
+    char sql[512];
+    snprintf(sql, sizeof sql, "WITH RECURSIVE k(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM k WHERE i < %lld) INSERT INTO "
+             "metrics (job_id, attempt, step, kind, value, lr, tokens, tok_per_s) SELECT 1, 0, i, 'train', 3.5, 0.001, "
+             "i * 1024, 1000.0 FROM k", npoints);
+    ASSERT_EQ_INT(0, store_begin(ST));
+    if (store_exec(ST, sql) < 0) HFAIL("points: %s", ST->err);
+    ASSERT_EQ_INT(0, store_commit(ST));
+}
+
+/* A curve's page costs its points, not the curve's (a 3M-point curve held the loop 23 s): the first page of a curve of
+ * 6,000 points and of one of 100,000 the same VM steps (within 5% + 40); walked since= each page's last_step, the
+ * pages give every point once, in step order, "more" false on the last. */
+TEST(curve_page_cost_is_flat) {
+    store_cost c[2];
+    const long long n[2] = { 6000, BIG };
+    for (int k = 0; k < 2; k++) {
+        build(SMALL, 0);
+        curve_points(n[k]);
+        json_decref(call("GET", "/api/v1/jobs/1/metrics?kind=train", NULL, &c[k]));
+        json_decref(call("GET", "/api/v1/jobs/1/metrics?kind=train", NULL, &c[k]));
+        if (k == 1) break;
+        teardown();
+    }
+    printf("curve page: %lld points: %llu VM steps; %lld points: %llu VM steps\n", n[0], c[0].vm_steps, n[1], c[1].vm_steps);
+    ASSERT_TRUE(c[0].vm_steps > 0);
+    if ((double)c[1].vm_steps > (double)c[0].vm_steps * 1.05 + 40)
+        HFAIL("a curve's page: %llu VM steps for a curve of %lld points, %llu for one of %lld: it grows with the curve",
+              c[1].vm_steps, n[1], c[0].vm_steps, n[0]);
+    long long since = -1, total = 0, pages = 0;
+    for (;;) {   /* the 100,000-point curve, page by page */
+        char p[128];
+        snprintf(p, sizeof p, "/api/v1/jobs/1/metrics?kind=train&since=%lld", since);
+        json_t *o = call("GET", p, NULL, NULL), *pts = json_object_get(o, "points");
+        ASSERT_TRUE(json_array_size(pts) <= VIEWS_POINTS_PAGE);
+        for (size_t i = 0; i < json_array_size(pts); i++) {
+            long long step = json_integer_value(json_object_get(json_array_get(pts, i), "step"));
+            ASSERT_EQ_INT(since + (since < 0 ? 2 : 1), step);   /* steps 1, 2, ...: each once, in order */
+            since = step;
+        }
+        total += (long long)json_array_size(pts);
+        pages++;
+        int more = json_is_true(json_object_get(o, "more"));
+        json_decref(o);
+        if (!more) break;
+        ASSERT_TRUE(pages < 1000);
+    }
+    printf("walked: %lld points in %lld pages\n", total, pages);
+    ASSERT_EQ_INT(BIG, total);
+    ASSERT_EQ_INT((BIG + VIEWS_POINTS_PAGE - 1) / VIEWS_POINTS_PAGE, pages);
+    int status;
+    json_decref(request("GET", "/api/v1/jobs/1/metrics?kind=train&limit=0", NULL, NULL, &status));
+    ASSERT_EQ_INT(400, status);
+    teardown();
+}
+
 /* The ids of an answer's jobs, ascending, as "1,5,7". */
 static void ids_of(json_t *o, char *out, size_t n) {
     json_t *jobs = json_object_get(o, "jobs");
@@ -388,13 +547,7 @@ TEST(jobs_since_answers_the_changed_jobs) {
         { "/api/v1/sweeps/1/jobs?since=abc", "since" }, { "/api/v1/sweeps/1/jobs?since=-1", "since" },
         { "/api/v1/sweeps/1/jobs?since=1&state=done", "state" }, { "/api/v1/sweeps/1/jobs?since=1&offset=5", "offset" },
     };
-    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        int status;
-        o = request("GET", bad[i][0], NULL, NULL, &status);
-        ASSERT_EQ_INT(400, status);
-        ASSERT_CONTAINS(json_string_value(json_object_get(o, "error")), bad[i][1]);
-        json_decref(o);
-    }
+    expect_400s(bad, sizeof bad / sizeof bad[0]);
     teardown();
 }
 
@@ -567,6 +720,16 @@ static long long polled_done(void) {
     return n;
 }
 
+/* A worker registers, leases the next job and completes it (val_loss 2.5): a change the leaderboard shows. */
+static void complete_one(void) {
+    json_t *o = call("POST", "/api/v1/workers/register", "{\"name\": \"w1\"}", NULL);
+    long long wid = json_integer_value(json_object_get(o, "worker_id"));
+    json_decref(o);
+    leased a;
+    lease(wid, &a, NULL);
+    job_op(&a, "complete", "\"result\": {\"val_loss\": 2.5, \"steps\": 90}", NULL);
+}
+
 /* A ranking that costs (here: every build takes 0.2 s of the tests' clock) is built again after a change only once
  * LBCACHE_DUTY build times have passed, and an unchanged one after LBCACHE_MAX_AGE_S. */
 TEST(leaderboard_rebuild_waits_for_its_duty) {
@@ -576,12 +739,7 @@ TEST(leaderboard_rebuild_waits_for_its_duty) {
     A.views.lb.clock = test_clock;
     ASSERT_EQ_INT(0, polled_done());
     ASSERT_EQ_INT(1, A.views.lb.builds);
-    json_t *o = call("POST", "/api/v1/workers/register", "{\"name\": \"w1\"}", NULL);
-    long long wid = json_integer_value(json_object_get(o, "worker_id"));
-    json_decref(o);
-    leased a;
-    lease(wid, &a, NULL);
-    job_op(&a, "complete", "\"result\": {\"val_loss\": 2.5, \"steps\": 90}", NULL);
+    complete_one();
     long long stale = polled_done();   /* 0.2 s after a build of 0.2 s: not due (2 s) */
     printf("done right after the change: %lld (builds %llu)\n", stale, A.views.lb.builds);
     ASSERT_EQ_INT(0, stale);
@@ -594,5 +752,57 @@ TEST(leaderboard_rebuild_waits_for_its_duty) {
     clock_t0 += LBCACHE_MAX_AGE_S;
     ASSERT_EQ_INT(1, polled_done());
     ASSERT_EQ_INT(3, A.views.lb.builds);
+    teardown();
+}
+
+/* With a loop (the server's), a costly sweep's due rebuild runs on the thread pool: the poll that finds it due is
+ * answered from the entry it has, at the cost of a hit (no ranking on the loop's connection), the build runs on a
+ * read-only connection of its own, and once the loop installs it the route answers exactly what the database ranks;
+ * the answer's text is the entry's (rendered once per build). */
+TEST(leaderboard_costly_rebuild_runs_off_the_loop) {
+    build(SMALL, 0);
+    uv_loop_t loop;
+    ASSERT_EQ_INT(0, uv_loop_init(&loop));
+    A.views.lb.loop = &loop;
+    snprintf(A.views.lb.db_path, sizeof A.views.lb.db_path, "%s", ST->path);
+    A.views.lb.cheap_s = 1e-9;   /* every build costs */
+    clock_t0 = 1000;
+    clock_step = 0.2;
+    A.views.lb.clock = test_clock;
+    store_cost first, stale;
+    json_decref(call("GET", "/api/v1/sweeps/1/leaderboard", NULL, &first));   /* no entry yet: built here */
+    ASSERT_EQ_INT(1, A.views.lb.builds);
+    complete_one();
+    clock_t0 += LBCACHE_DUTY * 0.2;   /* due */
+    json_t *o = call("GET", "/api/v1/sweeps/1/leaderboard", NULL, &stale);
+    printf("first build on the loop: %llu VM steps; the due poll: %llu VM steps, done %lld, %d build(s) on the pool\n",
+           first.vm_steps, stale.vm_steps, done_count(o), A.views.lb.inflight);
+    ASSERT_EQ_INT(0, done_count(o));          /* the entry it had */
+    json_decref(o);
+    ASSERT_EQ_INT(1, A.views.lb.inflight);
+    ASSERT_EQ_INT(1, A.views.lb.builds);
+    ASSERT_TRUE(stale.vm_steps < 100 && first.vm_steps > 10 * stale.vm_steps);
+    json_decref(call("GET", "/api/v1/sweeps/1/leaderboard", NULL, NULL));   /* while it runs: no second build */
+    ASSERT_EQ_INT(1, A.views.lb.inflight);
+    ASSERT_EQ_INT(0, uv_run(&loop, UV_RUN_DEFAULT));   /* the build ends and is installed */
+    ASSERT_EQ_INT(0, A.views.lb.inflight);
+    ASSERT_EQ_INT(1, A.views.lb.async_builds);
+    ASSERT_EQ_INT(2, A.views.lb.builds);
+    unsigned long long b = A.views.lb.builds;
+    leaderboard_is_fresh("the build off the loop");
+    ASSERT_EQ_INT(b, A.views.lb.builds);      /* answered from the installed entry */
+    json_t *lb = NULL;
+    char err[512];
+    ASSERT_EQ_INT(0, lbcache_get(&A.views.lb, ST, 1, &lb, err, sizeof err));
+    size_t len = 0;
+    const char *text = lbcache_text(&A.views.lb, lb, &len);
+    char *want = json_dumps(lb, JSON_COMPACT | JSONOUT_FLAGS);
+    ASSERT_TRUE(text != NULL && want != NULL);
+    ASSERT_EQ_INT(strlen(want), len);
+    ASSERT_TRUE(memcmp(text, want, len) == 0);
+    free(want);
+    json_decref(lb);
+    A.views.lb.loop = NULL;
+    ASSERT_EQ_INT(0, uv_loop_close(&loop));
     teardown();
 }

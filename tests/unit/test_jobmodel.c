@@ -107,6 +107,7 @@ TEST(migration_fills_older_rows_by_the_c_model) {
     long long n = qv(st, "SELECT count(*) FROM jobs");
     /* back to schema version 3: no tokens_per_step column, steps as a version that filled them at lease left them,
      * and one row whose JSON is not a job */
+    ASSERT_EQ_INT(0, store_exec(st, "DROP INDEX jobs_list; DROP INDEX jobs_list_state"));   /* migration 20 */
     ASSERT_EQ_INT(0, store_exec(st, "ALTER TABLE metrics DROP COLUMN t"));   /* migration 19 */
     ASSERT_EQ_INT(0, store_exec(st, "ALTER TABLE jobs DROP COLUMN preemptions; "
                                 "ALTER TABLE metrics DROP COLUMN val_loss_se"));   /* migration 18 */
