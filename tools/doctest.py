@@ -57,7 +57,8 @@ SUBST = [
 # RULES: (regex on the command, kind, why, options). Options for run: expect (regex its output must match),
 # lines (how many lines it prints), files (paths that must exist after, relative to the scratch directory),
 # bg (runs in the background: a server, waited for on /healthz), extra (appended to the command), subst (more
-# (from, to) pairs), before (a shell line run first), dir (another scratch directory: "alt").
+# (from, to) pairs), before (a shell line run first), dir (another scratch directory: "alt"), script (what it
+# prints is a shell script: bash -n must accept it).
 R, P, X = "run", "parse", "text"
 # the data the specs read (data/text_*.bin: README's tokenize, made here where the doc has not) copied to the
 # shared filesystem, where --data-root /shared/prism looks
@@ -97,7 +98,7 @@ RULES = [
                 "{T}/var/lib/prism-sweep/prism.db.worker-token {T}/shared/prism/worker-token; }",
       "expect": r"registered"}),
     (r"^prism-sweep launch slurm .*--submit", R, "without --submit (no sbatch here): the script it would submit",
-     {"subst": [(" --submit", "")], "expect": r"#SBATCH --array=0-7"}),
+     {"subst": [(" --submit", "")], "expect": r"#SBATCH --array=0-7", "script": True}),
     (r"^prism-sweep status --db /var/lib/", R, "", {"expect": r"gpt2-124m(?s:.*)\n  done +12\n"}),
     (r"^prism-sweep requeue gpt2-124m --state failed .*--server http://10\.1\.0\.5:8080 --token-file ", R,
      "DB.tokens: the service node's database's tokens file",
@@ -122,7 +123,11 @@ RULES = [
     (r"^prism-sweep export gpt2-124m --db prism\.db --format tensorboard --out tb/$", R, "", {"files": ["tb"]}),
     # ---- DEPLOY.md
     (r"^sudo install -d -o \$USER /var/lib/prism-sweep$", P, "root", {}),
-    (r"^sbatch ", P, "needs a SLURM cluster (tests/integration/test_slurm.sh runs the script under one)", {}),
+    (r"^sbatch --array=0-7 --gres=gpu:4 deploy/slurm/prism-worker\.sbatch ", R,
+     "no SLURM here (test_slurm.sh runs it under one): the script's dry run (PRISM_SBATCH_DRY_RUN=1) as a task "
+     "given 4 GPUs (SLURM_GPUS_ON_NODE=4) prints the worker it would exec",
+     {"subst": [("sbatch --array=0-7 --gres=gpu:4 ", "PRISM_SBATCH_DRY_RUN=1 SLURM_GPUS_ON_NODE=4 bash {ROOT}/")],
+      "expect": r"^prism-worker --server http://head:8080 --token-file \S+ --devices 0,1,2,3 "}),
     (r"^useradd |^cp deploy/systemd/|^systemctl |^install -d -m 0750 -g prism |^printf 'PRISM_SERVER=", P,
      "root and systemd on the service node (tests/integration/test_deploy.sh verifies the units)", {}),
     (r"^curl -H \"Authorization: Bearer \$\(sed ", P, "the systemd service's server on port 8080", {}),
@@ -223,6 +228,16 @@ class Helps:
 
     def flags(self, prog, *args):
         return set(re.findall(r"^\s+(--[A-Za-z0-9][\w-]*)", self.text(prog, *args), re.M))
+
+    def spec_errors(self, path):
+        """A sweep spec the doc names must be valid: prism-sweep power reads and checks it."""
+        key = ("power", path)
+        if key not in self.cache:
+            p = subprocess.run([os.path.join(self.build, "prism-sweep"), "power", os.path.join(ROOT, path)],
+                               capture_output=True, text=True)
+            self.cache[key] = [] if p.returncode == 0 else [
+                f"names {path}, which prism-sweep power refuses: {(p.stderr or p.stdout).strip()[-300:]}"]
+        return self.cache[key]
 
     def commands(self, prog):
         t = self.text(prog)
@@ -353,6 +368,8 @@ def check_command(cmd, helps):
         for p in repo_paths(w):
             if not glob.glob(os.path.join(ROOT, p)):
                 errs.append(f"names {p}, which is not in the repository")
+            elif re.match(r"^sweeps/[^*]+\.json$", p):
+                errs += helps.spec_errors(p)
         r = check_prog(w, helps)
         if r is not None:
             errs += r
@@ -428,7 +445,7 @@ def run_doc(name, cmds, build, only, log):
     """Runs the doc's run commands in order in a fresh scratch directory; returns the failures."""
     errs, procs = [], []
     T = tempfile.mkdtemp(prefix="prism-doctest-")
-    vals = {"T": T, "BUILD": build, "PORT_CLUSTER": str(free_port()), "PORT_LOCAL": str(free_port())}
+    vals = {"T": T, "BUILD": build, "ROOT": ROOT, "PORT_CLUSTER": str(free_port()), "PORT_LOCAL": str(free_port())}
     dirs = {"main": os.path.join(T, "work"), "alt": os.path.join(T, "alt")}
     env = dict(os.environ, PATH=build + os.pathsep + os.environ.get("PATH", ""))
     env.pop("COLUMNS", None)
@@ -475,6 +492,10 @@ def run_doc(name, cmds, build, only, log):
                     continue
             if "expect" in opt and not re.search(opt["expect"], out, re.M):
                 errs.append(f"{where}: `{cmd}` printed no /{opt['expect']}/: {out.strip()[-400:]}")
+            if opt.get("script"):
+                q = subprocess.run(["bash", "-n"], input=p.stdout, capture_output=True, text=True)
+                if q.returncode != 0:
+                    errs.append(f"{where}: `{cmd}` printed a script bash -n refuses: {q.stderr.strip()[-300:]}")
             if "lines" in opt and len(p.stdout.splitlines()) != opt["lines"]:
                 errs.append(f"{where}: `{cmd}` printed {len(p.stdout.splitlines())} lines, the doc says "
                             f"{opt['lines']}")

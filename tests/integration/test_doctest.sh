@@ -11,6 +11,7 @@
 # timeout: 240
 . "$(dirname "$0")/../lib.sh"
 
+PRISM_ROOT=${PRISM_ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}
 DT=$PRISM_ROOT/tools/doctest.py
 
 t_docs_commands_parse() {
