@@ -58,7 +58,7 @@ SUBST = [
 # lines (how many lines it prints), files (paths that must exist after, relative to the scratch directory),
 # bg (runs in the background: a server, waited for on /healthz), extra (appended to the command), subst (more
 # (from, to) pairs), before (a shell line run first), dir (another scratch directory: "alt"), script (what it
-# prints is a shell script: bash -n must accept it).
+# prints is a shell script: bash -n must accept it); dir "repo" runs it in the repository (it writes nothing).
 R, P, X = "run", "parse", "text"
 # the data the specs read (data/text_*.bin: README's tokenize, made here where the doc has not) copied to the
 # shared filesystem, where --data-root /shared/prism looks
@@ -144,8 +144,8 @@ RULES = [
     (r"^prism-worker --server http://HOST:8080 --token-file F --devices 0,1,2,3 .*--trainer ", P,
      NOGPU + " and PyTorch (or the reader's own trainer)", {}),
     (r"^/usr/bin/python3 fuzz/fuzz_trainer\.py --seconds 30 ", P, "2 minutes of fuzzing", {}),
-    (r"^/usr/bin/python3 fuzz/fuzz_trainer\.py --replay ", P,
-     "needs NumPy/PyTorch's trainer modules (tests/integration/test_torch_fuzz.sh replays the corpora)", {}),
+    (r"^/usr/bin/python3 fuzz/fuzz_trainer\.py --replay fuzz/corpus/py-job$", R, "in the repository",
+     {"dir": "repo", "expect": r"replay job: \d+ files, .* 0 crashes"}),
 ]
 
 
@@ -446,7 +446,7 @@ def run_doc(name, cmds, build, only, log):
     errs, procs = [], []
     T = tempfile.mkdtemp(prefix="prism-doctest-")
     vals = {"T": T, "BUILD": build, "ROOT": ROOT, "PORT_CLUSTER": str(free_port()), "PORT_LOCAL": str(free_port())}
-    dirs = {"main": os.path.join(T, "work"), "alt": os.path.join(T, "alt")}
+    dirs = {"main": os.path.join(T, "work"), "alt": os.path.join(T, "alt"), "repo": ROOT}
     env = dict(os.environ, PATH=build + os.pathsep + os.environ.get("PATH", ""))
     env.pop("COLUMNS", None)
     fmt = lambda s: re.sub(r"\{(\w+)\}", lambda m: vals.get(m.group(1), m.group(0)), s)
@@ -457,7 +457,7 @@ def run_doc(name, cmds, build, only, log):
             if kind != R or (only and not re.search(only, cmd)):
                 continue
             cwd = dirs[opt.get("dir", "main")]
-            if cwd not in made:
+            if cwd not in made and cwd != ROOT:
                 populate(cwd)
                 made.add(cwd)
             s = cmd
