@@ -13,7 +13,10 @@
  *                tags train/loss, train/lr, train/tok_per_s, train/grad_norm, val/loss, val/loss_se at each step, a
  *                train point's extras as extra/NAME and a val point's as val/extra/NAME, and
  *                result/val_loss, result/tok_per_s, result/attn_distance/layerNN, result/zero_shot/TASK/acc
- *                and acc_norm, result/extra/NAME at the job's last step (tfevents.c writes the files)
+ *                and acc_norm, result/extra/NAME at the job's last step (tfevents.c writes the files); for the
+ *                HParams dashboard each run opens with its session_start_info (the job's hparams: tb_hparams) and
+ *                ends with its session_end_info (status), and DIR/events.out.tfevents.<t>.prism-sweep holds the
+ *                experiment (every hparam with the values the jobs take, the metrics: tb_experiment)
  * and every format writes DIR/sweep.json (id, name, the spec as given). Each file is written to a temporary
  * name, fsynced and renamed (util_commit_file), so DIR never holds half a file; the summary line is printed
  * after the last one is durable. Numbers in CSV use %.17g (they read back as the stored doubles).
@@ -29,6 +32,7 @@
 #include "jsonout.h"
 #include "cli.h"
 #include "commands.h"
+#include "job.h"
 #include "jobstate.h"
 #include "point.h"
 #include "store.h"
@@ -40,8 +44,9 @@ typedef struct xjob {
     long long id, schedule_id, seed, attempt, steps;
     int is_baseline, has_result;
     char heads[512], state[16];
-    char *last_error, *attn, *result;   /* malloc'd or NULL */
-    double created_at, updated_at;
+    char *last_error, *attn, *result, *job;   /* malloc'd or NULL; job: the job JSON a worker trains */
+    double created_at, updated_at, finished_at;   /* finished_at 0: not finished */
+    json_t *hp;   /* tensorboard: the run's hparams (tb_hparams), NULL otherwise */
     double r_val, r_tps, r_wall, r_flops;
     long long r_params;
     int r_has_tps, r_has_wall, r_has_flops, r_has_params;
@@ -121,7 +126,7 @@ static void heads_rle(const char *heads, char *out, size_t n) {
 static const char JOBS_SQL[] =
     "SELECT j.id, j.schedule_id, sc.heads, sc.is_baseline, j.seed, j.state, j.attempt, j.steps, j.last_error, "
     " j.created_at, j.updated_at, r.job_id IS NOT NULL, r.val_loss, r.tok_per_s, r.wall_s, r.params, r.flops_per_token, "
-    " r.attn_distance, r.result "
+    " r.attn_distance, r.result, j.job, coalesce(j.finished_at, 0) "
     "FROM jobs j JOIN schedules sc ON sc.id = j.schedule_id LEFT JOIN results r ON r.job_id = j.id "
     "WHERE j.sweep_id = ?1 ORDER BY j.id";
 
@@ -144,6 +149,14 @@ static json_t *point_extra(sqlite3_stmt *s) {
     json_t *o = t ? json_loads((const char *)t, 0, NULL) : NULL;
     if (o && !json_is_object(o)) { json_decref(o); o = NULL; }
     return o;
+}
+
+static void free_jobs(xjob *v, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        free(v[i].last_error); free(v[i].attn); free(v[i].result); free(v[i].job);
+        json_decref(v[i].hp);
+    }
+    free(v);
 }
 
 static int load_jobs(store *st, long long sweep, xjob **out, size_t *n, char *err, size_t errlen) {
@@ -181,6 +194,8 @@ static int load_jobs(store *st, long long sweep, xjob **out, size_t *n, char *er
         if ((j->r_has_flops = sqlite3_column_type(s, 16) != SQLITE_NULL)) j->r_flops = sqlite3_column_double(s, 16);
         j->attn = dup_col(s, 17);
         j->result = dup_col(s, 18);
+        j->job = dup_col(s, 19);
+        j->finished_at = sqlite3_column_double(s, 20);
     }
     if (rc != SQLITE_DONE) goto fail;
     sqlite3_finalize(s);
@@ -191,24 +206,26 @@ fail:
     snprintf(err, errlen, "reading the jobs: %s", sqlite3_errmsg(st->db));
 out:
     sqlite3_finalize(s);
-    for (size_t i = 0; i < k; i++) { free(v[i].last_error); free(v[i].attn); free(v[i].result); }
-    free(v);
+    free_jobs(v, k);
     return -1;
 }
 
-static void free_jobs(xjob *v, size_t n) {
-    for (size_t i = 0; i < n; i++) { free(v[i].last_error); free(v[i].attn); free(v[i].result); }
-    free(v);
-}
-
-static int write_sweep_json(store *st, long long sweep, const char *dir, char *err, size_t errlen) {
+/* The sweep's row of SQL (which selects from sweeps WHERE id = ?1) in *out, stepped to it; -1 with err set. */
+static int sweep_row(store *st, long long sweep, const char *sql, sqlite3_stmt **out, char *err, size_t errlen) {
     sqlite3_stmt *s = NULL;
-    if (sqlite3_prepare_v2(st->db, "SELECT id, name, spec, created_at FROM sweeps WHERE id = ?1", -1, &s, NULL) != SQLITE_OK ||
+    if (sqlite3_prepare_v2(st->db, sql, -1, &s, NULL) != SQLITE_OK ||
         (sqlite3_bind_int64(s, 1, sweep), sqlite3_step(s)) != SQLITE_ROW) {
         snprintf(err, errlen, "reading the sweep: %s", sqlite3_errmsg(st->db));
         sqlite3_finalize(s);
         return -1;
     }
+    *out = s;
+    return 0;
+}
+
+static int write_sweep_json(store *st, long long sweep, const char *dir, char *err, size_t errlen) {
+    sqlite3_stmt *s;
+    if (sweep_row(st, sweep, "SELECT id, name, spec, created_at FROM sweeps WHERE id = ?1", &s, err, errlen) < 0) return -1;
     json_t *spec = json_loads((const char *)sqlite3_column_text(s, 2), 0, NULL);
     json_t *o = json_pack("{s:I, s:s, s:f, s:o}", "id", (json_int_t)sqlite3_column_int64(s, 0), "name",
                           (const char *)sqlite3_column_text(s, 1), "created_at", sqlite3_column_double(s, 3),
@@ -290,6 +307,131 @@ typedef struct tbstate {
     int idw;          /* digits of the sweep's largest job id: run names are zero-padded to it, so they sort by id */
 } tbstate;
 
+/* A run's hparams for TensorBoard's HParams dashboard (its session_start_info), in this order: schedule (as the
+ * schedules table spells it, "1,1,4,4"), schedule_rle (the run name's "1x2-4x2"), seed, is_baseline, state, and
+ * from the job JSON (defaults filled in by the job module): arch, n_layer, d_model, vocab_size, seq_len (train's),
+ * batch_size, grad_accum, steps, tokens (batch_size x seq_len x grad_accum x steps), lr, lr_schedule, warmup_steps,
+ * min_lr_frac, weight_decay, grad_clip, then trainer and each trainer_args.NAME when the job has them. Numbers are
+ * doubles (google.protobuf.Value's only number). A job JSON the job module refuses (an older store's) gives only the
+ * first five. NULL when out of memory. */
+static json_t *tb_hparams(const xjob *j) {
+    char rle[400], jerr[256];
+    heads_rle(j->heads, rle, sizeof rle);
+    json_t *o = json_pack("{s:s, s:s, s:f, s:b, s:s}", "schedule", j->heads, "schedule_rle", rle, "seed", (double)j->seed,
+                          "is_baseline", j->is_baseline, "state", j->state);
+    struct job_config c;
+    if (!o || !j->job || job_parse_json(j->job, &c, jerr, sizeof jerr) < 0) return o;
+    const struct job_train *t = &c.train;
+    json_t *more = json_pack("{s:s, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:s, s:f, s:f, s:f, s:f}",
+                             "arch", c.model.arch[0] ? c.model.arch : "gpt2", "n_layer", (double)c.model.n_layer,
+                             "d_model", (double)c.model.d_model, "vocab_size", (double)c.model.vocab_size,
+                             "seq_len", (double)t->seq_len, "batch_size", (double)t->batch_size,
+                             "grad_accum", (double)t->grad_accum, "steps", (double)t->steps,
+                             "tokens", (double)t->batch_size * t->seq_len * t->grad_accum * t->steps, "lr", t->lr,
+                             "lr_schedule", t->lr_schedule, "warmup_steps", (double)t->warmup_steps,
+                             "min_lr_frac", t->min_lr_frac, "weight_decay", t->weight_decay, "grad_clip", t->grad_clip);
+    int rc = more ? json_object_update(o, more) : -1;
+    json_decref(more);
+    if (rc == 0 && c.trainer[0]) rc = json_object_set_new(o, "trainer", json_string(c.trainer));
+    json_t *args = c.trainer_args ? json_loads(c.trainer_args, 0, NULL) : NULL;
+    const char *k;
+    json_t *x;
+    json_object_foreach(args, k, x) {   /* job_trainer_args_check: strings, finite numbers, booleans */
+        char name[JOB_TRAINER_ARG_NAME_MAX + 16];
+        snprintf(name, sizeof name, "trainer_args.%s", k);
+        if (rc == 0) rc = json_object_set_new(o, name, json_is_integer(x) ? json_real((double)json_integer_value(x))
+                                                                            : json_copy(x));
+    }
+    json_decref(args);
+    job_release(&c);
+    if (rc < 0) { json_decref(o); return NULL; }
+    return o;
+}
+
+/* Orders a domain's values: booleans (false first), then numbers, then strings (bytewise). */
+static int hp_rank(const json_t *x) { return json_is_boolean(x) ? 0 : json_is_number(x) ? 1 : 2; }
+static int hp_cmp(const void *pa, const void *pb) {
+    const json_t *a = *(json_t *const *)pa, *b = *(json_t *const *)pb;
+    int ra = hp_rank(a), rb = hp_rank(b);
+    if (ra != rb) return ra - rb;
+    if (ra == 0) return json_is_true(a) - json_is_true(b);
+    if (ra == 1) return (json_number_value(a) > json_number_value(b)) - (json_number_value(a) < json_number_value(b));
+    return strcmp(json_string_value(a), json_string_value(b));
+}
+
+/* {name: [each distinct value the runs' hparams take, sorted]}, names in first-seen order; NULL when out of memory. */
+static json_t *tb_domains(const xjob *v, size_t n) {
+    json_t *seen = json_object(), *domains = json_object();   /* seen: name -> {value's JSON text: true} */
+    int rc = seen && domains ? 0 : -1;
+    for (size_t i = 0; rc == 0 && i < n; i++) {
+        const char *k;
+        json_t *x;
+        json_object_foreach(v[i].hp, k, x) {
+            json_t *set = json_object_get(seen, k);
+            if (!set && (json_object_set_new(seen, k, set = json_object()) < 0 ||
+                         json_object_set_new(domains, k, json_array()) < 0)) { rc = -1; break; }
+            char *text = json_dumps(x, JSON_ENCODE_ANY | JSONOUT_FLAGS);
+            if (!text) { rc = -1; break; }
+            if (!json_object_get(set, text) && (json_object_set_new(set, text, json_true()) < 0 ||
+                                                json_array_append(json_object_get(domains, k), x) < 0)) rc = -1;
+            free(text);
+            if (rc < 0) break;
+        }
+    }
+    json_decref(seen);
+    const char *k;
+    json_t *arr;
+    json_object_foreach(domains, k, arr) {
+        size_t m = json_array_size(arr);
+        json_t **xs = rc == 0 ? malloc((m ? m : 1) * sizeof *xs) : NULL;
+        if (!xs) { rc = -1; break; }
+        for (size_t i = 0; i < m; i++) xs[i] = json_incref(json_array_get(arr, i));
+        qsort(xs, m, sizeof *xs, hp_cmp);
+        json_array_clear(arr);
+        for (size_t i = 0; i < m; i++) if (json_array_append_new(arr, xs[i]) < 0) rc = -1;
+        free(xs);
+    }
+    if (rc < 0) { json_decref(domains); return NULL; }
+    return domains;
+}
+
+/* The metrics the HParams dashboard shows for each run: the session's own scalar tags (group "": the run itself). */
+static const tfevents_metric TB_METRICS[] = {
+    { "", "result/val_loss", TFEVENTS_DATASET_VALIDATION }, { "", "result/tok_per_s", TFEVENTS_DATASET_UNKNOWN },
+    { "", "val/loss", TFEVENTS_DATASET_VALIDATION }, { "", "train/loss", TFEVENTS_DATASET_TRAINING },
+};
+
+/* DIR/events.out.tfevents.<sweep's creation>.prism-sweep: the experiment summary (every hparam with its values, the
+ * metrics) that TensorBoard reads from the top folder, the "empty run". */
+static int tb_experiment(store *st, long long sweep, const char *dir, const xjob *v, size_t n, char *err, size_t errlen) {
+    sqlite3_stmt *s;
+    if (sweep_row(st, sweep, "SELECT name, created_at FROM sweeps WHERE id = ?1", &s, err, errlen) < 0) return -1;
+    char desc[600], path[4400];
+    double created = sqlite3_column_double(s, 1);
+    snprintf(desc, sizeof desc, "prism-sweep sweep %.500s (id %lld)", (const char *)sqlite3_column_text(s, 0), sweep);
+    sqlite3_finalize(s);
+    json_t *domains = tb_domains(v, n);
+    if (!domains) { snprintf(err, errlen, "out of memory"); return -1; }
+    snprintf(path, sizeof path, "%s/events.out.tfevents.%lld.prism-sweep", dir, (long long)created);
+    tfevents w;
+    int rc = tfevents_open(&w, path, created);
+    if (rc == 0) rc = tfevents_hparams_experiment(&w, created, desc, created, domains, TB_METRICS,
+                                                  sizeof TB_METRICS / sizeof TB_METRICS[0]);
+    if (rc < 0) tfevents_abort(&w);
+    else rc = tfevents_close(&w);
+    if (rc < 0) snprintf(err, errlen, "%s", w.err);
+    json_decref(domains);
+    return rc;
+}
+
+/* The HParams plugin's status of a job in STATE: done succeeded, failed failed, leased runs; the others (queued,
+ * paused, cancelled, pruned) are unknown to it (the state hparam says which). */
+static int tb_status(const char *state) {
+    return !strcmp(state, jobstate_name(JOB_DONE)) ? TFEVENTS_STATUS_SUCCESS
+         : !strcmp(state, jobstate_name(JOB_FAILED)) ? TFEVENTS_STATUS_FAILURE
+         : !strcmp(state, jobstate_name(JOB_LEASED)) ? TFEVENTS_STATUS_RUNNING : TFEVENTS_STATUS_UNKNOWN;
+}
+
 static int tb_begin(tbstate *t, const char *dir, const xjob *j, char *err, size_t errlen) {
     char rle[400], run[4200], path[4400];
     heads_rle(j->heads, rle, sizeof rle);
@@ -302,7 +444,11 @@ static int tb_begin(tbstate *t, const char *dir, const xjob *j, char *err, size_
         return -1;
     }
     snprintf(path, sizeof path, "%s/events.out.tfevents.%lld.prism-sweep", run, (long long)j->created_at);
-    if (tfevents_open(&t->w, path, j->created_at) < 0) { snprintf(err, errlen, "%s", t->w.err); tfevents_abort(&t->w); return -1; }
+    if (tfevents_open(&t->w, path, j->created_at) < 0 || tfevents_hparams_start(&t->w, j->created_at, j->hp, j->created_at) < 0) {
+        snprintf(err, errlen, "%s", t->w.err);
+        tfevents_abort(&t->w);
+        return -1;
+    }
     t->open = 1;
     return 0;
 }
@@ -341,16 +487,16 @@ static int tb_result_more(tbstate *t, const xjob *j, int64_t last) {
 
 static int tb_end(tbstate *t, const xjob *j, char *err, size_t errlen) {
     if (!t->open) return 0;
-    if (j->has_result) {
-        int64_t last = j->steps;
-        if (tfevents_scalar(&t->w, j->updated_at, last, "result/val_loss", (float)j->r_val) < 0 ||
-            (j->r_has_tps && tfevents_scalar(&t->w, j->updated_at, last, "result/tok_per_s", (float)j->r_tps) < 0) ||
-            tb_result_more(t, j, last) < 0) {
-            snprintf(err, errlen, "%s", t->w.err);
-            tfevents_abort(&t->w);
-            t->open = 0;
-            return -1;
-        }
+    int64_t last = j->steps;
+    if ((j->has_result &&
+         (tfevents_scalar(&t->w, j->updated_at, last, "result/val_loss", (float)j->r_val) < 0 ||
+          (j->r_has_tps && tfevents_scalar(&t->w, j->updated_at, last, "result/tok_per_s", (float)j->r_tps) < 0) ||
+          tb_result_more(t, j, last) < 0)) ||
+        tfevents_hparams_end(&t->w, j->updated_at, tb_status(j->state), j->finished_at) < 0) {
+        snprintf(err, errlen, "%s", t->w.err);
+        tfevents_abort(&t->w);
+        t->open = 0;
+        return -1;
     }
     t->open = 0;
     if (tfevents_close(&t->w) < 0) { snprintf(err, errlen, "%s", t->w.err); return -1; }
@@ -413,6 +559,11 @@ int cmd_export(int argc, char **argv) {
     }
     if (load_jobs(st, sweep, &jobs, &njobs, err, sizeof err) < 0 || write_sweep_json(st, sweep, dir, err, sizeof err) < 0) goto fail;
     for (long long m = njobs ? jobs[njobs - 1].id : 0; m > 0; m /= 10) tb.idw++;   /* jobs are in id order */
+    if (format == FMT_TB) {
+        for (size_t i = 0; i < njobs; i++)
+            if (!(jobs[i].hp = tb_hparams(&jobs[i]))) { snprintf(err, sizeof err, "out of memory"); goto fail; }
+        if (tb_experiment(st, sweep, dir, jobs, njobs, err, sizeof err) < 0) goto fail;
+    }
     if (format != FMT_TB) {
         const char *ext = format == FMT_CSV ? "csv" : "jsonl";
         char name[32];

@@ -2,7 +2,8 @@
 # test_export.sh — `prism-sweep export SWEEP --format csv|jsonl|tensorboard --out DIR` and the worker's grad_norm
 # stored with each train point: a real server on loopback is fed like a worker (curl), one job over two attempts
 # (a retryable failure, then overlapping steps again), then the export is read back by export_check.py, a reader
-# of its own (TFRecord framing with masked CRC-32C, Events decoded with python3-protobuf), against the database.
+# of its own (TFRecord framing with masked CRC-32C, Events decoded with python3-protobuf), against the database,
+# the HParams plugin's summaries included (every run's hparams equal its job's; the experiment lists them).
 # timeout: 60
 . "$(dirname "$0")/../lib.sh"
 . "$(dirname "$0")/server_lib.sh"
@@ -112,6 +113,39 @@ t_export_tensorboard() {
   "$(bin prism-sweep)" export "$SID" --db "$DB" --format tensorboard --out "$D/tb" >/dev/null || fail "export tensorboard"
   assert_eq 4 "$(ls -d "$D"/tb/job* | wc -l)" "one run per job (the failed one has points too)"
   /usr/bin/python3 "$CHECK" "$DB" "$D/tb" tensorboard "$SID" || fail "tensorboard export differs from the database"
+}
+
+# The HParams dashboard's data: an external trainer's llama sweep (trainer and trainer_args of a string, a number
+# and a boolean; train fields left to job.h's defaults) whose jobs end done, failed, still leased and still queued
+# (no run: nothing to show). export_check.py decodes the hparams summaries with python3-protobuf and compares every
+# run's session_start_info with its job, the session_end_info with its state, and the experiment with all jobs.
+t_export_tensorboard_hparams() {
+  /usr/bin/python3 -c 'import google.protobuf' 2>/dev/null || fail "python3-protobuf missing: run make deps"
+  s_setup
+  cat >"$D/s.json" <<'EOF2'
+{"name": "hp", "model": {"n_layer": 4, "d_model": 64, "vocab_size": 256, "seq_len": 32, "arch": "llama"},
+ "rules": {"h_base": 4}, "schedules": ["2,2,4,4", "4,4,4,4"], "seeds": [3, 7],
+ "train": {"batch_size": 2, "steps": 10, "lr": 0.002},
+ "trainer": {"name": "probe", "args": {"dropout": 0.25, "tag": "exp-7", "fused": true}},
+ "eval": {"every": 5}, "data": {"train": "d/train_*.bin", "val": "d/val_*.bin"}}
+EOF2
+  SID=$(s_create "$D/s.json")
+  s_server
+  local w n; w=$(s_register w1)
+  for n in 1 2 3; do
+    s_expect 200 POST /api/v1/lease "{\"worker_id\": $w, \"trainers\": [\"probe\"]}"
+    JOB=$(s_json .job_id); TOKEN=$(s_json .lease_token)
+    s_expect 200 POST "/api/v1/jobs/$JOB/metrics" "{\"lease_token\": \"$TOKEN\", \"points\": $(pts 0 $((n + 4)) $n)}"
+    case $n in
+      1) s_complete "$JOB" "$TOKEN" 3.5 ;;
+      2) s_expect 200 POST "/api/v1/jobs/$JOB/fail" "{\"lease_token\": \"$TOKEN\", \"error\": \"nan loss\", \"retryable\": false}" ;;
+    esac
+  done
+  assert_eq "done failed leased queued" "$(sqlite3 "$DB" "SELECT state FROM jobs ORDER BY id" | tr '\n' ' ' | sed 's/ $//')" "job states"
+  "$(bin prism-sweep)" export hp --db "$DB" --format tensorboard --out "$D/tb" >/dev/null || fail "export tensorboard"
+  assert_eq 3 "$(ls -d "$D"/tb/job* | wc -l)" "a run per job with points"
+  /usr/bin/python3 "$CHECK" "$DB" "$D/tb" tensorboard "$SID" >"$D/check" || fail "tensorboard export differs from the database"
+  assert_contains "$(cat "$D/check")" "3 sessions' hparams and the experiment's 24 hparams"
 }
 
 # A failed job's error comes from a worker or a trainer: in results.csv a cell that a spreadsheet would run as a

@@ -1,7 +1,8 @@
 /* test_tfevents.c — the TensorBoard event-file writer (orchestrator/tfevents.c): CRC-32C against its published check
  * value, the TFRecord framing and the Event bytes of one scalar, byte for byte as the protobuf wire format lays them
  * out, and a failed write leaving no file. (The whole export read back by an independent reader with
- * python3-protobuf: tests/integration/test_export.sh.) */
+ * python3-protobuf: tests/integration/test_export.sh.) The HParams plugin's session start, byte for byte, and an hparam
+ * of a type google.protobuf.Value cannot hold refused. */
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -77,6 +78,58 @@ TEST(long_tag_refused) {
     ASSERT_EQ_INT(0, tfevents_open(&w, path, 1.0));
     ASSERT_EQ_INT(-1, tfevents_scalar(&w, 1.0, 1, tag, 1.0f));
     if (!strstr(w.err, "longer than 1000")) HFAIL("error: %s", w.err);
+    tfevents_abort(&w);
+    struct stat sb;
+    ASSERT_EQ_INT(-1, stat(path, &sb));
+}
+
+/* The HParams plugin's session start, byte for byte (plugin_data.proto, summary.proto): Event{wall_time 2.0, step 0,
+ * summary{value{tag "_hparams_/session_start_info", tensor{dtype DT_FLOAT, shape [0]}, metadata{plugin_data{
+ * "hparams", content HParamsPluginData{session_start_info = 3 {hparams = 1 {"a": string "x"}, {"b": bool false}}}}}}}}.
+ * A false bool (a oneof member) is still written. */
+TEST(hparams_session_start_bytes) {
+    char path[4200];
+    snprintf(path, sizeof path, "%s/events.out.tfevents.2.hp", harness_tmpdir());
+    tfevents w;
+    ASSERT_EQ_INT(0, tfevents_open(&w, path, 2.0));
+    json_t *hp = json_pack("{s:s, s:b}", "a", "x", "b", 0);
+    ASSERT_EQ_INT(0, tfevents_hparams_start(&w, 2.0, hp, 0));
+    json_decref(hp);
+    ASSERT_EQ_INT(0, tfevents_close(&w));
+    static const unsigned char ev[] = {
+        0x09, 0, 0, 0, 0, 0, 0, 0, 0x40,                  /* wall_time 2.0 */
+        0x2a, 76, 0x0a, 74,                               /* summary { value { (74 bytes) */
+        0x0a, 28, '_', 'h', 'p', 'a', 'r', 'a', 'm', 's', '_', '/', 's', 'e', 's', 's', 'i', 'o', 'n', '_', 's', 't', 'a',
+        'r', 't', '_', 'i', 'n', 'f', 'o',                /* tag */
+        0x42, 6, 0x08, 1, 0x12, 2, 0x12, 0,               /* tensor { dtype 1, tensor_shape { dim {} } } */
+        0x4a, 34, 0x0a, 32,                               /* metadata { plugin_data { */
+        0x0a, 7, 'h', 'p', 'a', 'r', 'a', 'm', 's',       /* plugin_name */
+        0x12, 21, 0x1a, 19,                               /* content: HParamsPluginData { session_start_info { */
+        0x0a, 8, 0x0a, 1, 'a', 0x12, 3, 0x1a, 1, 'x',     /* hparams entry { key "a", value { string_value "x" } } */
+        0x0a, 7, 0x0a, 1, 'b', 0x12, 2, 0x20, 0,          /* hparams entry { key "b", value { bool_value false } } */
+    };
+    unsigned char b[512];
+    long n = file_bytes(path, b, sizeof b);
+    const long first = 16 + 24;   /* the version record, as in scalar_event_bytes */
+    ASSERT_EQ_INT((long long)(first + 16 + sizeof ev), n);
+    uint64_t len;
+    memcpy(&len, b + first, 8);
+    ASSERT_EQ_INT((long long)sizeof ev, (long long)len);
+    ASSERT_EQ_INT(0, memcmp(b + first + 12, ev, sizeof ev));
+    uint32_t crc;
+    memcpy(&crc, b + first + 12 + sizeof ev, 4);
+    ASSERT_EQ_INT((long long)tfevents_masked_crc(ev, sizeof ev), (long long)crc);
+}
+
+TEST(hparam_of_another_type_refused) {
+    char path[4200];
+    snprintf(path, sizeof path, "%s/ev.hp", harness_tmpdir());
+    tfevents w;
+    ASSERT_EQ_INT(0, tfevents_open(&w, path, 1.0));
+    json_t *hp = json_pack("{s:f, s:[i]}", "lr", 0.001, "layers", 1);
+    ASSERT_EQ_INT(-1, tfevents_hparams_start(&w, 1.0, hp, 1.0));
+    json_decref(hp);
+    if (!strstr(w.err, "hparam layers: not a string, number or boolean")) HFAIL("error: %s", w.err);
     tfevents_abort(&w);
     struct stat sb;
     ASSERT_EQ_INT(-1, stat(path, &sb));
