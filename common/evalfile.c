@@ -3,7 +3,9 @@
  * Design: the reader takes the file into memory (eval files are a few MB) and walks every example once at open,
  * checking the delimiter, the stored byte length against the fields that follow, the label against the completion
  * count, lengths against the file's end and tokens against the vocabulary; it records each example's offset so
- * evalfile_example() is a constant-time decode afterwards. The writer builds the same stream in memory.
+ * evalfile_example() is a constant-time decode afterwards. The writer builds the same stream in memory. The
+ * optional character counts (header[4] = 1) follow the last example; the reader checks there is exactly one per
+ * completion and decodes them into an array indexed from each example's first completion.
  */
 #include "evalfile.h"
 #include "util.h"
@@ -22,6 +24,8 @@ void evalfile_close(struct evalfile *f) {
     free(f->path);
     free(f->data);
     free(f->off);
+    free(f->chars);
+    free(f->chars_off);
     memset(f, 0, sizeof *f);
 }
 
@@ -44,6 +48,9 @@ int evalfile_open(const char *path, int vocab, struct evalfile *out, char *err, 
              hdr[0] == 20240520 ? "this is a token shard: give it as data.train/data.val" : "written by write_evalfile");
     if (hdr[1] != EVALFILE_VERSION) FAIL(EVALFILE_EFORMAT, "%s: version %d, expected %d", path, hdr[1], EVALFILE_VERSION);
     if (hdr[2] <= 0 || hdr[2] > 65536) FAIL(EVALFILE_EFORMAT, "%s: example count %d, expected 1..65536", path, hdr[2]);
+    if (hdr[EVALFILE_HDR_CHARS] != 0 && hdr[EVALFILE_HDR_CHARS] != 1)
+        FAIL(EVALFILE_EFORMAT, "%s: header[4] is %d, expected 0 (no character counts) or 1 (character counts follow "
+             "the examples)", path, hdr[EVALFILE_HDR_CHARS]);
     size_t body = (size_t)st.st_size - sizeof hdr;
     if (body % 2) FAIL(EVALFILE_EFORMAT, "%s: %zu bytes after the header, not a whole number of uint16 (truncated)", path, body);
     out->ndata = body / 2;
@@ -53,7 +60,10 @@ int evalfile_open(const char *path, int vocab, struct evalfile *out, char *err, 
         FAIL(EVALFILE_ENOMEM, "%s: out of memory reading %zu bytes", path, body);
     if (body && fread(out->data, 1, body, fp) != body) FAIL(EVALFILE_EIO, "%s: read failed: %s", path, strerror(errno));
     const uint16_t *d = out->data;
-    size_t pos = 0, nd = out->ndata;
+    size_t pos = 0, nd = out->ndata, ncomps = 0;
+    int with_chars = hdr[EVALFILE_HDR_CHARS] == 1;
+    if (with_chars && !(out->chars_off = malloc((size_t)out->n * sizeof *out->chars_off)))
+        FAIL(EVALFILE_ENOMEM, "%s: out of memory", path);
     for (int i = 0; i < out->n; i++) {
         if (pos >= nd)
             FAIL(EVALFILE_EFORMAT, "%s: example %d: missing, the file ends after %d of the %d examples its header counts (truncated)",
@@ -98,7 +108,17 @@ int evalfile_open(const char *path, int vocab, struct evalfile *out, char *err, 
         if (q != end)
             FAIL(EVALFILE_EFORMAT, "%s: example %d: byte length %zu, but its fields take %zu bytes", path, i, bytes, 2 * (q - pos));
         out->off[i] = pos;
+        if (with_chars) out->chars_off[i] = ncomps;
+        ncomps += ncomp;
         pos = end;
+    }
+    if (with_chars) {
+        if (nd - pos != 2 * ncomps)
+            FAIL(EVALFILE_EFORMAT, "%s: header[4] = 1 promises %zu character counts (one per completion, %zu bytes) after "
+                 "the examples, but %zu bytes follow them", path, ncomps, 4 * ncomps, 2 * (nd - pos));
+        if (!(out->chars = malloc((ncomps ? ncomps : 1) * sizeof *out->chars))) FAIL(EVALFILE_ENOMEM, "%s: out of memory", path);
+        for (size_t k = 0; k < ncomps; k++) out->chars[k] = (uint32_t)d[pos + 2 * k] | (uint32_t)d[pos + 2 * k + 1] << 16;
+        pos = nd;
     }
     if (pos != nd)
         FAIL(EVALFILE_EFORMAT, "%s: %zu bytes after the %d examples the header counts (wrong count, or two files joined)",
@@ -122,6 +142,7 @@ void evalfile_example(const struct evalfile *f, int i, struct evalfile_example *
         ex->comp_len[c] = *q++;
         ex->comp[c] = q;
         q += ex->comp_len[c];
+        ex->comp_chars[c] = f->chars ? (int)f->chars[f->chars_off[i] + (size_t)c] : -1;
     }
 }
 
@@ -132,12 +153,22 @@ void evalfile_writer_init(struct evalfile_writer *w) { memset(w, 0, sizeof *w); 
 void evalfile_writer_release(struct evalfile_writer *w) {
     if (!w) return;
     free(w->buf);
+    free(w->chars);
     memset(w, 0, sizeof *w);
 }
 
 int evalfile_writer_add(struct evalfile_writer *w, int label, const uint16_t *ctx, int ctx_len, int ncomp,
                         const uint16_t *const *comp, const int *comp_len, char *err, size_t errlen) {
+    return evalfile_writer_add_chars(w, label, ctx, ctx_len, ncomp, comp, comp_len, NULL, err, errlen);
+}
+
+int evalfile_writer_add_chars(struct evalfile_writer *w, int label, const uint16_t *ctx, int ctx_len, int ncomp,
+                              const uint16_t *const *comp, const int *comp_len, const int *comp_chars, char *err,
+                              size_t errlen) {
     int rc = EVALFILE_OK, i = w->n;
+    if (w->chars_mode && w->chars_mode != (comp_chars ? 1 : 2))
+        FAIL(EVALFILE_EINVAL, "example %d: %s character counts, unlike the examples before it (all or none)", i,
+             comp_chars ? "has" : "has no");
     if (w->n >= 65536) FAIL(EVALFILE_EINVAL, "example %d: more than 65536 examples in one eval file", i);
     if (ncomp < 1 || ncomp > EVALFILE_MAX_COMPLETIONS)
         FAIL(EVALFILE_EINVAL, "example %d: %d endings, expected 1..%d", i, ncomp, EVALFILE_MAX_COMPLETIONS);
@@ -155,6 +186,16 @@ int evalfile_writer_add(struct evalfile_writer *w, int label, const uint16_t *ct
     for (int c = 0; c < ncomp; c++)
         for (int t = 0; t < comp_len[c]; t++)
             if (comp[c][t] == EVALFILE_DELIM) FAIL(EVALFILE_EINVAL, "example %d: ending %d token %d is 65535 (the delimiter)", i, c, t);
+    for (int c = 0; comp_chars && c < ncomp; c++)
+        if (comp_chars[c] < 0) FAIL(EVALFILE_EINVAL, "example %d: ending %d has a negative character count", i, c);
+    if (comp_chars && w->nchars + (size_t)ncomp > w->chars_cap) {
+        size_t cap = w->chars_cap ? w->chars_cap : 1024;
+        while (cap < w->nchars + (size_t)ncomp) cap *= 2;
+        uint32_t *nc = realloc(w->chars, cap * sizeof *nc);
+        if (!nc) FAIL(EVALFILE_ENOMEM, "example %d: out of memory", i);
+        w->chars = nc;
+        w->chars_cap = cap;
+    }
     if (w->len + need > w->cap) {
         size_t cap = w->cap ? w->cap : 4096;
         while (cap < w->len + need) cap *= 2;
@@ -179,6 +220,8 @@ int evalfile_writer_add(struct evalfile_writer *w, int label, const uint16_t *ct
     }
     w->len += need;
     w->n++;
+    for (int c = 0; comp_chars && c < ncomp; c++) w->chars[w->nchars++] = (uint32_t)comp_chars[c];
+    w->chars_mode = comp_chars ? 1 : 2;
     if ((int)(need * 2) > w->longest_bytes) w->longest_bytes = (int)(need * 2);
 out:
     return rc;
@@ -187,10 +230,18 @@ out:
 int evalfile_writer_finish(struct evalfile_writer *w, const char *path, char *err, size_t errlen) {
     int rc = EVALFILE_OK;
     if (w->n == 0) FAIL(EVALFILE_EINVAL, "%s: no examples to write", path);
-    int32_t hdr[EVALFILE_HEADER_INTS] = {EVALFILE_MAGIC, EVALFILE_VERSION, w->n, w->longest_bytes};
-    util_part parts[2] = {{hdr, sizeof hdr}, {w->buf, w->len * 2}};
+    int32_t hdr[EVALFILE_HEADER_INTS] = {EVALFILE_MAGIC, EVALFILE_VERSION, w->n, w->longest_bytes, w->chars_mode == 1};
+    /* the counts as uint32 little-endian: two uint16, low half first (the body's own byte order) */
+    uint16_t *cs = NULL;
+    if (w->chars_mode == 1) {
+        if (!(cs = malloc((w->nchars ? w->nchars : 1) * 2 * sizeof *cs))) FAIL(EVALFILE_ENOMEM, "%s: out of memory", path);
+        for (size_t k = 0; k < w->nchars; k++) { cs[2 * k] = (uint16_t)(w->chars[k] & 0xffff); cs[2 * k + 1] = (uint16_t)(w->chars[k] >> 16); }
+    }
+    util_part parts[3] = {{hdr, sizeof hdr}, {w->buf, w->len * 2}, {cs, cs ? w->nchars * 4 : 0}};
     char e[512];
-    if (util_write_atomic(path, parts, 2, 0644, e, sizeof e)) FAIL(EVALFILE_EIO, "%s", e);
+    int wrc = util_write_atomic(path, parts, cs ? 3 : 2, 0644, e, sizeof e);
+    free(cs);
+    if (wrc) FAIL(EVALFILE_EIO, "%s", e);
 out:
     return rc;
 }

@@ -5,6 +5,10 @@
  *   65535, example bytes (this whole run, delimiter included), example index, label, completion count,
  *   context length, context tokens..., then per completion: its length, its tokens...
  * Token ids are < 65535 (65535 is the delimiter).
+ * Optional, prism's own: header[4] = 1 says the examples are followed by one uint32 (two uint16, low half first)
+ * per completion, in file order: the character count (Unicode code points) of the choice string lm-eval divides
+ * by for its acc_norm (the choice without the " " target delimiter; dataprep/evaltasks.h). llm.c's reader reads
+ * header[0..3] and the examples only, so such a file is still an llm.c eval file. header[4] = 0: no counts.
  *
  * evalfile_open reads the whole file and checks every example before returning, so a scorer never meets a bad
  * one: every message names the file, the example (its position in the file, from 0) and the problem
@@ -21,6 +25,7 @@
 #define EVALFILE_HEADER_INTS 256
 #define EVALFILE_DELIM 65535
 #define EVALFILE_MAX_COMPLETIONS 64
+#define EVALFILE_HDR_CHARS 4          /* header index of the character-count flag */
 
 enum { EVALFILE_OK = 0, EVALFILE_EIO = -1, EVALFILE_EFORMAT = -2, EVALFILE_ENOMEM = -3, EVALFILE_EINVAL = -4 };
 
@@ -32,6 +37,7 @@ struct evalfile_example {
     const uint16_t *ctx;                           /* (ctx_len) inside the file's buffer */
     int comp_len[EVALFILE_MAX_COMPLETIONS];        /* each >= 1 */
     const uint16_t *comp[EVALFILE_MAX_COMPLETIONS];
+    int comp_chars[EVALFILE_MAX_COMPLETIONS];      /* the choice's characters; -1 when the file has no counts */
 };
 
 struct evalfile {
@@ -41,6 +47,8 @@ struct evalfile {
     int n;                      /* examples */
     size_t *off;                /* (n) start of example i in data (its delimiter) */
     int longest_bytes;          /* header[3] */
+    uint32_t *chars;            /* (all completions) character counts, owned; NULL when the file has none */
+    size_t *chars_off;          /* (n) example i's first entry in chars; NULL with chars */
 };
 
 /* Reads and checks the whole file. vocab > 0: every token must be < vocab. On failure *out holds nothing to
@@ -57,6 +65,9 @@ struct evalfile_writer {
     uint16_t *buf;              /* the example stream so far */
     size_t len, cap;
     int n, longest_bytes;
+    uint32_t *chars;            /* character counts so far (examples added with them) */
+    size_t nchars, chars_cap;
+    int chars_mode;             /* 0 nothing added yet, 1 with counts, 2 without */
 };
 void evalfile_writer_init(struct evalfile_writer *w);
 /* Appends one example (its EXAMPLE_INDEX is its position). 0, EVALFILE_EINVAL (err says which field: label out
@@ -64,6 +75,11 @@ void evalfile_writer_init(struct evalfile_writer *w);
  * or EVALFILE_ENOMEM. */
 int evalfile_writer_add(struct evalfile_writer *w, int label, const uint16_t *ctx, int ctx_len, int ncomp,
                         const uint16_t *const *comp, const int *comp_len, char *err, size_t errlen);
+/* The same with each completion's character count (comp_chars[c] >= 0; NULL: none). A file's examples all have
+ * counts or none do: mixing is EVALFILE_EINVAL naming the example. */
+int evalfile_writer_add_chars(struct evalfile_writer *w, int label, const uint16_t *ctx, int ctx_len, int ncomp,
+                              const uint16_t *const *comp, const int *comp_len, const int *comp_chars, char *err,
+                              size_t errlen);
 /* Writes path atomically; 0 or EVALFILE_EIO (err has the path and errno text). The writer stays valid. */
 int evalfile_writer_finish(struct evalfile_writer *w, const char *path, char *err, size_t errlen);
 void evalfile_writer_release(struct evalfile_writer *w);

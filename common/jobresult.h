@@ -4,7 +4,7 @@
  *
  *   {"val_loss": 3.05, "train_loss": 3.11, "tok_per_s": 51234.5, "wall_s": 812.4, "params": 124475904,
  *    "flops_per_token": 7.5e8, "steps": 400, "tokens": 6553600, "heads": [3, 3, 6, ...], "device": "cpu",
- *    "arch": "gpt2", "backend": {...}, "attn_distance": [..one per layer..], "zero_shot": {task: {acc, acc_norm}},
+ *    "arch": "gpt2", "backend": {...}, "attn_distance": [..one per layer..], "zero_shot": {task: {acc, acc_norm, acc_norm_char?, n, truncated}},
  *    "val_loss_batches": [...], "val_loss_se": 0.004, "val_batches": 20}
  *
  * The keys are JOBRESULT_KEY_*; there are no aliases (final_val_loss, tokens_per_s, wall_time_s, num_params,

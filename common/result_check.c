@@ -144,6 +144,13 @@ int result_check_scores(const json_t *v, const char *what, int capped, char *err
             return -1;
         }
     }
+    /* lm-eval's acc_norm (per character): optional, absent from results stored before it and from tasks whose
+     * eval file has no character counts */
+    json_t *x = json_object_get(v, "acc_norm_char");
+    if (x && !json_is_null(x) && (!json_is_number(x) || !(json_number_value(x) >= 0 && json_number_value(x) <= 1))) {
+        snprintf(err, errlen, "%s.acc_norm_char: must be a number in [0, 1] (or absent)", what);
+        return -1;
+    }
     return 0;
 }
 
@@ -170,8 +177,9 @@ static int check_zero_shot(const json_t *zs, const result_limits *lim, char *err
         const char *vk;
         json_t *vv;
         json_object_foreach(v, vk, vv)
-            if (strcmp(vk, "acc") && strcmp(vk, "acc_norm") && strcmp(vk, "n") && strcmp(vk, "truncated")) {
-                snprintf(err, errlen, "result.zero_shot.%s: unknown key (expected acc, acc_norm, n, truncated)", name);
+            if (strcmp(vk, "acc") && strcmp(vk, "acc_norm") && strcmp(vk, "acc_norm_char") && strcmp(vk, "n") &&
+                strcmp(vk, "truncated")) {
+                snprintf(err, errlen, "result.zero_shot.%s: unknown key (expected acc, acc_norm, acc_norm_char, n, truncated)", name);
                 return -1;
             }
     }

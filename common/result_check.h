@@ -14,7 +14,8 @@
  * - result_limits_from_job(job, out): the same bounds from a parsed job (the worker's). Nothing to free.
  * - result_check_val_loss(lim, what, v, err, errlen): the val-loss bound alone (a halving rung's report).
  * - result_check_scores(v, what, capped, err, errlen): one zero-shot task's scores (v an object): acc and acc_norm
- *   numbers in [0, 1], n and truncated (when present, not null) integers >= 0 (capped: at most 1e9). 0, or -1
+ *   numbers in [0, 1], acc_norm_char (lm-eval's per-character acc_norm; optional) a number in [0, 1] when present
+ *   and not null, n and truncated (when present, not null) integers >= 0 (capped: at most 1e9). 0, or -1
  *   with err "WHAT.acc: must be a number in [0, 1]" (the val line's check, worker/extrun.c, shares it).
  * - result_diverged(result, lim): 1 when the result's val_loss is a finite number above lim->val_loss_max (the run
  *   diverged: a failure of the job's own, reported as "diverged: ..."), else 0.

@@ -2,7 +2,8 @@
  *
  * Design: one parse function per task reads the keys its dataset ships, builds the context and completion
  * strings with lm-eval's prompt for that task, and finds the label; all share a small string builder, and every
- * failure names the key and what was expected. Nothing here tokenizes: `prism-data evalfile` does.
+ * failure names the key and what was expected. Nothing here tokenizes: `prism-data evalfile` does; it also
+ * stores evaltask_choice_chars of each choice, the length lm-eval's acc_norm divides by.
  */
 #include "evaltasks.h"
 #include <ctype.h>
@@ -95,6 +96,14 @@ char *evaltask_hellaswag_preprocess(const char *s, size_t n) {
     a[k] = 0;
     free(b);
     return a;
+}
+
+int evaltask_choice_chars(const char *choice) {
+    const unsigned char *p = (const unsigned char *)choice;
+    if (*p == ' ') p++;                       /* lm-eval's target delimiter is not part of the choice */
+    int n = 0;
+    for (; *p; p++) n += (*p & 0xc0) != 0x80;  /* a code point per UTF-8 lead byte (jansson's strings are valid UTF-8) */
+    return n;
 }
 
 static int add_choice(struct evaltask_example *ex, char *s, char *err, size_t errlen) {

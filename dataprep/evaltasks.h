@@ -47,6 +47,11 @@ int evaltask_parse(int task, const json_t *line, int label_override, struct eval
                    size_t errlen);
 void evaltask_release(struct evaltask_example *ex);
 
+/* The characters lm-eval's acc_norm divides a choice's log-likelihood by: Python's len() of the choice without
+ * its target delimiter, i.e. the Unicode code points of choice (UTF-8) after one leading space, if it has one.
+ * (lm-eval: completion_len = len(c) for c in doc_to_choice(doc); the request's continuation is " " + c.) */
+int evaltask_choice_chars(const char *choice);
+
 /* lm-eval's HellaSwag preprocess of s[0..n) into a new string (NULL on no memory). */
 char *evaltask_hellaswag_preprocess(const char *s, size_t n);
 #endif

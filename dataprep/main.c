@@ -426,7 +426,8 @@ static int evalfile_passthrough(const char *from, const char *out) {
     char err[1024];
     int rc = evalfile_open(from, 0, &ef, err, sizeof err);
     if (rc) { fprintf(stderr, "prism-data evalfile: %s\n", err); return rc == EVALFILE_ENOMEM ? 1 : 2; }
-    int32_t hdr[EVALFILE_HEADER_INTS] = {EVALFILE_MAGIC, EVALFILE_VERSION, ef.n, ef.longest_bytes};
+    /* ef.data is everything after the header, the character counts included when header[4] says so */
+    int32_t hdr[EVALFILE_HEADER_INTS] = {EVALFILE_MAGIC, EVALFILE_VERSION, ef.n, ef.longest_bytes, ef.chars != NULL};
     util_part parts[2] = {{hdr, sizeof hdr}, {ef.data, ef.ndata * sizeof *ef.data}};
     rc = util_write_atomic(out, parts, 2, 0644, err, sizeof err);
     int n = ef.n;
@@ -534,7 +535,7 @@ static int cmd_evalfile(int argc, char **argv) {
         json_decref(o);
         if (prc) { fprintf(stderr, "prism-data evalfile: %s:%ld: %s (task %s)\n", from, lineno, err, evaltask_name(task)); rc = 2; goto out; }
         if (ex.nchoice > EVALFILE_MAX_COMPLETIONS) { fprintf(stderr, "prism-data evalfile: %s:%ld: more than 64 endings\n", from, lineno); rc = 2; goto out; }
-        int lens[EVALFILE_MAX_COMPLETIONS];
+        int lens[EVALFILE_MAX_COMPLETIONS], chars[EVALFILE_MAX_COMPLETIONS];
         ntok[0] = 0;
         if (!ex.ctx[0]) {                           /* an empty context: the end-of-text token */
             if (bpe_eot(b) < 0) { fprintf(stderr, "prism-data evalfile: %s:%ld: an empty context needs <|endoftext|> in the encoder\n", from, lineno); rc = 2; goto out; }
@@ -545,6 +546,7 @@ static int cmd_evalfile(int argc, char **argv) {
             ntok[k + 1] = 0;
             rc = bpe_encode(bc, ex.choice[k], strlen(ex.choice[k]), &toks[k + 1], &ntok[k + 1], &cap[k + 1]);
             lens[k] = (int)ntok[k + 1];
+            chars[k] = evaltask_choice_chars(ex.choice[k]);   /* what lm-eval's acc_norm divides by */
         }
         if (rc == BPE_ETOOLONG) { fprintf(stderr, "prism-data evalfile: %s:%ld: a piece of text over %u MiB with no break (BPE_MAX_PIECE)\n", from, lineno, BPE_MAX_PIECE >> 20); rc = 2; goto out; }
         if (rc) { fprintf(stderr, "prism-data evalfile: out of memory\n"); rc = 1; goto out; }
@@ -554,7 +556,8 @@ static int cmd_evalfile(int argc, char **argv) {
             rc = 2;
             goto out;
         }
-        if (evalfile_writer_add(&w, ex.label, toks[0], (int)ntok[0], ex.nchoice, (const uint16_t *const *)(toks + 1), lens, err, sizeof err)) {
+        if (evalfile_writer_add_chars(&w, ex.label, toks[0], (int)ntok[0], ex.nchoice, (const uint16_t *const *)(toks + 1), lens,
+                                      chars, err, sizeof err)) {
             fprintf(stderr, "prism-data evalfile: %s:%ld: %s\n", from, lineno, err);
             rc = 2;
             goto out;

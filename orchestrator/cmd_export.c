@@ -12,11 +12,12 @@
  *                zero-padded to the sweep's largest id's digits so that the runs sort as the jobs),
  *                tags train/loss, train/lr, train/tok_per_s, train/grad_norm, val/loss, val/loss_se at each step, a
  *                train point's extras as extra/NAME and a val point's as val/extra/NAME, and
- *                result/val_loss, result/tok_per_s, result/attn_distance/layerNN, result/zero_shot/TASK/acc
- *                and acc_norm, result/extra/NAME at the job's last step (tfevents.c writes the files); for the
- *                HParams dashboard each run opens with its session_start_info (the job's hparams: tb_hparams) and
- *                ends with its session_end_info (status), and DIR/events.out.tfevents.<t>.prism-sweep holds the
- *                experiment (every hparam with the values the jobs take, the metrics: tb_experiment)
+ *                result/val_loss, result/tok_per_s, result/attn_distance/layerNN, result/zero_shot/TASK/acc,
+ *                acc_norm and acc_norm_char (when the result has it), result/extra/NAME at the job's last step
+ *                (tfevents.c writes the files); for the HParams dashboard each run opens with its session_start_info
+ *                (the job's hparams: tb_hparams) and ends with its session_end_info (status), and
+ *                DIR/events.out.tfevents.<t>.prism-sweep holds the experiment (every hparam with the values the jobs
+ *                take, the metrics: tb_experiment)
  * and every format writes DIR/sweep.json (id, name, the spec as given). Each file is written to a temporary
  * name, fsynced and renamed (util_commit_file), so DIR never holds half a file; the summary line is printed
  * after the last one is durable. Numbers in CSV use %.17g (they read back as the stored doubles).
@@ -453,7 +454,8 @@ static int tb_begin(tbstate *t, const char *dir, const xjob *j, char *err, size_
     return 0;
 }
 /* The result's scalars beyond val_loss and tok_per_s, at the job's last step: the attention distance of each layer
- * (result/attn_distance/layerNN), each zero-shot task's acc and acc_norm (result/zero_shot/TASK/acc...), and the
+ * (result/attn_distance/layerNN), each zero-shot task's acc, acc_norm and acc_norm_char when present
+ * (result/zero_shot/TASK/acc...), and the
  * trainer's own result metrics (result/extra/NAME). -1 on a write failure. */
 static int tb_result_more(tbstate *t, const xjob *j, int64_t last) {
     char tag[256];
@@ -468,8 +470,8 @@ static int tb_result_more(tbstate *t, const xjob *j, int64_t last) {
     const char *task, *k;
     json_t *o, *v;
     json_object_foreach(json_object_get(r, "zero_shot"), task, o) {
-        static const char *const keys[] = { "acc", "acc_norm" };
-        for (int i = 0; rc == 0 && i < 2; i++) {
+        static const char *const keys[] = { "acc", "acc_norm", "acc_norm_char" };
+        for (int i = 0; rc == 0 && i < 3; i++) {
             if (!json_is_number(v = json_object_get(o, keys[i]))) continue;
             snprintf(tag, sizeof tag, "result/zero_shot/%.100s/%s", task, keys[i]);
             rc = tfevents_scalar(&t->w, j->updated_at, last, tag, (float)json_number_value(v));

@@ -13,7 +13,8 @@
  * row × every task, comparisons without a test counting as p = 1), and a cell is marked only on its adjusted p.
  * Accuracies are higher-is-better, so a positive Δ favours the schedule; every surface marks "better" and "worse"
  * with the same glyphs as the val-loss column. acc_norm is llm.c's rule (the completion's mean loss per token),
- * not lm-evaluation-harness's per-character normalisation: docs/FORMATS.md. The method: docs/STATISTICS.md.
+ * not lm-evaluation-harness's per-character normalisation, which is described beside it (acc_norm_char: mean ±
+ * std over the seeds that report it, no comparison): docs/FORMATS.md. The method: docs/STATISTICS.md.
  */
 #include "leaderboard_zeroshot.h"
 #include "leaderboard.h"
@@ -24,7 +25,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-struct zs_point { long long schedule, seed; int task; double acc, acc_norm; long long items; /* -1: not reported */ };
+struct zs_point { long long schedule, seed; int task; double acc, acc_norm; long long items; /* -1: not reported */
+                  double acc_norm_char; /* lm-eval's per-character acc_norm; NAN: not reported */ };
 
 static json_t *num_or_null(double v) { return isfinite(v) ? json_real(v) : json_null(); }
 
@@ -156,6 +158,7 @@ static int read_points(store *st, long long sweep_id, json_t *names, struct zs_p
         if (json_is_object(zs))
             json_object_foreach(zs, task, v) {
                 json_t *a = json_object_get(v, "acc"), *an = json_object_get(v, "acc_norm"), *n = json_object_get(v, "n");
+                json_t *ac = json_object_get(v, "acc_norm_char");
                 if (!json_is_number(a) || !json_is_number(an) || !task_name_ok(task)) continue;
                 if (*np == cap) {
                     cap = cap ? cap * 2 : 256;
@@ -167,7 +170,8 @@ static int read_points(store *st, long long sweep_id, json_t *names, struct zs_p
                 if (ti < 0) { json_decref(zs); goto nomem; }
                 (*out)[(*np)++] = (struct zs_point){sqlite3_column_int64(s, 0), sqlite3_column_int64(s, 1), ti,
                                                     json_number_value(a), json_number_value(an),
-                                                    json_is_integer(n) && json_integer_value(n) >= 0 ? json_integer_value(n) : -1};
+                                                    json_is_integer(n) && json_integer_value(n) >= 0 ? json_integer_value(n) : -1,
+                                                    json_is_number(ac) ? json_number_value(ac) : NAN};
             }
         json_decref(zs);
     }
@@ -208,23 +212,31 @@ static json_t *delta_json(const leaderboard_zs_cmp *c, long long items) {
 /* one row's cell for task t: the description over its seeds and both comparisons */
 static json_t *cell_json(const struct zs_point *pts, size_t k0, size_t k1, int t, const leaderboard_zs_cmp *dn,
                          const leaderboard_zs_cmp *da) {
-    double sa = 0, sn = 0, va = 0, vn = 0;
-    int n = 0;
+    double sa = 0, sn = 0, va = 0, vn = 0, sc = 0, vc = 0;
+    int n = 0, nc = 0;
     long long lo = -1, hi = -1;
     for (size_t k = k0; k < k1; k++)
         if (pts[k].task == t) {
             sa += pts[k].acc; sn += pts[k].acc_norm; n++;
+            if (!isnan(pts[k].acc_norm_char)) { sc += pts[k].acc_norm_char; nc++; }
             if (pts[k].items >= 0 && (lo < 0 || pts[k].items < lo)) lo = pts[k].items;
             if (pts[k].items > hi) hi = pts[k].items;
         }
     if (n == 0) return NULL;
-    double ma = sa / n, mn = sn / n;
+    double ma = sa / n, mn = sn / n, mc = nc ? sc / nc : NAN;
     for (size_t k = k0; k < k1; k++)
-        if (pts[k].task == t) { va += (pts[k].acc - ma) * (pts[k].acc - ma); vn += (pts[k].acc_norm - mn) * (pts[k].acc_norm - mn); }
-    return json_pack("{s:i, s:o, s:o, s:f, s:o, s:f, s:o, s:o, s:o}", "n", n, "items", lo >= 0 ? json_integer(lo) : json_null(),
+        if (pts[k].task == t) {
+            va += (pts[k].acc - ma) * (pts[k].acc - ma); vn += (pts[k].acc_norm - mn) * (pts[k].acc_norm - mn);
+            if (!isnan(pts[k].acc_norm_char)) vc += (pts[k].acc_norm_char - mc) * (pts[k].acc_norm_char - mc);
+        }
+    /* acc_norm_char over the seeds that reported it (results stored before it, and files without character
+     * counts, have none): null without any */
+    return json_pack("{s:i, s:o, s:o, s:f, s:o, s:f, s:o, s:o, s:o, s:i, s:o, s:o}", "n", n, "items", lo >= 0 ? json_integer(lo) : json_null(),
                      "items_max", hi >= 0 ? json_integer(hi) : json_null(), "acc_mean", ma, "acc_std",
                      num_or_null(n > 1 ? sqrt(va / (n - 1)) : NAN), "acc_norm_mean", mn, "acc_norm_std",
-                     num_or_null(n > 1 ? sqrt(vn / (n - 1)) : NAN), "delta", delta_json(dn, lo), "delta_acc", delta_json(da, lo));
+                     num_or_null(n > 1 ? sqrt(vn / (n - 1)) : NAN), "delta", delta_json(dn, lo), "delta_acc", delta_json(da, lo),
+                     "acc_norm_char_n", nc, "acc_norm_char_mean", num_or_null(mc), "acc_norm_char_std",
+                     num_or_null(nc > 1 ? sqrt(vc / (nc - 1)) : NAN));
 }
 
 int leaderboard_add_zero_shot(store *st, long long sweep_id, json_t *lb, char *err, size_t errlen) {
@@ -325,8 +337,8 @@ int leaderboard_zero_shot_csv_header(const json_t *lb, buf *b) {
         const char *t = json_string_value(json_array_get(tasks, i));
         char h[1024];
         snprintf(h, sizeof h, ",%s_acc_mean,%s_acc_norm_mean,%s_acc_norm_std,%s_delta_mean,%s_delta_ci_low,%s_delta_ci_high,"
-                 "%s_delta_p,%s_delta_p_holm,%s_delta_significant,%s_delta_items,%s_delta_seeds,%s_delta_df,%s_delta_method",
-                 t, t, t, t, t, t, t, t, t, t, t, t, t);
+                 "%s_delta_p,%s_delta_p_holm,%s_delta_significant,%s_delta_items,%s_delta_seeds,%s_delta_df,%s_delta_method,"
+                 "%s_acc_norm_char_mean,%s_acc_norm_char_std", t, t, t, t, t, t, t, t, t, t, t, t, t, t, t);
         if (put(b, h)) return -1;
     }
     return 0;
@@ -336,7 +348,7 @@ int leaderboard_zero_shot_csv_row(const json_t *lb, const json_t *row, buf *b) {
     json_t *tasks = json_object_get(lb, "zero_shot_tasks"), *zs = json_object_get(row, "zero_shot");
     for (size_t i = 0; i < json_array_size(tasks); i++) {
         json_t *c = json_object_get(zs, json_string_value(json_array_get(tasks, i))), *d = json_object_get(c, "delta");
-        char a[32], m[32], s[32], dm[32], lo[32], hi[32], p[32], ph[32], it[32], se[32], df[32], cell[480];
+        char a[32], m[32], s[32], dm[32], lo[32], hi[32], p[32], ph[32], it[32], se[32], df[32], cm[32], cs[32], cell[560];
         fmt(a, sizeof a, json_object_get(c, "acc_mean"), "%.6f");
         fmt(m, sizeof m, json_object_get(c, "acc_norm_mean"), "%.6f");
         fmt(s, sizeof s, json_object_get(c, "acc_norm_std"), "%.6f");
@@ -348,10 +360,12 @@ int leaderboard_zero_shot_csv_row(const json_t *lb, const json_t *row, buf *b) {
         fmt(it, sizeof it, json_object_get(d, "items"), "%.0f");
         fmt(se, sizeof se, json_object_get(d, "seeds"), "%.0f");
         fmt(df, sizeof df, json_object_get(d, "df"), "%.0f");
+        fmt(cm, sizeof cm, json_object_get(c, "acc_norm_char_mean"), "%.6f");   /* empty: no seed reported it */
+        fmt(cs, sizeof cs, json_object_get(c, "acc_norm_char_std"), "%.6f");
         const char *method = json_string_value(json_object_get(d, "method"));
-        snprintf(cell, sizeof cell, ",%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s", a, m, s, dm, lo, hi, p, ph,
+        snprintf(cell, sizeof cell, ",%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s", a, m, s, dm, lo, hi, p, ph,
                  json_is_object(d) ? (json_is_true(json_object_get(d, "significant")) ? "true" : "false") : "", it, se, df,
-                 method ? method : "");
+                 method ? method : "", cm, cs);
         if (put(b, cell)) return -1;
     }
     return 0;

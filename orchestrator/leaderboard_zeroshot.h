@@ -14,7 +14,9 @@
  *
  * JSON added to a leaderboard (docs/API.md): top level "zero_shot_tasks": [names, sorted] and
  * "zero_shot_comparisons": the Holm family size (per metric); per row "zero_shot": {task: {"n" (seeds),
- * "items", "items_max", "acc_mean", "acc_std", "acc_norm_mean", "acc_norm_std", "delta", "delta_acc"}} where
+ * "items", "items_max", "acc_mean", "acc_std", "acc_norm_mean", "acc_norm_std", "delta", "delta_acc",
+ * "acc_norm_char_n" (seeds that reported lm-eval's per-character acc_norm), "acc_norm_char_mean",
+ * "acc_norm_char_std" (null without such seeds / with one)}} where
  * delta / delta_acc are {"n" (common seeds), "seeds", "items", "mean", "std", "se", "df", "t", "ci_low",
  * "ci_high", "excludes_zero", "p", "p_holm", "significant", "method", "reason"} or null (baseline, or no
  * comparison: no baseline cell for the task, or no seed linking them).
@@ -70,7 +72,7 @@ int leaderboard_add_zero_shot(store *st, long long sweep_id, json_t *lb, char *e
 
 /* CSV: the extra header cells (per task T: T_acc_mean, T_acc_norm_mean, T_acc_norm_std, T_delta_mean,
  * T_delta_ci_low, T_delta_ci_high, T_delta_p, T_delta_p_holm, T_delta_significant, T_delta_items, T_delta_seeds,
- * T_delta_df, T_delta_method) and one row's cells, appended to b. 0 or -1 (no memory). */
+ * T_delta_df, T_delta_method, T_acc_norm_char_mean, T_acc_norm_char_std) and one row's cells, appended to b. 0 or -1 (no memory). */
 int leaderboard_zero_shot_csv_header(const json_t *lb, buf *b);
 int leaderboard_zero_shot_csv_row(const json_t *lb, const json_t *row, buf *b);
 /* The terminal table's zero-shot section (one block per task, rows in leaderboard order), appended to b. */

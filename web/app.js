@@ -116,12 +116,14 @@ function normRace(x) {
     rounds: (Array.isArray(x.rounds) ? x.rounds : []).map((e) => ({ round: num(e.round), seeds: num(e.seeds),
       delta: num(e.delta), lo: num(e.ci_low), hi: num(e.ci_high), out: !!e.eliminated })) };
 }
-/* per task: acc_norm mean ± std, acc mean, the items scored, and Δ acc_norm vs uniform (the blocked model per task) */
+/* per task: acc_norm mean ± std, acc mean, lm-eval's per-character acc_norm (acc_norm_char; null for results
+ * without it), the items scored, and Δ acc_norm vs uniform (the blocked model per task) */
 function normZeroShot(z) {
   const out = {};
   Object.keys(z && typeof z === 'object' ? z : {}).forEach((t) => {
     const c = z[t] || {};
     out[t] = { mean: num(c.acc_norm_mean), std: num(c.acc_norm_std), acc: num(c.acc_mean), n: num(c.n),
+      char_mean: num(c.acc_norm_char_mean), char_std: num(c.acc_norm_char_std),
       items: num(c.items), items_max: num(c.items_max), delta: normDelta(c.delta) };
   });
   return out;
@@ -441,7 +443,10 @@ function zeroShotCell(r, task) {
   const c = r.zs && r.zs[task];
   if (!c || !isNum(c.mean)) return '<td class="num zs muted" data-task="' + esc(task) + '">—</td>';
   let html = '<td class="num zs" data-task="' + esc(task) + '" data-excludes-zero="' + (c.delta.excludes_zero ? 1 : 0) + '"' +
-    (isNum(c.acc) ? ' title="acc ' + fmt(c.acc, 4) + ' (lowest summed loss); acc_norm uses the mean loss per token (llm.c\'s rule, not lm-evaluation-harness\'s per character)"' : '') + '>' +
+    (isNum(c.acc) ? ' title="acc ' + fmt(c.acc, 4) + ' (lowest summed loss); acc_norm uses the mean loss per token (llm.c\'s rule, not lm-evaluation-harness\'s per character)' +
+      (isNum(c.char_mean) ? '; acc_norm_char ' + fmt(c.char_mean, 4) + (isNum(c.char_std) ? ' ± ' + fmt(c.char_std, 4) : '') +
+        ' (lm-evaluation-harness\'s acc_norm: summed loss per character of the choice)' : '') + '"' : '') +
+    (isNum(c.char_mean) ? ' data-acc-norm-char="' + fmt(c.char_mean, 4) + '"' : '') + '>' +
     '<span class="zm">' + fmt(c.mean, 4) + '</span>' + (isNum(c.std) ? ' <span class="pm">± ' + fmt(c.std, 4) + '</span>' : '');
   if (!r.is_baseline && isNum(c.delta.mean)) {
     const d = c.delta, cls = d.significant ? (d.mean > 0 ? 'neg' : 'pos') : '';

@@ -197,7 +197,7 @@ static int extrun_num(const json_t *o, const char *ev, const char *key, int requ
 }
 
 /* A final val line's zero_shot, as the built-in engine writes it: {task: {"acc", "acc_norm" in [0, 1], "n",
- * "truncated" integers >= 0 when present}}. The server checks the result's copy against the job's task names. */
+ * "truncated" integers >= 0 when present, "acc_norm_char" in [0, 1] when present}}. The server checks the result's copy against the job's task names. */
 static int extrun_zero_shot(const json_t *zs, char *err, size_t errlen) {
     if (!json_is_object(zs)) {
         snprintf(err, errlen, "val: zero_shot: must be an object {task: {acc, acc_norm, n, truncated}}, got %s", job_json_type(zs));

@@ -367,7 +367,8 @@ static const char *job_path(char *buf, size_t n, const char *p, const char *root
     return p;
 }
 
-/* Scores every task on the final model: {"name": {"acc", "acc_norm", "n", "truncated"}, ...} in *out. */
+/* Scores every task on the final model: {"name": {"acc", "acc_norm", "n", "truncated"[, "acc_norm_char"]}, ...} in
+ * *out (acc_norm_char when the task's file has character counts). */
 static int zero_shot(struct run *r, json_t **out) {
     *out = NULL;
     const struct job_eval *ev = &r->job->eval;
@@ -384,11 +385,16 @@ static int zero_shot(struct run *r, json_t **out) {
             return fail(r, rc == -3 ? TRAIN_EDEVICE : TRAIN_EDATA, "eval.tasks[%d] (%s): %s", i,
                         ev->tasks[i].name, r->ebuf);
         }
-        json_object_set_new(zs, ev->tasks[i].name, json_pack("{s:f, s:f, s:i, s:i}", "acc", res.acc, "acc_norm", res.acc_norm,
-                                                             "n", res.n, "truncated", res.truncated));
-        if (!r->o->quiet && !r->o->on_progress)
-            fprintf(stderr, "zero-shot %s: acc %.4f acc_norm %.4f over %d examples (%d with the context cut to T=%d)\n",
-                    ev->tasks[i].name, res.acc, res.acc_norm, res.n, res.truncated, r->job->train.seq_len);
+        json_t *o = json_pack("{s:f, s:f, s:i, s:i}", "acc", res.acc, "acc_norm", res.acc_norm, "n", res.n,
+                              "truncated", res.truncated);
+        if (o && res.has_char) json_object_set_new(o, "acc_norm_char", json_real(res.acc_norm_char));   /* lm-eval's */
+        json_object_set_new(zs, ev->tasks[i].name, o);
+        if (!r->o->quiet && !r->o->on_progress) {
+            char ch[48] = "";
+            if (res.has_char) snprintf(ch, sizeof ch, " acc_norm_char %.4f", res.acc_norm_char);
+            fprintf(stderr, "zero-shot %s: acc %.4f acc_norm %.4f%s over %d examples (%d with the context cut to T=%d)\n",
+                    ev->tasks[i].name, res.acc, res.acc_norm, ch, res.n, res.truncated, r->job->train.seq_len);
+        }
     }
     *out = zs;
     return 0;

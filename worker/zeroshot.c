@@ -4,9 +4,11 @@
  * context and the completion without its last token; targets: shifted by one). When the batch is full it runs
  * forward_losses once and each row's scored positions (those whose target is a completion token) are summed in
  * double into that completion's slot. An example is decided as soon as its last completion is scored, so memory
- * is the batch plus one (sum, length) pair per completion of the examples in flight.
+ * is the batch plus one (sum, length) pair per completion of the examples in flight; zeroshot_decide makes the
+ * three argmin decisions (per sum, per token, per character) so tests can check it on hand-made items.
  */
 #include "zeroshot.h"
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,17 +37,30 @@ struct scorer {
     struct zeroshot_result *res;
 };
 
+static double per_char(double sum, int chars) { return chars > 0 ? sum / chars : INFINITY; }
+
+void zeroshot_decide(const double *sum, const int *toks, const int *chars, int n, int *best, int *best_norm,
+                     int *best_char) {
+    int b = 0, bn = 0, bc = 0;
+    for (int c = 1; c < n; c++) {
+        if (sum[c] < sum[b]) b = c;
+        if (sum[c] / toks[c] < sum[bn] / toks[bn]) bn = c;
+        if (chars && per_char(sum[c], chars[c]) < per_char(sum[bc], chars[bc])) bc = c;
+    }
+    *best = b;
+    *best_norm = bn;
+    *best_char = chars ? bc : -1;
+}
+
 static void decide(struct scorer *s, int slot) {
     const struct evalfile_example *ex = &s->exs[slot];
     const double *sum = s->sum + (size_t)slot * EVALFILE_MAX_COMPLETIONS;
-    int best = 0, best_norm = 0;
-    for (int c = 1; c < ex->ncomp; c++) {
-        if (sum[c] < sum[best]) best = c;
-        if (sum[c] / ex->comp_len[c] < sum[best_norm] / ex->comp_len[best_norm]) best_norm = c;
-    }
+    int best, best_norm, best_char;
+    zeroshot_decide(sum, ex->comp_len, s->res->has_char ? ex->comp_chars : NULL, ex->ncomp, &best, &best_norm, &best_char);
     s->res->n++;
     s->res->correct += best == ex->label;
     s->res->correct_norm += best_norm == ex->label;
+    s->res->correct_char += best_char == ex->label;
 }
 
 static int flush(struct scorer *s, char *err, size_t errlen) {
@@ -85,6 +100,7 @@ int zeroshot_score(const model_ops *ops, model *m, int B, int T, const struct ev
         return -1;
     }
     struct scorer s = {.ops = ops, .m = m, .B = B, .T = T, .res = res};
+    res->has_char = f->chars != NULL;
     /* a batch of B rows touches at most B examples, plus the one being filled */
     s.cap = B + 1;
     int rc = -2;
@@ -134,6 +150,7 @@ int zeroshot_score(const model_ops *ops, model *m, int B, int T, const struct ev
     if ((rc = flush(&s, err, errlen))) goto out;
     res->acc = res->n ? (double)res->correct / res->n : 0;
     res->acc_norm = res->n ? (double)res->correct_norm / res->n : 0;
+    res->acc_norm_char = res->n ? (double)res->correct_char / res->n : 0;
     rc = 0;
 out:
     free(s.in); free(s.tg); free(s.loss); free(s.rows); free(s.sum); free(s.left); free(s.exs);

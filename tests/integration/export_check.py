@@ -368,7 +368,7 @@ def check_tensorboard():
                     want[(job, "result/attn_distance/layer%02d" % l, r[4])] = f32(x)
             res = json.loads(r[8]) if r[8] else {}
             for task, sc in (res.get("zero_shot") or {}).items():
-                for key in ("acc", "acc_norm"):
+                for key in ("acc", "acc_norm", "acc_norm_char"):
                     if sc.get(key) is not None:
                         want[(job, "result/zero_shot/%s/%s" % (task, key), r[4])] = f32(sc[key])
             for name, x in (res.get("extra") or {}).items():

@@ -11,11 +11,12 @@
 
 # per schedule, task, metric: the value at seed 11, 22, 33; seed 33 of 2,2,4,4 never finishes (the missing cell).
 # 1,1,4,4 is ~0.03 better on hellaswag acc_norm with little noise (significant after Holm); 2,2,4,4 is noise.
-ZS='{"4,4,4,4": {"hellaswag": {"acc_norm": [0.300, 0.310, 0.290], "acc": [0.280, 0.295, 0.277]},
+# hellaswag also reports lm-eval's per-character acc_norm (acc_norm_char); piqa does not (a file without counts)
+ZS='{"4,4,4,4": {"hellaswag": {"acc_norm": [0.300, 0.310, 0.290], "acc": [0.280, 0.295, 0.277], "acc_norm_char": [0.310, 0.322, 0.305]},
                "piqa":      {"acc_norm": [0.600, 0.620, 0.610], "acc": [0.590, 0.602, 0.611]}},
-     "1,1,4,4": {"hellaswag": {"acc_norm": [0.330, 0.341, 0.321], "acc": [0.300, 0.322, 0.296]},
+     "1,1,4,4": {"hellaswag": {"acc_norm": [0.330, 0.341, 0.321], "acc": [0.300, 0.322, 0.296], "acc_norm_char": [0.351, 0.349, 0.340]},
                "piqa":      {"acc_norm": [0.604, 0.618, 0.616], "acc": [0.580, 0.611, 0.604]}},
-     "2,2,4,4": {"hellaswag": {"acc_norm": [0.290, 0.320, 0.500], "acc": [0.284, 0.301, 0.400]},
+     "2,2,4,4": {"hellaswag": {"acc_norm": [0.290, 0.320, 0.500], "acc": [0.284, 0.301, 0.400], "acc_norm_char": [0.300, 0.330, 0.450]},
                "piqa":      {"acc_norm": [0.612, 0.616, 0.100], "acc": [0.598, 0.597, 0.100]}}}'
 ITEMS='{"hellaswag": 100, "piqa": 50}'
 
@@ -35,7 +36,8 @@ zs_fill() {
     heads=$(s_json '.heads|map(tostring)|join(",")'); seedi=$(( $(s_json .seed) / 11 - 1 ))
     if [ "$heads" = "2,2,4,4" ] && [ $seedi = 2 ]; then continue; fi
     zs=$(jq -nc --argjson d "$data" --argjson n "$ITEMS" --arg h "$heads" --argjson i $seedi \
-      '$d[$h] | with_entries(.value = {acc: .value.acc[$i], acc_norm: .value.acc_norm[$i], n: $n[.key], truncated: 0})')
+      '$d[$h] | with_entries(.value = ({acc: .value.acc[$i], acc_norm: .value.acc_norm[$i], n: $n[.key], truncated: 0}
+        + (if .value.acc_norm_char then {acc_norm_char: .value.acc_norm_char[$i]} else {} end)))')
     s_expect 200 POST "/api/v1/jobs/$JOB/complete" "{\"lease_token\": \"$TOKEN\", \"result\": {\"val_loss\": 3.3, \"tok_per_s\": 1000, \"zero_shot\": $zs}}"
   done
 }
@@ -110,6 +112,10 @@ for h in names:
         check(f"{h} {task} acc_norm_mean", float(np.mean(v)), c["acc_norm_mean"], 1e-12)
         check(f"{h} {task} acc_mean", float(np.mean(a)), c["acc_mean"], 1e-12)
         check(f"{h} {task} acc_norm_std", float(np.std(v, ddof=1)) if len(v) > 1 else None, c["acc_norm_std"], 1e-12)
+        ch = [Z[h][task]["acc_norm_char"][i] for i in done[h]] if "acc_norm_char" in Z[h][task] else []
+        check(f"{h} {task} acc_norm_char_mean", float(np.mean(ch)) if ch else None, c["acc_norm_char_mean"], 1e-12)
+        check(f"{h} {task} acc_norm_char_std", float(np.std(ch, ddof=1)) if len(ch) > 1 else None, c["acc_norm_char_std"], 1e-12)
+        if c["acc_norm_char_n"] != len(ch): bad.append(f"{h} {task} acc_norm_char_n {c['acc_norm_char_n']}, expected {len(ch)}")
         if c["n"] != len(v) or c["items"] != ITEMS[task] or c["items_max"] != ITEMS[task]: bad.append(f"{h} {task} n/items {c['n']} {c['items']}")
         if h == "4,4,4,4" and (c["delta"] is not None or c["delta_acc"] is not None): bad.append("the baseline has a delta")
 print("significant cells:", nsig)
@@ -133,20 +139,21 @@ t_zero_shot_columns_csv_and_cli() {
   zs_fill '[11, 22, 33]'
   curl -s -o "$D/lb.csv" "$URL/api/v1/sweeps/$SID/leaderboard?format=csv"
   curl -s -o "$D/lb.json" "$URL/api/v1/sweeps/$SID/leaderboard"
-  assert_contains "$(head -n1 "$D/lb.csv")" "tok_per_s_std,hellaswag_acc_mean,hellaswag_acc_norm_mean,hellaswag_acc_norm_std,hellaswag_delta_mean,hellaswag_delta_ci_low,hellaswag_delta_ci_high,hellaswag_delta_p,hellaswag_delta_p_holm,hellaswag_delta_significant,hellaswag_delta_items,hellaswag_delta_seeds,hellaswag_delta_df,hellaswag_delta_method,piqa_acc_mean"
+  assert_contains "$(head -n1 "$D/lb.csv")" "tok_per_s_std,hellaswag_acc_mean,hellaswag_acc_norm_mean,hellaswag_acc_norm_std,hellaswag_delta_mean,hellaswag_delta_ci_low,hellaswag_delta_ci_high,hellaswag_delta_p,hellaswag_delta_p_holm,hellaswag_delta_significant,hellaswag_delta_items,hellaswag_delta_seeds,hellaswag_delta_df,hellaswag_delta_method,hellaswag_acc_norm_char_mean,hellaswag_acc_norm_char_std,piqa_acc_mean"
   local row want; row=$(grep '"1,1,4,4"' "$D/lb.csv")
-  want=$(jq -r '.rows[]|select(.heads==[1,1,4,4])|.zero_shot.hellaswag|[.acc_mean,.acc_norm_mean,.acc_norm_std,.delta.mean,.delta.ci_low,.delta.ci_high]|map(.*1e6|round/1e6|tostring)|join(" ")' "$D/lb.json")
+  want=$(jq -r '.rows[]|select(.heads==[1,1,4,4])|.zero_shot.hellaswag|[.acc_mean,.acc_norm_mean,.acc_norm_std,.delta.mean,.delta.ci_low,.delta.ci_high,.acc_norm_char_mean,.acc_norm_char_std]|map(.*1e6|round/1e6|tostring)|join(" ")' "$D/lb.json")
   echo "json: $want"
   /usr/bin/python3 - "$row" "$want" <<'PY' || fail "the CSV's hellaswag cells differ from the JSON's"
 import csv, sys
 r = next(csv.reader([sys.argv[1]])); w = [float(x) for x in sys.argv[2].split()]
-got = [float(x) for x in r[19:25]]
-print("csv:", r[19:32])
-assert all(abs(a - b) < 1.5e-6 for a, b in zip(w, got)), (w, got)
+got = [float(x) for x in r[19:25] + r[32:34]]
+print("csv:", r[19:34], "piqa acc_norm_char:", r[47:49])
+assert len(w) == len(got) == 8 and all(abs(a - b) < 1.5e-6 for a, b in zip(w, got)), (w, got)
 assert r[28:32] == ["100", "3", "3", "blocked"], r[28:32]
+assert r[47:49] == ["", ""], r[47:49]   # piqa reported no acc_norm_char: empty cells
 PY
-  assert_eq 49 "$(head -n1 "$D/lb.csv" | tr "," "\n" | wc -l)" "csv columns (the last: screened)"
-  assert_eq 49 "$(echo "$row" | sed 's/"[^"]*"/H/' | tr ',' '\n' | wc -l)" "csv cells in a row"
+  assert_eq 53 "$(head -n1 "$D/lb.csv" | tr "," "\n" | wc -l)" "csv columns (the last: screened)"
+  assert_eq 53 "$(echo "$row" | sed 's/"[^"]*"/H/' | tr ',' '\n' | wc -l)" "csv cells in a row"
   local cli; cli=$("$(bin prism-sweep)" leaderboard --db "$DB" "$SID" --format csv) || fail "cli csv"
   assert_eq "$(cat "$D/lb.csv")" "$cli" "CLI csv = API csv"
   cli=$("$(bin prism-sweep)" leaderboard --db "$DB" zs --format json) || fail "cli json"

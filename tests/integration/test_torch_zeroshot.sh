@@ -13,7 +13,8 @@
 source "$(dirname "$0")/torch_lib.sh"
 source "$(dirname "$0")/worker_lib.sh"
 
-# write_evalfile DIR OUT [MODE]: 48 examples from DIR/data's val split (MODE long: one ending of 33 tokens)
+# write_evalfile DIR OUT [MODE]: 48 examples from DIR/data's val split (MODE long: one ending of 33 tokens; MODE
+# chars: with character counts, header[4] = 1 and one uint32 per completion after the examples, 0..40, some 0)
 write_evalfile() {
   "$PY" - "$1" "$2" "${3:-}" <<'PY'
 import glob, os, random, struct, sys
@@ -45,7 +46,14 @@ for i in range(48):
         ex += [len(e)] + e
     ex[1] = 2 * len(ex); longest = max(longest, ex[1]); stream += ex
 hdr = [20240522, 1, 48, longest] + [0] * 252
-open(sys.argv[2], "wb").write(struct.pack("<256i", *hdr) + struct.pack("<%dH" % len(stream), *stream))
+tail = b""
+if sys.argv[3] == "chars":
+    ncomp, p = 0, 0
+    for i in range(48):
+        ncomp += stream[p + 4]; p += stream[p + 1] // 2
+    hdr[4] = 1
+    tail = struct.pack("<%dI" % ncomp, *[rnd.choice([0, 1, 2, 3, 5, 8, 13, 21, 40]) for _ in range(ncomp)])
+open(sys.argv[2], "wb").write(struct.pack("<256i", *hdr) + struct.pack("<%dH" % len(stream), *stream) + tail)
 PY
 }
 
@@ -70,9 +78,10 @@ JSON
 # zs_parity ARCH_JSON: the built-in trains a model file; both engines score it
 zs_parity() {
   local d; zs_dir mc.bin
+  write_evalfile "$d" "$d/mcc.bin" chars
   STEPS=40 zs_job "$d/seed.json" "$1" '' 0.01 '[]'
   builtin "$d" seed.json seedout
-  zs_job "$d/job.json" "$1" ', "init": "seedout/model.bin"' 1e-30 '[{"name": "mc", "path": "mc.bin"}, {"name": "mc2", "path": "'"$d"'/mc.bin"}]'
+  zs_job "$d/job.json" "$1" ', "init": "seedout/model.bin"' 1e-30 '[{"name": "mc", "path": "mc.bin"}, {"name": "mc2", "path": "'"$d"'/mc.bin"}, {"name": "mcc", "path": "mcc.bin"}]'
   builtin "$d" job.json c
   torch_run "$d" job.json t 2> "$d/t.err" || { cat "$d/t.err"; fail "torch trainer failed"; }
   "$PY" - "$d" <<'PY' || fail "the two engines' zero-shot numbers differ (above)"
@@ -89,6 +98,9 @@ print("built-in last metrics row:", cm.get("zero_shot")); print("torch final val
 assert cm["zero_shot"] == c and tv["zero_shot"] == t and tv["step"] == 1, "the final val point's zero_shot"
 assert t["mc"]["n"] == 48 and 0 < t["mc"]["truncated"] < 48, t["mc"]
 assert 0 < t["mc"]["acc"] < 1 and 0 < t["mc"]["acc_norm"] < 1, t["mc"]
+# lm-eval's per-character acc_norm only where the file has the counts, equal in both engines (c == t above)
+assert "acc_norm_char" not in t["mc"] and 0 < t["mcc"]["acc_norm_char"] < 1, t
+assert t["mcc"]["acc_norm_char"] != t["mcc"]["acc_norm"], t["mcc"]
 PY
 }
 

@@ -72,7 +72,7 @@ static void check_task(const char *dir, const char *from, const char *flags, con
         ASSERT_EQ_INT(want[i].n, ex.ncomp);
         uint16_t *toks[6] = {0};
         size_t nt[6] = {0}, cap[6] = {0};
-        int lens[5];
+        int lens[5], chars[5];
         if (strcmp(want[i].ctx, "<|endoftext|>") == 0) { toks[0] = malloc(2); toks[0][0] = (uint16_t)bpe_eot(b); nt[0] = 1; }
         else bpe_encode(bc, want[i].ctx, strlen(want[i].ctx), &toks[0], &nt[0], &cap[0]);
         for (int k = 0; k < ex.ncomp; k++) {
@@ -81,8 +81,12 @@ static void check_task(const char *dir, const char *from, const char *flags, con
             ASSERT_STREQ(want[i].comp[k], text);
             bpe_encode(bc, want[i].comp[k], strlen(want[i].comp[k]), &toks[k + 1], &nt[k + 1], &cap[k + 1]);
             lens[k] = (int)nt[k + 1];
+            /* lm-eval's len(choice): the strings here are ASCII, so bytes less the " " target delimiter */
+            chars[k] = (int)strlen(want[i].comp[k]) - (want[i].comp[k][0] == ' ');
+            ASSERT_EQ_INT(chars[k], ex.comp_chars[k]);
         }
-        if (evalfile_writer_add(&w, want[i].label, toks[0], (int)nt[0], want[i].n, (const uint16_t *const *)(toks + 1), lens, err, sizeof err)) HFAIL("%s", err);
+        if (evalfile_writer_add_chars(&w, want[i].label, toks[0], (int)nt[0], want[i].n, (const uint16_t *const *)(toks + 1), lens,
+                                      chars, err, sizeof err)) HFAIL("%s", err);
         for (int k = 0; k < 6; k++) free(toks[k]);
     }
     char exp_path[4200];

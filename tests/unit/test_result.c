@@ -85,7 +85,7 @@ TEST(absurd_results_are_refused_naming_the_bound) {
     expect(j, tok, "{\"val_loss\": 3.5, \"zero_shot\": {\"piqa\": {\"acc\": 0.5, \"acc_norm\": 0.5, \"n\": -5}}}", STORE_EINVAL,
            "result.zero_shot.piqa.n: must be an integer in [0, 1e9]");
     expect(j, tok, "{\"val_loss\": 3.5, \"zero_shot\": {\"piqa\": {\"acc\": 0.5, \"acc_norm\": 0.5, \"job_id\": 999}}}", STORE_EINVAL,
-           "result.zero_shot.piqa: unknown key (expected acc, acc_norm, n, truncated)");
+           "result.zero_shot.piqa: unknown key (expected acc, acc_norm, acc_norm_char, n, truncated)");
     ASSERT_EQ_INT(0, (int)qv(st, "SELECT count(*) FROM results"));
     ASSERT_EQ_INT(1, (int)qv(st, "SELECT count(*) FROM jobs WHERE state = 'leased'"));
     expect(j, tok, "{\"val_loss\": 3.5, \"train_loss\": 3.4, \"tok_per_s\": 1000, \"steps\": 50, \"attn_distance\": [1, 2, 3, 31.5], "

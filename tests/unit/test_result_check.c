@@ -55,6 +55,18 @@ TEST(a_valid_result_passes) {
     ASSERT_EQ_INT(0, check("{\"val_loss\": 3.0, \"steps\": 12, \"params\": 1000, \"train_loss\": 3.1, "
                            "\"attn_distance\": [1, 2, 3, 4], \"zero_shot\": {\"hellaswag\": {\"acc\": 0.3, "
                            "\"acc_norm\": 0.31, \"n\": 10, \"truncated\": 0}}, \"mine\": \"kept\"}", err, sizeof err));
+    /* lm-eval's per-character acc_norm beside llm.c's: optional, a number in [0, 1] (null as absent) */
+    ASSERT_EQ_INT(0, check("{\"val_loss\": 3.0, \"zero_shot\": {\"hellaswag\": {\"acc\": 0.3, \"acc_norm\": 0.31, "
+                           "\"acc_norm_char\": 0.33, \"n\": 10}}}", err, sizeof err));
+    ASSERT_EQ_INT(0, check("{\"val_loss\": 3.0, \"zero_shot\": {\"hellaswag\": {\"acc\": 0.3, \"acc_norm\": 0.31, "
+                           "\"acc_norm_char\": null}}}", err, sizeof err));
+}
+
+TEST(acc_norm_char_out_of_range_is_refused) {
+    refused("{\"val_loss\": 3.0, \"zero_shot\": {\"hellaswag\": {\"acc\": 0.3, \"acc_norm\": 0.3, \"acc_norm_char\": 1.5}}}",
+            "result.zero_shot.hellaswag.acc_norm_char: must be a number in [0, 1] (or absent)");
+    refused("{\"val_loss\": 3.0, \"zero_shot\": {\"hellaswag\": {\"acc\": 0.3, \"acc_norm\": 0.3, \"acc_norm_char\": \"x\"}}}",
+            "result.zero_shot.hellaswag.acc_norm_char: must be a number in [0, 1] (or absent)");
 }
 
 /* The refusals of issue #40's zombie jobs, each naming its key. */

@@ -379,17 +379,20 @@ TEST(protocol_val_zero_shot) {
     extrun_line l;
     char err[1024];
     const char *ok = "{\"event\":\"val\",\"step\":10,\"val_loss\":3.5,\"zero_shot\":{\"hs\":{\"acc\":0.25,"
-                     "\"acc_norm\":0.5,\"n\":8,\"truncated\":1}}}";
+                     "\"acc_norm\":0.5,\"acc_norm_char\":0.375,\"n\":8,\"truncated\":1}}}";
     ASSERT_EQ_INT(EXTRUN_EV_VAL, extrun_parse_line(ok, strlen(ok), &lim, &l, err, sizeof err));
     json_t *zs = json_object_get(json_object_get(l.row, "zero_shot"), "hs");
     ASSERT_TRUE(zs != NULL);
     ASSERT_TRUE(json_real_value(json_object_get(zs, "acc_norm")) == 0.5);
+    ASSERT_TRUE(json_real_value(json_object_get(zs, "acc_norm_char")) == 0.375);   /* lm-eval's, kept */
     ASSERT_EQ_INT(8, (int)json_integer_value(json_object_get(zs, "n")));
     extrun_line_release(&l);
     static const char *const bad[][2] = {
         { "{\"event\":\"val\",\"step\":5,\"val_loss\":1,\"zero_shot\":{}}", "only on the final val line (step = train.steps 10)" },
         { "{\"event\":\"val\",\"step\":10,\"val_loss\":1,\"zero_shot\":[]}", "val: zero_shot: must be an object" },
         { "{\"event\":\"val\",\"step\":10,\"val_loss\":1,\"zero_shot\":{\"hs\":{\"acc\":2,\"acc_norm\":0}}}", "zero_shot.hs.acc: must be a number in [0, 1]" },
+        { "{\"event\":\"val\",\"step\":10,\"val_loss\":1,\"zero_shot\":{\"hs\":{\"acc\":0,\"acc_norm\":0,\"acc_norm_char\":-0.5}}}",
+          "zero_shot.hs.acc_norm_char: must be a number in [0, 1] (or absent)" },
         { "{\"event\":\"val\",\"step\":10,\"val_loss\":1,\"zero_shot\":{\"hs\":{\"acc\":0,\"acc_norm\":0,\"n\":-1}}}", "zero_shot.hs.n: must be an integer >= 0" },
         { "{\"event\":\"val\",\"step\":10,\"val_loss\":1,\"zero_shot\":{\"hs\":1}}", "zero_shot.hs: must be an object" },
     };

@@ -7,9 +7,11 @@
 #include "harness.h"
 #include "checkpoint.h"
 #include "evalfile.h"
+#include "evaltasks.h"
 #include "job.h"
 #include "model.h"
 #include "shard.h"
+#include "zeroshot.h"
 #include <jansson.h>
 #include <math.h>
 #include <stdint.h>
@@ -19,22 +21,25 @@
 static uint32_t rng = 2024;
 static int rnd(int n) { rng = rng * 1103515245u + 12345u; return (int)((rng >> 8) % (uint32_t)n); }
 
-/* n examples with contexts of 1..maxctx tokens and 2..4 endings of 1..4 tokens, tokens < V */
-static void write_examples(const char *path, int n, int V, int maxctx) {
+/* n examples with contexts of 1..maxctx tokens and 2..4 endings of 1..4 tokens, tokens < V; with_chars: each
+ * ending also gets a character count of 0..30 (header[4] = 1) */
+static void write_examples(const char *path, int n, int V, int maxctx, int with_chars) {
     struct evalfile_writer w;
     evalfile_writer_init(&w);
     char err[512];
     for (int i = 0; i < n; i++) {
         uint16_t ctx[256], comp[4][4];
         const uint16_t *cp[4];
-        int cl[4], nc = 2 + rnd(3), nctx = 1 + rnd(maxctx);
+        int cl[4], ch[4], nc = 2 + rnd(3), nctx = 1 + rnd(maxctx);
         for (int t = 0; t < nctx; t++) ctx[t] = (uint16_t)rnd(V);
         for (int c = 0; c < nc; c++) {
             cl[c] = 1 + rnd(4);
             for (int t = 0; t < cl[c]; t++) comp[c][t] = (uint16_t)rnd(V);
             cp[c] = comp[c];
+            ch[c] = rnd(31);
         }
-        if (evalfile_writer_add(&w, rnd(nc), ctx, nctx, nc, cp, cl, err, sizeof err)) HFAIL("add: %s", err);
+        if (evalfile_writer_add_chars(&w, rnd(nc), ctx, nctx, nc, cp, cl, with_chars ? ch : NULL, err, sizeof err))
+            HFAIL("add: %s", err);
     }
     if (evalfile_writer_finish(&w, path, err, sizeof err)) HFAIL("finish: %s", err);
     evalfile_writer_release(&w);
@@ -131,6 +136,122 @@ TEST(bad_eval_files_are_refused_naming_file_example_and_problem) {
         ASSERT_CONTAINS(err, cases[i].want);
         ASSERT_TRUE(ef.data == NULL);
     }
+}
+
+/* Character counts (header[4] = 1): written after the examples, one uint32 per completion, read back per example;
+ * a file without them reads -1; mixing, a wrong count of them and a bad flag are refused naming the problem. */
+TEST(eval_file_character_counts_round_trip_and_are_checked) {
+    char path[4200], err[512];
+    snprintf(path, sizeof path, "%s/c.bin", harness_tmpdir());
+    struct evalfile_writer w;
+    evalfile_writer_init(&w);
+    uint16_t ctx[2] = {5, 6}, a[1] = {8}, b[2] = {9, 10}, c3[1] = {4};
+    const uint16_t *cp[3] = {a, b, c3};
+    int cl[3] = {1, 2, 1}, ch0[2] = {3, 70000}, ch1[3] = {0, 1, 2};
+    ASSERT_EQ_INT(0, evalfile_writer_add_chars(&w, 1, ctx, 2, 2, cp, cl, ch0, err, sizeof err));
+    ASSERT_EQ_INT(0, evalfile_writer_add_chars(&w, 2, ctx, 2, 3, cp, cl, ch1, err, sizeof err));
+    ASSERT_EQ_INT(EVALFILE_EINVAL, evalfile_writer_add(&w, 0, ctx, 2, 2, cp, cl, err, sizeof err));
+    ASSERT_CONTAINS(err, "example 2: has no character counts, unlike the examples before it");
+    ASSERT_EQ_INT(0, evalfile_writer_finish(&w, path, err, sizeof err));
+    evalfile_writer_release(&w);
+    struct evalfile ef;
+    ASSERT_EQ_INT(0, evalfile_open(path, 11, &ef, err, sizeof err));
+    struct evalfile_example ex;
+    evalfile_example(&ef, 0, &ex);
+    ASSERT_EQ_INT(3, ex.comp_chars[0]);
+    ASSERT_EQ_INT(70000, ex.comp_chars[1]);   /* over 16 bits: both halves */
+    evalfile_example(&ef, 1, &ex);
+    ASSERT_EQ_INT(0, ex.comp_chars[0]);
+    ASSERT_EQ_INT(2, ex.comp_chars[2]);
+    evalfile_close(&ef);
+    /* the same examples without counts: -1, and the file is llm.c's own layout (no bytes after the examples) */
+    evalfile_writer_init(&w);
+    ASSERT_EQ_INT(0, evalfile_writer_add(&w, 1, ctx, 2, 2, cp, cl, err, sizeof err));
+    char plain[4300];
+    snprintf(plain, sizeof plain, "%s.plain", path);
+    ASSERT_EQ_INT(0, evalfile_writer_finish(&w, plain, err, sizeof err));
+    evalfile_writer_release(&w);
+    ASSERT_EQ_INT(0, evalfile_open(plain, 11, &ef, err, sizeof err));
+    evalfile_example(&ef, 0, &ex);
+    ASSERT_EQ_INT(-1, ex.comp_chars[0]);
+    ASSERT_TRUE(ef.chars == NULL);
+    evalfile_close(&ef);
+    /* cut one count off: refused naming what header[4] promises */
+    FILE *f = fopen(path, "r+b");
+    fseek(f, 0, SEEK_END);
+    long sz = ftell(f);
+    fclose(f);
+    ASSERT_EQ_INT(0, truncate(path, sz - 4));
+    ASSERT_EQ_INT(EVALFILE_EFORMAT, evalfile_open(path, 11, &ef, err, sizeof err));
+    ASSERT_CONTAINS(err, path);
+    ASSERT_CONTAINS(err, "header[4] = 1 promises 5 character counts (one per completion, 20 bytes) after the examples, but 16 bytes follow them");
+    /* a flag other than 0 or 1 */
+    f = fopen(plain, "r+b");
+    int32_t seven = 7;
+    fseek(f, 4 * 4, SEEK_SET);
+    fwrite(&seven, 4, 1, f);
+    fclose(f);
+    ASSERT_EQ_INT(EVALFILE_EFORMAT, evalfile_open(plain, 11, &ef, err, sizeof err));
+    ASSERT_CONTAINS(err, "header[4] is 7, expected 0 (no character counts) or 1");
+}
+
+/* lm-evaluation-harness's definitions, restated here from lm_eval/api/task.py (ConfigurableTask.process_results,
+ * output_type multiple_choice): lls[c] = the summed log-likelihood of continuation " " + choice[c];
+ * completion_len[c] = len(choice[c]) (Python: code points, the delimiter not counted); acc: argmax(lls) == gold,
+ * acc_norm: argmax(lls / completion_len) == gold (numpy argmax: the first maximum). llm.c's acc_norm (its
+ * hellaswag.py): argmin of the mean loss per completion token. Fixture items with hand-picked log-likelihoods,
+ * character and token lengths. */
+static int argmax_first(const double *x, int n) { int b = 0; for (int i = 1; i < n; i++) if (x[i] > x[b]) b = i; return b; }
+
+TEST(decisions_match_lm_evals_and_llmcs_definitions_on_fixture_items) {
+    struct item {
+        const char *choice[3];   /* the completions as evaltasks.c builds them: " " + choice */
+        int py_len[3];           /* len(choice) in Python, counted by hand */
+        int toks[3];             /* GPT-2-like token counts */
+        double ll[3];            /* loglikelihoods */
+        int want_acc, want_tok, want_char;
+    } items[] = {
+        /* summed: 0 (ll -1.0); per token: 1 (-2.0 / 4 = -0.5); per character: 2 (-4.0 / 19 = -0.21) */
+        {{" ab", " c\xc3\xa9" "d", " twenty characters!!"}, {2, 3, 19}, {1, 4, 5}, {-1.0, -2.0, -4.0}, 0, 1, 2},
+        /* characters, not bytes: "\xc3\xa9\xc3\xa9\xc3\xa9" is 3 characters (6 bytes): -1.2 / 3 = -0.4 loses to
+         * -1.0 / 4 = -0.25, where per byte (-0.2) it would win */
+        {{" \xc3\xa9\xc3\xa9\xc3\xa9", " abcd", " x"}, {3, 4, 1}, {3, 1, 1}, {-1.2, -1.0, -0.9}, 2, 0, 1},
+        /* ties go to the lowest index in all three (numpy's argmax, llm.c's argmin) */
+        {{" aa", " bb", " cccc"}, {2, 2, 4}, {2, 2, 4}, {-3.0, -3.0, -6.0}, 0, 0, 0},
+        /* an empty choice (0 characters): lm-eval's ll / 0 = -inf never wins */
+        {{" ", " abc", " abcdef"}, {0, 3, 6}, {1, 1, 2}, {-0.5, -3.0, -5.0}, 0, 0, 2},
+    };
+    int differ = 0;
+    for (size_t i = 0; i < sizeof items / sizeof items[0]; i++) {
+        const struct item *it = &items[i];
+        double sum[3], lm_norm[3], tok_norm[3];
+        int chars[3], byte_pick = 0;
+        for (int c = 0; c < 3; c++) {
+            chars[c] = evaltask_choice_chars(it->choice[c]);
+            ASSERT_EQ_INT(it->py_len[c], chars[c]);   /* the stored count is Python's len(choice) */
+            sum[c] = -it->ll[c];
+            lm_norm[c] = it->py_len[c] ? it->ll[c] / it->py_len[c] : -INFINITY;
+            tok_norm[c] = it->ll[c] / it->toks[c];
+            double pb = it->ll[c] / (double)(strlen(it->choice[c]) - 1), best = it->ll[byte_pick] / (double)(strlen(it->choice[byte_pick]) - 1);
+            if (strlen(it->choice[c]) > 1 && pb > best) byte_pick = c;
+        }
+        int ref_acc = argmax_first(it->ll, 3), ref_char = argmax_first(lm_norm, 3), ref_tok = argmax_first(tok_norm, 3);
+        ASSERT_EQ_INT(it->want_acc, ref_acc);
+        ASSERT_EQ_INT(it->want_tok, ref_tok);
+        ASSERT_EQ_INT(it->want_char, ref_char);
+        int best, best_norm, best_char;
+        zeroshot_decide(sum, it->toks, chars, 3, &best, &best_norm, &best_char);
+        printf("item %zu: acc %d acc_norm (per token) %d acc_norm_char %d (lm-eval: %d %d)\n", i, best, best_norm,
+               best_char, ref_acc, ref_char);
+        ASSERT_EQ_INT(ref_acc, best);
+        ASSERT_EQ_INT(ref_tok, best_norm);
+        ASSERT_EQ_INT(ref_char, best_char);
+        if (i == 1) ASSERT_NE_INT(byte_pick, best_char);   /* bytes would pick another choice */
+        differ += best != best_norm && best_norm != best_char && best != best_char;
+        zeroshot_decide(sum, it->toks, NULL, 3, &best, &best_norm, &best_char);
+        ASSERT_EQ_INT(-1, best_char);                      /* no counts: no decision */
+    }
+    ASSERT_EQ_INT(2, differ);   /* items 0 and 1: the three rules pick three different choices */
 }
 
 TEST(job_key_eval_tasks_parses_checks_and_round_trips) {
@@ -277,7 +398,7 @@ static const char *setup(char *evalpath, size_t n) {
     if (shard_write(p, tok, 1000, err, sizeof err)) HFAIL("%s", err);
     snprintf(evalpath, n, "%s/tasks.bin", d);
     rng = 77;
-    write_examples(evalpath, 60, V_, 20);
+    write_examples(evalpath, 60, V_, 20, 1);
     snprintf(p, sizeof p, "%s/job.json", d);
     FILE *f = fopen(p, "w");
     fprintf(f, "{\"model\":{\"n_layer\":%d,\"d_model\":%d,\"vocab_size\":%d,\"padded_vocab_size\":%d,\"seq_len\":%d,"
@@ -312,7 +433,7 @@ TEST(worker_acc_and_acc_norm_match_an_independent_scorer_exactly) {
 
     struct evalfile ef;
     if (evalfile_open(evalpath, V_, &ef, err, sizeof err)) HFAIL("%s", err);
-    int correct = 0, correct_norm = 0, truncated = 0, differ = 0;
+    int correct = 0, correct_norm = 0, correct_char = 0, truncated = 0, differ = 0, differ_char = 0;
     double min_gap = 1e300;
     for (int i = 0; i < ef.n; i++) {
         struct evalfile_example ex;
@@ -330,15 +451,21 @@ TEST(worker_acc_and_acc_norm_match_an_independent_scorer_exactly) {
             mean[c] = sum[c] / len;
         }
         truncated += cut;
-        int b = 0, bn = 0;
-        for (int c = 1; c < ex.ncomp; c++) { if (sum[c] < sum[b]) b = c; if (mean[c] < mean[bn]) bn = c; }
+        /* lm-eval's acc_norm: the summed loss per character of the choice (0 characters: never chosen) */
+        double pc[EVALFILE_MAX_COMPLETIONS];
+        for (int c = 0; c < ex.ncomp; c++) pc[c] = ex.comp_chars[c] > 0 ? sum[c] / ex.comp_chars[c] : INFINITY;
+        int b = 0, bn = 0, bc = 0;
+        for (int c = 1; c < ex.ncomp; c++) { if (sum[c] < sum[b]) b = c; if (mean[c] < mean[bn]) bn = c; if (pc[c] < pc[bc]) bc = c; }
         for (int c = 0; c < ex.ncomp; c++) {   /* float vs double must not be able to flip a decision */
             if (c != b) min_gap = fmin(min_gap, sum[c] - sum[b]);
             if (c != bn) min_gap = fmin(min_gap, mean[c] - mean[bn]);
+            if (c != bc && isfinite(pc[bc])) min_gap = fmin(min_gap, pc[c] - pc[bc]);
         }
         correct += b == ex.label;
         correct_norm += bn == ex.label;
+        correct_char += bc == ex.label;
         differ += b != bn;
+        differ_char += bc != bn;
     }
     ASSERT_LT(1e-4, min_gap);
     ASSERT_LT(0, differ);          /* the data tells acc from acc_norm */
@@ -352,6 +479,11 @@ TEST(worker_acc_and_acc_norm_match_an_independent_scorer_exactly) {
     ASSERT_TRUE(acc == json_number_value(json_object_get(zs, "acc")));
     ASSERT_TRUE(acc_norm == json_number_value(json_object_get(zs, "acc_norm")));
     ASSERT_TRUE(acc != acc_norm);
+    ASSERT_LT(0, differ_char);     /* and per character from per token */
+    printf("independent acc_norm_char %d/%d; worker %.17g\n", correct_char, ef.n,
+           json_number_value(json_object_get(zs, "acc_norm_char")));
+    ASSERT_TRUE(json_is_real(json_object_get(zs, "acc_norm_char")));
+    ASSERT_TRUE((double)correct_char / ef.n == json_number_value(json_object_get(zs, "acc_norm_char")));
     /* the last metrics row carries it too */
     char path[4200];
     snprintf(path, sizeof path, "%s/out/metrics.jsonl", dir);

@@ -756,10 +756,20 @@ def t_zero_shot_columns():
         for key in sorted(f.leases):
             if key == (tuple(WIDE), 2):
                 continue
-            f.complete(key, {"zero_shot": {"hellaswag": {"acc": HS[key] - 0.02, "acc_norm": HS[key], "n": 10042, "truncated": 0}}})
+            sc = {"acc": HS[key] - 0.02, "acc_norm": HS[key], "n": 10042, "truncated": 0}
+            if key[0] == tuple(PRISM):   # lm-eval's per-character acc_norm: only PRISM's results carry it
+                sc["acc_norm_char"] = HS[key] + 0.01
+            f.complete(key, {"zero_shot": {"hellaswag": sc}})
         drv = browser()
         open_page(drv, srv, out["sweep_id"])
         wait_for(drv, "document.querySelectorAll('#leaderboard tbody td.zs').length === 3", "3 zero-shot cells")
+        tips = drv.execute_script("return Object.fromEntries(Array.from(document.querySelectorAll('#leaderboard tbody tr')).map("
+                                  "t => [t.dataset.heads, [t.querySelector('td.zs').title, t.querySelector('td.zs').dataset.accNormChar || null]]));")
+        pv = [HS[(tuple(PRISM), s)] + 0.01 for s in SEEDS]
+        check("acc_norm_char %s ± %s (lm-evaluation-harness's acc_norm" % (f4(mean(pv)), f4(sstd(pv))) in tips[P_S][0],
+              "PRISM's tooltip names lm-eval's acc_norm_char: %r" % tips[P_S][0])
+        check_eq(f4(mean(pv)), tips[P_S][1], "PRISM's cell carries acc_norm_char")
+        check("acc_norm_char" not in tips[U_S][0] and tips[U_S][1] is None, "uniform reported none: %r" % (tips[U_S],))
         head = drv.execute_script("return Array.from(document.querySelectorAll('#leaderboard thead th')).map(t => t.textContent.trim());")
         check_eq("hellaswag acc_norm (Δ [95% CI])", head[5], "the task's column header, after Δ vs uniform")
         cells = drv.execute_script("return Object.fromEntries(Array.from(document.querySelectorAll('#leaderboard tbody tr')).map("

@@ -7,7 +7,9 @@ on the sequence context + c: its loss is the sum of -log p(token | everything be
 longer than T + 1 is cut from the left of its context (layout: keep = min(ctx_len, T + 1 - comp_len)), and a
 completion longer than T is refused (here at open, before any training; the built-in finds it when scoring).
 acc = share of examples whose lowest summed loss is the label's, acc_norm = the same with the mean per completion
-token, ties to the lowest index; truncated = examples where any completion's context was cut. Completions go one
+token (llm.c's rule), acc_norm_char = the same with the summed loss per character of the choice (lm-eval's acc_norm;
+only for files with character counts: header[4] = 1 and one uint32 per completion after the examples, a choice of
+0 characters never winning), ties to the lowest index; truncated = examples where any completion's context was cut. Completions go one
 per row into micro-batches of B rows, each forward as long as its longest row rounded up to 8 (at most T); padding
 holds token 0 and is never summed (causal attention keeps it out of the scored positions).
 The file is read whole after its size is checked, and nothing is allocated from what a header claims before the
@@ -27,10 +29,18 @@ SHARD_MAGIC = 20240520
 
 
 class EvalFile:
-    """An eval file checked whole: n examples, example(i) -> (label, ctx, [completion, ...]) as int64 arrays."""
+    """An eval file checked whole: n examples, example(i) -> (label, ctx, [completion, ...]) as int64 arrays;
+    chars(i) -> the completions' character counts, or None when the file has none."""
 
-    def __init__(self, path, data, off):
+    def __init__(self, path, data, off, chars=None, chars_off=None):
         self.path, self.data, self.off, self.n = path, data, off, len(off)
+        self._chars, self._chars_off = chars, chars_off
+
+    def chars(self, i):
+        if self._chars is None:
+            return None
+        k, ncomp = self._chars_off[i], int(self.data[self.off[i] + 4])
+        return [int(x) for x in self._chars[k:k + ncomp]]
 
     def example(self, i):
         d, p = self.data, self.off[i]
@@ -77,12 +87,15 @@ def open_evalfile(path, vocab=0):
     n = int(hdr[2])
     if n <= 0 or n > 65536:
         raise JobError("%s: example count %d, expected 1..65536" % (path, n))
+    if hdr[4] not in (0, 1):
+        raise JobError("%s: header[4] is %d, expected 0 (no character counts) or 1 (character counts follow the examples)"
+                       % (path, hdr[4]))
     body = size - HEADER_BYTES
     if body % 2:
         raise JobError("%s: %d bytes after the header, not a whole number of uint16 (truncated)" % (path, body))
     d = np.frombuffer(raw, dtype="<u2", offset=HEADER_BYTES)
     nd = len(d)
-    off, pos = [], 0
+    off, pos, ncomps, chars_off = [], 0, 0, []
     where = lambda p: HEADER_BYTES + 2 * p   # noqa: E731
     for i in range(n):
         if pos >= nd:
@@ -125,11 +138,20 @@ def open_evalfile(path, vocab=0):
         if q != end:
             raise JobError("%s: example %d: byte length %d, but its fields take %d bytes" % (path, i, nbytes, 2 * (q - pos)))
         off.append(pos)
+        chars_off.append(ncomps)
+        ncomps += ncomp
         pos = end
+    chars = None
+    if hdr[4] == 1:
+        if nd - pos != 2 * ncomps:
+            raise JobError("%s: header[4] = 1 promises %d character counts (one per completion, %d bytes) after the "
+                           "examples, but %d bytes follow them" % (path, ncomps, 4 * ncomps, 2 * (nd - pos)))
+        chars = np.frombuffer(raw, dtype="<u4", offset=HEADER_BYTES + 2 * pos, count=ncomps)
+        pos = nd
     if pos != nd:
         raise JobError("%s: %d bytes after the %d examples the header counts (wrong count, or two files joined)"
                        % (path, 2 * (nd - pos), n))
-    return EvalFile(path, d, off)
+    return EvalFile(path, d, off, chars, chars_off if chars is not None else None)
 
 
 def _check_vocab(path, i, toks, vocab, what):
@@ -159,25 +181,33 @@ def check_window(ef, T):
             q += 1 + ln
 
 
-def decide(sums, lens, label):
-    """(acc hit, acc_norm hit) for one example: the lowest summed / mean loss, ties to the lowest index."""
-    best = best_norm = 0
+def decide(sums, lens, label, chars=None):
+    """(acc hit, acc_norm hit, acc_norm_char hit or None) for one example: the lowest summed loss, per token, per
+    character (0 characters: +inf), ties to the lowest index (worker/zeroshot.c zeroshot_decide)."""
+    def per_char(c):
+        return sums[c] / chars[c] if chars[c] > 0 else float("inf")
+    best = best_norm = best_char = 0
     for c in range(1, len(sums)):
         if sums[c] < sums[best]:
             best = c
         if sums[c] / lens[c] < sums[best_norm] / lens[best_norm]:
             best_norm = c
-    return best == label, best_norm == label
+        if chars is not None and per_char(c) < per_char(best_char):
+            best_char = c
+    return best == label, best_norm == label, (best_char == label if chars is not None else None)
 
 
 def score(ef, T, B, losses, rank=0, world=1):
-    """Counts over the examples i with i % world == rank: {"correct", "correct_norm", "n", "truncated"}.
+    """Counts over the examples i with i % world == rank: {"correct", "correct_norm", "n", "truncated"}, and
+    "correct_char" when the file has character counts.
 
     losses(inputs, targets) -> per-position losses, all (R, L) arrays (int64 in, float out) with R <= B rows and
     L <= T positions: the model's -log p(target | inputs up to the position)."""
     counts = {"correct": 0, "correct_norm": 0, "n": 0, "truncated": 0}
+    if ef.chars(0) is not None:
+        counts["correct_char"] = 0
     pending = []        # rows of the batch being filled: (example slot, completion, first, count, row tokens)
-    inflight = {}       # example -> [label, sums, lens, completions left]
+    inflight = {}       # example -> [label, sums, lens, completions left, character counts or None]
 
     def flush():
         if not pending:
@@ -195,16 +225,18 @@ def score(ef, T, B, losses, rank=0, world=1):
             st[1][c] = float(sum(out[r, first:first + count]))   # left to right in double, as zeroshot.c
             st[3] -= 1
             if st[3] == 0:
-                a, an = decide(st[1], st[2], st[0])
+                a, an, ac = decide(st[1], st[2], st[0], st[4])
                 counts["n"] += 1
                 counts["correct"] += a
                 counts["correct_norm"] += an
+                if ac is not None:
+                    counts["correct_char"] += ac
                 del inflight[ex]
         pending.clear()
 
     for i in range(rank, ef.n, world):
         label, ctx, comps = ef.example(i)
-        inflight[i] = [label, [0.0] * len(comps), [len(c) for c in comps], len(comps)]
+        inflight[i] = [label, [0.0] * len(comps), [len(c) for c in comps], len(comps), ef.chars(i)]
         cut = False
         for c, comp in enumerate(comps):
             keep = layout(len(ctx), len(comp), T)
@@ -221,7 +253,11 @@ def score(ef, T, B, losses, rank=0, world=1):
 
 
 def summary(counts):
-    """The result's object for one task: {"acc", "acc_norm", "n", "truncated"} (worker/train.c zero_shot)."""
+    """The result's object for one task: {"acc", "acc_norm", "n", "truncated"} and "acc_norm_char" when counted
+    (worker/train.c zero_shot)."""
     n = int(counts["n"])
-    return {"acc": counts["correct"] / n if n else 0.0, "acc_norm": counts["correct_norm"] / n if n else 0.0,
-            "n": n, "truncated": int(counts["truncated"])}
+    out = {"acc": counts["correct"] / n if n else 0.0, "acc_norm": counts["correct_norm"] / n if n else 0.0,
+           "n": n, "truncated": int(counts["truncated"])}
+    if "correct_char" in counts:
+        out["acc_norm_char"] = counts["correct_char"] / n if n else 0.0
+    return out

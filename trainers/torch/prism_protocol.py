@@ -114,7 +114,8 @@ def rank():
 
 
 def _check_zero_shot(zs, where):
-    """{task: {"acc", "acc_norm" in [0, 1], "n", "truncated" integers >= 0}} (what worker/extrun.c accepts)."""
+    """{task: {"acc", "acc_norm" in [0, 1], "acc_norm_char" (optional) in [0, 1], "n", "truncated" integers >= 0}}
+    (what worker/extrun.c accepts: common/result_check.c result_check_scores)."""
     if not isinstance(zs, dict):
         raise ProtocolError("%s: must be an object {task: {acc, acc_norm, n, truncated}}" % where)
     for name, v in zs.items():
@@ -124,6 +125,9 @@ def _check_zero_shot(zs, where):
             x = v.get(k)
             if isinstance(x, bool) or not isinstance(x, (int, float)) or not 0 <= x <= 1:
                 raise ProtocolError("%s.%s.%s: must be a number in [0, 1], got %r" % (where, name, k, x))
+        x = v.get("acc_norm_char")   # lm-eval's acc_norm (per character); absent when the file has no counts
+        if x is not None and (isinstance(x, bool) or not isinstance(x, (int, float)) or not 0 <= x <= 1):
+            raise ProtocolError("%s.%s.acc_norm_char: must be a number in [0, 1] (or absent), got %r" % (where, name, x))
         for k in ("n", "truncated"):
             x = v.get(k)
             if x is not None and (isinstance(x, bool) or not isinstance(x, int) or x < 0):
@@ -347,7 +351,7 @@ class Run:
         self.emit(dict(event="train", step=step, train_loss=float(train_loss), **{k: v for k, v in kw.items() if v is not None}))
 
     def val(self, step, val_loss, val_loss_se=None, zero_shot=None, extra=None):
-        """A val point; zero_shot ({task: {"acc", "acc_norm", "n", "truncated"}}) only on the final one; extra your
+        """A val point; zero_shot ({task: {"acc", "acc_norm", "n", "truncated"[, "acc_norm_char"]}}) only on the final one; extra your
         own metrics {name: number} (as train's extra=)."""
         o = dict(event="val", step=step, val_loss=float(val_loss))
         if val_loss_se is not None:

@@ -355,7 +355,7 @@ class Trainer:
 
     @torch.no_grad()
     def zero_shot(self):
-        """{task: {acc, acc_norm, n, truncated}} of the final model (prism_eval.py; None without eval.tasks). With N
+        """{task: {acc, acc_norm, n, truncated[, acc_norm_char]}} of the final model (prism_eval.py; None without eval.tasks). With N
         ranks each scores the examples i % N == rank and the counts are summed, so every rank returns the totals."""
         if not self.tasks:
             return None
@@ -379,8 +379,9 @@ class Trainer:
                 dist.all_reduce(v)
                 c = {k: int(round(x)) for k, x in zip(keys, v.tolist())}
             out[name] = pe.summary(c)
-            self.log("zero-shot %s: acc %.4f acc_norm %.4f over %d examples (%d with the context cut to T=%d), %.1f s"
-                     % (name, out[name]["acc"], out[name]["acc_norm"], out[name]["n"], out[name]["truncated"], T,
+            ch = " acc_norm_char %.4f" % out[name]["acc_norm_char"] if "acc_norm_char" in out[name] else ""
+            self.log("zero-shot %s: acc %.4f acc_norm %.4f%s over %d examples (%d with the context cut to T=%d), %.1f s"
+                     % (name, out[name]["acc"], out[name]["acc_norm"], ch, out[name]["n"], out[name]["truncated"], T,
                         time.time() - t0))
         self.model.train()
         return out
