@@ -31,6 +31,7 @@ check "chromium"                chromium             command -v chromium
 check "chromedriver"            chromium-driver      command -v chromedriver
 check "curl (CLI, tests)"       curl                 command -v curl
 check "jq (tests)"              jq                   command -v jq
+check "optipng (docs screenshots: tools/leaderboard_screenshots.py)" optipng command -v optipng
 check "SLURM (slurm-wlm, tests)" slurm-wlm           test -x /usr/sbin/slurmctld -a -x /usr/sbin/slurmd -a -x /usr/bin/sbatch
 check "munge (tests)"           munge                test -x /usr/sbin/munged
 check "systemd-analyze (tests)" systemd              test -x /usr/bin/systemd-analyze

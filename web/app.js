@@ -131,7 +131,7 @@ function normZeroShot(z) {
 function normBoard(b) {
   return { rows: ((b && b.rows) || []).map(normRow), baseline_schedule_id: b ? b.baseline_schedule_id : null,
     tasks: (b && Array.isArray(b.zero_shot_tasks)) ? b.zero_shot_tasks.map(String) : [],
-    comparisons: b ? num(b.comparisons) : null, tied_best_comparisons: b ? num(b.tied_best_comparisons) : null,
+    comparisons: b ? num(b.comparisons) : null, zero_shot_comparisons: b ? num(b.zero_shot_comparisons) : null, tied_best_comparisons: b ? num(b.tied_best_comparisons) : null,
     seeds: b ? num(b.seeds) : null,
     analysis: b && b.analysis && typeof b.analysis === 'object' ? b.analysis : null,
     arch: b && typeof b.arch === 'string' ? b.arch : null,
@@ -324,10 +324,13 @@ function renderAllSchedules() {
   sec.hidden = false;
   const byRank = rows.slice().sort((a, b) => (isNum(a.rank) ? a.rank : 1e9) - (isNum(b.rank) ? b.rank : 1e9));
   const ranked = byRank.filter((r) => !r.is_baseline && isNum(r.delta.mean));
-  setHTML($('#forest-box'), forestSVG(ranked) || '<p class="state-msg" id="forest-empty">No Δ yet: it needs a seed finished by a schedule and by the baseline.</p>');
-  setHTML($('#stairs-box'), stairsSVG(rows, overlayColour));
+  const T = statTexts(S.board);
+  setHTML($('#forest-legend'), ranked.length ? '<span class="st-ci">' + esc(T.ci) + '</span> <span class="st-sig">' + esc(T.sig) +
+    '</span> <span class="st-best">' + esc(T.best) + '</span>' : '');
+  setHTML($('#forest-box'), forestSVG(ranked, svgWidth($('#forest-box'))) || '<p class="state-msg" id="forest-empty">No Δ yet: it needs a seed finished by a schedule and by the baseline.</p>');
+  setHTML($('#stairs-box'), stairsSVG(rows, overlayColour, svgWidth($('#stairs-box'))));
   const base = byRank.filter((r) => r.is_baseline), rest = byRank.filter((r) => !r.is_baseline);
-  setHTML($('#heatmap-box'), heatmapSVG(base.concat(rest), S.hm) ||
+  setHTML($('#heatmap-box'), heatmapSVG(base.concat(rest), S.hm, svgWidth($('#heatmap-box'))) ||
     '<p class="state-msg" id="heatmap-empty">No ' + (S.hm === 'dd' ? 'ΔDₗ' : 'Dₗ') + ' yet: it arrives with finished seeds (eval.attn_distance).</p>');
 }
 
@@ -411,14 +414,15 @@ function deltaCell(r) {
   const cls = d.significant ? (d.mean < 0 ? 'neg' : 'pos') : '';
   const ci = isNum(d.lo) && isNum(d.hi) ? ' <span class="ci">[' + fmtSigned(d.lo, 4) + ', ' + fmtSigned(d.hi, 4) + ']</span>'
     : ' <span class="ci">(n=' + (d.n || 1) + ', no test)</span>';
-  const ph = isNum(d.p_holm) ? ' <span class="ph" title="' + (d.method === 'paired' ? 'paired' : S.board && S.board.analysis && /moderated/.test(S.board.analysis.comparison || '') ? 'moderated (blocked model, each schedule at its own shrunken variance)' : 'pooled (blocked model)') + ' t-test p = ' + fmtP(d.p) + ', Holm-adjusted over ' +
-    (S.board && isNum(S.board.comparisons) ? S.board.comparisons : '?') + ' comparisons">p<sub>Holm</sub> ' + fmtP(d.p_holm) + '</span>' : '';
+  const T = statTexts(S.board);
+  const ph = isNum(d.p_holm) ? ' <span class="ph" title="' + esc('raw p = ' + fmtP(d.p) + ', p_Holm = ' + fmtP(d.p_holm) + '. ' + T.sig) +
+    '">p<sub>Holm</sub> ' + fmtP(d.p_holm) + '</span>' : '';
   const mark = d.significant
-    ? ' <span class="sig ' + cls + '" title="p_holm < 0.05: ' + (d.mean < 0 ? 'better' : 'worse') + ' than uniform">' + (d.mean < 0 ? '▲' : '▼') + '</span>'
+    ? ' <span class="sig ' + cls + '" title="' + esc(T.sig) + '">' + (d.mean < 0 ? '▲' : '▼') + '</span>'
     : '';
   const at = S.board && S.board.halving && isNum(d.step) ? ' <span class="at" title="measured at step ' + d.step + '">@' + d.step + '</span>' : '';
   return '<td class="num delta ' + cls + '" data-excludes-zero="' + (d.excludes_zero ? 1 : 0) + '" data-significant="' +
-    (d.significant ? 1 : 0) + '"><span class="dm">' + fmtSigned(d.mean, 4) + '</span>' + ci + ph + mark + at + '</td>';
+    (d.significant ? 1 : 0) + '"><span class="dm">' + fmtSigned(d.mean, 4) + '</span>' + ci + (ph || mark ? '<span class="phl">' + ph + mark + '</span>' : '') + at + '</td>';
 }
 /* "blocked model, 110 residual df, pooled sd 0.00201" (or the paired fallback and why) */
 function analysisText(a) {
@@ -427,6 +431,41 @@ function analysisText(a) {
   if (a.method === 'paired') return 'paired t-tests per schedule' + (a.fallback_reason ? ': ' + esc(a.fallback_reason) : '') + sd;
   const mod = /moderated/.test(a.comparison || '') ? ', moderated t per schedule' : '';
   return 'blocked model val loss ~ schedule + seed, ' + esc(a.residual_df) + ' residual df' + sd + mod;
+}
+
+/* What the page's two marks and its intervals mean, one sentence each, built once from the leaderboard (which test,
+ * which comparison, which level and correction: docs/STATISTICS.md "What is reported"). Every place that states
+ * significance (the header line, the Δ column's header, the ▲/▼ marks, p_Holm, the forest plot) uses SIG; every
+ * place that states the best group (the header line, the # column, the = marks, the forest plot) uses BEST; the
+ * intervals use CI; the per-schedule seed spreads (val ± std, the compare curves' bands) use BAND. */
+function modelText(a) {
+  if (a && a.method === 'paired') return 'paired differences over the common seeds, n − 1 df';
+  return 'blocked model val loss ~ schedule + seed' + (a && isNum(num(a.residual_df)) ? ', ' + a.residual_df + ' residual df' : '');
+}
+function testName(a) {
+  return (a && a.method === 'paired' ? 'paired t-test' : a && /moderated/.test(a.comparison || '') ? 'moderated t-test' : 'pooled t-test') +
+    ' (' + modelText(a) + ')';
+}
+function bestGroupName(a) {
+  const m = a && a.best_group && a.best_group.method;
+  return m === 'bonferroni-paired' ? 'paired t-tests, Bonferroni over the pairs'
+    : m === 'tukey-kramer' ? 'studentized range, Tukey–Kramer' : 'studentized range, Tukey';
+}
+function statTexts(B) {
+  B = B || {};
+  const a = B.analysis, m = isNum(B.comparisons) ? B.comparisons : '?';
+  const k = (isNum(B.tied_best_comparisons) ? B.tied_best_comparisons : 0) + 1;
+  return {
+    sig: '▲ better / ▼ worse than uniform: this schedule against uniform alone, p < 0.05 in a two-sided ' + testName(a) +
+      ' that cancels the seed effects, Holm-adjusted over the ' + m + ' comparisons against uniform.',
+    best: '= best group: no other schedule is significantly better than this one, every pair of the ' + k +
+      ' schedules tested at once (' + bestGroupName(a) + ', 95%), so a truly best schedule stays in with ≥ 95% probability; ' +
+      '“not shown worse”, not “equal”.',
+    ci: 'Δ [95% CI]: final val loss of this schedule minus uniform’s, paired by seed (' + modelText(a) +
+      '), with its unadjusted 95% Student-t interval; below 0 is better.',
+    band: '± std: the spread of one schedule’s own seeds, seed effects included; it is not the comparison: two schedules’ ' +
+      'spreads overlap even where their paired Δ is significant.',
+  };
 }
 function fmtP(p) {
   if (!isNum(p)) return '—';
@@ -437,6 +476,12 @@ function fmtP(p) {
 function zeroShotN(c) {
   const items = !isNum(c.items) ? '?' : isNum(c.items_max) && c.items_max !== c.items ? c.items + '–' + c.items_max : String(c.items);
   return 'n=' + items + '×' + (isNum(c.delta.seeds) ? c.delta.seeds : '?');
+}
+/* the zero-shot marks' one sentence: its own test and family (docs/API.md, zero-shot columns) */
+function zeroShotSig(task) {
+  const m = S.board && isNum(S.board.zero_shot_comparisons) ? S.board.zero_shot_comparisons : '?';
+  return '▲ better / ▼ worse than uniform on ' + task + ' acc_norm: this schedule against uniform alone, p < 0.05 in a two-sided t-test ' +
+    '(blocked model acc_norm ~ schedule + seed over the task\'s cells), Holm-adjusted over the ' + m + ' zero-shot comparisons (schedules × tasks).';
 }
 /* zero-shot accuracy: higher is better, so a CI above zero is the good side */
 function zeroShotCell(r, task) {
@@ -455,8 +500,7 @@ function zeroShotCell(r, task) {
         ' <span class="zn" title="items of the task × seeds of this schedule in the fit; ' + esc(d.df) + ' residual df">' + esc(zeroShotN(c)) + '</span>'
         : ' <span class="zn">' + esc(zeroShotN(c)) + '</span> <span class="ci" title="' + esc(d.reason || 'no test') + '">(no test)</span>') +
       (isNum(d.p_holm) ? ' <span class="ph">p<sub>Holm</sub> ' + fmtP(d.p_holm) + '</span>' : '') +
-      (d.significant ? ' <span class="sig ' + cls + '" title="p_holm < 0.05 (Holm over the zero-shot table): ' + (d.mean > 0 ? 'better' : 'worse') +
-        ' than uniform">' + (d.mean > 0 ? '▲' : '▼') + '</span>' : '');
+      (d.significant ? ' <span class="sig ' + cls + '" title="' + esc(zeroShotSig(task)) + '">' + (d.mean > 0 ? '▲' : '▼') + '</span>' : '');
   }
   return html + '</td>';
 }
@@ -492,20 +536,26 @@ function renderSweep() {
   const c = sw.counts;
   const B = S.board || {};
   const nTied = rows.filter((r) => r.tied_best).length;
-  /* ▲ and = answer two questions with two tests; when they seem to disagree (a schedule ▲ better than uniform while
-   * uniform is in the best group), one sentence says why both hold */
-  const nBetter = rows.filter((r) => r.delta && r.delta.significant && r.delta.mean < 0).length;
+  /* ▲/▼ and = answer two questions with two tests (statTexts); when they seem to disagree — a schedule ▲ better than
+   * uniform while uniform is in the best group, or one ▼ worse than uniform while it is in the best group itself —
+   * one sentence says why both hold */
+  const T = statTexts(B);
   const baseTied = rows.some((r) => r.is_baseline && r.tied_best);
-  const reconcile = nBetter && baseTied
-    ? '<br><span id="sig-vs-best">' + nBetter + ' schedule(s) ▲ better than uniform, and uniform still in the best group: ▲ tests ' +
-      'each schedule against uniform alone (Holm over ' + esc(B.comparisons) + ' comparisons), = tests every pair at once ' +
-      '(studentized range over the best group\'s family), a higher bar: both hold, and neither says which of the = schedules is best.</span>'
+  const clash = rows.filter((r) => !r.is_baseline && r.delta && r.delta.significant &&
+    ((r.delta.mean < 0 && baseTied) || (r.delta.mean > 0 && r.tied_best)));
+  const who = [clash.some((r) => r.delta.mean < 0) ? 'uniform =' : '', clash.some((r) => r.delta.mean > 0) ? 'a ▼ schedule =' : '']
+    .filter(Boolean).join(', ');
+  const reconcile = clash.length
+    ? '<br><span id="sig-vs-best">' + clash.length + ' schedule(s) marked ▲/▼ against uniform share the best group with the worse of ' +
+      'the two (' + who + '): both hold. ▲/▼ compares one schedule with uniform alone (Holm over ' + esc(B.comparisons) +
+      ' comparisons); = needs a larger gap, as it corrects for every pair of the ' + ((isNum(B.tied_best_comparisons) ? B.tied_best_comparisons : 0) + 1) +
+      ' schedules at once (a higher bar). Neither says which of the = schedules is best.</span>'
     : '';
   setHTML($('#sweep-summary'), (B.arch ? '<span id="sweep-arch">' + esc(B.arch) + '</span> · ' : '') + rows.length + ' schedules · ' + c.total + ' jobs (' + countsText(c) + ')' +
-    (isNum(B.comparisons) ? '<br><span id="stats-header">ranked by Δ vs uniform (' + analysisText(B.analysis) + '); ' + B.comparisons +
-      ' comparisons against uniform, p Holm-adjusted (▲ better / ▼ worse only when p<sub>Holm</sub> &lt; 0.05, in every column); best group (=): ' +
-      nTied + ' schedule(s) not shown to be worse than any other (of ' + ((isNum(B.tied_best_comparisons) ? B.tied_best_comparisons : 0) + 1) +
-      ' compared); provisional = fewer finished seeds than the sweep\'s ' + (isNum(B.seeds) ? B.seeds : '') + '</span>' +
+    (isNum(B.comparisons) ? '<br><span id="stats-header">ranked by Δ vs uniform (' + analysisText(B.analysis) + '), ' + nTied +
+      ' schedule(s) in the best group; provisional = fewer finished seeds than the sweep\'s ' + (isNum(B.seeds) ? B.seeds : '') + '.' +
+      '<br><span class="st-ci">' + esc(T.ci) + '</span><br><span class="st-sig">' + esc(T.sig) + '</span><br><span class="st-best">' +
+      esc(T.best) + '</span></span>' +
       reconcile +
       (B.analysis && B.analysis.note ? '<br><span id="power-note">' + esc(B.analysis.note) + '</span>' : '') +
       '' : '') +
@@ -519,6 +569,8 @@ function renderSweep() {
       esc(B.racing.rounds_decided) + ' round(s) decided' + (B.racing.finished ? ' (finished)' : '') + ', ' + esc(B.racing.survivors) +
       ' survivor(s), ' + esc(B.racing.eliminated) + ' eliminated; seeds spent ' + fmtInt(B.racing.seeds_spent) + ' of the fixed design\'s ' +
       fmtInt(B.racing.fixed_design_seeds) + ' (max_seeds × schedules)</span>' : ''));
+  [['rank', T.best], ['delta', T.ci + ' ' + T.sig], ['val', 'val loss: the mean over the schedule’s finished seeds. ' + T.band]]
+    .forEach(([k, t]) => { const th = document.querySelector('#leaderboard th[data-key=' + k + ']'); if (th) th.title = t; });
   const stateBox = $('#leaderboard-state');
   const wrap = $('#leaderboard-wrap');
   const anyResult = rows.some((r) => isNum(r.mean));
@@ -563,7 +615,7 @@ function renderSweep() {
       (r.tied_best ? 'tied-best ' : '') + (r.pruned ? 'pruned' : '') + (first ? ' first-pruned' : '') +
       (r.race && isNum(r.race.out) ? ' eliminated' : '') + (search && isRecommended(r) ? ' recommended' : '');
     html += '<tr tabindex="0" data-schedule="' + esc(r.schedule_id) + '" data-heads="' + esc(r.heads.join(',')) + '" class="' + cls + '">' +
-      '<td class="num rank"' + (r.tied_best ? ' title="best group: not shown to be worse than any other schedule (not a claim of equality)"'
+      '<td class="num rank"' + (r.tied_best ? ' title="' + esc(statTexts(S.board).best) + '"'
         : r.pruned ? ' title="pruned by halving: not compared with the survivors"' : '') + '>' +
         (r.rank || '—') + (r.tied_best ? '<span class="tied">=</span>' : '') + '</td>' +
       '<td><div class="sched">' + staircase(r.heads, { base: r.is_baseline, w: Math.max(2, 72 / (r.heads.length || 1)) }) +
@@ -850,8 +902,9 @@ async function refreshDetail() {
     'val loss ' + (isNum(row.mean) ? fmt(row.mean, 4) + (isNum(row.std) ? ' ± ' + fmt(row.std, 4) : '') : '—') +
     ' · seeds ' + row.seeds_done + (row.seeds_total ? '/' + row.seeds_total : '') +
     (row.is_baseline ? '' : ' · Δ vs uniform ' + fmtSigned(d.mean, 4) + (isNum(d.lo) ? ' [' + fmtSigned(d.lo, 4) + ', ' + fmtSigned(d.hi, 4) + ']' : '') +
-      (isNum(d.p_holm) ? ' p_holm ' + fmtP(d.p_holm) : '') + (d.significant ? ' (significant)' : '')) +
-    (row.tied_best ? ' · tied for best' : '') + (row.provisional && row.rank ? ' · provisional' : '') +
+      (isNum(d.p_holm) ? ' p_Holm ' + fmtP(d.p_holm) : '') + (d.significant ? ' <span class="sig" title="' + esc(statTexts(S.board).sig) + '">' +
+        (d.mean < 0 ? '▲' : '▼') + '</span>' : '')) +
+    (row.tied_best ? ' · <span title="' + esc(statTexts(S.board).best) + '">best group =</span>' : '') + (row.provisional && row.rank ? ' · provisional' : '') +
     ' · ' + fmtTokS(row.tok_per_s) + ' tok/s</div></div>');
   const mine = S.jobs.filter((j) => String(j.schedule_id) === String(row.schedule_id));
   const baseJobs = base && !row.is_baseline ? S.jobs.filter((j) => String(j.schedule_id) === String(base.schedule_id)) : [];
@@ -1073,6 +1126,8 @@ function init() {
   $('#jobs-filter').addEventListener('change', (ev) => { S.jobsFilter = ev.target.value; renderJobs(); });
   $('#extra-pick').addEventListener('change', (ev) => { S.extraPick = ev.target.value; refreshDetail(); });
   window.addEventListener('hashchange', () => { readHash(); poll(); });
+  let resizing = null;   // the SVG views are laid out at their box's width (forest.js svgWidth): again after a resize
+  window.addEventListener('resize', () => { clearTimeout(resizing); resizing = setTimeout(renderAllSchedules, 150); });
   readHash();
   poll();
 }

@@ -80,3 +80,8 @@ function fullTooltip(xTitle) {
   };
 }
 registerEverySeries();
+
+/* Every chart's text (ticks, axis titles, legend, tooltip) at 12 px: Chart.js draws it at that CSS size whatever the
+ * canvas's width, so a 420 px screen reads it as a wide one does (web/test_browser:narrow_420_delta_and_text_sizes). */
+const CHART_FONT_PX = 12;
+if (chartsAvailable()) Chart.defaults.font.size = CHART_FONT_PX;

@@ -6,6 +6,10 @@
  * fetchCurve) and never changes them, so moving the slider redraws without a request. The EMA is TensorBoard's
  * (debiased: s_t = w·s_{t-1} + (1−w)·x_t, divided by 1 − w^t), over the points in step order. Each drawn point
  * keeps its raw mean, seed std and seed count for the tooltip (charts.js prints them at full precision).
+ *
+ * The band is one schedule's own seed spread, not the comparison: the same seed moves every schedule alike, so two
+ * bands overlap even where the paired Δ is significant. Under the chart, #overlay-paired draws each ticked schedule's
+ * paired Δ against uniform with its 95% CI (the leaderboard's delta, the ranking's own numbers) on one scale with 0.
  */
 'use strict';
 
@@ -77,9 +81,9 @@ function overlayDatasets(rows) {
     const withSd = mean.filter((p) => p.sd != null);
     if (withSd.length) {
       const m = emaSeries(withSd.map((p) => p.y), w), sd = withSd.map((p) => p.sd);
-      ds.push({ label: name + ' −1 sd', band: true, schedule: String(r.schedule_id), data: withSd.map((p, i) => ({ x: p.x, y: m[i] - sd[i] })),
+      ds.push({ label: name + ' −1 sd of its seeds', band: true, schedule: String(r.schedule_id), data: withSd.map((p, i) => ({ x: p.x, y: m[i] - sd[i] })),
         borderWidth: 0, pointRadius: 0, backgroundColor: withAlpha(colour, 0.14), fill: false });
-      ds.push({ label: name + ' +1 sd', band: true, schedule: String(r.schedule_id), data: withSd.map((p, i) => ({ x: p.x, y: m[i] + sd[i] })),
+      ds.push({ label: name + ' +1 sd of its seeds', band: true, schedule: String(r.schedule_id), data: withSd.map((p, i) => ({ x: p.x, y: m[i] + sd[i] })),
         borderWidth: 0, pointRadius: 0, backgroundColor: withAlpha(colour, 0.14), fill: '-1' });
     }
     if (w > 0) {
@@ -133,8 +137,35 @@ async function refreshOverlay(fetch) {
   const cv = $('#chart-overlay');
   cv.dataset.schedules = picked.map((r) => r.heads.join(',')).join(';');
   cv.dataset.ema = String(S.ov.ema);
+  setHTML($('#overlay-paired'), pairedIntervals(picked));
   chartNote('chart-overlay', ch.data.datasets.length ? null : picked.length ? 'No points reported yet for the ticked schedules.' : 'Tick schedules in the table to compare their curves.');
   ch.update('none');
+}
+
+/* Each ticked schedule's paired Δ vs uniform with its 95% CI on one scale (0 dashed), the mark and p_Holm: where
+ * the decision is made, beside the bands that do not make it. */
+function pairedIntervals(picked) {
+  const list = picked.filter((r) => !r.is_baseline && isNum(r.delta.mean));
+  if (!list.length) return '';
+  let lo = 0, hi = 0;
+  list.forEach((r) => [r.delta.mean, r.delta.lo, r.delta.hi].forEach((v) => { if (isNum(v)) { lo = Math.min(lo, v); hi = Math.max(hi, v); } }));
+  if (!(hi > lo)) hi = lo + 1e-3;
+  const W = 180, H = 14, pad = 6, sx = (v) => pad + (v - lo) / (hi - lo) * (W - 2 * pad);
+  const T = statTexts(S.board);
+  return '<table class="paired-ci"><thead><tr><th>schedule</th><th class="num" title="' + esc(T.ci) + '">paired Δ vs uniform [95% CI]</th>' +
+    '<th class="num" title="' + esc(T.sig) + '">p<sub>Holm</sub></th></tr></thead><tbody>' + list.map((r) => {
+    const d = r.delta, ci = isNum(d.lo) && isNum(d.hi);
+    return '<tr data-schedule="' + esc(r.schedule_id) + '" data-heads="' + esc(r.heads.join(',')) + '" data-mean="' + d.mean +
+      '" data-lo="' + (ci ? d.lo : '') + '" data-hi="' + (ci ? d.hi : '') + '"><td><span class="swatch" style="background:' +
+      esc(overlayColour(r) || 'transparent') + '"></span> <span class="rle">' + esc(rle(r.heads)) + '</span></td>' +
+      '<td class="num">' + fmtSigned(d.mean, 4) + (ci ? ' <span class="ci">[' + fmtSigned(d.lo, 4) + ', ' + fmtSigned(d.hi, 4) + ']</span>' : ' <span class="ci">(no interval)</span>') +
+      '<svg class="paired-bar" width="' + W + '" height="' + H + '" viewBox="0 0 ' + W + ' ' + H + '" role="img" aria-label="paired delta interval">' +
+      '<line class="zero" x1="' + sx(0).toFixed(1) + '" x2="' + sx(0).toFixed(1) + '" y1="0" y2="' + H + '"/>' +
+      (ci ? '<line class="ci" x1="' + sx(d.lo).toFixed(1) + '" x2="' + sx(d.hi).toFixed(1) + '" y1="' + H / 2 + '" y2="' + H / 2 + '"/>' : '') +
+      '<circle cx="' + sx(d.mean).toFixed(1) + '" cy="' + H / 2 + '" r="3"/></svg></td>' +
+      '<td class="num">' + (isNum(d.p_holm) ? fmtP(d.p_holm) : '—') + (d.significant ? ' <span class="sig ' + (d.mean < 0 ? 'neg' : 'pos') + '" title="' +
+        esc(T.sig) + '">' + (d.mean < 0 ? '▲' : '▼') + '</span>' : '') + '</td></tr>';
+  }).join('') + '</tbody></table>';
 }
 
 function initOverlayControls() {

@@ -3,12 +3,23 @@
  *
  * Both are SVG drawn from the leaderboard rows (app.js scheduleRows, numbers as the API sent them: Δ =
  * delta.mean, the interval delta.ci_low..ci_high, the best group tied_best). They scale to their box (viewBox,
- * width 100%), so they fit a 420 px screen. Each mark carries its numbers as data-* attributes (the tests read
+ * width 100%); on a box narrower than 640 px they are laid out at the box's own width (svgWidth), one unit a pixel, so
+ * their 11 px text stays 11 px on a 420 px screen instead of shrinking with the drawing. Each mark carries its numbers as data-* attributes (the tests read
  * them; a <title> shows them on hover). A row or a line opens that schedule's detail.
  */
 'use strict';
 
-const FOREST = { W: 640, left: 170, right: 620, rowH: 20, top: 8, axis: 34 };
+/* the forest plot's layout at a width of W user units (640: the wide layout) */
+function forestLayout(W) {
+  return { W, left: Math.min(170, Math.round(W * 0.36)), right: W - 20, rowH: 20, top: 8, axis: 34 };
+}
+
+/* The SVGs' width in user units: the box's own width when it is narrower than 640 px (one unit one pixel, so the text
+ * renders at its CSS size), else 640 (scaled up to the box, at most 760 px: the text grows, never shrinks). */
+function svgWidth(box) {
+  const w = box ? box.clientWidth : 0;
+  return w > 0 && w < 640 ? Math.max(240, Math.floor(w)) : 640;
+}
 
 function niceTicks(lo, hi, n) {
   const span = hi - lo || 1;
@@ -19,9 +30,9 @@ function niceTicks(lo, hi, n) {
   return out;
 }
 
-/* rows: leaderboard rows (ranked, not the baseline, with a Δ), in rank order */
-function forestSVG(rows) {
-  const F = FOREST;
+/* rows: leaderboard rows (ranked, not the baseline, with a Δ), in rank order; W the width in user units (svgWidth) */
+function forestSVG(rows, W) {
+  const F = forestLayout(W || 640);
   if (!rows.length) return '';
   let lo = 0, hi = 0;
   rows.forEach((r) => {
@@ -34,7 +45,7 @@ function forestSVG(rows) {
   const H = F.top + rows.length * F.rowH + F.axis;
   const yAxis = F.top + rows.length * F.rowH;
   let s = '<svg id="forest" class="forest" viewBox="0 0 ' + F.W + ' ' + H + '" width="100%" role="img" ' +
-    'aria-label="forest plot of the paired delta vs uniform" data-dmin="' + lo + '" data-dmax="' + hi + '" data-x0="' + F.left +
+    'aria-label="forest plot of the seed-paired delta vs uniform with its 95% CI" data-dmin="' + lo + '" data-dmax="' + hi + '" data-x0="' + F.left +
     '" data-x1="' + F.right + '">';
   niceTicks(lo, hi, 5).forEach((t) => {
     const x = sx(t).toFixed(2);
@@ -42,7 +53,7 @@ function forestSVG(rows) {
       '<text class="tick" x="' + x + '" y="' + (yAxis + 14) + '" text-anchor="middle">' + esc(fmtSigned(t, Math.max(0, 3 - Math.floor(Math.log10(Math.abs(hi - lo)))))) + '</text>';
   });
   s += '<line class="zero" x1="' + sx(0).toFixed(2) + '" x2="' + sx(0).toFixed(2) + '" y1="' + (F.top - 4) + '" y2="' + yAxis + '"/>' +
-    '<text class="axis-title" x="' + ((F.left + F.right) / 2) + '" y="' + (yAxis + 30) + '" text-anchor="middle">Δ val loss vs uniform (← better)</text>';
+    '<text class="axis-title" x="' + ((F.left + F.right) / 2) + '" y="' + (yAxis + 30) + '" text-anchor="middle">Δ val loss vs uniform, paired by seed, 95% CI (← better)</text>';
   rows.forEach((r, i) => {
     const d = r.delta, y = F.top + i * F.rowH + F.rowH / 2;
     const hasCI = isNum(d.lo) && isNum(d.hi);
@@ -51,10 +62,11 @@ function forestSVG(rows) {
     s += '<g class="' + cls + '" data-schedule="' + esc(r.schedule_id) + '" data-heads="' + esc(r.heads.join(',')) +
       '" data-mean="' + d.mean + '" data-lo="' + (hasCI ? d.lo : '') + '" data-hi="' + (hasCI ? d.hi : '') +
       '" data-tied="' + (r.tied_best ? 1 : 0) + '"><title>' + esc(r.heads.join(',')) + ': Δ ' + String(d.mean) +
-      (hasCI ? ' [' + String(d.lo) + ', ' + String(d.hi) + ']' : ' (one seed: no interval)') + (r.tied_best ? ' · best group' : '') +
+      (hasCI ? ' [' + String(d.lo) + ', ' + String(d.hi) + '] (95% CI)' : ' (one seed: no interval)') +
+      (isNum(d.p_holm) ? ' · p_Holm ' + String(d.p_holm) + (d.significant ? (d.mean < 0 ? ' ▲' : ' ▼') : '') : '') + (r.tied_best ? ' · best group =' : '') +
       '</title><rect class="hit" x="0" y="' + (y - F.rowH / 2) + '" width="' + F.W + '" height="' + F.rowH + '"/>' +
       '<text class="lbl" x="' + (F.left - 8) + '" y="' + (y + 4) + '" text-anchor="end">' + esc((r.rank ? r.rank + '. ' : '') + rle(r.heads)) +
-      (r.tied_best ? ' =' : '') + '</text>' +
+      (r.tied_best ? ' =' : '') + (d.significant ? '<tspan class="sig">' + (d.mean < 0 ? ' ▲' : ' ▼') + '</tspan>' : '') + '</text>' +
       (hasCI ? '<line class="ci" x1="' + sx(d.lo).toFixed(3) + '" x2="' + sx(d.hi).toFixed(3) + '" y1="' + y + '" y2="' + y + '"/>' : '') +
       '<circle class="pt" cx="' + sx(d.mean).toFixed(3) + '" cy="' + y + '" r="4"/></g>';
   });
@@ -63,12 +75,12 @@ function forestSVG(rows) {
 
 /* The schedules' head counts as one stepped line each: picked schedules in their overlay colour, the baseline
  * dashed, the rest faint. */
-function stairsSVG(rows, colourOf) {
+function stairsSVG(rows, colourOf, Wu) {
   const list = rows.filter((r) => r.heads.length);
   if (!list.length) return '';
   const L = Math.max.apply(null, list.map((r) => r.heads.length));
   const maxH = Math.max.apply(null, list.map((r) => Math.max.apply(null, r.heads)));
-  const W = 640, H = 200, l = 36, rgt = 630, top = 10, bot = 170;
+  const W = Wu || 640, H = 200, l = 36, rgt = W - 10, top = 10, bot = 170;
   const sx = (i) => l + i / L * (rgt - l), sy = (h) => bot - h / maxH * (bot - top);
   let s = '<svg id="stairs" class="stairs" viewBox="0 0 ' + W + ' ' + H + '" width="100%" role="img" aria-label="head schedules overlaid">';
   niceTicks(0, maxH, 4).forEach((t) => {

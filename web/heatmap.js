@@ -18,8 +18,8 @@ function heatColour(v, max, diverging) {
   return t < 0 ? 'hsl(215, 80%, ' + (96 + 46 * t).toFixed(1) + '%)' : 'hsl(25, 90%, ' + (96 - 46 * t).toFixed(1) + '%)';
 }
 
-/* rows in display order; mode 'd' (D_l) or 'dd' (ΔD_l) */
-function heatmapSVG(rows, mode) {
+/* rows in display order; mode 'd' (D_l) or 'dd' (ΔD_l); Wu the width in user units (forest.js svgWidth) */
+function heatmapSVG(rows, mode, Wu) {
   const key = mode === 'dd' ? 'dattn' : 'attn';
   const list = rows.filter((r) => !(mode === 'dd' && r.is_baseline));
   const L = Math.max(0, ...list.map((r) => (r[key] ? r[key].length : 0)), ...list.map((r) => r.heads.length));
@@ -28,7 +28,7 @@ function heatmapSVG(rows, mode) {
   list.forEach((r) => (r[key] || []).forEach((v) => { if (isNum(v)) vals.push(Math.abs(v)); }));
   if (!vals.length) return '';
   const max = Math.max.apply(null, vals);
-  const W = 640, left = 170, right = 630, rowH = 18, top = 18;
+  const W = Wu || 640, left = Math.min(170, Math.round(W * 0.36)), right = W - 10, rowH = 18, top = 18;
   const cw = (right - left) / L, H = top + list.length * rowH + 38;
   let s = '<svg id="heatmap" class="heatmap" data-mode="' + mode + '" viewBox="0 0 ' + W + ' ' + H + '" width="100%" role="img" aria-label="' +
     (mode === 'dd' ? 'delta attention distance' : 'attention distance') + ' by layer and schedule">';
@@ -65,6 +65,6 @@ function heatmapSVG(rows, mode) {
   const yl = yb + 22;
   s += '<text class="tick" x="' + left + '" y="' + yl + '">' + (mode === 'dd' ? '−' + fmt(max, 1) + ' (more local)' : '0') + '</text>' +
     '<text class="tick" x="' + right + '" y="' + yl + '" text-anchor="end">' + (mode === 'dd' ? '+' + fmt(max, 1) + ' (longer range)' : fmt(max, 1) + ' tokens') + '</text>' +
-    '<text class="axis-title" x="' + ((left + right) / 2) + '" y="' + yl + '" text-anchor="middle">layer</text>';
+    '<text class="axis-title" x="' + (left - 8) + '" y="12" text-anchor="end">layer</text>';
   return s + '</svg>';
 }

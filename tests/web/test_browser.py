@@ -346,21 +346,26 @@ def screened_panel(srv, drv, sid, out_job, x):
     tl.assert_no_console_errors(drv)
 
 
+def open_at_420(drv, srv, sid):
+    """The page at a 420 px viewport with the prism schedule's detail view open and drawn."""
+    drv.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", {"width": 420, "height": 900, "deviceScaleFactor": 1, "mobile": False})
+    pid = js(drv, "document.querySelector('#leaderboard tr[data-heads=\"%s\"]').dataset.schedule" % P_S)
+    tl.open_page(drv, srv, sid, "&schedule=%s" % pid)
+    wait_for(drv, "Chart.getChart('chart-val') && Chart.getChart('chart-val').data.datasets.length > 0", "the detail charts")
+    wait_for(drv, "window.innerWidth === 420", "a 420 px viewport")
+
+
 def t_narrow_420_no_horizontal_scroll():
     """At 420 px the page does not scroll sideways; the wide table scrolls inside its box; charts fit."""
     def run(srv, drv, sid, f):
-        drv.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", {"width": 420, "height": 900, "deviceScaleFactor": 1, "mobile": False})
-        pid = js(drv, "document.querySelector('#leaderboard tr[data-heads=\"%s\"]').dataset.schedule" % P_S)
-        tl.open_page(drv, srv, sid, "&schedule=%s" % pid)
-        wait_for(drv, "Chart.getChart('chart-val') && Chart.getChart('chart-val').data.datasets.length > 0", "the detail charts")
-        wait_for(drv, "window.innerWidth === 420", "a 420 px viewport")
+        open_at_420(drv, srv, sid)
         w = js(drv, "[document.documentElement.scrollWidth, document.body.scrollWidth, window.innerWidth]")
         check(w[0] <= 420 and w[1] <= 420, "page width at 420 px: %r" % w)
         wide = js(drv, """Array.from(document.querySelectorAll('main *')).filter(e => e.offsetParent !== null &&
                e.getBoundingClientRect().right > window.innerWidth + 0.5 && !e.closest('.table-wrap, #sweeps, .svg-box')).map(e => e.tagName + '#' + e.id + '.' + e.className).slice(0, 8)""")
         check_eq([], wide, "elements reaching past the right edge outside a scrolling box")
         wrap = js(drv, "(function (w) { var r = w.getBoundingClientRect(); return [r.left, r.right, w.scrollWidth, w.clientWidth]; })(document.getElementById('leaderboard-wrap'))")
-        check(wrap[1] <= 420 and wrap[2] > wrap[3], "the leaderboard scrolls inside its box: %r" % wrap)
+        check(wrap[1] <= 420, "the leaderboard's box fits; a wider table scrolls inside it: %r" % wrap)
         charts = js(drv, "['chart-val', 'chart-overlay'].map(id => document.getElementById(id).getBoundingClientRect().right)")
         check(all(c <= 420 for c in charts), "charts fit: %r" % charts)
         drv.execute_script("document.getElementById('leaderboard-wrap').scrollLeft = 10000")
@@ -368,6 +373,114 @@ def t_narrow_420_no_horizontal_scroll():
         check(delta_right <= 420, "the Δ column reachable by scrolling the table: right edge %r" % delta_right)
         drv.execute_script("document.getElementById('leaderboard-wrap').scrollLeft = 0; window.scrollTo(0, 0)")
         tl.screenshot(drv, "browser-420px.png", readme=True)
+    session(run)
+
+
+TEXT_PX_JS = """(function () {
+  // every SVG text of the views as drawn: its computed font size times the SVG's scale on screen
+  var svg = Array.from(document.querySelectorAll('#all-section svg text')).filter(function (t) { return t.getClientRects().length; })
+    .map(function (t) { var m = t.getScreenCTM(); return [t.textContent.slice(0, 24), parseFloat(getComputedStyle(t).fontSize) * (m ? m.a : 0)]; });
+  // every Chart.js chart's text, as the chart resolves its options (Chart.js draws it at that CSS size)
+  var charts = Object.values(Chart.instances).map(function (ch) {
+    var f = function (o) { return Chart.helpers.toFont(o).size; }, out = [];
+    Object.values(ch.scales).forEach(function (sc) { out.push([ch.canvas.id + ' ' + sc.id + ' ticks', f(sc.options.ticks.font)]);
+      if (sc.options.title && sc.options.title.display) out.push([ch.canvas.id + ' ' + sc.id + ' title', f(sc.options.title.font)]); });
+    if (ch.legend && ch.legend.options.display) out.push([ch.canvas.id + ' legend', f(ch.legend.options.labels.font)]);
+    if (ch.tooltip) out.push([ch.canvas.id + ' tooltip', f(ch.tooltip.options.bodyFont)]);
+    return out; });
+  return { svg: svg, charts: [].concat.apply([], charts) };
+})()"""
+
+
+def t_narrow_420_delta_and_text_sizes():
+    """At 420 px every row's Δ cell lies inside the viewport with the table and page unscrolled, and every chart
+    text — the SVG views' labels and ticks as rendered, each Chart.js chart's ticks, titles, legend and tooltip — is
+    at least 11 px (issue #41: the Δ column was off-screen and the forest/heatmap text ~6 px)."""
+    def run(srv, drv, sid, f):
+        open_at_420(drv, srv, sid)
+        wait_for(drv, "!!Chart.getChart('chart-overlay')", "the compare chart")
+        wait_for(drv, "document.querySelectorAll('#forest .forest-row').length === 2", "the forest plot")
+        drv.execute_script("document.getElementById('leaderboard-wrap').scrollLeft = 0; window.scrollTo(0, 0)")
+        cells = js(drv, """Array.from(document.querySelectorAll('#leaderboard tbody td.delta')).map(function (c) {
+               var r = c.getBoundingClientRect(); return [c.parentNode.dataset.heads, r.left, r.right, r.width]; })""")
+        print("Δ cells at 420 px (heads, left, right, width):", cells)
+        px = js(drv, TEXT_PX_JS)
+        svg_small = [x for x in px["svg"] if x[1] < 11 - 1e-6]
+        print("SVG texts: %d, smallest %.2f px; chart texts: %d, smallest %r" % (len(px["svg"]), min(x[1] for x in px["svg"]),
+              len(px["charts"]), min(x[1] for x in px["charts"])))
+        check_eq(3, len(cells), "a Δ cell per row")
+        for h, left, right, width in cells:
+            check(width > 0 and left >= 0 and right <= 420, "the Δ cell of %s inside the 420 px viewport unscrolled: %.1f..%.1f" % (h, left, right))
+        w = js(drv, "[document.documentElement.scrollWidth, window.innerWidth]")
+        check(w[0] <= 420, "no horizontal page scroll at 420 px: %r" % w)
+        check(len(px["svg"]) > 10, "the SVG views have text: %r" % px["svg"][:5])
+        check_eq([], svg_small[:8], "SVG text below 11 px at 420 px")
+        check(len(px["charts"]) >= 8, "the charts' texts found: %r" % px["charts"])
+        check_eq([], [x for x in px["charts"] if not x[1] or x[1] < 11][:8], "Chart.js text below 11 px")
+        tl.screenshot(drv, "browser-420px-delta.png")
+    session(run)
+
+
+def t_marks_and_intervals_say_what_they_mean():
+    """Every place that states significance says the same one sentence (the test, the comparison against uniform
+    alone, p < 0.05, Holm over the API's comparisons), every place that states the best group the same other one (the
+    studentized range over the API's family, 95%), the intervals theirs; the compare chart's bands are labelled as
+    each schedule's own seed spread and beside them stand the paired Δ intervals the ranking decides by (the API's)."""
+    import re
+
+    def one_sentence(t, what):
+        check(t.endswith(".") and not re.search(r"[.;:!?]\s+[A-Z]", t[:-1].replace("e.g. ", "")), "%s is one sentence: %r" % (what, t))
+
+    def run(srv, drv, sid, f):
+        lb = srv.ok("GET", "/api/v1/sweeps/%d/leaderboard" % sid, token=None)
+        a = lb["analysis"]
+        wait_for(drv, "document.querySelector('#stats-header .st-sig') && document.querySelectorAll('#forest .forest-row').length === 2", "the header and forest")
+        sig = js(drv, "document.querySelector('#stats-header .st-sig').textContent")
+        best = js(drv, "document.querySelector('#stats-header .st-best').textContent")
+        ci = js(drv, "document.querySelector('#stats-header .st-ci').textContent")
+        print("SIG:", sig, "\nBEST:", best, "\nCI:", ci)
+        for t, what in ((sig, "significance"), (best, "best group"), (ci, "interval")):
+            one_sentence(t, what)
+        test = "moderated t-test" if "moderated" in a.get("comparison", "") else "paired t-test" if a["method"] == "paired" else "pooled t-test"
+        check(test in sig and "uniform alone" in sig and "p < 0.05" in sig and "Holm-adjusted over the %d comparisons against uniform" % lb["comparisons"] in sig,
+              "the significance sentence names the test (%s), the comparison, the level and the correction: %r" % (test, sig))
+        k = lb["tied_best_comparisons"] + 1
+        check("every pair of the %d schedules" % k in best and "studentized range" in best and "95%" in best and "not shown worse" in best,
+              "the best-group sentence names its test, family (%d), level and meaning: %r" % (k, best))
+        check("95%" in ci and "paired by seed" in ci and ("blocked model" in ci or a["method"] == "paired"), "the interval sentence: %r" % ci)
+        places = js(drv, """(function () {
+          var t = function (sel) { return Array.from(document.querySelectorAll(sel)).map(function (e) { return e.getAttribute('title') || e.textContent; }); };
+          return { marks: t('#leaderboard td.delta .sig'), ph: t('#leaderboard td.delta .ph'), rank_head: t('#leaderboard th[data-key=rank]'),
+                   delta_head: t('#leaderboard th[data-key=delta]'), tied: t('#leaderboard td.rank[title]'),
+                   ntied: document.querySelectorAll('#leaderboard td.rank .tied').length,
+                   forest: t('#forest-legend span'), paired_head: t('#overlay-paired th[title]'), val_head: t('#leaderboard th[data-key=val]') }; })()""")
+        print("places:", json.dumps(places, ensure_ascii=False)[:1500])
+        check(places["marks"], "a ▲/▼ mark on the page (the prism schedule)")
+        check_eq([sig] * len(places["marks"]), places["marks"], "every ▲/▼ mark's tooltip is the significance sentence")
+        check(places["ph"] and all(x.endswith(" " + sig) for x in places["ph"]), "every p_Holm tooltip ends with it: %r" % places["ph"])
+        check_eq([best], places["rank_head"], "the # column's header says what = means")
+        check(places["ntied"] >= 1, "a best-group mark")
+        check_eq([best] * places["ntied"], places["tied"], "every = mark's tooltip is the best-group sentence")
+        check_eq([ci + " " + sig], places["delta_head"], "the Δ column's header: the interval and the significance sentences")
+        check_eq([ci, sig, best], places["forest"], "the forest plot's legend: the same three sentences")
+        check_eq([ci, sig], places["paired_head"], "the compare chart's paired intervals: the same sentences")
+        check(places["val_head"] and "not the comparison" in places["val_head"][0], "val ± std labelled as the seeds' spread: %r" % places["val_head"])
+        nsig = sum(1 for r in lb["rows"] if not r["is_baseline"] and r["delta"] and r["delta"].get("significant"))
+        check_eq(nsig, js(drv, "document.querySelectorAll('#forest .forest-row .sig').length"), "the forest marks ▲/▼ as the table does")
+        # the compare chart: bands named for what they are, the paired Δ intervals of the ticked schedules = the API's
+        wait_for(drv, "document.querySelectorAll('#overlay-paired tr[data-heads]').length === 1", "the paired interval of the ticked schedule")
+        bands = js(drv, "Chart.getChart('chart-overlay').data.datasets.filter(d => d.band).map(d => d.label)")
+        check(bands and all("sd of its seeds" in b for b in bands), "band labels: %r" % bands)
+        note = js(drv, "document.getElementById('overlay-band-note').textContent")
+        check("own" in note and "overlap" in note and "paired" in note, "the band note: %r" % note)
+        api = board(srv, sid)
+        drv.find_element("css selector", "#leaderboard tr[data-heads='%s'] input.pick" % W_S).click()
+        wait_for(drv, "document.querySelectorAll('#overlay-paired tr[data-heads]').length === 2", "two paired intervals")
+        got = js(drv, "Array.from(document.querySelectorAll('#overlay-paired tr[data-heads]')).map(t => [t.dataset.heads, +t.dataset.mean, +t.dataset.lo, +t.dataset.hi])")
+        for h, m, lo, hi in got:
+            d = api[h]["delta"]
+            check_eq([d["mean"], d["ci_low"], d["ci_high"]], [m, lo, hi], "the paired Δ and 95%% CI of %s beside the curves" % h)
+        check_eq(sorted([P_S, W_S]), sorted(x[0] for x in got), "one paired interval per ticked non-baseline schedule")
     session(run)
 
 
