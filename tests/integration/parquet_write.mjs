@@ -13,6 +13,9 @@
 //   arrowrs    parquet-wasm (arrow-rs compiled to WebAssembly; the table built by apache-arrow): options {codec:
 //              UNCOMPRESSED|SNAPPY|GZIP|BROTLI|LZ4|LZ4_RAW|ZSTD, encoding (PLAIN, DELTA_BYTE_ARRAY, ...), dictionary
 //              (false turns it off), v2 (data page v2), rowGroupSize (rows), pageSize (bytes)}
+//   duckdb     DuckDB (@duckdb/node-api, its engine a binary in an npm package): COPY ... TO (FORMAT parquet),
+//              options {codec: snappy|gzip|zstd|brotli|lz4|lz4_raw|uncompressed, version: V1|V2 (PARQUET_VERSION:
+//              V2 stores strings DELTA_LENGTH_BYTE_ARRAY where a dictionary does not pay), rowGroupSize (rows)}
 //   parquetjs  parquetjs-lite: PLAIN values, options {codec: SNAPPY|GZIP|UNCOMPRESSED, rowGroupSize (rows),
 //              pageSize (rows), v2 (false = data page v1, the default here)}
 //   node parquet_write.mjs MODULES_DIR inspect FILE.parquet
@@ -91,6 +94,16 @@ if (writer === 'inspect') {
   if (opts.encoding) b = b.setColumnEncoding('text', pw.Encoding[opts.encoding])
   const buf = pw.writeParquet(pw.Table.fromIPCStream(arrow.tableToIPC(table, 'stream')), b.build())
   writeFileSync(out, Buffer.from(buf))
+} else if (writer === 'duckdb') {
+  const require = createRequire(`${modules}/package.json`)
+  const { DuckDBInstance } = require('@duckdb/node-api')
+  const con = await (await DuckDBInstance.create(':memory:')).connect()
+  const q = (p) => `'${p.replaceAll("'", "''")}'`
+  await con.run(`CREATE TABLE t AS SELECT (j.ordinality - 1)::BIGINT AS id, j.unnest AS text,
+                 'https://example.org/' || (j.ordinality - 1) AS url
+                 FROM unnest((SELECT json_transform(content, '["VARCHAR"]') FROM read_text(${q(rowsFile)}))) WITH ORDINALITY AS j`)
+  await con.run(`COPY (SELECT id, text, url FROM t ORDER BY id) TO ${q(out)} (FORMAT parquet, COMPRESSION
+                 '${opts.codec || 'snappy'}', PARQUET_VERSION '${opts.version || 'V1'}', ROW_GROUP_SIZE ${opts.rowGroupSize || 122880})`)
 } else if (writer === 'parquetjs') {
   const require = createRequire(`${modules}/package.json`)
   const parquet = require('parquetjs-lite')
