@@ -45,8 +45,8 @@ INC_orchestrator := -Iorchestrator -Icommon
 INC_dataprep     := -Idataprep -Icommon
 INC_worker       := -Iworker -Ikernels -Iorchestrator -Idataprep -Icommon
 LAYER_CFLAGS = $(filter-out $(INC_ALL),$(CFLAGS)) $(or $(INC_$(firstword $(subst /, ,$<))),$(INC_ALL))
-# prism-data's inputs: gzip (zlib), zstd (libzstd) and snappy (parquet pages)
-COMPRESS_LIBS := -lz -lzstd -lsnappy
+# prism-data's inputs: gzip (zlib), zstd (libzstd); parquet pages: snappy, lz4 (liblz4), brotli (libbrotlidec)
+COMPRESS_LIBS := -lz -lzstd -lsnappy -llz4 -lbrotlidec
 LDLIBS   := $(PKG_LIBS) -lhttp_parser $(COMPRESS_LIBS) -fopenmp -lm -lpthread
 
 # ---- CUDA (only when nvcc is found) ---------------------------------------------------------------

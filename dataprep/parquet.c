@@ -5,17 +5,23 @@
  *    value of any type up to a nesting depth), with which parse_footer() reads only the FileMetaData fields it
  *    needs (schema, row groups → the chosen column chunk's codec, value count, first page and byte size) and
  *    parse_page_header() the PageHeader of each page;
- *  - page decoding: decompress (snappy / gzip / zstd) into a buffer the reader keeps, then definition levels and
- *    values: PLAIN byte arrays (4-byte little-endian length, bytes) or dictionary indices (a bit-width byte and
- *    the RLE/bit-packed hybrid) into the dictionary page's values;
+ *  - page decoding: decompress (snappy / gzip / zstd / brotli / lz4) into a buffer the reader keeps, then
+ *    definition levels and values: PLAIN byte arrays (4-byte little-endian length, bytes), dictionary indices (a
+ *    bit-width byte and the RLE/bit-packed hybrid) into the dictionary page's values, or the DELTA byte-array
+ *    encodings (DELTA_BINARY_PACKED lengths, then the bytes back to back; DELTA_BYTE_ARRAY: prefix lengths too);
  *  - iteration: parquet_next() walks row groups → pages → the page's non-null values, decoding one page at a
  *    time: a PLAIN page is checked whole and then walked value by value, a dictionary-encoded page keeps only
- *    its indices (4 bytes a value), so a page of millions of tiny values costs no array of (pointer, length).
+ *    its indices (4 bytes a value), a DELTA page its lengths (4 or 8 bytes a value), every length checked against
+ *    the page first; a DELTA_BYTE_ARRAY value is built in one buffer over the previous one (its prefix is
+ *    already there), so a page of millions of tiny values costs no array of (pointer, length).
  * Bombs (parquet.h): each page's declared size is checked against its compressed bytes before it is
  * decompressed, and each data page's decoded size (4 + length a value, what PLAIN would take) is added to its
  * column chunk's and the file's before any of its values is handed out, so a refusal comes before the output.
  */
 #include "parquet.h"
+#include <brotli/decode.h>
+#include <lz4.h>
+#include <lz4frame.h>
 #include <snappy-c.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -120,8 +126,10 @@ static void tc_skip(struct tc *t, int type, int depth) {
 
 enum { PQ_BYTE_ARRAY = 6 };
 enum { PQ_REQUIRED = 0, PQ_OPTIONAL = 1, PQ_REPEATED = 2 };
-enum { ENC_PLAIN = 0, ENC_PLAIN_DICTIONARY = 2, ENC_RLE = 3, ENC_BIT_PACKED = 4, ENC_RLE_DICTIONARY = 8 };
-enum { CODEC_NONE = 0, CODEC_SNAPPY = 1, CODEC_GZIP = 2, CODEC_ZSTD = 6 };
+enum { ENC_PLAIN = 0, ENC_PLAIN_DICTIONARY = 2, ENC_RLE = 3, ENC_BIT_PACKED = 4, ENC_DELTA_BINARY_PACKED = 5,
+       ENC_DELTA_LENGTH_BYTE_ARRAY = 6, ENC_DELTA_BYTE_ARRAY = 7, ENC_RLE_DICTIONARY = 8 };
+enum { CODEC_NONE = 0, CODEC_SNAPPY = 1, CODEC_GZIP = 2, CODEC_LZO = 3, CODEC_BROTLI = 4, CODEC_LZ4 = 5, CODEC_ZSTD = 6,
+       CODEC_LZ4_RAW = 7 };
 enum { PAGE_DATA = 0, PAGE_INDEX = 1, PAGE_DICT = 2, PAGE_DATA_V2 = 3 };
 
 static const char *codec_name(int c) {
@@ -144,6 +152,10 @@ struct chunk_meta { int codec; int64_t num_values, start, size; };
 
 struct val { const uint8_t *p; uint32_t n; };
 
+/* A data page's values: PLAIN from plain_p; dictionary indices in idx; DELTA_LENGTH_BYTE_ARRAY lengths in idx,
+ * bytes from plain_p; DELTA_BYTE_ARRAY prefix lengths in idx, suffix lengths in sfx, suffixes from plain_p. */
+enum { VALS_PLAIN, VALS_DICT, VALS_DLBA, VALS_DBA };
+
 struct parquet_reader {
     const uint8_t *data;
     size_t len;
@@ -160,8 +172,12 @@ struct parquet_reader {
     struct val *dict;
     size_t ndict, dict_alloc;
     size_t nvals, next_val;          /* the current data page's non-null values */
-    int dict_vals;                   /* 1: they are dictionary indices in idx; 0: PLAIN values from plain_p */
-    const uint8_t *plain_p;
+    int mode;                        /* VALS_*: how they are stored */
+    const uint8_t *plain_p;          /* PLAIN: the next value; DELTA_*: the next value's (suffix) bytes */
+    uint32_t *sfx;                   /* DELTA_BYTE_ARRAY: suffix lengths (prefix lengths are in idx) */
+    size_t sfx_cap;
+    uint8_t *cur;                    /* DELTA_BYTE_ARRAY: the value last handed out, the next one's prefix */
+    size_t cur_cap, cur_need;        /* cur_need: the page's longest value */
     uint64_t rg_decoded, file_decoded;   /* decoded bytes (4 + length a value) of the chunk and the file so far */
     uint32_t *idx;                   /* def levels / dictionary indices scratch */
     size_t idx_cap;
@@ -317,8 +333,9 @@ static int parse_footer(struct parquet_reader *r, const uint8_t *p, size_t n, co
     if (!have_schema) return fail(err, errlen, PARQUET_EFORMAT, "the footer has no schema");
     for (int g = 0; g < r->nrg; g++) {
         struct chunk_meta *m = &r->rg[g];
-        if (m->codec != CODEC_NONE && m->codec != CODEC_SNAPPY && m->codec != CODEC_GZIP && m->codec != CODEC_ZSTD)
-            return fail(err, errlen, PARQUET_EUNSUPPORTED, "row group %d: %s pages are not supported (UNCOMPRESSED, SNAPPY, GZIP and ZSTD are)", g, codec_name(m->codec));
+        if (m->codec < CODEC_NONE || m->codec > CODEC_LZ4_RAW || m->codec == CODEC_LZO)
+            return fail(err, errlen, PARQUET_EUNSUPPORTED, "row group %d: %s pages are not supported (UNCOMPRESSED, SNAPPY, GZIP, "
+                        "BROTLI, LZ4, LZ4_RAW and ZSTD are)", g, codec_name(m->codec));
         if (m->start < 4 || m->size < 0 || m->num_values < 0 || (uint64_t)m->start + (uint64_t)m->size > r->len - 8)
             return fail(err, errlen, PARQUET_EFORMAT, "row group %d: the column chunk (offset %lld, %lld bytes) lies outside the file (%zu bytes)",
                         g, (long long)m->start, (long long)m->size, r->len);
@@ -356,6 +373,8 @@ void parquet_close(struct parquet_reader *r) {
     free(r->dict);
     free(r->idx);
     free(r->defs);
+    free(r->sfx);
+    free(r->cur);
     free(r);
 }
 
@@ -406,6 +425,43 @@ static int grow_bytes(uint8_t **b, size_t *cap, size_t need) {
     return 0;
 }
 
+static uint32_t be32(const uint8_t *p) { return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3]; }
+
+/* The deprecated LZ4 codec: what parquet-mr (Hadoop's Lz4Codec) writes, frames of a big-endian uncompressed size
+ * and compressed size then that raw block, back to back. Writers disagree (parquet-cpp before 2.x wrote the LZ4
+ * frame format, some a bare raw block), so when the bytes are not a chain of Hadoop frames that fills exactly
+ * usize they are tried as an LZ4 frame (its magic) and then as one raw block, as arrow's readers do. Every try
+ * writes into out[0..usize) only. */
+static int lz4_hadoop(const uint8_t *src, size_t csize, size_t usize, uint8_t *out, char *err, size_t errlen) {
+    size_t in = 0, got = 0;
+    while (csize - in >= 8) {
+        uint32_t ulen = be32(src + in), clen = be32(src + in + 4);
+        if (clen > csize - in - 8 || ulen > usize - got || clen > INT32_MAX) break;
+        if (LZ4_decompress_safe((const char *)src + in + 8, (char *)out + got, (int)clen, (int)ulen) != (int)ulen) break;
+        in += 8 + clen;
+        got += ulen;
+    }
+    if (in == csize && got == usize && csize) return 0;
+    if (csize >= 4 && src[0] == 0x04 && src[1] == 0x22 && src[2] == 0x4d && src[3] == 0x18) {   /* LZ4 frame magic */
+        LZ4F_dctx *dc;
+        if (LZ4F_isError(LZ4F_createDecompressionContext(&dc, LZ4F_VERSION)))
+            return fail(err, errlen, PARQUET_ENOMEM, "out of memory (lz4)");
+        size_t o = 0, i = 0, hint = 1;
+        while (hint && i < csize && o <= usize) {
+            size_t dst = usize - o, sn = csize - i;
+            hint = LZ4F_decompress(dc, out + o, &dst, src + i, &sn, NULL);
+            if (LZ4F_isError(hint) || (dst == 0 && sn == 0)) break;
+            o += dst;
+            i += sn;
+        }
+        LZ4F_freeDecompressionContext(dc);
+        if (!LZ4F_isError(hint) && hint == 0 && o == usize) return 0;
+    }
+    if (csize <= INT32_MAX && LZ4_decompress_safe((const char *)src, (char *)out, (int)csize, (int)usize) == (int)usize) return 0;
+    return fail(err, errlen, PARQUET_EFORMAT, "an LZ4 page does not decompress to its stated %zu bytes (as Hadoop frames, "
+                "an LZ4 frame or a raw block)", usize);
+}
+
 /* Decompresses src into *buf (grown) which must come out exactly usize bytes. */
 static int decompress(int codec, const uint8_t *src, size_t csize, size_t usize, uint8_t **buf, size_t *cap,
                       char *err, size_t errlen) {
@@ -429,6 +485,18 @@ static int decompress(int codec, const uint8_t *src, size_t csize, size_t usize,
         if (ZSTD_isError(n) || n != usize)
             return fail(err, errlen, PARQUET_EFORMAT, "a zstd page does not decompress to its stated %zu bytes%s%s", usize,
                         ZSTD_isError(n) ? ": " : "", ZSTD_isError(n) ? ZSTD_getErrorName(n) : "");
+        return 0;
+    }
+    if (codec == CODEC_LZ4_RAW) {
+        if (csize > INT32_MAX || LZ4_decompress_safe((const char *)src, (char *)*buf, (int)csize, (int)usize) != (int)usize)
+            return fail(err, errlen, PARQUET_EFORMAT, "an LZ4_RAW page does not decompress to its stated %zu bytes", usize);
+        return 0;
+    }
+    if (codec == CODEC_LZ4) return lz4_hadoop(src, csize, usize, *buf, err, errlen);
+    if (codec == CODEC_BROTLI) {
+        size_t n = usize;
+        if (BrotliDecoderDecompress(csize, src, &n, *buf) != BROTLI_DECODER_RESULT_SUCCESS || n != usize)
+            return fail(err, errlen, PARQUET_EFORMAT, "a brotli page does not decompress to its stated %zu bytes", usize);
         return 0;
     }
     /* GZIP */
@@ -502,6 +570,58 @@ static int64_t plain_decode(const uint8_t *p, size_t len, size_t n, struct val *
     return (int64_t)o;
 }
 
+/* w bits (w <= 64) at bit offset bit of p, least significant bit first (the caller checked they are there). */
+static uint64_t bits_at(const uint8_t *p, uint64_t bit, int w) {
+    uint64_t v = 0;
+    for (int got = 0; got < w;) {
+        int off = (int)(bit & 7), take = 8 - off < w - got ? 8 - off : w - got;
+        v |= (uint64_t)((p[bit >> 3] >> off) & ((1u << take) - 1)) << got;
+        got += take;
+        bit += (uint64_t)take;
+    }
+    return v;
+}
+
+/* DELTA_BINARY_PACKED: a header (values per block, a multiple of 128; miniblocks per block, each a multiple of 32
+ * values; the value count; the first value, zigzag), then blocks of a zigzag minimum delta, one bit width a
+ * miniblock and the miniblocks' bit-packed deltas above the minimum; a miniblock after the last value is absent,
+ * the last one present is full. Decodes the stream at p[0..n) into out[0..count) as the non-negative 32-bit
+ * lengths the byte-array encodings store (arithmetic wraps, as writers' does), requiring the header's count to be
+ * count. The bytes the stream took, or -1 with why (a static string). */
+static int64_t delta_lengths(const uint8_t *p, size_t n, uint32_t *out, size_t count, const char **why) {
+    struct tc t = {p, p + n, 0};
+    uint64_t block = tc_varint(&t), nmini = tc_varint(&t), total = tc_varint(&t);
+    int64_t first = tc_int(&t);
+    if (t.bad) return *why = "its header is truncated", -1;
+    if (block == 0 || block % 128 || block > (1u << 20) || nmini == 0 || block % nmini || (block / nmini) % 32)
+        return *why = "its header's block size / miniblock count is not a multiple of 128 / of 32 values", -1;
+    if (total != count) return *why = "its value count differs from the page's non-null values", -1;
+    if (count == 0) return (int64_t)(t.p - p);
+    uint64_t per = block / nmini, v = (uint64_t)first;
+    size_t got = 0;
+    out[got++] = (uint32_t)v;
+    while (got < count) {
+        uint64_t min = (uint64_t)tc_int(&t);
+        if (t.bad || (size_t)(t.end - t.p) < nmini) return *why = "a block's header is truncated", -1;
+        const uint8_t *widths = t.p;
+        t.p += nmini;
+        for (uint64_t m = 0; m < nmini && got < count; m++) {
+            int w = widths[m];
+            if (w > 64) return *why = "a miniblock's bit width is over 64", -1;
+            uint64_t bytes = per * (uint64_t)w / 8;
+            if (bytes > (uint64_t)(t.end - t.p)) return *why = "a miniblock runs past the page", -1;
+            for (uint64_t k = 0; k < per && got < count; k++) {
+                v += min + bits_at(t.p, k * (uint64_t)w, w);
+                out[got++] = (uint32_t)v;
+            }
+            t.p += bytes;
+        }
+    }
+    for (size_t i = 0; i < count; i++)
+        if (out[i] > INT32_MAX) return *why = "a length is negative", -1;
+    return (int64_t)(t.p - p);
+}
+
 /* err = "row group G, page P: " + the message */
 static int page_fail(const struct parquet_reader *r, char *err, size_t errlen, int code, const char *fmt, ...) {
     int n = snprintf(err, errlen, "row group %d, page %d: ", r->cur_rg, r->page_no);
@@ -531,8 +651,8 @@ static int count_decoded(struct parquet_reader *r, uint64_t page, size_t nvals, 
     const struct chunk_meta *m = &r->rg[r->cur_rg];
     if (page > PARQUET_MAX_PAGE)
         return PFAIL(PARQUET_EUNSUPPORTED, "a data page's %zu values decode to %.1f MiB (4 + length each), more than a "
-                     "page may (%u MiB): a dictionary bomb, or a file to rewrite with smaller pages", nvals,
-                     page / 1048576.0, PARQUET_MAX_PAGE >> 20);
+                     "page may (%u MiB): a dictionary or DELTA_BYTE_ARRAY prefix bomb, or a file to rewrite with smaller "
+                     "pages", nvals, page / 1048576.0, PARQUET_MAX_PAGE >> 20);
     r->rg_decoded += page;
     r->file_decoded += page;
     const char *what = NULL;
@@ -543,8 +663,61 @@ static int count_decoded(struct parquet_reader *r, uint64_t page, size_t nvals, 
         what = "the file's", got = r->file_decoded, in = (uint64_t)r->len;
     if (!what) return 0;
     return PFAIL(PARQUET_EUNSUPPORTED, "%s values decode to %.1f MiB from %llu bytes (over %dx, beyond %u MiB): a "
-                 "decompression or dictionary bomb, refused; genuine text repeated that often is worth deduplicating "
-                 "first", what, got / 1048576.0, (unsigned long long)in, PARQUET_BOMB_RATIO, PARQUET_BOMB_FLOOR >> 20);
+                 "decompression, dictionary or prefix bomb, refused; genuine text repeated that often is worth "
+                 "deduplicating first", what, got / 1048576.0, (unsigned long long)in, PARQUET_BOMB_RATIO, PARQUET_BOMB_FLOOR >> 20);
+}
+
+static int grow_u32(uint32_t **a, size_t *cap, size_t need) {
+    if (need <= *cap) return 0;
+    uint32_t *n = realloc(*a, need * sizeof *n);
+    if (!n) return -1;
+    *a = n;
+    *cap = need;
+    return 0;
+}
+
+/* The nonnull values of a DELTA_LENGTH_BYTE_ARRAY page (DELTA_BINARY_PACKED lengths, then the bytes back to back)
+ * or a DELTA_BYTE_ARRAY one (prefix lengths, suffix lengths, then the suffixes; a value is the previous value's
+ * first prefix-length bytes and its suffix; the first value of a page has none) at vals[0..len): every length
+ * checked against the page, and *decoded (4 + length a value) summed for count_decoded before any is handed out. */
+static int delta_page(struct parquet_reader *r, const uint8_t *vals, size_t len, size_t nonnull, int enc,
+                      uint64_t *decoded, char *err, size_t errlen) {
+    const char *why = "", *name = encoding_name(enc);
+    *decoded = 0;
+    r->mode = VALS_PLAIN;
+    if (!nonnull) return 0;          /* a page of nulls: nothing to read, whatever a writer put after its levels */
+    if (grow_u32(&r->idx, &r->idx_cap, nonnull) || (enc == ENC_DELTA_BYTE_ARRAY && grow_u32(&r->sfx, &r->sfx_cap, nonnull)))
+        return PFAIL(PARQUET_ENOMEM, "out of memory");
+    int64_t used = delta_lengths(vals, len, r->idx, nonnull, &why);
+    if (used < 0) return PFAIL(PARQUET_EFORMAT, "the %s %s lengths are malformed: %s", name, enc == ENC_DELTA_BYTE_ARRAY ? "prefix" : "value", why);
+    uint64_t bytes = 0, total = 0;
+    if (enc == ENC_DELTA_LENGTH_BYTE_ARRAY) {
+        for (size_t i = 0; i < nonnull; i++) bytes += r->idx[i];
+        total = bytes + 4 * (uint64_t)nonnull;
+        r->mode = VALS_DLBA;
+    } else {
+        int64_t used2 = delta_lengths(vals + used, len - (size_t)used, r->sfx, nonnull, &why);
+        if (used2 < 0) return PFAIL(PARQUET_EFORMAT, "the %s suffix lengths are malformed: %s", name, why);
+        used += used2;
+        uint64_t prev = 0;
+        r->cur_need = 0;
+        for (size_t i = 0; i < nonnull && total <= PARQUET_MAX_PAGE; i++) {   /* past the cap: refused below */
+            if (r->idx[i] > prev)
+                return PFAIL(PARQUET_EFORMAT, "%s value %zu takes a prefix of %u bytes from a value of %llu", name, i,
+                             r->idx[i], (unsigned long long)prev);
+            prev = (uint64_t)r->idx[i] + r->sfx[i];
+            bytes += r->sfx[i];
+            total += 4 + prev;
+            if (prev > r->cur_need) r->cur_need = (size_t)prev;
+        }
+        r->mode = VALS_DBA;
+    }
+    if (bytes > len - (size_t)used)
+        return PFAIL(PARQUET_EFORMAT, "the %s values' %llu bytes run past the page (%zu bytes after their lengths)", name,
+                     (unsigned long long)bytes, len - (size_t)used);
+    *decoded = total;
+    r->plain_p = vals + used;
+    return 0;
 }
 
 /* Reads the page at r->pos: a dictionary page replaces the dictionary, a data page becomes the current values. */
@@ -636,7 +809,7 @@ static int read_page(struct parquet_reader *r, char *err, size_t errlen) {
         int64_t used = plain_decode(vals, vals_len, nonnull, NULL);
         if (used < 0) return PFAIL(PARQUET_EFORMAT, "the PLAIN values run past the page");
         decoded = (uint64_t)used;
-        r->dict_vals = 0;
+        r->mode = VALS_PLAIN;
         r->plain_p = vals;
     } else if (h.encoding == ENC_RLE_DICTIONARY || h.encoding == ENC_PLAIN_DICTIONARY) {
         if (!r->dict) return PFAIL(PARQUET_EFORMAT, "dictionary-encoded values without a dictionary page");
@@ -655,12 +828,18 @@ static int read_page(struct parquet_reader *r, char *err, size_t errlen) {
                 decoded += 4 + (uint64_t)r->dict[r->idx[i]].n;
             }
         }
-        r->dict_vals = 1;
+        r->mode = VALS_DICT;
+    } else if (h.encoding == ENC_DELTA_LENGTH_BYTE_ARRAY || h.encoding == ENC_DELTA_BYTE_ARRAY) {
+        int rc = delta_page(r, vals, vals_len, nonnull, h.encoding, &decoded, err, errlen);
+        if (rc) return rc;
     } else {
-        return PFAIL(PARQUET_EUNSUPPORTED, "values in %s (PLAIN and dictionary encodings are supported)", encoding_name(h.encoding));
+        return PFAIL(PARQUET_EUNSUPPORTED, "values in %s (PLAIN, PLAIN_DICTIONARY, RLE_DICTIONARY, DELTA_LENGTH_BYTE_ARRAY and "
+                     "DELTA_BYTE_ARRAY are read)", encoding_name(h.encoding));
     }
     int crc = count_decoded(r, decoded, nonnull, err, errlen);
     if (crc) return crc;
+    if (r->mode == VALS_DBA && grow_bytes(&r->cur, &r->cur_cap, r->cur_need))   /* after the caps: at most a page */
+        return PFAIL(PARQUET_ENOMEM, "out of memory for a value of %zu bytes", r->cur_need);
     r->nvals = nonnull;
     return 0;
 }
@@ -669,14 +848,24 @@ int parquet_next(struct parquet_reader *r, const uint8_t **val, size_t *vlen, ch
     if (r->state_rc) return fail(err, errlen, r->state_rc, "the reader stopped at an earlier error");
     for (;;) {
         if (r->next_val < r->nvals) {   /* checked whole by read_page */
-            if (r->dict_vals) {
+            if (r->mode == VALS_DICT) {
                 const struct val *d = &r->dict[r->idx[r->next_val]];
                 *val = d->p;
                 *vlen = d->n;
-            } else {
+            } else if (r->mode == VALS_PLAIN) {
                 *vlen = le32(r->plain_p);
                 *val = r->plain_p + 4;
                 r->plain_p += 4 + *vlen;
+            } else if (r->mode == VALS_DLBA) {
+                *vlen = r->idx[r->next_val];
+                *val = r->plain_p;
+                r->plain_p += *vlen;
+            } else {                    /* the previous value's first idx[i] bytes (still in cur), then the suffix */
+                uint32_t pre = r->idx[r->next_val], suf = r->sfx[r->next_val];
+                if (suf) memcpy(r->cur + pre, r->plain_p, suf);
+                r->plain_p += suf;
+                *val = r->cur;
+                *vlen = (size_t)pre + suf;
             }
             r->next_val++;
             return 1;

@@ -3,10 +3,12 @@
  *
  * What it reads: the footer (FileMetaData in Thrift's compact protocol), a top-level BYTE_ARRAY column (REQUIRED
  * or OPTIONAL: null values are skipped), in every row group; dictionary pages (PLAIN) and data pages v1 and v2
- * whose values are PLAIN or dictionary-encoded (PLAIN_DICTIONARY / RLE_DICTIONARY: RLE/bit-packed hybrid
- * indices), definition levels RLE-encoded; pages UNCOMPRESSED, SNAPPY (libsnappy), GZIP (zlib) or ZSTD
- * (libzstd). Anything else (a nested or repeated column, DELTA_* encodings, LZ4/BROTLI/LZO pages, a column chunk
- * in another file, encrypted footers) is refused with a message naming it.
+ * whose values are PLAIN, dictionary-encoded (PLAIN_DICTIONARY / RLE_DICTIONARY: RLE/bit-packed hybrid indices),
+ * DELTA_LENGTH_BYTE_ARRAY or DELTA_BYTE_ARRAY (lengths / prefix and suffix lengths in DELTA_BINARY_PACKED),
+ * definition levels RLE-encoded; pages UNCOMPRESSED, SNAPPY (libsnappy), GZIP (zlib), ZSTD (libzstd), BROTLI
+ * (libbrotlidec), LZ4_RAW or the deprecated LZ4 (liblz4; Hadoop-framed, else an LZ4 frame or a bare block).
+ * Anything else (a nested or repeated column, BYTE_STREAM_SPLIT values, LZO pages, a column chunk in another
+ * file, encrypted footers) is refused with a message naming it.
  *
  * The file is a memory image (the caller mmaps it); nothing is copied out of it except decompressed pages.
  * Every offset and length read from the file is checked against the image, so any byte string is safe to give.
@@ -14,9 +16,10 @@
  * that declares more than PARQUET_BOMB_RATIO times its bytes and more than PARQUET_BOMB_FLOOR (checked before it
  * is decompressed), a dictionary of more than PARQUET_MAX_DICT entries, a data page whose values decode (counted
  * as PLAIN would store them: 4 + length each) to more than PARQUET_MAX_PAGE, a column chunk or a file whose
- * values so far decode to more than PARQUET_BOMB_RATIO times its bytes and PARQUET_BOMB_FLOOR, and column chunks
- * that share bytes (row groups reusing one page). Memory is one decompressed page, the dictionary (16 bytes an
- * entry) and 4 bytes a value of the current page: values are handed out one at a time, not expanded.
+ * values so far decode to more than PARQUET_BOMB_RATIO times its bytes and PARQUET_BOMB_FLOOR (a DELTA_BYTE_ARRAY
+ * page's values counted whole, prefix included), and column chunks that share bytes (row groups reusing one
+ * page). Memory is one decompressed page, the dictionary (16 bytes an entry) and 4 bytes a value of the current
+ * page (DELTA_BYTE_ARRAY: 8, and its longest value): values are handed out one at a time, not expanded.
  */
 #ifndef PRISM_PARQUET_H
 #define PRISM_PARQUET_H

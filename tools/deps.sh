@@ -23,6 +23,8 @@ check "PCRE2 (libpcre2-dev)"    libpcre2-dev         pkg-config --exists libpcre
 check "zlib (zlib1g-dev)"       zlib1g-dev           hdr zlib.h
 check "zstd (libzstd-dev)"      libzstd-dev          hdr zstd.h
 check "snappy (libsnappy-dev)"  libsnappy-dev        hdr snappy-c.h
+check "lz4 (liblz4-dev)"        liblz4-dev           hdr lz4.h
+check "brotli (libbrotli-dev)"  libbrotli-dev        hdr brotli/decode.h
 check "sqlite3 shell"           sqlite3              command -v sqlite3
 check "Chart.js (libjs-chart.js)" libjs-chart.js     test -f /usr/share/javascript/chart.js/chart.umd.js -o -f /usr/share/javascript/chart.js/chart.min.js -o -f /usr/share/javascript/chart.js/Chart.min.js
 check "python3 (Debian)"        python3              test -x /usr/bin/python3
@@ -39,6 +41,7 @@ check "PyYAML (python3-yaml, tests)" python3-yaml    /usr/bin/python3 -c 'import
 check "node (nodejs, tests)"    nodejs               command -v node
 check "npm (tests)"             npm                  command -v npm
 check "zstd (CLI, tests)"      zstd                 command -v zstd
+check "lz4 (CLI, tests)"       lz4                  command -v lz4
 check "SciPy (python3-scipy, tests)" python3-scipy  /usr/bin/python3 -c "import scipy.stats"
 check "PyTorch (python3-torch, the reference trainer)" python3-torch /usr/bin/python3 -c 'import torch, torch.distributed'
 check "tmux (tests)"            tmux                 command -v tmux

@@ -4,16 +4,21 @@
 A minimal parquet writer (Thrift compact protocol by hand: FileMetaData, PageHeader) for one REQUIRED BYTE_ARRAY
 column "text", so a test can build files that declare far more than they hold:
 
-  parquet_bomb.py OUT --codec zstd|gzip|snappy|none KIND ARGS
+  parquet_bomb.py OUT --codec zstd|gzip|snappy|brotli|lz4_raw|none KIND ARGS
     dict K V [--pages P] [--rg R]  a dictionary of one value of K bytes, P data pages (per row group) of V
                                    RLE-run indices each (bit width 0): V*K bytes per page from a few bytes
     entries E                      a dictionary of E empty values (4 zero bytes each), one data page of 1 index
     plain K                        one PLAIN data page holding one value of K bytes
+    prefix K V [P]                 one DELTA_BYTE_ARRAY data page of V values: the first K bytes, each later one
+                                   the previous value's first P (default K) bytes and no suffix: V*K bytes from
+                                   K bytes and two DELTA_BINARY_PACKED streams of a few bytes (P > K: malformed)
+  --encoding N                     the data page's encoding number instead (e.g. 9, BYTE_STREAM_SPLIT)
   --fill spaces|text|zeros         the bytes of the values (default spaces); text = "the cat sat on a mat " repeated
   --share                          every row group's column chunk points at row group 0's bytes
 
-zstd pages are compressed by the zstd program, gzip by zlib, snappy by a literal then overlapping copies (the
-format's own run-length trick; the fill is periodic), so nothing here needs a library beyond Python's stdlib.
+zstd pages are compressed by the zstd program, gzip by zlib, brotli by node's zlib, lz4_raw by the lz4 program (its
+frame's one block), snappy by a literal then overlapping copies (the format's own run-length trick; the fill is
+periodic), so nothing here needs a library beyond Python's stdlib.
 """
 import argparse, functools, struct, subprocess, zlib
 
@@ -72,7 +77,9 @@ class W:
         self.last.pop()
 
 
-CODECS = {"none": 0, "snappy": 1, "gzip": 2, "zstd": 6}
+CODECS = {"none": 0, "snappy": 1, "gzip": 2, "brotli": 4, "zstd": 6, "lz4_raw": 7}
+BROTLI_JS = ("const z = require('zlib'); process.stdout.write(z.brotliCompressSync(require('fs').readFileSync(0), "
+             "{params: {[z.constants.BROTLI_PARAM_QUALITY]: 1}}))")
 
 
 UNITS = {"spaces": b" ", "text": b"the cat sat on a mat ", "zeros": b"\0"}
@@ -82,6 +89,27 @@ def varint(v):
     w = W()
     w.varint(v)
     return bytes(w.b)
+
+
+def zz(v):
+    return varint((v << 1) ^ (v >> 63))
+
+
+def delta_binary_packed(vals):
+    """DELTA_BINARY_PACKED of vals: blocks of 128 values in 4 miniblocks of 32, each miniblock's deltas above the
+    block's minimum bit-packed least significant bit first; no miniblock after the last value."""
+    out = bytearray(varint(128) + varint(4) + varint(len(vals)) + zz(vals[0] if vals else 0))
+    deltas = [b - a for a, b in zip(vals, vals[1:])]
+    for i in range(0, len(deltas), 128):
+        blk = deltas[i:i + 128]
+        lo = min(blk)
+        minis = [[d - lo for d in blk[j:j + 32]] for j in range(0, len(blk), 32)]
+        widths = [max(m).bit_length() for m in minis] + [0] * (4 - len(minis))
+        out += zz(lo) + bytes(widths)
+        for m, w in zip(minis, widths):
+            acc = sum(v << (k * w) for k, v in enumerate(m))
+            out += acc.to_bytes(4 * w, "little")        # a full miniblock: 32 values of w bits
+    return bytes(out)
 
 
 def snappy(prefix, unit, n):
@@ -110,6 +138,19 @@ def body(codec, prefix, unit, n):
         return c.compress(raw) + c.flush(), len(raw)
     if codec == "zstd":
         return subprocess.run(["zstd", "-q", "-c"], input=raw, stdout=subprocess.PIPE, check=True).stdout, len(raw)
+    if codec == "brotli":
+        return subprocess.run(["node", "-e", BROTLI_JS], input=raw, stdout=subprocess.PIPE, check=True).stdout, len(raw)
+    if codec == "lz4_raw":   # the lz4 CLI's frame holds one compressed block (-B7: up to 4 MiB; larger: refused)
+        f = subprocess.run(["lz4", "-q", "-c", "-B7", "--no-frame-crc"], input=raw, stdout=subprocess.PIPE, check=True).stdout
+        size = struct.unpack_from("<I", f, 7)[0]
+        if size == 0:
+            return b"\0", 0
+        blk = f[11:11 + (size & 0x7FFFFFFF)]
+        assert f[11 + len(blk):15 + len(blk)] == b"\0\0\0\0", "more than one lz4 block"
+        if size & 0x80000000:  # stored: one literals-only sequence (lengths past 15 in bytes of 255 and the rest)
+            n = len(blk)
+            blk = bytes([min(n, 15) << 4]) + (bytes([255] * ((n - 15) // 255) + [(n - 15) % 255]) if n >= 15 else b"") + blk
+        return blk, len(raw)
     return raw, len(raw)
 
 
@@ -136,7 +177,8 @@ def main():
     ap.add_argument("--pages", type=int, default=1)
     ap.add_argument("--rg", type=int, default=1)
     ap.add_argument("--share", action="store_true")
-    ap.add_argument("kind", choices=["dict", "entries", "plain"])
+    ap.add_argument("--encoding", type=int)
+    ap.add_argument("kind", choices=["dict", "entries", "plain", "prefix"])
     ap.add_argument("args", type=int, nargs="*")
     a = ap.parse_args()
     codec = a.codec
@@ -153,9 +195,13 @@ def main():
             d = page(2, e, 0, body(codec, b"", b"\0", 4 * e))
             dp = page(0, 1, 8, body(codec, bytes([0]) + varint(1 << 1), b"", 0))
             chunks.append((d + dp, 1, True))
+        elif a.kind == "prefix":        # DELTA_BYTE_ARRAY: a value of k bytes, then v - 1 taking p bytes of it
+            k, v, p = (a.args + [a.args[0]])[:3]
+            lens = delta_binary_packed([0] + [p] * (v - 1)) + delta_binary_packed([k] + [0] * (v - 1))
+            chunks.append((page(0, v, a.encoding or 7, body(codec, lens, unit, k)), v, False))
         else:                           # one PLAIN value of k bytes
             (k,) = a.args
-            chunks.append((page(0, 1, 0, body(codec, struct.pack("<I", k), unit, k)), 1, False))
+            chunks.append((page(0, 1, a.encoding or 0, body(codec, struct.pack("<I", k), unit, k)), 1, False))
     out = bytearray(b"PAR1")
     offs = []
     for data, nv, has_dict in chunks:

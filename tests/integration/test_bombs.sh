@@ -5,6 +5,7 @@
 # pieces of megabytes of spaces — each refused with exit 2 and a message naming the cap and the fix, within a
 # measured memory cap (max RSS from /usr/bin/time, <= 512 MiB) and without a train shard written; and what is
 # not a bomb still read: repetition below the caps, gzip with trailing zero padding (as gzip -t accepts it).
+# DELTA_BYTE_ARRAY prefix bombs, BROTLI and LZ4_RAW pages under the same caps.
 # The bombs are built here (tests/integration/parquet_bomb.py, gzip, python). timeout: 240
 source "$(dirname "$0")/../lib.sh"
 source "$(dirname "$0")/data_lib.sh"
@@ -63,6 +64,35 @@ t_parquet_dictionary_bombs_are_refused_within_memory() {
   bomb "$d" entries64m.parquet "declares 268435456 decompressed"
   gen "$d/entries5m.parquet" --codec none entries $((5 << 20))
   bomb "$d" entries5m.parquet "a dictionary of 5242880 entries (the most is 4194304"
+}
+
+# DELTA_BYTE_ARRAY's prefixes repeat bytes without a dictionary: 256 values that each take the whole 1 MiB value
+# before them (two DELTA_BINARY_PACKED streams of a few bytes) decode to 256 MiB from one page of 1 MiB: the same
+# caps as a dictionary's; BROTLI and LZ4_RAW pages under the same ratio cap; malformed DELTA pages and an encoding
+# still refused name the problem; below the caps a prefix page is read.
+t_parquet_delta_prefix_and_new_codec_bombs_are_refused() {
+  local d; d=$(tmpdir); make_vocab "$d"
+  gen "$d/prefix256.parquet" --codec zstd --fill text prefix $((1 << 20)) 256
+  bomb "$d" prefix256.parquet "a data page's 256 values decode to 256.0 MiB (4 + length each), more than a page may (256 MiB)"
+  assert_contains "$ERR" "DELTA_BYTE_ARRAY prefix bomb"
+  gen "$d/prefix200.parquet" --codec lz4_raw --fill text prefix $((1 << 20)) 200
+  bomb "$d" prefix200.parquet "the column chunk's values decode to 200.0 MiB from"
+  gen "$d/brotli16m.parquet" --codec brotli dict $((64 << 20)) $((1 << 24))
+  bomb "$d" brotli16m.parquet "a BROTLI page of"
+  assert_contains "$ERR" "declares 67108868 decompressed"
+  gen "$d/lz4chunk.parquet" --codec lz4_raw --fill text dict $((1 << 20)) 200
+  bomb "$d" lz4chunk.parquet "the column chunk's values decode to 200.0 MiB from"
+  gen "$d/longprefix.parquet" --codec none prefix 30 5 31
+  bomb "$d" longprefix.parquet "DELTA_BYTE_ARRAY value 1 takes a prefix of 31 bytes from a value of 30"
+  gen "$d/dlba.parquet" --codec none --encoding 6 prefix 1000 100   # prefix lengths read as 99 values of 1000 bytes
+  bomb "$d" dlba.parquet "the DELTA_LENGTH_BYTE_ARRAY values' 99000 bytes run past the page"
+  gen "$d/bss.parquet" --codec none --encoding 9 plain 10
+  bomb "$d" bss.parquet "values in BYTE_STREAM_SPLIT (PLAIN, PLAIN_DICTIONARY, RLE_DICTIONARY, DELTA_LENGTH_BYTE_ARRAY"
+  gen "$d/prefix16.parquet" --codec lz4_raw --fill text prefix $((1 << 20)) 16
+  tok_measured "$d" prefix16.parquet
+  assert_eq 0 "$RC" "exit status for prefix16.parquet ($ERR)"
+  assert_eq 16 "$(jq .documents "$d/o-prefix16.parquet/meta.json")" "documents"
+  [ "$RSS_KB" -le "$CAP_KB" ] || fail "prefix16.parquet: max RSS $RSS_KB KiB"
 }
 
 t_parquet_row_group_and_file_bombs_are_refused() {

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # test_datain.sh — `prism-data tokenize` on the inputs users have: parquet files written by independent writers
-# (hyparquet-writer and parquetjs-lite from the npm registry, installed into a cache directory on first use),
+# (hyparquet-writer, parquetjs-lite, parquet-wasm (arrow-rs's writer) and DuckDB from the npm registry, installed
+# into a cache directory on first use; DELTA_LENGTH_BYTE_ARRAY / DELTA_BYTE_ARRAY values, LZ4 / LZ4_RAW / BROTLI),
 # gzip and zstd streams, each tokenized to exactly the shards of the same rows given as plain JSONL / text;
 # binary inputs refused by their magic, naming the format; the default shard names matching the shipped specs.
 # The npm install must succeed: a failure fails the case (PRISM_NPM_OFFLINE=1 turns an unreachable registry into
@@ -18,10 +19,13 @@ npm_setup() {
   mkdir -p "$NPM_DIR"
   (
     flock 9
-    if [ -f "$NPM_DIR/node_modules/hyparquet-writer/package.json" ] && [ -f "$NPM_DIR/node_modules/parquetjs-lite/package.json" ]; then exit 0; fi
+    local m ok=1
+    for m in hyparquet-writer parquetjs-lite parquet-wasm apache-arrow @duckdb/node-api; do [ -f "$NPM_DIR/node_modules/$m/package.json" ] || ok=0; done
+    [ $ok = 1 ] && exit 0
     cd "$NPM_DIR" || exit 1
     [ -f package.json ] || echo '{"name": "prism-sweep-test-writers", "private": true}' > package.json
-    npm install --no-audit --no-fund --loglevel=error hyparquet-writer@0.17.0 parquetjs-lite@0.8.7 > npm.log 2>&1
+    npm install --no-audit --no-fund --loglevel=error hyparquet-writer@0.17.0 parquetjs-lite@0.8.7 parquet-wasm@0.8.0 \
+        apache-arrow@21.2.0 @duckdb/node-api@1.5.6-r.1 > npm.log 2>&1
   ) 9>"$NPM_DIR/.lock"
   local rc=$?
   if [ $rc -ne 0 ]; then
@@ -124,6 +128,60 @@ t_parquet_from_parquetjs_v1_pages_equals_jsonl() {
   [ "$(inspect "$d/v1snappy.parquet" | jq .row_groups)" -ge 2 ] || fail "v1snappy: one row group"
 }
 
+# has INFO KEY VALUE: inspect's JSON lists VALUE under KEY (codecs / encodings), or has more than VALUE pages of
+# page type KEY
+has() { echo "$1" | jq -e --arg k "$2" --arg v "$3" 'if $k == "codecs" or $k == "encodings" then .[$k] | index($v) != null
+                                                    else (.pages[$k] // 0) > ($v | tonumber) end' >/dev/null; }
+
+# The DELTA byte-array encodings (v1 and v2 pages) and the LZ4 / LZ4_RAW / BROTLI codecs, from three independent
+# writers: hyparquet-writer (its own DELTA encoders; pages compressed here by node's zlib and the lz4 CLI, LZ4 in
+# Hadoop frames, in the LZ4 frame format and bare), arrow-rs (parquet-wasm) and DuckDB (its PARQUET_VERSION V2
+# files: DELTA_LENGTH_BYTE_ARRAY strings in v1 pages). Each file is checked by inspect (hyparquet's reader) to
+# hold the codec, encoding and pages its spec says, and tokenizes to the shards of the same rows as JSONL.
+t_parquet_delta_encodings_and_lz4_brotli_equal_jsonl() {
+  npm_setup
+  local d; d=$(tmpdir); make_vocab "$d"
+  local mode spec files=0
+  for mode in uniq dup; do
+    make_rows "$d" $mode
+    tok "$d" "jsonl-$mode" rows.jsonl
+    # writer:name:encoding:codec:page type:pages at least:options
+    for spec in \
+      'hyparquet:dba-lz4raw:DELTA_BYTE_ARRAY:LZ4_RAW:DATA_PAGE_V2:2:{"codec":"LZ4_RAW","encoding":"DELTA_BYTE_ARRAY","rowGroupSize":700,"pageSize":6000}' \
+      'hyparquet:dlba-brotli:DELTA_LENGTH_BYTE_ARRAY:BROTLI:DATA_PAGE_V2:2:{"codec":"BROTLI","encoding":"DELTA_LENGTH_BYTE_ARRAY","rowGroupSize":[400,900],"pageSize":9000}' \
+      'hyparquet:dba-lz4hadoop:DELTA_BYTE_ARRAY:LZ4:DATA_PAGE_V2:2:{"codec":"LZ4","encoding":"DELTA_BYTE_ARRAY","pageSize":7000}' \
+      'hyparquet:dlba-lz4frame:DELTA_LENGTH_BYTE_ARRAY:LZ4:DATA_PAGE_V2:2:{"codec":"LZ4","lz4":"frame","encoding":"DELTA_LENGTH_BYTE_ARRAY","pageSize":7000}' \
+      'hyparquet:dict-lz4bare:RLE_DICTIONARY:LZ4:DATA_PAGE_V2:2:{"codec":"LZ4","lz4":"raw","pageSize":5000}' \
+      'hyparquet:dba-none:DELTA_BYTE_ARRAY:UNCOMPRESSED:DATA_PAGE_V2:2:{"codec":"UNCOMPRESSED","encoding":"DELTA_BYTE_ARRAY","pageSize":5000}' \
+      'arrowrs:v2-dba-lz4:DELTA_BYTE_ARRAY:LZ4:DATA_PAGE_V2:2:{"codec":"LZ4","encoding":"DELTA_BYTE_ARRAY","dictionary":false,"v2":true,"rowGroupSize":700,"pageSize":6000}' \
+      'arrowrs:v2-dlba-lz4raw:DELTA_LENGTH_BYTE_ARRAY:LZ4_RAW:DATA_PAGE_V2:2:{"codec":"LZ4_RAW","encoding":"DELTA_LENGTH_BYTE_ARRAY","dictionary":false,"v2":true,"pageSize":8000}' \
+      'arrowrs:v1-dba-brotli:DELTA_BYTE_ARRAY:BROTLI:DATA_PAGE:2:{"codec":"BROTLI","encoding":"DELTA_BYTE_ARRAY","dictionary":false,"rowGroupSize":600,"pageSize":6000}' \
+      'arrowrs:v1-dlba-lz4:DELTA_LENGTH_BYTE_ARRAY:LZ4:DATA_PAGE:2:{"codec":"LZ4","encoding":"DELTA_LENGTH_BYTE_ARRAY","dictionary":false,"pageSize":9000}' \
+      'arrowrs:v2-dict-brotli:RLE_DICTIONARY:BROTLI:DATA_PAGE_V2:2:{"codec":"BROTLI","v2":true,"pageSize":6000}' \
+      'duckdb:v2-dlba-lz4raw:DELTA_LENGTH_BYTE_ARRAY:LZ4_RAW:DATA_PAGE:1:{"codec":"lz4_raw","version":"V2"}' \
+      'duckdb:v2-dlba-brotli:DELTA_LENGTH_BYTE_ARRAY:BROTLI:DATA_PAGE:1:{"codec":"brotli","version":"V2"}' \
+      'duckdb:v1-plain-lz4:PLAIN:LZ4_RAW:DATA_PAGE:1:{"codec":"lz4","version":"V1"}' \
+      'duckdb:v2-dict-brotli:RLE_DICTIONARY:BROTLI:DATA_PAGE:1:{"codec":"brotli","version":"V2"}'; do
+      local writer name enc codec kind min opts
+      IFS=: read -r writer name enc codec kind min opts <<< "$spec"
+      [ "$enc" != RLE_DICTIONARY ] || [ $mode = dup ] || continue   # the dup rows: where a dictionary pays
+      [ "$writer" != duckdb ] || [ "$enc" = RLE_DICTIONARY ] || [ $mode = uniq ] || continue   # DuckDB chooses
+      local f="$mode-$writer-$name.parquet"
+      node "$WRITE" "$NPM_DIR" "$writer" "$d/$f" "$d/rows.json" "$opts" || fail "$writer $name"
+      local info; info=$(inspect "$d/$f") || fail "inspect $f"
+      echo "$f ($(stat -c %s "$d/$f") bytes): $info"
+      has "$info" codecs "$codec" || fail "$f: not $codec pages: $info"
+      has "$info" encodings "$enc" || fail "$f: no $enc pages: $info"
+      has "$info" "$kind" $((min - 1)) || fail "$f: fewer than $min $kind pages: $info"
+      tok "$d" "pq-$f" "$f"
+      same_shards "$d" "jsonl-$mode" "pq-$f"
+      files=$((files + 1))
+    done
+    echo "$mode: $(jq -c '{documents, train_tokens, val_tokens}' "$d/jsonl-$mode/meta.json") in JSONL and in each parquet file"
+  done
+  echo "$files parquet files, each the JSONL's shards"
+}
+
 t_gzip_and_zstd_equal_their_plain_files() {
   local d; d=$(tmpdir); make_vocab "$d"; make_rows "$d" uniq
   /usr/bin/python3 -c "import json,sys; open(sys.argv[1]+'/a.txt','w').write('\n'.join(x for x in json.load(open(sys.argv[1]+'/rows.json')) if x))" "$d"
@@ -193,8 +251,6 @@ t_binary_inputs_are_refused_naming_the_format() {
   refuse "$d" cut.parquet "" "no PAR1 at the end"
   refuse "$d" x.parquet "--column body" 'no top-level column "body"'
   refuse "$d" x.parquet "--column id" 'column "id" is INT64, not BYTE_ARRAY'
-  node "$WRITE" "$NPM_DIR" hyparquet "$d/delta.parquet" "$d/rows.json" '{"encoding":"DELTA_BYTE_ARRAY"}' || fail "hyparquet-writer delta"
-  refuse "$d" delta.parquet "" "values in DELTA_BYTE_ARRAY"
 }
 
 # Tokenizing again into the same folder: an earlier run's shards would stay beside the new ones and the specs' glob
