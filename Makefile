@@ -268,6 +268,11 @@ tests: $(BUILD)/tests/libbackend_badabi.so
 $(BUILD)/tests/libbackend_badabi.so: tests/shim/backend_badabi.c kernels/model.h
 	@mkdir -p $(dir $@)
 	$(CC) -O2 -g -Wall -Wextra -Ikernels -shared -fPIC -o $@ $<
+# an LD_PRELOAD shim: file locks that do nothing or fail with ENOLCK (test_durability.sh)
+tests: $(BUILD)/tests/liblocks.so
+$(BUILD)/tests/liblocks.so: tests/shim/locks.c
+	@mkdir -p $(dir $@)
+	$(CC) -O2 -g -Wall -Wextra -shared -fPIC -o $@ $< -ldl
 # an LD_PRELOAD shim that steps the wall clock (test_lease_clock.sh)
 tests: $(BUILD)/tests/libclock_step.so
 $(BUILD)/tests/libclock_step.so: tests/shim/clock_step.c

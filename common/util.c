@@ -140,3 +140,19 @@ int util_proc_stat(pid_t pid, int field, int n, unsigned long long *out) {
     }
     return 0;
 }
+
+void util_machine(char *boot, size_t blen, char *host, size_t hlen) {
+    snprintf(boot, blen, "unknown");
+    FILE *f = fopen("/proc/sys/kernel/random/boot_id", "re");
+    if (f) {
+        char b[64];
+        if (fgets(b, sizeof b, f)) {
+            b[strcspn(b, "\n")] = 0;
+            if (b[0]) snprintf(boot, blen, "%s", b);
+        }
+        fclose(f);
+    }
+    if (gethostname(host, hlen) != 0 || !host[0]) snprintf(host, hlen, "unknown");
+    host[hlen - 1] = 0;
+    for (char *c = host; *c; c++) if (*c == ' ' || *c == '\n') *c = '_';
+}

@@ -20,6 +20,9 @@
  * - util_proc_stat(pid, field, n, out) reads the numbers of fields field..field+n-1 of /proc/PID/stat (numbered
  *   from 1 as proc(5) does; field >= 4, the ones after the command name and the state: 14/15 utime/stime, 22
  *   starttime) into out. Returns 0, or -1 when PID does not run or its line cannot be read.
+ * - util_machine(boot, blen, host, hlen): this boot of this machine, for records on a filesystem other machines may
+ *   share: the kernel's random boot id ("unknown" when /proc cannot say) and the host name (spaces and newlines
+ *   made '_'; "unknown" when there is none). A pid in such a record means something only on that boot of that host.
  * Thread-safe; no allocation.
  */
 #ifndef PRISM_UTIL_H
@@ -39,5 +42,6 @@ int util_mkdir_p(const char *path, mode_t mode);
 int util_write_atomic(const char *path, const util_part *parts, int nparts, mode_t mode, char *err, size_t errlen);
 int util_commit_file(FILE *f, const char *tmp, const char *path, char *err, size_t errlen);
 int util_proc_stat(pid_t pid, int field, int n, unsigned long long *out);
+void util_machine(char *boot, size_t blen, char *host, size_t hlen);
 
 #endif

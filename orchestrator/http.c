@@ -382,10 +382,32 @@ static int addr_count(http_server *srv, const http_conn *c) {
     return e ? e->n : 0;
 }
 
-/* The oldest anonymous connection from c's address, or NULL. */
+/* Whether c has shown nothing yet: no request under way, no answer pending, and no bytes waiting unread on its
+ * socket (a request that arrived in this loop turn, behind the accepts of a flood, is not read yet). */
+static int conn_silent(http_conn *c) {
+    if (c->sess.in_message || c->writes || c->is_dirty || c->sess.out.len) return 0;
+    uv_os_fd_t fd;
+    char b;
+    return !(uv_fileno((uv_handle_t *)&c->tcp, &fd) == 0 && recv(fd, &b, 1, MSG_PEEK | MSG_DONTWAIT) == 1);
+}
+
+#define EVICT_SCAN 64   /* connections looked at for a silent one before the oldest is taken anyway */
+
+/* The anonymous connection to close to make room, from the list starting at c (oldest first, next_of links it):
+ * the oldest silent one among the first EVICT_SCAN, else the oldest. A reopen flood from one address thus closes
+ * its own silent connections, not a worker's behind the same address whose request waits unread (57 of 60
+ * registrations got through a flood before). */
+static http_conn *evict_pick(http_conn *c, int per_addr) {
+    http_conn *oldest = c;
+    for (int i = 0; c && i < EVICT_SCAN; i++, c = per_addr ? c->pnext : c->anext)
+        if (conn_silent(c)) return c;
+    return oldest;
+}
+
+/* The anonymous connection from c's address to close to make room (evict_pick), or NULL. */
 static http_conn *addr_oldest(http_server *srv, const http_conn *c) {
     http_addr_count *e = addr_entry(srv, c);
-    return e ? e->head : NULL;
+    return e ? evict_pick(e->head, 1) : NULL;
 }
 
 /* Counts c for its address and links it last on the address's list; returns 0 or -1 (no memory: the caller
@@ -794,7 +816,7 @@ static void on_connection(uv_stream_t *l, int status) {
     if (srv->nadmitted >= srv->opts.max_conns) {
         if (!srv->anon_head) { conn_refuse(c, "too many connections: retry later"); return; }
         srv->evicted++;
-        conn_close(srv->anon_head);   /* the oldest connection that has shown no token makes room */
+        conn_close(evict_pick(srv->anon_head, 0));   /* the oldest that has shown nothing (no token) makes room */
     }
     if (addr_link(srv, c) < 0) { conn_refuse(c, "out of memory: retry later"); return; }
     c->admitted = 1;

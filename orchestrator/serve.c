@@ -19,6 +19,7 @@
  * default cap is lowered to fit, with a warning.
  */
 #define _GNU_SOURCE   /* F_OFD_SETLK */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -47,6 +48,7 @@
 #include "racing.h"
 #include "search.h"
 #include "logesc.h"
+#include "util.h"
 
 typedef struct serve_state {
     uv_loop_t loop;
@@ -307,8 +309,6 @@ static int serve_check_wal(const char *db, int accept) {
 
 /* ---- cmd_serve's sections ----------------------------------------------------------------------- */
 
-/* One server per database: an flock on DB.lock (released by the kernel even after kill -9), holding our pid
- * as advisory text. Returns the lock's descriptor, or -1 after printing why (usage-style, exit 2). */
 /* Whether host:port can be bound now, before anything is created: a port in use ends the start with nothing written
  * (no database, no token files). A probe (bind, then close): the real listen comes later and reports its own error.
  * Returns 0, or -1 with the message printed. Port 0 (any) is not probed. */
@@ -331,23 +331,93 @@ static int serve_probe_port(const char *host, int port) {
     return rc;
 }
 
+/* DB.lock's text, "PID HOST BOOT" of the server that last took it (an older version wrote "PID" alone: host and boot
+ * are then ""). */
+static void lock_text_read(int fd, long *pid, char *host, size_t hl, char *boot, size_t bl) {
+    char t[512] = "";
+    ssize_t n = pread(fd, t, sizeof t - 1, 0);
+    t[n > 0 ? n : 0] = 0;
+    *pid = 0;
+    host[0] = boot[0] = 0;
+    char h[256] = "", b[128] = "";
+    if (sscanf(t, "%ld %255s %127s", pid, h, b) >= 1) {
+        snprintf(host, hl, "%s", h);
+        snprintf(boot, bl, "%s", b);
+    }
+}
+
+/* Whether pid (a process of this host) has the file db open: one of its /proc/PID/fd is db's inode. */
+static int pid_has_open(long pid, const char *db) {
+    struct stat want, sb;
+    if (stat(db, &want) != 0) return 0;
+    char dir[64], p[384];
+    snprintf(dir, sizeof dir, "/proc/%ld/fd", pid);
+    DIR *d = opendir(dir);
+    if (!d) return 0;
+    struct dirent *e;
+    int found = 0;
+    while (!found && (e = readdir(d))) {
+        if (e->d_name[0] == '.') continue;
+        snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
+        found = stat(p, &sb) == 0 && sb.st_dev == want.st_dev && sb.st_ino == want.st_ino;
+    }
+    closedir(d);
+    return found;
+}
+
+/* One server per database path: an flock on DB.lock (released by the kernel even after kill -9), holding
+ * "PID HOST BOOT" of its holder as text. A held lock is reported with its holder: a live pid of this host, a pid of
+ * another host (a database on a shared filesystem), or a pid that no longer runs here. A filesystem without locks
+ * (ENOLCK) is named as such. A lock that excludes nothing (a no-op lock: NFS mounted with nolock, some FUSE
+ * filesystems) is caught by its last holder: when the lock was taken at once but the server the text names still
+ * runs on this boot of this host with the database open, two servers would share it: refused. Returns the lock's
+ * descriptor, or -1 after printing why (usage-style, exit 2). */
 static int serve_lock_path(const char *db) {
     char lockp[1100];
     snprintf(lockp, sizeof lockp, "%s.lock", db);
     int lockfd = open(lockp, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
     if (lockfd < 0) { cli_error("serve", "cannot create %s: %s", lockp, strerror(errno)); return -1; }
+    long pid = 0;
+    char host[256], boot[128], myhost[256], myboot[128];
+    lock_text_read(lockfd, &pid, host, sizeof host, boot, sizeof boot);
+    util_machine(myboot, sizeof myboot, myhost, sizeof myhost);
+    int here = !host[0] || (!strcmp(host, myhost) && !strcmp(boot, myboot));   /* "PID" alone: an older server here */
+    int alive = here && pid > 0 && pid != (long)getpid() && (kill((pid_t)pid, 0) == 0 || errno == EPERM);
     if (flock(lockfd, LOCK_EX | LOCK_NB) != 0) {
-        char pidtxt[32] = "?";
-        ssize_t n = pread(lockfd, pidtxt, sizeof pidtxt - 1, 0);
-        if (n > 0) { pidtxt[n] = 0; pidtxt[strcspn(pidtxt, "\n")] = 0; }
+        int e = errno;
         close(lockfd);
-        cli_error("serve", "%s is already served by another prism-sweep serve (pid %s): one server per database",
-                  db, pidtxt);
+        if ((e == EWOULDBLOCK || e == EAGAIN) && pid <= 0)
+            cli_error("serve", "%s is already served by another prism-sweep serve: one server per database", db);
+        else if ((e == EWOULDBLOCK || e == EAGAIN) && alive)
+            cli_error("serve", "%s is already served by another prism-sweep serve (pid %ld): one server per database",
+                      db, pid);
+        else if (e == EWOULDBLOCK || e == EAGAIN) {
+            if (!here)
+                cli_error("serve", "%s is already served by another prism-sweep serve (pid %ld on host %s, by %s): one "
+                          "server per database; stop it there", db, pid, host, lockp);
+            else
+                cli_error("serve", "%s is locked, but the server it names (pid %ld) no longer runs here: another process "
+                          "holds the lock (one that inherited it from that server, or a server on another host sharing "
+                          "this filesystem); find it with `fuser %s`", lockp, pid, lockp);
+        } else if (e == ENOLCK)
+            cli_error("serve", "cannot lock %s: %s: this filesystem gives no file locks (an NFS mount without its lock "
+                      "daemon, for one), so one server per database cannot be kept; serve a database on a local disk or "
+                      "a filesystem with working locks", lockp, strerror(e));
+        else
+            cli_error("serve", "cannot lock %s: %s", lockp, strerror(e));
         return -1;
     }
-    char pidtxt[32];
-    int pn = snprintf(pidtxt, sizeof pidtxt, "%d\n", (int)getpid());
-    if (ftruncate(lockfd, 0) != 0 || pwrite(lockfd, pidtxt, (size_t)pn, 0) != pn) { /* advisory text only */ }
+    if (alive && pid_has_open(pid, db)) {
+        close(lockfd);
+        cli_error("serve", "%s was locked at once, yet the server that last locked it (pid %ld) still runs on this host "
+                  "with %s open: file locks on this filesystem exclude nothing (a no-op lock: NFS mounted with nolock, "
+                  "some FUSE filesystems), and two servers would write one database; stop pid %ld, and serve a database "
+                  "on a filesystem with working locks", lockp, pid, db, pid);
+        return -1;
+    }
+    char txt[512];
+    int pn = snprintf(txt, sizeof txt, "%d %s %s\n", (int)getpid(), myhost, myboot);
+    if (ftruncate(lockfd, 0) != 0 || pwrite(lockfd, txt, (size_t)pn, 0) != pn) { /* advisory text only */ }
     return lockfd;
 }
 

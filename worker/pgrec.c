@@ -22,24 +22,9 @@
 #include <time.h>
 #include <unistd.h>
 
-/* This machine's boot (the kernel's random boot id) and host name: a record names both, and only a record of this
- * boot of this host is reaped. A --work-dir on a shared filesystem (a SLURM job's cwd on NFS) holds other boxes'
+/* A record names this machine (util_machine: the kernel's boot id and the host name), and only a record of this boot
+ * of this host is reaped. A --work-dir on a shared filesystem (a SLURM job's cwd on NFS) holds other boxes'
  * records, whose pids mean nothing here: reaping them would signal unrelated groups of this box. */
-static void pgrec_machine(char *boot, size_t blen, char *host, size_t hlen) {
-    snprintf(boot, blen, "unknown");
-    FILE *f = fopen("/proc/sys/kernel/random/boot_id", "r");
-    if (f) {
-        char b[64];
-        if (fgets(b, sizeof b, f)) {
-            b[strcspn(b, "\n")] = 0;
-            if (b[0]) snprintf(boot, blen, "%s", b);
-        }
-        fclose(f);
-    }
-    if (gethostname(host, hlen) != 0 || !host[0]) snprintf(host, hlen, "unknown");
-    host[hlen - 1] = 0;
-    for (char *c = host; *c; c++) if (*c == ' ' || *c == '\n') *c = '_';
-}
 
 /* PID's start time (clock ticks since boot): 0, or -1 when it does not run (or /proc cannot say). */
 static int pgrec_start_time(pid_t pid, unsigned long long *start) {
@@ -61,7 +46,7 @@ int pgrec_write(const char *dir, const char *device, pid_t pgid, char *path, siz
     dev[i] = 0;
     snprintf(path, pathlen, "%s/W%d-%s.pgid", dir, (int)getpid(), dev);
     char line[512], err[512], boot[64], host[256];
-    pgrec_machine(boot, sizeof boot, host, sizeof host);
+    util_machine(boot, sizeof boot, host, sizeof host);
     snprintf(line, sizeof line, "pgid %d leader_start %llu worker %d worker_start %llu boot %s host %s\n", (int)pgid, lst,
              (int)getpid(), wst, boot, host);
     util_part part = { line, strlen(line) };
@@ -97,7 +82,7 @@ int pgrec_reap_stale(const char *dir, double grace_s) {
     int n = 0;
     pid_t own = getpgrp();
     char boot[64], host[256];
-    pgrec_machine(boot, sizeof boot, host, sizeof host);
+    util_machine(boot, sizeof boot, host, sizeof host);
     struct dirent *e;
     while ((e = readdir(d))) {
         size_t len = strlen(e->d_name);

@@ -394,6 +394,41 @@ t_sigterm_graceful() {
   assert_eq leased "$(sqlite3 "$DB" "SELECT state FROM jobs WHERE id = $JOB")" "lease kept"
 }
 
+# Locks that do not work are named, not mistaken for a live server (issue #44): with ENOLCK (an NFS mount without
+# its lock daemon) serve exits 2 saying the filesystem gives no locks (it said "already served by pid X", a dead pid);
+# with no-op locks (every lock "succeeds") a second server on a served database is refused, naming the first and why,
+# before it writes anything; a lock held by a process the text does not name says so; the text names host and boot.
+t_locks_that_do_not_work_are_named() {
+  s_setup
+  s_spec "$D/s.json" locks '["4,4,4,4"]' '[1]'
+  s_create "$D/s.json" >/dev/null
+  local shim; shim="$(cd "$PRISM_BUILD" && pwd)/tests/liblocks.so"
+  [ -f "$shim" ] || fail "no $shim (make tests builds it)"
+  echo "999999" > "$DB.lock"   # a dead pid, as an earlier server's kill -9 leaves it
+  local rc=0 out; out=$(PRISM_SHIM_LOCKS=enolck LD_PRELOAD="$shim" timeout 10 "$(bin prism-sweep)" serve --db "$DB" --listen "127.0.0.1:$(free_port)" 2>&1) || rc=$?
+  assert_eq 2 "$rc" "serve with ENOLCK ($out)"
+  assert_contains "$out" "No locks available: this filesystem gives no file locks"
+  case "$out" in *"already served"*) fail "ENOLCK reported as a live server: $out";; esac
+  s_server
+  assert_eq "$SPID $(hostname | tr ' ' _) $(cat /proc/sys/kernel/random/boot_id)" "$(cat "$DB.lock")" "the lock's text"
+  local before; before=$(sqlite3 "$DB" 'SELECT count(*) FROM workers')
+  rc=0; out=$(PRISM_SHIM_LOCKS=noop LD_PRELOAD="$shim" timeout 10 "$(bin prism-sweep)" serve --db "$DB" --listen "127.0.0.1:$(free_port)" 2>&1) || rc=$?
+  assert_eq 2 "$rc" "a second server where locks do nothing ($out)"
+  assert_contains "$out" "was locked at once, yet the server that last locked it (pid $SPID) still runs on this host"
+  assert_contains "$out" "exclude nothing"
+  assert_eq "$SPID $(hostname | tr ' ' _) $(cat /proc/sys/kernel/random/boot_id)" "$(cat "$DB.lock")" "the first server's text kept"
+  s_expect 200 GET /healthz
+  assert_eq "$before" "$(sqlite3 "$DB" 'SELECT count(*) FROM workers')" "nothing written by the refused server"
+  # the lock held by a process that is not the one its text names (here: the text rewritten)
+  echo "999999 $(hostname | tr ' ' _) $(cat /proc/sys/kernel/random/boot_id)" > "$DB.lock"
+  rc=0; out=$(timeout 10 "$(bin prism-sweep)" serve --db "$DB" --listen "127.0.0.1:$(free_port)" 2>&1) || rc=$?
+  assert_eq 2 "$rc" "a held lock whose text names a dead pid ($out)"
+  assert_contains "$out" "the server it names (pid 999999) no longer runs here"
+  echo "4242 otherhost 0000" > "$DB.lock"
+  rc=0; out=$(timeout 10 "$(bin prism-sweep)" serve --db "$DB" --listen "127.0.0.1:$(free_port)" 2>&1) || rc=$?
+  assert_contains "$out" "pid 4242 on host otherhost"
+}
+
 # create through another name of a served database (a hard link: its own WAL, which the server never reads and a
 # later open would replay over newer data) is refused before anything is written; through the server's own path,
 # or a symlink to it (SQLite resolves it: the same WAL), it works (issue #44, "a stale replay").
