@@ -10,6 +10,7 @@
  */
 #include "lbcache.h"
 
+#include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -115,6 +116,32 @@ static void job_work(uv_work_t *w) {
     j->build_s = util_now_s() - t0;
 }
 
+/* The replaced build's object and text, freed on the pool: a 50,000-row leaderboard is ~1.5M jansson values, tens
+ * of ms of free() that the loop need not spend (nothing else holds them: a route's reference ends with its request). */
+typedef struct lb_free { uv_work_t w; json_t *lb; char *text; } lb_free;
+static void free_work(uv_work_t *w) {
+    lb_free *f = w->data;
+    json_decref(f->lb);
+    free(f->text);
+}
+static void free_done(uv_work_t *w, int status) { free(w->data); }
+
+/* Hands e's object and text to the pool to free (on this thread when that cannot start); e no longer holds them. */
+static void entry_drop_off_loop(lbcache *c, lbcache_entry *e) {
+    lb_free *f = calloc(1, sizeof *f);
+    if (f) {
+        f->lb = e->lb;
+        f->text = e->text;
+        f->w.data = f;
+        if (uv_queue_work(c->loop, &f->w, free_work, free_done) == 0) { e->lb = NULL; e->text = NULL; return; }
+        free(f);
+    }
+    json_decref(e->lb);
+    free(e->text);
+    e->lb = NULL;
+    e->text = NULL;
+}
+
 /* Back on the loop: installs the build unless the entry holds a newer one (a build of the loop's meanwhile). */
 static void job_done(uv_work_t *w, int status) {
     lb_job *j = w->data;
@@ -124,6 +151,7 @@ static void job_done(uv_work_t *w, int status) {
     if (e) e->building = 0;
     if (status == 0 && j->rc == STORE_OK && (!e || e->created_at != j->created_at || e->rev <= j->rev)) {
         if (!e) e = entry_free_or_lru(c);
+        entry_drop_off_loop(c, e);
         entry_set(e, j->sweep_id, j->created_at, j->rev, clock_now(c), j->build_s, j->lb, j->text);
         c->async_builds++;
         c->builds++;
@@ -188,6 +216,32 @@ int lbcache_get(lbcache *c, store *st, long long sweep_id, json_t **out, char *e
     }
     *out = lb;
     return STORE_OK;
+}
+
+int lbcache_warm(lbcache *c, store *st, long long min_jobs, char *err, size_t errlen) {
+    sqlite3_stmt *s = NULL;
+    if (sqlite3_prepare_v2(st->db, "SELECT sweep_id FROM sweep_counts GROUP BY sweep_id HAVING sum(n) >= ?1 "
+                           "ORDER BY sweep_id DESC LIMIT ?2", -1, &s, NULL) != SQLITE_OK) {
+        snprintf(err, errlen, "leaderboard warm-up: %s", sqlite3_errmsg(st->db));
+        return STORE_EIO;
+    }
+    sqlite3_bind_int64(s, 1, min_jobs);
+    sqlite3_bind_int(s, 2, LBCACHE_SLOTS);
+    long long ids[LBCACHE_SLOTS];
+    int n = 0, rc;
+    while ((rc = sqlite3_step(s)) == SQLITE_ROW && n < LBCACHE_SLOTS) ids[n++] = sqlite3_column_int64(s, 0);
+    sqlite3_finalize(s);
+    if (rc != SQLITE_DONE && rc != SQLITE_ROW) {
+        snprintf(err, errlen, "leaderboard warm-up: %s", sqlite3_errstr(rc));
+        return STORE_EIO;
+    }
+    for (int i = 0; i < n; i++) {
+        json_t *lb = NULL;
+        int r = lbcache_get(c, st, ids[i], &lb, err, errlen);
+        json_decref(lb);
+        if (r < 0 && r != STORE_ENOTFOUND) return r;
+    }
+    return n;
 }
 
 const char *lbcache_text(const lbcache *c, const json_t *lb, size_t *len) {

@@ -35,6 +35,7 @@
 #define LBCACHE_CHEAP_S 0.05
 #define LBCACHE_DUTY 10.0
 #define LBCACHE_MAX_AGE_S 10.0
+#define LBCACHE_WARM_JOBS 5000   /* serve ranks the sweeps this large before it listens (lbcache_warm) */
 
 typedef struct lbcache_entry {
     long long sweep_id;          /* 0: empty slot */
@@ -63,6 +64,12 @@ typedef struct lbcache {
  * not change it: the cache keeps the same object). Returns 0; STORE_NOTFOUND for an unknown sweep, STORE_EIO on a
  * failed read or no memory (err says which); *out is NULL then and the cache is as it was. */
 int lbcache_get(lbcache *c, store *st, long long sweep_id, json_t **out, char *err, size_t errlen);
+
+/* Ranks, on the caller's thread, the LBCACHE_SLOTS most recent sweeps of at least min_jobs jobs (their counters:
+ * sweep_counts) into the cache, so that their first poll finds an entry and every rebuild after it can run off the
+ * loop: `prism-sweep serve` calls it before it listens (a 100,000-job sweep ranks in ~2 s, which the first poll
+ * otherwise spent on the event loop). Returns how many were ranked, or a negative STORE_ code (err says which). */
+int lbcache_warm(lbcache *c, store *st, long long min_jobs, char *err, size_t errlen);
 
 /* The JSON text of the entry whose object is lb (what lbcache_get just gave), *len its length; NULL when lb is no
  * entry's (a sweep that is not cached): the caller renders lb itself. Borrowed: valid until the next lbcache call. */

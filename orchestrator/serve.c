@@ -603,6 +603,12 @@ int cmd_serve(int argc, char **argv) {
     uv_loop_init(&s->loop);
     s->a.views.lb.loop = &s->loop;   /* a costly leaderboard is ranked again off the loop (lbcache.h) */
     snprintf(s->a.views.lb.db_path, sizeof s->a.views.lb.db_path, "%s", st->path);
+    {   /* the large sweeps ranked before listening: their first poll would hold the loop (lbcache_warm) */
+        double t0 = util_now_s();
+        int nw = lbcache_warm(&s->a.views.lb, st, LBCACHE_WARM_JOBS, err, sizeof err);
+        if (nw < 0) fprintf(stderr, "prism-sweep serve: %s (their first poll ranks them)\n", err);
+        else if (nw > 0) fprintf(stderr, "prism-sweep serve: event=leaderboard-warm sweeps=%d s=%.1f\n", nw, util_now_s() - t0);
+    }
     /* the loop's connection: a page cache for a fleet's working set (jobs, index pages), checkpoints elsewhere */
     store_exec(st, "PRAGMA cache_size=-65536");
     if (walck_init(&s->wal, &s->loop, st, err, sizeof err) < 0)

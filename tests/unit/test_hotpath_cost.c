@@ -806,3 +806,21 @@ TEST(leaderboard_costly_rebuild_runs_off_the_loop) {
     ASSERT_EQ_INT(0, uv_loop_close(&loop));
     teardown();
 }
+
+/* The server's start ranks the large sweeps (lbcache_warm: at least min_jobs jobs by their counters) so their first
+ * poll is a hit; a smaller threshold than the sweep's size is skipped. */
+TEST(leaderboard_warm_ranks_the_large_sweeps_first) {
+    build(SMALL, 0);
+    char err[512];
+    ASSERT_EQ_INT(0, lbcache_warm(&A.views.lb, ST, SMALL + 1, err, sizeof err));   /* none that large */
+    ASSERT_EQ_INT(0, A.views.lb.builds);
+    ASSERT_EQ_INT(1, lbcache_warm(&A.views.lb, ST, SMALL, err, sizeof err));
+    ASSERT_EQ_INT(1, A.views.lb.builds);
+    store_cost c;
+    json_decref(call("GET", "/api/v1/sweeps/1/leaderboard", NULL, &c));
+    printf("first poll after the warm-up: %llu VM steps, %llu build(s), %llu hit(s)\n", c.vm_steps, A.views.lb.builds,
+           A.views.lb.hits);
+    ASSERT_EQ_INT(1, A.views.lb.builds);
+    ASSERT_EQ_INT(1, A.views.lb.hits);
+    teardown();
+}
