@@ -7,16 +7,18 @@
  */
 'use strict';
 
-function chartsAvailable() { return typeof window.Chart === 'function'; }
+import { $, css, fmtInt } from './util.js';
 
-function fmtTokens(v) {
+export function chartsAvailable() { return typeof window.Chart === 'function'; }
+
+export function fmtTokens(v) {
   const a = Math.abs(v);
   if (a >= 1e9) return +(v / 1e9).toFixed(2) + 'B';
   if (a >= 1e6) return +(v / 1e6).toFixed(2) + 'M';
   if (a >= 1e3) return +(v / 1e3).toFixed(1) + 'K';
   return String(v);
 }
-function lineOptions(xTitle, yTitle) {
+export function lineOptions(xTitle, yTitle) {
   const fg = css('--muted'), grid = css('--grid');
   return {
     animation: false, responsive: true, maintainAspectRatio: false, parsing: false, normalized: true,
@@ -35,8 +37,16 @@ function lineOptions(xTitle, yTitle) {
   };
 }
 
+/* An explanation over a chart that has nothing to draw (null: the chart has data). */
+export function chartNote(id, text) {
+  const el = $('#' + id + '-note');
+  if (!el) return;
+  el.hidden = !text;
+  el.textContent = text || '';
+}
+
 /* index of the point of `data` (sorted by x) nearest x */
-function nearestIndex(data, x) {
+export function nearestIndex(data, x) {
   let lo = 0, hi = data.length - 1;
   if (hi < 0) return -1;
   while (hi - lo > 1) {
@@ -46,7 +56,7 @@ function nearestIndex(data, x) {
   return Math.abs(data[lo].x - x) <= Math.abs(data[hi].x - x) ? lo : hi;
 }
 
-function registerEverySeries() {
+export function registerEverySeries() {
   if (!chartsAvailable() || Chart.Interaction.modes.everySeries) return;
   Chart.Interaction.modes.everySeries = function (chart, e) {
     const pos = Chart.helpers.getRelativePosition(e, chart);
@@ -65,7 +75,7 @@ function registerEverySeries() {
 }
 
 /* tooltip callbacks: the x as the axis shows it, then one line per series, highest value first */
-function fullTooltip(xTitle) {
+export function fullTooltip(xTitle) {
   return {
     filter: (item) => !item.dataset.faint && !item.dataset.band,
     itemSort: (a, b) => b.parsed.y - a.parsed.y,
@@ -83,5 +93,5 @@ registerEverySeries();
 
 /* Every chart's text (ticks, axis titles, legend, tooltip) at 12 px: Chart.js draws it at that CSS size whatever the
  * canvas's width, so a 420 px screen reads it as a wide one does (web/test_browser:narrow_420_delta_and_text_sizes). */
-const CHART_FONT_PX = 12;
+export const CHART_FONT_PX = 12;
 if (chartsAvailable()) Chart.defaults.font.size = CHART_FONT_PX;

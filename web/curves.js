@@ -13,11 +13,16 @@
  */
 'use strict';
 
-const PALETTE = ['#2563eb', '#d9480f', '#16a34a', '#9333ea', '#db2777', '#0891b2', '#ca8a04', '#4f46e5', '#dc2626', '#0d9488'];
-const OVERLAY_MAX = 10;
+import { $, css, esc, fmtSigned, isNum, rle, setHTML, withAlpha } from './util.js';
+import { S } from './state.js';
+import { chartNote, chartsAvailable, fmtTokens, fullTooltip, lineOptions } from './charts.js';
+import { baselineRow, fetchCurve, fmtP, renderAllSchedules, scheduleRows, setOnline, statTexts } from './app.js';
+
+export const PALETTE = ['#2563eb', '#d9480f', '#16a34a', '#9333ea', '#db2777', '#0891b2', '#ca8a04', '#4f46e5', '#dc2626', '#0d9488'];
+export const OVERLAY_MAX = 10;
 
 /* colour of a picked schedule (its place among the picks), null when not picked; the baseline is grey */
-function overlayColour(r) {
+export function overlayColour(r) {
   if (!S.picked.has(String(r.schedule_id))) return null;
   if (r.is_baseline) return css('--base');
   const ids = Array.from(S.picked).filter((id) => id !== String(S.baselineId));
@@ -25,7 +30,7 @@ function overlayColour(r) {
 }
 
 /* first view of a sweep with results: the best schedule and the baseline are ticked */
-function ensureDefaultPicks(rows) {
+export function ensureDefaultPicks(rows) {
   if (S.pickInit) return;
   const best = rows.filter((r) => isNum(r.rank) && !r.is_baseline).sort((a, b) => a.rank - b.rank)[0];
   const base = baselineRow(rows);
@@ -35,7 +40,7 @@ function ensureDefaultPicks(rows) {
   if (base) S.picked.add(String(base.schedule_id));
 }
 
-function emaSmooth(pts, w) {
+export function emaSmooth(pts, w) {
   if (!(w > 0)) return pts.map((p) => Object.assign({}, p, { y: p.y, raw: p.y }));
   let s = 0, k = 0;
   return pts.map((p) => {
@@ -44,14 +49,14 @@ function emaSmooth(pts, w) {
     return Object.assign({}, p, { y: s / (1 - Math.pow(w, k)), raw: p.y });
   });
 }
-function emaSeries(vals, w) {
+export function emaSeries(vals, w) {
   if (!(w > 0)) return vals.slice();
   let s = 0, k = 0;
   return vals.map((v) => { s = w * s + (1 - w) * v; k++; return s / (1 - Math.pow(w, k)); });
 }
 
 /* mean and sample std over the seeds' curves at each step any seed reached; x by S.ov.x */
-function seedMean(jobs, kind) {
+export function seedMean(jobs, kind) {
   const acc = new Map();
   jobs.forEach((j) => {
     const c = S.curves.get(j.id);
@@ -69,7 +74,7 @@ function seedMean(jobs, kind) {
   });
 }
 
-function overlayDatasets(rows) {
+export function overlayDatasets(rows) {
   const kind = S.ov.kind, w = S.ov.ema;
   const ds = [];
   rows.forEach((r) => {
@@ -98,7 +103,7 @@ function overlayDatasets(rows) {
   return ds;
 }
 
-function ensureOverlayChart() {
+export function ensureOverlayChart() {
   if (!chartsAvailable()) return false;
   if (S.charts.overlay) return true;
   const o = lineOptions(S.ov.x === 'steps' ? 'step' : 'tokens', S.ov.kind + ' loss');
@@ -110,7 +115,7 @@ function ensureOverlayChart() {
 }
 
 /* Re-apply the axis settings (tokens/steps, log y) and data; no fetch when `fetch` is false (the controls). */
-async function refreshOverlay(fetch) {
+export async function refreshOverlay(fetch) {
   const sec = $('#overlay-section');
   const rows = scheduleRows();
   if (!rows.length || S.sweepId == null) { sec.hidden = true; return; }
@@ -144,7 +149,7 @@ async function refreshOverlay(fetch) {
 
 /* Each ticked schedule's paired Δ vs uniform with its 95% CI on one scale (0 dashed), the mark and p_Holm: where
  * the decision is made, beside the bands that do not make it. */
-function pairedIntervals(picked) {
+export function pairedIntervals(picked) {
   const list = picked.filter((r) => !r.is_baseline && isNum(r.delta.mean));
   if (!list.length) return '';
   let lo = 0, hi = 0;
@@ -168,7 +173,7 @@ function pairedIntervals(picked) {
   }).join('') + '</tbody></table>';
 }
 
-function initOverlayControls() {
+export function initOverlayControls() {
   const upd = () => refreshOverlay(false).catch((e) => setOnline(false, e));
   $('#ov-kind').addEventListener('change', (e) => { S.ov.kind = e.target.value; refreshOverlay(true).catch((er) => setOnline(false, er)); });
   $('#ov-x').addEventListener('change', (e) => { S.ov.x = e.target.value; upd(); });
@@ -180,7 +185,7 @@ function initOverlayControls() {
 }
 
 /* the leaderboard's compare column: one checkbox per schedule */
-function onPick(ev) {
+export function onPick(ev) {
   const box = ev.target.closest('input.pick');
   if (!box) return false;
   const id = String(box.dataset.pick);

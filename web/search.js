@@ -8,8 +8,12 @@
  */
 'use strict';
 
+import { $, css, esc, fmt, fmtSigned, isNum, num, parseHeads, rle, setHTML, trainWords, withAlpha } from './util.js';
+import { S } from './state.js';
+import { chartNote, chartsAvailable, lineOptions } from './charts.js';
+
 /* the leaderboard's `search` object, defaults filled; null for a sweep without one */
-function normSearch(x) {
+export function normSearch(x) {
   if (!x || typeof x !== 'object') return null;
   const est = (e) => (e && typeof e === 'object' && typeof e.heads === 'string'
     ? { heads: parseHeads(e.heads), mean: num(e.mean), sd: num(e.sd), train: e.train && typeof e.train === 'object' ? e.train : null } : null);
@@ -26,21 +30,21 @@ function normSearch(x) {
       mean: num(b.recommended_mean), sd: num(b.recommended_sd), p_beat: num(b.p_beat) })) };
 }
 /* a row's surrogate: {mean, sd, lo, hi, batch}, or null (not trained yet, or no batch decided) */
-function normSurrogate(x) {
+export function normSurrogate(x) {
   return x && typeof x === 'object' ? { mean: num(x.mean), sd: num(x.sd), lo: num(x.lo), hi: num(x.hi), batch: num(x.batch) } : null;
 }
 
-const SEARCH_STOPS = { budget: 'the budget is spent', space: 'no untrained schedule left' };
-const isRecommended = (r) => !!(S.board && S.board.search && S.board.search.rec && r.heads.join(',') === S.board.search.rec.heads.join(',') &&
+export const SEARCH_STOPS = { budget: 'the budget is spent', space: 'no untrained schedule left' };
+export const isRecommended = (r) => !!(S.board && S.board.search && S.board.search.rec && r.heads.join(',') === S.board.search.rec.heads.join(',') &&
   trainWords(r.train) === trainWords(S.board.search.rec.train));
 /* " at lr=0.0012" after a candidate's schedule, in a span of its own (id-train) for the tests */
-const trainAt = (t, id) => (t ? ' at <span id="' + id + '-train">' + esc(trainWords(t)) + '</span>' : '');
+export const trainAt = (t, id) => (t ? ' at <span id="' + id + '-train">' + esc(trainWords(t)) + '</span>' : '');
 /* "−0.01234 ± 0.00100" (5 decimals, as the status text), each number in its own span for the tests */
-const meanSd = (m, sd, id) => '<span class="sm"' + (id ? ' id="' + id + '-mean"' : '') + '>' + fmtSigned(m, 5) + '</span> <span class="pm">± <span' +
+export const meanSd = (m, sd, id) => '<span class="sm"' + (id ? ' id="' + id + '-mean"' : '') + '>' + fmtSigned(m, 5) + '</span> <span class="pm">± <span' +
   (id ? ' id="' + id + '-sd"' : '') + '>' + fmt(sd, 5) + '</span></span>';
-const headsSpan = (h, id) => '<span class="rle" id="' + id + '" data-heads="' + esc(h.join(',')) + '" title="' + esc(h.join(',')) + '">' + esc(rle(h)) + '</span>';
+export const headsSpan = (h, id) => '<span class="rle" id="' + id + '" data-heads="' + esc(h.join(',')) + '" title="' + esc(h.join(',')) + '">' + esc(rle(h)) + '</span>';
 
-function searchText(g) {
+export function searchText(g) {
   const n = (id, v) => '<span id="' + id + '">' + esc(isNum(v) ? v : '—') + '</span>';
   let html = '<p id="search-line">search (surrogate; budget ' + n('search-budget', g.budget) + ' schedules, init ' + n('search-init', g.init) +
     ', batch ' + n('search-batch', g.batch) + '; ' + n('search-space', g.space) + ' valid schedules): ' + n('search-decided', g.decided) +
@@ -71,7 +75,7 @@ function searchText(g) {
 }
 
 /* the recommendation (model mean, Δ vs uniform) against the schedules trained: a point per batch, ± sd as a band */
-function searchChartData(g) {
+export function searchChartData(g) {
   const pts = g.batches.filter((b) => isNum(b.trained) && isNum(b.mean))
     .map((b) => ({ x: b.trained, y: b.mean, msd: b.sd, batch: b.batch, heads: b.rec ? b.rec.heads : [] }));
   const band = pts.filter((p) => isNum(p.msd)), c = css('--accent');
@@ -86,7 +90,7 @@ function searchChartData(g) {
     pointRadius: 3 });
   return ds;
 }
-function ensureSearchChart() {
+export function ensureSearchChart() {
   if (!chartsAvailable()) return false;
   if (S.charts.search) return true;
   const o = lineOptions('schedules trained', 'recommended Δ vs uniform');
@@ -102,7 +106,7 @@ function ensureSearchChart() {
   return true;
 }
 
-function renderSearch() {
+export function renderSearch() {
   const box = $('#search-panel');
   if (!box) return;
   const g = S.board && S.board.search;
@@ -121,14 +125,14 @@ function renderSearch() {
 }
 
 /* the leaderboard's "model Δ" cell: the surrogate's mean ± sd of this row (its 95% interval on hover) */
-function surrogateCell(r) {
+export function surrogateCell(r) {
   const s = r.sg;
   if (!s || !isNum(s.mean)) return '<td class="num surrogate muted" title="no model estimate: not trained yet, or no batch decided">—</td>';
   return '<td class="num surrogate" data-mean="' + esc(s.mean) + '" data-sd="' + esc(s.sd) + '" title="the surrogate\'s shrunken estimate of Δ vs uniform ' +
     '(batch ' + esc(s.batch) + '): 95% [' + fmtSigned(s.lo, 5) + ', ' + fmtSigned(s.hi, 5) + ']">' + meanSd(s.mean, s.sd) + '</td>';
 }
 /* the column's header cell, right after Δ vs uniform (before any zero-shot column), only on a search sweep */
-function renderSurrogateHead(on) {
+export function renderSurrogateHead(on) {
   const tr = document.querySelector('#leaderboard thead tr');
   const th = tr.querySelector('th.surrogate');
   if (!!th === on) return;
