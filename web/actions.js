@@ -14,15 +14,15 @@ import { $, API, apiPost, esc, fmt, fmtSigned, isNum, rle, setHTML } from './uti
 import { S, isActive } from './state.js';
 import { poll, renderSweep } from './app.js';
 
-export const TOKEN_KEY = 'prism-admin-token';
+const TOKEN_KEY = 'prism-admin-token';
 
-export function adminToken() {
+function adminToken() {
   try { return sessionStorage.getItem(TOKEN_KEY) || ''; } catch (e) { return ''; }
 }
-export function setAdminToken(t) {
+function setAdminToken(t) {
   try { if (t) sessionStorage.setItem(TOKEN_KEY, t); else sessionStorage.removeItem(TOKEN_KEY); } catch (e) { /* storage off */ }
 }
-export function actionMsg(text, bad) {
+function actionMsg(text, bad) {
   const el = $('#actions-msg');
   el.textContent = text;
   el.className = 'actions-msg' + (bad ? ' bad' : '');
@@ -45,7 +45,7 @@ export function renderActions(sw) {
     '<button type="button" data-act="cancel-all" id="act-cancel-all"' + (live ? '' : ' disabled') + '>cancel ' + live + ' unfinished</button>');
 }
 
-export async function runAction(what, confirmText, fn) {
+async function runAction(what, confirmText, fn) {
   const tok = adminToken();
   if (!tok) { actionMsg('Refused: enter the admin token first (' + what + ' needs it; it stays in this tab only).', true); return; }
   if (!window.confirm(confirmText)) { actionMsg(what + ': not done (not confirmed).', false); return; }
@@ -59,7 +59,7 @@ export async function runAction(what, confirmText, fn) {
 }
 
 /* POST each path in turn; the count done, or the first error (with how many went through before it) */
-export async function postEach(paths, tok, body) {
+async function postEach(paths, tok, body) {
   let n = 0;
   for (const p of paths) {
     try { await apiPost(p, body || {}, tok); } catch (e) { e.message += ' (after ' + n + ' of ' + paths.length + ')'; throw e; }

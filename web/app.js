@@ -287,6 +287,7 @@ export function setOnline(ok, err) {
 
 /* --------------------------------------------------------------- rendering */
 
+/* exported for the tests' scripts too (test_leaderboard: a board altered in place, drawn again) */
 export function render() {
   if (S.sweepId != null) ensureDefaultPicks(scheduleRows());
   renderWorkers();

@@ -46,7 +46,7 @@ export function chartNote(id, text) {
 }
 
 /* index of the point of `data` (sorted by x) nearest x */
-export function nearestIndex(data, x) {
+function nearestIndex(data, x) {
   let lo = 0, hi = data.length - 1;
   if (hi < 0) return -1;
   while (hi - lo > 1) {
@@ -56,7 +56,7 @@ export function nearestIndex(data, x) {
   return Math.abs(data[lo].x - x) <= Math.abs(data[hi].x - x) ? lo : hi;
 }
 
-export function registerEverySeries() {
+function registerEverySeries() {
   if (!chartsAvailable() || Chart.Interaction.modes.everySeries) return;
   Chart.Interaction.modes.everySeries = function (chart, e) {
     const pos = Chart.helpers.getRelativePosition(e, chart);
@@ -93,5 +93,5 @@ registerEverySeries();
 
 /* Every chart's text (ticks, axis titles, legend, tooltip) at 12 px: Chart.js draws it at that CSS size whatever the
  * canvas's width, so a 420 px screen reads it as a wide one does (web/test_browser:narrow_420_delta_and_text_sizes). */
-export const CHART_FONT_PX = 12;
+const CHART_FONT_PX = 12;
 if (chartsAvailable()) Chart.defaults.font.size = CHART_FONT_PX;

@@ -18,8 +18,8 @@ import { S } from './state.js';
 import { chartNote, chartsAvailable, fmtTokens, fullTooltip, lineOptions } from './charts.js';
 import { baselineRow, fetchCurve, fmtP, renderAllSchedules, scheduleRows, setOnline, statTexts } from './app.js';
 
-export const PALETTE = ['#2563eb', '#d9480f', '#16a34a', '#9333ea', '#db2777', '#0891b2', '#ca8a04', '#4f46e5', '#dc2626', '#0d9488'];
-export const OVERLAY_MAX = 10;
+const PALETTE = ['#2563eb', '#d9480f', '#16a34a', '#9333ea', '#db2777', '#0891b2', '#ca8a04', '#4f46e5', '#dc2626', '#0d9488'];
+const OVERLAY_MAX = 10;
 
 /* colour of a picked schedule (its place among the picks), null when not picked; the baseline is grey */
 export function overlayColour(r) {
@@ -40,7 +40,7 @@ export function ensureDefaultPicks(rows) {
   if (base) S.picked.add(String(base.schedule_id));
 }
 
-export function emaSmooth(pts, w) {
+function emaSmooth(pts, w) {
   if (!(w > 0)) return pts.map((p) => Object.assign({}, p, { y: p.y, raw: p.y }));
   let s = 0, k = 0;
   return pts.map((p) => {
@@ -49,14 +49,14 @@ export function emaSmooth(pts, w) {
     return Object.assign({}, p, { y: s / (1 - Math.pow(w, k)), raw: p.y });
   });
 }
-export function emaSeries(vals, w) {
+function emaSeries(vals, w) {
   if (!(w > 0)) return vals.slice();
   let s = 0, k = 0;
   return vals.map((v) => { s = w * s + (1 - w) * v; k++; return s / (1 - Math.pow(w, k)); });
 }
 
 /* mean and sample std over the seeds' curves at each step any seed reached; x by S.ov.x */
-export function seedMean(jobs, kind) {
+function seedMean(jobs, kind) {
   const acc = new Map();
   jobs.forEach((j) => {
     const c = S.curves.get(j.id);
@@ -74,7 +74,7 @@ export function seedMean(jobs, kind) {
   });
 }
 
-export function overlayDatasets(rows) {
+function overlayDatasets(rows) {
   const kind = S.ov.kind, w = S.ov.ema;
   const ds = [];
   rows.forEach((r) => {
@@ -103,7 +103,7 @@ export function overlayDatasets(rows) {
   return ds;
 }
 
-export function ensureOverlayChart() {
+function ensureOverlayChart() {
   if (!chartsAvailable()) return false;
   if (S.charts.overlay) return true;
   const o = lineOptions(S.ov.x === 'steps' ? 'step' : 'tokens', S.ov.kind + ' loss');
@@ -149,7 +149,7 @@ export async function refreshOverlay(fetch) {
 
 /* Each ticked schedule's paired Δ vs uniform with its 95% CI on one scale (0 dashed), the mark and p_Holm: where
  * the decision is made, beside the bands that do not make it. */
-export function pairedIntervals(picked) {
+function pairedIntervals(picked) {
   const list = picked.filter((r) => !r.is_baseline && isNum(r.delta.mean));
   if (!list.length) return '';
   let lo = 0, hi = 0;

@@ -13,7 +13,7 @@ import { esc, fmtSigned, isNum, rle } from './util.js';
 import { S } from './state.js';
 
 /* the forest plot's layout at a width of W user units (640: the wide layout) */
-export function forestLayout(W) {
+function forestLayout(W) {
   return { W, left: Math.min(170, Math.round(W * 0.36)), right: W - 20, rowH: 20, top: 8, axis: 34 };
 }
 
@@ -24,7 +24,7 @@ export function svgWidth(box) {
   return w > 0 && w < 640 ? Math.max(240, Math.floor(w)) : 640;
 }
 
-export function niceTicks(lo, hi, n) {
+function niceTicks(lo, hi, n) {
   const span = hi - lo || 1;
   const step0 = span / n, mag = Math.pow(10, Math.floor(Math.log10(step0)));
   const step = [1, 2, 2.5, 5, 10].map((m) => m * mag).find((s) => s >= step0) || step0;

@@ -10,7 +10,7 @@
 
 import { esc, fmt, isNum, rle } from './util.js';
 
-export function heatColour(v, max, diverging) {
+function heatColour(v, max, diverging) {
   if (!isNum(v)) return 'transparent';
   if (!diverging) {
     const t = max > 0 ? Math.max(0, Math.min(1, v / max)) : 0;

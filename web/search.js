@@ -34,17 +34,17 @@ export function normSurrogate(x) {
   return x && typeof x === 'object' ? { mean: num(x.mean), sd: num(x.sd), lo: num(x.lo), hi: num(x.hi), batch: num(x.batch) } : null;
 }
 
-export const SEARCH_STOPS = { budget: 'the budget is spent', space: 'no untrained schedule left' };
+const SEARCH_STOPS = { budget: 'the budget is spent', space: 'no untrained schedule left' };
 export const isRecommended = (r) => !!(S.board && S.board.search && S.board.search.rec && r.heads.join(',') === S.board.search.rec.heads.join(',') &&
   trainWords(r.train) === trainWords(S.board.search.rec.train));
 /* " at lr=0.0012" after a candidate's schedule, in a span of its own (id-train) for the tests */
-export const trainAt = (t, id) => (t ? ' at <span id="' + id + '-train">' + esc(trainWords(t)) + '</span>' : '');
+const trainAt = (t, id) => (t ? ' at <span id="' + id + '-train">' + esc(trainWords(t)) + '</span>' : '');
 /* "−0.01234 ± 0.00100" (5 decimals, as the status text), each number in its own span for the tests */
-export const meanSd = (m, sd, id) => '<span class="sm"' + (id ? ' id="' + id + '-mean"' : '') + '>' + fmtSigned(m, 5) + '</span> <span class="pm">± <span' +
+const meanSd = (m, sd, id) => '<span class="sm"' + (id ? ' id="' + id + '-mean"' : '') + '>' + fmtSigned(m, 5) + '</span> <span class="pm">± <span' +
   (id ? ' id="' + id + '-sd"' : '') + '>' + fmt(sd, 5) + '</span></span>';
-export const headsSpan = (h, id) => '<span class="rle" id="' + id + '" data-heads="' + esc(h.join(',')) + '" title="' + esc(h.join(',')) + '">' + esc(rle(h)) + '</span>';
+const headsSpan = (h, id) => '<span class="rle" id="' + id + '" data-heads="' + esc(h.join(',')) + '" title="' + esc(h.join(',')) + '">' + esc(rle(h)) + '</span>';
 
-export function searchText(g) {
+function searchText(g) {
   const n = (id, v) => '<span id="' + id + '">' + esc(isNum(v) ? v : '—') + '</span>';
   let html = '<p id="search-line">search (surrogate; budget ' + n('search-budget', g.budget) + ' schedules, init ' + n('search-init', g.init) +
     ', batch ' + n('search-batch', g.batch) + '; ' + n('search-space', g.space) + ' valid schedules): ' + n('search-decided', g.decided) +
@@ -75,7 +75,7 @@ export function searchText(g) {
 }
 
 /* the recommendation (model mean, Δ vs uniform) against the schedules trained: a point per batch, ± sd as a band */
-export function searchChartData(g) {
+function searchChartData(g) {
   const pts = g.batches.filter((b) => isNum(b.trained) && isNum(b.mean))
     .map((b) => ({ x: b.trained, y: b.mean, msd: b.sd, batch: b.batch, heads: b.rec ? b.rec.heads : [] }));
   const band = pts.filter((p) => isNum(p.msd)), c = css('--accent');
@@ -90,7 +90,7 @@ export function searchChartData(g) {
     pointRadius: 3 });
   return ds;
 }
-export function ensureSearchChart() {
+function ensureSearchChart() {
   if (!chartsAvailable()) return false;
   if (S.charts.search) return true;
   const o = lineOptions('schedules trained', 'recommended Δ vs uniform');

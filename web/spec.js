@@ -8,7 +8,7 @@
 
 import { $, esc, fmtInt, isNum, num, setHTML } from './util.js';
 
-export function specRow(k, v) { return '<tr><th>' + esc(k) + '</th><td>' + v + '</td></tr>'; }
+function specRow(k, v) { return '<tr><th>' + esc(k) + '</th><td>' + v + '</td></tr>'; }
 
 export function renderSpec(d) {
   const box = $('#spec');

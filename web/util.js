@@ -8,7 +8,7 @@
 'use strict';
 
 export const API = '/api/v1';
-export const FETCH_TIMEOUT_MS = 5000;
+const FETCH_TIMEOUT_MS = 5000;
 
 export const $ = (sel) => document.querySelector(sel);
 export const esc = (s) => String(s == null ? '' : s).replace(/[&<>"']/g,
@@ -21,7 +21,7 @@ export function setHTML(el, html) {
 }
 export const isNum = (x) => typeof x === 'number' && isFinite(x);
 export const num = (x) => (x == null || x === '' ? null : (isFinite(+x) ? +x : null));
-export const minus = (s) => s.replace(/^-/, '−');
+const minus = (s) => s.replace(/^-/, '−');
 export const fmt = (x, d) => (isNum(x) ? minus(x.toFixed(d)) : '—');
 export const fmtSigned = (x, d) => (isNum(x) ? (x > 0 ? '+' : '') + minus(x.toFixed(d)) : '—');
 
@@ -95,7 +95,7 @@ export function withAlpha(colour, a) {
 
 /* One request answered with JSON; rejects with an Error whose .status is the HTTP status (0 = no answer) and
  * whose message is the server's `error` when it sent one. */
-export async function request(path, init) {
+async function request(path, init) {
   const ctl = new AbortController();
   const timer = setTimeout(() => ctl.abort(), FETCH_TIMEOUT_MS);
   let res;

@@ -1183,14 +1183,18 @@ def t_search_with_dims_names_each_candidates_lr():
         stop_search_case(wk, drv, srv)
 
 
-CASES = {name[2:]: fn for name, fn in sorted(globals().items()) if name.startswith("t_") and callable(fn)}
+def run_cases(namespace):
+    """The files' protocol: `--list` prints the t_* functions of namespace (a module's globals()), `CASE` runs one."""
+    cases = {name[2:]: fn for name, fn in sorted(namespace.items()) if name.startswith("t_") and callable(fn)}
+    if len(sys.argv) == 2 and sys.argv[1] == "--list":
+        print("\n".join(cases))
+        sys.exit(0)
+    if len(sys.argv) != 2 or sys.argv[1] not in cases:
+        print("usage: %s --list | CASE (one of: %s)" % (sys.argv[0], ", ".join(cases)), file=sys.stderr)
+        sys.exit(2)
+    cases[sys.argv[1]]()
+    print("ok")
+
 
 if __name__ == "__main__":
-    if len(sys.argv) == 2 and sys.argv[1] == "--list":
-        print("\n".join(CASES))
-        sys.exit(0)
-    if len(sys.argv) != 2 or sys.argv[1] not in CASES:
-        print("usage: %s --list | CASE (one of: %s)" % (sys.argv[0], ", ".join(CASES)), file=sys.stderr)
-        sys.exit(2)
-    CASES[sys.argv[1]]()
-    print("ok")
+    run_cases(globals())

@@ -183,13 +183,5 @@ def t_state_sets_come_from_the_api():
         srv.stop()
 
 
-CASES = {name[2:]: fn for name, fn in sorted(globals().items()) if name.startswith("t_") and callable(fn)}
-
 if __name__ == "__main__":
-    if len(sys.argv) == 2 and sys.argv[1] == "--list":
-        print("\n".join(CASES))
-        sys.exit(0)
-    if len(sys.argv) != 2 or sys.argv[1] not in CASES:
-        print("usage: %s --list | CASE (one of: %s)" % (sys.argv[0], ", ".join(CASES)), file=sys.stderr)
-        sys.exit(2)
-    CASES[sys.argv[1]]()
+    tl.run_cases(globals())
