@@ -6,7 +6,8 @@
  * The names are the jobs.state column's values (sql/001_schema.sql, sql/002_halving.sql: their CHECK lists are
  * tested against this table, tests/unit/test_jobstate.c), the JSON "state" of every job reply, the keys of
  * every "counts" object and the labels of /metrics' prism_jobs. The page reads them from GET /api/v1/sweeps
- * ("job_states"), never from literals of its own.
+ * ("job_states", and the sets below as "halving_states", "terminal_states", "active_states"), never from literals
+ * of its own.
  *
  * Contract.
  * - job_state values are dense, 0..JOB_NSTATES-1, in the order above (the order of every counts listing).

@@ -220,14 +220,17 @@ static json_t *sweeps_query(api_ctx *c, long long only) {
 void views_sweeps_list(api_ctx *c) {
     json_t *arr = sweeps_query(c, 0);
     if (!arr) return;
-    json_t *names = json_array(), *halving = json_array();   /* the job states (jobstate.h): the page's vocabulary */
+    /* the job states (jobstate.h) and its sets: the page's vocabulary, so it spells none of them */
+    json_t *names = json_array(), *halving = json_array(), *terminal = json_array(), *active = json_array();
     for (int k = 0; k < JOB_NSTATES; k++) {
-        json_array_append_new(names, json_string(jobstate_name((job_state)k)));
-        if (jobstate_is_halving((job_state)k)) json_array_append_new(halving, json_string(jobstate_name((job_state)k)));
+        job_state s = (job_state)k;
+        json_array_append_new(names, json_string(jobstate_name(s)));
+        if (jobstate_is_halving(s)) json_array_append_new(halving, json_string(jobstate_name(s)));
+        json_array_append_new(jobstate_is_terminal(s) ? terminal : active, json_string(jobstate_name(s)));
     }
-    api_reply_json(c->res, 200, json_pack("{s:o, s:i, s:f, s:o, s:o}", "sweeps", arr, "workers_alive",
+    api_reply_json(c->res, 200, json_pack("{s:o, s:i, s:f, s:o, s:o, s:o, s:o}", "sweeps", arr, "workers_alive",
                                           views_workers_alive(c->a), "now", store_now(), "job_states", names,
-                                          "halving_states", halving));
+                                          "halving_states", halving, "terminal_states", terminal, "active_states", active));
 }
 
 void views_sweep_get(api_ctx *c) {

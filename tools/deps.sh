@@ -40,6 +40,10 @@ check "systemd-analyze (tests)" systemd              test -x /usr/bin/systemd-an
 check "PyYAML (python3-yaml, tests)" python3-yaml    /usr/bin/python3 -c 'import yaml'
 check "node (nodejs, tests)"    nodejs               command -v node
 check "npm (tests)"             npm                  command -v npm
+# tests/web/modules_check.cjs (tests/web/test_modules.py): the page's modules parsed and their scopes resolved
+check "acorn (node-acorn, tests)" node-acorn         test -f /usr/share/nodejs/acorn/package.json -a -f /usr/share/nodejs/acorn-walk/package.json
+check "eslint-scope (node-eslint-scope, tests)" node-eslint-scope test -f /usr/share/nodejs/eslint-scope/package.json
+check "globals (node-globals, tests)" node-globals   test -f /usr/share/nodejs/globals/package.json
 check "zstd (CLI, tests)"      zstd                 command -v zstd
 check "lz4 (CLI, tests)"       lz4                  command -v lz4
 check "SciPy (python3-scipy, tests)" python3-scipy  /usr/bin/python3 -c "import scipy.stats"

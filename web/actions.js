@@ -1,5 +1,5 @@
 /* actions.js — admin actions on the selected sweep and its jobs, through the existing admin routes
- * (docs/API.md): pause / resume, priority, requeue every failed job, cancel every queued or leased job, per
+ * (docs/API.md): pause / resume, priority, requeue every failed job, cancel every unfinished job (the API's active_states), per
  * job cancel / requeue, and the panel of the jobs the leaderboard's outlier screen left out (issue #37), each with
  * a Requeue button (POST /api/v1/jobs/{id}/requeue: the server requeues a done job only while the screen names it).
  *
@@ -9,6 +9,10 @@
  * do; its outcome (or the server's error) is shown in #actions-msg and the page polls at once.
  */
 'use strict';
+
+import { $, API, apiPost, esc, fmt, fmtSigned, isNum, rle, setHTML } from './util.js';
+import { S, isActive } from './state.js';
+import { poll, renderSweep } from './app.js';
 
 const TOKEN_KEY = 'prism-admin-token';
 
@@ -25,10 +29,10 @@ function actionMsg(text, bad) {
   el.dataset.kind = bad ? 'error' : 'ok';
 }
 
-function renderActions(sw) {
+export function renderActions(sw) {
   const has = !!adminToken();
   const failed = S.jobs.filter((j) => j.state === 'failed').length;
-  const live = S.jobs.filter((j) => j.state === 'queued' || j.state === 'leased').length;
+  const live = S.jobs.filter((j) => isActive(j.state)).length;
   setHTML($('#actions-token'), has
     ? '<span class="muted" id="admin-token-state">admin token set for this tab</span> <button type="button" id="admin-token-forget">forget</button>'
     : '<label class="muted">admin token <input type="password" id="admin-token" autocomplete="off" size="18" placeholder="from &lt;db&gt;.tokens"></label> ' +
@@ -38,7 +42,7 @@ function renderActions(sw) {
       : '<button type="button" data-act="pause" id="act-pause">⏸ pause</button>') +
     '<button type="button" data-act="priority" id="act-priority">priority (' + esc(sw.priority) + ')…</button>' +
     '<button type="button" data-act="requeue-failed" id="act-requeue-failed"' + (failed ? '' : ' disabled') + '>requeue ' + failed + ' failed</button>' +
-    '<button type="button" data-act="cancel-all" id="act-cancel-all"' + (live ? '' : ' disabled') + '>cancel ' + live + ' queued/running</button>');
+    '<button type="button" data-act="cancel-all" id="act-cancel-all"' + (live ? '' : ' disabled') + '>cancel ' + live + ' unfinished</button>');
 }
 
 async function runAction(what, confirmText, fn) {
@@ -64,7 +68,7 @@ async function postEach(paths, tok, body) {
   return n;
 }
 
-function onSweepAction(ev) {
+export function onSweepAction(ev) {
   const b = ev.target.closest('button');
   if (!b) return;
   if (b.id === 'admin-token-save') {
@@ -93,19 +97,19 @@ function onSweepAction(ev) {
     runAction('requeue failed', 'Requeue the ' + ids.length + ' failed job(s) of "' + sw.name + '"? Their attempts count afresh.',
       (t) => postEach(ids.map((id) => API + '/jobs/' + id + '/requeue'), t));
   } else if (act === 'cancel-all') {
-    const ids = S.jobs.filter((j) => j.state === 'queued' || j.state === 'leased').map((j) => j.id);
-    runAction('cancel', 'Cancel the ' + ids.length + ' queued or running job(s) of "' + sw.name + '"? Running ones stop at their next report.',
+    const ids = S.jobs.filter((j) => isActive(j.state)).map((j) => j.id);
+    runAction('cancel', 'Cancel the ' + ids.length + ' unfinished job(s) of "' + sw.name + '"? Running ones stop at their next report.',
       (t) => postEach(ids.map((id) => API + '/jobs/' + id + '/cancel'), t));
   }
 }
 
 /* per-job buttons in the jobs table */
-function jobActions(j) {
-  if (j.state === 'queued' || j.state === 'leased') return '<button type="button" class="job-act" data-job-act="cancel" data-job="' + esc(j.id) + '">cancel</button>';
+export function jobActions(j) {
+  if (isActive(j.state)) return '<button type="button" class="job-act" data-job-act="cancel" data-job="' + esc(j.id) + '">cancel</button>';
   if (j.state === 'failed' || j.state === 'cancelled') return '<button type="button" class="job-act" data-job-act="requeue" data-job="' + esc(j.id) + '">requeue</button>';
   return '';
 }
-function onJobAction(ev) {
+export function onJobAction(ev) {
   const b = ev.target.closest('button[data-job-act]');
   if (!b) return;
   const id = b.dataset.job, act = b.dataset.jobAct;
@@ -114,7 +118,7 @@ function onJobAction(ev) {
 
 /* the jobs the outlier screen left out of the fit, each with its Requeue button (trains it again; the server
  * keeps the old result) */
-function renderScreened(sw) {
+export function renderScreened(sw) {
   const box = $('#screened-panel');
   if (!box) return;
   const list = (S.board && S.board.screened) || [];
@@ -134,7 +138,7 @@ function renderScreened(sw) {
     '<p class="muted">Requeue trains the job again from the start (the admin token is needed); its old result is kept in the store. ' +
     'CLI: <code>prism-sweep requeue ' + esc(sw.name) + ' --state screened</code></p>');
 }
-function onScreenedAction(ev) {
+export function onScreenedAction(ev) {
   const b = ev.target.closest('button[data-screened-job]');
   if (!b) return;
   const id = b.dataset.screenedJob;

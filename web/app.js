@@ -13,56 +13,37 @@
  * Chart.js chart (Debian's libjs-chart.js, served by the orchestrator). Failures are states, never blanks:
  * no sweeps, an empty sweep, a sweep with only failures and a server that stopped answering each get a message.
  *
- * Files: the page loads classic scripts in order (index.html): util.js (helpers, the API calls), charts.js (the
- * shared Chart.js options and the every-series tooltip), one file per view — forest.js (forest plot, staircase
- * overlay), heatmap.js (D_l / ΔD_l), curves.js (overlaid curves with seed bands and smoothing), spec.js (spec
- * and cost), actions.js (admin actions), search.js (a surrogate search's panel, chart and column) — and this one: state, normalisation, polling, the leaderboard and
- * jobs tables, the detail view, routing and UI.
+ * Files: ES modules, this one the entry (index.html's one <script type="module">), each importing by name what it
+ * uses, nothing shared through globals but Chart.js's `Chart` (tests/web/test_modules.py checks it): util.js
+ * (helpers, the API calls), state.js (the state S and the job-state sets the API sends), charts.js (the shared
+ * Chart.js options and the every-series tooltip), one file per view — forest.js (forest plot, staircase overlay),
+ * heatmap.js (D_l / ΔD_l), curves.js (overlaid curves with seed bands and smoothing), spec.js (spec and cost),
+ * actions.js (admin actions), search.js (a surrogate search's panel, chart and column) — and this one:
+ * normalisation, polling, the leaderboard and jobs tables, the detail view, routing and UI. curves.js and
+ * actions.js import functions back from this file (the poll, the rows, the curves); only function declarations
+ * cross that cycle, so it is safe whatever order the modules evaluate in.
  */
 'use strict';
 
-const POLL_MS = 2000;
-const FETCH_TIMEOUT_MS = 5000;
-const API = '/api/v1';
-/* The job states, in order, and those only halving sweeps reach: the server's vocabulary (GET /api/v1/sweeps'
- * job_states and halving_states, common/jobstate.h), never a list of our own. */
-let STATES = [];
-let HALVING_STATES = [];
+import { $, API, api, css, esc, fmt, fmtDuration, fmtInt, fmtSigned, fmtTokS, isNum, num, parseHeads, rle, setHTML, staircase, trainWords, withAlpha } from './util.js';
+import { JOB_STATES, S, activeCount, isTerminal, setJobStates } from './state.js';
+import { chartNote, chartsAvailable, lineOptions } from './charts.js';
+import { forestSVG, stairsSVG, svgWidth } from './forest.js';
+import { heatmapSVG } from './heatmap.js';
+import { ensureDefaultPicks, initOverlayControls, onPick, overlayColour, refreshOverlay } from './curves.js';
+import { renderSpec } from './spec.js';
+import { jobActions, onJobAction, onScreenedAction, onSweepAction, renderActions, renderScreened } from './actions.js';
+import { isRecommended, normSearch, normSurrogate, renderSearch, renderSurrogateHead, surrogateCell } from './search.js';
 
-const S = {
-  sweeps: [],            // normalised sweeps (normSweep)
-  workersAlive: null,    // workers seen within 2 lease TTLs (server's count)
-  sweepId: null,         // selected sweep
-  scheduleId: null,      // schedule open in the detail view
-  board: null,           // normalised leaderboard of the selected sweep
-  jobs: [],              // normalised jobs of the selected sweep
-  jobsSync: { sweep: null, cursor: null, byId: new Map() }, // the jobs held (id -> job, the server's order) and their cursor
-  sort: { key: 'rank', dir: 1 },
-  jobsFilter: '',
-  curves: new Map(),     // job id -> { attempt, complete, val: Map(step -> {v, tokens, extra}), train: Map, since: {val, train} }
-  extraPick: '',         // the extra metric plotted in the detail view: 'KIND:NAME' (a trainer's own, docs/TRAINERS.md)
-  charts: {},            // Chart.js instances of the detail view
-  zoom: { val: false, train: false }, // loss charts showing only the second half of training
-  detail: null,          // GET /sweeps/{id} of the selected sweep (spec, cost)
-  picked: new Set(),     // schedule ids overlaid in the compare chart (curves.js)
-  pickInit: false,       // the default picks (best + baseline) made for this sweep
-  baselineId: null,
-  ov: { kind: 'val', x: 'tokens', logy: false, ema: 0 },   // compare chart settings
-  hm: 'd',               // heatmap: 'd' (D_l) or 'dd' (ΔD_l)
-  online: null,          // null until the first answer, then true/false
-  lastOk: 0,             // Date.now() of the last successful poll
-  timer: null,
-  polling: false,
-  again: false,          // poll again right after the one in flight
-};
+const POLL_MS = 2000;
 
 /* ------------------------------------------------------- normalisation */
 /* Shapes are docs/API.md's; these functions only fill defaults so rendering never meets undefined. */
 
 function normCounts(c) {
   const out = {};
-  if (c) STATES.forEach((k) => { out[k] = num(c[k]) || 0; });
-  out.total = STATES.reduce((a, k) => a + out[k], 0);
+  if (c) JOB_STATES.all.forEach((k) => { out[k] = num(c[k]) || 0; });
+  out.total = JOB_STATES.all.reduce((a, k) => a + out[k], 0);
   return out;
 }
 function normSweep(s) {
@@ -161,7 +142,7 @@ function normHalving(h) {
 /* One row per schedule of the sweep, in the server's leaderboard order and with its rank (by the paired mean Δ
  * vs uniform; provisional schedules after complete ones; schedules with no Δ unranked, last), plus any schedule that has jobs but no leaderboard row yet; each row
  * gets a state derived from its jobs. */
-function scheduleRows() {
+export function scheduleRows() {
   const bySched = new Map();
   (S.board ? S.board.rows : []).forEach((r) => bySched.set(String(r.schedule_id), Object.assign({ jobs: [] }, r)));
   S.jobs.forEach((j) => {
@@ -194,7 +175,7 @@ function scheduleRows() {
   rows.forEach((r) => { if (!isNum(r.mean)) r.rank = null; });
   return rows;
 }
-function baselineRow(rows) { return rows.find((r) => r.is_baseline) || null; }
+export function baselineRow(rows) { return rows.find((r) => r.is_baseline) || null; }
 
 /* ---------------------------------------------------------------- polling */
 
@@ -241,14 +222,13 @@ function applyJobs(sweep, body) {
 
 /* One poll. A call while one is in flight (a click) makes the running poll start another as soon as it ends;
  * an answer for a sweep the user has left meanwhile is dropped. */
-async function poll() {
+export async function poll() {
   if (S.polling) { S.again = true; return; }
   S.polling = true;
   S.again = false;
   try {
     const sw = await api(API + '/sweeps');
-    if (sw && Array.isArray(sw.job_states)) STATES = sw.job_states;
-    if (sw && Array.isArray(sw.halving_states)) HALVING_STATES = sw.halving_states;
+    setJobStates(sw);
     S.sweeps = ((sw && sw.sweeps) || []).map(normSweep);
     S.workersAlive = sw ? num(sw.workers_alive) : null;
     if (S.sweepId == null && S.sweeps.length) S.sweepId = S.sweeps[S.sweeps.length - 1].id;
@@ -280,7 +260,7 @@ async function poll() {
   }
 }
 
-function setOnline(ok, err) {
+export function setOnline(ok, err) {
   const conn = $('#conn'), banner = $('#banner');
   if (ok) {
     S.online = true; S.lastOk = Date.now();
@@ -307,7 +287,8 @@ function setOnline(ok, err) {
 
 /* --------------------------------------------------------------- rendering */
 
-function render() {
+/* exported for the tests' scripts too (test_leaderboard: a board altered in place, drawn again) */
+export function render() {
   if (S.sweepId != null) ensureDefaultPicks(scheduleRows());
   renderWorkers();
   renderSweeps();
@@ -317,7 +298,7 @@ function render() {
 }
 
 /* forest plot, staircase overlay and heatmap of every schedule (forest.js, heatmap.js) */
-function renderAllSchedules() {
+export function renderAllSchedules() {
   const sec = $('#all-section');
   const rows = scheduleRows();
   if (S.sweepId == null || !rows.length) { sec.hidden = true; return; }
@@ -341,11 +322,11 @@ function renderWorkers() {
 
 function countsBar(c) {
   const t = c.total || 1;
-  return '<div class="bar" title="' + esc(STATES.map((k) => c[k] + ' ' + k).join(', ')) + '">' +
-    STATES.filter((k) => c[k]).map((k) => '<span class="' + k + '" style="width:' + (100 * c[k] / t).toFixed(2) + '%"></span>').join('') + '</div>';
+  return '<div class="bar" title="' + esc(JOB_STATES.all.map((k) => c[k] + ' ' + k).join(', ')) + '">' +
+    JOB_STATES.all.filter((k) => c[k]).map((k) => '<span class="' + k + '" style="width:' + (100 * c[k] / t).toFixed(2) + '%"></span>').join('') + '</div>';
 }
 function countsText(c) {
-  return STATES.filter((k) => c[k] || !HALVING_STATES.includes(k))   // halving states only when there are any
+  return JOB_STATES.all.filter((k) => c[k] || !JOB_STATES.halving.includes(k))   // halving states only when there are any
     .map((k) => '<span class="c-' + k + '">' + c[k] + ' ' + k + '</span>').join(' · ');
 }
 function renderSweeps() {
@@ -377,7 +358,7 @@ function renderSweeps() {
  * or pruned), whatever the admin state (active/paused: in the title); else the admin state. */
 function stateText(sw) {
   const c = sw.counts;
-  const open = c.queued + c.leased + (c.paused || 0);
+  const open = activeCount(c);
   if (c.total && !open)
     return '<span title="nothing left to run (admin state: ' + esc(sw.state) + ')">' + (c.failed ? 'ended' : 'finished') + '</span>';
   return esc(sw.state);
@@ -386,7 +367,7 @@ function stateText(sw) {
 /* The ETA as the server computes it (its own rate since the sweep's last resume), or what is true instead. */
 function etaText(sw) {
   const c = sw.counts;
-  const open = c.queued + c.leased + (c.paused || 0);
+  const open = activeCount(c);
   if (c.total && !open) {
     if (c.failed) return '<span class="eta-stopped" title="nothing left to run, but not every job succeeded">ended: ' + c.failed + ' failed</span>';
     return c.done ? 'finished' : 'ended';
@@ -451,7 +432,7 @@ function bestGroupName(a) {
   return m === 'bonferroni-paired' ? 'paired t-tests, Bonferroni over the pairs'
     : m === 'tukey-kramer' ? 'studentized range, Tukey–Kramer' : 'studentized range, Tukey';
 }
-function statTexts(B) {
+export function statTexts(B) {
   B = B || {};
   const a = B.analysis, m = isNum(B.comparisons) ? B.comparisons : '?';
   const k = (isNum(B.tied_best_comparisons) ? B.tied_best_comparisons : 0) + 1;
@@ -467,7 +448,7 @@ function statTexts(B) {
       'spreads overlap even where their paired Δ is significant.',
   };
 }
-function fmtP(p) {
+export function fmtP(p) {
   if (!isNum(p)) return '—';
   return p < 0.001 ? p.toExponential(1) : p.toFixed(3);
 }
@@ -523,7 +504,7 @@ function renderZeroShotHead(tasks) {
   });
 }
 
-function renderSweep() {
+export function renderSweep() {
   const sec = $('#sweep-section');
   const sw = S.sweeps.find((s) => String(s.id) === String(S.sweepId));
   if (!sw) { sec.hidden = true; return; }
@@ -807,7 +788,7 @@ function destroyCharts() {
  * the job's attempt changed (re-leased after an expiry, possibly resumed) the held points are dropped and the
  * curve is fetched afresh: the server then answers the latest attempt's point for every step. A job that was
  * already finished when its points were fetched is not asked again (a requeue changes its attempt). */
-async function fetchCurve(job) {
+export async function fetchCurve(job) {
   let c = S.curves.get(job.id);
   if (c && c.attempt !== job.attempt) c = null;
   if (c && c.complete) return c;   // fetched after the job was done: nothing more will come
@@ -815,7 +796,7 @@ async function fetchCurve(job) {
     c = { attempt: job.attempt, complete: false, val: new Map(), train: new Map(), since: { val: -1, train: -1 } };
     S.curves.set(job.id, c);
   }
-  const doneBefore = job.state === 'done' || job.state === 'failed' || job.state === 'cancelled' || job.state === 'pruned';
+  const doneBefore = isTerminal(job.state);
   for (const kind of ['val', 'train']) {
     for (let more = true, pages = 0; more && pages < 10000; pages++) {   // a page at a time ("more": docs/API.md)
       const body = await api(API + '/jobs/' + job.id + '/metrics?kind=' + kind + '&since=' + c.since[kind]);
@@ -982,14 +963,6 @@ function renderExtraChart(started, mine, baseJobs, isBase) {
   S.charts.extra.update('none');
 }
 
-/* An explanation over a chart that has nothing to draw (null: the chart has data). */
-function chartNote(id, text) {
-  const el = $('#' + id + '-note');
-  if (!el) return;
-  el.hidden = !text;
-  el.textContent = text || '';
-}
-
 /* Zoomed: x from half the furthest token count, y fitted to the points in that window (5% margin). */
 function applyZoom(chart, on) {
   const sc = chart.options.scales;
@@ -1030,10 +1003,10 @@ function updateHash() {
   if (S.sweepId != null) p.set('sweep', S.sweepId);
   if (S.scheduleId != null) p.set('schedule', S.scheduleId);
   const h = '#' + p.toString();
-  if (location.hash !== h) history.replaceState(null, '', h);
+  if (window.location.hash !== h) window.history.replaceState(null, '', h);
 }
 function readHash() {
-  const p = new URLSearchParams(location.hash.replace(/^#/, ''));
+  const p = new URLSearchParams(window.location.hash.replace(/^#/, ''));
   const id = (v) => (v != null && /^[0-9]{1,18}$/.test(v) ? v : null);   // ids only: they go into API paths
   const sw = id(p.get('sweep')), sc = id(p.get('schedule'));
   const changedSweep = sw != null && String(sw) !== String(S.sweepId);

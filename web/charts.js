@@ -7,16 +7,18 @@
  */
 'use strict';
 
-function chartsAvailable() { return typeof window.Chart === 'function'; }
+import { $, css, fmtInt } from './util.js';
 
-function fmtTokens(v) {
+export function chartsAvailable() { return typeof window.Chart === 'function'; }
+
+export function fmtTokens(v) {
   const a = Math.abs(v);
   if (a >= 1e9) return +(v / 1e9).toFixed(2) + 'B';
   if (a >= 1e6) return +(v / 1e6).toFixed(2) + 'M';
   if (a >= 1e3) return +(v / 1e3).toFixed(1) + 'K';
   return String(v);
 }
-function lineOptions(xTitle, yTitle) {
+export function lineOptions(xTitle, yTitle) {
   const fg = css('--muted'), grid = css('--grid');
   return {
     animation: false, responsive: true, maintainAspectRatio: false, parsing: false, normalized: true,
@@ -33,6 +35,14 @@ function lineOptions(xTitle, yTitle) {
     },
     elements: { point: { radius: 0 } },
   };
+}
+
+/* An explanation over a chart that has nothing to draw (null: the chart has data). */
+export function chartNote(id, text) {
+  const el = $('#' + id + '-note');
+  if (!el) return;
+  el.hidden = !text;
+  el.textContent = text || '';
 }
 
 /* index of the point of `data` (sorted by x) nearest x */
@@ -65,7 +75,7 @@ function registerEverySeries() {
 }
 
 /* tooltip callbacks: the x as the axis shows it, then one line per series, highest value first */
-function fullTooltip(xTitle) {
+export function fullTooltip(xTitle) {
   return {
     filter: (item) => !item.dataset.faint && !item.dataset.band,
     itemSort: (a, b) => b.parsed.y - a.parsed.y,

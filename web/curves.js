@@ -13,11 +13,16 @@
  */
 'use strict';
 
+import { $, css, esc, fmtSigned, isNum, rle, setHTML, withAlpha } from './util.js';
+import { S } from './state.js';
+import { chartNote, chartsAvailable, fmtTokens, fullTooltip, lineOptions } from './charts.js';
+import { baselineRow, fetchCurve, fmtP, renderAllSchedules, scheduleRows, setOnline, statTexts } from './app.js';
+
 const PALETTE = ['#2563eb', '#d9480f', '#16a34a', '#9333ea', '#db2777', '#0891b2', '#ca8a04', '#4f46e5', '#dc2626', '#0d9488'];
 const OVERLAY_MAX = 10;
 
 /* colour of a picked schedule (its place among the picks), null when not picked; the baseline is grey */
-function overlayColour(r) {
+export function overlayColour(r) {
   if (!S.picked.has(String(r.schedule_id))) return null;
   if (r.is_baseline) return css('--base');
   const ids = Array.from(S.picked).filter((id) => id !== String(S.baselineId));
@@ -25,7 +30,7 @@ function overlayColour(r) {
 }
 
 /* first view of a sweep with results: the best schedule and the baseline are ticked */
-function ensureDefaultPicks(rows) {
+export function ensureDefaultPicks(rows) {
   if (S.pickInit) return;
   const best = rows.filter((r) => isNum(r.rank) && !r.is_baseline).sort((a, b) => a.rank - b.rank)[0];
   const base = baselineRow(rows);
@@ -110,7 +115,7 @@ function ensureOverlayChart() {
 }
 
 /* Re-apply the axis settings (tokens/steps, log y) and data; no fetch when `fetch` is false (the controls). */
-async function refreshOverlay(fetch) {
+export async function refreshOverlay(fetch) {
   const sec = $('#overlay-section');
   const rows = scheduleRows();
   if (!rows.length || S.sweepId == null) { sec.hidden = true; return; }
@@ -168,7 +173,7 @@ function pairedIntervals(picked) {
   }).join('') + '</tbody></table>';
 }
 
-function initOverlayControls() {
+export function initOverlayControls() {
   const upd = () => refreshOverlay(false).catch((e) => setOnline(false, e));
   $('#ov-kind').addEventListener('change', (e) => { S.ov.kind = e.target.value; refreshOverlay(true).catch((er) => setOnline(false, er)); });
   $('#ov-x').addEventListener('change', (e) => { S.ov.x = e.target.value; upd(); });
@@ -180,7 +185,7 @@ function initOverlayControls() {
 }
 
 /* the leaderboard's compare column: one checkbox per schedule */
-function onPick(ev) {
+export function onPick(ev) {
   const box = ev.target.closest('input.pick');
   if (!box) return false;
   const id = String(box.dataset.pick);

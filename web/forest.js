@@ -9,6 +9,9 @@
  */
 'use strict';
 
+import { esc, fmtSigned, isNum, rle } from './util.js';
+import { S } from './state.js';
+
 /* the forest plot's layout at a width of W user units (640: the wide layout) */
 function forestLayout(W) {
   return { W, left: Math.min(170, Math.round(W * 0.36)), right: W - 20, rowH: 20, top: 8, axis: 34 };
@@ -16,7 +19,7 @@ function forestLayout(W) {
 
 /* The SVGs' width in user units: the box's own width when it is narrower than 640 px (one unit one pixel, so the text
  * renders at its CSS size), else 640 (scaled up to the box, at most 760 px: the text grows, never shrinks). */
-function svgWidth(box) {
+export function svgWidth(box) {
   const w = box ? box.clientWidth : 0;
   return w > 0 && w < 640 ? Math.max(240, Math.floor(w)) : 640;
 }
@@ -31,7 +34,7 @@ function niceTicks(lo, hi, n) {
 }
 
 /* rows: leaderboard rows (ranked, not the baseline, with a Δ), in rank order; W the width in user units (svgWidth) */
-function forestSVG(rows, W) {
+export function forestSVG(rows, W) {
   const F = forestLayout(W || 640);
   if (!rows.length) return '';
   let lo = 0, hi = 0;
@@ -75,7 +78,7 @@ function forestSVG(rows, W) {
 
 /* The schedules' head counts as one stepped line each: picked schedules in their overlay colour, the baseline
  * dashed, the rest faint. */
-function stairsSVG(rows, colourOf, Wu) {
+export function stairsSVG(rows, colourOf, Wu) {
   const list = rows.filter((r) => r.heads.length);
   if (!list.length) return '';
   const L = Math.max.apply(null, list.map((r) => r.heads.length));

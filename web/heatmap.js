@@ -8,6 +8,8 @@
  */
 'use strict';
 
+import { esc, fmt, isNum, rle } from './util.js';
+
 function heatColour(v, max, diverging) {
   if (!isNum(v)) return 'transparent';
   if (!diverging) {
@@ -19,7 +21,7 @@ function heatColour(v, max, diverging) {
 }
 
 /* rows in display order; mode 'd' (D_l) or 'dd' (ΔD_l); Wu the width in user units (forest.js svgWidth) */
-function heatmapSVG(rows, mode, Wu) {
+export function heatmapSVG(rows, mode, Wu) {
   const key = mode === 'dd' ? 'dattn' : 'attn';
   const list = rows.filter((r) => !(mode === 'dd' && r.is_baseline));
   const L = Math.max(0, ...list.map((r) => (r[key] ? r[key].length : 0)), ...list.map((r) => r.heads.length));

@@ -8,8 +8,12 @@
  */
 'use strict';
 
+import { $, css, esc, fmt, fmtSigned, isNum, num, parseHeads, rle, setHTML, trainWords, withAlpha } from './util.js';
+import { S } from './state.js';
+import { chartNote, chartsAvailable, lineOptions } from './charts.js';
+
 /* the leaderboard's `search` object, defaults filled; null for a sweep without one */
-function normSearch(x) {
+export function normSearch(x) {
   if (!x || typeof x !== 'object') return null;
   const est = (e) => (e && typeof e === 'object' && typeof e.heads === 'string'
     ? { heads: parseHeads(e.heads), mean: num(e.mean), sd: num(e.sd), train: e.train && typeof e.train === 'object' ? e.train : null } : null);
@@ -26,12 +30,12 @@ function normSearch(x) {
       mean: num(b.recommended_mean), sd: num(b.recommended_sd), p_beat: num(b.p_beat) })) };
 }
 /* a row's surrogate: {mean, sd, lo, hi, batch}, or null (not trained yet, or no batch decided) */
-function normSurrogate(x) {
+export function normSurrogate(x) {
   return x && typeof x === 'object' ? { mean: num(x.mean), sd: num(x.sd), lo: num(x.lo), hi: num(x.hi), batch: num(x.batch) } : null;
 }
 
 const SEARCH_STOPS = { budget: 'the budget is spent', space: 'no untrained schedule left' };
-const isRecommended = (r) => !!(S.board && S.board.search && S.board.search.rec && r.heads.join(',') === S.board.search.rec.heads.join(',') &&
+export const isRecommended = (r) => !!(S.board && S.board.search && S.board.search.rec && r.heads.join(',') === S.board.search.rec.heads.join(',') &&
   trainWords(r.train) === trainWords(S.board.search.rec.train));
 /* " at lr=0.0012" after a candidate's schedule, in a span of its own (id-train) for the tests */
 const trainAt = (t, id) => (t ? ' at <span id="' + id + '-train">' + esc(trainWords(t)) + '</span>' : '');
@@ -102,7 +106,7 @@ function ensureSearchChart() {
   return true;
 }
 
-function renderSearch() {
+export function renderSearch() {
   const box = $('#search-panel');
   if (!box) return;
   const g = S.board && S.board.search;
@@ -121,14 +125,14 @@ function renderSearch() {
 }
 
 /* the leaderboard's "model Δ" cell: the surrogate's mean ± sd of this row (its 95% interval on hover) */
-function surrogateCell(r) {
+export function surrogateCell(r) {
   const s = r.sg;
   if (!s || !isNum(s.mean)) return '<td class="num surrogate muted" title="no model estimate: not trained yet, or no batch decided">—</td>';
   return '<td class="num surrogate" data-mean="' + esc(s.mean) + '" data-sd="' + esc(s.sd) + '" title="the surrogate\'s shrunken estimate of Δ vs uniform ' +
     '(batch ' + esc(s.batch) + '): 95% [' + fmtSigned(s.lo, 5) + ', ' + fmtSigned(s.hi, 5) + ']">' + meanSd(s.mean, s.sd) + '</td>';
 }
 /* the column's header cell, right after Δ vs uniform (before any zero-shot column), only on a search sweep */
-function renderSurrogateHead(on) {
+export function renderSurrogateHead(on) {
   const tr = document.querySelector('#leaderboard thead tr');
   const th = tr.querySelector('th.surrogate');
   if (!!th === on) return;

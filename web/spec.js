@@ -6,9 +6,11 @@
  */
 'use strict';
 
+import { $, esc, fmtInt, isNum, num, setHTML } from './util.js';
+
 function specRow(k, v) { return '<tr><th>' + esc(k) + '</th><td>' + v + '</td></tr>'; }
 
-function renderSpec(d) {
+export function renderSpec(d) {
   const box = $('#spec');
   if (!d || !d.spec || typeof d.spec !== 'object') { setHTML(box, '<p class="muted">No spec.</p>'); return; }
   const sp = d.spec, m = sp.model || {}, t = sp.train || {}, e = sp.eval || {}, data = sp.data || {};

@@ -674,7 +674,8 @@ t_long_utf8_error_kept() {
   [ "$n" -gt 900 ] && [ "$n" -lt 1500 ] || fail "last_error after a long UTF-8 error: $(s_json .last_error | head -c 80) (length $n)"
 }
 # /metrics reports every job state (paused and pruned too), and GET /api/v1/sweeps hands the page the same
-# vocabulary (job_states in common/jobstate.h's order, halving_states), so the page spells no state itself.
+# vocabulary (job_states in common/jobstate.h's order, halving_states, terminal_states, active_states), so the page
+# spells no state itself.
 t_every_job_state_in_metrics_and_api() {
   s_setup; s_server
   s_expect 200 GET /metrics
@@ -685,6 +686,8 @@ t_every_job_state_in_metrics_and_api() {
   s_expect 200 GET /api/v1/sweeps
   assert_eq "queued leased done failed cancelled paused pruned" "$(s_json '.job_states | join(" ")')" "job_states"
   assert_eq "paused pruned" "$(s_json '.halving_states | join(" ")')" "halving_states"
+  assert_eq "done failed cancelled pruned" "$(s_json '.terminal_states | join(" ")')" "terminal_states"
+  assert_eq "queued leased paused" "$(s_json '.active_states | join(" ")')" "active_states"
 }
 # Without --web, the page comes from ./web, else from the checkout the binary was built in; a binary with
 # neither serves the API alone (404 for /).

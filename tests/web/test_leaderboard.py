@@ -342,6 +342,19 @@ def rows(drv):
     return drv.execute_script("return " + ROWS_JS + ";")
 
 
+def page_modules(drv, *files):
+    """Puts the page's own modules (web/FILE: the instances the page runs, as the same URL imports the same module)
+    on window.__m.NAME (util, state, app, ...) for the test's scripts: the page itself shares nothing through globals
+    (tests/web/test_modules.py)."""
+    names = files or ("util.js", "state.js", "app.js")
+    got = drv.execute_async_script("""const done = arguments[arguments.length - 1], names = arguments[0];
+      Promise.all(names.map((f) => import('/' + f))).then((ms) => {
+        window.__m = {}; names.forEach((f, i) => { window.__m[f.replace(/\\.js$/, '')] = ms[i]; }); done(true);
+      }, (e) => done(String(e)));""", list(names))
+    check(got is True, "the page's modules %s imported into the test's script: %r" % (", ".join(names), got))
+    return names
+
+
 def open_page(drv, srv, sweep_id, extra=""):
     drv.get("%s/#sweep=%s%s" % (srv.base, sweep_id, extra))
     wait_for(drv, "document.getElementById('conn').dataset.state === 'live'", "the page to reach the server")
@@ -393,17 +406,18 @@ def t_leaderboard_rows():
         print("sig-vs-best:", clash, bt, sent)
         # the disagreeing case, made here from this sweep's own board (the page's state, re-rendered; the next poll
         # restores it): uniform in the best group too
-        sent = drv.execute_script("S.board.rows.forEach(function (r) { if (r.is_baseline) r.tied_best = true; }); render(); "
+        page_modules(drv)
+        sent = drv.execute_script("var S = __m.state.S; S.board.rows.forEach(function (r) { if (r.is_baseline) r.tied_best = true; }); __m.app.render(); "
                                   "var e = document.getElementById('sig-vs-best'); return e ? e.textContent : null;")
         check(sent is not None and ("%d schedule(s) marked ▲/▼ against uniform share the best group with the worse of the two (uniform =)" % nb) in sent
               and "both hold" in sent and "a higher bar" in sent, "the reconciling sentence when uniform is tied too: %r" % sent)
         # and a schedule ▼ worse than uniform that is in the best group itself (the real sweep's 4,8,8,8: docs/STATISTICS.md)
-        sent = drv.execute_script("S.board.rows.forEach(function (r) { if (r.is_baseline) r.tied_best = false; else if (r.delta.significant) "
-                                  "{ r.delta.mean = Math.abs(r.delta.mean); r.tied_best = true; } }); render(); "
+        sent = drv.execute_script("var S = __m.state.S; S.board.rows.forEach(function (r) { if (r.is_baseline) r.tied_best = false; else if (r.delta.significant) "
+                                  "{ r.delta.mean = Math.abs(r.delta.mean); r.tied_best = true; } }); __m.app.render(); "
                                   "var e = document.getElementById('sig-vs-best'); return e ? e.textContent : null;")
         check(sent is not None and "(a ▼ schedule =): both hold" in sent, "the reconciling sentence for a ▼ schedule in the best group: %r" % sent)
-        drv.execute_script("poll()")
-        wait_for(drv, "!S.polling && S.board.rows.filter(r => r.delta.significant && r.delta.mean < 0).length === %d && "
+        drv.execute_script("__m.app.poll()")
+        wait_for(drv, "!__m.state.S.polling && __m.state.S.board.rows.filter(r => r.delta.significant && r.delta.mean < 0).length === %d && "
                       "(document.getElementById('sig-vs-best') !== null) === %s" % (nb, "true" if clash else "false"), "the page's own board again")
         by = {x["heads"]: x for x in r}
         p, u, w = by[P_S], by[U_S], by[W_S]
@@ -1169,14 +1183,18 @@ def t_search_with_dims_names_each_candidates_lr():
         stop_search_case(wk, drv, srv)
 
 
-CASES = {name[2:]: fn for name, fn in sorted(globals().items()) if name.startswith("t_") and callable(fn)}
+def run_cases(namespace):
+    """The files' protocol: `--list` prints the t_* functions of namespace (a module's globals()), `CASE` runs one."""
+    cases = {name[2:]: fn for name, fn in sorted(namespace.items()) if name.startswith("t_") and callable(fn)}
+    if len(sys.argv) == 2 and sys.argv[1] == "--list":
+        print("\n".join(cases))
+        sys.exit(0)
+    if len(sys.argv) != 2 or sys.argv[1] not in cases:
+        print("usage: %s --list | CASE (one of: %s)" % (sys.argv[0], ", ".join(cases)), file=sys.stderr)
+        sys.exit(2)
+    cases[sys.argv[1]]()
+    print("ok")
+
 
 if __name__ == "__main__":
-    if len(sys.argv) == 2 and sys.argv[1] == "--list":
-        print("\n".join(CASES))
-        sys.exit(0)
-    if len(sys.argv) != 2 or sys.argv[1] not in CASES:
-        print("usage: %s --list | CASE (one of: %s)" % (sys.argv[0], ", ".join(CASES)), file=sys.stderr)
-        sys.exit(2)
-    CASES[sys.argv[1]]()
-    print("ok")
+    run_cases(globals())
