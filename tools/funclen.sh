@@ -3,6 +3,7 @@
 # Design: universal-ctags parses the C, CUDA and header files and reports each function definition's first line
 # (the line naming it) and its end line (the closing brace), so a signature wrapped over several lines, a body
 # full of macros or braces in strings, and the .cu kernels are measured like any other; length = end - line + 1.
+# RN(name) (kernels/real.h: the precision's name of a kernel) is expanded to name, so those are named too.
 # The old brace scan (a line at column 0 ending in "{") missed every wrapped signature. Needs universal-ctags
 # (Debian universal-ctags; `make deps` installs it): exuberant ctags has no end lines and is refused.
 # Usage: tools/funclen.sh [N] [FILE...]  -- the N longest functions (default 10), then the N longest files;
@@ -22,7 +23,7 @@ fi
 echo "# longest functions (lines, file:line name)"
 # shellcheck disable=SC2086  # the file list is word-split on purpose (git paths have no spaces)
 ctags --languages=C,C++,CUDA --kinds-C=f --kinds-C++=f --kinds-CUDA=f --fields=+ne --excmd=number \
-      --sort=no -f - $files |
+      --sort=no -D 'RN(name)=name' -f - $files |
     awk -F '\t' '{ s = ""; e = ""
                    for (i = 4; i <= NF; i++) { if ($i ~ /^line:/) s = substr($i, 6); if ($i ~ /^end:/) e = substr($i, 5) }
                    if (s != "" && e != "") printf "%6d %s:%d %s\n", e - s + 1, $2, s, $1 }' |

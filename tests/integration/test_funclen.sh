@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # test_funclen.sh — tools/funclen.sh, which feeds docs/CONTRIBUTING.md's size table, measures functions with
 # universal-ctags: a fixture C file (tests/fixtures/funclen/sample.c) holds a wrapped signature, a macro-heavy body
-# (braces in macro arguments, strings and characters, an #ifdef that opens a block in each arm), a one-liner and a
-# K&R-style definition, and every length is asserted; on the tree, the wrapped signatures the old brace scan missed
-# are found and the CUDA kernels are measured.
+# (braces in macro arguments, strings and characters, an #ifdef that opens a block in each arm), a one-liner, a
+# K&R-style definition and one named through RN() (kernels/real.h), and every length is asserted; on the tree, the
+# wrapped signatures the old brace scan missed are found and the CUDA kernels are measured.
 # timeout: 60
 . "$(dirname "$0")/../lib.sh"
 
@@ -17,8 +17,9 @@ t_fixture_lengths() {
   assert_contains "$out" "     7 $FIX:11 wrapped_signature"
   assert_contains "$out" "     4 $FIX:40 return_type_on_its_own_line"
   assert_contains "$out" "     1 $FIX:8 one_liner"
-  # exactly the four functions, longest first (the macros are not functions)
-  assert_eq "macro_heavy wrapped_signature return_type_on_its_own_line one_liner" \
+  assert_contains "$out" "     3 $FIX:47 by_name_macro"
+  # exactly the five functions, longest first (the macros are not functions)
+  assert_eq "macro_heavy wrapped_signature return_type_on_its_own_line by_name_macro one_liner" \
     "$(printf '%s\n' "$out" | sed -n '2,/^# longest files/p' | grep -v '^#' | awk '{print $3}' | tr '\n' ' ' | sed 's/ $//')" \
     "the fixture's functions, longest first"
   assert_contains "$out" "$(wc -l < "$FIX") $FIX"
