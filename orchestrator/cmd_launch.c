@@ -218,167 +218,179 @@ static int launch_sbatch(const char *file, char *jobid, size_t n, char *err, siz
     return 0;
 }
 
-static int launch_slurm(int argc, char **argv) {
+/* The worker beside this binary and the current directory: the defaults of --worker and --log-dir. */
+static void launch_defaults(launch_slurm_opts *o) {
     static char worker_default[PATH_MAX], log_default[PATH_MAX];
-    launch_slurm_opts o = { .nodes = 1, .gpus_per_node = 1, .idle_exit = 300, .signal_lead = 120,
-                            .job_name = "prism-worker" };
-    int submit = 0;
-    const char *sbatch_help_only = NULL;   /* --sbatch-arg is taken out of argv before cli_parse (it repeats) */
     ssize_t k = readlink("/proc/self/exe", worker_default, sizeof worker_default - 32);
     if (k > 0) {
         worker_default[k] = 0;
         char *slash = strrchr(worker_default, '/');
         strcpy(slash ? slash + 1 : worker_default, "prism-worker");
-        o.worker = worker_default;
+        o->worker = worker_default;
     } else {
-        o.worker = "prism-worker";
+        o->worker = "prism-worker";
     }
     if (!getcwd(log_default, sizeof log_default)) strcpy(log_default, ".");
-    o.log_dir = log_default;
-    cli_flag flags[] = {
-        { "--server", CLI_STR, &o.server, "(required)", "the orchestrator's URL as the nodes reach it, "
+    o->log_dir = log_default;
+}
+
+#define LAUNCH_NFLAGS 19   /* launch_flags' table, with its terminator */
+
+/* The flag table of `launch slurm` into flags[LAUNCH_NFLAGS]; its entries point into o, submit, sbatch_help. */
+static void launch_flags(launch_slurm_opts *o, int *submit, const char **sbatch_help, cli_flag *flags) {
+    const cli_flag f[] = {
+        { "--server", CLI_STR, &o->server, "(required)", "the orchestrator's URL as the nodes reach it, "
           "e.g. http://head:8080", 0, 0, 0, 0 },
-        { "--token-file", CLI_STR, &o.token_file, "(required)", "the worker token (<db>.worker-token) on a "
+        { "--token-file", CLI_STR, &o->token_file, "(required)", "the worker token (<db>.worker-token) on a "
           "filesystem every node sees", 0, 0, 0, 0 },
-        { "--nodes", CLI_INT, &o.nodes, "1", "array tasks, one per node", 1, 100000, 0, 0 },
-        { "--gpus-per-node", CLI_INT, &o.gpus_per_node, "1", "GPUs per task (--gres=gpu:G), one training job "
+        { "--nodes", CLI_INT, &o->nodes, "1", "array tasks, one per node", 1, 100000, 0, 0 },
+        { "--gpus-per-node", CLI_INT, &o->gpus_per_node, "1", "GPUs per task (--gres=gpu:G), one training job "
           "each; 0 = CPU workers (--devices cpu)", 0, 1024, 0, 0 },
-        { "--partition", CLI_STR, &o.partition, "(cluster default)", "SLURM partition", 0, 0, 0, 0 },
-        { "--time", CLI_STR, &o.time, "(partition default)", "time limit per task: MM, HH:MM:SS or D-HH:MM:SS",
+        { "--partition", CLI_STR, &o->partition, "(cluster default)", "SLURM partition", 0, 0, 0, 0 },
+        { "--time", CLI_STR, &o->time, "(partition default)", "time limit per task: MM, HH:MM:SS or D-HH:MM:SS",
           0, 0, 0, 0 },
-        { "--account", CLI_STR, &o.account, "(user default)", "SLURM account", 0, 0, 0, 0 },
-        { "--submit", CLI_BOOL, &submit, "off", "submit with sbatch and print the job id instead of the script",
+        { "--account", CLI_STR, &o->account, "(user default)", "SLURM account", 0, 0, 0, 0 },
+        { "--submit", CLI_BOOL, submit, "off", "submit with sbatch and print the job id instead of the script",
           0, 0, 0, 0 },
-        { "--worker", CLI_STR, &o.worker, "(prism-worker beside this binary)", "the prism-worker binary as the "
+        { "--worker", CLI_STR, &o->worker, "(prism-worker beside this binary)", "the prism-worker binary as the "
           "nodes see it", 0, 0, 0, 0 },
-        { "--work-dir", CLI_STR, &o.work_dir, "($SLURM_SUBMIT_DIR/prism-work)", "job outputs and checkpoints; "
+        { "--work-dir", CLI_STR, &o->work_dir, "($SLURM_SUBMIT_DIR/prism-work)", "job outputs and checkpoints; "
           "shared, so that any node resumes a job", 0, 0, 0, 0 },
-        { "--log-dir", CLI_STR, &o.log_dir, "(the current directory)", "one log per task: "
+        { "--log-dir", CLI_STR, &o->log_dir, "(the current directory)", "one log per task: "
           "DIR/JOBNAME-ARRAYID_TASK.log", 0, 0, 0, 0 },
-        { "--job-name", CLI_STR, &o.job_name, "prism-worker", "SLURM job name", 0, 0, 0, 0 },
-        { "--idle-exit", CLI_INT, &o.idle_exit, "300", "a task ends after this many seconds with nothing to lease "
+        { "--job-name", CLI_STR, &o->job_name, "prism-worker", "SLURM job name", 0, 0, 0, 0 },
+        { "--idle-exit", CLI_INT, &o->idle_exit, "300", "a task ends after this many seconds with nothing to lease "
           "(0 = never)", 0, 10000000, 0, 0 },
-        { "--cpus-per-task", CLI_INT, &o.cpus_per_task, "(cluster default)", "CPUs per task (#SBATCH --cpus-per-task)",
+        { "--cpus-per-task", CLI_INT, &o->cpus_per_task, "(cluster default)", "CPUs per task (#SBATCH --cpus-per-task)",
           1, 100000, 0, 0 },
-        { "--mem", CLI_STR, &o.mem, "(cluster default)", "memory per node, e.g. 64G (#SBATCH --mem)", 0, 0, 0, 0 },
-        { "--sbatch-arg", CLI_STR, &sbatch_help_only, "(none)", "one more #SBATCH option, as one word; repeatable (e.g. "
+        { "--mem", CLI_STR, &o->mem, "(cluster default)", "memory per node, e.g. 64G (#SBATCH --mem)", 0, 0, 0, 0 },
+        { "--sbatch-arg", CLI_STR, sbatch_help, "(none)", "one more #SBATCH option, as one word; repeatable (e.g. "
           "--sbatch-arg=--qos=high --sbatch-arg=--constraint=a100)", 0, 0, 0, 0 },
-        { "--setup", CLI_STR, &o.setup, "(none)", "one shell line each task runs before the worker (e.g. \"module "
+        { "--setup", CLI_STR, &o->setup, "(none)", "one shell line each task runs before the worker (e.g. \"module "
           "load cuda/12.4 && source ~/venv/bin/activate\"); the task stops if it fails", 0, 0, 0, 0 },
-        { "--signal-lead", CLI_INT, &o.signal_lead, "120", "seconds before the time limit that SIGTERM arrives "
+        { "--signal-lead", CLI_INT, &o->signal_lead, "120", "seconds before the time limit that SIGTERM arrives "
           "(--signal=B:TERM@S): time to finish a step and checkpoint", 1, 65535, 0, 0 },
         { 0 },
     };
-    cli_cmd cmd = { "launch slurm", "--server URL --token-file F --nodes N --gpus-per-node G [flags]\n"
-                    "                           [--submit] [-- WORKER FLAGS...]",
-                    "Print a SLURM batch script that runs prism-worker on N nodes as an array job (one task per\n"
-                    "node, one training job per GPU, SIGTERM 120 s before the time limit so a checkpoint is written\n"
-                    "first, --requeue), or submit it with sbatch (--submit) and print the job id. Flags after --\n"
-                    "go to every task's prism-worker as given (e.g. -- --data-root /shared/prism).",
-                    flags, NULL };
+    _Static_assert(sizeof f == LAUNCH_NFLAGS * sizeof(cli_flag), "LAUNCH_NFLAGS is launch_flags' entry count");
+    memcpy(flags, f, sizeof f);
+}
+
+/* Takes every --sbatch-arg (it repeats, so cli_parse cannot) and what follows `--` out of argv, in order, into o;
+ * *argc becomes what is left. Returns 0, or cli_error's exit code. */
+static int launch_take_sbatch_args(launch_slurm_opts *o, int *argc, char **argv) {
     const char *c = "launch slurm";
-    /* --sbatch-arg may be given many times: taken out of argv here, in order; the table entry is for --help */
     int kept = 1;
-    for (int i = 1; i < argc; i++) {
+    for (int i = 1; i < *argc; i++) {
         const char *v = NULL;
         if (strcmp(argv[i], "--") == 0) {   /* the rest is every task's prism-worker's own flags (--data-root ...) */
-            o.worker_args = argv + i + 1;
-            o.n_worker_args = argc - i - 1;
+            o->worker_args = argv + i + 1;
+            o->n_worker_args = *argc - i - 1;
             break;
         }
         if (strcmp(argv[i], "--sbatch-arg") == 0) {
-            if (i + 1 >= argc) return cli_error(c, "--sbatch-arg needs a value, e.g. --sbatch-arg=--qos=high");
+            if (i + 1 >= *argc) return cli_error(c, "--sbatch-arg needs a value, e.g. --sbatch-arg=--qos=high");
             v = argv[++i];
         } else if (strncmp(argv[i], "--sbatch-arg=", 13) == 0) v = argv[i] + 13;
         if (!v) { argv[kept++] = argv[i]; continue; }
-        if (o.n_sbatch_args == LAUNCH_MAX_SBATCH_ARGS) return cli_error(c, "--sbatch-arg: at most %d", LAUNCH_MAX_SBATCH_ARGS);
+        if (o->n_sbatch_args == LAUNCH_MAX_SBATCH_ARGS) return cli_error(c, "--sbatch-arg: at most %d", LAUNCH_MAX_SBATCH_ARGS);
         int crc = launch_check_sbatch_arg(v);
         if (crc == -2) return cli_error(c, "--sbatch-arg \"%s\": this command writes that directive itself (use its own "
                                         "flag: --nodes, --log-dir, --signal-lead, --job-name)", v);
         if (crc < 0) return cli_error(c, "--sbatch-arg \"%s\": one sbatch option as one word, starting with - and "
                                       "without spaces, quotes or $ (e.g. --sbatch-arg=--qos=high "
                                       "--sbatch-arg=--constraint=a100)", v);
-        o.sbatch_args[o.n_sbatch_args++] = v;
+        o->sbatch_args[o->n_sbatch_args++] = v;
     }
-    argc = kept;
-    char *pos[1];
-    int npos = 0, prc = cli_parse(&cmd, argc, argv, pos, 0, &npos);
-    if (prc != CLI_OK) return prc == CLI_HELP ? 0 : 2;
-    if (!o.server) return cli_error(c, "--server URL is required (the orchestrator as the nodes reach it, e.g. "
-                                    "--server http://head-node:8080)");
-    if (strncmp(o.server, "http://", 7) != 0 && strncmp(o.server, "https://", 8) != 0)
-        return cli_error(c, "--server %s: must start with http:// or https://", o.server);
-    if (launch_check_word(o.server) < 0)
-        return cli_error(c, "--server \"%s\": a URL has no spaces, quotes or $", o.server);
-    if (!o.token_file) return cli_error(c, "--token-file F is required (the server writes <db>.worker-token; "
-                                        "put it where every node can read it)");
+    *argc = kept;
+    return 0;
+}
+
+/* The token file, worker, work and log directories checked and made absolute (the nodes run elsewhere);
+ * worker_given: --worker was on the command line. Returns 0, or cli_error's exit code. */
+static int launch_resolve_paths(launch_slurm_opts *o, int worker_given) {
+    const char *c = "launch slurm";
     static char token_abs[PATH_MAX], work_abs[PATH_MAX], log_abs[PATH_MAX], worker_abs[PATH_MAX];
-    if (access(o.token_file, R_OK) != 0)
+    if (access(o->token_file, R_OK) != 0)
         return cli_error(c, "--token-file %s: %s (the server writes <db>.worker-token beside its database)",
-                         o.token_file, strerror(errno));
-    if (launch_absolute(o.token_file, token_abs, sizeof token_abs) < 0)
-        return cli_error(c, "--token-file %s: path too long", o.token_file);
-    o.token_file = token_abs;
-    if (!cli_find(&cmd, "--worker")->seen && access(o.worker, X_OK) != 0) {
+                         o->token_file, strerror(errno));
+    if (launch_absolute(o->token_file, token_abs, sizeof token_abs) < 0)
+        return cli_error(c, "--token-file %s: path too long", o->token_file);
+    o->token_file = token_abs;
+    if (!worker_given && access(o->worker, X_OK) != 0) {
         fprintf(stderr, "prism-sweep launch slurm: note: no prism-worker beside this binary; the tasks run "
                 "prism-worker from their PATH (--worker PATH names it)\n");
-        o.worker = "prism-worker";
+        o->worker = "prism-worker";
     }
-    if (strchr(o.worker, '/')) {
-        if (access(o.worker, X_OK) != 0)
-            return cli_error(c, "--worker %s: %s (give the prism-worker binary's path as the nodes see it)", o.worker,
+    if (strchr(o->worker, '/')) {
+        if (access(o->worker, X_OK) != 0)
+            return cli_error(c, "--worker %s: %s (give the prism-worker binary's path as the nodes see it)", o->worker,
                              strerror(errno));
-        if (launch_absolute(o.worker, worker_abs, sizeof worker_abs) < 0)
-            return cli_error(c, "--worker %s: path too long", o.worker);
-        o.worker = worker_abs;
+        if (launch_absolute(o->worker, worker_abs, sizeof worker_abs) < 0)
+            return cli_error(c, "--worker %s: path too long", o->worker);
+        o->worker = worker_abs;
     }
-    if (o.work_dir) {
-        if (launch_absolute(o.work_dir, work_abs, sizeof work_abs) < 0)
-            return cli_error(c, "--work-dir %s: path too long", o.work_dir);
-        o.work_dir = work_abs;
+    if (o->work_dir) {
+        if (launch_absolute(o->work_dir, work_abs, sizeof work_abs) < 0)
+            return cli_error(c, "--work-dir %s: path too long", o->work_dir);
+        o->work_dir = work_abs;
     }
-    if (launch_absolute(o.log_dir, log_abs, sizeof log_abs) < 0) return cli_error(c, "--log-dir: path too long");
-    o.log_dir = log_abs;
+    if (launch_absolute(o->log_dir, log_abs, sizeof log_abs) < 0) return cli_error(c, "--log-dir: path too long");
+    o->log_dir = log_abs;
     struct stat sb;
-    if (stat(o.log_dir, &sb) != 0 || !S_ISDIR(sb.st_mode))
-        return cli_error(c, "--log-dir %s: not a directory (create it first; SLURM does not)", o.log_dir);
-    if (launch_check_word(o.log_dir) < 0)
-        return cli_error(c, "--log-dir \"%s\": no spaces, quotes or $ (it goes into an #SBATCH line)", o.log_dir);
-    if (launch_check_word(o.job_name) < 0 || strchr(o.job_name, '/'))
-        return cli_error(c, "--job-name \"%s\": one word without / spaces, quotes or $", o.job_name);
-    if (o.partition && launch_check_word(o.partition) < 0)
+    if (stat(o->log_dir, &sb) != 0 || !S_ISDIR(sb.st_mode))
+        return cli_error(c, "--log-dir %s: not a directory (create it first; SLURM does not)", o->log_dir);
+    return 0;
+}
+
+/* The server URL first (required, http(s), one word), then the token file, the paths (launch_resolve_paths) and
+ * every value that lands in the script. Returns 0, or cli_error's exit code (the flag and the fix). */
+static int launch_check_opts(launch_slurm_opts *o, int worker_given) {
+    const char *c = "launch slurm";
+    if (!o->server) return cli_error(c, "--server URL is required (the orchestrator as the nodes reach it, e.g. "
+                                     "--server http://head-node:8080)");
+    if (strncmp(o->server, "http://", 7) != 0 && strncmp(o->server, "https://", 8) != 0)
+        return cli_error(c, "--server %s: must start with http:// or https://", o->server);
+    if (launch_check_word(o->server) < 0)
+        return cli_error(c, "--server \"%s\": a URL has no spaces, quotes or $", o->server);
+    if (!o->token_file) return cli_error(c, "--token-file F is required (the server writes <db>.worker-token; "
+                                         "put it where every node can read it)");
+    int rc = launch_resolve_paths(o, worker_given);
+    if (rc) return rc;
+    if (launch_check_word(o->log_dir) < 0)
+        return cli_error(c, "--log-dir \"%s\": no spaces, quotes or $ (it goes into an #SBATCH line)", o->log_dir);
+    if (launch_check_word(o->job_name) < 0 || strchr(o->job_name, '/'))
+        return cli_error(c, "--job-name \"%s\": one word without / spaces, quotes or $", o->job_name);
+    if (o->partition && launch_check_word(o->partition) < 0)
         return cli_error(c, "--partition \"%s\": one word without spaces, quotes or $ (e.g. --partition gpu)",
-                         o.partition);
-    if (o.account && launch_check_word(o.account) < 0)
-        return cli_error(c, "--account \"%s\": one word without spaces, quotes or $", o.account);
-    if (o.mem && launch_check_mem(o.mem) < 0)
-        return cli_error(c, "--mem \"%s\": a size in megabytes, or with K, M, G or T (e.g. --mem 64G)", o.mem);
-    if (o.setup) {
-        if (!*o.setup) return cli_error(c, "--setup: empty (leave it out, or give a shell line)");
-        for (const unsigned char *q = (const unsigned char *)o.setup; *q; q++)
+                         o->partition);
+    if (o->account && launch_check_word(o->account) < 0)
+        return cli_error(c, "--account \"%s\": one word without spaces, quotes or $", o->account);
+    if (o->mem && launch_check_mem(o->mem) < 0)
+        return cli_error(c, "--mem \"%s\": a size in megabytes, or with K, M, G or T (e.g. --mem 64G)", o->mem);
+    if (o->setup) {
+        if (!*o->setup) return cli_error(c, "--setup: empty (leave it out, or give a shell line)");
+        for (const unsigned char *q = (const unsigned char *)o->setup; *q; q++)
             if (*q < ' ' || *q == 127)
                 return cli_error(c, "--setup: one line without control characters (join commands with && or ;)");
     }
-    if (o.time && launch_check_time(o.time) < 0)
+    if (o->time && launch_check_time(o->time) < 0)
         return cli_error(c, "--time \"%s\": not a SLURM time limit (MM, MM:SS, HH:MM:SS, D-HH, D-HH:MM:SS or "
-                         "UNLIMITED; e.g. --time 12:00:00)", o.time);
-    if (strstr(o.server, "://127.") || strstr(o.server, "://localhost") || strstr(o.server, "://[::1]"))
+                         "UNLIMITED; e.g. --time 12:00:00)", o->time);
+    if (strstr(o->server, "://127.") || strstr(o->server, "://localhost") || strstr(o->server, "://[::1]"))
         fprintf(stderr, "prism-sweep launch slurm: warning: --server %s is a loopback address: only tasks on this "
-                "node reach it (serve with --listen ADDRESS:PORT on an address the nodes reach)\n", o.server);
+                "node reach it (serve with --listen ADDRESS:PORT on an address the nodes reach)\n", o->server);
+    return 0;
+}
 
-    char *script = NULL;
-    if (launch_render_slurm(&o, &script) < 0) { fprintf(stderr, "prism-sweep launch slurm: out of memory\n"); return 1; }
-    int rc = 0;
-    if (!submit) {
-        fputs(script, stdout);
-        rc = fflush(stdout) == 0 ? 0 : 1;
-        goto out;
-    }
+/* The script into a temporary file, `sbatch --parsable` on it, the job id to stdout and a line about the job to
+ * stderr. Returns 0 or 1 (said on stderr). */
+static int launch_submit(const launch_slurm_opts *o, const char *script) {
     const char *tmp = getenv("TMPDIR");
     char path[PATH_MAX], jobid[256], err[256];
     snprintf(path, sizeof path, "%s/prism-launch-XXXXXX", tmp && *tmp ? tmp : "/tmp");
     int fd = mkstemp(path);
-    if (fd < 0) { fprintf(stderr, "prism-sweep launch slurm: %s: %s (set TMPDIR)\n", path, strerror(errno)); rc = 1; goto out; }
+    if (fd < 0) { fprintf(stderr, "prism-sweep launch slurm: %s: %s (set TMPDIR)\n", path, strerror(errno)); return 1; }
     size_t len = strlen(script), done = 0;
     while (done < len) {
         ssize_t w = write(fd, script + done, len - done);
@@ -389,16 +401,47 @@ static int launch_slurm(int argc, char **argv) {
     if (close(fd) != 0 || done != len) {
         fprintf(stderr, "prism-sweep launch slurm: writing %s: %s\n", path, strerror(errno));
         unlink(path);
-        rc = 1;
-        goto out;
+        return 1;
     }
-    rc = launch_sbatch(path, jobid, sizeof jobid, err, sizeof err);
+    int rc = launch_sbatch(path, jobid, sizeof jobid, err, sizeof err);
     unlink(path);
-    if (rc < 0) { fprintf(stderr, "prism-sweep launch slurm: %s\n", err); rc = 1; goto out; }
+    if (rc < 0) { fprintf(stderr, "prism-sweep launch slurm: %s\n", err); return 1; }
     printf("%s\n", jobid);
-    fprintf(stderr, "submitted SLURM array job %s: %d task%s (%s); logs %s/%s-%s_*.log\n", jobid, o.nodes,
-            o.nodes == 1 ? "" : "s", o.gpus_per_node ? "one job per GPU" : "CPU workers", o.log_dir, o.job_name, jobid);
-out:
+    fprintf(stderr, "submitted SLURM array job %s: %d task%s (%s); logs %s/%s-%s_*.log\n", jobid, o->nodes,
+            o->nodes == 1 ? "" : "s", o->gpus_per_node ? "one job per GPU" : "CPU workers", o->log_dir, o->job_name,
+            jobid);
+    return 0;
+}
+
+static int launch_slurm(int argc, char **argv) {
+    launch_slurm_opts o = { .nodes = 1, .gpus_per_node = 1, .idle_exit = 300, .signal_lead = 120,
+                            .job_name = "prism-worker" };
+    int submit = 0;
+    const char *sbatch_help_only = NULL;   /* --sbatch-arg is taken out of argv before cli_parse (it repeats) */
+    launch_defaults(&o);
+    cli_flag flags[LAUNCH_NFLAGS];
+    launch_flags(&o, &submit, &sbatch_help_only, flags);
+    cli_cmd cmd = { "launch slurm", "--server URL --token-file F --nodes N --gpus-per-node G [flags]\n"
+                    "                           [--submit] [-- WORKER FLAGS...]",
+                    "Print a SLURM batch script that runs prism-worker on N nodes as an array job (one task per\n"
+                    "node, one training job per GPU, SIGTERM 120 s before the time limit so a checkpoint is written\n"
+                    "first, --requeue), or submit it with sbatch (--submit) and print the job id. Flags after --\n"
+                    "go to every task's prism-worker as given (e.g. -- --data-root /shared/prism).",
+                    flags, NULL };
+    int rc = launch_take_sbatch_args(&o, &argc, argv);
+    if (rc) return rc;
+    char *pos[1];
+    int npos = 0, prc = cli_parse(&cmd, argc, argv, pos, 0, &npos);
+    if (prc != CLI_OK) return prc == CLI_HELP ? 0 : 2;
+    rc = launch_check_opts(&o, cli_find(&cmd, "--worker")->seen);
+    if (rc) return rc;
+    char *script = NULL;
+    if (launch_render_slurm(&o, &script) < 0) { fprintf(stderr, "prism-sweep launch slurm: out of memory\n"); return 1; }
+    if (submit) rc = launch_submit(&o, script);
+    else {
+        fputs(script, stdout);
+        rc = fflush(stdout) == 0 ? 0 : 1;
+    }
     free(script);
     return rc;
 }

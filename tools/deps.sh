@@ -49,6 +49,7 @@ check "lz4 (CLI, tests)"       lz4                  command -v lz4
 check "SciPy (python3-scipy, tests)" python3-scipy  /usr/bin/python3 -c "import scipy.stats"
 check "PyTorch (python3-torch, the reference trainer)" python3-torch /usr/bin/python3 -c 'import torch, torch.distributed'
 check "tmux (tests)"            tmux                 command -v tmux
+check "universal-ctags (tools/funclen.sh, tests)" universal-ctags sh -c 'ctags --version | grep -q "Universal Ctags"'
 check "protobuf (python3-protobuf, tests)" python3-protobuf /usr/bin/python3 -c 'import google.protobuf'
 check "NumPy (python3-numpy, bench)" python3-numpy   /usr/bin/python3 -c 'import numpy'
 check "Optuna (python3-optuna, bench: TPE in bench_search_server.py)" python3-optuna /usr/bin/python3 -c 'import optuna'

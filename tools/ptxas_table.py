@@ -10,7 +10,7 @@ and warps per SM those allow on an H100/H200 (65,536 registers allocated 256 a w
 1 KiB reserved a block, 2,048 threads, 32 blocks), with the limit that binds. The launch shapes are read off the
 kernels/cuda/*.cu launch sites (at the 124M width C for the C-dependent ones); the fused attention's dynamic shared
 memory is the byte count of its tile layout (fa_fwd_cfg, fa_dkv_cfg, fa_dq_cfg for the fp32 build's k_fa_*;
-fm_fwd_cfg, fm_dq_cfg, fm_dkv_cfg for the bf16 build's k_fm_* in flash_attention.cu), recomputed
+fm_fwd_cfg, fm_dq_cfg, fm_dkv_cfg for the bf16 build's k_fm_* in flash_attention_mma.cu), recomputed
 here for the bf16 build — a change there must be mirrored here (the table's bytes are also what
 tests/unit/test_cuda_kernels.c's flash cases run with: a mismatch would only misstate occupancy, not break code).
 """

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # tests/cudaemu/seeded_bugs.sh — shows that the emulator tests of the register-accumulator attention kernel
-# (kernels/cuda/flash_attention.cu, FA_MMA_SEED) fail on each seeded bug: the emulated bf16 flash_attention
+# (kernels/cuda/flash_attention_mma.cu, FA_MMA_SEED) fail on each seeded bug: the emulated bf16 flash_attention_mma
 # object is rebuilt with -DFA_MMA_SEED=N into a copy of the emulator library, test_cuda_kernels is linked
 # against it, and one fused-attention case must FAIL (seed 1: the cp.async wait before a tile's use removed;
 # seed 2: the two 8-key halves of the K ldmatrix lane map swapped) while seed 0 passes.
@@ -14,8 +14,8 @@ LIBS="$(pkg-config --libs sqlite3 libuv jansson libcurl openblas libpcre2-8) -lh
 rc=0
 for seed in ${SEEDS:-0 1 2}; do
     mkdir -p "$tmp/$seed"
-    g++ $CXXF -DFA_MMA_SEED=$seed -c "$B/gen/cudaemu/flash_attention.cpp" -o "$tmp/$seed/flash_attention.o" || exit 2
-    cp "$B/lib/libprism_cudaemu_bf16.a" "$tmp/$seed/lib.a" && (cd "$tmp/$seed" && ar r lib.a flash_attention.o) || exit 2
+    g++ $CXXF -DFA_MMA_SEED=$seed -c "$B/gen/cudaemu/flash_attention_mma.cpp" -o "$tmp/$seed/flash_attention_mma.o" || exit 2
+    cp "$B/lib/libprism_cudaemu_bf16.a" "$tmp/$seed/lib.a" && (cd "$tmp/$seed" && ar r lib.a flash_attention_mma.o) || exit 2
     cc -O1 -std=gnu11 -fopenmp -Icommon -Ikernels -Itests -DPRISM_HAVE_CUDA -o "$tmp/$seed/t" tests/unit/test_cuda_kernels.c \
        -Wl,--start-group "$B/lib/libprism_kernels.a" "$tmp/$seed/lib.a" "$B/lib/libprism_common.a" -Wl,--end-group $LIBS || exit 2
     for c in flash_attention_head_dim_64 flash_attention_head_dim_256; do

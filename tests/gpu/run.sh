@@ -528,7 +528,7 @@ if [ -z "${SKIP_SASS:-}" ] && [ $BUILT_BF16 = 1 ]; then
   if [ -n "${CUDAEMU:-}" ]; then record "attention SASS" INFO "not run: the dry run has no sm_90 code"
   elif [ -z "$CUOBJDUMP" ]; then record "attention SASS" INFO "not run: cuobjdump not found"
   elif want 10 "attention SASS"; then
-    if lim 60 "$CUOBJDUMP" -sass "$BDIR/bf16/obj/flash_attention.cu.o" >"$BDIR/fa.sass" 2>&1; then
+    if lim 60 "$CUOBJDUMP" -sass "$BDIR/bf16/obj/flash_attention_mma.cu.o" >"$BDIR/fa.sass" 2>&1; then
       awk -f tests/gpu/sass_counts.awk "$BDIR/fa.sass" > "$LOGDIR/attention_sass.txt"
       cat "$LOGDIR/attention_sass.txt"
       record "attention SASS" INFO "$(tail -n 1 "$LOGDIR/attention_sass.txt")"
