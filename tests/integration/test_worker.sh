@@ -224,7 +224,7 @@ t_token_refused_mid_job_checkpoints_and_exits_2() {
   w_worker wb
   w_wait 60 "job done" w_all_done "$sid" 1
   grep -q "job=1 attempt=2 resuming from step $k " "$D/wb.log" || { w_dump; fail "wb did not resume from $k"; }
-  assert_eq "0-5999/6000/6000" "$(w_get "/api/v1/jobs/1/metrics?kind=train" | w_steps)" "train steps"
+  assert_eq "0-5999/6000/6000" "$(w_curve 1 train | w_steps)" "train steps"
 }
 
 # The job a worker trains disappears from the server (here: the orchestrator comes back on a new database
