@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "halving.h"
+#include "queue.h"
 #include "stats.h"
 #include "sweeps.h"
 
@@ -324,28 +325,20 @@ static int create_job(store *st, long long sweep, long long sched, long long see
         return STORE_EIO;
     }
     json_decref(job);
-    double now = store_now();
-    if (sqlite3_prepare_v2(st->db, "INSERT INTO jobs (sweep_id, schedule_id, seed, seed_index, priority, job, steps, "
-                                   "created_at, updated_at, tokens_per_step, rung, stop_at_step) VALUES (?1, ?2, ?3, ?4, ?5, "
-                                   "?6, ?7, ?8, ?8, ?9, ?10, NULL) ON CONFLICT (schedule_id, seed) DO NOTHING",
-                           -1, &s, NULL) != SQLITE_OK) {
-        free(text);
-        return db_fail(st, err, errlen, "racing job");
-    }
-    sqlite3_bind_int64(s, 1, sweep);
-    sqlite3_bind_int64(s, 2, sched);
-    sqlite3_bind_int64(s, 3, seed);
-    sqlite3_bind_int(s, 4, seed_index);
-    sqlite3_bind_int(s, 5, prio);
-    sqlite3_bind_text(s, 6, text, -1, free);
-    sqlite3_bind_int64(s, 7, steps);
-    sqlite3_bind_double(s, 8, now);
-    sqlite3_bind_int64(s, 9, tps);
-    if (hv->enabled) sqlite3_bind_int(s, 10, hv->nrungs); else sqlite3_bind_null(s, 10);   /* the full run at once */
-    if (sqlite3_step(s) == SQLITE_DONE) *created += sqlite3_changes(st->db);
-    else rc = db_fail(st, err, errlen, "racing job");
+    /* the full run at once under halving: its last rung */
+    queue_new_job nj = {.sweep = sweep, .schedule = sched, .seed = seed, .seed_index = seed_index, .priority = prio,
+                        .job = text, .steps = steps, .tokens_per_step = tps, .rung = hv->enabled ? hv->nrungs : -1,
+                        .now = store_now()};
+    int added = 0;
+    rc = queue_job_add(st, &s, &nj, &added);
     sqlite3_finalize(s);
-    return rc;
+    free(text);
+    if (rc < 0) {
+        snprintf(err, errlen, "racing job: %s", st->err);
+        return rc;
+    }
+    *created += added;
+    return STORE_OK;
 }
 
 /* The level every round of the sweep tests at: racing_config's row, or, when there is none, a new one — calibrated

@@ -8,7 +8,8 @@
 # (all); tests/integration/test_layers.sh seeds a back-arrow and sees it fail.
 # One more rule of the same kind: a job's row changes only through orchestrator/queue.c's statement table (every
 # state transition, halving's included; store.c's migration fills excepted), so an `UPDATE jobs` in a string literal of any
-# other source of the tree is refused too, naming file:line.
+# other source of the tree is refused too, naming file:line. So is an `INSERT [OR ...] INTO jobs` outside queue.c: a
+# new job row is queue.c's S_JOB_ADD (queue_job_add: create's rows, sweeps.c, and a racing round's, racing.c).
 set -u
 root=${1:-.}
 cd "$root" || { echo "layers.sh: no folder $root" >&2; exit 2; }
@@ -55,4 +56,12 @@ while IFS= read -r hit; do
   bad=1
 done < <(for d in $folders; do [ -d "$d" ] && find "$d" -type f \( -name '*.c' -o -name '*.h' \); done | sort |
          xargs -r grep -nHE '"[^"]*UPDATE[[:space:]]+jobs([^_[:alnum:]]|$)' /dev/null)   # in a string literal
+# new job rows: queue.c's S_JOB_ADD only
+while IFS= read -r hit; do
+  f=${hit%%:*}; rest=${hit#*:}; n=${rest%%:*}
+  [ "$f" = orchestrator/queue.c ] && continue
+  echo "layers: $f:$n: an INSERT INTO jobs outside orchestrator/queue.c: a new job row is queue.c's S_JOB_ADD statement; call queue_job_add (docs/CONTRIBUTING.md, \"a job state\")" >&2
+  bad=1
+done < <(for d in $folders; do [ -d "$d" ] && find "$d" -type f \( -name '*.c' -o -name '*.h' \); done | sort |
+         xargs -r grep -nHE '"[^"]*INSERT[[:space:]]+(OR[[:space:]]+[[:alpha:]]+[[:space:]]+)?INTO[[:space:]]+jobs([^_[:alnum:]]|$)' /dev/null)
 [ $bad = 0 ] || exit 1
