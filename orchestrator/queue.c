@@ -29,7 +29,7 @@
 #include "jobresult.h"
 #include "point.h"
 #include "result_check.h"
-#include "sweeps.h"
+#include "schedule.h"
 #include "util.h"
 #include "jobstate.h"
 
@@ -363,7 +363,7 @@ int queue_lease_for(queue *q, long long worker_id, const char *device, const lea
     l.sweep_id = sqlite3_column_int64(s, 1);
     l.schedule_id = sqlite3_column_int64(s, 2);
     l.seed = sqlite3_column_int64(s, 3);
-    l.heads = sweeps_heads_json((const char *)sqlite3_column_text(s, 4));
+    l.heads = schedule_heads_json((const char *)sqlite3_column_text(s, 4));
     l.job = jobj;                   /* the lease owns it now */
     if (sqlite3_column_type(s, 6) != SQLITE_NULL) {
         l.has_resume = 1;

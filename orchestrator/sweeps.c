@@ -9,7 +9,7 @@
  */
 #include "sweeps.h"
 #include "schedule.h"
-#include "halving.h"
+#include "plan.h"
 #include "queue.h"
 
 #include <stdio.h>
@@ -440,15 +440,6 @@ json_t *sweeps_info_json(const sweeps_info *i) {
     return json_pack("{s:I, s:s, s:s, s:i, s:f, s:I, s:o}", "id", (json_int_t)i->id, "name", i->name, "state",
                      i->state, "priority", i->priority, "created_at", i->created_at, "schedules",
                      (json_int_t)i->n_schedules, "jobs", sweeps_counts_json(&i->counts));
-}
-
-json_t *sweeps_heads_json(const char *heads) {
-    int h[SCHEDULE_MAX_L], L = 0;
-    char why[160];
-    json_t *a = json_array();
-    if (heads && schedule_parse(heads, h, SCHEDULE_MAX_L, &L, why, sizeof why) < 0) L = 0;
-    for (int l = 0; l < L; l++) json_array_append_new(a, json_integer(h[l]));
-    return a;
 }
 
 int sweeps_each_with_key(store *st, const char *key, int (*fn)(void *ctx, long long sweep), void *ctx, char *err,
