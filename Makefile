@@ -207,6 +207,26 @@ $(BUILD)/prism-sweep: $(call obj,$(ORCH_MAIN)) $(LIB_ORCH) $(LIB_COMMON)
 $(BUILD)/prism-worker: $(call obj,worker/main.c) $(LIB_WORKER) $(LIB_KERNELS) $(LIB_COMMON)
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
 
+# ---- test hooks (common/testhook.h): compiled in only for the tests. Every source that calls one is compiled a
+# second time with -DPRISM_TEST_HOOKS into $(BUILD)/obj/hooks/; those objects, ahead of the archives (whose members
+# of the same name are then never pulled in), make the unit tests and $(BUILD)/hooks/prism-{sweep,worker}, which an
+# integration test runs while it sets a hook (tests/lib.sh's bin). The shipped $(BUILD)/prism-* have none (test_testhooks.sh).
+HOOK_SRC := $(shell grep -lE 'testhook_fault|store_fault_point' $(ORCH_SRC) $(WORKER_SRC) $(KERNEL_SRC) $(DATA_SRC) /dev/null)
+HOOK_OBJ := $(patsubst %.c,$(BUILD)/obj/hooks/%.o,$(HOOK_SRC))
+HOOK_PROGS := $(BUILD)/hooks/prism-sweep $(BUILD)/hooks/prism-worker
+$(BUILD)/obj/hooks/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(LAYER_CFLAGS) -DPRISM_TEST_HOOKS -c $< -o $@
+$(BUILD)/hooks/prism-sweep: $(call obj,$(ORCH_MAIN)) $(filter $(BUILD)/obj/hooks/orchestrator/%,$(HOOK_OBJ)) $(LIB_ORCH) $(LIB_COMMON)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
+# the CUDA backend is loaded from next to the worker: the hooked one finds the shipped one there
+$(BUILD)/hooks/prism-worker: $(call obj,worker/main.c) $(filter $(BUILD)/obj/hooks/worker/%,$(HOOK_OBJ)) $(LIB_WORKER) \
+                             $(LIB_KERNELS) $(LIB_COMMON)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
+	$(if $(CUDA_SO),ln -sf ../prism-cuda.so $(dir $@)prism-cuda.so)
+
 # ---- the CUDA backend as a shared object: the kernels, the two model tables and the one symbol the worker's
 # loader resolves (prism_model_backend; kernels/cuda/backend.map keeps every other symbol local). The C it uses
 # (kernels/model.c's tensor table, common/util.c) goes in as position-independent objects. -z defs: every
@@ -236,9 +256,9 @@ $(BUILD)/prism-data: $(call obj,$(DATA_MAIN)) $(LIB_DATA) $(LIB_COMMON)
 	$(CC) $(CFLAGS) -o $@ $^ $(DATA_LDLIBS)
 
 # A unit test links against every library: tests/unit/test_X.c -> $(BUILD)/tests/test_X
-$(BUILD)/tests/%: tests/unit/%.c tests/harness.h $(ALL_LIBS)
+$(BUILD)/tests/%: tests/unit/%.c tests/harness.h $(ALL_LIBS) $(HOOK_OBJ)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(CUDA_LINK_CFLAGS) -Itests -o $@ $< -Wl,--start-group $(ALL_LIBS) $(CUDA_LINK_ARCHIVE) -Wl,--end-group \
+	$(CC) $(CFLAGS) $(CUDA_LINK_CFLAGS) -Itests -o $@ $< $(HOOK_OBJ) -Wl,--start-group $(ALL_LIBS) $(CUDA_LINK_ARCHIVE) -Wl,--end-group \
 	  $(LDLIBS) $(CUDA_LINK_LIBS)
 # the corpus replay test #includes the libFuzzer targets (fuzz/fuzz_*.c)
 $(BUILD)/tests/test_fuzz_corpus: $(wildcard fuzz/fuzz_*.c fuzz/*.h)
@@ -257,7 +277,7 @@ check: $(BUILD)/.deps-ok
 	@BUILD=$(BUILD) bash tests/run.sh
 
 .PHONY: tests
-tests: $(PROGS) $(TEST_BINS) $(EMU_TESTS) $(BUILD)/bench/bench_fleet   # test_fleet_bench.sh runs it
+tests: $(PROGS) $(HOOK_PROGS) $(TEST_BINS) $(EMU_TESTS) $(BUILD)/bench/bench_fleet   # test_fleet_bench.sh runs it
 # an LD_PRELOAD shim that slows and logs fsync/fdatasync (test_durability.sh)
 tests: $(BUILD)/tests/libfsync_delay.so
 $(BUILD)/tests/libfsync_delay.so: tests/shim/fsync_delay.c

@@ -630,3 +630,12 @@ int schedule_blocks(const int *heads, int L, int *heads_out, int *len_out, int c
     }
     return n;
 }
+
+json_t *schedule_heads_json(const char *heads) {
+    int h[SCHEDULE_MAX_L], L = 0;
+    char why[160];
+    json_t *a = json_array();
+    if (heads && schedule_parse(heads, h, SCHEDULE_MAX_L, &L, why, sizeof why) < 0) L = 0;
+    for (int l = 0; l < L; l++) json_array_append_new(a, json_integer(h[l]));
+    return a;
+}

@@ -24,6 +24,7 @@
  */
 #ifndef PRISM_SCHEDULE_H
 #define PRISM_SCHEDULE_H
+#include <jansson.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -141,8 +142,12 @@ int schedule_format(const int *heads, int L, char *buf, size_t len);
 /* Parses "3,3,6,6,8,8,12,12,12,12,12,12" (spaces allowed; "12x6", "12*6" or "12×6" repeats 12 six times) into
  * heads[cap]; *L gets the length. Returns 0 or SCHEDULE_EINVAL with a message naming the bad item. The one
  * schedule parser: `validate`, spec files, `prism-worker train --heads` (job_parse_heads) and the stored
- * canonical text (sweeps_heads_json) all read schedules through it. */
+ * canonical text (schedule_heads_json) all read schedules through it. */
 int schedule_parse(const char *s, int *heads, int cap, int *L, char *err, size_t errlen);
+
+/* The stored schedule text "3,3,6,6,12" as a JSON array of integers [3,3,6,6,12]; NULL, "" or a text schedule_parse
+ * refuses gives []. New reference. */
+json_t *schedule_heads_json(const char *heads);
 
 /* Decimal text of a 128-bit count into buf (>= 40 bytes). Returns buf. */
 char *schedule_count_str(schedule_count_t c, char *buf, size_t len);

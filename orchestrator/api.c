@@ -15,7 +15,7 @@
 #include "halving.h"
 #include "racing.h"
 #include "search.h"
-#include "ranking.h"
+#include "ranking_build.h"
 #include "lease.h"
 
 #include <errno.h>

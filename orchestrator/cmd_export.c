@@ -281,7 +281,7 @@ static int jsonl_line(FILE *f, json_t *o) {
 
 static json_t *job_head(const xjob *j) {
     return json_pack("{s:I, s:I, s:o, s:b, s:I}", "job_id", (json_int_t)j->id, "schedule_id", (json_int_t)j->schedule_id,
-                     "heads", sweeps_heads_json(j->heads), "is_baseline", j->is_baseline, "seed", (json_int_t)j->seed);
+                     "heads", schedule_heads_json(j->heads), "is_baseline", j->is_baseline, "seed", (json_int_t)j->seed);
 }
 
 static int jsonl_results(FILE *f, const xjob *v, size_t n) {

@@ -20,7 +20,7 @@
 #include "racing.h"
 #include "search.h"
 #include "buf.h"
-#include "ranking.h"
+#include "ranking_build.h"
 #include "commands.h"
 #include "store.h"
 #include "sweeps.h"

@@ -1,4 +1,4 @@
-/* halving.c — successive halving: the spec key, the worker's rung report and the promotion transaction.
+/* halving.c — successive halving: the worker's rung report and the promotion transaction (the spec key: plan.c).
  *
  * Design: the state of a halving sweep is the jobs table (jobs.rung, jobs.stop_at_step, the states 'paused'
  * and 'pruned'), rung_results (every val loss reported at a rung, kept for ever) and halving_decisions (one
@@ -20,142 +20,12 @@
 
 #include "jobstate.h"
 #include "queue.h"
-#include "ranking.h"
+#include "ranking_build.h"
 #include "sweeps.h"
 
 static int db_fail(store *st, char *err, size_t errlen, const char *what) {
     snprintf(err, errlen, "%s: %s", what, sqlite3_errmsg(st->db));
     return STORE_EIO;
-}
-
-int halving_parse(const json_t *v, long long steps, halving_cfg *cfg, char *err, size_t errlen) {
-    memset(cfg, 0, sizeof *cfg);
-    if (!v) return 0;
-    if (!json_is_object(v)) {
-        snprintf(err, errlen, "halving: must be an object {\"eta\": 3, \"rungs\": [0.111, 0.333], \"mode\": \"sync\"}");
-        return -1;
-    }
-    const char *k;
-    json_t *x;
-    json_object_foreach((json_t *)v, k, x)
-        if (strcmp(k, "eta") && strcmp(k, "rungs") && strcmp(k, "mode")) {
-            snprintf(err, errlen, "halving.%.100s: unknown key (expected one of: eta, rungs, mode)", k);
-            return -1;
-        }
-    json_t *eta = json_object_get(v, "eta"), *rungs = json_object_get(v, "rungs"), *mode = json_object_get(v, "mode");
-    if (!json_is_integer(eta) || json_integer_value(eta) < 2 || json_integer_value(eta) > 1000) {
-        snprintf(err, errlen, "halving.eta: required, an integer >= 2 (each rung keeps the best 1/eta), e.g. 3");
-        return -1;
-    }
-    cfg->eta = (int)json_integer_value(eta);
-    if (!json_is_array(rungs) || json_array_size(rungs) < 1 || json_array_size(rungs) > HALVING_MAX_RUNGS) {
-        snprintf(err, errlen, "halving.rungs: required, an array of 1..%d fractions of train.steps in (0, 1), strictly "
-                 "increasing, e.g. [0.111, 0.333] (the full run is the last rung)", HALVING_MAX_RUNGS);
-        return -1;
-    }
-    if (mode && !(json_is_string(mode) && (!strcmp(json_string_value(mode), "sync") || !strcmp(json_string_value(mode), "async")))) {
-        snprintf(err, errlen, "halving.mode: must be \"sync\" (decide when the whole rung reported) or \"async\" (ASHA)");
-        return -1;
-    }
-    cfg->async = mode && !strcmp(json_string_value(mode), "async");
-    cfg->nrungs = (int)json_array_size(rungs);
-    for (int i = 0; i < cfg->nrungs; i++) {
-        json_t *f = json_array_get(rungs, (size_t)i);
-        double fr = json_is_number(f) ? json_number_value(f) : NAN;
-        if (!(fr > 0 && fr < 1)) {
-            snprintf(err, errlen, "halving.rungs[%d]: must be a number in (0, 1) (a fraction of train.steps)", i);
-            return -1;
-        }
-        if (i > 0 && !(fr > cfg->frac[i - 1])) {
-            snprintf(err, errlen, "halving.rungs[%d]: %g is not above halving.rungs[%d] = %g: rungs must be strictly "
-                     "increasing", i, fr, i - 1, cfg->frac[i - 1]);
-            return -1;
-        }
-        cfg->frac[i] = fr;
-        long long s = (long long)floor(fr * (double)steps + 0.5);
-        if (s < 1) {
-            snprintf(err, errlen, "halving.rungs[%d]: %g x train.steps %lld rounds to step %lld: every rung needs at least "
-                     "one step; raise the fraction or train.steps", i, fr, steps, s);
-            return -1;
-        }
-        if (s >= steps) {
-            snprintf(err, errlen, "halving.rungs[%d]: %g x train.steps %lld rounds to step %lld, the full run: lower the "
-                     "fraction (the full run is always the last rung)", i, fr, steps, s);
-            return -1;
-        }
-        if (i > 0 && s <= cfg->step[i - 1]) {
-            snprintf(err, errlen, "halving.rungs[%d]: %g x train.steps %lld rounds to step %lld, the same as "
-                     "halving.rungs[%d]: use fewer rungs or more train.steps", i, fr, steps, s, i - 1);
-            return -1;
-        }
-        cfg->step[i] = s;
-    }
-    cfg->step[cfg->nrungs] = steps;
-    cfg->enabled = 1;
-    return 0;
-}
-
-int halving_check_rungs(const halving_cfg *cfg, int warmup_steps, char *warn, size_t warnlen, char *err, size_t errlen) {
-    if (warn && warnlen) warn[0] = 0;
-    if (!cfg->enabled) return 0;
-    long long steps = cfg->step[cfg->nrungs];
-    double least = fmax(HALVING_WARN_FRACTION, (double)(2 * warmup_steps + 1) / (double)steps);
-    char fix[200];
-    if (least < 1) snprintf(fix, sizeof fix, "move it later, e.g. halving.rungs[0] = %.3f", least);
-    else snprintf(fix, sizeof fix, "train.warmup_steps (%d) leaves no room for a rung in train.steps (%lld): shorten "
-                  "the warmup or train longer", warmup_steps, steps);
-    for (int i = 0; i < cfg->nrungs; i++) {
-        const char *where = NULL;
-        if (cfg->step[i] <= warmup_steps) where = "at or before train.warmup_steps";
-        else if (cfg->step[i] <= 2LL * warmup_steps && cfg->frac[i] < HALVING_WARN_FRACTION)
-            where = "below 20% of the run and within twice train.warmup_steps (the learning rate has just peaked)";
-        if (where) {
-            snprintf(err, errlen, "halving.rungs[%d]: %g x train.steps %lld is step %lld, %s (%d): a rung there ranks "
-                     "schedules by how fast they warm up, not by where they end (one such rung reversed the final "
-                     "order); %s", i, cfg->frac[i], steps, cfg->step[i], where, warmup_steps, fix);
-            return -1;
-        }
-    }
-    if (warn && cfg->frac[0] < HALVING_WARN_FRACTION)
-        snprintf(warn, warnlen, "halving.rungs[0]: %g of train.steps (step %lld) is below %.0f%% of the run: early val losses "
-                 "rank schedules poorly (docs/STATISTICS.md has the rank correlations the halving bench measured); "
-                 "consider a first rung of at least %.2f", cfg->frac[0], cfg->step[0], 100 * HALVING_WARN_FRACTION,
-                 HALVING_WARN_FRACTION);
-    return 0;
-}
-
-int halving_load(store *st, long long sweep_id, halving_cfg *cfg, char *err, size_t errlen) {
-    memset(cfg, 0, sizeof *cfg);
-    sqlite3_stmt *s = NULL;
-    /* train.steps: the jobs' steps column (the job model's, filled at create; every job of a sweep has the same, so
-     * the first job with one is read, not all of them: the rung report runs this on every call) */
-    if (sqlite3_prepare_v2(st->db, "SELECT json_extract(spec, '$.halving'), "
-                                   "coalesce((SELECT steps FROM jobs WHERE sweep_id = sweeps.id AND steps > 0 LIMIT 1), 0) "
-                                   "FROM sweeps WHERE id = ?1", -1, &s, NULL) != SQLITE_OK)
-        return db_fail(st, err, errlen, "halving config");
-    sqlite3_bind_int64(s, 1, sweep_id);
-    int rc = sqlite3_step(s), out = STORE_OK;
-    if (rc == SQLITE_ROW && sqlite3_column_type(s, 0) == SQLITE_TEXT) {
-        json_t *v = json_loads((const char *)sqlite3_column_text(s, 0), 0, NULL);
-        if (halving_parse(v, sqlite3_column_int64(s, 1), cfg, err, errlen) < 0) out = STORE_EINVAL;
-        json_decref(v);
-    } else if (rc == SQLITE_DONE) {
-        snprintf(err, errlen, "no sweep %lld", sweep_id);
-        out = STORE_ENOTFOUND;
-    } else if (rc != SQLITE_ROW) out = db_fail(st, err, errlen, "halving config");
-    sqlite3_finalize(s);
-    return out;
-}
-
-int halving_init_jobs(store *st, long long sweep_id, char *err, size_t errlen) {
-    halving_cfg cfg;
-    int rc = halving_load(st, sweep_id, &cfg, err, errlen);
-    if (rc < 0 || !cfg.enabled) return rc;
-    queue q;   /* the create path has no server's queue: a short-lived one for its statement */
-    queue_init(&q, st, 0, 0);
-    if ((rc = queue_rung_setup(&q, sweep_id, cfg.step[0])) < 0) snprintf(err, errlen, "%s", q.err);
-    queue_release(&q);
-    return rc;
 }
 
 /* The queue's error (q->err) as this file's err. */
@@ -350,8 +220,9 @@ out:
 }
 
 int halving_tick(queue *q, long long sweep_id, int *decided, char *err, size_t errlen) {
-    halving_cfg cfg;
-    int rc = halving_load(q->st, sweep_id, &cfg, err, errlen);
+    sweep_plan plan;
+    int rc = plan_load(q->st, sweep_id, &plan, err, errlen);
+    halving_cfg cfg = plan.halving;
     if (rc < 0 || !cfg.enabled) return rc == STORE_EINVAL ? STORE_OK : rc;
     for (int r = 0; r < cfg.nrungs; r++)
         if ((rc = tick_rung(q, sweep_id, r, &cfg, decided, err, errlen)) < 0) return rc;
@@ -388,8 +259,9 @@ int halving_report(queue *q, long long job, const char *token, long long step, d
 }
 
 int halving_held(store *st, long long sweep_id, char *why, size_t whylen, char *err, size_t errlen) {
-    halving_cfg cfg;
-    int rc = halving_load(st, sweep_id, &cfg, err, errlen);
+    sweep_plan plan;
+    int rc = plan_load(st, sweep_id, &plan, err, errlen);
+    halving_cfg cfg = plan.halving;
     if (rc < 0 || !cfg.enabled) return rc == STORE_EINVAL ? 0 : rc;
     sqlite3_stmt *s = NULL;
     /* the baseline's jobs at rung r: pending (queued/leased), and whether any reported a value there */
@@ -417,18 +289,4 @@ int halving_held(store *st, long long sweep_id, char *why, size_t whylen, char *
     }
     sqlite3_finalize(s);
     return rc < 0 ? rc : held;
-}
-
-int halving_steps(store *st, long long sweep_id, long long *trained, long long *full, char *err, size_t errlen) {
-    sqlite3_stmt *s = NULL;
-    *trained = *full = 0;
-    if (sqlite3_prepare_v2(st->db, "SELECT coalesce(sum(CASE WHEN state = 'done' THEN steps ELSE max(step, coalesce("
-                                   "(SELECT max(rr.step) FROM rung_results rr WHERE rr.job_id = jobs.id), 0)) END), 0), "
-                                   "coalesce(sum(steps), 0) FROM jobs WHERE sweep_id = ?1", -1, &s, NULL) != SQLITE_OK)
-        return db_fail(st, err, errlen, "steps trained");
-    sqlite3_bind_int64(s, 1, sweep_id);
-    int rc = sqlite3_step(s) == SQLITE_ROW ? STORE_OK : db_fail(st, err, errlen, "steps trained");
-    if (rc == STORE_OK) { *trained = sqlite3_column_int64(s, 0); *full = sqlite3_column_int64(s, 1); }
-    sqlite3_finalize(s);
-    return rc;
 }

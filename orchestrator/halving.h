@@ -42,38 +42,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "plan.h"
 #include "queue.h"
 #include "store.h"
-
-#define HALVING_MAX_RUNGS 16
-
-typedef struct halving_cfg {
-    int enabled;
-    int eta;
-    int nrungs;                          /* rungs before the full run */
-    double frac[HALVING_MAX_RUNGS];
-    long long step[HALVING_MAX_RUNGS + 1];   /* step[nrungs] = train.steps (the full run) */
-    int async;                           /* mode "async" */
-} halving_cfg;
-
-/* Checks the spec's "halving" value against train.steps. v NULL = no halving (cfg->enabled 0). Errors name
- * the key: "halving.rungs[1]: ...". Returns 0 or -1. */
-int halving_parse(const json_t *v, long long steps, halving_cfg *cfg, char *err, size_t errlen);
-
-/* The create-time checks of a parsed cfg against the training schedule. Errors: a rung at or before warmup_steps,
- * and a rung below HALVING_WARN_FRACTION of train.steps that is also within 2 × warmup_steps (the learning rate has
- * just peaked: a review saw a rung at step 67 of 600, warmup 50, rank the schedules in exactly the reverse of the
- * final order). A first rung below HALVING_WARN_FRACTION otherwise sets warn (else warn = ""). Both name the key.
- * Returns 0 or -1 (err set). */
-#define HALVING_WARN_FRACTION 0.2
-int halving_check_rungs(const halving_cfg *cfg, int warmup_steps, char *warn, size_t warnlen, char *err, size_t errlen);
-
-/* The sweep's halving configuration from its stored spec (cfg->enabled 0 without one). */
-int halving_load(store *st, long long sweep_id, halving_cfg *cfg, char *err, size_t errlen);
-
-/* Puts the sweep's new jobs (rung NULL, never leased) on rung 0 (queue_rung_setup, through a queue of its own:
- * the create path has none). No-op without halving. */
-int halving_init_jobs(store *st, long long sweep_id, char *err, size_t errlen);
 
 /* The functions below change jobs: they take the queue whose statement table makes every transition
  * (orchestrator/queue.h, queue_rung_*); q->st is the store they read. */
@@ -95,7 +66,4 @@ int halving_tick_all(queue *q, int *decided, char *err, size_t errlen);
  * 0 when none is, negative on a read error. */
 int halving_held(store *st, long long sweep_id, char *why, size_t whylen, char *err, size_t errlen);
 
-/* Steps trained by the sweep's jobs so far (each job up to the furthest step it reached) and the full grid's
- * (jobs × train.steps). */
-int halving_steps(store *st, long long sweep_id, long long *trained, long long *full, char *err, size_t errlen);
 #endif

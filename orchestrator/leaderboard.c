@@ -12,28 +12,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ranking.h"
+#include "ranking_build.h"
 #include "search.h"
-#include "sweeps.h"
+#include "schedule.h"
 #include "buf.h"
 
 /* A number, or null where it is not finite (json_real refuses inf and NaN: appended to an array, the element
  * would vanish and every later one shift — a 4-layer D_l array came back with 3 entries). */
 static json_t *num_or_null(double v) { return isfinite(v) ? json_real(v) : json_null(); }
-
-size_t leaderboard_key_range(const void *base, size_t n, size_t size, size_t key_off, long long id, size_t *end) {
-#define KEY(i) (*(const long long *)((const char *)base + (i) * size + key_off))
-    size_t lo = 0, hi = n;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (KEY(mid) < id) lo = mid + 1; else hi = mid;
-    }
-    size_t e = lo;
-    while (e < n && KEY(e) == id) e++;
-#undef KEY
-    *end = e;
-    return lo;
-}
 
 static json_t *doubles(const double *v, int n) {
     json_t *a = json_array();
@@ -51,7 +37,7 @@ static json_t *row_json(const ranking *rk, const ranking_row *x) {
     }
     json_t *row = json_pack("{s:o, s:I, s:o, s:b, s:i, s:i, s:o, s:o, s:o, s:o, s:o}",
                             "rank", x->rank > 0 ? json_integer(x->rank) : json_null(), "schedule_id", (json_int_t)x->schedule_id,
-                            "heads", sweeps_heads_json(x->heads), "is_baseline", x->is_baseline, "seeds_done", x->seeds_done,
+                            "heads", schedule_heads_json(x->heads), "is_baseline", x->is_baseline, "seeds_done", x->seeds_done,
                             "seeds_total", x->seeds_total, "counts", counts, "val_loss_mean", num_or_null(x->mean),
                             "val_loss_std", num_or_null(x->std), "val_losses", vl, "tok_per_s_mean", num_or_null(x->tps_mean));
     if (!row) return NULL;
@@ -131,7 +117,7 @@ static json_t *screened_json(const ranking *rk, json_t *rows) {
         const ranking_row *row = NULL;
         for (int i = 0; i < rk->nrows; i++) if (rk->rows[i].schedule_id == x->schedule_id) row = &rk->rows[i];
         json_t *e = json_pack("{s:I, s:I, s:o, s:I, s:i, s:o, s:o, s:o, s:s}", "job_id", (json_int_t)x->job_id,
-                              "schedule_id", (json_int_t)x->schedule_id, "heads", row ? sweeps_heads_json(row->heads) : json_null(),
+                              "schedule_id", (json_int_t)x->schedule_id, "heads", row ? schedule_heads_json(row->heads) : json_null(),
                               "seed", (json_int_t)x->seed, "level", x->level, "val_loss", num_or_null(x->y),
                               "residual", num_or_null(x->residual), "threshold", num_or_null(x->threshold), "reason", x->reason);
         if (!e || json_array_append_new(a, e)) { json_decref(a); return NULL; }

@@ -39,8 +39,4 @@ char *leaderboard_table(const json_t *lb);
  * on no memory. (`prism-sweep leaderboard` fits its table to the terminal: COLUMNS, else the tty's width.) */
 char *leaderboard_wrap(const char *text, int width);
 
-/* The run of elements of base (n elements of size bytes, sorted ascending by the long long at byte key_off) whose
- * key is id: returns its first index and sets *end one past its last (both the insertion point when none).
- * Binary search, O(log n): the leaderboard and its zero-shot columns find each schedule's rows with it. */
-size_t leaderboard_key_range(const void *base, size_t n, size_t size, size_t key_off, long long id, size_t *end);
 #endif

@@ -17,7 +17,6 @@
  * std over the seeds that report it, no comparison): docs/FORMATS.md. The method: docs/STATISTICS.md.
  */
 #include "leaderboard_zeroshot.h"
-#include "leaderboard.h"
 #include "stats.h"
 #include <math.h>
 #include <stddef.h>
@@ -110,7 +109,7 @@ const char *leaderboard_zero_shot_reason(leaderboard_zs_why why) {
 /* pts[] is sorted by schedule (the query's ORDER BY): [first, *end) are schedule id's points. O(log n), so the
  * columns stay cheap on sweeps of 10^4+ schedules. */
 static size_t points_range(const struct zs_point *pts, size_t np, long long id, size_t *end) {
-    return leaderboard_key_range(pts, np, sizeof *pts, offsetof(struct zs_point, schedule), id, end);
+    return ranking_key_range(pts, np, sizeof *pts, offsetof(struct zs_point, schedule), id, end);
 }
 
 static int task_index(json_t *names, const char *name) {

@@ -29,7 +29,7 @@
 #include "jobresult.h"
 #include "point.h"
 #include "result_check.h"
-#include "sweeps.h"
+#include "schedule.h"
 #include "util.h"
 #include "jobstate.h"
 
@@ -46,6 +46,8 @@ enum {
     S_RUNG_SETUP, S_RUNG_ROW, S_RUNG_RESULT, S_PAUSE, S_RUNG_DECIDE, S_RUNG_PROMOTE, S_RUNG_PRUNE,
     /* a preempted attempt (queue_fail with QUEUE_FAIL_PREEMPTED) */
     S_PREEMPT_Q, S_PREEMPT_F,
+    /* a new job row: create's and racing's next round (queue_job_add, on the store: not cached here) */
+    S_JOB_ADD,
     S_COUNT
 };
 
@@ -179,6 +181,10 @@ static const char *const SQL[S_COUNT] = {
     [S_RUNG_PRUNE] = "UPDATE jobs SET state = 'pruned', lease_expires_at = NULL, updated_at = ?3, finished_at = ?3 "
                      "WHERE sweep_id = ?1 AND rung = ?2 AND state = 'paused' AND schedule_id IN "
                      "(SELECT schedule_id FROM halving_decisions WHERE sweep_id = ?1 AND rung = ?2 AND promoted = 0)",
+    /* ?10 = the rung (NULL without halving); a schedule's seed added twice is one job */
+    [S_JOB_ADD] = "INSERT INTO jobs (sweep_id, schedule_id, seed, seed_index, priority, job, steps, created_at, updated_at, "
+                  "tokens_per_step, rung) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?8, ?9, ?10) "
+                  "ON CONFLICT (schedule_id, seed) DO NOTHING",
 };
 
 _Static_assert(S_COUNT <= QUEUE_NSTMT, "QUEUE_NSTMT too small");
@@ -357,7 +363,7 @@ int queue_lease_for(queue *q, long long worker_id, const char *device, const lea
     l.sweep_id = sqlite3_column_int64(s, 1);
     l.schedule_id = sqlite3_column_int64(s, 2);
     l.seed = sqlite3_column_int64(s, 3);
-    l.heads = sweeps_heads_json((const char *)sqlite3_column_text(s, 4));
+    l.heads = schedule_heads_json((const char *)sqlite3_column_text(s, 4));
     l.job = jobj;                   /* the lease owns it now */
     if (sqlite3_column_type(s, 6) != SQLITE_NULL) {
         l.has_resume = 1;
@@ -1147,4 +1153,26 @@ int queue_sweep_set_priority(queue *q, long long sweep, long long priority) {
     sqlite3_bind_int64(s, 1, sweep);
     sqlite3_bind_int64(s, 2, priority);
     return run(q, s, "sweep jobs priority");
+}
+
+/* ---- new job rows (sweeps.c's create, racing.c's next round) ------------------------------------------ */
+
+int queue_job_add(store *st, sqlite3_stmt **stmt, const queue_new_job *j, int *added) {
+    sqlite3_stmt *s = *stmt;
+    if (!s && sqlite3_prepare_v2(st->db, SQL[S_JOB_ADD], -1, stmt, NULL) != SQLITE_OK) return store_fail(st, "insert job");
+    s = *stmt;
+    sqlite3_reset(s);
+    sqlite3_bind_int64(s, 1, j->sweep);
+    sqlite3_bind_int64(s, 2, j->schedule);
+    sqlite3_bind_int64(s, 3, j->seed);
+    sqlite3_bind_int(s, 4, j->seed_index);
+    sqlite3_bind_int(s, 5, j->priority);
+    sqlite3_bind_text(s, 6, j->job, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_int64(s, 7, j->steps);
+    sqlite3_bind_double(s, 8, j->now);
+    sqlite3_bind_int64(s, 9, j->tokens_per_step);
+    if (j->rung >= 0) sqlite3_bind_int(s, 10, j->rung); else sqlite3_bind_null(s, 10);
+    if (sqlite3_step(s) != SQLITE_DONE) return store_fail(st, "insert job");
+    *added = sqlite3_changes(st->db);
+    return STORE_OK;
 }

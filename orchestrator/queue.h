@@ -25,7 +25,7 @@ struct lease_filter;   /* common/lease.h */
 
 enum { QUEUE_OK = 0, QUEUE_EMPTY = 1 };
 
-#define QUEUE_NSTMT 50
+#define QUEUE_NSTMT 51
 #define QUEUE_DEFAULT_MAX_PREEMPTIONS 100   /* serve --max-preemptions' default */
 
 typedef struct queue {
@@ -153,4 +153,18 @@ int queue_worker_succeeded(queue *q, long long job);
 int queue_set_priority(queue *q, long long job, long long priority);
 int queue_sweep_set_state(queue *q, long long sweep, const char *state);   /* "active" | "paused" */
 int queue_sweep_set_priority(queue *q, long long sweep, long long priority);
+
+/* A new job row: the one INSERT INTO jobs of the tree (create's rows, sweeps.c; a racing round's, racing.c). */
+typedef struct queue_new_job {
+    long long sweep, schedule, seed;
+    int seed_index, priority;
+    const char *job;                      /* the job's JSON text (copied) */
+    long long steps, tokens_per_step;     /* the job model's numbers (common/jobmodel.h) */
+    int rung;                             /* halving's first rung; < 0: none (NULL) */
+    double now;                           /* created_at = updated_at */
+} queue_new_job;
+/* Inserts j on st with *stmt (prepared on the first call when NULL; the caller finalizes it after its last row, so
+ * a loop prepares once). A schedule's seed that already has a job adds nothing: *added = the rows added (1 or 0). Works
+ * on the store, not a queue: create runs before any queue exists. STORE_EIO with st->err set. */
+int queue_job_add(store *st, sqlite3_stmt **stmt, const queue_new_job *j, int *added);
 #endif

@@ -1,5 +1,5 @@
-/* racing.c — racing (racing.h): the spec key, the pure look (the one-sided best-group test at the round's alpha)
- * and the round decision transaction.
+/* racing.c — racing (racing.h; the spec key is plan.c's): the pure look (the one-sided best-group test at the
+ * round's alpha) and the round decision transaction.
  *
  * Design: the state of a race is the jobs table (a round's jobs are those of its seed_index range: round 1 the
  * spec's seeds 0..n0−1, round r ≥ 2 the one index n0 + r − 2), racing_rounds (one row per decided round) and
@@ -17,7 +17,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "halving.h"
+#include "plan.h"
+#include "queue.h"
 #include "stats.h"
 #include "sweeps.h"
 
@@ -25,53 +26,6 @@ static int db_fail(store *st, char *err, size_t errlen, const char *what) {
     snprintf(err, errlen, "%s: %s", what, sqlite3_errmsg(st->db));
     return STORE_EIO;
 }
-
-int racing_parse(const json_t *v, int n_seeds, long long max_seed, racing_cfg *cfg, char *err, size_t errlen) {
-    memset(cfg, 0, sizeof *cfg);
-    if (!v) return 0;
-    if (!json_is_object(v)) {
-        snprintf(err, errlen, "racing: must be an object {\"max_seeds\": 10, \"alpha\": 0.05}");
-        return -1;
-    }
-    const char *k;
-    json_t *x;
-    json_object_foreach((json_t *)v, k, x)
-        if (strcmp(k, "max_seeds") && strcmp(k, "alpha")) {
-            snprintf(err, errlen, "racing.%.100s: unknown key (expected one of: max_seeds, alpha)", k);
-            return -1;
-        }
-    json_t *ms = json_object_get(v, "max_seeds"), *al = json_object_get(v, "alpha");
-    if (n_seeds < 2) {
-        snprintf(err, errlen, "racing: the spec's seeds are the first round and need at least 2 (one seed gives no "
-                 "estimate of the run-to-run noise, so nothing could be eliminated); give \"seeds\": [0, 1] or more");
-        return -1;
-    }
-    if (!json_is_integer(ms) || json_integer_value(ms) <= n_seeds || json_integer_value(ms) > RACING_MAX_SEEDS) {
-        snprintf(err, errlen, "racing.max_seeds: required, an integer above the spec's %d seeds (round 1) and at most %d, "
-                 "e.g. 10: the seeds a schedule still in contention gets at most", n_seeds, RACING_MAX_SEEDS);
-        return -1;
-    }
-    double a = RACING_DEFAULT_ALPHA;
-    if (al) {
-        a = json_is_number(al) ? json_number_value(al) : NAN;
-        if (!(a > 0 && a <= 0.5)) {
-            snprintf(err, errlen, "racing.alpha: must be a number in (0, 0.5], e.g. 0.05: the chance over all rounds "
-                     "that the race eliminates the truly best schedule");
-            return -1;
-        }
-    }
-    cfg->enabled = 1;
-    cfg->max_seeds = (int)json_integer_value(ms);
-    cfg->alpha = a;
-    cfg->seeds0 = n_seeds;
-    cfg->seed_base = max_seed;
-    cfg->looks = cfg->max_seeds - n_seeds + 1;
-    return 0;
-}
-
-double racing_round_alpha(const racing_cfg *cfg) { return cfg->alpha / (cfg->looks > 0 ? cfg->looks : 1); }
-
-long long racing_round_seed(const racing_cfg *cfg, int round) { return cfg->seed_base + round - 1; }
 
 /* ---- the pure look ------------------------------------------------------------------------------- */
 
@@ -230,29 +184,6 @@ out:
 
 /* ---- the store ----------------------------------------------------------------------------------- */
 
-int racing_load(store *st, long long sweep_id, racing_cfg *cfg, char *err, size_t errlen) {
-    memset(cfg, 0, sizeof *cfg);
-    sqlite3_stmt *s = NULL;
-    /* instr() first: a sweep without racing (the hook runs on every completed job) costs a substring scan, no parse */
-    if (sqlite3_prepare_v2(st->db, "SELECT CASE WHEN instr(spec, '\"racing\"') THEN json_extract(spec, '$.racing') END, "
-                                   "CASE WHEN instr(spec, '\"racing\"') THEN json_array_length(spec, '$.seeds') END, "
-                                   "CASE WHEN instr(spec, '\"racing\"') THEN (SELECT max(value) FROM json_each(sweeps.spec, "
-                                   "'$.seeds')) END FROM sweeps WHERE id = ?1", -1, &s, NULL) != SQLITE_OK)
-        return db_fail(st, err, errlen, "racing config");
-    sqlite3_bind_int64(s, 1, sweep_id);
-    int rc = sqlite3_step(s), out = STORE_OK;
-    if (rc == SQLITE_ROW && sqlite3_column_type(s, 0) == SQLITE_TEXT) {
-        json_t *v = json_loads((const char *)sqlite3_column_text(s, 0), 0, NULL);
-        if (racing_parse(v, sqlite3_column_int(s, 1), sqlite3_column_int64(s, 2), cfg, err, errlen) < 0) out = STORE_EINVAL;
-        json_decref(v);
-    } else if (rc == SQLITE_DONE) {
-        snprintf(err, errlen, "no sweep %lld", sweep_id);
-        out = STORE_ENOTFOUND;
-    } else if (rc != SQLITE_ROW) out = db_fail(st, err, errlen, "racing config");
-    sqlite3_finalize(s);
-    return out;
-}
-
 /* The last decided round (0: none) and whether it ended the race (no next seed). */
 static int last_round(store *st, long long sweep, int *round, int *finished, char *err, size_t errlen) {
     sqlite3_stmt *s = NULL;
@@ -324,28 +255,20 @@ static int create_job(store *st, long long sweep, long long sched, long long see
         return STORE_EIO;
     }
     json_decref(job);
-    double now = store_now();
-    if (sqlite3_prepare_v2(st->db, "INSERT INTO jobs (sweep_id, schedule_id, seed, seed_index, priority, job, steps, "
-                                   "created_at, updated_at, tokens_per_step, rung, stop_at_step) VALUES (?1, ?2, ?3, ?4, ?5, "
-                                   "?6, ?7, ?8, ?8, ?9, ?10, NULL) ON CONFLICT (schedule_id, seed) DO NOTHING",
-                           -1, &s, NULL) != SQLITE_OK) {
-        free(text);
-        return db_fail(st, err, errlen, "racing job");
-    }
-    sqlite3_bind_int64(s, 1, sweep);
-    sqlite3_bind_int64(s, 2, sched);
-    sqlite3_bind_int64(s, 3, seed);
-    sqlite3_bind_int(s, 4, seed_index);
-    sqlite3_bind_int(s, 5, prio);
-    sqlite3_bind_text(s, 6, text, -1, free);
-    sqlite3_bind_int64(s, 7, steps);
-    sqlite3_bind_double(s, 8, now);
-    sqlite3_bind_int64(s, 9, tps);
-    if (hv->enabled) sqlite3_bind_int(s, 10, hv->nrungs); else sqlite3_bind_null(s, 10);   /* the full run at once */
-    if (sqlite3_step(s) == SQLITE_DONE) *created += sqlite3_changes(st->db);
-    else rc = db_fail(st, err, errlen, "racing job");
+    /* the full run at once under halving: its last rung */
+    queue_new_job nj = {.sweep = sweep, .schedule = sched, .seed = seed, .seed_index = seed_index, .priority = prio,
+                        .job = text, .steps = steps, .tokens_per_step = tps, .rung = hv->enabled ? hv->nrungs : -1,
+                        .now = store_now()};
+    int added = 0;
+    rc = queue_job_add(st, &s, &nj, &added);
     sqlite3_finalize(s);
-    return rc;
+    free(text);
+    if (rc < 0) {
+        snprintf(err, errlen, "racing job: %s", st->err);
+        return rc;
+    }
+    *created += added;
+    return STORE_OK;
 }
 
 /* The level every round of the sweep tests at: racing_config's row, or, when there is none, a new one — calibrated
@@ -405,8 +328,9 @@ static int decide_round(store *st, long long sweep, const racing_cfg *cfg, int r
     ranking_fit fit;
     memset(&fit, 0, sizeof fit);
     int have_fit = 0;
-    halving_cfg hv;
-    if ((rc = halving_load(st, sweep, &hv, err, errlen)) == STORE_EIO) return rc;
+    sweep_plan plan;
+    if ((rc = plan_load(st, sweep, &plan, err, errlen)) == STORE_EIO) return rc;
+    halving_cfg hv = plan.halving;
     rc = STORE_OK;
     /* the schedules, and whether each is in the race going into round r: round 1 all; later the survivors of r − 1 */
     if (sqlite3_prepare_v2(st->db, "SELECT sc.id, sc.is_baseline, ?2 = 1 OR EXISTS (SELECT 1 FROM racing_decisions d WHERE "
@@ -570,8 +494,9 @@ out:
 }
 
 int racing_tick(store *st, long long sweep_id, int *decided, char *err, size_t errlen) {
-    racing_cfg cfg;
-    int rc = racing_load(st, sweep_id, &cfg, err, errlen);
+    sweep_plan plan;
+    int rc = plan_load(st, sweep_id, &plan, err, errlen);
+    racing_cfg cfg = plan.racing;
     if (rc < 0 || !cfg.enabled) return rc == STORE_EINVAL ? STORE_OK : rc;
     for (;;) {
         int last, finished;
@@ -604,8 +529,9 @@ int racing_tick_all(store *st, int *decided, char *err, size_t errlen) {
 
 int racing_summarize(store *st, long long sweep_id, racing_summary *out, char *err, size_t errlen) {
     memset(out, 0, sizeof *out);
-    racing_cfg cfg;
-    int rc = racing_load(st, sweep_id, &cfg, err, errlen);
+    sweep_plan plan;
+    int rc = plan_load(st, sweep_id, &plan, err, errlen);
+    racing_cfg cfg = plan.racing;
     if (rc < 0 || !cfg.enabled) return rc;
     out->enabled = 1;
     out->max_seeds = cfg.max_seeds;

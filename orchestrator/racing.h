@@ -41,26 +41,9 @@
 #include <jansson.h>
 #include <stddef.h>
 
+#include "plan.h"
 #include "ranking.h"
 #include "store.h"
-
-#define RACING_MAX_SEEDS 200          /* below RANKING_MAX_SEEDS: the blocked model takes every round */
-#define RACING_DEFAULT_ALPHA 0.05
-
-typedef struct racing_cfg {
-    int enabled;
-    int max_seeds;
-    double alpha;
-    int seeds0;                       /* the spec's seeds: round 1 */
-    long long seed_base;              /* max of the spec's seeds: round r trains seed_base + r - 1 */
-    int looks;                        /* rounds at most: max_seeds - seeds0 + 1 */
-} racing_cfg;
-
-/* Checks the spec's "racing" value against its seeds (n_seeds, max seed). v NULL = no racing (cfg->enabled 0).
- * Errors name the key: "racing.max_seeds: ...". Returns 0 or -1. */
-int racing_parse(const json_t *v, int n_seeds, long long max_seed, racing_cfg *cfg, char *err, size_t errlen);
-/* The Bonferroni level alpha / looks (the floor of the level a race tests at). */
-double racing_round_alpha(const racing_cfg *cfg);
 
 /* ---- the per-round level calibrated by simulation ---- */
 #define RACING_CALIB_REPS 10000           /* replications (MC error of the null rate at 0.05: ±0.0022) */
@@ -81,9 +64,6 @@ typedef struct racing_calib {
  * n = n0..max_seeds seeds with racing_look's test (closed-form on the complete design: racing.c), and bisects for the largest level whose rate of
  * eliminating any schedule at some look is ≤ alpha. Deterministic (RNG seed `seed`). Returns 0, -1 on no memory. */
 int racing_calibrate(int K, int n0, int max_seeds, double alpha, int reps, unsigned long long seed, racing_calib *out);
-/* The seed round r (1-based, r ≥ 2) trains. */
-long long racing_round_seed(const racing_cfg *cfg, int round);
-
 /* The pure look (no store; the simulation test calls it): fits obs[0..nobs) over nsched schedules and clears
  * alive[i] for every alive schedule significantly worse than another alive one at level alpha (above). Schedules
  * without data leave the family (alive[i] = 0). *critical: q (NAN when no test was possible: fewer than 2 alive
@@ -98,8 +78,6 @@ int racing_look(const ranking_obs *obs, int nobs, int nsched, unsigned char *ali
 int racing_look_screened(const ranking_obs *obs, int nobs, int nsched, unsigned char *alive, double alpha,
                          double *critical, ranking_fit *fit, unsigned char *screened, double *resid, double *thr);
 
-/* The sweep's racing configuration from its stored spec (cfg->enabled 0 without one). */
-int racing_load(store *st, long long sweep_id, racing_cfg *cfg, char *err, size_t errlen);
 /* Decides every round of the sweep that is due (idempotent). *decided += rounds decided. */
 int racing_tick(store *st, long long sweep_id, int *decided, char *err, size_t errlen);
 /* racing_tick for the sweep of job (a job completed: the server's hook; a sweep without racing costs one read). */

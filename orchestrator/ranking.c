@@ -30,10 +30,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "halving.h"
-#include "leaderboard.h"
-#include "racing.h"
-#include "search.h"
+#include "plan.h"
 #include "stats.h"
 
 
@@ -1151,7 +1148,7 @@ static int cmp_screened(const void *pa, const void *pb) {   /* level, then job i
 }
 
 static int jobs_range(const rjob *jobs, int njob, long long id, int *end) {
-    size_t e, lo = leaderboard_key_range(jobs, (size_t)njob, sizeof *jobs, offsetof(rjob, schedule), id, &e);
+    size_t e, lo = ranking_key_range(jobs, (size_t)njob, sizeof *jobs, offsetof(rjob, schedule), id, &e);
     *end = (int)e;
     return (int)lo;
 }
@@ -1262,7 +1259,8 @@ static int attn_delta(ranking_row *x, const ranking_row *b, const rjob *jobs, in
     return 0;
 }
 
-int ranking_build(store *st, long long sweep_id, int at_rung, ranking **out, char *err, size_t errlen) {
+int ranking_build_from(store *st, long long sweep_id, int at_rung, const ranking_input *inputs, int ninputs,
+                       ranking **out, char *err, size_t errlen) {
     *out = NULL;
     sqlite3_stmt *s = NULL;
     rjob *jobs = NULL;
@@ -1351,8 +1349,9 @@ int ranking_build(store *st, long long sweep_id, int at_rung, ranking **out, cha
     s = NULL;
 
     /* halving: levels 0..K-1 are the rungs (rung_results), level K the final result */
-    halving_cfg hv;
-    if (halving_load(st, sweep_id, &hv, err, errlen) == STORE_EIO) goto out_rc;
+    sweep_plan plan;
+    if (plan_load(st, sweep_id, &plan, err, errlen) == STORE_EIO) goto out_rc;
+    const halving_cfg hv = plan.halving;
     int K = hv.enabled ? hv.nrungs : 0;
     r->nrungs = K;
     for (int l = 0; l <= K && l < 17; l++) r->rung_step[l] = hv.enabled ? hv.step[l] : 0;
@@ -1417,8 +1416,8 @@ int ranking_build(store *st, long long sweep_id, int at_rung, ranking **out, cha
             if (attn_delta(x, &r->rows[base], jobs, x0, xe, b0, be) < 0) goto nomem;
         }
     }
-    if (racing_annotate(st, r, err, errlen) < 0) goto out_rc;   /* racing: eliminated schedules leave the family */
-    if (search_annotate(st, r, err, errlen) < 0) goto out_rc;   /* a surrogate search: its progress and posteriors */
+    for (int i = 0; i < ninputs; i++)   /* the caller's inputs: racing's eliminations, a search's posteriors */
+        if (inputs[i](st, r, err, errlen) < 0) goto out_rc;
     if (ranking_compute(r, obs, nobs, K + 1, base) < 0) goto nomem;
     if (r->nscreened > 1) qsort(r->screened, (size_t)r->nscreened, sizeof *r->screened, cmp_screened);
 
@@ -1590,4 +1589,18 @@ int ranking_load_final(store *st, long long sweep_id, const long long *ids, int 
     *obs = v;
     *nobs = k;
     return STORE_OK;
+}
+
+size_t ranking_key_range(const void *base, size_t n, size_t size, size_t key_off, long long id, size_t *end) {
+#define KEY(i) (*(const long long *)((const char *)base + (i) * size + key_off))
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (KEY(mid) < id) lo = mid + 1; else hi = mid;
+    }
+    size_t e = lo;
+    while (e < n && KEY(e) == id) e++;
+#undef KEY
+    *end = e;
+    return lo;
 }

@@ -244,9 +244,16 @@ int ranking_compute(ranking *r, ranking_obs *const *obs, const int *nobs, int nl
  * estimate of sd and the paper's effect, `prism-sweep power` for a spec before it runs at the user's. */
 void ranking_design_power(int K, int seeds, int m, double sd, ranking_method method, double effect, ranking_power *out);
 
+/* What a module that decides on the ranking adds to it before its comparisons are computed (racing.h's
+ * racing_annotate: eliminated schedules leave the family; search.h's search_annotate: its posteriors), called in
+ * the caller's order on the ranking read so far. The ranking calls none of them by name: its caller feeds them
+ * (ranking_build.h's ranking_build feeds every one). Returns 0 or < 0 (err set). */
+typedef int (*ranking_input)(store *st, ranking *r, char *err, size_t errlen);
 /* Reads the sweep and ranks it: at_rung < 0 each schedule at the highest level it reached, else every schedule
- * at level at_rung. Returns 0 and a new *out, STORE_ENOTFOUND (no such sweep) or STORE_EIO (message in err). */
-int ranking_build(store *st, long long sweep_id, int at_rung, ranking **out, char *err, size_t errlen);
+ * at level at_rung; inputs[0..ninputs) run before the comparisons. Returns 0 and a new *out, STORE_ENOTFOUND (no
+ * such sweep) or STORE_EIO (message in err). */
+int ranking_build_from(store *st, long long sweep_id, int at_rung, const ranking_input *inputs, int ninputs,
+                       ranking **out, char *err, size_t errlen);
 /* Every done job of the sweep with a final val loss, as observations of the schedules ids[0..n) (ascending; sched
  * = the index in ids; a job of a schedule not in ids is skipped), batches NULL: racing's rounds and the search's
  * batches fit these. *obs is the caller's to free (NULL when none), *nobs their count. Returns 0, or STORE_EIO with
@@ -259,4 +266,8 @@ void ranking_free(ranking *r);
 json_t *ranking_analysis_json(const ranking *r);
 /* One sentence on what the design can detect, for the table and the page (static-free: into buf). */
 void ranking_power_sentence(const ranking *r, char *buf, size_t n);
+/* The run of elements of base (n elements of size bytes, sorted ascending by the long long at byte key_off) whose
+ * key is id: returns its first index and sets *end one past its last (both the insertion point when none).
+ * Binary search, O(log n): the ranking, the leaderboard and its zero-shot columns find each schedule's rows with it. */
+size_t ranking_key_range(const void *base, size_t n, size_t size, size_t key_off, long long id, size_t *end);
 #endif

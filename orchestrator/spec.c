@@ -8,9 +8,8 @@
  * [n_schedules][n_layer]; a jansson object keyed by the canonical text serves as the set for duplicates.
  */
 #include "spec.h"
-#include "halving.h"
-#include "racing.h"
-#include "search.h"
+#include "plan.h"
+#include "search_spec.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -22,6 +21,8 @@
 
 #include "job.h"
 #include "jobmodel.h"
+
+_Static_assert(SEARCH_MAX_BUDGET == SPEC_MAX_SCHEDULES, "search.budget's bound is a sweep's schedules");
 
 typedef struct builder {
     sweep_spec *sp;

@@ -349,14 +349,6 @@ void store_close(store *st) {
     free(st);
 }
 
-void store_fault_point(const char *var, const char *what) {
-    const char *f = getenv(var);
-    if (f && strcmp(f, "abort") == 0) {
-        fprintf(stderr, "prism-sweep serve: %s=abort: aborting inside %s (test hook)\n", var, what);
-        abort();
-    }
-}
-
 /* ---- served under another name ---------------------------------------------------------------------- */
 
 /* PATH.lock is flock-held (by a server: it holds LOCK_EX while serving) */

@@ -14,6 +14,10 @@
 #define PRISM_STORE_H
 #include <sqlite3.h>
 #include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "testhook.h"
 
 enum {
     STORE_OK = 0,
@@ -80,8 +84,15 @@ int store_fail(store *st, const char *what);
 
 double store_now(void);                 /* Unix seconds, sub-second precision */
 
-/* The decisions' test hook: when the environment variable var is "abort", prints "prism-sweep serve: VAR=abort:
- * aborting inside WHAT (test hook)" on stderr and aborts the process (tests kill the server inside an uncommitted
- * decision with it: PRISM_FAULT_PROMOTION, PRISM_FAULT_RACING, PRISM_FAULT_SEARCH). Otherwise nothing. */
-void store_fault_point(const char *var, const char *what);
+/* The decisions' test hook (common/testhook.h: test builds only, nothing in a shipped one): when the environment
+ * variable var is "abort", prints "prism-sweep serve: VAR=abort: aborting inside WHAT (test hook)" on stderr and
+ * aborts the process (tests kill the server inside an uncommitted decision with it: PRISM_FAULT_PROMOTION,
+ * PRISM_FAULT_RACING, PRISM_FAULT_SEARCH). Otherwise nothing. */
+#define store_fault_point(var, what)                                                                              \
+    do {                                                                                                          \
+        if (testhook_fault(var, "abort")) {                                                                       \
+            fprintf(stderr, "prism-sweep serve: %s=abort: aborting inside %s (test hook)\n", var, what);          \
+            abort();                                                                                              \
+        }                                                                                                         \
+    } while (0)
 #endif

@@ -9,7 +9,8 @@
  */
 #include "sweeps.h"
 #include "schedule.h"
-#include "halving.h"
+#include "plan.h"
+#include "queue.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -72,10 +73,7 @@ int sweeps_add_rows(store *st, int64_t sweep_id, const sweep_spec *sp, int64_t *
     if ((rc = prep(st, &ins_sched, "INSERT INTO schedules (sweep_id, heads, is_baseline, ord, train) VALUES (?1, ?2, ?3, "
                                    "?4, ?5) ON CONFLICT (sweep_id, heads, train) DO NOTHING")) < 0 ||
         (rc = prep(st, &get_sched, "SELECT id FROM schedules WHERE sweep_id = ?1 AND heads = ?2 AND train = ?3")) < 0 ||
-        (rc = prep(st, &max_ord, "SELECT coalesce(max(ord), -1) FROM schedules WHERE sweep_id = ?1")) < 0 ||
-        (rc = prep(st, &ins_job, "INSERT INTO jobs (sweep_id, schedule_id, seed, seed_index, priority, job, steps, "
-                                 "created_at, updated_at, tokens_per_step) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?8, ?9) "
-                                 "ON CONFLICT (schedule_id, seed) DO NOTHING")) < 0)
+        (rc = prep(st, &max_ord, "SELECT coalesce(max(ord), -1) FROM schedules WHERE sweep_id = ?1")) < 0)
         goto out;
     sqlite3_bind_int64(max_ord, 1, sweep_id);
     if (sqlite3_step(max_ord) != SQLITE_ROW) { rc = store_fail(st, "max ord"); goto out; }
@@ -111,18 +109,15 @@ int sweeps_add_rows(store *st, int64_t sweep_id, const sweep_spec *sp, int64_t *
             char *text = job ? json_dumps(job, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(15)) : NULL;
             json_decref(job);
             if (!text) { snprintf(st->err, sizeof st->err, "out of memory"); rc = STORE_EIO; goto out; }
-            sqlite3_reset(ins_job);
-            sqlite3_bind_int64(ins_job, 1, sweep_id);
-            sqlite3_bind_int64(ins_job, 2, sched_ids[i]);
-            sqlite3_bind_int64(ins_job, 3, sp->seeds[j]);
-            sqlite3_bind_int(ins_job, 4, j);
-            sqlite3_bind_int(ins_job, 5, sp->priority);
-            sqlite3_bind_text(ins_job, 6, text, -1, free);
-            sqlite3_bind_int64(ins_job, 7, sp->steps);   /* the job model's numbers (spec.c) */
-            sqlite3_bind_double(ins_job, 8, now);
-            sqlite3_bind_int64(ins_job, 9, sp->tokens_per_step);
-            if (sqlite3_step(ins_job) != SQLITE_DONE) { rc = store_fail(st, "insert job"); goto out; }
-            *jobs_created += sqlite3_changes(st->db);
+            /* the job model's numbers (spec.c); the rung is halving's, set when it starts (halving.c) */
+            queue_new_job nj = {.sweep = sweep_id, .schedule = sched_ids[i], .seed = sp->seeds[j], .seed_index = j,
+                                .priority = sp->priority, .job = text, .steps = sp->steps,
+                                .tokens_per_step = sp->tokens_per_step, .rung = -1, .now = now};
+            int added = 0;
+            rc = queue_job_add(st, &ins_job, &nj, &added);
+            free(text);
+            if (rc < 0) goto out;
+            *jobs_created += added;
         }
     rc = STORE_OK;
 out:
@@ -445,15 +440,6 @@ json_t *sweeps_info_json(const sweeps_info *i) {
     return json_pack("{s:I, s:s, s:s, s:i, s:f, s:I, s:o}", "id", (json_int_t)i->id, "name", i->name, "state",
                      i->state, "priority", i->priority, "created_at", i->created_at, "schedules",
                      (json_int_t)i->n_schedules, "jobs", sweeps_counts_json(&i->counts));
-}
-
-json_t *sweeps_heads_json(const char *heads) {
-    int h[SCHEDULE_MAX_L], L = 0;
-    char why[160];
-    json_t *a = json_array();
-    if (heads && schedule_parse(heads, h, SCHEDULE_MAX_L, &L, why, sizeof why) < 0) L = 0;
-    for (int l = 0; l < L; l++) json_array_append_new(a, json_integer(h[l]));
-    return a;
 }
 
 int sweeps_each_with_key(store *st, const char *key, int (*fn)(void *ctx, long long sweep), void *ctx, char *err,

@@ -127,7 +127,4 @@ json_t *sweeps_states_json(const sweeps_counts *c);
 json_t *sweeps_counts_json(const sweeps_counts *c);
 json_t *sweeps_info_json(const sweeps_info *info);
 
-/* The stored schedule text "3,3,6,6,12" as a JSON array of integers [3,3,6,6,12]; NULL or "" gives [].
- * New reference. */
-json_t *sweeps_heads_json(const char *heads);
 #endif

@@ -75,7 +75,7 @@ static int read_done(api_ctx *c, int rc, const char *what) {
 static json_t *col_json(sqlite3_stmt *s, int i, const char *name) {
     int t = sqlite3_column_type(s, i);
     if (t == SQLITE_NULL) return json_null();
-    if (name[0] == '@') return sweeps_heads_json((const char *)sqlite3_column_text(s, i));
+    if (name[0] == '@') return schedule_heads_json((const char *)sqlite3_column_text(s, i));
     if (name[0] == '?') return json_boolean(sqlite3_column_int(s, i));
     if (name[0] == '!') {
         json_t *v = json_loads((const char *)sqlite3_column_text(s, i), 0, NULL);

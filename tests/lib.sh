@@ -4,7 +4,11 @@
 # assert_contains HAYSTACK NEEDLE, free_port, strip_timing FILE.
 set -u
 PRISM_BUILD=${PRISM_BUILD:-build}
-bin() { echo "$PRISM_BUILD/$1"; }
+# a program the tests run: the shipped one, or, while a test hook's variable (PRISM_FAULT_*) is set, its test-hook
+# build (common/testhook.h: make tests builds $PRISM_BUILD/hooks/prism-{sweep,worker}; the shipped ones have none)
+bin() {
+  if [ -n "${!PRISM_FAULT_*}" ] && [ -x "$PRISM_BUILD/hooks/$1" ]; then echo "$PRISM_BUILD/hooks/$1"; else echo "$PRISM_BUILD/$1"; fi
+}
 tmpdir() { mktemp -d "${PRISM_TEST_TMP:-/tmp}/prism-XXXXXX"; }
 fail() { echo "FAIL: $*" >&2; exit 1; }
 skip() { echo "skipped: $*"; exit 77; }

@@ -30,6 +30,7 @@
 #include "report.h"
 #include "result_check.h"
 #include "slot.h"
+#include "testhook.h"
 #include "train.h"
 
 #include <curl/curl.h>
@@ -323,10 +324,9 @@ static void agent_report_complete(slot *s, const struct job_config *job, const e
     result_limits lim;
     result_limits_from_job(job, &lim);
     char why[1200];
-    /* test hook (tests/integration/test_trainers_misbehave.sh): send the result unchecked, so the server's refusal
-     * is what the worker meets; never set it in production */
-    const char *skip = getenv("PRISM_FAULT_SKIP_RESULT_CHECK");
-    if (!(skip && strcmp(skip, "1") == 0) && result_check(result, &lim, why, sizeof why) < 0) {
+    /* test hook (tests/integration/test_trainers_misbehave.sh; test builds only, common/testhook.h): send the result
+     * unchecked, so the server's refusal is what the worker meets */
+    if (!testhook_fault("PRISM_FAULT_SKIP_RESULT_CHECK", "1") && result_check(result, &lim, why, sizeof why) < 0) {
         int diverged = result_diverged(result, &lim);
         json_decref(result);
         if (diverged) { agent_report_failure(s, TRAIN_EDIVERGED, res, why); return; }

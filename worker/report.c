@@ -23,6 +23,7 @@
 #include "heartbeat.h"
 #include "logesc.h"
 #include "slot.h"
+#include "testhook.h"
 #include "train.h"
 #include "util.h"
 
@@ -279,8 +280,8 @@ static int report_finish(slot *s, const char *route, json_t *body) {
         char path[128];
         snprintf(path, sizeof path, "/api/v1/jobs/%lld/%s", r->l.job_id, route);
         json_object_set_new(body, "lease_token", json_string(r->l.token));
-        const char *fault = getenv("PRISM_FAULT_AT_RUNG");   /* tests only: die between the rung checkpoint and its report */
-        if (fault && !strcmp(fault, "exit") && !strcmp(route, "rung")) {
+        /* test builds only (common/testhook.h): die between the rung checkpoint and its report */
+        if (testhook_fault("PRISM_FAULT_AT_RUNG", "exit") && !strcmp(route, "rung")) {
             fprintf(stderr, "prism-worker: PRISM_FAULT_AT_RUNG=exit: exiting before the rung report (test hook)\n");
             _exit(137);
         }

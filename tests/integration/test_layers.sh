@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # test_layers.sh — the build's order checks. The include layers (tools/layers.sh, run by `make`; the Makefile's
 # INC_<folder>): the tree as committed has no back-arrow; a seeded one — by name or by path — fails naming
-# file:line, and so does the compile of a folder's source with its layer's include flags; a job UPDATE outside
-# queue.c's table fails too. The migrations' order (tools/embed_sql.sh, run by `make` on sql/NNN_NAME.sql): a
-# gap or a repeated number fails naming the file.
+# file:line, and so does the compile of a folder's source with its layer's include flags; a job UPDATE or INSERT
+# outside queue.c's table fails too, and so does an include up orchestrator/'s floors (ORCH_FLOORS: no circle
+# inside the folder). The migrations' order (tools/embed_sql.sh, run by `make` on sql/NNN_NAME.sql): a gap or a
+# repeated number fails naming the file.
 # timeout: 60
 . "$(dirname "$0")/../lib.sh"
 
@@ -63,6 +64,49 @@ t_seeded_job_update_outside_queue_fails() {
   sed -i '$d' "$D/orchestrator/halving.c"
   printf 'static const char *prune2 = "UPDATE jobs SET state = '"'"'pruned'"'"' WHERE id = ?1";\n' >> "$D/orchestrator/queue.c"
   bash "$PRISM_ROOT/tools/layers.sh" "$D" 2>"$PRISM_TEST_TMP/err" || fail "an UPDATE in queue.c refused: $(cat "$PRISM_TEST_TMP/err")"
+}
+
+t_seeded_job_insert_outside_queue_fails() {
+  copy_tree
+  # racing.c adding a round's jobs itself, as it did before its insert moved into queue.c's table (queue_job_add)
+  printf 'static const char *add = "INSERT INTO jobs (sweep_id, schedule_id, seed) VALUES (?1, ?2, ?3)";\n' >> "$D/orchestrator/racing.c"
+  printf 'static const char *add2 = "INSERT OR IGNORE INTO jobs (sweep_id) VALUES (?1)";\n' >> "$D/orchestrator/sweeps.c"
+  local out rc
+  out=$(bash "$PRISM_ROOT/tools/layers.sh" "$D" 2>&1); rc=$?
+  assert_eq 1 "$rc" "layers.sh exit on a job INSERT outside queue.c"
+  assert_contains "$out" "orchestrator/racing.c:$(wc -l < "$D/orchestrator/racing.c"): an INSERT INTO jobs outside orchestrator/queue.c"
+  assert_contains "$out" "orchestrator/sweeps.c:$(wc -l < "$D/orchestrator/sweeps.c"): an INSERT INTO jobs outside orchestrator/queue.c"
+  # another table whose name starts with jobs is not the jobs table; queue.c's own table is where it belongs
+  sed -i '$d' "$D/orchestrator/racing.c"; sed -i '$d' "$D/orchestrator/sweeps.c"
+  printf 'static const char *other = "INSERT INTO jobs_new (id) VALUES (?1)";\n' >> "$D/orchestrator/racing.c"
+  printf 'static const char *add3 = "INSERT INTO jobs (sweep_id) VALUES (?1)";\n' >> "$D/orchestrator/queue.c"
+  bash "$PRISM_ROOT/tools/layers.sh" "$D" 2>"$PRISM_TEST_TMP/err" || fail "jobs_new, or an INSERT in queue.c, refused: $(cat "$PRISM_TEST_TMP/err")"
+}
+
+t_seeded_circle_inside_orchestrator_fails() {
+  copy_tree
+  # the ranking calling back into halving for its config, as it did before plan.h (issue #42)
+  printf '#include "halving.h"\n' >> "$D/orchestrator/ranking.c"
+  # racing reaching the ranking_build that is fed racing's own input
+  printf '#include "ranking_build.h"\n' >> "$D/orchestrator/racing.h"
+  # the spec reaching up into the search that runs on it (its key is search_spec.h's)
+  printf '#include "search.h"\n' >> "$D/orchestrator/spec.c"
+  local out rc
+  out=$(bash "$PRISM_ROOT/tools/layers.sh" "$D" 2>&1); rc=$?
+  assert_eq 1 "$rc" "layers.sh exit on include circles inside orchestrator/"
+  assert_contains "$out" "orchestrator/ranking.c:$(wc -l < "$D/orchestrator/ranking.c"): orchestrator/ranking (floor"
+  assert_contains "$out" "includes \"halving.h\""
+  assert_contains "$out" "orchestrator/racing.h:$(wc -l < "$D/orchestrator/racing.h"): orchestrator/racing (floor"
+  assert_contains "$out" "orchestrator/spec.c:$(wc -l < "$D/orchestrator/spec.c"): orchestrator/spec (floor"
+  # a module on no floor is named, with the fix
+  printf '#include "queue.h"\n' > "$D/orchestrator/scratch.c"
+  out=$(bash "$PRISM_ROOT/tools/layers.sh" "$D" 2>&1)
+  assert_contains "$out" "orchestrator/scratch is on no floor of tools/layers.sh's ORCH_FLOORS"
+  # down the floors, and inside the circle that is left, is allowed
+  rm "$D/orchestrator/scratch.c"; sed -i '$d' "$D/orchestrator/ranking.c" "$D/orchestrator/racing.h" "$D/orchestrator/spec.c"
+  printf '#include "plan.h"\n' >> "$D/orchestrator/leaderboard.c"
+  printf '#include "views.h"\n' >> "$D/orchestrator/static.c"
+  bash "$PRISM_ROOT/tools/layers.sh" "$D" 2>"$PRISM_TEST_TMP/err" || fail "an include down the floors refused: $(cat "$PRISM_TEST_TMP/err")"
 }
 
 t_migration_gap_or_repeat_fails_embed_sql() {
