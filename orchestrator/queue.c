@@ -11,6 +11,9 @@
  * from the first queued job on and stops at the first one a worker can take, whatever the sweep's size. The
  * sweep's progress (the heartbeat's answer) is read from sweep_counts, kept by triggers (sql/010_sweep_counts.sql).
  * Steps and tokens per step are the jobs' columns (the job model's, common/jobmodel.h, filled at create).
+ * A metrics batch's rows go in as one multi-row INSERT (up to QUEUE_METRIC_ROWS), and a leased job's progress moves
+ * its change cursor (jobs.rev) at most once per rev_every_s (sql/021_rev_coalesce.sql): both per-request costs of the
+ * fleet's most frequent route (issue #39, docs/PERF.md).
  *
  * Size (~720 lines): every transition shares the statement cache S(), the lease check (lease_read, renew_row)
  * and the error helpers; split, those would become an exported internal interface for no reader's gain.
@@ -35,7 +38,7 @@
 
 enum {
     S_WORKER_FIND, S_WORKER_UPD, S_WORKER_INS, S_WORKER_EXISTS, S_WORKER_SEEN,
-    S_LEASE_PICK, S_LEASE_TAKE, S_LEASE_ROW, S_JOB_LEASE, S_RENEW, S_PROGRESS,
+    S_LEASE_PICK, S_LEASE_TAKE, S_LEASE_ROW, S_JOB_LEASE, S_RENEW, S_PROGRESS, S_PROGRESS_QUIET,
     S_METRIC_INS, S_METRIC_INS_X, S_CKPT, S_RESULT_INS, S_DONE, S_FAIL, S_REQUEUE_FAIL,
     S_EXPIRED, S_EXPIRE_Q, S_EXPIRE_F, S_JOB_STATE, S_CANCEL, S_REQUEUE, S_PRIO, S_SWEEP_STATE,
     S_SWEEP_PRIO, S_SWEEP_JOBS_PRIO, S_SWEEP_EXISTS, S_GRACE,
@@ -65,6 +68,10 @@ static int is_state(const char *value, job_state state) {
 /* The metrics insert's optional columns, ?8 onwards in order: common/point.h's POINT_OPT_NUMS (bind_opt_nums). */
 #define METRIC_COL(K, f, only) ", " POINT_KEY_##K
 #define METRIC_ARG(K, f, only) ", ?"
+#define METRIC_ONE(K, f, only) + 1
+#define METRIC_COLS "job_id, attempt, step, kind, value, tokens, t" POINT_OPT_NUMS(METRIC_COL)
+#define METRIC_ROW "(?, ?, ?, ?, ?, ?, ?" POINT_OPT_NUMS(METRIC_ARG) ")"
+enum { METRIC_ROW_ARGS = 7 POINT_OPT_NUMS(METRIC_ONE) };   /* parameters of one metrics row (bind_metric_row) */
 
 static const char *const SQL[S_COUNT] = {
     [S_WORKER_FIND] = "SELECT id FROM workers WHERE name = ?1 AND host = ?2 ORDER BY id LIMIT 1",
@@ -92,12 +99,14 @@ static const char *const SQL[S_COUNT] = {
     [S_PROGRESS] = "UPDATE jobs SET step = max(step, ?2), last_loss = CASE WHEN ?2 >= step THEN coalesce(?3, last_loss) "
                    "ELSE last_loss END, rev = CASE WHEN ?2 > step OR (?2 = step AND ?3 IS NOT NULL AND ?3 IS NOT last_loss) "
                    "THEN " NEXT_REV_VALUE " ELSE rev END WHERE id = ?1",
+    /* the same leaving the change cursor (sql/021_rev_coalesce.sql): rev not SET, so its index entry is not rewritten */
+    [S_PROGRESS_QUIET] = "UPDATE jobs SET step = max(step, ?2), last_loss = CASE WHEN ?2 >= step THEN coalesce(?3, last_loss) "
+                         "ELSE last_loss END WHERE id = ?1",
     /* ?7 = the batch's time (Unix seconds, sql/019_metrics_time.sql) */
-    [S_METRIC_INS] = "INSERT OR IGNORE INTO metrics (job_id, attempt, step, kind, value, tokens, t" POINT_OPT_NUMS(METRIC_COL) ") "
-                     "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7" POINT_OPT_NUMS(METRIC_ARG) ")",
+    [S_METRIC_INS] = "INSERT OR IGNORE INTO metrics (" METRIC_COLS ") VALUES " METRIC_ROW,
     /* the same with the point's extra (sql/016_metric_extras.sql) as the last parameter: only a point that has one */
-    [S_METRIC_INS_X] = "INSERT OR IGNORE INTO metrics (job_id, attempt, step, kind, value, tokens, t" POINT_OPT_NUMS(METRIC_COL)
-                       ", extra) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7" POINT_OPT_NUMS(METRIC_ARG) ", ?)",
+    [S_METRIC_INS_X] = "INSERT OR IGNORE INTO metrics (" METRIC_COLS ", extra) VALUES (?, ?, ?, ?, ?, ?, ?"
+                       POINT_OPT_NUMS(METRIC_ARG) ", ?)",
     [S_CKPT] = "UPDATE jobs SET checkpoint_path = ?2, checkpoint_step = ?3, lease_expires_at = ?4, updated_at = ?5, "
                "rev = CASE WHEN ?3 IS NOT checkpoint_step THEN " NEXT_REV_VALUE " ELSE rev END WHERE id = ?1",
     /* an UPSERT, not a REPLACE: a result reported again fires the update trigger that keeps the sweep's device
@@ -197,6 +206,7 @@ void queue_init(queue *q, store *st, double lease_ttl, int max_attempts) {
     q->st = st;
     q->lease_ttl = lease_ttl;
     q->max_attempts = max_attempts;
+    q->rev_every_s = QUEUE_DEFAULT_REV_EVERY_S;
 }
 
 void queue_release(queue *q) {
@@ -204,6 +214,12 @@ void queue_release(queue *q) {
         sqlite3_finalize(q->stmt[i]);
         q->stmt[i] = NULL;
     }
+    for (int i = 0; i <= QUEUE_METRIC_ROWS; i++) {
+        sqlite3_finalize(q->metric_rows[i]);
+        q->metric_rows[i] = NULL;
+    }
+    free(q->rev_moved);
+    q->rev_moved = NULL;
 }
 
 double queue_clock(const queue *q) {
@@ -476,8 +492,21 @@ static int renew_row(queue *q, long long job, const lease_row *r, double *expire
     return run(q, s, "worker seen");
 }
 
+/* 1 when a leased job's progress may move its change cursor now (sql/021_rev_coalesce.sql): the first time, or
+ * rev_every_s after the last time; the slot is then taken. Without memory for the slots: always. */
+static int rev_may_move(queue *q, long long job) {
+    if (q->rev_every_s <= 0) return 1;
+    if (!q->rev_moved && !(q->rev_moved = calloc(QUEUE_REV_SLOTS, sizeof *q->rev_moved))) return 1;
+    struct queue_rev_slot *slot = &q->rev_moved[(unsigned long long)job % QUEUE_REV_SLOTS];
+    double now = queue_clock(q);
+    if (slot->job == job && now - slot->at < q->rev_every_s) return 0;
+    slot->job = job;
+    slot->at = now;
+    return 1;
+}
+
 static int progress(queue *q, long long job, long long step, double loss) {
-    sqlite3_stmt *s = S(q, S_PROGRESS);
+    sqlite3_stmt *s = S(q, rev_may_move(q, job) ? S_PROGRESS : S_PROGRESS_QUIET);
     if (!s) return STORE_EIO;
     sqlite3_bind_int64(s, 1, job);
     sqlite3_bind_int64(s, 2, step);
@@ -513,6 +542,77 @@ static void bind_opt_nums(sqlite3_stmt *s, int first, const metric_point *p, int
 #undef METRIC_BIND
 }
 
+/* The metrics rows of a batch waiting for one multi-row INSERT (mrow_flush): a batch's rows cost one statement's
+ * overhead (its cursors, its halt and reset: ~5,000 instructions a row as one INSERT each), not one each. */
+typedef struct mrow_batch {
+    long long job, attempt, tps, t;   /* every row's job, attempt, tokens per step, time (metrics.t) */
+    struct { const metric_point *p; int val; } rows[QUEUE_METRIC_ROWS];
+    int n;
+} mrow_batch;
+
+/* Binds one row (p's train row, or its val row when val) to ?first .. ?first + METRIC_ROW_ARGS - 1, in METRIC_COLS'
+ * order. */
+static void bind_metric_row(sqlite3_stmt *s, int first, const mrow_batch *b, const metric_point *p, int val) {
+    sqlite3_bind_int64(s, first, b->job);
+    sqlite3_bind_int64(s, first + 1, b->attempt);
+    sqlite3_bind_int64(s, first + 2, p->step);
+    sqlite3_bind_text(s, first + 3, val ? "val" : "train", -1, SQLITE_STATIC);
+    sqlite3_bind_double(s, first + 4, val ? p->val_loss : p->train_loss);
+    if (b->tps > 0) sqlite3_bind_int64(s, first + 5, (p->step + (val ? 0 : 1)) * b->tps);
+    else if (p->has_tokens) sqlite3_bind_int64(s, first + 5, p->tokens);
+    else sqlite3_bind_null(s, first + 5);
+    sqlite3_bind_int64(s, first + 6, b->t);
+    bind_opt_nums(s, first + 7, p, val);
+}
+
+/* The INSERT of n rows (1: S_METRIC_INS), prepared once per n; NULL on a prepare error (q->err set). */
+static sqlite3_stmt *mrow_stmt(queue *q, int n) {
+    if (n == 1) return S(q, S_METRIC_INS);
+    sqlite3_stmt **s = &q->metric_rows[n];
+    if (*s) {
+        sqlite3_reset(*s);
+        return *s;
+    }
+    char sql[64 * QUEUE_METRIC_ROWS + 256];
+    int len = snprintf(sql, sizeof sql, "INSERT OR IGNORE INTO metrics (" METRIC_COLS ") VALUES " METRIC_ROW);
+    for (int i = 1; i < n; i++) len += snprintf(sql + len, sizeof sql - (size_t)len, ", " METRIC_ROW);
+    if (sqlite3_prepare_v3(q->st->db, sql, -1, SQLITE_PREPARE_PERSISTENT, s, NULL) != SQLITE_OK) {
+        fail_db(q, "prepare metrics insert");
+        sqlite3_finalize(*s);
+        *s = NULL;
+    }
+    return *s;
+}
+
+/* Inserts the waiting rows of b (INSERT OR IGNORE: a row already stored is a duplicate) and empties it. */
+static int mrow_flush(queue *q, mrow_batch *b, int *accepted, int *duplicates) {
+    if (!b->n) return STORE_OK;
+    sqlite3_stmt *s = mrow_stmt(q, b->n);
+    if (!s) return STORE_EIO;
+    for (int i = 0; i < b->n; i++) bind_metric_row(s, 1 + i * METRIC_ROW_ARGS, b, b->rows[i].p, b->rows[i].val);
+    int rc = run(q, s, "insert metric");
+    if (rc < 0) return rc;
+    int stored = sqlite3_changes(q->st->db);
+    *accepted += stored;
+    *duplicates += b->n - stored;
+    b->n = 0;
+    return STORE_OK;
+}
+
+/* Inserts p's row that carries its extra (sql/016_metric_extras.sql), alone. */
+static int mrow_insert_extra(queue *q, const mrow_batch *b, const metric_point *p, int val, int *accepted, int *duplicates) {
+    sqlite3_stmt *s = S(q, S_METRIC_INS_X);
+    if (!s) return STORE_EIO;
+    bind_metric_row(s, 1, b, p, val);
+    char *ex = json_dumps(p->extra, JSON_COMPACT | JSONOUT_FLAGS);
+    if (!ex) { snprintf(q->err, sizeof q->err, "out of memory"); return STORE_EIO; }
+    sqlite3_bind_text(s, METRIC_ROW_ARGS + 1, ex, -1, free);
+    int rc = run(q, s, "insert metric");
+    if (rc < 0) return rc;
+    if (sqlite3_changes(q->st->db) > 0) (*accepted)++; else (*duplicates)++;
+    return STORE_OK;
+}
+
 int queue_metrics(queue *q, long long job, const char *token, json_t *points, int *accepted, int *duplicates,
                   double *expires) {
     *accepted = *duplicates = 0;
@@ -536,40 +636,26 @@ int queue_metrics(queue *q, long long job, const char *token, json_t *points, in
             goto out;
         }
     if ((rc = renew_row(q, job, &r, expires, 1)) < 0) goto out;
-    long long tps = r.tokens_per_step;
-    long long stored_at = (long long)store_now();   /* every point of the batch: metrics.t */
+    mrow_batch b = { .job = job, .attempt = r.attempt, .tps = r.tokens_per_step, .t = (long long)store_now() };
     long long max_step = -1;
     double max_loss = NAN;
     for (size_t i = 0; i < n; i++) {
         const metric_point *p = &pt[i];
         for (int k = 0; k < 2; k++) {
             if (!(k ? p->has_val_loss : p->has_train_loss)) continue;
-            double v = k ? p->val_loss : p->train_loss;
             /* a point's extra goes on its train row, or its val row when it has no train loss (sql/016) */
-            int with_extra = p->extra && (k == 0 || !p->has_train_loss);
-            sqlite3_stmt *s = S(q, with_extra ? S_METRIC_INS_X : S_METRIC_INS);
-            if (!s) { rc = STORE_EIO; goto out; }
-            sqlite3_bind_int64(s, 1, job);
-            sqlite3_bind_int64(s, 2, r.attempt);
-            sqlite3_bind_int64(s, 3, p->step);
-            sqlite3_bind_text(s, 4, k ? "val" : "train", -1, SQLITE_STATIC);
-            sqlite3_bind_double(s, 5, v);
-            if (tps > 0) sqlite3_bind_int64(s, 6, (p->step + (k ? 0 : 1)) * tps);
-            else if (p->has_tokens) sqlite3_bind_int64(s, 6, p->tokens);
-            else sqlite3_bind_null(s, 6);
-            sqlite3_bind_int64(s, 7, stored_at);
-            bind_opt_nums(s, 8, p, k);
-            char *ex = NULL;
-            if (with_extra) {
-                ex = json_dumps(p->extra, JSON_COMPACT | JSONOUT_FLAGS);
-                if (!ex) { snprintf(q->err, sizeof q->err, "out of memory"); rc = STORE_EIO; goto out; }
-                sqlite3_bind_text(s, sqlite3_bind_parameter_count(s), ex, -1, free);
+            if (p->extra && (k == 0 || !p->has_train_loss)) {
+                if ((rc = mrow_flush(q, &b, accepted, duplicates)) < 0 || (rc = mrow_insert_extra(q, &b, p, k, accepted, duplicates)) < 0)
+                    goto out;
+            } else {
+                b.rows[b.n].p = p;
+                b.rows[b.n++].val = k;
+                if (b.n == QUEUE_METRIC_ROWS && (rc = mrow_flush(q, &b, accepted, duplicates)) < 0) goto out;
             }
-            if ((rc = run(q, s, "insert metric")) < 0) goto out;
-            if (sqlite3_changes(q->st->db) > 0) (*accepted)++; else (*duplicates)++;
-            if (!k && p->step >= max_step) { max_step = p->step; max_loss = v; }
+            if (!k && p->step >= max_step) { max_step = p->step; max_loss = p->train_loss; }
         }
     }
+    if ((rc = mrow_flush(q, &b, accepted, duplicates)) < 0) goto out;
     q->points_stored += (unsigned long long)*accepted;
     rc = max_step >= 0 ? progress(q, job, max_step, max_loss) : STORE_OK;
 out:

@@ -25,8 +25,11 @@ struct lease_filter;   /* common/lease.h */
 
 enum { QUEUE_OK = 0, QUEUE_EMPTY = 1 };
 
-#define QUEUE_NSTMT 51
+#define QUEUE_NSTMT 57
 #define QUEUE_DEFAULT_MAX_PREEMPTIONS 100   /* serve --max-preemptions' default */
+#define QUEUE_DEFAULT_REV_EVERY_S 10.0      /* queue_init's rev_every_s (sql/021_rev_coalesce.sql) */
+#define QUEUE_METRIC_ROWS 16                /* rows of one metrics INSERT at most (queue_metrics) */
+#define QUEUE_REV_SLOTS 65536               /* queue.rev_moved's slots, by job id mod: a collision moves a cursor sooner */
 
 typedef struct queue {
     store *st;                          /* not owned */
@@ -37,6 +40,10 @@ typedef struct queue {
     int max_preemptions;                /* a job's preempted attempts tolerated (queue_init: QUEUE_DEFAULT_MAX_PREEMPTIONS) */
     int worker_fail_limit;              /* a worker that fails this many jobs in a row without retry gets no more
                                          * leases until it registers again; 0 (queue_init's) = never */
+    double rev_every_s;                 /* a leased job's progress (step, last loss) moves its change cursor (jobs.rev)
+                                         * at most once per this many seconds (sql/021_rev_coalesce.sql); 0 = always */
+    sqlite3_stmt *metric_rows[QUEUE_METRIC_ROWS + 1];   /* owned: [n] inserts n metrics rows at once (2..), prepared on use */
+    struct queue_rev_slot { long long job; double at; } *rev_moved;   /* owned, QUEUE_REV_SLOTS: when a job's cursor last moved */
     char err[512];
     char state[16];                     /* job state on STORE_ECONFLICT */
     /* counters for /metrics (since start) */

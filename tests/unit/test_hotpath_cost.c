@@ -249,8 +249,10 @@ static long long cursor_now(void) {
 }
 
 /* A sweep in flight: two jobs leased, one of them completed (with a device time) and one heartbeat; then the cursor
- * is taken (*cur) and a third job leased and the first one's heartbeat arrive: what changed since the cursor. */
+ * is taken (*cur) and a third job leased and the first one's heartbeat arrive: what changed since the cursor. Every
+ * progress moves the cursor here (rev_every_s = 0): jobs_since_coalesces_a_running_jobs_progress has the default. */
 static void in_flight(leased *a, leased *b, leased *x, long long *cur) {
+    A.q.rev_every_s = 0;
     json_t *o = call("POST", "/api/v1/workers/register", "{\"name\": \"w1\"}", NULL);
     long long wid = json_integer_value(json_object_get(o, "worker_id"));
     json_decref(o);
@@ -548,6 +550,49 @@ TEST(jobs_since_answers_the_changed_jobs) {
         { "/api/v1/sweeps/1/jobs?since=1&state=done", "state" }, { "/api/v1/sweeps/1/jobs?since=1&offset=5", "offset" },
     };
     expect_400s(bad, sizeof bad / sizeof bad[0]);
+    teardown();
+}
+
+/* With the default rev_every_s (sql/021_rev_coalesce.sql), a leased job's progress moves its change cursor once per
+ * that window: a job's first heartbeat shows in ?since=, a second one at once does not (its row has the step), one
+ * after the window does, and a state change (complete) always does, at once. */
+TEST(jobs_since_coalesces_a_running_jobs_progress) {
+    build(SMALL, 0);
+    ASSERT_NEAR(QUEUE_DEFAULT_REV_EVERY_S, A.q.rev_every_s, 0);
+    json_t *o = call("POST", "/api/v1/workers/register", "{\"name\": \"w1\"}", NULL);
+    long long wid = json_integer_value(json_object_get(o, "worker_id"));
+    json_decref(o);
+    leased a;
+    lease(wid, &a, NULL);
+    long long c0 = cursor_now();
+    job_op(&a, "heartbeat", "\"step\": 3, \"loss\": 4.5", NULL);
+    o = jobs_since(c0, NULL);   /* the first progress: shown */
+    ASSERT_EQ_INT(1, json_array_size(json_object_get(o, "jobs")));
+    ASSERT_EQ_INT(3, json_integer_value(json_object_get(job_of(o, a.job), "step")));
+    json_decref(o);
+    long long c1 = cursor_now();
+    job_op(&a, "metrics", "\"points\": [{\"step\": 5, \"train_loss\": 4.25}]", NULL);
+    job_op(&a, "heartbeat", "\"step\": 6, \"loss\": 4.0", NULL);
+    o = jobs_since(c1, NULL);   /* within the window: the cursor stays */
+    ASSERT_EQ_INT(0, json_array_size(json_object_get(o, "jobs")));
+    ASSERT_EQ_INT(c1, json_integer_value(json_object_get(o, "cursor")));
+    json_decref(o);
+    char sql[128];
+    snprintf(sql, sizeof sql, "SELECT step FROM jobs WHERE id = %lld", a.job);
+    ASSERT_EQ_INT(6, qv(ST, sql));   /* the row itself follows every report */
+    A.q.rev_moved[a.job % QUEUE_REV_SLOTS].at -= QUEUE_DEFAULT_REV_EVERY_S;   /* the window has passed */
+    job_op(&a, "heartbeat", "\"step\": 7, \"loss\": 3.5", NULL);
+    o = jobs_since(c1, NULL);
+    ASSERT_EQ_INT(1, json_array_size(json_object_get(o, "jobs")));
+    ASSERT_EQ_INT(7, json_integer_value(json_object_get(job_of(o, a.job), "step")));
+    json_decref(o);
+    long long c2 = cursor_now();
+    job_op(&a, "heartbeat", "\"step\": 8, \"loss\": 3.25", NULL);   /* coalesced again, then completed: shown */
+    job_op(&a, "complete", "\"result\": {\"val_loss\": 2.5, \"steps\": 90}", NULL);
+    o = jobs_since(c2, NULL);
+    ASSERT_EQ_INT(1, json_array_size(json_object_get(o, "jobs")));
+    ASSERT_STREQ("done", json_string_value(json_object_get(job_of(o, a.job), "state")));
+    json_decref(o);
     teardown();
 }
 

@@ -140,6 +140,49 @@ TEST(metrics_batch_is_checked_whole_and_stored_once) {
     teardown(&f);
 }
 
+/* A batch of more rows than one INSERT takes (QUEUE_METRIC_ROWS), with val rows, a point with an extra (inserted alone,
+ * between the others) and a step sent twice: every row stored once, in arrival order, with its own values; the
+ * counts of accepted and duplicate rows add up, and a half-resent batch is counted row by row. */
+TEST(metrics_batch_larger_than_one_insert_is_stored_row_by_row) {
+    fixture f;
+    setup(&f, 60, 3);
+    lease l;
+    ASSERT_TRUE(take(&f, &l));
+    double exp;
+    int acc = -1, dup = -1;
+    json_t *pts = json_array();
+    for (int i = 1; i <= 40; i++) {
+        json_t *p = json_pack("{s:i, s:f, s:f}", "step", i, "train_loss", 5.0 - i / 100.0, "lr", 0.001 * i);
+        if (i % 4 == 0) json_object_set_new(p, "val_loss", json_real(6.0 - i / 100.0));
+        if (i == 10) json_object_set_new(p, "extra", json_pack("{s:f}", "acc", 0.5));
+        json_array_append_new(pts, p);
+    }
+    json_array_append_new(pts, json_pack("{s:i, s:f}", "step", 7, "train_loss", 9.0));   /* step 7 again: a duplicate */
+    ASSERT_EQ_INT(0, TX(&f, queue_metrics(&f.q, l.job, l.token, pts, &acc, &dup, &exp)));
+    ASSERT_EQ_INT(50, acc);   /* 40 train rows, 10 val rows */
+    ASSERT_EQ_INT(1, dup);
+    ASSERT_EQ_INT(50, qv(f.st, "SELECT count(*) FROM metrics"));
+    ASSERT_EQ_INT(40, qv(f.st, "SELECT count(*) FROM metrics WHERE kind = 'train' AND value = 5.0 - step / 100.0 "
+                               "AND abs(lr - 0.001 * step) < 1e-12"));
+    ASSERT_EQ_INT(10, qv(f.st, "SELECT count(*) FROM metrics WHERE kind = 'val' AND value = 6.0 - step / 100.0 AND step % 4 = 0"));
+    ASSERT_EQ_INT(1, qv(f.st, "SELECT count(*) FROM metrics WHERE extra IS NOT NULL AND step = 10 AND kind = 'train'"));
+    /* arrival order: rowids follow the points (step 4's val row right after its train row) */
+    ASSERT_EQ_INT(0, qv(f.st, "SELECT count(*) FROM metrics a JOIN metrics b ON b.rowid = a.rowid + 1 "
+                              "WHERE b.step < a.step OR (b.step = a.step AND NOT (a.kind = 'train' AND b.kind = 'val'))"));
+    char sql[128];
+    snprintf(sql, sizeof sql, "SELECT step FROM jobs WHERE id = %lld", l.job);
+    ASSERT_EQ_INT(40, qv(f.st, sql));
+    json_t *half = json_array();   /* steps 31..40 again and 41..45 new */
+    for (int i = 31; i <= 45; i++) json_array_append_new(half, json_pack("{s:i, s:f}", "step", i, "train_loss", 5.0 - i / 100.0));
+    ASSERT_EQ_INT(0, TX(&f, queue_metrics(&f.q, l.job, l.token, half, &acc, &dup, &exp)));
+    ASSERT_EQ_INT(5, acc);
+    ASSERT_EQ_INT(10, dup);
+    ASSERT_EQ_INT(55, qv(f.st, "SELECT count(*) FROM metrics"));
+    json_decref(pts);
+    json_decref(half);
+    teardown(&f);
+}
+
 TEST(complete_is_idempotent_for_its_token_only) {
     fixture f;
     setup(&f, 60, 3);
