@@ -50,22 +50,22 @@ t_a_new_row_fails_naming_each_copy() {
   /usr/bin/python3 - "$PRISM_TEST_TMP/schema.json" <<'EOF'
 import json, sys
 s = json.load(open(sys.argv[1]))
-s["point"].append({"key": "param_norm", "kind": "number", "required": "no", "lines": ["train"], "stored_on": "train",
+s["point"].append({"key": "seeded_norm", "kind": "number", "required": "no", "lines": ["train"], "stored_on": "train",
                    "min": 0, "max": 1e30})
-s["events"]["train"]["optional"].append("param_norm")
-s["job"].append({"section": "train", "key": "label_smoothing", "kind": "num", "min": 0, "max": 1, "default": 0,
+s["events"]["train"]["optional"].append("seeded_norm")
+s["job"].append({"section": "train", "key": "seeded_smoothing", "kind": "num", "min": 0, "max": 1, "default": 0,
                  "required": False})
 json.dump(s, open(sys.argv[1], "w"))
 EOF
   local out rc
   out=$(check "$PRISM_TEST_TMP/schema.json" "$PRISM_ROOT"); rc=$?
   assert_eq 1 "$rc" "schema_check with rows the copies lack"
-  assert_contains "$out" "trainers/torch/prism_protocol.py: EVENTS['train'] lacks the optional key 'param_norm'"
-  assert_contains "$out" "docs/TRAINERS.md: the \`train\` row of the protocol table lacks the key \`param_norm\`"
-  assert_contains "$out" "docs/FORMATS.md: the \"metrics.jsonl and result.json\" section does not name the point key param_norm"
-  assert_contains "$out" "trainers/torch/prism_data.py: SPEC['train'] lacks 'label_smoothing'"
-  assert_contains "$out" "trainers/torch/prism_data.py: DEFAULTS['train'] lacks 'label_smoothing'"
-  assert_contains "$out" "docs/FORMATS.md: the \"Job\" section does not name the job key train.label_smoothing"
+  assert_contains "$out" "trainers/torch/prism_protocol.py: EVENTS['train'] lacks the optional key 'seeded_norm'"
+  assert_contains "$out" "docs/TRAINERS.md: the \`train\` row of the protocol table lacks the key \`seeded_norm\`"
+  assert_contains "$out" "docs/FORMATS.md: the \"metrics.jsonl and result.json\" section does not name the point key seeded_norm"
+  assert_contains "$out" "trainers/torch/prism_data.py: SPEC['train'] lacks 'seeded_smoothing'"
+  assert_contains "$out" "trainers/torch/prism_data.py: DEFAULTS['train'] lacks 'seeded_smoothing'"
+  assert_contains "$out" "docs/FORMATS.md: the \"Job\" section does not name the job key train.seeded_smoothing"
 }
 
 # a copy that drifts from unchanged rows: a bound, a default, a dropped event key, a doc row
@@ -76,7 +76,7 @@ t_a_drifted_copy_is_named() {
   cp -r "$PRISM_ROOT/trainers/torch" "$R/trainers/"
   cp "$PRISM_ROOT/docs/TRAINERS.md" "$PRISM_ROOT/docs/FORMATS.md" "$R/docs/"
   sed -i 's/"steps": (INT, 1, 10 \*\* 9)/"steps": (INT, 1, 10 ** 8)/; s/"beta2": 0.95/"beta2": 0.96/' "$R/trainers/torch/prism_data.py"
-  sed -i 's/("lr", "grad_norm", "tokens", "tok_per_s", "extra")/("lr", "tokens", "tok_per_s", "extra")/' "$R/trainers/torch/prism_protocol.py"
+  sed -i '/^    "train": /s/"grad_norm", //' "$R/trainers/torch/prism_protocol.py"
   sed -i 's/^| `preempted` | `step` |/| `preempted` | step |/' "$R/docs/TRAINERS.md"
   local out rc
   out=$(check "$PRISM_TEST_TMP/schema.json" "$R"); rc=$?
