@@ -1,7 +1,9 @@
 /* job.c — parse, default, validate and print the job JSON (see job.h for the format).
  *
  * Design: one table per section maps each key to a typed slot in struct job_config (offsetof), with the
- * bounds that make a value valid. Parsing walks the object's keys (so an unknown key is found, not
+ * bounds that make a value valid, its default (or the rule that derives it) and the arch it belongs to: job_init,
+ * the parser, job_to_json and job_schema_json (`prism-worker schema --json`, which trainers/torch/prism_data.py is
+ * tested against) all loop over these rows, so a key is one row. Parsing walks the object's keys (so an unknown key is found, not
  * skipped), converts through the table, then job_validate() checks what spans keys (heads vs n_layer,
  * train.seq_len vs model.seq_len). Every message starts with the dotted key it is about.
  */
@@ -15,83 +17,94 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum kind { K_INT, K_NUM, K_BOOL, K_STR, K_U64, K_HEADS, K_SCHED, K_TASKS, K_ARCH, K_BATCHES };
+enum kind { K_INT, K_NUM, K_BOOL, K_STR, K_U64, K_HEADS, K_CHOICE, K_TASKS, K_BATCHES };
 
 struct key {
     const char *name;
     enum kind kind;
-    size_t off;
-    double min, max;     /* inclusive bounds for K_INT / K_NUM */
+    size_t off, size;             /* the slot in struct job_config; size: a K_CHOICE's char array */
+    double min, max;              /* inclusive bounds for K_INT / K_NUM / K_BATCHES / K_HEADS (each head) */
     int required;
+    double def;                   /* job_init's value of a K_INT / K_NUM / K_BOOL / K_U64 / K_BATCHES */
+    const char *const *choices;   /* K_CHOICE: the accepted strings, NULL-terminated; the first is the default */
+    const char *arch;             /* only for this model.arch (naming it with another is an error); NULL: any */
+    const char *derived;          /* the default follows from other keys (job_from_json sets it): the rule */
+    int quiet_default;            /* job_to_json leaves it out at its default (model.arch "gpt2") */
 };
 
 #define OFF(f) offsetof(struct job_config, f)
+#define INT(n, f, lo, hi, d) {.name = n, .kind = K_INT, .off = OFF(f), .min = lo, .max = hi, .def = d}
+#define NUM(n, f, lo, hi, d) {.name = n, .kind = K_NUM, .off = OFF(f), .min = lo, .max = hi, .def = d}
+#define BOOL(n, f, d) {.name = n, .kind = K_BOOL, .off = OFF(f), .def = d}
+#define REQ(n, kd, f, lo, hi) {.name = n, .kind = kd, .off = OFF(f), .min = lo, .max = hi, .required = 1}
+#define CHOICE(n, f, c) {.name = n, .kind = K_CHOICE, .off = OFF(f), .size = sizeof ((struct job_config *)0)->f, .choices = c}
+static const char *const ARCHES[] = {"gpt2", "llama", NULL};
+static const char *const SCHEDULES[] = {"cosine", "constant", NULL};
 static const struct key model_keys[] = {
-    {"n_layer", K_INT, OFF(model.n_layer), 1, JOB_MAX_LAYERS, 1},
-    {"d_model", K_INT, OFF(model.d_model), 1, 65536, 1},
-    {"vocab_size", K_INT, OFF(model.vocab_size), 1, 65536, 1},
-    {"padded_vocab_size", K_INT, OFF(model.padded_vocab_size), 1, 1 << 20, 0},
-    {"seq_len", K_INT, OFF(model.seq_len), 1, 1 << 20, 1},
-    {"heads", K_HEADS, OFF(model.heads), 1, 65536, 1},
-    {"init", K_STR, OFF(model.init), 0, 0, 0},
-    {"arch", K_ARCH, OFF(model.arch), 0, 0, 0},
-    {"ffn_hidden", K_INT, OFF(model.ffn_hidden), 1, 1 << 20, 0},
-    {"rope_theta", K_INT, OFF(model.rope_theta), 1, 1 << 24, 0},   /* a float holds it exactly (checkpoint.h) */
-    {NULL, 0, 0, 0, 0, 0}};
-/* Keys that belong to one architecture only: naming one with the other arch is an error. */
-static const struct { const char *key, *arch; } arch_only_keys[] = {
-    {"ffn_hidden", "llama"}, {"rope_theta", "llama"}};
+    REQ("n_layer", K_INT, model.n_layer, 1, JOB_MAX_LAYERS),
+    REQ("d_model", K_INT, model.d_model, 1, 65536),
+    REQ("vocab_size", K_INT, model.vocab_size, 1, 65536),
+    {.name = "padded_vocab_size", .kind = K_INT, .off = OFF(model.padded_vocab_size), .min = 1, .max = 1 << 20,
+     .derived = "vocab_size rounded up to a multiple of 128"},
+    REQ("seq_len", K_INT, model.seq_len, 1, 1 << 20),
+    REQ("heads", K_HEADS, model.heads, 1, 65536),
+    {.name = "init", .kind = K_STR, .off = OFF(model.init)},
+    {.name = "arch", .kind = K_CHOICE, .off = OFF(model.arch), .size = sizeof ((struct job_config *)0)->model.arch,
+     .choices = ARCHES, .quiet_default = 1},
+    {.name = "ffn_hidden", .kind = K_INT, .off = OFF(model.ffn_hidden), .min = 1, .max = 1 << 20, .arch = "llama",
+     .derived = "8*d_model/3 rounded up to a multiple of 64"},
+    {.name = "rope_theta", .kind = K_INT, .off = OFF(model.rope_theta), .min = 1, .max = 1 << 24, .arch = "llama",
+     .derived = "10000"},   /* a float holds it exactly (checkpoint.h) */
+    {0}};
 static const struct key train_keys[] = {
-    {"batch_size", K_INT, OFF(train.batch_size), 1, 1 << 16, 0},
-    {"seq_len", K_INT, OFF(train.seq_len), 1, 1 << 20, 0},
-    {"grad_accum", K_INT, OFF(train.grad_accum), 1, 1 << 16, 0},
-    {"steps", K_INT, OFF(train.steps), 1, 1e9, 0},
-    {"lr", K_NUM, OFF(train.lr), 0, 10, 0},
-    {"lr_schedule", K_SCHED, OFF(train.lr_schedule), 0, 0, 0},
-    {"warmup_steps", K_INT, OFF(train.warmup_steps), 0, 1e9, 0},
-    {"min_lr_frac", K_NUM, OFF(train.min_lr_frac), 0, 1, 0},
-    {"beta1", K_NUM, OFF(train.beta1), 0, 0.999999, 0},
-    {"beta2", K_NUM, OFF(train.beta2), 0, 0.999999999, 0},
-    {"eps", K_NUM, OFF(train.eps), 1e-30, 1, 0},
-    {"weight_decay", K_NUM, OFF(train.weight_decay), 0, 10, 0},
-    {"grad_clip", K_NUM, OFF(train.grad_clip), 0, 1e9, 0},
-    {"seed", K_U64, OFF(train.seed), 0, 0, 0},
-    {"shuffle", K_BOOL, OFF(train.shuffle), 0, 0, 0},
-    {"checkpoint_every", K_INT, OFF(train.checkpoint_every), 0, 1e9, 0},
-    {NULL, 0, 0, 0, 0, 0}};
+    INT("batch_size", train.batch_size, 1, 1 << 16, 8),
+    {.name = "seq_len", .kind = K_INT, .off = OFF(train.seq_len), .min = 1, .max = 1 << 20, .derived = "model.seq_len"},
+    INT("grad_accum", train.grad_accum, 1, 1 << 16, 1),
+    INT("steps", train.steps, 1, 1e9, 100),
+    NUM("lr", train.lr, 0, 10, 6e-4),
+    CHOICE("lr_schedule", train.lr_schedule, SCHEDULES),
+    INT("warmup_steps", train.warmup_steps, 0, 1e9, 0),
+    NUM("min_lr_frac", train.min_lr_frac, 0, 1, 0.1),
+    NUM("beta1", train.beta1, 0, 0.999999, 0.9),
+    NUM("beta2", train.beta2, 0, 0.999999999, 0.95),
+    NUM("eps", train.eps, 1e-30, 1, 1e-8),
+    NUM("weight_decay", train.weight_decay, 0, 10, 0.1),
+    NUM("grad_clip", train.grad_clip, 0, 1e9, 1.0),
+    {.name = "seed", .kind = K_U64, .off = OFF(train.seed), .def = 1337},
+    BOOL("shuffle", train.shuffle, 1),
+    INT("checkpoint_every", train.checkpoint_every, 0, 1e9, 0),
+    {0}};
 static const struct key eval_keys[] = {
-    {"every", K_INT, OFF(eval.every), 0, 1e9, 0},
-    {"batches", K_BATCHES, OFF(eval.batches), 1, 1e6, 0},
-    {"attn_distance", K_BOOL, OFF(eval.attn_distance), 0, 0, 0},
-    {"tasks", K_TASKS, OFF(eval.tasks), 0, 0, 0},
-    {NULL, 0, 0, 0, 0, 0}};
+    INT("every", eval.every, 0, 1e9, 0),
+    {.name = "batches", .kind = K_BATCHES, .off = OFF(eval.batches), .min = 1, .max = 1e6, .def = 4},
+    BOOL("attn_distance", eval.attn_distance, 0),
+    {.name = "tasks", .kind = K_TASKS, .off = OFF(eval.tasks)},
+    {0}};
 static const struct key data_keys[] = {
-    {"train", K_STR, OFF(data.train), 0, 0, 1},
-    {"val", K_STR, OFF(data.val), 0, 0, 1},
-    {NULL, 0, 0, 0, 0, 0}};
+    REQ("train", K_STR, data.train, 0, 0),
+    REQ("val", K_STR, data.val, 0, 0),
+    {0}};
 static const struct { const char *name; const struct key *keys; } sections[] = {
     {"model", model_keys}, {"train", train_keys}, {"eval", eval_keys}, {"data", data_keys}};
 #define NSECTIONS 4
+#define SLOT(j, k, type) (*(type *)((char *)(j) + (k)->off))
+#define CSLOT(j, k, type) (*(const type *)((const char *)(j) + (k)->off))
 
 #define FAIL(...) do { if (err) snprintf(err, errlen, __VA_ARGS__); return JOB_EINVAL; } while (0)
 
 void job_init(struct job_config *j) {
     memset(j, 0, sizeof *j);
-    j->train.batch_size = 8;
-    j->train.grad_accum = 1;
-    j->train.steps = 100;
-    j->train.lr = 6e-4;
-    strcpy(j->train.lr_schedule, "cosine");
-    j->train.min_lr_frac = 0.1;
-    j->train.beta1 = 0.9;
-    j->train.beta2 = 0.95;
-    j->train.eps = 1e-8;
-    j->train.weight_decay = 0.1;
-    j->train.grad_clip = 1.0;
-    j->train.seed = 1337;
-    j->train.shuffle = 1;
-    j->eval.batches = 4;
-    strcpy(j->model.arch, "gpt2");
+    for (int i = 0; i < NSECTIONS; i++)
+        for (const struct key *k = sections[i].keys; k->name; k++) {
+            if (k->required || k->derived) continue;
+            switch (k->kind) {
+            case K_INT: case K_BOOL: case K_BATCHES: SLOT(j, k, int) = (int)k->def; break;
+            case K_NUM: SLOT(j, k, double) = k->def; break;
+            case K_U64: SLOT(j, k, uint64_t) = (uint64_t)k->def; break;
+            case K_CHOICE: snprintf((char *)j + k->off, k->size, "%s", k->choices[0]); break;
+            default: break;   /* strings NULL, tasks none */
+            }
+        }
 }
 
 
@@ -207,22 +220,21 @@ static int set_key(struct job_config *j, const char *sec, const struct key *k, c
         if (!*slot) FAIL("%s.%s: out of memory", sec, k->name);
         return 0;
     }
-    case K_SCHED: {
+    case K_CHOICE: {
         const char *s = json_is_string(v) ? json_string_value(v) : NULL;
-        if (!s || (strcmp(s, "cosine") && strcmp(s, "constant")))
-            FAIL("%s.%s: expected \"cosine\" or \"constant\", got %s%s%s", sec, k->name, s ? "\"" : job_json_type(v), s ? s : "", s ? "\"" : "");
-        snprintf(j->train.lr_schedule, sizeof j->train.lr_schedule, "%s", s);
+        int ok = 0;
+        char alts[160] = "";
+        for (int c = 0; k->choices[c]; c++) {
+            ok |= s && strcmp(s, k->choices[c]) == 0;
+            size_t n = strlen(alts);
+            snprintf(alts + n, sizeof alts - n, "%s\"%s\"", c ? " or " : "", k->choices[c]);
+        }
+        if (!ok) FAIL("%s.%s: expected %s, got %s%s%s", sec, k->name, alts, s ? "\"" : job_json_type(v), s ? s : "", s ? "\"" : "");
+        snprintf(base, k->size, "%s", s);
         return 0;
     }
     case K_TASKS:
         return set_tasks(j, v, err, errlen);
-    case K_ARCH: {
-        const char *s = json_is_string(v) ? json_string_value(v) : NULL;
-        if (!s || (strcmp(s, "gpt2") && strcmp(s, "llama")))
-            FAIL("%s.%s: expected \"gpt2\" or \"llama\", got %s%s%s", sec, k->name, s ? "\"" : job_json_type(v), s ? s : "", s ? "\"" : "");
-        snprintf(j->model.arch, sizeof j->model.arch, "%s", s);
-        return 0;
-    }
     case K_HEADS: {
         if (!json_is_array(v)) FAIL("model.heads: expected an array of head counts, got %s", job_json_type(v));
         size_t n = json_array_size(v);
@@ -358,10 +370,10 @@ int job_from_json(const json_t *obj, struct job_config *out, char *err, size_t e
             }
     }
     const json_t *msec = json_object_get(obj, "model");
-    for (size_t i = 0; i < sizeof arch_only_keys / sizeof arch_only_keys[0]; i++)
-        if (msec && json_object_get(msec, arch_only_keys[i].key) && strcmp(out->model.arch, arch_only_keys[i].arch)) {
+    for (const struct key *k = model_keys; k->name; k++)
+        if (k->arch && msec && json_object_get(msec, k->name) && strcmp(out->model.arch, k->arch)) {
             if (err) snprintf(err, errlen, "model.%s: only for model.arch \"%s\" (this job is \"%s\"); remove the key or set model.arch",
-                              arch_only_keys[i].key, arch_only_keys[i].arch, out->model.arch);
+                              k->name, k->arch, out->model.arch);
             goto out;
         }
     if (strcmp(out->model.arch, "llama") == 0) {
@@ -409,47 +421,118 @@ int job_load_file(const char *path, struct job_config *out, char *err, size_t er
     return rc;
 }
 
+/* One key of j as a new JSON value; NULL when j leaves it out (a string unset, no tasks, the default arch, a key
+ * of another arch) or out of memory (*oom set). */
+static json_t *key_to_json(const struct job_config *j, const struct key *k, int *oom) {
+    json_t *v = NULL;
+    if (k->arch && strcmp(j->model.arch, k->arch)) return NULL;
+    switch (k->kind) {
+    case K_INT: v = json_integer(CSLOT(j, k, int)); break;
+    case K_NUM: v = json_real(CSLOT(j, k, double)); break;
+    case K_BOOL: v = json_boolean(CSLOT(j, k, int)); break;
+    case K_U64: v = json_integer((json_int_t)CSLOT(j, k, uint64_t)); break;
+    case K_BATCHES: v = CSLOT(j, k, int) == JOB_EVAL_ALL ? json_string("all") : json_integer(CSLOT(j, k, int)); break;
+    case K_STR:
+        if (!CSLOT(j, k, char *)) return NULL;
+        v = json_string(CSLOT(j, k, char *));
+        break;
+    case K_CHOICE:
+        if (k->quiet_default && !strcmp((const char *)j + k->off, k->choices[0])) return NULL;
+        v = json_string((const char *)j + k->off);
+        break;
+    case K_HEADS:
+        v = json_array();
+        for (int l = 0; l < j->model.n_layer && v; l++)
+            if (json_array_append_new(v, json_integer(j->model.heads[l])) < 0) { json_decref(v); v = NULL; }
+        break;
+    case K_TASKS:
+        if (j->eval.ntasks <= 0) return NULL;
+        v = json_array();
+        for (int i = 0; i < j->eval.ntasks && v; i++)
+            if (json_array_append_new(v, json_pack("{s:s, s:s}", "name", j->eval.tasks[i].name, "path", j->eval.tasks[i].path)) < 0) {
+                json_decref(v);
+                v = NULL;
+            }
+        break;
+    }
+    if (!v) *oom = 1;
+    return v;
+}
+
 json_t *job_to_json(const struct job_config *j) {
-    json_t *heads = json_array();
-    for (int l = 0; l < j->model.n_layer && heads; l++) json_array_append_new(heads, json_integer(j->model.heads[l]));
-    json_t *model = json_pack("{s:i, s:i, s:i, s:i, s:i, s:o}", "n_layer", j->model.n_layer, "d_model", j->model.d_model,
-                              "vocab_size", j->model.vocab_size, "padded_vocab_size", j->model.padded_vocab_size,
-                              "seq_len", j->model.seq_len, "heads", heads);
-    if (model && j->model.init) json_object_set_new(model, "init", json_string(j->model.init));
-    if (model && strcmp(j->model.arch, "llama") == 0) {
-        json_object_set_new(model, "arch", json_string(j->model.arch));
-        json_object_set_new(model, "ffn_hidden", json_integer(j->model.ffn_hidden));
-        json_object_set_new(model, "rope_theta", json_integer(j->model.rope_theta));
+    json_t *o = json_object();
+    int oom = !o;
+    for (int i = 0; i < NSECTIONS && !oom; i++) {
+        json_t *sec = json_object();
+        if (!sec || json_object_set_new(o, sections[i].name, sec) < 0) { oom = 1; break; }
+        for (const struct key *k = sections[i].keys; k->name && !oom; k++) {
+            json_t *v = key_to_json(j, k, &oom);
+            if (v && json_object_set_new(sec, k->name, v) < 0) oom = 1;
+        }
     }
-    const struct job_train *t = &j->train;
-    json_t *train = json_pack("{s:i, s:i, s:i, s:i, s:f, s:s, s:i, s:f, s:f, s:f, s:f, s:f, s:f, s:I, s:b, s:i}",
-                              "batch_size", t->batch_size, "seq_len", t->seq_len, "grad_accum", t->grad_accum,
-                              "steps", t->steps, "lr", t->lr, "lr_schedule", t->lr_schedule,
-                              "warmup_steps", t->warmup_steps, "min_lr_frac", t->min_lr_frac, "beta1", t->beta1,
-                              "beta2", t->beta2, "eps", t->eps, "weight_decay", t->weight_decay,
-                              "grad_clip", t->grad_clip, "seed", (json_int_t)t->seed, "shuffle", t->shuffle,
-                              "checkpoint_every", t->checkpoint_every);
-    json_t *eval = json_pack("{s:i, s:o, s:b}", "every", j->eval.every, "batches",
-                             j->eval.batches == JOB_EVAL_ALL ? json_string("all") : json_integer(j->eval.batches),
-                             "attn_distance", j->eval.attn_distance);
-    if (eval && j->eval.ntasks > 0) {
-        json_t *tasks = json_array();
-        for (int i = 0; i < j->eval.ntasks && tasks; i++)
-            json_array_append_new(tasks, json_pack("{s:s, s:s}", "name", j->eval.tasks[i].name, "path", j->eval.tasks[i].path));
-        json_object_set_new(eval, "tasks", tasks);
-    }
-    json_t *data = json_pack("{s:s?, s:s?}", "train", j->data.train, "val", j->data.val);
-    if (!model || !train || !eval || !data) {
-        json_decref(model); json_decref(train); json_decref(eval); json_decref(data);
-        return NULL;
-    }
-    json_t *o = json_pack("{s:o, s:o, s:o, s:o}", "model", model, "train", train, "eval", eval, "data", data);
-    if (o && j->trainer[0] && json_object_set_new(o, "trainer", json_string(j->trainer)) < 0) { json_decref(o); o = NULL; }
-    if (o && j->trainer_args) {
+    if (!oom && j->trainer[0] && json_object_set_new(o, "trainer", json_string(j->trainer)) < 0) oom = 1;
+    if (!oom && j->trainer_args) {
         json_t *a = json_loads(j->trainer_args, 0, NULL);
-        if (!a || json_object_set_new(o, "trainer_args", a) < 0) { json_decref(o); o = NULL; }
+        if (!a || json_object_set_new(o, "trainer_args", a) < 0) oom = 1;
     }
+    if (oom) { json_decref(o); return NULL; }
     return o;
+}
+
+static int str_same(const char *a, const char *b) { return a == b || (a && b && strcmp(a, b) == 0); }
+
+int job_equal(const struct job_config *a, const struct job_config *b) {
+    for (int i = 0; i < NSECTIONS; i++)
+        for (const struct key *k = sections[i].keys; k->name; k++) {
+            int same = 1;
+            switch (k->kind) {
+            case K_INT: case K_BOOL: case K_BATCHES: same = CSLOT(a, k, int) == CSLOT(b, k, int); break;
+            case K_NUM: same = CSLOT(a, k, double) == CSLOT(b, k, double); break;
+            case K_U64: same = CSLOT(a, k, uint64_t) == CSLOT(b, k, uint64_t); break;
+            case K_STR: same = str_same(CSLOT(a, k, char *), CSLOT(b, k, char *)); break;
+            case K_CHOICE: same = strcmp((const char *)a + k->off, (const char *)b + k->off) == 0; break;
+            case K_HEADS: same = memcmp(a->model.heads, b->model.heads, sizeof a->model.heads) == 0; break;
+            case K_TASKS:
+                same = a->eval.ntasks == b->eval.ntasks;
+                for (int t = 0; same && t < a->eval.ntasks; t++)
+                    same = str_same(a->eval.tasks[t].name, b->eval.tasks[t].name) &&
+                           str_same(a->eval.tasks[t].path, b->eval.tasks[t].path);
+                break;
+            }
+            if (!same) return 0;
+        }
+    return strcmp(a->trainer, b->trainer) == 0 && str_same(a->trainer_args, b->trainer_args);
+}
+
+json_t *job_schema_json(void) {
+    static const char *const kinds[] = {"int", "num", "bool", "str", "u64", "heads", "one of", "tasks", "batches"};
+    json_t *a = json_array();
+    for (int i = 0; i < NSECTIONS && a; i++)
+        for (const struct key *k = sections[i].keys; k->name && a; k++) {
+            json_t *r = json_pack("{s:s, s:s, s:s, s:b}", "section", sections[i].name, "key", k->name, "kind",
+                                  kinds[k->kind], "required", k->required);
+            int bounded = k->kind == K_INT || k->kind == K_NUM || k->kind == K_BATCHES || k->kind == K_HEADS;
+            if (r && bounded) { json_object_set_new(r, "min", json_real(k->min)); json_object_set_new(r, "max", json_real(k->max)); }
+            if (r && k->choices) {
+                json_t *c = json_array();
+                for (int n = 0; c && k->choices[n]; n++) json_array_append_new(c, json_string(k->choices[n]));
+                json_object_set_new(r, "choices", c);
+            }
+            if (r && !k->required && !k->derived) {   /* job_init's value */
+                json_t *d = k->kind == K_NUM ? json_real(k->def) : k->kind == K_BOOL ? json_boolean(k->def != 0)
+                          : k->kind == K_CHOICE ? json_string(k->choices[0]) : k->kind == K_TASKS ? json_array()
+                          : k->kind == K_STR ? json_null() : json_integer((json_int_t)k->def);
+                json_object_set_new(r, "default", d);
+            }
+            if (r && k->derived) json_object_set_new(r, "derived", json_string(k->derived));
+            if (r && k->arch) json_object_set_new(r, "arch", json_string(k->arch));
+            if (!r || json_array_append_new(a, r) < 0) { json_decref(a); a = NULL; }
+        }
+    static const char *const top[][2] = {{"trainer", "str"}, {"trainer_args", "object"}};   /* job_from_json's own */
+    for (int i = 0; i < 2 && a; i++)
+        if (json_array_append_new(a, json_pack("{s:s, s:s, s:s, s:b, s:n}", "section", "", "key", top[i][0], "kind",
+                                               top[i][1], "required", 0, "default")) < 0) { json_decref(a); a = NULL; }
+    return a;
 }
 
 static int arg_name_ok(const char *s) {

@@ -127,6 +127,15 @@ int job_validate(const struct job_config *job, char *err, size_t errlen);
 /* Every field (defaults written out). New reference the caller json_decref()s; NULL on OOM. */
 json_t *job_to_json(const struct job_config *job);
 
+/* The key rows (job.c's tables: section, key, kind, min/max, choices, default or the rule that derives it, arch,
+ * required; the top-level trainer and trainer_args with section ""): `prism-worker schema --json`'s "job". A new
+ * array, NULL when out of memory. */
+json_t *job_schema_json(void);
+
+/* 1 when a and b hold the same value in every key of the rows (doubles by value, strings by content) and the
+ * same trainer and trainer_args; 0 otherwise. The fuzz round-trip oracle (fuzz/fuzz_job.c). */
+int job_equal(const struct job_config *a, const struct job_config *b);
+
 /* Deep copy; 0 or JOB_ENOMEM (dst then holds nothing to free). */
 int job_copy(struct job_config *dst, const struct job_config *src);
 

@@ -9,6 +9,43 @@
 #include <math.h>
 #include <string.h>
 
+/* Every key of a result: what jobresult_to_json writes (by "engine"), what an external trainer may add ("trainer")
+ * and what only the worker sets ("worker"); kinds as JSON names them. */
+static const struct { const char *key, *kind, *by; int required; } RESULT_KEYS[] = {
+    {JOBRESULT_KEY_VAL_LOSS, "number", "engine", 1},
+    {JOBRESULT_KEY_TRAIN_LOSS, "number", "engine", 0},
+    {JOBRESULT_KEY_TOK_PER_S, "number", "engine", 0},
+    {JOBRESULT_KEY_WALL_S, "number", "engine", 0},
+    {JOBRESULT_KEY_PARAMS, "integer", "engine", 0},
+    {JOBRESULT_KEY_FLOPS_PER_TOKEN, "number", "engine", 0},
+    {JOBRESULT_KEY_STEPS, "integer", "engine", 0},
+    {JOBRESULT_KEY_TOKENS, "integer", "engine", 0},
+    {"heads", "array", "engine", 0},
+    {"device", "string", "engine", 0},
+    {"arch", "string", "engine", 0},
+    {"backend", "object", "engine", 0},
+    {JOBRESULT_KEY_ATTN_DISTANCE, "array", "engine", 0},
+    {JOBRESULT_KEY_ZERO_SHOT, "object", "engine", 0},
+    {JOBRESULT_KEY_VAL_LOSS_BATCHES, "array", "engine", 0},
+    {JOBRESULT_KEY_VAL_LOSS_SE, "number", "engine", 0},
+    {JOBRESULT_KEY_VAL_BATCHES, "integer", "engine", 0},
+    {JOBRESULT_KEY_SETUP_S, "number", "trainer", 0},
+    {"extra", "object", "trainer", 0},
+    {JOBRESULT_KEY_TRAINER_COMMAND, "string", "worker", 0},
+    {JOBRESULT_KEY_TRAINER_VERSION, "string", "worker", 0},
+};
+
+json_t *jobresult_schema_json(void) {
+    json_t *a = json_array();
+    for (size_t i = 0; a && i < sizeof RESULT_KEYS / sizeof RESULT_KEYS[0]; i++)
+        if (json_array_append_new(a, json_pack("{s:s, s:s, s:s, s:b}", "key", RESULT_KEYS[i].key, "kind", RESULT_KEYS[i].kind,
+                                               "by", RESULT_KEYS[i].by, "required", RESULT_KEYS[i].required)) < 0) {
+            json_decref(a);
+            a = NULL;
+        }
+    return a;
+}
+
 int jobresult_val_se(const double *batch, int n, double *se) {
     if (n < 2) return 0;
     double mean = 0, ss = 0;

@@ -66,6 +66,11 @@ typedef struct jobresult_cols {
     const char *trainer_command, *trainer_version;   /* borrowed from result; NULL: none */
 } jobresult_cols;
 
+/* The result's keys as rows ({key, kind, required, by}: by "engine" the built-in engine writes it, "trainer" an
+ * external trainer may add it, "worker" only the worker sets it): `prism-worker schema --json`'s "result". A new
+ * array, NULL when out of memory. The bounds of each number are common/result_check.c's (they depend on the job). */
+json_t *jobresult_schema_json(void);
+
 json_t *jobresult_to_json(const job_result *r);
 /* The standard error of the mean of n per-batch losses (sd / sqrt(n)): 1 with *se set, 0 when n < 2 (none). The
  * result's val_loss_se and the built-in engine's val points' (worker/train.c). */

@@ -1,41 +1,94 @@
 /* point.c — the metrics point's builder and parser (point.h).
  *
- * Design: the optional numbers are one table (point.h's POINT_OPT_NUMS: key, flag, value) that the parser reads and
- * the server's metrics insert is built from (orchestrator/queue.c); the builder writes the keys in the metrics.jsonl
- * order point.h states. The error messages are the ones the server always gave (tests and clients match them).
+ * Design: every key is one row of point.h's POINT_FIELDS (class, flag, value, bounds, which trainer lines carry it),
+ * made a table here (POINT_KEYS) that the builder, the parser's type and bounds checks, the worker's trainer-line
+ * checks (worker/extrun.c) and `prism-worker schema --json` loop over; the server's metrics insert is built from its
+ * OPT rows (POINT_OPT_NUMS, orchestrator/queue.c). The builder writes the rows in order: the metrics.jsonl format. The error messages are the ones the server always gave (tests and clients match them).
  */
 #include "point.h"
 
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
-struct opt_num { const char *key; size_t has, val; };
-#define OPT(k, f, only) { POINT_KEY_##k, offsetof(metric_point, has_##f), offsetof(metric_point, f) },
-static const struct opt_num OPTS[] = { POINT_OPT_NUMS(OPT) };
-#define FLAG(p, o) (*(int *)((char *)(p) + (o)->has))
-#define VAL(p, o) (*(double *)((char *)(p) + (o)->val))
+#define HAS_STEP(f) 0
+#define HAS_LOSS(f) offsetof(metric_point, has_##f)
+#define HAS_OPT(f) offsetof(metric_point, has_##f)
+#define HAS_TOKENS(f) offsetof(metric_point, has_##f)
+#define HAS_EXTRA(f) 0
+#define ROW(X, cls, K, f, only, lo, hi, lines) \
+    { POINT_KEY_##K, POINT_C_##cls, only, lines, lo, hi, HAS_##cls(f), offsetof(metric_point, f) },
+const point_key POINT_KEYS[] = { POINT_FIELDS(ROW, _) };
+const int POINT_NKEYS = (int)(sizeof POINT_KEYS / sizeof POINT_KEYS[0]);
+#define FLAG(p, k) (*(int *)((char *)(p) + (k)->has))
+#define CFLAG(p, k) (*(const int *)((const char *)(p) + (k)->has))
+#define VAL(p, k) (*(double *)((char *)(p) + (k)->val))
+#define CVAL(p, k) (*(const double *)((const char *)(p) + (k)->val))
 
 void point_init(metric_point *p) {
     memset(p, 0, sizeof *p);
     p->step = -1;
 }
 
+/* One present key of p as a new JSON value; NULL when out of memory. */
+static json_t *key_value(const metric_point *p, const point_key *k) {
+    switch (k->cls) {
+    case POINT_C_STEP: return json_integer(p->step);
+    case POINT_C_TOKENS: return CFLAG(p, k) ? json_integer(p->tokens) : NULL;
+    case POINT_C_EXTRA: return p->extra ? json_deep_copy(p->extra) : NULL;
+    default: return CFLAG(p, k) ? json_real(CVAL(p, k)) : NULL;
+    }
+}
+
 json_t *point_to_json(const metric_point *p) {
     if (!p->has_train_loss && !p->has_val_loss) return NULL;
     json_t *o = json_object();
     if (!o) return NULL;
-    int bad = json_object_set_new(o, POINT_KEY_STEP, json_integer(p->step));
-    if (p->has_train_loss) bad |= json_object_set_new(o, POINT_KEY_TRAIN_LOSS, json_real(p->train_loss));
-    if (p->has_val_loss) bad |= json_object_set_new(o, POINT_KEY_VAL_LOSS, json_real(p->val_loss));
-    if (p->has_lr) bad |= json_object_set_new(o, POINT_KEY_LR, json_real(p->lr));
-    if (p->has_grad_norm) bad |= json_object_set_new(o, POINT_KEY_GRAD_NORM, json_real(p->grad_norm));
-    if (p->has_tokens) bad |= json_object_set_new(o, POINT_KEY_TOKENS, json_integer(p->tokens));
-    if (p->has_tok_per_s) bad |= json_object_set_new(o, POINT_KEY_TOK_PER_S, json_real(p->tok_per_s));
-    if (p->extra) bad |= json_object_set_new(o, POINT_KEY_EXTRA, json_deep_copy(p->extra));
-    if (p->has_val_loss_se) bad |= json_object_set_new(o, POINT_KEY_VAL_LOSS_SE, json_real(p->val_loss_se));
+    int bad = 0;
+    for (int i = 0; i < POINT_NKEYS; i++) {
+        const point_key *k = &POINT_KEYS[i];
+        int present = k->cls == POINT_C_STEP || (k->cls == POINT_C_EXTRA ? p->extra != NULL : CFLAG(p, k));
+        if (present) bad |= json_object_set_new(o, k->key, key_value(p, k));
+    }
     if (bad) { json_decref(o); return NULL; }
     return o;
+}
+
+int point_equal(const metric_point *a, const metric_point *b) {
+    for (int i = 0; i < POINT_NKEYS; i++) {
+        const point_key *k = &POINT_KEYS[i];
+        switch (k->cls) {
+        case POINT_C_STEP: if (a->step != b->step) return 0; break;
+        case POINT_C_EXTRA: if (!a->extra != !b->extra || (a->extra && !json_equal(a->extra, b->extra))) return 0; break;
+        case POINT_C_TOKENS: if (CFLAG(a, k) != CFLAG(b, k) || (CFLAG(a, k) && a->tokens != b->tokens)) return 0; break;
+        default:
+            if (CFLAG(a, k) != CFLAG(b, k)) return 0;
+            if (CFLAG(a, k) && !(CVAL(a, k) == CVAL(b, k) || (isnan(CVAL(a, k)) && isnan(CVAL(b, k))))) return 0;
+        }
+    }
+    return 1;
+}
+
+json_t *point_schema_json(void) {
+    static const char *const cls[] = {"integer", "number", "number", "integer", "object"};
+    static const char *const only[] = {"any", "train", "val"};
+    json_t *a = json_array();
+    for (int i = 0; a && i < POINT_NKEYS; i++) {
+        const point_key *k = &POINT_KEYS[i];
+        json_t *lines = json_array();
+        if (lines && (k->lines & POINT_ON_TRAIN)) json_array_append_new(lines, json_string("train"));
+        if (lines && (k->lines & POINT_ON_VAL)) json_array_append_new(lines, json_string("val"));
+        json_t *r = json_pack("{s:s, s:s, s:s, s:o, s:s}", "key", k->key, "kind", cls[k->cls],
+                              "required", k->cls == POINT_C_STEP ? "yes" : k->cls == POINT_C_LOSS ? "one of the losses" : "no",
+                              "lines", lines, "stored_on", only[k->only]);
+        if (r && k->cls != POINT_C_EXTRA) {
+            json_object_set_new(r, "min", json_real(k->lo));
+            json_object_set_new(r, "max", json_real(k->hi));
+        }
+        if (!r || json_array_append_new(a, r) < 0) { json_decref(a); a = NULL; }
+    }
+    return a;
 }
 
 int point_from_json(const json_t *o, metric_point *p, const char *where, char *err, size_t errlen) {
@@ -56,13 +109,15 @@ int point_from_json(const json_t *o, metric_point *p, const char *where, char *e
     p->step = json_integer_value(st);
     if ((p->has_train_loss = tl != NULL)) p->train_loss = json_number_value(tl);
     if ((p->has_val_loss = vl != NULL)) p->val_loss = json_number_value(vl);
-    for (size_t k = 0; k < sizeof OPTS / sizeof OPTS[0]; k++) {
-        json_t *v = json_object_get(o, OPTS[k].key);
+    for (int i = 0; i < POINT_NKEYS; i++) {
+        const point_key *k = &POINT_KEYS[i];
+        if (k->cls != POINT_C_OPT) continue;
+        json_t *v = json_object_get(o, k->key);
         if (v && !json_is_number(v) && !json_is_null(v)) {
-            snprintf(err, errlen, "%s: %s must be a number", where, OPTS[k].key);
+            snprintf(err, errlen, "%s: %s must be a number", where, k->key);
             return -1;
         }
-        if ((FLAG(p, &OPTS[k]) = json_is_number(v))) VAL(p, &OPTS[k]) = json_number_value(v);
+        if ((FLAG(p, k) = json_is_number(v))) VAL(p, k) = json_number_value(v);
     }
     if (tk && !json_is_integer(tk) && !json_is_null(tk)) { snprintf(err, errlen, "%s: tokens must be an integer", where); return -1; }
     if ((p->has_tokens = json_is_integer(tk))) p->tokens = json_integer_value(tk);
@@ -72,19 +127,15 @@ int point_from_json(const json_t *o, metric_point *p, const char *where, char *e
         if (json_object_size(ex)) p->extra = ex;   /* {}: none */
     }
     /* every number as the job's own bounds allow (a cross-entropy, the job's lr range): 1e308 is not a loss */
-    const struct { int has; double v, lo, hi; const char *key; } b[] = {
-        {p->has_train_loss, p->train_loss, 0, POINT_MAX_LOSS, POINT_KEY_TRAIN_LOSS},
-        {p->has_val_loss, p->val_loss, 0, POINT_MAX_LOSS, POINT_KEY_VAL_LOSS},
-        {p->has_lr, p->lr, 0, 10, POINT_KEY_LR},
-        {p->has_grad_norm, p->grad_norm, 0, 1e30, POINT_KEY_GRAD_NORM},
-        {p->has_tok_per_s, p->tok_per_s, 0, 1e12, POINT_KEY_TOK_PER_S},
-        {p->has_val_loss_se, p->val_loss_se, 0, POINT_MAX_LOSS, POINT_KEY_VAL_LOSS_SE},
-        {p->has_tokens, (double)p->tokens, 0, 9.2e18, POINT_KEY_TOKENS}};
-    for (size_t k = 0; k < sizeof b / sizeof b[0]; k++)
-        if (b[k].has && !(b[k].v >= b[k].lo && b[k].v <= b[k].hi)) {
-            snprintf(err, errlen, "%s.%s: %g is outside [%g, %g]", where, b[k].key, b[k].v, b[k].lo, b[k].hi);
+    for (int i = 0; i < POINT_NKEYS; i++) {
+        const point_key *k = &POINT_KEYS[i];
+        if (k->cls == POINT_C_STEP || k->cls == POINT_C_EXTRA || !FLAG(p, k)) continue;
+        double v = k->cls == POINT_C_TOKENS ? (double)p->tokens : VAL(p, k);
+        if (!(v >= k->lo && v <= k->hi)) {
+            snprintf(err, errlen, "%s.%s: %g is outside [%g, %g]", where, k->key, v, k->lo, k->hi);
             return -1;
         }
+    }
     return 0;
 }
 

@@ -47,25 +47,63 @@
 #define POINT_EXTRA_ABS_MAX 1e300   /* a finite number, printable and parseable again */
 #define POINT_KEY_VAL_LOSS_SE "val_loss_se"   /* the val loss's standard error over its val batches */
 
-/* The optional numbers of a point, X(NAME, field, only): the key POINT_KEY_NAME (also the metrics table's
- * column: orchestrator/queue.c stores every one), the double `field` with its flag `has_field`, and which kind of
- * point the server keeps it on (POINT_ANY, POINT_TRAIN_ONLY, POINT_VAL_ONLY; on the other kind it is stored NULL). point.c parses them by this list (null or
- * absent: no value). A new one is a row here, its key, its field and one line of point_to_json (the key order
- * there is the metrics.jsonl format), plus its column (a migration, sql/NNN_NAME.sql). */
+/* The keys of a point, one row each, in the metrics.jsonl order (point_to_json writes them so):
+ *   R(X, CLASS, NAME, field, only, lo, hi, lines)
+ * CLASS: STEP (the integer step, required), LOSS (train_loss / val_loss: a number, at least one of them), OPT (an
+ * optional number: the double `field` with its flag `has_field`, and the metrics table's column of the key
+ * POINT_KEY_NAME, orchestrator/queue.c stores every one), TOKENS (an optional integer), EXTRA (the trainer's own
+ * metrics). only: which kind of point the server keeps it on (POINT_ANY, POINT_TRAIN_ONLY, POINT_VAL_ONLY; on the
+ * other kind it is stored NULL). [lo, hi]: the bounds point_from_json checks. lines: the external trainer's lines
+ * that may carry it (POINT_ON_TRAIN, POINT_ON_VAL: worker/extrun.c checks them by these rows, and
+ * `prism-worker schema --json` prints them for trainers/torch/prism_protocol.py's test). A new metric is one OPT row
+ * here, its POINT_KEY_NAME, and its column (a migration, sql/NNN_NAME.sql); docs/CONTRIBUTING.md has the list. */
 enum { POINT_ANY = 0, POINT_TRAIN_ONLY = 1, POINT_VAL_ONLY = 2 };
-#define POINT_OPT_NUMS(X) \
-    X(LR, lr, POINT_ANY) \
-    X(TOK_PER_S, tok_per_s, POINT_ANY) \
-    X(GRAD_NORM, grad_norm, POINT_TRAIN_ONLY) \
-    X(VAL_LOSS_SE, val_loss_se, POINT_VAL_ONLY)
+enum { POINT_ON_TRAIN = 1, POINT_ON_VAL = 2 };
+#define POINT_FIELDS(R, X) \
+    R(X, STEP, STEP, step, POINT_ANY, 0, POINT_MAX_STEP, POINT_ON_TRAIN | POINT_ON_VAL) \
+    R(X, LOSS, TRAIN_LOSS, train_loss, POINT_TRAIN_ONLY, 0, POINT_MAX_LOSS, POINT_ON_TRAIN) \
+    R(X, LOSS, VAL_LOSS, val_loss, POINT_VAL_ONLY, 0, POINT_MAX_LOSS, POINT_ON_VAL) \
+    R(X, OPT, LR, lr, POINT_ANY, 0, 10, POINT_ON_TRAIN) \
+    R(X, OPT, GRAD_NORM, grad_norm, POINT_TRAIN_ONLY, 0, 1e30, POINT_ON_TRAIN) \
+    R(X, TOKENS, TOKENS, tokens, POINT_ANY, 0, 9.2e18, POINT_ON_TRAIN) \
+    R(X, OPT, TOK_PER_S, tok_per_s, POINT_ANY, 0, 1e12, POINT_ON_TRAIN) \
+    R(X, EXTRA, EXTRA, extra, POINT_ANY, 0, 0, POINT_ON_TRAIN | POINT_ON_VAL) \
+    R(X, OPT, VAL_LOSS_SE, val_loss_se, POINT_VAL_ONLY, 0, POINT_MAX_LOSS, POINT_ON_VAL)
+
+/* The OPT rows alone as X(NAME, field, only): the optional numbers (the metrics insert's columns, queue.c). */
+#define POINT__OPT_STEP(X, K, f, only)
+#define POINT__OPT_LOSS(X, K, f, only)
+#define POINT__OPT_TOKENS(X, K, f, only)
+#define POINT__OPT_EXTRA(X, K, f, only)
+#define POINT__OPT_OPT(X, K, f, only) X(K, f, only)
+#define POINT__PICK_OPT(X, cls, K, f, only, lo, hi, lines) POINT__OPT_##cls(X, K, f, only)
+#define POINT_OPT_NUMS(X) POINT_FIELDS(POINT__PICK_OPT, X)
+#define POINT__MEMBER(K, f, only) int has_##f; double f;
 
 typedef struct metric_point {
     long long step;
-    int has_train_loss, has_val_loss, has_lr, has_grad_norm, has_tokens, has_tok_per_s, has_val_loss_se;
-    double train_loss, val_loss, lr, grad_norm, tok_per_s, val_loss_se;
+    int has_train_loss, has_val_loss, has_tokens;
+    double train_loss, val_loss;
     long long tokens;
     const json_t *extra;   /* borrowed: the parsed object's "extra", or the builder's; NULL: none */
+    POINT_OPT_NUMS(POINT__MEMBER)   /* int has_lr; double lr; ... one pair per OPT row */
 } metric_point;
+
+/* A point's key as a row (point.c's table of POINT_FIELDS): what point_to_json, point_from_json, the worker's
+ * trainer-line checks and `prism-worker schema --json` loop over. */
+enum { POINT_C_STEP, POINT_C_LOSS, POINT_C_OPT, POINT_C_TOKENS, POINT_C_EXTRA };
+typedef struct point_key {
+    const char *key;
+    int cls, only, lines;      /* POINT_C_*, POINT_ANY.., POINT_ON_* */
+    double lo, hi;
+    size_t has, val;           /* offsets in metric_point of the flag (0: none, STEP and EXTRA) and the value */
+} point_key;
+extern const point_key POINT_KEYS[];
+extern const int POINT_NKEYS;
+/* 1 when a and b have the same keys with the same values (NaN equal to NaN; extra by content), row by row. */
+int point_equal(const metric_point *a, const metric_point *b);
+/* The rows as JSON (`prism-worker schema --json`'s "point"): a new array, NULL when out of memory. */
+json_t *point_schema_json(void);
 
 void point_init(metric_point *p);
 json_t *point_to_json(const metric_point *p);

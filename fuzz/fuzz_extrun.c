@@ -19,16 +19,25 @@
 #include <string.h>
 
 #include "extrun.h"
+#include "point.h"
 
 #undef FUZZ_CHECK
 #define FUZZ_CHECK(c) do { if (!(c)) { fprintf(stderr, "fuzz_extrun: contract violated: %s (line %d)\n", #c, __LINE__); abort(); } } while (0)
 
-static int fe_row_ok(const json_t *row, long long step) {
+/* A metrics row: the line's step, and every key a row of common/point.h POINT_FIELDS that the line carries
+ * (`lines`; zero_shot on a val line), its number finite and at or above the row's lower bound (a loss: finite). */
+static int fe_row_ok(const json_t *row, long long step, int lines) {
     if (!json_is_object(row) || json_integer_value(json_object_get(row, "step")) != step) return 0;
     const char *k;
     json_t *v;
-    json_object_foreach((json_t *)row, k, v)
+    json_object_foreach((json_t *)row, k, v) {
         if (json_is_real(v) && !isfinite(json_real_value(v))) return 0;
+        if (lines == POINT_ON_VAL && strcmp(k, "zero_shot") == 0) continue;
+        const point_key *r = NULL;
+        for (int i = 0; i < POINT_NKEYS; i++) if (strcmp(POINT_KEYS[i].key, k) == 0) r = &POINT_KEYS[i];
+        if (!r || !(r->lines & lines)) return 0;
+        if ((r->cls == POINT_C_OPT || r->cls == POINT_C_TOKENS) && !(json_number_value(v) >= r->lo)) return 0;
+    }
     return 1;
 }
 
@@ -49,9 +58,9 @@ int fuzz_extrun_one(const uint8_t *data, size_t size) {
             FUZZ_CHECK(l.step >= 0 && l.step <= 100);
         if (rc == EXTRUN_EV_FAILED)   /* a reason that reads safely in an error; a message cut and NUL-terminated */
             FUZZ_CHECK(job_trainer_name_ok(l.reason) && memchr(l.message, 0, sizeof l.message) != NULL);
-        if (rc == EXTRUN_EV_TRAIN) FUZZ_CHECK(l.step < 100 && isfinite(l.train_loss) && fe_row_ok(l.row, l.step));
+        if (rc == EXTRUN_EV_TRAIN) FUZZ_CHECK(l.step < 100 && isfinite(l.train_loss) && fe_row_ok(l.row, l.step, POINT_ON_TRAIN));
         if (rc == EXTRUN_EV_VAL)
-            FUZZ_CHECK(isfinite(l.val_loss) && fe_row_ok(l.row, l.step) && (!l.has_val_loss_se || l.val_loss_se >= 0));
+            FUZZ_CHECK(isfinite(l.val_loss) && fe_row_ok(l.row, l.step, POINT_ON_VAL) && (!l.has_val_loss_se || l.val_loss_se >= 0));
         if (rc == EXTRUN_EV_CHECKPOINT) FUZZ_CHECK(l.path[0] && memchr(l.path, 0, sizeof l.path));
         if (rc == EXTRUN_EV_RESULT) FUZZ_CHECK(json_is_object(l.result) && isfinite(l.val_loss));
         extrun_line_release(&l);

@@ -159,23 +159,57 @@ void extrun_line_release(extrun_line *l) {
     l->row = l->result = NULL;
 }
 
-/* The keys each event may have (besides "event"); the first `req` of them are required. */
+/* Keys a result may not carry: the job, attempt, lease and worker are the worker's and the server's to name
+ * (the complete call's URL and lease token say which job it is), and "backend" describes the built-in CUDA
+ * engine's library, which an external trainer does not run. Refused rather than overwritten: a trainer that
+ * sends them means something by them, and a silent rewrite would hide the mistake. */
+static const char *const EXTRUN_RESULT_RESERVED[] = {"job", "job_id", "sweep_id", "schedule_id", "attempt",
+                                                     "lease_token", "worker", "worker_id", "backend",
+                                                     JOBRESULT_KEY_TRAINER_COMMAND, JOBRESULT_KEY_TRAINER_VERSION, NULL};
+
+/* The keys each event may have (besides "event"): a train or val line's are the point's rows that carry it
+ * (common/point.h POINT_FIELDS, `lines`), then `keys`; the first `req` of them all are required. */
 static const struct extrun_event {
     const char *name;
-    int kind, req;
+    int kind, req, point_lines;
     const char *keys[8];
 } EVENTS[] = {
-    {"train", EXTRUN_EV_TRAIN, 2, {"step", "train_loss", "lr", "grad_norm", "tokens", "tok_per_s", "extra", NULL}},
-    {"val", EXTRUN_EV_VAL, 2, {"step", "val_loss", "val_loss_se", "zero_shot", "extra", NULL}},
-    {"checkpoint", EXTRUN_EV_CHECKPOINT, 2, {"step", "path", NULL}},
-    {"paused", EXTRUN_EV_PAUSED, 2, {"step", "val_loss", NULL}},
-    {"preempted", EXTRUN_EV_PREEMPTED, 1, {"step", NULL}},
-    {"result", EXTRUN_EV_RESULT, 1, {"result", NULL}},
-    {"heartbeat", EXTRUN_EV_HEARTBEAT, 0, {NULL}},                       /* keep-alive: the trainer is busy */
-    {"failed", EXTRUN_EV_FAILED, 1, {"reason", "retryable", "message", NULL}},   /* the trainer says why it fails */
-    {"start", EXTRUN_EV_START, 0, {"version", NULL}},
+    {"train", EXTRUN_EV_TRAIN, 2, POINT_ON_TRAIN, {NULL}},
+    {"val", EXTRUN_EV_VAL, 2, POINT_ON_VAL, {"zero_shot", NULL}},
+    {"checkpoint", EXTRUN_EV_CHECKPOINT, 2, 0, {"step", "path", NULL}},
+    {"paused", EXTRUN_EV_PAUSED, 2, 0, {"step", "val_loss", NULL}},
+    {"preempted", EXTRUN_EV_PREEMPTED, 1, 0, {"step", NULL}},
+    {"result", EXTRUN_EV_RESULT, 1, 0, {"result", NULL}},
+    {"heartbeat", EXTRUN_EV_HEARTBEAT, 0, 0, {NULL}},                       /* keep-alive: the trainer is busy */
+    {"failed", EXTRUN_EV_FAILED, 1, 0, {"reason", "retryable", "message", NULL}},   /* the trainer says why it fails */
+    {"start", EXTRUN_EV_START, 0, 0, {"version", NULL}},
 };
 #define NEVENTS (int)(sizeof EVENTS / sizeof EVENTS[0])
+
+/* The i-th key event E may have, NULL past the last. */
+static const char *event_key(const struct extrun_event *E, int i) {
+    for (int p = 0; p < POINT_NKEYS; p++)
+        if (POINT_KEYS[p].lines & E->point_lines) { if (i-- == 0) return POINT_KEYS[p].key; }
+    return E->keys[i];
+}
+
+json_t *extrun_schema_json(void) {
+    json_t *o = json_object(), *res = json_array();
+    if (!o || !res || json_object_set_new(o, "result_reserved", res) < 0) { json_decref(o); return NULL; }
+    for (int r = 0; EXTRUN_RESULT_RESERVED[r]; r++) json_array_append_new(res, json_string(EXTRUN_RESULT_RESERVED[r]));
+    json_t *evs = json_object();
+    if (!evs || json_object_set_new(o, "events", evs) < 0) { json_decref(o); return NULL; }
+    for (int e = 0; e < NEVENTS; e++) {
+        json_t *req = json_array(), *opt = json_array();
+        const char *k;
+        for (int i = 0; (k = event_key(&EVENTS[e], i)); i++) json_array_append_new(i < EVENTS[e].req ? req : opt, json_string(k));
+        if (json_object_set_new(evs, EVENTS[e].name, json_pack("{s:o, s:o}", "required", req, "optional", opt)) < 0) {
+            json_decref(o);
+            return NULL;
+        }
+    }
+    return o;
+}
 
 /* A number key: required or optional (absent or null: *has = 0). Finite is guaranteed by jansson (it refuses
  * NaN, Infinity and overflowing literals), checked anyway. */
@@ -227,14 +261,6 @@ static int extrun_extra(const json_t *o, const char *where, json_t *row, char *e
     return 0;
 }
 
-/* Keys a result may not carry: the job, attempt, lease and worker are the worker's and the server's to name
- * (the complete call's URL and lease token say which job it is), and "backend" describes the built-in CUDA
- * engine's library, which an external trainer does not run. Refused rather than overwritten: a trainer that
- * sends them means something by them, and a silent rewrite would hide the mistake. */
-static const char *const EXTRUN_RESULT_RESERVED[] = {"job", "job_id", "sweep_id", "schedule_id", "attempt",
-                                                     "lease_token", "worker", "worker_id", "backend",
-                                                     JOBRESULT_KEY_TRAINER_COMMAND, JOBRESULT_KEY_TRAINER_VERSION, NULL};
-
 /* Every key of a result, at any depth, at most EXTRUN_KEY_MAX bytes, none reserved at the top. 0 or -1 with err. */
 static int extrun_result_keys(const json_t *v, int depth, char *err, size_t errlen) {
     const char *k;
@@ -260,6 +286,31 @@ static int extrun_result_keys(const json_t *v, int depth, char *err, size_t errl
                 return -1;
             }
         if (extrun_result_keys(x, depth + 1, err, errlen)) return -1;
+    }
+    return 0;
+}
+
+/* A train or val line's optional point keys (common/point.h's rows that carry it, `lines`: numbers at or above
+ * their lower bound, tokens an integer >= 0, extra by its rule) copied into the metrics row. 0 or -1 with err. */
+static int extrun_point_keys(const json_t *o, const char *ev, int lines, json_t *row, char *err, size_t errlen) {
+    for (int i = 0; i < POINT_NKEYS; i++) {
+        const point_key *k = &POINT_KEYS[i];
+        if (!(k->lines & lines)) continue;
+        if (k->cls == POINT_C_OPT) {
+            double x;
+            int has;
+            if (extrun_num(o, ev, k->key, 0, k->lo, &x, &has, err, errlen)) return -1;
+            if (has && row) json_object_set_new(row, k->key, json_real(x));
+        } else if (k->cls == POINT_C_TOKENS) {
+            json_t *tk = json_object_get(o, k->key);
+            if (!tk || json_is_null(tk)) continue;
+            if (!json_is_integer(tk) || json_integer_value(tk) < 0) {
+                snprintf(err, errlen, "%s: %s: must be an integer >= 0, got %s", ev, k->key, job_json_type(tk));
+                return -1;
+            }
+            if (row) json_object_set_new(row, k->key, json_integer(json_integer_value(tk)));
+        } else if (k->cls == POINT_C_EXTRA && extrun_extra(o, ev, row, err, errlen))
+            return -1;
     }
     return 0;
 }
@@ -302,18 +353,19 @@ int extrun_parse_line(const char *line, size_t len, const extrun_limits *lim, ex
     json_object_foreach(o, k, v) {
         if (strcmp(k, "event") == 0) continue;
         int known = 0;
-        for (int i = 0; E->keys[i]; i++) known |= strcmp(E->keys[i], k) == 0;
+        const char *q;
+        for (int i = 0; (q = event_key(E, i)); i++) known |= strcmp(q, k) == 0;
         if (!known) {
             char esc[160];
             int n = snprintf(err, errlen, "%s: unknown key \"%s\" (known:", E->name, log_escape(esc, sizeof esc, k));
-            for (int i = 0; E->keys[i] && n > 0 && (size_t)n < errlen; i++) n += snprintf(err + n, errlen - n, " %s", E->keys[i]);
+            for (int i = 0; (q = event_key(E, i)) && n > 0 && (size_t)n < errlen; i++) n += snprintf(err + n, errlen - n, " %s", q);
             if (n > 0 && (size_t)n < errlen) snprintf(err + n, errlen - n, ")");
             goto out;
         }
     }
     for (int i = 0; i < E->req; i++)
-        if (!json_object_get(o, E->keys[i]) || json_is_null(json_object_get(o, E->keys[i]))) {
-            snprintf(err, errlen, "%s: %s: required", E->name, E->keys[i]);
+        if (!json_object_get(o, event_key(E, i)) || json_is_null(json_object_get(o, event_key(E, i)))) {
+            snprintf(err, errlen, "%s: %s: required", E->name, event_key(E, i));
             goto out;
         }
     out->event = E->kind;
@@ -332,32 +384,17 @@ int extrun_parse_line(const char *line, size_t len, const extrun_limits *lim, ex
         out->step = json_integer_value(st);
     }
     switch (E->kind) {
-    case EXTRUN_EV_TRAIN: {
-        double x;
+    case EXTRUN_EV_TRAIN:
         if (extrun_num(o, "train", "train_loss", 1, -INFINITY, &out->train_loss, NULL, err, errlen)) goto out;
         out->row = json_pack("{s:I, s:f}", "step", (json_int_t)out->step, "train_loss", out->train_loss);
-        static const char *const opt[] = {"lr", "grad_norm", "tok_per_s"};
-        for (int i = 0; i < 3; i++) {
-            int has;
-            if (extrun_num(o, "train", opt[i], 0, i ? 0 : -INFINITY, &x, &has, err, errlen)) goto out;
-            if (has && out->row) json_object_set_new(out->row, opt[i], json_real(x));
-        }
-        json_t *tk = json_object_get(o, "tokens");
-        if (tk && !json_is_null(tk)) {
-            if (!json_is_integer(tk) || json_integer_value(tk) < 0) {
-                snprintf(err, errlen, "train: tokens: must be an integer >= 0, got %s", job_json_type(tk));
-                goto out;
-            }
-            if (out->row) json_object_set_new(out->row, "tokens", json_integer(json_integer_value(tk)));
-        }
-        if (extrun_extra(o, "train", out->row, err, errlen)) goto out;
+        if (extrun_point_keys(o, "train", POINT_ON_TRAIN, out->row, err, errlen)) goto out;
         break;
-    }
     case EXTRUN_EV_VAL: {
         if (extrun_num(o, "val", "val_loss", 1, -INFINITY, &out->val_loss, NULL, err, errlen)) goto out;
-        if (extrun_num(o, "val", "val_loss_se", 0, 0, &out->val_loss_se, &out->has_val_loss_se, err, errlen)) goto out;
         out->row = json_pack("{s:I, s:f}", "step", (json_int_t)out->step, "val_loss", out->val_loss);
-        if (out->row && out->has_val_loss_se) json_object_set_new(out->row, "val_loss_se", json_real(out->val_loss_se));
+        if (extrun_point_keys(o, "val", POINT_ON_VAL, out->row, err, errlen)) goto out;
+        json_t *se = json_object_get(out->row, POINT_KEY_VAL_LOSS_SE);
+        if ((out->has_val_loss_se = se != NULL)) out->val_loss_se = json_real_value(se);
         json_t *zs = json_object_get(o, "zero_shot");
         if (zs && !json_is_null(zs)) {   /* the built-in's last val point carries it (worker/train.c run_finish) */
             if (out->step != lim->steps) {
@@ -368,7 +405,6 @@ int extrun_parse_line(const char *line, size_t len, const extrun_limits *lim, ex
             if (extrun_zero_shot(zs, err, errlen)) goto out;
             if (out->row) json_object_set_new(out->row, "zero_shot", json_deep_copy(zs));
         }
-        if (extrun_extra(o, "val", out->row, err, errlen)) goto out;
         break;
     }
     case EXTRUN_EV_PAUSED:

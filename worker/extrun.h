@@ -105,6 +105,9 @@ int extrun_set_parse(extrun_set *set, const char *const *specs, int n, double ti
                      size_t errlen);
 void extrun_set_release(extrun_set *set);
 const extrun_trainer *extrun_find(const extrun_set *set, const char *name);
+/* The protocol's events as extrun_parse_line checks them ({"events": {NAME: {"required": [...], "optional": [...]}},
+ * "result_reserved": [...]}): `prism-worker schema --json`'s "events". A new object, NULL when out of memory. */
+json_t *extrun_schema_json(void);
 int extrun_parse_line(const char *line, size_t len, const extrun_limits *lim, extrun_line *out, char *err,
                       size_t errlen);
 void extrun_line_release(extrun_line *l);

@@ -2,6 +2,7 @@
  *
  *   prism-worker train JOB.json --out DIR [flags]     one job locally, no server (worker/train.c)
  *   prism-worker --server URL ...                     agent mode (the "agent" entry of the table)
+ *   prism-worker schema --json                        the wire contracts' key rows
  *
  * Design: main() only dispatches; each command parses its own flags, turns bad input into a message on
  * stderr and exit status 2, and calls a library function (train_run, ...) that does the work. Exit
@@ -11,7 +12,10 @@
 #include "jsonout.h"
 #include "agent.h"
 #include "cli.h"
+#include "extrun.h"
 #include "job.h"
+#include "jobresult.h"
+#include "point.h"
 #include "train.h"
 #include "version.h"
 #include <signal.h>
@@ -199,6 +203,34 @@ static int cmd_agent(int argc, char **argv) {
     return agent_run(&o);
 }
 
+/* prism-worker schema --json: the wire contracts' rows (common/job.c, common/point.c, common/jobresult.c,
+ * worker/extrun.c), what the Python trainer and the docs are tested against (tests/integration/test_schema.sh). */
+static int cmd_schema(int argc, char **argv) {
+    int as_json = 0;
+    cli_flag flags[] = {
+        {"--json", CLI_BOOL, &as_json, "off", "print the rows as one JSON object (required: the only format)", 0, 0, 0, 0},
+        {0}};
+    cli_cmd cmd = {"schema", "--json",
+                   "Prints every key of the job, the metrics point, the result and the trainer protocol's events as the\n"
+                   "worker checks them: {\"job\": [...], \"point\": [...], \"result\": [...], \"events\": {...},\n"
+                   "\"result_reserved\": [...]} (kinds, bounds, defaults, required keys).",
+                   flags, "prism-worker"};
+    char *pos[1];
+    int npos, rc = cli_parse(&cmd, argc, argv, pos, 0, &npos);
+    if (rc != CLI_OK) return rc == CLI_HELP ? 0 : 2;
+    if (!as_json) { cli_cmd_error(&cmd, "--json is required (the rows print as JSON only)"); return 2; }
+    json_t *o = extrun_schema_json();
+    if (!o || json_object_set_new(o, "job", job_schema_json()) < 0 || json_object_set_new(o, "point", point_schema_json()) < 0 ||
+        json_object_set_new(o, "result", jobresult_schema_json()) < 0) {
+        json_decref(o);
+        fprintf(stderr, "prism-worker schema: out of memory\n");
+        return 1;
+    }
+    int bad = json_dumpf(o, stdout, JSON_INDENT(1) | JSON_SORT_KEYS | JSONOUT_FLAGS) < 0 || printf("\n") < 0;
+    json_decref(o);
+    return bad ? 1 : 0;
+}
+
 static int cmd_help(int argc, char **argv);
 
 struct command {
@@ -211,6 +243,7 @@ static const struct command commands[] = {
     {"train", cmd_train, "train one job locally: prism-worker train JOB.json --out DIR"},
     /* AGENT MODE (worker/agent.c): main() sends every invocation whose arguments contain --server here. */
     {"agent", cmd_agent, "lease and train jobs from a server: prism-worker [agent] --server URL --token-file F ..."},
+    {"schema", cmd_schema, "the job, point, result and trainer-event keys: prism-worker schema --json"},
     {"help", cmd_help, "this list"},
 };
 #define NCOMMANDS (int)(sizeof commands / sizeof commands[0])

@@ -2,13 +2,13 @@
 independently of trainers/torch/prism_protocol.py (which must not be the judge of itself): one JSON object a line of at
 most 65536 bytes, known events and keys, finite numbers, train steps strictly increasing and below train.steps,
 checkpoint paths inside PRISM_OUT, the newest one an existing file, exactly one terminal line and it is the last (of the kind
-TERMINAL when given), a start line only first. Prints the events; exit 1 naming the first violation."""
-import json, math, os, sys
+TERMINAL when given), a start line only first. Prints the events; exit 1 naming the first violation. The events and
+their keys are the worker's own rows (`$PRISM_BUILD/prism-worker schema --json`), not a copy."""
+import json, math, os, subprocess, sys
 
-KEYS = {"train": {"step", "train_loss", "lr", "grad_norm", "tokens", "tok_per_s"}, "val": {"step", "val_loss", "val_loss_se"},
-        "checkpoint": {"step", "path"}, "paused": {"step", "val_loss"}, "preempted": {"step"}, "result": {"result"},
-        "heartbeat": set(), "failed": {"reason", "retryable", "message"},
-        "start": {"version"}}
+_SCHEMA = json.loads(subprocess.run([os.path.join(os.environ["PRISM_BUILD"], "prism-worker"), "schema", "--json"],
+                                    check=True, capture_output=True).stdout)
+KEYS = {ev: set(e["required"]) | set(e["optional"]) for ev, e in _SCHEMA["events"].items()}
 RESULT = {"val_loss", "train_loss", "tok_per_s", "wall_s", "params", "flops_per_token", "steps", "tokens", "heads", "device",
           "arch", "val_loss_batches", "val_loss_se", "val_batches", "attn_distance", "setup_s"}
 path, out, steps = sys.argv[1], os.path.realpath(sys.argv[2]), int(sys.argv[3])

@@ -34,7 +34,9 @@ DEFAULTS = {
     "eval": {"every": 0, "batches": 4, "attn_distance": False, "tasks": []},
     "data": {},
 }
-# every key's type and bounds, as common/job.c's key tables (set_key) check them; "trainer" is the worker's
+# every key's type and bounds, as common/job.c's key tables (set_key) check them; "trainer" is the worker's.
+# DEFAULTS, SPEC and REQUIRED are checked against those rows (`prism-worker schema --json`'s "job") by
+# tests/integration/test_schema.sh, which names the key and the dict to edit
 INT, NUM, BOOL, STR, U64 = "int", "num", "bool", "str", "u64"
 SPEC = {
     "model": {"n_layer": (INT, 1, 240), "d_model": (INT, 1, 65536), "vocab_size": (INT, 1, 65536),

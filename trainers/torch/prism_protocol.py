@@ -45,7 +45,8 @@ EXTRA_NAME = re.compile(r"[A-Za-z0-9_./-]{1,64}\Z")   # POINT_EXTRA_NAME_MAX = 6
 EXTRA_ABS_MAX = 1e300   # POINT_EXTRA_ABS_MAX
 REASON = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]{0,62}\Z")   # a failed line's reason: oom, diverged, nccl, ...
 TERMINAL = ("result", "paused", "preempted", "failed")
-# event -> (required keys, optional keys); every value but "event" and "path"/"result" is a finite number
+# event -> (required keys, optional keys), as the worker checks them (`prism-worker schema --json`'s "events";
+# tests/integration/test_schema.sh fails naming a key missing here); every value but "event" and "path"/"result" is a finite number
 EVENTS = {
     "train": (("step", "train_loss"), ("lr", "grad_norm", "tokens", "tok_per_s", "extra")),
     "val": (("step", "val_loss"), ("val_loss_se", "zero_shot", "extra")),
