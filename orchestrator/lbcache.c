@@ -196,7 +196,7 @@ int lbcache_get(lbcache *c, store *st, long long sweep_id, json_t **out, char *e
     }
     /* due, and costly: rebuilt on the pool while this entry answers (lbcache.h) */
     if (e && rev >= 0 && c->loop && c->db_path[0] && e->created_at == created_at &&
-        e->build_s >= (c->cheap_s > 0 ? c->cheap_s : LBCACHE_CHEAP_S) && (e->building || job_start(c, e) == 0)) {
+        e->build_s >= (c->async_s > 0 ? c->async_s : LBCACHE_ASYNC_S) && (e->building || job_start(c, e) == 0)) {
         e->used_at = now;
         c->hits++;
         c->stale_hits++;

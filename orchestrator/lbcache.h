@@ -17,11 +17,11 @@
  * (JSON_COMPACT | JSONOUT_FLAGS), rendered once per build: a hit answers the bytes, not a json_dumps of every row.
  *
  * Off the loop (issue #44: a 100,000-job sweep ranks in ~2 s, and a rebuild on the event loop held every worker's
- * heartbeat that long): with `loop` set, an entry whose build costs (build_s >= cheap_s) is rebuilt, when due, on
+ * heartbeat that long): with `loop` set, an entry whose build took LBCACHE_ASYNC_S or more is rebuilt, when due, on
  * libuv's thread pool with a read-only connection of its own (db_path, one per build: a committed snapshot, its rev
  * read inside the same read transaction), and the loop answers the entry it has meanwhile. The new entry is
- * installed by the loop when the build ends. A cheap sweep, or one with no entry yet, is built on the caller's
- * thread as before. Without `loop` (the CLI, the unit tests) every build is the caller's. Otherwise single-threaded:
+ * installed by the loop when the build ends (the poll after it answers it: an answer may lag one poll more). A
+ * sweep ranked faster, or one with no entry yet, is built on the caller's thread as before. Without `loop` (the CLI, the unit tests) every build is the caller's. Otherwise single-threaded:
  * only the loop touches the entries.
  */
 #ifndef PRISM_LBCACHE_H
@@ -35,6 +35,7 @@
 #define LBCACHE_CHEAP_S 0.05
 #define LBCACHE_DUTY 10.0
 #define LBCACHE_MAX_AGE_S 10.0
+#define LBCACHE_ASYNC_S 0.2      /* a ranking at least this long is rebuilt off the loop (with `loop` set) */
 #define LBCACHE_WARM_JOBS 5000   /* serve ranks the sweeps this large before it listens (lbcache_warm) */
 
 typedef struct lbcache_entry {
@@ -54,6 +55,7 @@ typedef struct lbcache {
     unsigned long long hits, builds;   /* answers from an entry / built (for /metrics and the tests) */
     double (*clock)(void);             /* NULL: util_now_s; the tests' own clock otherwise */
     double cheap_s;                    /* 0: LBCACHE_CHEAP_S */
+    double async_s;                    /* 0: LBCACHE_ASYNC_S */
     uv_loop_t *loop;                   /* set: costly rebuilds on its thread pool; NULL: all on the caller's thread */
     char db_path[4096];                /* the database the pool's builds open (read-only): the served path */
     int inflight;                      /* builds on the pool not yet installed */
