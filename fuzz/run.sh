@@ -53,7 +53,7 @@ srcs() {
 libs() {
   case $1 in
     request|spec) echo "$(pkg-config --cflags --libs sqlite3 libuv jansson libcurl) -lhttp_parser -lm -lpthread" ;;
-    job|lease|extrun|point) echo "$(pkg-config --cflags --libs jansson) -lm" ;;
+    job|lease|extrun|point|schedule) echo "$(pkg-config --cflags --libs jansson) -lm" ;;
     checkpoint) echo "-fopenmp $(pkg-config --cflags --libs openblas) -lm -lpthread" ;;
     parquet)    echo "-lz -lzstd -lsnappy -llz4 -lbrotlidec" ;;
     *)          echo "-lm" ;;
