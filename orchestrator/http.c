@@ -511,6 +511,11 @@ static void conn_close(http_conn *c) {
     uv_close((uv_handle_t *)&c->tcp, conn_handle_closed);
 }
 
+/* A timeout of c: limit_s, at most anon_timeout_s while c is anonymous. */
+static double conn_limit_s(const http_conn *c, double limit_s) {
+    return c->anon && limit_s > c->srv->opts.anon_timeout_s ? c->srv->opts.anon_timeout_s : limit_s;
+}
+
 static void conn_timeout(uv_timer_t *t) {
     http_conn *c = t->data;
     if (c->anon && !c->sess.in_message && !c->sess.closing && !c->read_paused) {
@@ -529,9 +534,7 @@ static void conn_timeout(uv_timer_t *t) {
          * reader of a 308 MB answer got 4 MB of it after --anon-timeout). A reader that takes nothing for a whole
          * timeout is cut as before. */
         c->wq_seen = c->tcp.write_queue_size;
-        double t = c->anon && c->srv->opts.anon_timeout_s < c->srv->opts.idle_timeout_s ? c->srv->opts.anon_timeout_s
-                                                                                         : c->srv->opts.idle_timeout_s;
-        uv_timer_start(&c->timer, conn_timeout, (uint64_t)(t * 1000), 0);
+        uv_timer_start(&c->timer, conn_timeout, (uint64_t)(conn_limit_s(c, c->srv->opts.idle_timeout_s) * 1000), 0);
         return;
     }
     if (c->is_dirty && !c->sess.in_message && !c->sess.closing) {
@@ -554,11 +557,7 @@ static void conn_timeout(uv_timer_t *t) {
 static void arm_timer(http_conn *c) {
     http_server *srv = c->srv;
     c->wq_seen = SIZE_MAX;
-    double req = srv->opts.request_timeout_s, idle = srv->opts.idle_timeout_s;
-    if (c->anon) {
-        if (req > srv->opts.anon_timeout_s) req = srv->opts.anon_timeout_s;
-        if (idle > srv->opts.anon_timeout_s) idle = srv->opts.anon_timeout_s;
-    }
+    double req = conn_limit_s(c, srv->opts.request_timeout_s), idle = conn_limit_s(c, srv->opts.idle_timeout_s);
     if (c->sess.in_message) {
         if (!c->timer_is_request) {
             c->timer_is_request = 1;

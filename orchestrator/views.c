@@ -349,7 +349,7 @@ static int jobs_page_lease(api_ctx *c, const char *state, long long want, long l
 #undef JOBS_ORDER
     long long k[3] = {0, 0, 0};
     if (after >= 0 && jobs_after_key(c, after, k) < 0) return -1;
-    int st = state != NULL, rc = SQLITE_DONE, last;
+    int st = state != NULL, rc = SQLITE_DONE;
     for (int part = 0; part < (after >= 0 ? 2 : 1) && (long long)json_array_size(arr) <= want; part++) {
         sqlite3_stmt *s = views_prepare(c, part == 0 ? sql[st][after >= 0] : lower[st]);
         if (!s) return -1;
@@ -362,9 +362,8 @@ static int jobs_page_lease(api_ctx *c, const char *state, long long want, long l
             if (part == 0) { sqlite3_bind_int64(s, 6, k[1]); sqlite3_bind_int64(s, 7, k[2]); sqlite3_bind_int64(s, 8, after); }
         }
         rc = jobs_rows(s, arr, want, 0, &(long long){0});
-        last = rc;
         sqlite3_finalize(s);
-        if (last == SQLITE_ROW) { *more = 1; return 0; }   /* a row past the page: there are more */
+        if (rc == SQLITE_ROW) { *more = 1; return 0; }   /* a row past the page: there are more */
         if (read_done(c, rc, "jobs") < 0) return -1;
     }
     *more = 0;
