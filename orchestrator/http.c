@@ -62,6 +62,7 @@ const char *http_status_text(int status) {
     case 200: return "OK";
     case 201: return "Created";
     case 204: return "No Content";
+    case 304: return "Not Modified";
     case 400: return "Bad Request";
     case 401: return "Unauthorized";
     case 403: return "Forbidden";
@@ -112,6 +113,14 @@ void http_response_error(http_response *res, int status, const char *fmt, ...) {
     http_response_set(res, status, "application/json", body, (size_t)n);
 }
 
+int http_etag_matches(const http_request *r, const char *etag) {
+    const char *h = r->if_none_match;
+    if (!etag[0] || !h[0]) return 0;
+    while (*h == ' ' || *h == '\t') h++;
+    if (h[0] == '*' && (h[1] == 0 || h[1] == ' ')) return 1;
+    return strstr(h, etag) != NULL;   /* a tag is quoted whole: no tag is another's substring */
+}
+
 /* ---- session ------------------------------------------------------------------------------------- */
 
 static http_session *S(http_parser *p) { return p->data; }
@@ -124,6 +133,8 @@ static int on_message_begin(http_parser *p) {
     r->auth[0] = 0;
     r->auth_too_long = 0;
     r->expect_continue = 0;
+    r->if_none_match[0] = 0;
+    r->if_none_match_long = 0;
     r->body.len = 0;
     r->t_start = util_now_s();
     s->header_bytes = 0;
@@ -168,6 +179,13 @@ static int on_header_value(http_parser *p, const char *at, size_t n) {
     http_request *r = &s->req;
     if (!s->hname_long && strcmp(s->hname, "expect") == 0 && n >= 12 && strncasecmp(at, "100-continue", 12) == 0)
         r->expect_continue = 1;
+    if (!s->hname_long && strcmp(s->hname, "if-none-match") == 0) {   /* kept whole or not at all */
+        size_t have = first_chunk ? 0 : strlen(r->if_none_match);
+        if (r->if_none_match_long || have + n > HTTP_MAX_ETAG) { r->if_none_match_long = 1; r->if_none_match[0] = 0; return 0; }
+        memcpy(r->if_none_match + have, at, n);
+        r->if_none_match[have + n] = 0;
+        return 0;
+    }
     if (s->hname_long || strcmp(s->hname, "authorization") != 0) return 0;
     if (first_chunk && ++s->auth_headers > 1) { s->pending_status = 400; return 1; }   /* never joined into one token */
     size_t have = strlen(r->auth);
@@ -203,16 +221,18 @@ static void session_emit(http_session *s, http_response *res, int keep_alive, in
     char head[1024];
     int st = res->status ? res->status : 500;
     if (!res->content_type) res->content_type = "application/json";
-    int n;
-    if (st == 204)
-        n = snprintf(head, sizeof head, "HTTP/1.1 204 No Content\r\n%sConnection: %s\r\n\r\n",
+    char etag[HTTP_MAX_ETAG + 16] = "";
+    if (res->etag[0]) snprintf(etag, sizeof etag, "ETag: %s\r\n", res->etag);
+    int n, bodiless = st == 204 || st == 304;   /* RFC 9110: neither carries content */
+    if (bodiless)
+        n = snprintf(head, sizeof head, "HTTP/1.1 %d %s\r\n%s%sConnection: %s\r\n\r\n", st, http_status_text(st), etag,
                      res->extra_headers ? res->extra_headers : "", keep_alive ? "keep-alive" : "close");
     else
-        n = snprintf(head, sizeof head, "HTTP/1.1 %d %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n%sConnection: %s\r\n\r\n",
-                     st, http_status_text(st), res->content_type, res->body.len,
+        n = snprintf(head, sizeof head, "HTTP/1.1 %d %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n%s%sConnection: %s\r\n\r\n",
+                     st, http_status_text(st), res->content_type, res->body.len, etag,
                      res->extra_headers ? res->extra_headers : "", keep_alive ? "keep-alive" : "close");
     if (buf_append(&s->out, head, (size_t)n, BUF_MAX) < 0 ||
-        (st != 204 && !head_only && res->body.len && buf_append(&s->out, res->body.data, res->body.len, BUF_MAX) < 0))
+        (!bodiless && !head_only && res->body.len && buf_append(&s->out, res->body.data, res->body.len, BUF_MAX) < 0))
         s->closing = 1;   /* out of memory: the connection dies */
 }
 

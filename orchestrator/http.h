@@ -43,6 +43,7 @@
 #define HTTP_MAX_HEADERS  (16 * 1024)
 #define HTTP_MAX_BODY     (8 * 1024 * 1024)
 #define HTTP_MAX_AUTH     512
+#define HTTP_MAX_ETAG     128   /* an If-None-Match longer than this is ignored (the full answer is sent) */
 /* Answers a connection may have buffered (serialised, or queued for a client that is not reading) before the
  * server stops reading from it: pipelined requests cannot make the server hold unbounded output. */
 #define HTTP_MAX_OUT      (4 * 1024 * 1024)
@@ -56,6 +57,8 @@ typedef struct http_request {
     char auth[HTTP_MAX_AUTH + 1];   /* Authorization header value, "" when absent */
     int auth_too_long;
     int expect_continue;            /* "Expect: 100-continue" was sent */
+    char if_none_match[HTTP_MAX_ETAG + 1];   /* If-None-Match header value, "" when absent or too long */
+    int if_none_match_long;
     buf body;                  /* NUL-terminated when len > 0 */
     double t_start;                 /* when its first byte arrived (util_now_s: monotonic) */
 } http_request;
@@ -64,7 +67,8 @@ typedef struct http_response {
     int status;                     /* 0 until set */
     const char *content_type;       /* static string */
     const char *extra_headers;      /* static string of "Name: value\r\n" lines, or NULL */
-    buf body;
+    char etag[HTTP_MAX_ETAG + 1];   /* "" or the answer's entity tag (quotes included), sent as ETag: */
+    buf body;                       /* never sent with 204 or 304 */
     int close;                      /* close the connection after this answer */
     int no_state;                   /* claims nothing about the database (/healthz, /metrics, the page's files):
                                      * written at once, not held for the COMMIT and sync of the batch */
@@ -75,6 +79,10 @@ void http_response_error(http_response *res, int status, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 /* Sets res to a body (copied) with the status and type. Returns 0 or -1 (no memory: res becomes a 500). */
 int http_response_set(http_response *res, int status, const char *content_type, const char *body, size_t len);
+
+/* 1 when the request's If-None-Match names etag (quotes included; a weak W/ form or `*` match too, RFC 9110's weak
+ * comparison for GET): the client holds these bytes, and a 304 with no body answers it; 0 otherwise. */
+int http_etag_matches(const http_request *r, const char *etag);
 
 typedef void (*http_handler_fn)(void *ud, http_request *req, http_response *res);
 

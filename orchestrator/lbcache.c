@@ -14,6 +14,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "jsonout.h"
 
@@ -64,7 +66,7 @@ static double clock_now(const lbcache *c) { return c->clock ? c->clock() : util_
 static int entry_usable(const lbcache *c, const lbcache_entry *e, double created_at, long long rev, double now) {
     if (e->created_at != created_at) return 0;   /* another sweep with the id */
     double age = now - e->built_at;
-    if (age >= LBCACHE_MAX_AGE_S) return 0;
+    if (age >= LBCACHE_MAX_AGE_S && age >= LBCACHE_DUTY * e->build_s) return 0;   /* unchanged, but old */
     if (e->rev == rev) return 1;
     return e->build_s >= (c->cheap_s > 0 ? c->cheap_s : LBCACHE_CHEAP_S) && age < LBCACHE_DUTY * e->build_s;   /* changed: rebuilt when due */
 }
@@ -154,7 +156,7 @@ static void job_done(uv_work_t *w, int status) {
         entry_drop_off_loop(c, e);
         entry_set(e, j->sweep_id, j->created_at, j->rev, clock_now(c), j->build_s, j->lb, j->text);
         c->async_builds++;
-        c->builds++;
+        e->gen = ++c->builds;
     } else {
         if (status == 0 && j->rc != STORE_OK && j->rc != STORE_ENOTFOUND)
             fprintf(stderr, "prism-sweep serve: event=leaderboard-build-failed sweep=%lld: %s (the last answer stays)\n",
@@ -213,6 +215,7 @@ int lbcache_get(lbcache *c, store *st, long long sweep_id, json_t **out, char *e
         int building = e->sweep_id == sweep_id && e->building;
         entry_set(e, sweep_id, created_at, rev, t1, t1 - now, json_incref(lb), json_dumps(lb, JSON_COMPACT | JSONOUT_FLAGS));
         e->building = building;
+        e->gen = c->builds;
     }
     *out = lb;
     return STORE_OK;
@@ -251,6 +254,16 @@ const char *lbcache_text(const lbcache *c, const json_t *lb, size_t *len) {
             return c->e[i].text;
         }
     return NULL;
+}
+
+int lbcache_etag(lbcache *c, const json_t *lb, char *out, size_t n) {
+    if (!c->nonce) c->nonce = ((unsigned long long)time(NULL) << 22) ^ (unsigned long long)getpid();
+    for (int i = 0; i < LBCACHE_SLOTS; i++)
+        if (c->e[i].sweep_id && c->e[i].lb == lb && c->e[i].gen) {
+            int k = snprintf(out, n, "\"lb-%lld-%llu-%llx\"", c->e[i].sweep_id, c->e[i].gen, c->nonce);
+            return k > 0 && (size_t)k < n ? 0 : -1;
+        }
+    return -1;
 }
 
 void lbcache_release(lbcache *c) {

@@ -7,7 +7,7 @@
  *   - the rev moved, and the entry is fresh enough to replace: its build took under LBCACHE_CHEAP_S, or it is at
  *     least LBCACHE_DUTY times its build time old (a sweep whose ranking takes 0.4 s is ranked at most every 4 s,
  *     so a fleet's completions cannot keep the event loop in the ranking more than 1/LBCACHE_DUTY of the time);
- *   - or the entry is LBCACHE_MAX_AGE_S old (the halving total of steps trained counts running jobs' steps, which
+ *   - or the entry is LBCACHE_MAX_AGE_S old and LBCACHE_DUTY times its build time (the halving total of steps trained counts running jobs' steps, which
  *     heartbeats move without moving the rev).
  * The answer may thus lag the database by at most max(LBCACHE_MAX_AGE_S, LBCACHE_DUTY x build time) — never for
  * a sweep that ranks in under LBCACHE_CHEAP_S, which is always current (docs/API.md).
@@ -48,6 +48,7 @@ typedef struct lbcache_entry {
     char *text;                  /* owned: lb as the route's JSON body (NULL: render it), text_len bytes */
     size_t text_len;
     int building;                /* a rebuild of this sweep is on the thread pool */
+    unsigned long long gen;      /* the cache's build number that made it (its ETag's; 0: none) */
 } lbcache_entry;
 
 typedef struct lbcache {
@@ -60,6 +61,9 @@ typedef struct lbcache {
     char db_path[4096];                /* the database the pool's builds open (read-only): the served path */
     int inflight;                      /* builds on the pool not yet installed */
     unsigned long long async_builds, stale_hits;   /* built off the loop / answered while such a build ran */
+    unsigned long long not_modified;   /* answers of 304: the client's If-None-Match named the entry (views.c) */
+    unsigned long long nonce;          /* this process's part of every ETag (0 until the first): a restarted server's
+                                        * build numbers start again, its tags do not match the old ones */
 } lbcache;
 
 /* The leaderboard of sweep_id, as leaderboard_build makes it: *out a NEW reference (the caller decrefs it and must
@@ -76,6 +80,11 @@ int lbcache_warm(lbcache *c, store *st, long long min_jobs, char *err, size_t er
 /* The JSON text of the entry whose object is lb (what lbcache_get just gave), *len its length; NULL when lb is no
  * entry's (a sweep that is not cached): the caller renders lb itself. Borrowed: valid until the next lbcache call. */
 const char *lbcache_text(const lbcache *c, const json_t *lb, size_t *len);
+
+/* The entity tag of the entry whose object is lb, quotes included ("lb-SWEEP-BUILD-NONCE"), into out: a new build
+ * (a change, or an unchanged entry rebuilt for its age) is a new tag, so a client holding the tag holds these bytes.
+ * Returns 0, or -1 when lb is no entry's or out is too small (the answer then goes without a tag). */
+int lbcache_etag(lbcache *c, const json_t *lb, char *out, size_t n);
 
 /* Frees every entry; c is usable after, its counters, clock, cheap_s, loop and db_path kept (a failed COMMIT drops
  * the entries built in its transaction: api_flush). A build still on the pool installs its entry when it ends (it

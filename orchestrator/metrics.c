@@ -78,8 +78,10 @@ void metrics_prometheus(api_ctx *c) {
                    "# TYPE prism_leaderboard_cache_hits_total counter\nprism_leaderboard_cache_hits_total %llu\n"
                    "# HELP prism_leaderboard_builds_off_loop_total Of the builds, those ranked on the thread pool (a costly "
                    "sweep's, while the last build answered).\n# TYPE prism_leaderboard_builds_off_loop_total counter\n"
-                   "prism_leaderboard_builds_off_loop_total %llu\n",
-               a->views.lb.builds, a->views.lb.hits, a->views.lb.async_builds);
+                   "prism_leaderboard_builds_off_loop_total %llu\n"
+                   "# HELP prism_leaderboard_not_modified_total Polls answered 304: the client held the build (its ETag).\n"
+                   "# TYPE prism_leaderboard_not_modified_total counter\nprism_leaderboard_not_modified_total %llu\n",
+               a->views.lb.builds, a->views.lb.hits, a->views.lb.async_builds, a->views.lb.not_modified);
     buf_printf(&b, BUF_MAX, "# HELP prism_workers_alive Workers seen within two lease TTLs.\n# TYPE prism_workers_alive gauge\n"
                    "prism_workers_alive %d\n", views_workers_alive(a));
     buf_printf(&b, BUF_MAX, "# HELP prism_http_requests_total Requests answered, by status code.\n# TYPE prism_http_requests_total counter\n");

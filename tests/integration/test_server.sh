@@ -707,4 +707,47 @@ t_default_web_folder_beside_the_binary() {
   s_expect 404 GET / "" -
 }
 
+# The leaderboard carries its build's ETag: a poll naming it gets 304 with no body (the page's browser revalidates:
+# Cache-Control no-cache), until a completion changes the ranking (a new build, a new tag, 200 and the new counts);
+# a restarted server's tags are not the old one's; a tag list, W/ and * match; /metrics counts the 304s.
+t_leaderboard_etag_answers_304_until_it_changes() {
+  s_setup
+  s_spec "$D/s.json" etag '["4,4,4,4", "2,2,4,4"]' '[1]'
+  s_create "$D/s.json" >/dev/null
+  s_server
+  local lb="$URL/api/v1/sweeps/1/leaderboard" h t1 t2 code
+  h=$(curl -s -D - -o "$D/lb1" "$lb" -H "Authorization: Bearer $AT" | tr -d '\r')
+  t1=$(echo "$h" | sed -n 's/^ETag: //p')
+  [ -n "$t1" ] || fail "no ETag on the leaderboard: $h"
+  assert_contains "$h" "Cache-Control: no-cache"
+  local got; got=$(curl -s -D "$D/h2" -o /dev/null -w '%{size_download}' "$lb" -H "Authorization: Bearer $AT" -H "If-None-Match: $t1")
+  h=$(tr -d '\r' <"$D/h2")
+  assert_contains "$h" "HTTP/1.1 304 Not Modified"
+  assert_contains "$h" "ETag: $t1"
+  assert_eq 0 "$got" "a 304 has no body"
+  case "$h" in *Content-Length*) fail "a 304 claims a length: $h";; esac
+  for inm in "W/$t1" "\"x\", $t1" "*"; do
+    code=$(curl -s -o /dev/null -w '%{http_code}' "$lb" -H "Authorization: Bearer $AT" -H "If-None-Match: $inm")
+    assert_eq 304 "$code" "If-None-Match: $inm"
+  done
+  code=$(curl -s -o /dev/null -w '%{http_code}' "$lb" -H "Authorization: Bearer $AT" -H "If-None-Match: \"lb-1-1\"")
+  assert_eq 200 "$code" "a prefix of the tag is another tag"
+  local w; w=$(s_register w1)
+  s_lease "$w"
+  s_complete "$JOB" "$TOKEN" 4.25
+  h=$(curl -s -D - -o "$D/lb3" "$lb" -H "Authorization: Bearer $AT" -H "If-None-Match: $t1" | tr -d '\r')
+  assert_contains "$h" "HTTP/1.1 200 OK"
+  t2=$(echo "$h" | sed -n 's/^ETag: //p')
+  [ -n "$t2" ] && [ "$t2" != "$t1" ] || fail "a changed ranking kept its tag: '$t1' -> '$t2'"
+  assert_eq 1 "$(jq '[.rows[].counts.done] | add' "$D/lb3")" "the new answer shows the completion"
+  s_expect 200 GET /metrics "" "$AT"
+  assert_contains "$BODY" "prism_leaderboard_not_modified_total 4"
+  kill "$SPID"; wait "$SPID" 2>/dev/null
+  sleep 1   # the tag's nonce has one-second resolution
+  s_server
+  lb="$URL/api/v1/sweeps/1/leaderboard"
+  code=$(curl -s -o /dev/null -w '%{http_code}' "$lb" -H "Authorization: Bearer $AT" -H "If-None-Match: $t2")
+  assert_eq 200 "$code" "a restarted server's first build is not the old one's"
+}
+
 harness_main "$@"

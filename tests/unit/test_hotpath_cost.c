@@ -800,6 +800,27 @@ TEST(leaderboard_rebuild_waits_for_its_duty) {
     teardown();
 }
 
+/* An unchanged entry is rebuilt for its age (the halving total of steps trained moves without the rev) after
+ * LBCACHE_MAX_AGE_S, but a costly one not before LBCACHE_DUTY build times either: a 100,000-job sweep that ranks in
+ * 2 s is ranked every 20 s, not every 10 s, when nothing it shows has changed (issue #44). */
+TEST(leaderboard_costly_unchanged_entry_ages_by_its_duty) {
+    build(SMALL, 0);
+    clock_t0 = 1000;
+    clock_step = 2.0;   /* every build takes 2 s of the tests' clock; each poll moves it 2 s too */
+    A.views.lb.clock = test_clock;
+    ASSERT_EQ_INT(0, polled_done());
+    ASSERT_EQ_INT(1, A.views.lb.builds);
+    clock_t0 += LBCACHE_MAX_AGE_S;   /* 12 s old: past the max age, not past 10 x 2 s */
+    polled_done();
+    printf("builds after %.0f s unchanged: %llu (max age %.0f s, duty x build %.0f s)\n", LBCACHE_MAX_AGE_S + 2,
+           A.views.lb.builds, LBCACHE_MAX_AGE_S, LBCACHE_DUTY * 2.0);
+    ASSERT_EQ_INT(1, A.views.lb.builds);
+    clock_t0 += LBCACHE_DUTY * 2.0;
+    polled_done();
+    ASSERT_EQ_INT(2, A.views.lb.builds);
+    teardown();
+}
+
 /* With a loop (the server's), a costly sweep's due rebuild runs on the thread pool: the poll that finds it due is
  * answered from the entry it has, at the cost of a hit (no ranking on the loop's connection), the build runs on a
  * read-only connection of its own, and once the loop installs it the route answers exactly what the database ranks;
