@@ -162,7 +162,7 @@ static void gb_fin(pcd_gb &g, cudnnBackendDescriptor_t d, const char *what) {
 }
 #define GB_DESC(g, d, n, v, what) gb_set(g, d, n, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &(v), what)
 
-enum { U_Q = 1, U_K, U_V, U_O, U_STATS, U_SCALE, U_NEGINF, U_DO, U_DQ, U_DK, U_DV, U_DELTA, U_VIRT = 100 };
+enum { U_Q = 1, U_K, U_V, U_O, U_STATS, U_SCALE, U_NEGINF, U_DO, U_DQ, U_DK, U_DV, U_DELTA, U_ONE, U_VIRT = 100 };
 
 static cudnnBackendDescriptor_t gb_tensor(pcd_gb &g, int64_t uid, const int64_t dims[4], const int64_t strides[4],
                                           cudnnDataType_t dt, bool virt, bool byval) {
@@ -185,15 +185,18 @@ static cudnnBackendDescriptor_t gb_virt(pcd_gb &g, int64_t &uid, int64_t B, int6
     return gb_tensor(g, uid++, dims, str, dt, true, false);
 }
 /* the transposed view (B, NH, c, r) of a packed (B, NH, r, c) virtual tensor, for a RESHAPE node */
-static cudnnBackendDescriptor_t gb_virt_t(pcd_gb &g, int64_t &uid, int64_t B, int64_t NH, int64_t r, int64_t c) {
+static cudnnBackendDescriptor_t gb_virt_t(pcd_gb &g, int64_t &uid, int64_t B, int64_t NH, int64_t r, int64_t c,
+                                          cudnnDataType_t dt) {
     const int64_t dims[4] = { B, NH, c, r }, str[4] = { NH * r * c, r * c, 1, c };
-    return gb_tensor(g, uid++, dims, str, CUDNN_DATA_FLOAT, true, false);
+    return gb_tensor(g, uid++, dims, str, dt, true, false);
 }
 static cudnnBackendDescriptor_t gb_pw(pcd_gb &g, cudnnPointwiseMode_t mode, cudnnBackendDescriptor_t x,
                                       cudnnBackendDescriptor_t b, cudnnBackendDescriptor_t y,
                                       cudnnBackendDescriptor_t t = NULL, int64_t axis = -1) {
     cudnnBackendDescriptor_t pw = gb_new(g, CUDNN_BACKEND_POINTWISE_DESCRIPTOR, "pointwise");
-    cudnnDataType_t prec = CUDNN_DATA_FLOAT;
+    /* the compute type as cudnn-frontend sets it: INT32 for the index, BOOLEAN for the compare, float otherwise */
+    cudnnDataType_t prec = mode == CUDNN_POINTWISE_GEN_INDEX ? CUDNN_DATA_INT32
+                         : mode == CUDNN_POINTWISE_CMP_GE ? CUDNN_DATA_BOOLEAN : CUDNN_DATA_FLOAT;
     gb_set(g, pw, CUDNN_ATTR_POINTWISE_MODE, CUDNN_TYPE_POINTWISE_MODE, 1, &mode, "pointwise mode");
     gb_set(g, pw, CUDNN_ATTR_POINTWISE_MATH_PREC, CUDNN_TYPE_DATA_TYPE, 1, &prec, "pointwise precision");
     if (axis >= 0) gb_set(g, pw, CUDNN_ATTR_POINTWISE_AXIS, CUDNN_TYPE_INT64, 1, &axis, "gen_index axis");
@@ -251,19 +254,24 @@ static int pcd_seed_bug(void) {
     return v;
 }
 
-/* The causal-masked, scaled scores S (B, NH, T, T) of Q·Kᵀ; appends its ops to ops. */
+/* The scaled scores S·scale (B, NH, T, T) of Q·Kᵀ; appends its ops to ops. */
 static cudnnBackendDescriptor_t gb_scores(pcd_gb &g, int64_t &uid, cudnnBackendDescriptor_t q, cudnnBackendDescriptor_t kt,
-                                          cudnnBackendDescriptor_t scale, cudnnBackendDescriptor_t neginf,
-                                          int64_t B, int64_t NH, int64_t T, cudnnBackendDescriptor_t *ops, int &nops) {
+                                          cudnnBackendDescriptor_t scale, int64_t B, int64_t NH, int64_t T,
+                                          cudnnBackendDescriptor_t *ops, int &nops) {
     cudnnBackendDescriptor_t s = gb_virt(g, uid, B, NH, T, T), ss = gb_virt(g, uid, B, NH, T, T);
-    cudnnBackendDescriptor_t row = gb_virt(g, uid, B, NH, T, T, CUDNN_DATA_INT32), col = gb_virt(g, uid, B, NH, T, T, CUDNN_DATA_INT32);
-    cudnnBackendDescriptor_t keep = gb_virt(g, uid, B, NH, T, T, CUDNN_DATA_BOOLEAN), sm = gb_virt(g, uid, B, NH, T, T);
     ops[nops++] = gb_mm(g, q, kt, s);
     ops[nops++] = gb_pw(g, CUDNN_POINTWISE_MUL, s, scale, ss);
-    ops[nops++] = gb_pw(g, CUDNN_POINTWISE_GEN_INDEX, ss, NULL, row, NULL, 2);
-    ops[nops++] = gb_pw(g, CUDNN_POINTWISE_GEN_INDEX, ss, NULL, col, NULL, 3);
+    return ss;
+}
+/* The causal mask on x (B, NH, T, T): (row >= col) ? x : -inf, the index pair in INT32, the compare in BOOLEAN. */
+static cudnnBackendDescriptor_t gb_mask(pcd_gb &g, int64_t &uid, cudnnBackendDescriptor_t x, cudnnBackendDescriptor_t neginf,
+                                        int64_t B, int64_t NH, int64_t T, cudnnBackendDescriptor_t *ops, int &nops) {
+    cudnnBackendDescriptor_t row = gb_virt(g, uid, B, NH, T, T, CUDNN_DATA_INT32), col = gb_virt(g, uid, B, NH, T, T, CUDNN_DATA_INT32);
+    cudnnBackendDescriptor_t keep = gb_virt(g, uid, B, NH, T, T, CUDNN_DATA_BOOLEAN), sm = gb_virt(g, uid, B, NH, T, T);
+    ops[nops++] = gb_pw(g, CUDNN_POINTWISE_GEN_INDEX, x, NULL, row, NULL, 2);
+    ops[nops++] = gb_pw(g, CUDNN_POINTWISE_GEN_INDEX, x, NULL, col, NULL, 3);
     ops[nops++] = gb_pw(g, CUDNN_POINTWISE_CMP_GE, row, col, keep);
-    ops[nops++] = gb_pw(g, CUDNN_POINTWISE_BINARY_SELECT, ss, neginf, sm, keep);
+    ops[nops++] = gb_pw(g, CUDNN_POINTWISE_BINARY_SELECT, x, neginf, sm, keep);
     return sm;
 }
 
@@ -323,10 +331,12 @@ static pcd_plan *pcd_get_plan(int bwd, int B, int T, int C, int NH) {
         const int64_t skt[4] = { t * c3, hs, 1, pcd_seed_bug() ? (int64_t)C : c3 };
         cudnnBackendDescriptor_t kt = gb_tensor(g, U_K, dt_, skt, X, false, false);
         cudnnBackendDescriptor_t v = gb_tensor(g, U_V, dq, sqkv, X, false, false);
-        cudnnBackendDescriptor_t sm = gb_scores(g, uid, q, kt, scale, neginf, b, h, t, ops, nops);
+        cudnnBackendDescriptor_t ss = gb_scores(g, uid, q, kt, scale, b, h, t, ops, nops);
+        cudnnBackendDescriptor_t sm = gb_mask(g, uid, ss, neginf, b, h, t, ops, nops);
         cudnnBackendDescriptor_t mx = gb_virt(g, uid, b, h, t, 1), sub = gb_virt(g, uid, b, h, t, t);
         cudnnBackendDescriptor_t e = gb_virt(g, uid, b, h, t, t), z = gb_virt(g, uid, b, h, t, 1);
-        cudnnBackendDescriptor_t lz = gb_virt(g, uid, b, h, t, 1), pr = gb_virt(g, uid, b, h, t, t);
+        /* P in Q's type: the frontend sets bmm2's A to the I/O type "by requirement of the backend" */
+        cudnnBackendDescriptor_t lz = gb_virt(g, uid, b, h, t, 1), pr = gb_virt(g, uid, b, h, t, t, X);
         ops[nops++] = gb_red(g, CUDNN_REDUCE_TENSOR_MAX, sm, mx);
         ops[nops++] = gb_pw(g, CUDNN_POINTWISE_SUB, sm, mx, sub);
         ops[nops++] = gb_pw(g, CUDNN_POINTWISE_EXP, sub, NULL, e);
@@ -336,36 +346,42 @@ static pcd_plan *pcd_get_plan(int bwd, int B, int T, int C, int NH) {
         ops[nops++] = gb_pw(g, CUDNN_POINTWISE_DIV, e, z, pr);
         ops[nops++] = gb_mm(g, pr, v, o);
     } else {
-        cudnnBackendDescriptor_t k = gb_tensor(g, U_K, dq, sq, X, false, false);
+        /* as the frontend lowers it: K and V arrive as the transposed views Kᵀ, Vᵀ of the qkv buffer; K for dS·K is
+         * the RESHAPE of Kᵀ; softmax_sum = (sum_row dO∘O)·1 (the dropout scale-inverse, 1 without dropout); the mask
+         * is applied to S·scale − stats; Pᵀ and dSᵀ are in Q's type */
+        const int64_t skt[4] = { t * c3, hs, 1, sq[2] };
+        cudnnBackendDescriptor_t kt = gb_tensor(g, U_K, dt_, skt, X, false, false);
         cudnnBackendDescriptor_t vt = gb_tensor(g, U_V, dt_, st_, X, false, false);
         cudnnBackendDescriptor_t dout = gb_tensor(g, U_DO, dq, so, X, false, false);
         cudnnBackendDescriptor_t dqd = gb_tensor(g, U_DQ, dq, sqkv, X, false, false);
         cudnnBackendDescriptor_t dkd = gb_tensor(g, U_DK, dq, sqkv, X, false, false);
         cudnnBackendDescriptor_t dvd = gb_tensor(g, U_DV, dq, sqkv, X, false, false);
         cudnnBackendDescriptor_t delta = gb_tensor(g, U_DELTA, dst, sst, F, false, false);
-        cudnnBackendDescriptor_t doo = gb_virt(g, uid, b, h, t, hs);
-        const int64_t skv[4] = { t * c3, hs, 1, sq[2] };   /* Kᵀ: the view of K's descriptor (same strides) */
-        cudnnBackendDescriptor_t kt = gb_tensor(g, uid++, dt_, skv, F, true, false);
+        cudnnBackendDescriptor_t one = gb_tensor(g, U_ONE, d1, d1, F, false, true);
+        cudnnBackendDescriptor_t doo = gb_virt(g, uid, b, h, t, hs), dsum = gb_virt(g, uid, b, h, t, 1);
+        cudnnBackendDescriptor_t k = gb_tensor(g, uid++, dq, sq, X, true, false);   /* K: the view of Kᵀ */
         ops[nops++] = gb_pw(g, CUDNN_POINTWISE_MUL, dout, o, doo);
-        ops[nops++] = gb_red(g, CUDNN_REDUCE_TENSOR_ADD, doo, delta);
-        ops[nops++] = gb_reshape(g, k, kt);
-        cudnnBackendDescriptor_t sm = gb_scores(g, uid, q, kt, scale, neginf, b, h, t, ops, nops);
-        cudnnBackendDescriptor_t sub = gb_virt(g, uid, b, h, t, t), pr = gb_virt(g, uid, b, h, t, t);
-        cudnnBackendDescriptor_t prt = gb_virt_t(g, uid, b, h, t, t);
+        ops[nops++] = gb_red(g, CUDNN_REDUCE_TENSOR_ADD, doo, dsum);
+        ops[nops++] = gb_pw(g, CUDNN_POINTWISE_MUL, dsum, one, delta);
+        cudnnBackendDescriptor_t ss = gb_scores(g, uid, q, kt, scale, b, h, t, ops, nops);
+        cudnnBackendDescriptor_t sub = gb_virt(g, uid, b, h, t, t);
+        ops[nops++] = gb_pw(g, CUDNN_POINTWISE_SUB, ss, stats, sub);
+        cudnnBackendDescriptor_t sm = gb_mask(g, uid, sub, neginf, b, h, t, ops, nops);
+        cudnnBackendDescriptor_t pr = gb_virt(g, uid, b, h, t, t), prt = gb_virt_t(g, uid, b, h, t, t, X);
         cudnnBackendDescriptor_t dp = gb_virt(g, uid, b, h, t, t), dpm = gb_virt(g, uid, b, h, t, t);
         cudnnBackendDescriptor_t ds = gb_virt(g, uid, b, h, t, t), dss = gb_virt(g, uid, b, h, t, t);
-        cudnnBackendDescriptor_t dst_t = gb_virt_t(g, uid, b, h, t, t);
-        ops[nops++] = gb_pw(g, CUDNN_POINTWISE_SUB, sm, stats, sub);
-        ops[nops++] = gb_pw(g, CUDNN_POINTWISE_EXP, sub, NULL, pr);
+        cudnnBackendDescriptor_t dst_t = gb_virt_t(g, uid, b, h, t, t, X);
+        ops[nops++] = gb_pw(g, CUDNN_POINTWISE_EXP, sm, NULL, pr);
         ops[nops++] = gb_reshape(g, pr, prt);
         ops[nops++] = gb_mm(g, prt, dout, dvd);
         ops[nops++] = gb_mm(g, dout, vt, dp);
         ops[nops++] = gb_pw(g, CUDNN_POINTWISE_SUB, dp, delta, dpm);
-        ops[nops++] = gb_pw(g, CUDNN_POINTWISE_MUL, pr, dpm, ds);
+        ops[nops++] = gb_pw(g, CUDNN_POINTWISE_MUL, dpm, pr, ds);
         ops[nops++] = gb_pw(g, CUDNN_POINTWISE_MUL, ds, scale, dss);
-        ops[nops++] = gb_mm(g, dss, k, dqd);
         ops[nops++] = gb_reshape(g, dss, dst_t);
         ops[nops++] = gb_mm(g, dst_t, q, dkd);
+        ops[nops++] = gb_reshape(g, kt, k);
+        ops[nops++] = gb_mm(g, dss, k, dqd);
     }
     cudnnBackendDescriptor_t graph = gb_new(g, CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR, "operation graph");
     gb_set(g, graph, CUDNN_ATTR_OPERATIONGRAPH_HANDLE, CUDNN_TYPE_HANDLE, 1, &g_cd.h, "graph handle");
@@ -493,13 +509,13 @@ extern "C" int prism_cuda_cudnn_attention_backward(void *dqkv, const void *dout,
     size_t wsb = ((size_t)(p->ws > 0 ? p->ws : 0) + 255) / 256 * 256;
     char *ws = (char *)pcd_workspace(pcd_ws_need(p));
     if (!ws) return -1;
-    float scale = 1.0f / sqrtf((float)(C / NH)), neginf = -INFINITY;
+    float scale = 1.0f / sqrtf((float)(C / NH)), neginf = -INFINITY, one = 1.0f;
     const floatX *x = (const floatX *)qkv;
     floatX *dx = (floatX *)dqkv;
-    int64_t uids[12] = { U_Q, U_K, U_V, U_O, U_STATS, U_SCALE, U_NEGINF, U_DO, U_DQ, U_DK, U_DV, U_DELTA };
-    void *ptrs[12] = { (void *)x, (void *)(x + C), (void *)(x + 2 * C), (void *)out, (void *)lse, &scale, &neginf,
-                       (void *)dout, dx, dx + C, dx + 2 * C, ws + wsb };
-    return pcd_run(p, 12, uids, ptrs, p->ws > 0 ? ws : NULL);
+    int64_t uids[13] = { U_Q, U_K, U_V, U_O, U_STATS, U_SCALE, U_NEGINF, U_DO, U_DQ, U_DK, U_DV, U_DELTA, U_ONE };
+    void *ptrs[13] = { (void *)x, (void *)(x + C), (void *)(x + 2 * C), (void *)out, (void *)lse, &scale, &neginf,
+                       (void *)dout, dx, dx + C, dx + 2 * C, ws + wsb, &one };
+    return pcd_run(p, 13, uids, ptrs, p->ws > 0 ? ws : NULL);
 }
 
 #else   /* no cudnn.h at build time */

@@ -370,8 +370,75 @@ static cudnnStatus_t fin_graph(desc *x) {
 
 static int emu_sm(void) { const char *s = getenv("CUDNNEMU_SM"); return s && *s ? atoi(s) : 90; }
 
+static cudnnPointwiseMode_t pw_mode(desc *op) {
+    return *getv<cudnnPointwiseMode_t>(getd(op, CUDNN_ATTR_OPERATION_POINTWISE_PW_DESCRIPTOR), CUDNN_ATTR_POINTWISE_MODE);
+}
+static bool is_pw(desc *op, cudnnPointwiseMode_t m) { return op && op->type == DT(OPERATION_POINTWISE) && pw_mode(op) == m; }
+
+/* The fused-attention pattern as cudnn-frontend lowers causal SDPA for cuDNN < 9.21 (its
+ * scaled_dot_product_flash_attention.h and score modifiers; the facts, not its code), which is the pattern the
+ * engine recognises: a graph that departs is refused at plan finalize with CUDNN_STATUS_NOT_SUPPORTED_GRAPH_PATTERN
+ * (a NOT_SUPPORTED status), as the real library refuses a graph no engine matches.
+ * - a matmul with a virtual A and a graph-I/O B takes A in B's data type (the frontend sets the probabilities P fed
+ *   to P·V, and the transposed Pᵀ / dSᵀ fed to Pᵀ·dO / dSᵀ·Q, to Q's type "by requirement of the backend");
+ * - a matmul with a graph-I/O A takes B from graph I/O too (Q·Kᵀ and dO·Vᵀ read Kᵀ and Vᵀ as transposed views);
+ * - GEN_INDEX computes in INT32 into an INT32 tensor; CMP_* compute in BOOLEAN;
+ * - backward: the mask is applied to S − stats (the SUB that reads the stats takes the unmasked scaled scores and
+ *   its output is the BINARY_SELECT's x), and the per-row softmax_sum (dO∘O summed) is written by the MUL with the
+ *   dropout scale-inverse (×1 without dropout), not by the reduction. */
+static cudnnStatus_t frontend_pattern(desc *graph, bool backward) {
+    std::map<desc *, desc *> writer;
+    std::vector<desc *> in; desc *out;
+    for (desc *op : graph->order) { op_io(op, in, &out); writer[out] = op; }
+    for (desc *op : graph->order) {
+        op_io(op, in, &out);
+        if (op->type == DT(OPERATION_MATMUL)) {
+            desc *A = in[0], *B = in[1];
+            if (A->virt && !B->virt && A->dt != B->dt)
+                return bad(CUDNN_STATUS_NOT_SUPPORTED_GRAPH_PATTERN, "matmul uid %lld x %lld: the virtual A is data type %d, the engine takes it in the I/O type %d (cudnn-frontend sets P's type to Q's)",
+                           (long long)A->uid, (long long)B->uid, (int)A->dt, (int)B->dt);
+            if (!A->virt && B->virt)
+                return bad(CUDNN_STATUS_NOT_SUPPORTED_GRAPH_PATTERN, "matmul uid %lld x %lld: A is graph I/O but B is virtual (the engine reads Kᵀ / Vᵀ as graph I/O)",
+                           (long long)A->uid, (long long)B->uid);
+        } else if (op->type == DT(OPERATION_POINTWISE)) {
+            const cudnnPointwiseMode_t m = pw_mode(op);
+            const cudnnDataType_t *prec = getv<cudnnDataType_t>(getd(op, CUDNN_ATTR_OPERATION_POINTWISE_PW_DESCRIPTOR), CUDNN_ATTR_POINTWISE_MATH_PREC);
+            if (m == CUDNN_POINTWISE_GEN_INDEX && (!prec || *prec != CUDNN_DATA_INT32 || out->dt != CUDNN_DATA_INT32))
+                return bad(CUDNN_STATUS_NOT_SUPPORTED_GRAPH_PATTERN, "GEN_INDEX into uid %lld: compute type and y must be INT32", (long long)out->uid);
+            if (m == CUDNN_POINTWISE_CMP_GE && (!prec || *prec != CUDNN_DATA_BOOLEAN))
+                return bad(CUDNN_STATUS_NOT_SUPPORTED_GRAPH_PATTERN, "CMP_GE into uid %lld: compute type must be BOOLEAN", (long long)out->uid);
+        }
+    }
+    if (!backward) return CUDNN_STATUS_SUCCESS;
+    for (desc *op : graph->order) {
+        op_io(op, in, &out);
+        if (!is_pw(op, CUDNN_POINTWISE_SUB)) continue;
+        desc *b = in[1];
+        if (b->virt || b->dt != CUDNN_DATA_FLOAT) continue;
+        if (writer.count(b)) {   /* softmax_sum, written by the graph */
+            desc *w = writer[b];
+            if (!is_pw(w, CUDNN_POINTWISE_MUL))
+                return bad(CUDNN_STATUS_NOT_SUPPORTED_GRAPH_PATTERN, "backward: softmax_sum uid %lld is written by op type %d, not the MUL with the dropout scale-inverse (x1)",
+                           (long long)b->uid, (int)w->type);
+            continue;
+        }
+        /* the stats: S - stats, then the mask */
+        if (is_pw(writer.count(in[0]) ? writer[in[0]] : nullptr, CUDNN_POINTWISE_BINARY_SELECT))
+            return bad(CUDNN_STATUS_NOT_SUPPORTED_GRAPH_PATTERN, "backward: the mask is applied before S - stats (uid %lld); the engine takes the mask on S - stats", (long long)b->uid);
+        bool masked = false;
+        for (desc *o2 : graph->order) {
+            std::vector<desc *> in2; desc *out2;
+            op_io(o2, in2, &out2);
+            if (is_pw(o2, CUDNN_POINTWISE_BINARY_SELECT) && in2[0] == out) masked = true;
+        }
+        if (!masked) return bad(CUDNN_STATUS_NOT_SUPPORTED_GRAPH_PATTERN, "backward: S - stats (uid %lld) is not masked", (long long)out->uid);
+    }
+    return CUDNN_STATUS_SUCCESS;
+}
+
 /* the fused-attention engine's support matrix, on the graph's I/O */
 static cudnnStatus_t engine_support(desc *graph) {
+    cudnnStatus_t st;
     std::set<desc *> io;
     int grads = 0;
     std::vector<desc *> in; desc *out;
@@ -386,6 +453,7 @@ static cudnnStatus_t engine_support(desc *graph) {
         }
     }
     const bool backward = grads >= 3;
+    if ((st = frontend_pattern(graph, backward)) != CUDNN_STATUS_SUCCESS) return st;
     const int64_t dmax = backward && emu_sm() < 90 ? 128 : 256;
     for (desc *t : io) {
         if (t->dt == CUDNN_DATA_BFLOAT16 || t->dt == CUDNN_DATA_HALF) {
