@@ -140,41 +140,51 @@ static int heldout(store *st, long long sweep, int batch, const long long *ids, 
     return STORE_OK;
 }
 
-/* Decides batch b. *skipped = 1 (nothing written) while fewer than 2 schedules have a value. */
-static int decide_batch(store *st, long long sweep, const sweep_spec *sp, const search_cfg *cfg, int b, int *skipped,
-                        char *err, size_t errlen) {
-    sqlite3_stmt *s = NULL;
-    ssched *v = NULL;
-    ranking_obs *obs = NULL, *kept = NULL;
-    int *heads = NULL, *tix = NULL, *H = NULL, *excl = NULL, *prop = NULL, *best_u = NULL;
-    double *y = NULL, *se = NULL, *pm = NULL, *pv = NULL, *lm = NULL, *ls = NULL, *qm = NULL, *qv = NULL;
-    double *uc = NULL, *U = NULL, *EU = NULL, *prop_u = NULL, best_c[SURROGATE_MAX_AXES];   /* coordinates (dims) */
-    int P = cfg->naxes, P1 = P ? P : 1;
-    long long *ids = NULL, *pids = NULL;
-    unsigned char *scr = NULL;
-    int n = 0, cap = 0, nobs = 0, rc = STORE_OK, step, L = sp->n_layer, base = -1;
+/* One batch decision's working state: the sweep's schedules, the fit's inputs, the proposals; batch_release frees it. */
+typedef struct dbatch {
+    int n, cap, L, P, P1, base, nobs, nscreened, nt, nx, K, np, created, have_fit;
+    ssched *v;
+    int *heads, *tix, *H, *excl, *prop, *best_u;
+    double *uc, *U, *EU, *prop_u, *y, *se, *pm, *pv, *lm, *ls, *qm, *qv;
+    double best_c[SURROGATE_MAX_AXES];   /* coordinates (dims) */
+    long long *ids, *pids;
+    ranking_obs *obs, *kept;
+    unsigned char *scr;
     ranking_fit fit;
-    memset(&fit, 0, sizeof fit);
-    int have_fit = 0;
     surrogate_model m;
-    memset(&m, 0, sizeof m);
-    *skipped = 0;
+    surrogate_opts o;
+    surrogate_outlook look;
+} dbatch;
+
+static void batch_release(dbatch *d) {
+    if (d->have_fit) ranking_fit_release(&d->fit);
+    surrogate_release(&d->m);
+    free(d->v); free(d->heads); free(d->obs); free(d->kept); free(d->scr); free(d->tix); free(d->H); free(d->excl);
+    free(d->y); free(d->se); free(d->prop); free(d->best_u); free(d->pm); free(d->pv); free(d->lm); free(d->ls);
+    free(d->qm); free(d->qv); free(d->ids); free(d->pids); free(d->uc); free(d->U); free(d->EU); free(d->prop_u);
+}
+
+/* The sweep's schedules in id order: d->v, their heads and (with dims) their coordinates. */
+static int batch_load_schedules(store *st, long long sweep, const search_cfg *cfg, dbatch *d, char *err, size_t errlen) {
+    sqlite3_stmt *s = NULL;
+    int rc = STORE_OK, step, L = d->L, P = d->P;
     if (sqlite3_prepare_v2(st->db, "SELECT id, is_baseline, heads, train FROM schedules WHERE sweep_id = ?1 ORDER BY id",
                            -1, &s, NULL) != SQLITE_OK)
         return db_fail(st, err, errlen, "search schedules");
     sqlite3_bind_int64(s, 1, sweep);
     while ((step = sqlite3_step(s)) == SQLITE_ROW) {
-        if (n == cap) {
-            cap = cap ? cap * 2 : 64;
-            ssched *nv = realloc(v, (size_t)cap * sizeof *v);
-            int *nh = realloc(heads, (size_t)cap * L * sizeof *heads);
-            double *nu = realloc(uc, (size_t)cap * P1 * sizeof *uc);
-            if (nv) v = nv;
-            if (nh) heads = nh;
-            if (nu) uc = nu;
+        int n = d->n;
+        if (n == d->cap) {
+            d->cap = d->cap ? d->cap * 2 : 64;
+            ssched *nv = realloc(d->v, (size_t)d->cap * sizeof *d->v);
+            int *nh = realloc(d->heads, (size_t)d->cap * L * sizeof *d->heads);
+            double *nu = realloc(d->uc, (size_t)d->cap * d->P1 * sizeof *d->uc);
+            if (nv) d->v = nv;
+            if (nh) d->heads = nh;
+            if (nu) d->uc = nu;
             if (!nv || !nh || !nu) { rc = oom(err, errlen); goto out; }
         }
-        if (P && search_train_coords(cfg, (const char *)sqlite3_column_text(s, 3), uc + (size_t)n * P) != 0) {
+        if (P && search_train_coords(cfg, (const char *)sqlite3_column_text(s, 3), d->uc + (size_t)n * P) != 0) {
             snprintf(err, errlen, "search: schedule %lld: its train values are not a JSON object",
                      (long long)sqlite3_column_int64(s, 0));
             rc = STORE_EIO;
@@ -182,164 +192,185 @@ static int decide_batch(store *st, long long sweep, const sweep_spec *sp, const 
         }
         int got = 0;
         char why[128];
-        if (schedule_parse((const char *)sqlite3_column_text(s, 2), heads + (size_t)n * L, L, &got, why, sizeof why) != 0 ||
+        if (schedule_parse((const char *)sqlite3_column_text(s, 2), d->heads + (size_t)n * L, L, &got, why, sizeof why) != 0 ||
             got != L) {
             snprintf(err, errlen, "search: schedule %lld: its heads do not parse at L=%d", (long long)sqlite3_column_int64(s, 0), L);
             rc = STORE_EIO;
             goto out;
         }
-        v[n].id = sqlite3_column_int64(s, 0);
-        v[n].is_baseline = sqlite3_column_int(s, 1);
-        if (v[n].is_baseline) base = n;
-        n++;
+        d->v[n].id = sqlite3_column_int64(s, 0);
+        d->v[n].is_baseline = sqlite3_column_int(s, 1);
+        if (d->v[n].is_baseline) d->base = n;
+        d->n++;
     }
     if (step != SQLITE_DONE) { rc = db_fail(st, err, errlen, "search schedules"); goto out; }
+    int n = d->n;
+    for (int i = 0; i < n; i++) d->v[i].heads = d->heads + (size_t)i * L;
+    d->ids = malloc((size_t)(n > 0 ? n : 1) * sizeof *d->ids);
+    if (!d->ids) { rc = oom(err, errlen); goto out; }
+    for (int i = 0; i < n; i++) d->ids[i] = d->v[i].id;
+out:
     sqlite3_finalize(s);
-    s = NULL;
-    for (int i = 0; i < n; i++) v[i].heads = heads + (size_t)i * L;
-    ids = malloc((size_t)(n ? n : 1) * sizeof *ids);
-    if (!ids) { rc = oom(err, errlen); goto out; }
-    for (int i = 0; i < n; i++) ids[i] = v[i].id;
-    if ((rc = ranking_load_final(st, sweep, ids, n, &obs, &nobs, err, errlen)) < 0) goto out;
-    /* the leaderboard's outlier screen, then the blocked model on what it keeps */
-    scr = calloc((size_t)(nobs ? nobs : 1), 1);
-    kept = malloc((size_t)(nobs ? nobs : 1) * sizeof *kept);
-    if (!scr || !kept) { rc = oom(err, errlen); goto out; }
-    int nscreened = nobs ? ranking_screen(obs, nobs, n, scr, NULL, NULL) : 0, nk = 0;
-    if (nscreened < 0) { rc = oom(err, errlen); goto out; }
-    for (int k = 0; k < nobs; k++) if (!scr[k]) kept[nk++] = obs[k];
-    int frc = ranking_fit_compute(kept, nk, n, &fit);
-    if (frc < 0) { snprintf(err, errlen, frc == -2 ? "search: too many seeds for the blocked model" : "out of memory"); rc = STORE_EIO; goto out; }
-    have_fit = 1;
-    /* the fit's inputs: every schedule with a value (τ̂, √(s̃²/r)); the rest of the sweep is never proposed again */
-    tix = malloc((size_t)(n ? n : 1) * sizeof *tix);
-    H = malloc((size_t)(n ? n : 1) * L * sizeof *H);
-    excl = malloc((size_t)(n ? n : 1) * L * sizeof *excl);
-    y = malloc((size_t)(n ? n : 1) * sizeof *y);
-    se = malloc((size_t)(n ? n : 1) * sizeof *se);
-    U = malloc((size_t)(n ? n : 1) * P1 * sizeof *U);
-    EU = malloc((size_t)(n ? n : 1) * P1 * sizeof *EU);
-    if (!tix || !H || !excl || !y || !se || !U || !EU) { rc = oom(err, errlen); goto out; }
-    int nt = 0, nx = 0;
+    return rc;
+}
+
+/* The leaderboard's outlier screen, then the blocked model on what it keeps (d->fit). */
+static int batch_fit(store *st, long long sweep, dbatch *d, char *err, size_t errlen) {
+    int rc, n = d->n, nobs;
+    if ((rc = ranking_load_final(st, sweep, d->ids, n, &d->obs, &d->nobs, err, errlen)) < 0) return rc;
+    nobs = d->nobs;
+    d->scr = calloc((size_t)(nobs ? nobs : 1), 1);
+    d->kept = malloc((size_t)(nobs ? nobs : 1) * sizeof *d->kept);
+    if (!d->scr || !d->kept) return oom(err, errlen);
+    int nk = 0;
+    d->nscreened = nobs ? ranking_screen(d->obs, nobs, n, d->scr, NULL, NULL) : 0;
+    if (d->nscreened < 0) return oom(err, errlen);
+    for (int k = 0; k < nobs; k++) if (!d->scr[k]) d->kept[nk++] = d->obs[k];
+    int frc = ranking_fit_compute(d->kept, nk, n, &d->fit);
+    if (frc < 0) { snprintf(err, errlen, frc == -2 ? "search: too many seeds for the blocked model" : "out of memory"); return STORE_EIO; }
+    d->have_fit = 1;
+    return STORE_OK;
+}
+
+/* The surrogate's inputs: every schedule with a value (τ̂, √(s̃²/r)); the rest of the sweep is never proposed again. */
+static int batch_inputs(dbatch *d, char *err, size_t errlen) {
+    int n = d->n, n1 = n ? n : 1, L = d->L, P = d->P;
+    d->tix = malloc((size_t)n1 * sizeof *d->tix);
+    d->H = malloc((size_t)n1 * L * sizeof *d->H);
+    d->excl = malloc((size_t)n1 * L * sizeof *d->excl);
+    d->y = malloc((size_t)n1 * sizeof *d->y);
+    d->se = malloc((size_t)n1 * sizeof *d->se);
+    d->U = malloc((size_t)n1 * d->P1 * sizeof *d->U);
+    d->EU = malloc((size_t)n1 * d->P1 * sizeof *d->EU);
+    if (!d->tix || !d->H || !d->excl || !d->y || !d->se || !d->U || !d->EU) return oom(err, errlen);
+    const ranking_fit *fit = &d->fit;
     for (int i = 0; i < n; i++) {
-        tix[i] = -1;
-        if (fit.r[i] > 0 && isfinite(fit.tau[i])) {
-            double e = sqrt(fit.s2m[i] / fit.r[i]);
-            if (!isfinite(e)) e = isfinite(fit.sd) ? fit.sd / sqrt(fit.r[i]) : 0;
-            memcpy(H + (size_t)nt * L, v[i].heads, (size_t)L * sizeof *H);
-            if (P) memcpy(U + (size_t)nt * P, uc + (size_t)i * P, (size_t)P * sizeof *U);
-            y[nt] = fit.tau[i];
-            se[nt] = e;
-            tix[i] = nt++;
+        d->tix[i] = -1;
+        if (fit->r[i] > 0 && isfinite(fit->tau[i])) {
+            double e = sqrt(fit->s2m[i] / fit->r[i]);
+            if (!isfinite(e)) e = isfinite(fit->sd) ? fit->sd / sqrt(fit->r[i]) : 0;
+            memcpy(d->H + (size_t)d->nt * L, d->v[i].heads, (size_t)L * sizeof *d->H);
+            if (P) memcpy(d->U + (size_t)d->nt * P, d->uc + (size_t)i * P, (size_t)P * sizeof *d->U);
+            d->y[d->nt] = fit->tau[i];
+            d->se[d->nt] = e;
+            d->tix[i] = d->nt++;
         } else {
-            if (P) memcpy(EU + (size_t)nx * P, uc + (size_t)i * P, (size_t)P * sizeof *EU);
-            memcpy(excl + (size_t)nx++ * L, v[i].heads, (size_t)L * sizeof *excl);
+            if (P) memcpy(d->EU + (size_t)d->nx * P, d->uc + (size_t)i * P, (size_t)P * sizeof *d->EU);
+            memcpy(d->excl + (size_t)d->nx++ * L, d->v[i].heads, (size_t)L * sizeof *d->excl);
         }
     }
-    if (nt < 2) { *skipped = 1; goto out; }
-    surrogate_opts o = search_opts(cfg, b);
-    o.exclude = excl;
-    o.nexclude = nx;
-    o.u = P ? U : NULL;
-    o.exclude_u = P ? EU : NULL;
-    int src = surrogate_fit(&m, &sp->rules, H, y, se, nt, &o);
-    if (src < 0) { snprintf(err, errlen, "search: the surrogate's fit failed (error %d)", src); rc = src == SURROGATE_ENOMEM ? oom(err, errlen) : STORE_EIO; goto out; }
-    int K = cfg->budget - n;
+    return STORE_OK;
+}
+
+/* The surrogate fitted on the inputs and its proposals for batch b (d->prop[0..np)), with *stop the reason for none. */
+static int batch_propose(const sweep_spec *sp, const search_cfg *cfg, int b, dbatch *d, const char **stop,
+                         char *err, size_t errlen) {
+    int nt = d->nt, L = d->L, P = d->P;
+    d->o = search_opts(cfg, b);
+    d->o.exclude = d->excl;
+    d->o.nexclude = d->nx;
+    d->o.u = P ? d->U : NULL;
+    d->o.exclude_u = P ? d->EU : NULL;
+    int src = surrogate_fit(&d->m, &sp->rules, d->H, d->y, d->se, nt, &d->o);
+    if (src < 0) { snprintf(err, errlen, "search: the surrogate's fit failed (error %d)", src); return src == SURROGATE_ENOMEM ? oom(err, errlen) : STORE_EIO; }
+    int K = cfg->budget - d->n;
     if (K > cfg->batch) K = cfg->batch;
     if (K < 0) K = 0;
-    prop = malloc((size_t)(K ? K : 1) * L * sizeof *prop);
-    best_u = malloc((size_t)L * sizeof *best_u);
-    pm = malloc((size_t)nt * sizeof *pm);
-    pv = malloc((size_t)nt * sizeof *pv);
-    lm = malloc((size_t)nt * sizeof *lm);
-    ls = malloc((size_t)nt * sizeof *ls);
-    qm = malloc((size_t)(K ? K : 1) * sizeof *qm);
-    qv = malloc((size_t)(K ? K : 1) * sizeof *qv);
-    pids = malloc((size_t)(K ? K : 1) * sizeof *pids);
-    prop_u = malloc((size_t)(K ? K : 1) * P1 * sizeof *prop_u);
-    if (!prop || !best_u || !pm || !pv || !lm || !ls || !qm || !qv || !pids || !prop_u) { rc = oom(err, errlen); goto out; }
-    o.out_u = P ? prop_u : NULL;
-    o.best_u = P ? best_c : NULL;
-    surrogate_outlook look;
-    int np = surrogate_propose(&m, K, &o, K ? prop : NULL, &look, best_u);
-    if (np < 0) { snprintf(err, errlen, "search: the surrogate's proposal failed (error %d)", np); rc = STORE_EIO; goto out; }
-    const char *stop = NULL;
-    if (K == 0) stop = "budget";
-    else if (np == 0) stop = "space";
-    else if (isfinite(cfg->stop_p) && isfinite(look.p_beat) && look.p_beat < cfg->stop_p) { stop = "p_beat"; np = 0; }
-    /* the trained schedules' posterior, Δ vs the baseline's posterior (the baseline is always in the design) */
-    if (surrogate_predict_at(&m, H, o.u, nt, pm, pv) < 0 || surrogate_loo(&m, lm, ls) < 0) { rc = oom(err, errlen); goto out; }
-    double ref = 0, refv;
-    if (base >= 0 && surrogate_predict_at(&m, v[base].heads, P ? uc + (size_t)base * P : NULL, 1, &ref, &refv) < 0) {
-        rc = oom(err, errlen);
-        goto out;
-    }
-    double yref = base >= 0 && tix[base] >= 0 ? y[tix[base]] : NAN;
-    double l2 = 0, z2 = 0;
-    int best_est = 0;
-    for (int t = 0; t < nt; t++) {
-        double e = y[t] - lm[t];
-        l2 += e * e;
-        z2 += ls[t] > 0 ? e * e / (ls[t] * ls[t]) : 0;
-        if (y[t] < y[best_est]) best_est = t;
-    }
-    int hn;
-    double hr, hz;
-    if ((rc = heldout(st, sweep, b - 1, ids, n, tix, y, se, yref, &hn, &hr, &hz, err, errlen)) < 0) goto out;
-    int created = 0;
-    if (np > 0) {
-        if (surrogate_predict_at(&m, prop, o.out_u, np, qm, qv) < 0) { rc = oom(err, errlen); goto out; }
-        if ((rc = insert_batch(st, sweep, sp, cfg, prop, prop_u, np, pids, &created, err, errlen)) < 0) goto out;
-    }
-    store_fault_point("PRISM_FAULT_SEARCH", "a search decision");   /* the batch's schedules and jobs written, its row not: nothing committed */
-    double now = store_now();
+    int K1 = K ? K : 1;
+    d->K = K;
+    d->prop = malloc((size_t)K1 * L * sizeof *d->prop);
+    d->best_u = malloc((size_t)L * sizeof *d->best_u);
+    d->pm = malloc((size_t)nt * sizeof *d->pm);
+    d->pv = malloc((size_t)nt * sizeof *d->pv);
+    d->lm = malloc((size_t)nt * sizeof *d->lm);
+    d->ls = malloc((size_t)nt * sizeof *d->ls);
+    d->qm = malloc((size_t)K1 * sizeof *d->qm);
+    d->qv = malloc((size_t)K1 * sizeof *d->qv);
+    d->pids = malloc((size_t)K1 * sizeof *d->pids);
+    d->prop_u = malloc((size_t)K1 * d->P1 * sizeof *d->prop_u);
+    if (!d->prop || !d->best_u || !d->pm || !d->pv || !d->lm || !d->ls || !d->qm || !d->qv || !d->pids || !d->prop_u)
+        return oom(err, errlen);
+    d->o.out_u = P ? d->prop_u : NULL;
+    d->o.best_u = P ? d->best_c : NULL;
+    d->np = surrogate_propose(&d->m, K, &d->o, K ? d->prop : NULL, &d->look, d->best_u);
+    if (d->np < 0) { snprintf(err, errlen, "search: the surrogate's proposal failed (error %d)", d->np); return STORE_EIO; }
+    *stop = NULL;
+    if (K == 0) *stop = "budget";
+    else if (d->np == 0) *stop = "space";
+    else if (isfinite(cfg->stop_p) && isfinite(d->look.p_beat) && d->look.p_beat < cfg->stop_p) { *stop = "p_beat"; d->np = 0; }
+    return STORE_OK;
+}
+
+/* The proposals' rows (their predicted Δ against the baseline's posterior ref). */
+static int write_proposals(store *st, long long sweep, int b, const dbatch *d, double ref, char *err, size_t errlen) {
+    sqlite3_stmt *s = NULL;
+    int rc = STORE_OK;
     if (sqlite3_prepare_v2(st->db, "INSERT INTO search_proposals (sweep_id, schedule_id, batch, pos, pred_mean, pred_sd) "
-                                   "VALUES (?1, ?2, ?3, ?4, ?5, ?6) ON CONFLICT DO NOTHING", -1, &s, NULL) != SQLITE_OK) {
-        rc = db_fail(st, err, errlen, "search proposals");
-        goto out;
-    }
-    for (int i = 0; i < np; i++) {
+                                   "VALUES (?1, ?2, ?3, ?4, ?5, ?6) ON CONFLICT DO NOTHING", -1, &s, NULL) != SQLITE_OK)
+        return db_fail(st, err, errlen, "search proposals");
+    for (int i = 0; i < d->np; i++) {
         sqlite3_reset(s);
         sqlite3_bind_int64(s, 1, sweep);
-        sqlite3_bind_int64(s, 2, pids[i]);
+        sqlite3_bind_int64(s, 2, d->pids[i]);
         sqlite3_bind_int(s, 3, b);
         sqlite3_bind_int(s, 4, i);
-        bind_num(s, 5, qm[i] - ref);
-        bind_num(s, 6, sqrt(qv[i]));
-        if (sqlite3_step(s) != SQLITE_DONE) { rc = db_fail(st, err, errlen, "search proposals"); goto out; }
+        bind_num(s, 5, d->qm[i] - ref);
+        bind_num(s, 6, sqrt(d->qv[i]));
+        if (sqlite3_step(s) != SQLITE_DONE) { rc = db_fail(st, err, errlen, "search proposals"); break; }
     }
     sqlite3_finalize(s);
-    s = NULL;
+    return rc;
+}
+
+/* The trained schedules' rows: their estimate (Δ vs yref) and the posterior (Δ vs ref). */
+static int write_predictions(store *st, long long sweep, int b, const dbatch *d, double ref, double yref,
+                             char *err, size_t errlen) {
+    sqlite3_stmt *s = NULL;
+    int rc = STORE_OK;
     if (sqlite3_prepare_v2(st->db, "INSERT INTO search_predictions (sweep_id, batch, schedule_id, estimate, estimate_se, mean, sd) "
-                                   "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)", -1, &s, NULL) != SQLITE_OK) {
-        rc = db_fail(st, err, errlen, "search predictions");
-        goto out;
-    }
-    for (int i = 0; i < n; i++) {
-        int t = tix[i];
+                                   "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)", -1, &s, NULL) != SQLITE_OK)
+        return db_fail(st, err, errlen, "search predictions");
+    for (int i = 0; i < d->n; i++) {
+        int t = d->tix[i];
         if (t < 0) continue;
         sqlite3_reset(s);
         sqlite3_bind_int64(s, 1, sweep);
         sqlite3_bind_int(s, 2, b);
-        sqlite3_bind_int64(s, 3, v[i].id);
-        bind_num(s, 4, y[t] - yref);
-        bind_num(s, 5, se[t]);
-        sqlite3_bind_double(s, 6, pm[t] - ref);
-        sqlite3_bind_double(s, 7, sqrt(fmax(0, pv[t])));
-        if (sqlite3_step(s) != SQLITE_DONE) { rc = db_fail(st, err, errlen, "search predictions"); goto out; }
+        sqlite3_bind_int64(s, 3, d->v[i].id);
+        bind_num(s, 4, d->y[t] - yref);
+        bind_num(s, 5, d->se[t]);
+        sqlite3_bind_double(s, 6, d->pm[t] - ref);
+        sqlite3_bind_double(s, 7, sqrt(fmax(0, d->pv[t])));
+        if (sqlite3_step(s) != SQLITE_DONE) { rc = db_fail(st, err, errlen, "search predictions"); break; }
     }
     sqlite3_finalize(s);
-    s = NULL;
+    return rc;
+}
+
+/* What the batch row records beside the decision: the fit's quality and the held-out check. */
+typedef struct batch_quality {
+    const char *stop;
+    double ref, l2, z2, hr, hz;
+    int hn, best_est;
+} batch_quality;
+
+/* The batch row, last: its primary key makes the decision once. */
+static int write_batch_row(store *st, long long sweep, const search_cfg *cfg, int b, const dbatch *d,
+                           const batch_quality *q, char *err, size_t errlen) {
+    sqlite3_stmt *s = NULL;
+    const surrogate_outlook *look = &d->look;
+    int L = d->L, nt = d->nt, rc = STORE_OK;
+    double ref = q->ref, now = store_now();
     long long rec_id = -1, est_id = -1;
-    for (int i = 0; i < n; i++) {
-        if (tix[i] == look.best_trained) rec_id = v[i].id;
-        if (tix[i] == best_est) est_id = v[i].id;
+    for (int i = 0; i < d->n; i++) {
+        if (d->tix[i] == look->best_trained) rec_id = d->v[i].id;
+        if (d->tix[i] == q->best_est) est_id = d->v[i].id;
     }
     char *bu = NULL;
-    if (isfinite(look.best_mean)) {
+    if (isfinite(look->best_mean)) {
         bu = malloc((size_t)L * 12 + 16);
-        if (!bu) { rc = oom(err, errlen); goto out; }
-        schedule_format(best_u, L, bu, (size_t)L * 12 + 16);
+        if (!bu) return oom(err, errlen);
+        schedule_format(d->best_u, L, bu, (size_t)L * 12 + 16);
     }
     if (sqlite3_prepare_v2(st->db, "INSERT INTO search_batches (sweep_id, batch, schedules, trained, proposed, jobs_created, "
                                    "stop_reason, recommended_id, recommended_mean, recommended_sd, best_estimate_id, "
@@ -349,42 +380,41 @@ static int decide_batch(store *st, long long sweep, const sweep_spec *sp, const 
                                    "?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, "
                                    "?25, ?26, ?27, ?28, ?29, ?30, ?31)", -1, &s, NULL) != SQLITE_OK) {
         free(bu);
-        rc = db_fail(st, err, errlen, "search batch");
-        goto out;
+        return db_fail(st, err, errlen, "search batch");
     }
     sqlite3_bind_int64(s, 1, sweep);
     sqlite3_bind_int(s, 2, b);
-    sqlite3_bind_int(s, 3, n);
+    sqlite3_bind_int(s, 3, d->n);
     sqlite3_bind_int(s, 4, nt);
-    sqlite3_bind_int(s, 5, np);
-    sqlite3_bind_int(s, 6, created);
-    if (stop) sqlite3_bind_text(s, 7, stop, -1, SQLITE_STATIC); else sqlite3_bind_null(s, 7);
+    sqlite3_bind_int(s, 5, d->np);
+    sqlite3_bind_int(s, 6, d->created);
+    if (q->stop) sqlite3_bind_text(s, 7, q->stop, -1, SQLITE_STATIC); else sqlite3_bind_null(s, 7);
     if (rec_id > 0) sqlite3_bind_int64(s, 8, rec_id); else sqlite3_bind_null(s, 8);
-    bind_num(s, 9, look.best_trained_mean - ref);
-    bind_num(s, 10, look.best_trained_sd);
+    bind_num(s, 9, look->best_trained_mean - ref);
+    bind_num(s, 10, look->best_trained_sd);
     if (est_id > 0) sqlite3_bind_int64(s, 11, est_id); else sqlite3_bind_null(s, 11);
     if (bu) sqlite3_bind_text(s, 12, bu, -1, free); else sqlite3_bind_null(s, 12);
-    bind_num(s, 13, look.best_mean - ref);
-    bind_num(s, 14, look.best_sd);
-    bind_num(s, 15, look.p_beat);
+    bind_num(s, 13, look->best_mean - ref);
+    bind_num(s, 14, look->best_sd);
+    bind_num(s, 15, look->p_beat);
     sqlite3_bind_double(s, 16, cfg->delta);
-    sqlite3_bind_int(s, 17, look.ncand);
-    sqlite3_bind_int(s, 18, look.exhaustive);
-    bind_num(s, 19, sqrt(l2 / nt));
-    bind_num(s, 20, sqrt(z2 / nt));
-    sqlite3_bind_int(s, 21, hn);
-    bind_num(s, 22, hr);
-    bind_num(s, 23, hz);
-    sqlite3_bind_int(s, 24, nscreened);
-    bind_num(s, 25, m.mu);
-    bind_num(s, 26, m.sf2);
-    bind_num(s, 27, m.ell);
-    bind_num(s, 28, m.sg2);
-    bind_num(s, 29, m.loglik);
+    sqlite3_bind_int(s, 17, look->ncand);
+    sqlite3_bind_int(s, 18, look->exhaustive);
+    bind_num(s, 19, sqrt(q->l2 / nt));
+    bind_num(s, 20, sqrt(q->z2 / nt));
+    sqlite3_bind_int(s, 21, q->hn);
+    bind_num(s, 22, q->hr);
+    bind_num(s, 23, q->hz);
+    sqlite3_bind_int(s, 24, d->nscreened);
+    bind_num(s, 25, d->m.mu);
+    bind_num(s, 26, d->m.sf2);
+    bind_num(s, 27, d->m.ell);
+    bind_num(s, 28, d->m.sg2);
+    bind_num(s, 29, d->m.loglik);
     sqlite3_bind_double(s, 30, now);
     char *bt = NULL;
-    if (P && isfinite(look.best_mean)) {
-        json_t *t = search_train_json(cfg, best_c);
+    if (d->P && isfinite(look->best_mean)) {
+        json_t *t = search_train_json(cfg, d->best_c);
         bt = t ? json_dumps(t, JSON_COMPACT | JSON_SORT_KEYS | JSON_REAL_PRECISION(15)) : NULL;
         json_decref(t);
         if (!bt) { rc = oom(err, errlen); goto out; }
@@ -393,11 +423,52 @@ static int decide_batch(store *st, long long sweep, const sweep_spec *sp, const 
     if (sqlite3_step(s) != SQLITE_DONE) rc = db_fail(st, err, errlen, "search batch");
 out:
     sqlite3_finalize(s);
-    if (have_fit) ranking_fit_release(&fit);
-    surrogate_release(&m);
-    free(v); free(heads); free(obs); free(kept); free(scr); free(tix); free(H); free(excl); free(y); free(se);
-    free(prop); free(best_u); free(pm); free(pv); free(lm); free(ls); free(qm); free(qv); free(ids); free(pids);
-    free(uc); free(U); free(EU); free(prop_u);
+    return rc;
+}
+
+/* Decides batch b. *skipped = 1 (nothing written) while fewer than 2 schedules have a value. */
+static int decide_batch(store *st, long long sweep, const sweep_spec *sp, const search_cfg *cfg, int b, int *skipped,
+                        char *err, size_t errlen) {
+    dbatch d;
+    memset(&d, 0, sizeof d);
+    d.L = sp->n_layer;
+    d.P = cfg->naxes;
+    d.P1 = d.P ? d.P : 1;
+    d.base = -1;
+    batch_quality q;
+    memset(&q, 0, sizeof q);
+    int rc, P = d.P;
+    *skipped = 0;
+    if ((rc = batch_load_schedules(st, sweep, cfg, &d, err, errlen)) < 0) goto out;
+    if ((rc = batch_fit(st, sweep, &d, err, errlen)) < 0) goto out;
+    if ((rc = batch_inputs(&d, err, errlen)) < 0) goto out;
+    if (d.nt < 2) { *skipped = 1; goto out; }
+    if ((rc = batch_propose(sp, cfg, b, &d, &q.stop, err, errlen)) < 0) goto out;
+    /* the trained schedules' posterior, Δ vs the baseline's posterior (the baseline is always in the design) */
+    if (surrogate_predict_at(&d.m, d.H, d.o.u, d.nt, d.pm, d.pv) < 0 || surrogate_loo(&d.m, d.lm, d.ls) < 0) { rc = oom(err, errlen); goto out; }
+    double refv;
+    if (d.base >= 0 && surrogate_predict_at(&d.m, d.v[d.base].heads, P ? d.uc + (size_t)d.base * P : NULL, 1, &q.ref, &refv) < 0) {
+        rc = oom(err, errlen);
+        goto out;
+    }
+    double yref = d.base >= 0 && d.tix[d.base] >= 0 ? d.y[d.tix[d.base]] : NAN;
+    for (int t = 0; t < d.nt; t++) {
+        double e = d.y[t] - d.lm[t];
+        q.l2 += e * e;
+        q.z2 += d.ls[t] > 0 ? e * e / (d.ls[t] * d.ls[t]) : 0;
+        if (d.y[t] < d.y[q.best_est]) q.best_est = t;
+    }
+    if ((rc = heldout(st, sweep, b - 1, d.ids, d.n, d.tix, d.y, d.se, yref, &q.hn, &q.hr, &q.hz, err, errlen)) < 0) goto out;
+    if (d.np > 0) {
+        if (surrogate_predict_at(&d.m, d.prop, d.o.out_u, d.np, d.qm, d.qv) < 0) { rc = oom(err, errlen); goto out; }
+        if ((rc = insert_batch(st, sweep, sp, cfg, d.prop, d.prop_u, d.np, d.pids, &d.created, err, errlen)) < 0) goto out;
+    }
+    store_fault_point("PRISM_FAULT_SEARCH", "a search decision");   /* the batch's schedules and jobs written, its row not: nothing committed */
+    if ((rc = write_proposals(st, sweep, b, &d, q.ref, err, errlen)) < 0) goto out;
+    if ((rc = write_predictions(st, sweep, b, &d, q.ref, yref, err, errlen)) < 0) goto out;
+    rc = write_batch_row(st, sweep, cfg, b, &d, &q, err, errlen);
+out:
+    batch_release(&d);
     return rc;
 }
 
