@@ -2,7 +2,7 @@
  *
  * Design: every key is one row of point.h's POINT_FIELDS (class, flag, value, bounds, which trainer lines carry it),
  * made a table here (POINT_KEYS) that the builder, the parser's type and bounds checks, the worker's trainer-line
- * checks (worker/extrun.c) and `prism-worker schema --json` loop over; the server's metrics insert is built from its
+ * checks (worker/extrun_line.c) and `prism-worker schema --json` loop over; the server's metrics insert is built from its
  * OPT rows (POINT_OPT_NUMS, orchestrator/queue.c). The builder writes the rows in order: the metrics.jsonl format. The error messages are the ones the server always gave (tests and clients match them).
  */
 #include "point.h"

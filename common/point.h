@@ -18,7 +18,7 @@
  *   err "WHERE.step: must be an integer >= 0" / "WHERE: grad_norm must be a number" (WHERE: e.g. "points[3]",
  *   naming the point and its key). Nothing to free.
  * - point_extra_check(extra, where, err, errlen): the one check of an `extra` object, the worker's (an external
- *   trainer's train/val/result lines, worker/extrun.c) and the server's (the metrics route, a result at complete):
+ *   trainer's train/val/result lines, worker/extrun_line.c) and the server's (the metrics route, a result at complete):
  *   an object of at most POINT_EXTRA_MAX names ({} is none) matching [A-Za-z0-9_./-]{1,POINT_EXTRA_NAME_MAX}, each a finite number
  *   in [-POINT_EXTRA_ABS_MAX, POINT_EXTRA_ABS_MAX]. Returns 0, or -1 with err "WHERE.extra: ..." naming the name.
  *   A point's extra is borrowed from the parsed object (metric_point.extra; NULL when absent or null): it lives
@@ -54,7 +54,7 @@
  * POINT_KEY_NAME, orchestrator/queue.c stores every one), TOKENS (an optional integer), EXTRA (the trainer's own
  * metrics). only: which kind of point the server keeps it on (POINT_ANY, POINT_TRAIN_ONLY, POINT_VAL_ONLY; on the
  * other kind it is stored NULL). [lo, hi]: the bounds point_from_json checks. lines: the external trainer's lines
- * that may carry it (POINT_ON_TRAIN, POINT_ON_VAL: worker/extrun.c checks them by these rows, and
+ * that may carry it (POINT_ON_TRAIN, POINT_ON_VAL: worker/extrun_line.c checks them by these rows, and
  * `prism-worker schema --json` prints them for trainers/torch/prism_protocol.py's test). A new metric is one OPT row
  * here, its POINT_KEY_NAME, and its column (a migration, sql/NNN_NAME.sql); docs/CONTRIBUTING.md has the list. */
 enum { POINT_ANY = 0, POINT_TRAIN_ONLY = 1, POINT_VAL_ONLY = 2 };

@@ -16,7 +16,7 @@
  * - result_check_scores(v, what, capped, err, errlen): one zero-shot task's scores (v an object): acc and acc_norm
  *   numbers in [0, 1], acc_norm_char (lm-eval's per-character acc_norm; optional) a number in [0, 1] when present
  *   and not null, n and truncated (when present, not null) integers >= 0 (capped: at most 1e9). 0, or -1
- *   with err "WHAT.acc: must be a number in [0, 1]" (the val line's check, worker/extrun.c, shares it).
+ *   with err "WHAT.acc: must be a number in [0, 1]" (the val line's check, worker/extrun_line.c, shares it).
  * - result_diverged(result, lim): 1 when the result's val_loss is a finite number above lim->val_loss_max (the run
  *   diverged: a failure of the job's own, reported as "diverged: ..."), else 0.
  * - result_error_is_outcome(error): 1 when a job's error text (POST .../fail "error") is an outcome of the job

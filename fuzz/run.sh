@@ -44,7 +44,7 @@ srcs() {
     shard)      echo common/shard.c common/util.c ;;
     checkpoint) ls kernels/*.c; echo common/util.c ;;
     lease)      echo common/lease.c common/job.c common/schedule.c common/util.c ;;   # trainer names: job.c
-    extrun)     echo worker/extrun.c worker/pgrec.c common/job.c common/schedule.c common/util.c common/logesc.c common/point.c common/result_check.c ;;
+    extrun)     echo worker/extrun.c worker/extrun_line.c worker/pgrec.c common/job.c common/schedule.c common/util.c common/logesc.c common/point.c common/result_check.c ;;
     point)      echo common/point.c common/heartbeat.c common/jobresult.c ;;
     parquet)    echo dataprep/parquet.c dataprep/input.c ;;
     walscan)    echo orchestrator/walscan.c ;;

@@ -15,8 +15,8 @@
  * its change cursor (jobs.rev) at most once per rev_every_s (sql/021_rev_coalesce.sql): both per-request costs of the
  * fleet's most frequent route (issue #39, docs/PERF.md).
  *
- * Size (~720 lines): every transition shares the statement cache S(), the lease check (lease_read, renew_row)
- * and the error helpers; split, those would become an exported internal interface for no reader's gain.
+ * The statements themselves, by S_* index, are queue_sql.c's table (queue_sql.h). Every transition shares the
+ * statement cache S(), the lease check (lease_read, renew_row) and the error helpers, which stay here.
  */
 #include "queue.h"
 #include "job.h"
@@ -36,167 +36,17 @@
 #include "util.h"
 #include "jobstate.h"
 
-enum {
-    S_WORKER_FIND, S_WORKER_UPD, S_WORKER_INS, S_WORKER_EXISTS, S_WORKER_SEEN,
-    S_LEASE_PICK, S_LEASE_TAKE, S_LEASE_ROW, S_JOB_LEASE, S_RENEW, S_PROGRESS, S_PROGRESS_QUIET,
-    S_METRIC_INS, S_METRIC_INS_X, S_CKPT, S_RESULT_INS, S_DONE, S_FAIL, S_REQUEUE_FAIL,
-    S_EXPIRED, S_EXPIRE_Q, S_EXPIRE_F, S_JOB_STATE, S_CANCEL, S_REQUEUE, S_PRIO, S_SWEEP_STATE,
-    S_SWEEP_PRIO, S_SWEEP_JOBS_PRIO, S_SWEEP_EXISTS, S_GRACE,
-    S_WORKER_SEEN_LAZY, S_WORKER_STOPPED, S_WORKER_FAILED, S_WORKER_OK, S_REQUEUE_SWEEP, S_SWEEP_PROGRESS, S_JOB_TEXT,
-    /* a screened job requeued (queue_requeue_screened) */
-    S_JOB_SWEEP, S_RESULT_KEEP, S_RESULT_DEL, S_REQUEUE_DONE,
-    /* halving's (orchestrator/halving.h) */
-    S_RUNG_SETUP, S_RUNG_ROW, S_RUNG_RESULT, S_PAUSE, S_RUNG_DECIDE, S_RUNG_PROMOTE, S_RUNG_PRUNE,
-    /* a preempted attempt (queue_fail with QUEUE_FAIL_PREEMPTED) */
-    S_PREEMPT_Q, S_PREEMPT_F,
-    /* a new job row: create's and racing's next round (queue_job_add, on the store: not cached here) */
-    S_JOB_ADD,
-    S_COUNT
-};
+#include "queue_sql.h"
+
+_Static_assert(S_COUNT <= QUEUE_NSTMT, "QUEUE_NSTMT too small");
 
 
 /* 1 when a jobs.state value read from the table is state (jobstate.h's name for it). */
-static int is_state(const char *value, job_state state) {
+int queue_is_state(const char *value, job_state state) {
     return value && strcmp(value, jobstate_name(state)) == 0;
 }
 
-/* The job's next change cursor (sql/014_job_changes.sql: its sweep's largest rev + 1, a seek on jobs_rev), set by the
- * worker routes' UPDATEs themselves: the trigger that catches every other change would write the row a second time. */
-#define NEXT_REV_VALUE "(SELECT max(j2.rev) + 1 FROM jobs j2 WHERE j2.sweep_id = jobs.sweep_id)"
-#define NEXT_REV "rev = " NEXT_REV_VALUE
 
-/* The metrics insert's optional columns, ?8 onwards in order: common/point.h's POINT_OPT_NUMS (bind_opt_nums). */
-#define METRIC_COL(K, f, only) ", " POINT_KEY_##K
-#define METRIC_ARG(K, f, only) ", ?"
-#define METRIC_ONE(K, f, only) + 1
-#define METRIC_COLS "job_id, attempt, step, kind, value, tokens, t" POINT_OPT_NUMS(METRIC_COL)
-#define METRIC_ROW "(?, ?, ?, ?, ?, ?, ?" POINT_OPT_NUMS(METRIC_ARG) ")"
-enum { METRIC_ROW_ARGS = 7 POINT_OPT_NUMS(METRIC_ONE) };   /* parameters of one metrics row (bind_metric_row) */
-
-static const char *const SQL[S_COUNT] = {
-    [S_WORKER_FIND] = "SELECT id FROM workers WHERE name = ?1 AND host = ?2 ORDER BY id LIMIT 1",
-    [S_WORKER_UPD] = "UPDATE workers SET devices = ?2, last_seen_at = ?3, fail_streak = 0, stopped_reason = NULL WHERE id = ?1",
-    [S_WORKER_INS] = "INSERT INTO workers (name, host, devices, registered_at, last_seen_at) VALUES (?1, ?2, ?3, ?4, ?4)",
-    [S_WORKER_EXISTS] = "UPDATE workers SET last_seen_at = ?2 WHERE id = ?1",
-    [S_WORKER_SEEN] = "UPDATE workers SET last_seen_at = ?2 WHERE id = (SELECT worker_id FROM jobs WHERE id = ?1)",
-    [S_LEASE_PICK] =
-        "SELECT j.id FROM jobs j INDEXED BY jobs_queue JOIN sweeps s ON s.id = j.sweep_id "
-        "WHERE j.state = 'queued' AND s.state = 'active' "
-        /* the worker's engines (lease.h): ?1 = it has the built-in engine, ?2 = its trainers as a JSON array */
-        "AND CASE WHEN json_extract(j.job, '$.trainer') IS NULL THEN ?1 "
-        "ELSE json_extract(j.job, '$.trainer') IN (SELECT value FROM json_each(?2)) END "
-        /* = priority DESC, seed_index, is_baseline DESC, schedule ord, id (lease_ord: sql/010_sweep_counts.sql) */
-        "ORDER BY j.priority DESC, j.seed_index, j.lease_ord, j.id LIMIT 1",
-    [S_LEASE_TAKE] =
-        "UPDATE jobs SET state = 'leased', attempt = attempt + 1, lease_token = ?2, lease_expires_at = ?3, "
-        "worker_id = ?4, device = ?5, updated_at = ?6, finished_at = NULL, " NEXT_REV " WHERE id = ?1 AND state = 'queued'",
-    [S_LEASE_ROW] =
-        "SELECT j.attempt, j.sweep_id, j.schedule_id, j.seed, sc.heads, j.job, j.checkpoint_path, j.checkpoint_step, j.stop_at_step "
-        "FROM jobs j JOIN schedules sc ON sc.id = j.schedule_id WHERE j.id = ?1",
-    [S_JOB_LEASE] = "SELECT state, lease_token, attempt, attempt_base, worker_id, lease_expires_at, steps, tokens_per_step, "
-                    "stop_at_step, preemptions FROM jobs WHERE id = ?1",
-    [S_RENEW] = "UPDATE jobs SET lease_expires_at = ?2, updated_at = ?3 WHERE id = ?1",
-    [S_PROGRESS] = "UPDATE jobs SET step = max(step, ?2), last_loss = CASE WHEN ?2 >= step THEN coalesce(?3, last_loss) "
-                   "ELSE last_loss END, rev = CASE WHEN ?2 > step OR (?2 = step AND ?3 IS NOT NULL AND ?3 IS NOT last_loss) "
-                   "THEN " NEXT_REV_VALUE " ELSE rev END WHERE id = ?1",
-    /* the same leaving the change cursor (sql/021_rev_coalesce.sql): rev not SET, so its index entry is not rewritten */
-    [S_PROGRESS_QUIET] = "UPDATE jobs SET step = max(step, ?2), last_loss = CASE WHEN ?2 >= step THEN coalesce(?3, last_loss) "
-                         "ELSE last_loss END WHERE id = ?1",
-    /* ?7 = the batch's time (Unix seconds, sql/019_metrics_time.sql) */
-    [S_METRIC_INS] = "INSERT OR IGNORE INTO metrics (" METRIC_COLS ") VALUES " METRIC_ROW,
-    /* the same with the point's extra (sql/016_metric_extras.sql) as the last parameter: only a point that has one */
-    [S_METRIC_INS_X] = "INSERT OR IGNORE INTO metrics (" METRIC_COLS ", extra) VALUES (?, ?, ?, ?, ?, ?, ?"
-                       POINT_OPT_NUMS(METRIC_ARG) ", ?)",
-    [S_CKPT] = "UPDATE jobs SET checkpoint_path = ?2, checkpoint_step = ?3, lease_expires_at = ?4, updated_at = ?5, "
-               "rev = CASE WHEN ?3 IS NOT checkpoint_step THEN " NEXT_REV_VALUE " ELSE rev END WHERE id = ?1",
-    /* an UPSERT, not a REPLACE: a result reported again fires the update trigger that keeps the sweep's device
-     * time (sql/014_job_changes.sql), where a REPLACE would delete the old row without firing any */
-    [S_RESULT_INS] = "INSERT INTO results (job_id, attempt, val_loss, tok_per_s, wall_s, params, flops_per_token, "
-                     "attn_distance, result, completed_at, setup_s, trainer_command, trainer_version) "
-                     "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13) "
-                     "ON CONFLICT (job_id) DO UPDATE SET attempt = excluded.attempt, val_loss = excluded.val_loss, "
-                     "tok_per_s = excluded.tok_per_s, wall_s = excluded.wall_s, params = excluded.params, "
-                     "flops_per_token = excluded.flops_per_token, attn_distance = excluded.attn_distance, "
-                     "result = excluded.result, completed_at = excluded.completed_at, setup_s = excluded.setup_s, "
-                     "trainer_command = excluded.trainer_command, trainer_version = excluded.trainer_version",
-    [S_DONE] = "UPDATE jobs SET state = 'done', step = max(step, steps), finished_at = ?2, updated_at = ?2, "
-               "lease_expires_at = NULL, " NEXT_REV " WHERE id = ?1",
-    [S_FAIL] = "UPDATE jobs SET state = 'failed', last_error = ?2, retryable = ?3, finished_at = ?4, updated_at = ?4, "
-               "lease_expires_at = NULL, " NEXT_REV " WHERE id = ?1",
-    [S_REQUEUE_FAIL] = "UPDATE jobs SET state = 'queued', last_error = ?2, retryable = ?3, updated_at = ?4, "
-                       "lease_expires_at = NULL, " NEXT_REV " WHERE id = ?1",
-    /* preempted (sql/018_preemptions.sql): counted in preemptions, not in the attempts (attempt_base moves past it) */
-    [S_PREEMPT_Q] = "UPDATE jobs SET state = 'queued', last_error = ?2, retryable = 1, updated_at = ?3, lease_expires_at = NULL, "
-                    "preemptions = preemptions + 1, attempt_base = attempt_base + 1, " NEXT_REV " WHERE id = ?1",
-    [S_PREEMPT_F] = "UPDATE jobs SET state = 'failed', last_error = ?2, retryable = 1, updated_at = ?3, finished_at = ?3, "
-                    "lease_expires_at = NULL, preemptions = preemptions + 1, " NEXT_REV " WHERE id = ?1",
-    [S_EXPIRED] = "SELECT id, attempt, attempt_base, last_error FROM jobs WHERE state = 'leased' AND lease_expires_at < ?1",
-    [S_EXPIRE_Q] = "UPDATE jobs SET state = 'queued', last_error = ?2, lease_expires_at = NULL, updated_at = ?3 "
-                   "WHERE id = ?1 AND state = 'leased'",
-    [S_EXPIRE_F] = "UPDATE jobs SET state = 'failed', last_error = ?2, lease_expires_at = NULL, updated_at = ?3, "
-                   "finished_at = ?3 WHERE id = ?1 AND state = 'leased'",
-    [S_JOB_STATE] = "SELECT state FROM jobs WHERE id = ?1",
-    [S_CANCEL] = "UPDATE jobs SET state = 'cancelled', lease_expires_at = NULL, updated_at = ?2, finished_at = ?2 WHERE id = ?1",
-    [S_REQUEUE] = "UPDATE jobs SET state = 'queued', attempt_base = attempt, finished_at = NULL, lease_expires_at = NULL, "
-                  "updated_at = ?2 WHERE id = ?1",
-    [S_PRIO] = "UPDATE jobs SET priority = ?2, updated_at = ?3 WHERE id = ?1",
-    [S_SWEEP_STATE] = "UPDATE sweeps SET state = ?2 WHERE id = ?1",
-    [S_SWEEP_PRIO] = "UPDATE sweeps SET priority = ?2 WHERE id = ?1",
-    [S_SWEEP_JOBS_PRIO] = "UPDATE jobs SET priority = ?2 WHERE sweep_id = ?1 AND state = 'queued'",
-    [S_SWEEP_EXISTS] = "SELECT 1 FROM sweeps WHERE id = ?1",
-    [S_GRACE] = "UPDATE jobs SET lease_expires_at = ?1 WHERE state = 'leased' AND lease_expires_at IS NOT ?1",
-    [S_JOB_TEXT] = "SELECT job FROM jobs WHERE id = ?1",
-    [S_WORKER_SEEN_LAZY] = "UPDATE workers SET last_seen_at = ?2 WHERE id = ?1 AND last_seen_at < ?3",
-    [S_WORKER_STOPPED] = "SELECT stopped_reason FROM workers WHERE id = ?1 AND stopped_reason IS NOT NULL",
-    /* ?2 = the limit (0: never stop), ?3 = the reason recorded when the streak reaches it */
-    [S_WORKER_FAILED] = "UPDATE workers SET fail_streak = fail_streak + 1, stopped_reason = CASE WHEN ?2 > 0 AND "
-                        "fail_streak + 1 >= ?2 THEN printf(?3, fail_streak + 1) ELSE stopped_reason END WHERE id = ?1",
-    [S_WORKER_OK] = "UPDATE workers SET fail_streak = 0 WHERE id = (SELECT worker_id FROM jobs WHERE id = ?1) AND fail_streak > 0",
-    /* ?3 = the state (failed | cancelled), ?4 = a text the last error must contain (NULL: any) */
-    [S_REQUEUE_SWEEP] = "UPDATE jobs SET state = 'queued', attempt_base = attempt, finished_at = NULL, lease_expires_at = NULL, "
-                        "updated_at = ?2 WHERE sweep_id = ?1 AND state = ?3 AND (?4 IS NULL OR instr(coalesce(last_error, ''), ?4) > 0) "
-                        "RETURNING id",
-    /* the per-sweep counters (sql/010_sweep_counts.sql): a few rows, not a count of every job */
-    [S_SWEEP_PROGRESS] = "SELECT coalesce(sum(n) FILTER (WHERE state = 'done'), 0), coalesce(sum(n), 0) FROM sweep_counts "
-                         "WHERE sweep_id = (SELECT sweep_id FROM jobs WHERE id = ?1)",
-    [S_JOB_SWEEP] = "SELECT sweep_id FROM jobs WHERE id = ?1",
-    /* the old result, kept (sql/009_requeued_results.sql); ?3 = the screen's reason */
-    [S_RESULT_KEEP] = "INSERT OR REPLACE INTO requeued_results (job_id, attempt, val_loss, tok_per_s, result, completed_at, "
-                      "requeued_at, reason) SELECT job_id, attempt, val_loss, tok_per_s, result, completed_at, ?2, ?3 "
-                      "FROM results WHERE job_id = ?1",
-    [S_RESULT_DEL] = "DELETE FROM results WHERE job_id = ?1",
-    /* trained again from the start: no checkpoint of the old run to resume from, no progress */
-    [S_REQUEUE_DONE] = "UPDATE jobs SET state = 'queued', attempt_base = attempt, finished_at = NULL, lease_expires_at = NULL, "
-                       "checkpoint_path = NULL, checkpoint_step = NULL, step = 0, last_loss = NULL, updated_at = ?2 "
-                       "WHERE id = ?1 AND state = 'done'",
-    /* halving: rung 0 for the sweep's jobs never leased (?2 = rung 0's step) */
-    [S_RUNG_SETUP] = "UPDATE jobs SET rung = 0, stop_at_step = ?2 WHERE sweep_id = ?1 AND rung IS NULL AND attempt = 0 "
-                     "AND state = 'queued'",
-    /* the rung report's row: ?2 = the reported step (the attempt that already reported it, if one did) */
-    [S_RUNG_ROW] = "SELECT state, lease_token, attempt, stop_at_step, checkpoint_step, rung, sweep_id, "
-                   "(SELECT attempt FROM rung_results rr WHERE rr.job_id = jobs.id AND rr.step = ?2), job "
-                   "FROM jobs WHERE id = ?1",
-    [S_RUNG_RESULT] = "INSERT OR REPLACE INTO rung_results (job_id, rung, step, attempt, val_loss, reported_at) "
-                      "VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-    [S_PAUSE] = "UPDATE jobs SET state = 'paused', step = max(step, ?2), lease_expires_at = NULL, updated_at = ?3, " NEXT_REV " "
-                "WHERE id = ?1 AND state = 'leased'",
-    /* a decision that exists is kept (a promotion taken twice changes nothing) */
-    [S_RUNG_DECIDE] = "INSERT OR IGNORE INTO halving_decisions (sweep_id, rung, schedule_id, promoted, position, delta, "
-                      "decided_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-    /* ?3 = the next rung's step, NULL for the full run */
-    [S_RUNG_PROMOTE] = "UPDATE jobs SET state = 'queued', rung = ?2 + 1, stop_at_step = ?3, lease_expires_at = NULL, "
-                       "updated_at = ?4 WHERE sweep_id = ?1 AND rung = ?2 AND state = 'paused' AND schedule_id IN "
-                       "(SELECT schedule_id FROM halving_decisions WHERE sweep_id = ?1 AND rung = ?2 AND promoted = 1)",
-    [S_RUNG_PRUNE] = "UPDATE jobs SET state = 'pruned', lease_expires_at = NULL, updated_at = ?3, finished_at = ?3 "
-                     "WHERE sweep_id = ?1 AND rung = ?2 AND state = 'paused' AND schedule_id IN "
-                     "(SELECT schedule_id FROM halving_decisions WHERE sweep_id = ?1 AND rung = ?2 AND promoted = 0)",
-    /* ?10 = the rung (NULL without halving); a schedule's seed added twice is one job */
-    [S_JOB_ADD] = "INSERT INTO jobs (sweep_id, schedule_id, seed, seed_index, priority, job, steps, created_at, updated_at, "
-                  "tokens_per_step, rung) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?8, ?9, ?10) "
-                  "ON CONFLICT (schedule_id, seed) DO NOTHING",
-};
-
-_Static_assert(S_COUNT <= QUEUE_NSTMT, "QUEUE_NSTMT too small");
 
 void queue_init(queue *q, store *st, double lease_ttl, int max_attempts) {
     memset(q, 0, sizeof *q);
@@ -227,14 +77,14 @@ double queue_clock(const queue *q) {
 }
 
 /* The cached statement i, reset and unbound; NULL on a prepare error (q->err set). */
-static sqlite3_stmt *S(queue *q, int i) {
+sqlite3_stmt *queue_stmt(queue *q, int i) {
     sqlite3_stmt *s = q->stmt[i];
     if (s) {
         sqlite3_reset(s);
         sqlite3_clear_bindings(s);
         return s;
     }
-    if (sqlite3_prepare_v3(q->st->db, SQL[i], -1, SQLITE_PREPARE_PERSISTENT, &s, NULL) != SQLITE_OK) {
+    if (sqlite3_prepare_v3(q->st->db, queue_sql[i], -1, SQLITE_PREPARE_PERSISTENT, &s, NULL) != SQLITE_OK) {
         snprintf(q->err, sizeof q->err, "prepare: %s", sqlite3_errmsg(q->st->db));
         return NULL;
     }
@@ -242,17 +92,17 @@ static sqlite3_stmt *S(queue *q, int i) {
     return s;
 }
 
-static int fail_db(queue *q, const char *what) {
+int queue_fail_db(queue *q, const char *what) {
     snprintf(q->err, sizeof q->err, "%s: %s", what, sqlite3_errmsg(q->st->db));
     return STORE_EIO;
 }
 
 /* Steps a statement that returns no rows. */
-static int run(queue *q, sqlite3_stmt *s, const char *what) {
+int queue_run(queue *q, sqlite3_stmt *s, const char *what) {
     if (!s) return STORE_EIO;
     int rc = sqlite3_step(s);
     sqlite3_reset(s);
-    if (rc != SQLITE_DONE) return fail_db(q, what);
+    if (rc != SQLITE_DONE) return queue_fail_db(q, what);
     return STORE_OK;
 }
 
@@ -262,39 +112,6 @@ static void bind_text_or_null(sqlite3_stmt *s, int i, const char *v) {
 }
 
 static void utf8_cut_tail(char *s);
-static int sweep_exists(queue *q, long long sweep);
-
-/* ---- workers ------------------------------------------------------------------------------------- */
-
-int queue_register(queue *q, const char *name, const char *host, const char *devices, long long *worker_id) {
-    double now = store_now();
-    sqlite3_stmt *s = S(q, S_WORKER_FIND);
-    if (!s) return STORE_EIO;
-    sqlite3_bind_text(s, 1, name, -1, SQLITE_TRANSIENT);
-    sqlite3_bind_text(s, 2, host, -1, SQLITE_TRANSIENT);
-    int rc = sqlite3_step(s);
-    if (rc == SQLITE_ROW) {
-        *worker_id = sqlite3_column_int64(s, 0);
-        sqlite3_reset(s);
-        sqlite3_stmt *u = S(q, S_WORKER_UPD);
-        if (!u) return STORE_EIO;
-        sqlite3_bind_int64(u, 1, *worker_id);
-        sqlite3_bind_text(u, 2, devices, -1, SQLITE_TRANSIENT);
-        sqlite3_bind_double(u, 3, now);
-        return run(q, u, "update worker");
-    }
-    sqlite3_reset(s);
-    if (rc != SQLITE_DONE) return fail_db(q, "find worker");
-    sqlite3_stmt *in = S(q, S_WORKER_INS);
-    if (!in) return STORE_EIO;
-    sqlite3_bind_text(in, 1, name, -1, SQLITE_TRANSIENT);
-    sqlite3_bind_text(in, 2, host, -1, SQLITE_TRANSIENT);
-    sqlite3_bind_text(in, 3, devices, -1, SQLITE_TRANSIENT);
-    sqlite3_bind_double(in, 4, now);
-    if ((rc = run(q, in, "insert worker")) < 0) return rc;
-    *worker_id = sqlite3_last_insert_rowid(q->st->db);
-    return STORE_OK;
-}
 
 /* ---- leases -------------------------------------------------------------------------------------- */
 
@@ -314,17 +131,17 @@ static char *lease_names_text(const lease_filter *f) {
 int queue_lease_for(queue *q, long long worker_id, const char *device, const lease_filter *f, json_t **out) {
     *out = NULL;
     double now = store_now();
-    sqlite3_stmt *s = S(q, S_WORKER_EXISTS);
+    sqlite3_stmt *s = queue_stmt(q, S_WORKER_EXISTS);
     if (!s) return STORE_EIO;
     sqlite3_bind_int64(s, 1, worker_id);
     sqlite3_bind_double(s, 2, now);
-    int rc = run(q, s, "worker seen");
+    int rc = queue_run(q, s, "worker seen");
     if (rc < 0) return rc;
     if (sqlite3_changes(q->st->db) == 0) {
         snprintf(q->err, sizeof q->err, "no worker %lld: register first (POST /api/v1/workers/register)", worker_id);
         return STORE_ENOTFOUND;
     }
-    if (!(s = S(q, S_WORKER_STOPPED))) return STORE_EIO;
+    if (!(s = queue_stmt(q, S_WORKER_STOPPED))) return STORE_EIO;
     sqlite3_bind_int64(s, 1, worker_id);
     rc = sqlite3_step(s);
     if (rc == SQLITE_ROW) {
@@ -335,33 +152,33 @@ int queue_lease_for(queue *q, long long worker_id, const char *device, const lea
         return STORE_ECONFLICT;
     }
     sqlite3_reset(s);
-    if (rc != SQLITE_DONE) return fail_db(q, "worker stopped");
-    if (!(s = S(q, S_LEASE_PICK))) return STORE_EIO;
+    if (rc != SQLITE_DONE) return queue_fail_db(q, "worker stopped");
+    if (!(s = queue_stmt(q, S_LEASE_PICK))) return STORE_EIO;
     char *names = lease_names_text(f);
     if (!names) { snprintf(q->err, sizeof q->err, "out of memory"); return STORE_EIO; }
     sqlite3_bind_int(s, 1, f ? f->builtin != 0 : 1);
     sqlite3_bind_text(s, 2, names, -1, free);
     rc = sqlite3_step(s);
     if (rc == SQLITE_DONE) { sqlite3_reset(s); return QUEUE_EMPTY; }
-    if (rc != SQLITE_ROW) { sqlite3_reset(s); return fail_db(q, "lease pick"); }
+    if (rc != SQLITE_ROW) { sqlite3_reset(s); return queue_fail_db(q, "lease pick"); }
     long long job = sqlite3_column_int64(s, 0);
     sqlite3_reset(s);
 
     char token[65];
     if (auth_random_hex(token, 24) < 0) { snprintf(q->err, sizeof q->err, "getrandom failed"); return STORE_EIO; }
     double expires = queue_clock(q) + q->lease_ttl;
-    if (!(s = S(q, S_LEASE_TAKE))) return STORE_EIO;
+    if (!(s = queue_stmt(q, S_LEASE_TAKE))) return STORE_EIO;
     sqlite3_bind_int64(s, 1, job);
     sqlite3_bind_text(s, 2, token, -1, SQLITE_TRANSIENT);
     sqlite3_bind_double(s, 3, expires);
     sqlite3_bind_int64(s, 4, worker_id);
     bind_text_or_null(s, 5, device);
     sqlite3_bind_double(s, 6, now);
-    if ((rc = run(q, s, "lease")) < 0) return rc;
+    if ((rc = queue_run(q, s, "lease")) < 0) return rc;
 
-    if (!(s = S(q, S_LEASE_ROW))) return STORE_EIO;
+    if (!(s = queue_stmt(q, S_LEASE_ROW))) return STORE_EIO;
     sqlite3_bind_int64(s, 1, job);
-    if (sqlite3_step(s) != SQLITE_ROW) { sqlite3_reset(s); return fail_db(q, "lease row"); }
+    if (sqlite3_step(s) != SQLITE_ROW) { sqlite3_reset(s); return queue_fail_db(q, "lease row"); }
     json_error_t jerr;
     json_t *jobj = json_loads((const char *)sqlite3_column_text(s, 5), 0, &jerr);
     if (!jobj) {
@@ -394,10 +211,10 @@ int queue_lease_for(queue *q, long long worker_id, const char *device, const lea
     json_t *o = lease_to_json(&l);
     if (!o) { lease_release(&l); snprintf(q->err, sizeof q->err, "out of memory"); return STORE_EIO; }
     lease_release(&l);              /* o holds its own reference to the job JSON */
-    if ((s = S(q, S_WORKER_SEEN))) {
+    if ((s = queue_stmt(q, S_WORKER_SEEN))) {
         sqlite3_bind_int64(s, 1, job);
         sqlite3_bind_double(s, 2, now);
-        if ((rc = run(q, s, "worker seen")) < 0) { json_decref(o); return rc; }
+        if ((rc = queue_run(q, s, "worker seen")) < 0) { json_decref(o); return rc; }
     }
     q->leases_granted++;
     *out = o;
@@ -418,7 +235,7 @@ typedef struct lease_row {
 
 /* Reads the job's lease state and whether token is its latest lease's. */
 static int lease_read(queue *q, long long job, const char *token, lease_row *r) {
-    sqlite3_stmt *s = S(q, S_JOB_LEASE);
+    sqlite3_stmt *s = queue_stmt(q, S_JOB_LEASE);
     if (!s) return STORE_EIO;
     sqlite3_bind_int64(s, 1, job);
     int rc = sqlite3_step(s);
@@ -427,7 +244,7 @@ static int lease_read(queue *q, long long job, const char *token, lease_row *r) 
         snprintf(q->err, sizeof q->err, "no job %lld", job);
         return STORE_ENOTFOUND;
     }
-    if (rc != SQLITE_ROW) { sqlite3_reset(s); return fail_db(q, "read job"); }
+    if (rc != SQLITE_ROW) { sqlite3_reset(s); return queue_fail_db(q, "read job"); }
     snprintf(r->state, sizeof r->state, "%s", (const char *)sqlite3_column_text(s, 0));
     const char *t = (const char *)sqlite3_column_text(s, 1);
     r->token_ok = t && token && auth_equal(t, token);
@@ -447,7 +264,7 @@ static int lease_read(queue *q, long long job, const char *token, lease_row *r) 
  * (the request's token is the job's) and state is "leased"; else STORE_ECONFLICT with err naming the job, its
  * state and that the worker should stop working on it. Writes err only on a conflict. */
 static int check_lease(long long job, const char *state, int token_ok, char *err, size_t errlen) {
-    if (token_ok && is_state(state, JOB_LEASED)) return STORE_OK;
+    if (token_ok && queue_is_state(state, JOB_LEASED)) return STORE_OK;
     if (!token_ok)
         snprintf(err, errlen, "job %lld: this lease token is not the job's current lease (state %s): "
                  "the lease expired or the job was re-leased; stop working on it", job, state);
@@ -478,18 +295,18 @@ static int renew_row(queue *q, long long job, const lease_row *r, double *expire
         return STORE_OK;
     }
     *expires = lnow + q->lease_ttl;
-    sqlite3_stmt *s = S(q, S_RENEW);
+    sqlite3_stmt *s = queue_stmt(q, S_RENEW);
     if (!s) return STORE_EIO;
     sqlite3_bind_int64(s, 1, job);
     sqlite3_bind_double(s, 2, *expires);
     sqlite3_bind_double(s, 3, now);
-    if ((rc = run(q, s, "renew")) < 0) return rc;
+    if ((rc = queue_run(q, s, "renew")) < 0) return rc;
     if (!r->worker_id) return STORE_OK;
-    if (!(s = S(q, S_WORKER_SEEN_LAZY))) return STORE_EIO;
+    if (!(s = queue_stmt(q, S_WORKER_SEEN_LAZY))) return STORE_EIO;
     sqlite3_bind_int64(s, 1, r->worker_id);
     sqlite3_bind_double(s, 2, now);
     sqlite3_bind_double(s, 3, now - q->lease_ttl / 8);
-    return run(q, s, "worker seen");
+    return queue_run(q, s, "worker seen");
 }
 
 /* 1 when a leased job's progress may move its change cursor now (sql/021_rev_coalesce.sql): the first time, or
@@ -506,12 +323,12 @@ static int rev_may_move(queue *q, long long job) {
 }
 
 static int progress(queue *q, long long job, long long step, double loss) {
-    sqlite3_stmt *s = S(q, rev_may_move(q, job) ? S_PROGRESS : S_PROGRESS_QUIET);
+    sqlite3_stmt *s = queue_stmt(q, rev_may_move(q, job) ? S_PROGRESS : S_PROGRESS_QUIET);
     if (!s) return STORE_EIO;
     sqlite3_bind_int64(s, 1, job);
     sqlite3_bind_int64(s, 2, step);
     if (isfinite(loss)) sqlite3_bind_double(s, 3, loss); else sqlite3_bind_null(s, 3);
-    return run(q, s, "progress");
+    return queue_run(q, s, "progress");
 }
 
 int queue_heartbeat(queue *q, long long job, const char *token, long long step, double loss, double *expires) {
@@ -567,7 +384,7 @@ static void bind_metric_row(sqlite3_stmt *s, int first, const mrow_batch *b, con
 
 /* The INSERT of n rows (1: S_METRIC_INS), prepared once per n; NULL on a prepare error (q->err set). */
 static sqlite3_stmt *mrow_stmt(queue *q, int n) {
-    if (n == 1) return S(q, S_METRIC_INS);
+    if (n == 1) return queue_stmt(q, S_METRIC_INS);
     sqlite3_stmt **s = &q->metric_rows[n];
     if (*s) {
         sqlite3_reset(*s);
@@ -577,7 +394,7 @@ static sqlite3_stmt *mrow_stmt(queue *q, int n) {
     int len = snprintf(sql, sizeof sql, "INSERT OR IGNORE INTO metrics (" METRIC_COLS ") VALUES " METRIC_ROW);
     for (int i = 1; i < n; i++) len += snprintf(sql + len, sizeof sql - (size_t)len, ", " METRIC_ROW);
     if (sqlite3_prepare_v3(q->st->db, sql, -1, SQLITE_PREPARE_PERSISTENT, s, NULL) != SQLITE_OK) {
-        fail_db(q, "prepare metrics insert");
+        queue_fail_db(q, "prepare metrics insert");
         sqlite3_finalize(*s);
         *s = NULL;
     }
@@ -590,7 +407,7 @@ static int mrow_flush(queue *q, mrow_batch *b, int *accepted, int *duplicates) {
     sqlite3_stmt *s = mrow_stmt(q, b->n);
     if (!s) return STORE_EIO;
     for (int i = 0; i < b->n; i++) bind_metric_row(s, 1 + i * METRIC_ROW_ARGS, b, b->rows[i].p, b->rows[i].val);
-    int rc = run(q, s, "insert metric");
+    int rc = queue_run(q, s, "insert metric");
     if (rc < 0) return rc;
     int stored = sqlite3_changes(q->st->db);
     *accepted += stored;
@@ -601,13 +418,13 @@ static int mrow_flush(queue *q, mrow_batch *b, int *accepted, int *duplicates) {
 
 /* Inserts p's row that carries its extra (sql/016_metric_extras.sql), alone. */
 static int mrow_insert_extra(queue *q, const mrow_batch *b, const metric_point *p, int val, int *accepted, int *duplicates) {
-    sqlite3_stmt *s = S(q, S_METRIC_INS_X);
+    sqlite3_stmt *s = queue_stmt(q, S_METRIC_INS_X);
     if (!s) return STORE_EIO;
     bind_metric_row(s, 1, b, p, val);
     char *ex = json_dumps(p->extra, JSON_COMPACT | JSONOUT_FLAGS);
     if (!ex) { snprintf(q->err, sizeof q->err, "out of memory"); return STORE_EIO; }
     sqlite3_bind_text(s, METRIC_ROW_ARGS + 1, ex, -1, free);
-    int rc = run(q, s, "insert metric");
+    int rc = queue_run(q, s, "insert metric");
     if (rc < 0) return rc;
     if (sqlite3_changes(q->st->db) > 0) (*accepted)++; else (*duplicates)++;
     return STORE_OK;
@@ -716,22 +533,22 @@ int queue_checkpoint(queue *q, long long job, const char *token, const char *pat
     }
     rc = renew_row(q, job, &r, expires, 1);
     if (rc < 0) return rc;
-    sqlite3_stmt *s = S(q, S_CKPT);
+    sqlite3_stmt *s = queue_stmt(q, S_CKPT);
     if (!s) return STORE_EIO;
     sqlite3_bind_int64(s, 1, job);
     sqlite3_bind_text(s, 2, path, -1, SQLITE_TRANSIENT);
     sqlite3_bind_int64(s, 3, step);
     sqlite3_bind_double(s, 4, *expires);
     sqlite3_bind_double(s, 5, store_now());
-    return run(q, s, "checkpoint");
+    return queue_run(q, s, "checkpoint");
 }
 
 /* The result against its job's bounds (common/result_check.h): STORE_OK, or STORE_EINVAL with q->err. */
 static int result_check_for_job(queue *q, long long job, const json_t *result) {
-    sqlite3_stmt *s = S(q, S_JOB_TEXT);
+    sqlite3_stmt *s = queue_stmt(q, S_JOB_TEXT);
     if (!s) return STORE_EIO;
     sqlite3_bind_int64(s, 1, job);
-    if (sqlite3_step(s) != SQLITE_ROW) { sqlite3_reset(s); return fail_db(q, "read job"); }
+    if (sqlite3_step(s) != SQLITE_ROW) { sqlite3_reset(s); return queue_fail_db(q, "read job"); }
     result_limits lim;
     char e[400];
     int rc = result_load_limits((const char *)sqlite3_column_text(s, 0), &lim, e, sizeof e);
@@ -746,7 +563,7 @@ int queue_complete(queue *q, long long job, const char *token, json_t *result) {
     lease_row r;
     int rc = lease_read(q, job, token, &r);
     if (rc < 0) return rc;
-    if (r.token_ok && is_state(r.state, JOB_DONE)) return STORE_OK;   /* same token again: idempotent */
+    if (r.token_ok && queue_is_state(r.state, JOB_DONE)) return STORE_OK;   /* same token again: idempotent */
     if ((rc = lease_check(q, job, &r)) < 0) return rc;
     if (r.stop_at_step >= 0) {   /* a lease to a halving rung ends only in the rung report */
         snprintf(q->state, sizeof q->state, "%s", r.state);
@@ -761,7 +578,7 @@ int queue_complete(queue *q, long long job, const char *token, json_t *result) {
     double now = store_now();
     char *text = json_dumps(result, JSON_COMPACT);
     char *adtext = col.attn_distance ? json_dumps(col.attn_distance, JSON_COMPACT) : NULL;
-    sqlite3_stmt *s = S(q, S_RESULT_INS);
+    sqlite3_stmt *s = queue_stmt(q, S_RESULT_INS);
     if (!s || !text) { free(text); free(adtext); return STORE_EIO; }
     sqlite3_bind_int64(s, 1, job);
     sqlite3_bind_int64(s, 2, r.attempt);
@@ -776,40 +593,40 @@ int queue_complete(queue *q, long long job, const char *token, json_t *result) {
     bind_opt(s, 11, col.has_setup_s, col.setup_s);
     bind_text_or_null(s, 12, col.trainer_command);
     bind_text_or_null(s, 13, col.trainer_version);
-    rc = run(q, s, "insert result");
+    rc = queue_run(q, s, "insert result");
     free(text);
     free(adtext);
     if (rc < 0) return rc;
-    if (!(s = S(q, S_DONE))) return STORE_EIO;
+    if (!(s = queue_stmt(q, S_DONE))) return STORE_EIO;
     sqlite3_bind_int64(s, 1, job);
     sqlite3_bind_double(s, 2, now);
-    if ((rc = run(q, s, "complete")) < 0) return rc;
+    if ((rc = queue_run(q, s, "complete")) < 0) return rc;
     q->jobs_completed++;
     return queue_worker_succeeded(q, job);
 }
 
 int queue_sweep_progress(queue *q, long long job, long long *done, long long *total) {
     *done = *total = 0;
-    sqlite3_stmt *s = S(q, S_SWEEP_PROGRESS);
+    sqlite3_stmt *s = queue_stmt(q, S_SWEEP_PROGRESS);
     if (!s) return STORE_EIO;
     sqlite3_bind_int64(s, 1, job);
     int rc = sqlite3_step(s);
     if (rc == SQLITE_ROW) { *done = sqlite3_column_int64(s, 0); *total = sqlite3_column_int64(s, 1); }
     sqlite3_reset(s);
-    return rc == SQLITE_ROW ? STORE_OK : fail_db(q, "sweep progress");
+    return rc == SQLITE_ROW ? STORE_OK : queue_fail_db(q, "sweep progress");
 }
 
 int queue_worker_succeeded(queue *q, long long job) {
-    sqlite3_stmt *s = S(q, S_WORKER_OK);
+    sqlite3_stmt *s = queue_stmt(q, S_WORKER_OK);
     if (!s) return STORE_EIO;
     sqlite3_bind_int64(s, 1, job);
-    return run(q, s, "worker streak");
+    return queue_run(q, s, "worker streak");
 }
 
 /* A job of worker `worker` failed without retry: one more in its streak; at the limit the worker is stopped. */
 static int worker_failed(queue *q, long long worker, const char *error) {
     if (worker <= 0) return STORE_OK;
-    sqlite3_stmt *s = S(q, S_WORKER_FAILED);
+    sqlite3_stmt *s = queue_stmt(q, S_WORKER_FAILED);
     if (!s) return STORE_EIO;
     char why[700];   /* a printf() format for SQLite: %d is the streak, any other % of the error is doubled */
     size_t k = (size_t)snprintf(why, sizeof why, "it failed %%d jobs in a row without retry (--worker-fail-limit %d); "
@@ -823,7 +640,7 @@ static int worker_failed(queue *q, long long worker, const char *error) {
     sqlite3_bind_int64(s, 1, worker);
     sqlite3_bind_int(s, 2, q->worker_fail_limit);
     sqlite3_bind_text(s, 3, why, -1, SQLITE_TRANSIENT);
-    return run(q, s, "worker streak");
+    return queue_run(q, s, "worker streak");
 }
 
 /* Drops a UTF-8 sequence left incomplete at the end of s by a truncating snprintf (jansson refuses
@@ -845,12 +662,12 @@ static int fail_preempted(queue *q, long long job, const lease_row *r, const cha
     else snprintf(text, sizeof text, "preempted %lld times and --max-preemptions %d is used up; last: %s",
                   r->preemptions + 1, q->max_preemptions, msg);
     utf8_cut_tail(text);
-    sqlite3_stmt *s = S(q, again ? S_PREEMPT_Q : S_PREEMPT_F);
+    sqlite3_stmt *s = queue_stmt(q, again ? S_PREEMPT_Q : S_PREEMPT_F);
     if (!s) return STORE_EIO;
     sqlite3_bind_int64(s, 1, job);
     sqlite3_bind_text(s, 2, text, -1, SQLITE_TRANSIENT);
     sqlite3_bind_double(s, 3, store_now());
-    int rc = run(q, s, "preempted");
+    int rc = queue_run(q, s, "preempted");
     if (rc < 0) return rc;
     *new_state = jobstate_name(again ? JOB_QUEUED : JOB_FAILED);
     if (!again) q->jobs_failed++;
@@ -861,8 +678,8 @@ int queue_fail(queue *q, long long job, const char *token, const char *error, in
     lease_row r;
     int rc = lease_read(q, job, token, &r);
     if (rc < 0) return rc;
-    if (r.token_ok && (is_state(r.state, JOB_FAILED) || is_state(r.state, JOB_QUEUED))) {
-        *new_state = jobstate_name(is_state(r.state, JOB_FAILED) ? JOB_FAILED : JOB_QUEUED);   /* repeated: idempotent */
+    if (r.token_ok && (queue_is_state(r.state, JOB_FAILED) || queue_is_state(r.state, JOB_QUEUED))) {
+        *new_state = jobstate_name(queue_is_state(r.state, JOB_FAILED) ? JOB_FAILED : JOB_QUEUED);   /* repeated: idempotent */
         return STORE_OK;
     }
     if ((rc = lease_check(q, job, &r)) < 0) return rc;
@@ -874,14 +691,14 @@ int queue_fail(queue *q, long long job, const char *token, const char *error, in
     if (retryable && ((flags & QUEUE_FAIL_PREEMPTED) || !strncmp(msg, "preempted:", 10)))
         return fail_preempted(q, job, &r, msg, new_state);
     int again = retryable && (r.attempt - r.attempt_base) < q->max_attempts;
-    sqlite3_stmt *s = S(q, again ? S_REQUEUE_FAIL : S_FAIL);
+    sqlite3_stmt *s = queue_stmt(q, again ? S_REQUEUE_FAIL : S_FAIL);
     if (!s) return STORE_EIO;
     double now = store_now();
     sqlite3_bind_int64(s, 1, job);
     sqlite3_bind_text(s, 2, msg, -1, SQLITE_TRANSIENT);
     sqlite3_bind_int(s, 3, retryable ? 1 : 0);
     sqlite3_bind_double(s, 4, now);
-    if ((rc = run(q, s, "fail")) < 0) return rc;
+    if ((rc = queue_run(q, s, "fail")) < 0) return rc;
     /* a divergence or a non-finite loss is the job's outcome, not the worker's fault (common/result_check.h): the
      * job trained, which clears the worker's streak as a completed one does; any other failure without retry counts */
     if (!retryable && result_error_is_outcome(msg)) { if ((rc = queue_worker_succeeded(q, job)) < 0) return rc; }
@@ -893,7 +710,7 @@ int queue_fail(queue *q, long long job, const char *token, const char *error, in
 
 int queue_expire(queue *q, double now, int *n) {
     *n = 0;
-    sqlite3_stmt *s = S(q, S_EXPIRED);
+    sqlite3_stmt *s = queue_stmt(q, S_EXPIRED);
     if (!s) return STORE_EIO;
     sqlite3_bind_double(s, 1, now);
     /* collect first: the updates below must not run under an open cursor on the same rows */
@@ -919,11 +736,11 @@ int queue_expire(queue *q, double now, int *n) {
             snprintf(msg, sizeof msg, "lease of attempt %lld expired (no heartbeat within %.0f s)%s%s", ex[i].attempt,
                      q->lease_ttl, ex[i].err[0] ? "; last error: " : "", ex[i].err);
         utf8_cut_tail(msg);
-        if (!(s = S(q, give_up ? S_EXPIRE_F : S_EXPIRE_Q))) return STORE_EIO;
+        if (!(s = queue_stmt(q, give_up ? S_EXPIRE_F : S_EXPIRE_Q))) return STORE_EIO;
         sqlite3_bind_int64(s, 1, ex[i].id);
         sqlite3_bind_text(s, 2, msg, -1, SQLITE_TRANSIENT);
         sqlite3_bind_double(s, 3, now);
-        if ((rc = run(q, s, "expire")) < 0) return rc;
+        if ((rc = queue_run(q, s, "expire")) < 0) return rc;
         if (give_up) q->jobs_failed++;
     }
     q->leases_expired += (unsigned long long)k;
@@ -933,10 +750,10 @@ int queue_expire(queue *q, double now, int *n) {
 
 int queue_grace(queue *q, double now, int *n) {
     *n = 0;
-    sqlite3_stmt *s = S(q, S_GRACE);
+    sqlite3_stmt *s = queue_stmt(q, S_GRACE);
     if (!s) return STORE_EIO;
     sqlite3_bind_double(s, 1, now + q->lease_ttl);
-    int rc = run(q, s, "grace");
+    int rc = queue_run(q, s, "grace");
     if (rc == STORE_OK) *n = sqlite3_changes(q->st->db);
     return rc;
 }
@@ -944,11 +761,11 @@ int queue_grace(queue *q, double now, int *n) {
 /* ---- halving's transitions (orchestrator/halving.h decides when) ----------------------------------- */
 
 int queue_rung_setup(queue *q, long long sweep, long long stop_at_step) {
-    sqlite3_stmt *s = S(q, S_RUNG_SETUP);
+    sqlite3_stmt *s = queue_stmt(q, S_RUNG_SETUP);
     if (!s) return STORE_EIO;
     sqlite3_bind_int64(s, 1, sweep);
     sqlite3_bind_int64(s, 2, stop_at_step);
-    return run(q, s, "halving init");
+    return queue_run(q, s, "halving init");
 }
 
 /* The rung report's checks, in the order the worker can act on: the lease, then the step, the value, the
@@ -987,7 +804,7 @@ int queue_rung_report(queue *q, long long job, const char *token, long long step
                       int *repeated) {
     *sweep = 0;
     *repeated = 0;
-    sqlite3_stmt *r = S(q, S_RUNG_ROW);
+    sqlite3_stmt *r = queue_stmt(q, S_RUNG_ROW);
     if (!r) return STORE_EIO;
     sqlite3_bind_int64(r, 1, job);
     sqlite3_bind_int64(r, 2, step);
@@ -997,20 +814,20 @@ int queue_rung_report(queue *q, long long job, const char *token, long long step
         snprintf(q->err, sizeof q->err, "no job %lld", job);
         return STORE_ENOTFOUND;
     }
-    if (rc != SQLITE_ROW) { sqlite3_reset(r); return fail_db(q, "rung report"); }
+    if (rc != SQLITE_ROW) { sqlite3_reset(r); return queue_fail_db(q, "rung report"); }
     const char *t = (const char *)sqlite3_column_text(r, 1);
     int token_ok = t && token && auth_equal(t, token);
     long long attempt = sqlite3_column_int64(r, 2);
     int rung = sqlite3_column_int(r, 5);
     *sweep = sqlite3_column_int64(r, 6);
     int reported = sqlite3_column_type(r, 7) != SQLITE_NULL && sqlite3_column_int64(r, 7) == attempt;
-    int leased = is_state((const char *)sqlite3_column_text(r, 0), JOB_LEASED);
+    int leased = queue_is_state((const char *)sqlite3_column_text(r, 0), JOB_LEASED);
     if (token_ok && !leased && reported) { sqlite3_reset(r); *repeated = 1; return STORE_OK; }   /* the same report again */
     rc = rung_check(q, job, r, token_ok, step, val_loss);
     sqlite3_reset(r);
     if (rc < 0) return rc;
     double now = store_now();
-    sqlite3_stmt *s = S(q, S_RUNG_RESULT);
+    sqlite3_stmt *s = queue_stmt(q, S_RUNG_RESULT);
     if (!s) return STORE_EIO;
     sqlite3_bind_int64(s, 1, job);
     sqlite3_bind_int(s, 2, rung);
@@ -1018,16 +835,16 @@ int queue_rung_report(queue *q, long long job, const char *token, long long step
     sqlite3_bind_int64(s, 4, attempt);
     sqlite3_bind_double(s, 5, val_loss);
     sqlite3_bind_double(s, 6, now);
-    if ((rc = run(q, s, "rung result")) < 0) return rc;
-    if (!(s = S(q, S_PAUSE))) return STORE_EIO;
+    if ((rc = queue_run(q, s, "rung result")) < 0) return rc;
+    if (!(s = queue_stmt(q, S_PAUSE))) return STORE_EIO;
     sqlite3_bind_int64(s, 1, job);
     sqlite3_bind_int64(s, 2, step);
     sqlite3_bind_double(s, 3, now);
-    return run(q, s, "pause");
+    return queue_run(q, s, "pause");
 }
 
 int queue_rung_decide(queue *q, long long sweep, int rung, long long schedule, int promoted, int position, double delta) {
-    sqlite3_stmt *s = S(q, S_RUNG_DECIDE);
+    sqlite3_stmt *s = queue_stmt(q, S_RUNG_DECIDE);
     if (!s) return STORE_EIO;
     sqlite3_bind_int64(s, 1, sweep);
     sqlite3_bind_int(s, 2, rung);
@@ -1036,13 +853,13 @@ int queue_rung_decide(queue *q, long long sweep, int rung, long long schedule, i
     if (position > 0) sqlite3_bind_int(s, 5, position); else sqlite3_bind_null(s, 5);
     bind_opt(s, 6, isfinite(delta), delta);
     sqlite3_bind_double(s, 7, store_now());
-    return run(q, s, "halving decision");
+    return queue_run(q, s, "halving decision");
 }
 
 /* Runs promote (S_RUNG_PROMOTE) or prune (S_RUNG_PRUNE) over the rung; *n = jobs moved. */
 static int rung_move(queue *q, int which, long long sweep, int rung, long long next_stop, int *n) {
     *n = 0;
-    sqlite3_stmt *s = S(q, which);
+    sqlite3_stmt *s = queue_stmt(q, which);
     if (!s) return STORE_EIO;
     double now = store_now();
     sqlite3_bind_int64(s, 1, sweep);
@@ -1053,7 +870,7 @@ static int rung_move(queue *q, int which, long long sweep, int rung, long long n
     } else {
         sqlite3_bind_double(s, 3, now);
     }
-    int rc = run(q, s, which == S_RUNG_PROMOTE ? "halving promote" : "halving prune");
+    int rc = queue_run(q, s, which == S_RUNG_PROMOTE ? "halving promote" : "halving prune");
     if (rc == STORE_OK) *n = sqlite3_changes(q->st->db);
     return rc;
 }
@@ -1064,201 +881,4 @@ int queue_rung_promote(queue *q, long long sweep, int rung, long long next_stop,
 
 int queue_rung_prune(queue *q, long long sweep, int rung, int *n) {
     return rung_move(q, S_RUNG_PRUNE, sweep, rung, -1, n);
-}
-
-/* ---- admin --------------------------------------------------------------------------------------- */
-
-static int read_job_state(queue *q, long long job, char state[16]) {
-    sqlite3_stmt *s = S(q, S_JOB_STATE);
-    if (!s) return STORE_EIO;
-    sqlite3_bind_int64(s, 1, job);
-    int rc = sqlite3_step(s);
-    if (rc == SQLITE_ROW) snprintf(state, 16, "%s", (const char *)sqlite3_column_text(s, 0));
-    sqlite3_reset(s);
-    if (rc == SQLITE_DONE) { snprintf(q->err, sizeof q->err, "no job %lld", job); return STORE_ENOTFOUND; }
-    if (rc != SQLITE_ROW) return fail_db(q, "job state");
-    return STORE_OK;
-}
-
-int queue_job_state(queue *q, long long job, job_state *state) {
-    char st[16];
-    int rc = read_job_state(q, job, st);
-    if (rc < 0) return rc;
-    if (jobstate_parse(st, state) < 0) {
-        snprintf(q->err, sizeof q->err, "job %lld: unknown state \"%s\" in the store", job, st);
-        return STORE_EIO;
-    }
-    return STORE_OK;
-}
-
-int queue_cancel(queue *q, long long job) {
-    char st[16];
-    int rc = read_job_state(q, job, st);
-    if (rc < 0) return rc;
-    if (is_state(st, JOB_CANCELLED)) return STORE_OK;
-    if (!is_state(st, JOB_QUEUED) && !is_state(st, JOB_LEASED) && !is_state(st, JOB_PAUSED)) {
-        snprintf(q->state, sizeof q->state, "%s", st);
-        snprintf(q->err, sizeof q->err, "job %lld is %s: only queued, leased or paused jobs can be cancelled", job, st);
-        return STORE_ECONFLICT;
-    }
-    sqlite3_stmt *s = S(q, S_CANCEL);
-    if (!s) return STORE_EIO;
-    sqlite3_bind_int64(s, 1, job);
-    sqlite3_bind_double(s, 2, store_now());
-    return run(q, s, "cancel");
-}
-
-int queue_requeue(queue *q, long long job) {
-    char st[16];
-    int rc = read_job_state(q, job, st);
-    if (rc < 0) return rc;
-    if (is_state(st, JOB_QUEUED)) return STORE_OK;
-    if (!is_state(st, JOB_FAILED) && !is_state(st, JOB_CANCELLED)) {
-        snprintf(q->state, sizeof q->state, "%s", st);
-        snprintf(q->err, sizeof q->err, "job %lld is %s: only failed or cancelled jobs can be requeued", job, st);
-        return STORE_ECONFLICT;
-    }
-    sqlite3_stmt *s = S(q, S_REQUEUE);
-    if (!s) return STORE_EIO;
-    sqlite3_bind_int64(s, 1, job);
-    sqlite3_bind_double(s, 2, store_now());
-    return run(q, s, "requeue");
-}
-
-int queue_job_sweep(queue *q, long long job, long long *sweep) {
-    sqlite3_stmt *s = S(q, S_JOB_SWEEP);
-    if (!s) return STORE_EIO;
-    sqlite3_bind_int64(s, 1, job);
-    int rc = sqlite3_step(s);
-    if (rc == SQLITE_ROW) *sweep = sqlite3_column_int64(s, 0);
-    sqlite3_reset(s);
-    if (rc == SQLITE_DONE) { snprintf(q->err, sizeof q->err, "no job %lld", job); return STORE_ENOTFOUND; }
-    return rc == SQLITE_ROW ? STORE_OK : fail_db(q, "job sweep");
-}
-
-/* Runs statement i on ?1 = job and, when now is not NAN, ?2 = now. */
-static int run_job(queue *q, int i, long long job, double now, const char *what) {
-    sqlite3_stmt *s = S(q, i);
-    if (!s) return STORE_EIO;
-    sqlite3_bind_int64(s, 1, job);
-    if (!isnan(now)) sqlite3_bind_double(s, 2, now);
-    return run(q, s, what);
-}
-
-int queue_requeue_screened(queue *q, long long job, const char *screened) {
-    char st[16];
-    int rc = read_job_state(q, job, st);
-    if (rc < 0) return rc;
-    if (!is_state(st, JOB_DONE)) return queue_requeue(q, job);
-    if (!screened) {
-        snprintf(q->state, sizeof q->state, "%s", st);
-        snprintf(q->err, sizeof q->err, "job %lld is done and the leaderboard's outlier screen does not leave it out: its "
-                 "result counts as it is. Only failed or cancelled jobs, or a done job the leaderboard lists under "
-                 "\"screened\", can be requeued (more seeds: add them to the spec and create it again)", job);
-        return STORE_ECONFLICT;
-    }
-    double now = store_now();
-    sqlite3_stmt *s = S(q, S_RESULT_KEEP);
-    if (!s) return STORE_EIO;
-    sqlite3_bind_int64(s, 1, job);
-    sqlite3_bind_double(s, 2, now);
-    sqlite3_bind_text(s, 3, screened, -1, SQLITE_TRANSIENT);
-    if ((rc = run(q, s, "keep the old result")) < 0 || (rc = run_job(q, S_RESULT_DEL, job, NAN, "old result")) < 0) return rc;
-    return run_job(q, S_REQUEUE_DONE, job, now, "requeue screened");
-}
-
-int queue_requeue_sweep(queue *q, long long sweep, const char *state, const char *error_like, json_t *ids) {
-    if (!is_state(state, JOB_FAILED) && !is_state(state, JOB_CANCELLED)) {
-        snprintf(q->err, sizeof q->err, "state: \"failed\", \"cancelled\" or \"screened\" (the jobs to requeue), not \"%.40s\"",
-                 state ? state : "");
-        return STORE_EINVAL;
-    }
-    int rc = sweep_exists(q, sweep);
-    if (rc < 0) return rc;
-    sqlite3_stmt *s = S(q, S_REQUEUE_SWEEP);
-    if (!s) return STORE_EIO;
-    sqlite3_bind_int64(s, 1, sweep);
-    sqlite3_bind_double(s, 2, store_now());
-    sqlite3_bind_text(s, 3, state, -1, SQLITE_TRANSIENT);
-    bind_text_or_null(s, 4, error_like && *error_like ? error_like : NULL);
-    while ((rc = sqlite3_step(s)) == SQLITE_ROW)
-        if (json_array_append_new(ids, json_integer(sqlite3_column_int64(s, 0))) < 0) {
-            sqlite3_reset(s);
-            snprintf(q->err, sizeof q->err, "out of memory");
-            return STORE_EIO;
-        }
-    sqlite3_reset(s);
-    return rc == SQLITE_DONE ? STORE_OK : fail_db(q, "requeue sweep");
-}
-
-int queue_set_priority(queue *q, long long job, long long priority) {
-    char st[16];
-    int rc = read_job_state(q, job, st);
-    if (rc < 0) return rc;
-    sqlite3_stmt *s = S(q, S_PRIO);
-    if (!s) return STORE_EIO;
-    sqlite3_bind_int64(s, 1, job);
-    sqlite3_bind_int64(s, 2, priority);
-    sqlite3_bind_double(s, 3, store_now());
-    return run(q, s, "priority");
-}
-
-static int sweep_exists(queue *q, long long sweep) {
-    sqlite3_stmt *s = S(q, S_SWEEP_EXISTS);
-    if (!s) return STORE_EIO;
-    sqlite3_bind_int64(s, 1, sweep);
-    int rc = sqlite3_step(s);
-    sqlite3_reset(s);
-    if (rc == SQLITE_DONE) { snprintf(q->err, sizeof q->err, "no sweep %lld", sweep); return STORE_ENOTFOUND; }
-    return rc == SQLITE_ROW ? STORE_OK : fail_db(q, "sweep");
-}
-
-int queue_sweep_set_state(queue *q, long long sweep, const char *state) {
-    if (!state || (strcmp(state, "active") != 0 && strcmp(state, "paused") != 0)) {
-        snprintf(q->err, sizeof q->err, "sweep state: \"active\" or \"paused\", not \"%.40s\"", state ? state : "");
-        return STORE_EINVAL;
-    }
-    int rc = sweep_exists(q, sweep);
-    if (rc < 0) return rc;
-    sqlite3_stmt *s = S(q, S_SWEEP_STATE);
-    if (!s) return STORE_EIO;
-    sqlite3_bind_int64(s, 1, sweep);
-    sqlite3_bind_text(s, 2, state, -1, SQLITE_TRANSIENT);
-    return run(q, s, "sweep state");
-}
-
-int queue_sweep_set_priority(queue *q, long long sweep, long long priority) {
-    int rc = sweep_exists(q, sweep);
-    if (rc < 0) return rc;
-    sqlite3_stmt *s = S(q, S_SWEEP_PRIO);
-    if (!s) return STORE_EIO;
-    sqlite3_bind_int64(s, 1, sweep);
-    sqlite3_bind_int64(s, 2, priority);
-    if ((rc = run(q, s, "sweep priority")) < 0) return rc;
-    if (!(s = S(q, S_SWEEP_JOBS_PRIO))) return STORE_EIO;
-    sqlite3_bind_int64(s, 1, sweep);
-    sqlite3_bind_int64(s, 2, priority);
-    return run(q, s, "sweep jobs priority");
-}
-
-/* ---- new job rows (sweeps.c's create, racing.c's next round) ------------------------------------------ */
-
-int queue_job_add(store *st, sqlite3_stmt **stmt, const queue_new_job *j, int *added) {
-    sqlite3_stmt *s = *stmt;
-    if (!s && sqlite3_prepare_v2(st->db, SQL[S_JOB_ADD], -1, stmt, NULL) != SQLITE_OK) return store_fail(st, "insert job");
-    s = *stmt;
-    sqlite3_reset(s);
-    sqlite3_bind_int64(s, 1, j->sweep);
-    sqlite3_bind_int64(s, 2, j->schedule);
-    sqlite3_bind_int64(s, 3, j->seed);
-    sqlite3_bind_int(s, 4, j->seed_index);
-    sqlite3_bind_int(s, 5, j->priority);
-    sqlite3_bind_text(s, 6, j->job, -1, SQLITE_TRANSIENT);
-    sqlite3_bind_int64(s, 7, j->steps);
-    sqlite3_bind_double(s, 8, j->now);
-    sqlite3_bind_int64(s, 9, j->tokens_per_step);
-    if (j->rung >= 0) sqlite3_bind_int(s, 10, j->rung); else sqlite3_bind_null(s, 10);
-    if (sqlite3_step(s) != SQLITE_DONE) return store_fail(st, "insert job");
-    *added = sqlite3_changes(st->db);
-    return STORE_OK;
 }

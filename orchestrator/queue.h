@@ -174,4 +174,13 @@ typedef struct queue_new_job {
  * a loop prepares once). A schedule's seed that already has a job adds nothing: *added = the rows added (1 or 0). Works
  * on the store, not a queue: create runs before any queue exists. STORE_EIO with st->err set. */
 int queue_job_add(store *st, sqlite3_stmt **stmt, const queue_new_job *j, int *added);
+/* Internal: queue.c's statement cache, for queue.c and queue_admin.c only (the statements are queue_sql.h's S_*).
+ * queue_stmt(q, i): statement i, prepared once, reset and unbound; NULL with q->err on a prepare error.
+ * queue_run(q, s, what): steps s (no rows expected): STORE_OK, or STORE_EIO with q->err "WHAT: ..." (s NULL: EIO).
+ * queue_fail_db(q, what): q->err "WHAT: the database's message", returns STORE_EIO.
+ * queue_is_state(value, state): 1 when a jobs.state value read from the table is state (jobstate.h's name). */
+sqlite3_stmt *queue_stmt(queue *q, int i);
+int queue_run(queue *q, sqlite3_stmt *s, const char *what);
+int queue_fail_db(queue *q, const char *what);
+int queue_is_state(const char *value, job_state state);
 #endif

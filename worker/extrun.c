@@ -10,7 +10,7 @@
  * reaped). A third pipe, close-on-exec, carries an execvp errno back, so a wrong COMMAND is named as such.
  * The trainer gets descriptors 0-3 and nothing else: the child marks every other one close-on-exec before
  * execvp (extrun_cloexec_from), so it can neither read the worker's connection to the server nor keep it.
- * Lines are parsed by extrun_parse_line() (pure, fuzzed: fuzz/fuzz_extrun.c) and then checked against the
+ * Lines are parsed by extrun_parse_line() (worker/extrun_line.c: pure, fuzzed) and then checked against the
  * run's state (steps increasing, stops, one terminal line); the first bad line SIGKILLs the group and fails
  * the job. Checkpoints are hard-linked (copied when the checkpoint folder is another filesystem) to
  * ckpt_STEP.bin in the attempt's checkpoint folder: from there the built-in's machinery (slot.c: the
@@ -22,14 +22,11 @@
 
 #include "jobresult.h"
 #include "logesc.h"
-#include "point.h"
-#include "result_check.h"
 #include "pgrec.h"
 #include "util.h"
 
 #include <errno.h>
 #include <fcntl.h>
-#include <math.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -149,346 +146,6 @@ const extrun_trainer *extrun_find(const extrun_set *set, const char *name) {
     for (int i = 0; set && i < set->n; i++)
         if (strcmp(set->t[i].name, name) == 0) return &set->t[i];
     return NULL;
-}
-
-/* ---- one protocol line ----------------------------------------------------------------------------- */
-
-void extrun_line_release(extrun_line *l) {
-    json_decref(l->row);
-    json_decref(l->result);
-    l->row = l->result = NULL;
-}
-
-/* Keys a result may not carry: the job, attempt, lease and worker are the worker's and the server's to name
- * (the complete call's URL and lease token say which job it is), and "backend" describes the built-in CUDA
- * engine's library, which an external trainer does not run. Refused rather than overwritten: a trainer that
- * sends them means something by them, and a silent rewrite would hide the mistake. */
-static const char *const EXTRUN_RESULT_RESERVED[] = {"job", "job_id", "sweep_id", "schedule_id", "attempt",
-                                                     "lease_token", "worker", "worker_id", "backend",
-                                                     JOBRESULT_KEY_TRAINER_COMMAND, JOBRESULT_KEY_TRAINER_VERSION, NULL};
-
-/* The keys each event may have (besides "event"): a train or val line's are the point's rows that carry it
- * (common/point.h POINT_FIELDS, `lines`), then `keys`; the first `req` of them all are required. */
-static const struct extrun_event {
-    const char *name;
-    int kind, req, point_lines;
-    const char *keys[8];
-} EVENTS[] = {
-    {"train", EXTRUN_EV_TRAIN, 2, POINT_ON_TRAIN, {NULL}},
-    {"val", EXTRUN_EV_VAL, 2, POINT_ON_VAL, {"zero_shot", NULL}},
-    {"checkpoint", EXTRUN_EV_CHECKPOINT, 2, 0, {"step", "path", NULL}},
-    {"paused", EXTRUN_EV_PAUSED, 2, 0, {"step", "val_loss", NULL}},
-    {"preempted", EXTRUN_EV_PREEMPTED, 1, 0, {"step", NULL}},
-    {"result", EXTRUN_EV_RESULT, 1, 0, {"result", NULL}},
-    {"heartbeat", EXTRUN_EV_HEARTBEAT, 0, 0, {NULL}},                       /* keep-alive: the trainer is busy */
-    {"failed", EXTRUN_EV_FAILED, 1, 0, {"reason", "retryable", "message", NULL}},   /* the trainer says why it fails */
-    {"start", EXTRUN_EV_START, 0, 0, {"version", NULL}},
-};
-#define NEVENTS (int)(sizeof EVENTS / sizeof EVENTS[0])
-
-/* The i-th key event E may have, NULL past the last. */
-static const char *event_key(const struct extrun_event *E, int i) {
-    for (int p = 0; p < POINT_NKEYS; p++)
-        if (POINT_KEYS[p].lines & E->point_lines) { if (i-- == 0) return POINT_KEYS[p].key; }
-    return E->keys[i];
-}
-
-json_t *extrun_schema_json(void) {
-    json_t *o = json_object(), *res = json_array();
-    if (!o || !res || json_object_set_new(o, "result_reserved", res) < 0) { json_decref(o); return NULL; }
-    for (int r = 0; EXTRUN_RESULT_RESERVED[r]; r++) json_array_append_new(res, json_string(EXTRUN_RESULT_RESERVED[r]));
-    json_t *evs = json_object();
-    if (!evs || json_object_set_new(o, "events", evs) < 0) { json_decref(o); return NULL; }
-    for (int e = 0; e < NEVENTS; e++) {
-        json_t *req = json_array(), *opt = json_array();
-        const char *k;
-        for (int i = 0; (k = event_key(&EVENTS[e], i)); i++) json_array_append_new(i < EVENTS[e].req ? req : opt, json_string(k));
-        if (json_object_set_new(evs, EVENTS[e].name, json_pack("{s:o, s:o}", "required", req, "optional", opt)) < 0) {
-            json_decref(o);
-            return NULL;
-        }
-    }
-    return o;
-}
-
-/* A number key: required or optional (absent or null: *has = 0). Finite is guaranteed by jansson (it refuses
- * NaN, Infinity and overflowing literals), checked anyway. */
-static int extrun_num(const json_t *o, const char *ev, const char *key, int required, double lo, double *out,
-                      int *has, char *err, size_t errlen) {
-    json_t *v = json_object_get(o, key);
-    if (has) *has = 0;
-    if (!v || json_is_null(v)) {
-        if (!required) return 0;
-        snprintf(err, errlen, "%s: %s: required (a number)", ev, key);
-        return -1;
-    }
-    if (!json_is_number(v)) { snprintf(err, errlen, "%s: %s: must be a number, got %s", ev, key, job_json_type(v)); return -1; }
-    double x = json_number_value(v);
-    if (!isfinite(x) || x < lo) { snprintf(err, errlen, "%s: %s: must be a finite number >= %g, got %g", ev, key, lo, x); return -1; }
-    *out = x;
-    if (has) *has = 1;
-    return 0;
-}
-
-/* A final val line's zero_shot, as the built-in engine writes it: {task: {"acc", "acc_norm" in [0, 1], "n",
- * "truncated" integers >= 0 when present, "acc_norm_char" in [0, 1] when present}}. The server checks the result's copy against the job's task names. */
-static int extrun_zero_shot(const json_t *zs, char *err, size_t errlen) {
-    if (!json_is_object(zs)) {
-        snprintf(err, errlen, "val: zero_shot: must be an object {task: {acc, acc_norm, n, truncated}}, got %s", job_json_type(zs));
-        return -1;
-    }
-    const char *name;
-    json_t *v;
-    json_object_foreach((json_t *)zs, name, v) {
-        char esc[160];
-        log_escape(esc, sizeof esc, name);
-        if (!json_is_object(v)) { snprintf(err, errlen, "val: zero_shot.%s: must be an object {acc, acc_norm, n, truncated}", esc); return -1; }
-        char what[200];
-        snprintf(what, sizeof what, "val: zero_shot.%s", esc);
-        if (result_check_scores(v, what, 0, err, errlen)) return -1;   /* the server's own rule (common/result_check.h) */
-    }
-    return 0;
-}
-
-/* A train or val line's (or a result's) own metrics, "extra": {name: number}, checked by the server's own rule
- * (common/point.h point_extra_check) and copied into the metrics row. Absent or null: nothing. 0 or -1 with err. */
-static int extrun_extra(const json_t *o, const char *where, json_t *row, char *err, size_t errlen) {
-    json_t *ex = json_object_get(o, POINT_KEY_EXTRA);
-    if (!ex || json_is_null(ex)) return 0;
-    if (point_extra_check(ex, where, err, errlen) < 0) return -1;
-    if (!json_object_size(ex)) return 0;   /* {}: none */
-    if (row && json_object_set_new(row, POINT_KEY_EXTRA, json_deep_copy(ex)) < 0) { snprintf(err, errlen, "out of memory"); return -1; }
-    return 0;
-}
-
-/* Every key of a result, at any depth, at most EXTRUN_KEY_MAX bytes, none reserved at the top. 0 or -1 with err. */
-static int extrun_result_keys(const json_t *v, int depth, char *err, size_t errlen) {
-    const char *k;
-    json_t *x;
-    size_t i;
-    if (json_is_array(v)) {
-        json_array_foreach((json_t *)v, i, x) if (extrun_result_keys(x, depth + 1, err, errlen)) return -1;
-        return 0;
-    }
-    if (!json_is_object(v)) return 0;
-    json_object_foreach((json_t *)v, k, x) {
-        char esc[160];
-        if (strlen(k) > EXTRUN_KEY_MAX) {
-            snprintf(err, errlen, "result: a key of %zu bytes (\"%.40s...\"): keys are at most %d bytes", strlen(k),
-                     log_escape(esc, sizeof esc, k), EXTRUN_KEY_MAX);
-            return -1;
-        }
-        for (int r = 0; depth == 0 && EXTRUN_RESULT_RESERVED[r]; r++)
-            if (strcmp(k, EXTRUN_RESULT_RESERVED[r]) == 0) {
-                snprintf(err, errlen, "result: result.%s: a trainer may not set it (the worker and the server know "
-                         "which job, attempt, worker and backend this is; the trainer's command and version are the "
-                         "worker's to record: declare the version in a start line)", k);
-                return -1;
-            }
-        if (extrun_result_keys(x, depth + 1, err, errlen)) return -1;
-    }
-    return 0;
-}
-
-/* A train or val line's optional point keys (common/point.h's rows that carry it, `lines`: numbers at or above
- * their lower bound, tokens an integer >= 0, extra by its rule) copied into the metrics row. 0 or -1 with err. */
-static int extrun_point_keys(const json_t *o, const char *ev, int lines, json_t *row, char *err, size_t errlen) {
-    for (int i = 0; i < POINT_NKEYS; i++) {
-        const point_key *k = &POINT_KEYS[i];
-        if (!(k->lines & lines)) continue;
-        if (k->cls == POINT_C_OPT) {
-            double x;
-            int has;
-            if (extrun_num(o, ev, k->key, 0, k->lo, &x, &has, err, errlen)) return -1;
-            if (has && row) json_object_set_new(row, k->key, json_real(x));
-        } else if (k->cls == POINT_C_TOKENS) {
-            json_t *tk = json_object_get(o, k->key);
-            if (!tk || json_is_null(tk)) continue;
-            if (!json_is_integer(tk) || json_integer_value(tk) < 0) {
-                snprintf(err, errlen, "%s: %s: must be an integer >= 0, got %s", ev, k->key, job_json_type(tk));
-                return -1;
-            }
-            if (row) json_object_set_new(row, k->key, json_integer(json_integer_value(tk)));
-        } else if (k->cls == POINT_C_EXTRA && extrun_extra(o, ev, row, err, errlen))
-            return -1;
-    }
-    return 0;
-}
-
-int extrun_parse_line(const char *line, size_t len, const extrun_limits *lim, extrun_line *out, char *err,
-                      size_t errlen) {
-    memset(out, 0, sizeof *out);
-    json_error_t je;
-    json_t *o = json_loadb(line, len, JSON_REJECT_DUPLICATES, &je);
-    if (!o) {
-        /* Python's json.dumps writes NaN / Infinity for non-finite floats: a loss that is not finite */
-        for (size_t i = 0; i + 3 <= len; i++)
-            if (memcmp(line + i, "NaN", 3) == 0 || (i + 8 <= len && memcmp(line + i, "Infinity", 8) == 0)) {
-                snprintf(err, errlen, "a number is not finite (NaN or Infinity): %.200s", je.text);
-                return EXTRUN_ENAN;
-            }
-        snprintf(err, errlen, "not a JSON object: %s (column %d)", je.text, je.column);
-        return -1;
-    }
-    int rc = -1;
-    if (!json_is_object(o)) { snprintf(err, errlen, "must be a JSON object, got %s", job_json_type(o)); goto out; }
-    json_t *ev = json_object_get(o, "event");
-    if (!json_is_string(ev)) {
-        snprintf(err, errlen, "event: required string (start, train, val, checkpoint, paused, preempted, result, "
-                 "heartbeat, failed)%s",
-                 ev ? ", got another type" : "");
-        goto out;
-    }
-    const struct extrun_event *E = NULL;
-    for (int i = 0; i < NEVENTS; i++) if (strcmp(EVENTS[i].name, json_string_value(ev)) == 0) E = &EVENTS[i];
-    if (!E) {
-        char esc[160];
-        snprintf(err, errlen, "event: unknown event \"%s\" (known: start train val checkpoint paused preempted "
-                 "result heartbeat failed)",
-                 log_escape(esc, sizeof esc, json_string_value(ev)));
-        goto out;
-    }
-    const char *k;
-    json_t *v;
-    json_object_foreach(o, k, v) {
-        if (strcmp(k, "event") == 0) continue;
-        int known = 0;
-        const char *q;
-        for (int i = 0; (q = event_key(E, i)); i++) known |= strcmp(q, k) == 0;
-        if (!known) {
-            char esc[160];
-            int n = snprintf(err, errlen, "%s: unknown key \"%s\" (known:", E->name, log_escape(esc, sizeof esc, k));
-            for (int i = 0; (q = event_key(E, i)) && n > 0 && (size_t)n < errlen; i++) n += snprintf(err + n, errlen - n, " %s", q);
-            if (n > 0 && (size_t)n < errlen) snprintf(err + n, errlen - n, ")");
-            goto out;
-        }
-    }
-    for (int i = 0; i < E->req; i++)
-        if (!json_object_get(o, event_key(E, i)) || json_is_null(json_object_get(o, event_key(E, i)))) {
-            snprintf(err, errlen, "%s: %s: required", E->name, event_key(E, i));
-            goto out;
-        }
-    out->event = E->kind;
-    if (E->kind != EXTRUN_EV_RESULT && E->kind != EXTRUN_EV_HEARTBEAT && E->kind != EXTRUN_EV_FAILED &&
-        E->kind != EXTRUN_EV_START) {
-        json_t *st = json_object_get(o, "step");
-        long long top = E->kind == EXTRUN_EV_TRAIN ? lim->steps - 1 : lim->steps;
-        if (!json_is_integer(st) || json_integer_value(st) < 0 || json_integer_value(st) > top) {
-            if (json_is_integer(st))
-                snprintf(err, errlen, "%s: step: %lld is outside 0..%lld (the job's train.steps is %lld%s)", E->name,
-                         (long long)json_integer_value(st), top, lim->steps,
-                         E->kind == EXTRUN_EV_TRAIN ? "; a train step is the 0-based step just finished" : "");
-            else snprintf(err, errlen, "%s: step: must be an integer, got %s", E->name, job_json_type(st));
-            goto out;
-        }
-        out->step = json_integer_value(st);
-    }
-    switch (E->kind) {
-    case EXTRUN_EV_TRAIN:
-        if (extrun_num(o, "train", "train_loss", 1, -INFINITY, &out->train_loss, NULL, err, errlen)) goto out;
-        out->row = json_pack("{s:I, s:f}", "step", (json_int_t)out->step, "train_loss", out->train_loss);
-        if (extrun_point_keys(o, "train", POINT_ON_TRAIN, out->row, err, errlen)) goto out;
-        break;
-    case EXTRUN_EV_VAL: {
-        if (extrun_num(o, "val", "val_loss", 1, -INFINITY, &out->val_loss, NULL, err, errlen)) goto out;
-        out->row = json_pack("{s:I, s:f}", "step", (json_int_t)out->step, "val_loss", out->val_loss);
-        if (extrun_point_keys(o, "val", POINT_ON_VAL, out->row, err, errlen)) goto out;
-        json_t *se = json_object_get(out->row, POINT_KEY_VAL_LOSS_SE);
-        if ((out->has_val_loss_se = se != NULL)) out->val_loss_se = json_real_value(se);
-        json_t *zs = json_object_get(o, "zero_shot");
-        if (zs && !json_is_null(zs)) {   /* the built-in's last val point carries it (worker/train.c run_finish) */
-            if (out->step != lim->steps) {
-                snprintf(err, errlen, "val: zero_shot: only on the final val line (step = train.steps %lld), got step %lld",
-                         lim->steps, out->step);
-                goto out;
-            }
-            if (extrun_zero_shot(zs, err, errlen)) goto out;
-            if (out->row) json_object_set_new(out->row, "zero_shot", json_deep_copy(zs));
-        }
-        break;
-    }
-    case EXTRUN_EV_PAUSED:
-        if (extrun_num(o, "paused", "val_loss", 1, -INFINITY, &out->val_loss, NULL, err, errlen)) goto out;
-        break;
-    case EXTRUN_EV_CHECKPOINT: {
-        json_t *p = json_object_get(o, "path");
-        size_t n = json_is_string(p) ? json_string_length(p) : 0;
-        if (!json_is_string(p) || n == 0 || n >= sizeof out->path || strlen(json_string_value(p)) != n) {
-            snprintf(err, errlen, "checkpoint: path: must be a non-empty path (under %d bytes, no NUL) inside "
-                     "PRISM_OUT, got %s", (int)sizeof out->path, job_json_type(p));
-            goto out;
-        }
-        memcpy(out->path, json_string_value(p), n + 1);
-        break;
-    }
-    case EXTRUN_EV_START: {   /* who this is: an optional version string, recorded with the result */
-        json_t *v = json_object_get(o, "version");
-        if (v && !json_is_null(v)) {
-            const char *s = json_string_value(v);
-            size_t n = s ? json_string_length(v) : 0;
-            int ok = s && n >= 1 && n <= EXTRUN_VERSION_MAX && strlen(s) == n;
-            for (size_t i = 0; ok && i < n; i++) ok = s[i] >= 0x20 && s[i] < 0x7f;
-            if (!ok) {
-                snprintf(err, errlen, "start: version: must be a string of 1-%d printable ASCII characters "
-                         "(\"1.4.2\", a git hash), got %s", EXTRUN_VERSION_MAX, json_is_string(v) ? "another string" :
-                         job_json_type(v));
-                goto out;
-            }
-            memcpy(out->version, s, n + 1);
-        }
-        break;
-    }
-    case EXTRUN_EV_RESULT: {
-        json_t *r = json_object_get(o, "result");
-        if (!json_is_object(r)) { snprintf(err, errlen, "result: result: must be an object, got %s", job_json_type(r)); goto out; }
-        if (extrun_result_keys(r, 0, err, errlen)) goto out;
-        if (extrun_extra(r, "result: result", NULL, err, errlen)) goto out;
-        json_t *vl = json_object_get(r, "val_loss");
-        if (!vl) vl = json_object_get(r, "final_val_loss");
-        if (!json_is_number(vl)) {
-            snprintf(err, errlen, "result: result.val_loss: required (a number; the keys of the built-in engine's "
-                     "result.json)");
-            goto out;
-        }
-        json_t *st = json_object_get(r, "steps");
-        if (st && (!json_is_integer(st) || json_integer_value(st) != lim->steps)) {
-            snprintf(err, errlen, "result: result.steps: must be the job's train.steps %lld", lim->steps);
-            goto out;
-        }
-        out->val_loss = json_number_value(vl);
-        out->result = json_incref(r);
-        break;
-    }
-    case EXTRUN_EV_FAILED: {
-        /* reason: a word (oom, diverged, nccl, ...), as a trainer name is spelled, so it reads safely in an error */
-        json_t *rs = json_object_get(o, "reason"), *rt = json_object_get(o, "retryable"), *m = json_object_get(o, "message");
-        if (!json_is_string(rs) || !job_trainer_name_ok(json_string_value(rs))) {
-            snprintf(err, errlen, "failed: reason: must be a word of 1-63 [A-Za-z0-9._-] (oom, diverged, nccl, ...), "
-                     "got %s", json_is_string(rs) ? "another string" : job_json_type(rs));
-            goto out;
-        }
-        if (rt && !json_is_null(rt) && !json_is_boolean(rt)) {
-            snprintf(err, errlen, "failed: retryable: must be true or false, got %s", job_json_type(rt));
-            goto out;
-        }
-        if (m && !json_is_null(m) && !json_is_string(m)) {
-            snprintf(err, errlen, "failed: message: must be a string, got %s", job_json_type(m));
-            goto out;
-        }
-        snprintf(out->reason, sizeof out->reason, "%s", json_string_value(rs));
-        out->retryable = json_is_true(rt);
-        if (json_is_string(m)) log_escape(out->message, sizeof out->message, json_string_value(m));
-        break;
-    }
-    default:
-        break;
-    }
-    if ((E->kind == EXTRUN_EV_TRAIN || E->kind == EXTRUN_EV_VAL) && !out->row) { snprintf(err, errlen, "out of memory"); goto out; }
-    rc = out->event;
-out:
-    if (rc < 0) extrun_line_release(out);
-    json_decref(o);
-    return rc;
 }
 
 /* ---- the run ---------------------------------------------------------------------------------------- */
@@ -983,6 +640,182 @@ static const char *extrun_signame(int sig) {
     }
 }
 
+/* The attempt's folder and what the trainer reads there: job.json (the lease's job), job-effective.json (the same
+ * job normalised: every default written out, eval.batches "all" as itself: job_to_json); the resume step from the
+ * resume file's name; no result.json of an earlier run. 0, or TRAIN_EIO with err. */
+static int extrun_prepare(extrun_state *st, const json_t *job_json, char *job_path, char *eff_path, size_t pathlen,
+                          char *err, size_t errlen) {
+    const struct train_opts *o = st->o;
+    if (util_mkdir_p(o->out_dir, 0755) != 0 || !realpath(o->out_dir, st->out_real)) {
+        snprintf(err, errlen, "cannot create %s: %s (check --work-dir)", o->out_dir, strerror(errno));
+        return TRAIN_EIO;
+    }
+    /* the resume file is ours (slot.c names it resume-STEP.bin or ckpt_STEP.bin): its step is in its name */
+    if (o->resume) {
+        const char *base = strrchr(o->resume, '/');
+        base = base ? base + 1 : o->resume;
+        long long s = 0;
+        if (sscanf(base, "resume-%lld.bin", &s) == 1 || sscanf(base, "ckpt_%lld.bin", &s) == 1) st->resume_step = s;
+        st->last_ckpt = st->resume_step;   /* a new checkpoint comes after the one it resumed from */
+        if (st->resume_step == 0) st->last_ckpt = -1;
+    }
+    char result_path[PATH_MAX + 16];
+    snprintf(job_path, pathlen, "%s/job.json", st->out_real);
+    snprintf(eff_path, pathlen, "%s/job-effective.json", st->out_real);
+    snprintf(result_path, sizeof result_path, "%s/result.json", o->out_dir);
+    unlink(result_path);   /* only this run's result line writes it */
+    json_t *eff = job_to_json(st->job);
+    const char *path[2] = {job_path, eff_path};
+    char *text[2] = {json_dumps(job_json, JSON_INDENT(2) | JSONOUT_FLAGS),
+                     eff ? json_dumps(eff, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSONOUT_FLAGS) : NULL};
+    json_decref(eff);
+    int rc = 0;
+    for (int i = 0; i < 2 && !rc; i++)
+        if (!text[i] || extrun_write_file(path[i], text[i]) != 0) {
+            snprintf(err, errlen, "cannot write %s: %s", path[i], text[i] ? strerror(errno) : "out of memory");
+            rc = TRAIN_EIO;
+        }
+    free(text[0]);
+    free(text[1]);
+    return rc;
+}
+
+/* Forks the trainer into its own group (recorded in set->group_dir), then reads the exec pipe: an execvp errno
+ * there names a wrong COMMAND. 0 with st->fd3 / st->fdlog the read ends (the pipes' other ends closed), or a
+ * TRAIN_E* with err (st->pid is reaped when exec failed). */
+static int extrun_spawn(extrun_state *st, char **env, int fd3[2], int lg[2], int ep[2], char *group_rec,
+                        size_t reclen, char *err, size_t errlen) {
+    const extrun_trainer *t = st->t;
+    fflush(stderr);
+    pid_t parent = getpid();
+    int maxfd = extrun_maxfd();
+    st->pid = fork();
+    if (st->pid < 0) { snprintf(err, errlen, "fork: %s", strerror(errno)); return TRAIN_ENOMEM; }
+    if (st->pid == 0) extrun_child(t, env, fd3[1], lg[1], ep[1], parent, maxfd);
+    setpgid(st->pid, st->pid);   /* both sides: the group exists before either signals it */
+    /* recorded before the trainer has done anything: a worker killed with SIGKILL kills it at its next start */
+    if (st->set->group_dir[0] && pgrec_write(st->set->group_dir, st->o->device ? st->o->device : "cpu", st->pid,
+                                             group_rec, reclen) != 0)
+        fprintf(stderr, "%s: cannot record the trainer's process group in %s: %s (a worker killed with SIGKILL "
+                "would leave it running)\n", st->prefix, st->set->group_dir, strerror(errno));
+    close(fd3[1]); close(lg[1]); close(ep[1]);
+    fd3[1] = lg[1] = ep[1] = -1;
+    int e = 0;
+    ssize_t er;
+    while ((er = read(ep[0], &e, sizeof e)) < 0 && errno == EINTR) {}
+    if (er == (ssize_t)sizeof e) {
+        char cmd[600];
+        snprintf(err, errlen, "trainer %s: cannot run %s: %s (check --trainer %s=COMMAND: the program must exist "
+                 "and be executable)", t->name, log_escape(cmd, sizeof cmd, t->argv[0]), strerror(e), t->name);
+        waitpid(st->pid, NULL, 0);
+        return TRAIN_ETRAINER;
+    }
+    st->fd3 = fd3[0];
+    st->fdlog = lg[0];
+    fd3[0] = lg[0] = -1;
+    fcntl(st->fd3, F_SETFL, O_NONBLOCK);
+    fcntl(st->fdlog, F_SETFL, O_NONBLOCK);
+    return 0;
+}
+
+/* One turn of the watch: both pipes read (at most EXTRUN_TURN_S each), then the stop flag (SIGTERM, SIGKILL after
+ * the grace), the terminal line's grace and the silence timer looked at. 1 once the leader has exited (a zombie:
+ * waitid WNOWAIT), else 0. */
+static int extrun_turn(extrun_state *st) {
+    const extrun_set *set = st->set;
+    struct pollfd p[2];
+    int np = 0;
+    if (st->fd3 >= 0) p[np++] = (struct pollfd){ st->fd3, POLLIN, 0 };
+    if (st->fdlog >= 0) p[np++] = (struct pollfd){ st->fdlog, POLLIN, 0 };
+    if (np) poll(p, (nfds_t)np, 100);
+    else { struct timespec ts = { 0, 50000000 }; nanosleep(&ts, NULL); }
+    /* each pipe gets a turn of at most EXTRUN_TURN_S, then the stop flag and the timers are looked at */
+    double turn = util_now_s();
+    if (st->fd3 >= 0 && extrun_read_fd3(st, turn + EXTRUN_TURN_S) < 0) { close(st->fd3); st->fd3 = -1; }
+    if (st->fdlog >= 0 && extrun_read_log(st, util_now_s() + EXTRUN_TURN_S) < 0) { close(st->fdlog); st->fdlog = -1; }
+    double now = util_now_s();
+    int stop = st->o->stop ? *st->o->stop : 0;
+    if (stop && !st->term_sent && !st->failed) {
+        st->mode = stop == 1 ? 1 : 2;
+        kill(-st->pid, SIGTERM);
+        st->term_sent = 1;
+        st->term_at = now;
+    }
+    if (stop == 1 && st->mode == 2) st->mode = 1;   /* cancelled while it checkpointed: cancel wins */
+    if (st->term_sent && !st->kill_sent && now - st->term_at > set->grace_s) {
+        kill(-st->pid, SIGKILL);
+        st->kill_sent = 1;
+        fprintf(stderr, "%s: the trainer did not stop within %g s of SIGTERM (--trainer-kill-grace): killed\n",
+                st->prefix, set->grace_s);
+    }
+    if (st->terminal && st->terminal_at == 0) st->terminal_at = now;   /* its exit is due now */
+    if (st->terminal && !st->term_sent && !st->kill_sent && !st->failed && now - st->terminal_at > set->grace_s)
+        extrun_fail(st, TRAIN_ETRAINER, "the trainer did not exit within %g s of its terminal line "
+                    "(--trainer-kill-grace)", set->grace_s);
+    if (!st->term_sent && !st->terminal && !st->failed && set->timeout_s > 0 && now - st->last_line_at > set->timeout_s)
+        extrun_fail(st, TRAIN_ETRAINER, "no line on fd 3 for %.0f s (--trainer-timeout %g): the trainer hangs, "
+                    "or is too slow to report a step", now - st->last_line_at, set->timeout_s);
+    siginfo_t si;
+    memset(&si, 0, sizeof si);
+    return waitid(P_PID, (id_t)st->pid, &si, WEXITED | WNOHANG | WNOWAIT) == 0 && si.si_pid == st->pid;
+}
+
+/* A "failed" line's outcome: its reason, its retry policy. */
+static int extrun_outcome_failed(const extrun_state *st, char *err, size_t errlen) {
+    const extrun_line *f = &st->failed_line;
+    if (strcmp(f->reason, "diverged") == 0 || strcmp(f->reason, "nan") == 0) {
+        /* the job's own outcome, as the built-in engine reports it: "diverged: MESSAGE", never retried */
+        snprintf(err, errlen, "%s", f->message[0] ? f->message : "the trainer reports it (no message)");
+        return strcmp(f->reason, "diverged") == 0 ? TRAIN_EDIVERGED : TRAIN_ENAN;
+    }
+    if (st->o->result) st->o->result->retryable = f->retryable;
+    snprintf(err, errlen, "trainer %s: failed (%s, %s)%s%s", st->t->name, f->reason, f->retryable ? "retryable" :
+             "not retryable", f->message[0] ? ": " : "", f->message);
+    return TRAIN_ETRAINER;
+}
+
+/* The run's outcome once the group is gone and the leader reaped with wait status `status`: a TRAIN_* code, err
+ * naming the cause (with the last log lines) when it failed. */
+static int extrun_outcome(extrun_state *st, int status, char *err, size_t errlen) {
+    const struct train_opts *o = st->o;
+    const char *name = st->t->name;
+    char tail[EXTRUN_TAIL + 200];
+    extrun_tail_text(st, tail, sizeof tail);
+    char last[EXTRUN_TAIL + 240];
+    snprintf(last, sizeof last, tail[0] ? "; its last log lines: %s" : "%s", tail);
+    if (st->mode == 1) { snprintf(err, errlen, "cancelled"); return TRAIN_ECANCELLED; }
+    if (!st->failed && st->terminal == EXTRUN_EV_FAILED) return extrun_outcome_failed(st, err, errlen);
+    if (!st->failed && st->terminal == EXTRUN_EV_RESULT) {   /* the result stands, however the trainer ended */
+        if (!st->warned && !(WIFEXITED(status) && WEXITSTATUS(status) == 0))
+            fprintf(stderr, "%s: warning: the trainer %s %d after its result line: the result stands\n", st->prefix,
+                    WIFEXITED(status) ? "exited with status" : "was killed by signal",
+                    WIFEXITED(status) ? WEXITSTATUS(status) : WIFSIGNALED(status) ? WTERMSIG(status) : status);
+        return TRAIN_OK;
+    }
+    if (st->failed) { snprintf(err, errlen, "trainer %s: %s", name, st->why); return st->failed; }
+    if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {
+        if (st->terminal == EXTRUN_EV_RESULT) return TRAIN_OK;
+        if (st->terminal == EXTRUN_EV_PAUSED) {
+            if (o->result) { o->result->paused_at = st->paused_at; o->result->val_loss = st->paused_val; o->result->steps_done = st->paused_at; }
+            return TRAIN_OK;
+        }
+        if (st->terminal == EXTRUN_EV_PREEMPTED) return TRAIN_EPREEMPTED;
+        if (st->mode == 2) return TRAIN_EPREEMPTED;   /* stopped on our SIGTERM without saying so: the last checkpoint */
+        snprintf(err, errlen, "trainer %s: exited 0 without a result line (after %lld lines on fd 3)%s", name,
+                 st->lineno, last);
+        return TRAIN_ETRAINER;
+    }
+    if (st->mode == 2) return TRAIN_EPREEMPTED;   /* asked to stop: whatever it managed, the job goes back with its last checkpoint */
+    if (WIFEXITED(status))
+        snprintf(err, errlen, "trainer %s: exited with status %d%s%s", name, WEXITSTATUS(status),
+                 st->terminal ? " after its terminal line" : " (crashed)", last);
+    else if (WIFSIGNALED(status))
+        snprintf(err, errlen, "trainer %s: killed by %s (signal %d)%s", name, extrun_signame(WTERMSIG(status)),
+                 WTERMSIG(status), last);
+    else snprintf(err, errlen, "trainer %s: ended with wait status %d%s", name, status, last);
+    return TRAIN_ETRAINER;
+}
+
 int extrun_run(const extrun_set *set, const extrun_trainer *t, const json_t *job_json, const struct job_config *job,
                const struct train_opts *o, const char *log_prefix) {
     extrun_state st;
@@ -1002,44 +835,11 @@ int extrun_run(const extrun_set *set, const extrun_trainer *t, const json_t *job
     err[0] = 0;
     int fd3[2] = {-1, -1}, lg[2] = {-1, -1}, ep[2] = {-1, -1};
     char **env = NULL;
-    int rc = TRAIN_ETRAINER;
+    int rc;
     char group_rec[PATH_MAX + 200] = "";   /* pgrec.h: the group's record while it runs */
+    char job_path[PATH_MAX + 32], eff_path[PATH_MAX + 32];
 
-    if (util_mkdir_p(o->out_dir, 0755) != 0 || !realpath(o->out_dir, st.out_real)) {
-        snprintf(err, errlen, "cannot create %s: %s (check --work-dir)", o->out_dir, strerror(errno));
-        return TRAIN_EIO;
-    }
-    /* the resume file is ours (slot.c names it resume-STEP.bin or ckpt_STEP.bin): its step is in its name */
-    if (o->resume) {
-        const char *base = strrchr(o->resume, '/');
-        base = base ? base + 1 : o->resume;
-        long long s = 0;
-        if (sscanf(base, "resume-%lld.bin", &s) == 1 || sscanf(base, "ckpt_%lld.bin", &s) == 1) st.resume_step = s;
-        st.last_ckpt = st.resume_step;   /* a new checkpoint comes after the one it resumed from */
-        if (st.resume_step == 0) st.last_ckpt = -1;
-    }
-    char job_path[PATH_MAX + 16], eff_path[PATH_MAX + 32], result_path[PATH_MAX + 16];
-    snprintf(job_path, sizeof job_path, "%s/job.json", st.out_real);
-    snprintf(eff_path, sizeof eff_path, "%s/job-effective.json", st.out_real);
-    snprintf(result_path, sizeof result_path, "%s/result.json", o->out_dir);
-    unlink(result_path);   /* only this run's result line writes it */
-    char *jt = json_dumps(job_json, JSON_INDENT(2) | JSONOUT_FLAGS);
-    if (!jt || extrun_write_file(job_path, jt) != 0) {
-        snprintf(err, errlen, "cannot write %s: %s", job_path, jt ? strerror(errno) : "out of memory");
-        free(jt);
-        return TRAIN_EIO;
-    }
-    free(jt);
-    /* the same job normalised: every default written out, eval.batches "all" as itself (job_to_json) */
-    json_t *eff = job_to_json(job);
-    jt = eff ? json_dumps(eff, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSONOUT_FLAGS) : NULL;
-    json_decref(eff);
-    if (!jt || extrun_write_file(eff_path, jt) != 0) {
-        snprintf(err, errlen, "cannot write %s: %s", eff_path, jt ? strerror(errno) : "out of memory");
-        free(jt);
-        return TRAIN_EIO;
-    }
-    free(jt);
+    if ((rc = extrun_prepare(&st, job_json, job_path, eff_path, sizeof job_path, err, errlen))) return rc;
     if (!(st.buf = malloc(EXTRUN_LINE_MAX)) || !(env = extrun_env(&st, job_path, eff_path))) {
         free(st.buf);
         snprintf(err, errlen, "out of memory");
@@ -1052,75 +852,8 @@ int extrun_run(const extrun_set *set, const extrun_trainer *t, const json_t *job
     }
     int stop0 = o->stop ? *o->stop : 0;
     if (stop0) { rc = stop0 == 2 ? TRAIN_EPREEMPTED : TRAIN_ECANCELLED; goto out; }   /* stopped before it began */
-    fflush(stderr);
-    pid_t parent = getpid();
-    int maxfd = extrun_maxfd();
-    st.pid = fork();
-    if (st.pid < 0) { snprintf(err, errlen, "fork: %s", strerror(errno)); rc = TRAIN_ENOMEM; goto out; }
-    if (st.pid == 0) extrun_child(t, env, fd3[1], lg[1], ep[1], parent, maxfd);
-    setpgid(st.pid, st.pid);   /* both sides: the group exists before either signals it */
-    /* recorded before the trainer has done anything: a worker killed with SIGKILL kills it at its next start */
-    if (set->group_dir[0] && pgrec_write(set->group_dir, o->device ? o->device : "cpu", st.pid, group_rec,
-                                         sizeof group_rec) != 0)
-        fprintf(stderr, "%s: cannot record the trainer's process group in %s: %s (a worker killed with SIGKILL "
-                "would leave it running)\n", st.prefix, set->group_dir, strerror(errno));
-    close(fd3[1]); close(lg[1]); close(ep[1]);
-    fd3[1] = lg[1] = ep[1] = -1;
-    int e = 0;
-    ssize_t er;
-    while ((er = read(ep[0], &e, sizeof e)) < 0 && errno == EINTR) {}
-    if (er == (ssize_t)sizeof e) {
-        char cmd[600];
-        snprintf(err, errlen, "trainer %s: cannot run %s: %s (check --trainer %s=COMMAND: the program must exist "
-                 "and be executable)", t->name, log_escape(cmd, sizeof cmd, t->argv[0]), strerror(e), t->name);
-        waitpid(st.pid, NULL, 0);
-        rc = TRAIN_ETRAINER;
-        goto out;
-    }
-    st.fd3 = fd3[0];
-    st.fdlog = lg[0];
-    fd3[0] = lg[0] = -1;
-    fcntl(st.fd3, F_SETFL, O_NONBLOCK);
-    fcntl(st.fdlog, F_SETFL, O_NONBLOCK);
-
-    siginfo_t si;
-    int exited = 0;
-    while (!exited) {
-        struct pollfd p[2];
-        int np = 0;
-        if (st.fd3 >= 0) p[np++] = (struct pollfd){ st.fd3, POLLIN, 0 };
-        if (st.fdlog >= 0) p[np++] = (struct pollfd){ st.fdlog, POLLIN, 0 };
-        if (np) poll(p, (nfds_t)np, 100);
-        else { struct timespec ts = { 0, 50000000 }; nanosleep(&ts, NULL); }
-        /* each pipe gets a turn of at most EXTRUN_TURN_S, then the stop flag and the timers are looked at */
-        double turn = util_now_s();
-        if (st.fd3 >= 0 && extrun_read_fd3(&st, turn + EXTRUN_TURN_S) < 0) { close(st.fd3); st.fd3 = -1; }
-        if (st.fdlog >= 0 && extrun_read_log(&st, util_now_s() + EXTRUN_TURN_S) < 0) { close(st.fdlog); st.fdlog = -1; }
-        double now = util_now_s();
-        int stop = o->stop ? *o->stop : 0;
-        if (stop && !st.term_sent && !st.failed) {
-            st.mode = stop == 1 ? 1 : 2;
-            kill(-st.pid, SIGTERM);
-            st.term_sent = 1;
-            st.term_at = now;
-        }
-        if (stop == 1 && st.mode == 2) st.mode = 1;   /* cancelled while it checkpointed: cancel wins */
-        if (st.term_sent && !st.kill_sent && now - st.term_at > set->grace_s) {
-            kill(-st.pid, SIGKILL);
-            st.kill_sent = 1;
-            fprintf(stderr, "%s: the trainer did not stop within %g s of SIGTERM (--trainer-kill-grace): killed\n",
-                    st.prefix, set->grace_s);
-        }
-        if (st.terminal && st.terminal_at == 0) st.terminal_at = now;   /* its exit is due now */
-        if (st.terminal && !st.term_sent && !st.kill_sent && !st.failed && now - st.terminal_at > set->grace_s)
-            extrun_fail(&st, TRAIN_ETRAINER, "the trainer did not exit within %g s of its terminal line "
-                        "(--trainer-kill-grace)", set->grace_s);
-        if (!st.term_sent && !st.terminal && !st.failed && set->timeout_s > 0 && now - st.last_line_at > set->timeout_s)
-            extrun_fail(&st, TRAIN_ETRAINER, "no line on fd 3 for %.0f s (--trainer-timeout %g): the trainer hangs, "
-                        "or is too slow to report a step", now - st.last_line_at, set->timeout_s);
-        memset(&si, 0, sizeof si);
-        if (waitid(P_PID, (id_t)st.pid, &si, WEXITED | WNOHANG | WNOWAIT) == 0 && si.si_pid == st.pid) exited = 1;
-    }
+    if ((rc = extrun_spawn(&st, env, fd3, lg, ep, group_rec, sizeof group_rec, err, errlen))) goto out;
+    while (!extrun_turn(&st)) {}
     /* the leader is a zombie: no one of its group stays; what they wrote is in the pipes, read for at most
      * EXTRUN_DRAIN_S (a process outside the group, a setsid grandchild, may still hold fd 3 and write) */
     kill(-st.pid, SIGKILL);
@@ -1133,65 +866,7 @@ int extrun_run(const extrun_set *set, const extrun_trainer *t, const json_t *job
     int status = 0;
     while (waitpid(st.pid, &status, 0) < 0 && errno == EINTR) {}
     st.pid = -1;
-
-    char tail[EXTRUN_TAIL + 200];
-    extrun_tail_text(&st, tail, sizeof tail);
-    char last[EXTRUN_TAIL + 240];
-    snprintf(last, sizeof last, tail[0] ? "; its last log lines: %s" : "%s", tail);
-    if (st.mode == 1) { rc = TRAIN_ECANCELLED; snprintf(err, errlen, "cancelled"); goto out; }
-    if (!st.failed && st.terminal == EXTRUN_EV_FAILED) {   /* the trainer said why: its reason, its retry policy */
-        const extrun_line *f = &st.failed_line;
-        if (strcmp(f->reason, "diverged") == 0 || strcmp(f->reason, "nan") == 0) {
-            /* the job's own outcome, as the built-in engine reports it: "diverged: MESSAGE", never retried */
-            rc = strcmp(f->reason, "diverged") == 0 ? TRAIN_EDIVERGED : TRAIN_ENAN;
-            snprintf(err, errlen, "%s", f->message[0] ? f->message : "the trainer reports it (no message)");
-        } else {
-            rc = TRAIN_ETRAINER;
-            if (o->result) o->result->retryable = f->retryable;
-            snprintf(err, errlen, "trainer %s: failed (%s, %s)%s%s", t->name, f->reason, f->retryable ? "retryable" :
-                     "not retryable", f->message[0] ? ": " : "", f->message);
-        }
-        goto out;
-    }
-    if (!st.failed && st.terminal == EXTRUN_EV_RESULT) {   /* the result stands, however the trainer ended */
-        if (!st.warned && !(WIFEXITED(status) && WEXITSTATUS(status) == 0))
-            fprintf(stderr, "%s: warning: the trainer %s %d after its result line: the result stands\n", st.prefix,
-                    WIFEXITED(status) ? "exited with status" : "was killed by signal",
-                    WIFEXITED(status) ? WEXITSTATUS(status) : WIFSIGNALED(status) ? WTERMSIG(status) : status);
-        rc = TRAIN_OK;
-        goto out;
-    }
-    if (st.failed) {
-        rc = st.failed;
-        snprintf(err, errlen, "trainer %s: %s", t->name, st.why);
-        goto out;
-    }
-    if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {
-        if (st.terminal == EXTRUN_EV_RESULT) rc = TRAIN_OK;
-        else if (st.terminal == EXTRUN_EV_PAUSED) {
-            rc = TRAIN_OK;
-            if (o->result) { o->result->paused_at = st.paused_at; o->result->val_loss = st.paused_val; o->result->steps_done = st.paused_at; }
-        } else if (st.terminal == EXTRUN_EV_PREEMPTED) rc = TRAIN_EPREEMPTED;
-        else if (st.mode == 2) rc = TRAIN_EPREEMPTED;   /* stopped on our SIGTERM without saying so: the last checkpoint */
-        else {
-            rc = TRAIN_ETRAINER;
-            snprintf(err, errlen, "trainer %s: exited 0 without a result line (after %lld lines on fd 3)%s", t->name,
-                     st.lineno, last);
-        }
-        goto out;
-    }
-    if (st.mode == 2) {   /* asked to stop: whatever it managed, the job goes back with its last checkpoint */
-        rc = TRAIN_EPREEMPTED;
-        goto out;
-    }
-    rc = TRAIN_ETRAINER;
-    if (WIFEXITED(status))
-        snprintf(err, errlen, "trainer %s: exited with status %d%s%s", t->name, WEXITSTATUS(status),
-                 st.terminal ? " after its terminal line" : " (crashed)", last);
-    else if (WIFSIGNALED(status))
-        snprintf(err, errlen, "trainer %s: killed by %s (signal %d)%s", t->name, extrun_signame(WTERMSIG(status)),
-                 WTERMSIG(status), last);
-    else snprintf(err, errlen, "trainer %s: ended with wait status %d%s", t->name, status, last);
+    rc = extrun_outcome(&st, status, err, errlen);
 out:
     if (st.pid > 0) { kill(-st.pid, SIGKILL); while (waitpid(st.pid, NULL, 0) < 0 && errno == EINTR) {} }
     pgrec_remove(group_rec);   /* the group is killed and its leader reaped */

@@ -20,15 +20,7 @@
  * - extrun_set_parse(set, specs, n, timeout_s, grace_s, err, errlen): each spec "NAME=COMMAND" (NAME as
  *   job_trainer_name_ok, unique; COMMAND as above). 0, or -1 with err naming the spec; set holds nothing to free
  *   after a failure. extrun_set_release(set) frees it; extrun_find(set, name): the trainer, or NULL.
- * - extrun_parse_line(line, len, lim, out, err, errlen): one protocol line (without its newline) checked
- *   against the job's limits: one JSON object, a known "event", only that event's keys, numbers finite, steps in
- *   0..lim->steps (train: below it), a checkpoint path a non-empty string, a result's keys at most EXTRUN_KEY_MAX
- *   bytes at any depth and none naming the job, attempt, lease, worker, backend or trainer identity (job_id,
- *   backend, trainer_command, ...: refused, not overwritten); a "start" line's version 1..EXTRUN_VERSION_MAX
- *   printable ASCII bytes (out->version). Returns the EXTRUN_EV_* kind with *out
- *   filled (out->result a new reference for "result": extrun_line_release), or -1 with err naming the key;
- *   EXTRUN_ENAN (-2) when the line is not JSON because of a NaN or an Infinity. Stateless: the order of lines
- *   (steps increasing, one terminal line) is extrun_run's.
+ * - extrun_parse_line, extrun_line_release, extrun_schema_json: one protocol line (extrun_line.h).
  * - extrun_run(set, t, job_json, job, o, log_prefix): runs job (job_json: the lease's job object, written to
  *   PRISM_OUT/job.json; job normalised by job_to_json, to PRISM_OUT/job-effective.json = PRISM_JOB_EFFECTIVE;
  *   job->trainer_args in PRISM_TRAINER_ARGS) with trainer t. PRISM_OUT = o->out_dir; checkpoints the trainer
@@ -46,6 +38,7 @@
 #ifndef PRISM_EXTRUN_H
 #define PRISM_EXTRUN_H
 
+#include "extrun_line.h"
 #include "job.h"
 #include "lease.h"
 #include "train.h"
@@ -55,14 +48,7 @@
 #include <stddef.h>
 
 #define EXTRUN_LINE_MAX 65536          /* bytes of one fd-3 line with its newline */
-#define EXTRUN_KEY_MAX 64               /* bytes of a key in a result line's object, at any depth */
-#define EXTRUN_ENAN (-2)
 
-#define EXTRUN_MESSAGE_MAX 1024        /* bytes of a "failed" line's message kept */
-
-enum { EXTRUN_EV_TRAIN = 1, EXTRUN_EV_VAL, EXTRUN_EV_CHECKPOINT, EXTRUN_EV_PAUSED, EXTRUN_EV_PREEMPTED,
-       EXTRUN_EV_RESULT, EXTRUN_EV_HEARTBEAT, EXTRUN_EV_FAILED, EXTRUN_EV_START };
-#define EXTRUN_VERSION_MAX 128          /* bytes of a start line's "version", printable ASCII */
 #define EXTRUN_COMMAND_MAX 1024         /* bytes of --trainer's COMMAND recorded with a result (longer: cut, "...") */
 
 typedef struct extrun_trainer {
@@ -80,24 +66,6 @@ typedef struct extrun_set {
                                         * "" (extrun_set_parse's): not recorded */
 } extrun_set;
 
-typedef struct extrun_limits {
-    long long steps;                   /* the job's train.steps */
-} extrun_limits;
-
-typedef struct extrun_line {
-    int event;                         /* EXTRUN_EV_* */
-    long long step;
-    double train_loss, val_loss;
-    int has_val_loss_se;               /* val: val_loss_se given (not null) */
-    double val_loss_se;
-    json_t *row;                       /* train/val: the metrics row for the outbox (owned) */
-    char path[PATH_MAX];               /* checkpoint: as the trainer wrote it */
-    json_t *result;                    /* result: the result object (owned) */
-    char reason[JOB_TRAINER_MAX];      /* failed: the trainer's reason (oom, diverged, nccl, ...) */
-    int retryable;                     /* failed: "retryable": true */
-    char message[EXTRUN_MESSAGE_MAX];  /* failed: its message, "" when none (cut to fit) */
-    char version[EXTRUN_VERSION_MAX + 1]; /* start: the trainer's version, "" when not given */
-} extrun_line;
 
 int extrun_split_command(const char *cmd, char ***argv, char *err, size_t errlen);
 void extrun_free_argv(char **argv);
@@ -105,12 +73,6 @@ int extrun_set_parse(extrun_set *set, const char *const *specs, int n, double ti
                      size_t errlen);
 void extrun_set_release(extrun_set *set);
 const extrun_trainer *extrun_find(const extrun_set *set, const char *name);
-/* The protocol's events as extrun_parse_line checks them ({"events": {NAME: {"required": [...], "optional": [...]}},
- * "result_reserved": [...]}): `prism-worker schema --json`'s "events". A new object, NULL when out of memory. */
-json_t *extrun_schema_json(void);
-int extrun_parse_line(const char *line, size_t len, const extrun_limits *lim, extrun_line *out, char *err,
-                      size_t errlen);
-void extrun_line_release(extrun_line *l);
 int extrun_run(const extrun_set *set, const extrun_trainer *t, const json_t *job_json, const struct job_config *job,
                const struct train_opts *o, const char *log_prefix);
 

@@ -204,7 +204,7 @@ static int cmd_agent(int argc, char **argv) {
 }
 
 /* prism-worker schema --json: the wire contracts' rows (common/job.c, common/point.c, common/jobresult.c,
- * worker/extrun.c), what the Python trainer and the docs are tested against (tests/integration/test_schema.sh). */
+ * worker/extrun_line.c), what the Python trainer and the docs are tested against (tests/integration/test_schema.sh). */
 static int cmd_schema(int argc, char **argv) {
     int as_json = 0;
     cli_flag flags[] = {

@@ -3,7 +3,7 @@
 
 `prism-worker schema --json` (SCHEMA.json) prints the rows the C code loops over: the job's keys (common/job.c), the
 metrics point's (common/point.h POINT_FIELDS), the result's (common/jobresult.c) and the trainer protocol's events
-(worker/extrun.c). The Python reference trainer re-declares them (trainers/torch/prism_data.py DEFAULTS, SPEC,
+(worker/extrun_line.c). The Python reference trainer re-declares them (trainers/torch/prism_data.py DEFAULTS, SPEC,
 REQUIRED; trainers/torch/prism_protocol.py EVENTS, RESULT_RESERVED, INT_KEYS) and the docs list them
 (docs/TRAINERS.md's protocol table, docs/FORMATS.md's job and metrics sections). Prints one line per difference,
 naming the file to edit, the key and what the rows say; exit 1 when there is any, 0 when all agree.

@@ -205,9 +205,9 @@ refused(lambda: r.train(0, 2.0, extra={"x": 1e301}), "train.extra.x: must be a f
 refused(lambda: r.train(0, 2.0, extra={"n%d" % i: 1 for i in range(17)}), "train.extra: 17 names: at most 16")
 refused(lambda: r.val(0, 2.0, extra=[1]), "val.extra: must be an object")
 refused(lambda: r.result({"val_loss": 1.0, "extra": {"a b": 1}}), "result.result.extra: name")
-import re   # the lists are the worker's: read from worker/extrun.c, so neither side drifts
+import re   # the lists are the worker's: read from worker/extrun*.[ch], so neither side drifts
 root = sys.argv[1] + "/../../"
-src = open(root + "worker/extrun.c").read() + open(root + "worker/extrun.h").read()
+src = "".join(open(root + "worker/" + f).read() for f in ("extrun.c", "extrun.h", "extrun_line.c", "extrun_line.h"))
 macros = dict(re.findall(r'#define (JOBRESULT_KEY_[A-Z_]+) "([a-z_]+)"', open(root + "common/jobresult.h").read()))
 c = [m.group(1) or macros[m.group(2)] for m in re.finditer(r'"([a-z_]+)"|\b(JOBRESULT_KEY_[A-Z_]+)\b',
      re.search(r"EXTRUN_RESULT_RESERVED\[\] = \{(.*?)\};", src, re.S).group(1))]

@@ -35,7 +35,7 @@ import tempfile
 
 MAX_LINE = 65536
 MAX_KEY = 64   # bytes of a key in a result, at any depth (worker/extrun.h EXTRUN_KEY_MAX)
-# the result keys the worker refuses at the top (worker/extrun.c EXTRUN_RESULT_RESERVED): which job, attempt and
+# the result keys the worker refuses at the top (worker/extrun_line.c EXTRUN_RESULT_RESERVED): which job, attempt and
 # worker a result belongs to is the worker's and the server's to say, "backend" is the built-in CUDA engine's
 RESULT_RESERVED = ("job", "job_id", "sweep_id", "schedule_id", "attempt", "lease_token", "worker", "worker_id", "backend",
                    "trainer_command", "trainer_version")
@@ -116,7 +116,7 @@ def rank():
 
 def _check_zero_shot(zs, where):
     """{task: {"acc", "acc_norm" in [0, 1], "acc_norm_char" (optional) in [0, 1], "n", "truncated" integers >= 0}}
-    (what worker/extrun.c accepts: common/result_check.c result_check_scores)."""
+    (what worker/extrun_line.c accepts: common/result_check.c result_check_scores)."""
     if not isinstance(zs, dict):
         raise ProtocolError("%s: must be an object {task: {acc, acc_norm, n, truncated}}" % where)
     for name, v in zs.items():
@@ -137,7 +137,7 @@ def _check_zero_shot(zs, where):
 
 def _check_extra(ex, where):
     """{NAME: number}: at most EXTRA_MAX names of [A-Za-z0-9_./-]{1,64}, finite numbers of magnitude <= 1e300; None or
-    {} = none (what worker/extrun.c and the server accept: common/point.c point_extra_check)."""
+    {} = none (what worker/extrun_line.c and the server accept: common/point.c point_extra_check)."""
     if ex is None:
         return
     if not isinstance(ex, dict):
