@@ -48,6 +48,7 @@ def make_template(build, work, jobs):
 class Client:
     def __init__(self, port, token):
         self.port, self.token, self.c = port, token, None
+        self.cache = {}   # GET path -> (ETag, parsed body): revalidated as a browser does (Cache-Control: no-cache)
 
     def req(self, method, path, body=None):
         for attempt in range(2):
@@ -59,10 +60,19 @@ class Client:
                 if body is not None:
                     data = json.dumps(body).encode()
                     hdr["Content-Type"] = "application/json"
+                held = self.cache.get(path) if method == "GET" else None
+                if held:
+                    hdr["If-None-Match"] = held[0]
                 self.c.request(method, path, body=data, headers=hdr)
                 r = self.c.getresponse()
                 out = r.read()
-                return r.status, (json.loads(out) if out else None)
+                if r.status == 304 and held:
+                    return 200, held[1]
+                doc = json.loads(out) if out else None
+                tag = r.getheader("ETag")
+                if method == "GET" and tag and r.status == 200:
+                    self.cache[path] = (tag, doc)
+                return r.status, doc
             except (OSError, http.client.HTTPException):
                 self.c.close()
                 self.c = None
