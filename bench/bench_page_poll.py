@@ -13,7 +13,7 @@ Prints per build and round: heartbeats sent, p50/p99/max latency, and each polle
 
   bench/bench_page_poll.py --work /tmp/pp old=/path/to/old/build new=build [--rounds 2] [--seconds 60]
 """
-import argparse, http.client, json, os, shutil, sqlite3, subprocess, sys, threading, time
+import argparse, http.client, json, multiprocessing, os, re, shutil, sqlite3, subprocess, sys, threading, time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -137,7 +137,7 @@ def one_run(name, build, template, work, args):
             routes.setdefault(key, []).append(time.time() - t0)
             return body
 
-        def page():
+        def page(q):   # its own process: parsing a 25 MB leaderboard must not hold the workers' GIL (their latency)
             c = Client(port, tok)
             cursor = None
             while time.time() < stop:
@@ -158,16 +158,38 @@ def one_run(name, build, template, work, args):
                 for _, l in leases[:8]:
                     timed(c, "curve", "/api/v1/jobs/%d/metrics?kind=val&since=-1" % l["job_id"])
                 time.sleep(max(0, t0 + 2 - time.time()))
+            q.put(routes)
 
-        ts = [threading.Thread(target=worker, args=l) for l in leases] + [threading.Thread(target=page)]
+        q = multiprocessing.Queue()
+        pp = multiprocessing.Process(target=page, args=(q,))
+        pp.start()
+        ts = [threading.Thread(target=worker, args=l) for l in leases]
         for t in ts:
             t.start()
         for t in ts:
             t.join()
+        routes = q.get()
+        pp.join()
         print("%-6s heartbeats %6d  p50 %7.1f ms  p99 %7.1f ms  max %7.1f ms  errors %d" % (
             name, len(lat), 1e3 * pct(lat, 0.5), 1e3 * pct(lat, 0.99), 1e3 * max(lat), errors[0]))
         for k, v in routes.items():
             print("       %-14s %4d polls, max %8.1f ms" % (k, len(v), 1e3 * max(v)))
+        # the server's own account: how long its loop's turns and each route's handler held every client
+        mc = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+        mc.request("GET", "/metrics", headers={"Authorization": "Bearer " + tok})
+        m = mc.getresponse().read().decode()
+        b = dict(re.findall(r'^prism_loop_turn_seconds_bucket\{le="([^"]+)"\} (\d+)$', m, re.M))
+        tmax = re.search(r"^prism_loop_turn_seconds_max (\S+)$", m, re.M)
+        if b and tmax:
+            print("       server loop: %s turns, %d over 50 ms, longest %.1f ms" % (
+                b["+Inf"], int(b["+Inf"]) - int(b["0.05"]), 1e3 * float(tmax.group(1))))
+            g = lambda k: float((re.search(r"^%s (\S+)$" % k, m, re.M) or re.search("(0)", "0")).group(1))
+            print("       server commit max %.1f ms, sync max %.1f ms, checkpoint on the loop max %.1f ms" % (
+                1e3 * g("prism_commit_seconds_max"), 1e3 * g("prism_sync_seconds_max"),
+                1e3 * g("prism_wal_loop_checkpoint_seconds_max")))
+            for r, v in sorted(re.findall(r'^prism_route_loop_seconds_max\{route="([^"]+)"\} (\S+)$', m, re.M),
+                               key=lambda x: -float(x[1]))[:4]:
+                print("       server route %-14s longest %7.1f ms" % (r, 1e3 * float(v)))
         sys.stdout.flush()
     finally:
         srv.terminate()

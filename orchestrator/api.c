@@ -699,13 +699,15 @@ static void dispatch(api *a, http_request *req, http_response *res) {
 void api_handle(void *ud, http_request *req, http_response *res) {
     api *a = ud;
     store_cost c0 = store_cost_now(a->st);
+    double t0 = util_now_s();
     a->route = -1;
     dispatch(a, req, res);
+    double dt = util_now_s() - t0;
     store_cost c1 = store_cost_now(a->st);
     a->last_cost.vm_steps = c1.vm_steps - c0.vm_steps;
     a->last_cost.rows = c1.rows - c0.rows;
     if (a->route >= 0)
-        metrics_route_cost(&a->metrics, a->route, routes[a->route].name, a->last_cost.vm_steps, a->last_cost.rows);
+        metrics_route_cost(&a->metrics, a->route, routes[a->route].name, a->last_cost.vm_steps, a->last_cost.rows, dt);
     if (!res->status) http_response_error(res, 500, "internal error: no answer");
     metrics_record(&a->metrics, req, res);
 }

@@ -80,6 +80,8 @@ const char *http_status_text(int status) {
 
 int http_response_set(http_response *res, int status, const char *content_type, const char *body, size_t len) {
     res->body.len = 0;
+    blob_unref(res->shared);
+    res->shared = NULL;
     res->status = status;
     res->content_type = content_type;
     if (buf_append(&res->body, body, len, BUF_MAX) < 0) {
@@ -224,16 +226,32 @@ static void session_emit(http_session *s, http_response *res, int keep_alive, in
     char etag[HTTP_MAX_ETAG + 16] = "";
     if (res->etag[0]) snprintf(etag, sizeof etag, "ETag: %s\r\n", res->etag);
     int n, bodiless = st == 204 || st == 304;   /* RFC 9110: neither carries content */
+    size_t body_len = res->shared ? res->shared->len : res->body.len;
     if (bodiless)
         n = snprintf(head, sizeof head, "HTTP/1.1 %d %s\r\n%s%sConnection: %s\r\n\r\n", st, http_status_text(st), etag,
                      res->extra_headers ? res->extra_headers : "", keep_alive ? "keep-alive" : "close");
     else
         n = snprintf(head, sizeof head, "HTTP/1.1 %d %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n%s%sConnection: %s\r\n\r\n",
-                     st, http_status_text(st), res->content_type, res->body.len, etag,
+                     st, http_status_text(st), res->content_type, body_len, etag,
                      res->extra_headers ? res->extra_headers : "", keep_alive ? "keep-alive" : "close");
-    if (buf_append(&s->out, head, (size_t)n, BUF_MAX) < 0 ||
-        (!bodiless && !head_only && res->body.len && buf_append(&s->out, res->body.data, res->body.len, BUF_MAX) < 0))
-        s->closing = 1;   /* out of memory: the connection dies */
+    if (buf_append(&s->out, head, (size_t)n, BUF_MAX) < 0) { s->closing = 1; return; }   /* out of memory: it dies */
+    if (bodiless || head_only || !body_len) return;
+    if (res->shared && s->nseg < HTTP_MAX_SHARED) {   /* the bytes stay where they are: a reference moves */
+        s->seg[s->nseg++] = (http_shared_seg){ .at = s->out.len, .b = res->shared };
+        s->seg_bytes += res->shared->len;
+        res->shared = NULL;
+        return;
+    }
+    const char *body = res->shared ? res->shared->data : res->body.data;
+    if (buf_append(&s->out, body, body_len, BUF_MAX) < 0) s->closing = 1;
+}
+
+void http_response_set_shared(http_response *res, int status, const char *content_type, blob *b) {
+    res->body.len = 0;
+    blob_unref(res->shared);
+    res->shared = blob_ref(b);
+    res->status = status;
+    res->content_type = content_type;
 }
 
 static int on_message_complete(http_parser *p) {
@@ -252,9 +270,10 @@ static int on_message_complete(http_parser *p) {
     if (!res.no_state) s->out_needs_sync = 1;
     session_emit(s, &res, keep_alive, r->method == HTTP_HEAD);
     buf_free(&res.body);
+    blob_unref(res.shared);   /* not moved into the session: a HEAD, a bodiless status, or out of memory */
     s->requests++;
     if (!keep_alive) { s->closing = 1; return 1; }   /* stop parsing what follows */
-    if (s->out.len >= HTTP_MAX_OUT) http_parser_pause(p, 1);   /* pipelined flood: parse the rest later */
+    if (s->out.len + s->seg_bytes >= HTTP_MAX_OUT) http_parser_pause(p, 1);   /* pipelined flood: parse the rest later */
     return 0;
 }
 
@@ -279,6 +298,9 @@ void http_session_init(http_session *s, http_handler_fn handler, void *ud) {
 void http_session_release(http_session *s) {
     buf_free(&s->req.body);
     buf_free(&s->out);
+    for (int i = 0; i < s->nseg; i++) blob_unref(s->seg[i].b);
+    s->nseg = 0;
+    s->seg_bytes = 0;
     buf_free(&s->held);
 }
 
@@ -330,6 +352,16 @@ int http_session_feed(http_session *s, const char *data, size_t len) {
         return -1;
     }
     return 0;
+}
+
+int http_session_output(const http_session *s, buf *dst) {
+    size_t from = 0;
+    for (int i = 0; i < s->nseg; i++) {
+        if (buf_append(dst, s->out.data + from, s->seg[i].at - from, BUF_MAX) < 0 ||
+            buf_append(dst, s->seg[i].b->data, s->seg[i].b->len, BUF_MAX) < 0) return -1;
+        from = s->seg[i].at;
+    }
+    return s->out.len > from ? buf_append(dst, s->out.data + from, s->out.len - from, BUF_MAX) : 0;
 }
 
 int http_session_resume(http_session *s) {
@@ -499,6 +531,8 @@ typedef struct write_req {
     uv_write_t req;
     http_conn *conn;
     char *data;               /* owned */
+    blob *shared[HTTP_MAX_SHARED];   /* references to the shared bodies written with it */
+    int nshared;
 } write_req;
 
 static void conn_maybe_stopped(http_server *srv);
@@ -625,7 +659,9 @@ static void conn_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf) {
     if (c->srv->stopping && !c->sess.in_message && c->sess.out.len == 0) { conn_close(c); return; }
     size_t before = c->sess.out.len;
     http_server *srv = c->srv;
+    unsigned long r0 = c->sess.requests;
     int frc = http_session_feed(&c->sess, buf->base, (size_t)nread);
+    srv->turn_requests += c->sess.requests - r0;
     conn_check_trust(c);
     if (frc < 0) uv_read_stop(st);
     else {
@@ -664,41 +700,61 @@ static void write_done(uv_write_t *w, int status) {
     write_req *wr = (write_req *)w;
     http_conn *c = wr->conn;
     free(wr->data);
+    for (int i = 0; i < wr->nshared; i++) blob_unref(wr->shared[i]);
     free(wr);
     c->writes--;
     if (c->closing) return;
     if (status < 0) { conn_close(c); return; }
     if (c->writes == 0 && c->sess.out.len == 0 && (c->sess.closing || (c->srv->stopping && !c->sess.in_message)))
         conn_close(c);
-    else if (c->read_paused && !c->sess.closing && c->tcp.write_queue_size + c->sess.out.len <= HTTP_MAX_OUT / 2)
+    else if (c->read_paused && !c->sess.closing &&
+             c->tcp.write_queue_size + c->sess.out.len + c->sess.seg_bytes <= HTTP_MAX_OUT / 2)
         conn_resume(c);
     else if (c->read_paused && !c->sess.in_message)
         arm_timer(c);   /* the client is reading: not idle */
 }
 
-/* Writes the first n bytes of c's out buffer (the rest stays for a later batch). */
+/* Writes the first n bytes of c's out buffer, and the shared bodies among them (the rest stays for a later
+ * batch): one uv_write of out's pieces and the bodies between them, in order. */
 static void conn_flush(http_conn *c, size_t n) {
     if (c->closing || n == 0) return;
     if (n > c->sess.out.len) n = c->sess.out.len;
-    write_req *wr = malloc(sizeof *wr);
+    write_req *wr = calloc(1, sizeof *wr);
     if (!wr) { conn_close(c); return; }
     wr->conn = c;
-    if (n == c->sess.out.len) {
-        c->sess.out_needs_sync = 0;
-        wr->data = c->sess.out.data;      /* ownership moves to the write request */
-        c->sess.out.data = NULL;
-        c->sess.out.len = c->sess.out.cap = 0;
+    http_session *s = &c->sess;
+    if (n == s->out.len) {
+        s->out_needs_sync = 0;
+        wr->data = s->out.data;      /* ownership moves to the write request */
+        s->out.data = NULL;
+        s->out.len = s->out.cap = 0;
     } else {
         wr->data = malloc(n);
         if (!wr->data) { free(wr); conn_close(c); return; }
-        memcpy(wr->data, c->sess.out.data, n);
-        memmove(c->sess.out.data, c->sess.out.data + n, c->sess.out.len - n);
-        c->sess.out.len -= n;
-        c->sess.out.data[c->sess.out.len] = 0;
+        memcpy(wr->data, s->out.data, n);
+        memmove(s->out.data, s->out.data + n, s->out.len - n);
+        s->out.len -= n;
+        s->out.data[s->out.len] = 0;
     }
-    uv_buf_t b = uv_buf_init(wr->data, (unsigned)n);
-    if (uv_write(&wr->req, (uv_stream_t *)&c->tcp, &b, 1, write_done) < 0) {
+    /* out's first n bytes cut at each shared body that follows one of them (a body at n goes too: it is the body
+     * of the head just before it) */
+    uv_buf_t b[2 * HTTP_MAX_SHARED + 1];
+    int nb = 0, k = 0;
+    size_t from = 0;
+    for (; k < s->nseg && s->seg[k].at <= n; k++) {
+        if (s->seg[k].at > from) b[nb++] = uv_buf_init(wr->data + from, (unsigned)(s->seg[k].at - from));
+        b[nb++] = uv_buf_init(s->seg[k].b->data, (unsigned)s->seg[k].b->len);
+        wr->shared[wr->nshared++] = s->seg[k].b;   /* the session's reference moves to the write */
+        s->seg_bytes -= s->seg[k].b->len;
+        from = s->seg[k].at;
+    }
+    if (n > from) b[nb++] = uv_buf_init(wr->data + from, (unsigned)(n - from));
+    memmove(s->seg, s->seg + k, (size_t)(s->nseg - k) * sizeof s->seg[0]);
+    s->nseg -= k;
+    for (int i = 0; i < s->nseg; i++) s->seg[i].at -= n;
+    if (uv_write(&wr->req, (uv_stream_t *)&c->tcp, b, (unsigned)nb, write_done) < 0) {
         free(wr->data);
+        for (int i = 0; i < wr->nshared; i++) blob_unref(wr->shared[i]);
         free(wr);
         conn_close(c);
         return;
@@ -761,6 +817,38 @@ static void sync_done(uv_work_t *w, int status) {   /* loop thread */
         if (srv->check_open && !uv_is_closing((uv_handle_t *)&srv->check)) server_check(&srv->check);
         conn_maybe_stopped(srv);
     }
+}
+
+/* One turn of the loop ended (its I/O callbacks ran): adds its busy time, the time since the last check less what
+ * the loop slept meanwhile, to the histogram. */
+static void turn_note(http_server *srv) {
+    uint64_t now = uv_hrtime(), idle = uv_metrics_idle_time(srv->loop);
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    double cpu = (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+    if (srv->turn_at_ns) {
+        uint64_t span = now - srv->turn_at_ns, slept = idle - srv->turn_idle_ns;
+        double busy = span > slept ? (double)(span - slept) * 1e-9 : 0, used = cpu - srv->turn_cpu_s;
+        static const double bounds[HTTP_TURN_BUCKETS] = HTTP_TURN_BOUNDS;
+        int b = 0;
+        while (b < HTTP_TURN_BUCKETS && busy > bounds[b]) b++;
+        srv->turn_bucket[b]++;
+        srv->turn_busy_sum_s += busy;
+        if (busy > srv->turn_busy_max_s) srv->turn_busy_max_s = busy;
+        if (used > srv->turn_cpu_max_s) srv->turn_cpu_max_s = used;
+        if (busy > 0.05)   /* a turn that held every client: the loop's own work (cpu), or the machine's (busy) */
+            fprintf(stderr, "prism-sweep serve: event=slow-turn t=%.3f busy_ms=%.1f cpu_ms=%.1f requests=%lu\n", util_now_s(), busy * 1e3,
+                    used * 1e3, srv->turn_requests);
+    }
+    srv->turn_requests = 0;
+    srv->turn_at_ns = now;
+    srv->turn_idle_ns = idle;
+    srv->turn_cpu_s = cpu;
+}
+
+static void server_turn(uv_check_t *h) {   /* the check phase: a turn ended; commit and answer its batch */
+    turn_note(h->data);
+    server_check(h);
 }
 
 static void server_check(uv_check_t *h) {
@@ -923,10 +1011,11 @@ int http_server_start(http_server *srv, uv_loop_t *loop, const char *host, int p
         server_free_tables(srv);
         return rc;
     }
+    uv_loop_configure(loop, UV_METRICS_IDLE_TIME);   /* the turn histogram's sleep time (turn_note) */
     uv_check_init(loop, &srv->check);
     srv->check.data = srv;
     srv->check_open = 1;
-    uv_check_start(&srv->check, server_check);
+    uv_check_start(&srv->check, server_turn);
     return 0;
 }
 

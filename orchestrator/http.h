@@ -35,8 +35,10 @@
 #define PRISM_HTTP_H
 #include <http_parser.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <uv.h>
 
+#include "blob.h"
 #include "buf.h"
 
 #define HTTP_MAX_URL      4096
@@ -69,6 +71,8 @@ typedef struct http_response {
     const char *extra_headers;      /* static string of "Name: value\r\n" lines, or NULL */
     char etag[HTTP_MAX_ETAG + 1];   /* "" or the answer's entity tag (quotes included), sent as ETag: */
     buf body;                       /* never sent with 204 or 304 */
+    blob *shared;                   /* a reference (the response's): sent as the body instead of body, without a
+                                     * copy; the connection keeps it until written (http_response_set_shared) */
     int close;                      /* close the connection after this answer */
     int no_state;                   /* claims nothing about the database (/healthz, /metrics, the page's files):
                                      * written at once, not held for the COMMIT and sync of the batch */
@@ -80,16 +84,32 @@ void http_response_error(http_response *res, int status, const char *fmt, ...)
 /* Sets res to a body (copied) with the status and type. Returns 0 or -1 (no memory: res becomes a 500). */
 int http_response_set(http_response *res, int status, const char *content_type, const char *body, size_t len);
 
+/* Sets res to the bytes of b with the status and type: res takes a NEW reference (the caller keeps its own) and
+ * the connection writes b's bytes as they are, never copying them (a 25 MB leaderboard costs the loop a reference
+ * count, not two copies). Replaces any body set before. */
+void http_response_set_shared(http_response *res, int status, const char *content_type, blob *b);
+
 /* 1 when the request's If-None-Match names etag (quotes included; a weak W/ form or `*` match too, RFC 9110's weak
  * comparison for GET): the client holds these bytes, and a 304 with no body answers it; 0 otherwise. */
 int http_etag_matches(const http_request *r, const char *etag);
 
 typedef void (*http_handler_fn)(void *ud, http_request *req, http_response *res);
 
+/* A shared body waiting in a session's output: written after the first `at` bytes of out (its answer's head). */
+#define HTTP_MAX_SHARED 8           /* shared bodies a session holds at once; more are copied into out */
+typedef struct http_shared_seg {
+    size_t at;
+    blob *b;                        /* a reference, the session's */
+} http_shared_seg;
+
 typedef struct http_session {
     http_parser parser;
     http_request req;
     buf out;                   /* serialised answers waiting to be written */
+    http_shared_seg seg[HTTP_MAX_SHARED];   /* shared bodies between out's bytes, in order (at non-decreasing); each
+                                             * follows its head, so out.len > 0 while any is held */
+    int nseg;
+    size_t seg_bytes;               /* their bytes, all together (what the output caps count besides out.len) */
     buf held;                  /* bytes read but not parsed while paused (at most one read) */
     int paused;                     /* out reached HTTP_MAX_OUT: parsing stopped at a request boundary */
     http_handler_fn handler;
@@ -121,6 +141,9 @@ void http_session_release(http_session *s);
 int http_session_feed(http_session *s, const char *data, size_t len);
 /* Parses the held bytes of a paused session; same returns as http_session_feed (0 when not paused). */
 int http_session_resume(http_session *s);
+/* Appends to dst every byte s would write now, in order: out with the shared bodies in their places (what the
+ * wire gets; for tests and tools, it copies). Returns 0, or -1 when dst could not grow (dst as buf_append leaves it). */
+int http_session_output(const http_session *s, buf *dst);
 /* Appends an error answer (used on timeouts) and marks the session closing. */
 void http_session_fail(http_session *s, int status, const char *msg);
 
@@ -150,6 +173,10 @@ typedef struct http_server_opts {
     /* Called once when a graceful stop has finished (every connection closed); may be NULL. */
     void (*stopped)(void *ud);
 } http_server_opts;
+
+/* Bounds (seconds) of the loop-turn histogram (prism_loop_turn_seconds in /metrics). */
+#define HTTP_TURN_BUCKETS 9
+#define HTTP_TURN_BOUNDS { 0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0, 5.0 }
 
 struct http_conn;
 struct http_addr_count;
@@ -186,6 +213,13 @@ typedef struct http_server {
     unsigned long syncs, sync_failures;
     double sync_sum_s, sync_max_s;  /* time in durable calls (off the loop), all together and the longest */
     int broken;                     /* a durable call failed: nothing is committed or answered any more */
+    /* The loop's turns (check to check), less the time it slept in poll (uv_metrics_idle_time; the loop must be
+     * configured with UV_METRICS_IDLE_TIME, http_server_start does it): how long one turn held every client. */
+    uint64_t turn_at_ns, turn_idle_ns;   /* the last check's uv_hrtime and idle time (0: none yet) */
+    unsigned long long turn_bucket[HTTP_TURN_BUCKETS + 1];   /* turns by busy time, HTTP_TURN_BOUNDS; last: longer */
+    double turn_busy_sum_s, turn_busy_max_s;
+    double turn_cpu_s, turn_cpu_max_s;   /* the loop thread's CPU time at the last check; the most one turn used */
+    unsigned long turn_requests;    /* requests answered in the turn under way */
 } http_server;
 
 /* Binds host:port (IPv4 or IPv6 literal, or "localhost") and starts accepting on loop. port 0 picks a free

@@ -71,14 +71,21 @@ static int entry_usable(const lbcache *c, const lbcache_entry *e, double created
     return e->build_s >= (c->cheap_s > 0 ? c->cheap_s : LBCACHE_CHEAP_S) && age < LBCACHE_DUTY * e->build_s;   /* changed: rebuilt when due */
 }
 
+/* The JSON text of lb as a blob (NULL when either is missing: the route renders lb itself); text is the blob's or
+ * freed. */
+static blob *text_blob(char *text) {
+    blob *b = text ? blob_wrap(text, strlen(text)) : NULL;
+    if (!b) free(text);
+    return b;
+}
+
 /* Fills e with a new build (the object and its text: both owned now), freeing what it held. */
 static void entry_set(lbcache_entry *e, long long sweep_id, double created_at, long long rev, double built_at,
-                      double build_s, json_t *lb, char *text) {
+                      double build_s, json_t *lb, blob *text) {
     json_decref(e->lb);
-    free(e->text);
+    blob_unref(e->text);
     *e = (lbcache_entry){ .sweep_id = sweep_id, .created_at = created_at, .rev = rev, .built_at = built_at,
-                          .build_s = build_s, .used_at = built_at, .lb = lb, .text = text,
-                          .text_len = text ? strlen(text) : 0 };
+                          .build_s = build_s, .used_at = built_at, .lb = lb, .text = text };
 }
 
 /* ---- a rebuild on the thread pool ---- */
@@ -94,7 +101,7 @@ typedef struct lb_job {
     long long rev;               /* sweep_ranking.rev in the build's read transaction */
     double build_s;
     json_t *lb;
-    char *text;
+    blob *text;                  /* its only reference until the loop installs it */
     char err[256];
 } lb_job;
 
@@ -110,7 +117,7 @@ static void job_work(uv_work_t *w) {
         j->rc = found < 0 ? found : (!found || created_at != j->created_at || j->rev < 0) ? STORE_ENOTFOUND : STORE_OK;
     }
     if (j->rc == STORE_OK) j->rc = leaderboard_build(st, j->sweep_id, &j->lb, j->err, sizeof j->err);
-    if (j->rc == STORE_OK && !(j->text = json_dumps(j->lb, JSON_COMPACT | JSONOUT_FLAGS))) j->rc = STORE_EIO;
+    if (j->rc == STORE_OK && !(j->text = text_blob(json_dumps(j->lb, JSON_COMPACT | JSONOUT_FLAGS)))) j->rc = STORE_EIO;
     if (st) {
         store_rollback(st);   /* the read transaction */
         store_close(st);
@@ -120,16 +127,21 @@ static void job_work(uv_work_t *w) {
 
 /* The replaced build's object and text, freed on the pool: a 50,000-row leaderboard is ~1.5M jansson values, tens
  * of ms of free() that the loop need not spend (nothing else holds them: a route's reference ends with its request). */
-typedef struct lb_free { uv_work_t w; json_t *lb; char *text; } lb_free;
+typedef struct lb_free { uv_work_t w; json_t *lb; blob *text; } lb_free;
 static void free_work(uv_work_t *w) {
     lb_free *f = w->data;
     json_decref(f->lb);
-    free(f->text);
+    blob_unref(f->text);   /* the only reference (entry_drop_off_loop) */
 }
 static void free_done(uv_work_t *w, int status) { free(w->data); }
 
-/* Hands e's object and text to the pool to free (on this thread when that cannot start); e no longer holds them. */
+/* Hands e's object and text to the pool to free (on this thread when that cannot start); e no longer holds them.
+ * A text that connections are still writing is theirs to free: the last write's end drops it, on the loop. */
 static void entry_drop_off_loop(lbcache *c, lbcache_entry *e) {
+    if (e->text && e->text->refs > 1) {
+        blob_unref(e->text);
+        e->text = NULL;
+    }
     lb_free *f = calloc(1, sizeof *f);
     if (f) {
         f->lb = e->lb;
@@ -139,7 +151,7 @@ static void entry_drop_off_loop(lbcache *c, lbcache_entry *e) {
         free(f);
     }
     json_decref(e->lb);
-    free(e->text);
+    blob_unref(e->text);
     e->lb = NULL;
     e->text = NULL;
 }
@@ -162,7 +174,7 @@ static void job_done(uv_work_t *w, int status) {
             fprintf(stderr, "prism-sweep serve: event=leaderboard-build-failed sweep=%lld: %s (the last answer stays)\n",
                     j->sweep_id, j->err);
         json_decref(j->lb);
-        free(j->text);
+        blob_unref(j->text);
     }
     free(j);
 }
@@ -213,7 +225,8 @@ int lbcache_get(lbcache *c, store *st, long long sweep_id, json_t **out, char *e
     if (found && rev >= 0) {
         if (!e) e = entry_free_or_lru(c);
         int building = e->sweep_id == sweep_id && e->building;
-        entry_set(e, sweep_id, created_at, rev, t1, t1 - now, json_incref(lb), json_dumps(lb, JSON_COMPACT | JSONOUT_FLAGS));
+        entry_set(e, sweep_id, created_at, rev, t1, t1 - now, json_incref(lb),
+                  text_blob(json_dumps(lb, JSON_COMPACT | JSONOUT_FLAGS)));
         e->building = building;
         e->gen = c->builds;
     }
@@ -247,12 +260,9 @@ int lbcache_warm(lbcache *c, store *st, long long min_jobs, char *err, size_t er
     return n;
 }
 
-const char *lbcache_text(const lbcache *c, const json_t *lb, size_t *len) {
+blob *lbcache_text(const lbcache *c, const json_t *lb) {
     for (int i = 0; i < LBCACHE_SLOTS; i++)
-        if (c->e[i].sweep_id && c->e[i].lb == lb && c->e[i].text) {
-            *len = c->e[i].text_len;
-            return c->e[i].text;
-        }
+        if (c->e[i].sweep_id && c->e[i].lb == lb && c->e[i].text) return c->e[i].text;
     return NULL;
 }
 
@@ -269,7 +279,7 @@ int lbcache_etag(lbcache *c, const json_t *lb, char *out, size_t n) {
 void lbcache_release(lbcache *c) {
     for (int i = 0; i < LBCACHE_SLOTS; i++) {
         json_decref(c->e[i].lb);
-        free(c->e[i].text);
+        blob_unref(c->e[i].text);
         c->e[i] = (lbcache_entry){0};
     }
 }

@@ -29,6 +29,7 @@
 #include <jansson.h>
 #include <uv.h>
 
+#include "blob.h"
 #include "store.h"
 
 #define LBCACHE_SLOTS 8
@@ -45,8 +46,8 @@ typedef struct lbcache_entry {
     double built_at, build_s;    /* util_now_s() at the build, and how long it took */
     double used_at;              /* last answered (LRU) */
     json_t *lb;                  /* owned: leaderboard_build's object */
-    char *text;                  /* owned: lb as the route's JSON body (NULL: render it), text_len bytes */
-    size_t text_len;
+    blob *text;                  /* a reference (the entry's): lb as the route's JSON body (NULL: render it); the
+                                  * connections writing it hold theirs (http_response_set_shared) */
     int building;                /* a rebuild of this sweep is on the thread pool */
     unsigned long long gen;      /* the cache's build number that made it (its ETag's; 0: none) */
 } lbcache_entry;
@@ -77,9 +78,10 @@ int lbcache_get(lbcache *c, store *st, long long sweep_id, json_t **out, char *e
  * otherwise spent on the event loop). Returns how many were ranked, or a negative STORE_ code (err says which). */
 int lbcache_warm(lbcache *c, store *st, long long min_jobs, char *err, size_t errlen);
 
-/* The JSON text of the entry whose object is lb (what lbcache_get just gave), *len its length; NULL when lb is no
- * entry's (a sweep that is not cached): the caller renders lb itself. Borrowed: valid until the next lbcache call. */
-const char *lbcache_text(const lbcache *c, const json_t *lb, size_t *len);
+/* The JSON text of the entry whose object is lb (what lbcache_get just gave); NULL when lb is no entry's (a sweep
+ * that is not cached): the caller renders lb itself. Borrowed: valid until the next lbcache call; blob_ref it (as
+ * http_response_set_shared does) to keep it longer. */
+blob *lbcache_text(const lbcache *c, const json_t *lb);
 
 /* The entity tag of the entry whose object is lb, quotes included ("lb-SWEEP-BUILD-NONCE"), into out: a new build
  * (a change, or an unchanged entry rebuilt for its age) is a new tag, so a client holding the tag holds these bytes.

@@ -114,6 +114,19 @@ void metrics_prometheus(api_ctx *c) {
                        k == 0 ? r->requests : k == 1 ? r->vm_steps : r->rows);
         }
     }
+    /* how long each route's handler held the event loop (every other client waits meanwhile) */
+    static const char *const time_help[2][3] = {
+        { "prism_route_loop_seconds_total", "counter", "Time the API's handlers held the event loop, by route." },
+        { "prism_route_loop_seconds_max", "gauge", "The longest one request's handler held the event loop, by route." },
+    };
+    for (int k = 0; k < 2; k++) {
+        buf_printf(&b, BUF_MAX, "# HELP %s %s\n# TYPE %s %s\n", time_help[k][0], time_help[k][2], time_help[k][0], time_help[k][1]);
+        for (int i = 0; i < METRICS_MAX_ROUTES; i++) {
+            const metrics_route *r = &a->metrics.route[i];
+            if (!r->name) continue;
+            buf_printf(&b, BUF_MAX, "%s{route=\"%s\"} %.6f\n", time_help[k][0], r->name, k == 0 ? r->seconds : r->seconds_max);
+        }
+    }
     if (a->metrics_extra) a->metrics_extra(a->metrics_extra_ud, &b);
     http_response_set(c->res, 200, "text/plain; version=0.0.4; charset=utf-8", b.data ? b.data : "", b.len);
     buf_free(&b);
@@ -130,13 +143,16 @@ void metrics_record(metrics_state *m, const http_request *req, const http_respon
     m->lat_sum += dt;
 }
 
-void metrics_route_cost(metrics_state *m, int i, const char *name, unsigned long long vm_steps, unsigned long long rows) {
+void metrics_route_cost(metrics_state *m, int i, const char *name, unsigned long long vm_steps, unsigned long long rows,
+                        double seconds) {
     if (i < 0 || i >= METRICS_MAX_ROUTES) return;
     metrics_route *r = &m->route[i];
     r->name = name;
     r->requests++;
     r->vm_steps += vm_steps;
     r->rows += rows;
+    r->seconds += seconds;
+    if (seconds > r->seconds_max) r->seconds_max = seconds;
 }
 
 void metrics_note_write_error(metrics_state *m, const char *what, const char *msg) {

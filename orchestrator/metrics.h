@@ -24,6 +24,7 @@
 typedef struct metrics_route {
     const char *name;                     /* static: the route's label ("heartbeat", "lease", "sweep_jobs", ...) */
     unsigned long long requests, vm_steps, rows;
+    double seconds, seconds_max;          /* the handler's time on the event loop, all together and the longest */
 } metrics_route;
 
 typedef struct metrics_state {
@@ -41,8 +42,10 @@ typedef struct api_ctx api_ctx;   /* api.h */
 void metrics_healthz(api_ctx *c);
 void metrics_prometheus(api_ctx *c);
 void metrics_record(metrics_state *m, const http_request *req, const http_response *res);
-/* Adds one request of route i (0 <= i < METRICS_MAX_ROUTES, named name) and its cost to m. */
-void metrics_route_cost(metrics_state *m, int i, const char *name, unsigned long long vm_steps, unsigned long long rows);
+/* Adds one request of route i (0 <= i < METRICS_MAX_ROUTES, named name) and its cost to m: its statements' VM steps,
+ * rows written, and the seconds its handler held the event loop. */
+void metrics_route_cost(metrics_state *m, int i, const char *name, unsigned long long vm_steps, unsigned long long rows,
+                        double seconds);
 void metrics_note_write_error(metrics_state *m, const char *what, const char *msg);
 void metrics_clear_write_error(metrics_state *m);
 #endif

@@ -146,6 +146,21 @@ static void serve_metrics(void *ud, buf *out) {
                  "each COMMIT).\n# TYPE prism_sync_off_loop gauge\nprism_sync_off_loop %d\n",
                  h->flush_sum_s, h->flushes, h->sync_sum_s, h->syncs, h->sync_max_s, s->wal.durable);
     if (n > 0) buf_append(out, t, (size_t)(n < (int)sizeof t ? n : (int)sizeof t - 1), BUF_MAX);
+    static const double bounds[HTTP_TURN_BUCKETS] = HTTP_TURN_BOUNDS;
+    buf_printf(out, BUF_MAX, "# HELP prism_loop_turn_seconds The event loop's turns by the time it was busy in each (every "
+               "client waits for the turn in progress).\n# TYPE prism_loop_turn_seconds histogram\n");
+    unsigned long long cum = 0;
+    for (int i = 0; i <= HTTP_TURN_BUCKETS; i++) {
+        cum += h->turn_bucket[i];
+        if (i < HTTP_TURN_BUCKETS) buf_printf(out, BUF_MAX, "prism_loop_turn_seconds_bucket{le=\"%g\"} %llu\n", bounds[i], cum);
+        else buf_printf(out, BUF_MAX, "prism_loop_turn_seconds_bucket{le=\"+Inf\"} %llu\n", cum);
+    }
+    buf_printf(out, BUF_MAX, "prism_loop_turn_seconds_sum %.6f\nprism_loop_turn_seconds_count %llu\n"
+               "# HELP prism_loop_turn_seconds_max The longest turn.\n# TYPE prism_loop_turn_seconds_max gauge\n"
+               "prism_loop_turn_seconds_max %.6f\n"
+               "# HELP prism_loop_turn_cpu_seconds_max The most CPU time the loop's thread used in one turn (a turn longer "
+               "than this waited for the machine).\n# TYPE prism_loop_turn_cpu_seconds_max gauge\n"
+               "prism_loop_turn_cpu_seconds_max %.6f\n", h->turn_busy_sum_s, cum, h->turn_busy_max_s, h->turn_cpu_max_s);
 }
 
 static void on_stopped(void *ud) {   /* ud is the api handed to the server: find its serve_state */

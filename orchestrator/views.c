@@ -592,8 +592,7 @@ void views_leaderboard(api_ctx *c) {
         free(csv);
         return;
     }
-    size_t len = 0;
-    const char *text = lbcache_text(&c->a->views.lb, lb, &len);   /* rendered once per build */
+    blob *text = lbcache_text(&c->a->views.lb, lb);   /* rendered once per build; written without a copy */
     if (!text) { api_reply_json(c->res, 200, lb); return; }
     /* The page polls every 2 s and a large sweep's build changes every LBCACHE_DUTY build times at most: a client
      * holding this build's bytes (the browser revalidates: no-cache) gets a 304 instead of them again. */
@@ -608,7 +607,7 @@ void views_leaderboard(api_ctx *c) {
             return;
         }
     }
-    if (http_response_set(c->res, 200, "application/json", text, len) == 0)
-        c->res->extra_headers = c->res->etag[0] ? "Cache-Control: no-cache\r\n" : "Cache-Control: no-store\r\n";
+    http_response_set_shared(c->res, 200, "application/json", text);
+    c->res->extra_headers = c->res->etag[0] ? "Cache-Control: no-cache\r\n" : "Cache-Control: no-store\r\n";
     json_decref(lb);
 }
