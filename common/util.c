@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
+#include <malloc.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -17,6 +18,14 @@ double util_now_s(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+int util_malloc_eager(void) {
+#ifdef M_MXFAST
+    return mallopt(M_MXFAST, 0) == 1 ? 0 : -1;
+#else
+    return -1;
+#endif
 }
 
 uint64_t util_mix64(uint64_t z) {

@@ -23,7 +23,14 @@
  * - util_machine(boot, blen, host, hlen): this boot of this machine, for records on a filesystem other machines may
  *   share: the kernel's random boot id ("unknown" when /proc cannot say) and the host name (spaces and newlines
  *   made '_'; "unknown" when there is none). A pid in such a record means something only on that boot of that host.
- * Thread-safe; no allocation.
+ * - util_malloc_eager(): turns glibc's fastbins off for the process (mallopt M_MXFAST 0) so a freed small chunk is
+ *   merged when freed, not on a later large malloc of whichever thread asks next. A server that builds a
+ *   100,000-job answer on one thread and frees it on another otherwise leaves ~10^6 chunks in the first thread's
+ *   fastbins, and that thread's next large malloc (in a heartbeat, on the event loop) walks them all in
+ *   malloc_consolidate: 55-147 ms on the loop (docs/PERF.md, the page's polling). Small frees still go to each
+ *   thread's tcache first. Returns 0, or -1 when the allocator refused (not glibc: nothing to do). Call it once,
+ *   early, before other threads start.
+ * Thread-safe (util_malloc_eager aside); no allocation.
  */
 #ifndef PRISM_UTIL_H
 #define PRISM_UTIL_H
@@ -36,6 +43,7 @@
 typedef struct util_part { const void *data; size_t len; } util_part;
 
 double util_now_s(void);
+int util_malloc_eager(void);
 uint64_t util_mix64(uint64_t z);
 uint64_t util_splitmix64(uint64_t *state);
 int util_mkdir_p(const char *path, mode_t mode);

@@ -264,8 +264,14 @@ static int on_message_complete(http_parser *p) {
     r->method = p->method;
     http_response res = {0};
     int keep_alive = http_should_keep_alive(p);
+    double t0 = util_now_s();
     if (s->handler) s->handler(s->ud, r, &res);
     else http_response_error(&res, 404, "no handler");
+    double took = util_now_s() - t0;
+    if (took > s->slowest_s) {
+        s->slowest_s = took;
+        snprintf(s->slowest_path, sizeof s->slowest_path, "%s", r->path);
+    }
     if (res.close) keep_alive = 0;
     if (!res.no_state) s->out_needs_sync = 1;
     session_emit(s, &res, keep_alive, r->method == HTTP_HEAD);
@@ -660,8 +666,13 @@ static void conn_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf) {
     size_t before = c->sess.out.len;
     http_server *srv = c->srv;
     unsigned long r0 = c->sess.requests;
+    c->sess.slowest_s = 0;
     int frc = http_session_feed(&c->sess, buf->base, (size_t)nread);
     srv->turn_requests += c->sess.requests - r0;
+    if (c->sess.slowest_s > srv->turn_slowest_s) {
+        srv->turn_slowest_s = c->sess.slowest_s;
+        memcpy(srv->turn_slowest_path, c->sess.slowest_path, sizeof srv->turn_slowest_path);
+    }
     conn_check_trust(c);
     if (frc < 0) uv_read_stop(st);
     else {
@@ -837,10 +848,12 @@ static void turn_note(http_server *srv) {
         if (busy > srv->turn_busy_max_s) srv->turn_busy_max_s = busy;
         if (used > srv->turn_cpu_max_s) srv->turn_cpu_max_s = used;
         if (busy > 0.05)   /* a turn that held every client: the loop's own work (cpu), or the machine's (busy) */
-            fprintf(stderr, "prism-sweep serve: event=slow-turn t=%.3f busy_ms=%.1f cpu_ms=%.1f requests=%lu\n", util_now_s(), busy * 1e3,
-                    used * 1e3, srv->turn_requests);
+            fprintf(stderr, "prism-sweep serve: event=slow-turn t=%.3f busy_ms=%.1f cpu_ms=%.1f requests=%lu slowest=%s slowest_ms=%.1f\n",
+                    util_now_s(), busy * 1e3, used * 1e3, srv->turn_requests,
+                    srv->turn_slowest_s > 0 ? srv->turn_slowest_path : "-", srv->turn_slowest_s * 1e3);
     }
     srv->turn_requests = 0;
+    srv->turn_slowest_s = 0;
     srv->turn_at_ns = now;
     srv->turn_idle_ns = idle;
     srv->turn_cpu_s = cpu;

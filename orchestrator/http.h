@@ -125,6 +125,8 @@ typedef struct http_session {
     int pending_status;             /* a limit breached inside a callback (413), or 400: two Authorization headers */
     int closing;                    /* no more requests: close once out is written */
     unsigned long requests;         /* answered so far */
+    double slowest_s;               /* the longest handler call since the caller last zeroed it, and its path */
+    char slowest_path[48];          /* (truncated): what a slow loop turn was doing */
     /* Set by the server after http_session_init (NULL: never trusted): called with the Authorization value
      * when a request's headers are complete, until it returns non-zero; then trusted = 1. */
     int (*trust)(void *ud, const char *authorization);
@@ -220,6 +222,8 @@ typedef struct http_server {
     double turn_busy_sum_s, turn_busy_max_s;
     double turn_cpu_s, turn_cpu_max_s;   /* the loop thread's CPU time at the last check; the most one turn used */
     unsigned long turn_requests;    /* requests answered in the turn under way */
+    double turn_slowest_s;          /* its longest handler call, and that request's path */
+    char turn_slowest_path[48];
 } http_server;
 
 /* Binds host:port (IPv4 or IPv6 literal, or "localhost") and starts accepting on loop. port 0 picks a free

@@ -615,6 +615,7 @@ int cmd_serve(int argc, char **argv) {
         status = 2;
         goto out;
     }
+    util_malloc_eager();   /* a leaderboard freed on the pool is merged there, not by the loop's next malloc (util.h) */
     uv_loop_init(&s->loop);
     s->a.views.lb.loop = &s->loop;   /* a costly leaderboard is ranked again off the loop (lbcache.h) */
     snprintf(s->a.views.lb.db_path, sizeof s->a.views.lb.db_path, "%s", st->path);

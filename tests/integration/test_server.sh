@@ -689,6 +689,36 @@ t_every_job_state_in_metrics_and_api() {
   assert_eq "done failed cancelled pruned" "$(s_json '.terminal_states | join(" ")')" "terminal_states"
   assert_eq "queued leased paused" "$(s_json '.active_states | join(" ")')" "active_states"
 }
+# The loop's own instruments: turns by busy time (a Prometheus histogram: cumulative buckets, +Inf = count), the
+# most CPU one turn used, and each route's time on the loop (total and longest) — what shows a request holding it.
+t_loop_turns_and_route_time_in_metrics() {
+  s_setup
+  s_spec "$D/s.json" turns '["4,4,4,4"]' '[1]'
+  s_create "$D/s.json" >/dev/null
+  s_server
+  local w; w=$(s_register w1)
+  s_lease "$w"
+  s_expect 200 POST "/api/v1/jobs/$JOB/heartbeat" "{\"lease_token\":\"$TOKEN\",\"step\":1,\"loss\":4.0}"
+  s_expect 200 GET /metrics
+  echo "$BODY" | grep -E '^prism_(loop_turn|route_loop)' | head -n 20
+  local prev=0 n c
+  for le in 0.001 0.005 0.01 0.025 0.05 0.1 0.25 1 5 +Inf; do
+    n=$(echo "$BODY" | sed -n "s/^prism_loop_turn_seconds_bucket{le=\"$le\"} //p")
+    [ -n "$n" ] || fail "no bucket le=$le"
+    [ "$n" -ge "$prev" ] || fail "bucket le=$le ($n) below the one before ($prev): not cumulative"
+    prev=$n
+  done
+  c=$(echo "$BODY" | sed -n 's/^prism_loop_turn_seconds_count //p')
+  assert_eq "$prev" "$c" "the +Inf bucket is the count"
+  [ "$c" -ge 3 ] || fail "only $c turns counted after four requests"
+  assert_contains "$BODY" "prism_loop_turn_seconds_max "
+  assert_contains "$BODY" "prism_loop_turn_cpu_seconds_max "
+  local t m
+  t=$(echo "$BODY" | sed -n 's/^prism_route_loop_seconds_total{route="heartbeat"} //p')
+  m=$(echo "$BODY" | sed -n 's/^prism_route_loop_seconds_max{route="heartbeat"} //p')
+  [ -n "$t" ] && [ -n "$m" ] || fail "no loop time for the heartbeat route"
+  awk -v t="$t" -v m="$m" 'BEGIN { exit !(m > 0 && m <= t && t < 5) }' || fail "heartbeat loop time: total $t, max $m"
+}
 # Without --web, the page comes from ./web, else from the checkout the binary was built in; a binary with
 # neither serves the API alone (404 for /).
 t_default_web_folder_beside_the_binary() {

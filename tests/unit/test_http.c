@@ -131,3 +131,74 @@ TEST(tokens_generated_private_and_reloaded) {
     ASSERT_CONTAINS(err, "worker_token must be 16 to");
 }
 
+
+/* A shared body (the leaderboard's text, held by reference) goes out byte for byte as the same body copied would:
+ * in its place among pipelined answers, not after HEAD or in a 304, copied once the session holds HTTP_MAX_SHARED,
+ * and every reference the session took is given back. */
+static blob *SHARED;
+static int SHARED_AS_COPY;
+
+static void shared_handler(void *ud, http_request *req, http_response *res) {
+    (void)ud;
+    if (!strcmp(req->url, "/s") && !SHARED_AS_COPY)
+        http_response_set_shared(res, 200, "application/json", SHARED);
+    else if (!strcmp(req->url, "/s"))
+        http_response_set(res, 200, "application/json", SHARED->data, SHARED->len);
+    else if (!strcmp(req->url, "/n")) {
+        http_response_set_shared(res, 304, "application/json", SHARED);
+        snprintf(res->etag, sizeof res->etag, "\"e1\"");
+    } else
+        http_response_set(res, 200, "text/plain", "plain", 5);
+    res->no_state = 1;
+}
+
+static char *run_shared(const char *in, int as_copy, int *nseg) {
+    SHARED_AS_COPY = as_copy;
+    http_session s;
+    http_session_init(&s, shared_handler, NULL);
+    ASSERT_TRUE(http_session_feed(&s, in, strlen(in)) >= 0);
+    *nseg = s.nseg;
+    buf o = { 0 };
+    ASSERT_EQ_INT(0, http_session_output(&s, &o));
+    ASSERT_EQ_INT(0, buf_append(&o, "", 1, BUF_MAX));
+    http_session_release(&s);
+    return o.data;
+}
+
+TEST(shared_bodies_written_as_copies_would_be) {
+    size_t n = 100000;
+    char *d = malloc(n + 1);
+    for (size_t i = 0; i < n; i++) d[i] = (char)('a' + i % 26);
+    memcpy(d, "<<body>>", 8);   /* one mark per body written */
+    d[n] = 0;
+    SHARED = blob_wrap(d, n);
+    ASSERT_TRUE(SHARED != NULL);
+    buf in = { 0 };
+    const char *p = "GET /p HTTP/1.1\r\nHost: x\r\n\r\n", *sh = "GET /s HTTP/1.1\r\nHost: x\r\n\r\n";
+    buf_append(&in, p, strlen(p), BUF_MAX);
+    for (int i = 0; i < HTTP_MAX_SHARED + 3; i++) {   /* more than a session holds by reference */
+        buf_append(&in, sh, strlen(sh), BUF_MAX);
+        if (i % 4 == 1) buf_append(&in, p, strlen(p), BUF_MAX);
+    }
+    const char *tail = "HEAD /s HTTP/1.1\r\nHost: x\r\n\r\nGET /n HTTP/1.1\r\nHost: x\r\n\r\n"
+                       "GET /p HTTP/1.1\r\nHost: x\r\n\r\n";
+    buf_append(&in, tail, strlen(tail) + 1, BUF_MAX);
+    int segs_shared = 0, segs_copy = 0;
+    char *a = run_shared(in.data, 0, &segs_shared), *b = run_shared(in.data, 1, &segs_copy);
+    ASSERT_EQ_INT(HTTP_MAX_SHARED, segs_shared);
+    ASSERT_EQ_INT(0, segs_copy);
+    ASSERT_EQ_INT(strlen(b), strlen(a));
+    ASSERT_TRUE(!strcmp(a, b));
+    ASSERT_EQ_INT(HTTP_MAX_SHARED + 4, count(a, "Content-Length: 100000\r\n"));   /* the GETs and the HEAD... */
+    ASSERT_EQ_INT(HTTP_MAX_SHARED + 3, count(a, "<<body>>"));                      /* ...bodies: the GETs only */
+    ASSERT_EQ_INT(5, count(a, "\r\n\r\nplain"));
+    const char *nm = strstr(a, "HTTP/1.1 304 Not Modified\r\n");
+    ASSERT_TRUE(nm != NULL);
+    ASSERT_TRUE(strstr(nm, "ETag: \"e1\"\r\n") != NULL);
+    ASSERT_TRUE(!strncmp(strstr(nm, "\r\n\r\n") + 4, "HTTP/1.1 200 OK", 15));   /* nothing between 304 and next */
+    ASSERT_EQ_INT(1, (int)SHARED->refs);   /* every session reference returned */
+    free(a);
+    free(b);
+    buf_free(&in);
+    blob_unref(SHARED);
+}

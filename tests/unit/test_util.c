@@ -1,5 +1,6 @@
 /* test_util.c — the shared helpers: the mixer's published values, mkdir -p, and durable whole-file writes
  * that leave either the old file or the new one and never a temporary file. */
+#include <malloc.h>
 #include "harness.h"
 #include "util.h"
 
@@ -137,4 +138,25 @@ TEST(now_is_monotonic_seconds) {
     double b = util_now_s();
     ASSERT_TRUE(b - a >= 0.019);
     ASSERT_LT(b - a, 5.0);
+}
+
+/* Small chunks freed now are merged now: none left in fastbins for a later large malloc to walk
+ * (malloc_consolidate: 55-147 ms on the server's loop after a 100,000-job leaderboard was freed). */
+static size_t fastbin_bytes_after_churn(void) {
+    enum { N = 200000 };
+    void **p = malloc(N * sizeof *p);
+    for (int i = 0; i < N; i++) p[i] = malloc(24 + (size_t)(i % 4) * 16);
+    for (int i = 0; i < N; i++) free(p[i]);
+    free(p);
+    return mallinfo2().fsmblks;
+}
+
+TEST(malloc_eager_leaves_no_fastbin_chunks) {
+    size_t before = fastbin_bytes_after_churn();
+    printf("fastbin bytes after freeing 200,000 small chunks: %zu (glibc default)\n", before);
+    ASSERT_TRUE(before > 100000);   /* the control: what the allocator leaves by default */
+    ASSERT_EQ_INT(0, util_malloc_eager());
+    size_t after = fastbin_bytes_after_churn();
+    printf("fastbin bytes after util_malloc_eager: %zu\n", after);
+    ASSERT_EQ_INT(0, (long long)after);
 }
