@@ -249,6 +249,15 @@ $(CUDA_LINKED): $(LIB_CUDA)
 $(CUDA_LINKED): CUDA_LINK_CFLAGS := -DPRISM_HAVE_CUDA
 $(CUDA_LINKED): CUDA_LINK_ARCHIVE := $(LIB_CUDA)
 $(CUDA_LINKED): CUDA_LINK_LIBS := $(CUDA_LIBS)
+# The .cu sources that call a test hook (attention_cudnn.cu's PRISM_CUDNN_SEED_BUG) are compiled a second time with
+# -DPRISM_TEST_HOOKS into $(BUILD)/obj/hooks/, as the C ones are; the kernel tests link them ahead of libprism_cuda.a
+# (inside the group: the archive's members of the same name are then never pulled in). prism-cuda.so has none.
+CU_HOOK_OBJ := $(patsubst %.cu,$(BUILD)/obj/hooks/%.cu.o,$(shell grep -l testhook_fault $(CU_SRC) /dev/null))
+$(BUILD)/obj/hooks/%.cu.o: %.cu
+	@mkdir -p $(dir $@)
+	$(NVCC) $(NVFLAGS) -DPRISM_TEST_HOOKS -c $< -o $@
+$(filter $(BUILD)/tests/%,$(CUDA_LINKED)): $(CU_HOOK_OBJ)
+$(filter $(BUILD)/tests/%,$(CUDA_LINKED)): CUDA_LINK_ARCHIVE := $(CU_HOOK_OBJ) $(LIB_CUDA)
 endif
 # prism-data needs shards, the tokenizer, jansson/PCRE2 and the decompressors only: no kernels, no CUDA, no server libraries
 DATA_LDLIBS := $(shell pkg-config --libs jansson libpcre2-8 2>/dev/null) $(COMPRESS_LIBS) -fopenmp -lm -lpthread

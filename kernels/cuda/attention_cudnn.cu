@@ -25,6 +25,7 @@
 #include <mutex>
 extern "C" {
 #include "model.h"
+#include "testhook.h"
 }
 
 #if defined(PRISM_HAVE_CUDNN) || defined(PRISM_CUDAEMU)
@@ -246,11 +247,12 @@ static cudnnBackendDescriptor_t gb_reshape(pcd_gb &g, cudnnBackendDescriptor_t x
     return op;
 }
 
-/* Test hook: PRISM_CUDNN_SEED_BUG=stride describes K with the wrong row stride (C instead of 3C), the seeded bug
- * the emulator's shim and the tests must catch. Read once per process. */
+/* Test hook (testhook.h): PRISM_CUDNN_SEED_BUG=stride describes K with the wrong row stride (C instead of 3C), the
+ * seeded bug the emulator's shim and the tests must catch. Read once per process; the constant 0 in prism-cuda.so
+ * (compiled in only for the emulator's objects and the hooked object the nvcc-built kernel tests link). */
 static int pcd_seed_bug(void) {
     static int v = -1;
-    if (v < 0) { const char *s = getenv("PRISM_CUDNN_SEED_BUG"); v = s && !strcmp(s, "stride"); }
+    if (v < 0) v = testhook_fault("PRISM_CUDNN_SEED_BUG", "stride");
     return v;
 }
 

@@ -16,7 +16,9 @@ CXX      ?= g++
 ifeq ($(shell uname -m),x86_64)
 EMU_PRECS := bf16 fp32
 endif
-EMU_CXXFLAGS = $(OPT) -g -fPIC -fvisibility=hidden -std=c++17 -Wall -Wextra -Wno-unused-parameter -Wno-format-truncation -MMD -MP \
+# -DPRISM_TEST_HOOKS: every emulated object is a test artefact, so it carries the .cu sources' test hooks
+# (common/testhook.h; attention_cudnn.cu's PRISM_CUDNN_SEED_BUG), which the nvcc-built prism-cuda.so does not.
+EMU_CXXFLAGS = $(OPT) -g -fPIC -fvisibility=hidden -DPRISM_TEST_HOOKS -std=c++17 -Wall -Wextra -Wno-unused-parameter -Wno-format-truncation -MMD -MP \
                -Itests/cudaemu -Ikernels/cuda -Ikernels -Icommon -Itests $(PKG_CFLAGS)
 EMU_CU     := $(notdir $(basename $(CU_SRC)))
 EMU_TESTS  := $(foreach p,$(EMU_PRECS),$(BUILD)/tests/test_cuda_kernels.emu-$(p) $(BUILD)/prism-worker.emu-$(p) \
@@ -60,9 +62,11 @@ $(BUILD)/tests/test_cuda_kernels.emu-%: tests/unit/test_cuda_kernels.c tests/har
 # The emulated CUDA backend as the object prism-worker loads (-z defs: every symbol resolved here), and the
 # prism-worker that loads it: the trainer, checkpoints and resume on `--device 0` (tests/integration/
 # test_train_cuda.sh; test_cuda_backend.sh checks that this object is the one loaded).
-$(BUILD)/prism-cuda.emu-%.so: $(BUILD)/lib/libprism_cudaemu_%.a $(PIC_OBJ) kernels/cuda/backend.map
+# (testhook.o: the hooks' environment read, which the emulated objects reference.)
+EMU_PIC_OBJ := $(PIC_OBJ) $(BUILD)/obj/pic/common/testhook.o
+$(BUILD)/prism-cuda.emu-%.so: $(BUILD)/lib/libprism_cudaemu_%.a $(EMU_PIC_OBJ) kernels/cuda/backend.map
 	$(CXX) $(OPT) -o $@ $(BACKEND_LDFLAGS) -Wl,--whole-archive $(BUILD)/lib/libprism_cudaemu_$*.a \
-	  -Wl,--no-whole-archive $(PIC_OBJ) $(filter -L% -lopenblas,$(PKG_LIBS)) -fopenmp -lm -lpthread
+	  -Wl,--no-whole-archive $(EMU_PIC_OBJ) $(filter -L% -lopenblas,$(PKG_LIBS)) -fopenmp -lm -lpthread
 $(BUILD)/prism-worker.emu-%: tests/cudaemu/cudaemu.mk | $(BUILD)/prism-worker $(BUILD)/prism-cuda.emu-%.so
 	printf '#!/bin/sh\n# prism-worker on the CUDA emulator: the same binary, loading the emulated backend\n%s\n' \
 	  'd=$$(dirname "$$0"); PRISM_CUDA_BACKEND="$$d/prism-cuda.emu-$*.so" exec "$$d/prism-worker" "$$@"' > $@.tmp

@@ -2,8 +2,8 @@
 # test_testhooks.sh — the test hooks are in test builds only (common/testhook.h, like SQLite's SQLITE_TEST):
 # `strings` on the shipped programs (build/prism-sweep, prism-worker, prism-data) finds no hook's variable or
 # message, and the hooked builds the integration tests run while they set a hook (build/hooks/, tests/lib.sh's bin)
-# carry every hook a test sets. The cuDNN backend's PRISM_CUDNN_SEED_BUG (kernels/cuda/attention_cudnn.cu) is not yet one of them:
-# prism-cuda.so is not checked.
+# carry every hook a test sets. The nvcc-built CUDA backend (build/prism-cuda.so, where nvcc built it) is checked too:
+# the cuDNN backend's PRISM_CUDNN_SEED_BUG (kernels/cuda/attention_cudnn.cu) is in the emulator's objects alone.
 # timeout: 30
 . "$(dirname "$0")/../lib.sh"
 
@@ -15,6 +15,14 @@ t_shipped_programs_carry_no_test_hook() {
     [ -x "$PRISM_BUILD/$p" ] || fail "no $PRISM_BUILD/$p: run make"
     found=$(strings "$PRISM_BUILD/$p" | grep -oE "$HOOKS" | sort -u | tr '\n' ' ')
     [ -z "$found" ] || fail "$PRISM_BUILD/$p carries test hooks: ${found}(a hook is testhook_fault, common/testhook.h)"
+  done
+  if [ -f "$PRISM_BUILD/prism-cuda.so" ]; then
+    found=$(strings "$PRISM_BUILD/prism-cuda.so" | grep -oE "$HOOKS" | sort -u | tr '\n' ' ')
+    [ -z "$found" ] || fail "$PRISM_BUILD/prism-cuda.so carries test hooks: ${found}(a hook is testhook_fault, common/testhook.h)"
+  fi
+  for p in prism-cuda.emu-bf16.so prism-cuda.emu-fp32.so; do
+    [ ! -f "$PRISM_BUILD/$p" ] || strings "$PRISM_BUILD/$p" | grep -qw PRISM_CUDNN_SEED_BUG ||
+      fail "$PRISM_BUILD/$p lacks the hook PRISM_CUDNN_SEED_BUG"
   done
 }
 
