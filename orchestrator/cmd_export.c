@@ -512,6 +512,146 @@ static int tb_finish(tbstate *t, const char *dir, const xjob *j, char *err, size
     return tb_end(t, j, err, errlen);
 }
 
+/* One point as a metrics.csv row, and its extras as extras.csv rows. */
+static void csv_point(xout *mo, xout *eo, const xjob *j, sqlite3_stmt *s, const char *kind, long long step) {
+    fprintf(mo->f, "%lld,", j->id);
+    csv_str(mo->f, j->heads);
+    fprintf(mo->f, ",%lld,%s,%lld,", j->seed, kind, step);
+    for (int c = 0; c < N_POINT_COLS; c++) {
+        csv_num(mo->f, s, 3 + c);
+        fputc(c + 1 < N_POINT_COLS ? ',' : '\n', mo->f);
+    }
+    json_t *ex = point_extra(s);
+    const char *name;
+    json_t *v;
+    json_object_foreach(ex, name, v) {   /* names are [A-Za-z0-9_./-]: nothing to quote */
+        fprintf(eo->f, "%lld,", j->id);
+        csv_str(eo->f, j->heads);
+        fprintf(eo->f, ",%lld,%s,%lld,%s,%.17g\n", j->seed, kind, step, name, json_number_value(v));
+    }
+    json_decref(ex);
+}
+
+/* One point as a metrics.jsonl line. Returns 0, or -1 out of memory. */
+static int jsonl_point(xout *mo, const xjob *j, sqlite3_stmt *s, const char *kind, long long step) {
+    json_t *o = job_head(j);
+    json_object_set_new(o, "kind", json_string(kind));
+    json_object_set_new(o, "step", json_integer(step));
+    for (int c = 0; c < N_POINT_COLS; c++) json_object_set_new(o, POINT_COLS[c], col_num(s, 3 + c));
+    json_t *ex = point_extra(s);
+    if (ex) json_object_set_new(o, "extra", ex);
+    return jsonl_line(mo->f, o);
+}
+
+/* One point as scalars of the job's TensorBoard run (opened on its first point). Returns 0, or -1 with err set. */
+static int tb_point(tbstate *tb, const char *dir, const xjob *j, sqlite3_stmt *s, const char *kind, long long step,
+                    char *err, size_t errlen) {
+    if (!tb->open && tb_begin(tb, dir, j, err, errlen) < 0) return -1;
+    int train = !strcmp(kind, "train");
+    /* the point's own time; a point stored before migration 19 has none: the job's last update */
+    double wall = sqlite3_column_type(s, POINT_TIME_COL) == SQLITE_NULL ? j->updated_at
+                : (double)sqlite3_column_int64(s, POINT_TIME_COL);
+    struct tag { const char *tag; int col; };   /* col: POINTS_SQL's */
+    static const struct tag train_tags[] = {
+        { "train/loss", 3 }, { "train/lr", 5 }, { "train/tok_per_s", 6 }, { "train/grad_norm", 7 },
+    }, val_tags[] = { { "val/loss", 3 }, { "val/loss_se", 9 } };
+    const struct tag *tags = train ? train_tags : val_tags;
+    int ntags = train ? 4 : 2;
+    for (int t = 0; t < ntags; t++) {
+        if (sqlite3_column_type(s, tags[t].col) == SQLITE_NULL) continue;
+        if (tfevents_scalar(&tb->w, wall, step, tags[t].tag, (float)sqlite3_column_double(s, tags[t].col)) < 0) {
+            snprintf(err, errlen, "%s", tb->w.err);
+            return -1;
+        }
+    }
+    json_t *ex = point_extra(s);
+    const char *name;
+    json_t *v;
+    int rc = 0;
+    json_object_foreach(ex, name, v) {
+        char tag[POINT_EXTRA_NAME_MAX + 16];
+        snprintf(tag, sizeof tag, "%sextra/%s", train ? "" : "val/", name);
+        if (tfevents_scalar(&tb->w, wall, step, tag, (float)json_number_value(v)) < 0) {
+            snprintf(err, errlen, "%s", tb->w.err);
+            rc = -1;
+            break;
+        }
+    }
+    json_decref(ex);
+    return rc;
+}
+
+/* The export's files and their heads: metrics and results (and extras.csv for csv) opened with their headers and
+ * the results written, or the TensorBoard experiment with each job's hparams. Returns 0, or -1 with err set (what
+ * was opened is left to the caller's out_abort / free_jobs). */
+static int export_begin(store *st, int64_t sweep, int format, const char *dir, xjob *jobs, size_t njobs, xout *mo,
+                        xout *ro, xout *eo, char *err, size_t errlen) {
+    if (format == FMT_TB) {
+        for (size_t i = 0; i < njobs; i++)
+            if (!(jobs[i].hp = tb_hparams(&jobs[i]))) { snprintf(err, errlen, "out of memory"); return -1; }
+        return tb_experiment(st, sweep, dir, jobs, njobs, err, errlen);
+    }
+    const char *ext = format == FMT_CSV ? "csv" : "jsonl";
+    char name[32];
+    snprintf(name, sizeof name, "metrics.%s", ext);
+    if (out_open(mo, dir, name, err, errlen) < 0) return -1;
+    snprintf(name, sizeof name, "results.%s", ext);
+    if (out_open(ro, dir, name, err, errlen) < 0) return -1;
+    if (format == FMT_CSV) {
+        fputs("job_id,schedule,seed,kind,step", mo->f);
+        for (int c = 0; c < N_POINT_COLS; c++) fprintf(mo->f, ",%s", POINT_COLS[c]);
+        fputc('\n', mo->f);
+        csv_results(ro->f, jobs, njobs);
+        if (out_open(eo, dir, "extras.csv", err, errlen) < 0) return -1;
+        fputs("job_id,schedule,seed,kind,step,name,value\n", eo->f);
+    } else if (jsonl_results(ro->f, jobs, njobs) < 0) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    return 0;
+}
+
+/* Every point of the sweep in one pass (points and jobs both in job id order), each written in the format; the
+ * TensorBoard runs finished job by job. Counts the points into *npoints. Returns 0, or -1 with err set. */
+static int export_points(store *st, int64_t sweep, int format, const char *dir, xjob *jobs, size_t njobs, xout *mo,
+                         xout *eo, tbstate *tb, long long *npoints, char *err, size_t errlen) {
+    sqlite3_stmt *s = NULL;
+    int rc;
+    if (sqlite3_prepare_v2(st->db, POINTS_SQL, -1, &s, NULL) != SQLITE_OK) goto sqlfail;
+    sqlite3_bind_int64(s, 1, sweep);
+    size_t ji = 0;   /* the job of the current point: points and jobs are both ordered by job id */
+    while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+        long long job = sqlite3_column_int64(s, 0);
+        while (ji < njobs && jobs[ji].id < job) {
+            if (format == FMT_TB && tb_finish(tb, dir, &jobs[ji], err, errlen) < 0) goto fail;
+            ji++;
+        }
+        if (ji == njobs || jobs[ji].id != job) continue;   /* cannot happen: the join is on the same jobs */
+        const xjob *j = &jobs[ji];
+        const char *kind = (const char *)sqlite3_column_text(s, 1);
+        long long step = sqlite3_column_int64(s, 2);
+        (*npoints)++;
+        if (format == FMT_CSV) {
+            csv_point(mo, eo, j, s, kind, step);
+        } else if (format == FMT_JSONL) {
+            if (jsonl_point(mo, j, s, kind, step) < 0) { snprintf(err, errlen, "out of memory"); goto fail; }
+        } else if (tb_point(tb, dir, j, s, kind, step, err, errlen) < 0) {
+            goto fail;
+        }
+    }
+    if (rc != SQLITE_DONE) goto sqlfail;
+    if (format == FMT_TB)
+        for (; ji < njobs; ji++)   /* the last job with points, and any after it */
+            if (tb_finish(tb, dir, &jobs[ji], err, errlen) < 0) goto fail;
+    sqlite3_finalize(s);
+    return 0;
+sqlfail:
+    snprintf(err, errlen, "reading the metrics: %s", sqlite3_errmsg(st->db));
+fail:
+    sqlite3_finalize(s);
+    return -1;
+}
+
 int cmd_export(int argc, char **argv) {
     const char *db = "prism.db", *fmt = "csv", *dir = "";
     cli_flag flags[] = {
@@ -546,7 +686,6 @@ int cmd_export(int argc, char **argv) {
     xjob *jobs = NULL;
     size_t njobs = 0;
     long long npoints = 0;
-    sqlite3_stmt *s = NULL;
     xout mo = { 0 }, ro = { 0 }, eo = { 0 };
     tbstate tb = { 0 };
     int rc = sweeps_find(st, pos[0], &sweep);
@@ -561,114 +700,13 @@ int cmd_export(int argc, char **argv) {
     }
     if (load_jobs(st, sweep, &jobs, &njobs, err, sizeof err) < 0 || write_sweep_json(st, sweep, dir, err, sizeof err) < 0) goto fail;
     for (long long m = njobs ? jobs[njobs - 1].id : 0; m > 0; m /= 10) tb.idw++;   /* jobs are in id order */
-    if (format == FMT_TB) {
-        for (size_t i = 0; i < njobs; i++)
-            if (!(jobs[i].hp = tb_hparams(&jobs[i]))) { snprintf(err, sizeof err, "out of memory"); goto fail; }
-        if (tb_experiment(st, sweep, dir, jobs, njobs, err, sizeof err) < 0) goto fail;
-    }
-    if (format != FMT_TB) {
-        const char *ext = format == FMT_CSV ? "csv" : "jsonl";
-        char name[32];
-        snprintf(name, sizeof name, "metrics.%s", ext);
-        if (out_open(&mo, dir, name, err, sizeof err) < 0) goto fail;
-        snprintf(name, sizeof name, "results.%s", ext);
-        if (out_open(&ro, dir, name, err, sizeof err) < 0) goto fail;
-        if (format == FMT_CSV) {
-            fputs("job_id,schedule,seed,kind,step", mo.f);
-            for (int c = 0; c < N_POINT_COLS; c++) fprintf(mo.f, ",%s", POINT_COLS[c]);
-            fputc('\n', mo.f);
-            csv_results(ro.f, jobs, njobs);
-            if (out_open(&eo, dir, "extras.csv", err, sizeof err) < 0) goto fail;
-            fputs("job_id,schedule,seed,kind,step,name,value\n", eo.f);
-        } else if (jsonl_results(ro.f, jobs, njobs) < 0) {
-            snprintf(err, sizeof err, "out of memory");
-            goto fail;
-        }
-    }
-    if (sqlite3_prepare_v2(st->db, POINTS_SQL, -1, &s, NULL) != SQLITE_OK) goto sqlfail;
-    sqlite3_bind_int64(s, 1, sweep);
-    size_t ji = 0;   /* the job of the current point: points and jobs are both ordered by job id */
-    while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
-        long long job = sqlite3_column_int64(s, 0);
-        while (ji < njobs && jobs[ji].id < job) {
-            if (format == FMT_TB && tb_finish(&tb, dir, &jobs[ji], err, sizeof err) < 0) goto fail;
-            ji++;
-        }
-        if (ji == njobs || jobs[ji].id != job) continue;   /* cannot happen: the join is on the same jobs */
-        const xjob *j = &jobs[ji];
-        const char *kind = (const char *)sqlite3_column_text(s, 1);
-        long long step = sqlite3_column_int64(s, 2);
-        npoints++;
-        if (format == FMT_CSV) {
-            fprintf(mo.f, "%lld,", job);
-            csv_str(mo.f, j->heads);
-            fprintf(mo.f, ",%lld,%s,%lld,", j->seed, kind, step);
-            for (int c = 0; c < N_POINT_COLS; c++) {
-                csv_num(mo.f, s, 3 + c);
-                fputc(c + 1 < N_POINT_COLS ? ',' : '\n', mo.f);
-            }
-            json_t *ex = point_extra(s);
-            const char *name;
-            json_t *v;
-            json_object_foreach(ex, name, v) {   /* names are [A-Za-z0-9_./-]: nothing to quote */
-                fprintf(eo.f, "%lld,", job);
-                csv_str(eo.f, j->heads);
-                fprintf(eo.f, ",%lld,%s,%lld,%s,%.17g\n", j->seed, kind, step, name, json_number_value(v));
-            }
-            json_decref(ex);
-        } else if (format == FMT_JSONL) {
-            json_t *o = job_head(j);
-            json_object_set_new(o, "kind", json_string(kind));
-            json_object_set_new(o, "step", json_integer(step));
-            for (int c = 0; c < N_POINT_COLS; c++) json_object_set_new(o, POINT_COLS[c], col_num(s, 3 + c));
-            json_t *ex = point_extra(s);
-            if (ex) json_object_set_new(o, "extra", ex);
-            if (jsonl_line(mo.f, o) < 0) { snprintf(err, sizeof err, "out of memory"); goto fail; }
-        } else {
-            if (!tb.open && tb_begin(&tb, dir, j, err, sizeof err) < 0) goto fail;
-            int train = !strcmp(kind, "train");
-            /* the point's own time; a point stored before migration 19 has none: the job's last update */
-            double wall = sqlite3_column_type(s, POINT_TIME_COL) == SQLITE_NULL ? j->updated_at
-                        : (double)sqlite3_column_int64(s, POINT_TIME_COL);
-            struct tag { const char *tag; int col; };   /* col: POINTS_SQL's */
-            static const struct tag train_tags[] = {
-                { "train/loss", 3 }, { "train/lr", 5 }, { "train/tok_per_s", 6 }, { "train/grad_norm", 7 },
-            }, val_tags[] = { { "val/loss", 3 }, { "val/loss_se", 9 } };
-            const struct tag *tags = train ? train_tags : val_tags;
-            int ntags = train ? 4 : 2;
-            for (int t = 0; t < ntags; t++) {
-                if (sqlite3_column_type(s, tags[t].col) == SQLITE_NULL) continue;
-                if (tfevents_scalar(&tb.w, wall, step, tags[t].tag, (float)sqlite3_column_double(s, tags[t].col)) < 0) {
-                    snprintf(err, sizeof err, "%s", tb.w.err);
-                    goto fail;
-                }
-            }
-            json_t *ex = point_extra(s);
-            const char *name;
-            json_t *v;
-            json_object_foreach(ex, name, v) {
-                char tag[POINT_EXTRA_NAME_MAX + 16];
-                snprintf(tag, sizeof tag, "%sextra/%s", train ? "" : "val/", name);
-                if (tfevents_scalar(&tb.w, wall, step, tag, (float)json_number_value(v)) < 0) {
-                    snprintf(err, sizeof err, "%s", tb.w.err);
-                    json_decref(ex);
-                    goto fail;
-                }
-            }
-            json_decref(ex);
-        }
-    }
-    if (rc != SQLITE_DONE) goto sqlfail;
-    if (format == FMT_TB) {
-        for (; ji < njobs; ji++)   /* the last job with points, and any after it */
-            if (tb_finish(&tb, dir, &jobs[ji], err, sizeof err) < 0) goto fail;
-    } else if (out_commit(&mo, err, sizeof err) < 0 || out_commit(&ro, err, sizeof err) < 0 ||
-               out_commit(&eo, err, sizeof err) < 0) goto fail;
+    if (export_begin(st, sweep, format, dir, jobs, njobs, &mo, &ro, &eo, err, sizeof err) < 0 ||
+        export_points(st, sweep, format, dir, jobs, njobs, &mo, &eo, &tb, &npoints, err, sizeof err) < 0) goto fail;
+    if (format != FMT_TB && (out_commit(&mo, err, sizeof err) < 0 || out_commit(&ro, err, sizeof err) < 0 ||
+                             out_commit(&eo, err, sizeof err) < 0)) goto fail;
     printf("exported sweep %lld: %zu jobs, %lld metric points, as %s, to %s\n", (long long)sweep, njobs, npoints, fmt, dir);
     status = 0;
     goto out;
-sqlfail:
-    snprintf(err, sizeof err, "reading the metrics: %s", sqlite3_errmsg(st->db));
 fail:
     fprintf(stderr, "prism-sweep export: %s (nothing of this file was written; earlier files of DIR are complete)\n", err);
     status = 1;
@@ -677,7 +715,6 @@ out:
     out_abort(&mo);
     out_abort(&ro);
     out_abort(&eo);
-    sqlite3_finalize(s);
     free_jobs(jobs, njobs);
     store_close(st);
     return status;
