@@ -316,161 +316,148 @@ static int round_level(store *st, long long sweep, const racing_cfg *cfg, int r,
     return rc;
 }
 
-/* Decides round r (its jobs are all over). */
-static int decide_round(store *st, long long sweep, const racing_cfg *cfg, int r, char *err, size_t errlen) {
+/* One round's decision in the making: the schedules, the finished jobs, the screened fit. */
+typedef struct rround {
+    long long sweep;
+    int r;                    /* the round decided */
+    rsched *v;                /* [n] the sweep's schedules in id order (owned) */
+    int n, base;              /* base: the uniform baseline's index in v, or -1 */
+    ranking_obs *obs;         /* [nobs] every finished job of the sweep (owned) */
+    int nobs;
+    unsigned char *alive;     /* [n] in the race going into round r, then after it (owned) */
+    unsigned char *scr;       /* [nobs] screened out of this round's fit (owned) */
+    double *sres, *sthr;      /* [nobs] the screen's residual and threshold (owned) */
+    ranking_fit fit;          /* the round's fit over the family (released when have_fit) */
+    int have_fit;
+    double now;
+} rround;
+
+/* The schedules, and whether each is in the race going into round r: round 1 all; later the survivors of r − 1. */
+static int round_schedules(store *st, rround *d, char *err, size_t errlen) {
     sqlite3_stmt *s = NULL;
-    rsched *v = NULL;
-    ranking_obs *obs = NULL;
-    int n = 0, cap = 0, nobs = 0, rc = STORE_OK, step, base = -1;
-    unsigned char *alive = NULL, *scr = NULL;
-    double *sres = NULL, *sthr = NULL;
-    int nscreened = 0;
-    ranking_fit fit;
-    memset(&fit, 0, sizeof fit);
-    int have_fit = 0;
-    sweep_plan plan;
-    if ((rc = plan_load(st, sweep, &plan, err, errlen)) == STORE_EIO) return rc;
-    halving_cfg hv = plan.halving;
-    rc = STORE_OK;
-    /* the schedules, and whether each is in the race going into round r: round 1 all; later the survivors of r − 1 */
+    int cap = 0, step;
     if (sqlite3_prepare_v2(st->db, "SELECT sc.id, sc.is_baseline, ?2 = 1 OR EXISTS (SELECT 1 FROM racing_decisions d WHERE "
                                    "d.sweep_id = ?1 AND d.round = ?2 - 1 AND d.schedule_id = sc.id AND d.eliminated = 0) "
                                    "FROM schedules sc WHERE sc.sweep_id = ?1 ORDER BY sc.id", -1, &s, NULL) != SQLITE_OK)
         return db_fail(st, err, errlen, "racing schedules");
-    sqlite3_bind_int64(s, 1, sweep);
-    sqlite3_bind_int(s, 2, r);
+    sqlite3_bind_int64(s, 1, d->sweep);
+    sqlite3_bind_int(s, 2, d->r);
     while ((step = sqlite3_step(s)) == SQLITE_ROW) {
-        if (n == cap) {
+        if (d->n == cap) {
             cap = cap ? cap * 2 : 64;
-            rsched *nn = realloc(v, (size_t)cap * sizeof *v);
-            if (!nn) { rc = STORE_EIO; snprintf(err, errlen, "out of memory"); goto out; }
-            v = nn;
+            rsched *nn = realloc(d->v, (size_t)cap * sizeof *d->v);
+            if (!nn) { sqlite3_finalize(s); snprintf(err, errlen, "out of memory"); return STORE_EIO; }
+            d->v = nn;
         }
-        rsched *x = &v[n++];
+        rsched *x = &d->v[d->n++];
         memset(x, 0, sizeof *x);
         x->id = sqlite3_column_int64(s, 0);
         x->is_baseline = sqlite3_column_int(s, 1);
         x->alive = (unsigned char)sqlite3_column_int(s, 2);
-        if (x->is_baseline) base = n - 1;
+        if (x->is_baseline) d->base = d->n - 1;
     }
-    if (step != SQLITE_DONE) { rc = db_fail(st, err, errlen, "racing schedules"); goto out; }
+    int rc = step == SQLITE_DONE ? STORE_OK : db_fail(st, err, errlen, "racing schedules");
     sqlite3_finalize(s);
-    s = NULL;
-    /* every finished job of the sweep (eliminated schedules' too: they inform the seed effects and the noise) */
-    {
-        long long *ids = malloc((size_t)(n ? n : 1) * sizeof *ids);
-        if (!ids) { rc = STORE_EIO; snprintf(err, errlen, "out of memory"); goto out; }
-        for (int i = 0; i < n; i++) ids[i] = v[i].id;
-        rc = ranking_load_final(st, sweep, ids, n, &obs, &nobs, err, errlen);
-        free(ids);
-        if (rc < 0) goto out;
-    }
+    return rc;
+}
 
-    alive = malloc((size_t)(n ? n : 1));
-    if (!alive) { rc = STORE_EIO; snprintf(err, errlen, "out of memory"); goto out; }
-    for (int i = 0; i < n; i++) alive[i] = v[i].alive;
-    double alpha, q = NAN;
-    {
-        unsigned char *has = calloc((size_t)(n ? n : 1), 1);
-        int fam0 = 0;
-        if (!has) { rc = STORE_EIO; snprintf(err, errlen, "out of memory"); goto out; }
-        for (int k = 0; k < nobs; k++) has[obs[k].sched] = 1;
-        for (int i = 0; i < n; i++) fam0 += alive[i] && has[i];
-        free(has);
-        if ((rc = round_level(st, sweep, cfg, r, fam0, &alpha, err, errlen)) < 0) goto out;
-    }
-    scr = calloc((size_t)(nobs ? nobs : 1), 1);
-    sres = malloc((size_t)(nobs ? nobs : 1) * sizeof *sres);
-    sthr = malloc((size_t)(nobs ? nobs : 1) * sizeof *sthr);
-    if (!scr || !sres || !sthr) { rc = STORE_EIO; snprintf(err, errlen, "out of memory"); goto out; }
-    int lrc = racing_look_screened(obs, nobs, n, alive, alpha, &q, &fit, scr, sres, sthr);
-    if (lrc < 0) { rc = STORE_EIO; snprintf(err, errlen, lrc == -2 ? "racing: too many seeds for the blocked model" : "out of memory"); goto out; }
-    have_fit = 1;
-    int family = 0, survivors = 0;
-    for (int i = 0; i < n; i++) {
-        v[i].family = v[i].alive && fit.r[i] > 0;
-        family += v[i].family;
-        survivors += alive[i];
-    }
-    /* the decisions: every schedule of the family, eliminated or not, with its Δ vs uniform at this round */
-    double now = store_now();
+/* Every finished job of the sweep (eliminated schedules' too: they inform the seed effects and the noise), and the
+ * round's level over the family of alive schedules with a result. */
+static int round_observe(store *st, const racing_cfg *cfg, rround *d, double *alpha, char *err, size_t errlen) {
+    int n = d->n, rc;
+    long long *ids = malloc((size_t)(n ? n : 1) * sizeof *ids);
+    if (!ids) { snprintf(err, errlen, "out of memory"); return STORE_EIO; }
+    for (int i = 0; i < n; i++) ids[i] = d->v[i].id;
+    rc = ranking_load_final(st, d->sweep, ids, n, &d->obs, &d->nobs, err, errlen);
+    free(ids);
+    if (rc < 0) return rc;
+    d->alive = malloc((size_t)(n ? n : 1));
+    unsigned char *has = calloc((size_t)(n ? n : 1), 1);
+    if (!d->alive || !has) { free(has); snprintf(err, errlen, "out of memory"); return STORE_EIO; }
+    for (int i = 0; i < n; i++) d->alive[i] = d->v[i].alive;
+    int fam0 = 0;
+    for (int k = 0; k < d->nobs; k++) has[d->obs[k].sched] = 1;
+    for (int i = 0; i < n; i++) fam0 += d->alive[i] && has[i];
+    free(has);
+    return round_level(st, d->sweep, cfg, d->r, fam0, alpha, err, errlen);
+}
+
+/* Every schedule of the family, eliminated or not, with its Δ vs uniform at this round. */
+static int write_decisions(store *st, const rround *d, char *err, size_t errlen) {
+    sqlite3_stmt *s = NULL;
+    const ranking_fit *fit = &d->fit;
+    int base = d->base;
     if (sqlite3_prepare_v2(st->db, "INSERT OR IGNORE INTO racing_decisions (sweep_id, round, schedule_id, eliminated, seeds, "
                                    "delta, ci_low, ci_high, decided_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
-                           -1, &s, NULL) != SQLITE_OK) {
-        rc = db_fail(st, err, errlen, "racing decision");
-        goto out;
-    }
-    for (int i = 0; i < n; i++) {
-        if (!v[i].family) continue;
-        double d = NAN, lo = NAN, hi = NAN;
-        if (base >= 0 && i != base && fit.r[base] > 0) {
-            double var = ranking_fit_var(&fit, i, base);
+                           -1, &s, NULL) != SQLITE_OK)
+        return db_fail(st, err, errlen, "racing decision");
+    int rc = STORE_OK;
+    for (int i = 0; i < d->n; i++) {
+        if (!d->v[i].family) continue;
+        double dl = NAN, lo = NAN, hi = NAN;
+        if (base >= 0 && i != base && fit->r[base] > 0) {
+            double var = ranking_fit_var(fit, i, base);
             if (isfinite(var)) {
-                d = fit.tau[i] - fit.tau[base];
-                if (fit.df > 0 && isfinite(fit.sd)) {
-                    double h = stats_t_quantile(0.975, fit.df) * fit.sd * sqrt(var);
-                    lo = d - h;
-                    hi = d + h;
+                dl = fit->tau[i] - fit->tau[base];
+                if (fit->df > 0 && isfinite(fit->sd)) {
+                    double h = stats_t_quantile(0.975, fit->df) * fit->sd * sqrt(var);
+                    lo = dl - h;
+                    hi = dl + h;
                 }
             }
-        } else if (i == base) d = 0;
+        } else if (i == base) dl = 0;
         sqlite3_reset(s);
-        sqlite3_bind_int64(s, 1, sweep);
-        sqlite3_bind_int(s, 2, r);
-        sqlite3_bind_int64(s, 3, v[i].id);
-        sqlite3_bind_int(s, 4, !alive[i]);
-        sqlite3_bind_int(s, 5, fit.r[i]);
-        if (isfinite(d)) sqlite3_bind_double(s, 6, d); else sqlite3_bind_null(s, 6);
+        sqlite3_bind_int64(s, 1, d->sweep);
+        sqlite3_bind_int(s, 2, d->r);
+        sqlite3_bind_int64(s, 3, d->v[i].id);
+        sqlite3_bind_int(s, 4, !d->alive[i]);
+        sqlite3_bind_int(s, 5, fit->r[i]);
+        if (isfinite(dl)) sqlite3_bind_double(s, 6, dl); else sqlite3_bind_null(s, 6);
         if (isfinite(lo)) sqlite3_bind_double(s, 7, lo); else sqlite3_bind_null(s, 7);
         if (isfinite(hi)) sqlite3_bind_double(s, 8, hi); else sqlite3_bind_null(s, 8);
-        sqlite3_bind_double(s, 9, now);
-        if (sqlite3_step(s) != SQLITE_DONE) { rc = db_fail(st, err, errlen, "racing decision"); goto out; }
+        sqlite3_bind_double(s, 9, d->now);
+        if (sqlite3_step(s) != SQLITE_DONE) { rc = db_fail(st, err, errlen, "racing decision"); break; }
     }
     sqlite3_finalize(s);
-    s = NULL;
-    /* the jobs the screen left out of this round's fit */
+    return rc;
+}
+
+/* The jobs the screen left out of this round's fit; *nscreened counts them. */
+static int write_screened(store *st, const rround *d, int *nscreened, char *err, size_t errlen) {
+    sqlite3_stmt *s = NULL;
     if (sqlite3_prepare_v2(st->db, "INSERT OR IGNORE INTO racing_screened (sweep_id, round, job_id, schedule_id, seed, "
-                                   "val_loss, residual, threshold) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)", -1, &s, NULL) != SQLITE_OK) {
-        rc = db_fail(st, err, errlen, "racing screened");
-        goto out;
-    }
-    for (int k = 0; k < nobs; k++) {
-        if (!scr[k]) continue;
-        nscreened++;
+                                   "val_loss, residual, threshold) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)", -1, &s, NULL) != SQLITE_OK)
+        return db_fail(st, err, errlen, "racing screened");
+    int rc = STORE_OK;
+    for (int k = 0; k < d->nobs; k++) {
+        if (!d->scr[k]) continue;
+        (*nscreened)++;
         sqlite3_reset(s);
-        sqlite3_bind_int64(s, 1, sweep);
-        sqlite3_bind_int(s, 2, r);
-        sqlite3_bind_int64(s, 3, obs[k].job_id);
-        sqlite3_bind_int64(s, 4, v[obs[k].sched].id);
-        sqlite3_bind_int64(s, 5, obs[k].seed);
-        sqlite3_bind_double(s, 6, obs[k].y);
-        if (isfinite(sres[k])) sqlite3_bind_double(s, 7, sres[k]); else sqlite3_bind_null(s, 7);
-        if (isfinite(sthr[k])) sqlite3_bind_double(s, 8, sthr[k]); else sqlite3_bind_null(s, 8);
-        if (sqlite3_step(s) != SQLITE_DONE) { rc = db_fail(st, err, errlen, "racing screened"); goto out; }
+        sqlite3_bind_int64(s, 1, d->sweep);
+        sqlite3_bind_int(s, 2, d->r);
+        sqlite3_bind_int64(s, 3, d->obs[k].job_id);
+        sqlite3_bind_int64(s, 4, d->v[d->obs[k].sched].id);
+        sqlite3_bind_int64(s, 5, d->obs[k].seed);
+        sqlite3_bind_double(s, 6, d->obs[k].y);
+        if (isfinite(d->sres[k])) sqlite3_bind_double(s, 7, d->sres[k]); else sqlite3_bind_null(s, 7);
+        if (isfinite(d->sthr[k])) sqlite3_bind_double(s, 8, d->sthr[k]); else sqlite3_bind_null(s, 8);
+        if (sqlite3_step(s) != SQLITE_DONE) { rc = db_fail(st, err, errlen, "racing screened"); break; }
     }
     sqlite3_finalize(s);
-    s = NULL;
-    /* the next round: one new seed for every survivor and the uniform baseline (same seed: the design stays paired) */
-    int seeds = cfg->seeds0 + r - 1, created = 0, next = survivors > 1 && seeds < cfg->max_seeds;
-    long long next_seed = racing_round_seed(cfg, r + 1);
-    if (next) {
-        int lo, hi;
-        round_range(cfg, r + 1, &lo, &hi);
-        for (int i = 0; i < n; i++) {
-            if (!alive[i] && i != base) continue;
-            if ((rc = create_job(st, sweep, v[i].id, next_seed, lo, &hv, &created, err, errlen)) < 0) goto out;
-        }
-    }
-    store_fault_point("PRISM_FAULT_RACING", "a racing decision");   /* the decisions and the next round's jobs written, the round row not: nothing committed */
+    return rc;
+}
+
+/* The round's row: written last, so a round is decided once its row exists. */
+static int write_round_row(store *st, const rround *d, int seeds, double alpha, double q, int family, int survivors,
+                           int next, long long next_seed, int created, int nscreened, char *err, size_t errlen) {
+    sqlite3_stmt *s = NULL;
     if (sqlite3_prepare_v2(st->db, "INSERT INTO racing_rounds (sweep_id, round, seeds, alpha, critical, family, survivors, "
                                    "next_seed, jobs_created, decided_at, screened) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, "
                                    "?10, ?11)",
-                           -1, &s, NULL) != SQLITE_OK) {
-        rc = db_fail(st, err, errlen, "racing round");
-        goto out;
-    }
-    sqlite3_bind_int64(s, 1, sweep);
-    sqlite3_bind_int(s, 2, r);
+                           -1, &s, NULL) != SQLITE_OK)
+        return db_fail(st, err, errlen, "racing round");
+    sqlite3_bind_int64(s, 1, d->sweep);
+    sqlite3_bind_int(s, 2, d->r);
     sqlite3_bind_int(s, 3, seeds);
     sqlite3_bind_double(s, 4, alpha);
     if (isfinite(q)) sqlite3_bind_double(s, 5, q); else sqlite3_bind_null(s, 5);
@@ -478,18 +465,67 @@ static int decide_round(store *st, long long sweep, const racing_cfg *cfg, int r
     sqlite3_bind_int(s, 7, survivors);
     if (next) sqlite3_bind_int64(s, 8, next_seed); else sqlite3_bind_null(s, 8);
     sqlite3_bind_int(s, 9, created);
-    sqlite3_bind_double(s, 10, now);
+    sqlite3_bind_double(s, 10, d->now);
     sqlite3_bind_int(s, 11, nscreened);
-    if (sqlite3_step(s) != SQLITE_DONE) rc = db_fail(st, err, errlen, "racing round");
-out:
+    int rc = sqlite3_step(s) == SQLITE_DONE ? STORE_OK : db_fail(st, err, errlen, "racing round");
     sqlite3_finalize(s);
-    free(scr);
-    free(sres);
-    free(sthr);
-    if (have_fit) ranking_fit_release(&fit);
-    free(v);
-    free(obs);
-    free(alive);
+    return rc;
+}
+
+static void round_release(rround *d) {
+    free(d->scr);
+    free(d->sres);
+    free(d->sthr);
+    if (d->have_fit) ranking_fit_release(&d->fit);
+    free(d->v);
+    free(d->obs);
+    free(d->alive);
+}
+
+/* Decides round r (its jobs are all over). */
+static int decide_round(store *st, long long sweep, const racing_cfg *cfg, int r, char *err, size_t errlen) {
+    rround d;
+    memset(&d, 0, sizeof d);
+    d.sweep = sweep;
+    d.r = r;
+    d.base = -1;
+    int rc, nscreened = 0;
+    sweep_plan plan;
+    if ((rc = plan_load(st, sweep, &plan, err, errlen)) == STORE_EIO) return rc;
+    halving_cfg hv = plan.halving;
+    double alpha, q = NAN;
+    if ((rc = round_schedules(st, &d, err, errlen)) < 0 || (rc = round_observe(st, cfg, &d, &alpha, err, errlen)) < 0) goto out;
+    int nobs = d.nobs, n = d.n;
+    d.scr = calloc((size_t)(nobs ? nobs : 1), 1);
+    d.sres = malloc((size_t)(nobs ? nobs : 1) * sizeof *d.sres);
+    d.sthr = malloc((size_t)(nobs ? nobs : 1) * sizeof *d.sthr);
+    if (!d.scr || !d.sres || !d.sthr) { rc = STORE_EIO; snprintf(err, errlen, "out of memory"); goto out; }
+    int lrc = racing_look_screened(d.obs, nobs, n, d.alive, alpha, &q, &d.fit, d.scr, d.sres, d.sthr);
+    if (lrc < 0) { rc = STORE_EIO; snprintf(err, errlen, lrc == -2 ? "racing: too many seeds for the blocked model" : "out of memory"); goto out; }
+    d.have_fit = 1;
+    int family = 0, survivors = 0;
+    for (int i = 0; i < n; i++) {
+        d.v[i].family = d.v[i].alive && d.fit.r[i] > 0;
+        family += d.v[i].family;
+        survivors += d.alive[i];
+    }
+    d.now = store_now();
+    if ((rc = write_decisions(st, &d, err, errlen)) < 0 || (rc = write_screened(st, &d, &nscreened, err, errlen)) < 0) goto out;
+    /* the next round: one new seed for every survivor and the uniform baseline (same seed: the design stays paired) */
+    int seeds = cfg->seeds0 + r - 1, created = 0, next = survivors > 1 && seeds < cfg->max_seeds;
+    long long next_seed = racing_round_seed(cfg, r + 1);
+    if (next) {
+        int lo, hi;
+        round_range(cfg, r + 1, &lo, &hi);
+        for (int i = 0; i < n; i++) {
+            if (!d.alive[i] && i != d.base) continue;
+            if ((rc = create_job(st, sweep, d.v[i].id, next_seed, lo, &hv, &created, err, errlen)) < 0) goto out;
+        }
+    }
+    store_fault_point("PRISM_FAULT_RACING", "a racing decision");   /* the decisions and the next round's jobs written, the round row not: nothing committed */
+    rc = write_round_row(st, &d, seeds, alpha, q, family, survivors, next, next_seed, created, nscreened, err, errlen);
+out:
+    round_release(&d);
     return rc;
 }
 
