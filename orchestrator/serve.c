@@ -40,7 +40,7 @@
 #include "api.h"
 #include "cli.h"
 #include "commands.h"
-#include "http.h"
+#include "http_server.h"
 #include "store.h"
 #include "walck.h"
 #include "walscan.h"
