@@ -37,36 +37,28 @@
 #include <stddef.h>
 
 #include "jobstate.h"
+#include "ranking_fit.h"
 #include "store.h"
 
 #define RANKING_ALPHA 0.05          /* family-wise error rate of the marks and of the best group */
 #define RANKING_VAR_ALPHA 0.01      /* Bartlett's test below this: "rejected" in the diagnostic (no fallback) */
 #define RANKING_PAPER_EFFECT 0.0144 /* the paper's headline |Δ| (PAPER.md), for the detectable-effect sentence */
-#define RANKING_SCREEN_ALPHA 0.01   /* the screen's per-level false-screen rate (Bonferroni over the level's jobs) */
 #define RANKING_PERM_REPS 400       /* permutations that calibrate the best group's critical value (heavy tails) */
 #define RANKING_PERM_MIN_REPS 100   /* fewer within the cost cap: no calibration (Tukey's alone, said so) */
 #define RANKING_PERM_MIN_DF 30      /* the calibration needs this many residual df (a 56 × 3 sweep has 110) */
 #define RANKING_PERM_WORK 4000000LL /* the calibration's cost cap: permutations × (family pairs + observations) */
 #define RANKING_PERM_SEED 0x5052534d50524d31ULL   /* the permutations' fixed stream: a ranking is a function of its data */
-#define RANKING_MAX_SEEDS 256       /* the blocked model's seed limit (beyond: the paired method, said so) */
 #define RANKING_NSTATES JOB_NSTATES   /* counts[] is indexed by job_state (jobstate.h) */
 
 typedef enum { RANKING_BLOCKED = 0, RANKING_PAIRED = 1 } ranking_method;
 
 /* ---- the pure core: no store, no allocation beyond its own results (the Monte Carlo tests call it) ---- */
-
-typedef struct ranking_obs {
-    int sched;                   /* 0 ≤ sched < nsched */
-    long long seed;
-    double y;                    /* the val loss at the level */
-    const double *batches;       /* (nbatch) per-batch val losses, or NULL (borrowed) */
-    int nbatch;
-    long long job_id;            /* the job it came from, named when screened (0 in the pure tests) */
-} ranking_obs;
+/* The observations, the fit at one level and the outlier screen (ranking_obs, ranking_fit, ranking_screen,
+ * RANKING_MAX_SEEDS, RANKING_SCREEN_ALPHA) are ranking_fit.h's. */
 
 /* ---- the outlier screen (issue #37): a job the fit leaves out, named on every surface ---- */
 
-/* One observation the screen left out of the fit at a level. */
+/* One observation the screen (ranking_screen) left out of the fit at a level. */
 typedef struct ranking_screened {
     long long job_id, schedule_id, seed;
     int level;                   /* 0.. (the final level is nrungs) */
@@ -75,54 +67,6 @@ typedef struct ranking_screened {
     double threshold;            /* the |residual| it exceeded */
     char reason[128];            /* one line for a person: what was seen and the rule */
 } ranking_screened;
-
-/* Screens obs[0..nobs) at one level (the same rule in ranking_compute, racing and halving; docs/STATISTICS.md):
- * repeatedly fits the blocked model on the observations not yet screened and leaves out the one whose |deleted
- * studentized residual| is largest while it exceeds the rule's threshold. On return out[k] is 1 for a screened
- * observation (0 otherwise) and, when resid/thr are not NULL, resid[k] and thr[k] hold its residual and the
- * threshold it exceeded (NAN for the rest). Returns the number screened (≥ 0), -1 on no memory (out[] all 0). */
-int ranking_screen(const ranking_obs *obs, int nobs, int nsched, unsigned char *out, double *resid, double *thr);
-
-/* val loss ~ schedule + seed by least squares at one level */
-typedef struct ranking_fit {
-    int nsched, nseed, nobs;     /* schedules (with or without data), distinct seeds, observations */
-    int df;                      /* residual degrees of freedom (0: no noise estimate) */
-    int ncomp;                   /* connected components of the schedule–seed incidence graph */
-    int balanced;                /* every schedule with data has every seed */
-    double rss, sd;              /* residual sum of squares; pooled sd sqrt(rss/df) (NAN when df = 0) */
-    double *tau;                 /* (nsched) schedule effect, comparable within a component; NAN without data */
-    int *r;                      /* (nsched) observations */
-    int *comp;                   /* (nsched) component, -1 without data */
-    double *ms, *dfi;            /* (nsched) residual mean square and residual df of each schedule */
-    double *u;                   /* (nsched × nkept) N_ij / r_i over the kept seeds */
-    double *sinv;                /* (nkept × nkept) inverse of the reduced seed information matrix */
-    int nkept;                   /* seeds minus one per component */
-    long long *seeds;            /* (nseed) ascending */
-    double *y;                   /* (nsched × nseed) the observations, NAN for a missing cell */
-    const ranking_obs **cell;    /* (nsched × nseed) the observation of each cell, NULL when missing (borrowed from
-                                    the caller's obs[]; ranking_build frees the table with its observations: NULL) */
-    int *kept;                   /* (nseed) index among the kept seeds, -1 for the one dropped per component */
-    double bartlett_p, bartlett_stat;
-    int bartlett_groups;         /* schedules the test used (2+ observations); p NAN when fewer than 3 */
-    double *beta;                /* (nseed) seed effects (0 for the dropped seed of each component) */
-    double d0, s02;              /* the empirical-Bayes prior of the schedules' variances (stats_eb_prior over ms/dfi;
-                                    d0 INFINITY: no excess spread, the moderated variance is the pooled one); NAN
-                                    without 2 schedules with residual df */
-    double *s2m, *dfm;           /* (nsched) moderated variance (d0·s0² + d_i·ms_i)/(d0 + d_i) and its df
-                                    (≤ the pooled df); the pooled sd² and df when d0 is infinite; NAN without data */
-} ranking_fit;
-
-/* Fits obs[0..nobs). Returns 0, -1 on no memory (f released), -2 when there are more than RANKING_MAX_SEEDS
- * seeds (f released). A duplicate (schedule, seed) is not expected (one job per cell): the later one wins. */
-int ranking_fit_compute(const ranking_obs *obs, int nobs, int nsched, ranking_fit *f);
-/* Var(τ̂_a − τ̂_b)/σ²; NAN when a or b has no data or they are in different components. */
-double ranking_fit_var(const ranking_fit *f, int a, int b);
-/* Var(τ̂_a − τ̂_b) with each schedule at its own moderated variance s2m (not divided by σ²): Σ_s w_s s̃²_s over the
- * contrast's coefficients on the observations, and in *df its Satterthwaite df (Σ w s̃²)² / Σ (w s̃²)²/dfm, at most
- * the pooled df. NAN (and *df NAN) when a or b has no data or no variance, a = b, or they are in different
- * components. Allocates nothing for the common case (a and b miss the same seeds); else at most nkept doubles. */
-double ranking_fit_contrast(const ranking_fit *f, int a, int b, double *df);
-void ranking_fit_release(ranking_fit *f);
 
 /* one schedule against the uniform baseline at its level */
 typedef struct ranking_cmp {
