@@ -19,6 +19,7 @@
 
 #include "plan.h"
 #include "queue.h"
+#include "ranking_read.h"
 #include "stats.h"
 #include "sweeps.h"
 

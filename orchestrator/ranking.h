@@ -28,8 +28,8 @@
  *                the seed-averaged Δ that the val sample alone contributes (it does not shrink with seeds),
  *                against the seeds' standard error of that Δ.
  *
- * Ownership: ranking_build returns a ranking the caller frees with ranking_free; every pointer inside is owned
- * by it. Nothing here writes to the store.
+ * Ownership: ranking_build returns a ranking the caller frees with ranking_free (ranking_read.h, which reads the
+ * store into it); every pointer inside is owned by it. Nothing here writes to the store.
  */
 #ifndef PRISM_RANKING_H
 #define PRISM_RANKING_H
@@ -187,24 +187,6 @@ int ranking_compute(ranking *r, ranking_obs *const *obs, const int *nobs, int nl
  * target effect whose detectability and seeds are reported. Pure; the ranking states it for the sweep at its own
  * estimate of sd and the paper's effect, `prism-sweep power` for a spec before it runs at the user's. */
 void ranking_design_power(int K, int seeds, int m, double sd, ranking_method method, double effect, ranking_power *out);
-
-/* What a module that decides on the ranking adds to it before its comparisons are computed (racing.h's
- * racing_annotate: eliminated schedules leave the family; search.h's search_annotate: its posteriors), called in
- * the caller's order on the ranking read so far. The ranking calls none of them by name: its caller feeds them
- * (ranking_build.h's ranking_build feeds every one). Returns 0 or < 0 (err set). */
-typedef int (*ranking_input)(store *st, ranking *r, char *err, size_t errlen);
-/* Reads the sweep and ranks it: at_rung < 0 each schedule at the highest level it reached, else every schedule
- * at level at_rung; inputs[0..ninputs) run before the comparisons. Returns 0 and a new *out, STORE_ENOTFOUND (no
- * such sweep) or STORE_EIO (message in err). */
-int ranking_build_from(store *st, long long sweep_id, int at_rung, const ranking_input *inputs, int ninputs,
-                       ranking **out, char *err, size_t errlen);
-/* Every done job of the sweep with a final val loss, as observations of the schedules ids[0..n) (ascending; sched
- * = the index in ids; a job of a schedule not in ids is skipped), batches NULL: racing's rounds and the search's
- * batches fit these. *obs is the caller's to free (NULL when none), *nobs their count. Returns 0, or STORE_EIO with
- * err set and nothing to free. */
-int ranking_load_final(store *st, long long sweep_id, const long long *ids, int n, ranking_obs **obs, int *nobs,
-                       char *err, size_t errlen);
-void ranking_free(ranking *r);
 
 /* The analysis as JSON ("analysis" in docs/API.md). New reference. */
 json_t *ranking_analysis_json(const ranking *r);

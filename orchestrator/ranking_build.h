@@ -5,7 +5,7 @@
  */
 #ifndef PRISM_RANKING_BUILD_H
 #define PRISM_RANKING_BUILD_H
-#include "ranking.h"
+#include "ranking_read.h"
 
 /* ranking_build_from with racing_annotate and search_annotate, in that order: at_rung < 0 each schedule at the
  * highest level it reached, else every schedule at level at_rung. */

@@ -22,6 +22,7 @@
 
 #include "buf.h"
 #include "job.h"
+#include "ranking_read.h"
 #include "spec.h"
 #include "surrogate.h"
 #include "sweeps.h"

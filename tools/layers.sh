@@ -66,7 +66,7 @@ auth http rules_cli stats store tfevents walscan queue_sql
 commands http_server http_session queue ranking_fit surrogate walck
 cmd_admin cmd_enumerate cmd_launch cmd_validate main plan queue_admin search_spec
 ranking spec
-cmd_power leaderboard_zeroshot sweeps
+cmd_power leaderboard_zeroshot ranking_read sweeps
 cmd_export racing search
 ranking_build
 halving leaderboard
