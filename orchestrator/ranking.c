@@ -425,7 +425,7 @@ int ranking_compute(ranking *r, ranking_obs *const *obs, const int *nobs, int nl
     for (int i = 0; i < n; i++) {
         ranking_row *x = &r->rows[i];
         cmp_clear(&x->cmp);
-        praw[i] = NAN;
+        praw[i] = padj[i] = NAN;   /* no baseline: no Holm, every row's p_holm stays NaN */
         if (base < 0 || i == base || x->seeds_done == 0) continue;
         const ranking_fit *f = &fits[x->level < nlevels ? x->level : 0];
         if (!f->tau) continue;   /* too many seeds: no fit at this level */

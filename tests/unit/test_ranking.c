@@ -11,6 +11,8 @@
 #include "ranking_sim.h"
 #include "stats.h"
 
+#include <malloc.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -541,6 +543,38 @@ TEST(best_group_members_are_listed_first) {
     }
     ASSERT_TRUE(seen_out);
     ranking_fit_release(&rk.fit);
+}
+
+TEST(no_baseline_leaves_every_row_without_a_holm_p) {
+    /* A sweep without the uniform baseline has nothing to compare against: no row may carry a Holm p or be marked
+     * significant. M_PERTURB fills fresh allocations with 0xAA bytes (a finite double) so that a p_holm left
+     * unwritten shows up as a number instead of whatever the heap held. */
+    mallopt(M_PERTURB, 0x55);
+    sim_rng g = { 7, 0, 0 };
+    int K = 6, n = 3;
+    double eff[6] = { 0, -0.02, 0.01, -0.019, 0.03, 0.0 };
+    ranking_obs obs[18];
+    int m = simulate(&g, K, n, eff, 0.002, 0.02, NULL, obs);
+    ranking_row rows[6];
+    ranking rk;
+    memset(&rk, 0, sizeof rk);
+    memset(rows, 0, sizeof rows);
+    for (int i = 0; i < K; i++) { rows[i].schedule_id = i; rows[i].ord = i; rows[i].seeds_total = n; rows[i].seeds_done = n; rows[i].mean = eff[i]; }
+    rk.rows = rows;
+    rk.nrows = K;
+    rk.seeds = n;
+    rk.baseline_id = -1;
+    ranking_obs *levels[1] = { obs };
+    int nl[1] = { m };
+    int rc = ranking_compute(&rk, levels, nl, 1, -1);
+    mallopt(M_PERTURB, 0);
+    ASSERT_EQ_INT(0, rc);
+    ASSERT_EQ_INT(0, rk.comparisons);
+    for (int i = 0; i < K; i++) {
+        if (!isnan(rk.rows[i].cmp.p_holm)) HFAIL("schedule %lld: p_holm %g without a baseline, expected NaN", rk.rows[i].schedule_id, rk.rows[i].cmp.p_holm);
+        ASSERT_EQ_INT(0, rk.rows[i].cmp.significant);
+    }
+    sim_release(&rk);
 }
 
 TEST(screen_names_a_diverged_job) { assert_screens_exactly(17, 1); }
