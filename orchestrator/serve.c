@@ -511,110 +511,72 @@ static void serve_say_listening(serve_state *s, const char *host, const char *db
                 host);
 }
 
-int cmd_serve(int argc, char **argv) {
-    const char *db = "prism.db", *listen = "127.0.0.1:8080", *token_file = NULL, *web = "web/";
-    double ttl = 120, idle = 60, req_to = 30, anon_to = 5;
-    int accept_wal_loss = 0;
-    int max_attempts = 3, max_preempt = QUEUE_DEFAULT_MAX_PREEMPTIONS, fail_limit = 3, public_read = 0, max_conns = SERVE_DEFAULT_MAX_CONNS, per_addr = 64;
-    cli_flag flags[] = {
-        { "--db", CLI_STR, &db, "prism.db", "the SQLite database (created if missing)", 0, 0, NULL, 0 },
-        { "--listen", CLI_STR, &listen, "127.0.0.1:8080", "HOST:PORT to listen on ([::1]:PORT for IPv6; port 0 = any free)", 0, 0, NULL, 0 },
-        { "--token-file", CLI_STR, &token_file, "(DB.tokens, generated)", "file with worker_token=... and admin_token=... lines", 0, 0, NULL, 0 },
-        { "--lease-ttl", CLI_DOUBLE, &ttl, "120", "seconds a lease lives without a heartbeat", 0.2, 86400, NULL, 0 },
-        { "--max-attempts", CLI_INT, &max_attempts, "3", "leases per job before it fails", 1, 1000, NULL, 0 },
-        { "--max-preemptions", CLI_INT, &max_preempt, "100", "preempted attempts a job may have (they do not count in "
-          "--max-attempts); the next one fails it", 0, 100000, NULL, 0 },
-        { "--worker-fail-limit", CLI_INT, &fail_limit, "3", "a worker that fails N jobs in a row without retry gets no "
-          "more leases until it registers again (0 = never stop one)", 0, 1000000, NULL, 0 },
-        { "--web", CLI_STR, &web, "web/", "folder of the leaderboard page (static files); when web/ is not here, the one beside the binary's build folder", 0, 0, NULL, 0 },
-        { "--public-read", CLI_BOOL, &public_read, "off", "read routes need no token even off loopback", 0, 0, NULL, 0 },
-        { "--idle-timeout", CLI_DOUBLE, &idle, "60", "seconds an idle keep-alive connection stays open", 0.1, 86400, NULL, 0 },
-        { "--request-timeout", CLI_DOUBLE, &req_to, "30", "seconds a client has to send a whole request", 0.1, 3600, NULL, 0 },
-        { "--max-conns", CLI_INT, &max_conns, "16384", "open connections at most; at the cap a new connection replaces the oldest one that has shown no token, else gets 503 (the open-file limit is raised to fit)", 1, 1000000, NULL, 0 },
-        { "--max-conns-per-addr", CLI_INT, &per_addr, "64", "connections without a token from one client address (a new one closes its oldest; connections that sent a token are not counted)", 1, 1000000, NULL, 0 },
-        { "--accept-wal-loss", CLI_BOOL, &accept_wal_loss, "off", "start although the WAL ends in committed transactions SQLite would drop (a copy of the WAL is kept beside it)", 0, 0, NULL, 0 },
-        { "--anon-timeout", CLI_DOUBLE, &anon_to, "5", "seconds a connection without a token may stay without a complete request", 0.1, 3600, NULL, 0 },
-        { 0 },
-    };
-    cli_cmd cmd = { "serve", "[--db FILE] [--listen HOST:PORT] [flags]",
-                    "Run the orchestrator: the HTTP/JSON API for workers (leases, metrics, results), the admin and read "
-                    "routes, and the leaderboard page. It is the only process that writes the database. API: docs/API.md.",
-                    flags, NULL };
-    char *pos[1];
-    int npos = 0;
-    int rc = cli_parse(&cmd, argc, argv, pos, 0, &npos);
-    if (rc != CLI_OK) return rc == CLI_HELP ? 0 : 2;
-    char host[256];
-    int port = 0;
-    if (parse_listen(listen, host, sizeof host, &port) < 0)
-        return cli_error("serve", "--listen must be HOST:PORT, [IPV6]:PORT or :PORT with a port in 0..65535 (got \"%s\")", listen);
-    cli_flag *wf = cli_find(&cmd, "--web");
-    struct stat sb;
+/* serve's flags, as parsed */
+typedef struct serve_opts {
+    const char *db, *listen, *token_file, *web;
+    double ttl, idle, req_to, anon_to;
+    int accept_wal_loss, max_attempts, max_preempt, fail_limit, public_read, max_conns, per_addr;
+} serve_opts;
+
+/* The page's folder: --web when it is one; when the default web/ is not here, the checkout the binary was built in
+ * (BUILD/prism-sweep → web/), else where `make install` puts it (PREFIX/bin/prism-sweep → PREFIX/share/prism-sweep/web),
+ * else none (NULL: API only, the listening line says so). Returns 0, or CLI_ERR when --web names no folder. */
+static int serve_pick_web(serve_opts *op, int web_given) {
     static char beside_exe[PATH_MAX];
-    if (stat(web, &sb) != 0 || !S_ISDIR(sb.st_mode)) {
-        if (wf && wf->seen) return cli_error("serve", "--web %s: not a folder (give the folder holding index.html)", web);
-        /* default folder absent here: the checkout the binary was built in (BUILD/prism-sweep → web/), else where
-         * `make install` puts it (PREFIX/bin/prism-sweep → PREFIX/share/prism-sweep/web) */
-        ssize_t n = readlink("/proc/self/exe", beside_exe, sizeof beside_exe - 40);
-        char *slash = n > 0 ? (beside_exe[n] = 0, strrchr(beside_exe, '/')) : NULL;
-        web = NULL;   /* neither: API only (the listening line says so) */
-        if (slash) {
-            strcpy(slash, "/../web");
-            if (stat(beside_exe, &sb) == 0 && S_ISDIR(sb.st_mode)) web = beside_exe;
-            else {
-                strcpy(slash, "/../share/prism-sweep/web");
-                if (stat(beside_exe, &sb) == 0 && S_ISDIR(sb.st_mode)) web = beside_exe;
-            }
+    struct stat sb;
+    if (stat(op->web, &sb) == 0 && S_ISDIR(sb.st_mode)) return 0;
+    if (web_given) return cli_error("serve", "--web %s: not a folder (give the folder holding index.html)", op->web);
+    ssize_t n = readlink("/proc/self/exe", beside_exe, sizeof beside_exe - 40);
+    char *slash = n > 0 ? (beside_exe[n] = 0, strrchr(beside_exe, '/')) : NULL;
+    op->web = NULL;
+    if (slash) {
+        strcpy(slash, "/../web");
+        if (stat(beside_exe, &sb) == 0 && S_ISDIR(sb.st_mode)) op->web = beside_exe;
+        else {
+            strcpy(slash, "/../share/prism-sweep/web");
+            if (stat(beside_exe, &sb) == 0 && S_ISDIR(sb.st_mode)) op->web = beside_exe;
         }
     }
-    signal(SIGPIPE, SIG_IGN);
-    signal(SIGXFSZ, SIG_IGN);   /* a file-size limit fails the write (EFBIG, an error we report) instead of killing us */
-    cli_flag *mcf = cli_find(&cmd, "--max-conns");
-    if (serve_raise_nofile(&max_conns, mcf && mcf->seen) < 0) return 2;
+    return 0;
+}
 
-    if (serve_probe_port(host, port) < 0) return 2;
-    int lockfd = serve_lock_path(db);
-    if (lockfd < 0) return 2;
+/* The database taken for this server: the path's flock, the file's own lock, the WAL checked, opened, a write
+ * probed. Returns 0 with *lockfd, *dbfd and *st set (the caller closes them), or the exit status (1 or 2) with
+ * what was taken already closed and the reason on stderr. */
+static int serve_take_db(const serve_opts *op, int *lockfd, int *dbfd, store **st) {
+    char err[1024];
+    *lockfd = serve_lock_path(op->db);
+    if (*lockfd < 0) return 2;
     /* DB.lock is keyed on the path: a hard link or a symlink to the database has another one. The lock that
      * counts is on the database file itself (serve_lock_db) */
-    int dbfd = serve_lock_db(db);
-    if (dbfd < 0) { close(lockfd); return 2; }
-
-    char err[1024];
-    if (serve_check_wal(db, accept_wal_loss) < 0) { close(dbfd); close(lockfd); return 1; }
-    store *st = NULL;
-    if (store_open(db, &st, err, sizeof err) < 0) {
+    *dbfd = serve_lock_db(op->db);
+    int status = 0;
+    if (*dbfd < 0) { status = 2; goto fail; }
+    if (serve_check_wal(op->db, op->accept_wal_loss) < 0) { status = 1; goto fail; }
+    if (store_open(op->db, st, err, sizeof err) < 0) {
         fprintf(stderr, "prism-sweep serve: %s\n", err);
-        close(dbfd);
-        close(lockfd);
-        return 2;
+        status = 2;
+        goto fail;
     }
-    if (api_probe_write(st, err, sizeof err) < 0) {   /* reads alone would pass: answering 500 to every write is worse */
+    if (api_probe_write(*st, err, sizeof err) < 0) {   /* reads alone would pass: answering 500 to every write is worse */
         fprintf(stderr, "prism-sweep serve: cannot write %s: %s (a read-only file or folder, a full disk or an I/O "
-                        "error: fix it and start again)\n", db, err);
-        store_close(st);
-        close(dbfd);
-        close(lockfd);
-        return 1;
+                        "error: fix it and start again)\n", op->db, err);
+        store_close(*st);
+        *st = NULL;
+        status = 1;
+        goto fail;
     }
-    serve_state *s = calloc(1, sizeof *s);
-    auth_tokens tok;
-    int status = 1;
-    if (!s) { fprintf(stderr, "prism-sweep serve: out of memory\n"); goto out; }
-    if (auth_load(&tok, token_file, db, err, sizeof err) < 0) {
-        fprintf(stderr, "prism-sweep serve: %s\n", err);
-        status = 2;
-        goto out;
-    }
-    serve_say_tokens(&tok, db);
-    api_config cfg = { .lease_ttl = ttl, .max_attempts = max_attempts, .worker_fail_limit = fail_limit,
-                       .max_preemptions = max_preempt ? max_preempt : -1,
-                       .public_read = public_read || is_loopback(host), .web_dir = web };
-    if (api_init(&s->a, st, &tok, &cfg, err, sizeof err) < 0) {
-        fprintf(stderr, "prism-sweep serve: %s\n", err);
-        status = 2;
-        goto out;
-    }
+    return 0;
+fail:
+    if (*dbfd >= 0) close(*dbfd);
+    close(*lockfd);
+    *dbfd = *lockfd = -1;
+    return status;
+}
+
+/* The loop's companions before listening: the large sweeps' leaderboards warmed, the page cache, the checkpointer. */
+static void serve_prepare_loop(serve_state *s, store *st) {
+    char err[1024];
     util_malloc_eager();   /* a leaderboard freed on the pool is merged there, not by the loop's next malloc (util.h) */
     uv_loop_init(&s->loop);
     s->a.views.lb.loop = &s->loop;   /* a costly leaderboard is ranked again off the loop (lbcache.h) */
@@ -631,8 +593,15 @@ int cmd_serve(int argc, char **argv) {
         fprintf(stderr, "prism-sweep serve: %s (checkpoints stay inside COMMITs)\n", err);
     s->a.metrics_extra = serve_metrics;
     s->a.metrics_extra_ud = s;
-    http_server_opts o = { .max_conns = max_conns, .idle_timeout_s = idle, .request_timeout_s = req_to,
-                           .anon_timeout_s = anon_to, .max_conns_per_addr = per_addr, .trusted = serve_trusted,
+}
+
+/* Listens and runs the loop until a signal stops it. Returns the exit status: 0 stopped cleanly, 2 could not listen
+ * (the API released, the loop closed). */
+static int serve_run(serve_state *s, store *st, const serve_opts *op, const char *host, int port, int public_read) {
+    char err[1024];
+    serve_prepare_loop(s, st);
+    http_server_opts o = { .max_conns = op->max_conns, .idle_timeout_s = op->idle, .request_timeout_s = op->req_to,
+                           .anon_timeout_s = op->anon_to, .max_conns_per_addr = op->per_addr, .trusted = serve_trusted,
                            .flush = serve_flush, .stopped = on_stopped,
                            .durable = s->wal.durable ? serve_durable : NULL, .durable_failed = serve_durable_failed };
     if (http_server_start(&s->srv, &s->loop, host, port, api_handle, &s->a, &o, err, sizeof err) < 0) {
@@ -641,12 +610,11 @@ int cmd_serve(int argc, char **argv) {
         uv_run(&s->loop, UV_RUN_DEFAULT);
         walck_release(&s->wal);
         uv_loop_close(&s->loop);
-        status = 2;
-        goto out;
+        return 2;
     }
     uv_timer_init(&s->loop, &s->expiry);
     s->expiry.data = s;
-    uint64_t every = (uint64_t)(ttl * 1000 / 4);
+    uint64_t every = (uint64_t)(op->ttl * 1000 / 4);
     if (every > 500) every = 500;
     if (every < 50) every = 50;
     uv_timer_start(&s->expiry, expiry_tick, every, every);
@@ -656,7 +624,7 @@ int cmd_serve(int argc, char **argv) {
     uv_signal_start(&s->sigint, on_signal, SIGINT);
     uv_signal_start(&s->sigterm, on_signal, SIGTERM);
     serve_recover(s, st);
-    serve_say_listening(s, host, db, ttl, max_attempts, cfg.public_read, web);
+    serve_say_listening(s, host, op->db, op->ttl, op->max_attempts, public_read, op->web);
     fflush(stderr);
     uv_run(&s->loop, UV_RUN_DEFAULT);
     api_flush(&s->a);
@@ -664,7 +632,77 @@ int cmd_serve(int argc, char **argv) {
     walck_release(&s->wal);
     uv_loop_close(&s->loop);
     fprintf(stderr, "prism-sweep serve: stopped cleanly\n");
-    status = 0;
+    return 0;
+}
+
+int cmd_serve(int argc, char **argv) {
+    serve_opts op = { .db = "prism.db", .listen = "127.0.0.1:8080", .token_file = NULL, .web = "web/", .ttl = 120,
+                      .idle = 60, .req_to = 30, .anon_to = 5, .accept_wal_loss = 0, .max_attempts = 3,
+                      .max_preempt = QUEUE_DEFAULT_MAX_PREEMPTIONS, .fail_limit = 3, .public_read = 0,
+                      .max_conns = SERVE_DEFAULT_MAX_CONNS, .per_addr = 64 };
+    cli_flag flags[] = {
+        { "--db", CLI_STR, &op.db, "prism.db", "the SQLite database (created if missing)", 0, 0, NULL, 0 },
+        { "--listen", CLI_STR, &op.listen, "127.0.0.1:8080", "HOST:PORT to listen on ([::1]:PORT for IPv6; port 0 = any free)", 0, 0, NULL, 0 },
+        { "--token-file", CLI_STR, &op.token_file, "(DB.tokens, generated)", "file with worker_token=... and admin_token=... lines", 0, 0, NULL, 0 },
+        { "--lease-ttl", CLI_DOUBLE, &op.ttl, "120", "seconds a lease lives without a heartbeat", 0.2, 86400, NULL, 0 },
+        { "--max-attempts", CLI_INT, &op.max_attempts, "3", "leases per job before it fails", 1, 1000, NULL, 0 },
+        { "--max-preemptions", CLI_INT, &op.max_preempt, "100", "preempted attempts a job may have (they do not count in "
+          "--max-attempts); the next one fails it", 0, 100000, NULL, 0 },
+        { "--worker-fail-limit", CLI_INT, &op.fail_limit, "3", "a worker that fails N jobs in a row without retry gets no "
+          "more leases until it registers again (0 = never stop one)", 0, 1000000, NULL, 0 },
+        { "--web", CLI_STR, &op.web, "web/", "folder of the leaderboard page (static files); when web/ is not here, the one beside the binary's build folder", 0, 0, NULL, 0 },
+        { "--public-read", CLI_BOOL, &op.public_read, "off", "read routes need no token even off loopback", 0, 0, NULL, 0 },
+        { "--idle-timeout", CLI_DOUBLE, &op.idle, "60", "seconds an idle keep-alive connection stays open", 0.1, 86400, NULL, 0 },
+        { "--request-timeout", CLI_DOUBLE, &op.req_to, "30", "seconds a client has to send a whole request", 0.1, 3600, NULL, 0 },
+        { "--max-conns", CLI_INT, &op.max_conns, "16384", "open connections at most; at the cap a new connection replaces the oldest one that has shown no token, else gets 503 (the open-file limit is raised to fit)", 1, 1000000, NULL, 0 },
+        { "--max-conns-per-addr", CLI_INT, &op.per_addr, "64", "connections without a token from one client address (a new one closes its oldest; connections that sent a token are not counted)", 1, 1000000, NULL, 0 },
+        { "--accept-wal-loss", CLI_BOOL, &op.accept_wal_loss, "off", "start although the WAL ends in committed transactions SQLite would drop (a copy of the WAL is kept beside it)", 0, 0, NULL, 0 },
+        { "--anon-timeout", CLI_DOUBLE, &op.anon_to, "5", "seconds a connection without a token may stay without a complete request", 0.1, 3600, NULL, 0 },
+        { 0 },
+    };
+    cli_cmd cmd = { "serve", "[--db FILE] [--listen HOST:PORT] [flags]",
+                    "Run the orchestrator: the HTTP/JSON API for workers (leases, metrics, results), the admin and read "
+                    "routes, and the leaderboard page. It is the only process that writes the database. API: docs/API.md.",
+                    flags, NULL };
+    char *pos[1];
+    int npos = 0;
+    int rc = cli_parse(&cmd, argc, argv, pos, 0, &npos);
+    if (rc != CLI_OK) return rc == CLI_HELP ? 0 : 2;
+    char host[256];
+    int port = 0;
+    if (parse_listen(op.listen, host, sizeof host, &port) < 0)
+        return cli_error("serve", "--listen must be HOST:PORT, [IPV6]:PORT or :PORT with a port in 0..65535 (got \"%s\")", op.listen);
+    cli_flag *wf = cli_find(&cmd, "--web");
+    if ((rc = serve_pick_web(&op, wf && wf->seen)) != 0) return rc;
+    signal(SIGPIPE, SIG_IGN);
+    signal(SIGXFSZ, SIG_IGN);   /* a file-size limit fails the write (EFBIG, an error we report) instead of killing us */
+    cli_flag *mcf = cli_find(&cmd, "--max-conns");
+    if (serve_raise_nofile(&op.max_conns, mcf && mcf->seen) < 0) return 2;
+    if (serve_probe_port(host, port) < 0) return 2;
+    int lockfd, dbfd;
+    store *st = NULL;
+    if ((rc = serve_take_db(&op, &lockfd, &dbfd, &st)) != 0) return rc;
+
+    char err[1024];
+    serve_state *s = calloc(1, sizeof *s);
+    auth_tokens tok;
+    int status = 1;
+    if (!s) { fprintf(stderr, "prism-sweep serve: out of memory\n"); goto out; }
+    if (auth_load(&tok, op.token_file, op.db, err, sizeof err) < 0) {
+        fprintf(stderr, "prism-sweep serve: %s\n", err);
+        status = 2;
+        goto out;
+    }
+    serve_say_tokens(&tok, op.db);
+    api_config cfg = { .lease_ttl = op.ttl, .max_attempts = op.max_attempts, .worker_fail_limit = op.fail_limit,
+                       .max_preemptions = op.max_preempt ? op.max_preempt : -1,
+                       .public_read = op.public_read || is_loopback(host), .web_dir = op.web };
+    if (api_init(&s->a, st, &tok, &cfg, err, sizeof err) < 0) {
+        fprintf(stderr, "prism-sweep serve: %s\n", err);
+        status = 2;
+        goto out;
+    }
+    status = serve_run(s, st, &op, host, port, cfg.public_read);
 out:
     free(s);
     store_close(st);
