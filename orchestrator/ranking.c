@@ -355,6 +355,158 @@ static void compute_valnoise(ranking *r, const ranking_fit *f, const ranking_row
     }
 }
 
+/* Level l's screen and fit: the observations the screen keeps go to *keptp (allocated here, the caller frees it),
+ * the screened are appended to r->screened, and the fit of the kept is *fit with its method and fallback reason.
+ * Returns 0, or -1 out of memory. */
+static int screen_level(ranking *r, const ranking_obs *o, int no, int l, ranking_obs **keptp, ranking_fit *fit,
+                        ranking_method *meth, int *reason) {
+    int n = r->nrows;
+    /* the screen: the fit of this level is on the observations it keeps; the screened are named in r->screened */
+    int nk = 0, ns;
+    unsigned char *out_ = malloc((size_t)(no ? no : 1));
+    double *res = malloc((size_t)(no ? no : 1) * sizeof *res), *thr = malloc((size_t)(no ? no : 1) * sizeof *thr);
+    *keptp = malloc((size_t)(no ? no : 1) * sizeof **keptp);
+    if (!out_ || !res || !thr || !*keptp || (ns = ranking_screen(o, no, n, out_, res, thr)) < 0) {
+        free(out_); free(res); free(thr);
+        return -1;
+    }
+    if (ns > 0) {
+        ranking_screened *grow = realloc(r->screened, (size_t)(r->nscreened + ns) * sizeof *grow);
+        if (!grow) { free(out_); free(res); free(thr); return -1; }
+        r->screened = grow;
+    }
+    int ncells = 0;
+    for (int k = 0; k < no; k++) if (o[k].sched >= 0 && o[k].sched < n && isfinite(o[k].y)) ncells++;
+    for (int k = 0; k < no; k++) {
+        if (!out_[k]) { (*keptp)[nk++] = o[k]; continue; }
+        ranking_screened *x = &r->screened[r->nscreened++];
+        memset(x, 0, sizeof *x);
+        x->job_id = o[k].job_id;
+        x->schedule_id = r->rows[o[k].sched].schedule_id;
+        x->seed = o[k].seed;
+        x->level = l;
+        x->y = o[k].y;
+        x->residual = res[k];
+        x->threshold = thr[k];
+        snprintf(x->reason, sizeof x->reason, "val loss %.4g is %.1f residual SDs from the fit (threshold %.2f: "
+                 "Bonferroni %g%% over %d jobs)", x->y, fabs(x->residual), x->threshold, 100 * RANKING_SCREEN_ALPHA, ncells);
+    }
+    free(out_); free(res); free(thr);
+    int frc = ranking_fit_compute(*keptp, nk, n, fit);
+    if (frc == -1) return -1;
+    if (frc == -2) {   /* too many seeds for the blocked model: a fit of the cells only, compared in pairs */
+        *meth = RANKING_PAIRED;
+        *reason = 2;
+        ranking_fit_release(fit);
+        return 0;
+    }
+    *meth = RANKING_BLOCKED;   /* unequal variances are the moderated contrasts' business: no fallback */
+    *reason = 0;
+    return 0;
+}
+
+/* The best group's members at fit f by method m: fam[K] their positions in r->rows, orig[] each position's fit index,
+ * byt[K] their fit indices (in τ̂ order for the blocked rule), q the critical value; each member's best, worse_than
+ * and its comparison with rank 1 set. d is scratch of RANKING_MAX_SEEDS + 1. Returns 0, or -1 out of memory. */
+static int mark_best(ranking *r, const ranking_fit *f, ranking_method m, const int *fam, int K, const int *orig,
+                     const int *byt, double q, double *d) {
+    int n = r->nrows;
+    int *pos_of = malloc((size_t)n * sizeof *pos_of);
+    if (!pos_of) return -1;
+    for (int i = 0; i < n; i++) pos_of[orig[i]] = i;
+    int first = orig[fam[0]];   /* rank 1 of the family */
+    for (int a = 0; a < K; a++) {
+        int i = orig[fam[a]];
+        ranking_row *x = &r->rows[fam[a]];
+        x->best = 1;
+        ranking_cmp c;
+        if (i != first) {
+            compare(f, m, i, first, d, &c);
+            x->vs_best_n = c.n;
+            x->vs_best_mean = c.mean;
+            x->vs_best_se = c.se;
+            if (m == RANKING_BLOCKED) x->vs_best_margin = pair_margin(f, r, K, i, first);
+            else if (c.n >= 2 && K > 1) x->vs_best_margin = stats_t_quantile(1 - RANKING_ALPHA / ((double)K * (K - 1)), c.n - 1) * c.se;
+        }
+        if (m == RANKING_BLOCKED) {
+            if (!isfinite(q)) continue;   /* no noise estimate: nothing can be shown worse */
+            for (int b = 0; b < K && byt[b] != i; b++) {
+                int j = byt[b];
+                if (!(f->tau[j] < f->tau[i])) break;
+                double margin = pair_margin(f, r, K, i, j);
+                if (isfinite(margin) && f->tau[i] - f->tau[j] > margin) {
+                    x->best = 0;
+                    x->worse_than = r->rows[pos_of[j]].schedule_id;
+                    break;
+                }
+            }
+        } else if (K > 1) {
+            for (int b = 0; b < K; b++) {
+                int j = orig[fam[b]];
+                if (j == i) continue;
+                compare(f, m, i, j, d, &c);
+                if (c.n < 2 || !isfinite(c.se)) continue;
+                double crit = stats_t_quantile(1 - RANKING_ALPHA / ((double)K * (K - 1)), c.n - 1);
+                if (c.mean > crit * c.se) { x->best = 0; x->worse_than = r->rows[pos_of[j]].schedule_id; break; }
+            }
+        }
+    }
+    free(pos_of);
+    return 0;
+}
+
+/* Best-group members first within their level (stable: τ̂ order kept inside each part), orig[] kept in step with the rows, ranks renumbered.
+ * Returns 0, or -1 out of memory (the rows as they were). */
+static int best_first(ranking *r, int *orig) {
+    int n = r->nrows;
+    ranking_row *tmp = malloc((size_t)n * sizeof *tmp);
+    int *otmp = malloc((size_t)n * sizeof *otmp);
+    if (!tmp || !otmp) { free(tmp); free(otmp); return -1; }
+    int w = 0;
+    for (int i = 0; i < n;) {
+        int e = i;
+        while (e < n && r->rows[e].level == r->rows[i].level) e++;
+        for (int pass = 0; pass < 3; pass++)
+            for (int k = i; k < e; k++) {
+                const ranking_row *x = &r->rows[k];
+                int part = x->rank > 0 && x->best == 1 ? 0 : x->rank > 0 ? 1 : 2;
+                if (part == pass) { tmp[w] = *x; otmp[w++] = orig[k]; }
+            }
+        i = e;
+    }
+    memcpy(r->rows, tmp, (size_t)n * sizeof *tmp);
+    memcpy(orig, otmp, (size_t)n * sizeof *otmp);
+    free(tmp);
+    free(otmp);
+    int rk = 0;
+    for (int i = 0; i < n; i++) if (r->rows[i].rank > 0) r->rows[i].rank = ++rk;
+    return 0;
+}
+
+/* The analysis: the best level's fit moved into r->fit (*best left empty), the power and the val noise, which
+ * read the rows in the fit's (original) order orig[]. Returns 0, or -1 out of memory. */
+static int analyse(ranking *r, ranking_fit *best, const int *orig, int base) {
+    int n = r->nrows;
+    r->fit = *best;
+    memset(best, 0, sizeof *best);
+    int kfit = 0;
+    for (int i = 0; i < r->fit.nsched && r->fit.r; i++) if (r->fit.r[i] > 0) kfit++;
+    {
+        /* the power and the val noise read rows in the fit's (original) order */
+        ranking_row *byorig = malloc((size_t)(n ? n : 1) * sizeof *byorig);
+        if (!byorig) return -1;
+        for (int i = 0; i < n; i++) byorig[orig[i]] = r->rows[i];
+        compute_power(r, byorig, base, kfit);
+        if (r->fit.cell) compute_valnoise(r, &r->fit, byorig, base);
+        else {
+            memset(&r->val, 0, sizeof r->val);
+            r->val.sd = r->val.seed_sd = r->val.share = r->val.sd_mean = r->val.seed_sd_mean = r->val.share_mean = NAN;
+        }
+        free(byorig);
+    }
+    return 0;
+}
+
 int ranking_compute(ranking *r, ranking_obs *const *obs, const int *nobs, int nlevels, int base) {
     int n = r->nrows, rc = -1;
     ranking_fit *fits = calloc((size_t)(nlevels ? nlevels : 1), sizeof *fits);
@@ -368,49 +520,8 @@ int ranking_compute(ranking *r, ranking_obs *const *obs, const int *nobs, int nl
     free(r->screened);
     r->screened = NULL;
     r->nscreened = 0;
-    for (int l = 0; l < nlevels; l++) {
-        /* the screen: the fit of this level is on the observations it keeps; the screened are named in r->screened */
-        int no = nobs[l], nk = 0, ns;
-        unsigned char *out_ = malloc((size_t)(no ? no : 1));
-        double *res = malloc((size_t)(no ? no : 1) * sizeof *res), *thr = malloc((size_t)(no ? no : 1) * sizeof *thr);
-        kept[l] = malloc((size_t)(no ? no : 1) * sizeof *kept[l]);
-        if (!out_ || !res || !thr || !kept[l] || (ns = ranking_screen(obs[l], no, n, out_, res, thr)) < 0) {
-            free(out_); free(res); free(thr);
-            goto out;
-        }
-        if (ns > 0) {
-            ranking_screened *grow = realloc(r->screened, (size_t)(r->nscreened + ns) * sizeof *grow);
-            if (!grow) { free(out_); free(res); free(thr); goto out; }
-            r->screened = grow;
-        }
-        int ncells = 0;
-        for (int k = 0; k < no; k++) if (obs[l][k].sched >= 0 && obs[l][k].sched < n && isfinite(obs[l][k].y)) ncells++;
-        for (int k = 0; k < no; k++) {
-            if (!out_[k]) { kept[l][nk++] = obs[l][k]; continue; }
-            ranking_screened *x = &r->screened[r->nscreened++];
-            memset(x, 0, sizeof *x);
-            x->job_id = obs[l][k].job_id;
-            x->schedule_id = r->rows[obs[l][k].sched].schedule_id;
-            x->seed = obs[l][k].seed;
-            x->level = l;
-            x->y = obs[l][k].y;
-            x->residual = res[k];
-            x->threshold = thr[k];
-            snprintf(x->reason, sizeof x->reason, "val loss %.4g is %.1f residual SDs from the fit (threshold %.2f: "
-                     "Bonferroni %g%% over %d jobs)", x->y, fabs(x->residual), x->threshold, 100 * RANKING_SCREEN_ALPHA, ncells);
-        }
-        free(out_); free(res); free(thr);
-        int frc = ranking_fit_compute(kept[l], nk, n, &fits[l]);
-        if (frc == -1) goto out;
-        if (frc == -2) {   /* too many seeds for the blocked model: a fit of the cells only, compared in pairs */
-            meth[l] = RANKING_PAIRED;
-            reason[l] = 2;
-            ranking_fit_release(&fits[l]);
-            continue;
-        }
-        meth[l] = RANKING_BLOCKED;   /* unequal variances are the moderated contrasts' business: no fallback */
-        reason[l] = 0;
-    }
+    for (int l = 0; l < nlevels; l++)
+        if (screen_level(r, obs[l], nobs[l], l, &kept[l], &fits[l], &meth[l], &reason[l]) < 0) goto out;
     /* the best group's level: the highest shown by a schedule with a value */
     r->best_level = 0;
     for (int i = 0; i < n; i++) if (r->rows[i].seeds_done > 0 && r->rows[i].level > r->best_level) r->best_level = r->rows[i].level;
@@ -487,89 +598,11 @@ int ranking_compute(ranking *r, ranking_obs *const *obs, const int *nobs, int nl
         if (isfinite(r->perm.q) && isfinite(q) && r->perm.q > q) q = r->perm.q;
         r->best_critical = q;
         if (m == RANKING_BLOCKED) sort_by_tau(byt, K, f->tau);
-        int *pos_of = malloc((size_t)n * sizeof *pos_of);
-        if (!pos_of) { free(byt); goto out; }
-        for (int i = 0; i < n; i++) pos_of[orig[i]] = i;
-        int first = orig[fam[0]];   /* rank 1 of the family */
-        for (int a = 0; a < K; a++) {
-            int i = orig[fam[a]];
-            ranking_row *x = &r->rows[fam[a]];
-            x->best = 1;
-            ranking_cmp c;
-            if (i != first) {
-                compare(f, m, i, first, d, &c);
-                x->vs_best_n = c.n;
-                x->vs_best_mean = c.mean;
-                x->vs_best_se = c.se;
-                if (m == RANKING_BLOCKED) x->vs_best_margin = pair_margin(f, r, K, i, first);
-                else if (c.n >= 2 && K > 1) x->vs_best_margin = stats_t_quantile(1 - RANKING_ALPHA / ((double)K * (K - 1)), c.n - 1) * c.se;
-            }
-            if (m == RANKING_BLOCKED) {
-                if (!isfinite(q)) continue;   /* no noise estimate: nothing can be shown worse */
-                for (int b = 0; b < K && byt[b] != i; b++) {
-                    int j = byt[b];
-                    if (!(f->tau[j] < f->tau[i])) break;
-                    double margin = pair_margin(f, r, K, i, j);
-                    if (isfinite(margin) && f->tau[i] - f->tau[j] > margin) {
-                        x->best = 0;
-                        x->worse_than = r->rows[pos_of[j]].schedule_id;
-                        break;
-                    }
-                }
-            } else if (K > 1) {
-                for (int b = 0; b < K; b++) {
-                    int j = orig[fam[b]];
-                    if (j == i) continue;
-                    compare(f, m, i, j, d, &c);
-                    if (c.n < 2 || !isfinite(c.se)) continue;
-                    double crit = stats_t_quantile(1 - RANKING_ALPHA / ((double)K * (K - 1)), c.n - 1);
-                    if (c.mean > crit * c.se) { x->best = 0; x->worse_than = r->rows[pos_of[j]].schedule_id; break; }
-                }
-            }
-        }
+        if (mark_best(r, f, m, fam, K, orig, byt, q, d) < 0) { free(byt); goto out; }
         free(byt);
-        free(pos_of);
-        /* best-group members first within their level (stable: τ̂ order kept inside each part), ranks renumbered */
-        ranking_row *tmp = malloc((size_t)n * sizeof *tmp);
-        int *otmp = malloc((size_t)n * sizeof *otmp);
-        if (!tmp || !otmp) { free(tmp); free(otmp); goto out; }
-        int w = 0;
-        for (int i = 0; i < n;) {
-            int e = i;
-            while (e < n && r->rows[e].level == r->rows[i].level) e++;
-            for (int pass = 0; pass < 3; pass++)
-                for (int k = i; k < e; k++) {
-                    const ranking_row *x = &r->rows[k];
-                    int part = x->rank > 0 && x->best == 1 ? 0 : x->rank > 0 ? 1 : 2;
-                    if (part == pass) { tmp[w] = *x; otmp[w++] = orig[k]; }
-                }
-            i = e;
-        }
-        memcpy(r->rows, tmp, (size_t)n * sizeof *tmp);
-        memcpy(orig, otmp, (size_t)n * sizeof *otmp);
-        free(tmp);
-        free(otmp);
-        int rk = 0;
-        for (int i = 0; i < n; i++) if (r->rows[i].rank > 0) r->rows[i].rank = ++rk;
+        if (best_first(r, orig) < 0) goto out;
     }
-    /* the analysis: the fit at the best level (moved into r; the other levels are released) */
-    r->fit = fits[r->best_level];
-    memset(&fits[r->best_level], 0, sizeof fits[r->best_level]);
-    int kfit = 0;
-    for (int i = 0; i < r->fit.nsched && r->fit.r; i++) if (r->fit.r[i] > 0) kfit++;
-    {
-        /* the power and the val noise read rows in the fit's (original) order */
-        ranking_row *byorig = malloc((size_t)(n ? n : 1) * sizeof *byorig);
-        if (!byorig) goto out;
-        for (int i = 0; i < n; i++) byorig[orig[i]] = r->rows[i];
-        compute_power(r, byorig, base, kfit);
-        if (r->fit.cell) compute_valnoise(r, &r->fit, byorig, base);
-        else {
-            memset(&r->val, 0, sizeof r->val);
-            r->val.sd = r->val.seed_sd = r->val.share = r->val.sd_mean = r->val.seed_sd_mean = r->val.share_mean = NAN;
-        }
-        free(byorig);
-    }
+    if (analyse(r, &fits[r->best_level], orig, base) < 0) goto out;
     rc = 0;
 out:
     if (fits) for (int l = 0; l < nlevels; l++) ranking_fit_release(&fits[l]);
