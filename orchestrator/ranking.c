@@ -28,15 +28,14 @@ static int fit_paired(const ranking_fit *f, int a, int b, double *d) {
 
 /* ---- the ranking --------------------------------------------------------------------------------- */
 
-static void cmp_clear(ranking_cmp *c) {
+void ranking_cmp_clear(ranking_cmp *c) {
     memset(c, 0, sizeof *c);
     c->mean = c->sd = c->se = c->df = c->t = c->p = c->p_holm = c->ci_low = c->ci_high = NAN;
 }
 
-
 /* row a against row b at fit f by the method: the estimate of y_a − y_b, its SE and df */
 static void compare(const ranking_fit *f, ranking_method m, int a, int b, double *d, ranking_cmp *c) {
-    cmp_clear(c);
+    ranking_cmp_clear(c);
     c->method = m;
     c->n = fit_paired(f, a, b, d);
     stats_paired sp;   /* the paired differences: their sd always, their mean and SE under the paired method */
@@ -535,7 +534,7 @@ int ranking_compute(ranking *r, ranking_obs *const *obs, const int *nobs, int nl
     if (!praw || !padj) goto out;
     for (int i = 0; i < n; i++) {
         ranking_row *x = &r->rows[i];
-        cmp_clear(&x->cmp);
+        ranking_cmp_clear(&x->cmp);
         praw[i] = padj[i] = NAN;   /* no baseline: no Holm, every row's p_holm stays NaN */
         if (base < 0 || i == base || x->seeds_done == 0) continue;
         const ranking_fit *f = &fits[x->level < nlevels ? x->level : 0];

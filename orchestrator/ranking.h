@@ -177,6 +177,9 @@ typedef struct ranking {
                                     (owned; search.h) */
 } ranking;
 
+/* c as no comparison: every figure NaN, has and n 0 (what a row carries until ranking_compute compares it). */
+void ranking_cmp_clear(ranking_cmp *c);
+
 /* Pure: computes ranks, comparisons and the best group of rows[] (already filled with the descriptive fields,
  * level, pruned and the sweep's seeds in r->seeds) from per-level observations obs[lvl][0..nobs[lvl]) whose
  * sched indexes rows[] as given (the sweep's order). Sorts rows[] into rank order. Returns 0 or -1 on no memory. */

@@ -246,8 +246,7 @@ static int read_schedules(rread *rd) {
         x->is_baseline = sqlite3_column_int(s, 2);
         x->ord = sqlite3_column_int(s, 3);
         x->mean = x->std = x->tps_mean = x->tps_std = NAN;
-        ranking_cmp *c = &x->cmp;   /* no comparison yet (ranking_compute fills it) */
-        c->mean = c->sd = c->se = c->df = c->t = c->p = c->p_holm = c->ci_low = c->ci_high = NAN;
+        ranking_cmp_clear(&x->cmp);   /* no comparison yet (ranking_compute fills it) */
     }
     if (step != SQLITE_DONE) return read_dberr(rd, s);   /* a read error is not the end of the rows */
     sqlite3_finalize(s);

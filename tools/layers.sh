@@ -63,7 +63,7 @@ done < <(for d in $folders; do [ -d "$d" ] && find "$d" -type f \( -name '*.c' -
 # includes.
 ORCH_FLOORS='
 auth http rules_cli stats store tfevents walscan queue_sql
-commands http_server http_session queue ranking_fit surrogate walck
+commands http_server queue ranking_fit surrogate walck
 cmd_admin cmd_enumerate cmd_launch cmd_validate main plan queue_admin search_spec
 ranking spec
 cmd_power leaderboard_zeroshot ranking_read sweeps
